@@ -1,0 +1,76 @@
+// Package cli holds paymentlog's command line: one file per command group, each
+// returning a *cli.Command whose Action parses flags into an options struct and
+// calls a run(ctx, opts, stdout, stderr) function that is testable without a process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Version is the paymentlog release; overridden at link time with -ldflags "-X paymentlog/cli.Version=...".
+var Version = "0.1.0-dev"
+
+// commands lists every top-level command. Each command group's file appends to it in init.
+var commands []*ucli.Command
+
+// NewApp builds the urfave/cli application writing to the given streams.
+func NewApp(stdout, stderr io.Writer) *ucli.App {
+	app := &ucli.App{
+		Name:                 "paymentlog",
+		Usage:                "a replicated, partitioned commit log for payment events",
+		Version:              Version,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: false,
+		HideVersion:          false,
+		Commands:             append([]*ucli.Command{versionCommand()}, commands...),
+		ExitErrHandler:       func(*ucli.Context, error) {},
+	}
+	return app
+}
+
+func versionCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "version",
+		Usage: "print the paymentlog version",
+		Action: func(c *ucli.Context) error {
+			_, err := fmt.Fprintf(c.App.Writer, "paymentlog %s\n", Version)
+			return err
+		},
+	}
+}
+
+// Run executes the command line and returns the process exit status:
+// 0 on full success, 1 on error (one line on stderr), 2 on usage errors.
+func Run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return RunContext(ctx, args, os.Stdout, os.Stderr)
+}
+
+// RunContext is Run with explicit context and streams, for tests.
+func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := NewApp(stdout, stderr)
+	args = ReorderArgs(app, args)
+	if err := app.RunContext(ctx, args); err != nil {
+		var ec ucli.ExitCoder
+		code := 1
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		}
+		msg := err.Error()
+		if msg != "" {
+			fmt.Fprintf(stderr, "paymentlog: %s\n", msg)
+		}
+		return code
+	}
+	return 0
+}

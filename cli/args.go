@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// ReorderArgs moves flags written after positional arguments in front of them,
+// so "paymentlog topic create payments --partitions 3" works: urfave/cli/v2
+// stops parsing flags at the first positional argument. Everything after a
+// literal "--" is left alone. Flags that take a value keep it next to them.
+func ReorderArgs(app *ucli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	cmds := app.Commands
+	var flags []ucli.Flag = app.Flags
+	i := 1
+	// Walk down the command path (leading words that name subcommands).
+	for i < len(args) {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		c := findCommand(cmds, a)
+		if c == nil {
+			break
+		}
+		out = append(out, a)
+		cmds = c.Subcommands
+		flags = c.Flags
+		i++
+	}
+	var flagArgs, positional []string
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			flagArgs = append(flagArgs, a)
+			if !strings.Contains(a, "=") && flagTakesValue(flags, a) && i+1 < len(args) {
+				flagArgs = append(flagArgs, args[i+1])
+				i++
+			}
+			i++
+			continue
+		}
+		positional = append(positional, a)
+		i++
+	}
+	out = append(out, flagArgs...)
+	return append(out, positional...)
+}
+
+func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c
+		}
+		for _, al := range c.Aliases {
+			if al == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func flagTakesValue(flags []ucli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if _, ok := f.(*ucli.BoolFlag); ok {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
