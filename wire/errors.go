@@ -1,0 +1,87 @@
+package wire
+
+import "fmt"
+
+// ErrorCode is carried in every response's "err" field; 0 is success.
+// Part of the wire format: never renumber.
+type ErrorCode int16
+
+const (
+	None                         ErrorCode = 0
+	Unknown                      ErrorCode = 1
+	NotLeader                    ErrorCode = 2 // retriable; response carries the leader hint
+	NotEnoughReplicas            ErrorCode = 3 // retriable
+	NotEnoughReplicasAfterAppend ErrorCode = 4 // retriable
+	OffsetOutOfRange             ErrorCode = 5
+	UnknownTopicOrPartition      ErrorCode = 6 // retriable (metadata may be stale)
+	CorruptMessage               ErrorCode = 7
+	RecordTooLarge               ErrorCode = 8
+	DuplicateSequence            ErrorCode = 9
+	OutOfOrderSequence           ErrorCode = 10
+	Timeout                      ErrorCode = 11 // retriable
+	TopicAlreadyExists           ErrorCode = 12
+	InvalidReplicationFactor     ErrorCode = 13
+	InvalidRequest               ErrorCode = 14
+	NotController                ErrorCode = 15 // retriable
+	FencedLeaderEpoch            ErrorCode = 16 // retriable
+	UnknownLeaderEpoch           ErrorCode = 17 // retriable
+	StaleBrokerEpoch             ErrorCode = 18
+	InvalidProducerEpoch         ErrorCode = 19
+	UnknownProducerID            ErrorCode = 20
+	LeaderNotAvailable           ErrorCode = 21 // retriable
+	BrokerNotAvailable           ErrorCode = 22 // retriable
+	KafkaStorageError            ErrorCode = 23 // retriable: disk full or I/O error on the leader
+	InvalidPartitions            ErrorCode = 24
+	InvalidTopic                 ErrorCode = 25
+)
+
+var codeNames = map[ErrorCode]string{
+	None: "None", Unknown: "Unknown", NotLeader: "NotLeader", NotEnoughReplicas: "NotEnoughReplicas",
+	NotEnoughReplicasAfterAppend: "NotEnoughReplicasAfterAppend", OffsetOutOfRange: "OffsetOutOfRange",
+	UnknownTopicOrPartition: "UnknownTopicOrPartition", CorruptMessage: "CorruptMessage",
+	RecordTooLarge: "RecordTooLarge", DuplicateSequence: "DuplicateSequence",
+	OutOfOrderSequence: "OutOfOrderSequence", Timeout: "Timeout", TopicAlreadyExists: "TopicAlreadyExists",
+	InvalidReplicationFactor: "InvalidReplicationFactor", InvalidRequest: "InvalidRequest",
+	NotController: "NotController", FencedLeaderEpoch: "FencedLeaderEpoch",
+	UnknownLeaderEpoch: "UnknownLeaderEpoch", StaleBrokerEpoch: "StaleBrokerEpoch",
+	InvalidProducerEpoch: "InvalidProducerEpoch", UnknownProducerID: "UnknownProducerID",
+	LeaderNotAvailable: "LeaderNotAvailable", BrokerNotAvailable: "BrokerNotAvailable",
+	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
+}
+
+var retriable = map[ErrorCode]bool{
+	NotLeader: true, NotEnoughReplicas: true, NotEnoughReplicasAfterAppend: true,
+	UnknownTopicOrPartition: true, Timeout: true, NotController: true, FencedLeaderEpoch: true,
+	UnknownLeaderEpoch: true, LeaderNotAvailable: true, BrokerNotAvailable: true, KafkaStorageError: true,
+}
+
+func (c ErrorCode) String() string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("ErrorCode(%d)", int16(c))
+}
+
+// Retriable reports whether a client should retry after refreshing metadata.
+func (c ErrorCode) Retriable() bool { return retriable[c] }
+
+// Error is an ErrorCode with a message, usable as a Go error.
+type Error struct {
+	Code    ErrorCode
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Code.String()
+	}
+	return e.Code.String() + ": " + e.Message
+}
+
+// Err returns nil for None, else an *Error.
+func (c ErrorCode) Err(msg string) error {
+	if c == None {
+		return nil
+	}
+	return &Error{Code: c, Message: msg}
+}
