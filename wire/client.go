@@ -1,0 +1,191 @@
+package wire
+
+// Client protocol messages (DESIGN §6). Batches travel as raw bytes in the
+// segment record-batch format; they are never re-encoded.
+
+// MetadataRequest asks for brokers and the partitions of Topics (all if empty).
+type MetadataRequest struct {
+	Topics []string `msgpack:"topics"`
+}
+
+// BrokerInfo describes one node.
+type BrokerInfo struct {
+	ID                 int32  `msgpack:"id"`
+	Addr               string `msgpack:"addr"`
+	State              string `msgpack:"state"` // "alive" | "fenced"
+	ControllerEligible bool   `msgpack:"ctrl"`
+	Incarnation        int64  `msgpack:"inc"`
+}
+
+// PartitionMetadata is one partition's current leadership.
+type PartitionMetadata struct {
+	Partition      int32   `msgpack:"p"`
+	Leader         int32   `msgpack:"leader"` // -1 while offline
+	LeaderEpoch    int32   `msgpack:"epoch"`
+	PartitionEpoch int32   `msgpack:"pepoch"`
+	Replicas       []int32 `msgpack:"replicas"`
+	ISR            []int32 `msgpack:"isr"`
+	HighWatermark  int64   `msgpack:"hw"`  // filled by the leader in DescribeTopic paths; -1 if unknown
+	LogStartOffset int64   `msgpack:"lso"` // likewise
+}
+
+// TopicMetadata is one topic.
+type TopicMetadata struct {
+	Err               ErrorCode           `msgpack:"err"`
+	Name              string              `msgpack:"name"`
+	ID                string              `msgpack:"id"`
+	ReplicationFactor int32               `msgpack:"rf"`
+	MinISR            int32               `msgpack:"min_isr"`
+	Partitions        []PartitionMetadata `msgpack:"partitions"`
+}
+
+// MetadataResponse is the answering node's view of the metadata image.
+type MetadataResponse struct {
+	Err            ErrorCode       `msgpack:"err"`
+	ControllerID   int32           `msgpack:"ctrl"` // -1 when none
+	MetadataOffset int64           `msgpack:"moff"`
+	Brokers        []BrokerInfo    `msgpack:"brokers"`
+	Topics         []TopicMetadata `msgpack:"topics"`
+}
+
+// CreateTopicRequest may be sent to any node; it is forwarded to the active controller.
+type CreateTopicRequest struct {
+	Name              string            `msgpack:"name"`
+	Partitions        int32             `msgpack:"partitions"`
+	ReplicationFactor int32             `msgpack:"rf"`
+	MinISR            int32             `msgpack:"min_isr"`
+	Configs           map[string]string `msgpack:"configs"`
+}
+
+// CreateTopicResponse answers once the topic record is committed.
+type CreateTopicResponse struct {
+	Err     ErrorCode `msgpack:"err"`
+	Message string    `msgpack:"msg"`
+	TopicID string    `msgpack:"id"`
+}
+
+// DeleteTopicRequest / Response.
+type DeleteTopicRequest struct {
+	Name string `msgpack:"name"`
+}
+type DeleteTopicResponse struct {
+	Err     ErrorCode `msgpack:"err"`
+	Message string    `msgpack:"msg"`
+}
+
+// DescribeClusterRequest / Response (cluster status).
+type DescribeClusterRequest struct{}
+type DescribeClusterResponse struct {
+	Err            ErrorCode    `msgpack:"err"`
+	ControllerID   int32        `msgpack:"ctrl"`
+	MetadataOffset int64        `msgpack:"moff"`
+	Brokers        []BrokerInfo `msgpack:"brokers"`
+}
+
+// InitProducerIDRequest asks for a cluster-unique producer id (allocated from
+// controller blocks by any node).
+type InitProducerIDRequest struct{}
+type InitProducerIDResponse struct {
+	Err           ErrorCode `msgpack:"err"`
+	ProducerID    int64     `msgpack:"pid"`
+	ProducerEpoch int16     `msgpack:"pepoch"`
+}
+
+// Acks values.
+const (
+	AcksNone   int8 = 0
+	AcksLeader int8 = 1
+	AcksAll    int8 = -1
+)
+
+// ProduceRequest carries one batch for each listed partition (to their leader).
+type ProduceRequest struct {
+	Acks      int8               `msgpack:"acks"`
+	TimeoutMs int32              `msgpack:"timeout"`
+	Topic     string             `msgpack:"topic"`
+	Parts     []ProducePartition `msgpack:"parts"`
+}
+
+// ProducePartition is one batch for one partition.
+type ProducePartition struct {
+	Partition   int32  `msgpack:"p"`
+	LeaderEpoch int32  `msgpack:"epoch"` // the client's known leader epoch; -1 = don't check
+	Batch       []byte `msgpack:"batch"`
+}
+
+// ProduceResponse answers per partition in request order.
+type ProduceResponse struct {
+	Parts []ProducePartitionResponse `msgpack:"parts"`
+}
+
+// ProducePartitionResponse: BaseOffset is the offset given to the batch's first record.
+type ProducePartitionResponse struct {
+	Partition   int32     `msgpack:"p"`
+	Err         ErrorCode `msgpack:"err"`
+	Message     string    `msgpack:"msg"`
+	BaseOffset  int64     `msgpack:"base"`
+	LeaderHint  int32     `msgpack:"leader"` // with NotLeader: current leader id or -1
+	LeaderEpoch int32     `msgpack:"epoch"`
+	LogStart    int64     `msgpack:"lso"`
+}
+
+// FetchRequest is a consumer fetch (only below the HW), long-polled.
+type FetchRequest struct {
+	MaxWaitMs int32            `msgpack:"wait"`
+	MinBytes  int32            `msgpack:"min"`
+	MaxBytes  int32            `msgpack:"max"`
+	Topic     string           `msgpack:"topic"`
+	Parts     []FetchPartition `msgpack:"parts"`
+}
+
+// FetchPartition asks for records from Offset.
+type FetchPartition struct {
+	Partition   int32 `msgpack:"p"`
+	Offset      int64 `msgpack:"off"`
+	MaxBytes    int32 `msgpack:"max"`
+	LeaderEpoch int32 `msgpack:"epoch"` // -1 = don't check
+}
+
+// FetchResponse holds whole batches per partition.
+type FetchResponse struct {
+	Parts []FetchPartitionResponse `msgpack:"parts"`
+}
+
+// FetchPartitionResponse: Records is zero or more whole batches.
+type FetchPartitionResponse struct {
+	Partition     int32     `msgpack:"p"`
+	Err           ErrorCode `msgpack:"err"`
+	Message       string    `msgpack:"msg"`
+	HighWatermark int64     `msgpack:"hw"`
+	LogStart      int64     `msgpack:"lso"`
+	LogEnd        int64     `msgpack:"leo"`
+	LeaderHint    int32     `msgpack:"leader"`
+	LeaderEpoch   int32     `msgpack:"epoch"`
+	Records       []byte    `msgpack:"records"`
+}
+
+// ListOffsets timestamps.
+const (
+	Earliest int64 = -2
+	Latest   int64 = -1
+)
+
+// ListOffsetsRequest asks the leader for an offset per partition: Earliest,
+// Latest (the HW), or the first offset at/after a timestamp.
+type ListOffsetsRequest struct {
+	Topic string                 `msgpack:"topic"`
+	Parts []ListOffsetsPartition `msgpack:"parts"`
+}
+type ListOffsetsPartition struct {
+	Partition int32 `msgpack:"p"`
+	Timestamp int64 `msgpack:"ts"`
+}
+type ListOffsetsResponse struct {
+	Parts []ListOffsetsPartitionResponse `msgpack:"parts"`
+}
+type ListOffsetsPartitionResponse struct {
+	Partition  int32     `msgpack:"p"`
+	Err        ErrorCode `msgpack:"err"`
+	Offset     int64     `msgpack:"off"`
+	LeaderHint int32     `msgpack:"leader"`
+}
