@@ -1,0 +1,101 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"paymentlog/segment"
+)
+
+// Config configures one paymentlog process. DefaultConfig gives every field's
+// default; Validate names the first bad field.
+type Config struct {
+	ID          int32            // node id, > 0
+	Addr        string           // UDP listen address
+	DataDir     string           // holds __cluster_metadata-0 and <topic>-<partition> directories
+	Controllers map[int32]string // controller-eligible nodes: id -> addr
+	MetricsAddr string           // HTTP /metrics and /debug/pprof; empty = off
+	TLSDir      string           // mutual TLS material; empty = dev mode
+	CertName    string           // certificate name inside TLSDir
+
+	Sync         segment.SyncPolicy // default SyncAlways
+	SyncInterval time.Duration      // with SyncInterval; default 200ms
+	SegmentBytes int64              // default 256 MiB
+
+	HeartbeatInterval time.Duration // default 100ms
+	SessionTimeout    time.Duration // default 1s
+	ReplicaLagTime    time.Duration // default 2s
+	RaftTick          time.Duration // default 50ms
+	ElectionTicks     int           // default 10
+
+	// NoRaftSync skips fsync of the metadata log (tests only).
+	NoRaftSync bool
+
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultSegmentBytes      = 256 << 20
+	DefaultHeartbeatInterval = 100 * time.Millisecond
+	DefaultSessionTimeout    = time.Second
+	DefaultReplicaLagTime    = 2 * time.Second
+	DefaultRaftTick          = 50 * time.Millisecond
+	DefaultElectionTicks     = 10
+)
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Sync:              segment.SyncAlways,
+		SyncInterval:      200 * time.Millisecond,
+		SegmentBytes:      DefaultSegmentBytes,
+		HeartbeatInterval: DefaultHeartbeatInterval,
+		SessionTimeout:    DefaultSessionTimeout,
+		ReplicaLagTime:    DefaultReplicaLagTime,
+		RaftTick:          DefaultRaftTick,
+		ElectionTicks:     DefaultElectionTicks,
+	}
+}
+
+// ConfigError names the offending field.
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("node config: %s: %v", e.Field, e.Err) }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.ID <= 0:
+		return &ConfigError{"id", errors.New("must be > 0")}
+	case c.Addr == "":
+		return &ConfigError{"addr", errors.New("required")}
+	case c.DataDir == "":
+		return &ConfigError{"data-dir", errors.New("required")}
+	case len(c.Controllers) == 0:
+		return &ConfigError{"controllers", errors.New("required")}
+	case c.HeartbeatInterval <= 0:
+		return &ConfigError{"heartbeat-interval", errors.New("must be > 0")}
+	case c.SessionTimeout < 2*c.HeartbeatInterval:
+		return &ConfigError{"session-timeout", errors.New("must be at least twice the heartbeat interval")}
+	case c.RaftTick <= 0:
+		return &ConfigError{"raft-tick", errors.New("must be > 0")}
+	case c.ElectionTicks < 2:
+		return &ConfigError{"election-ticks", errors.New("must be >= 2")}
+	case c.SegmentBytes < 1<<20:
+		return &ConfigError{"segment-bytes", errors.New("must be >= 1 MiB")}
+	}
+	if a, ok := c.Controllers[c.ID]; ok && a != c.Addr {
+		return &ConfigError{"controllers", fmt.Errorf("lists node %d at %s but --addr is %s", c.ID, a, c.Addr)}
+	}
+	return nil
+}
+
+// ControllerEligible reports whether this node is a raft voter.
+func (c Config) ControllerEligible() bool { _, ok := c.Controllers[c.ID]; return ok }
