@@ -1,0 +1,77 @@
+package replica
+
+import (
+	"slices"
+	"time"
+)
+
+// ParkProduce parks produce request id until the HW reaches required (the
+// batch's last offset + 1) or deadline passes (checked by Tick). It completes
+// at once if the HW is already there, or with NotLeader on a non-leader.
+func (r *Replica) ParkProduce(id uint64, required int64, deadline time.Time) Decisions {
+	d := r.decisions()
+	switch {
+	case r.role != RoleLeader:
+		d.Complete = []Completion{{id, NotLeader}}
+	case r.hw >= required:
+		d.Complete = []Completion{{id, OK}}
+	default:
+		i, _ := slices.BinarySearchFunc(r.parked, required, func(p parkedProduce, req int64) int {
+			if p.required <= req { // equal keys keep arrival order
+				return -1
+			}
+			return 1
+		})
+		r.parked = slices.Insert(r.parked, i, parkedProduce{id: id, required: required, deadline: deadline})
+	}
+	return d
+}
+
+// Cancel removes a parked request (its waiter gave up); it reports whether
+// the request was still parked.
+func (r *Replica) Cancel(id uint64) bool {
+	i := slices.IndexFunc(r.parked, func(p parkedProduce) bool { return p.id == id })
+	if i < 0 {
+		return false
+	}
+	r.parked = slices.Delete(r.parked, i, i+1)
+	return true
+}
+
+// completeParked completes every parked request the HW has passed.
+func (r *Replica) completeParked() []Completion {
+	n := 0
+	for n < len(r.parked) && r.parked[n].required <= r.hw {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Completion, n)
+	for i, p := range r.parked[:n] {
+		out[i] = Completion{p.id, OK}
+	}
+	r.parked = slices.Delete(r.parked, 0, n)
+	return out
+}
+
+func (r *Replica) expireParked(now time.Time) []Completion {
+	var out []Completion
+	r.parked = slices.DeleteFunc(r.parked, func(p parkedProduce) bool {
+		if !p.deadline.IsZero() && !now.Before(p.deadline) {
+			out = append(out, Completion{p.id, Timeout})
+			return true
+		}
+		return false
+	})
+	return out
+}
+
+func (r *Replica) failParked(c Code) []Completion {
+	out := make([]Completion, 0, len(r.parked))
+	for _, p := range r.parked {
+		out = append(out, Completion{p.id, c})
+	}
+	r.parked = nil
+	return out
+}

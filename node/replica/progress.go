@@ -1,0 +1,37 @@
+package replica
+
+import "time"
+
+// progress is the leader's view of one follower (Kafka's Replica state).
+type progress struct {
+	// leo is the follower's last reported fetch offset, -1 until it fetches
+	// in this leader epoch.
+	leo int64
+	// lastCaughtUp is the last time the follower was known to have every
+	// record the leader had: a fetch at or past the leader's LEO, or a fetch
+	// at or past the LEO the leader had at the follower's previous fetch.
+	lastCaughtUp time.Time
+	// lastFetch and lastFetchLeaderLEO remember the previous fetch.
+	lastFetch          time.Time
+	lastFetchLeaderLEO int64
+}
+
+// update records a fetch at fetchOffset while the leader's LEO is leaderLEO.
+func (p *progress) update(fetchOffset, leaderLEO int64, now time.Time) {
+	switch {
+	case fetchOffset >= leaderLEO:
+		p.lastCaughtUp = later(p.lastCaughtUp, now)
+	case fetchOffset >= p.lastFetchLeaderLEO && !p.lastFetch.IsZero():
+		p.lastCaughtUp = later(p.lastCaughtUp, p.lastFetch)
+	}
+	p.leo = fetchOffset
+	p.lastFetch = now
+	p.lastFetchLeaderLEO = leaderLEO
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
