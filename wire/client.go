@@ -59,9 +59,10 @@ type CreateTopicRequest struct {
 
 // CreateTopicResponse answers once the topic record is committed.
 type CreateTopicResponse struct {
-	Err     ErrorCode `msgpack:"err"`
-	Message string    `msgpack:"msg"`
-	TopicID string    `msgpack:"id"`
+	Err          ErrorCode `msgpack:"err"`
+	Message      string    `msgpack:"msg"`
+	TopicID      string    `msgpack:"id"`
+	ControllerID int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
 }
 
 // DeleteTopicRequest / Response.
@@ -69,8 +70,9 @@ type DeleteTopicRequest struct {
 	Name string `msgpack:"name"`
 }
 type DeleteTopicResponse struct {
-	Err     ErrorCode `msgpack:"err"`
-	Message string    `msgpack:"msg"`
+	Err          ErrorCode `msgpack:"err"`
+	Message      string    `msgpack:"msg"`
+	ControllerID int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
 }
 
 // DescribeClusterRequest / Response (cluster status).

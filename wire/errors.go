@@ -33,6 +33,8 @@ const (
 	KafkaStorageError            ErrorCode = 23 // retriable: disk full or I/O error on the leader
 	InvalidPartitions            ErrorCode = 24
 	InvalidTopic                 ErrorCode = 25
+	InvalidUpdateVersion         ErrorCode = 26 // AlterPartition with a stale partition epoch: refresh metadata, recompute
+	IneligibleReplica            ErrorCode = 27 // AlterPartition adding a fenced or shutting-down broker to the ISR
 )
 
 var codeNames = map[ErrorCode]string{
@@ -47,6 +49,7 @@ var codeNames = map[ErrorCode]string{
 	InvalidProducerEpoch: "InvalidProducerEpoch", UnknownProducerID: "UnknownProducerID",
 	LeaderNotAvailable: "LeaderNotAvailable", BrokerNotAvailable: "BrokerNotAvailable",
 	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
+	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
 }
 
 var retriable = map[ErrorCode]bool{

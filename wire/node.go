@@ -60,6 +60,8 @@ type AlterPartitionResponse struct {
 	ISR            []int32   `msgpack:"isr"`
 	LeaderEpoch    int32     `msgpack:"epoch"`
 	PartitionEpoch int32     `msgpack:"pepoch"`
+	Message        string    `msgpack:"msg"`
+	ControllerID   int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
 }
 
 // BrokerRegisterRequest is sent by every node at start (to any controller;
@@ -71,8 +73,9 @@ type BrokerRegisterRequest struct {
 	ControllerEligible bool   `msgpack:"ctrl"`
 }
 type BrokerRegisterResponse struct {
-	Err     ErrorCode `msgpack:"err"`
-	Message string    `msgpack:"msg"`
+	Err          ErrorCode `msgpack:"err"`
+	Message      string    `msgpack:"msg"`
+	ControllerID int32     `msgpack:"ctrl"` // the active controller (a hint with NotController), -1 if unknown
 }
 
 // BrokerHeartbeatRequest keeps a broker's session alive and reports how far it
@@ -88,6 +91,23 @@ type BrokerHeartbeatResponse struct {
 	Fenced        bool      `msgpack:"fenced"`
 	ShutdownReady bool      `msgpack:"shutdown_ready"` // no leaderships left: safe to exit
 	ControllerID  int32     `msgpack:"ctrl"`
+	Message       string    `msgpack:"msg"`
+}
+
+// AllocateProducerIDsRequest asks the active controller for a block of
+// producer ids for BrokerID (frame TypeAllocateProducerIDs).
+type AllocateProducerIDsRequest struct {
+	BrokerID    int32 `msgpack:"broker"`
+	Incarnation int64 `msgpack:"inc"`
+}
+
+// AllocateProducerIDsResponse: ids [Start, Start+Len) belong to the broker.
+type AllocateProducerIDsResponse struct {
+	Err          ErrorCode `msgpack:"err"`
+	Message      string    `msgpack:"msg"`
+	Start        int64     `msgpack:"start"`
+	Len          int64     `msgpack:"len"`
+	ControllerID int32     `msgpack:"ctrl"`
 }
 
 // DescribeReplicaRequest asks a node for its local replica state (tests, checkers).

@@ -20,11 +20,12 @@ const (
 	TypeListOffsets     quic.FrameType = 8
 
 	// Node-to-node.
-	TypeReplicaFetch       quic.FrameType = 20 // session: follower fetch session
-	TypeAlterPartition     quic.FrameType = 21
-	TypeBrokerRegister     quic.FrameType = 22
-	TypeBrokerHeartbeat    quic.FrameType = 23
-	TypeRaftMessage        quic.FrameType = 24 // session: raft peer stream
-	TypeControlledShutdown quic.FrameType = 25
-	TypeDescribeReplica    quic.FrameType = 26 // a replica's log state, for checkers and tests
+	TypeReplicaFetch        quic.FrameType = 20 // session: follower fetch session
+	TypeAlterPartition      quic.FrameType = 21
+	TypeBrokerRegister      quic.FrameType = 22
+	TypeBrokerHeartbeat     quic.FrameType = 23
+	TypeRaftMessage         quic.FrameType = 24 // session: raft peer stream
+	TypeControlledShutdown  quic.FrameType = 25
+	TypeDescribeReplica     quic.FrameType = 26 // a replica's log state, for checkers and tests
+	TypeAllocateProducerIDs quic.FrameType = 27 // a producer-id block from the active controller
 )
