@@ -1,0 +1,53 @@
+// Package metadata is the cluster's shared picture (DESIGN §3): the records
+// of the metadata log, the immutable-by-version Image they build, the Store
+// that applies committed raft entries to it, and the active controller's
+// decisions as pure functions from an Image and an event to records.
+//
+// Nothing here starts a goroutine, opens a socket or reads a clock.
+//
+// # Entry format
+//
+// A raft entry of the metadata log holds one or more records, applied
+// atomically (every node sees the image after the whole entry). Each record is
+//
+//	+------+---------+------------------+----------------------+
+//	| type | version | body length (BE) | body (msgpack)       |
+//	| u8   | u8      | u32              | body-length bytes    |
+//	+------+---------+------------------+----------------------+
+//
+// repeated until the entry ends. An empty entry holds no record. The body is
+// the msgpack encoding of the record's struct (field tags below are part of
+// the format: add fields, never rename tags). Decoding checks every length
+// against the bytes present before allocating (msgpack/v5's own guard is
+// broken, upstream #401); trailing bytes inside a body are an error.
+//
+// Record types (RecordType) and their current version (all 1):
+//
+//	1  ControllerMarker        {controller, term}: written by a newly elected controller
+//	2  BrokerRegistered        {id, addr, inc, ctrl}
+//	3  BrokerFenced            {id, inc}
+//	4  BrokerUnfenced          {id, inc}
+//	5  BrokerControlledShutdown{id, inc}
+//	6  TopicCreated            {name, id, partitions, rf, min_isr, configs}
+//	7  PartitionCreated        {t, tid, p, replicas, isr, leader, epoch, pepoch}
+//	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch}
+//	9  TopicDeleted            {name, id}
+//	10 ProducerIDBlock         {broker, start, len}
+//
+// # Applying records
+//
+// Records are conditional so that a decision based on a stale image (e.g. an
+// entry proposed by a deposed controller that still commits) is harmless: it
+// is rejected, identically on every node, and only the metadata offset
+// advances. A BrokerFenced/Unfenced record must name the broker's current
+// incarnation; a PartitionChange must carry partition epoch = current + 1 and
+// a leader epoch not below the current one; a ProducerIDBlock must start at
+// the next unallocated id; a TopicCreated must not reuse a live name.
+//
+// # Snapshot format
+//
+// Snapshot bytes are a 1-byte format version (1) followed by the msgpack
+// encoding of snapshotV1: brokers sorted by id, topics sorted by name, configs
+// as sorted key/value pairs. The encoding is canonical, so Image.Hash (SHA-256
+// of the snapshot encoding with the offset zeroed) is stable across nodes.
+package metadata

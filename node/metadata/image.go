@@ -1,0 +1,228 @@
+package metadata
+
+import (
+	"slices"
+	"sort"
+)
+
+// NoLeader is a partition's leader while it is offline.
+const NoLeader int32 = -1
+
+// BrokerState is one registered broker as the image knows it.
+type BrokerState struct {
+	ID                 int32
+	Addr               string
+	Incarnation        int64
+	ControllerEligible bool
+	Fenced             bool
+	// ShuttingDown is set by a controlled shutdown and cleared by the next
+	// registration; such a broker may not lead nor join an ISR.
+	ShuttingDown bool
+	// CatchUpOffset is the offset of the broker's latest BrokerRegistered or
+	// BrokerFenced record: it is unfenced only after reporting (in a
+	// heartbeat) a metadata offset at least this large.
+	CatchUpOffset uint64
+}
+
+// TopicState is one topic. Partitions[i].Partition == i.
+type TopicState struct {
+	Name       string
+	ID         string
+	RF         int32
+	MinISR     int32
+	Configs    map[string]string // read-only
+	Partitions []PartitionState  // read-only
+}
+
+// UncleanLeaderElection reports whether the topic allows electing a leader
+// from outside the ISR (config unclean.leader.election.enable=true).
+func (t TopicState) UncleanLeaderElection() bool {
+	return t.Configs[ConfigUncleanLeaderElection] == "true"
+}
+
+// PartitionState is one partition's assignment and leadership. The slices are
+// shared between image versions and must not be modified.
+//
+// Invariants: ISR ⊆ Replicas, len(ISR) >= 1, Leader == NoLeader or Leader ∈ ISR.
+type PartitionState struct {
+	Topic          string
+	TopicID        string
+	Partition      int32
+	Replicas       []int32 // assignment order; Replicas[0] is the preferred leader
+	ISR            []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// Preferred is the preferred leader (first assigned replica).
+func (p PartitionState) Preferred() int32 {
+	if len(p.Replicas) == 0 {
+		return NoLeader
+	}
+	return p.Replicas[0]
+}
+
+// InISR reports whether id is in the ISR.
+func (p PartitionState) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
+
+// HasReplica reports whether id is assigned a replica.
+func (p PartitionState) HasReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
+
+// Equal compares two partition states field by field.
+func (p PartitionState) Equal(q PartitionState) bool {
+	return p.Topic == q.Topic && p.TopicID == q.TopicID && p.Partition == q.Partition &&
+		slices.Equal(p.Replicas, q.Replicas) && slices.Equal(p.ISR, q.ISR) && p.Leader == q.Leader &&
+		p.LeaderEpoch == q.LeaderEpoch && p.PartitionEpoch == q.PartitionEpoch
+}
+
+// Image is the metadata as of one offset of the metadata log. An *Image is
+// never modified once returned: Apply builds a new one, sharing what did not
+// change. The zero Image is not used; call EmptyImage.
+type Image struct {
+	offset          uint64
+	controllerID    int32
+	controllerTerm  uint64
+	nextProducerID  int64
+	brokers         map[int32]*BrokerState
+	topics          map[string]*TopicState
+	partitionCount  int
+}
+
+// EmptyImage is the image before any record.
+func EmptyImage() *Image {
+	return &Image{
+		controllerID: -1,
+		brokers:      map[int32]*BrokerState{},
+		topics:       map[string]*TopicState{},
+	}
+}
+
+// Offset is the raft index of the last applied entry (0 before any).
+func (m *Image) Offset() uint64 { return m.offset }
+
+// ControllerID is the controller that wrote the latest ControllerMarker, -1
+// before any. The live raft leader may be newer; prefer raft's view.
+func (m *Image) ControllerID() int32 { return m.controllerID }
+
+// ControllerTerm is the raft term of the latest ControllerMarker.
+func (m *Image) ControllerTerm() uint64 { return m.controllerTerm }
+
+// NextProducerID is the first producer id not yet allocated to any broker.
+func (m *Image) NextProducerID() int64 { return m.nextProducerID }
+
+// Broker returns one broker.
+func (m *Image) Broker(id int32) (BrokerState, bool) {
+	b, ok := m.brokers[id]
+	if !ok {
+		return BrokerState{}, false
+	}
+	return *b, true
+}
+
+// Brokers returns every registered broker, sorted by id.
+func (m *Image) Brokers() []BrokerState {
+	out := make([]BrokerState, 0, len(m.brokers))
+	for _, b := range m.brokers {
+		out = append(out, *b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// UnfencedBrokers returns the ids of brokers that are registered and not
+// fenced, sorted.
+func (m *Image) UnfencedBrokers() []int32 {
+	var out []int32
+	for id, b := range m.brokers {
+		if !b.Fenced {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Live reports whether id is registered, unfenced and not shutting down: the
+// brokers that may lead or join an ISR.
+func (m *Image) Live(id int32) bool {
+	b, ok := m.brokers[id]
+	return ok && !b.Fenced && !b.ShuttingDown
+}
+
+// Topic returns one topic.
+func (m *Image) Topic(name string) (TopicState, bool) {
+	t, ok := m.topics[name]
+	if !ok {
+		return TopicState{}, false
+	}
+	return *t, true
+}
+
+// TopicNames returns every topic name, sorted.
+func (m *Image) TopicNames() []string {
+	out := make([]string, 0, len(m.topics))
+	for n := range m.topics {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Topics returns every topic, sorted by name.
+func (m *Image) Topics() []TopicState {
+	out := make([]TopicState, 0, len(m.topics))
+	for _, n := range m.TopicNames() {
+		out = append(out, *m.topics[n])
+	}
+	return out
+}
+
+// Partition returns one partition.
+func (m *Image) Partition(topic string, partition int32) (PartitionState, bool) {
+	t, ok := m.topics[topic]
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return PartitionState{}, false
+	}
+	return t.Partitions[partition], true
+}
+
+// PartitionCount is the number of partitions over all topics.
+func (m *Image) PartitionCount() int { return m.partitionCount }
+
+// EachPartition calls fn for every partition, topics in name order, until fn
+// returns false.
+func (m *Image) EachPartition(fn func(p PartitionState) bool) {
+	for _, n := range m.TopicNames() {
+		for _, p := range m.topics[n].Partitions {
+			if !fn(p) {
+				return
+			}
+		}
+	}
+}
+
+// PartitionsOf returns the partitions where id is a replica, in topic and
+// partition order.
+func (m *Image) PartitionsOf(id int32) []PartitionState {
+	var out []PartitionState
+	m.EachPartition(func(p PartitionState) bool {
+		if p.HasReplica(id) {
+			out = append(out, p)
+		}
+		return true
+	})
+	return out
+}
+
+// LeaderCount is the number of partitions id leads.
+func (m *Image) LeaderCount(id int32) int {
+	n := 0
+	m.EachPartition(func(p PartitionState) bool {
+		if p.Leader == id {
+			n++
+		}
+		return true
+	})
+	return n
+}

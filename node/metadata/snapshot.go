@@ -1,0 +1,171 @@
+package metadata
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// snapshotVersion is the first byte of snapshot bytes. Part of the format.
+const snapshotVersion = 1
+
+// ErrCorruptSnapshot is wrapped by every snapshot decoding error.
+var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
+
+// snapshotV1 is the canonical encoding of an image (field tags are part of
+// the format).
+type snapshotV1 struct {
+	Offset         uint64       `msgpack:"offset"`
+	ControllerID   int32        `msgpack:"controller"`
+	ControllerTerm uint64       `msgpack:"term"`
+	NextProducerID int64        `msgpack:"next_pid"`
+	Brokers        []snapBroker `msgpack:"brokers"`
+	Topics         []snapTopic  `msgpack:"topics"`
+}
+
+type snapBroker struct {
+	ID                 int32  `msgpack:"id"`
+	Addr               string `msgpack:"addr"`
+	Incarnation        int64  `msgpack:"inc"`
+	ControllerEligible bool   `msgpack:"ctrl"`
+	Fenced             bool   `msgpack:"fenced"`
+	ShuttingDown       bool   `msgpack:"shutdown"`
+	CatchUpOffset      uint64 `msgpack:"catchup"`
+}
+
+type snapTopic struct {
+	Name       string             `msgpack:"name"`
+	ID         string             `msgpack:"id"`
+	RF         int32              `msgpack:"rf"`
+	MinISR     int32              `msgpack:"min_isr"`
+	Configs    [][2]string        `msgpack:"configs"` // sorted by key
+	Partitions []PartitionCreated `msgpack:"partitions"`
+}
+
+func (m *Image) toSnapshot() snapshotV1 {
+	s := snapshotV1{
+		Offset: m.offset, ControllerID: m.controllerID, ControllerTerm: m.controllerTerm,
+		NextProducerID: m.nextProducerID,
+		Brokers:        []snapBroker{},
+		Topics:         []snapTopic{},
+	}
+	for _, b := range m.Brokers() {
+		s.Brokers = append(s.Brokers, snapBroker(b))
+	}
+	for _, t := range m.Topics() {
+		st := snapTopic{Name: t.Name, ID: t.ID, RF: t.RF, MinISR: t.MinISR, Configs: [][2]string{},
+			Partitions: make([]PartitionCreated, 0, len(t.Partitions))}
+		for k, v := range t.Configs {
+			st.Configs = append(st.Configs, [2]string{k, v})
+		}
+		slices.SortFunc(st.Configs, func(a, b [2]string) int { return cmpString(a[0], b[0]) })
+		for _, p := range t.Partitions {
+			st.Partitions = append(st.Partitions, PartitionCreated(p))
+		}
+		s.Topics = append(s.Topics, st)
+	}
+	return s
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func encodeSnapshot(s snapshotV1) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte(snapshotVersion)
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(&s); err != nil {
+		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
+	}
+	return buf.Bytes()
+}
+
+// MarshalSnapshot encodes the image (see "Snapshot format" in the package doc).
+func (m *Image) MarshalSnapshot() []byte { return encodeSnapshot(m.toSnapshot()) }
+
+// Hash is a SHA-256 over the image's canonical encoding without its offset:
+// two nodes that applied the same records hold images with equal hashes.
+func (m *Image) Hash() [sha256.Size]byte {
+	s := m.toSnapshot()
+	s.Offset = 0
+	return sha256.Sum256(encodeSnapshot(s))
+}
+
+// UnmarshalSnapshot decodes snapshot bytes into an image, checking every
+// length before allocating and every invariant the image relies on. offset
+// overrides the offset stored in the snapshot when non-zero (raft's snapshot
+// index is authoritative).
+func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty", ErrCorruptSnapshot)
+	}
+	if b[0] != snapshotVersion {
+		return nil, fmt.Errorf("%w: unknown format version %d", ErrCorruptSnapshot, b[0])
+	}
+	var s snapshotV1
+	if err := unmarshalChecked(b[1:], &s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
+	}
+	if offset != 0 {
+		s.Offset = offset
+	}
+	m := EmptyImage()
+	m.offset, m.controllerID, m.controllerTerm, m.nextProducerID = s.Offset, s.ControllerID, s.ControllerTerm, s.NextProducerID
+	if m.nextProducerID < 0 {
+		return nil, fmt.Errorf("%w: negative next producer id", ErrCorruptSnapshot)
+	}
+	for _, sb := range s.Brokers {
+		if sb.ID <= 0 || m.brokers[sb.ID] != nil {
+			return nil, fmt.Errorf("%w: broker id %d invalid or repeated", ErrCorruptSnapshot, sb.ID)
+		}
+		bs := BrokerState(sb)
+		m.brokers[sb.ID] = &bs
+	}
+	for _, st := range s.Topics {
+		if err := ValidateTopicName(st.Name); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
+		}
+		if m.topics[st.Name] != nil {
+			return nil, fmt.Errorf("%w: topic %q repeated", ErrCorruptSnapshot, st.Name)
+		}
+		if len(st.Partitions) > MaxPartitions {
+			return nil, fmt.Errorf("%w: topic %q has %d partitions", ErrCorruptSnapshot, st.Name, len(st.Partitions))
+		}
+		t := &TopicState{Name: st.Name, ID: st.ID, RF: st.RF, MinISR: st.MinISR}
+		if len(st.Configs) > 0 {
+			t.Configs = make(map[string]string, len(st.Configs))
+			for _, kv := range st.Configs {
+				t.Configs[kv[0]] = kv[1]
+			}
+		}
+		if err := ValidateConfigs(t.Configs); err != nil {
+			return nil, fmt.Errorf("%w: topic %q: %v", ErrCorruptSnapshot, st.Name, err)
+		}
+		t.Partitions = make([]PartitionState, 0, len(st.Partitions))
+		for i, sp := range st.Partitions {
+			p := PartitionState(sp)
+			if p.Topic != st.Name || p.TopicID != st.ID || p.Partition != int32(i) {
+				return nil, fmt.Errorf("%w: topic %q partition %d misplaced", ErrCorruptSnapshot, st.Name, i)
+			}
+			if why := validatePartition(p); why != "" {
+				return nil, fmt.Errorf("%w: %s-%d: %s", ErrCorruptSnapshot, st.Name, i, why)
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		m.topics[st.Name] = t
+		m.partitionCount += len(t.Partitions)
+	}
+	return m, nil
+}
