@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/node"
+	"paymentlog/segment"
+)
+
+func init() { commands = append(commands, nodeCommand()) }
+
+// nodeOptions are the flags of `paymentlog node start`.
+type nodeOptions struct {
+	cfg      node.Config
+	logLevel string
+	logJSON  bool
+}
+
+func envs(name string) []string { return []string{"PAYMENTLOG_" + name} }
+
+func nodeCommand() *ucli.Command {
+	d := node.DefaultConfig()
+	return &ucli.Command{
+		Name:  "node",
+		Usage: "run a paymentlog node",
+		Subcommands: []*ucli.Command{{
+			Name:  "start",
+			Usage: "start a node (broker, and controller if listed in --controllers)",
+			Flags: []ucli.Flag{
+				&ucli.IntFlag{Name: "id", Usage: "node id (unique, > 0)", EnvVars: envs("ID"), Required: true},
+				&ucli.StringFlag{Name: "addr", Usage: "UDP address to listen on (host:port)", EnvVars: envs("ADDR"), Required: true},
+				&ucli.StringFlag{Name: "data-dir", Usage: "data directory", EnvVars: envs("DATA_DIR"), Required: true},
+				&ucli.StringFlag{Name: "controllers", Usage: "controller quorum: id@host:port,...", EnvVars: envs("CONTROLLERS"), Required: true},
+				&ucli.StringFlag{Name: "metrics-addr", Usage: "HTTP address for /metrics and /debug/pprof (empty: off)", EnvVars: envs("METRICS_ADDR")},
+				&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and <cert-name>.crt/.key (mutual TLS); empty: dev mode", EnvVars: envs("TLS_DIR")},
+				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
+				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
+				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
+				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
+				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
+				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
+				&ucli.DurationFlag{Name: "raft-tick", Value: d.RaftTick, Usage: "raft tick interval", EnvVars: envs("RAFT_TICK")},
+				&ucli.IntFlag{Name: "election-ticks", Value: d.ElectionTicks, Usage: "raft election timeout in ticks", EnvVars: envs("ELECTION_TICKS")},
+				&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "debug | info | warn | error", EnvVars: envs("LOG_LEVEL")},
+				&ucli.BoolFlag{Name: "log-json", Usage: "log as JSON lines", EnvVars: envs("LOG_JSON")},
+			},
+			Action: func(c *ucli.Context) error {
+				opts, err := parseNodeOptions(c)
+				if err != nil {
+					return ucli.Exit(err.Error(), 2)
+				}
+				return runNode(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+			},
+		}},
+	}
+}
+
+func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
+	cfg := node.DefaultConfig()
+	cfg.ID = int32(c.Int("id"))
+	cfg.Addr = c.String("addr")
+	cfg.DataDir = c.String("data-dir")
+	ctrls, err := ParseControllers(c.String("controllers"))
+	if err != nil {
+		return nodeOptions{}, err
+	}
+	cfg.Controllers = ctrls
+	cfg.MetricsAddr = c.String("metrics-addr")
+	cfg.TLSDir = c.String("tls-dir")
+	cfg.CertName = c.String("cert-name")
+	if cfg.CertName == "" {
+		cfg.CertName = fmt.Sprintf("node%d", cfg.ID)
+	}
+	pol, iv, err := segment.ParseSyncPolicy(c.String("fsync"))
+	if err != nil {
+		return nodeOptions{}, fmt.Errorf("--fsync: %w", err)
+	}
+	cfg.Sync, cfg.SyncInterval = pol, iv
+	cfg.SegmentBytes = c.Int64("segment-bytes")
+	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
+	cfg.SessionTimeout = c.Duration("session-timeout")
+	cfg.ReplicaLagTime = c.Duration("replica-lag-time")
+	cfg.RaftTick = c.Duration("raft-tick")
+	cfg.ElectionTicks = c.Int("election-ticks")
+	if err := cfg.Validate(); err != nil {
+		return nodeOptions{}, err
+	}
+	return nodeOptions{cfg: cfg, logLevel: c.String("log-level"), logJSON: c.Bool("log-json")}, nil
+}
+
+// ParseControllers parses "1@127.0.0.1:7101,2@127.0.0.1:7102".
+func ParseControllers(s string) (map[int32]string, error) {
+	out := map[int32]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("--controllers: %q is not id@host:port", part)
+		}
+		n, err := strconv.Atoi(id)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--controllers: bad node id %q", id)
+		}
+		if _, dup := out[int32(n)]; dup {
+			return nil, fmt.Errorf("--controllers: node id %d listed twice", n)
+		}
+		out[int32(n)] = addr
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--controllers: empty")
+	}
+	return out, nil
+}
+
+func newLogger(w io.Writer, level string, json bool, nodeID int32) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler
+	if json {
+		h = slog.NewJSONHandler(w, ho)
+	} else {
+		h = slog.NewTextHandler(w, ho)
+	}
+	return slog.New(h).With("node", nodeID), nil
+}
+
+// runNode starts the node and blocks until ctx ends (SIGINT/SIGTERM), then
+// performs a controlled shutdown.
+func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) error {
+	logger, err := newLogger(stderr, opts.logLevel, opts.logJSON, opts.cfg.ID)
+	if err != nil {
+		return err
+	}
+	opts.cfg.Logger = logger
+	n, err := node.Start(context.Background(), opts.cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-n.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	logger.Info("shutting down")
+	if err := n.Shutdown(sctx); err != nil {
+		fmt.Fprintf(os.Stderr, "paymentlog: shutdown: %v\n", err)
+	}
+	return n.Err()
+}

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// registerHandlers installs the node-level request handlers: metadata and
+// cluster description (answered from the local image), producer ids, and the
+// controller's requests (answered by the local controller, which replies
+// NotController with a hint unless it is active). Produce, Fetch,
+// ListOffsets, replica fetch sessions and DescribeReplica are the broker's;
+// raft messages are raftnode's.
+func (n *Node) registerHandlers() {
+	n.ep.Handle(wire.TypeMetadata, n.handleMetadata)
+	n.ep.Handle(wire.TypeDescribeCluster, n.handleDescribeCluster)
+	n.ep.Handle(wire.TypeInitProducerID, n.handleInitProducerID)
+
+	n.ep.Handle(wire.TypeCreateTopic, n.handleCreateTopic)
+	n.ep.Handle(wire.TypeDeleteTopic, n.handleDeleteTopic)
+	n.ep.Handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
+	n.ep.Handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)
+	n.ep.Handle(wire.TypeAlterPartition, n.handleAlterPartition)
+	n.ep.Handle(wire.TypeAllocateProducerIDs, n.handleAllocateProducerIDs)
+}
+
+// activeControllerID is the raft leader as this node sees it, -1 if none.
+func (n *Node) activeControllerID() int32 {
+	if l := n.raft.Status().Leader; l != 0 {
+		return int32(l)
+	}
+	return -1
+}
+
+func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.MetadataRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	resp := n.store.Image().MetadataResponse(req.Topics)
+	resp.ControllerID = n.activeControllerID()
+	for ti := range resp.Topics {
+		t := &resp.Topics[ti]
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			p.HighWatermark, p.LogStartOffset = -1, -1
+			if p.Leader == n.cfg.ID {
+				if hw, lso, _, ok := n.broker.PartitionInfo(t.Name, p.Partition); ok {
+					p.HighWatermark, p.LogStartOffset = hw, lso
+				}
+			}
+		}
+	}
+	return wire.TypeMetadata, &resp, nil
+}
+
+func (n *Node) handleDescribeCluster(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.DescribeClusterRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	resp := n.store.Image().DescribeClusterResponse()
+	resp.ControllerID = n.activeControllerID()
+	return wire.TypeDescribeCluster, &resp, nil
+}
+
+func (n *Node) handleInitProducerID(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.InitProducerIDRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	id, err := n.nextProducerID(ctx)
+	if err != nil {
+		return wire.TypeInitProducerID, &wire.InitProducerIDResponse{Err: wire.BrokerNotAvailable}, nil
+	}
+	return wire.TypeInitProducerID, &wire.InitProducerIDResponse{ProducerID: id, ProducerEpoch: 0}, nil
+}
+
+// notController answers controller requests on broker-only nodes.
+func (n *Node) noController() (bool, int32) { return n.ctrl == nil, n.activeControllerID() }
+
+func (n *Node) handleCreateTopic(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.CreateTopicRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeCreateTopic, &wire.CreateTopicResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.CreateTopic(ctx, req)
+	return wire.TypeCreateTopic, &resp, nil
+}
+
+func (n *Node) handleDeleteTopic(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.DeleteTopicRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeDeleteTopic, &wire.DeleteTopicResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.DeleteTopic(ctx, req)
+	return wire.TypeDeleteTopic, &resp, nil
+}
+
+func (n *Node) handleBrokerRegister(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.BrokerRegisterRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeBrokerRegister, &wire.BrokerRegisterResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.Register(ctx, req)
+	return wire.TypeBrokerRegister, &resp, nil
+}
+
+func (n *Node) handleBrokerHeartbeat(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.BrokerHeartbeatRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeBrokerHeartbeat, &wire.BrokerHeartbeatResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.Heartbeat(ctx, req)
+	return wire.TypeBrokerHeartbeat, &resp, nil
+}
+
+func (n *Node) handleAlterPartition(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.AlterPartitionRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeAlterPartition, &wire.AlterPartitionResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.AlterPartition(ctx, req)
+	return wire.TypeAlterPartition, &resp, nil
+}
+
+func (n *Node) handleAllocateProducerIDs(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.AllocateProducerIDsRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeAllocateProducerIDs, &wire.AllocateProducerIDsResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.AllocateProducerIDs(ctx, req)
+	return wire.TypeAllocateProducerIDs, &resp, nil
+}

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// heartbeatLoop registers this broker with the active controller and then
+// heartbeats every HeartbeatInterval, reporting how far it has applied the
+// metadata log. A broker that cannot reach a controller for a whole session
+// timeout fences itself (stops accepting writes), because the controller will
+// have fenced it and moved its leaderships; it unfences when a heartbeat
+// succeeds and the controller says it is not fenced.
+func (n *Node) heartbeatLoop(ctx context.Context) error {
+	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer t.Stop()
+	n.mu.Lock()
+	n.mu.lastHB = time.Now()
+	n.mu.fenced = true
+	n.mu.Unlock()
+	n.broker.SetFenced(true)
+	for {
+		n.heartbeatOnce(ctx, false)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeatOnce registers if needed and sends one heartbeat. It returns the
+// controller's answer (zero value on failure).
+func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.BrokerHeartbeatResponse, bool) {
+	hctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTimeout/2)
+	defer cancel()
+	n.mu.Lock()
+	registered := n.mu.registered
+	n.mu.Unlock()
+	if !registered {
+		var resp wire.BrokerRegisterResponse
+		err := n.callController(hctx, wire.TypeBrokerRegister, wire.BrokerRegisterRequest{
+			BrokerID:           n.cfg.ID,
+			Addr:               n.ep.Addr(),
+			Incarnation:        n.incarnation,
+			ControllerEligible: n.cfg.ControllerEligible(),
+		}, &resp, func() wire.ErrorCode { return resp.Err })
+		if err != nil {
+			n.log.Debug("register failed", "err", err)
+			n.checkSelfFence()
+			return wire.BrokerHeartbeatResponse{}, false
+		}
+		n.log.Info("registered with controller")
+		n.mu.Lock()
+		n.mu.registered = true
+		n.mu.Unlock()
+	}
+	var resp wire.BrokerHeartbeatResponse
+	err := n.callController(hctx, wire.TypeBrokerHeartbeat, wire.BrokerHeartbeatRequest{
+		BrokerID:       n.cfg.ID,
+		Incarnation:    n.incarnation,
+		MetadataOffset: n.store.Image().Offset(),
+		WantShutdown:   wantShutdown,
+	}, &resp, func() wire.ErrorCode { return resp.Err })
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) && (we.Code == wire.StaleBrokerEpoch || we.Code == wire.BrokerNotAvailable) {
+			n.mu.Lock()
+			n.mu.registered = false
+			n.mu.Unlock()
+		}
+		n.log.Debug("heartbeat failed", "err", err)
+		n.checkSelfFence()
+		return resp, false
+	}
+	n.mu.Lock()
+	n.mu.lastHB = time.Now()
+	changed := n.mu.fenced != resp.Fenced
+	n.mu.fenced = resp.Fenced
+	n.mu.Unlock()
+	if changed {
+		n.log.Info("fence state changed", "fenced", resp.Fenced)
+		n.broker.SetFenced(resp.Fenced)
+	}
+	return resp, true
+}
+
+// checkSelfFence fences this broker when no heartbeat has succeeded for a
+// whole session timeout.
+func (n *Node) checkSelfFence() {
+	n.mu.Lock()
+	expired := time.Since(n.mu.lastHB) > n.cfg.SessionTimeout
+	changed := expired && !n.mu.fenced
+	if changed {
+		n.mu.fenced = true
+	}
+	n.mu.Unlock()
+	if changed {
+		n.log.Warn("no controller contact for a session timeout: fencing myself")
+		n.broker.SetFenced(true)
+	}
+}

@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+	"time"
+)
+
+// startMetrics serves /metrics (Prometheus text format) and /debug/pprof on
+// cfg.MetricsAddr until ctx ends.
+func (n *Node) startMetrics(ctx context.Context) error {
+	ln, err := net.Listen("tcp", n.cfg.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("node: metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/metrics", n.serveMetrics)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Warn("metrics server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (n *Node) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st := n.raft.Status()
+	n.mu.Lock()
+	fenced := n.mu.fenced
+	n.mu.Unlock()
+	b2i := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "paymentlog_node_id %d\n", n.cfg.ID)
+	fmt.Fprintf(w, "paymentlog_metadata_offset %d\n", n.store.Image().Offset())
+	fmt.Fprintf(w, "paymentlog_raft_term %d\n", st.Term)
+	fmt.Fprintf(w, "paymentlog_raft_leader %d\n", st.Leader)
+	fmt.Fprintf(w, "paymentlog_active_controller %d\n", b2i(st.IsLeader))
+	fmt.Fprintf(w, "paymentlog_broker_fenced %d\n", b2i(fenced))
+	fmt.Fprintf(w, "go_goroutines %d\n", runtime.NumGoroutine())
+	fmt.Fprintf(w, "go_memstats_heap_inuse_bytes %d\n", ms.HeapInuse)
+}

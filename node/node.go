@@ -1,0 +1,265 @@
+// Package node is one paymentlog process: a broker (produce, fetch,
+// replication, ISR — package node/broker) and, when listed in --controllers,
+// a member of the metadata raft group whose leader is the active controller
+// (packages raftnode, node/metadata, node/controller).
+//
+// Lifecycle: Start opens the endpoint, the metadata log and the broker, then
+// registers with the active controller and heartbeats; the node reacts to
+// every committed metadata change by telling the broker which partitions it
+// leads or follows. Shutdown performs a controlled shutdown: it asks the
+// controller to move its leaderships away (bounded by ctx), hands raft
+// leadership to another controller if it holds it, then closes the broker,
+// the raft node and the endpoint, in that order. After Shutdown, Done is
+// closed and Err returns the first fatal error, if any.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"paymentlog/node/broker"
+	"paymentlog/node/controller"
+	"paymentlog/node/metadata"
+	"paymentlog/quic"
+	"paymentlog/raftnode"
+	"paymentlog/segment"
+)
+
+// MetadataDirName is the metadata log's directory under the data dir.
+const MetadataDirName = "__cluster_metadata-0"
+
+// Node is a running paymentlog process.
+type Node struct {
+	cfg         Config
+	log         *slog.Logger
+	incarnation int64
+
+	ep     *quic.Endpoint
+	store  *metadata.Store
+	raft   *raftnode.Node
+	ctrl   *controller.Controller // nil on broker-only nodes
+	broker *broker.Broker
+
+	pidMu sync.Mutex
+	pids  producerIDs
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{}
+
+	mu struct {
+		sync.Mutex
+		err        error
+		applied    map[partKey]broker.PartitionState // what the broker was last told
+		registered bool
+		lastHB     time.Time // last successful heartbeat
+		fenced     bool
+		closing    bool
+	}
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// Start brings the node up. The returned node runs until Shutdown.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("node: data dir: %w", err)
+	}
+	n := &Node{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		incarnation: time.Now().UnixNano()<<8 | int64(rand.IntN(256)),
+		done:        make(chan struct{}),
+	}
+	n.mu.applied = map[partKey]broker.PartitionState{}
+	rctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	ok := false
+	defer func() {
+		if !ok {
+			cancel()
+			n.closeAll()
+		}
+	}()
+
+	ep, err := quic.New(ctx, quic.Config{
+		Addr:   cfg.Addr,
+		TLS:    quic.TLSConfig{Dir: cfg.TLSDir, Name: cfg.CertName},
+		Logger: n.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: listen %s: %w", cfg.Addr, err)
+	}
+	n.ep = ep
+
+	n.store = metadata.NewStore()
+	voters := map[uint64]string{}
+	for id, a := range cfg.Controllers {
+		voters[uint64(id)] = a
+	}
+	n.raft, err = raftnode.Start(ctx, raftnode.Config{
+		ID:            uint64(cfg.ID),
+		Voters:        voters,
+		Addr:          cfg.Addr,
+		DataDir:       filepath.Join(cfg.DataDir, MetadataDirName),
+		Endpoint:      ep,
+		TickInterval:  cfg.RaftTick,
+		ElectionTicks: cfg.ElectionTicks,
+		NoSync:        cfg.NoRaftSync,
+		SM:            n.store,
+		Logger:        n.log.With("component", "raft"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: metadata log: %w", err)
+	}
+	if cfg.ControllerEligible() {
+		n.ctrl = controller.New(controller.Config{
+			NodeID:            cfg.ID,
+			Raft:              n.raft,
+			Store:             n.store,
+			HeartbeatInterval: cfg.HeartbeatInterval,
+			SessionTimeout:    cfg.SessionTimeout,
+			Logger:            n.log.With("component", "controller"),
+		})
+	}
+	n.broker, err = broker.New(ctx, broker.Config{
+		NodeID:         cfg.ID,
+		Incarnation:    n.incarnation,
+		DataDir:        cfg.DataDir,
+		Endpoint:       ep,
+		Log:            segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log},
+		ReplicaLagTime: cfg.ReplicaLagTime,
+		AlterPartition: n.alterPartition,
+		Logger:         n.log.With("component", "broker"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: broker: %w", err)
+	}
+	n.registerHandlers()
+
+	n.goRun(rctx, "serve", func(ctx context.Context) error {
+		if err := ep.Serve(ctx); err != nil && !errors.Is(err, quic.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	if n.ctrl != nil {
+		n.goRun(rctx, "controller", n.ctrl.Run)
+	}
+	n.goRun(rctx, "metadata-watch", n.watchMetadata)
+	n.goRun(rctx, "heartbeat", n.heartbeatLoop)
+	if cfg.MetricsAddr != "" {
+		if err := n.startMetrics(rctx); err != nil {
+			return nil, err
+		}
+	}
+	n.log.Info("node started", "addr", ep.Addr(), "controller_eligible", cfg.ControllerEligible(),
+		"incarnation", n.incarnation, "data_dir", cfg.DataDir)
+	ok = true
+	return n, nil
+}
+
+// goRun runs fn in a goroutine tracked by the node; a fatal error is recorded
+// and ends the node.
+func (n *Node) goRun(ctx context.Context, name string, fn func(context.Context) error) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			n.log.Error("fatal", "task", name, "err", err)
+			n.fail(fmt.Errorf("node: %s: %w", name, err))
+		}
+	}()
+}
+
+func (n *Node) fail(err error) {
+	n.mu.Lock()
+	first := n.mu.err == nil
+	if first {
+		n.mu.err = err
+	}
+	n.mu.Unlock()
+	if first {
+		select {
+		case <-n.done:
+		default:
+			close(n.done)
+		}
+	}
+}
+
+// Done is closed when the node stops on its own because of a fatal error.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err is the first fatal error, or nil.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.err
+}
+
+// Addr is the bound UDP address.
+func (n *Node) Addr() string { return n.ep.Addr() }
+
+// ID is the node id.
+func (n *Node) ID() int32 { return n.cfg.ID }
+
+// Store exposes the metadata store (tests, status).
+func (n *Node) Store() *metadata.Store { return n.store }
+
+// Raft exposes the raft node (tests, status).
+func (n *Node) Raft() *raftnode.Node { return n.raft }
+
+// Broker exposes the broker (tests).
+func (n *Node) Broker() *broker.Broker { return n.broker }
+
+// Shutdown performs a controlled shutdown (see the package doc). When ctx
+// expires the remaining steps run without waiting.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.mu.Lock()
+	n.mu.closing = true
+	n.mu.Unlock()
+	n.controlledShutdown(ctx)
+	n.cancel()
+	n.closeAll()
+	n.wg.Wait()
+	return nil
+}
+
+// Kill stops the node abruptly, without telling anyone (tests: a crash
+// without goodbye; the on-disk state is whatever was written).
+func (n *Node) Kill() {
+	n.cancel()
+	n.closeAll()
+	n.wg.Wait()
+}
+
+func (n *Node) closeAll() {
+	if n.broker != nil {
+		n.broker.Close()
+	}
+	if n.raft != nil {
+		n.raft.Close()
+	}
+	if n.ep != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		n.ep.Shutdown(sctx)
+		cancel()
+	}
+}

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"paymentlog/node/broker"
+	"paymentlog/node/metadata"
+)
+
+// watchMetadata reacts to every committed metadata change: it tells the
+// broker the new state of each partition this node replicates (become
+// leader, become follower, ISR changed) and stops replicas that were removed
+// or whose topic was deleted. Changes arrive in order; each pass compares the
+// whole new image with what the broker was last told, so a merged or missed
+// delta cannot leave the broker behind.
+func (n *Node) watchMetadata(ctx context.Context) error {
+	sub := n.store.Subscribe()
+	defer sub.Close()
+	for {
+		ch, err := sub.Next(ctx)
+		if err != nil {
+			if errors.Is(err, metadata.ErrSubscriptionClosed) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		n.reconcile(ctx, ch.Next)
+	}
+}
+
+// reconcile brings the broker in line with img.
+func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
+	addrs := map[int32]string{}
+	for _, b := range img.Brokers() {
+		addrs[b.ID] = b.Addr
+	}
+	n.broker.SetBrokerAddrs(addrs)
+
+	want := map[partKey]broker.PartitionState{}
+	for _, t := range img.Topics() {
+		for _, p := range t.Partitions {
+			if !p.HasReplica(n.cfg.ID) {
+				continue
+			}
+			want[partKey{p.Topic, p.Partition}] = broker.PartitionState{
+				Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), MinISR: t.MinISR,
+			}
+		}
+	}
+	n.mu.Lock()
+	prev := n.mu.applied
+	n.mu.Unlock()
+	next := make(map[partKey]broker.PartitionState, len(want))
+	for k, st := range want {
+		if old, ok := prev[k]; ok && samePartitionState(old, st) {
+			next[k] = old
+			continue
+		}
+		if err := n.broker.ApplyPartition(ctx, st); err != nil {
+			n.log.Error("apply partition state", "topic", k.topic, "partition", k.partition, "err", err)
+			continue // retried on the next change
+		}
+		next[k] = st
+	}
+	for k, old := range prev {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		// The replica was removed from this node or its topic deleted (maybe
+		// re-created under the same name): its data goes too.
+		if err := n.broker.StopPartition(ctx, k.topic, k.partition, true); err != nil {
+			n.log.Error("stop partition", "topic", k.topic, "partition", k.partition, "err", err)
+			next[k] = old
+		}
+	}
+	n.mu.Lock()
+	n.mu.applied = next
+	n.mu.Unlock()
+}
+
+func samePartitionState(a, b broker.PartitionState) bool {
+	return a.Topic == b.Topic && a.TopicID == b.TopicID && a.Partition == b.Partition &&
+		a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR
+}
