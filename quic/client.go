@@ -1,0 +1,168 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// Call sends req as a frame of type t to addr on a new stream of the shared
+// connection and decodes the single response frame into resp (resp may be nil
+// to discard it). Context cancellation cancels the stream both ways. A
+// handler's error comes back as *RemoteError; transport failures as *OpError
+// naming the address and what happened.
+func (e *Endpoint) Call(ctx context.Context, addr string, t FrameType, req any, resp any) error {
+	if t.Reserved() {
+		return fmt.Errorf("quic: call: frame type 0x%02x is reserved for the transport", uint8(t))
+	}
+	enc := getEncoder()
+	defer putEncoder(enc)
+	head, tail, err := enc.frameParts(t, req, e.cfg.MaxFrameSize)
+	if err != nil {
+		return &OpError{Op: "call", Addr: addr, Err: err}
+	}
+	buf := getReadBuf()
+	f, err := e.roundTrip(ctx, addr, head, tail, buf)
+	if err != nil {
+		putReadBuf(buf)
+		return err
+	}
+	if resp != nil {
+		err = f.Decode(resp)
+	}
+	putReadBuf(f.Body)
+	if err != nil {
+		return &OpError{Op: "call", Addr: addr, Err: err}
+	}
+	return nil
+}
+
+// CallRaw is Call with a pre-encoded msgpack body; the response frame is
+// returned with a Body the caller owns.
+func (e *Endpoint) CallRaw(ctx context.Context, addr string, t FrameType, body []byte) (Frame, error) {
+	if t.Reserved() {
+		return Frame{}, fmt.Errorf("quic: call: frame type 0x%02x is reserved for the transport", uint8(t))
+	}
+	enc := getEncoder()
+	defer putEncoder(enc)
+	head, tail, err := enc.frameParts(t, Raw(body), e.cfg.MaxFrameSize)
+	if err != nil {
+		return Frame{}, &OpError{Op: "call", Addr: addr, Err: err}
+	}
+	return e.roundTrip(ctx, addr, head, tail, nil)
+}
+
+// roundTrip writes one request frame on a new stream and reads the response
+// into buf (grown as needed). A connection found dead before the request was
+// written is replaced once.
+func (e *Endpoint) roundTrip(ctx context.Context, addr string, head, tail, buf []byte) (Frame, error) {
+	if err := ctx.Err(); err != nil {
+		return Frame{}, &OpError{Op: "call", Addr: addr, Err: err}
+	}
+	var str *qgo.Stream
+	for attempt := 0; ; attempt++ {
+		conn, err := e.pool.get(ctx, addr)
+		if err != nil {
+			return Frame{}, err
+		}
+		str, err = conn.OpenStreamSync(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return Frame{}, &OpError{Op: "call", Addr: addr, Err: ctx.Err()}
+		}
+		e.pool.drop(addr, conn)
+		if attempt > 0 || !isConnGone(err) {
+			return Frame{}, opError("call", addr, err)
+		}
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			str.CancelRead(StreamCodeCanceled)
+			str.CancelWrite(StreamCodeCanceled)
+		})
+		defer stop()
+	}
+	// The request goes out without FIN: closing our side after reading the
+	// whole response tells the server it was delivered (see serveUnary).
+	werr := writeParts(str, head, tail)
+	if werr != nil {
+		str.CancelWrite(StreamCodeCanceled)
+	}
+	// Even if the write failed (the server may have refused the stream early),
+	// its error frame may be waiting: read it.
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, buf: buf}
+	f, err := fr.next()
+	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
+	if err != nil {
+		str.CancelWrite(StreamCodeCanceled)
+		if ctx.Err() != nil {
+			return Frame{}, &OpError{Op: "call", Addr: addr, Err: ctx.Err()}
+		}
+		if werr != nil {
+			err = werr
+		} else if errIsEOF(err) {
+			err = errors.New("peer closed the stream without a response")
+		}
+		return Frame{}, opError("call", addr, err)
+	}
+	if werr == nil {
+		str.Close()
+	}
+	if f.Type == FrameError {
+		rerr := remoteErrorFrom(addr, f)
+		return Frame{}, rerr
+	}
+	return f, nil
+}
+
+// OpenSession opens a long-lived stream to addr whose first frame is (t,
+// first). ctx bounds only the opening (dial, stream, first frame), like
+// net.Dialer.DialContext; afterwards each Send and Recv takes its own.
+func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, first any) (*Session, error) {
+	if t.Reserved() {
+		return nil, fmt.Errorf("quic: open session: frame type 0x%02x is reserved for the transport", uint8(t))
+	}
+	enc := getEncoder()
+	defer putEncoder(enc)
+	head, tail, err := enc.frameParts(t, first, e.cfg.MaxFrameSize)
+	if err != nil {
+		return nil, &OpError{Op: "open session", Addr: addr, Err: err}
+	}
+	var (
+		str  *qgo.Stream
+		conn *qgo.Conn
+	)
+	for attempt := 0; ; attempt++ {
+		conn, err = e.pool.get(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		str, err = conn.OpenStreamSync(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, &OpError{Op: "open session", Addr: addr, Err: ctx.Err()}
+		}
+		e.pool.drop(addr, conn)
+		if attempt > 0 || !isConnGone(err) {
+			return nil, opError("open session", addr, err)
+		}
+	}
+	peer := Peer{Addr: addr, Name: peerName(conn.ConnectionState().TLS)}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems}
+	s := newSession(str, peer, fr, e.cfg.MaxFrameSize)
+	if err := s.write(ctx, head, tail); err != nil {
+		s.abort(StreamCodeCanceled)
+		var oe *OpError
+		if errors.As(err, &oe) {
+			oe.Op = "open session"
+		}
+		return nil, err
+	}
+	return s, nil
+}

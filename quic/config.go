@@ -1,0 +1,98 @@
+package quic
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config defaults.
+const (
+	DefaultMaxIncomingStreams = 10000
+	DefaultHandshakeTimeout   = 2 * time.Second
+	DefaultIdleTimeout        = 5 * time.Second
+	DefaultKeepAlivePeriod    = 1 * time.Second
+	DefaultFirstFrameTimeout  = 5 * time.Second
+)
+
+// minMaxFrameSize keeps room for error frames.
+const minMaxFrameSize = 1 << 10
+
+// Config configures an Endpoint. Zero fields take defaults.
+type Config struct {
+	Addr               string // UDP listen address, "127.0.0.1:0" for a random port; empty for a client-only endpoint
+	TLS                TLSConfig
+	MaxFrameSize       int           // DefaultMaxFrameSize; counts type + body; applies to frames received and sent
+	MaxListItems       int           // DefaultMaxListItems: list elements + map entries in one decoded frame
+	MaxIncomingStreams int64         // default 10000 concurrent streams a peer may open per connection
+	HandshakeTimeout   time.Duration // default 2s
+	IdleTimeout        time.Duration // default 5s: a silent peer's connection is closed after this
+	KeepAlivePeriod    time.Duration // default 1s
+	FirstFrameTimeout  time.Duration // default 5s: a stream that never sends its first frame is closed
+	Logger             *slog.Logger  // default slog.Default()
+	// ServerTLS and ClientTLS, when set, replace the configurations built from
+	// TLS (tests use them to inject broken ones). NextProtos is left as given.
+	ServerTLS *tls.Config
+	ClientTLS *tls.Config
+}
+
+// ConfigError names the Config field that is invalid.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "quic: config " + e.Field + ": " + e.Reason }
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxFrameSize != 0 && (c.MaxFrameSize < minMaxFrameSize || c.MaxFrameSize > 1<<30):
+		return &ConfigError{"MaxFrameSize", fmt.Sprintf("%d is outside [%d, 1 GiB]", c.MaxFrameSize, minMaxFrameSize)}
+	case c.MaxListItems < 0:
+		return &ConfigError{"MaxListItems", "negative"}
+	case c.MaxIncomingStreams < 0:
+		return &ConfigError{"MaxIncomingStreams", "negative"}
+	case c.HandshakeTimeout < 0:
+		return &ConfigError{"HandshakeTimeout", "negative"}
+	case c.IdleTimeout < 0:
+		return &ConfigError{"IdleTimeout", "negative"}
+	case c.KeepAlivePeriod < 0:
+		return &ConfigError{"KeepAlivePeriod", "negative"}
+	case c.FirstFrameTimeout < 0:
+		return &ConfigError{"FirstFrameTimeout", "negative"}
+	case c.TLS.Dir != "" && c.TLS.Name == "":
+		return &ConfigError{"TLS.Name", "required with TLS.Dir"}
+	}
+	return nil
+}
+
+// withDefaults fills zero fields.
+func (c Config) withDefaults() Config {
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if c.MaxListItems == 0 {
+		c.MaxListItems = DefaultMaxListItems
+	}
+	if c.MaxIncomingStreams == 0 {
+		c.MaxIncomingStreams = DefaultMaxIncomingStreams
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.KeepAlivePeriod == 0 {
+		c.KeepAlivePeriod = DefaultKeepAlivePeriod
+	}
+	if c.FirstFrameTimeout == 0 {
+		c.FirstFrameTimeout = DefaultFirstFrameTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

@@ -1,0 +1,57 @@
+// Package quic is paymentlog's transport: framed RPC over multiplexed QUIC
+// streams (quic-go), one UDP socket per node, mutual TLS with a cluster CA.
+//
+// # Streams
+//
+// Every exchange is one bidirectional QUIC stream on a connection shared by
+// all callers talking to the same address. The first frame on a stream selects
+// the handler registered for its type:
+//
+//   - unary: the caller writes one request frame and closes its send side; the
+//     handler's single response frame (or an error frame) comes back and the
+//     server closes its send side. See [Endpoint.Call].
+//   - session: after the first frame both sides send frames until one closes
+//     the session. See [Endpoint.OpenSession] and [Session].
+//
+// # Frame format (part of the wire format: never change)
+//
+//	+---------------------+---------+------------------------------+
+//	| length: uint32, BE  | type: u8| body: msgpack, length-1 bytes|
+//	+---------------------+---------+------------------------------+
+//
+// length counts the type byte and the body, so it is at least 1 and at most
+// Config.MaxFrameSize (default 16 MiB); a larger length is rejected before
+// anything is allocated. The body is one msgpack value. Frame types 0x00-0xEF
+// belong to the application (package wire); 0xF0-0xFF are reserved for the
+// transport. The only reserved type in use is [FrameError] (0xFF), whose body
+// is the msgpack map {"code": uint16, "msg": string}: it carries a handler's
+// error back to the caller (Call returns it as *RemoteError) and tells a peer
+// why its stream was rejected (unknown type, malformed or oversized frame,
+// server shutting down, first-frame timeout).
+//
+// # Hostile input
+//
+// A frame's body grows only as its bytes arrive, so a peer announcing 16 MiB
+// and sending nothing costs nothing. [Frame.Decode] walks the msgpack bytes
+// before decoding and rejects any string, binary, extension, array or map whose
+// declared length does not fit in the bytes that follow (an array element needs
+// at least one byte, a map entry two), more than MaxListItems list elements and
+// map entries per frame, nesting deeper than 32, non-scalar map keys and
+// trailing bytes. This makes msgpack/v5's broken slice-allocation guard
+// (upstream issue #401: a 5-byte body can make it allocate ~800 MiB) harmless
+// for every message type. A stream whose first frame does not arrive within
+// Config.FirstFrameTimeout is closed.
+//
+// # Error codes
+//
+// Stream cancellations carry a StreamCode*, connection closes a ConnCode*,
+// error frames a Code*. All are part of the wire format.
+//
+// # TLS
+//
+// With TLSConfig.Dir set, servers require and verify client certificates
+// signed by Dir/ca.crt and clients verify servers against it (mutual TLS).
+// Without it (dev mode) the endpoint uses an ephemeral self-signed certificate
+// and verifies nothing; it says so once, loudly, in the log. `paymentlog cert`
+// creates the CA and the node and client certificates ([InitCA], [IssueCert]).
+package quic

@@ -1,0 +1,151 @@
+package quic
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// connPool keeps one dialed connection per remote address, shared by all
+// callers. Concurrent callers wait for a single dial; a failed dial is not
+// cached (the next call dials again); a connection that dies for any reason
+// (peer close, stateless reset, idle timeout) leaves the pool at once, so the
+// next call re-dials.
+type connPool struct {
+	e  *Endpoint
+	mu struct {
+		sync.Mutex
+		closed bool
+		conns  map[string]*poolEntry
+	}
+}
+
+// poolEntry is one address's connection, or the dial producing it.
+type poolEntry struct {
+	ready chan struct{} // closed when the dial finished
+	conn  *qgo.Conn     // set before ready is closed, if the dial succeeded
+	err   error
+}
+
+func newConnPool(e *Endpoint) *connPool {
+	p := &connPool{e: e}
+	p.mu.conns = make(map[string]*poolEntry)
+	return p
+}
+
+// get returns the connection to addr, dialing if there is none. ctx bounds
+// the wait, not the shared dial (bounded by the handshake timeout).
+func (p *connPool) get(ctx context.Context, addr string) (*qgo.Conn, error) {
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return nil, &OpError{Op: "dial", Addr: addr, Err: ErrServerClosed}
+	}
+	ent := p.mu.conns[addr]
+	if ent == nil {
+		ent = &poolEntry{ready: make(chan struct{})}
+		p.mu.conns[addr] = ent
+		go p.dial(addr, ent)
+	}
+	p.mu.Unlock()
+	select {
+	case <-ent.ready:
+	case <-ctx.Done():
+		return nil, &OpError{Op: "dial", Addr: addr, Err: ctx.Err()}
+	}
+	if ent.err != nil {
+		return nil, ent.err
+	}
+	return ent.conn, nil
+}
+
+func (p *connPool) dial(addr string, ent *poolEntry) {
+	conn, err := p.e.dial(addr)
+	ent.conn, ent.err = conn, err
+	if err != nil {
+		p.remove(addr, ent)
+		close(ent.ready)
+		return
+	}
+	p.mu.Lock()
+	closed := p.mu.closed
+	p.mu.Unlock()
+	if closed {
+		conn.CloseWithError(ConnCodeShutdown, "endpoint shutting down")
+		ent.conn, ent.err = nil, &OpError{Op: "dial", Addr: addr, Err: ErrServerClosed}
+		close(ent.ready)
+		return
+	}
+	close(ent.ready)
+	go func() {
+		<-conn.Context().Done()
+		p.remove(addr, ent)
+		p.e.log.Debug("quic: connection closed", "peer", addr, "err", describe(context.Cause(conn.Context())))
+	}()
+}
+
+// drop removes conn's entry if it is still the current one for addr.
+func (p *connPool) drop(addr string, conn *qgo.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ent := p.mu.conns[addr]; ent != nil && ent.conn == conn {
+		delete(p.mu.conns, addr)
+	}
+}
+
+func (p *connPool) remove(addr string, ent *poolEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.conns[addr] == ent {
+		delete(p.mu.conns, addr)
+	}
+}
+
+// closeAll closes every pooled connection and refuses new ones.
+func (p *connPool) closeAll() {
+	p.mu.Lock()
+	p.mu.closed = true
+	ents := make([]*poolEntry, 0, len(p.mu.conns))
+	for _, ent := range p.mu.conns {
+		ents = append(ents, ent)
+	}
+	p.mu.conns = map[string]*poolEntry{}
+	p.mu.Unlock()
+	for _, ent := range ents {
+		<-ent.ready // dials are bounded by the handshake timeout and hardCtx
+		if ent.conn != nil {
+			ent.conn.CloseWithError(ConnCodeShutdown, "endpoint shutting down")
+		}
+	}
+}
+
+// dial opens a connection to addr over the endpoint's socket.
+func (e *Endpoint) dial(addr string) (*qgo.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, &OpError{Op: "dial", Addr: addr, Err: fmt.Errorf("bad address: %w", err)}
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
+	}
+	tlsConf := e.cliTLS.Clone()
+	if tlsConf.ServerName == "" {
+		tlsConf.ServerName = host
+	}
+	// quic-go gives up after HandshakeIdleTimeout of silence; the context is a
+	// backstop for a peer that answers but never completes the handshake.
+	ctx, cancel := context.WithTimeout(e.hardCtx, 3*e.cfg.HandshakeTimeout)
+	defer cancel()
+	conn, err := e.tr.Dial(ctx, raddr, tlsConf, e.dialCfg)
+	if err != nil {
+		if e.hardCtx.Err() != nil {
+			err = ErrServerClosed
+		}
+		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
+	}
+	return conn, nil
+}

@@ -1,0 +1,249 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// Serve accepts connections until Shutdown; it returns ErrServerClosed
+// afterwards. When ctx is canceled Serve closes the endpoint (as Close does)
+// and returns ErrServerClosed. A client-only endpoint cannot serve.
+func (e *Endpoint) Serve(ctx context.Context) error {
+	if e.cfg.Addr == "" {
+		return errors.New("quic: Serve on a client-only endpoint (Config.Addr is empty)")
+	}
+	e.mu.Lock()
+	if e.mu.closing {
+		e.mu.Unlock()
+		return ErrServerClosed
+	}
+	if e.mu.ln != nil {
+		e.mu.Unlock()
+		return errors.New("quic: Serve called twice")
+	}
+	ln, err := e.tr.Listen(e.srvTLS, e.srvConf)
+	if err != nil {
+		e.mu.Unlock()
+		return fmt.Errorf("quic: listen %s: %w", e.addr, err)
+	}
+	e.mu.ln = ln
+	e.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { e.Close() })
+	defer stop()
+	e.log.Info("quic: serving", "addr", e.addr, "mutual_tls", !e.cfg.TLS.Dev())
+
+	for {
+		conn, err := ln.Accept(e.hardCtx)
+		if err != nil {
+			if e.closing() || errors.Is(err, qgo.ErrServerClosed) {
+				return ErrServerClosed
+			}
+			return fmt.Errorf("quic: accept on %s: %w", e.addr, err)
+		}
+		if !e.trackConn(conn) {
+			conn.CloseWithError(ConnCodeShutdown, "endpoint shutting down")
+			continue
+		}
+		go e.serveConn(conn)
+	}
+}
+
+func (e *Endpoint) trackConn(c *qgo.Conn) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.closing {
+		return false
+	}
+	e.mu.conns[c] = struct{}{}
+	return true
+}
+
+func (e *Endpoint) untrackConn(c *qgo.Conn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.mu.conns, c)
+}
+
+// serveConn accepts the streams of one connection until it dies.
+func (e *Endpoint) serveConn(conn *qgo.Conn) {
+	defer e.untrackConn(conn)
+	peer := Peer{Addr: conn.RemoteAddr().String(), Name: peerName(conn.ConnectionState().TLS)}
+	e.log.Debug("quic: connection accepted", "peer", peer.Addr, "name", peer.Name)
+	for {
+		str, err := conn.AcceptStream(context.Background())
+		if err != nil {
+			e.log.Debug("quic: connection ended", "peer", peer.Addr, "err", describe(err))
+			return
+		}
+		go e.serveStream(peer, str)
+	}
+}
+
+// readBufPool holds unary request buffers.
+var readBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledReadBuf = 4 << 20
+
+func getReadBuf() []byte { return (*readBufPool.Get().(*[]byte))[:0] }
+
+func putReadBuf(b []byte) {
+	if cap(b) > maxPooledReadBuf || cap(b) == 0 {
+		return
+	}
+	b = b[:0]
+	readBufPool.Put(&b)
+}
+
+// serveStream reads the first frame (bounded by FirstFrameTimeout) and hands
+// the stream to the handler registered for its type.
+func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, buf: getReadBuf()}
+	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
+	f, err := fr.next()
+	if err != nil {
+		e.rejectStream(peer, str, err)
+		putReadBuf(fr.buf)
+		return
+	}
+	_ = str.SetReadDeadline(time.Time{})
+	uh, sh := e.handlers.lookup(f.Type)
+	if uh == nil && sh == nil {
+		e.log.Info("quic: stream with unknown frame type refused", "peer", peer.Addr, "type", uint8(f.Type))
+		refuse(str, StreamCodeProtocol, CodeUnknownType, fmt.Sprintf("unknown frame type %d", f.Type))
+		putReadBuf(fr.buf)
+		return
+	}
+	if !e.active.add() {
+		refuse(str, StreamCodeShutdown, CodeShuttingDown, "server shutting down")
+		putReadBuf(fr.buf)
+		return
+	}
+	defer e.active.done()
+	if uh != nil {
+		e.serveUnary(peer, str, f, uh)
+		putReadBuf(fr.buf)
+		return
+	}
+	e.serveSession(peer, str, f, sh, fr)
+}
+
+// rejectStream answers a stream whose first frame could not be read.
+func (e *Endpoint) rejectStream(peer Peer, str *qgo.Stream, err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrFrameTooLarge):
+		e.log.Info("quic: oversized frame refused", "peer", peer.Addr, "err", err)
+		refuse(str, StreamCodeProtocol, CodeFrameTooLarge, err.Error())
+	case errors.Is(err, ErrMalformed):
+		e.log.Info("quic: malformed frame refused", "peer", peer.Addr, "err", err)
+		refuse(str, StreamCodeProtocol, CodeMalformed, err.Error())
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		e.log.Info("quic: stream closed: no first frame in time", "peer", peer.Addr, "timeout", e.cfg.FirstFrameTimeout)
+		refuse(str, StreamCodeTimeout, CodeTimeout, fmt.Sprintf("no complete first frame within %s", e.cfg.FirstFrameTimeout))
+	case errIsEOF(err):
+		str.CancelWrite(StreamCodeDone)
+	default: // reset by the peer or connection gone
+		e.log.Debug("quic: stream ended before its first frame", "peer", peer.Addr, "err", describe(err))
+		str.CancelRead(StreamCodeCanceled)
+		str.CancelWrite(StreamCodeCanceled)
+	}
+}
+
+// refuseWriteTimeout bounds writing an error frame to a peer that may not read.
+const refuseWriteTimeout = time.Second
+
+// refuse stops reading, sends an error frame and closes the stream.
+func refuse(str *qgo.Stream, sc qgo.StreamErrorCode, code uint16, msg string) {
+	str.CancelRead(sc)
+	_ = str.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+	if _, err := str.Write(encodeErrorFrame(code, msg)); err != nil {
+		str.CancelWrite(sc)
+		return
+	}
+	str.Close()
+}
+
+// errorCode picks the error frame code and message for a handler error.
+func errorCode(err error) (uint16, string) {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return re.Code, re.Message
+	}
+	return CodeHandler, err.Error()
+}
+
+// responseAckTimeout bounds how long a unary stream waits for the caller's
+// FIN after the response (see serveUnary).
+const responseAckTimeout = 10 * time.Second
+
+// serveUnary runs h and writes its single response frame. The caller closes
+// its side of the stream only after reading the whole response, so the
+// caller's FIN acknowledges delivery: the call counts as in flight (for
+// Shutdown) until it arrives, bounded by responseAckTimeout.
+func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler) {
+	respType, resp, herr := h(str.Context(), peer, req)
+	if herr != nil {
+		code, msg := errorCode(herr)
+		writeErrorAndClose(str, code, msg)
+	} else {
+		enc := getEncoder()
+		head, tail, err := enc.frameParts(respType, resp, e.cfg.MaxFrameSize)
+		if err != nil {
+			e.log.Error("quic: response could not be encoded", "peer", peer.Addr, "type", uint8(respType), "err", err)
+			writeErrorAndClose(str, CodeInternal, err.Error())
+		} else if err := writeParts(str, head, tail); err != nil {
+			e.log.Debug("quic: response not delivered", "peer", peer.Addr, "err", describe(err))
+			str.CancelWrite(StreamCodeCanceled)
+		} else {
+			str.Close()
+		}
+		putEncoder(enc)
+	}
+	awaitFIN(str, responseAckTimeout)
+}
+
+// awaitFIN waits for the peer to end its side of the stream; anything else
+// (more data, silence past the timeout) cancels reading.
+func awaitFIN(str *qgo.Stream, timeout time.Duration) {
+	_ = str.SetReadDeadline(time.Now().Add(timeout))
+	var b [1]byte
+	n, err := str.Read(b[:])
+	if n > 0 || err != io.EOF {
+		str.CancelRead(StreamCodeProtocol)
+	}
+}
+
+func writeErrorAndClose(str *qgo.Stream, code uint16, msg string) {
+	if _, err := str.Write(encodeErrorFrame(code, msg)); err != nil {
+		str.CancelWrite(StreamCodeCanceled)
+		return
+	}
+	str.Close()
+}
+
+// serveSession hands the stream to h and closes it when h returns.
+func (e *Endpoint) serveSession(peer Peer, str *qgo.Stream, first Frame, h SessionHandler, fr frameReader) {
+	s := newSession(str, peer, fr, e.cfg.MaxFrameSize)
+	ctx, cancel := context.WithCancel(e.sessCtx)
+	stop := context.AfterFunc(str.Context(), cancel)
+	err := h(ctx, peer, first, s)
+	stop()
+	cancel()
+	if err != nil {
+		code, msg := errorCode(err)
+		s.closeWithError(code, msg)
+		return
+	}
+	s.Close()
+}
+
+// isClosedErr reports a use of a closed socket.
+func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }

@@ -1,0 +1,161 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// Session is a long-lived bidirectional stream of frames. Send may be called
+// from one goroutine while another calls Recv; concurrent Sends are
+// serialized (each frame is written whole), concurrent Recvs are not allowed.
+//
+// Cancellation: if the ctx given to Send or Recv ends while the call is
+// blocked, the session is aborted both ways (it cannot resume mid-frame) and
+// the call returns an error matching ctx.Err(). Close ends it gracefully: the
+// peer's Recv returns io.EOF after the frames already sent.
+type Session struct {
+	str      *qgo.Stream
+	peer     Peer
+	fr       frameReader
+	maxFrame int
+	sendMu   sync.Mutex
+	closed   atomic.Bool
+	aborted  atomic.Bool
+}
+
+func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int) *Session {
+	return &Session{str: str, peer: peer, fr: fr, maxFrame: maxFrame}
+}
+
+// Peer is the remote side.
+func (s *Session) Peer() Peer { return s.peer }
+
+// Send encodes v as a frame of type t (a Raw v is sent verbatim).
+func (s *Session) Send(ctx context.Context, t FrameType, v any) error {
+	if t.Reserved() {
+		return fmt.Errorf("quic: send: frame type 0x%02x is reserved for the transport", uint8(t))
+	}
+	enc := getEncoder()
+	defer putEncoder(enc)
+	head, tail, err := enc.frameParts(t, v, s.maxFrame)
+	if err != nil {
+		return &OpError{Op: "send", Addr: s.peer.Addr, Err: err}
+	}
+	return s.write(ctx, head, tail)
+}
+
+func (s *Session) write(ctx context.Context, head, tail []byte) error {
+	if err := ctx.Err(); err != nil {
+		s.abort(StreamCodeCanceled)
+		return &OpError{Op: "send", Addr: s.peer.Addr, Err: err}
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { s.abort(StreamCodeCanceled) })
+		defer stop()
+	}
+	s.sendMu.Lock()
+	err := writeParts(s.str, head, tail)
+	s.sendMu.Unlock()
+	if err != nil {
+		return s.opErr(ctx, "send", err)
+	}
+	return nil
+}
+
+// Recv waits for the next frame. It returns io.EOF when the peer closed the
+// session, and a *RemoteError when the peer ended it with an error frame. The
+// frame's Body is valid until the next Recv.
+func (s *Session) Recv(ctx context.Context) (Frame, error) {
+	if err := ctx.Err(); err != nil {
+		s.abort(StreamCodeCanceled)
+		return Frame{}, &OpError{Op: "recv", Addr: s.peer.Addr, Err: err}
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { s.abort(StreamCodeCanceled) })
+		defer stop()
+	}
+	f, err := s.fr.next()
+	if err != nil {
+		if errIsEOF(err) && ctx.Err() == nil {
+			return Frame{}, io.EOF
+		}
+		if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrMalformed) {
+			s.abort(StreamCodeProtocol)
+		}
+		return Frame{}, s.opErr(ctx, "recv", err)
+	}
+	if f.Type == FrameError {
+		return Frame{}, remoteErrorFrom(s.peer.Addr, f)
+	}
+	return f, nil
+}
+
+// remoteErrorFrom decodes an error frame.
+func remoteErrorFrom(addr string, f Frame) error {
+	var eb errorBody
+	if err := f.Decode(&eb); err != nil {
+		return &OpError{Op: "recv", Addr: addr, Err: fmt.Errorf("undecodable error frame: %w", err)}
+	}
+	return &RemoteError{Addr: addr, Code: eb.Code, Message: eb.Message}
+}
+
+// Close ends the stream both ways: frames already sent are delivered, then
+// the peer's Recv returns io.EOF; frames the peer sends afterwards are
+// discarded. Close does not wait for a Send blocked on flow control: it
+// aborts it.
+func (s *Session) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.str.CancelRead(StreamCodeDone)
+	if s.aborted.Load() {
+		return nil
+	}
+	if s.sendMu.TryLock() {
+		s.str.Close()
+		s.sendMu.Unlock()
+	} else {
+		s.str.CancelWrite(StreamCodeDone)
+	}
+	return nil
+}
+
+// closeWithError sends an error frame, then closes.
+func (s *Session) closeWithError(code uint16, msg string) {
+	if s.closed.Load() || s.aborted.Load() {
+		s.Close()
+		return
+	}
+	if s.sendMu.TryLock() {
+		_ = s.str.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+		if _, err := s.str.Write(encodeErrorFrame(code, msg)); err != nil {
+			s.aborted.Store(true)
+			s.str.CancelWrite(StreamCodeCanceled)
+		}
+		s.sendMu.Unlock()
+	}
+	s.Close()
+}
+
+// abort cancels the stream both ways with code.
+func (s *Session) abort(code qgo.StreamErrorCode) {
+	s.aborted.Store(true)
+	s.str.CancelRead(code)
+	s.str.CancelWrite(code)
+}
+
+// opErr wraps a stream error, reporting the caller's context error when the
+// stream was aborted because of it.
+func (s *Session) opErr(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return &OpError{Op: op, Addr: s.peer.Addr, Err: cerr}
+	}
+	return opError(op, s.peer.Addr, err)
+}
