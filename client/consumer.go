@@ -1,0 +1,520 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// Consumer defaults.
+const (
+	DefaultMaxWait           = 500 * time.Millisecond
+	DefaultFetchMaxBytes     = 8 << 20
+	DefaultPartitionMaxBytes = 1 << 20
+)
+
+// ConsumerConfig configures a Consumer. Zero fields take the defaults named in their comments.
+type ConsumerConfig struct {
+	MaxWait           time.Duration // long-poll: how long a leader may hold a fetch with no data; 500ms
+	MinBytes          int32         // a leader answers once it has this much; 1
+	MaxBytes          int32         // per fetch request; 8 MiB
+	PartitionMaxBytes int32         // per partition in a fetch; 1 MiB (one whole batch is always returned)
+	RetryBackoff      time.Duration // after a failed fetch, doubled per failure; 20ms
+	RetryBackoffMax   time.Duration // 1s
+}
+
+func (c ConsumerConfig) withDefaults() ConsumerConfig {
+	if c.MaxWait <= 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.MinBytes <= 0 {
+		c.MinBytes = 1
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultFetchMaxBytes
+	}
+	if c.PartitionMaxBytes <= 0 {
+		c.PartitionMaxBytes = DefaultPartitionMaxBytes
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.RetryBackoffMax <= 0 {
+		c.RetryBackoffMax = DefaultRetryBackoffMax
+	}
+	return c
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// Message is one consumed record. Key and Value alias the fetched buffer and
+// stay valid (they are never reused).
+type Message struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	Timestamp   time.Time
+	Key         []byte // nil: no key
+	Value       []byte
+	Headers     []segment.RecordHeader
+	LeaderEpoch int32 // the epoch of the leader that wrote the batch
+}
+
+// OffsetOutOfRangeError is returned by Poll when a partition's position is
+// outside the leader's log.
+type OffsetOutOfRangeError struct {
+	TopicPartition
+	Requested int64
+	Start     int64 // the log start offset
+	End       int64 // the high watermark
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("client: %s: offset %d is out of range [%d, %d]", e.TopicPartition, e.Requested, e.Start, e.End)
+}
+
+// ErrNoAssignment is returned by Poll when no partition is assigned.
+var ErrNoAssignment = errors.New("client: consumer has no partitions assigned")
+
+// Consumer reads assigned partitions from their leaders. It is not safe for
+// concurrent use: one goroutine calls Assign, Seek, Poll and Close.
+//
+// Lifecycle: NewConsumer, Assign or AssignTopic, Poll repeatedly, Close
+// (abandons fetches in flight and waits for their goroutines).
+type Consumer struct {
+	c       *Client
+	cfg     ConsumerConfig
+	ctx     context.Context // cancelled by Close
+	cancel  context.CancelFunc
+	results chan fetchResult
+	wg      sync.WaitGroup
+	parts   map[TopicPartition]*cpart
+	order   []*cpart // assignment order
+	pending int      // fetches in flight
+	closed  bool
+}
+
+type cpart struct {
+	tp        TopicPartition
+	pos       int64 // next offset to return; SeekBeginning/SeekEnd while a seek is pending
+	gen       int   // bumped by Seek: answers to older fetches are dropped
+	fetching  bool
+	hw        int64 // last reported high watermark (-1 unknown)
+	lso       int64
+	failures  int
+	notBefore time.Time
+}
+
+type fetchResult struct {
+	addr  string
+	topic string
+	parts []fetchedPart
+	resp  *wire.FetchResponse
+	err   error
+}
+
+type fetchedPart struct {
+	cp  *cpart
+	gen int
+	off int64
+}
+
+// NewConsumer creates a consumer with no assignment.
+func (c *Client) NewConsumer(cfg ConsumerConfig) *Consumer {
+	cs := &Consumer{c: c, cfg: cfg.withDefaults(), results: make(chan fetchResult, 16), parts: map[TopicPartition]*cpart{}}
+	cs.ctx, cs.cancel = context.WithCancel(context.Background())
+	return cs
+}
+
+// Assign adds partitions, each starting at from (an offset, SeekBeginning or SeekEnd).
+func (cs *Consumer) Assign(tps []TopicPartition, from int64) {
+	for _, tp := range tps {
+		if cp, ok := cs.parts[tp]; ok {
+			cs.seek(cp, from)
+			continue
+		}
+		cp := &cpart{tp: tp, pos: from, hw: -1, lso: -1}
+		cs.parts[tp] = cp
+		cs.order = append(cs.order, cp)
+	}
+}
+
+// AssignTopic assigns every partition of topic (from the metadata), each
+// starting at from, and returns them.
+func (cs *Consumer) AssignTopic(ctx context.Context, topic string, from int64) ([]TopicPartition, error) {
+	n, err := cs.c.topicPartitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	tps := make([]TopicPartition, n)
+	for i := range tps {
+		tps[i] = TopicPartition{topic, int32(i)}
+	}
+	cs.Assign(tps, from)
+	return tps, nil
+}
+
+// Assignment lists the assigned partitions in assignment order.
+func (cs *Consumer) Assignment() []TopicPartition {
+	out := make([]TopicPartition, len(cs.order))
+	for i, cp := range cs.order {
+		out[i] = cp.tp
+	}
+	return out
+}
+
+// Seek sets a partition's position: an offset, SeekBeginning or SeekEnd.
+func (cs *Consumer) Seek(tp TopicPartition, offset int64) error {
+	cp, ok := cs.parts[tp]
+	if !ok {
+		return fmt.Errorf("client: %s is not assigned", tp)
+	}
+	cs.seek(cp, offset)
+	return nil
+}
+
+func (cs *Consumer) seek(cp *cpart, offset int64) {
+	cp.pos = offset
+	cp.gen++
+	cp.failures = 0
+	cp.notBefore = time.Time{}
+}
+
+// Position returns the next offset Poll will return for tp, or a negative
+// Seek constant while a seek is still to be resolved.
+func (cs *Consumer) Position(tp TopicPartition) (int64, bool) {
+	cp, ok := cs.parts[tp]
+	if !ok {
+		return 0, false
+	}
+	return cp.pos, true
+}
+
+// HighWatermark returns the last high watermark a fetch reported for tp (-1 if none yet).
+func (cs *Consumer) HighWatermark(tp TopicPartition) int64 {
+	if cp, ok := cs.parts[tp]; ok {
+		return cp.hw
+	}
+	return -1
+}
+
+// EndOffsets returns each partition's high watermark, asking the leaders.
+func (cs *Consumer) EndOffsets(ctx context.Context, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return cs.c.offsetsFor(ctx, tps, wire.Latest)
+}
+
+// BeginningOffsets returns each partition's log start offset, asking the leaders.
+func (cs *Consumer) BeginningOffsets(ctx context.Context, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return cs.c.offsetsFor(ctx, tps, wire.Earliest)
+}
+
+func (c *Client) offsetsFor(ctx context.Context, tps []TopicPartition, ts int64) (map[TopicPartition]int64, error) {
+	byTopic := map[string][]int32{}
+	for _, tp := range tps {
+		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+	}
+	out := make(map[TopicPartition]int64, len(tps))
+	for topic, parts := range byTopic {
+		offs, _, err := c.listOffsets(ctx, topic, parts, ts, true)
+		if err != nil {
+			return nil, err
+		}
+		for p, o := range offs {
+			out[TopicPartition{topic, p}] = o
+		}
+	}
+	return out, nil
+}
+
+// topicPartitions returns a topic's partition count, refreshing metadata once
+// if the topic is not in the cache.
+func (c *Client) topicPartitions(ctx context.Context, topic string) (int, error) {
+	for i := 0; i < 2; i++ {
+		if i > 0 || c.meta.current() == nil {
+			if err := c.meta.refresh(ctx); err != nil {
+				return 0, err
+			}
+		}
+		if t, ok := c.meta.current().topics[topic]; ok && len(t.Partitions) > 0 {
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", topic))
+}
+
+// Poll returns the next records of the assigned partitions. It waits until a
+// fetch answers with records, an error that needs the caller occurs, about
+// MaxWait passes with nothing new (returning no records and a nil error), or
+// ctx ends.
+func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
+	if cs.closed {
+		return nil, errors.New("client: consumer closed")
+	}
+	if len(cs.order) == 0 {
+		return nil, ErrNoAssignment
+	}
+	start := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if err := cs.resolveSeeks(ctx); err != nil {
+			return nil, err
+		}
+		wait := cs.startFetches(time.Now())
+		if cs.pending == 0 {
+			if wait <= 0 {
+				wait = cs.cfg.RetryBackoff
+			}
+			timer.Reset(wait)
+		} else {
+			timer.Reset(max(cs.cfg.MaxWait+cs.cfg.MaxWait/2-time.Since(start), time.Millisecond))
+		}
+		select {
+		case r := <-cs.results:
+			msgs, err := cs.apply(r)
+			for more := true; more && err == nil; {
+				select {
+				case r := <-cs.results:
+					var m []Message
+					m, err = cs.apply(r)
+					msgs = append(msgs, m...)
+				default:
+					more = false
+				}
+			}
+			if err != nil || len(msgs) > 0 {
+				return msgs, err
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if time.Since(start) >= cs.cfg.MaxWait {
+			return nil, nil
+		}
+	}
+}
+
+// resolveSeeks turns pending SeekBeginning/SeekEnd positions into offsets.
+func (cs *Consumer) resolveSeeks(ctx context.Context) error {
+	type key struct {
+		topic string
+		ts    int64
+	}
+	groups := map[key][]*cpart{}
+	for _, cp := range cs.order {
+		if cp.pos < 0 {
+			groups[key{cp.tp.Topic, cp.pos}] = append(groups[key{cp.tp.Topic, cp.pos}], cp)
+		}
+	}
+	for k, cps := range groups {
+		parts := make([]int32, len(cps))
+		for i, cp := range cps {
+			parts[i] = cp.tp.Partition
+		}
+		offs, _, err := cs.c.listOffsets(ctx, k.topic, parts, k.ts, true)
+		if err != nil {
+			return err
+		}
+		for _, cp := range cps {
+			if o, ok := offs[cp.tp.Partition]; ok {
+				cp.pos = o
+			}
+		}
+	}
+	return nil
+}
+
+// startFetches sends a fetch to each leader for its idle partitions and
+// returns how long until a partition in backoff may be fetched again.
+func (cs *Consumer) startFetches(now time.Time) time.Duration {
+	snap := cs.c.meta.current()
+	if snap == nil {
+		ctx, cancel := context.WithTimeout(cs.ctx, cs.c.cfg.MetadataTimeout)
+		err := cs.c.meta.refresh(ctx)
+		cancel()
+		if err != nil {
+			return cs.cfg.RetryBackoff
+		}
+		snap = cs.c.meta.current()
+	}
+	type key struct{ addr, topic string }
+	groups := map[key][]*cpart{}
+	var wait time.Duration
+	for _, cp := range cs.order {
+		if cp.fetching || cp.pos < 0 {
+			continue
+		}
+		if d := cp.notBefore.Sub(now); d > 0 {
+			if wait == 0 || d < wait {
+				wait = d
+			}
+			continue
+		}
+		ld, ok := snap.leaderOf(cp.tp.Topic, cp.tp.Partition)
+		if !ok {
+			cs.backoff(cp, now)
+			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
+			continue
+		}
+		k := key{ld.addr, cp.tp.Topic}
+		groups[k] = append(groups[k], cp)
+	}
+	for k, cps := range groups {
+		req := &wire.FetchRequest{
+			MaxWaitMs: int32(cs.cfg.MaxWait / time.Millisecond),
+			MinBytes:  cs.cfg.MinBytes,
+			MaxBytes:  cs.cfg.MaxBytes,
+			Topic:     k.topic,
+		}
+		fps := make([]fetchedPart, len(cps))
+		for i, cp := range cps {
+			pm, _ := snap.partition(cp.tp.Topic, cp.tp.Partition)
+			req.Parts = append(req.Parts, wire.FetchPartition{Partition: cp.tp.Partition, Offset: cp.pos, MaxBytes: cs.cfg.PartitionMaxBytes, LeaderEpoch: pm.LeaderEpoch})
+			fps[i] = fetchedPart{cp: cp, gen: cp.gen, off: cp.pos}
+			cp.fetching = true
+		}
+		cs.pending++
+		cs.wg.Add(1)
+		go func(addr, topic string) {
+			defer cs.wg.Done()
+			ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.MaxWait+cs.c.cfg.RequestTimeout)
+			defer cancel()
+			var resp wire.FetchResponse
+			err := cs.c.call(ctx, addr, wire.TypeFetch, req, &resp)
+			select {
+			case cs.results <- fetchResult{addr: addr, topic: topic, parts: fps, resp: &resp, err: err}:
+			case <-cs.ctx.Done():
+			}
+		}(k.addr, k.topic)
+	}
+	return wait
+}
+
+func (cs *Consumer) backoff(cp *cpart, now time.Time) {
+	cp.failures++
+	d := cs.cfg.RetryBackoff
+	for i := 1; i < cp.failures && d < cs.cfg.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	cp.notBefore = now.Add(min(d, cs.cfg.RetryBackoffMax))
+}
+
+// apply turns one fetch answer into messages and new positions.
+func (cs *Consumer) apply(r fetchResult) ([]Message, error) {
+	cs.pending--
+	now := time.Now()
+	byPart := map[int32]*wire.FetchPartitionResponse{}
+	if r.err == nil {
+		for i := range r.resp.Parts {
+			byPart[r.resp.Parts[i].Partition] = &r.resp.Parts[i]
+		}
+	}
+	var out []Message
+	var firstErr error
+	for _, fp := range r.parts {
+		cp := fp.cp
+		cp.fetching = false
+		if fp.gen != cp.gen || cs.parts[cp.tp] != cp {
+			continue // sought or unassigned meanwhile
+		}
+		pr := byPart[cp.tp.Partition]
+		if r.err != nil || pr == nil {
+			cs.c.log.Debug("fetch failed", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", r.err)
+			cs.backoff(cp, now)
+			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
+			continue
+		}
+		switch code := pr.Err; {
+		case code == wire.None:
+			cp.failures = 0
+			cp.hw, cp.lso = pr.HighWatermark, pr.LogStart
+			msgs, next, err := decodeFetched(cp.tp, pr.Records, fp.off)
+			out = append(out, msgs...)
+			cp.pos = max(cp.pos, next)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		case code == wire.OffsetOutOfRange:
+			if firstErr == nil {
+				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: pr.HighWatermark}
+			}
+			cs.backoff(cp, now)
+		case code.Retriable():
+			cs.c.log.Debug("fetch refused, retrying", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", code)
+			cs.backoff(cp, now)
+			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
+		default:
+			if firstErr == nil {
+				firstErr = fmt.Errorf("client: fetch %s from %s: %w", cp.tp, r.addr, code.Err(pr.Message))
+			}
+			cs.backoff(cp, now)
+		}
+	}
+	return out, firstErr
+}
+
+// decodeFetched decodes whole batches, skipping records below from, and
+// returns the offset after the last whole batch (from if none). A partial
+// batch at the end (a fetch cut at MaxBytes) is ignored.
+func decodeFetched(tp TopicPartition, records []byte, from int64) ([]Message, int64, error) {
+	var out []Message
+	next := from
+	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
+		if b.LastOffset() < from {
+			return nil
+		}
+		next = b.LastOffset() + 1
+		epoch := b.LeaderEpoch()
+		it := b.Iter()
+		for it.Next() {
+			r := it.Record()
+			if r.Offset < from {
+				continue
+			}
+			out = append(out, Message{
+				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
+				Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, Headers: r.Headers,
+				LeaderEpoch: epoch,
+			})
+		}
+		return it.Err()
+	})
+	if err != nil && !errors.Is(err, segment.ErrTornTail) {
+		return out, next, fmt.Errorf("client: %s: %w", tp, err)
+	}
+	return out, next, nil
+}
+
+// Close abandons fetches in flight and waits for their goroutines.
+func (cs *Consumer) Close() error {
+	if cs.closed {
+		return nil
+	}
+	cs.closed = true
+	cs.cancel()
+	cs.wg.Wait()
+	return nil
+}
+
+// sortedTPs sorts partitions by topic then partition.
+func sortedTPs(tps []TopicPartition) {
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+}

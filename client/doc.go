@@ -1,0 +1,61 @@
+// Package client is paymentlog's Go client library: an Admin for topics and
+// cluster status, an idempotent batching Producer and a long-polling Consumer.
+// The CLI (paymentlog topic/cluster/produce/consume) and the benchmark use it.
+//
+// # Lifecycle
+//
+//	c, err := client.New(ctx, client.Config{Bootstrap: []string{"127.0.0.1:7101"}})
+//	defer c.Close(ctx)
+//	p, err := c.NewProducer(client.ProducerConfig{})   // acks=all, idempotent
+//	p.Produce(ctx, &client.Record{Topic: "payments", Value: v}, func(d client.Delivery) {...})
+//	p.Close(ctx)                                        // flushes, then stops
+//	cons := c.NewConsumer(client.ConsumerConfig{})
+//	cons.AssignTopic(ctx, "payments", client.SeekBeginning)
+//	msgs, err := cons.Poll(ctx)
+//
+// A Client owns one client-only QUIC endpoint shared by everything made from
+// it and a metadata cache (brokers, controller, partition leaders) refreshed on
+// demand: after NotLeader, UnknownTopicOrPartition, a fenced or unknown leader
+// epoch, or a lost connection. Metadata requests are hedged: if the first node
+// does not answer within a short delay the next one is asked as well, so a dead
+// node costs a few hundred milliseconds, not a connection timeout.
+//
+// # Producer
+//
+// Records are assigned a partition (an explicit one, else the murmur2 hash of
+// the key exactly as Kafka's Java client computes it — toPositive(murmur2(key))
+// mod partitions — else a sticky partition that moves round-robin after each
+// BatchBytes worth of records), copied into that partition's open batch, and the
+// batch is closed when it reaches BatchBytes or Linger has passed since its first
+// record. One goroutine per partition sends closed batches to the partition
+// leader, one Produce request per batch, with up to MaxInFlight (5) requests
+// outstanding.
+//
+// Idempotence (on by default with acks=1 or all): the producer obtains a
+// producer id (InitProducerID) and numbers records per partition. A batch is
+// encoded once, when it is first sent, with its base sequence inside the CRC;
+// retries resend the very same bytes, so a leader that already has the batch
+// answers with its original offsets instead of writing it twice. Ordering: on
+// any error the partition stops sending new batches, waits until every
+// outstanding request has resolved, then resends the failed batches in
+// sequence order, one at a time until the first succeeds (so that
+// OutOfOrderSequence caused by requests overtaking each other, or by batches
+// lost with a dead leader, resolves by resending in order), then pipelines
+// again. If a batch fails for good, the partition's later batches that the
+// leader certainly did not write are re-encoded under a fresh producer id;
+// those whose outcome is unknown are failed with the same error.
+//
+// While requests are outstanding the partition checks the metadata every
+// LeaderCheckInterval; when the partition's leader or leader epoch has moved
+// on, requests to the old leader are abandoned and retried at the new one, so
+// a killed leader does not hold writes up until a transport timeout.
+//
+// # Consumer
+//
+// A Consumer is assigned partitions, each with a position (SeekBeginning,
+// SeekEnd or an offset). Poll keeps one long-poll Fetch outstanding per
+// leader and returns as soon as any of them answers; fetches continue in the
+// background between polls. Records below the position inside the first
+// batch are skipped. Leader changes are followed after NotLeader or a lost
+// connection by refreshing metadata.
+package client

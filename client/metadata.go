@@ -1,0 +1,326 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// snapshot is one immutable view of the cluster metadata as a node reported it.
+type snapshot struct {
+	controller int32
+	offset     int64 // the answering node's metadata offset
+	brokers    map[int32]wire.BrokerInfo
+	topics     map[string]*wire.TopicMetadata // Partitions sorted by partition id
+	from       string
+	fetched    time.Time
+}
+
+func newSnapshot(r *wire.MetadataResponse, from string, now time.Time) *snapshot {
+	s := &snapshot{
+		controller: r.ControllerID,
+		offset:     r.MetadataOffset,
+		brokers:    make(map[int32]wire.BrokerInfo, len(r.Brokers)),
+		topics:     make(map[string]*wire.TopicMetadata, len(r.Topics)),
+		from:       from,
+		fetched:    now,
+	}
+	for _, b := range r.Brokers {
+		s.brokers[b.ID] = b
+	}
+	for i := range r.Topics {
+		t := r.Topics[i]
+		if t.Err != wire.None {
+			continue
+		}
+		sort.Slice(t.Partitions, func(a, b int) bool { return t.Partitions[a].Partition < t.Partitions[b].Partition })
+		s.topics[t.Name] = &t
+	}
+	return s
+}
+
+// partition returns a partition's metadata.
+func (s *snapshot) partition(topic string, p int32) (wire.PartitionMetadata, bool) {
+	if s == nil {
+		return wire.PartitionMetadata{}, false
+	}
+	t, ok := s.topics[topic]
+	if !ok {
+		return wire.PartitionMetadata{}, false
+	}
+	i := sort.Search(len(t.Partitions), func(i int) bool { return t.Partitions[i].Partition >= p })
+	if i < len(t.Partitions) && t.Partitions[i].Partition == p {
+		return t.Partitions[i], true
+	}
+	return wire.PartitionMetadata{}, false
+}
+
+// addr returns a broker's address.
+func (s *snapshot) addr(id int32) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	b, ok := s.brokers[id]
+	if !ok || b.Addr == "" {
+		return "", false
+	}
+	return b.Addr, true
+}
+
+// brokerList returns brokers sorted by id.
+func (s *snapshot) brokerList() []wire.BrokerInfo {
+	out := make([]wire.BrokerInfo, 0, len(s.brokers))
+	for _, b := range s.brokers {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// leader describes where to send a partition's requests.
+type leader struct {
+	id    int32
+	epoch int32
+	addr  string
+}
+
+// leaderOf returns the partition's leader, ok=false if the partition is
+// unknown, offline, or its leader's address is unknown.
+func (s *snapshot) leaderOf(topic string, p int32) (leader, bool) {
+	pm, ok := s.partition(topic, p)
+	if !ok || pm.Leader < 0 {
+		return leader{id: -1}, false
+	}
+	a, ok := s.addr(pm.Leader)
+	if !ok {
+		return leader{id: pm.Leader, epoch: pm.LeaderEpoch}, false
+	}
+	return leader{id: pm.Leader, epoch: pm.LeaderEpoch, addr: a}, true
+}
+
+// metadata caches the newest snapshot and refreshes it on demand, one
+// refresh at a time (concurrent callers share it).
+type metadata struct {
+	c    *Client
+	snap atomic.Pointer[snapshot]
+
+	mu struct {
+		sync.Mutex
+		inflight  *refreshCall
+		preferred string // the last node that answered
+		rejected  int    // consecutive answers older than the cached snapshot
+		changed   chan struct{} // closed and replaced when a snapshot is stored
+	}
+}
+
+type refreshCall struct {
+	done chan struct{}
+	err  error
+}
+
+func newMetadata(c *Client) *metadata {
+	m := &metadata{c: c}
+	m.mu.changed = make(chan struct{})
+	return m
+}
+
+// changed returns a channel closed when the next snapshot is stored.
+func (m *metadata) changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.changed
+}
+
+// current returns the cached snapshot, or nil before the first refresh.
+func (m *metadata) current() *snapshot { return m.snap.Load() }
+
+// get returns the cached snapshot, refreshing first if there is none.
+func (m *metadata) get(ctx context.Context) (*snapshot, error) {
+	if s := m.current(); s != nil {
+		return s, nil
+	}
+	if err := m.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return m.current(), nil
+}
+
+// refresh fetches new metadata (joining a refresh already under way) and
+// waits for it until ctx ends.
+func (m *metadata) refresh(ctx context.Context) error {
+	call := m.start()
+	select {
+	case <-call.done:
+		return call.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// refreshIfOlder starts a background refresh when the snapshot is older than
+// age and none is running. It never blocks.
+func (m *metadata) refreshIfOlder(age time.Duration) {
+	if s := m.current(); s != nil && time.Since(s.fetched) < age {
+		return
+	}
+	m.start()
+}
+
+func (m *metadata) start() *refreshCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.inflight != nil {
+		return m.mu.inflight
+	}
+	call := &refreshCall{done: make(chan struct{})}
+	m.mu.inflight = call
+	go m.run(call)
+	return call
+}
+
+func (m *metadata) run(call *refreshCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.c.cfg.MetadataTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.c.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	resp, from, err := m.fetch(ctx)
+	m.mu.Lock()
+	if err == nil {
+		m.storeLocked(resp, from)
+	}
+	m.mu.inflight = nil
+	m.mu.Unlock()
+	call.err = err
+	close(call.done)
+}
+
+// storeLocked installs a response unless it is older than the cached
+// snapshot (a lagging node); after three older answers in a row it is taken
+// anyway (the cluster may have been recreated).
+func (m *metadata) storeLocked(resp *wire.MetadataResponse, from string) {
+	m.mu.preferred = from
+	cur := m.snap.Load()
+	if cur != nil && resp.MetadataOffset < cur.offset && m.mu.rejected < 3 {
+		m.mu.rejected++
+		return
+	}
+	m.mu.rejected = 0
+	m.snap.Store(newSnapshot(resp, from, time.Now()))
+	close(m.mu.changed)
+	m.mu.changed = make(chan struct{})
+}
+
+// candidates lists nodes to ask: the last one that answered, alive brokers,
+// fenced brokers, then the bootstrap list.
+func (m *metadata) candidates() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(a string) {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	m.mu.Lock()
+	add(m.mu.preferred)
+	m.mu.Unlock()
+	if s := m.current(); s != nil {
+		bl := s.brokerList()
+		for _, b := range bl {
+			if b.State != "fenced" {
+				add(b.Addr)
+			}
+		}
+		for _, b := range bl {
+			add(b.Addr)
+		}
+	}
+	for _, a := range m.c.cfg.Bootstrap {
+		add(a)
+	}
+	return out
+}
+
+// fetch asks candidates for metadata, hedging: each node gets HedgeDelay to
+// answer before the next one is asked too; the first answer wins.
+func (m *metadata) fetch(ctx context.Context) (*wire.MetadataResponse, string, error) {
+	return hedged(ctx, m.c, m.candidates(), func(ctx context.Context, addr string) (*wire.MetadataResponse, error) {
+		var r wire.MetadataResponse
+		if err := m.c.call(ctx, addr, wire.TypeMetadata, &wire.MetadataRequest{}, &r); err != nil {
+			return nil, err
+		}
+		if r.Err != wire.None {
+			return nil, r.Err.Err("")
+		}
+		return &r, nil
+	})
+}
+
+// hedged runs fn against addrs, starting the next address when the previous
+// one has failed or HedgeDelay has passed, and returns the first success and
+// the address that gave it. The others are cancelled.
+func hedged[T any](ctx context.Context, c *Client, addrs []string, fn func(ctx context.Context, addr string) (T, error)) (T, string, error) {
+	var zero T
+	if len(addrs) == 0 {
+		return zero, "", errors.New("client: no node addresses known")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		v    T
+		addr string
+		err  error
+	}
+	results := make(chan result, len(addrs))
+	next, pending := 0, 0
+	launch := func() {
+		a := addrs[next]
+		next++
+		pending++
+		go func() {
+			v, err := fn(ctx, a)
+			results <- result{v, a, err}
+		}()
+	}
+	launch()
+	hedge := time.NewTimer(c.cfg.HedgeDelay)
+	defer hedge.Stop()
+	var last error
+	for {
+		select {
+		case r := <-results:
+			pending--
+			if r.err == nil {
+				return r.v, r.addr, nil
+			}
+			last = fmt.Errorf("%s: %w", r.addr, r.err)
+			if next < len(addrs) {
+				launch()
+				hedge.Reset(c.cfg.HedgeDelay)
+			} else if pending == 0 {
+				return zero, "", fmt.Errorf("client: no node answered (tried %d): %w", len(addrs), last)
+			}
+		case <-hedge.C:
+			if next < len(addrs) {
+				launch()
+				hedge.Reset(c.cfg.HedgeDelay)
+			}
+		case <-ctx.Done():
+			if last != nil {
+				return zero, "", fmt.Errorf("client: no node answered in time: %w", last)
+			}
+			return zero, "", fmt.Errorf("client: no node answered in time (tried %v): %w", addrs[:next], ctx.Err())
+		}
+	}
+}

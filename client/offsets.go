@@ -1,0 +1,119 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// Special offsets for Seek and ListOffsets.
+const (
+	SeekBeginning = wire.Earliest // the log start offset
+	SeekEnd       = wire.Latest   // the high watermark: the next offset to be committed
+)
+
+// listOffsets asks each partition's leader for an offset (ts is Earliest,
+// Latest or a timestamp in unix ms). With retry it refreshes metadata and
+// retries retriable failures until ctx ends; without, partitions that fail
+// once (after one refresh) are left out of the result and their error is
+// returned in errs.
+func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, ts int64, retry bool) (map[int32]int64, map[int32]error, error) {
+	out := make(map[int32]int64, len(parts))
+	errs := map[int32]error{}
+	todo := append([]int32(nil), parts...)
+	backoff := 25 * time.Millisecond
+	for attempt := 0; len(todo) > 0; attempt++ {
+		snap, err := c.meta.get(ctx)
+		if err != nil {
+			return out, errs, err
+		}
+		groups := map[string][]int32{}
+		var failed []int32
+		for _, p := range todo {
+			ld, ok := snap.leaderOf(topic, p)
+			if !ok {
+				errs[p] = wire.LeaderNotAvailable.Err(fmt.Sprintf("%s/%d has no leader", topic, p))
+				failed = append(failed, p)
+				continue
+			}
+			groups[ld.addr] = append(groups[ld.addr], p)
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for addr, ps := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := &wire.ListOffsetsRequest{Topic: topic}
+				for _, p := range ps {
+					req.Parts = append(req.Parts, wire.ListOffsetsPartition{Partition: p, Timestamp: ts})
+				}
+				var resp wire.ListOffsetsResponse
+				cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+				err := c.call(cctx, addr, wire.TypeListOffsets, req, &resp)
+				cancel()
+				mu.Lock()
+				defer mu.Unlock()
+				got := map[int32]bool{}
+				if err == nil {
+					for _, pr := range resp.Parts {
+						if pr.Err != wire.None {
+							errs[pr.Partition] = pr.Err.Err(fmt.Sprintf("%s/%d at %s", topic, pr.Partition, addr))
+							continue
+						}
+						out[pr.Partition] = pr.Offset
+						delete(errs, pr.Partition)
+						got[pr.Partition] = true
+					}
+				}
+				for _, p := range ps {
+					if !got[p] {
+						if err != nil {
+							errs[p] = fmt.Errorf("%s: %w", addr, err)
+						}
+						failed = append(failed, p)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(failed) == 0 {
+			break
+		}
+		if !retry && attempt >= 1 {
+			break
+		}
+		for _, p := range failed {
+			if e := errs[p]; e != nil {
+				if code := ErrorCode(e); code != wire.Unknown && !code.Retriable() {
+					return out, errs, e
+				}
+			}
+		}
+		sort.Slice(failed, func(i, j int) bool { return failed[i] < failed[j] })
+		todo = failed
+		if err := c.meta.refresh(ctx); err != nil && ctx.Err() != nil {
+			return out, errs, firstErr(errs, failed, ctx.Err())
+		}
+		if attempt > 0 {
+			if err := sleepCtx(ctx, backoff); err != nil {
+				return out, errs, firstErr(errs, failed, err)
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+	return out, errs, nil
+}
+
+func firstErr(errs map[int32]error, parts []int32, fallback error) error {
+	for _, p := range parts {
+		if e := errs[p]; e != nil {
+			return fmt.Errorf("%w (last error: %v)", fallback, e)
+		}
+	}
+	return fallback
+}

@@ -1,0 +1,348 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// Record is one record to produce. Produce copies Key, Value and Headers;
+// the caller may reuse them once Produce returns.
+type Record struct {
+	Topic string
+	// Partition is used only when PartitionSet is true; otherwise the
+	// partitioner chooses (murmur2 of Key, else sticky round-robin).
+	Partition    int32
+	PartitionSet bool
+	Key          []byte // nil: no key
+	Value        []byte
+	Headers      []segment.RecordHeader
+	Timestamp    time.Time // zero: the time of Produce
+}
+
+// Delivery is the outcome of one record: Err is nil once the record is
+// acknowledged at Offset (-1 with AcksNone, which reports no offsets).
+type Delivery struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+// Errors.
+var (
+	ErrProducerClosed  = errors.New("client: producer closed")
+	ErrDeliveryTimeout = errors.New("client: delivery timeout")
+	// ErrDuplicateNoOffset: the leader says the batch is already written but
+	// did not report where.
+	ErrDuplicateNoOffset = errors.New("client: batch already written; leader did not report its offsets")
+	errMalformedResponse = errors.New("client: malformed response")
+)
+
+// DeliveryError is the error a record's Delivery carries when it could not be
+// acknowledged.
+type DeliveryError struct {
+	Topic     string
+	Partition int32
+	Attempts  int
+	// Unknown is true when a leader may have written the batch anyway (an
+	// attempt's answer was lost, or it timed out after the append).
+	Unknown bool
+	Err     error
+}
+
+func (e *DeliveryError) Error() string {
+	s := fmt.Sprintf("client: %s/%d: not acknowledged after %d attempt(s)", e.Topic, e.Partition, e.Attempts)
+	if e.Unknown {
+		s += " (may have been written)"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
+// RecordTooLargeError is returned by Produce for a record above MaxRecordBytes.
+type RecordTooLargeError struct{ Size, Max int }
+
+func (e *RecordTooLargeError) Error() string {
+	return fmt.Sprintf("client: record of about %d bytes exceeds the %d-byte limit", e.Size, e.Max)
+}
+
+// Producer sends records to partition leaders in batches, idempotently by
+// default. It is safe for concurrent use. See the package documentation for
+// batching, ordering and retries.
+//
+// Lifecycle: NewProducer, Produce any number of times, Flush when needed,
+// Close. Close refuses new records, flushes until ctx ends, then fails what is
+// left with ErrProducerClosed and stops every goroutine. Delivery callbacks
+// run on the producer's goroutines and must not block for long.
+type Producer struct {
+	c      *Client
+	cfg    ProducerConfig
+	budget *budget
+	sticky *sticky
+
+	ctx    context.Context // cancelled by Close: aborts in-flight requests
+	cancel context.CancelFunc
+	stop   chan struct{} // closed by Close after the flush
+
+	flushing atomic.Int32 // > 0 while a Flush or Close waits: batches close at once
+
+	closeMu sync.RWMutex // Produce holds R while appending; Close takes W to set closed
+	closed  bool
+
+	mu struct {
+		sync.Mutex
+		parts map[tp]*partProducer
+	}
+	wg sync.WaitGroup
+
+	idMu struct {
+		sync.Mutex
+		pid   int64
+		epoch int16
+		have  bool
+	}
+}
+
+type tp struct {
+	topic string
+	part  int32
+}
+
+// NewProducer creates a producer.
+func (c *Client) NewProducer(cfg ProducerConfig) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	p := &Producer{c: c, cfg: cfg, budget: newBudget(cfg.BufferBytes), sticky: newSticky(cfg.BatchBytes), stop: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.mu.parts = map[tp]*partProducer{}
+	return p, nil
+}
+
+// Config returns the effective configuration (defaults applied).
+func (p *Producer) Config() ProducerConfig { return p.cfg }
+
+// recordSize estimates a record's encoded size in a batch (an upper bound:
+// varint fields counted at their widest).
+func recordSize(r *Record) int {
+	n := 40 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 10 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// Produce queues one record. It blocks while BufferBytes are outstanding or
+// while the topic's metadata is unknown, until ctx ends. cb (may be nil) is
+// called exactly once with the record's outcome, unless Produce returns an
+// error, in which case the record was not queued and cb is never called.
+func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) error {
+	if r.Topic == "" {
+		return errors.New("client: record has no topic")
+	}
+	size := recordSize(r)
+	if size > p.cfg.MaxRecordBytes {
+		return &RecordTooLargeError{Size: size, Max: p.cfg.MaxRecordBytes}
+	}
+	n, err := p.partitionCount(ctx, r.Topic)
+	if err != nil {
+		return err
+	}
+	part := r.Partition
+	switch {
+	case r.PartitionSet:
+		if part < 0 || part >= n {
+			return wire.UnknownTopicOrPartition.Err(fmt.Sprintf("%s has %d partitions; no partition %d", r.Topic, n, part))
+		}
+	case p.cfg.Partitioner != nil:
+		part = p.cfg.Partitioner(r.Topic, r.Key, n)
+		if part < 0 || part >= n {
+			return fmt.Errorf("client: partitioner chose partition %d of %d", part, n)
+		}
+	case r.Key != nil:
+		part = KeyPartition(r.Key, n)
+	default:
+		part = p.sticky.pick(r.Topic, size, n)
+	}
+	if err := p.budget.acquire(ctx, int64(size)); err != nil {
+		return err
+	}
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		p.budget.release(int64(size), 1)
+		return ErrProducerClosed
+	}
+	ts := r.Timestamp
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	p.partition(r.Topic, part).append(r, ts.UnixMilli(), size, cb)
+	return nil
+}
+
+// ProduceSync produces one record and waits for its delivery.
+func (p *Producer) ProduceSync(ctx context.Context, r *Record) (Delivery, error) {
+	ch := make(chan Delivery, 1)
+	if err := p.Produce(ctx, r, func(d Delivery) { ch <- d }); err != nil {
+		return Delivery{Topic: r.Topic, Partition: -1, Offset: -1, Err: err}, err
+	}
+	p.flushing.Add(1)
+	p.wakeAll()
+	defer p.flushing.Add(-1)
+	select {
+	case d := <-ch:
+		return d, d.Err
+	case <-ctx.Done():
+		return Delivery{Topic: r.Topic, Partition: -1, Offset: -1, Err: ctx.Err()}, ctx.Err()
+	}
+}
+
+// partitionCount returns the topic's partition count from the metadata,
+// refreshing while the topic is unknown, for up to MetadataWait.
+func (p *Producer) partitionCount(ctx context.Context, topic string) (int32, error) {
+	if s := p.c.meta.current(); s != nil {
+		if t, ok := s.topics[topic]; ok && len(t.Partitions) > 0 {
+			return int32(len(t.Partitions)), nil
+		}
+	}
+	deadline := time.Now().Add(p.cfg.MetadataWait)
+	backoff := 50 * time.Millisecond
+	var lastErr error
+	for {
+		if err := p.c.meta.refresh(ctx); err != nil {
+			lastErr = err
+		} else if t, ok := p.c.meta.current().topics[topic]; ok && len(t.Partitions) > 0 {
+			return int32(len(t.Partitions)), nil
+		} else {
+			lastErr = nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			if lastErr != nil {
+				return 0, lastErr
+			}
+			return 0, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", topic))
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return 0, err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// partition returns (starting if needed) the sender of one partition.
+func (p *Producer) partition(topic string, part int32) *partProducer {
+	k := tp{topic, part}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pp, ok := p.mu.parts[k]
+	if !ok {
+		pp = newPartProducer(p, topic, part)
+		p.mu.parts[k] = pp
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			pp.run()
+		}()
+	}
+	return pp
+}
+
+func (p *Producer) wakeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pp := range p.mu.parts {
+		pp.signal()
+	}
+}
+
+// Flush sends every buffered record at once (ignoring Linger) and waits
+// until all records produced so far are resolved or ctx ends.
+func (p *Producer) Flush(ctx context.Context) error {
+	p.flushing.Add(1)
+	defer p.flushing.Add(-1)
+	p.wakeAll()
+	return p.budget.waitEmpty(ctx)
+}
+
+// Outstanding is the number of records produced but not yet resolved.
+func (p *Producer) Outstanding() int64 { return p.budget.outstanding() }
+
+// Close refuses new records, flushes until ctx ends, then fails whatever is
+// still outstanding with ErrProducerClosed and stops the producer. It returns
+// ctx's error if the flush did not complete. Later calls return nil.
+func (p *Producer) Close(ctx context.Context) error {
+	p.closeMu.Lock()
+	if p.closed {
+		p.closeMu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.closeMu.Unlock()
+	err := p.Flush(ctx)
+	p.budget.close()
+	close(p.stop)
+	p.cancel()
+	p.wg.Wait()
+	return err
+}
+
+// producerID returns the producer's id, asking the cluster the first time.
+func (p *Producer) producerID(ctx context.Context) (int64, int16, error) {
+	p.idMu.Lock()
+	defer p.idMu.Unlock()
+	if p.idMu.have {
+		return p.idMu.pid, p.idMu.epoch, nil
+	}
+	pid, epoch, err := p.c.initProducerID(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	p.idMu.pid, p.idMu.epoch, p.idMu.have = pid, epoch, true
+	return pid, epoch, nil
+}
+
+// initProducerID asks any node for a fresh producer id.
+func (c *Client) initProducerID(ctx context.Context) (int64, int16, error) {
+	type idResp struct {
+		pid   int64
+		epoch int16
+	}
+	r, _, err := hedged(ctx, c, c.meta.candidates(), func(ctx context.Context, addr string) (idResp, error) {
+		var r wire.InitProducerIDResponse
+		if err := c.call(ctx, addr, wire.TypeInitProducerID, &wire.InitProducerIDRequest{}, &r); err != nil {
+			return idResp{}, err
+		}
+		if r.Err != wire.None {
+			return idResp{}, r.Err.Err("InitProducerID")
+		}
+		return idResp{r.ProducerID, r.ProducerEpoch}, nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("client: producer id: %w", err)
+	}
+	return r.pid, r.epoch, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

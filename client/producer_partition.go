@@ -1,0 +1,580 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// requestGrace is added to the leader-side request timeout for the client's own deadline.
+const requestGrace = 2 * time.Second
+
+// maxHeadOOS is how many OutOfOrderSequence answers the oldest unresolved
+// batch may get (each after a metadata refresh and a backoff) before the
+// partition's sequence is declared broken and restarted under a new producer id.
+const maxHeadOOS = 3
+
+// attemptResult is one Produce attempt's outcome, sent back to the partition's goroutine.
+type attemptResult struct {
+	b    *pbatch
+	resp wire.ProducePartitionResponse
+	err  error // transport error: outcome unknown
+}
+
+// gap marks a batch encoded under pid that failed for good: batches encoded
+// after it under the same id would be refused (their sequences no longer
+// follow on), so they are re-encoded under a fresh producer id before they
+// are sent again.
+type gap struct {
+	order      int64 // batches with a larger order and the same pid need the reset
+	pid        int64
+	definitive bool // the failed batch certainly was not written
+	err        error
+}
+
+// partProducer sends one partition's batches. Produce appends records under
+// mu; everything else is owned by the run goroutine.
+type partProducer struct {
+	p       *Producer
+	topic   string
+	part    int32
+	wake    chan struct{}      // cap 1
+	results chan attemptResult // cap MaxInFlight: one slot per request in flight
+
+	mu struct {
+		sync.Mutex
+		open   *pbatch   // accepting records
+		closed []*pbatch // full, waiting for run to take them
+	}
+
+	// Owned by run.
+	// Invariant: queue holds encoded batches first, in order, then unencoded ones.
+	queue      []*pbatch
+	inflight   []*pbatch // sent and unresolved, in send order
+	recovering bool      // after an error: no sends until inflight drains and retryAt passes
+	probe      bool      // after a recovery with resends: one request at a time until a success
+	needMeta   bool
+	retryAt    time.Time
+	havePID    bool
+	pid        int64
+	pepoch     int16
+	nextSeq    int32
+	order      int64
+	gap        *gap
+	builder    *segment.Builder
+	timer      *time.Timer
+}
+
+func newPartProducer(p *Producer, topic string, part int32) *partProducer {
+	return &partProducer{
+		p:       p,
+		topic:   topic,
+		part:    part,
+		wake:    make(chan struct{}, 1),
+		results: make(chan attemptResult, p.cfg.MaxInFlight),
+		pid:     -1,
+	}
+}
+
+func (pp *partProducer) signal() {
+	select {
+	case pp.wake <- struct{}{}:
+	default:
+	}
+}
+
+// append adds a record to the open batch, closing it first if the record
+// would overflow it, and after if it is full.
+func (pp *partProducer) append(r *Record, ts int64, size int, cb func(Delivery)) {
+	cfg := &pp.p.cfg
+	wake := false
+	pp.mu.Lock()
+	b := pp.mu.open
+	if b != nil && b.size+size > cfg.BatchBytes {
+		pp.mu.closed = append(pp.mu.closed, b)
+		b, wake = nil, true
+	}
+	if b == nil {
+		b = newBatch(min(cfg.BatchBytes, 2*size+1024), time.Now(), cfg.DeliveryTimeout)
+		pp.mu.open = b
+		wake = true // arms the linger timer
+	}
+	b.add(r, ts, size, cb)
+	if b.size >= cfg.BatchBytes {
+		pp.mu.closed = append(pp.mu.closed, b)
+		pp.mu.open = nil
+		wake = true
+	}
+	pp.mu.Unlock()
+	if wake {
+		pp.signal()
+	}
+}
+
+func (pp *partProducer) run() {
+	pp.timer = time.NewTimer(time.Hour)
+	defer pp.timer.Stop()
+	for {
+		now := time.Now()
+		pp.pump(now)
+		pp.armTimer(now)
+		var metaChanged <-chan struct{}
+		if len(pp.inflight) > 0 {
+			metaChanged = pp.p.c.meta.changed()
+		}
+		select {
+		case <-pp.wake:
+		case r := <-pp.results:
+			pp.handle(r)
+		case <-pp.timer.C:
+			pp.checkLeaders(time.Now(), true)
+		case <-metaChanged:
+			pp.checkLeaders(time.Now(), false)
+		case <-pp.p.stop:
+			pp.abort()
+			return
+		}
+		for drained := false; !drained; {
+			select {
+			case r := <-pp.results:
+				pp.handle(r)
+			default:
+				drained = true
+			}
+		}
+	}
+}
+
+// armTimer sets the timer to the next moment something is due: the open
+// batch's linger, the end of a retry backoff, or a leader check.
+func (pp *partProducer) armTimer(now time.Time) {
+	var at time.Time
+	consider := func(t time.Time) {
+		if at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	if len(pp.inflight) > 0 {
+		consider(pp.inflight[0].sentAt.Add(pp.p.cfg.LeaderCheckInterval))
+	}
+	if pp.recovering && len(pp.inflight) == 0 {
+		consider(pp.retryAt)
+	}
+	if !pp.recovering && len(pp.queue) == 0 && len(pp.inflight) < pp.limit() {
+		pp.mu.Lock()
+		if pp.mu.open != nil {
+			consider(pp.mu.open.created.Add(pp.p.cfg.Linger))
+		}
+		pp.mu.Unlock()
+	}
+	if at.IsZero() {
+		pp.timer.Stop()
+		return
+	}
+	pp.timer.Reset(max(at.Sub(now), time.Millisecond))
+}
+
+func (pp *partProducer) limit() int {
+	if pp.probe {
+		return 1
+	}
+	return pp.p.cfg.MaxInFlight
+}
+
+func (pp *partProducer) idempotent() bool { return pp.p.cfg.idempotent() }
+
+// takeReady moves closed batches into the queue, and the open one too when
+// it has lingered long enough (or a flush is waiting) and nothing else is queued.
+func (pp *partProducer) takeReady(now time.Time) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.queue = append(pp.queue, pp.mu.closed...)
+	clear(pp.mu.closed)
+	pp.mu.closed = pp.mu.closed[:0]
+	if o := pp.mu.open; o != nil && len(pp.queue) == 0 &&
+		(pp.p.flushing.Load() > 0 || !now.Before(o.created.Add(pp.p.cfg.Linger))) {
+		pp.queue = append(pp.queue, o)
+		pp.mu.open = nil
+	}
+}
+
+// pump sends what may be sent now.
+func (pp *partProducer) pump(now time.Time) {
+	if pp.recovering {
+		if len(pp.inflight) > 0 || now.Before(pp.retryAt) {
+			pp.takeReady(now)
+			return
+		}
+		if pp.needMeta {
+			pp.needMeta = false
+			ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.c.cfg.MetadataTimeout)
+			_ = pp.p.c.meta.refresh(ctx)
+			cancel()
+			now = time.Now()
+		}
+		pp.recovering = false
+		pp.probe = len(pp.queue) > 0 && pp.queue[0].encoded != nil
+	}
+	for !pp.recovering && len(pp.inflight) < pp.limit() {
+		if len(pp.queue) == 0 {
+			pp.takeReady(now)
+			if len(pp.queue) == 0 {
+				return
+			}
+		}
+		b := pp.queue[0]
+		if now.After(b.deadline) {
+			pp.queue = pp.queue[1:]
+			err := b.lastErr
+			if err == nil {
+				err = errors.New("no attempt completed")
+			}
+			pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+			continue
+		}
+		if pp.idempotent() {
+			if b.encoded != nil && pp.gap != nil && b.pid == pp.gap.pid && b.order > pp.gap.order {
+				if len(pp.inflight) > 0 {
+					return // reset only once nothing is in flight
+				}
+				if !pp.resetPID(now) {
+					return
+				}
+				continue
+			}
+			if b.encoded == nil {
+				if !pp.havePID && !pp.ensurePID(now) {
+					return
+				}
+				if lo, ok := pp.oldestUnresolved(); ok && pp.order-lo >= MaxInFlightIdempotent {
+					return // the leader remembers only the last 5 batches: keep the window there
+				}
+			}
+		}
+		ld, ok := pp.p.c.meta.current().leaderOf(pp.topic, pp.part)
+		if !ok {
+			pp.needMeta = true
+			pp.enterRecovery(now, b.attempts+1)
+			return
+		}
+		if b.encoded == nil {
+			pp.encode(b)
+		}
+		pp.queue = pp.queue[1:]
+		pp.send(b, ld, now)
+	}
+}
+
+// oldestUnresolved returns the smallest order of an encoded, unresolved batch.
+func (pp *partProducer) oldestUnresolved() (int64, bool) {
+	lo, ok := int64(math.MaxInt64), false
+	for _, b := range pp.inflight {
+		if b.pid == pp.pid && b.order < lo {
+			lo, ok = b.order, true
+		}
+	}
+	for _, b := range pp.queue {
+		if b.encoded == nil {
+			break
+		}
+		if b.pid == pp.pid && b.order < lo {
+			lo, ok = b.order, true
+		}
+	}
+	return lo, ok
+}
+
+func (pp *partProducer) ensurePID(now time.Time) bool {
+	ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.c.cfg.RequestTimeout)
+	pid, epoch, err := pp.p.producerID(ctx)
+	cancel()
+	if err != nil {
+		pp.p.c.log.Warn("producer id unavailable", "topic", pp.topic, "partition", pp.part, "err", err)
+		if len(pp.queue) > 0 {
+			pp.queue[0].lastErr = err
+		}
+		pp.enterRecovery(now, 3)
+		return false
+	}
+	pp.pid, pp.pepoch, pp.havePID, pp.nextSeq = pid, epoch, true, 0
+	return true
+}
+
+// resetPID takes a fresh producer id after a sequence gap: batches the leader
+// certainly did not write are re-encoded under it, the others are failed.
+func (pp *partProducer) resetPID(now time.Time) bool {
+	ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.c.cfg.RequestTimeout)
+	pid, epoch, err := pp.p.c.initProducerID(ctx)
+	cancel()
+	if err != nil {
+		pp.p.c.log.Warn("producer id reset failed", "topic", pp.topic, "partition", pp.part, "err", err)
+		pp.queue[0].lastErr = err
+		pp.enterRecovery(now, 3)
+		return false
+	}
+	g := pp.gap
+	pp.gap = nil
+	pp.p.c.log.Info("producer sequence restarted under a new producer id",
+		"topic", pp.topic, "partition", pp.part, "old_pid", g.pid, "pid", pid, "cause", g.err)
+	pp.pid, pp.pepoch, pp.nextSeq = pid, epoch, 0
+	kept := pp.queue[:0]
+	for _, b := range pp.queue {
+		if b.encoded != nil && b.pid == g.pid && b.order > g.order {
+			if b.unknown && !g.definitive {
+				pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: true,
+					Err: fmt.Errorf("an earlier batch failed (%w) and this one may have been written", g.err)})
+				continue
+			}
+			b.encoded = nil
+		}
+		kept = append(kept, b)
+	}
+	clear(pp.queue[len(kept):])
+	pp.queue = kept
+	return true
+}
+
+func (pp *partProducer) encode(b *pbatch) {
+	opts := segment.BuilderOptions{}
+	if pp.idempotent() {
+		opts = segment.BuilderOptions{ProducerID: pp.pid, ProducerEpoch: pp.pepoch, BaseSequence: pp.nextSeq}
+		pp.nextSeq = addSeq(pp.nextSeq, len(b.recs))
+	}
+	b.encode(&pp.builder, opts)
+	b.pid = pp.pid
+	b.order = pp.order
+	pp.order++
+}
+
+// addSeq advances a sequence number, wrapping at MaxInt32 as Kafka does.
+func addSeq(seq int32, n int) int32 {
+	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
+}
+
+func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
+	ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.cfg.RequestTimeout+requestGrace)
+	b.cancel = cancel
+	b.sentTo = ld
+	b.sentAt = now
+	b.attempts++
+	pp.inflight = append(pp.inflight, b)
+	req := &wire.ProduceRequest{
+		Acks:      pp.p.cfg.Acks.wire(),
+		TimeoutMs: int32(pp.p.cfg.RequestTimeout / time.Millisecond),
+		Topic:     pp.topic,
+		Parts:     []wire.ProducePartition{{Partition: pp.part, LeaderEpoch: ld.epoch, Batch: b.encoded}},
+	}
+	go func() {
+		var resp wire.ProduceResponse
+		r := attemptResult{b: b}
+		r.err = pp.p.c.call(ctx, ld.addr, wire.TypeProduce, req, &resp)
+		if r.err == nil {
+			r.err = errMalformedResponse
+			for _, pr := range resp.Parts {
+				if pr.Partition == pp.part {
+					r.resp, r.err = pr, nil
+					break
+				}
+			}
+		}
+		pp.results <- r
+	}()
+}
+
+func (pp *partProducer) removeInflight(b *pbatch) {
+	for i, x := range pp.inflight {
+		if x == b {
+			pp.inflight = append(pp.inflight[:i], pp.inflight[i+1:]...)
+			return
+		}
+	}
+}
+
+// isHead reports whether no batch encoded before b is still unresolved.
+func (pp *partProducer) isHead(b *pbatch) bool {
+	lo, ok := pp.oldestUnresolved()
+	return !ok || b.pid != pp.pid || b.order <= lo
+}
+
+// handle applies one attempt's outcome.
+func (pp *partProducer) handle(r attemptResult) {
+	b := r.b
+	b.cancel()
+	pp.removeInflight(b)
+	now := time.Now()
+	if r.err != nil {
+		pp.p.c.log.Debug("produce attempt failed", "topic", pp.topic, "partition", pp.part,
+			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", r.err)
+		pp.retry(b, now, r.err, true, true)
+		return
+	}
+	code := r.resp.Err
+	err := code.Err(r.resp.Message)
+	switch {
+	case code == wire.None:
+		pp.succeed(b, r.resp.BaseOffset)
+	case code == wire.DuplicateSequence:
+		if r.resp.BaseOffset >= 0 {
+			pp.succeed(b, r.resp.BaseOffset)
+		} else {
+			// Written, so no sequence gap: later batches carry on.
+			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Err: ErrDuplicateNoOffset})
+		}
+	case code == wire.OutOfOrderSequence:
+		if pp.isHead(b) {
+			b.oos++
+		}
+		if b.oos >= maxHeadOOS {
+			pp.resequence(b, err, now)
+		} else {
+			pp.retry(b, now, err, false, b.oos > 0)
+		}
+	case code == wire.UnknownProducerID || code == wire.InvalidProducerEpoch:
+		pp.resequence(b, err, now)
+	case code.Retriable():
+		unknown := code == wire.Timeout || code == wire.NotEnoughReplicasAfterAppend || code == wire.KafkaStorageError
+		needMeta := code != wire.NotEnoughReplicas && code != wire.NotEnoughReplicasAfterAppend && code != wire.Timeout
+		pp.p.c.log.Debug("produce refused, retrying", "topic", pp.topic, "partition", pp.part,
+			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", err)
+		pp.retry(b, now, err, unknown, needMeta)
+	default:
+		pp.terminal(b, err, true, now)
+	}
+}
+
+// retry queues b for a resend after the partition recovers.
+func (pp *partProducer) retry(b *pbatch, now time.Time, err error, unknown, needMeta bool) {
+	b.lastErr = err
+	b.unknown = b.unknown || unknown
+	pp.needMeta = pp.needMeta || needMeta
+	if now.After(b.deadline) {
+		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+		return
+	}
+	pp.insertQueue(b)
+	pp.enterRecovery(now, b.attempts)
+}
+
+// resequence handles a leader that will never accept b's sequence (unknown
+// producer id, fenced epoch, persistent OutOfOrderSequence): the leader did
+// not write b, so b and the batches after it go out again under a new id.
+func (pp *partProducer) resequence(b *pbatch, err error, now time.Time) {
+	b.lastErr = err
+	b.oos = 0
+	pp.setGap(&gap{order: b.order - 1, pid: b.pid, definitive: true, err: err})
+	pp.insertQueue(b)
+	pp.enterRecovery(now, b.attempts)
+}
+
+// terminal fails b for good; definitive says the leader certainly did not write it.
+func (pp *partProducer) terminal(b *pbatch, err error, definitive bool, now time.Time) {
+	pp.p.c.log.Warn("produce failed", "topic", pp.topic, "partition", pp.part, "records", len(b.recs), "err", err)
+	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
+	if pp.idempotent() && b.encoded != nil {
+		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: definitive, err: err})
+	}
+	pp.enterRecovery(now, 0)
+}
+
+func (pp *partProducer) setGap(g *gap) {
+	if pp.gap == nil || pp.gap.pid != g.pid || g.order < pp.gap.order {
+		pp.gap = g
+	}
+}
+
+func (pp *partProducer) insertQueue(b *pbatch) {
+	i := 0
+	for i < len(pp.queue) && pp.queue[i].encoded != nil && pp.queue[i].order < b.order {
+		i++
+	}
+	pp.queue = append(pp.queue, nil)
+	copy(pp.queue[i+1:], pp.queue[i:])
+	pp.queue[i] = b
+}
+
+func (pp *partProducer) enterRecovery(now time.Time, attempts int) {
+	at := now.Add(pp.p.backoff(attempts))
+	if !pp.recovering || at.After(pp.retryAt) {
+		pp.retryAt = at
+	}
+	pp.recovering = true
+}
+
+func (pp *partProducer) succeed(b *pbatch, base int64) {
+	pp.probe = false
+	pp.finish(b, base, nil)
+}
+
+// finish resolves b: callbacks, then its budget is released.
+func (pp *partProducer) finish(b *pbatch, base int64, err error) {
+	b.deliver(pp.topic, pp.part, base, err)
+	pp.p.budget.release(b.budgetBytes(), int64(len(b.recs)))
+	b.arena, b.recs, b.encoded = nil, nil, nil
+}
+
+// checkLeaders abandons requests sent to a leader the metadata says has been
+// replaced. On the timer it also asks for fresher metadata when a request has
+// been outstanding for LeaderCheckInterval.
+func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
+	if len(pp.inflight) == 0 {
+		return
+	}
+	ivl := pp.p.cfg.LeaderCheckInterval
+	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
+		pp.p.c.meta.refreshIfOlder(ivl / 2)
+	}
+	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
+	if !ok {
+		return
+	}
+	for _, b := range pp.inflight {
+		if pm.LeaderEpoch > b.sentTo.epoch || (pm.LeaderEpoch == b.sentTo.epoch && pm.Leader != b.sentTo.id) {
+			pp.p.c.log.Debug("abandoning request to a replaced leader", "topic", pp.topic, "partition", pp.part,
+				"node", b.sentTo.id, "epoch", b.sentTo.epoch, "new_epoch", pm.LeaderEpoch)
+			b.cancel()
+		}
+	}
+}
+
+// abort fails everything left (Close after its flush gave up).
+func (pp *partProducer) abort() {
+	for _, b := range pp.inflight {
+		b.cancel()
+		pp.finish(b, -1, ErrProducerClosed)
+	}
+	pp.inflight = nil
+	for _, b := range pp.queue {
+		pp.finish(b, -1, ErrProducerClosed)
+	}
+	pp.queue = nil
+	pp.mu.Lock()
+	left := append(pp.mu.closed, pp.mu.open)
+	pp.mu.closed, pp.mu.open = nil, nil
+	pp.mu.Unlock()
+	for _, b := range left {
+		if b != nil {
+			pp.finish(b, -1, ErrProducerClosed)
+		}
+	}
+}
+
+// backoff is the delay before retry number attempt: RetryBackoff doubled
+// per attempt up to RetryBackoffMax, ±20% jitter.
+func (p *Producer) backoff(attempt int) time.Duration {
+	if attempt <= 0 {
+		return 0
+	}
+	d := p.cfg.RetryBackoff
+	for i := 1; i < attempt && d < p.cfg.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.RetryBackoffMax)
+	return d*4/5 + rand.N(d*2/5+1)
+}
