@@ -113,8 +113,8 @@ type metadata struct {
 	mu struct {
 		sync.Mutex
 		inflight  *refreshCall
-		preferred string // the last node that answered
-		rejected  int    // consecutive answers older than the cached snapshot
+		preferred string        // the last node that answered
+		rejected  int           // consecutive answers older than the cached snapshot
 		changed   chan struct{} // closed and replaced when a snapshot is stored
 	}
 }
