@@ -1,0 +1,293 @@
+// Package broker is a node's partition I/O: it owns the local replica of
+// every assigned partition (its segment.Log and its replica.Replica state
+// machine) and serves Produce, Fetch, ListOffsets, DescribeReplica and the
+// follower fetch sessions over quic. It proposes ISR changes through
+// Config.AlterPartition and learns every decision from metadata through
+// ApplyPartition; it never decides cluster state itself.
+//
+// Concurrency: each partition has an appendMu that serialises changes to the
+// log's contents (appends, follower copies and truncations, role transitions;
+// I/O happens under it) and a mu that guards the replica state machine and
+// waiters (no I/O under it). Lock order: appendMu, then mu, then Broker.mu.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// Defaults.
+const (
+	// DefaultReplicaLagTime is how long a follower may go without catching
+	// up before the leader proposes removing it from the ISR. 2s is twice
+	// the default session timeout (1s): a dead broker is fenced by the
+	// controller (which removes it from every ISR) before its leaders would
+	// shrink it, so the lag rule only catches replicas that are alive but
+	// slow (a stalled disk, a paused process, a congested link). Shorter
+	// values flap the ISR under GC pauses or fsync stalls of a few hundred
+	// ms; longer ones hold acks=all writes hostage to a stuck follower.
+	DefaultReplicaLagTime = 2 * time.Second
+	// DefaultReplicaFetchMaxWait bounds a follower long-poll; it must stay
+	// well below the lag time since an idle follower proves it is caught up
+	// only by fetching.
+	DefaultReplicaFetchMaxWait = 500 * time.Millisecond
+	// DefaultReplicaFetchMaxBytes bounds one follower fetch response.
+	DefaultReplicaFetchMaxBytes = 8 << 20
+	// DefaultProduceTimeout applies when a request carries no timeout.
+	DefaultProduceTimeout = 30 * time.Second
+	// CheckpointFile is the HW checkpoint in the data directory.
+	CheckpointFile = "replication-offset-checkpoint"
+)
+
+// ErrClosed is returned by methods called after Close.
+var ErrClosed = errors.New("broker: closed")
+
+// Config configures a Broker.
+type Config struct {
+	NodeID      int32
+	Incarnation int64
+	DataDir     string
+	Endpoint    *quic.Endpoint
+	// Log options applied to every partition log (fsync policy, segment size...).
+	Log                  segment.Options
+	ReplicaLagTime       time.Duration // DefaultReplicaLagTime
+	ReplicaFetchMaxWait  time.Duration // DefaultReplicaFetchMaxWait
+	ReplicaFetchMaxBytes int32         // DefaultReplicaFetchMaxBytes
+	// AlterPartition sends an ISR change to the active controller (routed by node).
+	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
+	Now            func() time.Time // time.Now
+	Logger         *slog.Logger     // slog.Default()
+}
+
+func (c *Config) setDefaults() {
+	if c.ReplicaLagTime <= 0 {
+		c.ReplicaLagTime = DefaultReplicaLagTime
+	}
+	if c.ReplicaFetchMaxWait <= 0 {
+		c.ReplicaFetchMaxWait = DefaultReplicaFetchMaxWait
+	}
+	if c.ReplicaFetchMaxBytes <= 0 {
+		c.ReplicaFetchMaxBytes = DefaultReplicaFetchMaxBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// PartitionState is a partition's state from the metadata image.
+type PartitionState struct {
+	Topic, TopicID                                 string
+	Partition, Leader, LeaderEpoch, PartitionEpoch int32
+	Replicas, ISR                                  []int32
+	MinISR                                         int32
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+func (k tp) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partition) }
+
+// Broker serves the local replicas of a node. Lifecycle: New registers the
+// quic handlers and starts the background loops (ISR ticks, HW checkpoints);
+// the node glue then feeds metadata with ApplyPartition/StopPartition; Close
+// stops fetchers and loops, fails waiting requests, writes a final HW
+// checkpoint and closes every log. Methods called after Close return
+// ErrClosed.
+type Broker struct {
+	cfg    Config
+	log    *slog.Logger
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	fenced    atomic.Bool
+	reqSeq    atomic.Uint64
+	ckptDirty atomic.Bool
+	ckptMu    sync.Mutex // serialises checkpoint writes
+	openMu    sync.Mutex // serialises partition opens (I/O under it)
+
+	mu struct {
+		sync.Mutex
+		closed   bool
+		parts    map[tp]*partition
+		addrs    map[int32]string
+		fetchers map[int32]*fetcher // by leader id
+		ckpt     map[tp]int64       // HWs read from the checkpoint at start, for partitions not yet opened
+	}
+}
+
+// New creates the broker, reads the HW checkpoint and registers its quic
+// handlers on cfg.Endpoint (when non-nil). Partition logs are opened lazily,
+// on the first ApplyPartition that names them.
+func New(ctx context.Context, cfg Config) (*Broker, error) {
+	cfg.setDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: DataDir required")
+	}
+	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID)}
+	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	b.mu.parts = make(map[tp]*partition)
+	b.mu.addrs = make(map[int32]string)
+	b.mu.fetchers = make(map[int32]*fetcher)
+	ck, err := readCheckpoint(cfg.Log.FS, filepath.Join(cfg.DataDir, CheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	b.mu.ckpt = ck
+	if e := cfg.Endpoint; e != nil {
+		e.Handle(wire.TypeProduce, b.handleProduce)
+		e.Handle(wire.TypeFetch, b.handleFetch)
+		e.Handle(wire.TypeListOffsets, b.handleListOffsets)
+		e.Handle(wire.TypeDescribeReplica, b.handleDescribeReplica)
+		e.HandleSession(wire.TypeReplicaFetch, b.serveReplicaFetch)
+	}
+	b.wg.Add(2)
+	go b.tickLoop()
+	go b.checkpointLoop()
+	return b, nil
+}
+
+// SetBrokerAddrs gives the addresses of the other brokers (for fetching).
+func (b *Broker) SetBrokerAddrs(addrs map[int32]string) {
+	b.mu.Lock()
+	changed := make([]*fetcher, 0)
+	for id, a := range addrs {
+		if b.mu.addrs[id] != a {
+			if f := b.mu.fetchers[id]; f != nil {
+				changed = append(changed, f)
+			}
+		}
+	}
+	b.mu.addrs = make(map[int32]string, len(addrs))
+	for id, a := range addrs {
+		b.mu.addrs[id] = a
+	}
+	b.mu.Unlock()
+	for _, f := range changed {
+		f.poke()
+	}
+}
+
+func (b *Broker) addr(id int32) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.addrs[id]
+}
+
+// SetFenced marks the broker fenced (or not) by the controller. A fenced
+// broker refuses every write at once, before metadata moves its leaderships.
+func (b *Broker) SetFenced(fenced bool) {
+	if b.fenced.Swap(fenced) != fenced {
+		b.log.Info("broker fencing changed", "fenced", fenced)
+	}
+}
+
+// PartitionInfo reports the local replica's HW, log start and log end offsets.
+func (b *Broker) PartitionInfo(topic string, partition int32) (hw, logStart, logEnd int64, ok bool) {
+	p := b.partition(topic, partition)
+	if p == nil {
+		return 0, 0, 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.stopped {
+		return 0, 0, 0, false
+	}
+	return p.mu.r.HW(), p.mu.r.LogStart(), p.mu.r.LEO(), true
+}
+
+func (b *Broker) partition(topic string, partition int32) *partition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.parts[tp{topic, partition}]
+}
+
+func (b *Broker) partitions() []*partition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*partition, 0, len(b.mu.parts))
+	for _, p := range b.mu.parts {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Close stops fetching and serving, fails parked requests with NotLeader,
+// writes a final HW checkpoint and closes every partition log. The quic
+// endpoint is the caller's to shut down (before Close, so no handler runs
+// against closed logs; handlers that still run get errors, not crashes).
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	b.mu.closed = true
+	fetchers := b.mu.fetchers
+	b.mu.fetchers = map[int32]*fetcher{}
+	b.mu.Unlock()
+	b.cancel()
+	for _, f := range fetchers {
+		f.cancel()
+	}
+	b.wg.Wait() // loops, fetchers and ISR proposals
+	var errs []error
+	if err := b.writeCheckpoint(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range b.partitions() {
+		if err := p.close(false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// spawn runs fn in a goroutine that Close waits for; after Close it does nothing.
+func (b *Broker) spawn(fn func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		return false
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// tickLoop drives replica.Tick on every partition: ISR shrink and
+// re-expansion proposals, parked-request deadlines.
+func (b *Broker) tickLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(max(min(b.cfg.ReplicaLagTime/4, 250*time.Millisecond), time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+			now := b.cfg.Now()
+			for _, p := range b.partitions() {
+				p.tick(now)
+			}
+		}
+	}
+}

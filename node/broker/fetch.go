@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"paymentlog/node/replica"
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// handleFetch serves consumers: whole batches strictly below the HW, from the
+// segment mapping. It long-polls until MinBytes are available, an error
+// occurs, or MaxWaitMs passes.
+func (b *Broker) handleFetch(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+	var req wire.FetchRequest
+	if err := fr.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	parts := make([]*partition, len(req.Parts))
+	w := newWaiter()
+	for i, fp := range req.Parts {
+		if parts[i] = b.partition(req.Topic, fp.Partition); parts[i] != nil {
+			parts[i].register(w)
+		}
+	}
+	defer func() {
+		for _, p := range parts {
+			if p != nil {
+				p.unregister(w)
+			}
+		}
+	}()
+	deadline := time.NewTimer(time.Duration(max(req.MaxWaitMs, 0)) * time.Millisecond)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-w.ch:
+		default:
+		}
+		resp, views, bytes, failed := b.buildFetch(&req, parts)
+		if failed || bytes >= int(max(req.MinBytes, 1)) || req.MaxWaitMs <= 0 {
+			return b.sendFetch(resp, views)
+		}
+		releaseAll(views)
+		select {
+		case <-w.ch:
+		case <-deadline.C:
+			resp, views, _, _ := b.buildFetch(&req, parts)
+			return b.sendFetch(resp, views)
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+	}
+}
+
+// sendFetch encodes the response while its records still alias the segment
+// mapping (the one copy of the bytes is into the frame body), then releases
+// the views and hands quic the pre-encoded body.
+func (b *Broker) sendFetch(resp wire.FetchResponse, views []*segment.View) (quic.FrameType, any, error) {
+	body, err := msgpack.Marshal(&resp)
+	releaseAll(views)
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeFetch, quic.Raw(body), nil
+}
+
+func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wire.FetchResponse, views []*segment.View, bytes int, failed bool) {
+	budget := int(req.MaxBytes)
+	if budget <= 0 {
+		budget = 1 << 20
+	}
+	resp.Parts = make([]wire.FetchPartitionResponse, len(req.Parts))
+	for i, fp := range req.Parts {
+		out := &resp.Parts[i]
+		*out = wire.FetchPartitionResponse{Partition: fp.Partition, HighWatermark: -1, LogStart: -1, LogEnd: -1, LeaderHint: -1}
+		p := parts[i]
+		if p == nil {
+			out.Err, failed = wire.UnknownTopicOrPartition, true
+			continue
+		}
+		p.mu.Lock()
+		r := p.mu.r
+		code := r.CheckEpoch(fp.LeaderEpoch)
+		if p.mu.stopped {
+			code = replica.NotLeader
+		}
+		hw, start, leo := r.HW(), r.LogStart(), r.LEO()
+		out.LeaderHint, out.LeaderEpoch = r.Leader(), r.LeaderEpoch()
+		p.mu.Unlock()
+		out.HighWatermark, out.LogStart, out.LogEnd = hw, start, leo
+		if code != replica.OK {
+			out.Err, failed = codeToWire(code), true
+			continue
+		}
+		if fp.Offset < start || fp.Offset > leo {
+			out.Err, failed = wire.OffsetOutOfRange, true
+			continue
+		}
+		if fp.Offset >= hw || budget <= 0 {
+			continue
+		}
+		limit := budget
+		if fp.MaxBytes > 0 {
+			limit = min(limit, int(fp.MaxBytes))
+		}
+		v, err := p.log.Read(fp.Offset, limit, hw)
+		if err != nil {
+			out.Err, failed = readErrCode(err), true
+			continue
+		}
+		views = append(views, v)
+		out.Records = v.Data
+		bytes += len(v.Data)
+		budget -= len(v.Data)
+	}
+	return resp, views, bytes, failed
+}
+
+// handleListOffsets answers the earliest offset, the latest (the HW), or the
+// first offset at or after a timestamp (-1 if none below the HW).
+func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+	var req wire.ListOffsetsRequest
+	if err := fr.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	resp := wire.ListOffsetsResponse{Parts: make([]wire.ListOffsetsPartitionResponse, len(req.Parts))}
+	for i, lp := range req.Parts {
+		out := &resp.Parts[i]
+		*out = wire.ListOffsetsPartitionResponse{Partition: lp.Partition, Offset: -1, LeaderHint: -1}
+		p := b.partition(req.Topic, lp.Partition)
+		if p == nil {
+			out.Err = wire.UnknownTopicOrPartition
+			continue
+		}
+		p.mu.Lock()
+		code := p.mu.r.CheckEpoch(-1)
+		if p.mu.stopped {
+			code = replica.NotLeader
+		}
+		hw, start := p.mu.r.HW(), p.mu.r.LogStart()
+		out.LeaderHint = p.mu.r.Leader()
+		p.mu.Unlock()
+		if code != replica.OK {
+			out.Err = codeToWire(code)
+			continue
+		}
+		switch lp.Timestamp {
+		case wire.Earliest:
+			out.Offset = start
+		case wire.Latest:
+			out.Offset = hw
+		default:
+			off, err := p.log.OffsetForTimestamp(lp.Timestamp)
+			if err != nil {
+				out.Err = readErrCode(err)
+				continue
+			}
+			if off >= 0 && off < hw {
+				out.Offset = off
+			}
+		}
+	}
+	return wire.TypeListOffsets, resp, nil
+}
+
+// handleDescribeReplica reports the local replica's state (for checkers and tests).
+func (b *Broker) handleDescribeReplica(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+	var req wire.DescribeReplicaRequest
+	if err := fr.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	p := b.partition(req.Topic, req.Partition)
+	if p == nil {
+		return wire.TypeDescribeReplica, wire.DescribeReplicaResponse{Err: wire.UnknownTopicOrPartition}, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.mu.r
+	return wire.TypeDescribeReplica, wire.DescribeReplicaResponse{LogStart: r.LogStart(), LogEnd: r.LEO(),
+		HighWatermark: r.HW(), LeaderEpoch: r.LeaderEpoch(), IsLeader: r.Role() == replica.RoleLeader}, nil
+}

@@ -1,0 +1,356 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/node/replica"
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// fetcher is the follower side of the fetch session from this broker to one
+// leader: one long-lived quic session carrying every partition this broker
+// follows on that leader. Each request reports, per partition, the local LEO
+// and last fetched epoch; the leader long-polls until it has data, a new HW
+// or an error. When the partition set or the leader's address changes the
+// session is closed and reopened with the new set (the in-flight long-poll
+// would otherwise delay a new partition by up to ReplicaFetchMaxWait).
+type fetcher struct {
+	b      *Broker
+	leader int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run returns
+	// changed is poked when the partition set or the leader's address changes.
+	changed chan struct{}
+
+	mu struct {
+		sync.Mutex
+		parts map[tp]*partition
+	}
+}
+
+func (b *Broker) attachFetcher(leader int32, p *partition) {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return
+	}
+	f := b.mu.fetchers[leader]
+	if f == nil {
+		f = &fetcher{b: b, leader: leader, done: make(chan struct{}), changed: make(chan struct{}, 1)}
+		f.ctx, f.cancel = context.WithCancel(b.ctx)
+		f.mu.parts = make(map[tp]*partition)
+		b.mu.fetchers[leader] = f
+		b.wg.Add(1) // under b.mu with closed checked: Close waits for it
+		go f.run()
+	}
+	b.mu.Unlock()
+	f.mu.Lock()
+	f.mu.parts[p.key] = p
+	f.mu.Unlock()
+	f.poke()
+}
+
+func (b *Broker) detachFetcher(leader int32, p *partition) {
+	b.mu.Lock()
+	f := b.mu.fetchers[leader]
+	b.mu.Unlock()
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	if f.mu.parts[p.key] == p {
+		delete(f.mu.parts, p.key)
+	}
+	empty := len(f.mu.parts) == 0
+	f.mu.Unlock()
+	if !empty {
+		f.poke()
+		return
+	}
+	b.mu.Lock()
+	// Re-check under b.mu: attach may have added a partition meanwhile.
+	f.mu.Lock()
+	stillEmpty := len(f.mu.parts) == 0
+	f.mu.Unlock()
+	if stillEmpty && b.mu.fetchers[leader] == f {
+		delete(b.mu.fetchers, leader)
+	} else {
+		stillEmpty = false
+	}
+	b.mu.Unlock()
+	if stillEmpty {
+		// Do not wait for it: the caller may hold the partition's appendMu,
+		// which the fetcher takes to apply a response. It re-checks the
+		// replica's role before touching the log.
+		f.cancel()
+	} else {
+		f.poke()
+	}
+}
+
+func (f *fetcher) poke() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// fetchTarget is one partition in one request, with what the request said.
+type fetchTarget struct {
+	p           *partition
+	fetchOffset int64
+	epoch       int32 // the leader epoch the request was built under
+}
+
+func (f *fetcher) run() {
+	defer f.b.wg.Done()
+	defer close(f.done)
+	lg := f.b.log.With("leader", f.leader)
+	var sess *quic.Session
+	defer func() {
+		if sess != nil {
+			sess.Close()
+		}
+	}()
+	backoff := func() bool {
+		t := time.NewTimer(50 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-f.ctx.Done():
+			return false
+		case <-f.changed:
+			return true
+		case <-t.C:
+			return true
+		}
+	}
+	for f.ctx.Err() == nil {
+		req, targets := f.buildRequest()
+		if len(targets) == 0 {
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-f.changed:
+			}
+			continue
+		}
+		if sess == nil {
+			addr := f.b.addr(f.leader)
+			ep := f.b.cfg.Endpoint
+			if addr == "" || ep == nil {
+				if !backoff() {
+					return
+				}
+				continue
+			}
+			s, err := ep.OpenSession(f.ctx, addr, wire.TypeReplicaFetch,
+				wire.ReplicaFetchOpen{FollowerID: f.b.cfg.NodeID, Incarnation: f.b.cfg.Incarnation})
+			if err != nil {
+				lg.Debug("fetch session open failed", "addr", addr, "err", err)
+				if !backoff() {
+					return
+				}
+				continue
+			}
+			sess = s
+		}
+		resp, changed, err := f.roundTrip(sess, req)
+		if changed || err != nil {
+			if err != nil && f.ctx.Err() == nil {
+				lg.Debug("fetch session failed", "err", err)
+			}
+			sess.Close()
+			sess = nil
+			if err != nil && !backoff() {
+				return
+			}
+			continue
+		}
+		if progress := f.process(targets, resp); !progress {
+			// Only errors came back (e.g. the leader has not caught up
+			// with metadata yet): do not spin.
+			if !backoff() {
+				return
+			}
+		}
+	}
+}
+
+// roundTrip sends req and waits for its answer; it gives up early (changed)
+// when the partition set changes.
+func (f *fetcher) roundTrip(sess *quic.Session, req wire.ReplicaFetchRequest) (resp wire.ReplicaFetchResponse, changed bool, err error) {
+	if err = sess.Send(f.ctx, wire.TypeReplicaFetch, req); err != nil {
+		return resp, false, err
+	}
+	rctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	var poked atomic.Bool
+	stop, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-f.changed:
+			poked.Store(true)
+			cancel()
+		case <-stop:
+		}
+	}()
+	fr, err := sess.Recv(rctx)
+	close(stop)
+	<-exited
+	if poked.Load() {
+		return resp, true, nil // the answer (if any) is dropped; the next session refetches
+	}
+	if err != nil {
+		return resp, false, err
+	}
+	if err = fr.Decode(&resp); err != nil {
+		return resp, false, err
+	}
+	return resp, false, nil
+}
+
+// buildRequest snapshots the partitions followed on this leader.
+func (f *fetcher) buildRequest() (wire.ReplicaFetchRequest, []fetchTarget) {
+	f.mu.Lock()
+	parts := make([]*partition, 0, len(f.mu.parts))
+	for _, p := range f.mu.parts {
+		parts = append(parts, p)
+	}
+	f.mu.Unlock()
+	req := wire.ReplicaFetchRequest{MaxWaitMs: int32(f.b.cfg.ReplicaFetchMaxWait / time.Millisecond),
+		MaxBytes: f.b.cfg.ReplicaFetchMaxBytes}
+	targets := make([]fetchTarget, 0, len(parts))
+	for _, p := range parts {
+		p.mu.Lock()
+		r := p.mu.r
+		ok := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader
+		epoch, hw := r.LeaderEpoch(), r.HW()
+		p.mu.Unlock()
+		if !ok {
+			continue
+		}
+		leo := p.log.LogEndOffset()
+		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, Partition: p.key.partition,
+			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
+		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch})
+	}
+	return req, targets
+}
+
+// process applies one response; it reports whether any partition made
+// progress (data, truncation or a new HW).
+func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse) bool {
+	byKey := make(map[tp]fetchTarget, len(targets))
+	for _, t := range targets {
+		byKey[t.p.key] = t
+	}
+	progress := false
+	for i := range resp.Parts {
+		pr := &resp.Parts[i]
+		t, ok := byKey[tp{pr.Topic, pr.Partition}]
+		if !ok {
+			continue
+		}
+		if f.processPartition(t, pr) {
+			progress = true
+		}
+	}
+	return progress
+}
+
+func (f *fetcher) processPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionResponse) bool {
+	p := t.p
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	r := p.mu.r
+	valid := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader && r.LeaderEpoch() == t.epoch
+	p.mu.Unlock()
+	if !valid || p.log.LogEndOffset() != t.fetchOffset {
+		return false // stale answer: the replica moved on
+	}
+	ctx := f.ctx
+	switch pr.Err {
+	case wire.None:
+	case wire.OffsetOutOfRange:
+		// Our log is outside the leader's: past its end, truncate to it;
+		// otherwise (below its start, or older than any epoch it knows)
+		// restart at its log start.
+		if t.fetchOffset > pr.LogEnd {
+			return f.truncate(p, pr.LogEnd, false)
+		}
+		return f.truncate(p, pr.LogStart, true)
+	default:
+		p.lg.Debug("fetch error", "code", pr.Err, "epoch", t.epoch)
+		return false
+	}
+	if pr.DivergingEpoch >= 0 {
+		off, fully := replica.TruncationOffset(p.log, p.log.LogStartOffset(), t.fetchOffset,
+			pr.DivergingEpoch, pr.DivergingEndOffset)
+		p.lg.Info("log diverges from leader", "epoch", pr.DivergingEpoch, "offset", pr.DivergingEndOffset, "truncate_to", off)
+		return f.truncate(p, off, fully)
+	}
+	progress := false
+	leo := t.fetchOffset
+	if len(pr.Records) > 0 {
+		info, err := p.log.AppendVerbatim(ctx, pr.Records)
+		if err != nil {
+			p.lg.Error("follower append failed", "offset", t.fetchOffset, "err", err)
+			return false
+		}
+		_ = walkHeaders(pr.Records, func(h segment.Header) {
+			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+		})
+		leo = info.LastOffset + 1
+		// The fsync policy applies to followers too: the LEO we report
+		// next is what the leader counts toward the HW.
+		if err := p.log.WaitDurable(ctx, leo); err != nil {
+			p.lg.Error("follower sync failed", "offset", leo, "err", err)
+		}
+		progress = true
+	}
+	p.mu.Lock()
+	if leo != p.mu.r.LEO() {
+		p.mu.r.LocalAppend(leo)
+	}
+	if p.mu.r.FollowerHW(pr.HighWatermark) {
+		f.b.ckptDirty.Store(true)
+		progress = true
+	}
+	p.mu.Unlock()
+	return progress
+}
+
+// truncate cuts the follower's log (appendMu held) and rebuilds its
+// producer state.
+func (f *fetcher) truncate(p *partition, off int64, fully bool) bool {
+	ctx := f.ctx
+	var err error
+	if fully {
+		err = p.log.TruncateFullyAndStartAt(ctx, off)
+	} else {
+		_, err = p.log.TruncateTo(ctx, off)
+	}
+	if err != nil {
+		p.lg.Error("follower truncation failed", "offset", off, "err", err)
+		return false
+	}
+	if ps, err := rebuildProducers(p.log); err == nil {
+		p.producers = ps
+	} else {
+		p.lg.Error("rebuilding producer state", "err", err)
+	}
+	p.mu.Lock()
+	p.mu.r.Truncated(p.log.LogStartOffset(), p.log.LogEndOffset())
+	p.mu.Unlock()
+	f.b.ckptDirty.Store(true)
+	p.lg.Info("follower truncated", "offset", p.log.LogEndOffset(), "fully", fully)
+	return true
+}

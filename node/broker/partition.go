@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"paymentlog/node/replica"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// partition is the local replica of one partition.
+type partition struct {
+	b   *Broker
+	key tp
+	dir string
+	log *segment.Log // immutable after open
+	lg  *slog.Logger
+
+	// appendMu serialises every change to the log's contents and to
+	// producers: leader appends, follower copies and truncations, role
+	// transitions. I/O happens under it; take it before mu.
+	appendMu sync.Mutex
+	// producers is the idempotent-producer state. Guarded by appendMu.
+	producers *producerState
+
+	mu struct {
+		sync.Mutex
+		r       *replica.Replica
+		topicID string
+		stopped bool
+		// reqs maps a parked produce request to the channel its handler waits on.
+		reqs map[uint64]chan replica.Code
+		// waiters are long-polling fetches (consumers and follower sessions)
+		// to wake when data arrives or the HW moves.
+		waiters map[*waiter]struct{}
+	}
+}
+
+// waiter is a long-polling fetch registered with one or more partitions.
+type waiter struct{ ch chan struct{} }
+
+func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
+
+func (w *waiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// openPartition opens (or creates) the partition's log, seeds its HW from
+// the checkpoint and rebuilds its producer state from the batch headers.
+func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw int64) (*partition, error) {
+	dir := filepath.Join(b.cfg.DataDir, key.topic+"-"+strconv.Itoa(int(key.partition)))
+	opts := b.cfg.Log
+	if opts.Logger == nil {
+		opts.Logger = b.log
+	}
+	lg, err := segment.Open(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &partition{b: b, key: key, dir: dir, log: lg,
+		lg: b.log.With("topic", key.topic, "partition", key.partition)}
+	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime},
+		lg.LogStartOffset(), lg.LogEndOffset(), hw)
+	p.mu.topicID = topicID
+	p.mu.reqs = make(map[uint64]chan replica.Code)
+	p.mu.waiters = make(map[*waiter]struct{})
+	if p.producers, err = rebuildProducers(lg); err != nil {
+		lg.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// rebuildProducers replays every batch header of the log into a fresh
+// producer state.
+func rebuildProducers(lg *segment.Log) (*producerState, error) {
+	s := newProducerState()
+	off, end := lg.LogStartOffset(), lg.LogEndOffset()
+	for off < end {
+		v, err := lg.Read(off, 4<<20, -1)
+		if err != nil {
+			return nil, err
+		}
+		if len(v.Data) == 0 {
+			v.Release()
+			break
+		}
+		err = walkHeaders(v.Data, func(h segment.Header) {
+			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+		})
+		next := v.Next
+		v.Release()
+		if err != nil {
+			return nil, err
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return s, nil
+}
+
+// walkHeaders calls fn with the header of each whole batch in buf (no CRC check).
+func walkHeaders(buf []byte, fn func(segment.Header)) error {
+	for len(buf) > 0 {
+		h, err := segment.ParseHeader(buf)
+		if err != nil {
+			return err
+		}
+		n := segment.Batch(buf).Size()
+		if n <= 0 || n > len(buf) {
+			return segment.ErrTornTail
+		}
+		fn(h)
+		buf = buf[n:]
+	}
+	return nil
+}
+
+// decideLocked carries out the replica's decisions that need no I/O:
+// completing parked produces and waking fetchers. It returns an ISR change
+// to propose (with the epochs to propose it at), which the caller sends
+// after unlocking via p.propose.
+func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionRequest {
+	for _, c := range d.Complete {
+		if ch, ok := p.mu.reqs[c.ReqID]; ok {
+			delete(p.mu.reqs, c.ReqID)
+			ch <- c.Code
+		}
+	}
+	if d.WakeFetchers || d.HWChanged {
+		for w := range p.mu.waiters {
+			w.wake()
+		}
+	}
+	if d.HWChanged {
+		p.b.ckptDirty.Store(true)
+	}
+	if d.ProposeISR == nil {
+		return nil
+	}
+	return &wire.AlterPartitionRequest{
+		BrokerID: p.b.cfg.NodeID, Incarnation: p.b.cfg.Incarnation,
+		Topic: p.key.topic, Partition: p.key.partition,
+		LeaderEpoch: p.mu.r.LeaderEpoch(), PartitionEpoch: p.mu.r.PartitionEpoch(),
+		NewISR: slices.Clone(d.ProposeISR),
+	}
+}
+
+// decide runs fn under mu, carries out its decisions and sends any ISR proposal.
+func (p *partition) decide(fn func(r *replica.Replica) replica.Decisions) {
+	p.mu.Lock()
+	if p.mu.stopped {
+		p.mu.Unlock()
+		return
+	}
+	prop := p.decideLocked(fn(p.mu.r))
+	p.mu.Unlock()
+	p.propose(prop)
+}
+
+func (p *partition) tick(now time.Time) {
+	p.decide(func(r *replica.Replica) replica.Decisions { return r.Tick(now) })
+}
+
+// propose sends an ISR change to the controller in the background. The change
+// counts once the controller's answer or the resulting metadata arrives.
+func (p *partition) propose(req *wire.AlterPartitionRequest) {
+	if req == nil {
+		return
+	}
+	b := p.b
+	if b.cfg.AlterPartition == nil {
+		p.mu.Lock()
+		p.mu.r.ProposalFailed()
+		p.mu.Unlock()
+		return
+	}
+	b.spawn(func() {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		p.lg.Info("proposing ISR change", "epoch", req.LeaderEpoch, "isr", req.NewISR)
+		resp, err := b.cfg.AlterPartition(ctx, *req)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.mu.stopped {
+			return
+		}
+		r := p.mu.r
+		if err != nil || resp.Err != wire.None {
+			p.lg.Warn("ISR change refused", "epoch", req.LeaderEpoch, "isr", req.NewISR, "err", err, "code", resp.Err)
+			if r.LeaderEpoch() == req.LeaderEpoch && r.PartitionEpoch() == req.PartitionEpoch {
+				r.ProposalFailed()
+			}
+			return
+		}
+		if resp.LeaderEpoch == r.LeaderEpoch() && r.Role() == replica.RoleLeader {
+			// ISRCommitted never proposes, so there is nothing to send.
+			p.decideLocked(r.ISRCommitted(resp.ISR, resp.PartitionEpoch, b.cfg.Now()))
+		}
+	})
+}
+
+// register adds w to the partition's waiters.
+func (p *partition) register(w *waiter) {
+	p.mu.Lock()
+	p.mu.waiters[w] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *partition) unregister(w *waiter) {
+	p.mu.Lock()
+	delete(p.mu.waiters, w)
+	p.mu.Unlock()
+}
+
+// close stops the replica (failing parked requests), wakes waiters and
+// closes the log; with deleteData it removes the directory.
+func (p *partition) close(deleteData bool) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	if !p.mu.stopped {
+		p.decideLocked(p.mu.r.Stop())
+		p.mu.stopped = true
+		for w := range p.mu.waiters {
+			w.wake()
+		}
+	}
+	p.mu.Unlock()
+	err := p.log.Close()
+	if err == segment.ErrClosed {
+		err = nil
+	}
+	if deleteData {
+		if rerr := os.RemoveAll(p.dir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,183 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"paymentlog/node/replica"
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+const defaultMaxBatchBytes = 16<<20 - 1<<10
+
+// handleProduce appends one batch per listed partition and answers per
+// partition: acks=0 at once, acks=1 once the local fsync policy is met,
+// acks=all once the HW has passed the batch too.
+func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+	var req wire.ProduceRequest
+	if err := fr.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	if req.TimeoutMs <= 0 {
+		timeout = DefaultProduceTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp := wire.ProduceResponse{Parts: make([]wire.ProducePartitionResponse, len(req.Parts))}
+	waits := make([]func(), 0, len(req.Parts))
+	for i := range req.Parts {
+		out := &resp.Parts[i]
+		if wait := b.produceOne(ctx, req.Acks, req.Topic, &req.Parts[i], out); wait != nil {
+			waits = append(waits, wait)
+		}
+	}
+	for _, wait := range waits {
+		wait()
+	}
+	return wire.TypeProduce, resp, nil
+}
+
+// produceOne appends one partition's batch and fills out; for acks=1/all it
+// returns a function that waits for the acknowledgement condition and
+// completes out (so several partitions wait in parallel).
+func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wire.ProducePartition, out *wire.ProducePartitionResponse) func() {
+	*out = wire.ProducePartitionResponse{Partition: pp.Partition, BaseOffset: -1, LeaderHint: -1, LogStart: -1}
+	p := b.partition(topic, pp.Partition)
+	if p == nil {
+		out.Err = wire.UnknownTopicOrPartition
+		return nil
+	}
+	batch := segment.Batch(pp.Batch)
+	maxBatch := b.cfg.Log.MaxBatchBytes
+	if maxBatch <= 0 {
+		maxBatch = defaultMaxBatchBytes
+	}
+	if len(batch) > maxBatch {
+		out.Err, out.Message = wire.RecordTooLarge, "batch larger than the maximum batch size"
+		return nil
+	}
+	if err := batch.Validate(); err != nil || batch.Size() != len(batch) {
+		out.Err, out.Message = wire.CorruptMessage, "invalid batch (one whole batch per partition, CRC-32C checked)"
+		return nil
+	}
+	h, err := segment.ParseHeader(batch)
+	if err != nil {
+		out.Err, out.Message = wire.CorruptMessage, err.Error()
+		return nil
+	}
+	base, last, epoch, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h)
+	out.LeaderEpoch = epoch
+	if code != wire.None {
+		out.Err = code
+		if code == wire.NotLeader || code == wire.FencedLeaderEpoch || code == wire.UnknownLeaderEpoch {
+			out.LeaderHint = p.leaderHint()
+		}
+		return nil
+	}
+	out.BaseOffset = base
+	out.LogStart = p.log.LogStartOffset()
+	if acks == wire.AcksNone {
+		return nil
+	}
+	return func() {
+		if err := p.log.WaitDurable(ctx, last+1); err != nil {
+			out.Err, out.Message = wire.KafkaStorageError, err.Error()
+			if ctx.Err() != nil {
+				out.Err = wire.Timeout
+			}
+			return
+		}
+		if acks != wire.AcksAll {
+			return
+		}
+		if c := p.waitHW(ctx, b.reqSeq.Add(1), last+1); c != replica.OK {
+			out.Err = codeToWire(c)
+			if c == replica.NotLeader {
+				out.LeaderHint = p.leaderHint()
+			}
+		}
+	}
+}
+
+func (p *partition) leaderHint() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.r.Leader()
+}
+
+// appendLeader checks leadership, epoch, min ISR and the producer sequence,
+// then appends the batch. It returns the batch's offsets (the original ones
+// for a retried duplicate) and the leader epoch.
+func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header) (base, last int64, epoch int32, code wire.ErrorCode) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	r := p.mu.r
+	epoch = r.LeaderEpoch()
+	c := r.CheckProduce(reqEpoch, acks == wire.AcksAll)
+	if p.mu.stopped {
+		c = replica.NotLeader
+	}
+	p.mu.Unlock()
+	if c != replica.OK {
+		return -1, -1, epoch, codeToWire(c)
+	}
+	if p.b.fenced.Load() {
+		return -1, -1, epoch, wire.NotLeader
+	}
+	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
+		switch v, orig := p.producers.check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta); v {
+		case seqDuplicate:
+			return orig.baseOffset, orig.lastOffset, epoch, wire.None
+		case seqOutOfOrder:
+			return -1, -1, epoch, wire.OutOfOrderSequence
+		case seqInvalidEpoch:
+			return -1, -1, epoch, wire.InvalidProducerEpoch
+		}
+	}
+	info, err := p.log.Append(ctx, batch, epoch)
+	if err != nil {
+		p.lg.Error("append failed", "epoch", epoch, "err", err)
+		return -1, -1, epoch, appendErrCode(err)
+	}
+	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset)
+	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
+	return info.BaseOffset, info.LastOffset, epoch, wire.None
+}
+
+// waitHW parks request id until the HW reaches required; it returns OK,
+// NotLeader (leadership lost meanwhile) or Timeout (ctx expired).
+func (p *partition) waitHW(ctx context.Context, id uint64, required int64) replica.Code {
+	ch := make(chan replica.Code, 1)
+	p.mu.Lock()
+	if p.mu.stopped {
+		p.mu.Unlock()
+		return replica.NotLeader
+	}
+	p.mu.reqs[id] = ch
+	prop := p.decideLocked(p.mu.r.ParkProduce(id, required, time.Time{}))
+	p.mu.Unlock()
+	p.propose(prop)
+	select {
+	case c := <-ch:
+		return c
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.r.Cancel(id) {
+		delete(p.mu.reqs, id)
+		return replica.Timeout
+	}
+	// Completed concurrently (or failed by Stop, which leaves reqs to us).
+	delete(p.mu.reqs, id)
+	select {
+	case c := <-ch:
+		return c
+	default:
+		return replica.NotLeader
+	}
+}

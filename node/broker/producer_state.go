@@ -1,0 +1,106 @@
+package broker
+
+import "math"
+
+// producerBatches is how many batches per producer and partition are
+// remembered for duplicate detection (Kafka's
+// max.in.flight.requests.per.connection for idempotent producers).
+const producerBatches = 5
+
+// seqBatch is one remembered batch of an idempotent producer.
+type seqBatch struct {
+	firstSeq, lastSeq      int32
+	baseOffset, lastOffset int64
+}
+
+// producerEntry is the state of one producer id on one partition.
+type producerEntry struct {
+	epoch int16
+	// batches is a ring of the last producerBatches batches, oldest first.
+	batches []seqBatch
+}
+
+// producerState is the idempotent-producer state of one partition. It is
+// rebuilt from batch headers when the log is opened or truncated and updated
+// on every append (leader or follower), so it survives leader changes and
+// restarts. Not safe for concurrent use: guarded by the partition's appendMu.
+type producerState struct {
+	producers map[int64]*producerEntry
+}
+
+func newProducerState() *producerState {
+	return &producerState{producers: make(map[int64]*producerEntry)}
+}
+
+// seqVerdict is the outcome of checking a batch's sequence.
+type seqVerdict uint8
+
+const (
+	seqOK           seqVerdict = iota // append it
+	seqDuplicate                      // a retry of a remembered batch: answer with its offsets
+	seqOutOfOrder                     // a gap or an unknown old batch
+	seqInvalidEpoch                   // an older producer epoch (a fenced zombie producer)
+)
+
+// nextSeq is seq+1 wrapping at MaxInt32 like Kafka.
+func nextSeq(seq int32, n int32) int32 {
+	if int64(seq)+int64(n) > math.MaxInt32 {
+		return int32(int64(seq) + int64(n) - math.MaxInt32 - 1)
+	}
+	return seq + n
+}
+
+// check classifies a batch of producer pid, epoch, sequences
+// [firstSeq, firstSeq+lastOffsetDelta]. For a duplicate it returns the
+// original batch.
+func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta int32) (seqVerdict, seqBatch) {
+	e := s.producers[pid]
+	switch {
+	case e == nil || epoch > e.epoch:
+		// A new producer, or a new epoch of it, starts at sequence 0.
+		if firstSeq != 0 {
+			return seqOutOfOrder, seqBatch{}
+		}
+		return seqOK, seqBatch{}
+	case epoch < e.epoch:
+		return seqInvalidEpoch, seqBatch{}
+	}
+	lastSeq := nextSeq(firstSeq, lastOffsetDelta)
+	for _, b := range e.batches {
+		if b.firstSeq == firstSeq && b.lastSeq == lastSeq {
+			return seqDuplicate, b
+		}
+	}
+	if len(e.batches) == 0 {
+		if firstSeq == 0 {
+			return seqOK, seqBatch{}
+		}
+		return seqOutOfOrder, seqBatch{}
+	}
+	if firstSeq != nextSeq(e.batches[len(e.batches)-1].lastSeq, 1) {
+		return seqOutOfOrder, seqBatch{}
+	}
+	return seqOK, seqBatch{}
+}
+
+// update records an appended batch (after check said seqOK, or while
+// replaying the log or copying a leader's batches, where it is trusted).
+func (s *producerState) update(pid int64, epoch int16, firstSeq, lastOffsetDelta int32, baseOffset int64) {
+	if pid < 0 || firstSeq < 0 {
+		return
+	}
+	e := s.producers[pid]
+	if e == nil {
+		e = &producerEntry{epoch: epoch}
+		s.producers[pid] = e
+	}
+	if epoch > e.epoch {
+		e.epoch, e.batches = epoch, e.batches[:0]
+	}
+	if len(e.batches) == producerBatches {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatches-1]
+	}
+	e.batches = append(e.batches, seqBatch{firstSeq: firstSeq, lastSeq: nextSeq(firstSeq, lastOffsetDelta),
+		baseOffset: baseOffset, lastOffset: baseOffset + int64(lastOffsetDelta)})
+}

@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"context"
+	"slices"
+
+	"paymentlog/node/replica"
+)
+
+// ApplyPartition applies a partition's state from the metadata image: it
+// opens the log on first use, then makes the local replica leader, follower
+// or stopped, or records a new ISR. It is idempotent for an unchanged state
+// and ignores states older than what it has seen.
+//
+// Becoming leader happens under the partition's append lock: no write is
+// accepted in the new epoch before the transition completes, and the old
+// leader's fetcher is detached first. Becoming follower fails parked produce
+// requests with NotLeader and attaches the partition to the fetcher of the
+// new leader, whose first fetch response says where to truncate.
+func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
+	key := tp{st.Topic, st.Partition}
+	p, err := b.getOrOpen(ctx, key, st.TopicID)
+	if err != nil {
+		return err
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	if p.mu.stopped {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	r := p.mu.r
+	oldRole, oldLeader := r.Role(), r.Leader()
+	tr, d := r.Apply(replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+		PartitionEpoch: st.PartitionEpoch, Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR),
+		MinISR: st.MinISR}, p.log.LogEndOffset(), b.cfg.Now())
+	prop := p.decideLocked(d)
+	p.mu.Unlock()
+	switch tr {
+	case replica.ToLeader:
+		if oldRole == replica.RoleFollower {
+			b.detachFetcher(oldLeader, p)
+		}
+		p.lg.Info("became leader", "epoch", st.LeaderEpoch, "isr", st.ISR, "offset", p.log.LogEndOffset())
+	case replica.ToFollower:
+		if oldRole == replica.RoleFollower {
+			b.detachFetcher(oldLeader, p)
+		}
+		b.attachFetcher(st.Leader, p)
+		p.lg.Info("became follower", "epoch", st.LeaderEpoch, "leader", st.Leader, "offset", p.log.LogEndOffset())
+	case replica.Stopped:
+		if oldRole == replica.RoleFollower {
+			b.detachFetcher(oldLeader, p)
+		}
+		p.lg.Info("replica stopped", "epoch", st.LeaderEpoch, "leader", st.Leader)
+	case replica.Updated:
+		p.lg.Debug("partition updated", "epoch", st.LeaderEpoch, "isr", st.ISR)
+	}
+	p.propose(prop)
+	return nil
+}
+
+// getOrOpen returns the partition, opening its log on first use.
+func (b *Broker) getOrOpen(ctx context.Context, key tp, topicID string) (*partition, error) {
+	// openMu makes check-open-insert atomic so a directory is never opened
+	// twice; the open itself is I/O, so it cannot happen under b.mu.
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p := b.mu.parts[key]; p != nil {
+		b.mu.Unlock()
+		return p, nil
+	}
+	hw := b.mu.ckpt[key]
+	b.mu.Unlock()
+	p, err := b.openPartition(ctx, key, topicID, hw)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		p.close(false)
+		return nil, ErrClosed
+	}
+	b.mu.parts[key] = p
+	return p, nil
+}
+
+// StopPartition stops serving a partition (no longer a replica, or the topic
+// was deleted) and closes its log; deleteData removes its directory.
+func (b *Broker) StopPartition(ctx context.Context, topic string, partition int32, deleteData bool) error {
+	key := tp{topic, partition}
+	b.mu.Lock()
+	p := b.mu.parts[key]
+	delete(b.mu.parts, key)
+	delete(b.mu.ckpt, key)
+	b.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	leader, role := p.mu.r.Leader(), p.mu.r.Role()
+	p.mu.Unlock()
+	if role == replica.RoleFollower {
+		b.detachFetcher(leader, p)
+	}
+	err := p.close(deleteData)
+	b.ckptDirty.Store(true)
+	p.lg.Info("partition stopped", "delete", deleteData)
+	return err
+}
