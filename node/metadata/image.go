@@ -80,13 +80,13 @@ func (p PartitionState) Equal(q PartitionState) bool {
 // never modified once returned: Apply builds a new one, sharing what did not
 // change. The zero Image is not used; call EmptyImage.
 type Image struct {
-	offset          uint64
-	controllerID    int32
-	controllerTerm  uint64
-	nextProducerID  int64
-	brokers         map[int32]*BrokerState
-	topics          map[string]*TopicState
-	partitionCount  int
+	offset         uint64
+	controllerID   int32
+	controllerTerm uint64
+	nextProducerID int64
+	brokers        map[int32]*BrokerState
+	topics         map[string]*TopicState
+	partitionCount int
 }
 
 // EmptyImage is the image before any record.

@@ -1,0 +1,167 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"paymentlog/wire"
+)
+
+// TestScenarios runs testdata/scenarios/*.txt: each command runs one
+// controller decision against the current image and applies its records as
+// the next entry. Commands:
+//
+//	register id=N [inc=N] [addr=A] [ctrl]   DecideRegister (inc defaults to 1)
+//	heartbeat id=N [inc=N] [offset=N] [shutdown]
+//	                                        DecideHeartbeat (inc: current, offset: image offset)
+//	up ids=1,2,3                            register (inc 1) + caught-up heartbeat for each
+//	fence id=N [inc=N]                      DecideFence (session expired)
+//	create name=T partitions=N rf=N [min-isr=N] [seed=N] [unclean]
+//	delete name=T
+//	alter id=N topic=T p=N isr=1,2 [inc=N] [epoch=N] [pepoch=N]
+//	                                        DecideAlterPartition (epochs default to current)
+//	preferred                               DecidePreferredLeaders
+//	pids id=N [n=N]                         DecideProducerIDs
+//	show                                    the image
+func TestScenarios(t *testing.T) {
+	for _, f := range scriptFiles(t, "testdata/scenarios") {
+		t.Run(f, func(t *testing.T) {
+			s := &scenario{t: t, img: EmptyImage()}
+			runScript(t, f, s.exec)
+		})
+	}
+}
+
+type scenario struct {
+	t   *testing.T
+	img *Image
+}
+
+func (s *scenario) apply(recs []Record, err error) string {
+	t := s.t
+	t.Helper()
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			return fmt.Sprintf("error: %v", we)
+		}
+		t.Fatalf("decision returned a non-wire error: %v", err)
+	}
+	if len(recs) == 0 {
+		return "no records"
+	}
+	// Round-trip through the codec, as the log would.
+	data, err := EncodeEntry(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := DecodeEntry(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := s.img.ApplyEntry(s.img.Offset()+1, dec)
+	if err != nil {
+		t.Fatalf("decision produced rejected records: %v", err)
+	}
+	checkInvariants(t, next)
+	s.img = next
+	var out []string
+	for _, r := range recs {
+		out = append(out, FormatRecord(r))
+	}
+	return strings.Join(out, "\n")
+}
+
+func (s *scenario) curInc(id int32) int64 {
+	b, _ := s.img.Broker(id)
+	return b.Incarnation
+}
+
+func (s *scenario) exec(t *testing.T, c scriptCmd) string {
+	switch c.Name {
+	case "register":
+		id := int32(mustInt(t, c, "id", 0))
+		addr := c.Args["addr"]
+		if addr == "" {
+			addr = fmt.Sprintf("127.0.0.1:71%02d", id)
+		}
+		return s.apply(DecideRegister(s.img, RegisterEvent{ID: id, Addr: addr,
+			Incarnation: mustInt(t, c, "inc", 1), ControllerEligible: c.Flags["ctrl"]}))
+	case "heartbeat":
+		id := int32(mustInt(t, c, "id", 0))
+		ev := HeartbeatEvent{ID: id, Incarnation: mustInt(t, c, "inc", s.curInc(id)),
+			MetadataOffset: mustInt(t, c, "offset", int64(s.img.Offset())), WantShutdown: c.Flags["shutdown"]}
+		out := s.apply(DecideHeartbeat(s.img, ev))
+		r := HeartbeatResponse(s.img, ev)
+		return out + fmt.Sprintf("\nreply: err=%v fenced=%t shutdown_ready=%t", r.Err, r.Fenced, r.ShutdownReady)
+	case "up":
+		var out []string
+		for _, id := range mustIDs(t, c, "ids") {
+			out = append(out, s.apply(DecideRegister(s.img, RegisterEvent{ID: id,
+				Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1})))
+			out = append(out, s.apply(DecideHeartbeat(s.img, HeartbeatEvent{ID: id, Incarnation: 1,
+				MetadataOffset: int64(s.img.Offset())})))
+		}
+		return strings.Join(out, "\n")
+	case "fence":
+		id := int32(mustInt(t, c, "id", 0))
+		return s.apply(DecideFence(s.img, id, mustInt(t, c, "inc", s.curInc(id))), nil)
+	case "create":
+		var cfg map[string]string
+		if c.Flags["unclean"] {
+			cfg = map[string]string{ConfigUncleanLeaderElection: "true"}
+		}
+		return s.apply(DecideCreateTopic(s.img, CreateTopicEvent{Name: c.Args["name"], ID: "id-" + c.Args["name"],
+			Partitions: int32(mustInt(t, c, "partitions", 1)), RF: int32(mustInt(t, c, "rf", 1)),
+			MinISR: int32(mustInt(t, c, "min-isr", 0)), Configs: cfg, Seed: uint64(mustInt(t, c, "seed", 0))}))
+	case "delete":
+		return s.apply(DecideDeleteTopic(s.img, c.Args["name"]))
+	case "alter":
+		id := int32(mustInt(t, c, "id", 0))
+		topic, p := c.Args["topic"], int32(mustInt(t, c, "p", 0))
+		cur, _ := s.img.Partition(topic, p)
+		req := wire.AlterPartitionRequest{BrokerID: id, Incarnation: mustInt(t, c, "inc", s.curInc(id)),
+			Topic: topic, Partition: p, LeaderEpoch: int32(mustInt(t, c, "epoch", int64(cur.LeaderEpoch))),
+			PartitionEpoch: int32(mustInt(t, c, "pepoch", int64(cur.PartitionEpoch))), NewISR: mustIDs(t, c, "isr")}
+		out := s.apply(DecideAlterPartition(s.img, req))
+		if strings.HasPrefix(out, "error") {
+			return out
+		}
+		r := AlterPartitionResponse(s.img, req)
+		return out + fmt.Sprintf("\nreply: isr=%s epoch=%d pepoch=%d", ids(r.ISR), r.LeaderEpoch, r.PartitionEpoch)
+	case "preferred":
+		return s.apply(DecidePreferredLeaders(s.img), nil)
+	case "pids":
+		return s.apply(DecideProducerIDs(s.img, int32(mustInt(t, c, "id", 0)), mustInt(t, c, "n", DefaultProducerIDBlock)))
+	case "show":
+		return s.img.String()
+	}
+	t.Fatalf("line %d: unknown command %q", c.Line, c.Name)
+	return ""
+}
+
+// checkInvariants verifies what every image produced by decisions must hold.
+func checkInvariants(t *testing.T, img *Image) {
+	t.Helper()
+	img.EachPartition(func(p PartitionState) bool {
+		if why := validatePartition(p); why != "" {
+			t.Fatalf("invariant: %s: %s", p, why)
+		}
+		if p.Leader != NoLeader {
+			b, ok := img.Broker(p.Leader)
+			if !ok || b.Fenced {
+				t.Fatalf("invariant: %s led by fenced or unknown broker", p)
+			}
+		}
+		if len(p.ISR) > 1 {
+			for _, r := range p.ISR {
+				if b, ok := img.Broker(r); !ok || b.Fenced {
+					t.Fatalf("invariant: %s has fenced broker %d in a multi-member ISR", p, r)
+				}
+			}
+		}
+		return true
+	})
+}
