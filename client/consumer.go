@@ -154,7 +154,7 @@ func (cs *Consumer) Assign(tps []TopicPartition, from int64) {
 // AssignTopic assigns every partition of topic (from the metadata), each
 // starting at from, and returns them.
 func (cs *Consumer) AssignTopic(ctx context.Context, topic string, from int64) ([]TopicPartition, error) {
-	n, err := cs.c.topicPartitions(ctx, topic)
+	n, err := cs.c.PartitionCount(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +238,10 @@ func (c *Client) offsetsFor(ctx context.Context, tps []TopicPartition, ts int64)
 	return out, nil
 }
 
-// topicPartitions returns a topic's partition count, refreshing metadata once
-// if the topic is not in the cache.
-func (c *Client) topicPartitions(ctx context.Context, topic string) (int, error) {
+// PartitionCount returns a topic's partition count, refreshing the metadata
+// if the topic is not in the cache. A missing topic yields an error matching
+// wire.UnknownTopicOrPartition.
+func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) {
 	for i := 0; i < 2; i++ {
 		if i > 0 || c.meta.current() == nil {
 			if err := c.meta.refresh(ctx); err != nil {

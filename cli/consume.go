@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/client"
+)
+
+func init() { commands = append(commands, consumeCommand()) }
+
+func consumeCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "consume",
+		Usage: "print a topic's records",
+		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET] [--exit-at-end|--max N] [--json]\n\n" +
+			"Prints each record's value on its own line, or with --json one line\n" +
+			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
+			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
+			"order within a partition. --exit-at-end stops once every partition is read up to the high\n" +
+			"watermark it had when consume started. Without --exit-at-end or --max, consume follows the\n" +
+			"topic until interrupted (exit status 0).",
+		Flags: withFlags(clientFlags(), []ucli.Flag{
+			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
+			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET (for every partition read)", EnvVars: envVar("CONSUME_FROM")},
+			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once caught up with the high watermarks seen at start", EnvVars: envVar("CONSUME_EXIT_AT_END")},
+			&ucli.Int64Flag{Name: "max", Usage: "exit after this many records (0: no limit)", EnvVars: envVar("CONSUME_MAX")},
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
+			&ucli.DurationFlag{Name: "max-wait", Value: client.DefaultMaxWait, Usage: "long-poll: how long a leader may hold a fetch with no data", EnvVars: envVar("CONSUME_MAX_WAIT")},
+		}),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseConsumeOptions(c)
+			if err != nil {
+				return err
+			}
+			return runConsume(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// consumeOptions are the flags of `paymentlog consume`.
+type consumeOptions struct {
+	client    clientOptions
+	topic     string
+	partition int32 // -1: all
+	from      int64 // an offset, client.SeekBeginning or client.SeekEnd
+	exitAtEnd bool
+	max       int64
+	json      bool
+	maxWait   time.Duration
+}
+
+func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
+	topic, err := oneArg(c, "topic")
+	if err != nil {
+		return consumeOptions{}, err
+	}
+	co, err := parseClientOptions(c)
+	if err != nil {
+		return consumeOptions{}, usageError("%v", err)
+	}
+	o := consumeOptions{client: co, topic: topic, partition: int32(c.Int("partition")), exitAtEnd: c.Bool("exit-at-end"),
+		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait")}
+	if o.from, err = parseFrom(c.String("from")); err != nil {
+		return o, usageError("--from: %v", err)
+	}
+	if o.partition < -1 {
+		return o, usageError("--partition must be >= 0 (or -1 for all)")
+	}
+	if o.max < 0 {
+		return o, usageError("--max must be >= 0")
+	}
+	return o, nil
+}
+
+func parseFrom(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "beginning", "earliest", "start":
+		return client.SeekBeginning, nil
+	case "end", "latest":
+		return client.SeekEnd, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not beginning, end or a non-negative offset", s)
+	}
+	return n, nil
+}
+
+// runConsume prints records until --max, --exit-at-end or an interrupt.
+func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writer) error {
+	cl, err := opts.client.newClient(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeClient(cl)
+	cons := cl.NewConsumer(client.ConsumerConfig{MaxWait: opts.maxWait})
+	defer cons.Close()
+
+	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
+	defer cancel()
+	n, err := cl.PartitionCount(setupCtx, opts.topic)
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", opts.topic, err)
+	}
+	var tps []client.TopicPartition
+	for p := int32(0); p < int32(n); p++ {
+		if opts.partition < 0 || opts.partition == p {
+			tps = append(tps, client.TopicPartition{Topic: opts.topic, Partition: p})
+		}
+	}
+	if len(tps) == 0 {
+		return fmt.Errorf("consume %s: topic has %d partitions; no partition %d", opts.topic, n, opts.partition)
+	}
+	cons.Assign(tps, opts.from)
+
+	// --exit-at-end: the high watermarks now are the goal.
+	var ends map[client.TopicPartition]int64
+	if opts.exitAtEnd {
+		if ends, err = cons.EndOffsets(setupCtx, tps); err != nil {
+			return fmt.Errorf("consume %s: end offsets: %w", opts.topic, err)
+		}
+	}
+	cancel()
+
+	out := bufio.NewWriterSize(stdout, 1<<20)
+	defer out.Flush()
+	var printed int64
+	var line []byte
+	atEnd := func() bool {
+		if !opts.exitAtEnd {
+			return false
+		}
+		for _, tp := range tps {
+			pos, _ := cons.Position(tp)
+			if pos < 0 || pos < ends[tp] {
+				return false
+			}
+		}
+		return true
+	}
+	for !atEnd() {
+		msgs, err := cons.Poll(ctx)
+		if err != nil {
+			out.Flush()
+			if ctx.Err() != nil {
+				if opts.exitAtEnd || opts.max > 0 {
+					return fmt.Errorf("interrupted after %d records", printed)
+				}
+				return nil
+			}
+			var oor *client.OffsetOutOfRangeError
+			if errors.As(err, &oor) {
+				return fmt.Errorf("consume %s: partition %d has offsets %d to %d; %d is outside them", opts.topic, oor.Partition, oor.Start, oor.End, oor.Requested)
+			}
+			return fmt.Errorf("consume %s: %w", opts.topic, err)
+		}
+		for i := range msgs {
+			if opts.max > 0 && printed >= opts.max {
+				break
+			}
+			m := &msgs[i]
+			if opts.exitAtEnd && m.Offset >= ends[client.TopicPartition{Topic: m.Topic, Partition: m.Partition}] {
+				continue // past the goal set at start
+			}
+			if opts.json {
+				line = appendConsumedJSON(line[:0], m)
+			} else {
+				line = append(append(line[:0], m.Value...), '\n')
+			}
+			if _, err := out.Write(line); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+			printed++
+		}
+		if err := out.Flush(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		if opts.max > 0 && printed >= opts.max {
+			return nil
+		}
+	}
+	return nil
+}
+
+// appendConsumedJSON formats one record as
+// {"partition":P,"offset":O,"key":K,"value":V,"timestamp":T}.
+func appendConsumedJSON(b []byte, m *client.Message) []byte {
+	b = append(b, `{"partition":`...)
+	b = strconv.AppendInt(b, int64(m.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, m.Offset, 10)
+	b = append(b, `,"key":`...)
+	if m.Key == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONBytes(b, m.Key)
+	}
+	b = append(b, `,"value":`...)
+	b = appendJSONBytes(b, m.Value)
+	b = append(b, `,"timestamp":`...)
+	b = strconv.AppendInt(b, m.Timestamp.UnixMilli(), 10)
+	if m.Key != nil && !utf8.Valid(m.Key) {
+		b = append(b, `,"key_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, m.Key)
+		b = append(b, '"')
+	}
+	if !utf8.Valid(m.Value) {
+		b = append(b, `,"value_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, m.Value)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
+}
+
+func appendJSONString(b []byte, s string) []byte { return appendJSONBytes(b, []byte(s)) }
+
+// appendJSONBytes appends s as a JSON string. Invalid UTF-8 becomes U+FFFD
+// (the record's exact bytes are then in the *_base64 key).
+func appendJSONBytes(b []byte, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

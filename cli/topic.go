@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+func init() { commands = append(commands, topicCommand()) }
+
+const defaultAdminTimeout = 30 * time.Second
+
+func topicCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "topic",
+		Usage: "create, list, describe and delete topics",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "create",
+				Usage:     "create a topic and wait until every partition has a leader",
+				UsageText: "paymentlog topic create NAME [--partitions 3] [--replication-factor 3] [--min-insync-replicas 2] [--config k=v]... [--if-not-exists]",
+				Flags: withFlags(clientFlags(), []ucli.Flag{
+					&ucli.IntFlag{Name: "partitions", Value: 3, Usage: "number of partitions", EnvVars: envVar("TOPIC_PARTITIONS")},
+					&ucli.IntFlag{Name: "replication-factor", Value: 3, Usage: "replicas per partition", EnvVars: envVar("TOPIC_REPLICATION_FACTOR")},
+					&ucli.IntFlag{Name: "min-insync-replicas", Value: 2, Usage: "acks=all writes need this many in-sync replicas", EnvVars: envVar("TOPIC_MIN_INSYNC_REPLICAS")},
+					&ucli.StringSliceFlag{Name: "config", Usage: "topic config key=value (repeatable)", EnvVars: envVar("TOPIC_CONFIG")},
+					&ucli.BoolFlag{Name: "if-not-exists", Usage: "succeed if the topic already exists", EnvVars: envVar("TOPIC_IF_NOT_EXISTS")},
+					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
+				}),
+				Action: func(c *ucli.Context) error {
+					opts, err := parseTopicCreate(c)
+					if err != nil {
+						return err
+					}
+					return runTopicCreate(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
+				Name:      "list",
+				Usage:     "list topic names",
+				UsageText: "paymentlog topic list [--json]",
+				Flags: withFlags(clientFlags(), []ucli.Flag{
+					&ucli.BoolFlag{Name: "json", Usage: "print a JSON array of names", EnvVars: envVar("TOPIC_JSON")},
+					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
+				}),
+				Action: func(c *ucli.Context) error {
+					if c.NArg() > 0 {
+						return usageError("topic list takes no arguments")
+					}
+					opts, err := parseTopicCommon(c, "")
+					if err != nil {
+						return err
+					}
+					return runTopicList(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
+				Name:      "describe",
+				Usage:     "show partitions: leader, epoch, replicas, ISR, high watermark, log start",
+				UsageText: "paymentlog topic describe NAME [--json]",
+				Flags: withFlags(clientFlags(), []ucli.Flag{
+					&ucli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: envVar("TOPIC_JSON")},
+					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
+				}),
+				Action: func(c *ucli.Context) error {
+					name, err := oneArg(c, "topic name")
+					if err != nil {
+						return err
+					}
+					opts, err := parseTopicCommon(c, name)
+					if err != nil {
+						return err
+					}
+					return runTopicDescribe(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
+				Name:      "delete",
+				Usage:     "delete a topic and wait until no node lists it",
+				UsageText: "paymentlog topic delete NAME [--if-exists]",
+				Flags: withFlags(clientFlags(), []ucli.Flag{
+					&ucli.BoolFlag{Name: "if-exists", Usage: "succeed if the topic does not exist", EnvVars: envVar("TOPIC_IF_EXISTS")},
+					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
+				}),
+				Action: func(c *ucli.Context) error {
+					name, err := oneArg(c, "topic name")
+					if err != nil {
+						return err
+					}
+					opts, err := parseTopicCommon(c, name)
+					if err != nil {
+						return err
+					}
+					opts.ifExists = c.Bool("if-exists")
+					return runTopicDelete(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+		},
+	}
+}
+
+// topicOptions are the flags of the topic subcommands.
+type topicOptions struct {
+	client      clientOptions
+	name        string
+	spec        client.TopicSpec
+	ifNotExists bool
+	ifExists    bool
+	json        bool
+	timeout     time.Duration
+}
+
+func parseTopicCommon(c *ucli.Context, name string) (topicOptions, error) {
+	co, err := parseClientOptions(c)
+	if err != nil {
+		return topicOptions{}, usageError("%v", err)
+	}
+	return topicOptions{client: co, name: name, json: c.Bool("json"), timeout: c.Duration("timeout")}, nil
+}
+
+func parseTopicCreate(c *ucli.Context) (topicOptions, error) {
+	name, err := oneArg(c, "topic name")
+	if err != nil {
+		return topicOptions{}, err
+	}
+	opts, err := parseTopicCommon(c, name)
+	if err != nil {
+		return opts, err
+	}
+	p, rf, isr := c.Int("partitions"), c.Int("replication-factor"), c.Int("min-insync-replicas")
+	switch {
+	case p < 1:
+		return opts, usageError("--partitions must be at least 1")
+	case rf < 1:
+		return opts, usageError("--replication-factor must be at least 1")
+	case isr < 1 || isr > rf:
+		return opts, usageError("--min-insync-replicas must be between 1 and --replication-factor (%d)", rf)
+	}
+	cfgs := map[string]string{}
+	for _, kv := range c.StringSlice("config") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return opts, usageError("--config %q is not key=value", kv)
+		}
+		cfgs[k] = v
+	}
+	if len(cfgs) == 0 {
+		cfgs = nil
+	}
+	opts.spec = client.TopicSpec{Name: name, Partitions: int32(p), ReplicationFactor: int32(rf), MinISR: int32(isr), Configs: cfgs}
+	opts.ifNotExists = c.Bool("if-not-exists")
+	return opts, nil
+}
+
+// withAdmin runs fn with a client's Admin under the command's timeout.
+func withAdmin(ctx context.Context, co clientOptions, timeout time.Duration, stderr io.Writer, fn func(context.Context, *client.Admin) error) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	cl, err := co.newClient(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeClient(cl)
+	return fn(ctx, cl.Admin())
+}
+
+func runTopicCreate(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {
+	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
+		_, err := a.CreateTopic(ctx, opts.spec)
+		if client.ErrorCode(err) == wire.TopicAlreadyExists {
+			if opts.ifNotExists {
+				fmt.Fprintf(stdout, "topic %s already exists\n", opts.spec.Name)
+				return nil
+			}
+			return fmt.Errorf("topic %s already exists", opts.spec.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("create topic %s: %w", opts.spec.Name, err)
+		}
+		fmt.Fprintf(stdout, "created topic %s (%d partitions, replication factor %d, min ISR %d)\n",
+			opts.spec.Name, opts.spec.Partitions, opts.spec.ReplicationFactor, opts.spec.MinISR)
+		return nil
+	})
+}
+
+func runTopicList(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {
+	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
+		names, err := a.ListTopics(ctx)
+		if err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		if opts.json {
+			b, _ := json.Marshal(names)
+			_, err = fmt.Fprintf(stdout, "%s\n", b)
+			return err
+		}
+		for _, n := range names {
+			if _, err := fmt.Fprintln(stdout, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func runTopicDescribe(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {
+	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
+		d, err := a.DescribeTopic(ctx, opts.name)
+		if err != nil {
+			return fmt.Errorf("describe topic %s: %w", opts.name, err)
+		}
+		if opts.json {
+			b, err := json.Marshal(d)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "%s\n", b)
+			return err
+		}
+		fmt.Fprintf(stdout, "Topic: %s  Partitions: %d  Replication factor: %d  Min ISR: %d\n",
+			d.Name, len(d.Partitions), d.ReplicationFactor, d.MinISR)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START")
+		for _, p := range d.Partitions {
+			leader := fmt.Sprint(p.Leader)
+			if p.Leader < 0 {
+				leader = "none (offline)"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
+				joinIDs(p.Replicas), joinIDs(p.ISR), unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+		}
+		return tw.Flush()
+	})
+}
+
+func runTopicDelete(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {
+	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
+		err := a.DeleteTopic(ctx, opts.name)
+		if client.ErrorCode(err) == wire.UnknownTopicOrPartition {
+			if opts.ifExists {
+				fmt.Fprintf(stdout, "topic %s does not exist\n", opts.name)
+				return nil
+			}
+			return fmt.Errorf("topic %s does not exist", opts.name)
+		}
+		if err != nil {
+			return fmt.Errorf("delete topic %s: %w", opts.name, err)
+		}
+		fmt.Fprintf(stdout, "deleted topic %s\n", opts.name)
+		return nil
+	})
+}
+
+func joinIDs(ids []int32) string {
+	if len(ids) == 0 {
+		return "-"
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ",")
+}
+
+func unknownIfNeg(v int64) string {
+	if v < 0 {
+		return "?"
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,338 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// Admin manages topics and reports cluster state. Obtain one with Client.Admin.
+type Admin struct{ c *Client }
+
+// Admin returns the client's admin interface.
+func (c *Client) Admin() *Admin { return &Admin{c: c} }
+
+// NodeStatus is one node as the metadata image records it. JSON names are
+// those of `paymentlog cluster status --json` (DESIGN §7).
+type NodeStatus struct {
+	ID                 int32  `json:"id"`
+	Addr               string `json:"addr"`
+	State              string `json:"state"` // "alive" or "fenced"
+	ControllerEligible bool   `json:"controller_eligible"`
+}
+
+// ClusterStatus is `paymentlog cluster status --json`.
+type ClusterStatus struct {
+	ControllerID   int32        `json:"controller_id"` // -1 while there is none
+	MetadataOffset int64        `json:"metadata_offset"`
+	Nodes          []NodeStatus `json:"nodes"`
+}
+
+// Alive counts nodes in state "alive".
+func (s ClusterStatus) Alive() int {
+	n := 0
+	for _, b := range s.Nodes {
+		if b.State == "alive" {
+			n++
+		}
+	}
+	return n
+}
+
+// DescribeCluster asks any node for the brokers and the active controller.
+func (a *Admin) DescribeCluster(ctx context.Context) (ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
+	defer cancel()
+	r, _, err := hedged(ctx, a.c, a.c.meta.candidates(), func(ctx context.Context, addr string) (*wire.DescribeClusterResponse, error) {
+		var r wire.DescribeClusterResponse
+		if err := a.c.call(ctx, addr, wire.TypeDescribeCluster, &wire.DescribeClusterRequest{}, &r); err != nil {
+			return nil, err
+		}
+		if r.Err != wire.None {
+			return nil, r.Err.Err("")
+		}
+		return &r, nil
+	})
+	if err != nil {
+		return ClusterStatus{}, err
+	}
+	st := ClusterStatus{ControllerID: r.ControllerID, MetadataOffset: r.MetadataOffset, Nodes: make([]NodeStatus, 0, len(r.Brokers))}
+	for _, b := range r.Brokers {
+		st.Nodes = append(st.Nodes, NodeStatus{ID: b.ID, Addr: b.Addr, State: b.State, ControllerEligible: b.ControllerEligible})
+	}
+	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].ID < st.Nodes[j].ID })
+	return st, nil
+}
+
+// TopicSpec describes a topic to create. Zero fields take the defaults in
+// their comments.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32             // 1
+	ReplicationFactor int32             // 3
+	MinISR            int32             // 2 (at most ReplicationFactor)
+	Configs           map[string]string // topic configs, passed to the controller as given
+}
+
+// CreateTopic creates a topic through the active controller and waits until
+// every node that answers sees it with a leader for each partition. It
+// returns the topic id. An existing topic yields an error matching
+// wire.TopicAlreadyExists (see ErrorCode).
+func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error) {
+	if spec.Partitions == 0 {
+		spec.Partitions = 1
+	}
+	if spec.ReplicationFactor == 0 {
+		spec.ReplicationFactor = 3
+	}
+	if spec.MinISR == 0 {
+		spec.MinISR = min(2, spec.ReplicationFactor)
+	}
+	req := &wire.CreateTopicRequest{Name: spec.Name, Partitions: spec.Partitions, ReplicationFactor: spec.ReplicationFactor, MinISR: spec.MinISR, Configs: spec.Configs}
+	var resp wire.CreateTopicResponse
+	err := a.toController(ctx, "create topic", wire.TypeCreateTopic, req, func() any { resp = wire.CreateTopicResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	if err != nil {
+		return "", err
+	}
+	err = a.waitTopic(ctx, spec.Name, func(t *wire.TopicMetadata) bool {
+		if t == nil || len(t.Partitions) != int(spec.Partitions) {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return resp.TopicID, fmt.Errorf("client: topic %q was created but is not ready: %w", spec.Name, err)
+	}
+	return resp.TopicID, nil
+}
+
+// DeleteTopic deletes a topic through the active controller and waits until
+// no node that answers lists it. A missing topic yields an error matching
+// wire.UnknownTopicOrPartition.
+func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
+	var resp wire.DeleteTopicResponse
+	err := a.toController(ctx, "delete topic", wire.TypeDeleteTopic, &wire.DeleteTopicRequest{Name: name},
+		func() any { resp = wire.DeleteTopicResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	if err != nil {
+		return err
+	}
+	if err := a.waitTopic(ctx, name, func(t *wire.TopicMetadata) bool { return t == nil }); err != nil {
+		return fmt.Errorf("client: topic %q was deleted but is still listed: %w", name, err)
+	}
+	return nil
+}
+
+// toController sends a request to the active controller (from the metadata's
+// controller id and broker list), refreshing and retrying on NotController,
+// an unknown controller or a failed call, until ctx ends. newResp returns a
+// fresh response to decode into; code reads its error.
+func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType, req any, newResp func() any, code func() (wire.ErrorCode, string)) error {
+	backoff := 25 * time.Millisecond
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, backoff); err != nil {
+				return a.giveUp(what, err, last)
+			}
+			backoff = min(2*backoff, time.Second)
+			if err := a.c.meta.refresh(ctx); err != nil {
+				last = err
+				if ctx.Err() != nil {
+					return a.giveUp(what, ctx.Err(), last)
+				}
+				continue
+			}
+		}
+		snap, err := a.c.meta.get(ctx)
+		if err != nil {
+			last = err
+			if ctx.Err() != nil {
+				return a.giveUp(what, ctx.Err(), last)
+			}
+			continue
+		}
+		addr, ok := snap.addr(snap.controller)
+		if !ok {
+			last = wire.NotController.Err("no active controller")
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
+		err = a.c.call(cctx, addr, t, req, newResp())
+		cancel()
+		if err != nil {
+			last = fmt.Errorf("controller %d at %s: %w", snap.controller, addr, err)
+			continue
+		}
+		c, msg := code()
+		switch {
+		case c == wire.None:
+			return nil
+		case c.Retriable():
+			last = c.Err(msg)
+			continue
+		default:
+			return c.Err(msg)
+		}
+	}
+}
+
+func (a *Admin) giveUp(what string, cause, last error) error {
+	if last != nil {
+		return fmt.Errorf("client: %s: %w (last error: %v)", what, cause, last)
+	}
+	return fmt.Errorf("client: %s: %w", what, cause)
+}
+
+// waitTopic polls every node's metadata for topic until ok holds on every
+// node that answers (at least one), or ctx ends. ok gets nil when the node
+// does not list the topic.
+func (a *Admin) waitTopic(ctx context.Context, topic string, ok func(*wire.TopicMetadata) bool) error {
+	backoff := 20 * time.Millisecond
+	for {
+		snap, err := a.c.meta.get(ctx)
+		if err != nil {
+			return err
+		}
+		var addrs []string
+		for _, b := range snap.brokerList() {
+			if b.State != "fenced" && b.Addr != "" {
+				addrs = append(addrs, b.Addr)
+			}
+		}
+		if len(addrs) == 0 {
+			addrs = a.c.cfg.Bootstrap
+		}
+		answered, good := 0, 0
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, addr := range addrs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				var r wire.MetadataResponse
+				if err := a.c.call(cctx, addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: []string{topic}}, &r); err != nil || r.Err != wire.None {
+					return
+				}
+				var tm *wire.TopicMetadata
+				for i := range r.Topics {
+					if r.Topics[i].Name == topic && r.Topics[i].Err == wire.None {
+						tm = &r.Topics[i]
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				answered++
+				if ok(tm) {
+					good++
+				}
+			}()
+		}
+		wg.Wait()
+		if answered > 0 && good == answered {
+			return a.c.meta.refresh(ctx)
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+		_ = a.c.meta.refresh(ctx)
+	}
+}
+
+// ListTopics returns the names of all topics, sorted.
+func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
+	if err := a.c.meta.refresh(ctx); err != nil {
+		return nil, err
+	}
+	snap := a.c.meta.current()
+	names := make([]string, 0, len(snap.topics))
+	for n := range snap.topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// PartitionInfo is one partition in `topic describe --json` (DESIGN §7).
+type PartitionInfo struct {
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"` // -1 while offline
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	HighWatermark  int64   `json:"high_watermark"`   // -1 if the leader did not answer
+	LogStartOffset int64   `json:"log_start_offset"` // -1 if the leader did not answer
+}
+
+// TopicDescription is `paymentlog topic describe NAME --json`.
+type TopicDescription struct {
+	Name              string          `json:"name"`
+	Partitions        []PartitionInfo `json:"partitions"`
+	ID                string          `json:"id,omitempty"`
+	ReplicationFactor int32           `json:"replication_factor"`
+	MinISR            int32           `json:"min_insync_replicas"`
+}
+
+// DescribeTopic returns a topic's partitions from fresh metadata, with each
+// partition's high watermark and log start offset asked of its leader.
+func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescription, error) {
+	if err := a.c.meta.refresh(ctx); err != nil {
+		return TopicDescription{}, err
+	}
+	t, ok := a.c.meta.current().topics[name]
+	if !ok {
+		return TopicDescription{}, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", name))
+	}
+	d := TopicDescription{Name: t.Name, ID: t.ID, ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR}
+	parts := make([]int32, 0, len(t.Partitions))
+	for _, p := range t.Partitions {
+		d.Partitions = append(d.Partitions, PartitionInfo{
+			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), HighWatermark: -1, LogStartOffset: -1,
+		})
+		if p.Leader >= 0 {
+			parts = append(parts, p.Partition)
+		}
+	}
+	if len(parts) > 0 {
+		lctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
+		defer cancel()
+		var hw, lso map[int32]int64
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); hw, _, _ = a.c.listOffsets(lctx, name, parts, wire.Latest, false) }()
+		go func() { defer wg.Done(); lso, _, _ = a.c.listOffsets(lctx, name, parts, wire.Earliest, false) }()
+		wg.Wait()
+		for i := range d.Partitions {
+			p := &d.Partitions[i]
+			if o, ok := hw[p.Partition]; ok {
+				p.HighWatermark = o
+			}
+			if o, ok := lso[p.Partition]; ok {
+				p.LogStartOffset = o
+			}
+		}
+	}
+	return d, nil
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
