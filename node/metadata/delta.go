@@ -69,6 +69,9 @@ func (d Delta) Merge(later Delta) Delta {
 		bs[b.ID] = b
 	}
 	for _, b := range bs {
+		if b.Old != nil && b.New != nil && *b.Old == *b.New {
+			continue
+		}
 		out.Brokers = append(out.Brokers, b)
 	}
 	slices.SortFunc(out.Brokers, func(a, b BrokerDelta) int { return cmp.Compare(a.ID, b.ID) })
@@ -85,9 +88,10 @@ func (d Delta) Merge(later Delta) Delta {
 		ps[k] = p
 	}
 	for _, p := range ps {
-		if p.Old != nil || p.New != nil {
-			out.Partitions = append(out.Partitions, p)
+		if (p.Old == nil && p.New == nil) || (p.Old != nil && p.New != nil && p.Old.Equal(*p.New)) {
+			continue
 		}
+		out.Partitions = append(out.Partitions, p)
 	}
 	sortPartitionDeltas(out.Partitions)
 

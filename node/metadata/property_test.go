@@ -1,0 +1,208 @@
+package metadata
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"testing/quick"
+
+	"paymentlog/wire"
+)
+
+// TestAssignReplicasProperties: distinct replicas on known brokers; preferred
+// leaders spread evenly (counts differ by at most one).
+func TestAssignReplicasProperties(t *testing.T) {
+	f := func(nbRaw, rfRaw, nRaw uint8, seed uint64) bool {
+		nb := 1 + int(nbRaw)%12
+		rf := 1 + int(rfRaw)%nb
+		n := 1 + int(nRaw)%100
+		brokers := make([]int32, nb)
+		for i := range brokers {
+			brokers[i] = int32(10 + 3*i)
+		}
+		a := AssignReplicas(brokers, n, rf, seed)
+		leaders := map[int32]int{}
+		for _, reps := range a {
+			if len(reps) != rf {
+				return false
+			}
+			for i, r := range reps {
+				if !slices.Contains(brokers, r) || slices.Contains(reps[:i], r) {
+					return false
+				}
+			}
+			leaders[reps[0]]++
+		}
+		lo, hi := n, 0
+		for _, b := range brokers {
+			lo, hi = min(lo, leaders[b]), max(hi, leaders[b])
+		}
+		return hi-lo <= 1
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 2000}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFenceProperties: after a fence the broker leads nothing, is in no ISR
+// except as a last member, leaders of other live brokers are kept, and the
+// leader epoch moves exactly when the leader does.
+func TestFenceProperties(t *testing.T) {
+	f := func(seed uint64) bool {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		img := randomWalk(t, rng, 60)
+		live := img.UnfencedBrokers()
+		if len(live) == 0 {
+			return true
+		}
+		id := live[rng.IntN(len(live))]
+		b, _ := img.Broker(id)
+		next, _, err := img.ApplyEntry(img.Offset()+1, DecideFence(img, id, b.Incarnation))
+		if err != nil {
+			t.Logf("rejected: %v", err)
+			return false
+		}
+		ok := true
+		img.EachPartition(func(old PartitionState) bool {
+			p, _ := next.Partition(old.Topic, old.Partition)
+			switch {
+			case p.Leader == id:
+				t.Logf("%s still led by fenced %d", p, id)
+				ok = false
+			case p.InISR(id) && len(p.ISR) > 1:
+				t.Logf("%s keeps fenced %d in a larger ISR", p, id)
+				ok = false
+			case old.Leader != id && old.Leader != NoLeader && p.Leader != old.Leader:
+				t.Logf("%s lost leader %d though %d was fenced", p, old.Leader, id)
+				ok = false
+			case (p.Leader != old.Leader) != (p.LeaderEpoch != old.LeaderEpoch):
+				t.Logf("%s leader epoch moved wrongly (was %s)", p, old)
+				ok = false
+			case old.Leader == id && p.Leader != NoLeader && !old.InISR(p.Leader):
+				if tp, _ := img.Topic(p.Topic); !tp.UncleanLeaderElection() {
+					t.Logf("%s: unclean election without the config (was %s)", p, old)
+					ok = false
+				}
+			}
+			return ok
+		})
+		return ok
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 300}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRandomWalkDeltas: over random decision sequences, every image keeps its
+// invariants, each entry's delta equals Diff of the images around it, merged
+// deltas equal the Diff over the whole walk, and snapshots round-trip.
+func TestRandomWalkDeltas(t *testing.T) {
+	f := func(seed uint64) bool {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		img := EmptyImage()
+		start := img
+		var merged Delta
+		for i := 0; i < 80; i++ {
+			recs := randomDecision(rng, img)
+			if len(recs) == 0 {
+				continue
+			}
+			next, d, err := img.ApplyEntry(img.Offset()+1, recs)
+			if err != nil {
+				t.Logf("decision rejected: %v", err)
+				return false
+			}
+			checkInvariants(t, next)
+			checkStructure(t, next)
+			diff := Diff(img, next)
+			diff.ControllerChanged = d.ControllerChanged
+			if !deltaEqual(d, diff) {
+				t.Logf("step %d: delta %+v != diff %+v", i, d, diff)
+				return false
+			}
+			merged = merged.Merge(d)
+			img = next
+		}
+		whole := Diff(start, img)
+		whole.ControllerChanged = merged.ControllerChanged
+		if !deltaEqual(merged, whole) {
+			t.Logf("merged %+v != diff %+v", merged, whole)
+			return false
+		}
+		again, err := UnmarshalSnapshot(0, img.MarshalSnapshot())
+		return err == nil && again.Hash() == img.Hash()
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 200}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// randomWalk applies n random decisions from the empty image.
+func randomWalk(t *testing.T, rng *rand.Rand, n int) *Image {
+	img := EmptyImage()
+	for range n {
+		recs := randomDecision(rng, img)
+		next, _, err := img.ApplyEntry(img.Offset()+1, recs)
+		if err != nil {
+			t.Fatalf("decision rejected: %v", err)
+		}
+		img = next
+	}
+	return img
+}
+
+// randomDecision draws one controller event and returns its records (nil
+// when the decision refused it).
+func randomDecision(rng *rand.Rand, img *Image) []Record {
+	id := int32(1 + rng.IntN(5))
+	b, known := img.Broker(id)
+	var recs []Record
+	var err error
+	switch k := rng.IntN(10); {
+	case k == 0 || !known:
+		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4)})
+	case k <= 2:
+		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
+			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(8) == 0})
+	case k == 3:
+		recs = DecideFence(img, id, b.Incarnation)
+	case k == 4:
+		var cfg map[string]string
+		if rng.IntN(3) == 0 {
+			cfg = map[string]string{ConfigUncleanLeaderElection: "true"}
+		}
+		recs, err = DecideCreateTopic(img, CreateTopicEvent{Name: fmt.Sprintf("t%d", rng.IntN(4)),
+			ID: fmt.Sprint(rng.Uint64()), Partitions: int32(1 + rng.IntN(4)), RF: int32(1 + rng.IntN(3)),
+			Configs: cfg, Seed: rng.Uint64()})
+	case k == 5:
+		recs, err = DecideDeleteTopic(img, fmt.Sprintf("t%d", rng.IntN(4)))
+	case k <= 7:
+		var parts []PartitionState
+		img.EachPartition(func(p PartitionState) bool { parts = append(parts, p); return true })
+		if len(parts) == 0 {
+			return nil
+		}
+		p := parts[rng.IntN(len(parts))]
+		if p.Leader == NoLeader {
+			return nil
+		}
+		isr := []int32{p.Leader}
+		for _, r := range p.Replicas {
+			if r != p.Leader && rng.IntN(2) == 0 {
+				isr = append(isr, r)
+			}
+		}
+		lb, _ := img.Broker(p.Leader)
+		recs, err = DecideAlterPartition(img, wire.AlterPartitionRequest{BrokerID: p.Leader, Incarnation: lb.Incarnation,
+			Topic: p.Topic, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr})
+	case k == 8:
+		recs = DecidePreferredLeaders(img)
+	default:
+		recs, err = DecideProducerIDs(img, id, 1+rng.Int64N(100))
+	}
+	if err != nil {
+		return nil
+	}
+	return recs
+}
