@@ -27,8 +27,8 @@ func clientFlags() []ucli.Flag {
 			Usage: "cluster nodes to contact first (host:port,...)", EnvVars: envVar("BOOTSTRAP")},
 		&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and the client certificate (mutual TLS); empty: dev mode, no verification",
 			EnvVars: envVar("TLS_DIR")},
-		&ucli.StringFlag{Name: "client-cert", Value: client.DefaultCertName, Usage: "certificate name in --tls-dir",
-			EnvVars: envVar("CLIENT_CERT")},
+		&ucli.StringFlag{Name: "cert-name", Value: client.DefaultCertName, Usage: "certificate name in --tls-dir",
+			EnvVars: envVar("CLIENT_CERT_NAME")},
 		&ucli.StringFlag{Name: "client-log-level", Value: "error", Usage: "client library log level: debug | info | warn | error",
 			EnvVars: envVar("CLIENT_LOG_LEVEL")},
 	}
@@ -51,7 +51,7 @@ func parseClientOptions(c *ucli.Context) (clientOptions, error) {
 	o := clientOptions{
 		bootstrap: client.ParseBootstrap(c.String("bootstrap")),
 		tlsDir:    c.String("tls-dir"),
-		certName:  c.String("client-cert"),
+		certName:  c.String("cert-name"),
 	}
 	if len(o.bootstrap) == 0 {
 		return o, fmt.Errorf("--bootstrap: no addresses")

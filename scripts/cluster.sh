@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Local 3-node paymentlog cluster: ports 7101-7103 on 127.0.0.1, data under
+# ./data/nodeN, logs and pid files beside it (./data/nodeN.log, ./data/nodeN.pid),
+# mutual-TLS certificates in ./data/certs.
+#
+#   scripts/cluster.sh up              build ./paymentlog, create certificates (once), start
+#                                      the nodes, wait until all 3 are alive, create topic
+#                                      "payments" (3 partitions, RF 3, min ISR 2) if absent
+#   scripts/cluster.sh down            stop every node (SIGTERM: controlled shutdown; SIGKILL
+#                                      after PAYMENTLOG_STOP_TIMEOUT seconds, default 20)
+#   scripts/cluster.sh clean           down, then delete ./data
+#   scripts/cluster.sh status          processes, then `paymentlog cluster status` and the
+#                                      payments topic
+#   scripts/cluster.sh kill N          SIGKILL node N
+#   scripts/cluster.sh pause N         SIGSTOP node N      resume N   SIGCONT node N
+#   scripts/cluster.sh restart N       stop node N if running, start it, wait until alive
+#   scripts/cluster.sh logs N [-f]     the last lines of node N's log (follow with -f)
+#   scripts/cluster.sh leader TOPIC P  print the id of partition P's current leader
+#   scripts/cluster.sh env             print exports that point client commands at the cluster:
+#                                      eval "$(scripts/cluster.sh env)"
+#
+# Environment: PAYMENTLOG_BIN (binary; default ./paymentlog, rebuilt by up and
+# restart unless PAYMENTLOG_NO_BUILD=1), PAYMENTLOG_CLUSTER_DIR (default ./data),
+# PAYMENTLOG_READY_TIMEOUT (seconds, default 60), PAYMENTLOG_NODE_ARGS (extra
+# `node start` flags, e.g. "--fsync never").
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="${PAYMENTLOG_BIN:-$ROOT/paymentlog}"
+DIR="${PAYMENTLOG_CLUSTER_DIR:-$ROOT/data}"
+CERTS="$DIR/certs"
+NODES="1 2 3"
+HOST=127.0.0.1
+CONTROLLERS="1@$HOST:7101,2@$HOST:7102,3@$HOST:7103"
+BOOTSTRAP="$HOST:7101,$HOST:7102,$HOST:7103"
+READY_TIMEOUT="${PAYMENTLOG_READY_TIMEOUT:-60}"
+STOP_TIMEOUT="${PAYMENTLOG_STOP_TIMEOUT:-20}"
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+say() { echo "cluster.sh: $*"; }
+
+client_args() { echo --bootstrap "$BOOTSTRAP" --tls-dir "$CERTS" --cert-name client; }
+
+check_node() {
+	case "${1:-}" in
+	1 | 2 | 3) ;;
+	*) die "node must be 1, 2 or 3 (got '${1:-}')" ;;
+	esac
+}
+
+pidfile() { echo "$DIR/node$1.pid"; }
+logfile() { echo "$DIR/node$1.log"; }
+addr() { echo "$HOST:710$1"; }
+
+# pid N: the node's pid if its process is alive (and is a paymentlog node), else empty.
+pid() {
+	local f p
+	f="$(pidfile "$1")"
+	[ -f "$f" ] || return 0
+	p="$(cat "$f" 2>/dev/null || true)"
+	[ -n "$p" ] || return 0
+	if kill -0 "$p" 2>/dev/null && ps -p "$p" -o args= 2>/dev/null | grep -q -- "node start --id $1 "; then
+		echo "$p"
+	fi
+}
+
+# pstate N: running | paused | stopped
+pstate() {
+	local p s
+	p="$(pid "$1")"
+	[ -n "$p" ] || { echo stopped; return; }
+	s="$(ps -p "$p" -o stat= 2>/dev/null || true)"
+	case "$s" in
+	T*) echo paused ;;
+	*) echo running ;;
+	esac
+}
+
+build() {
+	[ "${PAYMENTLOG_NO_BUILD:-0}" = 1 ] && [ -x "$BIN" ] && return 0
+	say "building $BIN"
+	(cd "$ROOT" && go build -o "$BIN" .) || die "go build failed"
+}
+
+certs() {
+	mkdir -p "$CERTS"
+	if [ ! -f "$CERTS/ca.crt" ]; then
+		say "creating certificates in $CERTS"
+		"$BIN" cert init --dir "$CERTS" >/dev/null || die "cert init failed"
+	fi
+	local n
+	for n in node1 node2 node3 client; do
+		if [ ! -f "$CERTS/$n.crt" ]; then
+			"$BIN" cert issue --dir "$CERTS" --name "$n" --host "$HOST" >/dev/null || die "cert issue $n failed"
+		fi
+	done
+}
+
+start() {
+	local n="$1" p
+	p="$(pid "$n")"
+	if [ -n "$p" ]; then
+		say "node $n already running (pid $p)"
+		return 0
+	fi
+	mkdir -p "$DIR/node$n"
+	# shellcheck disable=SC2086 # PAYMENTLOG_NODE_ARGS is a list of flags
+	nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
+		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" \
+		${PAYMENTLOG_NODE_ARGS:-} >>"$(logfile "$n")" 2>&1 </dev/null &
+	echo $! >"$(pidfile "$n")"
+	say "started node $n (pid $!, log $(logfile "$n"))"
+}
+
+# stop N: SIGTERM (controlled shutdown), SIGKILL after STOP_TIMEOUT seconds.
+stop() {
+	local n="$1" p i
+	p="$(pid "$n")"
+	[ -n "$p" ] || { rm -f "$(pidfile "$n")"; return 0; }
+	kill -CONT "$p" 2>/dev/null || true
+	kill -TERM "$p" 2>/dev/null || true
+	for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$p" 2>/dev/null; then
+		say "node $n did not stop within ${STOP_TIMEOUT}s; killing it"
+		kill -KILL "$p" 2>/dev/null || true
+	fi
+	wait_gone "$p"
+	rm -f "$(pidfile "$n")"
+	say "stopped node $n"
+}
+
+wait_gone() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+}
+
+status_json() {
+	# shellcheck disable=SC2046
+	"$BIN" cluster status --json $(client_args) --timeout 2s 2>/dev/null
+}
+
+# wait_alive IDS...: until cluster status shows every listed node alive and a controller.
+wait_alive() {
+	local deadline out n ok
+	deadline=$(($(date +%s) + READY_TIMEOUT))
+	while :; do
+		out="$(status_json || true)"
+		ok=1
+		case "$out" in *'"controller_id":-1'* | '') ok=0 ;; esac
+		for n in "$@"; do
+			printf '%s' "$out" | grep -q "\"id\":$n,\"addr\":\"[^\"]*\",\"state\":\"alive\"" || ok=0
+		done
+		[ "$ok" = 1 ] && return 0
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			say "last cluster status: ${out:-<no answer>}"
+			die "nodes $* not alive after ${READY_TIMEOUT}s (see $DIR/node*.log)"
+		fi
+		for n in "$@"; do
+			[ -n "$(pid "$n")" ] || die "node $n exited; last log lines:
+$(tail -n 20 "$(logfile "$n")" 2>/dev/null)"
+		done
+		sleep 0.2
+	done
+}
+
+leader() {
+	local topic="$1" part="$2" out l
+	# shellcheck disable=SC2046
+	out="$("$BIN" topic describe "$topic" --json $(client_args) --timeout 5s)" || die "cannot describe topic $topic"
+	l="$(printf '%s' "$out" | sed -n "s/.*\"partition\":$part,\"leader\":\(-\{0,1\}[0-9][0-9]*\).*/\1/p")"
+	[ -n "$l" ] || die "topic $topic has no partition $part"
+	[ "$l" -ge 0 ] || die "partition $topic/$part is offline (no leader)"
+	echo "$l"
+}
+
+cmd="${1:-}"
+shift || true
+case "$cmd" in
+up)
+	build
+	mkdir -p "$DIR"
+	certs
+	for n in $NODES; do start "$n"; done
+	say "waiting for nodes 1 2 3 to be alive"
+	wait_alive 1 2 3
+	# shellcheck disable=SC2046
+	"$BIN" topic create payments --partitions 3 --replication-factor 3 --min-insync-replicas 2 \
+		--if-not-exists $(client_args) || die "cannot create topic payments"
+	say "cluster is up; point client commands at it with:  eval \"\$(scripts/cluster.sh env)\""
+	;;
+down)
+	for n in $NODES; do
+		p="$(pid "$n")"
+		if [ -n "$p" ]; then kill -CONT "$p" 2>/dev/null || true; fi
+	done
+	for n in $NODES; do stop "$n" & done
+	wait
+	;;
+clean)
+	"$0" down
+	rm -rf "$DIR"
+	say "removed $DIR"
+	;;
+status)
+	for n in $NODES; do
+		echo "node $n: $(pstate "$n") $(pid "$n")"
+	done
+	# shellcheck disable=SC2046
+	"$BIN" cluster status $(client_args) --timeout 3s || true
+	# shellcheck disable=SC2046
+	"$BIN" topic describe payments $(client_args) --timeout 3s 2>/dev/null || true
+	;;
+kill)
+	check_node "${1:-}"
+	p="$(pid "$1")"
+	[ -n "$p" ] || die "node $1 is not running"
+	kill -KILL "$p"
+	wait_gone "$p"
+	rm -f "$(pidfile "$1")"
+	say "killed node $1 (pid $p)"
+	;;
+pause)
+	check_node "${1:-}"
+	p="$(pid "$1")"
+	[ -n "$p" ] || die "node $1 is not running"
+	kill -STOP "$p"
+	say "paused node $1 (pid $p)"
+	;;
+resume)
+	check_node "${1:-}"
+	p="$(pid "$1")"
+	[ -n "$p" ] || die "node $1 is not running"
+	kill -CONT "$p"
+	say "resumed node $1 (pid $p)"
+	;;
+restart)
+	check_node "${1:-}"
+	build
+	stop "$1"
+	start "$1"
+	wait_alive "$1"
+	say "node $1 is alive"
+	;;
+logs)
+	check_node "${1:-}"
+	if [ "${2:-}" = "-f" ]; then
+		exec tail -n 100 -f "$(logfile "$1")"
+	fi
+	tail -n "${PAYMENTLOG_LOG_LINES:-100}" "$(logfile "$1")"
+	;;
+leader)
+	[ $# -eq 2 ] || die "usage: cluster.sh leader TOPIC PARTITION"
+	leader "$1" "$2"
+	;;
+env)
+	echo "export PAYMENTLOG_BOOTSTRAP=$BOOTSTRAP PAYMENTLOG_TLS_DIR=$CERTS PAYMENTLOG_CLIENT_CERT_NAME=client"
+	;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac
