@@ -32,7 +32,15 @@ type fetcher struct {
 		sync.Mutex
 		parts map[tp]*partition
 	}
+	// errUntil keeps a partition whose last answer was an error (typically
+	// the leader not having applied the latest metadata yet) out of requests
+	// for a moment, so it neither spins nor defeats the long-poll of the
+	// others. Owned by the run goroutine.
+	errUntil map[tp]time.Time
 }
+
+// fetchErrorBackoff is how long a partition sits out after an error answer.
+const fetchErrorBackoff = 50 * time.Millisecond
 
 func (b *Broker) attachFetcher(leader int32, p *partition) {
 	b.mu.Lock()
@@ -130,14 +138,23 @@ func (f *fetcher) run() {
 			return true
 		}
 	}
+	f.errUntil = make(map[tp]time.Time)
 	for f.ctx.Err() == nil {
-		req, targets := f.buildRequest()
+		req, targets, retryAt := f.buildRequest(time.Now())
 		if len(targets) == 0 {
+			wait := time.Hour
+			if !retryAt.IsZero() {
+				wait = time.Until(retryAt)
+			}
+			t := time.NewTimer(wait)
 			select {
 			case <-f.ctx.Done():
+				t.Stop()
 				return
 			case <-f.changed:
+			case <-t.C:
 			}
+			t.Stop()
 			continue
 		}
 		if sess == nil {
@@ -172,13 +189,7 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
-		if progress := f.process(targets, resp); !progress {
-			// Only errors came back (e.g. the leader has not caught up
-			// with metadata yet): do not spin.
-			if !backoff() {
-				return
-			}
-		}
+		f.process(targets, resp)
 	}
 }
 
@@ -217,17 +228,28 @@ func (f *fetcher) roundTrip(sess *quic.Session, req wire.ReplicaFetchRequest) (r
 }
 
 // buildRequest snapshots the partitions followed on this leader.
-func (f *fetcher) buildRequest() (wire.ReplicaFetchRequest, []fetchTarget) {
+// Partitions sitting out an error backoff are skipped; retryAt is the
+// earliest time one of them may rejoin (zero if none is waiting).
+func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, targets []fetchTarget, retryAt time.Time) {
 	f.mu.Lock()
 	parts := make([]*partition, 0, len(f.mu.parts))
 	for _, p := range f.mu.parts {
 		parts = append(parts, p)
 	}
 	f.mu.Unlock()
-	req := wire.ReplicaFetchRequest{MaxWaitMs: int32(f.b.cfg.ReplicaFetchMaxWait / time.Millisecond),
+	req = wire.ReplicaFetchRequest{MaxWaitMs: int32(f.b.cfg.ReplicaFetchMaxWait / time.Millisecond),
 		MaxBytes: f.b.cfg.ReplicaFetchMaxBytes}
-	targets := make([]fetchTarget, 0, len(parts))
+	targets = make([]fetchTarget, 0, len(parts))
 	for _, p := range parts {
+		if until, ok := f.errUntil[p.key]; ok {
+			if now.Before(until) {
+				if retryAt.IsZero() || until.Before(retryAt) {
+					retryAt = until
+				}
+				continue
+			}
+			delete(f.errUntil, p.key)
+		}
 		p.mu.Lock()
 		r := p.mu.r
 		ok := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader
@@ -241,28 +263,26 @@ func (f *fetcher) buildRequest() (wire.ReplicaFetchRequest, []fetchTarget) {
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
 		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch})
 	}
-	return req, targets
+	return req, targets, retryAt
 }
 
-// process applies one response; it reports whether any partition made
-// progress (data, truncation or a new HW).
-func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse) bool {
+// process applies one response.
+func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse) {
 	byKey := make(map[tp]fetchTarget, len(targets))
 	for _, t := range targets {
 		byKey[t.p.key] = t
 	}
-	progress := false
 	for i := range resp.Parts {
 		pr := &resp.Parts[i]
 		t, ok := byKey[tp{pr.Topic, pr.Partition}]
 		if !ok {
 			continue
 		}
-		if f.processPartition(t, pr) {
-			progress = true
+		f.processPartition(t, pr)
+		if pr.Err != wire.None && pr.Err != wire.OffsetOutOfRange {
+			f.errUntil[t.p.key] = time.Now().Add(fetchErrorBackoff)
 		}
 	}
-	return progress
 }
 
 func (f *fetcher) processPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionResponse) bool {

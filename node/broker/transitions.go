@@ -23,6 +23,20 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	oldID := p.mu.topicID
+	p.mu.Unlock()
+	if oldID != "" && st.TopicID != "" && oldID != st.TopicID {
+		// The topic was deleted and re-created under the same name: the
+		// old data is not this topic's.
+		p.lg.Info("topic re-created: discarding the old replica", "old_id", oldID, "id", st.TopicID)
+		if err := b.StopPartition(ctx, st.Topic, st.Partition, true); err != nil {
+			return err
+		}
+		if p, err = b.getOrOpen(ctx, key, st.TopicID); err != nil {
+			return err
+		}
+	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()

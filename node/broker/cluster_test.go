@@ -1,0 +1,370 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// testCluster is N in-process brokers on real QUIC over loopback, driven by a
+// fake controller that holds each partition's state, applies AlterPartition
+// at once and pushes every change to every live broker with ApplyPartition.
+type testCluster struct {
+	t      testing.TB
+	ctx    context.Context
+	client *quic.Endpoint
+	opts   clusterOptions
+
+	mu      sync.Mutex // the fake controller's state
+	nodes   map[int32]*testNode
+	parts   map[tp]*PartitionState
+	applyMu sync.Mutex // serialises metadata pushes so brokers see them in order
+}
+
+type clusterOptions struct {
+	nodes    int
+	lagTime  time.Duration
+	maxWait  time.Duration
+	sync     segment.SyncPolicy
+	segBytes int64
+}
+
+type testNode struct {
+	id   int32
+	dir  string
+	ep   *quic.Endpoint
+	b    *Broker
+	addr string
+	done chan struct{}
+}
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return quietLogger
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func newTestCluster(t testing.TB, o clusterOptions) *testCluster {
+	t.Helper()
+	if o.nodes == 0 {
+		o.nodes = 3
+	}
+	if o.lagTime == 0 {
+		o.lagTime = 2 * time.Second
+	}
+	if o.maxWait == 0 {
+		o.maxWait = 200 * time.Millisecond
+	}
+	if o.segBytes == 0 {
+		o.segBytes = 1 << 20
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &testCluster{t: t, ctx: ctx, opts: o, nodes: map[int32]*testNode{}, parts: map[tp]*PartitionState{}}
+	ep, err := quic.New(ctx, quic.Config{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.client = ep
+	for id := int32(1); id <= int32(o.nodes); id++ {
+		c.startNode(id, t.TempDir())
+	}
+	t.Cleanup(func() {
+		for _, n := range c.liveNodes() {
+			c.stopNode(n.id)
+		}
+		ep.Shutdown(context.Background())
+		cancel()
+	})
+	return c
+}
+
+func (c *testCluster) startNode(id int32, dir string) *testNode {
+	c.t.Helper()
+	ep, err := quic.New(c.ctx, quic.Config{Addr: "127.0.0.1:0", Logger: quietLogger})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := &testNode{id: id, dir: dir, ep: ep, addr: ep.Addr(), done: make(chan struct{})}
+	n.b, err = New(c.ctx, Config{
+		NodeID: id, Incarnation: time.Now().UnixNano(), DataDir: dir, Endpoint: ep,
+		Log:                 segment.Options{Sync: c.opts.sync, SegmentBytes: c.opts.segBytes},
+		ReplicaLagTime:      c.opts.lagTime,
+		ReplicaFetchMaxWait: c.opts.maxWait,
+		AlterPartition:      func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) { return c.alterPartition(ctx, req) },
+		Logger:              testLogger(c.t).With("node", id),
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go func() {
+		defer close(n.done)
+		ep.Serve(c.ctx)
+	}()
+	c.mu.Lock()
+	c.nodes[id] = n
+	addrs := c.addrsLocked()
+	nodes := c.liveNodesLocked()
+	c.mu.Unlock()
+	for _, m := range nodes {
+		m.b.SetBrokerAddrs(addrs)
+	}
+	return n
+}
+
+// stopNode shuts a node down (endpoint first, then the broker).
+func (c *testCluster) stopNode(id int32) {
+	c.mu.Lock()
+	n := c.nodes[id]
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	if n == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n.ep.Shutdown(sctx)
+	<-n.done
+	if err := n.b.Close(); err != nil {
+		c.t.Errorf("closing broker %d: %v", id, err)
+	}
+}
+
+func (c *testCluster) addrsLocked() map[int32]string {
+	m := map[int32]string{}
+	for id, n := range c.nodes {
+		m[id] = n.addr
+	}
+	return m
+}
+
+func (c *testCluster) liveNodesLocked() []*testNode {
+	var out []*testNode
+	for _, n := range c.nodes {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b *testNode) int { return int(a.id - b.id) })
+	return out
+}
+
+func (c *testCluster) liveNodes() []*testNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.liveNodesLocked()
+}
+
+func (c *testCluster) node(id int32) *testNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id]
+}
+
+// createPartition registers a partition led by leader and pushes it.
+func (c *testCluster) createPartition(topic string, partition int32, replicas []int32, leader, minISR int32) {
+	c.mu.Lock()
+	c.parts[tp{topic, partition}] = &PartitionState{Topic: topic, TopicID: "id-" + topic, Partition: partition,
+		Leader: leader, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: replicas, ISR: slices.Clone(replicas), MinISR: minISR}
+	c.mu.Unlock()
+	c.push(tp{topic, partition})
+}
+
+// push sends the partition's current state to every live broker, in order.
+func (c *testCluster) push(key tp) {
+	c.applyMu.Lock()
+	defer c.applyMu.Unlock()
+	c.mu.Lock()
+	st := *c.parts[key]
+	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
+	nodes := c.liveNodesLocked()
+	c.mu.Unlock()
+	for _, n := range nodes {
+		if err := n.b.ApplyPartition(c.ctx, st); err != nil && !errors.Is(err, ErrClosed) {
+			c.t.Errorf("node %d: ApplyPartition: %v", n.id, err)
+		}
+	}
+}
+
+// state returns a copy of the controller's view.
+func (c *testCluster) state(key tp) PartitionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := *c.parts[key]
+	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
+	return st
+}
+
+func (c *testCluster) alterPartition(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
+	key := tp{req.Topic, req.Partition}
+	c.mu.Lock()
+	st := c.parts[key]
+	if st == nil {
+		c.mu.Unlock()
+		return wire.AlterPartitionResponse{Err: wire.UnknownTopicOrPartition}, nil
+	}
+	if req.BrokerID != st.Leader || req.LeaderEpoch != st.LeaderEpoch {
+		c.mu.Unlock()
+		return wire.AlterPartitionResponse{Err: wire.FencedLeaderEpoch, ISR: st.ISR, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}, nil
+	}
+	if req.PartitionEpoch != st.PartitionEpoch {
+		c.mu.Unlock()
+		return wire.AlterPartitionResponse{Err: wire.InvalidRequest, ISR: st.ISR, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}, nil
+	}
+	st.ISR = slices.Clone(req.NewISR)
+	st.PartitionEpoch++
+	resp := wire.AlterPartitionResponse{ISR: slices.Clone(st.ISR), LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}
+	c.mu.Unlock()
+	go c.push(key) // metadata reaches the brokers asynchronously, like the real one
+	return resp, nil
+}
+
+// elect moves leadership to another ISR member (new leader epoch), as the
+// controller does when a leader is fenced or shut down. It returns the new
+// leader, or -1 if no other ISR member exists.
+func (c *testCluster) elect(key tp, exclude int32) int32 {
+	c.mu.Lock()
+	st := c.parts[key]
+	next := int32(-1)
+	for _, id := range st.ISR {
+		if id != exclude && id != st.Leader && c.nodes[id] != nil {
+			next = id
+			break
+		}
+	}
+	if next < 0 {
+		c.mu.Unlock()
+		return -1
+	}
+	st.Leader = next
+	st.LeaderEpoch++
+	st.PartitionEpoch++
+	if exclude >= 0 {
+		st.ISR = slices.DeleteFunc(st.ISR, func(id int32) bool { return id == exclude })
+	}
+	c.mu.Unlock()
+	c.push(key)
+	return next
+}
+
+// produce sends one batch to the partition's current leader.
+func (c *testCluster) produce(ctx context.Context, key tp, acks int8, batch []byte) (wire.ProducePartitionResponse, error) {
+	st := c.state(key)
+	n := c.node(st.Leader)
+	if n == nil {
+		return wire.ProducePartitionResponse{Err: wire.LeaderNotAvailable}, nil
+	}
+	var resp wire.ProduceResponse
+	err := c.client.Call(ctx, n.addr, wire.TypeProduce, wire.ProduceRequest{Acks: acks, TimeoutMs: 5000, Topic: key.topic,
+		Parts: []wire.ProducePartition{{Partition: key.partition, LeaderEpoch: st.LeaderEpoch, Batch: batch}}}, &resp)
+	if err != nil {
+		return wire.ProducePartitionResponse{}, err
+	}
+	if len(resp.Parts) != 1 {
+		return wire.ProducePartitionResponse{}, fmt.Errorf("%d parts in response", len(resp.Parts))
+	}
+	return resp.Parts[0], nil
+}
+
+// fetch reads committed batches from the leader.
+func (c *testCluster) fetch(ctx context.Context, key tp, offset int64, maxWait time.Duration) (wire.FetchPartitionResponse, error) {
+	st := c.state(key)
+	n := c.node(st.Leader)
+	if n == nil {
+		return wire.FetchPartitionResponse{Err: wire.LeaderNotAvailable}, nil
+	}
+	var resp wire.FetchResponse
+	err := c.client.Call(ctx, n.addr, wire.TypeFetch, wire.FetchRequest{MaxWaitMs: int32(maxWait / time.Millisecond),
+		MinBytes: 1, MaxBytes: 4 << 20, Topic: key.topic,
+		Parts: []wire.FetchPartition{{Partition: key.partition, Offset: offset, LeaderEpoch: -1}}}, &resp)
+	if err != nil {
+		return wire.FetchPartitionResponse{}, err
+	}
+	return resp.Parts[0], nil
+}
+
+// waitFor polls cond (cheap, in-process) until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// buildBatch encodes vals as one batch of producer pid starting at seq.
+func buildBatch(pid int64, seq int32, vals []string) []byte {
+	bd := segment.NewBuilder(segment.BuilderOptions{ProducerID: pid, BaseSequence: seq})
+	for _, v := range vals {
+		bd.Add(1700000000000, nil, []byte(v), nil)
+	}
+	return slices.Clone([]byte(bd.Build()))
+}
+
+// readAll returns every record of a partition log below limit as offset -> value.
+func readAll(t testing.TB, lg *segment.Log, limit int64) map[int64]string {
+	t.Helper()
+	out := map[int64]string{}
+	off := lg.LogStartOffset()
+	for off < limit {
+		v, err := lg.Read(off, 1<<20, limit)
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		if len(v.Data) == 0 {
+			v.Release()
+			break
+		}
+		if _, err := segment.SplitBatches(v.Data, func(b segment.Batch) error {
+			it := b.Iter()
+			for it.Next() {
+				r := it.Record()
+				out[r.Offset] = string(r.Value)
+			}
+			return it.Err()
+		}); err != nil {
+			t.Fatalf("batches at %d: %v", off, err)
+		}
+		off = v.Next
+		v.Release()
+	}
+	return out
+}
+
+// logBytes returns the raw batch bytes of a log below limit.
+func logBytes(t testing.TB, lg *segment.Log, limit int64) []byte {
+	t.Helper()
+	var out []byte
+	off := lg.LogStartOffset()
+	for off < limit {
+		v, err := lg.Read(off, 1<<20, limit)
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		if len(v.Data) == 0 {
+			v.Release()
+			break
+		}
+		out = append(out, v.Data...)
+		off = v.Next
+		v.Release()
+	}
+	return out
+}

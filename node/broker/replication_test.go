@@ -1,0 +1,355 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"paymentlog/wire"
+)
+
+var testKey = tp{"payments", 0}
+
+func mustProduce(t *testing.T, c *testCluster, acks int8, batch []byte) wire.ProducePartitionResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.produce(ctx, testKey, acks, batch)
+	if err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return resp
+}
+
+// waitInSync waits until every live replica has the leader's log end and HW.
+func waitInSync(t *testing.T, c *testCluster, key tp) {
+	t.Helper()
+	waitFor(t, "replicas in sync", 10*time.Second, func() bool {
+		st := c.state(key)
+		l := c.node(st.Leader)
+		if l == nil {
+			return false
+		}
+		hw, _, leo, ok := l.b.PartitionInfo(key.topic, key.partition)
+		if !ok || hw != leo {
+			return false
+		}
+		for _, n := range c.liveNodes() {
+			fhw, _, fleo, ok := n.b.PartitionInfo(key.topic, key.partition)
+			if !ok || fleo != leo || fhw != hw {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestProduceAcksAllThenFetch(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+	r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a", "b", "c"}))
+	if r.Err != wire.None || r.BaseOffset != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	r = mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"d"}))
+	if r.Err != wire.None || r.BaseOffset != 3 {
+		t.Fatalf("produce: %+v", r)
+	}
+	// acks=all answered means the HW passed the batch on the leader.
+	if hw, _, _, _ := c.node(1).b.PartitionInfo("payments", 0); hw < 4 {
+		t.Fatalf("leader HW %d after acks=all", hw)
+	}
+	ctx := context.Background()
+	f, err := c.fetch(ctx, testKey, 0, 0)
+	if err != nil || f.Err != wire.None || f.HighWatermark != 4 || len(f.Records) == 0 {
+		t.Fatalf("fetch: %+v %v", f, err)
+	}
+	// Fetch at the HW long-polls until data arrives.
+	got := make(chan wire.FetchPartitionResponse, 1)
+	go func() {
+		f, _ := c.fetch(ctx, testKey, 4, 5*time.Second)
+		got <- f
+	}()
+	mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"e"}))
+	select {
+	case f := <-got:
+		if f.Err != wire.None || len(f.Records) == 0 {
+			t.Fatalf("long-poll fetch: %+v", f)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("long-poll fetch not woken")
+	}
+	waitInSync(t, c, testKey)
+	want := logBytes(t, c.node(1).b.partition("payments", 0).log, 5)
+	for _, id := range []int32{2, 3} {
+		if got := logBytes(t, c.node(id).b.partition("payments", 0).log, 5); !bytes.Equal(got, want) {
+			t.Fatalf("replica %d differs from the leader", id)
+		}
+	}
+}
+
+func TestProduceErrors(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+	ctx := context.Background()
+
+	// Corrupt batch: CRC mismatch.
+	b := buildBatch(-1, -1, []string{"x"})
+	b[len(b)-1] ^= 0xff
+	if r := mustProduce(t, c, wire.AcksAll, b); r.Err != wire.CorruptMessage {
+		t.Fatalf("corrupt batch: %+v", r)
+	}
+	// To a follower: NotLeader with the leader hint.
+	var resp wire.ProduceResponse
+	err := c.client.Call(ctx, c.node(2).addr, wire.TypeProduce, wire.ProduceRequest{Acks: wire.AcksAll, Topic: "payments",
+		Parts: []wire.ProducePartition{{Partition: 0, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"x"})}}}, &resp)
+	if err != nil || resp.Parts[0].Err != wire.NotLeader || resp.Parts[0].LeaderHint != 1 {
+		t.Fatalf("produce to follower: %+v %v", resp, err)
+	}
+	// Stale and future leader epochs.
+	for _, tc := range []struct {
+		epoch int32
+		want  wire.ErrorCode
+	}{{0, wire.FencedLeaderEpoch}, {7, wire.UnknownLeaderEpoch}} {
+		err := c.client.Call(ctx, c.node(1).addr, wire.TypeProduce, wire.ProduceRequest{Acks: wire.AcksAll, Topic: "payments",
+			Parts: []wire.ProducePartition{{Partition: 0, LeaderEpoch: tc.epoch, Batch: buildBatch(-1, -1, []string{"x"})}}}, &resp)
+		if err != nil || resp.Parts[0].Err != tc.want {
+			t.Fatalf("epoch %d: %+v %v", tc.epoch, resp, err)
+		}
+	}
+	// Unknown partition.
+	err = c.client.Call(ctx, c.node(1).addr, wire.TypeProduce, wire.ProduceRequest{Acks: wire.AcksAll, Topic: "nope",
+		Parts: []wire.ProducePartition{{Partition: 0, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"x"})}}}, &resp)
+	if err != nil || resp.Parts[0].Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("unknown partition: %+v %v", resp, err)
+	}
+	// A fenced broker refuses writes at once.
+	c.node(1).b.SetFenced(true)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"x"})); r.Err != wire.NotLeader {
+		t.Fatalf("fenced: %+v", r)
+	}
+	c.node(1).b.SetFenced(false)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"x"})); r.Err != wire.None || r.BaseOffset != 0 {
+		t.Fatalf("unfenced: %+v", r)
+	}
+}
+
+func TestIdempotentProducer(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+	first := buildBatch(42, 0, []string{"p0", "p1"})
+	r := mustProduce(t, c, wire.AcksAll, first)
+	if r.Err != wire.None || r.BaseOffset != 0 {
+		t.Fatalf("first: %+v", r)
+	}
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"other"})); r.BaseOffset != 2 {
+		t.Fatalf("other: %+v", r)
+	}
+	// A retry (lost ack) gets its original offset, no error.
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(42, 0, []string{"p0", "p1"})); r.Err != wire.None || r.BaseOffset != 0 {
+		t.Fatalf("retry: %+v", r)
+	}
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(42, 5, []string{"gap"})); r.Err != wire.OutOfOrderSequence {
+		t.Fatalf("gap: %+v", r)
+	}
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(42, 2, []string{"p2"})); r.Err != wire.None || r.BaseOffset != 3 {
+		t.Fatalf("next: %+v", r)
+	}
+	// The state survives a leader change (followers track it from the
+	// batches they copy).
+	waitInSync(t, c, testKey)
+	if l := c.elect(testKey, -1); l < 0 {
+		t.Fatal("no new leader")
+	}
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(42, 2, []string{"p2"})); r.Err != wire.None || r.BaseOffset != 3 {
+		t.Fatalf("retry on new leader: %+v", r)
+	}
+	// ... and a restart (rebuilt from batch headers).
+	st := c.state(testKey)
+	dir := c.node(st.Leader).dir
+	c.stopNode(st.Leader)
+	c.startNode(st.Leader, dir)
+	c.push(testKey)
+	waitInSync(t, c, testKey)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(42, 2, []string{"p2"})); r.Err != wire.None || r.BaseOffset != 3 {
+		t.Fatalf("retry after restart: %+v", r)
+	}
+}
+
+func TestNotEnoughReplicasAfterShrink(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, lagTime: 300 * time.Millisecond, maxWait: 50 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 2)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	c.stopNode(2)
+	// The leader proposes removing node 2 once it lags; acks=all is then refused.
+	waitFor(t, "ISR shrink", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 1 })
+	waitFor(t, "leader sees the shrink", 5*time.Second, func() bool {
+		r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"b"}))
+		return r.Err == wire.NotEnoughReplicas
+	})
+	// acks=1 is still appended.
+	if r := mustProduce(t, c, wire.AcksLeader, buildBatch(-1, -1, []string{"c"})); r.Err != wire.None {
+		t.Fatalf("acks=1: %+v", r)
+	}
+	// Node 2 returns, catches up and is re-admitted; acks=all works again.
+	c.startNode(2, t.TempDir())
+	c.push(testKey)
+	waitFor(t, "ISR expansion", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 2 })
+	waitFor(t, "acks=all accepted", 5*time.Second, func() bool {
+		return mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"d"})).Err == wire.None
+	})
+}
+
+// TestFollowerTruncatesDivergentTail: node 1 leads epoch 1 alone and appends
+// three records; it goes away and node 2, empty, leads epoch 2 (as an unclean
+// election would) and writes three other records at the same offsets. Node 1
+// returns as a follower: the leader knows no epoch as old as node 1's, so
+// node 1 discards its log and copies node 2's.
+func TestFollowerTruncatesDivergentTail(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2})
+	dir1 := c.node(1).dir
+	c.stopNode(2)
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	c.mu.Lock()
+	c.parts[testKey].ISR = []int32{1}
+	c.parts[testKey].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(testKey)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"common"})); r.Err != wire.None {
+		t.Fatalf("%+v", r)
+	}
+	if r := mustProduce(t, c, wire.AcksLeader, buildBatch(-1, -1, []string{"lost-1", "lost-2"})); r.Err != wire.None {
+		t.Fatalf("%+v", r)
+	}
+	c.stopNode(1)
+	c.startNode(2, t.TempDir())
+	c.mu.Lock()
+	st := c.parts[testKey]
+	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
+	c.mu.Unlock()
+	c.push(testKey)
+	for _, v := range []string{"new-0", "new-1", "new-2"} {
+		if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{v})); r.Err != wire.None {
+			t.Fatalf("%+v", r)
+		}
+	}
+	c.startNode(1, dir1)
+	c.push(testKey)
+	waitFor(t, "node 1 re-admitted", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 2 })
+	waitInSync(t, c, testKey)
+	for _, id := range []int32{1, 2} {
+		got := readAll(t, c.node(id).b.partition("payments", 0).log, 3)
+		want := map[int64]string{0: "new-0", 1: "new-1", 2: "new-2"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("node %d log %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestLeaderChangesLoseNothing: 3 brokers, RF 3, min ISR 2, idempotent
+// producers writing acks=all while the fake controller moves leadership
+// between ISR members several times. Every acknowledged record is read back
+// exactly once at the offset it was acknowledged with, no record appears
+// twice, and the replicas are byte-equal below the HW.
+func TestLeaderChangesLoseNothing(t *testing.T) {
+	const producers, batches, perBatch = 4, 60, 10
+	c := newTestCluster(t, clusterOptions{maxWait: 100 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+
+	type ack struct {
+		off int64
+		val string
+	}
+	var (
+		mu    sync.Mutex
+		acked []ack
+		done  atomic.Int64
+	)
+	var wg sync.WaitGroup
+	for g := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pid := int64(100 + g)
+			for i := range batches {
+				vals := make([]string, perBatch)
+				for j := range vals {
+					vals[j] = fmt.Sprintf("g%d-b%d-r%d", g, i, j)
+				}
+				batch := buildBatch(pid, int32(i*perBatch), vals)
+				for attempt := 0; ; attempt++ {
+					if attempt > 500 {
+						t.Errorf("producer %d batch %d: giving up", g, i)
+						return
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+					r, err := c.produce(ctx, testKey, wire.AcksAll, batch)
+					cancel()
+					if err == nil && r.Err == wire.None {
+						mu.Lock()
+						for j, v := range vals {
+							acked = append(acked, ack{r.BaseOffset + int64(j), v})
+						}
+						mu.Unlock()
+						break
+					}
+					if err == nil && !r.Err.Retriable() {
+						t.Errorf("producer %d batch %d: %v", g, i, r.Err)
+						return
+					}
+					time.Sleep(5 * time.Millisecond) // client retry backoff
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	// Move leadership three times while producing.
+	total := int64(producers * batches)
+	for k := int64(1); k <= 3; k++ {
+		waitFor(t, "progress", 30*time.Second, func() bool { return done.Load() >= total*k/4 })
+		if l := c.elect(testKey, -1); l < 0 {
+			t.Logf("no ISR member to elect (ISR %v)", c.state(testKey).ISR)
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	waitInSync(t, c, testKey)
+	st := c.state(testKey)
+	leader := c.node(st.Leader).b.partition("payments", 0)
+	hw, _, _, _ := c.node(st.Leader).b.PartitionInfo("payments", 0)
+	got := readAll(t, leader.log, hw)
+	seen := map[string]int64{}
+	for off := int64(0); off < hw; off++ {
+		v, ok := got[off]
+		if !ok {
+			t.Fatalf("offset %d missing below HW %d", off, hw)
+		}
+		if prev, dup := seen[v]; dup {
+			t.Fatalf("record %s at %d and %d", v, prev, off)
+		}
+		seen[v] = off
+	}
+	for _, a := range acked {
+		if got[a.off] != a.val {
+			t.Fatalf("acked %s at %d, log has %q", a.val, a.off, got[a.off])
+		}
+	}
+	if len(acked) != producers*batches*perBatch {
+		t.Fatalf("%d acked", len(acked))
+	}
+	want := logBytes(t, leader.log, hw)
+	for _, n := range c.liveNodes() {
+		if b := logBytes(t, n.b.partition("payments", 0).log, hw); !bytes.Equal(b, want) {
+			t.Fatalf("replica %d differs from the leader below the HW", n.id)
+		}
+	}
+	t.Logf("%d records, hw %d, final leader %d epoch %d", len(acked), hw, st.Leader, st.LeaderEpoch)
+}
