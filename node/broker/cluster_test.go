@@ -107,8 +107,10 @@ func (c *testCluster) startNode(id int32, dir string) *testNode {
 		Log:                 segment.Options{Sync: c.opts.sync, SegmentBytes: c.opts.segBytes},
 		ReplicaLagTime:      c.opts.lagTime,
 		ReplicaFetchMaxWait: c.opts.maxWait,
-		AlterPartition:      func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) { return c.alterPartition(ctx, req) },
-		Logger:              testLogger(c.t).With("node", id),
+		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
+			return c.alterPartition(ctx, req)
+		},
+		Logger: testLogger(c.t).With("node", id),
 	})
 	if err != nil {
 		c.t.Fatal(err)
