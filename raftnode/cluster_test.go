@@ -1,0 +1,231 @@
+package raftnode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// testCluster runs nodes in one process on a memNetwork with in-memory (or
+// on-disk) storage, driven by manual ticks: tick() advances every live node
+// by one tick and waits until the network is quiet, so runs do not depend on
+// the machine's speed.
+type testCluster struct {
+	t      testing.TB
+	nw     *memNetwork
+	voters map[uint64]string
+	nodes  map[uint64]*Node
+	sms    map[uint64]*testSM
+	disks  map[uint64]*memDisk
+	tune   func(*Config)
+	onDisk bool // use the segment log and files under t.TempDir()
+	dirs   map[uint64]string
+}
+
+type memDisk struct {
+	log   *memLog
+	files *memFiles
+}
+
+func testLogger(tb testing.TB) *slog.Logger {
+	if os.Getenv("RAFTNODE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func addrOf(id uint64) string { return fmt.Sprintf("node%d", id) }
+
+func newTestCluster(t testing.TB, voters int, tune func(*Config)) *testCluster {
+	c := &testCluster{
+		t: t, nw: newMemNetwork(), voters: map[uint64]string{},
+		nodes: map[uint64]*Node{}, sms: map[uint64]*testSM{}, disks: map[uint64]*memDisk{},
+		dirs: map[uint64]string{}, tune: tune,
+	}
+	for id := uint64(1); id <= uint64(voters); id++ {
+		c.voters[id] = addrOf(id)
+	}
+	t.Cleanup(c.closeAll)
+	return c
+}
+
+func (c *testCluster) config(id uint64) Config {
+	cfg := Config{
+		ID:            id,
+		Voters:        c.voters,
+		Addr:          addrOf(id),
+		ManualTick:    true,
+		ElectionTicks: 10,
+		SM:            c.sms[id],
+		Logger:        testLogger(c.t).With("test_node", id),
+		net:           c.nw.endpoint(addrOf(id)),
+		hooks:         c.nw.hooks(),
+		NoSync:        true,
+	}
+	if c.onDisk {
+		if c.dirs[id] == "" {
+			c.dirs[id] = c.t.TempDir()
+		}
+		cfg.DataDir = c.dirs[id]
+		cfg.SegmentBytes = 1 << 20
+	} else {
+		d := c.disks[id]
+		if d == nil {
+			d = &memDisk{log: newMemLog(), files: newMemFiles()}
+			c.disks[id] = d
+		}
+		cfg.log, cfg.files = d.log, d.files
+	}
+	if c.tune != nil {
+		c.tune(&cfg)
+	}
+	return cfg
+}
+
+// start starts node id with fresh state-machine memory (its disk is kept).
+func (c *testCluster) start(id uint64) *Node {
+	c.t.Helper()
+	c.sms[id] = &testSM{}
+	n, err := Start(context.Background(), c.config(id))
+	if err != nil {
+		c.t.Fatalf("start node %d: %v", id, err)
+	}
+	c.nodes[id] = n
+	return n
+}
+
+func (c *testCluster) startVoters() {
+	for id := range c.voters {
+		c.start(id)
+	}
+}
+
+// kill stops node id without a leadership transfer (as abrupt as in-process
+// can be: nothing more reaches or leaves it).
+func (c *testCluster) kill(id uint64) {
+	c.t.Helper()
+	n := c.nodes[id]
+	if n == nil {
+		return
+	}
+	c.nw.unlisten(addrOf(id))
+	if err := n.Close(); err != nil {
+		c.t.Fatalf("close node %d: %v", id, err)
+	}
+	delete(c.nodes, id)
+	c.nw.waitIdle(c.t)
+}
+
+// crash is kill plus losing whatever the node had not synced.
+func (c *testCluster) crash(id uint64) {
+	c.kill(id)
+	if d := c.disks[id]; d != nil {
+		c.disks[id] = &memDisk{log: d.log.crash(), files: d.files.clone()}
+	}
+}
+
+func (c *testCluster) closeAll() {
+	for id := range c.nodes {
+		c.nw.unlisten(addrOf(id))
+		_ = c.nodes[id].Close()
+		delete(c.nodes, id)
+	}
+}
+
+// tick advances every live node by one tick and waits for quiet.
+func (c *testCluster) tick() {
+	for _, id := range sortedIDs(c.nodes) {
+		c.nodes[id].Tick()
+	}
+	c.nw.waitIdle(c.t)
+}
+
+// tickUntil ticks until cond holds, failing after max ticks.
+func (c *testCluster) tickUntil(what string, max int, cond func() bool) {
+	c.t.Helper()
+	c.nw.waitIdle(c.t)
+	for i := 0; !cond(); i++ {
+		if i == max {
+			c.t.Fatalf("%s: not reached after %d ticks; status: %s", what, max, c.describe())
+		}
+		c.tick()
+	}
+}
+
+func (c *testCluster) describe() string {
+	s := ""
+	for _, id := range sortedIDs(c.nodes) {
+		st := c.nodes[id].Status()
+		s += fmt.Sprintf("[%d lead=%d term=%d commit=%d applied=%d voters=%v learners=%v] ",
+			id, st.Leader, st.Term, st.Commit, st.Applied, st.Voters, st.Learners)
+	}
+	return s
+}
+
+// leader waits for a leader that every live node agrees on and returns it.
+func (c *testCluster) leader() uint64 {
+	c.t.Helper()
+	var lead uint64
+	c.tickUntil("agreed leader", 500, func() bool {
+		lead = 0
+		for _, n := range c.nodes {
+			st := n.Status()
+			if st.Leader == 0 || (lead != 0 && st.Leader != lead) {
+				return false
+			}
+			lead = st.Leader
+		}
+		ln := c.nodes[lead]
+		return ln != nil && ln.Status().IsLeader
+	})
+	return lead
+}
+
+func (c *testCluster) propose(id uint64, data string) uint64 {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	idx, err := c.nodes[id].Propose(ctx, []byte(data))
+	if err != nil {
+		c.t.Fatalf("propose %q on %d: %v", data, id, err)
+	}
+	return idx
+}
+
+// waitApplied waits until every live node has applied through index.
+func (c *testCluster) waitApplied(index uint64) {
+	c.t.Helper()
+	c.tickUntil(fmt.Sprintf("applied %d everywhere", index), 200, func() bool {
+		for _, n := range c.nodes {
+			if n.Status().Applied < index {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkSame fails unless every live node's state machine holds want.
+func (c *testCluster) checkSame(want []string) {
+	c.t.Helper()
+	for id, sm := range c.sms {
+		if c.nodes[id] == nil {
+			continue
+		}
+		if got := sm.values(); !slices.Equal(got, want) {
+			c.t.Fatalf("node %d applied %d values %v, want %d %v", id, len(got), clip(got), len(want), clip(want))
+		}
+	}
+}
+
+func clip(s []string) []string {
+	if len(s) > 12 {
+		return append(slices.Clone(s[:6]), append([]string{"..."}, s[len(s)-6:]...)...)
+	}
+	return s
+}

@@ -1,0 +1,124 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrNoTransferTarget is returned by TransferLeadership when no other voter exists.
+var ErrNoTransferTarget = errors.New("raftnode: no other voter to transfer leadership to")
+
+// AddLearner proposes a conf change adding id at addr as a learner
+// (idempotent: a node that is already a member only gets its address
+// updated). It must be called on the leader (ErrNotLeader otherwise) and
+// returns once the change is applied here. A change that raft refuses because
+// another one is still being applied is retried until ctx ends.
+func (n *Node) AddLearner(ctx context.Context, id uint64, addr string) error {
+	if id == 0 {
+		return fmt.Errorf("raftnode: add learner: id 0 is reserved")
+	}
+	if len(addr) > maxAddrLen {
+		return fmt.Errorf("raftnode: add learner: address longer than %d bytes", maxAddrLen)
+	}
+	for {
+		changed := n.statusChanged()
+		var member, leader bool
+		if err := n.do(ctx, func() {
+			member = slices.Contains(n.confState.GetVoters(), id) || slices.Contains(n.confState.GetLearners(), id)
+			leader = n.rn.BasicStatus().RaftState == raft.StateLeader
+		}); err != nil {
+			return err
+		}
+		if member {
+			n.peers.setAddr(id, addr)
+			return nil
+		}
+		if !leader {
+			return ErrNotLeader
+		}
+		pid := proposalID{node: n.id, seq: n.seq.Add(1)}
+		cc := &pb.ConfChange{
+			Type:    pb.ConfChangeAddLearnerNode.Enum(),
+			NodeId:  new(id),
+			Context: encodeEnvelope(pid, []byte(addr)),
+		}
+		data, err := proto.Marshal(cc)
+		if err != nil {
+			return fmt.Errorf("raftnode: add learner: %w", err)
+		}
+		_, err = n.propose(ctx, newProposal(pid, &pb.Entry{Type: pb.EntryConfChange.Enum(), Data: data}))
+		if !errors.Is(err, ErrProposalDropped) {
+			return err
+		}
+		n.lg.Debug("raftnode: add learner dropped, retrying", "peer", id)
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// TransferLeadership asks raft to hand leadership to another voter and waits
+// until it has moved or ctx ends. to = 0 picks the most up-to-date other
+// voter. It returns ErrNotLeader if this node is not the leader when called,
+// and nil once another node leads (normally to, but an election racing the
+// transfer may pick another voter). raft abandons a transfer after an
+// election timeout; it is then requested again.
+func (n *Node) TransferLeadership(ctx context.Context, to uint64) error {
+	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	for first := true; ; first = false {
+		changed := n.statusChanged()
+		var err error
+		var moved bool
+		if derr := n.do(ctx, func() { moved, err = n.transferStep(to, first) }); derr != nil {
+			return derr
+		}
+		if err != nil || moved {
+			return err
+		}
+		t := time.NewTimer(timeout)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// transferStep runs on the loop: it reports whether leadership has left this
+// node, or (re)requests the transfer.
+func (n *Node) transferStep(to uint64, first bool) (moved bool, err error) {
+	st := n.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		if first {
+			return false, ErrNotLeader
+		}
+		return st.Lead != 0 && st.Lead != n.id, nil
+	}
+	target := to
+	if target == 0 {
+		var best uint64
+		for _, id := range n.confState.GetVoters() {
+			if pr, ok := st.Progress[id]; ok && id != n.id && (target == 0 || pr.Match > best) {
+				target, best = id, pr.Match
+			}
+		}
+	}
+	if target == 0 || target == n.id || !slices.Contains(n.confState.GetVoters(), target) {
+		return false, fmt.Errorf("%w (asked for %d)", ErrNoTransferTarget, to)
+	}
+	n.lg.Info("raftnode: transferring leadership", "to", target)
+	n.rn.TransferLeader(target)
+	return false, nil
+}

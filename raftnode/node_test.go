@@ -1,0 +1,401 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+func TestThreeNodesElectAndReplicate(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	for i := range 20 {
+		v := fmt.Sprintf("v%d", i)
+		want = append(want, v)
+		// Propose through every node: followers forward to the leader.
+		c.propose(uint64(i%3)+1, v)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
+	st := c.nodes[lead].Status()
+	if !slices.Equal(st.Voters, []uint64{1, 2, 3}) || len(st.Learners) != 0 {
+		t.Fatalf("membership %v / %v", st.Voters, st.Learners)
+	}
+}
+
+func TestLeaderChangesChannel(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	for id, n := range c.nodes {
+		select {
+		case got := <-n.LeaderChanges():
+			if got != lead {
+				t.Fatalf("node %d: LeaderChanges gave %d, want %d", id, got, lead)
+			}
+		default:
+			t.Fatalf("node %d: no leader change delivered", id)
+		}
+	}
+}
+
+func TestKillLeaderNothingCommittedLost(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("a%d", i))
+		c.propose(lead, want[len(want)-1])
+	}
+	c.kill(lead)
+	lead2 := c.leader()
+	if lead2 == lead {
+		t.Fatalf("leader %d survived its death", lead)
+	}
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("b%d", i))
+		c.propose(lead2, want[len(want)-1])
+	}
+	c.waitApplied(c.nodes[lead2].Status().Applied)
+	c.checkSame(want)
+
+	// The old leader comes back and catches up.
+	c.start(lead)
+	c.waitApplied(c.nodes[lead2].Status().Applied)
+	c.checkSame(want)
+}
+
+func TestRestartAllFromDisk(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	for i := range 15 {
+		want = append(want, fmt.Sprintf("x%d", i))
+		c.propose(lead, want[len(want)-1])
+	}
+	applied := c.nodes[lead].Status().Applied
+	c.waitApplied(applied)
+	for id := range c.voters {
+		c.crash(id)
+	}
+	c.startVoters()
+	c.waitApplied(applied)
+	c.checkSame(want)
+	lead = c.leader()
+	want = append(want, "after")
+	c.propose(lead, "after")
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
+}
+
+func TestLearnerReceivesLog(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("l%d", i))
+		c.propose(lead, want[len(want)-1])
+	}
+	// A broker-only node starts empty and waits.
+	c.start(4)
+	c.tick()
+	if st := c.nodes[4].Status(); st.Applied != 0 || len(st.Voters) != 0 {
+		t.Fatalf("learner before being added: %+v", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	follower := lead%3 + 1
+	if err := c.nodes[follower].AddLearner(ctx, 4, addrOf(4)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("AddLearner on a follower: %v, want ErrNotLeader", err)
+	}
+	if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil {
+		t.Fatalf("AddLearner: %v", err)
+	}
+	if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil { // idempotent
+		t.Fatalf("AddLearner again: %v", err)
+	}
+	want = append(want, "after-learner")
+	c.propose(lead, "after-learner")
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
+	st := c.nodes[4].Status()
+	if !slices.Equal(st.Learners, []uint64{4}) || !slices.Equal(st.Voters, []uint64{1, 2, 3}) || st.Leader != lead {
+		t.Fatalf("learner status %+v", st)
+	}
+	// The learner never becomes leader, and restarts with its state.
+	c.kill(4)
+	c.start(4)
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
+}
+
+func TestTransferLeadership(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	c.propose(lead, "x")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	follower := lead%3 + 1
+	if err := c.nodes[follower].TransferLeadership(ctx, lead); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("transfer from a follower: %v", err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- c.nodes[lead].TransferLeadership(ctx, 0) }()
+	var err error
+	c.tickUntil("transfer", 200, func() bool {
+		select {
+		case err = <-errc:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("TransferLeadership: %v", err)
+	}
+	lead2 := c.leader()
+	if lead2 == lead {
+		t.Fatalf("leadership did not move from %d", lead)
+	}
+	c.propose(lead2, "y")
+	c.waitApplied(c.nodes[lead2].Status().Applied)
+	c.checkSame([]string{"x", "y"})
+}
+
+func TestProposeWithoutLeaderIsDropped(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.nodes[1].Propose(ctx, []byte("early")); !errors.Is(err, ErrProposalDropped) {
+		t.Fatalf("propose before any election: %v, want ErrProposalDropped", err)
+	}
+}
+
+func TestLeadershipLossFailsPendingProposal(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	c.propose(lead, "committed")
+	// Cut the leader off: its next proposal cannot commit.
+	c.nw.setCut(addrOf(lead), true)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.nodes[lead].Propose(context.Background(), []byte("lost"))
+		errc <- err
+	}()
+	var err error
+	c.tickUntil("pending proposal failed", 200, func() bool {
+		select {
+		case err = <-errc:
+			return true
+		default:
+			return false
+		}
+	})
+	if !errors.Is(err, ErrProposalDropped) {
+		t.Fatalf("proposal on a deposed leader: %v, want ErrProposalDropped", err)
+	}
+	c.nw.setCut(addrOf(lead), false)
+	lead2 := c.leader()
+	c.propose(lead2, "next")
+	c.waitApplied(c.nodes[lead2].Status().Applied)
+	c.checkSame([]string{"committed", "next"})
+}
+
+// A leader cut off with uncommitted entries gets them truncated by the new
+// leader's conflicting entries when it rejoins.
+func TestConflictingEntriesTruncated(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	c.propose(lead, "base")
+	c.nw.setCut(addrOf(lead), true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 5 {
+		go func() { _, _ = c.nodes[lead].Propose(ctx, []byte(fmt.Sprintf("orphan%d", i))) }()
+	}
+	// The orphans reach the old leader's log (not beyond).
+	c.tickUntil("orphans appended", 100, func() bool {
+		return c.nodes[lead].st != nil && c.lastIndexOf(lead) >= c.nodes[lead].Status().Commit+5
+	})
+	orphanLast := c.lastIndexOf(lead)
+	var others []uint64
+	for id := range c.nodes {
+		if id != lead {
+			others = append(others, id)
+		}
+	}
+	// The other two elect a leader and commit new entries at the same indexes.
+	var lead2 uint64
+	c.tickUntil("new leader among the majority", 500, func() bool {
+		for _, id := range others {
+			if c.nodes[id].Status().IsLeader {
+				lead2 = id
+				return true
+			}
+		}
+		return false
+	})
+	for i := range 7 {
+		c.propose(lead2, fmt.Sprintf("new%d", i))
+	}
+	c.nw.setCut(addrOf(lead), false)
+	c.waitApplied(c.nodes[lead2].Status().Applied)
+	want := []string{"base"}
+	for i := range 7 {
+		want = append(want, fmt.Sprintf("new%d", i))
+	}
+	c.checkSame(want)
+	if got := c.lastIndexOf(lead); got < orphanLast {
+		t.Logf("old leader log end %d (orphans ended at %d)", got, orphanLast)
+	}
+	// The old leader's log now matches the new leader's, term for term.
+	checkLogsMatch(t, c, lead, lead2)
+}
+
+// lastIndexOf reads a node's last log index on its loop.
+func (c *testCluster) lastIndexOf(id uint64) uint64 {
+	var last uint64
+	_ = c.nodes[id].do(context.Background(), func() { last = c.nodes[id].st.lastIndex() })
+	return last
+}
+
+func checkLogsMatch(t *testing.T, c *testCluster, a, b uint64) {
+	t.Helper()
+	read := func(id uint64) (ents []*pb.Entry) {
+		n := c.nodes[id]
+		_ = n.do(context.Background(), func() {
+			var err error
+			ents, err = n.st.Entries(n.st.first, n.st.lastIndex()+1, 1<<30)
+			if err != nil {
+				t.Errorf("node %d entries: %v", id, err)
+			}
+		})
+		return ents
+	}
+	ea, eb := read(a), read(b)
+	if len(ea) == 0 || len(eb) == 0 {
+		t.Fatalf("empty logs: %d %d", len(ea), len(eb))
+	}
+	byIndex := map[uint64]*pb.Entry{}
+	for _, e := range eb {
+		byIndex[e.GetIndex()] = e
+	}
+	for _, e := range ea {
+		o := byIndex[e.GetIndex()]
+		if o == nil {
+			continue
+		}
+		if o.GetTerm() != e.GetTerm() || string(o.GetData()) != string(e.GetData()) {
+			t.Fatalf("index %d: node %d has term %d %q, node %d term %d %q", e.GetIndex(),
+				a, e.GetTerm(), e.GetData(), b, o.GetTerm(), o.GetData())
+		}
+	}
+}
+
+func TestSnapshotCompactionAndCatchUpBySnapshot(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		cfg.SnapshotEvery = 20
+		cfg.CatchUpEntries = 5
+		cfg.EntryCacheBytes = 512 // most reads come from the log
+	})
+	c.startVoters()
+	lead := c.leader()
+	lagger := lead%3 + 1
+	c.kill(lagger)
+	var want []string
+	for i := range 70 {
+		want = append(want, fmt.Sprintf("s%d", i))
+		c.propose(lead, want[len(want)-1])
+	}
+	ln := c.nodes[lead]
+	var first, snapIdx uint64
+	_ = ln.do(context.Background(), func() { first, snapIdx = ln.st.first, ln.st.snapshotIndex() })
+	if snapIdx < 60 || first != snapIdx-5+1 {
+		t.Fatalf("leader snapshot at %d, first index %d; want >= 60 and first = snapshot-4", snapIdx, first)
+	}
+	names, _ := c.disks[lead].files.List()
+	if len(listSnapFiles(names)) > 2 {
+		t.Fatalf("old snapshots kept: %v", names)
+	}
+	// The lagging node's log ends before the leader's first index: it
+	// can only catch up through a snapshot.
+	c.start(lagger)
+	c.waitApplied(ln.Status().Applied)
+	c.checkSame(want)
+	if c.sms[lagger].base == 0 {
+		t.Fatalf("lagging node caught up without a snapshot")
+	}
+	// And it restarts from the installed snapshot.
+	c.crash(lagger)
+	c.start(lagger)
+	c.propose(lead, "tail")
+	want = append(want, "tail")
+	c.waitApplied(ln.Status().Applied)
+	c.checkSame(want)
+}
+
+func TestSingleVoter(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	c.startVoters()
+	lead := c.leader()
+	if lead != 1 {
+		t.Fatalf("leader %d", lead)
+	}
+	idx := c.propose(1, "solo")
+	if idx == 0 || c.nodes[1].Status().Applied < idx {
+		t.Fatalf("index %d, status %+v", idx, c.nodes[1].Status())
+	}
+	c.checkSame([]string{"solo"})
+}
+
+func TestCloseFailsWaitingCallsAndIsIdempotent(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.start(1)
+	n := c.nodes[1]
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Propose(context.Background(), []byte("x")); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Propose after Close: %v", err)
+	}
+	if err := n.AddLearner(context.Background(), 9, "x"); !errors.Is(err, ErrStopped) {
+		t.Fatalf("AddLearner after Close: %v", err)
+	}
+	n.Tick() // returns at once
+	delete(c.nodes, 1)
+}
+
+func TestStorageFailureStopsNode(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	c.startVoters()
+	c.leader()
+	boom := errors.New("disk on fire")
+	c.disks[1].log.mu.Lock()
+	c.disks[1].log.failAt = boom
+	c.disks[1].log.mu.Unlock()
+	_, err := c.nodes[1].Propose(context.Background(), []byte("x"))
+	if !errors.Is(err, ErrStopped) || !errors.Is(err, boom) {
+		t.Fatalf("propose on a failing disk: %v", err)
+	}
+	<-c.nodes[1].Done()
+	if !errors.Is(c.nodes[1].Err(), boom) {
+		t.Fatalf("Err() = %v", c.nodes[1].Err())
+	}
+}

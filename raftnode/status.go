@@ -1,0 +1,71 @@
+package raftnode
+
+import (
+	"slices"
+
+	"go.etcd.io/raft/v3"
+)
+
+// Status is a snapshot of raft's view.
+type Status struct {
+	ID       uint64
+	Leader   uint64 // 0 when unknown
+	Term     uint64
+	Applied  uint64
+	Commit   uint64
+	IsLeader bool
+	Voters   []uint64
+	Learners []uint64
+}
+
+// Status returns raft's current view (as of the last handled Ready).
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.mu.status
+	s.Voters = slices.Clone(s.Voters)
+	s.Learners = slices.Clone(s.Learners)
+	return s
+}
+
+// LeaderChanges delivers the new leader id (0 = none) whenever it changes.
+// The channel is buffered and drops stale values; read Status for the latest.
+func (n *Node) LeaderChanges() <-chan uint64 { return n.leaderc }
+
+// statusChanged returns a channel closed at the next status change.
+func (n *Node) statusChanged() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.changed
+}
+
+// publishStatus refreshes Status from the loop's state; loop only.
+func (n *Node) publishStatus() {
+	bs := n.rn.BasicStatus()
+	s := Status{
+		ID:       n.id,
+		Leader:   bs.Lead,
+		Term:     bs.GetTerm(),
+		Applied:  n.applied,
+		Commit:   bs.GetCommit(),
+		IsLeader: bs.RaftState == raft.StateLeader,
+		Voters:   slices.Clone(n.confState.GetVoters()),
+		Learners: slices.Clone(n.confState.GetLearners()),
+	}
+	slices.Sort(s.Voters)
+	slices.Sort(s.Learners)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if statusEqual(s, n.mu.status) {
+		return
+	}
+	n.mu.status = s
+	close(n.mu.changed)
+	n.mu.changed = make(chan struct{})
+}
+
+func statusEqual(a, b Status) bool {
+	return a.ID == b.ID && a.Leader == b.Leader && a.Term == b.Term && a.Applied == b.Applied &&
+		a.Commit == b.Commit && a.IsLeader == b.IsLeader && slices.Equal(a.Voters, b.Voters) &&
+		slices.Equal(a.Learners, b.Learners)
+}
