@@ -1,0 +1,149 @@
+package replica
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+type fixedEpochs struct{ leo *int64 }
+
+// EndOffsetForEpoch: a log written entirely in epoch 1.
+func (f fixedEpochs) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	if epoch < 1 {
+		return -1, -1
+	}
+	return 1, *f.leo
+}
+
+// TestLeaderInvariantsRandom drives a leader with random events and checks
+// after each one: logStart <= hw <= leo; the HW never decreases; whenever
+// the HW is above a committed ISR member's reported LEO that member's LEO is
+// unknown to be lower (i.e. every committed member has reported >= hw); the
+// HW never advanced while the effective ISR was below min ISR; every parked
+// request needs more than the HW.
+func TestLeaderInvariantsRandom(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		now := time.Unix(0, 0)
+		r := New(Config{ID: 1, LagTime: 10 * time.Second}, 0, 0, 0)
+		leo := int64(0)
+		st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: int32(rng.IntN(4))}
+		r.BecomeLeader(st, leo, now)
+		flw := map[int32]int64{2: 0, 3: 0} // followers' real logs
+		var reqID uint64
+		prevHW := r.HW()
+		for step := range 300 {
+			var d Decisions
+			switch rng.IntN(7) {
+			case 0, 1:
+				leo += int64(rng.IntN(3))
+				d = r.LocalAppend(leo)
+			case 2, 3:
+				id := int32(2 + rng.IntN(2))
+				flw[id] = min(leo, flw[id]+int64(rng.IntN(4)))
+				var chk FetchCheck
+				chk, d = r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: flw[id], LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+				if chk.Code != OK || chk.Diverged() {
+					t.Fatalf("seed %d step %d: fetch %+v", seed, step, chk)
+				}
+			case 4:
+				now = now.Add(time.Duration(rng.IntN(6)) * time.Second)
+				d = r.Tick(now)
+			case 5:
+				if p := r.PendingISR(); p != nil {
+					if rng.IntN(3) == 0 {
+						r.ProposalFailed()
+					} else {
+						d = r.ISRCommitted(p, r.PartitionEpoch()+1, now)
+					}
+				}
+			case 6:
+				reqID++
+				d = r.ParkProduce(reqID, leo, now.Add(5*time.Second))
+			}
+			if !(r.LogStart() <= r.HW() && r.HW() <= r.LEO()) {
+				t.Fatalf("seed %d step %d: start %d hw %d leo %d", seed, step, r.LogStart(), r.HW(), r.LEO())
+			}
+			if r.HW() < prevHW {
+				t.Fatalf("seed %d step %d: hw decreased %d -> %d", seed, step, prevHW, r.HW())
+			}
+			if r.HW() > prevHW {
+				set := r.effectiveISR()
+				if len(set) < r.MinISR() {
+					t.Fatalf("seed %d step %d: hw advanced with %v below min ISR %d", seed, step, set, r.MinISR())
+				}
+				for _, id := range set {
+					if id != 1 && r.FollowerLEO(id) < r.HW() {
+						t.Fatalf("seed %d step %d: hw %d above member %d's LEO %d", seed, step, r.HW(), id, r.FollowerLEO(id))
+					}
+				}
+				if !d.HWChanged || d.HW != r.HW() {
+					t.Fatalf("seed %d step %d: HW moved without a decision", seed, step)
+				}
+			}
+			for _, p := range r.parked {
+				if p.required <= r.HW() {
+					t.Fatalf("seed %d step %d: parked request %d not completed", seed, step, p.id)
+				}
+			}
+			prevHW = r.HW()
+		}
+	}
+}
+
+func TestApplyTransitions(t *testing.T) {
+	now := time.Unix(0, 0)
+	r := New(Config{ID: 2, LagTime: time.Second}, 0, 5, 3)
+	st := State{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: 2}
+	steps := []struct {
+		mut  func(*State)
+		want Transition
+	}{
+		{func(s *State) {}, ToFollower},
+		{func(s *State) {}, Unchanged},
+		{func(s *State) { s.ISR = []int32{1, 2}; s.PartitionEpoch = 5 }, Updated},
+		{func(s *State) { s.PartitionEpoch = 4 }, StaleIgnored},
+		{func(s *State) { s.PartitionEpoch = 5; s.LeaderEpoch = 2 }, StaleIgnored},
+		{func(s *State) { s.LeaderEpoch = 4; s.PartitionEpoch = 6; s.Leader = 2 }, ToLeader},
+		{func(s *State) {}, Unchanged},
+		{func(s *State) { s.PartitionEpoch = 7; s.ISR = []int32{2} }, Updated},
+		{func(s *State) { s.LeaderEpoch = 5; s.PartitionEpoch = 8 }, ToLeader}, // same leader, new epoch
+		{func(s *State) { s.LeaderEpoch = 6; s.PartitionEpoch = 9; s.Leader = -1 }, Stopped},
+		{func(s *State) { s.LeaderEpoch = 7; s.PartitionEpoch = 10; s.Leader = 3 }, ToFollower},
+		{func(s *State) { s.LeaderEpoch = 8; s.PartitionEpoch = 11; s.Replicas = []int32{1, 3} }, Stopped},
+	}
+	for i, s := range steps {
+		s.mut(&st)
+		tr, _ := r.Apply(st, r.LEO(), now)
+		if tr != s.want {
+			t.Fatalf("step %d: %v, want %v (%s)", i, tr, s.want, r)
+		}
+	}
+}
+
+func TestParkCancelAndNotLeader(t *testing.T) {
+	now := time.Unix(0, 0)
+	r := New(Config{ID: 1, LagTime: time.Second}, 0, 0, 0)
+	if d := r.ParkProduce(1, 1, now); len(d.Complete) != 1 || d.Complete[0].Code != NotLeader {
+		t.Fatalf("park on non-leader: %+v", d)
+	}
+	st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1}
+	r.BecomeLeader(st, 0, now)
+	r.LocalAppend(3)
+	r.ParkProduce(2, 3, now.Add(time.Second))
+	r.ParkProduce(3, 1, now.Add(time.Second))
+	if !r.Cancel(2) || r.Cancel(2) {
+		t.Fatal("cancel")
+	}
+	_, d := r.FollowerFetch(fixedEpochs{new(int64(3))}, Fetch{ReplicaID: 2, FetchOffset: 1, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+	if !slices.Equal(d.Complete, []Completion{{3, OK}}) || d.HW != 1 {
+		t.Fatalf("completion: %+v", d)
+	}
+	r.ParkProduce(4, 3, time.Time{})
+	d = r.BecomeFollower(State{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1})
+	if !slices.Equal(d.Complete, []Completion{{4, NotLeader}}) {
+		t.Fatalf("become follower: %+v", d)
+	}
+}
