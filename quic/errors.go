@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -107,7 +108,19 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
+	if e.Op == "dial" && isTimeout(e.Err) {
+		return "quic: dial " + e.Addr + ": dial timeout: no QUIC handshake answer (peer down, unreachable or not a paymentlog node)"
+	}
 	return "quic: " + e.Op + " " + e.Addr + ": " + describe(e.Err)
+}
+
+// isTimeout reports the ways a handshake can time out.
+func isTimeout(err error) bool {
+	var (
+		hte *qgo.HandshakeTimeoutError
+		ite *qgo.IdleTimeoutError
+	)
+	return errors.As(err, &hte) || errors.As(err, &ite) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (e *OpError) Unwrap() error { return e.Err }
@@ -156,7 +169,11 @@ func describe(err error) string {
 			if te.Remote {
 				side = "peer"
 			}
-			return fmt.Sprintf("TLS rejected (%s sent alert %d): %s", side, uint8(te.ErrorCode), te.ErrorMessage)
+			msg := te.ErrorMessage
+			if msg == "" {
+				msg = tls.AlertError(uint8(te.ErrorCode)).Error()
+			}
+			return fmt.Sprintf("TLS rejected (%s sent alert %d): %s", side, uint8(te.ErrorCode), msg)
 		}
 		return "transport error: " + te.Error()
 	case errors.As(err, &se):

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
 )
 
 // TLSConfig says how to authenticate. A zero Dir means dev mode: an ephemeral
