@@ -18,16 +18,20 @@ func (l raftLogger) log(level slog.Level, msg string) {
 	l.lg.Log(context.Background(), level, "raft: "+msg)
 }
 
-func (l raftLogger) Debug(v ...any)                 { l.log(slog.LevelDebug, fmt.Sprint(v...)) }
-func (l raftLogger) Debugf(format string, v ...any) { l.log(slog.LevelDebug, fmt.Sprintf(format, v...)) }
-func (l raftLogger) Info(v ...any)                  { l.log(slog.LevelInfo, fmt.Sprint(v...)) }
-func (l raftLogger) Infof(format string, v ...any)  { l.log(slog.LevelInfo, fmt.Sprintf(format, v...)) }
-func (l raftLogger) Warning(v ...any)               { l.log(slog.LevelWarn, fmt.Sprint(v...)) }
+func (l raftLogger) Debug(v ...any) { l.log(slog.LevelDebug, fmt.Sprint(v...)) }
+func (l raftLogger) Debugf(format string, v ...any) {
+	l.log(slog.LevelDebug, fmt.Sprintf(format, v...))
+}
+func (l raftLogger) Info(v ...any)                 { l.log(slog.LevelInfo, fmt.Sprint(v...)) }
+func (l raftLogger) Infof(format string, v ...any) { l.log(slog.LevelInfo, fmt.Sprintf(format, v...)) }
+func (l raftLogger) Warning(v ...any)              { l.log(slog.LevelWarn, fmt.Sprint(v...)) }
 func (l raftLogger) Warningf(format string, v ...any) {
 	l.log(slog.LevelWarn, fmt.Sprintf(format, v...))
 }
-func (l raftLogger) Error(v ...any)                 { l.log(slog.LevelError, fmt.Sprint(v...)) }
-func (l raftLogger) Errorf(format string, v ...any) { l.log(slog.LevelError, fmt.Sprintf(format, v...)) }
+func (l raftLogger) Error(v ...any) { l.log(slog.LevelError, fmt.Sprint(v...)) }
+func (l raftLogger) Errorf(format string, v ...any) {
+	l.log(slog.LevelError, fmt.Sprintf(format, v...))
+}
 func (l raftLogger) Fatal(v ...any)                 { l.Panic(v...) }
 func (l raftLogger) Fatalf(format string, v ...any) { l.Panicf(format, v...) }
 func (l raftLogger) Panic(v ...any) {

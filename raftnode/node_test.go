@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -259,11 +260,34 @@ func TestConflictingEntriesTruncated(t *testing.T) {
 		want = append(want, fmt.Sprintf("new%d", i))
 	}
 	c.checkSame(want)
-	if got := c.lastIndexOf(lead); got < orphanLast {
-		t.Logf("old leader log end %d (orphans ended at %d)", got, orphanLast)
-	}
-	// The old leader's log now matches the new leader's, term for term.
+	// The old leader's log now matches the new leader's, term for term, and
+	// no orphan survived.
 	checkLogsMatch(t, c, lead, lead2)
+	replaced := 0
+	for _, e := range c.entriesOf(lead) {
+		if bytes.Contains(e.GetData(), []byte("orphan")) {
+			t.Fatalf("orphan entry %d (term %d) survived", e.GetIndex(), e.GetTerm())
+		}
+		if e.GetIndex() <= orphanLast && e.GetIndex() > orphanLast-5 {
+			replaced++
+		}
+	}
+	if replaced != 5 {
+		t.Fatalf("%d of the 5 orphan indexes hold new entries", replaced)
+	}
+}
+
+// entriesOf returns every entry a node's storage holds.
+func (c *testCluster) entriesOf(id uint64) (ents []*pb.Entry) {
+	n := c.nodes[id]
+	_ = n.do(context.Background(), func() {
+		var err error
+		ents, err = n.st.Entries(n.st.first, n.st.lastIndex()+1, 1<<30)
+		if err != nil {
+			c.t.Errorf("node %d entries: %v", id, err)
+		}
+	})
+	return ents
 }
 
 // lastIndexOf reads a node's last log index on its loop.
@@ -275,18 +299,7 @@ func (c *testCluster) lastIndexOf(id uint64) uint64 {
 
 func checkLogsMatch(t *testing.T, c *testCluster, a, b uint64) {
 	t.Helper()
-	read := func(id uint64) (ents []*pb.Entry) {
-		n := c.nodes[id]
-		_ = n.do(context.Background(), func() {
-			var err error
-			ents, err = n.st.Entries(n.st.first, n.st.lastIndex()+1, 1<<30)
-			if err != nil {
-				t.Errorf("node %d entries: %v", id, err)
-			}
-		})
-		return ents
-	}
-	ea, eb := read(a), read(b)
+	ea, eb := c.entriesOf(a), c.entriesOf(b)
 	if len(ea) == 0 || len(eb) == 0 {
 		t.Fatalf("empty logs: %d %d", len(ea), len(eb))
 	}

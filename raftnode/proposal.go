@@ -9,7 +9,7 @@ import (
 // proposal is one Propose or conf change waiting to be applied.
 type proposal struct {
 	id    proposalID
-	entry *pb.Entry        // what is proposed (type and enveloped data)
+	entry *pb.Entry          // what is proposed (type and enveloped data)
 	done  chan proposeResult // buffered(1); receives exactly one result
 	index uint64             // the log index it was appended at by this node as leader; 0 if unknown
 }

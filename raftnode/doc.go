@@ -1,0 +1,108 @@
+// Package raftnode runs one member of the metadata raft group (etcd raft v3.7)
+// and stores its log in <data-dir>/__cluster_metadata-0/.
+//
+// # The Ready loop
+//
+// A Node owns a raft.RawNode and drives it from one goroutine (loop.go). Every
+// input — ticks, messages from peers, proposals, conf changes, peer reports —
+// is applied to the RawNode on that goroutine; then each Ready is handled as
+// raft's doc.go prescribes, in order:
+//
+//  1. persist: install the snapshot (if any), append the entries (discarding
+//     any conflicting uncommitted entries at and after the first new index),
+//     fsync when Ready.MustSync, then write the hard state;
+//  2. send the messages (marshalled on the loop, queued per peer);
+//  3. apply the snapshot and the committed entries in order: EntryNormal to
+//     StateMachine.Apply, EntryConfChange/V2 to RawNode.ApplyConfChange;
+//  4. Advance, and repeat while raft has more.
+//
+// raft's asynchronous-storage-writes mode is not used. PreVote and CheckQuorum
+// are on. Defaults: a 50 ms tick, elections after 10–19 ticks (0.5–1 s without
+// a leader), a heartbeat every tick.
+//
+// Proposals are wrapped in an envelope carrying a cluster-unique id
+// (envelope.go), so that Propose returns when its own entry has been applied
+// here. A leader learns its proposals' log indexes from the Ready that follows
+// them, and so also sees conf changes raft refused (replaced by an empty
+// entry). A proposal fails with ErrProposalDropped when raft refuses it, or
+// when the leader changes before it is applied.
+//
+// # Transport
+//
+// Raft messages travel on quic session streams of the node's endpoint (frame
+// type FrameType = wire.TypeRaftMessage = 24): one outbound stream per peer,
+// fed by one goroutine with a bounded queue (transport.go). Messages to a peer
+// are batched into frames (at most 256 messages or about 1 MiB) and sent in
+// order. Each frame's msgpack body is raftFrame{From, To, Msgs [][]byte} with
+// every message protobuf-encoded. A full queue, a failed dial or a failed send
+// drops the messages and calls ReportUnreachable; a MsgSnap is reported with
+// ReportSnapshot(SnapshotFinish) once sent, SnapshotFailure if dropped. The
+// receiving side rejects frames and messages not addressed to it, checks
+// entries in appends, and steps the rest into raft. A snapshot travels in one
+// message, so the metadata image must stay below the endpoint's frame limit
+// (16 MiB by default).
+//
+// # Membership
+//
+// Voters (Config.Voters, from --controllers) bootstrap identically: entries
+// 1..n are ConfChangeAddNode for each voter in id order, with the voter's
+// address in the context. Every voter must be given the same list. A node not
+// in Voters starts with no configuration and does nothing until the leader
+// adds it with AddLearner (ConfChangeAddLearnerNode carrying its address);
+// it then receives the log (or a snapshot) like any follower, but never votes.
+// TransferLeadership hands leadership to another voter (controlled shutdown).
+//
+// # On-disk layout of __cluster_metadata-0
+//
+//	__cluster_metadata-0/
+//	  00000000000000000001.log      segment files of the entry log (package
+//	  00000000000000000001.index    segment), offset i = raft index i; the
+//	  ...                           log starts at offset 1
+//	  raft-hardstate                raft HardState (term, vote, commit)
+//	  snapshot-<index>-<term>.snap  state machine snapshots, the newest two;
+//	                                index and term are 20-digit decimals
+//
+// Entry log: each raft entry is one record batch holding one record. The
+// batch's base offset is the entry's index, its leader-epoch field the entry's
+// term (capped at 2^31-1). The record's key is version (1 byte, = 1) | entry
+// type (1 byte) | term (uvarint, exact); its value is the entry's data as raft
+// has it: an envelope for normal entries, a protobuf ConfChange for conf
+// changes (see envelope.go and entrylog.go). Entries are appended without
+// waiting for the disk and flushed once per Ready before any message leaves.
+// An entry that conflicts with the leader's log is removed with TruncateTo
+// along with everything after it.
+//
+// Hard state: a 33-byte file replaced atomically (temporary file, fsync,
+// rename, fsync directory): "PLHS" | version 1 | term | vote | commit (uint64
+// big-endian) | CRC-32C of the preceding bytes (hardstate.go). It is written
+// whenever the term or vote changes and with every batch of new entries; a
+// change of the commit index alone is written with the next of those, or on
+// Close (after a crash the commit index is re-learned from the leader).
+//
+// Snapshot: "PLSN" | version 1 | index | term | payload length | payload |
+// CRC-32C of everything before it (snapfile.go), written atomically like the
+// hard state. The payload is a protobuf raftpb.Snapshot (index, term,
+// ConfState) whose Data is raftnode's snapshot envelope: the peer addresses
+// known, then the state machine's own snapshot bytes.
+//
+// Snapshots and compaction: after every SnapshotEvery applied entries the
+// state machine is snapshotted at the applied index, the file is written, the
+// older files beyond the newest two are removed, and the log is compacted with
+// DeleteBefore so that CatchUpEntries entries up to the snapshot stay
+// available to followers that lag slightly (raft's first index becomes
+// snapshot-CatchUpEntries+1; the entry before it is kept for its term). A
+// follower further behind receives the snapshot; it writes the file and
+// restarts its log at snapshot+1 with TruncateFullyAndStartAt.
+//
+// # Recovery
+//
+// Start loads the newest snapshot file that decodes and connects to the log
+// (older ones are tried if the newest is damaged), the hard state and the log
+// (segment recovery has already cut a torn tail). If the log ends before the
+// snapshot, or its entry at the snapshot's index has another term, the log is
+// restarted after the snapshot; a gap between snapshot and log is an error.
+// The hard state's commit index is raised to the snapshot index and capped at
+// the last index; a term older than the last entry's is raised to it. The state
+// machine is restored from the snapshot before Start returns; the loop then
+// re-applies the committed entries after it.
+package raftnode
