@@ -31,7 +31,7 @@ const (
 )
 
 // ErrExists is returned by InitCA and IssueCert instead of overwriting a key.
-var ErrExists = errors.New("quic: file exists (use force to overwrite)")
+var ErrExists = errors.New("quic: refusing to overwrite an existing file (--force overwrites)")
 
 // CertOptions tunes InitCA and IssueCert. Zero values take defaults.
 type CertOptions struct {

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/quic"
+)
+
+func init() { commands = append(commands, certCommand()) }
+
+// certInitOptions are the flags of `paymentlog cert init`.
+type certInitOptions struct {
+	dir   string
+	days  int
+	force bool
+}
+
+// certIssueOptions are the flags of `paymentlog cert issue`.
+type certIssueOptions struct {
+	dir   string
+	name  string
+	hosts []string
+	days  int
+	force bool
+}
+
+func certDirFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "dir", Usage: "TLS directory (holds ca.crt, ca.key and the issued certificates)",
+		EnvVars: []string{"PAYMENTLOG_CERT_DIR", "PAYMENTLOG_TLS_DIR"}, Required: true}
+}
+
+func certForceFlag() ucli.Flag {
+	return &ucli.BoolFlag{Name: "force", Usage: "overwrite existing files", EnvVars: envVar("CERT_FORCE")}
+}
+
+func certCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "cert",
+		Usage: "create the cluster CA and issue node and client certificates (mutual TLS)",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "init",
+				Usage:     "create a cluster CA (ECDSA P-256): DIR/ca.crt and DIR/ca.key",
+				UsageText: "paymentlog cert init --dir DIR [--days 3650] [--force]",
+				Flags: []ucli.Flag{
+					certDirFlag(),
+					&ucli.IntFlag{Name: "days", Value: int(quic.DefaultCAValidity / (24 * time.Hour)), Usage: "validity in days", EnvVars: envVar("CERT_CA_DAYS")},
+					certForceFlag(),
+				},
+				Action: func(c *ucli.Context) error {
+					if c.NArg() > 0 {
+						return usageError("cert init takes no arguments (usage: %s)", c.Command.UsageText)
+					}
+					opts := certInitOptions{dir: c.String("dir"), days: c.Int("days"), force: c.Bool("force")}
+					return runCertInit(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
+				Name:      "issue",
+				Usage:     "issue a certificate signed by the cluster CA, valid as server and client: DIR/NAME.crt, DIR/NAME.key",
+				UsageText: "paymentlog cert issue --dir DIR --name NAME [--host 127.0.0.1,localhost] [--days 1825] [--force]",
+				Flags: []ucli.Flag{
+					certDirFlag(),
+					&ucli.StringFlag{Name: "name", Usage: "certificate name and common name, e.g. node1 or client", EnvVars: envVar("CERT_NAME")},
+					&ucli.StringFlag{Name: "host", Value: "127.0.0.1,localhost", Usage: "comma-separated IP addresses and DNS names the certificate is valid for", EnvVars: envVar("CERT_HOST")},
+					&ucli.IntFlag{Name: "days", Value: int(quic.DefaultCertValidity / (24 * time.Hour)), Usage: "validity in days", EnvVars: envVar("CERT_DAYS")},
+					certForceFlag(),
+				},
+				Action: func(c *ucli.Context) error {
+					name := c.String("name")
+					switch {
+					case c.NArg() == 1 && name == "":
+						name = c.Args().First()
+					case c.NArg() > 0:
+						return usageError("cert issue takes no arguments besides flags (usage: %s)", c.Command.UsageText)
+					}
+					if name == "" {
+						return usageError("missing --name (usage: %s)", c.Command.UsageText)
+					}
+					opts := certIssueOptions{dir: c.String("dir"), name: name, hosts: splitList(c.String("host")),
+						days: c.Int("days"), force: c.Bool("force")}
+					return runCertIssue(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+		},
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func certValidity(days int) (time.Duration, error) {
+	if days <= 0 {
+		return 0, usageError("--days must be positive, got %d", days)
+	}
+	return time.Duration(days) * 24 * time.Hour, nil
+}
+
+func runCertInit(_ context.Context, o certInitOptions, stdout, _ io.Writer) error {
+	v, err := certValidity(o.days)
+	if err != nil {
+		return err
+	}
+	if err := quic.InitCA(o.dir, quic.CertOptions{Validity: v, Force: o.force}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "created cluster CA: %s %s\n",
+		filepath.Join(o.dir, quic.CAFile), filepath.Join(o.dir, quic.CAKeyFile))
+	return err
+}
+
+func runCertIssue(_ context.Context, o certIssueOptions, stdout, _ io.Writer) error {
+	v, err := certValidity(o.days)
+	if err != nil {
+		return err
+	}
+	if err := quic.IssueCert(o.dir, o.name, o.hosts, quic.CertOptions{Validity: v, Force: o.force}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "issued %s: %s %s (hosts: %s)\n", o.name,
+		filepath.Join(o.dir, o.name+".crt"), filepath.Join(o.dir, o.name+".key"), strings.Join(o.hosts, ","))
+	return err
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := RunContext(context.Background(), append([]string{"paymentlog"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCertInitAndIssue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	if code, out, errs := runCLI(t, "cert", "init", "--dir", dir); code != 0 || !strings.Contains(out, "ca.crt") {
+		t.Fatalf("init: %d %q %q", code, out, errs)
+	}
+	// Flags after the subcommand in any order; --host with several entries.
+	if code, out, errs := runCLI(t, "cert", "issue", "--name", "node1", "--dir", dir, "--host", "127.0.0.1,localhost"); code != 0 {
+		t.Fatalf("issue: %d %q %q", code, out, errs)
+	}
+	// Name given positionally with flags after it.
+	if code, _, errs := runCLI(t, "cert", "issue", "client", "--dir", dir); code != 0 {
+		t.Fatalf("issue client: %d %q", code, errs)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	crtPEM, err := os.ReadFile(filepath.Join(dir, "node1.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(crtPEM)
+	crt, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crt.Subject.CommonName != "node1" {
+		t.Fatalf("CN %q", crt.Subject.CommonName)
+	}
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			if _, err := crt.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+				t.Fatalf("%s usage %v: %v", host, u, err)
+			}
+		}
+	}
+	for _, f := range []string{"ca.key", "node1.key", "client.key"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, err, st.Mode())
+		}
+	}
+}
+
+func TestCertRefusesToOverwriteAndReportsErrors(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "cert", "init", "--dir", dir); code != 0 {
+		t.Fatal(errs)
+	}
+	code, _, errs := runCLI(t, "cert", "init", "--dir", dir)
+	if code != 1 || !strings.Contains(errs, "exists") || strings.Count(errs, "\n") != 1 {
+		t.Fatalf("second init: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "cert", "init", "--dir", dir, "--force"); code != 0 {
+		t.Fatalf("forced init: %q", errs)
+	}
+	if code, _, errs := runCLI(t, "cert", "issue", "--dir", dir); code != 2 || !strings.Contains(errs, "--name") {
+		t.Fatalf("issue without name: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "cert", "issue", "--dir", dir, "--name", "../x"); code != 1 || !strings.Contains(errs, "name") {
+		t.Fatalf("bad name: %d %q", code, errs)
+	}
+	empty := t.TempDir()
+	if code, _, errs := runCLI(t, "cert", "issue", "--dir", empty, "--name", "n"); code != 1 || !strings.Contains(errs, "cert init") {
+		t.Fatalf("issue without CA: %d %q", code, errs)
+	}
+}
+
+func TestCertFlagsFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PAYMENTLOG_CERT_DIR", dir)
+	if code, _, errs := runCLI(t, "cert", "init"); code != 0 {
+		t.Fatal(errs)
+	}
+	t.Setenv("PAYMENTLOG_CERT_NAME", "node7")
+	t.Setenv("PAYMENTLOG_CERT_HOST", "10.0.0.7")
+	if code, _, errs := runCLI(t, "cert", "issue"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node7.crt")); err != nil {
+		t.Fatal(err)
+	}
+}
