@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"paymentlog/node/metadata/scripttest"
 )
 
 func allRecords() []Record {
@@ -194,7 +196,7 @@ func checkStructure(t *testing.T, img *Image) {
 // TestWriteFuzzSeeds keeps the committed seed corpus in sync with the
 // encoders (run with -rewrite to refresh).
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !*rewrite {
+	if !scripttest.Rewrite() {
 		t.Skip("run with -rewrite to regenerate testdata/fuzz seeds")
 	}
 	write := func(fuzz, name string, b []byte) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"paymentlog/node/metadata/scripttest"
 	"paymentlog/wire"
 )
 
@@ -26,10 +27,10 @@ import (
 //	pids id=N [n=N]                         DecideProducerIDs
 //	show                                    the image
 func TestScenarios(t *testing.T) {
-	for _, f := range scriptFiles(t, "testdata/scenarios") {
+	for _, f := range scripttest.Files(t, "testdata/scenarios") {
 		t.Run(f, func(t *testing.T) {
 			s := &scenario{t: t, img: EmptyImage()}
-			runScript(t, f, s.exec)
+			scripttest.Run(t, f, s.exec)
 		})
 	}
 }
@@ -79,26 +80,26 @@ func (s *scenario) curInc(id int32) int64 {
 	return b.Incarnation
 }
 
-func (s *scenario) exec(t *testing.T, c scriptCmd) string {
+func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 	switch c.Name {
 	case "register":
-		id := int32(mustInt(t, c, "id", 0))
+		id := int32(c.Int(t, "id", 0))
 		addr := c.Args["addr"]
 		if addr == "" {
 			addr = fmt.Sprintf("127.0.0.1:71%02d", id)
 		}
 		return s.apply(DecideRegister(s.img, RegisterEvent{ID: id, Addr: addr,
-			Incarnation: mustInt(t, c, "inc", 1), ControllerEligible: c.Flags["ctrl"]}))
+			Incarnation: c.Int(t, "inc", 1), ControllerEligible: c.Flags["ctrl"]}))
 	case "heartbeat":
-		id := int32(mustInt(t, c, "id", 0))
-		ev := HeartbeatEvent{ID: id, Incarnation: mustInt(t, c, "inc", s.curInc(id)),
-			MetadataOffset: mustInt(t, c, "offset", int64(s.img.Offset())), WantShutdown: c.Flags["shutdown"]}
+		id := int32(c.Int(t, "id", 0))
+		ev := HeartbeatEvent{ID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
+			MetadataOffset: c.Int(t, "offset", int64(s.img.Offset())), WantShutdown: c.Flags["shutdown"]}
 		out := s.apply(DecideHeartbeat(s.img, ev))
 		r := HeartbeatResponse(s.img, ev)
 		return out + fmt.Sprintf("\nreply: err=%v fenced=%t shutdown_ready=%t", r.Err, r.Fenced, r.ShutdownReady)
 	case "up":
 		var out []string
-		for _, id := range mustIDs(t, c, "ids") {
+		for _, id := range c.IDs(t, "ids") {
 			out = append(out, s.apply(DecideRegister(s.img, RegisterEvent{ID: id,
 				Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1})))
 			out = append(out, s.apply(DecideHeartbeat(s.img, HeartbeatEvent{ID: id, Incarnation: 1,
@@ -106,25 +107,25 @@ func (s *scenario) exec(t *testing.T, c scriptCmd) string {
 		}
 		return strings.Join(out, "\n")
 	case "fence":
-		id := int32(mustInt(t, c, "id", 0))
-		return s.apply(DecideFence(s.img, id, mustInt(t, c, "inc", s.curInc(id))), nil)
+		id := int32(c.Int(t, "id", 0))
+		return s.apply(DecideFence(s.img, id, c.Int(t, "inc", s.curInc(id))), nil)
 	case "create":
 		var cfg map[string]string
 		if c.Flags["unclean"] {
 			cfg = map[string]string{ConfigUncleanLeaderElection: "true"}
 		}
 		return s.apply(DecideCreateTopic(s.img, CreateTopicEvent{Name: c.Args["name"], ID: "id-" + c.Args["name"],
-			Partitions: int32(mustInt(t, c, "partitions", 1)), RF: int32(mustInt(t, c, "rf", 1)),
-			MinISR: int32(mustInt(t, c, "min-isr", 0)), Configs: cfg, Seed: uint64(mustInt(t, c, "seed", 0))}))
+			Partitions: int32(c.Int(t, "partitions", 1)), RF: int32(c.Int(t, "rf", 1)),
+			MinISR: int32(c.Int(t, "min-isr", 0)), Configs: cfg, Seed: uint64(c.Int(t, "seed", 0))}))
 	case "delete":
 		return s.apply(DecideDeleteTopic(s.img, c.Args["name"]))
 	case "alter":
-		id := int32(mustInt(t, c, "id", 0))
-		topic, p := c.Args["topic"], int32(mustInt(t, c, "p", 0))
+		id := int32(c.Int(t, "id", 0))
+		topic, p := c.Args["topic"], int32(c.Int(t, "p", 0))
 		cur, _ := s.img.Partition(topic, p)
-		req := wire.AlterPartitionRequest{BrokerID: id, Incarnation: mustInt(t, c, "inc", s.curInc(id)),
-			Topic: topic, Partition: p, LeaderEpoch: int32(mustInt(t, c, "epoch", int64(cur.LeaderEpoch))),
-			PartitionEpoch: int32(mustInt(t, c, "pepoch", int64(cur.PartitionEpoch))), NewISR: mustIDs(t, c, "isr")}
+		req := wire.AlterPartitionRequest{BrokerID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
+			Topic: topic, Partition: p, LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))),
+			PartitionEpoch: int32(c.Int(t, "pepoch", int64(cur.PartitionEpoch))), NewISR: c.IDs(t, "isr")}
 		out := s.apply(DecideAlterPartition(s.img, req))
 		if strings.HasPrefix(out, "error") {
 			return out
@@ -134,7 +135,7 @@ func (s *scenario) exec(t *testing.T, c scriptCmd) string {
 	case "preferred":
 		return s.apply(DecidePreferredLeaders(s.img), nil)
 	case "pids":
-		return s.apply(DecideProducerIDs(s.img, int32(mustInt(t, c, "id", 0)), mustInt(t, c, "n", DefaultProducerIDBlock)))
+		return s.apply(DecideProducerIDs(s.img, int32(c.Int(t, "id", 0)), c.Int(t, "n", DefaultProducerIDBlock)))
 	case "show":
 		return s.img.String()
 	}

@@ -1,4 +1,14 @@
-package metadata
+// Package scripttest runs data-driven test scripts (in the spirit of
+// cockroachdb/datadriven), for tests only. A script is a sequence of blocks:
+//
+//	# comment
+//	command arg=value flag
+//	----
+//	expected output
+//	<blank line>
+//
+// Run a test with -rewrite to regenerate the expected output in place.
+package scripttest
 
 import (
 	"bufio"
@@ -8,22 +18,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
-
-// A tiny data-driven test runner (in the spirit of cockroachdb/datadriven):
-// a script is a sequence of blocks
-//
-//	# comment
-//	command arg=value flag
-//	----
-//	expected output
-//	<blank line>
-//
-// Run with -rewrite to regenerate the expected output in place.
 
 var rewrite = flag.Bool("rewrite", false, "rewrite expected output in testdata scripts")
 
-type scriptCmd struct {
+// Rewrite reports whether -rewrite was given.
+func Rewrite() bool { return *rewrite }
+
+// Cmd is one parsed command line.
+type Cmd struct {
 	Line  int
 	Name  string
 	Args  map[string]string
@@ -31,9 +35,12 @@ type scriptCmd struct {
 	Raw   string
 }
 
-func (c scriptCmd) has(k string) bool { _, ok := c.Args[k]; return ok || c.Flags[k] }
+// Has reports whether k was given as an argument or a flag.
+func (c Cmd) Has(k string) bool { _, ok := c.Args[k]; return ok || c.Flags[k] }
 
-func runScript(t *testing.T, path string, exec func(t *testing.T, c scriptCmd) string) {
+// Run executes the script at path, comparing (or with -rewrite, replacing)
+// each command's expected output with exec's.
+func Run(t *testing.T, path string, exec func(t *testing.T, c Cmd) string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -60,7 +67,7 @@ func runScript(t *testing.T, path string, exec func(t *testing.T, c scriptCmd) s
 			out.WriteString(line + "\n")
 			continue
 		}
-		cmd := parseCmd(trimmed, lineNo)
+		cmd := parse(trimmed, lineNo)
 		if sep, ok := next(); !ok || sep != "----" {
 			t.Fatalf("%s:%d: want ---- after command", path, lineNo)
 		}
@@ -89,9 +96,9 @@ func runScript(t *testing.T, path string, exec func(t *testing.T, c scriptCmd) s
 	}
 }
 
-func parseCmd(line string, n int) scriptCmd {
+func parse(line string, n int) Cmd {
 	f := strings.Fields(line)
-	c := scriptCmd{Line: n, Name: f[0], Args: map[string]string{}, Flags: map[string]bool{}, Raw: line}
+	c := Cmd{Line: n, Name: f[0], Args: map[string]string{}, Flags: map[string]bool{}, Raw: line}
 	for _, a := range f[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
 			c.Args[k] = v
@@ -102,7 +109,9 @@ func parseCmd(line string, n int) scriptCmd {
 	return c
 }
 
-func scriptFiles(t *testing.T, dir string) []string {
+// Files lists dir/*.txt, failing the test if there are none.
+func Files(t *testing.T, dir string) []string {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts in %s: %v", dir, err)
@@ -110,7 +119,8 @@ func scriptFiles(t *testing.T, dir string) []string {
 	return files
 }
 
-func mustInt(t *testing.T, c scriptCmd, k string, def int64) int64 {
+// Int returns argument k as an integer, or def if absent.
+func (c Cmd) Int(t *testing.T, k string, def int64) int64 {
 	t.Helper()
 	v, ok := c.Args[k]
 	if !ok {
@@ -123,7 +133,22 @@ func mustInt(t *testing.T, c scriptCmd, k string, def int64) int64 {
 	return n
 }
 
-func mustIDs(t *testing.T, c scriptCmd, k string) []int32 {
+// Duration returns argument k as a duration, or def if absent.
+func (c Cmd) Duration(t *testing.T, k string, def time.Duration) time.Duration {
+	t.Helper()
+	v, ok := c.Args[k]
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("line %d: %s=%q: %v", c.Line, k, v, err)
+	}
+	return d
+}
+
+// IDs returns argument k as a comma-separated list of ids.
+func (c Cmd) IDs(t *testing.T, k string) []int32 {
 	t.Helper()
 	v := c.Args[k]
 	if v == "" {

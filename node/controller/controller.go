@@ -1,0 +1,290 @@
+// Package controller is the active-controller runtime (DESIGN §3): on the
+// node whose raft member leads the metadata group it tracks broker sessions,
+// answers registrations, heartbeats, ISR changes, topic creation/deletion and
+// producer-id requests, and turns each into records through the pure
+// decisions of package metadata, proposed through raft.
+//
+// One goroutine (Run) decides and proposes, in order: every decision is made
+// against the image that includes every earlier decision, because requests
+// drained together are decided one after another against a speculative image
+// and proposed as one entry, and the next batch starts only after that entry
+// has been applied locally. Heartbeats that change nothing are answered
+// without entering the loop.
+//
+// On becoming raft leader the controller first commits a ControllerMarker
+// (so its image holds everything committed before), then grants every
+// registered broker one full session timeout from that moment before it
+// fences anyone. Sessions live in memory on the active controller only, on
+// the injected clock; a check tick fences expired brokers, moves leadership
+// back to preferred replicas, and adds broker-only nodes as raft learners.
+//
+// Lifecycle: New, then Run(ctx) until ctx ends (it returns nil then). Request
+// methods may be called at any time from any goroutine; while this node is
+// not the active controller (or Run is not running) they answer
+// NotController with the raft leader as the hint.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"paymentlog/node/metadata"
+)
+
+// Defaults.
+const (
+	DefaultHeartbeatInterval = 100 * time.Millisecond
+	DefaultSessionTimeout    = time.Second
+	DefaultProposeTimeout    = 5 * time.Second
+	// maxBatch bounds the requests decided together into one entry.
+	maxBatch = 256
+)
+
+// Config configures a Controller. Zero fields take the defaults.
+type Config struct {
+	NodeID int32
+	Raft   Raft
+	Store  *metadata.Store
+
+	HeartbeatInterval time.Duration // brokers' heartbeat period; default 100ms
+	SessionTimeout    time.Duration // silence that fences a broker; default 1s
+	// CheckInterval is the period of session expiry checks, preferred-leader
+	// elections and learner reconciliation; default HeartbeatInterval/2.
+	// Detection time is at most SessionTimeout + CheckInterval + one commit.
+	CheckInterval   time.Duration
+	ProposeTimeout  time.Duration // bound on one raft proposal; default 5s
+	ProducerIDBlock int64         // producer ids per block; default metadata.DefaultProducerIDBlock
+
+	Now   func() time.Time // default time.Now
+	Ticks <-chan time.Time // drives checks (tests); default a ticker at CheckInterval
+	Rand  func() uint64    // topic ids and assignment seeds, safe for concurrent use; default math/rand/v2
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.SessionTimeout <= 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.CheckInterval <= 0 {
+		c.CheckInterval = max(c.HeartbeatInterval/2, time.Millisecond)
+	}
+	if c.ProposeTimeout <= 0 {
+		c.ProposeTimeout = DefaultProposeTimeout
+	}
+	if c.ProducerIDBlock <= 0 {
+		c.ProducerIDBlock = metadata.DefaultProducerIDBlock
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Uint64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Controller is the active-controller runtime of one controller-eligible node.
+type Controller struct {
+	cfg  Config
+	log  *slog.Logger
+	reqs chan *request
+	// learnerKick wakes the learner reconciler.
+	learnerKick chan struct{}
+
+	mu struct {
+		sync.Mutex
+		// activeTerm is the raft term whose ControllerMarker this node
+		// committed; 0 while not the active controller.
+		activeTerm uint64
+		sessions   *sessions
+		running    bool
+	}
+}
+
+// New returns a controller; it acts only while Run runs.
+func New(cfg Config) *Controller {
+	cfg.defaults()
+	c := &Controller{
+		cfg:         cfg,
+		log:         cfg.Logger.With("node", cfg.NodeID),
+		reqs:        make(chan *request, maxBatch),
+		learnerKick: make(chan struct{}, 1),
+	}
+	c.mu.sessions = newSessions(cfg.SessionTimeout)
+	return c
+}
+
+// Run is the decision loop. It returns nil when ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.mu.running {
+		c.mu.Unlock()
+		return errors.New("controller: Run called twice")
+	}
+	c.mu.running = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.mu.running = false
+		c.mu.activeTerm = 0
+		c.mu.sessions.clear()
+		c.mu.Unlock()
+		c.failPending()
+	}()
+
+	ticks := c.cfg.Ticks
+	if ticks == nil {
+		t := time.NewTicker(c.cfg.CheckInterval)
+		defer t.Stop()
+		ticks = t.C
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.learnerLoop(ctx) }()
+	defer wg.Wait()
+
+	c.checkLeadership(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.cfg.Raft.LeaderChanges():
+			c.checkLeadership(ctx)
+		case <-ticks:
+			if c.checkLeadership(ctx) {
+				c.tick(ctx)
+			}
+		case r := <-c.reqs:
+			c.handleBatch(ctx, r)
+		}
+	}
+}
+
+// failPending answers requests left in the queue when Run ends.
+func (c *Controller) failPending() {
+	for {
+		select {
+		case r := <-c.reqs:
+			r.finish(nil, c.notController())
+		default:
+			return
+		}
+	}
+}
+
+// active reports whether this node is the active controller right now.
+func (c *Controller) active() bool {
+	c.mu.Lock()
+	term := c.mu.activeTerm
+	c.mu.Unlock()
+	if term == 0 {
+		return false
+	}
+	st := c.cfg.Raft.Status()
+	return st.IsLeader && st.Term == term
+}
+
+// checkLeadership activates or deactivates the controller according to
+// raft's view; loop only. It reports whether the controller is active.
+func (c *Controller) checkLeadership(ctx context.Context) bool {
+	st := c.cfg.Raft.Status()
+	c.mu.Lock()
+	term := c.mu.activeTerm
+	c.mu.Unlock()
+	switch {
+	case st.IsLeader && term == st.Term:
+		return true
+	case st.IsLeader:
+		return c.activate(ctx, st.Term)
+	case term != 0:
+		c.deactivate("raft leadership lost")
+	}
+	return false
+}
+
+// activate commits the marker for term and starts the grace period.
+func (c *Controller) activate(ctx context.Context, term uint64) bool {
+	start := c.cfg.Now()
+	data, err := metadata.EncodeEntry(metadata.ControllerMarker{ControllerID: c.cfg.NodeID, Term: term})
+	if err != nil {
+		panic(fmt.Sprintf("controller: encoding a marker cannot fail: %v", err))
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.ProposeTimeout)
+	idx, err := c.cfg.Raft.Propose(pctx, data)
+	cancel()
+	if err != nil {
+		c.log.Warn("controller marker not committed", "epoch", term, "err", err)
+		return false
+	}
+	img, err := c.waitApplied(ctx, idx)
+	if err != nil {
+		return false
+	}
+	if st := c.cfg.Raft.Status(); !st.IsLeader || st.Term != term {
+		return false
+	}
+	c.mu.Lock()
+	c.mu.activeTerm = term
+	c.mu.sessions.reset(img, c.cfg.Now())
+	c.mu.Unlock()
+	for _, b := range img.Brokers() {
+		c.cfg.Raft.SetPeerAddr(uint64(b.ID), b.Addr)
+	}
+	c.kickLearners()
+	c.log.Info("active controller", "epoch", term, "offset", idx, "brokers", len(img.Brokers()),
+		"took", c.cfg.Now().Sub(start))
+	return true
+}
+
+func (c *Controller) deactivate(why string) {
+	c.mu.Lock()
+	term := c.mu.activeTerm
+	c.mu.activeTerm = 0
+	c.mu.sessions.clear()
+	c.mu.Unlock()
+	if term != 0 {
+		c.log.Info("no longer the active controller", "epoch", term, "reason", why)
+	}
+}
+
+// waitApplied returns the store's image once it includes offset idx.
+func (c *Controller) waitApplied(ctx context.Context, idx uint64) (*metadata.Image, error) {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.ProposeTimeout)
+	defer cancel()
+	return c.cfg.Store.WaitFor(wctx, func(m *metadata.Image) bool { return m.Offset() >= idx })
+}
+
+// tick runs the periodic checks; loop only, active controller only.
+func (c *Controller) tick(ctx context.Context) {
+	now := c.cfg.Now()
+	img := c.cfg.Store.Image()
+	c.mu.Lock()
+	expired := c.mu.sessions.expired(img, now)
+	c.mu.Unlock()
+	var reqs []*request
+	for _, b := range expired {
+		b := b
+		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation)
+		reqs = append(reqs, &request{kind: "fence", decide: func(m *metadata.Image) ([]metadata.Record, error) {
+			return metadata.DecideFence(m, b.ID, b.Incarnation), nil
+		}})
+	}
+	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
+		return metadata.DecidePreferredLeaders(m), nil
+	}})
+	c.decideAndPropose(ctx, reqs)
+	if c.learnersMissing(c.cfg.Store.Image()) {
+		c.kickLearners()
+	}
+}
