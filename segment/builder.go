@@ -1,0 +1,138 @@
+package segment
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// BuilderOptions configures a batch; zero ProducerID means not idempotent (stored as -1).
+type BuilderOptions struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	BaseSequence  int32
+	Attributes    int16
+}
+
+// Builder accumulates records into one batch for a producer. It is not safe
+// for concurrent use.
+type Builder struct {
+	opts    BuilderOptions
+	buf     []byte // header space + encoded records
+	n       int
+	firstTs int64
+	maxTs   int64
+	built   bool // buf was handed out by Build; Reset must not reuse it
+}
+
+// NewBuilder starts an empty batch.
+func NewBuilder(opts BuilderOptions) *Builder {
+	b := &Builder{}
+	b.Reset(opts)
+	return b
+}
+
+// Reset starts a new empty batch. A Batch returned by an earlier Build stays
+// valid: its buffer is never reused.
+func (b *Builder) Reset(opts BuilderOptions) {
+	capHint := 4096
+	if b.built {
+		capHint = cap(b.buf)
+		b.buf = nil
+	}
+	if b.buf == nil {
+		b.buf = make([]byte, HeaderSize, capHint)
+	}
+	b.buf = b.buf[:HeaderSize]
+	b.opts, b.n, b.firstTs, b.maxTs, b.built = opts, 0, 0, 0, false
+}
+
+// Add appends one record. A nil key or value is stored as null.
+func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHeader) {
+	if b.built {
+		// Keep an earlier Build's Batch intact.
+		nb := make([]byte, len(b.buf), cap(b.buf))
+		copy(nb, b.buf)
+		b.buf, b.built = nb, false
+	}
+	if b.n == 0 {
+		b.firstTs, b.maxTs = timestampMs, timestampMs
+	} else if timestampMs > b.maxTs {
+		b.maxTs = timestampMs
+	}
+	tsDelta := timestampMs - b.firstTs
+	body := 1 + varintLen(tsDelta) + varintLen(int64(b.n)) +
+		bytesLen(key) + bytesLen(value) + varintLen(int64(len(headers)))
+	for _, h := range headers {
+		body += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	buf := b.buf
+	buf = binary.AppendVarint(buf, int64(body))
+	buf = append(buf, 0) // attributes
+	buf = binary.AppendVarint(buf, tsDelta)
+	buf = binary.AppendVarint(buf, int64(b.n))
+	buf = appendBytes(buf, key)
+	buf = appendBytes(buf, value)
+	buf = binary.AppendVarint(buf, int64(len(headers)))
+	for _, h := range headers {
+		buf = binary.AppendVarint(buf, int64(len(h.Key)))
+		buf = append(buf, h.Key...)
+		buf = appendBytes(buf, h.Value)
+	}
+	b.buf = buf
+	b.n++
+}
+
+// Len is the number of records added; Size the encoded size so far.
+func (b *Builder) Len() int  { return b.n }
+func (b *Builder) Size() int { return len(b.buf) }
+
+// Build encodes the batch (base offset 0, leader epoch 0, CRC set) and returns
+// it. The Batch owns its bytes: later Add or Reset calls do not modify it.
+// Building a batch without records yields an invalid batch; callers check Len.
+func (b *Builder) Build() Batch {
+	h := b.buf
+	be.PutUint64(h[offBaseOffset:], 0)
+	be.PutUint32(h[offLength:], uint32(len(h)-lengthPrefix))
+	be.PutUint32(h[offLeaderEpoch:], 0)
+	h[offMagic] = FormatVersion
+	be.PutUint16(h[offAttributes:], uint16(b.opts.Attributes))
+	be.PutUint32(h[offLastOffsetDelta:], uint32(int32(b.n-1)))
+	be.PutUint64(h[offFirstTimestamp:], uint64(b.firstTs))
+	be.PutUint64(h[offMaxTimestamp:], uint64(b.maxTs))
+	pid, pepoch, seq := b.opts.ProducerID, b.opts.ProducerEpoch, b.opts.BaseSequence
+	if pid == 0 {
+		pid, pepoch, seq = -1, -1, -1
+	}
+	be.PutUint64(h[offProducerID:], uint64(pid))
+	be.PutUint16(h[offProducerEpoch:], uint16(pepoch))
+	be.PutUint32(h[offBaseSequence:], uint32(seq))
+	be.PutUint32(h[offRecordCount:], uint32(int32(b.n)))
+	be.PutUint32(h[offCRC:], crc32.Checksum(h[offAttributes:], castagnoli))
+	b.built = true
+	return Batch(h[:len(h):len(h)])
+}
+
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+func bytesLen(p []byte) int {
+	if p == nil {
+		return 1
+	}
+	return varintLen(int64(len(p))) + len(p)
+}
+
+func appendBytes(buf, p []byte) []byte {
+	if p == nil {
+		return binary.AppendVarint(buf, -1)
+	}
+	buf = binary.AppendVarint(buf, int64(len(p)))
+	return append(buf, p...)
+}

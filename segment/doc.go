@@ -1,0 +1,110 @@
+// Package segment stores a partition's log: memory-mapped, append-only segment
+// files with a sparse offset index, a time index, a leader-epoch cache and
+// crash recovery. The same package stores the cluster metadata raft log.
+//
+// # Record batch format (FormatVersion 2)
+//
+// A record batch is the unit of storage, replication and transfer: producers
+// encode it once, the leader stamps BaseOffset and LeaderEpoch in place, and
+// every node stores and serves the same bytes. All integers are big-endian
+// (network byte order). The format below is part of the on-disk and wire
+// format; changing it requires a new FormatVersion.
+//
+//	offset size field            notes
+//	------ ---- ---------------- ------------------------------------------------
+//	   0    8   BaseOffset       int64; offset of the first record    \ not covered
+//	   8    4   Length           int32; bytes after this field         | by the CRC
+//	  12    4   LeaderEpoch      int32; stamped by the leader          /
+//	  16    1   Magic            int8; FormatVersion (2)               (checked)
+//	  17    4   CRC              uint32; CRC-32C (Castagnoli) of bytes [21, 12+Length)
+//	  21    2   Attributes       int16; reserved, 0 (compression none)  \
+//	  23    4   LastOffsetDelta  int32; RecordCount-1                    |
+//	  27    8   FirstTimestamp   int64; unix ms of the first record      |
+//	  35    8   MaxTimestamp     int64; largest record timestamp         | covered
+//	  43    8   ProducerID       int64; -1 when not idempotent           | by the
+//	  51    2   ProducerEpoch    int16; -1 when not idempotent           | CRC
+//	  53    4   BaseSequence     int32; -1 when not idempotent           |
+//	  57    4   RecordCount      int32; >= 1                             |
+//	  61    …   Records          RecordCount records, see below         /
+//
+// HeaderSize is 61. The total size of a batch is 12+Length. BaseOffset and
+// LeaderEpoch lie outside the CRC so that a leader can stamp them without
+// recomputing it; recovery protects BaseOffset by checking that offsets are
+// contiguous, and LeaderEpoch (as in Kafka) is not protected. Length and Magic
+// are protected indirectly: a wrong Length moves the end of the CRC'd range.
+//
+// Each record is varint-framed. Varints are zig-zag encoded signed varints as
+// in encoding/binary.PutVarint:
+//
+//	field            type
+//	---------------- ----------------------------------------------------------
+//	Length           varint; bytes of the record after this field
+//	Attributes       int8; reserved, 0
+//	TimestampDelta   varint; Timestamp - FirstTimestamp
+//	OffsetDelta      varint; Offset - BaseOffset (the record's index in the batch)
+//	KeyLength        varint; -1 for a null key
+//	Key              KeyLength bytes
+//	ValueLength      varint; -1 for a null value
+//	Value            ValueLength bytes
+//	HeaderCount      varint
+//	Headers          HeaderCount × (KeyLength varint, Key, ValueLength varint (-1 null), Value)
+//
+// # Files
+//
+// A log is a directory of segments. Segment files are named after their base
+// offset in 20 decimal digits:
+//
+//	00000000000000000000.log        record batches, back to back
+//	00000000000000000000.index      8-byte entries: relative offset uint32, position uint32
+//	00000000000000000000.timeindex  12-byte entries: timestamp int64, relative offset uint32
+//	log-start-offset                checkpoint: log start offset (after DeleteBefore)
+//	recovery-point                  checkpoint: segments below this offset are flushed and sealed
+//	leader-epoch-checkpoint         checkpoint: leader-epoch cache
+//	.clean-shutdown                 marker: written by Close, removed by Open
+//
+// The active (last) segment's .log is sized to Options.SegmentBytes with
+// ftruncate (a sparse file: an idle partition costs no disk), mapped
+// read-write, and disk blocks are reserved with fallocate a few MiB ahead of
+// the writer, so that a full disk yields ErrDiskFull instead of SIGBUS.
+// Appends copy batch bytes into the mapping; reads return slices of it. When a
+// batch does not fit, the index is full or the segment is older than RollAge,
+// the segment is sealed (flushed, truncated to its real size, remapped
+// read-only) and a new one is rolled.
+//
+// An index entry is added for a batch when at least IndexInterval bytes were
+// appended since the previous entry; it points at the batch's first byte. The
+// time index entry written at the same moment holds the largest timestamp of
+// all earlier batches of the segment, so every batch before its offset has a
+// smaller or equal timestamp.
+//
+// # Checkpoint files
+//
+// Checkpoints are small text files replaced atomically (WriteCheckpoint: write
+// a temporary file, fsync, rename, fsync the directory). Their first line is
+// the checkpoint version (0); log-start-offset and recovery-point hold one
+// decimal offset on the second line; leader-epoch-checkpoint holds the entry
+// count and then one "epoch startOffset" line per entry.
+//
+// # Recovery
+//
+// Open after a clean shutdown trusts the files (and cheaply checks each
+// segment's tail against its index). After an unclean shutdown it scans every
+// segment from the recovery point on, batch by batch, checking length, magic,
+// CRC and offset continuity, and rebuilds their indexes and the epoch cache.
+// The first bad batch of the last segment is a torn tail: it and everything
+// after it are removed (logged at info when it was not just preallocated
+// zeros). A bad batch in an earlier, sealed segment is corruption: Open fails
+// with a *CorruptionError naming the file and byte position, or truncates there
+// when Options.TruncateOnCorruption is set (so a replica can re-fetch from its
+// leader). Bytes are never silently skipped.
+//
+// # Lifetimes
+//
+// Read returns a *View aliasing a segment mapping. Every mapping is reference
+// counted: the log holds one reference per live mapping and every View holds
+// one. Retention, truncation and Close drop the log's reference; the memory is
+// unmapped (and the file closed) when the last View is released, so a reader
+// never faults and never sees recycled bytes. A truncation that cuts into a
+// segment while Views of it are outstanding writes the kept prefix to a new
+// file and renames it over the old one instead of truncating in place.
+package segment

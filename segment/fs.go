@@ -1,0 +1,229 @@
+package segment
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	mmap "github.com/edsrzf/mmap-go"
+	"golang.org/x/sys/unix"
+)
+
+// FS is the file-system interface all file access goes through, so that tests
+// can inject failed fsyncs, short writes, ENOSPC and crashes that keep only
+// synced bytes (see MemFS). A nil FS in Options means OSFS.
+type FS interface {
+	// OpenFile opens a file like os.OpenFile.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove deletes a file; the directory entry is durable after SyncDir.
+	Remove(name string) error
+	// Rename renames a file atomically; durable after SyncDir.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// ReadDir lists the names of the files in dir, sorted.
+	ReadDir(dir string) ([]string, error)
+	// SyncDir makes dir's entries (creations, removals, renames) durable.
+	SyncDir(dir string) error
+}
+
+// File is an open file.
+type File interface {
+	ReadAt(p []byte, off int64) (int, error)
+	WriteAt(p []byte, off int64) (int, error)
+	// Size returns the current file size.
+	Size() (int64, error)
+	// Truncate changes the file size; growing makes a sparse hole of zeros.
+	Truncate(size int64) error
+	// Allocate reserves disk blocks for [off, off+n) without changing the
+	// size, so that later writes through a mapping cannot fail for lack of space.
+	Allocate(off, n int64) error
+	// Sync makes the file's data and size durable (fdatasync).
+	Sync() error
+	// Map maps the first size bytes of the file (size <= Size()).
+	Map(size int, writable bool) (Mapping, error)
+	Close() error
+}
+
+// Mapping is a memory mapping of a file.
+type Mapping interface {
+	// Bytes returns the mapped memory.
+	Bytes() []byte
+	// Flush makes [off, off+n) durable (msync on the covering pages).
+	Flush(off, n int) error
+	// Unmap releases the mapping; Bytes must not be used afterwards.
+	Unmap() error
+}
+
+// OSFS is the operating system's file system.
+type OSFS struct{}
+
+var _ FS = OSFS{}
+
+func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f}, nil
+}
+
+func (OSFS) Remove(name string) error                    { return os.Remove(name) }
+func (OSFS) Rename(oldname, newname string) error        { return os.Rename(oldname, newname) }
+func (OSFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
+
+func (OSFS) ReadDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (OSFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type osFile struct {
+	f           *os.File
+	noFallocate bool
+}
+
+func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.f.WriteAt(p, off)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	return n, err
+}
+func (f *osFile) Truncate(size int64) error { return f.f.Truncate(size) }
+func (f *osFile) Close() error              { return f.f.Close() }
+
+func (f *osFile) Size() (int64, error) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+func (f *osFile) Sync() error {
+	for {
+		err := unix.Fdatasync(int(f.f.Fd()))
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+func (f *osFile) Allocate(off, n int64) error {
+	if n <= 0 || f.noFallocate {
+		return nil
+	}
+	for {
+		err := unix.Fallocate(int(f.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, off, n)
+		switch {
+		case err == nil:
+			return nil
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EOPNOTSUPP || err == syscall.ENOSYS:
+			// The file system cannot reserve blocks; writes go through the
+			// mapping unreserved (a full disk would then fault).
+			f.noFallocate = true
+			return nil
+		default:
+			return &os.PathError{Op: "fallocate", Path: f.f.Name(), Err: err}
+		}
+	}
+}
+
+func (f *osFile) Map(size int, writable bool) (Mapping, error) {
+	if size <= 0 {
+		return nil, errors.New("segment: cannot map an empty file")
+	}
+	prot := mmap.RDONLY
+	if writable {
+		prot = mmap.RDWR
+	}
+	m, err := mmap.MapRegion(f.f, size, prot, 0, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "mmap", Path: f.f.Name(), Err: err}
+	}
+	// Segment access is mostly sequential.
+	_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
+	return &osMapping{m: m, name: f.f.Name()}, nil
+}
+
+type osMapping struct {
+	m    mmap.MMap
+	name string
+}
+
+var pageSize = os.Getpagesize()
+
+func (m *osMapping) Bytes() []byte { return m.m }
+
+func (m *osMapping) Flush(off, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	start := off &^ (pageSize - 1)
+	end := off + n
+	if end > len(m.m) {
+		end = len(m.m)
+	}
+	if err := unix.Msync(m.m[start:end], unix.MS_SYNC); err != nil {
+		return &os.PathError{Op: "msync", Path: m.name, Err: err}
+	}
+	return nil
+}
+
+func (m *osMapping) Unmap() error { return m.m.Unmap() }
+
+// prefault asks the kernel to populate the page tables of [off, off+n) for
+// writing, so that appends do not take one page fault per 4 KiB. Best effort.
+func (m *osMapping) prefault(off, n int) {
+	start := off &^ (pageSize - 1)
+	end := off + n
+	if end > len(m.m) {
+		end = len(m.m)
+	}
+	if start < end {
+		_ = unix.Madvise(m.m[start:end], unix.MADV_POPULATE_WRITE)
+	}
+}
+
+// isNoSpace reports whether err means the file system is full.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+func fsOrDefault(fs FS) FS {
+	if fs == nil {
+		return OSFS{}
+	}
+	return fs
+}
+
+func join(dir, name string) string { return filepath.Join(dir, name) }

@@ -1,0 +1,87 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+)
+
+var ctx = context.Background()
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// mustOpen opens a log in dir, failing the test on error.
+func mustOpen(tb testing.TB, dir string, opts Options) *Log {
+	tb.Helper()
+	if opts.Logger == nil {
+		opts.Logger = quietLogger
+	}
+	l, err := Open(ctx, dir, opts)
+	if err != nil {
+		tb.Fatalf("Open(%s): %v", dir, err)
+	}
+	return l
+}
+
+// testBatch builds a batch of n records with values "v<seed>-<i>".
+func testBatch(seed, n int, ts int64) Batch {
+	b := NewBuilder(BuilderOptions{})
+	for i := 0; i < n; i++ {
+		b.Add(ts+int64(i), []byte(fmt.Sprintf("k%d", i)), []byte(fmt.Sprintf("v%d-%d", seed, i)), nil)
+	}
+	return b.Build()
+}
+
+func mustAppend(tb testing.TB, l *Log, b Batch, epoch int32) AppendInfo {
+	tb.Helper()
+	info, err := l.Append(ctx, b, epoch)
+	if err != nil {
+		tb.Fatalf("Append: %v", err)
+	}
+	return info
+}
+
+// readAll returns every batch from offset to the end as copies.
+func readAll(tb testing.TB, l *Log, from int64) []Batch {
+	tb.Helper()
+	var out []Batch
+	for {
+		v, err := l.Read(from, 1<<20, -1)
+		if err != nil {
+			tb.Fatalf("Read(%d): %v", from, err)
+		}
+		if len(v.Data) == 0 {
+			v.Release()
+			return out
+		}
+		_, err = SplitBatches(v.Data, func(b Batch) error {
+			out = append(out, append(Batch(nil), b...))
+			return nil
+		})
+		if err != nil {
+			tb.Fatalf("SplitBatches: %v", err)
+		}
+		from = v.Next
+		v.Release()
+	}
+}
+
+// crash simulates a process that dies: mappings and files are dropped
+// without flushing, trimming or writing the clean-shutdown marker.
+func (l *Log) crashForTest() {
+	if l.bgStop != nil {
+		close(l.bgStop)
+		<-l.bgDone
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	l.mu.closed = true
+	segs := l.mu.segs
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.closeFiles()
+	}
+}

@@ -1,0 +1,691 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// File names inside a log directory (see the package doc).
+const (
+	cleanShutdownFile = ".clean-shutdown"
+	logStartFile      = "log-start-offset"
+	recoveryPointFile = "recovery-point"
+	epochFile         = "leader-epoch-checkpoint"
+)
+
+// allocChunk is how far ahead of the writer disk blocks are reserved (and
+// pages prefaulted) in the active segment.
+const allocChunk = 8 << 20
+
+// AppendInfo describes where an appended batch landed.
+type AppendInfo struct {
+	BaseOffset int64
+	LastOffset int64
+	Position   int64 // byte position in its segment
+}
+
+// Log is a partition directory of segments. All methods are safe for concurrent use.
+//
+// Lifecycle: Open recovers the directory and starts a background flusher
+// (for SyncInterval and SyncNever); Close stops it, flushes everything,
+// trims the active segment, writes the clean-shutdown marker and drops the
+// log's references to every mapping. Views obtained before Close stay valid
+// until released; every other method returns ErrClosed afterwards. After an
+// I/O error that leaves durability unknown (a failed flush), writes return
+// ErrLogFailed; Close then skips the marker so that the next Open recovers.
+type Log struct {
+	dir    string
+	opts   Options
+	fs     FS
+	logger *slog.Logger
+
+	// appendMu serializes every mutation (append, roll, truncation, retention)
+	// and is held across their I/O. Readers never take it.
+	appendMu      sync.Mutex
+	recoveryPoint int64 // (appendMu) value stored in recovery-point
+
+	mu struct {
+		sync.RWMutex
+		segs     []*segment // by base offset; the last one is active. Invariant: segs[i].next == segs[i+1].base
+		logStart int64      // Invariant: segs[0].base <= logStart <= leo
+		leo      int64      // Invariant: leo == segs[len-1].next
+		epochs   epochCache
+		closed   bool
+	}
+
+	gc     groupCommit
+	failed atomic.Pointer[error]
+
+	pendingMu sync.Mutex
+	pending   []*segment // SyncNever: sealed segments not yet fsynced
+
+	bgStop chan struct{}
+	bgDone chan struct{}
+	bgKick chan struct{}
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+func (l *Log) active() *segment { return l.mu.segs[len(l.mu.segs)-1] }
+
+// ioErr classifies a file-system error.
+func (l *Log) ioErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if isNoSpace(err) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// fail makes the log refuse writes after an I/O error with unknown outcome.
+func (l *Log) fail(err error) error {
+	e := fmt.Errorf("%w: %w", ErrLogFailed, err)
+	if l.failed.CompareAndSwap(nil, &e) {
+		l.logger.Error("segment: log failed; reopen to recover", "dir", l.dir, "err", err)
+	}
+	return *l.failed.Load()
+}
+
+func (l *Log) failErr() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// writableLocked checks that the log accepts writes. appendMu held.
+func (l *Log) writableLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.failErr()
+}
+
+func checkShape(b Batch, max int) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if size := lengthPrefix + int(h.Length); size != len(b) {
+		return h, corruptf("batch length field says %d bytes, have %d", size, len(b))
+	}
+	if len(b) > max {
+		return h, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(b), max)
+	}
+	return h, nil
+}
+
+// Append assigns offsets starting at the log end, stamps leaderEpoch into the
+// batch (it is modified in place) and copies it into the active segment. It does
+// not wait for durability; call WaitDurable before acknowledging. Append does
+// not verify the CRC (the caller validated the batch when it arrived); it does
+// check the header structure.
+func (l *Log) Append(ctx context.Context, b Batch, leaderEpoch int32) (AppendInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return AppendInfo{}, err
+	}
+	h, err := checkShape(b, l.opts.MaxBatchBytes)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	base := l.mu.leo
+	b.SetBaseOffset(base)
+	b.SetLeaderEpoch(leaderEpoch)
+	return l.appendOneLocked(b, base, base+int64(h.LastOffsetDelta), leaderEpoch, h.MaxTimestamp)
+}
+
+// appendOneLocked copies one stamped batch to the log end. appendMu held.
+func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int64) (AppendInfo, error) {
+	n := int64(len(b))
+	seg, err := l.segmentForLocked(n, last)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	pos := seg.size
+	if err := l.reserveLocked(seg, pos+n); err != nil {
+		return AppendInfo{}, err
+	}
+	copy(seg.mp.data[pos:pos+n], b)
+	indexed, err := l.indexBatchLocked(seg, pos, base, n)
+	if err != nil {
+		return AppendInfo{}, l.ioErr(err)
+	}
+
+	l.mu.Lock()
+	seg.size = pos + n
+	seg.next = last + 1
+	if maxTs > seg.maxTs {
+		seg.maxTs = maxTs
+	}
+	if indexed {
+		seg.idx.n++
+		seg.tidx.n++
+	}
+	l.mu.leo = last + 1
+	epochChanged := l.mu.epochs.assign(epoch, base)
+	var enc []byte
+	if epochChanged {
+		enc = l.mu.epochs.encode()
+	}
+	l.mu.Unlock()
+
+	if epochChanged {
+		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
+			return AppendInfo{}, l.fail(err)
+		}
+	}
+	return AppendInfo{BaseOffset: base, LastOffset: last, Position: pos}, nil
+}
+
+// segmentForLocked returns the segment the next batch of n bytes ending at
+// offset last goes to, rolling if needed. appendMu held.
+func (l *Log) segmentForLocked(n, last int64) (*segment, error) {
+	seg := l.active()
+	need := seg.sealed ||
+		seg.size+n > seg.capacity ||
+		seg.idx.full() || seg.tidx.full() ||
+		last-seg.base > math.MaxUint32
+	if !need && seg.size > 0 && l.opts.RollAge > 0 && !seg.rollTime.IsZero() &&
+		l.opts.Now().Sub(seg.rollTime) >= l.opts.RollAge {
+		need = true
+	}
+	if !need {
+		if seg.size == 0 {
+			seg.rollTime = l.opts.Now()
+		}
+		return seg, nil
+	}
+	if seg.size == 0 && !seg.sealed {
+		// An empty active segment too small for this batch: replace it.
+		if err := l.replaceEmptyActiveLocked(n); err != nil {
+			return nil, err
+		}
+	} else if err := l.rollLocked(n); err != nil {
+		return nil, err
+	}
+	seg = l.active()
+	seg.rollTime = l.opts.Now()
+	return seg, nil
+}
+
+func (l *Log) capacityFor(n int64) int64 {
+	if n > l.opts.SegmentBytes {
+		return n
+	}
+	return l.opts.SegmentBytes
+}
+
+// rollLocked seals the active segment and starts a new one. appendMu held.
+func (l *Log) rollLocked(n int64) error {
+	old := l.active()
+	if !old.sealed {
+		if err := l.sealLocked(old, l.opts.Sync != SyncNever); err != nil {
+			return l.fail(err)
+		}
+	}
+	seg, err := l.createSegment(old.next, l.capacityFor(n))
+	if err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.closeFiles()
+		return l.fail(err)
+	}
+	l.mu.Lock()
+	l.mu.segs = append(l.mu.segs, seg)
+	l.mu.Unlock()
+	if l.opts.Sync == SyncNever {
+		l.pendingMu.Lock()
+		l.pending = append(l.pending, old)
+		l.pendingMu.Unlock()
+		select {
+		case l.bgKick <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	if err := l.setRecoveryPointLocked(seg.base); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+func (l *Log) replaceEmptyActiveLocked(n int64) error {
+	old := l.active()
+	base := old.base
+	l.mu.Lock()
+	l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
+	l.mu.Unlock()
+	old.closeFiles()
+	seg, err := l.createSegment(base, l.capacityFor(n))
+	if err == nil {
+		err = l.fs.SyncDir(l.dir)
+	}
+	if err != nil {
+		// Put back an empty segment so the log keeps its shape.
+		if seg2, err2 := l.createSegment(base, l.opts.SegmentBytes); err2 == nil {
+			seg = seg2
+		} else {
+			return l.fail(err)
+		}
+	}
+	l.mu.Lock()
+	l.mu.segs = append(l.mu.segs, seg)
+	l.mu.Unlock()
+	return err
+}
+
+// sealLocked flushes (when sync), trims and remaps a segment read-only.
+// appendMu held.
+func (l *Log) sealLocked(s *segment, sync bool) error {
+	if err := l.trimLocked(s, sync); err != nil {
+		return err
+	}
+	var mp *mapping
+	if s.size > 0 {
+		m, err := s.file.f.Map(int(s.size), false)
+		if err != nil {
+			return err
+		}
+		s.file.acquire()
+		mp = newMapping(m, nil, false)
+		f := s.file
+		mp.onFree = func(error) { f.release() }
+	}
+	l.mu.Lock()
+	old := s.mp
+	s.mp, s.sealed = mp, true
+	l.mu.Unlock()
+	if old != nil {
+		old.release()
+	}
+	return nil
+}
+
+// trimLocked flushes (when sync) and truncates the segment's files to their
+// contents. appendMu held.
+func (l *Log) trimLocked(s *segment, sync bool) error {
+	if sync && s.mp != nil && s.size > s.flushed.Load() {
+		from := s.flushed.Load()
+		if err := s.mp.m.Flush(int(from), int(s.size-from)); err != nil {
+			return err
+		}
+		s.flushed.Store(s.size)
+	}
+	if err := s.idx.seal(sync); err != nil {
+		return err
+	}
+	if err := s.tidx.seal(sync); err != nil {
+		return err
+	}
+	if err := s.file.f.Truncate(s.size); err != nil {
+		return err
+	}
+	s.capacity = s.size
+	s.allocated = s.size
+	if sync {
+		return s.file.f.Sync()
+	}
+	return nil
+}
+
+// reserveLocked reserves disk blocks (and prefaults pages) up to end.
+func (l *Log) reserveLocked(s *segment, end int64) error {
+	if end <= s.allocated {
+		return nil
+	}
+	to := s.allocated + allocChunk
+	if to < end {
+		to = end
+	}
+	if to > s.capacity {
+		to = s.capacity
+	}
+	if err := s.file.f.Allocate(s.allocated, to-s.allocated); err != nil {
+		if isNoSpace(err) {
+			return fmt.Errorf("%w: reserving %d bytes in %s: %w", ErrDiskFull, to-s.allocated, s.logPath, err)
+		}
+		return err
+	}
+	if om, ok := s.mp.m.(*osMapping); ok {
+		om.prefault(int(s.allocated), int(to-s.allocated))
+	}
+	s.allocated = to
+	return nil
+}
+
+// indexBatchLocked writes index entries for a batch at pos (unpublished).
+func (l *Log) indexBatchLocked(s *segment, pos, base, n int64) (bool, error) {
+	added := false
+	if s.size > 0 && s.sinceIndex >= int64(l.opts.IndexInterval) && !s.idx.full() && !s.tidx.full() {
+		rel := uint32(base - s.base)
+		if err := s.idx.add(rel, uint32(pos)); err != nil {
+			return false, err
+		}
+		if err := s.tidx.add(s.maxTs, rel); err != nil {
+			return false, err
+		}
+		s.sinceIndex = 0
+		added = true
+	}
+	s.sinceIndex += n
+	return added, nil
+}
+
+// AppendVerbatim stores batches that already carry offsets and epochs (a follower
+// copying its leader). The first base offset must equal LogEndOffset and each
+// batch must follow the previous one. Every batch's CRC is checked first; on
+// a later error a prefix of the batches may have been appended (LogEndOffset
+// tells how far).
+func (l *Log) AppendVerbatim(ctx context.Context, batches []byte) (AppendInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return AppendInfo{}, err
+	}
+	if len(batches) == 0 {
+		return AppendInfo{}, errors.New("segment: AppendVerbatim with no batches")
+	}
+	type item struct {
+		b Batch
+		h Header
+	}
+	var items []item
+	var next int64 = -1
+	_, err := SplitBatches(batches, func(b Batch) error {
+		h, err := checkShape(b, l.opts.MaxBatchBytes)
+		if err != nil {
+			return err
+		}
+		if next >= 0 && h.BaseOffset != next {
+			return fmt.Errorf("%w: batch at offset %d follows one ending before %d", ErrNonContiguous, h.BaseOffset, next)
+		}
+		next = h.LastOffset() + 1
+		items = append(items, item{b, h})
+		return nil
+	})
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	if first := items[0].h.BaseOffset; first != l.mu.leo {
+		return AppendInfo{}, fmt.Errorf("%w: first batch at offset %d, log end is %d", ErrNonContiguous, first, l.mu.leo)
+	}
+	var info AppendInfo
+	for i, it := range items {
+		ai, err := l.appendOneLocked(it.b, it.h.BaseOffset, it.h.LastOffset(), it.h.LeaderEpoch, it.h.MaxTimestamp)
+		if err != nil {
+			return info, err
+		}
+		if i == 0 {
+			info = ai
+		}
+		info.LastOffset = ai.LastOffset
+	}
+	return info, nil
+}
+
+// Read returns whole batches starting with the batch containing offset, at most
+// maxBytes (but always at least one batch if any is there) and never past
+// maxOffset (exclusive; use the HW for consumers, -1 for no limit). Batches come
+// from one segment; read again from View.Next for more. The View must be
+// released.
+func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*View, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return nil, ErrClosed
+	}
+	if offset < l.mu.logStart || offset > l.mu.leo {
+		return nil, &OffsetOutOfRangeError{Requested: offset, Start: l.mu.logStart, End: l.mu.leo}
+	}
+	if offset == l.mu.leo || (maxOffset >= 0 && offset >= maxOffset) {
+		return &View{Next: offset}, nil
+	}
+	segs := l.mu.segs
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	s := segs[i]
+	start := s.findBatch(offset)
+	end, next := start, offset
+	for end < s.size {
+		size, _, last, _ := s.batchAt(end)
+		if maxOffset >= 0 && last >= maxOffset {
+			break
+		}
+		if end > start && end-start+size > int64(maxBytes) {
+			break
+		}
+		end += size
+		next = last + 1
+	}
+	if end == start {
+		return &View{Next: offset}, nil
+	}
+	s.mp.acquire()
+	return &View{Data: s.mp.data[start:end:end], Next: next, mp: s.mp}, nil
+}
+
+// LogStartOffset and LogEndOffset (the offset the next record will get).
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart
+}
+
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.leo
+}
+
+// Size returns the bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Segments returns the base offsets of the segments, oldest first.
+func (l *Log) Segments() []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]int64, len(l.mu.segs))
+	for i, s := range l.mu.segs {
+		out[i] = s.base
+	}
+	return out
+}
+
+// WaitDurable returns once every byte below offset is on disk as the sync
+// policy requires: SyncAlways flushes (coalescing concurrent callers into one
+// flush), the other policies return at once.
+func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	if err := l.failErr(); err != nil {
+		return err
+	}
+	if l.opts.Sync != SyncAlways {
+		return nil
+	}
+	return l.gc.waitFor(ctx, offset, l.flushAll, l.LogEndOffset)
+}
+
+// Sync flushes everything now regardless of policy.
+func (l *Log) Sync(ctx context.Context) error {
+	if err := l.failErr(); err != nil {
+		return err
+	}
+	return l.gc.waitFor(ctx, l.LogEndOffset(), l.flushAll, l.LogEndOffset)
+}
+
+// flushAll makes every appended byte durable and returns the offset it covers.
+func (l *Log) flushAll() (int64, error) {
+	if err := l.flushPending(); err != nil {
+		return 0, err
+	}
+	l.mu.RLock()
+	if l.mu.closed {
+		l.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	s := l.active()
+	end, target, mp := s.size, l.mu.leo, s.mp
+	if mp != nil {
+		mp.acquire()
+	}
+	l.mu.RUnlock()
+	if mp == nil {
+		return target, nil
+	}
+	defer mp.release()
+	from := s.flushed.Load()
+	if end > from {
+		if err := mp.m.Flush(int(from), int(end-from)); err != nil {
+			return 0, l.fail(err)
+		}
+		for {
+			cur := s.flushed.Load()
+			if cur >= end || s.flushed.CompareAndSwap(cur, end) {
+				break
+			}
+		}
+	}
+	return target, nil
+}
+
+// flushPending fsyncs segments sealed without a flush (SyncNever).
+func (l *Log) flushPending() error {
+	l.pendingMu.Lock()
+	segs := l.pending
+	l.pending = nil
+	l.pendingMu.Unlock()
+	for i, s := range segs {
+		if !s.file.tryAcquire() {
+			continue // deleted meanwhile
+		}
+		err := s.file.f.Sync()
+		s.file.release()
+		if err != nil {
+			l.pendingMu.Lock()
+			l.pending = append(segs[i:], l.pending...)
+			l.pendingMu.Unlock()
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// setRecoveryPointLocked stores the recovery point. appendMu held.
+func (l *Log) setRecoveryPointLocked(off int64) error {
+	if off == l.recoveryPoint {
+		return nil
+	}
+	if err := writeOffsetCheckpoint(l.fs, join(l.dir, recoveryPointFile), off); err != nil {
+		return err
+	}
+	l.recoveryPoint = off
+	return nil
+}
+
+// background flushes on the interval (SyncInterval) and makes segments sealed
+// under SyncNever durable, advancing the recovery point.
+func (l *Log) background(tick <-chan struct{}) {
+	defer close(l.bgDone)
+	for {
+		select {
+		case <-l.bgStop:
+			return
+		case <-tick:
+			_ = l.Sync(context.Background())
+		case <-l.bgKick:
+			if err := l.flushPending(); err != nil {
+				continue
+			}
+			l.appendMu.Lock()
+			if l.writableLocked() == nil {
+				rp := l.active().base
+				l.pendingMu.Lock()
+				for _, s := range l.pending {
+					rp = min(rp, s.base)
+				}
+				l.pendingMu.Unlock()
+				if err := l.setRecoveryPointLocked(rp); err != nil {
+					l.fail(err)
+				}
+			}
+			l.appendMu.Unlock()
+		}
+	}
+}
+
+// Close flushes, writes the clean-shutdown marker and unmaps everything once
+// no view references remain. Later calls return ErrClosed.
+func (l *Log) Close() error {
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if l.bgStop != nil {
+		select {
+		case <-l.bgStop:
+		default:
+			close(l.bgStop)
+		}
+		<-l.bgDone
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.mu.closed {
+		return ErrClosed
+	}
+	var err error
+	if l.failErr() == nil {
+		err = l.flushPending()
+		if err == nil {
+			err = l.trimLocked(l.active(), true)
+		}
+		if err == nil {
+			err = l.writeCleanMarker()
+		}
+	}
+	l.mu.Lock()
+	l.mu.closed = true
+	segs := l.mu.segs
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.closeFiles()
+	}
+	return err
+}
+
+func (l *Log) writeCleanMarker() error {
+	f, err := l.fs.OpenFile(join(l.dir, cleanShutdownFile), osCreate, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return l.fs.SyncDir(l.dir)
+}

@@ -1,0 +1,93 @@
+package segment
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultSegmentBytes  = 1 << 30
+	DefaultIndexInterval = 4096
+	DefaultMaxIndexBytes = 10 << 20
+	DefaultRollAge       = 7 * 24 * time.Hour
+	DefaultMaxBatchBytes = 16<<20 - 1<<10
+	DefaultSyncInterval  = 200 * time.Millisecond
+	// MaxSegmentBytes bounds a segment so that positions fit the index's uint32.
+	MaxSegmentBytes = math.MaxInt32
+)
+
+// Options configure a Log. Zero fields take the documented defaults.
+type Options struct {
+	SegmentBytes   int64         // default 1 GiB; at most MaxSegmentBytes
+	IndexInterval  int           // default 4096
+	MaxIndexBytes  int           // default 10 MiB
+	RollAge        time.Duration // default 7 days; 0 = default, <0 = never
+	RetentionBytes int64         // default -1 (unlimited)
+	RetentionAge   time.Duration // default -1 (unlimited)
+	MaxBatchBytes  int           // default 16 MiB - 1 KiB; larger appends fail with ErrRecordTooLarge
+	Sync           SyncPolicy
+	SyncInterval   time.Duration // default 200ms for SyncInterval
+	InitialOffset  int64         // the log start offset of a brand new log (raftnode uses 1)
+	FS             FS            // default the OS
+	Logger         *slog.Logger
+	Now            func() time.Time
+	// TruncateOnCorruption makes Open truncate at a corrupt batch in a sealed
+	// segment (logging it) instead of failing with a *CorruptionError.
+	TruncateOnCorruption bool
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.IndexInterval == 0 {
+		o.IndexInterval = DefaultIndexInterval
+	}
+	if o.MaxIndexBytes == 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if o.RollAge == 0 {
+		o.RollAge = DefaultRollAge
+	}
+	if o.RetentionBytes == 0 {
+		o.RetentionBytes = -1
+	}
+	if o.RetentionAge == 0 {
+		o.RetentionAge = -1
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.SegmentBytes < HeaderSize || o.SegmentBytes > MaxSegmentBytes:
+		return o, fmt.Errorf("segment: SegmentBytes %d out of range [%d, %d]", o.SegmentBytes, HeaderSize, MaxSegmentBytes)
+	case o.IndexInterval < 0:
+		return o, fmt.Errorf("segment: negative IndexInterval %d", o.IndexInterval)
+	case o.MaxIndexBytes < 2*timeEntrySize:
+		return o, fmt.Errorf("segment: MaxIndexBytes %d too small", o.MaxIndexBytes)
+	case o.MaxBatchBytes < HeaderSize || o.MaxBatchBytes > MaxSegmentBytes:
+		return o, fmt.Errorf("segment: MaxBatchBytes %d out of range", o.MaxBatchBytes)
+	case o.Sync < SyncAlways || o.Sync > SyncNever:
+		return o, fmt.Errorf("segment: unknown sync policy %d", o.Sync)
+	case o.SyncInterval < 0:
+		return o, fmt.Errorf("segment: negative SyncInterval %v", o.SyncInterval)
+	case o.InitialOffset < 0:
+		return o, fmt.Errorf("segment: negative InitialOffset %d", o.InitialOffset)
+	}
+	return o, nil
+}

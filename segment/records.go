@@ -1,0 +1,162 @@
+package segment
+
+import (
+	"encoding/binary"
+)
+
+// RecordHeader is a record header (key/value pair).
+type RecordHeader struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one record read by an iterator; its byte slices alias the batch.
+type Record struct {
+	Offset    int64
+	Timestamp int64 // unix milliseconds
+	Key       []byte
+	Value     []byte
+	Headers   []RecordHeader
+}
+
+// Records iterates the records of a batch without allocating per record. The
+// Record returned by Record, including its Headers slice, is valid until the
+// next call to Next. Header keys are strings; a key equal to the key at the
+// same position in the previous record reuses that string, so iterating
+// records with the same header keys does not allocate either.
+type Records struct {
+	b       []byte
+	pos     int
+	end     int
+	i, n    int
+	base    int64
+	firstTs int64
+	rec     Record
+	hdrs    []RecordHeader
+	keys    []string
+	err     error
+}
+
+// Iter returns an iterator over the batch's records. The batch should have
+// been validated (Validate); malformed records end the iteration with Err set.
+func (b Batch) Iter() *Records {
+	it := &Records{}
+	it.Reset(b)
+	return it
+}
+
+// Reset points the iterator at another batch, reusing its buffers.
+func (it *Records) Reset(b Batch) {
+	*it = Records{hdrs: it.hdrs[:0], keys: it.keys}
+	h, err := ParseHeader(b)
+	if err != nil {
+		it.err = err
+		return
+	}
+	size := lengthPrefix + int(h.Length)
+	if size > len(b) {
+		it.err = corruptf("batch of %d bytes truncated to %d", size, len(b))
+		return
+	}
+	it.b, it.pos, it.end = b, HeaderSize, size
+	it.n, it.base, it.firstTs = int(h.RecordCount), h.BaseOffset, h.FirstTimestamp
+}
+
+// Next advances to the next record and reports whether there is one.
+func (it *Records) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.i >= it.n {
+		if it.b != nil && it.pos != it.end {
+			it.err = corruptf("%d trailing bytes after %d records", it.end-it.pos, it.n)
+		}
+		return false
+	}
+	if err := it.decode(); err != nil {
+		it.err = err
+		return false
+	}
+	it.i++
+	return true
+}
+
+func (it *Records) varint() (int64, bool) {
+	v, n := binary.Varint(it.b[it.pos:it.end])
+	if n <= 0 {
+		return 0, false
+	}
+	it.pos += n
+	return v, true
+}
+
+// bytes reads a length-prefixed byte string; -1 is null.
+func (it *Records) bytes() ([]byte, bool) {
+	l, ok := it.varint()
+	if !ok || l < -1 || l > int64(it.end-it.pos) {
+		return nil, false
+	}
+	if l == -1 {
+		return nil, true
+	}
+	p := it.b[it.pos : it.pos+int(l) : it.pos+int(l)]
+	it.pos += int(l)
+	return p, true
+}
+
+func (it *Records) decode() error {
+	length, ok := it.varint()
+	if !ok || length < 1 || length > int64(it.end-it.pos) {
+		return corruptf("record %d: invalid length", it.i)
+	}
+	recEnd := it.pos + int(length)
+	saveEnd := it.end
+	it.end = recEnd
+	defer func() { it.end = saveEnd }()
+	it.pos++ // attributes
+	tsDelta, ok1 := it.varint()
+	offDelta, ok2 := it.varint()
+	if !ok1 || !ok2 {
+		return corruptf("record %d: bad varint", it.i)
+	}
+	if offDelta != int64(it.i) {
+		return corruptf("record %d: offset delta %d", it.i, offDelta)
+	}
+	key, ok1 := it.bytes()
+	val, ok2 := it.bytes()
+	if !ok1 || !ok2 {
+		return corruptf("record %d: bad key or value length", it.i)
+	}
+	nh, ok := it.varint()
+	if !ok || nh < 0 || nh > int64(it.end-it.pos)/2 {
+		return corruptf("record %d: bad header count", it.i)
+	}
+	it.hdrs = it.hdrs[:0]
+	for j := 0; j < int(nh); j++ {
+		hk, ok1 := it.bytes()
+		hv, ok2 := it.bytes()
+		if !ok1 || !ok2 || hk == nil {
+			return corruptf("record %d: bad header %d", it.i, j)
+		}
+		if j >= len(it.keys) {
+			it.keys = append(it.keys, string(hk))
+		} else if it.keys[j] != string(hk) {
+			it.keys[j] = string(hk)
+		}
+		it.hdrs = append(it.hdrs, RecordHeader{Key: it.keys[j], Value: hv})
+	}
+	if it.pos != recEnd {
+		return corruptf("record %d: %d bytes left over", it.i, recEnd-it.pos)
+	}
+	it.rec = Record{Offset: it.base + offDelta, Timestamp: it.firstTs + tsDelta, Key: key, Value: val}
+	if nh > 0 {
+		it.rec.Headers = it.hdrs
+	}
+	return nil
+}
+
+// Record returns the current record.
+func (it *Records) Record() Record { return it.rec }
+
+// Err returns the error that ended the iteration, wrapping ErrCorrupt, or nil.
+func (it *Records) Err() error { return it.err }

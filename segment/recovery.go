@@ -1,0 +1,481 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Open opens or creates the log in dir, recovering after an unclean shutdown
+// (see the package doc). It fails with a *CorruptionError when a sealed
+// segment is corrupt, unless Options.TruncateOnCorruption is set.
+func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With("dir", dir)}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("segment: open %s: %w", dir, err)
+	}
+	started := time.Now()
+	if err := l.load(); err != nil {
+		for _, s := range l.mu.segs {
+			s.closeFiles()
+		}
+		return nil, err
+	}
+	l.logger.Debug("segment: log opened", "start", l.mu.logStart, "end", l.mu.leo,
+		"segments", len(l.mu.segs), "took", time.Since(started))
+	if opts.Sync != SyncAlways {
+		l.bgStop, l.bgDone, l.bgKick = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+		var tick <-chan struct{}
+		if opts.Sync == SyncInterval {
+			tick = ticker(opts.SyncInterval, l.bgStop)
+		}
+		go l.background(tick)
+	}
+	return l, nil
+}
+
+func ticker(d time.Duration, stop <-chan struct{}) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				select {
+				case ch <- struct{}{}:
+				case <-stop:
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// load builds the in-memory state from the directory. Called by Open only.
+func (l *Log) load() error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("segment: open %s: %w", l.dir, err)
+	}
+	var bases []int64
+	clean := false
+	have := map[string]bool{}
+	for _, name := range names {
+		have[name] = true
+		switch {
+		case strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted"):
+			_ = l.fs.Remove(join(l.dir, name))
+		case name == cleanShutdownFile:
+			clean = true
+		default:
+			if b, ok := parseSegmentName(name); ok {
+				bases = append(bases, b)
+			}
+		}
+	}
+	for _, name := range names {
+		for _, ext := range []string{".index", ".timeindex"} {
+			if s, ok := strings.CutSuffix(name, ext); ok && !have[s+".log"] {
+				_ = l.fs.Remove(join(l.dir, name))
+			}
+		}
+	}
+	logStartCk, hasLogStart, err := readOffsetCheckpoint(l.fs, join(l.dir, logStartFile))
+	if err != nil {
+		return err
+	}
+	rp, hasRP, err := readOffsetCheckpoint(l.fs, join(l.dir, recoveryPointFile))
+	if err != nil {
+		l.logger.Warn("segment: unreadable recovery point; scanning every segment", "err", err)
+		hasRP = false
+	}
+	rebuildEpochs := false
+	var epochs epochCache
+	if data, err := ReadCheckpoint(l.fs, join(l.dir, epochFile)); err == nil {
+		if epochs, err = decodeEpochCache(epochFile, data); err != nil {
+			l.logger.Warn("segment: unreadable leader-epoch checkpoint; rebuilding it", "err", err)
+			rebuildEpochs = true
+		}
+	} else if os.IsNotExist(err) {
+		rebuildEpochs = len(bases) > 0
+	} else {
+		return err
+	}
+	if clean {
+		if err := l.fs.Remove(join(l.dir, cleanShutdownFile)); err != nil {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+
+	if len(bases) == 0 {
+		start := l.opts.InitialOffset
+		if hasLogStart {
+			start = logStartCk
+		}
+		seg, err := l.createSegment(start, l.opts.SegmentBytes)
+		if err != nil {
+			return err
+		}
+		l.mu.segs = []*segment{seg}
+		l.mu.logStart, l.mu.leo = start, start
+		l.recoveryPoint = rp
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		if len(epochs.entries) > 0 {
+			if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), (&epochCache{}).encode()); err != nil {
+				return err
+			}
+		}
+		return l.setRecoveryPointLocked(start)
+	}
+
+	// Segments wholly below the log start are left over from DeleteBefore.
+	if hasLogStart {
+		for len(bases) > 1 && bases[1] <= logStartCk {
+			l.removeSegmentFiles(bases[0])
+			bases = bases[1:]
+		}
+	}
+	if !hasRP {
+		rp = bases[0]
+	}
+	if rebuildEpochs {
+		epochs = epochCache{}
+	}
+	truncatedEpochs := false
+	for i := 0; i < len(bases); i++ {
+		base := bases[i]
+		last := i == len(bases)-1
+		if i > 0 {
+			prev := l.mu.segs[i-1]
+			if prev.next != base {
+				cerr := &CorruptionError{File: prev.logPath, Position: prev.size, Offset: prev.next,
+					Err: corruptf("next segment starts at offset %d", base)}
+				if !l.opts.TruncateOnCorruption {
+					return cerr
+				}
+				l.logger.Error("segment: corruption; truncating", "err", cerr)
+				for _, b := range bases[i:] {
+					l.removeSegmentFiles(b)
+				}
+				bases = bases[:i]
+				// Reload the previous segment as the active one.
+				l.mu.segs = l.mu.segs[:i-1]
+				prev.closeFiles()
+				i -= 2
+				continue
+			}
+		}
+		trusted := clean || (!last && base < rp)
+		if !trusted && !truncatedEpochs && !rebuildEpochs {
+			epochs.truncateFromEnd(base)
+			truncatedEpochs = true
+		}
+		s, err := l.loadSegment(base, last, trusted, &epochs, rebuildEpochs)
+		var cerr *CorruptionError
+		if errors.As(err, &cerr) && l.opts.TruncateOnCorruption && !last {
+			l.logger.Error("segment: corruption; truncating", "err", cerr)
+			for _, b := range bases[i+1:] {
+				l.removeSegmentFiles(b)
+			}
+			bases = bases[:i+1]
+			if !truncatedEpochs && !rebuildEpochs {
+				epochs.truncateFromEnd(base)
+				truncatedEpochs = true
+			}
+			s, err = l.loadSegment(base, true, false, &epochs, rebuildEpochs)
+		}
+		if err != nil {
+			return err
+		}
+		l.mu.segs = append(l.mu.segs, s)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	act := l.active()
+	l.mu.leo = act.next
+	l.mu.logStart = l.mu.segs[0].base
+	if hasLogStart && logStartCk > l.mu.logStart {
+		l.mu.logStart = logStartCk
+	}
+	l.recoveryPoint = rp
+	if hasRP && rp > act.base {
+		l.recoveryPoint = -1 // force a rewrite below
+	}
+	oldEpochs := string(epochs.encode())
+	epochs.truncateFromEnd(l.mu.leo)
+	epochs.truncateFromStart(l.mu.logStart)
+	l.mu.epochs = epochs
+	if rebuildEpochs || string(epochs.encode()) != oldEpochs {
+		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), epochs.encode()); err != nil {
+			return err
+		}
+	}
+	if l.mu.logStart > l.mu.leo {
+		l.logger.Warn("segment: log start offset beyond recovered log end; restarting the log",
+			"offset", l.mu.logStart, "end", l.mu.leo)
+		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
+			return err
+		}
+	}
+	if err := l.setRecoveryPointLocked(l.active().base); err != nil {
+		return err
+	}
+	l.gc.set(l.mu.leo)
+	return nil
+}
+
+func (l *Log) removeSegmentFiles(base int64) {
+	a, b, c := l.segPaths(base)
+	for _, p := range []string{a, b, c} {
+		if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
+			l.logger.Warn("segment: remove failed", "file", p, "err", err)
+		}
+	}
+}
+
+// loadSegment opens one segment. A trusted segment's files are checked
+// cheaply (index sanity and the tail after the last index entry) and scanned
+// fully only if that fails; an untrusted one is scanned batch by batch. The
+// last segment becomes the writable active segment: its invalid tail is
+// removed. In an earlier segment an invalid batch is a *CorruptionError.
+func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, rebuildEpochs bool) (*segment, error) {
+	logPath, _, _ := l.segPaths(base)
+	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{base: base, logPath: logPath, file: newFileRef(f), next: base, maxTs: -1}
+	fail := func(err error) (*segment, error) {
+		s.closeFiles()
+		return nil, err
+	}
+	size, err := f.Size()
+	if err != nil {
+		return fail(err)
+	}
+	capacity := size
+	if last {
+		capacity = max(l.opts.SegmentBytes, size)
+		if size < capacity {
+			if err := f.Truncate(capacity); err != nil {
+				return fail(l.ioErr(err))
+			}
+		}
+	}
+	if capacity > 0 {
+		m, err := f.Map(int(capacity), last)
+		if err != nil {
+			return fail(err)
+		}
+		s.setMapping(m)
+	}
+	var data []byte
+	if s.mp != nil {
+		data = s.mp.data[:size]
+	}
+	s.capacity, s.allocated, s.sealed = capacity, size, !last
+
+	if trusted {
+		if err := l.openIndexes(s, last, -1, -1); err == nil {
+			if err := l.checkTrusted(s, data, size); err == nil {
+				if rebuildEpochs {
+					walkHeaders(data, func(b Batch) { epochs.assign(b.LeaderEpoch(), b.BaseOffset()) })
+				}
+				s.flushed.Store(size)
+				s.sinceIndex = l.sinceLastIndex(s)
+				return s, nil
+			} else {
+				l.logger.Warn("segment: index check failed; rescanning segment", "file", logPath, "err", err)
+			}
+		}
+		if s.idx.indexFile != nil {
+			s.idx.close()
+			s.tidx.close()
+			s.idx, s.tidx = offsetIndex{}, timeIndex{}
+		}
+	}
+
+	res := scanBatches(data, base, l.opts.IndexInterval, epochs)
+	if res.end < size && !last {
+		return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
+	}
+	if res.end < size && last && !allZero(data[res.end:min(size, res.end+HeaderSize)]) {
+		l.logger.Info("segment: truncated torn tail", "file", logPath, "position", res.end,
+			"offset", res.next, "reason", res.err)
+	}
+	s.size, s.next, s.maxTs = res.end, res.next, res.maxTs
+	// Rebuild the indexes.
+	if err := l.openIndexes(s, true, 0, 0); err != nil {
+		return fail(err)
+	}
+	for i := range res.idxRel {
+		if err := s.idx.add(res.idxRel[i], res.idxPos[i]); err != nil {
+			return fail(l.ioErr(err))
+		}
+		s.idx.n++
+		if err := s.tidx.add(res.tidxTs[i], res.idxRel[i]); err != nil {
+			return fail(l.ioErr(err))
+		}
+		s.tidx.n++
+	}
+	s.sinceIndex = res.sinceIndex
+	if !last {
+		if err := s.idx.seal(true); err != nil {
+			return fail(err)
+		}
+		if err := s.tidx.seal(true); err != nil {
+			return fail(err)
+		}
+		s.flushed.Store(size)
+		return s, nil
+	}
+	// The active segment: zero everything after the valid prefix so that
+	// stale batches can never reappear, and make the result durable.
+	if res.end < size {
+		if err := f.Truncate(res.end); err != nil {
+			return fail(err)
+		}
+		if err := f.Truncate(capacity); err != nil {
+			return fail(l.ioErr(err))
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	s.allocated = res.end
+	s.flushed.Store(res.end)
+	return s, nil
+}
+
+// checkTrusted validates a trusted segment cheaply and fills size, next, maxTs.
+func (l *Log) checkTrusted(s *segment, data []byte, size int64) error {
+	if err := s.idx.check(size); err != nil {
+		return err
+	}
+	if err := s.tidx.check(); err != nil {
+		return err
+	}
+	if s.tidx.n != s.idx.n {
+		return fmt.Errorf("index has %d entries, time index %d", s.idx.n, s.tidx.n)
+	}
+	var pos int64
+	next := s.base
+	if s.idx.n > 0 {
+		rel, p := s.idx.at(s.idx.n - 1)
+		pos, next = int64(p), s.base+int64(rel)
+	}
+	maxTs := s.tidx.lastTimestamp()
+	for pos < size {
+		b, err := nextBatch(data, int(pos))
+		if err != nil {
+			return err
+		}
+		if b.BaseOffset() != next {
+			return corruptf("batch at byte %d has offset %d, expected %d", pos, b.BaseOffset(), next)
+		}
+		next = b.LastOffset() + 1
+		maxTs = max(maxTs, b.MaxTimestamp())
+		pos += int64(len(b))
+	}
+	s.size, s.next, s.maxTs = size, next, maxTs
+	return nil
+}
+
+// sinceLastIndex returns the bytes after the last index entry.
+func (l *Log) sinceLastIndex(s *segment) int64 {
+	if s.idx.n == 0 {
+		return s.size
+	}
+	_, p := s.idx.at(s.idx.n - 1)
+	return s.size - int64(p)
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// walkHeaders calls fn for each batch of data, trusting lengths (data is
+// from a checked, trusted segment).
+func walkHeaders(data []byte, fn func(Batch)) {
+	for pos := 0; pos < len(data); {
+		b, err := nextBatch(data, pos)
+		if err != nil {
+			return
+		}
+		fn(b)
+		pos += len(b)
+	}
+}
+
+// scanResult is what scanBatches found.
+type scanResult struct {
+	end        int64 // end of the valid prefix
+	next       int64 // offset after the last valid batch
+	maxTs      int64
+	err        error // why the scan stopped before the end of data; nil if it did not
+	idxRel     []uint32
+	idxPos     []uint32
+	tidxTs     []int64
+	sinceIndex int64
+}
+
+// scanBatches validates data batch by batch (length, header, CRC, offset
+// continuity from base), collecting index entries every interval bytes and
+// assigning leader epochs. It stops at the first invalid batch.
+func scanBatches(data []byte, base int64, interval int, epochs *epochCache) scanResult {
+	r := scanResult{next: base, maxTs: -1}
+	pos := 0
+	for pos < len(data) {
+		b, err := nextBatch(data, pos)
+		if err == nil {
+			err = b.Validate()
+		}
+		if err == nil && b.BaseOffset() != r.next {
+			err = corruptf("batch has offset %d, expected %d", b.BaseOffset(), r.next)
+		}
+		if err != nil {
+			r.err = err
+			break
+		}
+		if pos > 0 && r.sinceIndex >= int64(interval) {
+			r.idxRel = append(r.idxRel, uint32(r.next-base))
+			r.idxPos = append(r.idxPos, uint32(pos))
+			r.tidxTs = append(r.tidxTs, r.maxTs)
+			r.sinceIndex = 0
+		}
+		r.sinceIndex += int64(len(b))
+		if epochs != nil {
+			epochs.assign(b.LeaderEpoch(), r.next)
+		}
+		r.maxTs = max(r.maxTs, b.MaxTimestamp())
+		r.next = b.LastOffset() + 1
+		pos += len(b)
+	}
+	r.end = int64(pos)
+	return r
+}

@@ -1,0 +1,188 @@
+package segment
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// fileRef is a reference-counted open file: the segment holds one reference
+// and every mapping of it one more, so the descriptor outlives deleted
+// segments until their last View is released.
+type fileRef struct {
+	f    File
+	refs atomic.Int64
+}
+
+func newFileRef(f File) *fileRef {
+	r := &fileRef{f: f}
+	r.refs.Store(1)
+	return r
+}
+
+func (r *fileRef) acquire() { r.refs.Add(1) }
+func (r *fileRef) release() {
+	if r.refs.Add(-1) == 0 {
+		_ = r.f.Close()
+	}
+}
+
+// segment is one .log file with its indexes. Fields marked (mu) are published
+// under Log.mu by the writer, which also holds Log.appendMu; fields marked (w)
+// belong to the writer.
+type segment struct {
+	base    int64
+	logPath string
+	file    *fileRef
+	mp      *mapping    // (mu) current mapping of the .log; nil for an empty sealed file
+	idx     offsetIndex // (mu) swapped only under Log.mu
+	tidx    timeIndex   // (mu)
+
+	size   int64 // (mu) bytes of whole batches. Invariant: size <= len(mp.data)
+	next   int64 // (mu) offset after the last batch; base when empty
+	maxTs  int64 // (mu) largest batch MaxTimestamp, -1 when empty
+	sealed bool  // (mu)
+
+	capacity   int64     // (w) usable bytes of the active mapping
+	allocated  int64     // (w) disk blocks reserved up to here
+	sinceIndex int64     // (w) bytes appended since the last index entry
+	rollTime   time.Time // (w) when the segment got its first batch in this process
+
+	flushed atomic.Int64 // bytes known durable
+}
+
+func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+
+func parseSegmentName(name string) (int64, bool) {
+	s, ok := strings.CutSuffix(name, ".log")
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil && v >= 0
+}
+
+func (l *Log) segPaths(base int64) (logPath, idxPath, tidxPath string) {
+	n := join(l.dir, segmentName(base))
+	return n + ".log", n + ".index", n + ".timeindex"
+}
+
+// createSegment creates the files of a new empty active segment. The caller
+// syncs the directory.
+func (l *Log) createSegment(base, capacity int64) (*segment, error) {
+	logPath, idxPath, tidxPath := l.segPaths(base)
+	f, err := l.fs.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, l.ioErr(err)
+	}
+	s := &segment{base: base, logPath: logPath, file: newFileRef(f), next: base, maxTs: -1}
+	fail := func(err error) (*segment, error) {
+		s.closeFiles()
+		_ = l.fs.Remove(logPath)
+		_ = l.fs.Remove(idxPath)
+		_ = l.fs.Remove(tidxPath)
+		return nil, l.ioErr(err)
+	}
+	if err := f.Truncate(capacity); err != nil {
+		return fail(err)
+	}
+	m, err := f.Map(int(capacity), true)
+	if err != nil {
+		return fail(err)
+	}
+	s.setMapping(m)
+	s.capacity = capacity
+	if err := l.openIndexes(s, true, 0, 0); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+func (s *segment) setMapping(m Mapping) {
+	s.file.acquire()
+	mp := newMapping(m, nil, false)
+	f := s.file
+	mp.onFree = func(error) { f.release() }
+	s.mp = mp
+}
+
+func (l *Log) openIndexes(s *segment, writable bool, keepIdx, keepTidx int) error {
+	_, idxPath, tidxPath := l.segPaths(s.base)
+	if writable {
+		// Truncate away anything past the kept entries before mapping.
+		for _, p := range []string{idxPath, tidxPath} {
+			if keepIdx == 0 && keepTidx == 0 {
+				f, err := l.fs.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+				if err != nil {
+					return err
+				}
+				f.Close()
+			}
+		}
+	}
+	ix, err := openIndexFile(l.fs, idxPath, offsetEntrySize, l.opts.MaxIndexBytes, writable, keepIdx)
+	if err != nil {
+		return err
+	}
+	tx, err := openIndexFile(l.fs, tidxPath, timeEntrySize, l.opts.MaxIndexBytes/offsetEntrySize*timeEntrySize, writable, keepTidx)
+	if err != nil {
+		ix.close()
+		return err
+	}
+	s.idx, s.tidx = offsetIndex{ix}, timeIndex{tx}
+	return nil
+}
+
+// closeFiles drops the segment's own references (mapping, file, indexes).
+func (s *segment) closeFiles() {
+	if s.idx.indexFile != nil {
+		s.idx.close()
+	}
+	if s.tidx.indexFile != nil {
+		s.tidx.close()
+	}
+	if s.mp != nil {
+		s.mp.release()
+		s.mp = nil
+	}
+	s.file.release()
+}
+
+// batchAt returns the header fields needed to walk the segment at pos.
+// pos must be the start of a batch below s.size.
+func (s *segment) batchAt(pos int64) (size int64, base, last, maxTs int64) {
+	b := Batch(s.mp.data[pos:])
+	return int64(b.Size()), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp()
+}
+
+// findBatch returns the position of the batch containing offset (or the first
+// batch after it, or s.size). Log.mu held.
+func (s *segment) findBatch(offset int64) int64 {
+	pos := s.idx.lookup(offset - s.base)
+	for pos < s.size {
+		size, _, last, _ := s.batchAt(pos)
+		if last >= offset {
+			return pos
+		}
+		pos += size
+	}
+	return s.size
+}
+
+// tryAcquire adds a reference unless the file was already closed.
+func (r *fileRef) tryAcquire() bool {
+	for {
+		n := r.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if r.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+const osCreate = os.O_CREATE | os.O_RDWR

@@ -1,0 +1,357 @@
+package segment
+
+import (
+	"context"
+	"os"
+)
+
+// TruncateTo removes every batch at or after the batch that contains offset and
+// returns the new log end offset. Views of the removed batches stay valid
+// until released. An offset below the log start empties the log and restarts
+// it at offset.
+//
+// Crash safety: the recovery point is lowered first, then later segments are
+// deleted newest first, then the segment containing offset is truncated; a
+// crash in between leaves a prefix of the old log, never a mix.
+func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	if offset >= l.mu.leo {
+		return l.mu.leo, nil
+	}
+	if offset < l.mu.logStart {
+		if err := l.truncateFullyLocked(offset); err != nil {
+			return 0, err
+		}
+		return offset, nil
+	}
+	segs := l.mu.segs
+	i := len(segs) - 1
+	for segs[i].base > offset {
+		i--
+	}
+	s := segs[i]
+	pos := s.findBatch(offset)
+	newLEO := s.next
+	if pos < s.size {
+		_, newLEO, _, _ = s.batchAt(pos)
+	}
+	if err := l.setRecoveryPointLocked(min(l.recoveryPoint, s.base)); err != nil {
+		return 0, l.fail(err)
+	}
+
+	// Publish the truncated state: readers stop seeing the removed batches.
+	k, _ := s.idx.lastBefore(pos)
+	l.mu.Lock()
+	removed := append([]*segment(nil), segs[i+1:]...)
+	l.mu.segs = segs[:i+1]
+	s.size, s.next = pos, newLEO
+	s.idx.n, s.tidx.n = k, k
+	s.maxTs = s.recomputeMaxTs()
+	l.mu.leo = newLEO
+	l.mu.epochs.truncateFromEnd(newLEO)
+	enc := l.mu.epochs.encode()
+	inPlace := s.mp == nil || s.mp.refs.Load() == 1
+	wasSealed := s.sealed
+	l.mu.Unlock()
+	l.gc.lower(newLEO)
+	if s.flushed.Load() > pos {
+		s.flushed.Store(pos)
+	}
+
+	for j := len(removed) - 1; j >= 0; j-- {
+		l.removeSegmentFiles(removed[j].base)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return 0, l.fail(err)
+	}
+	for _, r := range removed {
+		r.closeFiles()
+	}
+	if err := l.reactivateLocked(s, pos, inPlace, wasSealed); err != nil {
+		return 0, l.fail(err)
+	}
+	if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
+		return 0, l.fail(err)
+	}
+	return newLEO, nil
+}
+
+// recomputeMaxTs derives the max timestamp of the first s.size bytes from the
+// time index and the batches after the last entry. Log.mu held.
+func (s *segment) recomputeMaxTs() int64 {
+	maxTs := s.tidx.lastTimestamp()
+	var pos int64
+	if s.idx.n > 0 {
+		_, p := s.idx.at(s.idx.n - 1)
+		pos = int64(p)
+	}
+	for pos < s.size {
+		size, _, _, ts := s.batchAt(pos)
+		maxTs = max(maxTs, ts)
+		pos += size
+	}
+	return maxTs
+}
+
+// reactivateLocked makes s, already cut to pos in memory, the writable active
+// segment on disk: in place when no reader holds its mapping, else by writing
+// the kept prefix to a new file renamed over the old one. appendMu held.
+func (l *Log) reactivateLocked(s *segment, pos int64, inPlace, wasSealed bool) error {
+	capacity := s.capacity
+	if wasSealed || capacity < l.opts.SegmentBytes {
+		capacity = max(l.opts.SegmentBytes, pos)
+	}
+	var newFile *fileRef
+	if inPlace {
+		f := s.file.f
+		if err := f.Truncate(pos); err != nil {
+			return err
+		}
+		if err := f.Truncate(capacity); err != nil {
+			return l.ioErr(err)
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	} else {
+		tmp := s.logPath + ".tmp"
+		f, err := l.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+		if err != nil {
+			return l.ioErr(err)
+		}
+		err = f.Truncate(capacity)
+		if err == nil && pos > 0 {
+			_, err = f.WriteAt(s.mp.data[:pos], 0)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if err == nil {
+			err = l.fs.Rename(tmp, s.logPath)
+		}
+		if err == nil {
+			err = l.fs.SyncDir(l.dir)
+		}
+		if err != nil {
+			f.Close()
+			_ = l.fs.Remove(tmp)
+			return l.ioErr(err)
+		}
+		newFile = newFileRef(f)
+	}
+	file := s.file
+	if newFile != nil {
+		file = newFile
+	}
+	var mp *mapping
+	if wasSealed || newFile != nil || len(s.mp.data) < int(capacity) {
+		m, err := file.f.Map(int(capacity), true)
+		if err != nil {
+			return err
+		}
+		file.acquire()
+		mp = newMapping(m, nil, false)
+		mp.onFree = func(error) { file.release() }
+	}
+	var idx offsetIndex
+	var tidx timeIndex
+	if wasSealed {
+		// The sealed indexes are trimmed and read-only: reopen them writable.
+		probe := &segment{base: s.base}
+		if err := l.openIndexes(probe, true, s.idx.n, s.tidx.n); err != nil {
+			if mp != nil {
+				mp.release()
+			}
+			return err
+		}
+		idx, tidx = probe.idx, probe.tidx
+	}
+	l.mu.Lock()
+	oldMp, oldFile, oldIdx, oldTidx := s.mp, s.file, s.idx, s.tidx
+	if mp != nil {
+		s.mp = mp
+	}
+	if newFile != nil {
+		s.file = newFile
+	}
+	if wasSealed {
+		s.idx, s.tidx = idx, tidx
+	}
+	s.sealed = false
+	l.mu.Unlock()
+	if mp != nil && oldMp != nil {
+		oldMp.release()
+	}
+	if newFile != nil {
+		oldFile.release()
+	}
+	if wasSealed {
+		oldIdx.close()
+		oldTidx.close()
+	}
+	s.capacity, s.allocated = capacity, pos
+	s.sinceIndex = l.sinceLastIndex(s)
+	s.rollTime = l.opts.Now()
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes everything and restarts the log at offset.
+func (l *Log) TruncateFullyAndStartAt(ctx context.Context, offset int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return &OffsetOutOfRangeError{Requested: offset, Start: 0, End: 0}
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+// truncateFullyLocked: appendMu held (or called from Open).
+func (l *Log) truncateFullyLocked(offset int64) error {
+	old := l.mu.segs
+	for j := len(old) - 1; j >= 0; j-- {
+		l.removeSegmentFiles(old[j].base)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), offset); err != nil {
+		return l.fail(err)
+	}
+	seg, err := l.createSegment(offset, l.opts.SegmentBytes)
+	if err != nil {
+		return l.fail(err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.mu.Lock()
+	l.mu.segs = []*segment{seg}
+	l.mu.logStart, l.mu.leo = offset, offset
+	l.mu.epochs = epochCache{}
+	l.mu.Unlock()
+	l.gc.lower(offset)
+	l.gc.set(offset)
+	l.pendingMu.Lock()
+	l.pending = nil
+	l.pendingMu.Unlock()
+	for _, s := range old {
+		s.closeFiles()
+	}
+	if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), (&epochCache{}).encode()); err != nil {
+		return l.fail(err)
+	}
+	if err := l.setRecoveryPointLocked(offset); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// DeleteBefore removes whole sealed segments entirely below offset and raises
+// the log start offset to offset (raft compaction, DeleteRecords). An offset
+// at or below the log start is a no-op; one beyond the log end is an
+// *OffsetOutOfRangeError.
+func (l *Log) DeleteBefore(ctx context.Context, offset int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if offset <= l.mu.logStart {
+		return nil
+	}
+	if offset > l.mu.leo {
+		return &OffsetOutOfRangeError{Requested: offset, Start: l.mu.logStart, End: l.mu.leo}
+	}
+	if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), offset); err != nil {
+		return l.ioErr(err)
+	}
+	k := 0
+	for k < len(l.mu.segs)-1 && l.mu.segs[k].next <= offset {
+		k++
+	}
+	return l.deleteFrontLocked(k, offset)
+}
+
+// deleteFrontLocked removes the first k segments and sets the log start.
+// appendMu held.
+func (l *Log) deleteFrontLocked(k int, logStart int64) error {
+	l.mu.Lock()
+	removed := append([]*segment(nil), l.mu.segs[:k]...)
+	l.mu.segs = l.mu.segs[k:]
+	if logStart > l.mu.logStart {
+		l.mu.logStart = logStart
+	}
+	changed := l.mu.epochs.truncateFromStart(l.mu.logStart)
+	enc := l.mu.epochs.encode()
+	l.mu.Unlock()
+	for _, s := range removed {
+		l.removeSegmentFiles(s.base)
+	}
+	if len(removed) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.ioErr(err)
+		}
+	}
+	for _, s := range removed {
+		s.closeFiles()
+	}
+	if changed {
+		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
+			return l.ioErr(err)
+		}
+	}
+	return nil
+}
+
+// ApplyRetention deletes whole sealed segments by size and age: oldest first,
+// while the log stays above RetentionBytes without the segment, or while the
+// segment's newest timestamp is older than RetentionAge. The active segment
+// is never deleted.
+func (l *Log) ApplyRetention(ctx context.Context) (deleted int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if l.opts.RetentionBytes < 0 && l.opts.RetentionAge < 0 {
+		return 0, nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	now := l.opts.Now().UnixMilli()
+	var total int64
+	for _, s := range l.mu.segs {
+		total += s.size
+	}
+	k := 0
+	for ; k < len(l.mu.segs)-1; k++ {
+		s := l.mu.segs[k]
+		byBytes := l.opts.RetentionBytes >= 0 && total-s.size >= l.opts.RetentionBytes
+		byAge := l.opts.RetentionAge >= 0 && now-s.maxTs > l.opts.RetentionAge.Milliseconds()
+		if !byBytes && !byAge {
+			break
+		}
+		total -= s.size
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	return k, l.deleteFrontLocked(k, l.mu.segs[k].base)
+}
