@@ -146,6 +146,9 @@ type testHooks struct {
 	// into the Ready loop, and with -n when they are done (stepped and the
 	// resulting Ready handled, or dropped).
 	work func(delta int)
+	// redialBackoff replaces the production redial backoff (tests that drive
+	// time by ticks use 0: wall-clock backoff would outlast many ticks).
+	redialBackoff time.Duration
 }
 
 func (h *testHooks) add(n int) {

@@ -101,6 +101,7 @@ func (n *Node) process(it *iteration) error {
 		local = nil
 	}
 	n.publishStatus()
+	n.pending.flush()
 	return nil
 }
 
@@ -254,4 +255,5 @@ func (n *Node) stop(cause error) {
 	}
 	n.pending.fail(err)
 	n.publishStatus()
+	n.pending.flush()
 }

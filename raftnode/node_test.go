@@ -359,6 +359,17 @@ func TestSnapshotCompactionAndCatchUpBySnapshot(t *testing.T) {
 	want = append(want, "tail")
 	c.waitApplied(ln.Status().Applied)
 	c.checkSame(want)
+
+	// Everyone restarts from compacted logs and snapshots.
+	for id := range c.voters {
+		c.crash(id)
+	}
+	c.startVoters()
+	lead = c.leader()
+	c.propose(lead, "end")
+	want = append(want, "end")
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
 }
 
 func TestSingleVoter(t *testing.T) {

@@ -28,6 +28,14 @@ func newProposal(id proposalID, e *pb.Entry) *proposal {
 type pendingSet struct {
 	byID    map[proposalID]*proposal
 	byIndex map[uint64]*proposal
+	// settled are finished proposals whose callers are told at flush, after
+	// the loop has published the status that reflects them.
+	settled []settledProposal
+}
+
+type settledProposal struct {
+	p *proposal
+	r proposeResult
 }
 
 func newPendingSet() pendingSet {
@@ -83,13 +91,22 @@ func (ps *pendingSet) applied(index uint64, id proposalID, ok bool) {
 	}
 }
 
-// finish delivers r to p's caller and forgets p.
+// finish forgets p; its caller gets r at the next flush.
 func (ps *pendingSet) finish(p *proposal, r proposeResult) {
 	delete(ps.byID, p.id)
 	if p.index != 0 && ps.byIndex[p.index] == p {
 		delete(ps.byIndex, p.index)
 	}
-	p.done <- r
+	ps.settled = append(ps.settled, settledProposal{p, r})
+}
+
+// flush answers the callers of settled proposals.
+func (ps *pendingSet) flush() {
+	for i, s := range ps.settled {
+		s.p.done <- s.r
+		ps.settled[i] = settledProposal{}
+	}
+	ps.settled = ps.settled[:0]
 }
 
 // fail finishes every pending proposal with err.

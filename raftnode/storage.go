@@ -166,7 +166,7 @@ func (s *diskStorage) loadLog(ctx context.Context) error {
 	if s.terms == nil {
 		lo = s.first - 1 // the dummy entry, kept for its term
 	}
-	s.cacheStart = lo
+	s.cacheStart = s.first
 	for lo < s.log.End() {
 		ents, err := s.log.Read(ctx, lo, s.log.End(), 4<<20)
 		if err != nil {
@@ -185,9 +185,6 @@ func (s *diskStorage) loadLog(ctx context.Context) error {
 			}
 		}
 		lo += uint64(len(ents))
-	}
-	if s.cacheStart < s.first {
-		s.cacheStart = s.first
 	}
 	return nil
 }

@@ -70,9 +70,12 @@ type peers struct {
 	qlen   int
 	report func(peerReport) // blocks until accepted or the node stops
 	hooks  *testHooks
-	ctx    context.Context // canceled by close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// backoff is how long a peer whose dial or send failed waits before
+	// dialling again; messages for it are dropped meanwhile.
+	backoff time.Duration
+	ctx     context.Context // canceled by close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -83,7 +86,10 @@ type peers struct {
 }
 
 func newPeers(self uint64, net network, qlen int, report func(peerReport), hooks *testHooks, lg *slog.Logger) *peers {
-	ps := &peers{self: self, net: net, lg: lg, qlen: qlen, report: report, hooks: hooks}
+	ps := &peers{self: self, net: net, lg: lg, qlen: qlen, report: report, hooks: hooks, backoff: redialBackoff}
+	if hooks != nil {
+		ps.backoff = hooks.redialBackoff
+	}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	ps.mu.addrs = map[uint64]string{}
 	ps.mu.peers = map[uint64]*peer{}
@@ -249,7 +255,7 @@ func (p *peer) sendBatch(batch []outMsg) {
 		cancel()
 		if err != nil {
 			ps.lg.Debug("raftnode: dial failed", "peer", p.id, "addr", addr, "err", err)
-			p.retryAt = time.Now().Add(redialBackoff)
+			p.retryAt = time.Now().Add(ps.backoff)
 			ps.dropped(p.id, batch)
 			return
 		}
@@ -265,7 +271,7 @@ func (p *peer) sendBatch(batch []outMsg) {
 	if err != nil {
 		ps.lg.Debug("raftnode: send failed", "peer", p.id, "addr", addr, "err", err)
 		p.closeStream()
-		p.retryAt = time.Now().Add(redialBackoff)
+		p.retryAt = time.Now().Add(ps.backoff)
 		ps.dropped(p.id, batch)
 		return
 	}
