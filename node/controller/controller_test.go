@@ -167,7 +167,7 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 			NewISR: c.IDs(t, "isr")})
 		out = append(out, fmt.Sprintf("alter: err=%v isr=%v epoch=%d pepoch=%d", r.Err, r.ISR, r.LeaderEpoch, r.PartitionEpoch))
 	case "pids":
-		start, n, err := h.c.AllocateProducerIDs(ctx, int32(c.Int(t, "id", 0)))
+		start, n, err := h.c.AllocateProducerIDBlock(ctx, int32(c.Int(t, "id", 0)))
 		out = append(out, fmt.Sprintf("pids: start=%d n=%d err=%v", start, n, err))
 	case "propose-error":
 		switch c.Args["err"] {
@@ -214,7 +214,7 @@ func TestConcurrentDecisionsSerialize(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			s, _, err := h.c.AllocateProducerIDs(ctx, int32(1+i%3))
+			s, _, err := h.c.AllocateProducerIDBlock(ctx, int32(1+i%3))
 			if err != nil {
 				t.Error(err)
 			}
@@ -269,7 +269,7 @@ func TestNotControllerWhenNotRunning(t *testing.T) {
 	if r := c.CreateTopic(ctx, wire.CreateTopicRequest{Name: "x"}); r.Err != wire.NotController || r.ControllerID != 3 {
 		t.Fatalf("create: %+v", r)
 	}
-	if _, _, err := c.AllocateProducerIDs(ctx, 1); !errors.Is(err, ErrNotController) {
+	if _, _, err := c.AllocateProducerIDBlock(ctx, 1); !errors.Is(err, ErrNotController) {
 		t.Fatalf("pids: %v", err)
 	}
 }

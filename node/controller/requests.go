@@ -125,10 +125,10 @@ func (c *Controller) DeleteTopic(ctx context.Context, req wire.DeleteTopicReques
 	return wire.DeleteTopicResponse{Err: code, Message: msg, ControllerID: hint}
 }
 
-// AllocateProducerIDs commits a block of producer ids for broker and returns
-// it: ids [start, start+n) are the broker's alone. Errors are *wire.Error or
-// *NotControllerError.
-func (c *Controller) AllocateProducerIDs(ctx context.Context, broker int32) (start, n int64, err error) {
+// AllocateProducerIDBlock commits a block of producer ids for broker and
+// returns it: ids [start, start+n) are the broker's alone. Errors are
+// *wire.Error or *NotControllerError.
+func (c *Controller) AllocateProducerIDBlock(ctx context.Context, broker int32) (start, n int64, err error) {
 	var block metadata.ProducerIDBlock
 	_, err = c.submit(ctx, "producer-ids", func(m *metadata.Image) ([]metadata.Record, error) {
 		recs, err := metadata.DecideProducerIDs(m, broker, c.cfg.ProducerIDBlock)
@@ -143,9 +143,10 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, broker int32) (sta
 	return block.Start, block.Len, nil
 }
 
-// AllocateProducerIDsResponse wraps AllocateProducerIDs for the wire.
-func (c *Controller) AllocateProducerIDsResponse(ctx context.Context, req wire.AllocateProducerIDsRequest) wire.AllocateProducerIDsResponse {
-	start, n, err := c.AllocateProducerIDs(ctx, req.BrokerID)
+// AllocateProducerIDs handles an AllocateProducerIDsRequest (see
+// AllocateProducerIDBlock).
+func (c *Controller) AllocateProducerIDs(ctx context.Context, req wire.AllocateProducerIDsRequest) wire.AllocateProducerIDsResponse {
+	start, n, err := c.AllocateProducerIDBlock(ctx, req.BrokerID)
 	code, msg, hint := c.errorCode(err)
 	return wire.AllocateProducerIDsResponse{Err: code, Message: msg, Start: start, Len: n, ControllerID: hint}
 }
