@@ -84,7 +84,7 @@ func (b *pbatch) value(e *recEntry) []byte {
 }
 
 // encode builds the batch bytes with the given producer identity. bld is
-// reused between batches; the result is a copy the batch owns.
+// reused between batches (Build's result owns its bytes).
 func (b *pbatch) encode(bld **segment.Builder, opts segment.BuilderOptions) {
 	if *bld == nil {
 		*bld = segment.NewBuilder(opts)
@@ -95,8 +95,7 @@ func (b *pbatch) encode(bld **segment.Builder, opts segment.BuilderOptions) {
 		e := &b.recs[i]
 		(*bld).Add(e.ts, b.key(e), b.value(e), e.headers)
 	}
-	built := (*bld).Build()
-	b.encoded = append(segment.Batch(nil), built...)
+	b.encoded = (*bld).Build()
 }
 
 // deliver calls every record's callback: with offsets base+i on success

@@ -428,13 +428,19 @@ func (pp *partProducer) handle(r attemptResult) {
 			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Err: ErrDuplicateNoOffset})
 		}
 	case code == wire.OutOfOrderSequence:
-		if pp.isHead(b) {
+		head := pp.isHead(b)
+		if head {
 			b.oos++
 		}
-		if b.oos >= maxHeadOOS {
+		switch {
+		case b.oos >= maxHeadOOS:
 			pp.resequence(b, err, now)
-		} else {
-			pp.retry(b, now, err, false, b.oos > 0)
+		case !head:
+			// It overtook an earlier batch still unresolved: resend in
+			// order as soon as everything in flight is back, no backoff.
+			pp.retryNow(b, now, err)
+		default:
+			pp.retry(b, now, err, false, true)
 		}
 	case code == wire.UnknownProducerID || code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now)
@@ -460,6 +466,17 @@ func (pp *partProducer) retry(b *pbatch, now time.Time, err error, unknown, need
 	}
 	pp.insertQueue(b)
 	pp.enterRecovery(now, b.attempts)
+}
+
+// retryNow queues b for a resend without a backoff.
+func (pp *partProducer) retryNow(b *pbatch, now time.Time, err error) {
+	b.lastErr = err
+	if now.After(b.deadline) {
+		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+		return
+	}
+	pp.insertQueue(b)
+	pp.enterRecovery(now, 0)
 }
 
 // resequence handles a leader that will never accept b's sequence (unknown

@@ -1,0 +1,600 @@
+// Package clienttest provides an in-process fake paymentlog cluster for
+// testing clients: brokers with in-memory partition logs (one replica each: the
+// high watermark is the log end), idempotent-producer checks like a real
+// leader's (last 5 batches per producer remembered; a retried batch gets its
+// original offset; a sequence gap is refused with OutOfOrderSequence),
+// leader changes and log truncation under test control, and fault injection
+// per request (lose the request, lose the answer, hang, answer an error).
+//
+// A Cluster serves in memory (it implements the client's Call transport) or
+// over real QUIC endpoints on 127.0.0.1 (Serve).
+package clienttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// Kind is what Intercept decides for one request.
+type Kind int
+
+const (
+	Pass         Kind = iota // handle normally
+	DropRequest              // fail the call without handling it (request lost)
+	DropResponse             // handle it, then fail the call (answer lost)
+	Hang                     // never answer: block until the caller gives up
+	Refuse                   // answer every partition with Code, without handling (Produce, Fetch)
+)
+
+// Action is Intercept's decision.
+type Action struct {
+	Kind  Kind
+	Code  wire.ErrorCode // with Refuse
+	Delay time.Duration  // before anything else
+}
+
+// ErrInjected is the error of a dropped call.
+var ErrInjected = errors.New("clienttest: injected failure")
+
+// Cluster is a fake cluster. Its exported methods are safe for concurrent use.
+type Cluster struct {
+	// Intercept, if set before use, is consulted for every request.
+	Intercept func(addr string, t quic.FrameType, req any) Action
+
+	calls [256]atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		brokers    []wire.BrokerInfo
+		controller int32
+		moff       int64
+		topics     map[string]*topic
+		nextPID    int64
+		changed    chan struct{} // closed on every append
+		eps        []*quic.Endpoint
+	}
+}
+
+type topic struct {
+	name   string
+	id     string
+	rf     int32
+	minISR int32
+	parts  []*partition
+}
+
+type partition struct {
+	leader    int32
+	epoch     int32
+	replicas  []int32
+	batches   []segment.Batch
+	next      int64 // log end offset (= high watermark)
+	producers map[int64]*producerState
+}
+
+// producerState remembers a producer's last 5 batches on a partition.
+type producerState struct {
+	recent []seqEntry
+}
+
+type seqEntry struct {
+	first, last int32
+	base        int64
+}
+
+func (s *producerState) lastSeq() int32 { return s.recent[len(s.recent)-1].last }
+
+// New creates a cluster of n brokers (ids 1..n, addresses "fake-N" until Serve).
+func New(n int) *Cluster {
+	c := &Cluster{}
+	c.mu.topics = map[string]*topic{}
+	c.mu.nextPID = 1000
+	c.mu.controller = 1
+	c.mu.changed = make(chan struct{})
+	for i := 1; i <= n; i++ {
+		c.mu.brokers = append(c.mu.brokers, wire.BrokerInfo{ID: int32(i), Addr: fmt.Sprintf("fake-%d", i), State: "alive", ControllerEligible: true})
+	}
+	return c
+}
+
+// Addrs lists broker addresses in id order.
+func (c *Cluster) Addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.mu.brokers))
+	for i, b := range c.mu.brokers {
+		out[i] = b.Addr
+	}
+	return out
+}
+
+// Calls returns how many requests of type t were received.
+func (c *Cluster) Calls(t quic.FrameType) int64 { return c.calls[t].Load() }
+
+// CreateTopic creates a topic with leaders spread round-robin.
+func (c *Cluster) CreateTopic(name string, partitions int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.createLocked(name, int32(partitions), 3, 2)
+}
+
+func (c *Cluster) createLocked(name string, partitions, rf, minISR int32) {
+	n := int32(len(c.mu.brokers))
+	t := &topic{name: name, id: fmt.Sprintf("id-%s", name), rf: rf, minISR: minISR}
+	for p := int32(0); p < partitions; p++ {
+		var reps []int32
+		for r := int32(0); r < min(rf, n); r++ {
+			reps = append(reps, c.mu.brokers[(p+r)%n].ID)
+		}
+		t.parts = append(t.parts, &partition{leader: reps[0], replicas: reps, producers: map[int64]*producerState{}})
+	}
+	c.mu.topics[name] = t
+	c.mu.moff++
+}
+
+// SetLeader moves a partition's leadership (leader -1: offline) and bumps its epoch.
+func (c *Cluster) SetLeader(topicName string, p int32, leader int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.mu.topics[topicName].parts[p]
+	pt.leader = leader
+	pt.epoch++
+	c.mu.moff++
+	c.wakeLocked()
+}
+
+// Leader returns a partition's leader and epoch.
+func (c *Cluster) Leader(topicName string, p int32) (int32, int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.mu.topics[topicName].parts[p]
+	return pt.leader, pt.epoch
+}
+
+// SetController changes the active controller.
+func (c *Cluster) SetController(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.controller = id
+	c.mu.moff++
+}
+
+// TruncateLog drops every batch at or after the one containing offset (as a
+// new leader without those batches would have it) and rebuilds the producer
+// state from what is left.
+func (c *Cluster) TruncateLog(topicName string, p int32, offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.mu.topics[topicName].parts[p]
+	i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= offset })
+	pt.batches = pt.batches[:i]
+	pt.next = 0
+	if i > 0 {
+		pt.next = pt.batches[i-1].LastOffset() + 1
+	}
+	pt.producers = map[int64]*producerState{}
+	for _, b := range pt.batches {
+		h, _ := segment.ParseHeader(b)
+		if h.ProducerID >= 0 {
+			pt.remember(h, b.BaseOffset())
+		}
+	}
+	c.mu.moff++
+}
+
+// LogEnd returns a partition's log end offset.
+func (c *Cluster) LogEnd(topicName string, p int32) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.topics[topicName].parts[p].next
+}
+
+// Stored is one record in a fake partition log.
+type Stored struct {
+	Offset int64
+	Key    []byte
+	Value  []byte
+}
+
+// Records returns a copy of a partition's records in offset order.
+func (c *Cluster) Records(topicName string, p int32) []Stored {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Stored
+	for _, b := range c.mu.topics[topicName].parts[p].batches {
+		it := b.Iter()
+		for it.Next() {
+			r := it.Record()
+			out = append(out, Stored{Offset: r.Offset, Key: clone(r.Key), Value: clone(r.Value)})
+		}
+	}
+	return out
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+func (c *Cluster) wakeLocked() {
+	close(c.mu.changed)
+	c.mu.changed = make(chan struct{})
+}
+
+func (pt *partition) remember(h segment.Header, base int64) {
+	st := pt.producers[h.ProducerID]
+	if st == nil {
+		st = &producerState{}
+		pt.producers[h.ProducerID] = st
+	}
+	st.recent = append(st.recent, seqEntry{first: h.BaseSequence, last: h.BaseSequence + h.RecordCount - 1, base: base})
+	if len(st.recent) > 5 {
+		st.recent = st.recent[len(st.recent)-5:]
+	}
+}
+
+// Call implements the client's transport in memory: it copies nothing that
+// the caller could observe changing and honours ctx.
+func (c *Cluster) Call(ctx context.Context, addr string, t quic.FrameType, req, resp any) error {
+	type result struct {
+		v   any
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := c.dispatch(ctx, addr, t, req)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return r.err
+		}
+		return assign(resp, r.v)
+	case <-ctx.Done():
+		return &quic.OpError{Op: "call", Addr: addr, Err: ctx.Err()}
+	}
+}
+
+func assign(dst, src any) error {
+	switch d := dst.(type) {
+	case *wire.MetadataResponse:
+		*d = *src.(*wire.MetadataResponse)
+	case *wire.CreateTopicResponse:
+		*d = *src.(*wire.CreateTopicResponse)
+	case *wire.DeleteTopicResponse:
+		*d = *src.(*wire.DeleteTopicResponse)
+	case *wire.DescribeClusterResponse:
+		*d = *src.(*wire.DescribeClusterResponse)
+	case *wire.InitProducerIDResponse:
+		*d = *src.(*wire.InitProducerIDResponse)
+	case *wire.ProduceResponse:
+		*d = *src.(*wire.ProduceResponse)
+	case *wire.FetchResponse:
+		*d = *src.(*wire.FetchResponse)
+	case *wire.ListOffsetsResponse:
+		*d = *src.(*wire.ListOffsetsResponse)
+	default:
+		return fmt.Errorf("clienttest: unexpected response type %T", dst)
+	}
+	return nil
+}
+
+// dispatch applies Intercept, then handles the request.
+func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, req any) (any, error) {
+	c.calls[t].Add(1)
+	act := Action{}
+	if c.Intercept != nil {
+		act = c.Intercept(addr, t, req)
+	}
+	if act.Delay > 0 {
+		select {
+		case <-time.After(act.Delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	switch act.Kind {
+	case DropRequest:
+		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ErrInjected}
+	case Hang:
+		<-ctx.Done()
+		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ctx.Err()}
+	case Refuse:
+		return c.refuse(req, act.Code), nil
+	}
+	v, err := c.handle(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	if act.Kind == DropResponse {
+		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ErrInjected}
+	}
+	return v, nil
+}
+
+func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
+	switch r := req.(type) {
+	case *wire.ProduceRequest:
+		resp := &wire.ProduceResponse{}
+		for _, p := range r.Parts {
+			resp.Parts = append(resp.Parts, wire.ProducePartitionResponse{Partition: p.Partition, Err: code, BaseOffset: -1, LeaderHint: -1})
+		}
+		return resp
+	case *wire.FetchRequest:
+		resp := &wire.FetchResponse{}
+		for _, p := range r.Parts {
+			resp.Parts = append(resp.Parts, wire.FetchPartitionResponse{Partition: p.Partition, Err: code, LeaderHint: -1})
+		}
+		return resp
+	}
+	panic(fmt.Sprintf("clienttest: Refuse is for Produce and Fetch, not %T", req))
+}
+
+func (c *Cluster) brokerAt(addr string) int32 {
+	for _, b := range c.mu.brokers {
+		if b.Addr == addr {
+			return b.ID
+		}
+	}
+	return -1
+}
+
+// handle answers one request as the broker at addr.
+func (c *Cluster) handle(ctx context.Context, addr string, req any) (any, error) {
+	switch r := req.(type) {
+	case *wire.MetadataRequest:
+		return c.metadata(r), nil
+	case *wire.DescribeClusterRequest:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return &wire.DescribeClusterResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, Brokers: append([]wire.BrokerInfo(nil), c.mu.brokers...)}, nil
+	case *wire.InitProducerIDRequest:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.mu.nextPID++
+		return &wire.InitProducerIDResponse{ProducerID: c.mu.nextPID, ProducerEpoch: 0}, nil
+	case *wire.CreateTopicRequest:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.brokerAt(addr) != c.mu.controller {
+			return &wire.CreateTopicResponse{Err: wire.NotController}, nil
+		}
+		if _, ok := c.mu.topics[r.Name]; ok {
+			return &wire.CreateTopicResponse{Err: wire.TopicAlreadyExists, Message: "topic " + r.Name + " exists"}, nil
+		}
+		c.createLocked(r.Name, r.Partitions, r.ReplicationFactor, r.MinISR)
+		return &wire.CreateTopicResponse{TopicID: c.mu.topics[r.Name].id}, nil
+	case *wire.DeleteTopicRequest:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.brokerAt(addr) != c.mu.controller {
+			return &wire.DeleteTopicResponse{Err: wire.NotController}, nil
+		}
+		if _, ok := c.mu.topics[r.Name]; !ok {
+			return &wire.DeleteTopicResponse{Err: wire.UnknownTopicOrPartition}, nil
+		}
+		delete(c.mu.topics, r.Name)
+		c.mu.moff++
+		return &wire.DeleteTopicResponse{}, nil
+	case *wire.ProduceRequest:
+		return c.produce(addr, r), nil
+	case *wire.FetchRequest:
+		return c.fetch(ctx, addr, r), nil
+	case *wire.ListOffsetsRequest:
+		return c.listOffsets(addr, r), nil
+	}
+	return nil, fmt.Errorf("clienttest: unexpected request %T", req)
+}
+
+func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &wire.MetadataResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, Brokers: append([]wire.BrokerInfo(nil), c.mu.brokers...)}
+	names := r.Topics
+	if len(names) == 0 {
+		for n := range c.mu.topics {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		t, ok := c.mu.topics[n]
+		if !ok {
+			resp.Topics = append(resp.Topics, wire.TopicMetadata{Name: n, Err: wire.UnknownTopicOrPartition})
+			continue
+		}
+		tm := wire.TopicMetadata{Name: n, ID: t.id, ReplicationFactor: t.rf, MinISR: t.minISR}
+		for i, pt := range t.parts {
+			tm.Partitions = append(tm.Partitions, wire.PartitionMetadata{Partition: int32(i), Leader: pt.leader, LeaderEpoch: pt.epoch,
+				Replicas: append([]int32(nil), pt.replicas...), ISR: append([]int32(nil), pt.replicas...), HighWatermark: -1, LogStartOffset: -1})
+		}
+		resp.Topics = append(resp.Topics, tm)
+	}
+	return resp
+}
+
+// partitionAtLocked finds a partition led by the broker at addr.
+func (c *Cluster) partitionAtLocked(addr, topicName string, p int32) (*partition, wire.ErrorCode) {
+	t, ok := c.mu.topics[topicName]
+	if !ok || p < 0 || int(p) >= len(t.parts) {
+		return nil, wire.UnknownTopicOrPartition
+	}
+	pt := t.parts[p]
+	if pt.leader != c.brokerAt(addr) {
+		return pt, wire.NotLeader
+	}
+	return pt, wire.None
+}
+
+func checkEpoch(pt *partition, e int32) wire.ErrorCode {
+	switch {
+	case e < 0 || e == pt.epoch:
+		return wire.None
+	case e < pt.epoch:
+		return wire.FencedLeaderEpoch
+	default:
+		return wire.UnknownLeaderEpoch
+	}
+}
+
+func (c *Cluster) produce(addr string, req *wire.ProduceRequest) *wire.ProduceResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &wire.ProduceResponse{}
+	for _, pp := range req.Parts {
+		r := wire.ProducePartitionResponse{Partition: pp.Partition, BaseOffset: -1, LeaderHint: -1}
+		pt, code := c.partitionAtLocked(addr, req.Topic, pp.Partition)
+		if code == wire.None {
+			code = checkEpoch(pt, pp.LeaderEpoch)
+		}
+		if pt != nil {
+			r.LeaderHint, r.LeaderEpoch = pt.leader, pt.epoch
+		}
+		if code != wire.None {
+			r.Err = code
+			resp.Parts = append(resp.Parts, r)
+			continue
+		}
+		r.Err, r.Message, r.BaseOffset = c.appendLocked(pt, pp.Batch)
+		resp.Parts = append(resp.Parts, r)
+	}
+	return resp
+}
+
+func (c *Cluster) appendLocked(pt *partition, raw []byte) (wire.ErrorCode, string, int64) {
+	b := append(segment.Batch(nil), raw...) // the request's bytes are the caller's
+	if err := b.Validate(); err != nil {
+		return wire.CorruptMessage, err.Error(), -1
+	}
+	h, err := segment.ParseHeader(b)
+	if err != nil {
+		return wire.CorruptMessage, err.Error(), -1
+	}
+	if h.ProducerID >= 0 {
+		st := pt.producers[h.ProducerID]
+		if st != nil {
+			for _, e := range st.recent {
+				if e.first == h.BaseSequence {
+					return wire.None, "", e.base // a retry: its original offset
+				}
+			}
+		}
+		expect := int32(0)
+		if st != nil {
+			expect = st.lastSeq() + 1
+		}
+		if h.BaseSequence != expect {
+			return wire.OutOfOrderSequence, fmt.Sprintf("expected sequence %d, got %d", expect, h.BaseSequence), -1
+		}
+	}
+	base := pt.next
+	b.SetBaseOffset(base)
+	b.SetLeaderEpoch(pt.epoch)
+	pt.batches = append(pt.batches, b)
+	pt.next = b.LastOffset() + 1
+	if h.ProducerID >= 0 {
+		pt.remember(h, base)
+	}
+	c.wakeLocked()
+	return wire.None, "", base
+}
+
+func (c *Cluster) fetch(ctx context.Context, addr string, req *wire.FetchRequest) *wire.FetchResponse {
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMs) * time.Millisecond)
+	for {
+		c.mu.Lock()
+		resp, any := c.fetchLocked(addr, req)
+		changed := c.mu.changed
+		c.mu.Unlock()
+		left := time.Until(deadline)
+		if any || left <= 0 {
+			return resp
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			return resp
+		}
+	}
+}
+
+// fetchLocked reads each partition; any reports whether something (data or
+// an error) is worth answering at once.
+func (c *Cluster) fetchLocked(addr string, req *wire.FetchRequest) (*wire.FetchResponse, bool) {
+	resp := &wire.FetchResponse{}
+	any := false
+	for _, fp := range req.Parts {
+		r := wire.FetchPartitionResponse{Partition: fp.Partition, LeaderHint: -1}
+		pt, code := c.partitionAtLocked(addr, req.Topic, fp.Partition)
+		if code == wire.None {
+			code = checkEpoch(pt, fp.LeaderEpoch)
+		}
+		if pt != nil {
+			r.LeaderHint, r.LeaderEpoch = pt.leader, pt.epoch
+			r.HighWatermark, r.LogEnd = pt.next, pt.next
+		}
+		if code == wire.None && (fp.Offset < 0 || fp.Offset > pt.next) {
+			code = wire.OffsetOutOfRange
+		}
+		if code != wire.None {
+			r.Err = code
+			any = true
+			resp.Parts = append(resp.Parts, r)
+			continue
+		}
+		i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= fp.Offset })
+		for ; i < len(pt.batches); i++ {
+			if len(r.Records) > 0 && len(r.Records)+len(pt.batches[i]) > int(fp.MaxBytes) {
+				break
+			}
+			r.Records = append(r.Records, pt.batches[i]...)
+		}
+		if len(r.Records) > 0 {
+			any = true
+		}
+		resp.Parts = append(resp.Parts, r)
+	}
+	return resp, any
+}
+
+func (c *Cluster) listOffsets(addr string, req *wire.ListOffsetsRequest) *wire.ListOffsetsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &wire.ListOffsetsResponse{}
+	for _, lp := range req.Parts {
+		r := wire.ListOffsetsPartitionResponse{Partition: lp.Partition, LeaderHint: -1}
+		pt, code := c.partitionAtLocked(addr, req.Topic, lp.Partition)
+		if pt != nil {
+			r.LeaderHint = pt.leader
+		}
+		switch {
+		case code != wire.None:
+			r.Err = code
+		case lp.Timestamp == wire.Earliest:
+			r.Offset = 0
+		case lp.Timestamp == wire.Latest:
+			r.Offset = pt.next
+		default:
+			r.Err = wire.InvalidRequest
+		}
+		resp.Parts = append(resp.Parts, r)
+	}
+	return resp
+}

@@ -1,0 +1,200 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"paymentlog/client/clienttest"
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// pollN polls until n messages arrived.
+func pollN(tb testing.TB, cs *Consumer, n int) []Message {
+	tb.Helper()
+	ctx := testCtx(tb)
+	var out []Message
+	for len(out) < n {
+		m, err := cs.Poll(ctx)
+		if err != nil {
+			tb.Fatalf("poll after %d of %d: %v", len(out), n, err)
+		}
+		out = append(out, m...)
+	}
+	return out
+}
+
+func produceValues(tb testing.TB, c *Client, topic string, part int32, vals ...string) {
+	tb.Helper()
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := testCtx(tb)
+	for _, v := range vals {
+		if err := p.Produce(ctx, &Record{Topic: topic, Partition: part, PartitionSet: true, Value: []byte(v)}, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func TestConsumeFromOffsetInsideBatch(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a", "b", "c", "d", "e") // one batch
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, 2)
+	msgs := pollN(t, cs, 3)
+	if len(msgs) != 3 || msgs[0].Offset != 2 || string(msgs[0].Value) != "c" || string(msgs[2].Value) != "e" {
+		t.Fatalf("got %+v", msgs)
+	}
+	if pos, _ := cs.Position(TopicPartition{"t", 0}); pos != 5 {
+		t.Fatalf("position %d", pos)
+	}
+}
+
+func TestConsumeAllPartitionsThenLongPoll(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 3)
+	c := mustFakeClient(t, fc)
+	for p := int32(0); p < 3; p++ {
+		produceValues(t, c, "t", p, fmt.Sprintf("p%d-0", p), fmt.Sprintf("p%d-1", p))
+	}
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 2 * time.Second})
+	defer cs.Close()
+	if _, err := cs.AssignTopic(testCtx(t), "t", SeekBeginning); err != nil {
+		t.Fatal(err)
+	}
+	msgs := pollN(t, cs, 6)
+	if len(msgs) != 6 {
+		t.Fatalf("got %d", len(msgs))
+	}
+	// A long poll is answered as soon as a record arrives.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		produceValues(t, c, "t", 1, "late")
+	}()
+	start := time.Now()
+	msgs = pollN(t, cs, 1)
+	if string(msgs[0].Value) != "late" || time.Since(start) > 1500*time.Millisecond {
+		t.Fatalf("got %q after %v", msgs[0].Value, time.Since(start))
+	}
+}
+
+func TestConsumeSeekEnd(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "old1", "old2")
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 30 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekEnd)
+	if m, err := cs.Poll(testCtx(t)); err != nil || len(m) != 0 {
+		t.Fatalf("poll at end: %v %v", m, err)
+	}
+	produceValues(t, c, "t", 0, "new")
+	msgs := pollN(t, cs, 1)
+	if string(msgs[0].Value) != "new" || msgs[0].Offset != 2 {
+		t.Fatalf("got %+v", msgs[0])
+	}
+}
+
+func TestConsumeFollowsLeaderChange(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a")
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 30 * time.Millisecond, RetryBackoff: 5 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekBeginning)
+	pollN(t, cs, 1)
+	old, _ := fc.Leader("t", 0)
+	fc.SetLeader("t", 0, old%3+1)
+	produceValues(t, c, "t", 0, "b")
+	msgs := pollN(t, cs, 1)
+	if string(msgs[0].Value) != "b" {
+		t.Fatalf("got %q", msgs[0].Value)
+	}
+}
+
+func TestConsumeOffsetOutOfRange(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a")
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 30 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, 99)
+	_, err := cs.Poll(testCtx(t))
+	var oor *OffsetOutOfRangeError
+	if !errors.As(err, &oor) || oor.Requested != 99 || oor.End != 1 {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAdminCreateGoesToController(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.SetController(3)
+	c := mustFakeClient(t, fc)
+	a := c.Admin()
+	ctx := testCtx(t)
+	if _, err := a.CreateTopic(ctx, TopicSpec{Name: "x", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateTopic(ctx, TopicSpec{Name: "x", Partitions: 2}); ErrorCode(err) != wire.TopicAlreadyExists {
+		t.Fatalf("second create: %v", err)
+	}
+	names, err := a.ListTopics(ctx)
+	if err != nil || len(names) != 1 || names[0] != "x" {
+		t.Fatalf("list: %v %v", names, err)
+	}
+	produceValues(t, c, "x", 1, "a", "b", "c")
+	d, err := a.DescribeTopic(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Partitions) != 2 || d.Partitions[1].HighWatermark != 3 || d.Partitions[1].LogStartOffset != 0 || d.Partitions[0].HighWatermark != 0 {
+		t.Fatalf("describe: %+v", d)
+	}
+	// The controller moves: NotController, refresh, retry.
+	fc.SetController(1)
+	if err := a.DeleteTopic(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DescribeTopic(ctx, "x"); ErrorCode(err) != wire.UnknownTopicOrPartition {
+		t.Fatalf("describe deleted: %v", err)
+	}
+	st, err := a.DescribeCluster(ctx)
+	if err != nil || st.ControllerID != 1 || st.Alive() != 3 {
+		t.Fatalf("cluster: %+v %v", st, err)
+	}
+}
+
+func TestHedgedMetadataSkipsDeadNode(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	dead := fc.Addrs()[0]
+	fc.Intercept = func(addr string, _ quic.FrameType, _ any) clienttest.Action {
+		if addr == dead {
+			return clienttest.Action{Kind: clienttest.Hang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	start := time.Now()
+	if err := c.meta.refresh(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("refresh took %v with one dead node", time.Since(start))
+	}
+	_ = context.Background
+}

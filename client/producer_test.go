@@ -1,0 +1,383 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"paymentlog/client/clienttest"
+	"paymentlog/quic"
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+func TestProduceKeyedExactlyOnce(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("payments", 3)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	d := produceN(t, p, "payments", n, 50)
+	checkExactlyOnce(t, fc, "payments", 3, d, n)
+	for i := 0; i < n; i++ {
+		if want := KeyPartition([]byte(fmt.Sprintf("k%d", i%50)), 3); d.got[i].Partition != want {
+			t.Fatalf("record %d on partition %d, want %d (key hash)", i, d.got[i].Partition, want)
+		}
+	}
+}
+
+func TestProduceBatches(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour, BatchBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000 // ~50 bytes each: about 13 batches of 4 KiB
+	d := produceN(t, p, "t", n, 0)
+	checkExactlyOnce(t, fc, "t", 1, d, n)
+	reqs := fc.Calls(wire.TypeProduce)
+	if reqs < 5 || reqs > 30 {
+		t.Fatalf("%d Produce requests for %d records in 4 KiB batches", reqs, n)
+	}
+}
+
+func TestProduceLingerSendsPartialBatch(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ch := make(chan Delivery, 1)
+	if err := p.Produce(testCtx(t), &Record{Topic: "t", Value: []byte("x")}, func(d Delivery) { ch <- d }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-ch:
+		if d.Err != nil || d.Offset != 0 {
+			t.Fatalf("delivery %+v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lone record was never sent")
+	}
+}
+
+// Requests overtake each other (random delays before the leader handles
+// them): OutOfOrderSequence answers must be resolved by resending in order.
+func TestProduceReorderedRequestsKeepOrder(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 2)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Delay: time.Duration(rand.IntN(3000)) * time.Microsecond}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 512, Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	d := produceN(t, p, "t", n, 0)
+	checkExactlyOnce(t, fc, "t", 2, d, n)
+}
+
+// Answers are lost after the leader appended: the retry of the same bytes
+// must get the original offsets, not a second copy.
+func TestProduceLostAcksNoDuplicates(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 3)
+	var k atomic.Int64
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty != wire.TypeProduce {
+			return clienttest.Action{}
+		}
+		switch k.Add(1) % 7 {
+		case 2:
+			return clienttest.Action{Kind: clienttest.DropResponse}
+		case 5:
+			return clienttest.Action{Kind: clienttest.DropRequest}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 1024, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	d := produceN(t, p, "t", n, 10)
+	checkExactlyOnce(t, fc, "t", 3, d, n)
+}
+
+// The leader moves while requests are outstanding and the old leader goes
+// silent (a killed process): the producer must notice from the metadata,
+// abandon the requests and deliver everything at the new leader, once.
+func TestProduceLeaderDiesWhileInFlight(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	var dead atomic.Value // address of the dead broker
+	dead.Store("")
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if addr == dead.Load().(string) {
+			return clienttest.Action{Kind: clienttest.Hang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 1024, Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	const n = 4000
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			old, _ := fc.Leader("t", 0)
+			dead.Store(fc.Addrs()[old-1])
+			go func() {
+				time.Sleep(30 * time.Millisecond) // the controller notices a while later
+				fc.SetLeader("t", 0, old%3+1)
+			}()
+		}
+		if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte(fmt.Sprintf("v%d", i))}, d.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("took %v: requests to the dead leader were not abandoned", el)
+	}
+	checkExactlyOnce(t, fc, "t", 1, d, n)
+}
+
+// A new leader lacks the last batches the old one had written (never
+// replicated, never acknowledged): the producer's resends hit
+// OutOfOrderSequence until the missing batches are resent in order.
+func TestProduceLeaderChangeLosesUnackedBatches(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	var mu sync.Mutex
+	armed, swallowed := false, 0
+	var acked int64
+	failedOver := make(chan struct{})
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		if ty != wire.TypeProduce || !armed {
+			return clienttest.Action{}
+		}
+		// The old leader appends but its answers are lost; after 8 of
+		// them it fails over to a replica that has only part of its tail.
+		swallowed++
+		if swallowed == 8 {
+			armed = false
+			go func() {
+				defer close(failedOver)
+				time.Sleep(5 * time.Millisecond)
+				fc.TruncateLog("t", 0, acked+7)
+				old, _ := fc.Leader("t", 0)
+				fc.SetLeader("t", 0, old%3+1)
+			}()
+		}
+		return clienttest.Action{Kind: clienttest.DropResponse}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 256, Linger: time.Millisecond, RetryBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	const n = 2000
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			acked = fc.LogEnd("t", 0)
+			armed = true
+			mu.Unlock()
+		}
+		if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte(fmt.Sprintf("v%d", i))}, d.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-failedOver
+	checkExactlyOnce(t, fc, "t", 1, d, n)
+}
+
+// NotEnoughReplicas and NotLeader refusals are retried; the log ends up exact.
+func TestProduceRetriesRetriableRefusals(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 2)
+	var k atomic.Int64
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty != wire.TypeProduce {
+			return clienttest.Action{}
+		}
+		switch k.Add(1) % 5 {
+		case 1:
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.NotEnoughReplicas}
+		case 3:
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.NotLeader}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 512, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1500
+	d := produceN(t, p, "t", n, 0)
+	checkExactlyOnce(t, fc, "t", 2, d, n)
+}
+
+// A batch refused for good fails its records only; later batches are
+// re-sequenced under a new producer id and delivered.
+func TestProduceTerminalErrorFailsOnlyThatBatch(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	var once atomic.Bool
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce && once.CompareAndSwap(false, true) {
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.CorruptMessage}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	first, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte("bad")})
+	if ErrorCode(err) != wire.CorruptMessage || first.Err == nil {
+		t.Fatalf("first record: %v, want CorruptMessage", err)
+	}
+	var de *DeliveryError
+	if !errors.As(err, &de) || de.Unknown {
+		t.Fatalf("error %v: want a definitive *DeliveryError", err)
+	}
+	for i := 0; i < 10; i++ {
+		d, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte(fmt.Sprintf("ok%d", i))})
+		if err != nil || d.Offset != int64(i) {
+			t.Fatalf("record %d: %+v %v", i, d, err)
+		}
+	}
+	p.Close(ctx)
+}
+
+func TestProduceDeliveryTimeout(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	fc.SetLeader("t", 0, -1) // offline
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{DeliveryTimeout: 200 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, RetryBackoffMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.ProduceSync(testCtx(t), &Record{Topic: "t", Value: []byte("x")})
+	if !errors.Is(err, ErrDeliveryTimeout) {
+		t.Fatalf("got %v, want ErrDeliveryTimeout", err)
+	}
+	p.Close(context.Background())
+}
+
+func TestProduceUnknownTopicFailsFast(t *testing.T) {
+	fc := clienttest.New(1)
+	c := mustFakeClient(t, fc)
+	p, _ := c.NewProducer(ProducerConfig{MetadataWait: 100 * time.Millisecond})
+	defer p.Close(context.Background())
+	err := p.Produce(testCtx(t), &Record{Topic: "nope", Value: []byte("x")}, nil)
+	if ErrorCode(err) != wire.UnknownTopicOrPartition {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestProduceRecordTooLarge(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, _ := c.NewProducer(ProducerConfig{MaxRecordBytes: 1000})
+	defer p.Close(context.Background())
+	var tl *RecordTooLargeError
+	if err := p.Produce(testCtx(t), &Record{Topic: "t", Value: make([]byte, 2000)}, nil); !errors.As(err, &tl) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCloseFailsWhatCannotBeDelivered(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.SetLeader("t", 0, -1)
+	c := mustFakeClient(t, fc)
+	p, _ := c.NewProducer(ProducerConfig{})
+	d := newDeliveries()
+	for i := 0; i < 10; i++ {
+		if err := p.Produce(testCtx(t), &Record{Topic: "t", Value: []byte("x")}, d.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v", err)
+	}
+	for i := 0; i < 10; i++ {
+		if d.n[i] != 1 || !errors.Is(d.got[i].Err, ErrProducerClosed) {
+			t.Fatalf("record %d: %d callbacks, %v", i, d.n[i], d.got[i].Err)
+		}
+	}
+	if err := p.Produce(testCtx(t), &Record{Topic: "t", Value: []byte("x")}, nil); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("produce after close: %v", err)
+	}
+}
+
+func TestProduceHeadersAndNilKeyRoundTrip(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, _ := c.NewProducer(ProducerConfig{})
+	ctx := testCtx(t)
+	hdr := []segment.RecordHeader{{Key: "trace", Value: []byte("abc")}}
+	if _, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte{}, Headers: hdr}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ProduceSync(ctx, &Record{Topic: "t", Key: []byte{}, Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close(ctx)
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekBeginning)
+	msgs := pollN(t, cs, 2)
+	if msgs[0].Key != nil || msgs[0].Value == nil || len(msgs[0].Value) != 0 || len(msgs[0].Headers) != 1 || string(msgs[0].Headers[0].Value) != "abc" {
+		t.Fatalf("record 0: %+v", msgs[0])
+	}
+	if msgs[1].Key == nil || len(msgs[1].Key) != 0 {
+		t.Fatalf("record 1: empty key became %v", msgs[1].Key)
+	}
+}
