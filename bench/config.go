@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/quic"
+)
+
+// Mode names a benchmark (or all of them).
+type Mode string
+
+// Modes, in the order All runs them.
+const (
+	ModeAll                Mode = "all"
+	ModeTransport          Mode = "transport"
+	ModeThroughput         Mode = "throughput"
+	ModeFailover           Mode = "failover"
+	ModeControllerFailover Mode = "controller-failover"
+)
+
+// ParseMode parses a positional mode argument; empty means all.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "":
+		return ModeAll, nil
+	case ModeAll, ModeTransport, ModeThroughput, ModeFailover, ModeControllerFailover:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown benchmark %q (want all, throughput, failover, controller-failover or transport)", s)
+}
+
+// runs reports whether mode m includes benchmark x.
+func (m Mode) runs(x Mode) bool { return m == ModeAll || m == x }
+
+// Config is a whole `paymentlog bench` run. DefaultConfig fills every field;
+// the defaults make `paymentlog bench` (all) finish in about two minutes.
+type Config struct {
+	Mode    Mode
+	Version string // paymentlog version, for the report
+
+	// Cluster: with no Bootstrap, a local cluster of Nodes child processes of
+	// Binary is started (and removed afterwards).
+	Bootstrap  []string
+	TLS        quic.TLSConfig // for an external cluster
+	KillCmd    string         // e.g. "scripts/cluster.sh kill {id}"; required for failover with Bootstrap
+	RestartCmd string         // e.g. "scripts/cluster.sh restart {id}"
+	Binary     string         // paymentlog binary for the local cluster; default os.Executable()
+	Nodes      int            // local cluster size; 3
+	NodeArgs   []string       // extra `node start` flags for the local cluster
+	KeepDir    bool           // keep the local cluster's directory
+	BaseDir    string         // where the local cluster's directory goes; default os.TempDir()
+	Metrics    bool           // give local nodes --metrics-addr (pprof); reported in the output
+
+	Throughput ThroughputConfig
+	Transport  TransportConfig
+	Failover   FailoverConfig
+	Controller ControllerFailoverConfig
+
+	JSONPath string // --json FILE
+	PlotPath string // --plot FILE.svg
+
+	// Out receives the summary table; Progress receives the progress bar (when
+	// it is a terminal) or one line per phase.
+	Out      io.Writer
+	Progress io.Writer
+	Logger   *slog.Logger
+}
+
+// ThroughputConfig is the throughput (and latency) benchmark.
+type ThroughputConfig struct {
+	RecordSize        int           // bytes of value per record; 1024 (at least 20: the header the bench embeds)
+	Records           int64         // stop after this many records; 0: run for Duration
+	Duration          time.Duration // 8s
+	Partitions        int           // 6
+	ReplicationFactor int           // 3
+	MinISR            int           // 2
+	Acks              string        // all
+	Producers         int           // 2 (each with its own client connection)
+	Fsync             string        // local cluster's --fsync: always
+	Idempotence       bool          // true
+	BatchBytes        int           // producer batch size; 256 KiB
+	Linger            time.Duration // 2ms
+	MaxInFlight       int           // per partition; 5
+	// HalfLoadDuration is the length of the second run at half the measured
+	// rate, which gives the latency figures (produce and end to end); 4s, 0: skip.
+	HalfLoadDuration time.Duration
+	// ConsumeCheck reads the first run back with one consumer, for consume throughput; true.
+	ConsumeCheck bool
+}
+
+// TransportConfig is the raw QUIC baseline.
+type TransportConfig struct {
+	Duration time.Duration // per round; 1s
+	Rounds   int           // median of; 3
+	Streams  int           // parallel streams on one connection; 1
+	Chunk    int           // bytes per write; 64 KiB
+}
+
+// FailoverConfig is the leader failover benchmark.
+type FailoverConfig struct {
+	Trials     int           // 10
+	Rate       int           // records per second, all partitions together; 3000
+	RecordSize int           // 256
+	Partitions int           // 3; the victim is always partition 0's leader
+	Timeout    time.Duration // per step of a trial; 15s
+	Poll       time.Duration // metadata watcher interval; 5ms
+}
+
+// ControllerFailoverConfig is the controller failover benchmark.
+type ControllerFailoverConfig struct {
+	Trials  int           // 10
+	Timeout time.Duration // per trial; 15s
+	Attempt time.Duration // per CreateTopic attempt; 500ms
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Mode:  ModeAll,
+		Nodes: 3,
+		Throughput: ThroughputConfig{
+			RecordSize:        1024,
+			Duration:          8 * time.Second,
+			Partitions:        6,
+			ReplicationFactor: 3,
+			MinISR:            2,
+			Acks:              "all",
+			Producers:         2,
+			Fsync:             "always",
+			Idempotence:       true,
+			BatchBytes:        256 << 10,
+			Linger:            2 * time.Millisecond,
+			MaxInFlight:       5,
+			HalfLoadDuration:  4 * time.Second,
+			ConsumeCheck:      true,
+		},
+		Transport: TransportConfig{Duration: time.Second, Rounds: 3, Streams: 1, Chunk: 64 << 10},
+		Failover: FailoverConfig{
+			Trials: 10, Rate: 3000, RecordSize: 256, Partitions: 3,
+			Timeout: 15 * time.Second, Poll: 5 * time.Millisecond,
+		},
+		Controller: ControllerFailoverConfig{Trials: 10, Timeout: 15 * time.Second, Attempt: 500 * time.Millisecond},
+	}
+}
+
+// ConfigError names the invalid field.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "bench: " + e.Field + ": " + e.Reason }
+
+// payloadHeader is the smallest record value: the bench header (payload.go).
+const payloadHeader = 20
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	t := c.Throughput
+	switch {
+	case c.Nodes < 1:
+		return &ConfigError{"nodes", "must be >= 1"}
+	case len(c.Bootstrap) > 0 && c.Mode.runs(ModeFailover) && c.Mode != ModeAll && c.KillCmd == "":
+		return &ConfigError{"kill-cmd", "required for failover against --bootstrap"}
+	case len(c.Bootstrap) > 0 && c.Mode.runs(ModeControllerFailover) && c.Mode != ModeAll && c.KillCmd == "":
+		return &ConfigError{"kill-cmd", "required for controller-failover against --bootstrap"}
+	case t.RecordSize < payloadHeader:
+		return &ConfigError{"record-size", fmt.Sprintf("must be >= %d", payloadHeader)}
+	case t.Records < 0:
+		return &ConfigError{"records", "must be >= 0"}
+	case t.Records == 0 && t.Duration <= 0:
+		return &ConfigError{"duration", "must be > 0 without --records"}
+	case t.Partitions < 1:
+		return &ConfigError{"partitions", "must be >= 1"}
+	case t.ReplicationFactor < 1 || (len(c.Bootstrap) == 0 && t.ReplicationFactor > c.Nodes):
+		return &ConfigError{"replication-factor", "must be between 1 and the number of nodes"}
+	case t.MinISR < 1 || t.MinISR > t.ReplicationFactor:
+		return &ConfigError{"min-insync-replicas", "must be between 1 and the replication factor"}
+	case t.Producers < 1:
+		return &ConfigError{"producers", "must be >= 1"}
+	case t.MaxInFlight < 1:
+		return &ConfigError{"max-in-flight", "must be >= 1"}
+	case c.Transport.Duration <= 0 || c.Transport.Rounds < 1 || c.Transport.Streams < 1 || c.Transport.Chunk < 1:
+		return &ConfigError{"transport", "duration, rounds, streams and chunk must be > 0"}
+	case c.Failover.Trials < 0:
+		return &ConfigError{"trials", "must be >= 0"}
+	case c.Failover.Rate < 1:
+		return &ConfigError{"failover-rate", "must be >= 1"}
+	case c.Failover.RecordSize < payloadHeader:
+		return &ConfigError{"failover-record-size", fmt.Sprintf("must be >= %d", payloadHeader)}
+	case c.Failover.Partitions < 1:
+		return &ConfigError{"failover-partitions", "must be >= 1"}
+	case c.Controller.Trials < 0:
+		return &ConfigError{"controller-trials", "must be >= 0"}
+	}
+	if _, err := client.ParseAcks(t.Acks); err != nil {
+		return &ConfigError{"acks", err.Error()}
+	}
+	return nil
+}
+
+// killCmd expands a --kill-cmd/--restart-cmd template for node id.
+func expandCmd(tmpl string, id int32) string {
+	return strings.ReplaceAll(tmpl, "{id}", fmt.Sprint(id))
+}

@@ -1,0 +1,380 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// FailoverTrial is one SIGKILL of partition 0's leader. Times are in
+// milliseconds from the kill (RejoinMs: from the restart); -1 when the step
+// did not happen within the timeout.
+type FailoverTrial struct {
+	Trial         int     `json:"trial"`
+	Victim        int32   `json:"victim"`
+	NewLeader     int32   `json:"new_leader"`
+	FenceMs       float64 `json:"fence_ms"`       // until the metadata shows the victim fenced
+	NewLeaderMs   float64 `json:"new_leader_ms"`  // until the metadata shows another leader
+	UnavailableMs float64 `json:"unavailable_ms"` // until the first acknowledgement for partition 0 after the kill
+	RejoinMs      float64 `json:"rejoin_isr_ms"`  // restart until the victim is back in every ISR it belongs to
+	Error         string  `json:"error,omitempty"`
+
+	killAt, fenceAt, leaderAt, ackAt time.Time
+}
+
+// FailoverResult is the failover benchmark's output.
+type FailoverResult struct {
+	Topic         string          `json:"topic"`
+	Partitions    int             `json:"partitions"`
+	Rate          int             `json:"rate_records_per_sec"`
+	RecordSize    int             `json:"record_size"`
+	Trials        []FailoverTrial `json:"trials"`
+	FenceMs       Summary         `json:"fence_ms"`
+	NewLeaderMs   Summary         `json:"new_leader_ms"`
+	UnavailableMs Summary         `json:"unavailable_ms"`
+	RejoinMs      Summary         `json:"rejoin_isr_ms"`
+	Acked         int64           `json:"acked"`
+	Failed        int64           `json:"failed"` // records whose delivery failed (not acknowledged: not a loss)
+	Verified      int64           `json:"verified"`
+	// LostRecords counts acknowledged records missing from, or different in,
+	// the log read back afterwards. Must be 0.
+	LostRecords int64 `json:"lost_records"`
+	// Duplicates counts records found at more than one offset.
+	Duplicates     int64       `json:"duplicates"`
+	ProduceLatency Percentiles `json:"produce_latency_ms"`
+	Seconds        float64     `json:"seconds"`
+	FirstError     string      `json:"first_error,omitempty"`
+	LostExamples   []string    `json:"lost_examples,omitempty"`
+
+	timeline *ackTimeline
+}
+
+// ackRec is one acknowledged record.
+type ackRec struct {
+	part   int32
+	offset int64
+	id     recordID
+}
+
+// ackTimeline collects acknowledgements of a run.
+type ackTimeline struct {
+	start time.Time
+	mu    sync.Mutex
+	acks  []ackRec
+	times []time.Time // parallel to acks
+}
+
+func (t *ackTimeline) add(d client.Delivery, id recordID, at time.Time) {
+	t.mu.Lock()
+	t.acks = append(t.acks, ackRec{part: d.Partition, offset: d.Offset, id: id})
+	t.times = append(t.times, at)
+	t.mu.Unlock()
+}
+
+// runFailover keeps a paced acks=all load running while it kills partition
+// 0's leader cfg.Trials times, then reads everything back.
+func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
+	fc := r.cfg.Failover
+	topic := fmt.Sprintf("bench-failover-%d", time.Now().UnixNano())
+	res := &FailoverResult{Topic: topic, Partitions: fc.Partitions, Rate: fc.Rate, RecordSize: fc.RecordSize}
+	if err := r.createTopic(ctx, topic, fc.Partitions, 3, 2); err != nil {
+		return nil, err
+	}
+	w := newWatcher(ctx, r.ep, r.target.bootstrap(), []string{topic}, fc.Poll)
+	defer w.close()
+	if _, err := r.waitHealthy(ctx, w, topic, fc.Timeout); err != nil {
+		return nil, err
+	}
+	pcfg := client.ProducerConfig{Acks: client.AcksAll, Linger: time.Millisecond}
+	ps, err := newProducerSet(ctx, r.clientConfig(), pcfg, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer ps.close()
+
+	tl := &ackTimeline{}
+	res.timeline = tl
+	var killAt, firstAck atomic.Int64 // unix nanos; 0 = not armed / none yet
+	stop := make(chan struct{})
+	loadDone := make(chan *loadResult, 1)
+	tl.start = time.Now()
+	go func() {
+		loadDone <- runLoad(ctx, ps.producers, loadConfig{
+			topic: topic, partitions: fc.Partitions, recordSize: fc.RecordSize,
+			rate: float64(fc.Rate), duration: 24 * time.Hour, explicit: true, stop: stop,
+			onAck: func(d client.Delivery, id recordID, at time.Time) {
+				tl.add(d, id, at)
+				if k := killAt.Load(); k != 0 && d.Partition == 0 && at.UnixNano() > k {
+					firstAck.CompareAndSwap(0, at.UnixNano())
+				}
+			},
+		})
+	}()
+	stopLoad := func() *loadResult {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		return <-loadDone
+	}
+
+	bar := r.progress.steps("failover", fc.Trials)
+	// Let the load reach its steady state before the first kill.
+	w.quietFor(ctx, 500*time.Millisecond, 2*time.Second)
+	for i := range fc.Trials {
+		if ctx.Err() != nil {
+			break
+		}
+		tr := r.failoverTrial(ctx, w, topic, i+1, &killAt, &firstAck)
+		res.Trials = append(res.Trials, tr)
+		bar.step(i + 1)
+		if tr.Error != "" {
+			r.log.Warn("failover trial failed", "trial", i+1, "err", tr.Error)
+		}
+	}
+	bar.done()
+	// A little more steady load after the last trial, then stop.
+	w.quietFor(ctx, 300*time.Millisecond, 2*time.Second)
+	lr := stopLoad()
+	res.Acked, res.Failed = lr.acked, lr.failed
+	res.ProduceLatency = lr.lat.percentiles()
+	res.Seconds = time.Since(tl.start).Seconds()
+	if lr.firstErr != nil {
+		res.FirstError = lr.firstErr.Error()
+	}
+	var fence, leader, unavail, rejoin []float64
+	for _, t := range res.Trials {
+		if t.FenceMs >= 0 {
+			fence = append(fence, t.FenceMs)
+		}
+		if t.NewLeaderMs >= 0 {
+			leader = append(leader, t.NewLeaderMs)
+		}
+		if t.UnavailableMs >= 0 {
+			unavail = append(unavail, t.UnavailableMs)
+		}
+		if t.RejoinMs >= 0 {
+			rejoin = append(rejoin, t.RejoinMs)
+		}
+	}
+	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarize(fence), summarize(leader), summarize(unavail), summarize(rejoin)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	if _, err := r.waitHealthy(ctx, w, topic, fc.Timeout); err != nil {
+		r.log.Warn("cluster not healthy before readback", "err", err)
+	}
+	if err := r.verify(ctx, topic, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// waitHealthy waits until a controller is elected, every broker is alive and
+// every partition of topic has a full ISR.
+func (r *runner) waitHealthy(ctx context.Context, w *watcher, topic string, timeout time.Duration) (view, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := w.waitState(ctx, func(md *wire.MetadataResponse) bool {
+		return allAlive(md) && (topic == "" || inSync(md, topic))
+	})
+	if err != nil {
+		return v, fmt.Errorf("bench: cluster not healthy after %v: %w", timeout, err)
+	}
+	return v, nil
+}
+
+// failoverTrial kills partition 0's leader once and measures the recovery.
+func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n int, killAt, firstAck *atomic.Int64) FailoverTrial {
+	fc := r.cfg.Failover
+	tr := FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1}
+	v, err := r.waitHealthy(ctx, w, topic, fc.Timeout)
+	if err != nil {
+		tr.Error = err.Error()
+		return tr
+	}
+	// Settle: a restarted node may take its preferred leaderships back.
+	w.quietFor(ctx, 300*time.Millisecond, 3*time.Second)
+	if l := w.latest(); l != nil {
+		v = *l
+	}
+	pm, ok := partitionOf(v.md, topic, 0)
+	if !ok || pm.Leader < 0 {
+		tr.Error = "partition 0 has no leader"
+		return tr
+	}
+	tr.Victim = pm.Leader
+
+	firstAck.Store(0)
+	tr.killAt = time.Now()
+	killAt.Store(tr.killAt.UnixNano())
+	if err := r.target.kill(ctx, tr.Victim); err != nil {
+		killAt.Store(0)
+		tr.Error = err.Error()
+		return tr
+	}
+	sctx, cancel := context.WithTimeout(ctx, fc.Timeout)
+	defer cancel()
+	if fv, err := w.waitFor(sctx, tr.killAt, func(md *wire.MetadataResponse) bool {
+		b, ok := brokerOf(md, tr.Victim)
+		return ok && b.State == "fenced"
+	}); err == nil {
+		tr.fenceAt = fv.at
+		tr.FenceMs = ms(fv.at.Sub(tr.killAt))
+	}
+	if lv, err := w.waitFor(sctx, tr.killAt, func(md *wire.MetadataResponse) bool {
+		p, ok := partitionOf(md, topic, 0)
+		return ok && p.Leader >= 0 && p.Leader != tr.Victim
+	}); err == nil {
+		tr.leaderAt = lv.at
+		tr.NewLeaderMs = ms(lv.at.Sub(tr.killAt))
+		p, _ := partitionOf(lv.md, topic, 0)
+		tr.NewLeader = p.Leader
+	}
+	for sctx.Err() == nil && firstAck.Load() == 0 {
+		select {
+		case <-sctx.Done():
+		case <-time.After(time.Millisecond):
+		}
+	}
+	killAt.Store(0)
+	if a := firstAck.Load(); a != 0 {
+		tr.ackAt = time.Unix(0, a)
+		tr.UnavailableMs = ms(tr.ackAt.Sub(tr.killAt))
+	}
+	var errs []string
+	if tr.FenceMs < 0 {
+		errs = append(errs, "victim never fenced")
+	}
+	if tr.NewLeaderMs < 0 {
+		errs = append(errs, "no new leader")
+	}
+	if tr.UnavailableMs < 0 {
+		errs = append(errs, "no acknowledgement after the kill")
+	}
+
+	restartAt := time.Now()
+	if err := r.target.restart(ctx, tr.Victim); err != nil {
+		errs = append(errs, "restart: "+err.Error())
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, fc.Timeout)
+		defer cancel()
+		victim := tr.Victim
+		if rv, err := w.waitFor(rctx, restartAt, func(md *wire.MetadataResponse) bool {
+			for _, t := range md.Topics {
+				if t.Name != topic {
+					continue
+				}
+				for _, p := range t.Partitions {
+					if slices.Contains(p.Replicas, victim) && !slices.Contains(p.ISR, victim) {
+						return false
+					}
+				}
+				return true
+			}
+			return false
+		}); err == nil {
+			tr.RejoinMs = ms(rv.at.Sub(restartAt))
+		} else {
+			errs = append(errs, "victim did not rejoin the ISR")
+		}
+	}
+	if len(errs) > 0 {
+		tr.Error = fmt.Sprint(errs)
+	}
+	return tr
+}
+
+// verify reads the topic back and checks every acknowledged record.
+func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) error {
+	tl := res.timeline
+	tl.mu.Lock()
+	acks := append([]ackRec(nil), tl.acks...)
+	tl.mu.Unlock()
+	got, err := r.readBack(ctx, topic)
+	if err != nil {
+		return err
+	}
+	seen := map[recordID]int{}
+	for _, recs := range got {
+		for _, id := range recs {
+			seen[id]++
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			res.Duplicates += int64(n - 1)
+			_ = id
+		}
+	}
+	for _, a := range acks {
+		recs := got[a.part]
+		id, ok := recs[a.offset]
+		if ok && id == a.id {
+			res.Verified++
+			continue
+		}
+		res.LostRecords++
+		if len(res.LostExamples) < 10 {
+			if ok {
+				res.LostExamples = append(res.LostExamples, fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, found producer %d seq %d", topic, a.part, a.offset, a.id.producer, a.id.seq, id.producer, id.seq))
+			} else {
+				res.LostExamples = append(res.LostExamples, fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, missing", topic, a.part, a.offset, a.id.producer, a.id.seq))
+			}
+		}
+	}
+	return nil
+}
+
+// readBack consumes every partition of topic from the beginning to its end
+// offset and returns, per partition, the bench record id at each offset.
+func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int64]recordID, error) {
+	cl, err := client.New(ctx, r.clientConfig())
+	if err != nil {
+		return nil, err
+	}
+	defer closeClient(cl)
+	cons := cl.NewConsumer(client.ConsumerConfig{MaxBytes: 32 << 20, PartitionMaxBytes: 4 << 20})
+	defer cons.Close()
+	tps, err := cons.AssignTopic(ctx, topic, client.SeekBeginning)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ends, err := cons.EndOffsets(ctx, tps)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]map[int64]recordID{}
+	done := func() bool {
+		for _, tp := range tps {
+			if pos, _ := cons.Position(tp); pos < ends[tp] {
+				return false
+			}
+		}
+		return true
+	}
+	for _, tp := range tps {
+		out[tp.Partition] = map[int64]recordID{}
+	}
+	for !done() {
+		msgs, err := cons.Poll(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bench: read back %s: %w", topic, err)
+		}
+		for _, m := range msgs {
+			if _, id, err := parsePayload(m.Value); err == nil {
+				out[m.Partition][m.Offset] = id
+			}
+		}
+	}
+	return out, nil
+}

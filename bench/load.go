@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paymentlog/client"
+)
+
+// loadConfig is one producer load: producers records of recordSize bytes,
+// as fast as the producers accept them (rate 0) or at a fixed total rate,
+// for duration or until records have been sent.
+type loadConfig struct {
+	topic      string
+	partitions int
+	recordSize int
+	rate       float64       // records/s over all producers; 0: as fast as possible
+	duration   time.Duration // ignored when records > 0
+	records    int64
+	// explicit assigns partitions round-robin per producer (so every partition
+	// gets its share of a fixed rate); otherwise the producer's sticky partitioner picks.
+	explicit bool
+	// onAck, if set, is called for every acknowledged record (on producer goroutines).
+	onAck func(d client.Delivery, id recordID, at time.Time)
+	// progress, if set, is called about every 100ms with the records acknowledged so far.
+	progress func(acked int64)
+	// stop, if set, ends the load early when closed.
+	stop <-chan struct{}
+}
+
+// loadResult is what a load achieved.
+type loadResult struct {
+	sent, acked, failed int64
+	ackedBytes          int64
+	start, end          time.Time // first Produce call; last delivery
+	lat                 *latency  // Produce call (or intended send time, when paced) to acknowledgement
+	firstErr            error
+}
+
+func (r *loadResult) elapsed() time.Duration { return r.end.Sub(r.start) }
+
+// runLoad drives one producer per element of producers (each normally on its
+// own client) and waits until every record is resolved.
+func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) *loadResult {
+	res := &loadResult{lat: newLatency()}
+	var (
+		sent, acked, failed, ackedBytes atomic.Int64
+		lastAck                         atomic.Int64 // unix nanos
+		errMu                           sync.Mutex
+		wg                              sync.WaitGroup
+	)
+	stopAll := make(chan struct{})
+	var stopOnce sync.Once
+	stopNow := func() { stopOnce.Do(func() { close(stopAll) }) }
+	start := time.Now()
+	res.start = start
+	if cfg.records == 0 {
+		t := time.AfterFunc(cfg.duration, stopNow)
+		defer t.Stop()
+	}
+	if cfg.stop != nil {
+		go func() {
+			select {
+			case <-cfg.stop:
+				stopNow()
+			case <-stopAll:
+			}
+		}()
+	}
+	progressDone := make(chan struct{})
+	if cfg.progress != nil {
+		go func() {
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-progressDone:
+					return
+				case <-t.C:
+					cfg.progress(acked.Load())
+				}
+			}
+		}()
+	}
+	perProducer := cfg.rate / float64(len(producers))
+	stopped := func() bool {
+		select {
+		case <-stopAll:
+			return true
+		case <-ctx.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	fail := func(err error) {
+		failed.Add(1)
+		errMu.Lock()
+		if res.firstErr == nil && !errors.Is(err, context.Canceled) {
+			res.firstErr = err
+		}
+		errMu.Unlock()
+	}
+	for idx, p := range producers {
+		wg.Add(1)
+		go func(idx uint32, p *client.Producer) {
+			defer wg.Done()
+			pl := newPayload(cfg.recordSize)
+			var interval time.Duration
+			if perProducer > 0 {
+				interval = time.Duration(float64(time.Second) / perProducer)
+			}
+			var inflight sync.WaitGroup
+			part := int32(idx) % int32(max(cfg.partitions, 1))
+			for seq := uint64(0); !stopped(); seq++ {
+				if n := sent.Add(1); cfg.records > 0 && n > cfg.records {
+					sent.Add(-1)
+					stopNow()
+					break
+				}
+				t0 := time.Now()
+				if interval > 0 {
+					// Paced: latency counts from the intended send time
+					// whenever the sender runs late (no coordinated omission).
+					intended := start.Add(time.Duration(seq) * interval)
+					if d := intended.Sub(t0); d > 0 {
+						time.Sleep(d)
+						t0 = time.Now()
+					}
+					if intended.Before(t0) {
+						t0 = intended
+					}
+				}
+				id := recordID{producer: idx, seq: seq}
+				rec := &client.Record{Topic: cfg.topic, Value: pl.fill(t0, idx, seq)}
+				if cfg.explicit {
+					rec.Partition, rec.PartitionSet = part, true
+					part = (part + 1) % int32(cfg.partitions)
+				}
+				inflight.Add(1)
+				err := p.Produce(ctx, rec, func(d client.Delivery) {
+					defer inflight.Done()
+					at := time.Now()
+					if d.Err != nil {
+						fail(d.Err)
+						return
+					}
+					res.lat.record(at.Sub(t0))
+					acked.Add(1)
+					ackedBytes.Add(int64(cfg.recordSize))
+					for {
+						old := lastAck.Load()
+						if at.UnixNano() <= old || lastAck.CompareAndSwap(old, at.UnixNano()) {
+							break
+						}
+					}
+					if cfg.onAck != nil {
+						cfg.onAck(d, id, at)
+					}
+				})
+				if err != nil {
+					inflight.Done()
+					fail(err)
+				}
+			}
+			p.Flush(ctx)
+			inflight.Wait()
+		}(uint32(idx), p)
+	}
+	wg.Wait()
+	close(progressDone)
+	stopNow()
+	res.sent, res.acked, res.failed, res.ackedBytes = sent.Load(), acked.Load(), failed.Load(), ackedBytes.Load()
+	res.end = time.Unix(0, lastAck.Load())
+	if res.acked == 0 {
+		res.end = time.Now()
+	}
+	if cfg.progress != nil {
+		cfg.progress(res.acked)
+	}
+	return res
+}
+
+// producerSet is one client and one producer per load producer.
+type producerSet struct {
+	clients   []*client.Client
+	producers []*client.Producer
+}
+
+func newProducerSet(ctx context.Context, ccfg client.Config, pcfg client.ProducerConfig, n int) (*producerSet, error) {
+	s := &producerSet{}
+	for range n {
+		c, err := client.New(ctx, ccfg)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.clients = append(s.clients, c)
+		p, err := c.NewProducer(pcfg)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.producers = append(s.producers, p)
+	}
+	return s, nil
+}
+
+func (s *producerSet) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, p := range s.producers {
+		p.Close(ctx)
+	}
+	for _, c := range s.clients {
+		c.Close(ctx)
+	}
+}

@@ -1,0 +1,212 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is everything one `paymentlog bench` run measured. Its JSON (--json)
+// keys are part of the command's contract: add keys, never rename them.
+type Report struct {
+	StartedAt          time.Time         `json:"started_at"`
+	Seconds            float64           `json:"seconds"`
+	Config             ReportConfig      `json:"config"`
+	Transport          *TransportResult  `json:"transport,omitempty"`
+	Throughput         *ThroughputResult `json:"throughput,omitempty"`
+	Failover           *FailoverResult   `json:"failover,omitempty"`
+	ControllerFailover *ControllerResult `json:"controller_failover,omitempty"`
+	Targets            []TargetCheck     `json:"targets"`
+	Crashes            []string          `json:"node_crashes,omitempty"`
+	Errors             []string          `json:"errors,omitempty"`
+}
+
+// ReportConfig is the full configuration and the versions involved.
+type ReportConfig struct {
+	Mode               Mode                     `json:"mode"`
+	Cluster            map[string]any           `json:"cluster"`
+	Throughput         ThroughputConfig         `json:"throughput"`
+	Transport          TransportConfig          `json:"transport"`
+	Failover           FailoverConfig           `json:"failover"`
+	ControllerFailover ControllerFailoverConfig `json:"controller_failover"`
+	Versions           map[string]string        `json:"versions"`
+	Machine            map[string]any           `json:"machine"`
+}
+
+// TargetCheck compares one figure with the project's target.
+type TargetCheck struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Target string  `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+func reportConfig(cfg Config, cluster map[string]any) ReportConfig {
+	v := map[string]string{"paymentlog": cfg.Version, "go": runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/quic-go/quic-go", "go.etcd.io/raft/v3", "github.com/vmihailenco/msgpack/v5", "github.com/edsrzf/mmap-go":
+				v[d.Path] = d.Version
+			}
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v["vcs.revision"] = s.Value
+			}
+		}
+	}
+	host, _ := os.Hostname()
+	return ReportConfig{
+		Mode: cfg.Mode, Cluster: cluster, Throughput: cfg.Throughput, Transport: cfg.Transport,
+		Failover: cfg.Failover, ControllerFailover: cfg.Controller, Versions: v,
+		Machine: map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "cpus": runtime.NumCPU(), "hostname": host},
+	}
+}
+
+// checkTargets evaluates the issue's targets that this run measured.
+func (r *Report) checkTargets(cfg Config) {
+	add := func(name string, v float64, target string, met bool) {
+		r.Targets = append(r.Targets, TargetCheck{Name: name, Value: v, Target: target, Met: met})
+	}
+	if t := r.Throughput; t != nil {
+		tc := cfg.Throughput
+		canonical := tc.Acks == "all" && tc.ReplicationFactor == 3 && tc.MinISR == 2 && tc.Fsync == "always"
+		if canonical && tc.RecordSize == 1024 {
+			add("throughput MB/s (1 KiB, acks=all, RF 3, fsync always)", t.MBPerSec, ">= 100", t.MBPerSec >= 100)
+			if t.TransportRatio > 0 {
+				add("share of the transport ceiling", t.TransportRatio, ">= 0.75", t.TransportRatio >= 0.75)
+			}
+		}
+		if canonical && tc.RecordSize <= 100 {
+			add("throughput records/s (100 B)", t.RecordsPerSec, ">= 300000", t.RecordsPerSec >= 300000)
+		}
+		if h := t.HalfLoad; h != nil {
+			add("produce p99 ms at half load", h.ProduceLatency.P99, "<= 10", h.ProduceLatency.P99 <= 10)
+		}
+		bad := float64(t.Changes.ISRShrinks + t.Changes.Fencings)
+		add("ISR shrinks + fencings without faults", bad, "== 0", bad == 0)
+	}
+	if f := r.Failover; f != nil && f.UnavailableMs.N > 0 {
+		add("failover unavailability p50 ms", f.UnavailableMs.P50, "<= 300", f.UnavailableMs.P50 <= 300)
+		add("failover unavailability p99 ms", f.UnavailableMs.P99, "<= 1000", f.UnavailableMs.P99 <= 1000)
+		add("acknowledged records lost", float64(f.LostRecords), "== 0", f.LostRecords == 0)
+	}
+	if c := r.ControllerFailover; c != nil && c.Ms.N > 0 {
+		add("controller failover p99 ms", c.Ms.P99, "<= 1000", c.Ms.P99 <= 1000)
+	}
+}
+
+// writeJSON writes the report to path.
+func (r *Report) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteTable prints the human summary.
+func (r *Report) WriteTable(out io.Writer) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	defer w.Flush()
+	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	lat := func(p Percentiles) string {
+		return fmt.Sprintf("p50 %s  p95 %s  p99 %s  p99.9 %s  max %s ms", f2(p.P50), f2(p.P95), f2(p.P99), f2(p.P999), f2(p.Max))
+	}
+	sum := func(s Summary) string {
+		if s.N == 0 {
+			return "no successful trial"
+		}
+		return fmt.Sprintf("p50 %.0f  p99 %.0f  max %.0f ms  (n=%d)", s.P50, s.P99, s.Max, s.N)
+	}
+	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"])
+	if t := r.Transport; t != nil {
+		fmt.Fprintf(w, "\nTRANSPORT\traw QUIC, %d stream(s), %s\n", t.Streams, t.Cipher)
+		fmt.Fprintf(w, "  throughput\t%.1f MB/s (median of %d rounds: %s)\n", t.MBPerSec, len(t.Rounds), floats(t.Rounds))
+	}
+	if t := r.Throughput; t != nil {
+		tc := r.Config.Throughput
+		fmt.Fprintf(w, "\nTHROUGHPUT\t%d B records, acks=%s, RF %d, min ISR %d, fsync %s, %d partitions, %d producers, idempotence %v, batch %d B, linger %v\n",
+			t.RecordSize, tc.Acks, tc.ReplicationFactor, tc.MinISR, tc.Fsync, tc.Partitions, tc.Producers, tc.Idempotence, tc.BatchBytes, tc.Linger)
+		fmt.Fprintf(w, "  produced\t%d records in %.1fs (%d failed)\n", t.Records, t.Seconds, t.Failed)
+		fmt.Fprintf(w, "  throughput\t%.0f records/s, %.1f MB/s payload (%.1f MB/s replicated)\n", t.RecordsPerSec, t.MBPerSec, t.ReplicatedMBPerSec)
+		if t.TransportRatio > 0 {
+			fmt.Fprintf(w, "  transport ceiling\t%.2f of raw QUIC ÷ RF\n", t.TransportRatio)
+		}
+		fmt.Fprintf(w, "  produce latency (full load)\t%s\n", lat(t.ProduceLatency))
+		if c := t.Consume; c != nil {
+			fmt.Fprintf(w, "  consume\t%.0f records/s, %.1f MB/s (%d records read back)\n", c.RecordsPerSec, c.MBPerSec, c.Records)
+		}
+		if h := t.HalfLoad; h != nil {
+			fmt.Fprintf(w, "  half load\t%.0f records/s (target %.0f)\n", h.RecordsPerSec, h.TargetRate)
+			fmt.Fprintf(w, "  produce latency (half load)\t%s\n", lat(h.ProduceLatency))
+			fmt.Fprintf(w, "  end-to-end latency (half load)\t%s\n", lat(h.EndToEnd))
+		}
+		c := t.Changes
+		fmt.Fprintf(w, "  cluster changes\t%d ISR shrinks, %d expands, %d leader changes, %d fencings\n", c.ISRShrinks, c.ISRExpands, c.LeaderChanges, c.Fencings)
+		if t.FirstError != "" {
+			fmt.Fprintf(w, "  first error\t%s\n", t.FirstError)
+		}
+	}
+	if f := r.Failover; f != nil {
+		fmt.Fprintf(w, "\nLEADER FAILOVER\t%d trials, acks=all at %d records/s over %d partitions, SIGKILL of partition 0's leader\n", len(f.Trials), f.Rate, f.Partitions)
+		fmt.Fprintf(w, "  time to fence\t%s\n", sum(f.FenceMs))
+		fmt.Fprintf(w, "  time to new leader\t%s\n", sum(f.NewLeaderMs))
+		fmt.Fprintf(w, "  unavailability\t%s\n", sum(f.UnavailableMs))
+		fmt.Fprintf(w, "  rejoin ISR after restart\t%s\n", sum(f.RejoinMs))
+		fmt.Fprintf(w, "  records\t%d acknowledged, %d verified, %d lost, %d duplicates, %d failed deliveries\n", f.Acked, f.Verified, f.LostRecords, f.Duplicates, f.Failed)
+		for _, t := range f.Trials {
+			if t.Error != "" {
+				fmt.Fprintf(w, "  trial %d\t%s\n", t.Trial, t.Error)
+			}
+		}
+	}
+	if c := r.ControllerFailover; c != nil {
+		fmt.Fprintf(w, "\nCONTROLLER FAILOVER\t%d trials, SIGKILL of the active controller\n", len(c.Trials))
+		fmt.Fprintf(w, "  new controller elected\t%s\n", sum(c.ElectedMs))
+		fmt.Fprintf(w, "  until a topic creation commits\t%s\n", sum(c.Ms))
+		for _, t := range c.Trials {
+			if t.Error != "" {
+				fmt.Fprintf(w, "  trial %d\t%s\n", t.Trial, t.Error)
+			}
+		}
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(w, "\nTARGETS\n")
+		for _, t := range r.Targets {
+			mark := "MET"
+			if !t.Met {
+				mark = "MISSED"
+			}
+			fmt.Fprintf(w, "  %s\t%s (target %s)\t%s\n", t.Name, trimFloat(t.Value), t.Target, mark)
+		}
+	}
+	for _, c := range r.Crashes {
+		fmt.Fprintf(w, "\nNODE CRASH\t%s\n", c)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "\nERROR\t%s\n", e)
+	}
+}
+
+func floats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func trimFloat(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.2f", v)
+}

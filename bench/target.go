@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+
+	"paymentlog/bench/localcluster"
+	"paymentlog/quic"
+)
+
+// target is the cluster under test: a local one the bench started, or an
+// external one reached with --bootstrap and controlled with shell commands.
+type target interface {
+	bootstrap() []string
+	tls() quic.TLSConfig
+	// canKill reports whether kill and restart are available.
+	canKill() bool
+	// kill SIGKILLs node id; restart starts it again.
+	kill(ctx context.Context, id int32) error
+	restart(ctx context.Context, id int32) error
+	// info describes the cluster for the report's config.
+	info() map[string]any
+	close() error
+}
+
+// localTarget is a cluster of child processes.
+type localTarget struct {
+	c    *localcluster.Cluster
+	args []string
+}
+
+func startLocal(ctx context.Context, cfg Config, log *slog.Logger) (*localTarget, error) {
+	bin := cfg.Binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("bench: cannot find the paymentlog binary: %w", err)
+		}
+		bin = exe
+	}
+	args := []string{"--fsync", cfg.Throughput.Fsync}
+	args = append(args, cfg.NodeArgs...)
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Binary:    bin,
+		Nodes:     cfg.Nodes,
+		BaseDir:   cfg.BaseDir,
+		Keep:      cfg.KeepDir,
+		Metrics:   cfg.Metrics,
+		ExtraArgs: args,
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &localTarget{c: c, args: args}, nil
+}
+
+func (t *localTarget) bootstrap() []string { return t.c.Bootstrap() }
+func (t *localTarget) tls() quic.TLSConfig { return t.c.ClientTLS() }
+func (t *localTarget) canKill() bool       { return true }
+
+func (t *localTarget) kill(_ context.Context, id int32) error { return t.c.Kill(id) }
+
+func (t *localTarget) restart(ctx context.Context, id int32) error {
+	err := t.c.StartNode(ctx, id)
+	if errors.Is(err, localcluster.ErrRunning) {
+		return nil
+	}
+	return err
+}
+
+func (t *localTarget) info() map[string]any {
+	nodes := []map[string]any{}
+	for _, n := range t.c.Nodes() {
+		m := map[string]any{"id": n.ID, "addr": n.Addr, "log": n.LogPath, "data_dir": n.DataDir}
+		if n.MetricsAddr != "" {
+			m["metrics_addr"] = n.MetricsAddr
+		}
+		nodes = append(nodes, m)
+	}
+	return map[string]any{"kind": "local", "dir": t.c.Dir(), "node_args": t.args, "nodes": nodes}
+}
+
+// crashes reports nodes that died on their own.
+func (t *localTarget) crashes() []localcluster.Crash { return t.c.Crashes() }
+
+func (t *localTarget) close() error { return t.c.Close() }
+
+// externalTarget is a cluster the user runs.
+type externalTarget struct {
+	addrs      []string
+	tlsCfg     quic.TLSConfig
+	killCmd    string
+	restartCmd string
+}
+
+func (t *externalTarget) bootstrap() []string { return t.addrs }
+func (t *externalTarget) tls() quic.TLSConfig { return t.tlsCfg }
+func (t *externalTarget) canKill() bool       { return t.killCmd != "" && t.restartCmd != "" }
+
+func (t *externalTarget) kill(ctx context.Context, id int32) error {
+	return runShell(ctx, expandCmd(t.killCmd, id))
+}
+
+func (t *externalTarget) restart(ctx context.Context, id int32) error {
+	return runShell(ctx, expandCmd(t.restartCmd, id))
+}
+
+func (t *externalTarget) info() map[string]any {
+	return map[string]any{"kind": "external", "bootstrap": t.addrs, "kill_cmd": t.killCmd, "restart_cmd": t.restartCmd}
+}
+
+func (t *externalTarget) close() error { return nil }
+
+// runShell runs a --kill-cmd or --restart-cmd with sh -c.
+func runShell(ctx context.Context, cmdline string) error {
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bench: %q: %w: %s", cmdline, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// ThroughputResult is the throughput benchmark's output. JSON names are part
+// of the --json format.
+type ThroughputResult struct {
+	Topic         string  `json:"topic"`
+	RecordSize    int     `json:"record_size"`
+	Records       int64   `json:"records"` // acknowledged
+	Failed        int64   `json:"failed"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"` // acknowledged payload (record values), 10^6 bytes/s
+	// ReplicatedMBPerSec is MBPerSec times the replication factor: what the
+	// cluster stores and moves.
+	ReplicatedMBPerSec float64 `json:"replicated_mb_per_sec"`
+	// TransportRatio is MBPerSec ÷ (raw QUIC MB/s ÷ replication factor), when
+	// the transport baseline ran in the same invocation.
+	TransportRatio float64     `json:"transport_ceiling_ratio,omitempty"`
+	ProduceLatency Percentiles `json:"produce_latency_ms"` // at full load: mostly queueing
+	HalfLoad       *HalfLoad   `json:"half_load,omitempty"`
+	Consume        *Consume    `json:"consume,omitempty"`
+	Changes        Changes     `json:"cluster_changes"` // must be all zero without faults
+	FirstError     string      `json:"first_error,omitempty"`
+}
+
+// HalfLoad is a paced run at half the measured rate: the latency figures.
+type HalfLoad struct {
+	TargetRate     float64     `json:"target_records_per_sec"`
+	RecordsPerSec  float64     `json:"records_per_sec"`
+	Records        int64       `json:"records"`
+	Failed         int64       `json:"failed"`
+	ProduceLatency Percentiles `json:"produce_latency_ms"` // from the intended send time
+	EndToEnd       Percentiles `json:"e2e_latency_ms"`     // produce call to a consumer's Poll returning it
+	Consumed       int64       `json:"consumed"`
+}
+
+// Consume is one consumer reading the full-load run back from the beginning.
+type Consume struct {
+	Records       int64   `json:"records"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"`
+}
+
+// producerConfig turns the flags into a client.ProducerConfig.
+func (t ThroughputConfig) producerConfig() client.ProducerConfig {
+	acks, _ := client.ParseAcks(t.Acks)
+	return client.ProducerConfig{
+		Acks:               acks,
+		DisableIdempotence: !t.Idempotence,
+		BatchBytes:         t.BatchBytes,
+		Linger:             t.Linger,
+		MaxInFlight:        t.MaxInFlight,
+	}
+}
+
+// runThroughput creates a topic, produces at full speed, reads it back, then
+// produces at half the rate with a live consumer for latency.
+func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
+	tc := r.cfg.Throughput
+	topic := fmt.Sprintf("bench-throughput-%d", time.Now().UnixNano())
+	res := &ThroughputResult{Topic: topic, RecordSize: tc.RecordSize}
+	if err := r.createTopic(ctx, topic, tc.Partitions, tc.ReplicationFactor, tc.MinISR); err != nil {
+		return nil, err
+	}
+	w := newWatcher(ctx, r.ep, r.target.bootstrap(), []string{topic}, 50*time.Millisecond)
+	defer w.close()
+	if _, err := w.waitState(ctx, func(md *wire.MetadataResponse) bool { return inSync(md, topic) }); err != nil {
+		return nil, fmt.Errorf("bench: topic %s never got a full ISR: %w", topic, err)
+	}
+	ps, err := newProducerSet(ctx, r.clientConfig(), tc.producerConfig(), tc.Producers)
+	if err != nil {
+		return nil, err
+	}
+	defer ps.close()
+
+	// Full load.
+	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
+	full := runLoad(ctx, ps.producers, loadConfig{
+		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
+		duration: tc.Duration, records: tc.Records,
+		progress: bar.records,
+	})
+	bar.done()
+	res.Records, res.Failed = full.acked, full.failed
+	res.Seconds = full.elapsed().Seconds()
+	res.RecordsPerSec = perSec(full.acked, full.elapsed())
+	res.MBPerSec = mbps(full.ackedBytes, full.elapsed())
+	res.ReplicatedMBPerSec = res.MBPerSec * float64(tc.ReplicationFactor)
+	res.ProduceLatency = full.lat.percentiles()
+	if full.firstErr != nil {
+		res.FirstError = full.firstErr.Error()
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+
+	if tc.ConsumeCheck && full.acked > 0 {
+		c, err := r.consumeAll(ctx, topic, full.acked)
+		if err != nil {
+			return res, err
+		}
+		res.Consume = c
+	}
+
+	if tc.HalfLoadDuration > 0 && res.RecordsPerSec > 0 {
+		h, err := r.halfLoad(ctx, ps, topic, res.RecordsPerSec/2)
+		if err != nil {
+			return res, err
+		}
+		res.HalfLoad = h
+	}
+	res.Changes = w.changes(full.start, time.Now())
+	return res, nil
+}
+
+// consumeAll reads topic from the beginning until want records arrived.
+func (r *runner) consumeAll(ctx context.Context, topic string, want int64) (*Consume, error) {
+	cl, err := client.New(ctx, r.clientConfig())
+	if err != nil {
+		return nil, err
+	}
+	defer closeClient(cl)
+	cons := cl.NewConsumer(client.ConsumerConfig{MaxBytes: 32 << 20, PartitionMaxBytes: 4 << 20})
+	defer cons.Close()
+	if _, err := cons.AssignTopic(ctx, topic, client.SeekBeginning); err != nil {
+		return nil, err
+	}
+	bar := r.progress.phase("consume", 0, want)
+	defer bar.done()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var got, bytes int64
+	start := time.Now()
+	for got < want {
+		msgs, err := cons.Poll(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bench: consume %s: %w (after %d of %d records)", topic, err, got, want)
+		}
+		for _, m := range msgs {
+			bytes += int64(len(m.Value))
+		}
+		got += int64(len(msgs))
+		bar.records(got)
+	}
+	d := time.Since(start)
+	return &Consume{Records: got, Seconds: d.Seconds(), RecordsPerSec: perSec(got, d), MBPerSec: mbps(bytes, d)}, nil
+}
+
+// halfLoad produces at rate with a consumer following the topic's end.
+func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, rate float64) (*HalfLoad, error) {
+	tc := r.cfg.Throughput
+	cl, err := client.New(ctx, r.clientConfig())
+	if err != nil {
+		return nil, err
+	}
+	defer closeClient(cl)
+	cons := cl.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
+	defer cons.Close()
+	tps, err := cons.AssignTopic(ctx, topic, client.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := cons.EndOffsets(ctx, tps)
+	if err != nil {
+		return nil, err
+	}
+	for _, tp := range tps {
+		if err := cons.Seek(tp, ends[tp]); err != nil {
+			return nil, err
+		}
+	}
+	e2e := newLatency()
+	var consumed int64
+	produced := make(chan int64, 1)
+	consErr := make(chan error, 1)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		want := int64(-1)
+		for want < 0 || consumed < want {
+			select {
+			case want = <-produced:
+				continue
+			default:
+			}
+			msgs, err := cons.Poll(cctx)
+			if err != nil {
+				consErr <- err
+				return
+			}
+			now := time.Now()
+			for _, m := range msgs {
+				if t, _, err := parsePayload(m.Value); err == nil {
+					e2e.record(now.Sub(t))
+				}
+			}
+			consumed += int64(len(msgs))
+		}
+		consErr <- nil
+	}()
+	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
+	lr := runLoad(ctx, ps.producers, loadConfig{
+		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
+		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records,
+	})
+	bar.done()
+	produced <- lr.acked
+	select {
+	case err := <-consErr:
+		if err != nil {
+			return nil, fmt.Errorf("bench: end-to-end consumer: %w", err)
+		}
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-consErr
+	}
+	return &HalfLoad{
+		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
+		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), Consumed: consumed,
+	}, nil
+}
+
+func closeClient(c *client.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c.Close(ctx)
+}

@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// TransportResult is the raw QUIC baseline: bulk bytes over streams of one
+// QUIC connection between two endpoints on this machine (TLS 1.3, the
+// transport package's flow-control windows), no framing and no storage.
+type TransportResult struct {
+	MBPerSec float64   `json:"mb_per_sec"` // median of the rounds
+	Rounds   []float64 `json:"rounds_mb_per_sec"`
+	Streams  int       `json:"streams"`
+	ChunkB   int       `json:"chunk_bytes"`
+	RoundMs  float64   `json:"round_ms"`
+	Cipher   string    `json:"cipher"`
+}
+
+// The same flow-control windows as package quic (quic/tuning.go), so the
+// baseline is the ceiling of the transport as the nodes configure it.
+const (
+	rawInitialStreamWindow = 4 << 20
+	rawMaxStreamWindow     = 32 << 20
+	rawInitialConnWindow   = 8 << 20
+	rawMaxConnWindow       = 64 << 20
+	rawALPN                = "paymentlog-bench-raw"
+)
+
+// runTransport measures raw QUIC throughput, cfg.Rounds rounds of cfg.Duration.
+func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, total int)) (TransportResult, error) {
+	res := TransportResult{Streams: cfg.Streams, ChunkB: cfg.Chunk, RoundMs: ms(cfg.Duration)}
+	srvTLS, cliTLS, err := rawTLS()
+	if err != nil {
+		return res, err
+	}
+	qc := &qgo.Config{
+		MaxIdleTimeout:                 10 * time.Second,
+		InitialStreamReceiveWindow:     rawInitialStreamWindow,
+		MaxStreamReceiveWindow:         rawMaxStreamWindow,
+		InitialConnectionReceiveWindow: rawInitialConnWindow,
+		MaxConnectionReceiveWindow:     rawMaxConnWindow,
+		MaxIncomingStreams:             int64(cfg.Streams) + 10,
+	}
+	ln, err := qgo.ListenAddr("127.0.0.1:0", srvTLS, qc)
+	if err != nil {
+		return res, fmt.Errorf("bench: transport: listen: %w", err)
+	}
+	defer ln.Close()
+	// A short warm-up round, discarded: the first connection pays for socket
+	// buffer growth and congestion-window discovery.
+	warm := cfg
+	warm.Duration = min(cfg.Duration, 300*time.Millisecond)
+	if _, _, err := rawRound(ctx, ln, cliTLS, qc, warm); err != nil {
+		return res, err
+	}
+	for r := range cfg.Rounds {
+		v, cipher, err := rawRound(ctx, ln, cliTLS, qc, cfg)
+		if err != nil {
+			return res, err
+		}
+		res.Rounds = append(res.Rounds, v)
+		res.Cipher = cipher
+		if progress != nil {
+			progress(r+1, cfg.Rounds)
+		}
+	}
+	s := append([]float64(nil), res.Rounds...)
+	sort.Float64s(s)
+	res.MBPerSec = s[len(s)/2]
+	return res, nil
+}
+
+// rawRound dials ln, writes on cfg.Streams streams for cfg.Duration, and
+// returns the MB/s the server received (first write to last byte read).
+func rawRound(ctx context.Context, ln *qgo.Listener, cliTLS *tls.Config, qc *qgo.Config, cfg TransportConfig) (float64, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+30*time.Second)
+	defer cancel()
+	var received atomic.Int64
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- rawServe(ctx, ln, cfg.Streams, &received) }()
+
+	conn, err := qgo.DialAddr(ctx, ln.Addr().String(), cliTLS, qc)
+	if err != nil {
+		return 0, "", fmt.Errorf("bench: transport: dial: %w", err)
+	}
+	defer conn.CloseWithError(0, "")
+	cipher := tls.CipherSuiteName(conn.ConnectionState().TLS.CipherSuite)
+	chunk := make([]byte, cfg.Chunk)
+	rand.Read(chunk)
+	start := time.Now()
+	stop := start.Add(cfg.Duration)
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Streams)
+	for range cfg.Streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := conn.OpenStreamSync(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for time.Now().Before(stop) {
+				if _, err := s.Write(chunk); err != nil {
+					errs <- err
+					return
+				}
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return 0, "", fmt.Errorf("bench: transport: write: %w", err)
+	}
+	if err := <-srvDone; err != nil {
+		return 0, "", err
+	}
+	return mbps(received.Load(), time.Since(start)), cipher, nil
+}
+
+// rawServe accepts one connection and n streams and discards everything
+// until each stream ends.
+func rawServe(ctx context.Context, ln *qgo.Listener, n int, received *atomic.Int64) error {
+	conn, err := ln.Accept(ctx)
+	if err != nil {
+		return fmt.Errorf("bench: transport: accept: %w", err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		s, err := conn.AcceptStream(ctx)
+		if err != nil {
+			return fmt.Errorf("bench: transport: accept stream: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for {
+				k, err := s.Read(buf)
+				received.Add(int64(k))
+				if errors.Is(err, io.EOF) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return fmt.Errorf("bench: transport: read: %w", err)
+	}
+	return nil
+}
+
+// rawTLS makes an ephemeral self-signed P-256 certificate; the client does not
+// verify it (the handshake's cost is outside the measurement).
+func rawTLS() (srv, cli *tls.Config, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "bench"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	srv = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13}
+	cli = &tls.Config{InsecureSkipVerify: true, NextProtos: []string{rawALPN}, MinVersion: tls.VersionTLS13} //nolint:gosec // ephemeral local benchmark peer
+	return srv, cli, nil
+}
