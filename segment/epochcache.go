@@ -21,7 +21,8 @@ type epochCache struct {
 }
 
 // assign records that epoch starts at offset if epoch is newer than the
-// latest; it reports whether the cache changed.
+// latest (replacing entries that start at or after offset); it reports
+// whether the cache changed.
 func (c *epochCache) assign(epoch int32, offset int64) bool {
 	if epoch < 0 {
 		return false
@@ -31,7 +32,7 @@ func (c *epochCache) assign(epoch int32, offset int64) bool {
 		if epoch <= last.Epoch {
 			return false
 		}
-		if offset < last.StartOffset {
+		if offset <= last.StartOffset {
 			// A newer epoch must start after the older one; drop what it overrides.
 			c.truncateFromEnd(offset)
 		}

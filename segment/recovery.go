@@ -160,6 +160,13 @@ func (l *Log) load() error {
 	if rebuildEpochs {
 		epochs = epochCache{}
 	}
+	// Entries at or after the first scanned segment are rebuilt from its
+	// batches; one starting exactly at the log start (moved there by
+	// DeleteBefore) is kept.
+	knownStart := bases[0]
+	if hasLogStart {
+		knownStart = max(knownStart, logStartCk)
+	}
 	truncatedEpochs := false
 	for i := 0; i < len(bases); i++ {
 		base := bases[i]
@@ -186,10 +193,10 @@ func (l *Log) load() error {
 		}
 		trusted := clean || (!last && base < rp)
 		if !trusted && !truncatedEpochs && !rebuildEpochs {
-			epochs.truncateFromEnd(base)
+			epochs.truncateFromEnd(max(base, knownStart+1))
 			truncatedEpochs = true
 		}
-		s, err := l.loadSegment(base, last, trusted, &epochs, rebuildEpochs)
+		s, err := l.loadSegment(base, last, trusted, &epochs, rebuildEpochs, knownStart)
 		var cerr *CorruptionError
 		if errors.As(err, &cerr) && l.opts.TruncateOnCorruption && !last {
 			l.logger.Error("segment: corruption; truncating", "err", cerr)
@@ -198,10 +205,10 @@ func (l *Log) load() error {
 			}
 			bases = bases[:i+1]
 			if !truncatedEpochs && !rebuildEpochs {
-				epochs.truncateFromEnd(base)
+				epochs.truncateFromEnd(max(base, knownStart+1))
 				truncatedEpochs = true
 			}
-			s, err = l.loadSegment(base, true, false, &epochs, rebuildEpochs)
+			s, err = l.loadSegment(base, true, false, &epochs, rebuildEpochs, knownStart)
 		}
 		if err != nil {
 			return err
@@ -222,7 +229,7 @@ func (l *Log) load() error {
 		l.recoveryPoint = -1 // force a rewrite below
 	}
 	oldEpochs := string(epochs.encode())
-	epochs.truncateFromEnd(l.mu.leo)
+	epochs.truncateFromEnd(l.mu.leo + 1)
 	epochs.truncateFromStart(l.mu.logStart)
 	l.mu.epochs = epochs
 	if rebuildEpochs || string(epochs.encode()) != oldEpochs {
@@ -258,7 +265,7 @@ func (l *Log) removeSegmentFiles(base int64) {
 // fully only if that fails; an untrusted one is scanned batch by batch. The
 // last segment becomes the writable active segment: its invalid tail is
 // removed. In an earlier segment an invalid batch is a *CorruptionError.
-func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, rebuildEpochs bool) (*segment, error) {
+func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, rebuildEpochs bool, logStart int64) (*segment, error) {
 	logPath, _, _ := l.segPaths(base)
 	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
 	if err != nil {
@@ -299,7 +306,11 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		if err := l.openIndexes(s, last, -1, -1); err == nil {
 			if err := l.checkTrusted(s, data, size); err == nil {
 				if rebuildEpochs {
-					walkHeaders(data, func(b Batch) { epochs.assign(b.LeaderEpoch(), b.BaseOffset()) })
+					walkHeaders(data, func(b Batch) {
+						if b.LastOffset() >= logStart {
+							epochs.assign(b.LeaderEpoch(), b.BaseOffset())
+						}
+					})
 				}
 				s.flushed.Store(size)
 				s.sinceIndex = l.sinceLastIndex(s)
@@ -315,7 +326,7 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		}
 	}
 
-	res := scanBatches(data, base, l.opts.IndexInterval, epochs)
+	res := scanBatches(data, base, l.opts.IndexInterval, epochs, logStart)
 	if res.end < size && !last {
 		return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
 	}
@@ -446,8 +457,9 @@ type scanResult struct {
 
 // scanBatches validates data batch by batch (length, header, CRC, offset
 // continuity from base), collecting index entries every interval bytes and
-// assigning leader epochs. It stops at the first invalid batch.
-func scanBatches(data []byte, base int64, interval int, epochs *epochCache) scanResult {
+// assigning leader epochs of batches reaching logStart. It stops at the
+// first invalid batch.
+func scanBatches(data []byte, base int64, interval int, epochs *epochCache, logStart int64) scanResult {
 	r := scanResult{next: base, maxTs: -1}
 	pos := 0
 	for pos < len(data) {
@@ -469,7 +481,7 @@ func scanBatches(data []byte, base int64, interval int, epochs *epochCache) scan
 			r.sinceIndex = 0
 		}
 		r.sinceIndex += int64(len(b))
-		if epochs != nil {
+		if epochs != nil && b.LastOffset() >= logStart {
 			epochs.assign(b.LeaderEpoch(), r.next)
 		}
 		r.maxTs = max(r.maxTs, b.MaxTimestamp())

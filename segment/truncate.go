@@ -55,6 +55,11 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	s.idx.n, s.tidx.n = k, k
 	s.maxTs = s.recomputeMaxTs()
 	l.mu.leo = newLEO
+	lowerStart := newLEO < l.mu.logStart
+	if lowerStart {
+		// The batch holding offset began below the log start: the log is now empty.
+		l.mu.logStart = newLEO
+	}
 	l.mu.epochs.truncateFromEnd(newLEO)
 	enc := l.mu.epochs.encode()
 	inPlace := s.mp == nil || s.mp.refs.Load() == 1
@@ -65,6 +70,11 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		s.flushed.Store(pos)
 	}
 
+	if lowerStart {
+		if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), newLEO); err != nil {
+			return 0, l.fail(err)
+		}
+	}
 	for j := len(removed) - 1; j >= 0; j-- {
 		l.removeSegmentFiles(removed[j].base)
 	}
