@@ -228,9 +228,11 @@ func (b *Broker) partitions() []*partition {
 }
 
 // Close stops fetching and serving, fails parked requests with NotLeader,
-// writes a final HW checkpoint and closes every partition log. The quic
-// endpoint is the caller's to shut down (before Close, so no handler runs
-// against closed logs; handlers that still run get errors, not crashes).
+// wakes long-polls, writes a final HW checkpoint and closes every partition
+// log. The quic endpoint is the caller's to shut down; calling Close first
+// lets it drain quickly, since every handler still running (or arriving)
+// then answers NotLeader at once instead of waiting for an HW that no
+// follower will advance.
 func (b *Broker) Close() error {
 	b.mu.Lock()
 	if b.mu.closed {

@@ -130,7 +130,8 @@ func (c *testCluster) startNode(id int32, dir string) *testNode {
 	return n
 }
 
-// stopNode shuts a node down (endpoint first, then the broker).
+// stopNode stops a node abruptly: the endpoint closes every connection at
+// once (no draining), then the broker closes its logs.
 func (c *testCluster) stopNode(id int32) {
 	c.mu.Lock()
 	n := c.nodes[id]
@@ -139,9 +140,7 @@ func (c *testCluster) stopNode(id int32) {
 	if n == nil {
 		return
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	n.ep.Shutdown(sctx)
+	n.ep.Close()
 	<-n.done
 	if err := n.b.Close(); err != nil {
 		c.t.Errorf("closing broker %d: %v", id, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,7 +260,53 @@ func TestFollowerTruncatesDivergentTail(t *testing.T) {
 // exactly once at the offset it was acknowledged with, no record appears
 // twice, and the replicas are byte-equal below the HW.
 func TestLeaderChangesLoseNothing(t *testing.T) {
-	const producers, batches, perBatch = 4, 60, 10
+	runLossTest(t, lossTest{producers: 4, batches: 60, perBatch: 10, disrupt: func(c *testCluster, k int) {
+		if l := c.elect(testKey, -1); l < 0 {
+			t.Logf("no ISR member to elect (ISR %v)", c.state(testKey).ISR)
+		}
+	}})
+}
+
+// TestLeaderKilledAndRestarted: the same, but the leader is stopped twice
+// (the controller fences it: out of the ISR, a new leader from the ISR) and
+// restarted from its data directory, rejoining as a follower.
+// PAYMENTLOG_LONG=1 writes 100k records.
+func TestLeaderKilledAndRestarted(t *testing.T) {
+	lt := lossTest{producers: 4, batches: 50, perBatch: 20}
+	if os.Getenv("PAYMENTLOG_LONG") != "" {
+		lt.batches, lt.perBatch = 250, 100
+	}
+	var stopped int32 = -1
+	var stoppedDir string
+	lt.disrupt = func(c *testCluster, k int) {
+		if stopped >= 0 { // bring the previous victim back
+			c.startNode(stopped, stoppedDir)
+			c.push(testKey)
+			waitFor(t, "restarted node back in the ISR", 20*time.Second, func() bool {
+				return slices.Contains(c.state(testKey).ISR, stopped)
+			})
+			stopped = -1
+		}
+		if k == 3 {
+			return
+		}
+		st := c.state(testKey)
+		stopped, stoppedDir = st.Leader, c.node(st.Leader).dir
+		c.stopNode(stopped)
+		if c.elect(testKey, stopped) < 0 {
+			t.Fatalf("no ISR member to elect (ISR %v)", st.ISR)
+		}
+	}
+	runLossTest(t, lt)
+}
+
+type lossTest struct {
+	producers, batches, perBatch int
+	// disrupt is called at 1/4, 2/4 and 3/4 of the acknowledged batches (k = 1, 2, 3).
+	disrupt func(c *testCluster, k int)
+}
+
+func runLossTest(t *testing.T, lt lossTest) {
 	c := newTestCluster(t, clusterOptions{maxWait: 100 * time.Millisecond})
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 
@@ -272,19 +320,19 @@ func TestLeaderChangesLoseNothing(t *testing.T) {
 		done  atomic.Int64
 	)
 	var wg sync.WaitGroup
-	for g := range producers {
+	for g := range lt.producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			pid := int64(100 + g)
-			for i := range batches {
-				vals := make([]string, perBatch)
+			for i := range lt.batches {
+				vals := make([]string, lt.perBatch)
 				for j := range vals {
 					vals[j] = fmt.Sprintf("g%d-b%d-r%d", g, i, j)
 				}
-				batch := buildBatch(pid, int32(i*perBatch), vals)
+				batch := buildBatch(pid, int32(i*lt.perBatch), vals)
 				for attempt := 0; ; attempt++ {
-					if attempt > 500 {
+					if attempt > 2000 {
 						t.Errorf("producer %d batch %d: giving up", g, i)
 						return
 					}
@@ -309,13 +357,12 @@ func TestLeaderChangesLoseNothing(t *testing.T) {
 			}
 		}()
 	}
-	// Move leadership three times while producing.
-	total := int64(producers * batches)
-	for k := int64(1); k <= 3; k++ {
-		waitFor(t, "progress", 30*time.Second, func() bool { return done.Load() >= total*k/4 })
-		if l := c.elect(testKey, -1); l < 0 {
-			t.Logf("no ISR member to elect (ISR %v)", c.state(testKey).ISR)
-		}
+	total := int64(lt.producers * lt.batches)
+	start := time.Now()
+	for k := 1; k <= 3; k++ {
+		waitFor(t, "progress", 60*time.Second, func() bool { return done.Load() >= total*int64(k)/4 })
+		t.Logf("%v: %d/%d batches acked, disruption %d", time.Since(start).Round(time.Millisecond), done.Load(), total, k)
+		lt.disrupt(c, k)
 	}
 	wg.Wait()
 	if t.Failed() {
@@ -342,7 +389,7 @@ func TestLeaderChangesLoseNothing(t *testing.T) {
 			t.Fatalf("acked %s at %d, log has %q", a.val, a.off, got[a.off])
 		}
 	}
-	if len(acked) != producers*batches*perBatch {
+	if len(acked) != lt.producers*lt.batches*lt.perBatch {
 		t.Fatalf("%d acked", len(acked))
 	}
 	want := logBytes(t, leader.log, hw)
