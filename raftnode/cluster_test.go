@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"paymentlog/segment"
 )
 
 // testCluster runs nodes in one process on a memNetwork with in-memory (or
@@ -23,8 +25,10 @@ type testCluster struct {
 	sms    map[uint64]*testSM
 	disks  map[uint64]*memDisk
 	tune   func(*Config)
-	onDisk bool // use the segment log and files under t.TempDir()
-	dirs   map[uint64]string
+	// segment stores each node's metadata log with package segment on a
+	// segment.MemFS (crash keeps only what was synced) instead of memLog.
+	segment bool
+	fss     map[uint64]*segment.MemFS
 }
 
 type memDisk struct {
@@ -41,11 +45,20 @@ func testLogger(tb testing.TB) *slog.Logger {
 
 func addrOf(id uint64) string { return fmt.Sprintf("node%d", id) }
 
+// storageKinds runs fn with the in-memory log and with the segment log.
+func storageKinds(t *testing.T, fn func(t *testing.T, segment bool)) {
+	t.Run("memlog", func(t *testing.T) { fn(t, false) })
+	t.Run("segment", func(t *testing.T) {
+		requireSegment(t)
+		fn(t, true)
+	})
+}
+
 func newTestCluster(t testing.TB, voters int, tune func(*Config)) *testCluster {
 	c := &testCluster{
 		t: t, nw: newMemNetwork(), voters: map[uint64]string{},
 		nodes: map[uint64]*Node{}, sms: map[uint64]*testSM{}, disks: map[uint64]*memDisk{},
-		dirs: map[uint64]string{}, tune: tune,
+		fss: map[uint64]*segment.MemFS{}, tune: tune,
 	}
 	for id := uint64(1); id <= uint64(voters); id++ {
 		c.voters[id] = addrOf(id)
@@ -67,12 +80,13 @@ func (c *testCluster) config(id uint64) Config {
 		hooks:         c.nw.hooks(),
 		NoSync:        true,
 	}
-	if c.onDisk {
-		if c.dirs[id] == "" {
-			c.dirs[id] = c.t.TempDir()
+	if c.segment {
+		if c.fss[id] == nil {
+			c.fss[id] = segment.NewMemFS()
 		}
-		cfg.DataDir = c.dirs[id]
+		cfg.FS, cfg.DataDir = c.fss[id], "/data/__cluster_metadata-0"
 		cfg.SegmentBytes = 1 << 20
+		cfg.NoSync = false
 	} else {
 		d := c.disks[id]
 		if d == nil {
@@ -126,6 +140,9 @@ func (c *testCluster) crash(id uint64) {
 	c.kill(id)
 	if d := c.disks[id]; d != nil {
 		c.disks[id] = &memDisk{log: d.log.crash(), files: d.files.clone()}
+	}
+	if fs := c.fss[id]; fs != nil {
+		c.fss[id] = fs.CrashClone()
 	}
 }
 

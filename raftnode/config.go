@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"paymentlog/quic"
+	"paymentlog/segment"
 )
 
 // Defaults for zero Config fields.
@@ -54,6 +55,9 @@ type Config struct {
 	PeerQueue int
 	// EntryCacheBytes bounds the in-memory cache of recent entries (default 4 MiB).
 	EntryCacheBytes uint64
+	// FS is the file system DataDir lives on (default the OS; tests use
+	// segment.MemFS to inject faults and crashes).
+	FS segment.FS
 
 	SM     StateMachine
 	Logger *slog.Logger

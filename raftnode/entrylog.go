@@ -99,8 +99,10 @@ func openSegmentLog(ctx context.Context, dir string, cfg *Config) (*segmentLog, 
 	}
 	l, err := segment.Open(ctx, dir, segment.Options{
 		SegmentBytes:  cfg.SegmentBytes,
+		MaxIndexBytes: int(max(cfg.SegmentBytes/256, 4096)), // an index entry per 4 KiB is ~SegmentBytes/341
 		InitialOffset: 1,
 		Sync:          sync,
+		FS:            cfg.FS,
 		Logger:        cfg.Logger,
 	})
 	if err != nil {
@@ -133,33 +135,28 @@ func (s *segmentLog) Sync(ctx context.Context) error {
 func (s *segmentLog) Read(ctx context.Context, lo, hi, maxBytes uint64) ([]*pb.Entry, error) {
 	var out []*pb.Entry
 	var size uint64
-	for next := lo; next < hi; {
+	readBytes := int(min(maxBytes, 16<<20)) + 4096 // batch overhead; Read returns at least one batch anyway
+	next := lo
+	for next < hi && (len(out) == 0 || size < maxBytes) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		v, err := s.log.Read(int64(next), int(min(maxBytes+4096, 16<<20)), int64(hi))
+		v, err := s.log.Read(int64(next), readBytes, int64(hi))
 		if err != nil {
 			return nil, fmt.Errorf("raftnode: read entries [%d, %d): %w", next, hi, err)
 		}
+		before := next
 		_, err = segment.SplitBatches(v.Data, func(b segment.Batch) error {
-			if uint64(b.BaseOffset()) != next {
-				if uint64(b.BaseOffset()) < next { // a batch before lo (Read starts at the containing batch)
-					return nil
-				}
-				return fmt.Errorf("%w: expected index %d, found batch at %d", errBadEntryRecord, next, b.BaseOffset())
-			}
-			if next >= hi || (len(out) > 0 && size >= maxBytes) {
+			base := uint64(b.BaseOffset())
+			switch {
+			case base < next: // Read starts with the batch containing next
+				return nil
+			case base != next:
+				return fmt.Errorf("%w: expected index %d, found batch at %d", errBadEntryRecord, next, base)
+			case next >= hi || (len(out) > 0 && size >= maxBytes):
 				return errStopSplit
 			}
-			it := b.Iter()
-			if !it.Next() {
-				if err := it.Err(); err != nil {
-					return err
-				}
-				return fmt.Errorf("%w at index %d: empty batch", errBadEntryRecord, next)
-			}
-			r := it.Record()
-			e, err := decodeEntryRecord(next, r.Key, r.Value)
+			e, err := decodeEntryBatch(next, b)
 			if err != nil {
 				return err
 			}
@@ -168,19 +165,31 @@ func (s *segmentLog) Read(ctx context.Context, lo, hi, maxBytes uint64) ([]*pb.E
 			next++
 			return nil
 		})
-		end := v.Next
 		v.Release()
 		if err != nil && !errors.Is(err, errStopSplit) {
 			return nil, fmt.Errorf("raftnode: read entries [%d, %d): %w", lo, hi, err)
 		}
-		if errors.Is(err, errStopSplit) || (len(out) > 0 && size >= maxBytes) {
-			break
+		if next == before && !errors.Is(err, errStopSplit) {
+			return nil, fmt.Errorf("raftnode: read entries [%d, %d): no entry at %d", lo, hi, next)
 		}
-		if uint64(end) <= next && len(v.Data) == 0 {
-			return nil, fmt.Errorf("raftnode: read entries [%d, %d): log ends at %d", lo, hi, end)
+		if errors.Is(err, errStopSplit) {
+			break
 		}
 	}
 	return out, nil
+}
+
+// decodeEntryBatch decodes the entry stored in b (one record).
+func decodeEntryBatch(index uint64, b segment.Batch) (*pb.Entry, error) {
+	it := b.Iter()
+	if !it.Next() {
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w at index %d: empty batch", errBadEntryRecord, index)
+	}
+	r := it.Record()
+	return decodeEntryRecord(index, r.Key, r.Value)
 }
 
 var errStopSplit = errors.New("stop")

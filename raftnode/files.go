@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,35 +22,39 @@ type fileStore interface {
 
 // dirFiles is the fileStore of a directory, written with segment's checkpoint
 // helpers (temporary file, fsync, rename, fsync directory).
-type dirFiles struct{ dir string }
+type dirFiles struct {
+	fs  segment.FS
+	dir string
+}
+
+func newDirFiles(fs segment.FS, dir string) dirFiles {
+	if fs == nil {
+		fs = segment.OSFS{}
+	}
+	return dirFiles{fs: fs, dir: dir}
+}
 
 func (d dirFiles) WriteFile(name string, data []byte) error {
-	if err := segment.WriteCheckpoint(nil, filepath.Join(d.dir, name), data); err != nil {
+	if err := segment.WriteCheckpoint(d.fs, filepath.Join(d.dir, name), data); err != nil {
 		return fmt.Errorf("raftnode: write %s: %w", name, err)
 	}
 	return nil
 }
 
 func (d dirFiles) ReadFile(name string) ([]byte, error) {
-	return segment.ReadCheckpoint(nil, filepath.Join(d.dir, name))
+	return segment.ReadCheckpoint(d.fs, filepath.Join(d.dir, name))
 }
 
 func (d dirFiles) List() ([]string, error) {
-	ents, err := os.ReadDir(d.dir)
+	names, err := d.fs.ReadDir(d.dir)
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: list %s: %w", d.dir, err)
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if e.Type().IsRegular() {
-			names = append(names, e.Name())
-		}
 	}
 	return names, nil
 }
 
 func (d dirFiles) Remove(name string) error {
-	if err := os.Remove(filepath.Join(d.dir, name)); err != nil && !os.IsNotExist(err) {
+	if err := d.fs.Remove(filepath.Join(d.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("raftnode: remove %s: %w", name, err)
 	}
 	return nil

@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"paymentlog/segment"
 )
 
 var (
@@ -97,10 +98,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 	files, logs := cfg.files, cfg.log
 	if files == nil {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		fsys := cfg.FS
+		if fsys == nil {
+			fsys = segment.OSFS{}
+		}
+		if err := fsys.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("raftnode: %w", err)
 		}
-		files = dirFiles{dir: cfg.DataDir}
+		files = newDirFiles(fsys, cfg.DataDir)
 	}
 	if logs == nil {
 		sl, err := openSegmentLog(ctx, cfg.DataDir, &cfg)

@@ -48,96 +48,105 @@ func TestLeaderChangesChannel(t *testing.T) {
 }
 
 func TestKillLeaderNothingCommittedLost(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
-	c.startVoters()
-	lead := c.leader()
-	var want []string
-	for i := range 10 {
-		want = append(want, fmt.Sprintf("a%d", i))
-		c.propose(lead, want[len(want)-1])
-	}
-	c.kill(lead)
-	lead2 := c.leader()
-	if lead2 == lead {
-		t.Fatalf("leader %d survived its death", lead)
-	}
-	for i := range 10 {
-		want = append(want, fmt.Sprintf("b%d", i))
-		c.propose(lead2, want[len(want)-1])
-	}
-	c.waitApplied(c.nodes[lead2].Status().Applied)
-	c.checkSame(want)
+	storageKinds(t, func(t *testing.T, segmentLog bool) {
+		c := newTestCluster(t, 3, nil)
+		c.segment = segmentLog
+		c.startVoters()
+		lead := c.leader()
+		var want []string
+		for i := range 10 {
+			want = append(want, fmt.Sprintf("a%d", i))
+			c.propose(lead, want[len(want)-1])
+		}
+		c.kill(lead)
+		lead2 := c.leader()
+		if lead2 == lead {
+			t.Fatalf("leader %d survived its death", lead)
+		}
+		for i := range 10 {
+			want = append(want, fmt.Sprintf("b%d", i))
+			c.propose(lead2, want[len(want)-1])
+		}
+		c.waitApplied(c.nodes[lead2].Status().Applied)
+		c.checkSame(want)
 
-	// The old leader comes back and catches up.
-	c.start(lead)
-	c.waitApplied(c.nodes[lead2].Status().Applied)
-	c.checkSame(want)
+		// The old leader comes back and catches up.
+		c.start(lead)
+		c.waitApplied(c.nodes[lead2].Status().Applied)
+		c.checkSame(want)
+	})
 }
 
 func TestRestartAllFromDisk(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
-	c.startVoters()
-	lead := c.leader()
-	var want []string
-	for i := range 15 {
-		want = append(want, fmt.Sprintf("x%d", i))
-		c.propose(lead, want[len(want)-1])
-	}
-	applied := c.nodes[lead].Status().Applied
-	c.waitApplied(applied)
-	for id := range c.voters {
-		c.crash(id)
-	}
-	c.startVoters()
-	c.waitApplied(applied)
-	c.checkSame(want)
-	lead = c.leader()
-	want = append(want, "after")
-	c.propose(lead, "after")
-	c.waitApplied(c.nodes[lead].Status().Applied)
-	c.checkSame(want)
+	storageKinds(t, func(t *testing.T, segmentLog bool) {
+		c := newTestCluster(t, 3, nil)
+		c.segment = segmentLog
+		c.startVoters()
+		lead := c.leader()
+		var want []string
+		for i := range 15 {
+			want = append(want, fmt.Sprintf("x%d", i))
+			c.propose(lead, want[len(want)-1])
+		}
+		applied := c.nodes[lead].Status().Applied
+		c.waitApplied(applied)
+		for id := range c.voters {
+			c.crash(id)
+		}
+		c.startVoters()
+		c.waitApplied(applied)
+		c.checkSame(want)
+		lead = c.leader()
+		want = append(want, "after")
+		c.propose(lead, "after")
+		c.waitApplied(c.nodes[lead].Status().Applied)
+		c.checkSame(want)
+	})
 }
 
 func TestLearnerReceivesLog(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
-	c.startVoters()
-	lead := c.leader()
-	var want []string
-	for i := range 5 {
-		want = append(want, fmt.Sprintf("l%d", i))
-		c.propose(lead, want[len(want)-1])
-	}
-	// A broker-only node starts empty and waits.
-	c.start(4)
-	c.tick()
-	if st := c.nodes[4].Status(); st.Applied != 0 || len(st.Voters) != 0 {
-		t.Fatalf("learner before being added: %+v", st)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	follower := lead%3 + 1
-	if err := c.nodes[follower].AddLearner(ctx, 4, addrOf(4)); !errors.Is(err, ErrNotLeader) {
-		t.Fatalf("AddLearner on a follower: %v, want ErrNotLeader", err)
-	}
-	if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil {
-		t.Fatalf("AddLearner: %v", err)
-	}
-	if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil { // idempotent
-		t.Fatalf("AddLearner again: %v", err)
-	}
-	want = append(want, "after-learner")
-	c.propose(lead, "after-learner")
-	c.waitApplied(c.nodes[lead].Status().Applied)
-	c.checkSame(want)
-	st := c.nodes[4].Status()
-	if !slices.Equal(st.Learners, []uint64{4}) || !slices.Equal(st.Voters, []uint64{1, 2, 3}) || st.Leader != lead {
-		t.Fatalf("learner status %+v", st)
-	}
-	// The learner never becomes leader, and restarts with its state.
-	c.kill(4)
-	c.start(4)
-	c.waitApplied(c.nodes[lead].Status().Applied)
-	c.checkSame(want)
+	storageKinds(t, func(t *testing.T, segmentLog bool) {
+		c := newTestCluster(t, 3, nil)
+		c.segment = segmentLog
+		c.startVoters()
+		lead := c.leader()
+		var want []string
+		for i := range 5 {
+			want = append(want, fmt.Sprintf("l%d", i))
+			c.propose(lead, want[len(want)-1])
+		}
+		// A broker-only node starts empty and waits.
+		c.start(4)
+		c.tick()
+		if st := c.nodes[4].Status(); st.Applied != 0 || len(st.Voters) != 0 {
+			t.Fatalf("learner before being added: %+v", st)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		follower := lead%3 + 1
+		if err := c.nodes[follower].AddLearner(ctx, 4, addrOf(4)); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("AddLearner on a follower: %v, want ErrNotLeader", err)
+		}
+		if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil {
+			t.Fatalf("AddLearner: %v", err)
+		}
+		if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil { // idempotent
+			t.Fatalf("AddLearner again: %v", err)
+		}
+		want = append(want, "after-learner")
+		c.propose(lead, "after-learner")
+		c.waitApplied(c.nodes[lead].Status().Applied)
+		c.checkSame(want)
+		st := c.nodes[4].Status()
+		if !slices.Equal(st.Learners, []uint64{4}) || !slices.Equal(st.Voters, []uint64{1, 2, 3}) || st.Leader != lead {
+			t.Fatalf("learner status %+v", st)
+		}
+		// The learner never becomes leader, and restarts with its state.
+		c.kill(4)
+		c.start(4)
+		c.waitApplied(c.nodes[lead].Status().Applied)
+		c.checkSame(want)
+	})
 }
 
 func TestTransferLeadership(t *testing.T) {
@@ -218,63 +227,66 @@ func TestLeadershipLossFailsPendingProposal(t *testing.T) {
 // A leader cut off with uncommitted entries gets them truncated by the new
 // leader's conflicting entries when it rejoins.
 func TestConflictingEntriesTruncated(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
-	c.startVoters()
-	lead := c.leader()
-	c.propose(lead, "base")
-	c.nw.setCut(addrOf(lead), true)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for i := range 5 {
-		go func() { _, _ = c.nodes[lead].Propose(ctx, []byte(fmt.Sprintf("orphan%d", i))) }()
-	}
-	// The orphans reach the old leader's log (not beyond).
-	c.tickUntil("orphans appended", 100, func() bool {
-		return c.nodes[lead].st != nil && c.lastIndexOf(lead) >= c.nodes[lead].Status().Commit+5
-	})
-	orphanLast := c.lastIndexOf(lead)
-	var others []uint64
-	for id := range c.nodes {
-		if id != lead {
-			others = append(others, id)
+	storageKinds(t, func(t *testing.T, segmentLog bool) {
+		c := newTestCluster(t, 3, nil)
+		c.segment = segmentLog
+		c.startVoters()
+		lead := c.leader()
+		c.propose(lead, "base")
+		c.nw.setCut(addrOf(lead), true)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for i := range 5 {
+			go func() { _, _ = c.nodes[lead].Propose(ctx, []byte(fmt.Sprintf("orphan%d", i))) }()
 		}
-	}
-	// The other two elect a leader and commit new entries at the same indexes.
-	var lead2 uint64
-	c.tickUntil("new leader among the majority", 500, func() bool {
-		for _, id := range others {
-			if c.nodes[id].Status().IsLeader {
-				lead2 = id
-				return true
+		// The orphans reach the old leader's log (not beyond).
+		c.tickUntil("orphans appended", 100, func() bool {
+			return c.nodes[lead].st != nil && c.lastIndexOf(lead) >= c.nodes[lead].Status().Commit+5
+		})
+		orphanLast := c.lastIndexOf(lead)
+		var others []uint64
+		for id := range c.nodes {
+			if id != lead {
+				others = append(others, id)
 			}
 		}
-		return false
+		// The other two elect a leader and commit new entries at the same indexes.
+		var lead2 uint64
+		c.tickUntil("new leader among the majority", 500, func() bool {
+			for _, id := range others {
+				if c.nodes[id].Status().IsLeader {
+					lead2 = id
+					return true
+				}
+			}
+			return false
+		})
+		for i := range 7 {
+			c.propose(lead2, fmt.Sprintf("new%d", i))
+		}
+		c.nw.setCut(addrOf(lead), false)
+		c.waitApplied(c.nodes[lead2].Status().Applied)
+		want := []string{"base"}
+		for i := range 7 {
+			want = append(want, fmt.Sprintf("new%d", i))
+		}
+		c.checkSame(want)
+		// The old leader's log now matches the new leader's, term for term, and
+		// no orphan survived.
+		checkLogsMatch(t, c, lead, lead2)
+		replaced := 0
+		for _, e := range c.entriesOf(lead) {
+			if bytes.Contains(e.GetData(), []byte("orphan")) {
+				t.Fatalf("orphan entry %d (term %d) survived", e.GetIndex(), e.GetTerm())
+			}
+			if e.GetIndex() <= orphanLast && e.GetIndex() > orphanLast-5 {
+				replaced++
+			}
+		}
+		if replaced != 5 {
+			t.Fatalf("%d of the 5 orphan indexes hold new entries", replaced)
+		}
 	})
-	for i := range 7 {
-		c.propose(lead2, fmt.Sprintf("new%d", i))
-	}
-	c.nw.setCut(addrOf(lead), false)
-	c.waitApplied(c.nodes[lead2].Status().Applied)
-	want := []string{"base"}
-	for i := range 7 {
-		want = append(want, fmt.Sprintf("new%d", i))
-	}
-	c.checkSame(want)
-	// The old leader's log now matches the new leader's, term for term, and
-	// no orphan survived.
-	checkLogsMatch(t, c, lead, lead2)
-	replaced := 0
-	for _, e := range c.entriesOf(lead) {
-		if bytes.Contains(e.GetData(), []byte("orphan")) {
-			t.Fatalf("orphan entry %d (term %d) survived", e.GetIndex(), e.GetTerm())
-		}
-		if e.GetIndex() <= orphanLast && e.GetIndex() > orphanLast-5 {
-			replaced++
-		}
-	}
-	if replaced != 5 {
-		t.Fatalf("%d of the 5 orphan indexes hold new entries", replaced)
-	}
 }
 
 // entriesOf returns every entry a node's storage holds.
@@ -320,56 +332,60 @@ func checkLogsMatch(t *testing.T, c *testCluster, a, b uint64) {
 }
 
 func TestSnapshotCompactionAndCatchUpBySnapshot(t *testing.T) {
-	c := newTestCluster(t, 3, func(cfg *Config) {
-		cfg.SnapshotEvery = 20
-		cfg.CatchUpEntries = 5
-		cfg.EntryCacheBytes = 512 // most reads come from the log
-	})
-	c.startVoters()
-	lead := c.leader()
-	lagger := lead%3 + 1
-	c.kill(lagger)
-	var want []string
-	for i := range 70 {
-		want = append(want, fmt.Sprintf("s%d", i))
-		c.propose(lead, want[len(want)-1])
-	}
-	ln := c.nodes[lead]
-	var first, snapIdx uint64
-	_ = ln.do(context.Background(), func() { first, snapIdx = ln.st.first, ln.st.snapshotIndex() })
-	if snapIdx < 60 || first != snapIdx-5+1 {
-		t.Fatalf("leader snapshot at %d, first index %d; want >= 60 and first = snapshot-4", snapIdx, first)
-	}
-	names, _ := c.disks[lead].files.List()
-	if len(listSnapFiles(names)) > 2 {
-		t.Fatalf("old snapshots kept: %v", names)
-	}
-	// The lagging node's log ends before the leader's first index: it
-	// can only catch up through a snapshot.
-	c.start(lagger)
-	c.waitApplied(ln.Status().Applied)
-	c.checkSame(want)
-	if c.sms[lagger].base == 0 {
-		t.Fatalf("lagging node caught up without a snapshot")
-	}
-	// And it restarts from the installed snapshot.
-	c.crash(lagger)
-	c.start(lagger)
-	c.propose(lead, "tail")
-	want = append(want, "tail")
-	c.waitApplied(ln.Status().Applied)
-	c.checkSame(want)
+	storageKinds(t, func(t *testing.T, segmentLog bool) {
+		c := newTestCluster(t, 3, func(cfg *Config) {
+			cfg.SnapshotEvery = 20
+			cfg.CatchUpEntries = 5
+			cfg.EntryCacheBytes = 512 // most reads come from the log
+		})
+		c.segment = segmentLog
+		c.startVoters()
+		lead := c.leader()
+		lagger := lead%3 + 1
+		c.kill(lagger)
+		var want []string
+		for i := range 70 {
+			want = append(want, fmt.Sprintf("s%d", i))
+			c.propose(lead, want[len(want)-1])
+		}
+		ln := c.nodes[lead]
+		var first, snapIdx uint64
+		_ = ln.do(context.Background(), func() { first, snapIdx = ln.st.first, ln.st.snapshotIndex() })
+		if snapIdx < 60 || first != snapIdx-5+1 {
+			t.Fatalf("leader snapshot at %d, first index %d; want >= 60 and first = snapshot-4", snapIdx, first)
+		}
+		var names []string
+		_ = ln.do(context.Background(), func() { names, _ = ln.st.files.List() })
+		if len(listSnapFiles(names)) > 2 {
+			t.Fatalf("old snapshots kept: %v", names)
+		}
+		// The lagging node's log ends before the leader's first index: it
+		// can only catch up through a snapshot.
+		c.start(lagger)
+		c.waitApplied(ln.Status().Applied)
+		c.checkSame(want)
+		if c.sms[lagger].base == 0 {
+			t.Fatalf("lagging node caught up without a snapshot")
+		}
+		// And it restarts from the installed snapshot.
+		c.crash(lagger)
+		c.start(lagger)
+		c.propose(lead, "tail")
+		want = append(want, "tail")
+		c.waitApplied(ln.Status().Applied)
+		c.checkSame(want)
 
-	// Everyone restarts from compacted logs and snapshots.
-	for id := range c.voters {
-		c.crash(id)
-	}
-	c.startVoters()
-	lead = c.leader()
-	c.propose(lead, "end")
-	want = append(want, "end")
-	c.waitApplied(c.nodes[lead].Status().Applied)
-	c.checkSame(want)
+		// Everyone restarts from compacted logs and snapshots.
+		for id := range c.voters {
+			c.crash(id)
+		}
+		c.startVoters()
+		lead = c.leader()
+		c.propose(lead, "end")
+		want = append(want, "end")
+		c.waitApplied(c.nodes[lead].Status().Applied)
+		c.checkSame(want)
+	})
 }
 
 func TestSingleVoter(t *testing.T) {

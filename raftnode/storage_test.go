@@ -10,26 +10,34 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"paymentlog/segment"
 )
 
-// testDisk is one node's durable state for storage tests: either the
-// in-memory pair (which can simulate a crash) or a real directory.
+// testDisk is one node's durable state for storage tests: the in-memory
+// pair (memLog, memFiles), or a segment log in dir on fs (a segment.MemFS,
+// which can simulate a crash, or the OS).
 type testDisk struct {
 	tb    testing.TB
-	dir   string // "" for memory
+	dir   string // "" for memLog/memFiles
+	fs    segment.FS
 	log   *memLog
 	files *memFiles
-	open  logStore // the log currently open on dir
 }
 
-// diskKinds runs fn against the in-memory log and the segment log.
+// diskKinds runs fn against the in-memory log, the segment log on a MemFS
+// and the segment log on the real file system.
 func diskKinds(t *testing.T, fn func(t *testing.T, d *testDisk)) {
 	t.Run("mem", func(t *testing.T) {
 		fn(t, &testDisk{tb: t, log: newMemLog(), files: newMemFiles()})
 	})
-	t.Run("segment", func(t *testing.T) {
+	t.Run("segment-memfs", func(t *testing.T) {
 		requireSegment(t)
-		fn(t, &testDisk{tb: t, dir: t.TempDir()})
+		fn(t, &testDisk{tb: t, dir: "/data/__cluster_metadata-0", fs: segment.NewMemFS()})
+	})
+	t.Run("segment-os", func(t *testing.T) {
+		requireSegment(t)
+		fn(t, &testDisk{tb: t, dir: t.TempDir(), fs: segment.OSFS{}})
 	})
 }
 
@@ -42,9 +50,9 @@ func requireSegment(t *testing.T) {
 				ok = false
 			}
 		}()
-		cfg := Config{SegmentBytes: 1 << 20, NoSync: true}.withDefaults()
+		cfg := Config{SegmentBytes: 1 << 20, NoSync: true, FS: segment.NewMemFS()}.withDefaults()
 		cfg.Logger = testLogger(t)
-		l, err := openSegmentLog(context.Background(), t.TempDir(), &cfg)
+		l, err := openSegmentLog(context.Background(), "/probe", &cfg)
 		if err != nil {
 			return false
 		}
@@ -61,16 +69,34 @@ func (d *testDisk) openStorage() (*diskStorage, error) {
 	var l logStore = d.log
 	var f fileStore = d.files
 	if d.dir != "" {
-		cfg := Config{SegmentBytes: 1 << 20, NoSync: false}.withDefaults()
+		cfg := Config{SegmentBytes: 1 << 20, FS: d.fs}.withDefaults()
 		cfg.Logger = testLogger(d.tb)
+		if err := d.fs.MkdirAll(d.dir, 0o755); err != nil {
+			return nil, err
+		}
 		sl, err := openSegmentLog(context.Background(), d.dir, &cfg)
 		if err != nil {
 			return nil, err
 		}
-		l, f = sl, dirFiles{dir: d.dir}
+		l, f = sl, newDirFiles(d.fs, d.dir)
 	}
-	d.open = l
 	return openStorage(context.Background(), l, f, 256, testLogger(d.tb))
+}
+
+// crash returns the disk as a power cut would leave it (memory kinds only).
+func (d *testDisk) crash() *testDisk {
+	c := *d
+	switch {
+	case d.dir == "":
+		c.log, c.files = d.log.crash(), d.files.clone()
+	default:
+		mfs, ok := d.fs.(*segment.MemFS)
+		if !ok {
+			d.tb.Fatalf("crash on a real file system")
+		}
+		c.fs = mfs.CrashClone()
+	}
+	return &c
 }
 
 func (d *testDisk) mustOpen() *diskStorage {
@@ -264,7 +290,7 @@ func (d *testDisk) fileNames() []string {
 	var names []string
 	var err error
 	if d.dir != "" {
-		names, err = dirFiles{dir: d.dir}.List()
+		names, err = newDirFiles(d.fs, d.dir).List()
 	} else {
 		names, err = d.files.List()
 	}
@@ -300,29 +326,69 @@ func TestStorageInstallSnapshot(t *testing.T) {
 	})
 }
 
+// crashKinds runs fn against the disk kinds that can simulate a crash.
+func crashKinds(t *testing.T, fn func(t *testing.T, d *testDisk)) {
+	t.Run("mem", func(t *testing.T) {
+		fn(t, &testDisk{tb: t, log: newMemLog(), files: newMemFiles()})
+	})
+	t.Run("segment-memfs", func(t *testing.T) {
+		requireSegment(t)
+		fn(t, &testDisk{tb: t, dir: "/data/__cluster_metadata-0", fs: segment.NewMemFS()})
+	})
+}
+
 // A crash loses unsynced entries; the hard state is brought back in line.
 func TestStorageCrashRecovery(t *testing.T) {
-	d := &testDisk{tb: t, log: newMemLog(), files: newMemFiles()}
-	s := d.mustOpen()
-	mustAppend(t, s, ents(1, 20, 1, "e"))
-	_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(20))}, true)
-	// Unsynced appends at a newer term, hard state not yet written.
-	if err := s.append(context.Background(), ents(21, 30, 2, "lost")); err != nil {
-		t.Fatal(err)
-	}
-	d.log = d.log.crash()
-	s = d.mustOpen()
-	checkLog(t, s, 1, 20, constTerm(1), constStr("e"))
+	crashKinds(t, func(t *testing.T, d *testDisk) {
+		s := d.mustOpen()
+		mustAppend(t, s, ents(1, 20, 1, "e"))
+		_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(20))}, true)
+		// Unsynced appends at a newer term, hard state not yet written.
+		if err := s.append(context.Background(), ents(21, 30, 2, "lost")); err != nil {
+			t.Fatal(err)
+		}
+		d = d.crash()
+		s = d.mustOpen()
+		checkLog(t, s, 1, 20, constTerm(1), constStr("e"))
 
-	// Synced entries at term 3 whose hard state (term 3) was never written:
-	// the term is raised to the last entry's, the vote cleared.
-	mustAppend(t, s, ents(21, 25, 3, "kept"))
-	d.log = d.log.crash()
-	s = d.mustOpen()
-	hs, _, _ := s.InitialState()
-	if hs.GetTerm() != 3 || hs.GetVote() != 0 || hs.GetCommit() != 20 {
-		t.Fatalf("hard state after crash: %v", hs)
-	}
+		// Synced entries at term 3 whose hard state (term 3) was never
+		// written: the term is raised to the last entry's, the vote cleared.
+		mustAppend(t, s, ents(21, 25, 3, "kept"))
+		d = d.crash()
+		s = d.mustOpen()
+		hs, _, _ := s.InitialState()
+		if hs.GetTerm() != 3 || hs.GetVote() != 0 || hs.GetCommit() != 20 {
+			t.Fatalf("hard state after crash: %v", hs)
+		}
+
+		// A conflict overwrite followed by a crash leaves the new entries
+		// (synced) and none of the old tail.
+		mustAppend(t, s, ents(26, 40, 3, "old"))
+		mustAppend(t, s, ents(30, 32, 4, "new"))
+		d = d.crash()
+		s = d.mustOpen()
+		term := func(i uint64) uint64 {
+			switch {
+			case i <= 20:
+				return 1
+			case i < 30:
+				return 3
+			}
+			return 4
+		}
+		prefix := func(i uint64) string {
+			switch {
+			case i <= 20:
+				return "e"
+			case i <= 25:
+				return "kept"
+			case i < 30:
+				return "old"
+			}
+			return "new"
+		}
+		checkLog(t, s, 1, 32, term, prefix)
+	})
 }
 
 // A snapshot install that crashed before the log was reset leaves a log wholly
