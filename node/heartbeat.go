@@ -62,7 +62,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	err := n.callController(hctx, wire.TypeBrokerHeartbeat, wire.BrokerHeartbeatRequest{
 		BrokerID:       n.cfg.ID,
 		Incarnation:    n.incarnation,
-		MetadataOffset: n.store.Image().Offset(),
+		MetadataOffset: int64(n.store.Image().Offset()),
 		WantShutdown:   wantShutdown,
 	}, &resp, func() wire.ErrorCode { return resp.Err })
 	if err != nil {
