@@ -93,7 +93,8 @@ func usageError(format string, args ...any) error {
 func oneArg(c *ucli.Context, what string) (string, error) {
 	switch c.NArg() {
 	case 0:
-		return "", usageError("missing %s (usage: %s)", what, c.Command.UsageText)
+		usage, _, _ := strings.Cut(c.Command.UsageText, "\n")
+		return "", usageError("missing %s (usage: %s)", what, usage)
 	case 1:
 		return c.Args().First(), nil
 	}

@@ -176,10 +176,10 @@ func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType,
 			continue
 		}
 		c, msg := code()
-		switch {
-		case c == wire.None:
+		switch c {
+		case wire.None:
 			return nil
-		case c.Retriable():
+		case wire.NotController, wire.Timeout, wire.BrokerNotAvailable, wire.LeaderNotAvailable:
 			last = c.Err(msg)
 			continue
 		default:

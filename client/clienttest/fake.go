@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,8 @@ var ErrInjected = errors.New("clienttest: injected failure")
 type Cluster struct {
 	// Intercept, if set before use, is consulted for every request.
 	Intercept func(addr string, t quic.FrameType, req any) Action
+	// Logger receives the QUIC endpoints' logs (Serve); default: discarded.
+	Logger *slog.Logger
 
 	calls [256]atomic.Int64
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"paymentlog/quic"
 	"paymentlog/wire"
@@ -17,7 +18,11 @@ func (c *Cluster) Serve(ctx context.Context) error {
 	n := len(c.mu.brokers)
 	c.mu.Unlock()
 	for i := 0; i < n; i++ {
-		ep, err := quic.New(ctx, quic.Config{Addr: "127.0.0.1:0"})
+		logger := c.Logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
+		}
+		ep, err := quic.New(ctx, quic.Config{Addr: "127.0.0.1:0", Logger: logger})
 		if err != nil {
 			c.Close()
 			return fmt.Errorf("clienttest: endpoint: %w", err)

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"paymentlog/client"
+	"paymentlog/client/clienttest"
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+type ackLine struct {
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Error     string `json:"error"`
+}
+
+func parseAcks(tb testing.TB, out string) []ackLine {
+	tb.Helper()
+	var acks []ackLine
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var a ackLine
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			tb.Fatalf("bad output line %q: %v", sc.Text(), err)
+		}
+		acks = append(acks, a)
+	}
+	return acks
+}
+
+func TestProduceJSONAcksInInputOrder(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("payments", 3)
+	var in strings.Builder
+	const n = 2000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, "cust%d:payment %d\r\n", i%17, i)
+	}
+	out, errOut, code := runClientCLI(t, strings.NewReader(in.String()), "produce", "payments", "--key-delimiter", ":", "--json", "--bootstrap", fc.Bootstrap())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	acks := parseAcks(t, out)
+	if len(acks) != n {
+		t.Fatalf("%d ack lines for %d records", len(acks), n)
+	}
+	stored := map[int32][]clienttest.Stored{}
+	for p := int32(0); p < 3; p++ {
+		stored[p] = fc.Records("payments", p)
+	}
+	for i, a := range acks {
+		key := fmt.Sprintf("cust%d", i%17)
+		if want := client.KeyPartition([]byte(key), 3); a.Partition != want {
+			t.Fatalf("line %d: partition %d, want %d", i, a.Partition, want)
+		}
+		s := stored[a.Partition][a.Offset]
+		if string(s.Key) != key || string(s.Value) != fmt.Sprintf("payment %d", i) {
+			t.Fatalf("line %d acked at %d/%d which holds %q=%q", i, a.Partition, a.Offset, s.Key, s.Value)
+		}
+	}
+}
+
+func TestProduceFixedKeyAndPartition(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 3)
+	out, errOut, code := runClientCLI(t, strings.NewReader("a\nb\n\nlast-no-newline"), "produce", "t", "--key", "K", "--partition", "2", "--json", "--acks", "1", "--bootstrap", fc.Bootstrap())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	acks := parseAcks(t, out)
+	if len(acks) != 4 {
+		t.Fatalf("acks: %v", acks)
+	}
+	recs := fc.Records("t", 2)
+	want := []string{"a", "b", "", "last-no-newline"}
+	for i, r := range recs {
+		if string(r.Key) != "K" || string(r.Value) != want[i] || acks[i].Partition != 2 || acks[i].Offset != int64(i) {
+			t.Fatalf("record %d: %q=%q ack %+v", i, r.Key, r.Value, acks[i])
+		}
+	}
+}
+
+func TestProduceReportsUnacknowledged(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
+		}
+		return clienttest.Action{}
+	}
+	out, errOut, code := runClientCLI(t, strings.NewReader("x\ny\nz\n"), "produce", "t", "--json", "--bootstrap", fc.Bootstrap())
+	if code == 0 {
+		t.Fatal("exit 0 although nothing was acknowledged")
+	}
+	if !strings.Contains(errOut, "3 of 3 records were not acknowledged") || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("stderr: %q", errOut)
+	}
+	for _, a := range parseAcks(t, out) {
+		if a.Error == "" || a.Offset != -1 {
+			t.Fatalf("failed record printed as %+v", a)
+		}
+	}
+}
+
+func TestProduceTooLongLineIsCountedNotLost(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	in := "ok1\n" + strings.Repeat("x", 5000) + "\nok2\n"
+	out, errOut, code := runClientCLI(t, strings.NewReader(in), "produce", "t", "--json", "--max-record-bytes", "1000", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "1 of 3 records were not acknowledged") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	acks := parseAcks(t, out)
+	if len(acks) != 3 || acks[0].Offset != 0 || acks[1].Error == "" || acks[2].Offset != 1 {
+		t.Fatalf("acks %+v", acks)
+	}
+}
+
+func TestProduceUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce"},
+		{"produce", "t", "--key", "a", "--key-delimiter", ":"},
+		{"produce", "t", "--acks", "2"},
+	} {
+		_, errOut, code := runClientCLI(t, nil, args...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestProduceUnknownTopic(t *testing.T) {
+	fc := startFakeCluster(t)
+	_, errOut, code := runClientCLI(t, strings.NewReader("x\n"), "produce", "nope", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestTopicLifecycleAndJSONShapes(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.SetController(2)
+	bs := "--bootstrap=" + fc.Bootstrap()
+	out, errOut, code := runClientCLI(t, nil, "topic", "create", "payments", "--partitions", "3", "--replication-factor", "3", "--min-insync-replicas", "2", bs)
+	if code != 0 || !strings.Contains(out, "created topic payments") {
+		t.Fatalf("create: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code = runClientCLI(t, nil, "topic", "create", "payments", bs); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("create again: %d %q", code, errOut)
+	}
+	if _, _, code = runClientCLI(t, nil, "topic", "create", "payments", "--if-not-exists", bs); code != 0 {
+		t.Fatalf("create --if-not-exists: %d", code)
+	}
+	if _, _, code = runClientCLI(t, strings.NewReader("a\nb\n"), "produce", "payments", "--partition", "0", bs); code != 0 {
+		t.Fatal("produce")
+	}
+
+	out, _, code = runClientCLI(t, nil, "topic", "describe", "payments", "--json", bs)
+	if code != 0 {
+		t.Fatalf("describe: %d", code)
+	}
+	var d map[string]any
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	parts := d["partitions"].([]any)
+	p0 := parts[0].(map[string]any)
+	for _, k := range []string{"partition", "leader", "leader_epoch", "replicas", "isr", "high_watermark", "log_start_offset"} {
+		if _, ok := p0[k]; !ok {
+			t.Fatalf("describe --json lacks %q: %s", k, out)
+		}
+	}
+	if d["name"] != "payments" || len(parts) != 3 || p0["high_watermark"].(float64) != 2 {
+		t.Fatalf("describe: %s", out)
+	}
+	// scripts/kill-leader.sh relies on "partition":P,"leader":L being adjacent.
+	if !strings.Contains(out, `{"partition":0,"leader":`) {
+		t.Fatalf("describe --json key order changed: %s", out)
+	}
+	out, _, _ = runClientCLI(t, nil, "topic", "describe", "payments", bs)
+	if !strings.Contains(out, "PARTITION") || !strings.Contains(out, "HIGH WATERMARK") {
+		t.Fatalf("describe table: %q", out)
+	}
+
+	out, _, code = runClientCLI(t, nil, "topic", "list", bs)
+	if code != 0 || out != "payments\n" {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	if _, _, code = runClientCLI(t, nil, "topic", "delete", "payments", bs); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	if _, errOut, code = runClientCLI(t, nil, "topic", "describe", "payments", bs); code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("describe deleted: %d %q", code, errOut)
+	}
+	if _, _, code = runClientCLI(t, nil, "topic", "delete", "payments", "--if-exists", bs); code != 0 {
+		t.Fatalf("delete --if-exists: %d", code)
+	}
+	if _, _, code = runClientCLI(t, nil, "topic", "create", "x", "--replication-factor", "2", "--min-insync-replicas", "3", bs); code != 2 {
+		t.Fatalf("min ISR above RF: exit %d", code)
+	}
+}
+
+func TestClusterStatusJSONShape(t *testing.T) {
+	fc := startFakeCluster(t)
+	out, errOut, code := runClientCLI(t, nil, "cluster", "status", "--json", "--bootstrap", fc.Bootstrap())
+	if code != 0 {
+		t.Fatalf("%d %q", code, errOut)
+	}
+	var st struct {
+		ControllerID   *int32 `json:"controller_id"`
+		MetadataOffset *int64 `json:"metadata_offset"`
+		Nodes          []struct {
+			ID                 *int32  `json:"id"`
+			Addr               *string `json:"addr"`
+			State              *string `json:"state"`
+			ControllerEligible *bool   `json:"controller_eligible"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.ControllerID == nil || *st.ControllerID != 1 || st.MetadataOffset == nil || len(st.Nodes) != 3 {
+		t.Fatalf("status: %s", out)
+	}
+	for _, n := range st.Nodes {
+		if n.ID == nil || n.Addr == nil || n.State == nil || *n.State != "alive" || n.ControllerEligible == nil {
+			t.Fatalf("node: %s", out)
+		}
+	}
+	// scripts/cluster.sh greps "id":N,"addr":"...","state":"alive".
+	if !strings.Contains(out, `{"id":1,"addr":"`) || !strings.Contains(out, `","state":"alive"`) {
+		t.Fatalf("status --json key order changed: %s", out)
+	}
+	out, _, code = runClientCLI(t, nil, "cluster", "status", "--bootstrap", fc.Bootstrap())
+	if code != 0 || !strings.Contains(out, "Active controller: 1") {
+		t.Fatalf("table: %q", out)
+	}
+}
+
+func TestClusterStatusUnreachableFailsWithOneLine(t *testing.T) {
+	_, errOut, code := runClientCLI(t, nil, "cluster", "status", "--bootstrap", "127.0.0.1:1", "--timeout", "500ms")
+	if code != 1 || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("exit %d stderr %q", code, errOut)
+	}
+}
