@@ -15,7 +15,7 @@ func TestAppendReadReopen(t *testing.T) {
 				fs = NewMemFS()
 				dir = "/data/p0"
 			}
-			opts := Options{FS: fs, SegmentBytes: 4096, IndexInterval: 256, InitialOffset: 1}
+			opts := Options{FS: fs, SegmentBytes: 4096, IndexInterval: 256, MaxIndexBytes: 4096, InitialOffset: 1}
 			l := mustOpen(t, dir, opts)
 			var want []Batch
 			for i := 0; i < 100; i++ {

@@ -109,8 +109,8 @@ func TestModelRandomized(t *testing.T) {
 // TestModelRandomizedOS runs the model on real files; a crash is a process
 // kill (the page cache survives).
 func TestModelRandomizedOS(t *testing.T) {
-	for seed := 100; seed < 106; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, int64(seed), 200, true) })
+	for seed := 100; seed < 103; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, int64(seed), 150, true) })
 	}
 }
 
