@@ -37,11 +37,13 @@ type clusterOptions struct {
 	maxWait  time.Duration
 	sync     segment.SyncPolicy
 	segBytes int64
+	memFS    bool // every node on its own segment.MemFS (crashes keep only synced bytes)
 }
 
 type testNode struct {
 	id   int32
 	dir  string
+	fs   *segment.MemFS // nil: the OS file system
 	ep   *quic.Endpoint
 	b    *Broker
 	addr string
@@ -83,7 +85,11 @@ func newTestCluster(t testing.TB, o clusterOptions) *testCluster {
 	}
 	c.client = ep
 	for id := int32(1); id <= int32(o.nodes); id++ {
-		c.startNode(id, t.TempDir())
+		var fs *segment.MemFS
+		if o.memFS {
+			fs = segment.NewMemFS()
+		}
+		c.startNodeFS(id, t.TempDir(), fs)
 	}
 	t.Cleanup(func() {
 		for _, n := range c.liveNodes() {
@@ -97,14 +103,27 @@ func newTestCluster(t testing.TB, o clusterOptions) *testCluster {
 
 func (c *testCluster) startNode(id int32, dir string) *testNode {
 	c.t.Helper()
+	var fs *segment.MemFS
+	if c.opts.memFS {
+		fs = segment.NewMemFS()
+	}
+	return c.startNodeFS(id, dir, fs)
+}
+
+func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *testNode {
+	c.t.Helper()
 	ep, err := quic.New(c.ctx, quic.Config{Addr: "127.0.0.1:0", Logger: quietLogger})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n := &testNode{id: id, dir: dir, ep: ep, addr: ep.Addr(), done: make(chan struct{})}
+	n := &testNode{id: id, dir: dir, fs: fs, ep: ep, addr: ep.Addr(), done: make(chan struct{})}
+	lopts := segment.Options{Sync: c.opts.sync, SegmentBytes: c.opts.segBytes}
+	if fs != nil {
+		lopts.FS = fs
+	}
 	n.b, err = New(c.ctx, Config{
 		NodeID: id, Incarnation: time.Now().UnixNano(), DataDir: dir, Endpoint: ep,
-		Log:                 segment.Options{Sync: c.opts.sync, SegmentBytes: c.opts.segBytes},
+		Log:                 lopts,
 		ReplicaLagTime:      c.opts.lagTime,
 		ReplicaFetchMaxWait: c.opts.maxWait,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
@@ -132,19 +151,30 @@ func (c *testCluster) startNode(id int32, dir string) *testNode {
 
 // stopNode stops a node abruptly: the endpoint closes every connection at
 // once (no draining), then the broker closes its logs.
-func (c *testCluster) stopNode(id int32) {
+func (c *testCluster) stopNode(id int32) { c.crashNode(id) }
+
+// crashNode stops a node abruptly and, on MemFS, returns the file system as
+// a crash at that instant leaves it (only synced bytes survive).
+func (c *testCluster) crashNode(id int32) *segment.MemFS {
 	c.mu.Lock()
 	n := c.nodes[id]
 	delete(c.nodes, id)
 	c.mu.Unlock()
 	if n == nil {
-		return
+		return nil
 	}
 	n.ep.Close()
 	<-n.done
-	if err := n.b.Close(); err != nil {
-		c.t.Errorf("closing broker %d: %v", id, err)
+	var crashed *segment.MemFS
+	if n.fs != nil {
+		crashed = n.fs.CrashClone()
 	}
+	defer func() {
+		if err := n.b.Close(); err != nil {
+			c.t.Errorf("closing broker %d: %v", id, err)
+		}
+	}()
+	return crashed
 }
 
 func (c *testCluster) addrsLocked() map[int32]string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -260,7 +261,7 @@ func TestFollowerTruncatesDivergentTail(t *testing.T) {
 // exactly once at the offset it was acknowledged with, no record appears
 // twice, and the replicas are byte-equal below the HW.
 func TestLeaderChangesLoseNothing(t *testing.T) {
-	runLossTest(t, lossTest{producers: 4, batches: 60, perBatch: 10, disrupt: func(c *testCluster, k int) {
+	runLossTest(t, lossTest{producers: 4, batches: 60, perBatch: 10, opts: clusterOptions{maxWait: 100 * time.Millisecond}, disrupt: func(c *testCluster, k int) {
 		if l := c.elect(testKey, -1); l < 0 {
 			t.Logf("no ISR member to elect (ISR %v)", c.state(testKey).ISR)
 		}
@@ -272,15 +273,23 @@ func TestLeaderChangesLoseNothing(t *testing.T) {
 // restarted from its data directory, rejoining as a follower.
 // PAYMENTLOG_LONG=1 writes 100k records.
 func TestLeaderKilledAndRestarted(t *testing.T) {
-	lt := lossTest{producers: 4, batches: 50, perBatch: 20}
+	t.Run("os", func(t *testing.T) { testLeaderKilled(t, false) })
+	// On MemFS a crash keeps only what was fsynced: with fsync=always every
+	// acknowledged record must survive on the restarted replicas too.
+	t.Run("crash", func(t *testing.T) { testLeaderKilled(t, true) })
+}
+
+func testLeaderKilled(t *testing.T, crash bool) {
+	lt := lossTest{producers: 4, batches: 50, perBatch: 20, opts: clusterOptions{maxWait: 100 * time.Millisecond, memFS: crash}}
 	if os.Getenv("PAYMENTLOG_LONG") != "" {
 		lt.batches, lt.perBatch = 250, 100
 	}
 	var stopped int32 = -1
 	var stoppedDir string
+	var stoppedFS *segment.MemFS
 	lt.disrupt = func(c *testCluster, k int) {
 		if stopped >= 0 { // bring the previous victim back
-			c.startNode(stopped, stoppedDir)
+			c.startNodeFS(stopped, stoppedDir, stoppedFS)
 			c.push(testKey)
 			waitFor(t, "restarted node back in the ISR", 20*time.Second, func() bool {
 				return slices.Contains(c.state(testKey).ISR, stopped)
@@ -292,7 +301,7 @@ func TestLeaderKilledAndRestarted(t *testing.T) {
 		}
 		st := c.state(testKey)
 		stopped, stoppedDir = st.Leader, c.node(st.Leader).dir
-		c.stopNode(stopped)
+		stoppedFS = c.crashNode(stopped)
 		if c.elect(testKey, stopped) < 0 {
 			t.Fatalf("no ISR member to elect (ISR %v)", st.ISR)
 		}
@@ -302,12 +311,13 @@ func TestLeaderKilledAndRestarted(t *testing.T) {
 
 type lossTest struct {
 	producers, batches, perBatch int
+	opts                         clusterOptions
 	// disrupt is called at 1/4, 2/4 and 3/4 of the acknowledged batches (k = 1, 2, 3).
 	disrupt func(c *testCluster, k int)
 }
 
 func runLossTest(t *testing.T, lt lossTest) {
-	c := newTestCluster(t, clusterOptions{maxWait: 100 * time.Millisecond})
+	c := newTestCluster(t, lt.opts)
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 
 	type ack struct {
