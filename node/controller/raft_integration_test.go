@@ -28,6 +28,11 @@ type raftCluster struct {
 	addrs  map[uint64]string
 	log    *slog.Logger
 
+	// Timing (defaults: fast test settings).
+	tick      time.Duration
+	heartbeat time.Duration
+	session   time.Duration
+
 	mu    sync.Mutex
 	nodes map[uint64]*raftTestNode
 }
@@ -51,7 +56,7 @@ const (
 
 func newRaftCluster(t *testing.T, voters int) *raftCluster {
 	c := &raftCluster{t: t, voters: map[uint64]string{}, dirs: map[uint64]string{}, addrs: map[uint64]string{},
-		nodes: map[uint64]*raftTestNode{}}
+		nodes: map[uint64]*raftTestNode{}, tick: 10 * time.Millisecond, heartbeat: itHeartbeat, session: itSession}
 	base := t.TempDir() // before the Cleanup below, so it is removed after the nodes stop
 	for id := uint64(1); id <= uint64(voters)+1; id++ {
 		c.dirs[id] = filepath.Join(base, fmt.Sprint(id))
@@ -114,7 +119,7 @@ func (c *raftCluster) start(id uint64) {
 	go func() { n.serve <- ep.Serve(context.Background()) }()
 	rn, err := raftnode.Start(context.Background(), raftnode.Config{
 		ID: id, Voters: c.voters, Addr: ep.Addr(), DataDir: c.dirs[id], Endpoint: ep,
-		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, NoSync: true, SegmentBytes: 1 << 20,
+		TickInterval: c.tick, ElectionTicks: 10, NoSync: true, SegmentBytes: 1 << 20,
 		SM: n.store, Logger: c.log.With("raft", id),
 	})
 	if err != nil {
@@ -125,8 +130,8 @@ func (c *raftCluster) start(id uint64) {
 	n.cancel = cancel
 	_, eligible := c.voters[id]
 	if eligible {
-		n.ctrl = New(Config{NodeID: int32(id), Raft: rn, Store: n.store, HeartbeatInterval: itHeartbeat,
-			SessionTimeout: itSession, Logger: c.log.With("controller", id)})
+		n.ctrl = New(Config{NodeID: int32(id), Raft: rn, Store: n.store, HeartbeatInterval: c.heartbeat,
+			SessionTimeout: c.session, Logger: c.log.With("controller", id)})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -155,7 +160,7 @@ func (c *raftCluster) active() *Controller {
 // brokerLoop registers and heartbeats like the node glue does.
 func (c *raftCluster) brokerLoop(ctx context.Context, n *raftTestNode, eligible bool) {
 	registered := false
-	t := time.NewTicker(itHeartbeat)
+	t := time.NewTicker(c.heartbeat)
 	defer t.Stop()
 	for {
 		select {
@@ -167,7 +172,7 @@ func (c *raftCluster) brokerLoop(ctx context.Context, n *raftTestNode, eligible 
 		if ctrl == nil {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, itSession/2)
+		rctx, cancel := context.WithTimeout(ctx, c.session/2)
 		if !registered {
 			r := ctrl.Register(rctx, wire.BrokerRegisterRequest{BrokerID: int32(n.id), Addr: n.ep.Addr(),
 				Incarnation: n.inc, ControllerEligible: eligible})
@@ -207,7 +212,7 @@ func (c *raftCluster) kill(id uint64) {
 
 func (c *raftCluster) waitFor(what string, cond func() bool) time.Time {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			var s string
@@ -215,7 +220,7 @@ func (c *raftCluster) waitFor(what string, cond func() bool) time.Time {
 				n := c.node(id)
 				s += fmt.Sprintf("\nnode %d raft %+v\n%s", id, n.raft.Status(), n.store.Image())
 			}
-			c.t.Fatalf("%s: not reached in 20s:%s", what, s)
+			c.t.Fatalf("%s: not reached in 30s:%s", what, s)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
