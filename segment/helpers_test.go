@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 )
 
@@ -85,3 +86,7 @@ func (l *Log) crashForTest() {
 		s.closeFiles()
 	}
 }
+
+func errNotExist() error { return osErrNotExist }
+
+var osErrNotExist = os.ErrNotExist

@@ -579,11 +579,15 @@ func (l *Log) flushPending() error {
 	l.pending = nil
 	l.pendingMu.Unlock()
 	for i, s := range segs {
-		if !s.file.tryAcquire() {
+		l.mu.RLock()
+		file := s.file
+		ok := file.tryAcquire()
+		l.mu.RUnlock()
+		if !ok {
 			continue // deleted meanwhile
 		}
-		err := s.file.f.Sync()
-		s.file.release()
+		err := file.f.Sync()
+		file.release()
 		if err != nil {
 			l.pendingMu.Lock()
 			l.pending = append(segs[i:], l.pending...)

@@ -1,0 +1,169 @@
+package segment
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// TestFailedFsync: a failed flush fails the waiter and every later write;
+// after a crash the log reopens with every batch acknowledged before it.
+func TestFailedFsync(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 4096, MaxIndexBytes: 1024, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	var acked []Batch
+	for i := 0; i < 20; i++ {
+		b := testBatch(i, 2, int64(i))
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpSync && failing.Load() {
+			return syscall.EIO
+		}
+		return nil
+	})
+	info := mustAppend(t, l, testBatch(100, 2, 100), 1)
+	err := l.WaitDurable(ctx, info.LastOffset+1)
+	if !errors.Is(err, ErrLogFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("WaitDurable after failed fsync: %v", err)
+	}
+	if _, err := l.Append(ctx, testBatch(101, 1, 1), 1); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("Append after failure: %v", err)
+	}
+	failing.Store(false)
+	_ = l.Close() // no clean marker after a failure
+	fs.SetFault(nil)
+	opts.FS = fs.CrashClone()
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	got := readAll(t, l, 0)
+	if len(got) < len(acked) {
+		t.Fatalf("recovered %d batches, %d were acknowledged", len(got), len(acked))
+	}
+	for i := range acked {
+		if string(got[i]) != string(acked[i]) {
+			t.Fatalf("acknowledged batch %d changed", i)
+		}
+	}
+}
+
+// TestDiskFull: appends fail with ErrDiskFull, nothing acknowledged is lost,
+// the log reopens, and appends work again once there is room.
+func TestDiskFull(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, MaxIndexBytes: 1024, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	fs.SetCapacity(fs.Used() + 20000)
+	var acked []Batch
+	var fullErr error
+	for i := 0; i < 1000; i++ {
+		b := testBatch(i, 8, int64(i))
+		info, err := l.Append(ctx, b, 1)
+		if err != nil {
+			fullErr = err
+			break
+		}
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if !errors.Is(fullErr, ErrDiskFull) || !strings.Contains(fullErr.Error(), "disk full") {
+		t.Fatalf("want ErrDiskFull, got %v", fullErr)
+	}
+	if len(acked) == 0 {
+		t.Fatal("nothing fit")
+	}
+	// Reads still work; the error is not sticky.
+	if got := readAll(t, l, 0); len(got) != len(acked) {
+		t.Fatalf("read %d, acked %d", len(got), len(acked))
+	}
+	_ = l.Close()
+	crashed := fs.CrashClone()
+	crashed.SetCapacity(crashed.Used()) // still full
+	opts.FS = crashed
+	l = mustOpen(t, "/log", opts)
+	if got := readAll(t, l, 0); len(got) != len(acked) {
+		t.Fatalf("after reopen: %d batches, acked %d", len(got), len(acked))
+	}
+	crashed.SetCapacity(-1)
+	info := mustAppend(t, l, testBatch(5000, 3, 1), 2)
+	if info.BaseOffset != acked[len(acked)-1].LastOffset()+1 {
+		t.Fatalf("append after room: %+v", info)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShortWriteCheckpoint: a short write leaves the old checkpoint intact.
+func TestShortWriteCheckpoint(t *testing.T) {
+	fs := NewMemFS()
+	_ = fs.MkdirAll("/d", 0o755)
+	if err := WriteCheckpoint(fs, "/d/ck", []byte("0\n42\n")); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpWrite {
+			return io.ErrShortWrite
+		}
+		return nil
+	})
+	if err := WriteCheckpoint(fs, "/d/ck", []byte("0\n43\n")); err == nil {
+		t.Fatal("short write not reported")
+	}
+	fs.SetFault(nil)
+	off, ok, err := readOffsetCheckpoint(fs.CrashClone(), "/d/ck")
+	if err != nil || !ok || off != 42 {
+		t.Fatalf("checkpoint after short write: %d %v %v", off, ok, err)
+	}
+	if _, err := ReadCheckpoint(fs, "/d/missing"); !errors.Is(err, errNotExist()) {
+		t.Fatalf("missing checkpoint: %v", err)
+	}
+}
+
+// TestCrashSyncNever: with SyncNever a power cut may lose unflushed batches,
+// but the log always reopens as a valid prefix.
+func TestCrashSyncNever(t *testing.T) {
+	for _, cutAfter := range []int{0, 5, 17, 40} {
+		fs := NewMemFS()
+		opts := Options{FS: fs, SegmentBytes: 2048, MaxIndexBytes: 1024, Sync: SyncNever, Logger: quietLogger}
+		l := mustOpen(t, "/log", opts)
+		var bs []Batch
+		for i := 0; i < 40; i++ {
+			b := testBatch(i, 3, int64(i))
+			mustAppend(t, l, b, 1)
+			bs = append(bs, append(Batch(nil), b...))
+			if i+1 == cutAfter {
+				if err := l.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		crashed := fs.CrashClone()
+		l.crashForTest()
+		opts.FS = crashed
+		opts.TruncateOnCorruption = true // sealed segments may not be flushed yet
+		l = mustOpen(t, "/log", opts)
+		got := readAll(t, l, 0)
+		if len(got) < cutAfter {
+			t.Fatalf("synced %d batches, recovered %d", cutAfter, len(got))
+		}
+		for i := range got {
+			if string(got[i]) != string(bs[i]) {
+				t.Fatalf("batch %d differs", i)
+			}
+		}
+		l.Close()
+	}
+}
