@@ -180,14 +180,12 @@ func errorCode(err error) (uint16, string) {
 	return CodeHandler, err.Error()
 }
 
-// responseAckTimeout bounds how long a unary stream waits for the caller's
-// FIN after the response (see serveUnary).
-const responseAckTimeout = 10 * time.Second
-
 // serveUnary runs h and writes its single response frame. The caller closes
 // its side of the stream only after reading the whole response, so the
 // caller's FIN acknowledges delivery: the call counts as in flight (for
-// Shutdown) until it arrives, bounded by responseAckTimeout.
+// Shutdown) until it arrives. A caller that never sends it holds the stream
+// until the connection ends, like an idle session; MaxIncomingStreams bounds
+// how many streams one connection can hold.
 func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler) {
 	respType, resp, herr := h(str.Context(), peer, req)
 	if herr != nil {
@@ -207,13 +205,12 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 		}
 		putEncoder(enc)
 	}
-	awaitFIN(str, responseAckTimeout)
+	awaitFIN(str)
 }
 
-// awaitFIN waits for the peer to end its side of the stream; anything else
-// (more data, silence past the timeout) cancels reading.
-func awaitFIN(str *qgo.Stream, timeout time.Duration) {
-	_ = str.SetReadDeadline(time.Now().Add(timeout))
+// awaitFIN waits for the peer to end its side of the stream; more data is a
+// protocol violation and cancels reading.
+func awaitFIN(str *qgo.Stream) {
 	var b [1]byte
 	n, err := str.Read(b[:])
 	if n > 0 || err != io.EOF {
