@@ -65,12 +65,16 @@ func (c *Controller) submit(ctx context.Context, kind string, decide func(*metad
 	case c.reqs <- r:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.stopped:
+		return nil, c.notController()
 	}
 	select {
 	case res := <-r.done:
 		return res.img, res.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.stopped:
+		return nil, c.notController()
 	}
 }
 
@@ -136,10 +140,18 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 		}
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, c.cfg.ProposeTimeout)
-	idx, err := c.cfg.Raft.Propose(pctx, data)
-	cancel()
+	// raft forwards a follower's proposal to the leader: make sure this node
+	// still leads before proposing what it decided (records are conditional,
+	// so one that slips through a lost race is harmless, but rarer is better).
+	var idx uint64
 	var img *metadata.Image
+	if !c.active() {
+		err = c.notController()
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.ProposeTimeout)
+		idx, err = c.cfg.Raft.Propose(pctx, data)
+		cancel()
+	}
 	if err == nil {
 		img, err = c.waitApplied(ctx, idx)
 	}

@@ -53,6 +53,11 @@ type Config struct {
 
 	HeartbeatInterval time.Duration // brokers' heartbeat period; default 100ms
 	SessionTimeout    time.Duration // silence that fences a broker; default 1s
+	// Grace is how long a newly active controller waits for a broker's first
+	// heartbeat before fencing it; default SessionTimeout (one full session,
+	// as KRaft does). A broker co-located with a dead controller is fenced
+	// after election time + Grace.
+	Grace time.Duration
 	// CheckInterval is the period of session expiry checks, preferred-leader
 	// elections and learner reconciliation; default HeartbeatInterval/2.
 	// Detection time is at most SessionTimeout + CheckInterval + one commit.
@@ -73,6 +78,9 @@ func (c *Config) defaults() {
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.Grace <= 0 {
+		c.Grace = c.SessionTimeout
 	}
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = max(c.HeartbeatInterval/2, time.Millisecond)
@@ -101,6 +109,8 @@ type Controller struct {
 	reqs chan *request
 	// learnerKick wakes the learner reconciler.
 	learnerKick chan struct{}
+	// stopped is closed when Run returns.
+	stopped chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -120,6 +130,7 @@ func New(cfg Config) *Controller {
 		log:         cfg.Logger.With("node", cfg.NodeID),
 		reqs:        make(chan *request, maxBatch),
 		learnerKick: make(chan struct{}, 1),
+		stopped:     make(chan struct{}),
 	}
 	c.mu.sessions = newSessions(cfg.SessionTimeout)
 	return c
@@ -134,6 +145,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.mu.running = true
 	c.mu.Unlock()
+	defer close(c.stopped)
 	defer func() {
 		c.mu.Lock()
 		c.mu.running = false
@@ -236,7 +248,7 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	}
 	c.mu.Lock()
 	c.mu.activeTerm = term
-	c.mu.sessions.reset(img, c.cfg.Now())
+	c.mu.sessions.reset(img, c.cfg.Now(), c.cfg.Grace)
 	c.mu.Unlock()
 	for _, b := range img.Brokers() {
 		c.cfg.Raft.SetPeerAddr(uint64(b.ID), b.Addr)

@@ -22,12 +22,12 @@ func newSessions(timeout time.Duration) *sessions {
 	return &sessions{timeout: timeout, m: map[int32]session{}}
 }
 
-// reset gives every registered broker one full session from now: a new
-// controller's grace period.
-func (s *sessions) reset(img *metadata.Image, now time.Time) {
+// reset gives every registered broker grace from now: a new controller's
+// grace period (normally one full session).
+func (s *sessions) reset(img *metadata.Image, now time.Time, grace time.Duration) {
 	s.m = map[int32]session{}
 	for _, b := range img.Brokers() {
-		s.m[b.ID] = session{b.Incarnation, now.Add(s.timeout)}
+		s.m[b.ID] = session{b.Incarnation, now.Add(grace)}
 	}
 }
 
