@@ -86,7 +86,23 @@ func TestProduceAcksAllThenFetch(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("long-poll fetch not woken")
 	}
+	var lo wire.ListOffsetsResponse
+	err = c.client.Call(ctx, c.node(1).addr, wire.TypeListOffsets, wire.ListOffsetsRequest{Topic: "payments",
+		Parts: []wire.ListOffsetsPartition{{Partition: 0, Timestamp: wire.Earliest}, {Partition: 0, Timestamp: wire.Latest}}}, &lo)
+	if err != nil || lo.Parts[0].Offset != 0 || lo.Parts[1].Offset != 5 {
+		t.Fatalf("list offsets: %+v %v", lo, err)
+	}
+	err = c.client.Call(ctx, c.node(2).addr, wire.TypeListOffsets, wire.ListOffsetsRequest{Topic: "payments",
+		Parts: []wire.ListOffsetsPartition{{Partition: 0, Timestamp: wire.Latest}}}, &lo)
+	if err != nil || lo.Parts[0].Err != wire.NotLeader || lo.Parts[0].LeaderHint != 1 {
+		t.Fatalf("list offsets on a follower: %+v %v", lo, err)
+	}
 	waitInSync(t, c, testKey)
+	var dr wire.DescribeReplicaResponse
+	err = c.client.Call(ctx, c.node(3).addr, wire.TypeDescribeReplica, wire.DescribeReplicaRequest{Topic: "payments"}, &dr)
+	if err != nil || dr.LogEnd != 5 || dr.HighWatermark != 5 || dr.IsLeader || dr.LeaderEpoch != 1 {
+		t.Fatalf("describe replica: %+v %v", dr, err)
+	}
 	want := logBytes(t, c.node(1).b.partition("payments", 0).log, 5)
 	for _, id := range []int32{2, 3} {
 		if got := logBytes(t, c.node(id).b.partition("payments", 0).log, 5); !bytes.Equal(got, want) {
