@@ -1,0 +1,410 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/node"
+	"paymentlog/node/metadata"
+	"paymentlog/quic"
+)
+
+// testCluster runs nodes in-process, each with its own endpoint on real QUIC
+// over 127.0.0.1.
+type testCluster struct {
+	t     testing.TB
+	dir   string
+	ctrls map[int32]string
+	addrs map[int32]string
+	mu    sync.Mutex
+	nodes map[int32]*node.Node
+}
+
+func freeUDPAddr(t testing.TB) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+// MustStartCluster starts controllers 1..n (all controller-eligible).
+func MustStartCluster(t testing.TB, n int) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, dir: t.TempDir(), ctrls: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*node.Node{}}
+	for id := int32(1); id <= int32(n); id++ {
+		a := freeUDPAddr(t)
+		tc.ctrls[id], tc.addrs[id] = a, a
+	}
+	for id := int32(1); id <= int32(n); id++ {
+		tc.start(id)
+	}
+	t.Cleanup(tc.killAll)
+	return tc
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("PAYMENTLOG_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func (tc *testCluster) start(id int32) *node.Node {
+	tc.t.Helper()
+	if _, ok := tc.addrs[id]; !ok {
+		tc.addrs[id] = freeUDPAddr(tc.t)
+	}
+	cfg := node.DefaultConfig()
+	cfg.ID = id
+	cfg.Addr = tc.addrs[id]
+	cfg.DataDir = filepath.Join(tc.dir, fmt.Sprintf("node%d", id))
+	cfg.Controllers = tc.ctrls
+	cfg.SegmentBytes = 8 << 20
+	cfg.NoRaftSync = true
+	cfg.Logger = testLogger(tc.t).With("node", id)
+	n, err := node.Start(context.Background(), cfg)
+	if err != nil {
+		tc.t.Fatalf("start node %d: %v", id, err)
+	}
+	tc.mu.Lock()
+	tc.nodes[id] = n
+	tc.mu.Unlock()
+	return n
+}
+
+func (tc *testCluster) node(id int32) *node.Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.nodes[id]
+}
+
+func (tc *testCluster) running() []*node.Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	var out []*node.Node
+	for _, n := range tc.nodes {
+		out = append(out, n)
+	}
+	return out
+}
+
+// kill stops a node without any goodbye.
+func (tc *testCluster) kill(id int32) {
+	tc.mu.Lock()
+	n := tc.nodes[id]
+	delete(tc.nodes, id)
+	tc.mu.Unlock()
+	if n != nil {
+		n.Kill()
+	}
+}
+
+func (tc *testCluster) killAll() {
+	for _, n := range tc.running() {
+		tc.kill(n.ID())
+	}
+}
+
+func (tc *testCluster) bootstrap() []string {
+	var out []string
+	for _, n := range tc.running() {
+		out = append(out, n.Addr())
+	}
+	return out
+}
+
+func (tc *testCluster) client(ctx context.Context) *client.Client {
+	tc.t.Helper()
+	c, err := client.New(ctx, client.Config{Bootstrap: tc.bootstrap(), Logger: testLogger(tc.t)})
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// activeController is the raft leader agreed by every running node, or 0.
+func (tc *testCluster) activeController() int32 {
+	var leader uint64
+	for _, n := range tc.running() {
+		st := n.Raft().Status()
+		if st.Leader == 0 || (leader != 0 && st.Leader != leader) {
+			return 0
+		}
+		leader = st.Leader
+	}
+	if tc.node(int32(leader)) == nil {
+		return 0
+	}
+	return int32(leader)
+}
+
+// waitAlive waits until the controller's image shows n unfenced brokers.
+func (tc *testCluster) waitAlive(n int) {
+	tc.t.Helper()
+	waitFor(tc.t, fmt.Sprintf("%d unfenced brokers", n), 15*time.Second, func() bool {
+		a := tc.activeController()
+		return a != 0 && len(tc.node(a).Store().Image().UnfencedBrokers()) >= n
+	})
+}
+
+// converged reports whether every running node has the same image.
+func (tc *testCluster) converged() bool {
+	var h *[32]byte
+	for _, n := range tc.running() {
+		x := n.Store().Image().Hash()
+		if h != nil && *h != x {
+			return false
+		}
+		h = &x
+	}
+	return true
+}
+
+func (tc *testCluster) image() *metadata.Image {
+	return tc.running()[0].Store().Image()
+}
+
+func TestMetadataAgreesSurvivesControllerKillAndRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tc := MustStartCluster(t, 3)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	for i, name := range []string{"payments", "refunds"} {
+		if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: name, Partitions: int32(3 + i), ReplicationFactor: 3, MinISR: 2}); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	waitFor(t, "identical images", 10*time.Second, tc.converged)
+	if got := len(tc.image().TopicNames()); got != 2 {
+		t.Fatalf("topics = %d, want 2", got)
+	}
+
+	// Kill the active controller without goodbye: a successor takes over
+	// with everything committed.
+	old := tc.activeController()
+	tc.kill(old)
+	waitFor(t, "a new controller", 10*time.Second, func() bool { a := tc.activeController(); return a != 0 && a != old })
+	c2 := tc.client(ctx)
+	if _, err := c2.Admin().CreateTopic(ctx, client.TopicSpec{Name: "chargebacks", Partitions: 2, ReplicationFactor: 2, MinISR: 1}); err != nil {
+		t.Fatalf("create after controller kill: %v", err)
+	}
+	for _, n := range tc.running() {
+		img := n.Store().Image()
+		for _, name := range []string{"payments", "refunds", "chargebacks"} {
+			if _, ok := img.Topic(name); !ok {
+				waitFor(t, "topic "+name+" on node", 5*time.Second, func() bool { _, ok := n.Store().Image().Topic(name); return ok })
+			}
+		}
+	}
+	tc.start(old)
+	waitFor(t, "restarted controller to catch up", 10*time.Second, tc.converged)
+
+	// Stop all three, restart from disk: the full metadata comes back.
+	want := tc.image().Hash()
+	wantTopics := tc.image().TopicNames()
+	for _, n := range tc.running() {
+		sctx, c := context.WithTimeout(ctx, 5*time.Second)
+		n.Shutdown(sctx)
+		c()
+		tc.mu.Lock()
+		delete(tc.nodes, n.ID())
+		tc.mu.Unlock()
+	}
+	for id := int32(1); id <= 3; id++ {
+		tc.start(id)
+	}
+	waitFor(t, "metadata back from disk", 10*time.Second, func() bool {
+		for _, n := range tc.running() {
+			if len(n.Store().Image().TopicNames()) != len(wantTopics) {
+				return false
+			}
+		}
+		return tc.converged()
+	})
+	_ = want // the image offset moves on (new registrations), so compare topics, not hashes
+	for _, name := range wantTopics {
+		if _, ok := tc.image().Topic(name); !ok {
+			t.Fatalf("topic %s missing after restart", name)
+		}
+	}
+}
+
+func TestBrokerOnlyNodeJoinsAndGetsReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tc := MustStartCluster(t, 3)
+	waitFor(t, "a controller", 10*time.Second, func() bool { return tc.activeController() != 0 })
+	tc.start(4) // not in --controllers: a broker-only learner
+	c := tc.client(ctx)
+	waitFor(t, "node 4 alive", 15*time.Second, func() bool {
+		st, err := c.Admin().DescribeCluster(ctx)
+		if err != nil {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if n.ID == 4 && n.State == "alive" && !n.ControllerEligible {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 3, MinISR: 2}); err != nil {
+		t.Fatal(err)
+	}
+	img := tc.image()
+	if got := len(img.PartitionsOf(4)); got == 0 {
+		t.Fatalf("broker-only node 4 got no replicas of an 8-partition RF3 topic")
+	}
+	if img.LeaderCount(4) == 0 {
+		t.Fatalf("broker-only node 4 leads no partition of 8")
+	}
+	// The learner receives the metadata log too.
+	waitFor(t, "node 4 to apply the topic", 10*time.Second, func() bool {
+		_, ok := tc.node(4).Store().Image().Topic("payments")
+		return ok
+	})
+}
+
+func TestSilentBrokerIsFencedAndLosesLeaderships(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tc := MustStartCluster(t, 3)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 6, ReplicationFactor: 3, MinISR: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Kill a broker that is not the controller, so only fencing is measured.
+	ctrl := tc.activeController()
+	victim := int32(1)
+	if victim == ctrl {
+		victim = 2
+	}
+	led := tc.image().LeaderCount(victim)
+	if led == 0 {
+		t.Fatalf("victim %d leads nothing", victim)
+	}
+	killed := time.Now()
+	tc.kill(victim)
+	// Session timeout (1s) plus a margin: one heartbeat-check tick and a raft commit.
+	waitFor(t, "fence and leadership moves", node.DefaultSessionTimeout+3*time.Second, func() bool {
+		img := tc.node(ctrl).Store().Image()
+		b, ok := img.Broker(victim)
+		return ok && b.Fenced && img.LeaderCount(victim) == 0
+	})
+	t.Logf("fenced and %d leaderships moved %v after kill", led, time.Since(killed).Round(time.Millisecond))
+	img := tc.node(ctrl).Store().Image()
+	img.EachPartition(func(p metadata.PartitionState) bool {
+		if p.InISR(victim) {
+			t.Errorf("%s/%d: fenced broker %d still in ISR %v", p.Topic, p.Partition, victim, p.ISR)
+		}
+		if p.Leader == metadata.NoLeader {
+			t.Errorf("%s/%d offline with ISR %v", p.Topic, p.Partition, p.ISR)
+		}
+		return true
+	})
+}
+
+func TestProduceConsumeAcrossLeaderKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tc := MustStartCluster(t, 3)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.NewProducer(client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ack struct {
+		off int64
+		err error
+	}
+	const total = 3000
+	acks := make([]ack, total)
+	var wg sync.WaitGroup
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			wg.Add(1)
+			i := i
+			err := p.Produce(ctx, &client.Record{Topic: "payments", Value: []byte(fmt.Sprintf("payment-%d", i))}, func(d client.Delivery) {
+				acks[i] = ack{d.Offset, d.Err}
+				wg.Done()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, total/2)
+	leader, _ := tc.image().Partition("payments", 0)
+	tc.kill(leader.Leader)
+	produce(total/2, total)
+	wg.Wait()
+	p.Close(ctx)
+	byOffset := map[int64]string{}
+	for i, a := range acks {
+		if a.err != nil {
+			t.Fatalf("record %d not acknowledged: %v", i, a.err)
+		}
+		if prev, dup := byOffset[a.off]; dup {
+			t.Fatalf("offset %d acknowledged for %q and payment-%d", a.off, prev, i)
+		}
+		byOffset[a.off] = fmt.Sprintf("payment-%d", i)
+	}
+	cons := tc.client(ctx).NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
+	defer cons.Close()
+	cons.Assign([]client.TopicPartition{{Topic: "payments", Partition: 0}}, 0)
+	seen := map[int64]string{}
+	next := int64(0)
+	for len(seen) < total {
+		msgs, err := cons.Poll(ctx)
+		if err != nil {
+			t.Fatalf("poll after %d records: %v", len(seen), err)
+		}
+		for _, m := range msgs {
+			if m.Offset != next {
+				t.Fatalf("consumer read offset %d, want %d", m.Offset, next)
+			}
+			next++
+			seen[m.Offset] = string(m.Value)
+		}
+	}
+	for off, v := range byOffset {
+		if seen[off] != v {
+			t.Fatalf("offset %d holds %q, acknowledged %q", off, seen[off], v)
+		}
+	}
+	_ = quic.ALPN
+}
