@@ -1,0 +1,466 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AnomalyKind names one way the system broke its promise.
+type AnomalyKind string
+
+// Safety anomalies: any one fails the run.
+const (
+	LostWrite          AnomalyKind = "lost-write"          // acknowledged, absent from the final log
+	InconsistentOffset AnomalyKind = "inconsistent-offset" // one offset, two different records (ack, read, final log, replica)
+	Duplicate          AnomalyKind = "duplicate"           // one record at two offsets (or in two partitions)
+	ReadSkipped        AnomalyKind = "read-skipped"        // a consumer's next offset jumped forward
+	ReadBackwards      AnomalyKind = "read-backwards"      // a consumer's next offset went back (or repeated)
+	ReplicaDivergence  AnomalyKind = "replica-divergence"  // an in-sync replica differs from the log below the HW
+	Reordered          AnomalyKind = "reordered"           // a producer's records in one partition out of order
+	FailedButWritten   AnomalyKind = "failed-but-written"  // reported as certainly not written, yet in the log
+	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
+	Unverified         AnomalyKind = "unverified"          // a partition could not be read back at all
+)
+
+// Liveness and robustness anomalies: also fail the run, reported apart.
+const (
+	NotConverged AnomalyKind = "not-converged" // replicas never all back in sync after healing
+	NodeCrashed  AnomalyKind = "node-crashed"  // a node exited on its own
+)
+
+// SafetyKinds and LivenessKinds list the anomaly kinds in report order.
+var (
+	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, Unverified}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed}
+)
+
+// Anomaly is one finding.
+type Anomaly struct {
+	Kind      AnomalyKind
+	Partition int32 // -1 when not about one partition
+	Offset    int64 // -1 when not about one offset
+	Node      int32 // 0 when not about one node
+	Detail    string
+}
+
+func (a Anomaly) String() string {
+	var b strings.Builder
+	b.WriteString(string(a.Kind))
+	if a.Partition >= 0 {
+		fmt.Fprintf(&b, " partition=%d", a.Partition)
+	}
+	if a.Offset >= 0 {
+		fmt.Fprintf(&b, " offset=%d", a.Offset)
+	}
+	if a.Node > 0 {
+		fmt.Fprintf(&b, " node=%d", a.Node)
+	}
+	return b.String() + ": " + a.Detail
+}
+
+// Window is a stretch of time during which a partition had records
+// outstanding and no acknowledgement arrived.
+type Window struct {
+	Partition  int32
+	Start, End time.Time
+}
+
+// Len is the window's duration.
+func (w Window) Len() time.Duration { return w.End.Sub(w.Start) }
+
+// Report is the checker's verdict.
+type Report struct {
+	Writes, Acked, Failed, Indeterminate, Pending int
+	IndeterminatePresent                         int // indeterminate or pending records found in the log
+	Reads                                        int
+	FinalRecords                                 int
+	ReplicasChecked                              int
+
+	Counts    map[AnomalyKind]int
+	Anomalies []Anomaly // at most maxPerKind of each kind
+
+	// Unavailability observed by the producers: the longest windows, longest first.
+	Windows []Window
+	Start   time.Time
+}
+
+// maxPerKind bounds how many anomalies of one kind a report keeps (all are counted).
+const maxPerKind = 25
+
+// maxWindows is how many unavailability windows a report keeps.
+const maxWindows = 8
+
+func (r *Report) add(a Anomaly) {
+	r.Counts[a.Kind]++
+	if r.Counts[a.Kind] <= maxPerKind {
+		r.Anomalies = append(r.Anomalies, a)
+	}
+}
+
+// Count is the number of anomalies of kind k.
+func (r *Report) Count(k AnomalyKind) int { return r.Counts[k] }
+
+// SafetyViolations counts every safety anomaly.
+func (r *Report) SafetyViolations() int {
+	n := 0
+	for _, k := range SafetyKinds {
+		n += r.Counts[k]
+	}
+	return n
+}
+
+// OK reports whether the run found no anomaly at all.
+func (r *Report) OK() bool {
+	for _, n := range r.Counts {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// LongestUnavailability is the longest window (zero if none).
+func (r *Report) LongestUnavailability() time.Duration {
+	if len(r.Windows) == 0 {
+		return 0
+	}
+	return r.Windows[0].Len()
+}
+
+// Check verifies a history. It is pure: everything it needs is in h.
+func Check(h *History) *Report {
+	r := &Report{Counts: map[AnomalyKind]int{}, Start: h.Start}
+	final := map[int32]*PartitionLog{}
+	for i := range h.Final {
+		final[h.Final[i].Partition] = &h.Final[i]
+	}
+	// The reference log of every partition: offset -> value, and where each record is.
+	type ref struct {
+		pl    *PartitionLog
+		at    map[int64]string
+		where map[RecordID][]int64
+	}
+	refs := map[int32]*ref{}
+	placed := map[RecordID][]int32{} // partitions a record appears in
+	writes := map[RecordID]*Write{}
+	for i := range h.Writes {
+		writes[h.Writes[i].ID] = &h.Writes[i]
+	}
+	for p := int32(0); p < int32(h.Partitions); p++ {
+		pl := final[p]
+		if pl == nil || pl.Err != "" {
+			detail := "the partition was not read back"
+			if pl != nil {
+				detail = "the partition could not be read back: " + pl.Err
+			}
+			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: -1, Detail: detail})
+			continue
+		}
+		rf := &ref{pl: pl, at: make(map[int64]string, len(pl.Records)), where: map[RecordID][]int64{}}
+		refs[p] = rf
+		r.FinalRecords += len(pl.Records)
+		next := pl.Start
+		for _, rec := range pl.Records {
+			if rec.Offset != next {
+				r.add(Anomaly{Kind: InconsistentOffset, Partition: p, Offset: next,
+					Detail: fmt.Sprintf("the final log jumps from offset %d to %d", next, rec.Offset)})
+			}
+			next = rec.Offset + 1
+			rf.at[rec.Offset] = rec.Value
+			id, ok := ParsePayload([]byte(rec.Value))
+			if !ok {
+				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("value %q was not written by the workload", clip(rec.Value))})
+				continue
+			}
+			w := writes[id]
+			switch {
+			case w == nil:
+				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("%v was never produced", id)})
+			case w.Partition != p:
+				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("%v was produced to partition %d", id, w.Partition)})
+			}
+			if len(rf.where[id]) == 0 {
+				placed[id] = append(placed[id], p)
+			}
+			rf.where[id] = append(rf.where[id], rec.Offset)
+		}
+		for id, offs := range rf.where {
+			if len(offs) > 1 {
+				r.add(Anomaly{Kind: Duplicate, Partition: p, Offset: offs[1], Detail: fmt.Sprintf("%v is at offsets %v", id, offs)})
+			}
+		}
+	}
+	for id, ps := range placed {
+		if len(ps) > 1 {
+			r.add(Anomaly{Kind: Duplicate, Partition: -1, Offset: -1, Detail: fmt.Sprintf("%v is in partitions %v", id, ps)})
+		}
+	}
+
+	// Producers' view.
+	for i := range h.Writes {
+		w := &h.Writes[i]
+		r.Writes++
+		rf := refs[w.Partition]
+		var found []int64
+		if rf != nil {
+			found = rf.where[w.ID]
+		}
+		switch w.Outcome {
+		case Acked:
+			r.Acked++
+			if rf == nil {
+				continue // reported as unverified
+			}
+			if v, ok := rf.at[w.Offset]; ok && v != "" {
+				if id, _ := ParsePayload([]byte(v)); id != w.ID {
+					r.add(Anomaly{Kind: InconsistentOffset, Partition: w.Partition, Offset: w.Offset,
+						Detail: fmt.Sprintf("%v was acknowledged at this offset; the final log has %q there", w.ID, clip(v))})
+				}
+			} else if w.Offset >= rf.pl.HW || w.Offset < rf.pl.Start {
+				r.add(Anomaly{Kind: InconsistentOffset, Partition: w.Partition, Offset: w.Offset,
+					Detail: fmt.Sprintf("%v was acknowledged at an offset outside the final log [%d, %d)", w.ID, rf.pl.Start, rf.pl.HW)})
+			}
+			if len(found) == 0 {
+				r.add(Anomaly{Kind: LostWrite, Partition: w.Partition, Offset: w.Offset,
+					Detail: fmt.Sprintf("%v was acknowledged at %v (offset %d) and is not in the final log", w.ID, w.Done.Sub(h.Start).Round(time.Millisecond), w.Offset)})
+			}
+		case Failed:
+			r.Failed++
+			if len(found) > 0 {
+				r.add(Anomaly{Kind: FailedButWritten, Partition: w.Partition, Offset: found[0],
+					Detail: fmt.Sprintf("%v failed with %q (certainly not written), yet it is in the log", w.ID, w.Err)})
+			}
+		case Indeterminate:
+			r.Indeterminate++
+			if len(found) > 0 {
+				r.IndeterminatePresent++
+			}
+		default:
+			r.Pending++
+			if len(found) > 0 {
+				r.IndeterminatePresent++
+			}
+		}
+	}
+	// Order: a producer's records in one partition appear in sequence order.
+	for p, rf := range refs {
+		last := map[int]RecordID{}
+		for _, rec := range rf.pl.Records {
+			id, ok := ParsePayload([]byte(rec.Value))
+			if !ok {
+				continue
+			}
+			if prev, seen := last[id.Producer]; seen && id.Seq <= prev.Seq {
+				r.add(Anomaly{Kind: Reordered, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("%v follows %v", id, prev)})
+			}
+			last[id.Producer] = id
+		}
+	}
+
+	// Consumers' view.
+	type ckey struct {
+		consumer int
+		part     int32
+	}
+	pos := map[ckey]int64{}
+	for _, rd := range h.Reads {
+		r.Reads++
+		k := ckey{rd.Consumer, rd.Partition}
+		prev, seen := pos[k]
+		if !seen {
+			prev = -1
+			if rf := refs[rd.Partition]; rf != nil {
+				prev = rf.pl.Start - 1
+			}
+		}
+		switch {
+		case rd.Offset > prev+1:
+			r.add(Anomaly{Kind: ReadSkipped, Partition: rd.Partition, Offset: rd.Offset,
+				Detail: fmt.Sprintf("consumer %d read offset %d after %d (skipped %d)", rd.Consumer, rd.Offset, prev, rd.Offset-prev-1)})
+		case rd.Offset <= prev:
+			r.add(Anomaly{Kind: ReadBackwards, Partition: rd.Partition, Offset: rd.Offset,
+				Detail: fmt.Sprintf("consumer %d read offset %d after %d", rd.Consumer, rd.Offset, prev)})
+		}
+		pos[k] = rd.Offset
+		rf := refs[rd.Partition]
+		if rf == nil {
+			continue
+		}
+		if v, ok := rf.at[rd.Offset]; !ok {
+			r.add(Anomaly{Kind: InconsistentOffset, Partition: rd.Partition, Offset: rd.Offset,
+				Detail: fmt.Sprintf("consumer %d read %q; the final log has nothing there", rd.Consumer, clip(rd.Value))})
+		} else if v != rd.Value {
+			r.add(Anomaly{Kind: InconsistentOffset, Partition: rd.Partition, Offset: rd.Offset,
+				Detail: fmt.Sprintf("consumer %d read %q; the final log has %q", rd.Consumer, clip(rd.Value), clip(v))})
+		}
+	}
+
+	// Replicas: every in-sync replica holds the reference log below the HW,
+	// and in-sync replicas hold the same batches there.
+	type bkey struct {
+		part int32
+		base int64
+	}
+	firstBatch := map[bkey]struct {
+		node int32
+		b    BatchInfo
+	}{}
+	for _, rl := range h.Replicas {
+		if rl.Err != "" {
+			r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: -1, Node: rl.Node, Detail: "the replica's files could not be read: " + rl.Err})
+			continue
+		}
+		rf := refs[rl.Partition]
+		if rf == nil || !rl.InISR {
+			continue
+		}
+		r.ReplicasChecked++
+		hw := rf.pl.HW
+		idx := 0
+		diverged := false
+		for _, rec := range rl.Records {
+			if rec.Offset >= hw {
+				break
+			}
+			if rec.Offset < rf.pl.Start {
+				continue
+			}
+			idx++
+			if v, ok := rf.at[rec.Offset]; !ok || v != rec.Value {
+				r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: rec.Offset, Node: rl.Node,
+					Detail: fmt.Sprintf("the replica has %q below the HW %d; the log has %q", clip(rec.Value), hw, clip(v))})
+				diverged = true
+				break
+			}
+		}
+		if !diverged && int64(idx) < hw-rf.pl.Start {
+			end := rf.pl.Start + int64(idx)
+			r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: end, Node: rl.Node,
+				Detail: fmt.Sprintf("the in-sync replica ends at offset %d, below the HW %d", end, hw)})
+		}
+		for _, b := range rl.Batches {
+			if b.Last >= hw {
+				break
+			}
+			k := bkey{rl.Partition, b.Base}
+			if f, ok := firstBatch[k]; !ok {
+				firstBatch[k] = struct {
+					node int32
+					b    BatchInfo
+				}{rl.Node, b}
+			} else if f.b != b {
+				r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: b.Base, Node: rl.Node,
+					Detail: fmt.Sprintf("batch %+v differs from node %d's %+v below the HW %d", b, f.node, f.b, hw)})
+			}
+		}
+	}
+
+	if !h.Converged {
+		r.add(Anomaly{Kind: NotConverged, Partition: -1, Offset: -1, Detail: h.ConvergeErr})
+	}
+	for _, c := range h.Crashes {
+		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Detail: c})
+	}
+	r.Windows = unavailability(h)
+	sort.SliceStable(r.Anomalies, func(i, j int) bool {
+		return slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[i].Kind) < slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[j].Kind)
+	})
+	return r
+}
+
+// unavailability finds, per partition, the stretches with records
+// outstanding and no acknowledgement: from the later of the last ack and the
+// moment something became outstanding, to the next ack (or to the moment
+// nothing is outstanding any more). It returns the longest, longest first.
+func unavailability(h *History) []Window {
+	type ev struct {
+		t    time.Time
+		send bool
+		ack  bool
+	}
+	byPart := map[int32][]ev{}
+	for _, w := range h.Writes {
+		byPart[w.Partition] = append(byPart[w.Partition], ev{t: w.Sent, send: true})
+		done := w.Done
+		if w.Outcome == Pending || done.IsZero() {
+			done = h.End
+		}
+		byPart[w.Partition] = append(byPart[w.Partition], ev{t: done, ack: w.Outcome == Acked})
+	}
+	var out []Window
+	for p, evs := range byPart {
+		sort.SliceStable(evs, func(i, j int) bool {
+			if !evs[i].t.Equal(evs[j].t) {
+				return evs[i].t.Before(evs[j].t)
+			}
+			return evs[i].send && !evs[j].send
+		})
+		cur := 0
+		var start time.Time
+		for _, e := range evs {
+			if e.send {
+				if cur == 0 {
+					start = e.t
+				}
+				cur++
+				continue
+			}
+			cur--
+			switch {
+			case e.ack:
+				out = append(out, Window{Partition: p, Start: start, End: e.t})
+				start = e.t
+			case cur == 0:
+				out = append(out, Window{Partition: p, Start: start, End: e.t})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Len() != out[j].Len() {
+			return out[i].Len() > out[j].Len()
+		}
+		return out[i].Start.Before(out[j].Start)
+	})
+	if len(out) > maxWindows {
+		out = out[:maxWindows]
+	}
+	return out
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "records: %d produced, %d acknowledged, %d failed, %d indeterminate (%d of those + pending in the log), %d pending\n",
+		r.Writes, r.Acked, r.Failed, r.Indeterminate, r.IndeterminatePresent, r.Pending)
+	fmt.Fprintf(w, "reads: %d consumer reads; final log: %d records; in-sync replicas compared: %d\n", r.Reads, r.FinalRecords, r.ReplicasChecked)
+	fmt.Fprintf(w, "safety:")
+	for _, k := range SafetyKinds {
+		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
+	}
+	fmt.Fprintf(w, "\nliveness:")
+	for _, k := range LivenessKinds {
+		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
+	}
+	fmt.Fprintf(w, "\nlongest unavailability: %v\n", r.LongestUnavailability().Round(time.Millisecond))
+	for _, win := range r.Windows {
+		fmt.Fprintf(w, "  partition %d: %v from t+%v\n", win.Partition, win.Len().Round(time.Millisecond), win.Start.Sub(r.Start).Round(time.Millisecond))
+	}
+	for _, a := range r.Anomalies {
+		fmt.Fprintf(w, "ANOMALY %s\n", a)
+	}
+	if r.OK() {
+		fmt.Fprintln(w, "verdict: OK (no anomaly)")
+	} else {
+		fmt.Fprintf(w, "verdict: FAILED (%d safety anomalies)\n", r.SafetyViolations())
+	}
+}

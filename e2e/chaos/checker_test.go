@@ -1,0 +1,292 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cleanHistory is a correct run: 2 producers × 30 records over 3 partitions
+// (partition = seq % 3), every record acknowledged, read by two consumers,
+// and stored by three in-sync replicas in batches of two records.
+func cleanHistory() *History {
+	t0 := time.Unix(1000, 0)
+	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Converged: true}
+	logs := make([][]LogRecord, 3)
+	tick := 0
+	for seq := int64(0); seq < 30; seq++ {
+		for p := 0; p < 2; p++ {
+			id := RecordID{p, seq}
+			part := int32(seq % 3)
+			off := int64(len(logs[part]))
+			tick++
+			sent := t0.Add(time.Duration(tick) * 10 * time.Millisecond)
+			h.Writes = append(h.Writes, Write{ID: id, Partition: part, Sent: sent, Done: sent.Add(5 * time.Millisecond), Outcome: Acked, Offset: off})
+			logs[part] = append(logs[part], LogRecord{Offset: off, Value: string(Payload(id, 0)), Epoch: 1})
+		}
+	}
+	for part := range logs {
+		h.Final = append(h.Final, PartitionLog{Partition: int32(part), HW: int64(len(logs[part])), Records: logs[part]})
+		for c := 0; c < 2; c++ {
+			for _, rec := range logs[part] {
+				h.Reads = append(h.Reads, Read{Consumer: c, Partition: int32(part), Offset: rec.Offset, Value: rec.Value})
+			}
+		}
+		for node := int32(1); node <= 3; node++ {
+			rl := ReplicaLog{Node: node, Partition: int32(part), InISR: true, HW: int64(len(logs[part])), LEO: int64(len(logs[part]))}
+			rl.Records = append(rl.Records, logs[part]...)
+			for i := 0; i < len(logs[part]); i += 2 {
+				rl.Batches = append(rl.Batches, BatchInfo{Base: int64(i), Last: int64(i + 1), Epoch: 1, CRC: uint32(1000*part + i), Size: 100})
+			}
+			h.Replicas = append(h.Replicas, rl)
+		}
+	}
+	return h
+}
+
+func (h *History) replica(node, part int32) *ReplicaLog {
+	for i := range h.Replicas {
+		if h.Replicas[i].Node == node && h.Replicas[i].Partition == part {
+			return &h.Replicas[i]
+		}
+	}
+	panic("no replica")
+}
+
+func (h *History) write(id RecordID) *Write {
+	for i := range h.Writes {
+		if h.Writes[i].ID == id {
+			return &h.Writes[i]
+		}
+	}
+	panic("no write")
+}
+
+func TestCheckClean(t *testing.T) {
+	r := Check(cleanHistory())
+	if !r.OK() {
+		var b strings.Builder
+		r.WriteText(&b)
+		t.Fatalf("clean history reported anomalies:\n%s", b.String())
+	}
+	if r.Acked != 60 || r.Writes != 60 || r.Reads != 120 || r.FinalRecords != 60 || r.ReplicasChecked != 9 {
+		t.Fatalf("counts: %+v", r)
+	}
+	if got := r.LongestUnavailability(); got != 5*time.Millisecond {
+		t.Fatalf("longest unavailability %v, want 5ms", got)
+	}
+}
+
+// appendFinal appends a record to partition part, on every replica too.
+func appendFinal(h *History, part int32, value string) {
+	pl := &h.Final[part]
+	rec := LogRecord{Offset: pl.HW, Value: value, Epoch: 1}
+	pl.Records = append(pl.Records, rec)
+	pl.HW++
+	for i := range h.Replicas {
+		if rl := &h.Replicas[i]; rl.Partition == part {
+			rl.Records = append(rl.Records, rec)
+			rl.Batches = append(rl.Batches, BatchInfo{Base: rec.Offset, Last: rec.Offset, Epoch: 1, CRC: 77})
+		}
+	}
+}
+
+// dropFinal removes offset off from partition part's final log (shifting nothing).
+func dropFinal(h *History, part int32, off int64) {
+	pl := &h.Final[part]
+	var kept []LogRecord
+	for _, r := range pl.Records {
+		if r.Offset != off {
+			kept = append(kept, r)
+		}
+	}
+	pl.Records = kept
+}
+
+func TestCheckNamesEachAnomaly(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(h *History)
+		want   []AnomalyKind
+	}{
+		{"lost write (log truncated)", func(h *History) {
+			pl := &h.Final[1]
+			pl.Records, pl.HW = pl.Records[:len(pl.Records)-2], pl.HW-2
+			for i := range h.Replicas { // the replicas agree with the shorter log
+				if rl := &h.Replicas[i]; rl.Partition == 1 {
+					rl.Records = rl.Records[:len(rl.Records)-2]
+					rl.Batches = rl.Batches[:len(rl.Batches)-1]
+				}
+			}
+			h.Reads = nil
+		}, []AnomalyKind{LostWrite, InconsistentOffset}},
+		{"offset rewritten", func(h *History) {
+			// the record acknowledged at partition 0 offset 4 was replaced by an unacknowledged one
+			h.Writes = append(h.Writes, Write{ID: RecordID{7, 0}, Partition: 0, Sent: h.Start, Outcome: Indeterminate})
+			h.Final[0].Records[4].Value = string(Payload(RecordID{7, 0}, 0))
+			for i := range h.Replicas {
+				if rl := &h.Replicas[i]; rl.Partition == 0 {
+					rl.Records[4].Value = h.Final[0].Records[4].Value
+				}
+			}
+			h.Reads = nil
+		}, []AnomalyKind{LostWrite, InconsistentOffset}},
+		{"duplicate", func(h *History) {
+			appendFinal(h, 2, h.Final[2].Records[3].Value)
+		}, []AnomalyKind{Duplicate, Reordered}},
+		{"duplicate across partitions", func(h *History) {
+			appendFinal(h, 2, h.Final[0].Records[0].Value)
+		}, []AnomalyKind{Duplicate, PhantomRecord, Reordered}},
+		{"consumer skipped", func(h *History) {
+			h.Reads = append(h.Reads[:5], h.Reads[6:]...)
+		}, []AnomalyKind{ReadSkipped}},
+		{"consumer went backwards", func(h *History) {
+			h.Reads = append(h.Reads[:6], append([]Read{h.Reads[3]}, h.Reads[6:]...)...)
+		}, []AnomalyKind{ReadBackwards, ReadSkipped}},
+		{"consumer read a record that did not survive", func(h *History) {
+			h.Reads[2].Value = "p9-9"
+		}, []AnomalyKind{InconsistentOffset}},
+		{"replica differs below the HW", func(h *History) {
+			rl := h.replica(2, 1)
+			rl.Records[3].Value = "p1-999"
+			rl.Batches[1].CRC++
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"in-sync replica short of the HW", func(h *History) {
+			rl := h.replica(3, 0)
+			rl.Records = rl.Records[:5]
+			rl.Batches = rl.Batches[:2]
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"replica batch epoch differs below the HW", func(h *History) {
+			h.replica(3, 2).Batches[0].Epoch = 7
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"replica unreadable", func(h *History) {
+			h.replica(1, 2).Err = "segment: corruption in 00000.log at byte 12"
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"reordered", func(h *History) {
+			pl := &h.Final[0]
+			pl.Records[0].Value, pl.Records[2].Value = pl.Records[2].Value, pl.Records[0].Value
+			h.Reads = nil
+			h.Replicas = nil
+			h.write(RecordID{0, 0}).Offset, h.write(RecordID{0, 3}).Offset = 2, 0
+		}, []AnomalyKind{Reordered}},
+		{"failed but written", func(h *History) {
+			w := h.write(RecordID{1, 4})
+			w.Outcome, w.Err = Failed, "client: not leader"
+		}, []AnomalyKind{FailedButWritten}},
+		{"indeterminate and written is fine", func(h *History) {
+			w := h.write(RecordID{1, 4})
+			w.Outcome, w.Err = Indeterminate, "client: timeout"
+		}, nil},
+		{"phantom record", func(h *History) {
+			appendFinal(h, 1, "garbage")
+		}, []AnomalyKind{PhantomRecord}},
+		{"unverified partition", func(h *History) {
+			h.Final[2].Err = "no leader"
+		}, []AnomalyKind{Unverified}},
+		{"final log with a hole", func(h *History) {
+			dropFinal(h, 0, 3)
+			h.Reads = nil
+			h.Replicas = nil
+		}, []AnomalyKind{InconsistentOffset, LostWrite}},
+		{"not converged and crashed", func(h *History) {
+			h.Converged, h.ConvergeErr = false, "partition 1: isr [1]"
+			h.Crashes = []string{"node 2 exited: signal: segmentation fault"}
+		}, []AnomalyKind{NotConverged, NodeCrashed}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanHistory()
+			tc.mutate(h)
+			r := Check(h)
+			var b strings.Builder
+			r.WriteText(&b)
+			for _, k := range tc.want {
+				if r.Count(k) == 0 {
+					t.Errorf("%s not reported:\n%s", k, b.String())
+				}
+			}
+			for k, n := range r.Counts {
+				if n > 0 && !containsKind(tc.want, k) {
+					t.Errorf("unexpected %s (%d):\n%s", k, n, b.String())
+				}
+			}
+			if len(tc.want) == 0 && !r.OK() {
+				t.Errorf("expected OK:\n%s", b.String())
+			}
+			if r.OK() == (len(tc.want) > 0) {
+				t.Errorf("OK() = %v", r.OK())
+			}
+			if strings.Contains(b.String(), "verdict: OK") == (len(tc.want) > 0) {
+				t.Errorf("verdict line wrong:\n%s", b.String())
+			}
+		})
+	}
+}
+
+func containsKind(ks []AnomalyKind, k AnomalyKind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCheckIgnoresNonISRReplicaTail(t *testing.T) {
+	h := cleanHistory()
+	rl := h.replica(2, 0)
+	rl.InISR = false
+	rl.Records[len(rl.Records)-1].Value = "p0-12345" // an old leader's unacknowledged tail, not yet truncated
+	if r := Check(h); !r.OK() {
+		t.Fatalf("out-of-sync replica reported: %v", r.Anomalies)
+	}
+}
+
+func TestUnavailabilityWindows(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	h := &History{Start: t0, End: ms(10000), Partitions: 2, Converged: true}
+	add := func(part int32, sent, done int, o Outcome) {
+		h.Writes = append(h.Writes, Write{ID: RecordID{0, int64(len(h.Writes))}, Partition: part, Sent: ms(sent), Done: ms(done), Outcome: o})
+	}
+	add(0, 0, 10, Acked)
+	add(0, 20, 2000, Acked)  // leader died at ~20ms: no ack until 2000
+	add(0, 30, 2001, Acked)  //
+	add(0, 2100, 2110, Acked)
+	add(1, 100, 900, Failed) // nothing acked between 100 and 900, then nothing outstanding
+	add(1, 5000, 0, Pending) // pending to the end (10000)
+	ws := unavailability(h)
+	if len(ws) < 3 {
+		t.Fatalf("windows %v", ws)
+	}
+	if ws[0].Partition != 1 || ws[0].Len() != 5000*time.Millisecond {
+		t.Fatalf("longest %+v", ws[0])
+	}
+	if ws[1].Partition != 0 || ws[1].Len() != 1980*time.Millisecond {
+		t.Fatalf("second %+v (%v)", ws[1], ws[1].Len())
+	}
+	if ws[2].Partition != 1 || ws[2].Len() != 800*time.Millisecond {
+		t.Fatalf("third %+v", ws[2])
+	}
+}
+
+func TestReportKeepsBoundedAnomalies(t *testing.T) {
+	h := cleanHistory()
+	h.Final[0].Records = nil
+	h.Final[0].HW = 0
+	h.Reads, h.Replicas = nil, nil
+	r := Check(h)
+	if r.Count(LostWrite) != 20 {
+		t.Fatalf("lost %d, want 20", r.Count(LostWrite))
+	}
+	n := 0
+	for _, a := range r.Anomalies {
+		if a.Kind == LostWrite {
+			n++
+		}
+	}
+	if n != 20 || fmt.Sprint(r.Anomalies[0].Kind) != string(LostWrite) {
+		t.Fatalf("kept %d", n)
+	}
+}

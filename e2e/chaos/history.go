@@ -1,0 +1,100 @@
+package chaos
+
+import "time"
+
+// Outcome is what a producer was told about one record.
+type Outcome uint8
+
+const (
+	Pending       Outcome = iota // never resolved (the run ended first)
+	Acked                        // acknowledged (acks=all) at Write.Offset
+	Failed                       // failed; the client says it was certainly not written
+	Indeterminate                // failed, but it may have been written
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Acked:
+		return "acked"
+	case Failed:
+		return "failed"
+	case Indeterminate:
+		return "indeterminate"
+	}
+	return "pending"
+}
+
+// Write is one record a producer sent and what became of it.
+type Write struct {
+	ID        RecordID
+	Partition int32
+	Sent      time.Time // when Produce was called
+	Done      time.Time // when the outcome arrived; zero while Pending
+	Outcome   Outcome
+	Offset    int64  // Acked only
+	Err       string // Failed and Indeterminate only
+}
+
+// Read is one record a consumer received.
+type Read struct {
+	Consumer  int
+	Partition int32
+	Offset    int64
+	Value     string
+	At        time.Time
+}
+
+// LogRecord is one record of a partition's log.
+type LogRecord struct {
+	Offset int64
+	Value  string
+	Epoch  int32 // leader epoch of its batch
+}
+
+// PartitionLog is a partition as read back through the cluster after the
+// faults were healed: every record below the high watermark, from the leader.
+// It is the checker's reference log.
+type PartitionLog struct {
+	Partition int32
+	Start     int64 // log start offset (0 without retention)
+	HW        int64 // high watermark when read
+	Records   []LogRecord
+	Err       string // why it could not be read (the checker reports the partition unverified)
+}
+
+// BatchInfo identifies a stored batch: replicas hold byte-identical batches,
+// so equal BatchInfos below the HW mean equal bytes (the CRC covers the records).
+type BatchInfo struct {
+	Base, Last int64
+	Epoch      int32
+	CRC        uint32
+	Size       int
+}
+
+// ReplicaLog is one node's copy of a partition, read from its segment files
+// after the cluster stopped.
+type ReplicaLog struct {
+	Node      int32
+	Partition int32
+	InISR     bool  // in the partition's final ISR
+	HW, LEO   int64 // as the node reported them before it stopped; -1 unknown
+	Batches   []BatchInfo
+	Records   []LogRecord
+	Err       string // corruption in a sealed segment, unreadable files
+}
+
+// History is everything a run observed; Check turns it into a Report.
+type History struct {
+	Start, End time.Time
+	Partitions int
+	Writes     []Write
+	Reads      []Read
+	Final      []PartitionLog
+	Replicas   []ReplicaLog
+	// Converged is false when, after healing, the replicas never all came
+	// back in sync (ConvergeErr says how far they got).
+	Converged   bool
+	ConvergeErr string
+	// Crashes lists nodes that exited without being killed (a crash is a bug).
+	Crashes []string
+}

@@ -1,0 +1,275 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Kind is a kind of fault the nemesis injects.
+type Kind string
+
+// Fault kinds. TornTail is never scheduled alone: it rides on a kill
+// (Fault.Torn) and is applied to the dead node's files before its restart.
+const (
+	KillNode       Kind = "kill-node"       // SIGKILL a random node, restart it after Hold
+	KillLeader     Kind = "kill-leader"     // SIGKILL the leader of a random partition
+	KillController Kind = "kill-controller" // SIGKILL the active controller
+	Pause          Kind = "pause"           // SIGSTOP a random node for Hold (> session timeout), then SIGCONT
+	NetPartition   Kind = "partition"       // isolate a random node (its link down) for Hold, then heal
+	TornTail       Kind = "torn-tail"       // damage the end of a killed node's last segment before restart
+)
+
+// AllKinds lists every kind, in report order.
+var AllKinds = []Kind{KillNode, KillLeader, KillController, Pause, NetPartition, TornTail}
+
+// IsKill reports whether the kind kills a process (and may carry a torn tail).
+func (k Kind) IsKill() bool { return k == KillNode || k == KillLeader || k == KillController }
+
+// ParseKinds parses a comma-separated list of kinds ("all" for every kind).
+func ParseKinds(s string) ([]Kind, error) {
+	if s == "" || s == "all" {
+		return append([]Kind(nil), AllKinds...), nil
+	}
+	var out []Kind
+	for _, f := range strings.Split(s, ",") {
+		k := Kind(strings.TrimSpace(f))
+		ok := false
+		for _, a := range AllKinds {
+			ok = ok || a == k
+		}
+		if !ok {
+			return nil, fmt.Errorf("chaos: unknown fault kind %q (known: %v)", k, AllKinds)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// TornMode says how a torn tail damages a segment. See the package
+// documentation for which modes may touch acknowledged data and why.
+type TornMode string
+
+const (
+	// TornCutUnacked truncates the file at a random byte inside the data that
+	// no acknowledged record lives in (the realistic torn write: bytes not
+	// yet flushed when the power went). Without such data it degrades to
+	// TornGarbage.
+	TornCutUnacked TornMode = "cut-unacked"
+	// TornGarbage writes a partial, garbage batch right after the last whole
+	// batch (a write torn before its first byte was acknowledged).
+	TornGarbage TornMode = "garbage-tail"
+	// TornCutAcked truncates at a random byte of the last segment's data,
+	// acknowledged or not: one replica's disk loses data it had flushed.
+	// Only applied when another running ISR member holds every committed
+	// record of the partition; otherwise it degrades to TornCutUnacked.
+	TornCutAcked TornMode = "cut-acked"
+	// TornOverwrite overwrites the last bytes of the data with garbage (a
+	// corrupted sector). Same precondition and fallback as TornCutAcked.
+	TornOverwrite TornMode = "overwrite"
+)
+
+// Torn describes a torn tail.
+type Torn struct {
+	Mode      TornMode
+	Partition int     // the topic partition whose last segment is damaged; -1: the metadata log
+	Frac      float64 // in [0,1): where in the eligible region the damage starts
+	Len       int     // garbage / overwrite length in bytes (1..64)
+	Seed      uint64  // seeds the garbage bytes
+}
+
+func (t *Torn) String() string {
+	target := fmt.Sprintf("partition %d", t.Partition)
+	if t.Partition < 0 {
+		target = "metadata log"
+	}
+	return fmt.Sprintf("%s of %s at %.3f len %d", t.Mode, target, t.Frac, t.Len)
+}
+
+// Fault is one scheduled fault. The schedule fixes the kind, the victim
+// choice and the timings; which node that choice hits (the leader of
+// partition Pick%P, the active controller) is resolved when it runs.
+type Fault struct {
+	N    int           // 1-based position in the schedule
+	Kind Kind          // never TornTail (see Torn)
+	Pick int           // chooses the victim: node Pick%nodes+1, or partition Pick%partitions for KillLeader
+	Gap  time.Duration // quiet time before the fault
+	Hold time.Duration // how long the node stays dead / paused / isolated
+	Torn *Torn         // kills only: damage the node's files before the restart
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("#%d %s pick=%d gap=%v hold=%v", f.N, f.Kind, f.Pick, f.Gap.Round(time.Millisecond), f.Hold.Round(time.Millisecond))
+	if f.Torn != nil {
+		s += " torn=" + f.Torn.String()
+	}
+	return s
+}
+
+// Range is a closed duration interval.
+type Range struct{ Min, Max time.Duration }
+
+func (r Range) pick(rng *rand.Rand) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	return r.Min + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
+}
+
+// Plan configures a Schedule. Zero fields take the defaults in their comments.
+type Plan struct {
+	Seed  int64
+	Kinds []Kind // default AllKinds
+	// PerKind: each deck holds every scheduled kind this many times, and
+	// this many of its kills carry a torn tail; default 20.
+	PerKind        int
+	Nodes          int           // default 3
+	Partitions     int           // default 3
+	SessionTimeout time.Duration // the nodes' --session-timeout; default 1s
+	Gap            Range         // default 100ms..800ms
+	KillHold       Range         // default 100ms..1s
+	PauseHold      Range         // default 1.3..2.5 × SessionTimeout
+	PartitionHold  Range         // default 0.5..3 × SessionTimeout
+	// MetadataTorn is the share of torn tails aimed at the metadata log
+	// (always TornGarbage there); default 0.15.
+	MetadataTorn float64
+}
+
+func (p Plan) withDefaults() Plan {
+	if len(p.Kinds) == 0 {
+		p.Kinds = append([]Kind(nil), AllKinds...)
+	}
+	if p.PerKind <= 0 {
+		p.PerKind = 20
+	}
+	if p.Nodes <= 0 {
+		p.Nodes = 3
+	}
+	if p.Partitions <= 0 {
+		p.Partitions = 3
+	}
+	if p.SessionTimeout <= 0 {
+		p.SessionTimeout = time.Second
+	}
+	if p.Gap == (Range{}) {
+		p.Gap = Range{100 * time.Millisecond, 800 * time.Millisecond}
+	}
+	if p.KillHold == (Range{}) {
+		p.KillHold = Range{100 * time.Millisecond, time.Second}
+	}
+	st := p.SessionTimeout
+	if p.PauseHold == (Range{}) {
+		p.PauseHold = Range{st * 13 / 10, st * 5 / 2}
+	}
+	if p.PartitionHold == (Range{}) {
+		p.PartitionHold = Range{st / 2, st * 3}
+	}
+	if p.MetadataTorn == 0 {
+		p.MetadataTorn = 0.15
+	}
+	return p
+}
+
+// Schedule is a deterministic stream of faults drawn from a seed: the same
+// Plan yields the same faults, so a failing seed replays its schedule. It is
+// made of decks; each deck holds every scheduled kind PerKind times (torn
+// tails on PerKind of its kills) in a seeded random order.
+type Schedule struct {
+	plan  Plan
+	rng   *rand.Rand
+	deck  []Fault
+	n     int
+	kinds []Kind // scheduled kinds (TornTail removed)
+	torn  bool
+}
+
+// NewSchedule returns the schedule of p.
+func NewSchedule(p Plan) *Schedule {
+	p = p.withDefaults()
+	s := &Schedule{plan: p, rng: rand.New(rand.NewPCG(uint64(p.Seed), 0x70617974))}
+	for _, k := range p.Kinds {
+		if k == TornTail {
+			s.torn = true
+			continue
+		}
+		s.kinds = append(s.kinds, k)
+	}
+	return s
+}
+
+// Plan returns the plan with defaults applied.
+func (s *Schedule) Plan() Plan { return s.plan }
+
+// DeckSize is the number of faults in one deck.
+func (s *Schedule) DeckSize() int { return len(s.kinds) * s.plan.PerKind }
+
+// Next returns the next fault.
+func (s *Schedule) Next() Fault {
+	if len(s.deck) == 0 {
+		s.deal()
+	}
+	f := s.deck[0]
+	s.deck = s.deck[1:]
+	s.n++
+	f.N = s.n
+	return f
+}
+
+// Take returns the next n faults.
+func (s *Schedule) Take(n int) []Fault {
+	out := make([]Fault, n)
+	for i := range out {
+		out[i] = s.Next()
+	}
+	return out
+}
+
+func (s *Schedule) deal() {
+	p, rng := s.plan, s.rng
+	var deck []Fault
+	var kills []int
+	for _, k := range s.kinds {
+		for range p.PerKind {
+			f := Fault{Kind: k, Pick: rng.IntN(1 << 30), Gap: p.Gap.pick(rng)}
+			switch {
+			case k.IsKill():
+				f.Hold = p.KillHold.pick(rng)
+				kills = append(kills, len(deck))
+			case k == Pause:
+				f.Hold = p.PauseHold.pick(rng)
+			case k == NetPartition:
+				f.Hold = p.PartitionHold.pick(rng)
+			}
+			deck = append(deck, f)
+		}
+	}
+	if s.torn && len(kills) > 0 {
+		rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
+		for i := 0; i < p.PerKind; i++ {
+			deck[kills[i%len(kills)]].Torn = s.torn1()
+		}
+	}
+	rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+	s.deck = deck
+}
+
+func (s *Schedule) torn1() *Torn {
+	rng := s.rng
+	t := &Torn{Frac: rng.Float64(), Len: 1 + rng.IntN(64), Seed: rng.Uint64(), Partition: rng.IntN(s.plan.Partitions)}
+	if rng.Float64() < s.plan.MetadataTorn {
+		t.Partition, t.Mode = -1, TornGarbage
+		return t
+	}
+	switch x := rng.Float64(); {
+	case x < 0.35:
+		t.Mode = TornCutUnacked
+	case x < 0.5:
+		t.Mode = TornGarbage
+	case x < 0.75:
+		t.Mode = TornCutAcked
+	default:
+		t.Mode = TornOverwrite
+	}
+	return t
+}
