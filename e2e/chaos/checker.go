@@ -75,10 +75,10 @@ func (w Window) Len() time.Duration { return w.End.Sub(w.Start) }
 // Report is the checker's verdict.
 type Report struct {
 	Writes, Acked, Failed, Indeterminate, Pending int
-	IndeterminatePresent                         int // indeterminate or pending records found in the log
-	Reads                                        int
-	FinalRecords                                 int
-	ReplicasChecked                              int
+	IndeterminatePresent                          int // indeterminate or pending records found in the log
+	Reads                                         int
+	FinalRecords                                  int
+	ReplicasChecked                               int
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind

@@ -251,8 +251,8 @@ func TestUnavailabilityWindows(t *testing.T) {
 		h.Writes = append(h.Writes, Write{ID: RecordID{0, int64(len(h.Writes))}, Partition: part, Sent: ms(sent), Done: ms(done), Outcome: o})
 	}
 	add(0, 0, 10, Acked)
-	add(0, 20, 2000, Acked)  // leader died at ~20ms: no ack until 2000
-	add(0, 30, 2001, Acked)  //
+	add(0, 20, 2000, Acked) // leader died at ~20ms: no ack until 2000
+	add(0, 30, 2001, Acked) //
 	add(0, 2100, 2110, Acked)
 	add(1, 100, 900, Failed) // nothing acked between 100 and 900, then nothing outstanding
 	add(1, 5000, 0, Pending) // pending to the end (10000)
