@@ -1,0 +1,169 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestBuilderIteratorRoundTrip(t *testing.T) {
+	b := NewBuilder(BuilderOptions{ProducerID: 7, ProducerEpoch: 2, BaseSequence: 40})
+	hdrs := []RecordHeader{{Key: "trace", Value: []byte("abc")}, {Key: "n", Value: nil}}
+	b.Add(1000, []byte("k0"), []byte("v0"), hdrs)
+	b.Add(999, nil, []byte{}, nil)
+	b.Add(1005, []byte{}, nil, hdrs[:1])
+	batch := b.Build()
+	if err := batch.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	batch.SetBaseOffset(100)
+	batch.SetLeaderEpoch(3)
+	if err := batch.Validate(); err != nil {
+		t.Fatalf("stamping broke the CRC: %v", err)
+	}
+	h, err := ParseHeader(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Header{BaseOffset: 100, Length: int32(len(batch) - 12), LeaderEpoch: 3, Magic: FormatVersion, CRC: h.CRC,
+		LastOffsetDelta: 2, FirstTimestamp: 1000, MaxTimestamp: 1005, ProducerID: 7, ProducerEpoch: 2,
+		BaseSequence: 40, RecordCount: 3}
+	if h != want {
+		t.Fatalf("header %+v\nwant   %+v", h, want)
+	}
+	it := batch.Iter()
+	var recs []Record
+	for it.Next() {
+		r := it.Record()
+		r.Headers = append([]RecordHeader(nil), r.Headers...)
+		recs = append(recs, r)
+	}
+	if err := it.Err(); err != nil || len(recs) != 3 {
+		t.Fatalf("iterated %d records, err %v", len(recs), err)
+	}
+	if recs[0].Offset != 100 || recs[2].Offset != 102 || recs[1].Timestamp != 999 || recs[2].Timestamp != 1005 {
+		t.Fatalf("offsets/timestamps wrong: %+v", recs)
+	}
+	if string(recs[0].Key) != "k0" || recs[1].Key != nil || recs[2].Key == nil || len(recs[2].Key) != 0 {
+		t.Fatalf("keys wrong: %q %q %q", recs[0].Key, recs[1].Key, recs[2].Key)
+	}
+	if recs[1].Value == nil || recs[2].Value != nil {
+		t.Fatalf("null/empty values wrong")
+	}
+	if len(recs[0].Headers) != 2 || recs[0].Headers[0].Key != "trace" || string(recs[0].Headers[0].Value) != "abc" || recs[0].Headers[1].Value != nil {
+		t.Fatalf("headers wrong: %+v", recs[0].Headers)
+	}
+	// A built batch survives Reset and reuse of the builder.
+	saved := append(Batch(nil), batch...)
+	b.Reset(BuilderOptions{})
+	b.Add(1, []byte("x"), []byte("y"), nil)
+	b2 := b.Build()
+	if !bytes.Equal(saved, batch) {
+		t.Fatal("Reset modified an earlier batch")
+	}
+	if h2, _ := ParseHeader(b2); h2.ProducerID != -1 || h2.BaseSequence != -1 || h2.ProducerEpoch != -1 {
+		t.Fatalf("non-idempotent batch header %+v", h2)
+	}
+}
+
+func TestIteratorZeroAlloc(t *testing.T) {
+	b := NewBuilder(BuilderOptions{})
+	for i := 0; i < 100; i++ {
+		b.Add(int64(i), []byte("key"), bytes.Repeat([]byte("v"), 100), []RecordHeader{{Key: "h", Value: []byte("1")}})
+	}
+	batch := b.Build()
+	var it Records
+	it.Reset(batch)
+	for it.Next() {
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		it.Reset(batch)
+		n := 0
+		for it.Next() {
+			n += len(it.Record().Value)
+		}
+		if it.Err() != nil || n != 100*100 {
+			t.Fatal("bad iteration")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("iterator allocates %.1f times per batch", allocs)
+	}
+}
+
+func TestValidateAndSplit(t *testing.T) {
+	var buf []byte
+	for i := 0; i < 3; i++ {
+		buf = append(buf, testBatch(i, 2, 0)...)
+	}
+	n, err := SplitBatches(buf, nil)
+	if err != nil || n != len(buf) {
+		t.Fatalf("split: %d %v", n, err)
+	}
+	if n, err := SplitBatches(buf[:len(buf)-1], nil); !errors.Is(err, ErrTornTail) || n >= len(buf) {
+		t.Fatalf("torn: %d %v", n, err)
+	}
+	bad := append([]byte(nil), buf...)
+	bad[len(bad)-1] ^= 1
+	if _, err := SplitBatches(bad, nil); !IsCorruption(err) {
+		t.Fatalf("flipped: %v", err)
+	}
+	bad = append([]byte(nil), buf...)
+	bad[offMagic] = 9
+	if err := Batch(bad).Validate(); !IsCorruption(err) {
+		t.Fatalf("magic: %v", err)
+	}
+	if _, err := ParseHeader(buf[:10]); !IsCorruption(err) {
+		t.Fatalf("short header: %v", err)
+	}
+}
+
+func TestParseSyncPolicy(t *testing.T) {
+	for in, want := range map[string]struct {
+		p SyncPolicy
+		d time.Duration
+	}{"always": {SyncAlways, 0}, "never": {SyncNever, 0}, "interval=50ms": {SyncInterval, 50 * time.Millisecond}, "interval": {SyncInterval, DefaultSyncInterval}} {
+		p, d, err := ParseSyncPolicy(in)
+		if err != nil || p != want.p || d != want.d {
+			t.Fatalf("%q: %v %v %v", in, p, d, err)
+		}
+	}
+	for _, in := range []string{"", "sometimes", "interval=x", "interval=-1s"} {
+		if _, _, err := ParseSyncPolicy(in); err == nil {
+			t.Fatalf("%q accepted", in)
+		}
+	}
+}
+
+func TestEpochCache(t *testing.T) {
+	var c epochCache
+	c.assign(1, 0)
+	c.assign(1, 5) // not newer
+	c.assign(3, 10)
+	c.assign(4, 20)
+	if e, o := c.endOffsetFor(0, 30); e != -1 || o != -1 {
+		t.Fatalf("epoch 0: %d %d", e, o)
+	}
+	if e, o := c.endOffsetFor(1, 30); e != 1 || o != 10 {
+		t.Fatalf("epoch 1: %d %d", e, o)
+	}
+	if e, o := c.endOffsetFor(2, 30); e != 1 || o != 10 {
+		t.Fatalf("epoch 2: %d %d", e, o)
+	}
+	if e, o := c.endOffsetFor(4, 30); e != 4 || o != 30 {
+		t.Fatalf("epoch 4: %d %d", e, o)
+	}
+	if e, o := c.endOffsetFor(9, 30); e != 4 || o != 30 {
+		t.Fatalf("epoch 9: %d %d", e, o)
+	}
+	c.truncateFromEnd(15)
+	c.truncateFromStart(12)
+	if got := c.clone(); len(got) != 1 || got[0] != (EpochEntry{3, 12}) {
+		t.Fatalf("after truncations: %v", got)
+	}
+	d, err := decodeEpochCache("x", c.encode())
+	if err != nil || len(d.entries) != 1 || d.entries[0] != c.entries[0] {
+		t.Fatalf("decode: %v %v", d, err)
+	}
+}
