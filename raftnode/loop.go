@@ -164,7 +164,7 @@ func (n *Node) handleReady(local []*proposal) error {
 			return err
 		}
 	}
-	if err := n.st.setHardState(rd.HardState, rd.MustSync); err != nil {
+	if err := n.st.setHardState(rd.HardState); err != nil {
 		return err
 	}
 

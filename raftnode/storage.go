@@ -33,8 +33,9 @@ type diskStorage struct {
 	files fileStore
 	lg    *slog.Logger
 
-	hs      *pb.HardState // the latest hard state (persisted unless hsDirty)
-	hsDirty bool          // hs has a commit-only change not yet written
+	hs       *pb.HardState // the latest hard state
+	hsOnDisk *pb.HardState // the hard state in the file
+	hsDirty  bool          // hs differs from hsOnDisk (in the commit index only, between Readys)
 	snap    *pb.Snapshot  // the latest snapshot, never nil (index 0 = none)
 
 	// Invariant: len(terms) >= 1; terms[i] is the term of index first-1+i;
@@ -118,12 +119,13 @@ func (s *diskStorage) loadHardState() error {
 	b, err := s.files.ReadFile(hardStateFile)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		s.hs = &pb.HardState{}
+		s.hs, s.hsOnDisk = &pb.HardState{}, &pb.HardState{}
 		return nil
 	case err != nil:
 		return fmt.Errorf("raftnode: read hard state: %w", err)
 	}
 	s.hs, err = decodeHardState(b)
+	s.hsOnDisk = s.hs
 	return err
 }
 
@@ -327,16 +329,18 @@ func (s *diskStorage) append(ctx context.Context, ents []*pb.Entry) error {
 
 func (s *diskStorage) sync(ctx context.Context) error { return s.log.Sync(ctx) }
 
-// setHardState records hs. It is written at once when durable is set (raft's
-// MustSync: the term or vote changed, or entries were appended); a change of
-// the commit index alone is kept in memory until the next durable write or
-// close, since the commit index can be re-learned after a crash.
-func (s *diskStorage) setHardState(hs *pb.HardState, durable bool) error {
-	if hs != nil && !raft.IsEmptyHardState(hs) {
-		s.hs = proto.Clone(hs).(*pb.HardState)
-		s.hsDirty = true
+// setHardState records hs. A new term or vote is written at once (raft
+// counts on it before any message leaves: Ready.MustSync is set); a change of
+// the commit index alone stays in memory until the next term or vote change
+// or Close, since the commit index is only knowledge that is re-learned from
+// the leader after a crash (and recovery raises it to the snapshot index).
+func (s *diskStorage) setHardState(hs *pb.HardState) error {
+	if hs == nil || raft.IsEmptyHardState(hs) {
+		return nil
 	}
-	if durable && s.hsDirty {
+	s.hs = proto.Clone(hs).(*pb.HardState)
+	s.hsDirty = true
+	if hs.GetTerm() != s.hsOnDisk.GetTerm() || hs.GetVote() != s.hsOnDisk.GetVote() {
 		return s.flushHardState()
 	}
 	return nil
@@ -349,6 +353,7 @@ func (s *diskStorage) flushHardState() error {
 	if err := s.files.WriteFile(hardStateFile, encodeHardState(s.hs)); err != nil {
 		return err
 	}
+	s.hsOnDisk = s.hs
 	s.hsDirty = false
 	return nil
 }

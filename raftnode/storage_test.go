@@ -203,7 +203,7 @@ func TestStorageAppendReadReopen(t *testing.T) {
 			t.Fatalf("Term past the end: %v", err)
 		}
 		hs := &pb.HardState{Term: new(uint64(2)), Vote: new(uint64(3)), Commit: new(uint64(90))}
-		if err := s.setHardState(hs, true); err != nil {
+		if err := s.setHardState(hs); err != nil {
 			t.Fatal(err)
 		}
 		s = d.reopen(s)
@@ -262,7 +262,7 @@ func TestStorageSnapshotCompactAndReopen(t *testing.T) {
 			t.Fatalf("Term below first-1: %v", err)
 		}
 		// Commit only in memory: the snapshot raises it on reopen.
-		_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Commit: new(uint64(60))}, true)
+		_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Commit: new(uint64(60))})
 		s = d.reopen(s)
 		checkLog(t, s, 71, 100, constTerm(1), constStr("e"))
 		hs, gotCS, _ := s.InitialState()
@@ -316,7 +316,7 @@ func TestStorageInstallSnapshot(t *testing.T) {
 			t.Fatalf("Term(500) = %d, %v", tm, err)
 		}
 		mustAppend(t, s, ents(501, 510, 4, "f"))
-		_ = s.setHardState(&pb.HardState{Term: new(uint64(4)), Commit: new(uint64(505))}, true)
+		_ = s.setHardState(&pb.HardState{Term: new(uint64(4)), Commit: new(uint64(505))})
 		s = d.reopen(s)
 		checkLog(t, s, 501, 510, constTerm(4), constStr("f"))
 		if sn, _ := s.Snapshot(); sn.GetMetadata().GetIndex() != 500 {
@@ -342,7 +342,7 @@ func TestStorageCrashRecovery(t *testing.T) {
 	crashKinds(t, func(t *testing.T, d *testDisk) {
 		s := d.mustOpen()
 		mustAppend(t, s, ents(1, 20, 1, "e"))
-		_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(20))}, true)
+		_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(20))})
 		// Unsynced appends at a newer term, hard state not yet written.
 		if err := s.append(context.Background(), ents(21, 30, 2, "lost")); err != nil {
 			t.Fatal(err)
@@ -465,10 +465,10 @@ func TestStorageCommitOnlyHardStateIsLazy(t *testing.T) {
 	d := &testDisk{tb: t, log: newMemLog(), files: newMemFiles()}
 	s := d.mustOpen()
 	mustAppend(t, s, ents(1, 10, 1, "e"))
-	_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(5))}, true)
+	_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(5))})
 	writes := func() string { b, _ := d.files.ReadFile(hardStateFile); return string(b) }
 	before := writes()
-	_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(9))}, false)
+	_ = s.setHardState(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(9))})
 	if writes() != before {
 		t.Fatalf("commit-only change written at once")
 	}
