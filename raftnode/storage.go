@@ -36,7 +36,7 @@ type diskStorage struct {
 	hs       *pb.HardState // the latest hard state
 	hsOnDisk *pb.HardState // the hard state in the file
 	hsDirty  bool          // hs differs from hsOnDisk (in the commit index only, between Readys)
-	snap    *pb.Snapshot  // the latest snapshot, never nil (index 0 = none)
+	snap     *pb.Snapshot  // the latest snapshot, never nil (index 0 = none)
 
 	// Invariant: len(terms) >= 1; terms[i] is the term of index first-1+i;
 	// last = first-2+len(terms); log.End() == last+1.
