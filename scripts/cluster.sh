@@ -169,6 +169,31 @@ $(tail -n 20 "$(logfile "$n")" 2>/dev/null)"
 	done
 }
 
+# wait_topic_ready TOPIC RF: until every partition has a leader and RF in-sync replicas.
+wait_topic_ready() {
+	local topic="$1" rf="$2" deadline out isr
+	isr='"isr":\[[0-9][0-9]*'
+	for ((i = 1; i < rf; i++)); do isr="$isr,[0-9][0-9]*"; done
+	isr="$isr\]"
+	deadline=$(($(date +%s) + READY_TIMEOUT))
+	while :; do
+		# shellcheck disable=SC2046
+		out="$("$BIN" topic describe "$topic" --json $(client_args) --timeout 2s 2>/dev/null || true)"
+		case "$out" in
+		'' | *'"leader":-1'*) ;;
+		*)
+			[ "$(printf '%s' "$out" | grep -o '"isr":\[[^]]*\]' | grep -c "^$isr$")" = \
+				"$(printf '%s' "$out" | grep -o '"partition":' | wc -l | tr -d ' ')" ] && return 0
+			;;
+		esac
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			say "topic $topic is not fully in sync after ${READY_TIMEOUT}s: ${out:-<no answer>}"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
 leader() {
 	local topic="$1" part="$2" out l
 	# shellcheck disable=SC2046
@@ -192,6 +217,7 @@ up)
 	# shellcheck disable=SC2046
 	"$BIN" topic create payments --partitions 3 --replication-factor 3 --min-insync-replicas 2 \
 		--if-not-exists $(client_args) || die "cannot create topic payments"
+	wait_topic_ready payments 3 || die "topic payments has no leader or an incomplete ISR"
 	say "cluster is up; point client commands at it with:  eval \"\$(scripts/cluster.sh env)\""
 	;;
 down)
