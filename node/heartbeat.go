@@ -10,8 +10,8 @@ import (
 
 // heartbeatLoop registers this broker with the active controller and then
 // heartbeats every HeartbeatInterval, reporting how far it has applied the
-// metadata log. A broker that cannot reach a controller for a whole session
-// timeout fences itself (stops accepting writes), because the controller will
+// metadata log. A broker that cannot reach a controller for two session
+// timeouts fences itself (stops accepting writes), because the controller will
 // have fenced it and moved its leaderships; it unfences when a heartbeat
 // succeeds and the controller says it is not fenced.
 func (n *Node) heartbeatLoop(ctx context.Context) error {
@@ -88,11 +88,14 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	return resp, true
 }
 
-// checkSelfFence fences this broker when no heartbeat has succeeded for a
-// whole session timeout.
+// checkSelfFence fences this broker when no heartbeat has succeeded for two
+// session timeouts. By then the controller has fenced it and moved its
+// leaderships if a controller is there at all; waiting two timeouts rather
+// than one keeps a controller failover (an election plus the new
+// controller's grace period) from stopping writes on every healthy leader.
 func (n *Node) checkSelfFence() {
 	n.mu.Lock()
-	expired := time.Since(n.mu.lastHB) > n.cfg.SessionTimeout
+	expired := time.Since(n.mu.lastHB) > 2*n.cfg.SessionTimeout
 	changed := expired && !n.mu.fenced
 	if changed {
 		n.mu.fenced = true

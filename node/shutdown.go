@@ -13,11 +13,20 @@ import (
 func (n *Node) controlledShutdown(ctx context.Context) {
 	t := time.NewTicker(n.cfg.HeartbeatInterval)
 	defer t.Stop()
+	lastOK := time.Now()
 	for {
 		resp, ok := n.heartbeatOnce(ctx, true)
 		if ok && resp.ShutdownReady {
 			n.log.Info("controlled shutdown: leaderships moved")
 			break
+		}
+		if ok {
+			lastOK = time.Now()
+		} else if time.Since(lastOK) > n.cfg.SessionTimeout {
+			// No controller can commit anything (e.g. the last node of a
+			// cluster going down): there is nobody to hand leaderships to.
+			n.log.Warn("controlled shutdown: no controller answers; stopping without moving leaderships")
+			return
 		}
 		select {
 		case <-ctx.Done():
