@@ -1,0 +1,145 @@
+package chaos
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+)
+
+// TornResult says what a torn tail did.
+type TornResult struct {
+	Mode   TornMode // the mode applied (after any fallback)
+	File   string
+	Action string // "truncate", "zero", "garbage", "overwrite"
+	Pos    int64  // first damaged byte
+	Len    int64  // damaged bytes (for truncate: bytes cut off, up to the old data end)
+	// FirstOffset is the first offset whose batch was damaged (-1 when only
+	// bytes after the data were touched).
+	FirstOffset int64
+}
+
+func (r TornResult) String() string {
+	return fmt.Sprintf("%s: %s %d bytes at %d of %s (first damaged offset %d)", r.Mode, r.Action, r.Len, r.Pos, r.File, r.FirstOffset)
+}
+
+// ApplyTorn damages the last segment of a stopped node's partition (or
+// metadata) directory as t says. unackedFrom is the first offset of the
+// partition that no acknowledged record may occupy: TornCutUnacked cuts only
+// inside batches at or after it (and falls back to TornGarbage without
+// such batches). The caller has checked the precondition of the acked modes.
+func ApplyTorn(dir string, t Torn, unackedFrom int64) (TornResult, error) {
+	s, err := ScanPartition(dir, false)
+	if err != nil {
+		return TornResult{}, err
+	}
+	if len(s.Files) == 0 {
+		return TornResult{}, fmt.Errorf("chaos: torn tail: no segment in %s", dir)
+	}
+	rng := rand.New(rand.NewPCG(t.Seed, 0x746f726e))
+	sf := &s.Files[len(s.Files)-1]
+	mode := t.Mode
+	if len(sf.Batches) == 0 {
+		mode = TornGarbage // an empty (just rolled) last segment: nothing to cut
+	}
+	res := TornResult{Mode: mode, File: sf.Path, FirstOffset: -1}
+	switch mode {
+	case TornCutUnacked:
+		first := -1
+		for i, base := range sf.Firsts {
+			if base >= unackedFrom {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			res.Mode = TornGarbage
+			return res, garbage(sf, t, rng, &res)
+		}
+		lo := sf.Batches[first]
+		pos := lo + int64(t.Frac*float64(sf.End-lo))
+		return res, cut(sf, pos, rng, &res)
+	case TornCutAcked:
+		pos := int64(t.Frac * float64(sf.End))
+		return res, cut(sf, pos, rng, &res)
+	case TornOverwrite:
+		n := min(int64(t.Len), sf.End)
+		res.Action, res.Pos, res.Len = "overwrite", sf.End-n, n
+		res.FirstOffset = offsetAt(sf, res.Pos)
+		return res, writeAt(sf.Path, res.Pos, randomBytes(rng, int(n), true))
+	default:
+		res.Mode = TornGarbage
+		return res, garbage(sf, t, rng, &res)
+	}
+}
+
+// cut loses every byte from pos on: the file is truncated there, or (as
+// after a power loss on a preallocated file) those bytes are zeroed.
+func cut(sf *SegmentFile, pos int64, rng *rand.Rand, res *TornResult) error {
+	pos = min(max(pos, 0), sf.End)
+	res.Pos, res.Len = pos, sf.End-pos
+	res.FirstOffset = offsetAt(sf, pos)
+	if rng.IntN(2) == 0 {
+		res.Action = "truncate"
+		return os.Truncate(sf.Path, pos)
+	}
+	res.Action = "zero"
+	if sf.End == pos {
+		return nil
+	}
+	return writeAt(sf.Path, pos, make([]byte, sf.End-pos))
+}
+
+// garbage writes a partial batch after the data: a plausible header prefix
+// (the next base offset, a length longer than what follows) and random bytes.
+func garbage(sf *SegmentFile, t Torn, rng *rand.Rand, res *TornResult) error {
+	n := max(t.Len, 1)
+	b := randomBytes(rng, n, false)
+	if n >= batchPrefix {
+		next := int64(0)
+		if k := len(sf.Lasts); k > 0 {
+			next = sf.Lasts[k-1] + 1
+		}
+		binary.BigEndian.PutUint64(b, uint64(next))
+		binary.BigEndian.PutUint32(b[8:], uint32(n+100+rng.IntN(1000)))
+	}
+	res.Action, res.Pos, res.Len = "garbage", sf.End, int64(n)
+	return writeAt(sf.Path, sf.End, b)
+}
+
+// offsetAt is the base offset of the batch holding byte pos (-1 past the data).
+func offsetAt(sf *SegmentFile, pos int64) int64 {
+	off := int64(-1)
+	for i, p := range sf.Batches {
+		if p > pos {
+			break
+		}
+		if pos < sf.End {
+			off = sf.Firsts[i]
+		}
+	}
+	return off
+}
+
+func randomBytes(rng *rand.Rand, n int, nonZero bool) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.IntN(256))
+		if nonZero && b[i] == 0 {
+			b[i] = 0xa5
+		}
+	}
+	return b
+}
+
+func writeAt(path string, pos int64, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("chaos: torn tail: %w", err)
+	}
+	if _, err := f.WriteAt(b, pos); err != nil {
+		f.Close()
+		return fmt.Errorf("chaos: torn tail: %w", err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"paymentlog/segment"
+)
+
+// makeLog writes batches of 3 records ("p0-<seq>") to a new log in dir with
+// small segments (so it rolls), closes it and removes the clean-shutdown
+// marker, as if the node had been killed after flushing.
+func makeLog(t *testing.T, dir string, batches int) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := segment.Open(ctx, dir, segment.Options{SegmentBytes: 2048, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := int64(0)
+	for i := range batches {
+		b := segment.NewBuilder(segment.BuilderOptions{})
+		for range 3 {
+			b.Add(1000, nil, Payload(RecordID{0, seq}, 20), nil)
+			seq++
+		}
+		if _, err := l.Append(ctx, b.Build(), int32(1+i/10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, ".clean-shutdown"))
+}
+
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		in, err := os.Open(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(dst, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Close()
+		out.Close()
+	}
+	return dst
+}
+
+// reopenLEO opens the log as a node would after the torn tail and returns its end.
+func reopenLEO(t *testing.T, dir string) int64 {
+	t.Helper()
+	l, err := segment.Open(context.Background(), dir, segment.Options{SegmentBytes: 2048, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("reopen after torn tail: %v", err)
+	}
+	defer l.Close()
+	return l.LogEndOffset()
+}
+
+func TestScanPartition(t *testing.T) {
+	dir := t.TempDir()
+	makeLog(t, dir, 40)
+	s, err := ScanPartition(dir, true)
+	if err != nil || s.Err != nil {
+		t.Fatal(err, s.Err)
+	}
+	if len(s.Files) < 3 {
+		t.Fatalf("expected rolled segments, got %d files", len(s.Files))
+	}
+	if s.LEO() != 120 || len(s.Records) != 120 || len(s.Batches) != 40 {
+		t.Fatalf("LEO %d records %d batches %d", s.LEO(), len(s.Records), len(s.Batches))
+	}
+	for i, r := range s.Records {
+		id, ok := ParsePayload([]byte(r.Value))
+		if r.Offset != int64(i) || !ok || id.Seq != int64(i) {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	if s.Batches[35].Epoch != 4 {
+		t.Fatalf("epoch %d", s.Batches[35].Epoch)
+	}
+}
+
+func TestApplyTornModes(t *testing.T) {
+	src := t.TempDir()
+	makeLog(t, src, 40)
+	orig, _ := ScanPartition(src, false)
+	last := orig.Last()
+	lastBase := last.Firsts[0]
+	for i := range 40 {
+		for _, mode := range []TornMode{TornCutUnacked, TornGarbage, TornCutAcked, TornOverwrite} {
+			dir := copyDir(t, src)
+			unacked := int64(114) // the last two batches (offsets 114..119) are unacknowledged
+			tt := Torn{Mode: mode, Partition: 0, Frac: float64(i) / 40, Len: 1 + i%64, Seed: uint64(i)}
+			res, err := ApplyTorn(dir, tt, unacked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leo := reopenLEO(t, dir)
+			switch mode {
+			case TornGarbage:
+				if leo != 120 || res.FirstOffset != -1 || res.Action != "garbage" {
+					t.Fatalf("%s: LEO %d after %v", mode, leo, res)
+				}
+			case TornCutUnacked:
+				if leo < unacked || (res.FirstOffset >= 0 && leo != res.FirstOffset) {
+					t.Fatalf("%s: LEO %d after %v", mode, leo, res)
+				}
+			case TornCutAcked, TornOverwrite:
+				if res.FirstOffset < lastBase && res.FirstOffset != -1 {
+					t.Fatalf("%s damaged a sealed segment: %v", mode, res)
+				}
+				if res.FirstOffset >= 0 && leo != res.FirstOffset {
+					t.Fatalf("%s: LEO %d after %v", mode, leo, res)
+				}
+			}
+			if mode == TornOverwrite && leo == 120 {
+				t.Fatalf("overwrite left the log whole: %v", res)
+			}
+		}
+	}
+}
+
+func TestApplyTornUnackedFallsBackToGarbage(t *testing.T) {
+	dir := t.TempDir()
+	makeLog(t, dir, 10)
+	res, err := ApplyTorn(dir, Torn{Mode: TornCutUnacked, Frac: 0.5, Len: 30, Seed: 1}, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != TornGarbage {
+		t.Fatalf("mode %s", res.Mode)
+	}
+	if leo := reopenLEO(t, dir); leo != 30 {
+		t.Fatalf("LEO %d", leo)
+	}
+}
