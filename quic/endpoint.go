@@ -156,7 +156,7 @@ func (e *Endpoint) HandleSession(t FrameType, h SessionHandler) { e.handlers.set
 func (e *Endpoint) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := e.Shutdown(ctx)
+	err := e.shutdownOnceWith(ctx, false)
 	if err == context.Canceled {
 		err = nil
 	}
@@ -167,11 +167,15 @@ func (e *Endpoint) Close() error {
 // expires, then closes every connection with a code and the socket. See
 // Endpoint for the full order. Calling it again waits for the first call.
 func (e *Endpoint) Shutdown(ctx context.Context) error {
+	return e.shutdownOnceWith(ctx, true)
+}
+
+func (e *Endpoint) shutdownOnceWith(ctx context.Context, graceful bool) error {
 	var err error
 	first := false
 	e.shutdownOnce.Do(func() {
 		first = true
-		err = e.shutdown(ctx)
+		err = e.shutdown(ctx, graceful)
 		close(e.shutdownDone)
 	})
 	if !first {
@@ -184,7 +188,7 @@ func (e *Endpoint) Shutdown(ctx context.Context) error {
 	return err
 }
 
-func (e *Endpoint) shutdown(ctx context.Context) error {
+func (e *Endpoint) shutdown(ctx context.Context, graceful bool) error {
 	e.mu.Lock()
 	e.mu.closing = true
 	ln := e.mu.ln
@@ -202,8 +206,10 @@ func (e *Endpoint) shutdown(ctx context.Context) error {
 		case <-drained:
 		case <-ctx.Done():
 			err = ctx.Err()
-			e.log.Warn("quic: shutdown deadline passed with handlers running; closing connections",
-				"addr", e.addr, "in_flight", e.active.count())
+			if graceful {
+				e.log.Warn("quic: shutdown deadline passed with handlers running; closing connections",
+					"addr", e.addr, "in_flight", e.active.count())
+			}
 		}
 	}
 	e.hardCancel()

@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,17 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestUDPBuffersRaised(t *testing.T) {
+	e := mustClient(t, Config{})
+	rcv, snd := setUDPBuffers(e.udp, udpBufferSize) // idempotent: reports what the socket has
+	if os.Geteuid() != 0 {
+		t.Logf("not root: rcvbuf %d KiB, sndbuf %d KiB", rcv>>10, snd>>10)
+		return
+	}
+	if rcv < udpBufferSize || snd < udpBufferSize {
+		t.Fatalf("as root the buffers should be forced to 7 MiB: rcvbuf %d, sndbuf %d", rcv, snd)
 	}
 }

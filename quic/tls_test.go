@@ -64,17 +64,17 @@ func TestMain(m *testing.M) {
 
 func TestMutualTLSAcceptsClusterClient(t *testing.T) {
 	cluster, _ := mustCertDirs(t)
-	var gotPeer Peer
+	peers := make(chan Peer, 1)
 	srv := mustServe(t, Config{TLS: TLSConfig{Dir: cluster, Name: "node1"}})
 	srv.Handle(50, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
-		gotPeer = p
+		peers <- p
 		return 50, nil, nil
 	})
 	cli := mustClient(t, Config{TLS: TLSConfig{Dir: cluster, Name: "client"}})
 	if err := cli.Call(context.Background(), srv.Addr(), 50, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if gotPeer.Name != "client" {
+	if gotPeer := <-peers; gotPeer.Name != "client" {
 		t.Fatalf("peer name %q, want client", gotPeer.Name)
 	}
 	s, err := cli.OpenSession(context.Background(), srv.Addr(), typeSession, echoMsg{})
