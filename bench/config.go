@@ -86,6 +86,9 @@ type ThroughputConfig struct {
 	BatchBytes        int           // producer batch size; 256 KiB
 	Linger            time.Duration // 2ms
 	MaxInFlight       int           // per partition; 5
+	// BufferBytes bounds each producer's unacknowledged records; 16 MiB. At
+	// full load the queue it allows is what produce latency mostly measures.
+	BufferBytes int64
 	// HalfLoadDuration is the length of the second run at half the measured
 	// rate, which gives the latency figures (produce and end to end); 4s, 0: skip.
 	HalfLoadDuration time.Duration
@@ -136,6 +139,7 @@ func DefaultConfig() Config {
 			BatchBytes:        256 << 10,
 			Linger:            2 * time.Millisecond,
 			MaxInFlight:       5,
+			BufferBytes:       16 << 20,
 			HalfLoadDuration:  4 * time.Second,
 			ConsumeCheck:      true,
 		},

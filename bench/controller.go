@@ -38,7 +38,7 @@ func (r *runner) runControllerFailover(ctx context.Context) (*ControllerResult, 
 	res := &ControllerResult{Method: controllerMethod}
 	w := newWatcher(ctx, r.ep, r.target.bootstrap(), []string{}, 5*time.Millisecond)
 	defer w.close()
-	bar := r.progress.steps("controller failover", cc.Trials)
+	bar := r.progress.steps("controller failover", cc.Trials, "trials")
 	var created []string
 	for i := range cc.Trials {
 		if ctx.Err() != nil {

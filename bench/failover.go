@@ -125,7 +125,7 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 		return <-loadDone
 	}
 
-	bar := r.progress.steps("failover", fc.Trials)
+	bar := r.progress.steps("failover", fc.Trials, "trials")
 	// Let the load reach its steady state before the first kill.
 	w.quietFor(ctx, 500*time.Millisecond, 2*time.Second)
 	for i := range fc.Trials {
@@ -308,10 +308,9 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 			seen[id]++
 		}
 	}
-	for id, n := range seen {
+	for _, n := range seen {
 		if n > 1 {
 			res.Duplicates += int64(n - 1)
-			_ = id
 		}
 	}
 	for _, a := range acks {

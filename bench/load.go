@@ -71,20 +71,24 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 		}()
 	}
 	progressDone := make(chan struct{})
-	if cfg.progress != nil {
-		go func() {
-			t := time.NewTicker(100 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-progressDone:
-					return
-				case <-t.C:
-					cfg.progress(acked.Load())
-				}
+	progressExited := make(chan struct{})
+	go func() {
+		defer close(progressExited)
+		if cfg.progress == nil {
+			return
+		}
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-progressDone:
+				cfg.progress(acked.Load())
+				return
+			case <-t.C:
+				cfg.progress(acked.Load())
 			}
-		}()
-	}
+		}
+	}()
 	perProducer := cfg.rate / float64(len(producers))
 	stopped := func() bool {
 		select {
@@ -172,14 +176,12 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 	}
 	wg.Wait()
 	close(progressDone)
+	<-progressExited
 	stopNow()
 	res.sent, res.acked, res.failed, res.ackedBytes = sent.Load(), acked.Load(), failed.Load(), ackedBytes.Load()
 	res.end = time.Unix(0, lastAck.Load())
 	if res.acked == 0 {
 		res.end = time.Now()
-	}
-	if cfg.progress != nil {
-		cfg.progress(res.acked)
 	}
 	return res
 }

@@ -27,7 +27,7 @@ func writePlot(path string, fo *FailoverResult) error {
 	acks := append([]ackRec(nil), tl.acks...)
 	tl.mu.Unlock()
 	end := time.Duration(fo.Seconds * float64(time.Second))
-	n := int(end/plotBucket) + 1
+	n := int(end / plotBucket) // whole buckets only: a partial last one would dip
 	all := make([]float64, n)
 	p0 := make([]float64, n)
 	for i, t := range times {
@@ -58,7 +58,8 @@ func writePlot(path string, fo *FailoverResult) error {
 	p.X.Label.Text = "seconds since the load started"
 	p.Y.Label.Text = fmt.Sprintf("records acknowledged per %v", plotBucket)
 	p.Y.Min = 0
-	p.Y.Max = ymax * 1.1
+	top := ymax * 1.35 // headroom for the legend
+	p.Y.Max = top
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 
@@ -67,12 +68,14 @@ func writePlot(path string, fo *FailoverResult) error {
 		return err
 	}
 	lAll.Color = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+	lAll.StepStyle = plotter.PostStep
 	lP0, err := plotter.NewLine(series(p0))
 	if err != nil {
 		return err
 	}
 	lP0.Color = color.RGBA{B: 200, A: 255}
 	lP0.Width = vg.Points(1.2)
+	lP0.StepStyle = plotter.PostStep
 	p.Add(lAll, lP0)
 	p.Legend.Add("all partitions", lAll)
 	p.Legend.Add("partition 0 (victim's)", lP0)
@@ -96,7 +99,7 @@ func writePlot(path string, fo *FailoverResult) error {
 				continue
 			}
 			x := at.Sub(tl.start).Seconds()
-			l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: ymax * 1.1}})
+			l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top}})
 			if err != nil {
 				return err
 			}

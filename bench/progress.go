@@ -35,8 +35,8 @@ type phaseBar struct {
 	start time.Time
 	d     time.Duration
 	n     int64
+	unit  string
 	bar   *progressbar.ProgressBar
-	last  int64
 }
 
 func (p *progress) newBar(max int64, name, unit string) *progressbar.ProgressBar {
@@ -70,19 +70,18 @@ func (p *progress) phase(name string, d time.Duration, n int64) *phaseBar {
 	return b
 }
 
-// steps starts a phase of n steps (trials).
-func (p *progress) steps(name string, n int) *phaseBar {
-	b := &phaseBar{p: p, name: name, start: time.Now(), n: int64(n)}
-	b.bar = p.newBar(int64(n), name, "trials")
+// steps starts a phase of n steps (trials, rounds).
+func (p *progress) steps(name string, n int, unit string) *phaseBar {
+	b := &phaseBar{p: p, name: name, start: time.Now(), n: int64(n), unit: unit}
+	b.bar = p.newBar(int64(n), name, unit)
 	if b.bar == nil {
-		fmt.Fprintf(p.w, "bench: %s: %d trials ...\n", name, n)
+		fmt.Fprintf(p.w, "bench: %s: %d %s ...\n", name, n, unit)
 	}
 	return b
 }
 
 // records reports progress in records.
 func (b *phaseBar) records(acked int64) {
-	b.last = acked
 	if b.bar == nil {
 		return
 	}
@@ -99,7 +98,7 @@ func (b *phaseBar) step(i int) {
 	if b.bar != nil {
 		b.bar.Set(i)
 	} else {
-		fmt.Fprintf(b.p.w, "bench: %s: trial %d/%d done\n", b.name, i, b.n)
+		fmt.Fprintf(b.p.w, "bench: %s: %d/%d %s done\n", b.name, i, b.n, b.unit)
 	}
 }
 

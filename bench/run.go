@@ -43,7 +43,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// The transport ceiling first, while no cluster competes for the CPUs.
 	if cfg.Mode.runs(ModeTransport) || cfg.Mode.runs(ModeThroughput) {
-		bar := r.progress.steps("transport", cfg.Transport.Rounds)
+		bar := r.progress.steps("transport", cfg.Transport.Rounds, "rounds")
 		t, err := runTransport(ctx, cfg.Transport, func(done, _ int) { bar.step(done) })
 		bar.done()
 		if err != nil {
@@ -88,6 +88,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if f != nil && f.LostRecords > 0 {
 				fail("failover", fmt.Errorf("%d acknowledged records lost", f.LostRecords))
 			}
+			if f != nil {
+				for _, t := range f.Trials {
+					if t.Error != "" {
+						fail("failover", fmt.Errorf("trial %d: %s", t.Trial, t.Error))
+					}
+				}
+			}
 		}
 	}
 	if cfg.Mode.runs(ModeControllerFailover) && ctx.Err() == nil {
@@ -99,11 +106,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				fail("controller-failover", err)
 			}
+			if c != nil {
+				for _, t := range c.Trials {
+					if t.Error != "" {
+						fail("controller-failover", fmt.Errorf("trial %d: %s", t.Trial, t.Error))
+					}
+				}
+			}
 		}
 	}
 	if lt, ok := r.target.(*localTarget); ok {
 		for _, c := range lt.crashes() {
 			rep.Crashes = append(rep.Crashes, fmt.Sprintf("node %d (pid %d) exited on its own: %v; log %s", c.ID, c.PID, c.Err, c.LogPath))
+		}
+		if len(rep.Crashes) > 0 {
+			fail("cluster", fmt.Errorf("%d node crash(es)", len(rep.Crashes)))
 		}
 	}
 	var err error

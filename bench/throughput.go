@@ -60,6 +60,7 @@ func (t ThroughputConfig) producerConfig() client.ProducerConfig {
 		BatchBytes:         t.BatchBytes,
 		Linger:             t.Linger,
 		MaxInFlight:        t.MaxInFlight,
+		BufferBytes:        t.BufferBytes,
 	}
 }
 

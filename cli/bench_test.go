@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// asBinaryEnv makes the cli test binary act as the paymentlog binary (see
+// TestMain), so multi-process tests can start nodes without `go build`.
+const asBinaryEnv = "PAYMENTLOG_CLI_TEST_AS_BINARY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asBinaryEnv) == "1" {
+		os.Exit(Run(os.Args))
+	}
+	os.Exit(m.Run())
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "nonsense"},
+		{"bench", "throughput", "--record-size", "10"},
+		{"bench", "throughput", "failover"},
+		{"bench", "--acks", "2"},
+	} {
+		_, stderr, code := runClientCLI(t, nil, args...)
+		if code != 2 || !strings.HasPrefix(stderr, "paymentlog: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+// TestBenchTiny runs every benchmark, very briefly, on a local 3-node cluster
+// whose nodes are this test binary acting as paymentlog.
+func TestBenchTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	t.Setenv(asBinaryEnv, "1")
+	dir := t.TempDir()
+	jsonPath, plotPath := filepath.Join(dir, "bench.json"), filepath.Join(dir, "failover.svg")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	code := RunContext(ctx, []string{"paymentlog", "bench",
+		"--base-dir", dir,
+		"--duration", "1s", "--half-load-duration", "500ms", "--partitions", "2", "--producers", "1",
+		"--transport-duration", "200ms", "--transport-rounds", "1",
+		"--trials", "1", "--failover-rate", "300", "--failover-timeout", "20s",
+		"--json", jsonPath, "--plot", plotPath,
+	}, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Throughput struct {
+			RecordsPerSec  float64            `json:"records_per_sec"`
+			MBPerSec       float64            `json:"mb_per_sec"`
+			ProduceLatency map[string]float64 `json:"produce_latency_ms"`
+		} `json:"throughput"`
+		Transport struct {
+			MBPerSec float64 `json:"mb_per_sec"`
+		} `json:"transport"`
+		Failover struct {
+			Trials        []map[string]any   `json:"trials"`
+			UnavailableMs map[string]float64 `json:"unavailable_ms"`
+			LostRecords   *int64             `json:"lost_records"`
+			Verified      int64              `json:"verified"`
+		} `json:"failover"`
+		ControllerFailover struct {
+			Ms map[string]float64 `json:"ms"`
+		} `json:"controller_failover"`
+		Config map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case rep.Throughput.RecordsPerSec <= 0 || rep.Throughput.MBPerSec <= 0:
+		t.Errorf("throughput %+v", rep.Throughput)
+	case rep.Throughput.ProduceLatency["p999"] <= 0:
+		t.Errorf("produce latency %v", rep.Throughput.ProduceLatency)
+	case rep.Transport.MBPerSec <= 0:
+		t.Errorf("transport %+v", rep.Transport)
+	case len(rep.Failover.Trials) != 1 || rep.Failover.UnavailableMs["max"] <= 0:
+		t.Errorf("failover %+v", rep.Failover)
+	case rep.Failover.LostRecords == nil || *rep.Failover.LostRecords != 0 || rep.Failover.Verified == 0:
+		t.Errorf("failover readback: lost %v, verified %d", rep.Failover.LostRecords, rep.Failover.Verified)
+	case rep.ControllerFailover.Ms["max"] <= 0:
+		t.Errorf("controller failover %+v", rep.ControllerFailover)
+	case rep.Config["versions"] == nil:
+		t.Errorf("config %v", rep.Config)
+	}
+	if svg, err := os.ReadFile(plotPath); err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Errorf("plot: %v", err)
+	}
+	// The local cluster's directory is gone.
+	if m, _ := filepath.Glob(filepath.Join(dir, "paymentlog-cluster-*")); len(m) != 0 {
+		t.Errorf("cluster directory left behind: %v", m)
+	}
+}
