@@ -17,6 +17,7 @@ import (
 type quicCluster struct {
 	t      *testing.T
 	voters map[uint64]string
+	addrs  map[uint64]string // every node's address, learners too
 	eps    map[uint64]*quic.Endpoint
 	serve  map[uint64]chan error
 	nodes  map[uint64]*Node
@@ -28,9 +29,13 @@ type quicCluster struct {
 
 func newQuicCluster(t *testing.T, voters int, onDisk bool) *quicCluster {
 	c := &quicCluster{
-		t: t, voters: map[uint64]string{}, eps: map[uint64]*quic.Endpoint{}, serve: map[uint64]chan error{},
+		t: t, voters: map[uint64]string{}, addrs: map[uint64]string{}, eps: map[uint64]*quic.Endpoint{}, serve: map[uint64]chan error{},
 		nodes: map[uint64]*Node{}, sms: map[uint64]*testSM{}, disks: map[uint64]*memDisk{},
 		dirs: map[uint64]string{}, onDisk: onDisk,
+	}
+	root := t.TempDir() // before the Cleanup below, so removed after it
+	for id := uint64(1); id <= 8; id++ {
+		c.dirs[id] = fmt.Sprintf("%s/node%d/__cluster_metadata-0", root, id)
 	}
 	t.Cleanup(func() {
 		for id := range c.nodes {
@@ -53,12 +58,13 @@ func (c *quicCluster) listen(id uint64, addr string) {
 	done := make(chan error, 1)
 	go func() { done <- ep.Serve(context.Background()) }()
 	c.eps[id], c.serve[id] = ep, done
+	c.addrs[id] = ep.Addr()
 }
 
 func (c *quicCluster) start(id uint64) {
 	c.t.Helper()
 	if c.eps[id] == nil {
-		c.listen(id, c.voters[id])
+		c.listen(id, c.addrs[id])
 	}
 	c.sms[id] = &testSM{}
 	cfg := Config{
@@ -67,9 +73,6 @@ func (c *quicCluster) start(id uint64) {
 		SM: c.sms[id], Logger: testLogger(c.t).With("test_node", id),
 	}
 	if c.onDisk {
-		if c.dirs[id] == "" {
-			c.dirs[id] = c.t.TempDir()
-		}
 		cfg.DataDir, cfg.SegmentBytes = c.dirs[id], 1<<20
 	} else {
 		if c.disks[id] == nil {
@@ -167,7 +170,8 @@ func TestQUICThreeNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real network")
 	}
-	c := newQuicCluster(t, 3, false)
+	requireSegment(t)
+	c := newQuicCluster(t, 3, true)
 	for id := range c.voters {
 		c.start(id)
 	}
@@ -195,4 +199,61 @@ func TestQUICThreeNodes(t *testing.T) {
 	// It comes back on its address and catches up.
 	c.start(lead)
 	c.waitSame(want)
+
+	// A broker-only node joins as a learner over QUIC.
+	lead = c.leader()
+	c.listen(4, "127.0.0.1:0")
+	c.start(4)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.nodes[lead].AddLearner(ctx, 4, c.eps[4].Addr()); err != nil {
+		t.Fatalf("AddLearner: %v", err)
+	}
+	want = append(want, "learned")
+	c.propose("learned")
+	c.waitSame(want)
+
+	// Everyone stops and restarts from disk.
+	for id := range c.nodes {
+		c.kill(id)
+	}
+	for id := uint64(1); id <= 4; id++ {
+		c.start(id)
+	}
+	c.waitSame(want)
+	if st := c.nodes[4].Status(); !slices.Equal(st.Learners, []uint64{4}) {
+		t.Fatalf("learner after restart: %+v", st)
+	}
+	want = append(want, "restarted")
+	c.propose("restarted")
+	c.waitSame(want)
+}
+
+// A frame addressed to another node, or garbage, closes that stream only.
+func TestQUICRejectsForeignFrames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real network")
+	}
+	c := newQuicCluster(t, 1, false)
+	c.start(1)
+	c.leader()
+	ep, err := quic.New(context.Background(), quic.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, f := range []*raftFrame{{From: 7, To: 99}, {From: 7, To: 1, Msgs: [][]byte{{0xff, 0x01}}}} {
+		s, err := ep.OpenSession(ctx, c.voters[1], FrameType, f)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		if _, err := s.Recv(ctx); err == nil {
+			t.Fatalf("stream with %+v not closed", f)
+		}
+		_ = s.Close()
+	}
+	c.propose("still fine")
+	c.waitSame([]string{"still fine"})
 }
