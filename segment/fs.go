@@ -201,19 +201,6 @@ func (m *osMapping) Flush(off, n int) error {
 
 func (m *osMapping) Unmap() error { return m.m.Unmap() }
 
-// prefault asks the kernel to populate the page tables of [off, off+n) for
-// writing, so that appends do not take one page fault per 4 KiB. Best effort.
-func (m *osMapping) prefault(off, n int) {
-	start := off &^ (pageSize - 1)
-	end := off + n
-	if end > len(m.m) {
-		end = len(m.m)
-	}
-	if start < end {
-		_ = unix.Madvise(m.m[start:end], unix.MADV_POPULATE_WRITE)
-	}
-}
-
 // isNoSpace reports whether err means the file system is full.
 func isNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)

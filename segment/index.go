@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// indexFile is a preallocated, memory-mapped file of fixed-size entries: the
+// indexFile is a preallocated (sparse), memory-mapped file of fixed-size entries: the
 // sparse offset index (.index) and the time index (.timeindex) share it.
 // Entries below n are published and read under Log.mu; the writer (holding
 // Log.appendMu) writes entry n before publishing n+1.
@@ -19,10 +19,7 @@ type indexFile struct {
 	entrySize  int
 	n          int // published entries
 	maxEntries int
-	allocated  int64
 }
-
-const indexAllocChunk = 64 << 10
 
 // openIndexFile opens (creating if needed) an index. For a writable index the
 // file is extended to maxBytes and entries = keep (the valid prefix); for a
@@ -63,14 +60,13 @@ func openIndexFile(fs FS, path string, entrySize, maxBytes int, writable bool, k
 			}
 		}
 		ix.n = keep
-		ix.allocated = int64(keep * entrySize)
 		size = want
 	} else {
 		ix.n = int(size) / entrySize
 		ix.maxEntries = ix.n
 	}
 	if size > 0 {
-		ix.mp, err = f.Map(int(size), writable)
+		ix.mp, err = f.Map(int(size), false)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -86,30 +82,17 @@ func (ix *indexFile) entry(i int) []byte {
 
 func (ix *indexFile) full() bool { return ix.n >= ix.maxEntries }
 
-// writeNext writes entry n (unpublished). The caller publishes with n++ under Log.mu.
+// writeNext writes entry n (unpublished) with a positioned write; the
+// read-only mapping shows it. The caller publishes with n++ under Log.mu.
 func (ix *indexFile) writeNext(fill func(e []byte)) error {
-	end := int64((ix.n + 1) * ix.entrySize)
-	if end > ix.allocated {
-		chunk := ix.allocated + indexAllocChunk
-		if lim := int64(len(ix.data)); chunk > lim {
-			chunk = lim
-		}
-		if err := ix.file.Allocate(ix.allocated, chunk-ix.allocated); err != nil {
-			return err
-		}
-		ix.allocated = chunk
-	}
-	fill(ix.entry(ix.n))
-	return nil
+	var e [16]byte
+	fill(e[:ix.entrySize])
+	_, err := ix.file.WriteAt(e[:ix.entrySize], int64(ix.n*ix.entrySize))
+	return err
 }
 
 // seal truncates the file to its entries and makes it durable.
 func (ix *indexFile) seal(sync bool) error {
-	if ix.mp != nil && sync && ix.n > 0 {
-		if err := ix.mp.Flush(0, ix.n*ix.entrySize); err != nil {
-			return err
-		}
-	}
 	if err := ix.file.Truncate(int64(ix.n * ix.entrySize)); err != nil {
 		return err
 	}

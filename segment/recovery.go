@@ -290,7 +290,7 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		}
 	}
 	if capacity > 0 {
-		m, err := f.Map(int(capacity), last)
+		m, err := f.Map(int(capacity), false)
 		if err != nil {
 			return fail(err)
 		}
@@ -300,7 +300,7 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 	if s.mp != nil {
 		data = s.mp.data[:size]
 	}
-	s.capacity, s.allocated, s.sealed = capacity, size, !last
+	s.capacity, s.sealed = capacity, !last
 
 	if trusted {
 		if err := l.openIndexes(s, last, -1, -1); err == nil {
@@ -373,7 +373,6 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	s.allocated = res.end
 	s.flushed.Store(res.end)
 	return s, nil
 }

@@ -47,7 +47,6 @@ type segment struct {
 	sealed bool  // (mu)
 
 	capacity   int64     // (w) usable bytes of the active mapping
-	allocated  int64     // (w) disk blocks reserved up to here
 	sinceIndex int64     // (w) bytes appended since the last index entry
 	rollTime   time.Time // (w) when the segment got its first batch in this process
 
@@ -89,7 +88,7 @@ func (l *Log) createSegment(base, capacity int64) (*segment, error) {
 	if err := f.Truncate(capacity); err != nil {
 		return fail(err)
 	}
-	m, err := f.Map(int(capacity), true)
+	m, err := f.Map(int(capacity), false)
 	if err != nil {
 		return fail(err)
 	}

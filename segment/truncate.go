@@ -162,7 +162,7 @@ func (l *Log) reactivateLocked(s *segment, pos int64, inPlace, wasSealed bool) e
 	}
 	var mp *mapping
 	if wasSealed || newFile != nil || len(s.mp.data) < int(capacity) {
-		m, err := file.f.Map(int(capacity), true)
+		m, err := file.f.Map(int(capacity), false)
 		if err != nil {
 			return err
 		}
@@ -206,7 +206,7 @@ func (l *Log) reactivateLocked(s *segment, pos int64, inPlace, wasSealed bool) e
 		oldIdx.close()
 		oldTidx.close()
 	}
-	s.capacity, s.allocated = capacity, pos
+	s.capacity = capacity
 	s.sinceIndex = l.sinceLastIndex(s)
 	s.rollTime = l.opts.Now()
 	return nil
