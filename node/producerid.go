@@ -17,6 +17,10 @@ type producerIDs struct {
 func (n *Node) nextProducerID(ctx context.Context) (int64, error) {
 	n.pidMu.Lock()
 	defer n.pidMu.Unlock()
+	return n.nextProducerIDLocked(ctx)
+}
+
+func (n *Node) nextProducerIDLocked(ctx context.Context) (int64, error) {
 	if n.pids.next >= n.pids.end {
 		var resp wire.AllocateProducerIDsResponse
 		err := n.callController(ctx, wire.TypeAllocateProducerIDs, wire.AllocateProducerIDsRequest{
@@ -29,5 +33,12 @@ func (n *Node) nextProducerID(ctx context.Context) (int64, error) {
 	}
 	id := n.pids.next
 	n.pids.next++
+	if id == 0 {
+		// The first block starts at 0, but a zero ProducerID means "not
+		// idempotent" to segment.BuilderOptions (stored as -1): a producer
+		// given id 0 would write batches without sequence numbers, and its
+		// retries would be duplicated and reordered (found by e2e chaos).
+		return n.nextProducerIDLocked(ctx)
+	}
 	return id, nil
 }
