@@ -1,0 +1,385 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"paymentlog/bench/localcluster"
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// Event records one fault as it ran.
+type Event struct {
+	Fault   Fault
+	At      time.Duration // since the run started, when the fault hit
+	Victim  int32         // 0 if the fault was skipped
+	Target  string        // how the victim was chosen ("leader of partition 2", ...)
+	Torn    *TornResult   // the torn tail applied, if any
+	Note    string        // fallbacks, skips, slow recoveries
+	Healthy time.Duration // from the end of the fault until the cluster was ready again
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("t+%-8v %-16s", e.At.Round(time.Millisecond), e.Fault.Kind)
+	if e.Victim > 0 {
+		s += fmt.Sprintf(" node %d (%s) for %v", e.Victim, e.Target, e.Fault.Hold.Round(time.Millisecond))
+	}
+	if e.Torn != nil {
+		s += "; torn tail " + e.Torn.String()
+	}
+	if e.Healthy > 0 {
+		s += fmt.Sprintf("; ready again after %v", e.Healthy.Round(time.Millisecond))
+	}
+	if e.Note != "" {
+		s += "; " + e.Note
+	}
+	return s
+}
+
+// Nemesis injects the faults of a Schedule into a local cluster, one at a
+// time: each fault is healed (node restarted, resumed or reconnected) and the
+// cluster is given time to become ready before the next one.
+type Nemesis struct {
+	C          *localcluster.Cluster
+	NS         *localcluster.NetNS // nil: no network partitions
+	Topic      string
+	Partitions int
+	Workload   *Workload // for the acknowledged offsets (torn-tail thresholds)
+	Start      time.Time
+	Out        io.Writer // one line per fault; may be nil
+	Logger     *slog.Logger
+	// ReadyTimeout bounds the wait for a ready cluster after each fault; default 20s.
+	ReadyTimeout time.Duration
+
+	ep      *quic.Endpoint
+	mu      sync.Mutex
+	events  []Event
+	crashes int // crashes already handled
+}
+
+// Events returns the faults run so far.
+func (n *Nemesis) Events() []Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Event(nil), n.events...)
+}
+
+// Counts returns how many faults of each kind were injected (TornTail: torn
+// tails applied; skipped faults are not counted).
+func (n *Nemesis) Counts() map[Kind]int {
+	out := map[Kind]int{}
+	for _, e := range n.Events() {
+		if e.Victim == 0 {
+			continue
+		}
+		out[e.Fault.Kind]++
+		if e.Torn != nil {
+			out[TornTail]++
+		}
+	}
+	return out
+}
+
+func (n *Nemesis) logf(format string, args ...any) {
+	if n.Out != nil {
+		fmt.Fprintf(n.Out, format+"\n", args...)
+	}
+}
+
+// Run injects faults from s until stop reports true (asked before each
+// fault with the number run so far) or ctx ends.
+func (n *Nemesis) Run(ctx context.Context, s *Schedule, stop func(done int) bool) error {
+	if n.Logger == nil {
+		n.Logger = slog.New(slog.DiscardHandler)
+	}
+	if n.ReadyTimeout <= 0 {
+		n.ReadyTimeout = 20 * time.Second
+	}
+	for done := 0; !stop(done) && ctx.Err() == nil; done++ {
+		f := s.Next()
+		if !wait(ctx, f.Gap) {
+			break
+		}
+		ev := n.inject(ctx, f)
+		n.mu.Lock()
+		n.events = append(n.events, ev)
+		n.mu.Unlock()
+		n.logf("%s", ev)
+	}
+	return ctx.Err()
+}
+
+// wait sleeps d unless ctx ends first (false).
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// inject runs one fault to its end (the victim healed) and waits for a ready cluster.
+func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
+	ev := Event{Fault: f}
+	ids := n.C.IDs()
+	victim := ids[f.Pick%len(ids)]
+	ev.Target = "random"
+	switch f.Kind {
+	case KillLeader:
+		p := int32(f.Pick % n.Partitions)
+		if l, _, err := n.C.PartitionLeader(ctx, n.Topic, p); err == nil {
+			victim, ev.Target = l, fmt.Sprintf("leader of partition %d", p)
+		} else {
+			ev.Note = fmt.Sprintf("no leader for partition %d (%v): random node instead", p, err)
+		}
+	case KillController:
+		if c, err := n.C.ActiveController(ctx); err == nil {
+			victim, ev.Target = c, "active controller"
+		} else {
+			ev.Note = fmt.Sprintf("no active controller (%v): random node instead", err)
+		}
+	case NetPartition:
+		if n.NS == nil {
+			ev.Note = "skipped: no network namespaces"
+			return ev
+		}
+	}
+	if info := n.C.Node(victim); !info.Running {
+		ev.Note = fmt.Sprintf("skipped: node %d is not running", victim)
+		return ev
+	}
+	ev.Victim = victim
+	ev.At = time.Since(n.Start)
+	var err error
+	switch f.Kind {
+	case KillNode, KillLeader, KillController:
+		err = n.kill(ctx, f, victim, &ev)
+	case Pause:
+		if err = n.C.Pause(victim); err == nil {
+			wait(ctx, f.Hold)
+			err = n.C.Resume(victim)
+		}
+	case NetPartition:
+		if err = n.NS.Isolate(ctx, victim); err == nil {
+			wait(ctx, f.Hold)
+			err = n.NS.Heal(context.WithoutCancel(ctx), victim)
+		}
+	}
+	if err != nil {
+		ev.Note = joinNote(ev.Note, "error: "+err.Error())
+	}
+	healed := time.Now()
+	if err := n.waitReady(ctx); err != nil {
+		ev.Note = joinNote(ev.Note, fmt.Sprintf("not ready %v after the fault: %v", n.ReadyTimeout, err))
+	}
+	ev.Healthy = time.Since(healed)
+	return ev
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// kill SIGKILLs the victim, holds, optionally tears its files, restarts it.
+func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) error {
+	if err := n.C.Kill(victim); err != nil {
+		return err
+	}
+	wait(ctx, f.Hold)
+	if f.Torn != nil {
+		res, note, err := n.tear(ctx, victim, *f.Torn)
+		ev.Note = joinNote(ev.Note, note)
+		if err != nil {
+			ev.Note = joinNote(ev.Note, "torn tail failed: "+err.Error())
+		} else {
+			ev.Torn = &res
+		}
+	}
+	return n.C.StartNode(context.WithoutCancel(ctx), victim)
+}
+
+// tear applies a torn tail to the stopped victim. Modes that may touch
+// acknowledged data run only when another running node is in the
+// partition's ISR (it holds every committed record); otherwise they degrade
+// to TornCutUnacked.
+func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, string, error) {
+	data := n.C.Node(victim).DataDir
+	if t.Partition < 0 {
+		return n.applyTorn(filepath.Join(data, "__cluster_metadata-0"), t, 0)
+	}
+	note := ""
+	if t.Mode == TornCutAcked || t.Mode == TornOverwrite {
+		if ok, why := n.othersInISR(ctx, victim, int32(t.Partition)); !ok {
+			note = fmt.Sprintf("%s downgraded to %s: %s", t.Mode, TornCutUnacked, why)
+			t.Mode = TornCutUnacked
+		}
+	}
+	from := n.unackedFrom(ctx, t.Partition)
+	res, _, err := n.applyTorn(filepath.Join(data, fmt.Sprintf("%s-%d", n.Topic, t.Partition)), t, from)
+	return res, note, err
+}
+
+func (n *Nemesis) applyTorn(dir string, t Torn, from int64) (TornResult, string, error) {
+	res, err := ApplyTorn(dir, t, from)
+	return res, "", err
+}
+
+// othersInISR reports whether a running node other than victim is in the
+// partition's ISR.
+func (n *Nemesis) othersInISR(ctx context.Context, victim, p int32) (bool, string) {
+	v, err := n.C.Metadata(ctx, n.Topic)
+	if err != nil {
+		return false, "no metadata: " + err.Error()
+	}
+	pm, ok := v.Partition(n.Topic, p)
+	if !ok {
+		return false, "partition unknown"
+	}
+	for _, id := range pm.ISR {
+		if id != victim && n.C.Node(id).Running && !n.C.Node(id).Paused {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("isr %v has no other running member", pm.ISR)
+}
+
+// unackedFrom is the first offset of partition p that no acknowledged record
+// can occupy: past every offset a producer saw acknowledged and every HW a
+// running node reports.
+func (n *Nemesis) unackedFrom(ctx context.Context, p int) int64 {
+	from := int64(0)
+	if n.Workload != nil {
+		from = n.Workload.MaxAcked(p) + 1
+	}
+	for _, id := range n.C.IDs() {
+		if info := n.C.Node(id); !info.Running || info.Paused {
+			continue
+		}
+		if r, err := n.DescribeReplica(ctx, id, int32(p)); err == nil {
+			from = max(from, r.HighWatermark)
+		}
+	}
+	return from
+}
+
+// waitReady waits until a controller is elected, every node is registered
+// and alive, and every partition has a leader. Nodes that crashed meanwhile
+// are restarted (the crash is reported by the checker).
+func (n *Nemesis) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.ReadyTimeout)
+	defer cancel()
+	return localcluster.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
+		n.restartCrashed(ctx)
+		if ok, err := n.C.Ready(ctx); !ok {
+			return false, err
+		}
+		v, err := n.C.Metadata(ctx, n.Topic)
+		if err != nil {
+			return false, err
+		}
+		for p := range n.Partitions {
+			pm, ok := v.Partition(n.Topic, int32(p))
+			if !ok || pm.Leader < 0 {
+				return false, fmt.Errorf("partition %d has no leader", p)
+			}
+		}
+		return true, nil
+	})
+}
+
+// restartCrashed starts nodes that exited on their own.
+func (n *Nemesis) restartCrashed(ctx context.Context) {
+	cr := n.C.Crashes()
+	n.mu.Lock()
+	fresh := cr[n.crashes:]
+	n.crashes = len(cr)
+	n.mu.Unlock()
+	for _, c := range fresh {
+		n.logf("CRASH node %d exited on its own: %v (log %s); restarting it", c.ID, c.Err, c.LogPath)
+		if !n.C.Node(c.ID).Running {
+			if err := n.C.StartNode(ctx, c.ID); err != nil {
+				n.logf("restart of crashed node %d failed: %v", c.ID, err)
+			}
+		}
+	}
+}
+
+// HealAll undoes every fault still in effect: reconnects isolated nodes,
+// resumes paused ones and starts any that are down.
+func (n *Nemesis) HealAll(ctx context.Context) error {
+	var errs []error
+	if n.NS != nil {
+		for _, id := range n.NS.Isolated() {
+			errs = append(errs, n.NS.Heal(ctx, id))
+		}
+	}
+	for _, info := range n.C.Nodes() {
+		switch {
+		case info.Paused:
+			errs = append(errs, n.C.Resume(info.ID))
+		case !info.Running:
+			errs = append(errs, n.C.StartNode(ctx, info.ID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// endpoint returns the nemesis's own client endpoint (for DescribeReplica).
+func (n *Nemesis) endpoint(ctx context.Context) (*quic.Endpoint, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ep != nil {
+		return n.ep, nil
+	}
+	ep, err := quic.New(ctx, quic.Config{TLS: n.C.ClientTLS(), Logger: n.Logger})
+	if err != nil {
+		return nil, err
+	}
+	n.ep = ep
+	return ep, nil
+}
+
+// DescribeReplica asks node id for its replica of partition p.
+func (n *Nemesis) DescribeReplica(ctx context.Context, id, p int32) (*wire.DescribeReplicaResponse, error) {
+	ep, err := n.endpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var resp wire.DescribeReplicaResponse
+	if err := ep.Call(ctx, n.C.Node(id).Addr, wire.TypeDescribeReplica, &wire.DescribeReplicaRequest{Topic: n.Topic, Partition: p}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Err != wire.None {
+		return nil, resp.Err.Err("")
+	}
+	return &resp, nil
+}
+
+// Close shuts the nemesis's endpoint down.
+func (n *Nemesis) Close() {
+	n.mu.Lock()
+	ep := n.ep
+	n.ep = nil
+	n.mu.Unlock()
+	if ep != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ep.Shutdown(ctx)
+		cancel()
+	}
+}
+

@@ -1,0 +1,420 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"paymentlog/bench/localcluster"
+	"paymentlog/client"
+)
+
+// Config configures Run. Zero fields take the defaults in their comments.
+type Config struct {
+	Binary string // the paymentlog binary the nodes run; required
+	Seed   int64  // the schedule's seed; 0: derived from the clock (printed)
+	// Duration: inject faults until this much time has passed. Zero: exactly
+	// one deck of the schedule (PerKind faults of every kind).
+	Duration time.Duration
+	PerKind  int    // see Plan.PerKind; default 20
+	Kinds    []Kind // default every kind (partitions only where network namespaces work)
+	// SessionTimeout is the nodes' --session-timeout; default 1s.
+	SessionTimeout time.Duration
+	Producers      int           // default 4
+	Consumers      int           // default 2
+	Interval       time.Duration // per producer, between records; default 5ms
+	Pad            int           // payload filler bytes; default 64
+	SegmentBytes   int64         // the nodes' --segment-bytes; default 1 MiB (so segments roll)
+	// SettleTimeout bounds the wait, after healing, for every replica to be
+	// back in sync and every record resolved; default 90s.
+	SettleTimeout time.Duration
+	BaseDir       string    // for the cluster directory; default os.TempDir()
+	Keep          bool      // keep the cluster directory (data, node logs)
+	KeepOnFailure bool      // keep it when the checker finds an anomaly
+	Out           io.Writer // the schedule as it runs and the report; default io.Discard
+	Logger        *slog.Logger
+}
+
+// Result is a run's outcome.
+type Result struct {
+	Seed     int64
+	Plan     Plan
+	Events   []Event
+	Counts   map[Kind]int // faults injected by kind (TornTail: torn tails applied)
+	Report   *Report
+	History  *History
+	Dir      string // the cluster directory (removed unless kept)
+	Kept     bool
+	NoNetNS  string // why network partitions did not run ("" if they did)
+	Elapsed  time.Duration
+	Topic    string
+	Settled  time.Duration // time from healing until in sync
+	NodeLogs []string
+}
+
+// Topic is the chaos topic's name.
+const Topic = "chaos"
+
+// Run starts a 3-node cluster, runs the workload and the nemesis, heals,
+// settles, reads everything back (through the cluster and from every
+// replica's files) and checks the history. The error is for a run that
+// could not be carried out; anomalies are in Result.Report.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	out := cfg.Out
+	res := &Result{Seed: cfg.Seed, Topic: Topic}
+	start := time.Now()
+	kinds := cfg.Kinds
+	var ns *localcluster.NetNS
+	if slices.Contains(kinds, NetPartition) {
+		var err error
+		if err = localcluster.NetNSAvailable(); err == nil {
+			localcluster.CleanupStaleNetNS(ctx)
+			ns, err = localcluster.NewNetNS(ctx)
+		}
+		if err != nil {
+			res.NoNetNS = err.Error()
+			fmt.Fprintf(out, "chaos: network partition faults skipped: %v\n", err)
+			kinds = slices.DeleteFunc(slices.Clone(kinds), func(k Kind) bool { return k == NetPartition })
+		} else {
+			defer ns.Close()
+		}
+	}
+	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: 3, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
+	sched := NewSchedule(plan)
+	res.Plan = sched.Plan()
+	fmt.Fprintf(out, "chaos: seed=%d kinds=%v per-kind=%d duration=%v session-timeout=%v\n", cfg.Seed, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout)
+
+	opts := localcluster.Options{
+		Binary:  cfg.Binary,
+		Nodes:   3,
+		BaseDir: cfg.BaseDir,
+		Keep:    true, // decided at the end
+		Logger:  cfg.Logger,
+		ExtraArgs: []string{
+			"--session-timeout", cfg.SessionTimeout.String(),
+			"--segment-bytes", fmt.Sprint(cfg.SegmentBytes),
+		},
+	}
+	if ns != nil {
+		ns.Apply(&opts)
+	}
+	c, err := localcluster.Start(ctx, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Dir = c.Dir()
+	defer func() {
+		c.Close()
+		keep := cfg.Keep || (cfg.KeepOnFailure && res.Report != nil && !res.Report.OK())
+		if !keep {
+			removeAll(res.Dir)
+		}
+		res.Kept = keep
+	}()
+	for _, id := range c.IDs() {
+		res.NodeLogs = append(res.NodeLogs, c.Node(id).LogPath)
+	}
+	fmt.Fprintf(out, "chaos: cluster in %s (node logs: %s)\n", c.Dir(), strings.Join(res.NodeLogs, " "))
+
+	adminCl, err := client.New(ctx, client.Config{Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Logger: cfg.Logger})
+	if err != nil {
+		return res, err
+	}
+	defer adminCl.Close(context.Background())
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = adminCl.Admin().CreateTopic(cctx, client.TopicSpec{Name: Topic, Partitions: 3, ReplicationFactor: 3, MinISR: 2})
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("chaos: create topic: %w", err)
+	}
+	if err := c.WaitFor(ctx, func(ctx context.Context) (bool, error) { return c.InSync(ctx, Topic) }); err != nil {
+		return res, fmt.Errorf("chaos: topic never in sync: %w", err)
+	}
+
+	wl, err := StartWorkload(ctx, WorkloadConfig{
+		Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Topic: Topic, Partitions: 3,
+		Producers: cfg.Producers, Consumers: cfg.Consumers, Interval: cfg.Interval, Pad: cfg.Pad, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return res, err
+	}
+	h := &History{Start: start, Partitions: 3}
+	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: 3, Workload: wl, Start: start, Out: out, Logger: cfg.Logger}
+	defer nem.Close()
+
+	deck := sched.DeckSize()
+	faultStart := time.Now()
+	stop := func(done int) bool {
+		if cfg.Duration > 0 {
+			return time.Since(faultStart) >= cfg.Duration
+		}
+		return done >= deck
+	}
+	nemErr := nem.Run(ctx, sched, stop)
+	res.Events = nem.Events()
+	res.Counts = nem.Counts()
+	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
+	if nemErr != nil {
+		wl.StopProducers(context.Background())
+		wl.StopConsumers()
+		return res, nemErr
+	}
+
+	// Heal, let every record resolve, and wait until every replica is in sync.
+	healStart := time.Now()
+	if err := nem.HealAll(ctx); err != nil {
+		fmt.Fprintf(out, "chaos: heal: %v\n", err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, cfg.SettleTimeout)
+	defer scancel()
+	if err := wl.StopProducers(sctx); err != nil {
+		fmt.Fprintf(out, "chaos: closing producers: %v\n", err)
+	}
+	convErr := waitConverged(sctx, c, nem)
+	res.Settled = time.Since(healStart)
+	h.Converged = convErr == nil
+	if convErr != nil {
+		h.ConvergeErr = convErr.Error()
+		fmt.Fprintf(out, "chaos: replicas did not converge: %v\n", convErr)
+	}
+	h.Final = readBack(sctx, c, cfg, wl)
+	waitConsumers(sctx, wl, h.Final)
+	wl.StopConsumers()
+	h.End = time.Now()
+	h.Writes, h.Reads = wl.Writes(), wl.Reads()
+
+	// Every replica's own HW and LEO, the final ISR, then the files.
+	type rstate struct{ hw, leo int64 }
+	states := map[[2]int32]rstate{}
+	for _, id := range c.IDs() {
+		for p := range int32(3) {
+			if r, err := nem.DescribeReplica(ctx, id, p); err == nil {
+				states[[2]int32{id, p}] = rstate{r.HighWatermark, r.LogEnd}
+			}
+		}
+	}
+	isr := map[int32][]int32{}
+	if v, err := c.Metadata(ctx, Topic); err == nil {
+		for p := range int32(3) {
+			if pm, ok := v.Partition(Topic, p); ok {
+				isr[p] = pm.ISR
+			}
+		}
+	}
+	for _, cr := range c.Crashes() {
+		h.Crashes = append(h.Crashes, fmt.Sprintf("node %d (pid %d) exited on its own at t+%v: %v (log %s)", cr.ID, cr.PID, cr.At.Sub(start).Round(time.Millisecond), cr.Err, cr.LogPath))
+	}
+	for _, id := range c.IDs() {
+		if c.Node(id).Running {
+			c.Kill(id)
+		}
+	}
+	for _, id := range c.IDs() {
+		for p := range int32(3) {
+			rl := ReplicaLog{Node: id, Partition: p, InISR: slices.Contains(isr[p], id), HW: -1, LEO: -1}
+			if st, ok := states[[2]int32{id, p}]; ok {
+				rl.HW, rl.LEO = st.hw, st.leo
+			}
+			scan, err := ScanPartition(filepath.Join(c.Node(id).DataDir, fmt.Sprintf("%s-%d", Topic, p)), true)
+			switch {
+			case err != nil:
+				rl.Err = err.Error()
+			case scan.Err != nil:
+				rl.Err = scan.Err.Error()
+			default:
+				rl.Batches, rl.Records = scan.Batches, scan.Records
+			}
+			h.Replicas = append(h.Replicas, rl)
+		}
+	}
+	res.History = h
+	res.Report = Check(h)
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.Seed == 0 {
+		cfg.Seed = time.Now().UnixNano() % 1_000_000_007
+	}
+	if len(cfg.Kinds) == 0 {
+		cfg.Kinds = append([]Kind(nil), AllKinds...)
+	}
+	if cfg.PerKind <= 0 {
+		cfg.PerKind = 20
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = time.Second
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Millisecond
+	}
+	if cfg.Pad == 0 {
+		cfg.Pad = 64
+	}
+	if cfg.SegmentBytes <= 0 {
+		cfg.SegmentBytes = 1 << 20
+	}
+	if cfg.SettleTimeout <= 0 {
+		cfg.SettleTimeout = 90 * time.Second
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// waitConverged waits until every partition has a leader and its full
+// replica set in the ISR, and every replica reports the same log end and
+// high watermark.
+func waitConverged(ctx context.Context, c *localcluster.Cluster, nem *Nemesis) error {
+	return localcluster.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		nem.restartCrashed(ctx)
+		if ok, err := c.InSync(ctx, Topic); !ok {
+			return false, err
+		}
+		for p := range int32(3) {
+			var first *[2]int64
+			for _, id := range c.IDs() {
+				r, err := nem.DescribeReplica(ctx, id, p)
+				if err != nil {
+					return false, fmt.Errorf("partition %d node %d: %w", p, id, err)
+				}
+				got := [2]int64{r.LogEnd, r.HighWatermark}
+				if first == nil {
+					first = &got
+				} else if *first != got {
+					return false, fmt.Errorf("partition %d: replicas differ: (leo, hw) %v on node %d vs %v", p, got, id, *first)
+				}
+				if r.HighWatermark != r.LogEnd {
+					return false, fmt.Errorf("partition %d node %d: hw %d below leo %d", p, id, r.HighWatermark, r.LogEnd)
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// readBack reads every partition from its leader, from the log start to
+// the high watermark, with a fresh consumer.
+func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Workload) []PartitionLog {
+	out := make([]PartitionLog, 3)
+	for p := range out {
+		out[p] = PartitionLog{Partition: int32(p)}
+	}
+	cl, err := client.New(ctx, client.Config{Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Logger: cfg.Logger})
+	if err != nil {
+		for p := range out {
+			out[p].Err = err.Error()
+		}
+		return out
+	}
+	defer cl.Close(context.Background())
+	cons := cl.NewConsumer(client.ConsumerConfig{})
+	defer cons.Close()
+	tps := make([]client.TopicPartition, 3)
+	for p := range tps {
+		tps[p] = client.TopicPartition{Topic: Topic, Partition: int32(p)}
+	}
+	ends, err := cons.EndOffsets(ctx, tps)
+	if err == nil {
+		var starts map[client.TopicPartition]int64
+		if starts, err = cons.BeginningOffsets(ctx, tps); err == nil {
+			for p, tp := range tps {
+				out[p].Start, out[p].HW = starts[tp], ends[tp]
+			}
+		}
+	}
+	if err != nil {
+		for p := range out {
+			out[p].Err = "offsets: " + err.Error()
+		}
+		return out
+	}
+	cons.Assign(tps, 0)
+	for p := range out {
+		cons.Seek(tps[p], out[p].Start)
+	}
+	for {
+		done := true
+		for p := range out {
+			if pos, _ := cons.Position(tps[p]); pos < out[p].HW {
+				done = false
+			}
+		}
+		if done {
+			return out
+		}
+		msgs, err := cons.Poll(ctx)
+		for _, m := range msgs {
+			if m.Offset < out[m.Partition].HW {
+				out[m.Partition].Records = append(out[m.Partition].Records, LogRecord{Offset: m.Offset, Value: string(m.Value), Epoch: m.LeaderEpoch})
+			}
+		}
+		if ctx.Err() != nil {
+			for p := range out {
+				if pos, _ := cons.Position(tps[p]); pos < out[p].HW {
+					out[p].Err = fmt.Sprintf("read back only to offset %d of %d: %v", pos, out[p].HW, err)
+				}
+			}
+			return out
+		}
+	}
+}
+
+// waitConsumers waits until the workload's consumers have read every
+// partition up to the final HW.
+func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
+	localcluster.Poll(ctx, 50*time.Millisecond, func(context.Context) (bool, error) {
+		for _, m := range wl.ReadPositions() {
+			for _, pl := range final {
+				if m[pl.Partition] < pl.HW {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// WriteSummary prints the fault counts and the checker's report.
+func (r *Result) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "chaos: seed=%d elapsed=%v settle=%v\n", r.Seed, r.Elapsed.Round(time.Second), r.Settled.Round(time.Millisecond))
+	fmt.Fprintf(w, "faults:")
+	for _, k := range AllKinds {
+		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
+	}
+	fmt.Fprintln(w)
+	if r.NoNetNS != "" {
+		fmt.Fprintf(w, "network partitions skipped: %s\n", r.NoNetNS)
+	}
+	if r.Report != nil {
+		r.Report.WriteText(w)
+	}
+	if r.Kept {
+		fmt.Fprintf(w, "cluster directory kept: %s\n", r.Dir)
+	}
+	fmt.Fprintf(w, "reproduce: scripts/chaos.sh --seed %d", r.Seed)
+	if r.Plan.PerKind > 0 {
+		fmt.Fprintf(w, " --per-kind %d", r.Plan.PerKind)
+	}
+	fmt.Fprintln(w)
+}
+
+func removeAll(dir string) error {
+	if dir == "" {
+		return errors.New("chaos: no dir")
+	}
+	return os.RemoveAll(dir)
+}

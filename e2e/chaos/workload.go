@@ -1,0 +1,329 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/quic"
+)
+
+// WorkloadConfig configures the workload. Zero fields take the defaults in
+// their comments.
+type WorkloadConfig struct {
+	Bootstrap  []string
+	TLS        quic.TLSConfig
+	Topic      string
+	Partitions int           // the topic's partition count; record seq goes to partition seq % Partitions
+	Producers  int           // default 4; each has its own Client (connection) and idempotent acks=all Producer
+	Consumers  int           // default 2; each reads every partition from the beginning
+	Interval   time.Duration // per producer, between two records; default 2ms
+	// MaxOutstanding bounds each producer's unresolved records; default 1000.
+	MaxOutstanding  int
+	Pad             int           // filler bytes after each payload; default 0
+	DeliveryTimeout time.Duration // the producers' delivery timeout; default 30s
+	Logger          *slog.Logger
+}
+
+func (c WorkloadConfig) withDefaults() WorkloadConfig {
+	if c.Producers <= 0 {
+		c.Producers = 4
+	}
+	if c.Consumers <= 0 {
+		c.Consumers = 2
+	}
+	if c.Interval <= 0 {
+		c.Interval = 2 * time.Millisecond
+	}
+	if c.MaxOutstanding <= 0 {
+		c.MaxOutstanding = 1000
+	}
+	if c.DeliveryTimeout <= 0 {
+		c.DeliveryTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Workload runs idempotent acks=all producers writing self-describing
+// records (Payload) and consumers reading every partition continuously, and
+// records everything they see.
+//
+// Lifecycle: StartWorkload, then StopProducers (stops producing, waits until
+// every record has an outcome or ctx ends, closes the producers), then
+// StopConsumers. Writes and Reads may be called at any time.
+type Workload struct {
+	cfg    WorkloadConfig
+	log    *slog.Logger
+	pctx   context.Context
+	pstop  context.CancelFunc
+	cctx   context.Context
+	cstop  context.CancelFunc
+	pwg    sync.WaitGroup
+	cwg    sync.WaitGroup
+	prods  []*client.Producer
+	pcls   []*client.Client
+	ccls   []*client.Client
+	closed bool
+
+	mu struct {
+		sync.Mutex
+		writes   []Write
+		reads    []Read
+		maxAcked []int64 // per partition: the largest acknowledged offset, -1 if none
+		acked    int
+		readPos  map[int]map[int32]int64 // consumer -> partition -> next offset
+	}
+}
+
+// StartWorkload connects the producers and consumers and starts them.
+func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Partitions <= 0 || cfg.Topic == "" {
+		return nil, errors.New("chaos: workload needs a topic and its partition count")
+	}
+	w := &Workload{cfg: cfg, log: cfg.Logger}
+	w.mu.maxAcked = make([]int64, cfg.Partitions)
+	for i := range w.mu.maxAcked {
+		w.mu.maxAcked[i] = -1
+	}
+	w.mu.readPos = map[int]map[int32]int64{}
+	w.pctx, w.pstop = context.WithCancel(context.Background())
+	w.cctx, w.cstop = context.WithCancel(context.Background())
+	ccfg := client.Config{Bootstrap: cfg.Bootstrap, TLS: cfg.TLS, Logger: cfg.Logger}
+	for i := range cfg.Producers {
+		c, err := client.New(ctx, ccfg)
+		if err != nil {
+			w.closeClients()
+			return nil, err
+		}
+		w.pcls = append(w.pcls, c)
+		p, err := c.NewProducer(client.ProducerConfig{DeliveryTimeout: cfg.DeliveryTimeout})
+		if err != nil {
+			w.closeClients()
+			return nil, err
+		}
+		w.prods = append(w.prods, p)
+		w.pwg.Add(1)
+		go w.produce(i, p)
+	}
+	for i := range cfg.Consumers {
+		c, err := client.New(ctx, ccfg)
+		if err != nil {
+			w.pstop()
+			w.pwg.Wait()
+			w.closeClients()
+			return nil, err
+		}
+		w.ccls = append(w.ccls, c)
+		w.mu.readPos[i] = map[int32]int64{}
+		cons := c.NewConsumer(client.ConsumerConfig{})
+		tps := make([]client.TopicPartition, cfg.Partitions)
+		for p := range tps {
+			tps[p] = client.TopicPartition{Topic: cfg.Topic, Partition: int32(p)}
+		}
+		cons.Assign(tps, 0)
+		w.cwg.Add(1)
+		go w.consume(i, cons)
+	}
+	return w, nil
+}
+
+// produce is one producer's loop: one record every Interval, at most
+// MaxOutstanding unresolved.
+func (w *Workload) produce(id int, p *client.Producer) {
+	defer w.pwg.Done()
+	slots := make(chan struct{}, w.cfg.MaxOutstanding)
+	tick := time.NewTicker(w.cfg.Interval)
+	defer tick.Stop()
+	for seq := int64(0); ; seq++ {
+		select {
+		case slots <- struct{}{}:
+		case <-w.pctx.Done():
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-w.pctx.Done():
+			return
+		}
+		rid := RecordID{Producer: id, Seq: seq}
+		part := int32(seq % int64(w.cfg.Partitions))
+		w.mu.Lock()
+		idx := len(w.mu.writes)
+		w.mu.writes = append(w.mu.writes, Write{ID: rid, Partition: part, Sent: time.Now(), Offset: -1})
+		w.mu.Unlock()
+		rec := &client.Record{Topic: w.cfg.Topic, Partition: part, PartitionSet: true, Value: Payload(rid, w.cfg.Pad)}
+		err := p.Produce(w.pctx, rec, func(d client.Delivery) {
+			w.resolve(idx, d.Offset, d.Err)
+			<-slots
+		})
+		if err != nil {
+			// Not queued: certainly not written.
+			w.mu.Lock()
+			wr := &w.mu.writes[idx]
+			wr.Done, wr.Outcome, wr.Err = time.Now(), Failed, err.Error()
+			w.mu.Unlock()
+			<-slots
+			if w.pctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+func (w *Workload) resolve(idx int, offset int64, err error) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wr := &w.mu.writes[idx]
+	wr.Done = now
+	if err == nil {
+		wr.Outcome, wr.Offset = Acked, offset
+		w.mu.acked++
+		if offset > w.mu.maxAcked[wr.Partition] {
+			w.mu.maxAcked[wr.Partition] = offset
+		}
+		return
+	}
+	wr.Err = err.Error()
+	// Only an explicit "certainly not written" is Failed; anything else may
+	// have reached a leader.
+	var de *client.DeliveryError
+	if errors.As(err, &de) && !de.Unknown {
+		wr.Outcome = Failed
+	} else {
+		wr.Outcome = Indeterminate
+	}
+}
+
+// consume is one consumer's loop.
+func (w *Workload) consume(id int, cons *client.Consumer) {
+	defer w.cwg.Done()
+	defer cons.Close()
+	for w.cctx.Err() == nil {
+		msgs, err := cons.Poll(w.cctx)
+		now := time.Now()
+		if len(msgs) > 0 {
+			w.mu.Lock()
+			for _, m := range msgs {
+				w.mu.reads = append(w.mu.reads, Read{Consumer: id, Partition: m.Partition, Offset: m.Offset, Value: string(m.Value), At: now})
+				w.mu.readPos[id][m.Partition] = m.Offset + 1
+			}
+			w.mu.Unlock()
+		}
+		if err != nil && w.cctx.Err() == nil {
+			var oor *client.OffsetOutOfRangeError
+			if errors.As(err, &oor) {
+				// A leader whose log (or HW) is behind our position: keep the
+				// position and retry; the checker judges what we read.
+				w.log.Warn("consumer offset out of range", "consumer", id, "partition", oor.Partition, "offset", oor.Requested, "start", oor.Start, "end", oor.End)
+			} else {
+				w.log.Warn("consumer poll failed", "consumer", id, "err", err)
+			}
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-w.cctx.Done():
+			}
+			t.Stop()
+		}
+	}
+}
+
+// MaxAcked returns the largest acknowledged offset of a partition (-1 if none).
+func (w *Workload) MaxAcked(partition int) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.maxAcked[partition]
+}
+
+// Acked returns how many records have been acknowledged so far.
+func (w *Workload) Acked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.acked
+}
+
+// ReadPositions returns, per consumer, the next offset it will read per partition.
+func (w *Workload) ReadPositions() map[int]map[int32]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[int]map[int32]int64{}
+	for c, m := range w.mu.readPos {
+		out[c] = map[int32]int64{}
+		for p, o := range m {
+			out[c][p] = o
+		}
+	}
+	return out
+}
+
+// StopProducers stops producing new records and closes the producers, giving
+// outstanding records until ctx ends to resolve.
+func (w *Workload) StopProducers(ctx context.Context) error {
+	w.pstop()
+	w.pwg.Wait()
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, p := range w.prods {
+		wg.Add(1)
+		go func(p *client.Producer) {
+			defer wg.Done()
+			if err := p.Close(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}(p)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// StopConsumers stops the consumers and closes every client.
+func (w *Workload) StopConsumers() {
+	w.cstop()
+	w.cwg.Wait()
+	w.closeClients()
+}
+
+func (w *Workload) closeClients() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range append(append([]*client.Client(nil), w.pcls...), w.ccls...) {
+		c.Close(ctx)
+	}
+}
+
+// Writes returns a copy of every write so far.
+func (w *Workload) Writes() []Write {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Write(nil), w.mu.writes...)
+}
+
+// Reads returns a copy of every read so far.
+func (w *Workload) Reads() []Read {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Read(nil), w.mu.reads...)
+}
+
+// String summarises progress.
+func (w *Workload) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fmt.Sprintf("%d written, %d acked, %d read", len(w.mu.writes), w.mu.acked, len(w.mu.reads))
+}

@@ -1,0 +1,36 @@
+// Package e2e holds multi-process tests: they build the paymentlog binary
+// once per test binary run and drive real clusters of it (see e2e/chaos).
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// binary is the paymentlog executable built by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "paymentlog-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "paymentlog")
+	cmd := exec.Command("go", "build", "-o", binary, ".")
+	cmd.Dir = ".." // the module root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: building paymentlog: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
