@@ -16,13 +16,18 @@ import (
 // milliseconds from the kill (RejoinMs: from the restart); -1 when the step
 // did not happen within the timeout.
 type FailoverTrial struct {
-	Trial         int     `json:"trial"`
-	Victim        int32   `json:"victim"`
-	NewLeader     int32   `json:"new_leader"`
-	FenceMs       float64 `json:"fence_ms"`       // until the metadata shows the victim fenced
-	NewLeaderMs   float64 `json:"new_leader_ms"`  // until the metadata shows another leader
-	UnavailableMs float64 `json:"unavailable_ms"` // until the first acknowledgement for partition 0 after the kill
-	RejoinMs      float64 `json:"rejoin_isr_ms"`  // restart until the victim is back in every ISR it belongs to
+	Trial       int     `json:"trial"`
+	Victim      int32   `json:"victim"`
+	NewLeader   int32   `json:"new_leader"`
+	FenceMs     float64 `json:"fence_ms"`      // until the metadata shows the victim fenced
+	NewLeaderMs float64 `json:"new_leader_ms"` // until the metadata shows another leader
+	// UnavailableMs runs until the first acknowledgement of a partition 0
+	// record written by a later leader epoch than the victim's (known from
+	// the readback, so an answer the victim sent just before dying does not
+	// count as the new leader's).
+	UnavailableMs float64 `json:"unavailable_ms"`
+	RejoinMs      float64 `json:"rejoin_isr_ms"` // restart until the victim is back in every ISR it belongs to
+	OldEpoch      int32   `json:"victim_leader_epoch"`
 	Error         string  `json:"error,omitempty"`
 
 	killAt, fenceAt, leaderAt, ackAt time.Time
@@ -51,6 +56,8 @@ type FailoverResult struct {
 	Seconds        float64     `json:"seconds"`
 	FirstError     string      `json:"first_error,omitempty"`
 	LostExamples   []string    `json:"lost_examples,omitempty"`
+	// DuplicateExamples shows up to 10 records found at several offsets.
+	DuplicateExamples []string `json:"duplicate_examples,omitempty"`
 
 	timeline *ackTimeline
 }
@@ -149,6 +156,20 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 	if lr.firstErr != nil {
 		res.FirstError = lr.firstErr.Error()
 	}
+	if ctx.Err() != nil {
+		res.summarize()
+		return res, ctx.Err()
+	}
+	if _, err := r.waitHealthy(ctx, w, topic, fc.Timeout); err != nil {
+		r.log.Warn("cluster not healthy before readback", "err", err)
+	}
+	err = r.verify(ctx, topic, res)
+	res.summarize()
+	return res, err
+}
+
+// summarize computes the p50/p99/max figures over the trials.
+func (res *FailoverResult) summarize() {
 	var fence, leader, unavail, rejoin []float64
 	for _, t := range res.Trials {
 		if t.FenceMs >= 0 {
@@ -165,16 +186,6 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 		}
 	}
 	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarize(fence), summarize(leader), summarize(unavail), summarize(rejoin)
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	if _, err := r.waitHealthy(ctx, w, topic, fc.Timeout); err != nil {
-		r.log.Warn("cluster not healthy before readback", "err", err)
-	}
-	if err := r.verify(ctx, topic, res); err != nil {
-		return res, err
-	}
-	return res, nil
 }
 
 // waitHealthy waits until a controller is elected, every broker is alive and
@@ -210,7 +221,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 		tr.Error = "partition 0 has no leader"
 		return tr
 	}
-	tr.Victim = pm.Leader
+	tr.Victim, tr.OldEpoch = pm.Leader, pm.LeaderEpoch
 
 	firstAck.Store(0)
 	tr.killAt = time.Now()
@@ -237,6 +248,14 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 		tr.NewLeaderMs = ms(lv.at.Sub(tr.killAt))
 		p, _ := partitionOf(lv.md, topic, 0)
 		tr.NewLeader = p.Leader
+	}
+	// Wait until partition 0 takes writes again before restarting the victim:
+	// an acknowledgement after the new leader showed up (an earlier one may be
+	// the victim's last answer, still in flight at the kill). The exact
+	// unavailability is computed after the readback (verify).
+	if !tr.leaderAt.IsZero() {
+		firstAck.Store(0)
+		killAt.Store(tr.leaderAt.UnixNano())
 	}
 	for sctx.Err() == nil && firstAck.Load() == 0 {
 		select {
@@ -297,25 +316,40 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 	tl := res.timeline
 	tl.mu.Lock()
 	acks := append([]ackRec(nil), tl.acks...)
+	times := append([]time.Time(nil), tl.times...)
 	tl.mu.Unlock()
 	got, err := r.readBack(ctx, topic)
 	if err != nil {
 		return err
 	}
-	seen := map[recordID]int{}
-	for _, recs := range got {
-		for _, id := range recs {
-			seen[id]++
+	type where struct {
+		part   int32
+		offset int64
+		epoch  int32
+	}
+	seen := map[recordID][]where{}
+	for part, recs := range got {
+		for off, rec := range recs {
+			seen[rec.id] = append(seen[rec.id], where{part, off, rec.epoch})
 		}
 	}
-	for _, n := range seen {
-		if n > 1 {
-			res.Duplicates += int64(n - 1)
+	for id, ws := range seen {
+		if len(ws) < 2 {
+			continue
+		}
+		res.Duplicates += int64(len(ws) - 1)
+		if len(res.DuplicateExamples) < 10 {
+			s := fmt.Sprintf("producer %d seq %d at", id.producer, id.seq)
+			for _, w := range ws {
+				s += fmt.Sprintf(" %s/%d@%d (leader epoch %d)", topic, w.part, w.offset, w.epoch)
+			}
+			res.DuplicateExamples = append(res.DuplicateExamples, s)
 		}
 	}
 	for _, a := range acks {
 		recs := got[a.part]
-		id, ok := recs[a.offset]
+		rec, ok := recs[a.offset]
+		id := rec.id
 		if ok && id == a.id {
 			res.Verified++
 			continue
@@ -329,12 +363,42 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 			}
 		}
 	}
+	// Unavailability, exactly: the first acknowledgement after the kill of a
+	// partition 0 record that a later leader epoch wrote.
+	for i := range res.Trials {
+		tr := &res.Trials[i]
+		if tr.killAt.IsZero() || tr.Victim < 0 {
+			continue
+		}
+		var first time.Time
+		for j, a := range acks {
+			at := times[j]
+			if a.part != 0 || !at.After(tr.killAt) || (!first.IsZero() && !at.Before(first)) {
+				continue
+			}
+			if rec, ok := got[0][a.offset]; ok && rec.id == a.id && rec.epoch > tr.OldEpoch {
+				first = at
+			}
+		}
+		if first.IsZero() {
+			tr.UnavailableMs = -1
+			continue
+		}
+		tr.ackAt = first
+		tr.UnavailableMs = ms(first.Sub(tr.killAt))
+	}
 	return nil
 }
 
+// readRec is one record read back: who produced it and under which leader epoch.
+type readRec struct {
+	id    recordID
+	epoch int32
+}
+
 // readBack consumes every partition of topic from the beginning to its end
-// offset and returns, per partition, the bench record id at each offset.
-func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int64]recordID, error) {
+// offset and returns, per partition, the record at each offset.
+func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int64]readRec, error) {
 	cl, err := client.New(ctx, r.clientConfig())
 	if err != nil {
 		return nil, err
@@ -352,7 +416,7 @@ func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int6
 	if err != nil {
 		return nil, err
 	}
-	out := map[int32]map[int64]recordID{}
+	out := map[int32]map[int64]readRec{}
 	done := func() bool {
 		for _, tp := range tps {
 			if pos, _ := cons.Position(tp); pos < ends[tp] {
@@ -362,7 +426,7 @@ func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int6
 		return true
 	}
 	for _, tp := range tps {
-		out[tp.Partition] = map[int64]recordID{}
+		out[tp.Partition] = map[int64]readRec{}
 	}
 	for !done() {
 		msgs, err := cons.Poll(ctx)
@@ -371,7 +435,7 @@ func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int6
 		}
 		for _, m := range msgs {
 			if _, id, err := parsePayload(m.Value); err == nil {
-				out[m.Partition][m.Offset] = id
+				out[m.Partition][m.Offset] = readRec{id: id, epoch: m.LeaderEpoch}
 			}
 		}
 	}
