@@ -125,10 +125,14 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 	cons.Assign(tps, opts.from)
 
 	// --exit-at-end: the high watermarks now are the goal.
-	var ends map[client.TopicPartition]int64
+	ends := make([]int64, n) // by partition
 	if opts.exitAtEnd {
-		if ends, err = cons.EndOffsets(setupCtx, tps); err != nil {
+		m, err := cons.EndOffsets(setupCtx, tps)
+		if err != nil {
 			return fmt.Errorf("consume %s: end offsets: %w", opts.topic, err)
+		}
+		for tp, o := range m {
+			ends[tp.Partition] = o
 		}
 	}
 	cancel()
@@ -143,7 +147,7 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		}
 		for _, tp := range tps {
 			pos, _ := cons.Position(tp)
-			if pos < 0 || pos < ends[tp] {
+			if pos < 0 || pos < ends[tp.Partition] {
 				return false
 			}
 		}
@@ -170,7 +174,7 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 				break
 			}
 			m := &msgs[i]
-			if opts.exitAtEnd && m.Offset >= ends[client.TopicPartition{Topic: m.Topic, Partition: m.Partition}] {
+			if opts.exitAtEnd && m.Offset >= ends[m.Partition] {
 				continue // past the goal set at start
 			}
 			if opts.json {
@@ -201,21 +205,22 @@ func appendConsumedJSON(b []byte, m *client.Message) []byte {
 	b = append(b, `,"offset":`...)
 	b = strconv.AppendInt(b, m.Offset, 10)
 	b = append(b, `,"key":`...)
+	keyValid := true
 	if m.Key == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONBytes(b, m.Key)
+		b, keyValid = appendJSONBytes(b, m.Key)
 	}
 	b = append(b, `,"value":`...)
-	b = appendJSONBytes(b, m.Value)
+	b, valueValid := appendJSONBytes(b, m.Value)
 	b = append(b, `,"timestamp":`...)
 	b = strconv.AppendInt(b, m.Timestamp.UnixMilli(), 10)
-	if m.Key != nil && !utf8.Valid(m.Key) {
+	if !keyValid {
 		b = append(b, `,"key_base64":"`...)
 		b = base64.StdEncoding.AppendEncode(b, m.Key)
 		b = append(b, '"')
 	}
-	if !utf8.Valid(m.Value) {
+	if !valueValid {
 		b = append(b, `,"value_base64":"`...)
 		b = base64.StdEncoding.AppendEncode(b, m.Value)
 		b = append(b, '"')
@@ -223,21 +228,33 @@ func appendConsumedJSON(b []byte, m *client.Message) []byte {
 	return append(b, "}\n"...)
 }
 
-func appendJSONString(b []byte, s string) []byte { return appendJSONBytes(b, []byte(s)) }
+func appendJSONString(b []byte, s string) []byte {
+	b, _ = appendJSONBytes(b, []byte(s))
+	return b
+}
 
-// appendJSONBytes appends s as a JSON string. Invalid UTF-8 becomes U+FFFD
-// (the record's exact bytes are then in the *_base64 key).
-func appendJSONBytes(b []byte, s []byte) []byte {
+// jsonPlain marks ASCII bytes that need no escaping in a JSON string.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendJSONBytes appends s as a JSON string and reports whether s was valid
+// UTF-8. Invalid bytes become U+FFFD (callers then add the exact bytes in base64).
+func appendJSONBytes(b []byte, s []byte) ([]byte, bool) {
 	const hex = "0123456789abcdef"
+	valid := true
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if jsonPlain[s[i]] {
+			i++
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -257,6 +274,7 @@ func appendJSONBytes(b []byte, s []byte) []byte {
 		}
 		r, size := utf8.DecodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
+			valid = false
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 			i++
@@ -273,5 +291,5 @@ func appendJSONBytes(b []byte, s []byte) []byte {
 		i += size
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), valid
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -284,13 +284,11 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 		}
 		select {
 		case r := <-cs.results:
-			msgs, err := cs.apply(r)
+			msgs, err := cs.apply(r, nil)
 			for more := true; more && err == nil; {
 				select {
 				case r := <-cs.results:
-					var m []Message
-					m, err = cs.apply(r)
-					msgs = append(msgs, m...)
+					msgs, err = cs.apply(r, msgs)
 				default:
 					more = false
 				}
@@ -413,8 +411,8 @@ func (cs *Consumer) backoff(cp *cpart, now time.Time) {
 	cp.notBefore = now.Add(min(d, cs.cfg.RetryBackoffMax))
 }
 
-// apply turns one fetch answer into messages and new positions.
-func (cs *Consumer) apply(r fetchResult) ([]Message, error) {
+// apply turns one fetch answer into messages (appended to out) and new positions.
+func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 	cs.pending--
 	now := time.Now()
 	byPart := map[int32]*wire.FetchPartitionResponse{}
@@ -423,7 +421,6 @@ func (cs *Consumer) apply(r fetchResult) ([]Message, error) {
 			byPart[r.resp.Parts[i].Partition] = &r.resp.Parts[i]
 		}
 	}
-	var out []Message
 	var firstErr error
 	for _, fp := range r.parts {
 		cp := fp.cp
@@ -442,8 +439,9 @@ func (cs *Consumer) apply(r fetchResult) ([]Message, error) {
 		case code == wire.None:
 			cp.failures = 0
 			cp.hw, cp.lso = pr.HighWatermark, pr.LogStart
-			msgs, next, err := decodeFetched(cp.tp, pr.Records, fp.off)
-			out = append(out, msgs...)
+			var next int64
+			var err error
+			out, next, err = decodeFetched(cp.tp, pr.Records, fp.off, out)
 			cp.pos = max(cp.pos, next)
 			if err != nil && firstErr == nil {
 				firstErr = err
@@ -467,17 +465,17 @@ func (cs *Consumer) apply(r fetchResult) ([]Message, error) {
 	return out, firstErr
 }
 
-// decodeFetched decodes whole batches, skipping records below from, and
-// returns the offset after the last whole batch (from if none). A partial
-// batch at the end (a fetch cut at MaxBytes) is ignored.
-func decodeFetched(tp TopicPartition, records []byte, from int64) ([]Message, int64, error) {
-	var out []Message
+// decodeFetched appends the records of whole batches to out, skipping
+// records below from, and returns the offset after the last whole batch (from
+// if none). A partial batch at the end (a fetch cut at MaxBytes) is ignored.
+func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
 	next := from
 	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
 		if b.LastOffset() < from {
 			return nil
 		}
 		next = b.LastOffset() + 1
+		out = slices.Grow(out, int(b.LastOffset()-max(b.BaseOffset(), from)+1))
 		epoch := b.LeaderEpoch()
 		it := b.Iter()
 		for it.Next() {
@@ -487,7 +485,7 @@ func decodeFetched(tp TopicPartition, records []byte, from int64) ([]Message, in
 			}
 			out = append(out, Message{
 				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
-				Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, Headers: r.Headers,
+				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: r.Headers,
 				LeaderEpoch: epoch,
 			})
 		}
@@ -508,14 +506,4 @@ func (cs *Consumer) Close() error {
 	cs.cancel()
 	cs.wg.Wait()
 	return nil
-}
-
-// sortedTPs sorts partitions by topic then partition.
-func sortedTPs(tps []TopicPartition) {
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
 }

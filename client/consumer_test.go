@@ -78,10 +78,17 @@ func TestConsumeAllPartitionsThenLongPoll(t *testing.T) {
 		t.Fatalf("got %d", len(msgs))
 	}
 	// A long poll is answered as soon as a record arrives.
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		time.Sleep(50 * time.Millisecond)
-		produceValues(t, c, "t", 1, "late")
+		p, _ := c.NewProducer(ProducerConfig{})
+		if _, err := p.ProduceSync(context.Background(), &Record{Topic: "t", Partition: 1, PartitionSet: true, Value: []byte("late")}); err != nil {
+			t.Error(err)
+		}
+		p.Close(context.Background())
 	}()
+	defer func() { <-done }()
 	start := time.Now()
 	msgs = pollN(t, cs, 1)
 	if string(msgs[0].Value) != "late" || time.Since(start) > 1500*time.Millisecond {
