@@ -80,20 +80,31 @@ func BenchmarkAppendSyncNever(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		start := time.Now()
-		for i := 0; i < n; i++ {
-			if _, err := l.Append(context.Background(), batch, 1); err != nil {
-				b.Fatal(err)
+		runLog := func() {
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				if _, err := l.Append(context.Background(), batch, 1); err != nil {
+					b.Fatal(err)
+				}
 			}
+			logDur += time.Since(start)
 		}
-		logDur += time.Since(start)
-		start = time.Now()
-		for i := 0; i < n; i++ {
-			if _, err := f.Write(batch); err != nil {
-				b.Fatal(err)
+		runBase := func() {
+			start := time.Now()
+			for i := 0; i < n; i++ {
+				if _, err := f.Write(batch); err != nil {
+					b.Fatal(err)
+				}
 			}
+			baseDur += time.Since(start)
 		}
-		baseDur += time.Since(start)
+		if r%2 == 0 { // alternate who goes first
+			runLog()
+			runBase()
+		} else {
+			runBase()
+			runLog()
+		}
 		b.StopTimer()
 		l.crashForTest() // no final flush: the baseline does not flush either
 		f.Close()
