@@ -382,4 +382,3 @@ func (n *Nemesis) Close() {
 		cancel()
 	}
 }
-
