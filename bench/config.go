@@ -61,6 +61,11 @@ type Config struct {
 	Failover   FailoverConfig
 	Controller ControllerFailoverConfig
 
+	// ProfileDir, when set, receives CPU profiles of the bench and of every
+	// local node during the full-load throughput run, and the nodes'
+	// allocation profiles after it (implies Metrics).
+	ProfileDir string
+
 	JSONPath string // --json FILE
 	PlotPath string // --plot FILE.svg
 

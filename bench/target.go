@@ -50,7 +50,7 @@ func startLocal(ctx context.Context, cfg Config, log *slog.Logger) (*localTarget
 		Nodes:     cfg.Nodes,
 		BaseDir:   cfg.BaseDir,
 		Keep:      cfg.KeepDir,
-		Metrics:   cfg.Metrics,
+		Metrics:   cfg.Metrics || cfg.ProfileDir != "",
 		ExtraArgs: args,
 		Logger:    log,
 	})
@@ -84,6 +84,17 @@ func (t *localTarget) info() map[string]any {
 		nodes = append(nodes, m)
 	}
 	return map[string]any{"kind": "local", "dir": t.c.Dir(), "node_args": t.args, "nodes": nodes}
+}
+
+// metricsAddrs maps node ids to their --metrics-addr.
+func (t *localTarget) metricsAddrs() map[int32]string {
+	m := map[int32]string{}
+	for _, n := range t.c.Nodes() {
+		if n.MetricsAddr != "" {
+			m[n.ID] = n.MetricsAddr
+		}
+	}
+	return m
 }
 
 // crashes reports nodes that died on their own.

@@ -85,6 +85,16 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	defer ps.close()
 
 	// Full load.
+	var prof *profiler
+	if r.cfg.ProfileDir != "" {
+		var nodes map[int32]string
+		if lt, ok := r.target.(*localTarget); ok {
+			nodes = lt.metricsAddrs()
+		}
+		if prof, err = startProfiles(ctx, r.cfg.ProfileDir, nodes, tc.Duration); err != nil {
+			return nil, err
+		}
+	}
 	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
@@ -92,6 +102,11 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		progress: bar.records,
 	})
 	bar.done()
+	if prof != nil {
+		if err := prof.stop(ctx); err != nil {
+			r.log.Warn("profiling", "err", err)
+		}
+	}
 	res.Records, res.Failed = full.acked, full.failed
 	res.Seconds = full.elapsed().Seconds()
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())

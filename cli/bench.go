@@ -72,6 +72,7 @@ func benchCommand() *ucli.Command {
 			// Output.
 			&ucli.StringFlag{Name: "json", Usage: "write every figure, the configuration and versions to this JSON `FILE`", EnvVars: benchEnv("JSON")},
 			&ucli.StringFlag{Name: "plot", Usage: "write acknowledged records per 50 ms over the failover run to this `FILE.svg`", EnvVars: benchEnv("PLOT")},
+			&ucli.StringFlag{Name: "profile-dir", Usage: "save CPU profiles of the bench and every local node during the full-load run, and the nodes' allocation profiles, in this `DIR`", EnvVars: benchEnv("PROFILE_DIR")},
 			&ucli.StringFlag{Name: "log-level", Value: "error", Usage: "bench and client log level on stderr: debug | info | warn | error", EnvVars: benchEnv("LOG_LEVEL")},
 		},
 		Action: func(c *ucli.Context) error {
@@ -141,7 +142,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	}
 	cfg.Controller.Timeout = f.Timeout
 
-	cfg.JSONPath, cfg.PlotPath = c.String("json"), c.String("plot")
+	cfg.JSONPath, cfg.PlotPath, cfg.ProfileDir = c.String("json"), c.String("plot"), c.String("profile-dir")
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return cfg, fmt.Errorf("--log-level: %w", err)
