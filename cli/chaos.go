@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/e2e/chaos"
+)
+
+func init() { commands = append(commands, chaosCommand()) }
+
+func chaosEnv(name string) []string { return envVar("CHAOS_" + name) }
+
+// chaosOptions are the flags of the hidden `paymentlog chaos` command (run by scripts/chaos.sh).
+type chaosOptions struct {
+	cfg chaos.Config
+}
+
+func chaosCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:   "chaos",
+		Hidden: true,
+		Usage:  "fault-injection run against a local 3-node cluster of this binary (see e2e/chaos); exit 1 on any anomaly",
+		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|kill-node,pause,...]\n\n" +
+			"Without --duration it runs one deck: --per-kind faults of every kind. The seed fixes the schedule of faults;\n" +
+			"it is printed at the start and in the report.",
+		Flags: []ucli.Flag{
+			&ucli.DurationFlag{Name: "duration", Usage: "inject faults for this long (0: one deck of --per-kind faults per kind)", EnvVars: chaosEnv("DURATION")},
+			&ucli.Int64Flag{Name: "seed", Usage: "schedule seed (0: random, printed)", EnvVars: chaosEnv("SEED")},
+			&ucli.IntFlag{Name: "per-kind", Value: 20, Usage: "faults of each kind per deck", EnvVars: chaosEnv("PER_KIND")},
+			&ucli.StringFlag{Name: "kinds", Value: "all", Usage: "fault kinds: all or a comma-separated list of kill-node,kill-leader,kill-controller,pause,partition,torn-tail", EnvVars: chaosEnv("KINDS")},
+			&ucli.DurationFlag{Name: "session-timeout", Value: time.Second, Usage: "the nodes' --session-timeout", EnvVars: chaosEnv("SESSION_TIMEOUT")},
+			&ucli.IntFlag{Name: "producers", Value: 4, Usage: "idempotent acks=all producers", EnvVars: chaosEnv("PRODUCERS")},
+			&ucli.IntFlag{Name: "consumers", Value: 2, Usage: "continuous consumers", EnvVars: chaosEnv("CONSUMERS")},
+			&ucli.DurationFlag{Name: "interval", Value: 5 * time.Millisecond, Usage: "per producer, time between records", EnvVars: chaosEnv("INTERVAL")},
+			&ucli.BoolFlag{Name: "keep", Usage: "keep the cluster directory (data, node logs) even when the run passes", EnvVars: chaosEnv("KEEP")},
+			&ucli.StringFlag{Name: "base-dir", Usage: "where the cluster directory is made (default: the temp dir)", EnvVars: chaosEnv("BASE_DIR")},
+			&ucli.StringFlag{Name: "binary", Usage: "paymentlog binary for the nodes (default: this one)", EnvVars: chaosEnv("BINARY"), Hidden: true},
+			&ucli.BoolFlag{Name: "verbose", Usage: "log cluster lifecycle events to stderr", EnvVars: chaosEnv("VERBOSE")},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.Args().Len() > 0 {
+				return usageError("chaos takes no arguments (usage: %s)", c.Command.UsageText)
+			}
+			kinds, err := chaos.ParseKinds(c.String("kinds"))
+			if err != nil {
+				return usageError("%v", err)
+			}
+			bin := c.String("binary")
+			if bin == "" {
+				if bin, err = os.Executable(); err != nil {
+					return err
+				}
+			}
+			o := chaosOptions{cfg: chaos.Config{
+				Binary:         bin,
+				Seed:           c.Int64("seed"),
+				Duration:       c.Duration("duration"),
+				PerKind:        c.Int("per-kind"),
+				Kinds:          kinds,
+				SessionTimeout: c.Duration("session-timeout"),
+				Producers:      c.Int("producers"),
+				Consumers:      c.Int("consumers"),
+				Interval:       c.Duration("interval"),
+				Keep:           c.Bool("keep"),
+				KeepOnFailure:  true,
+				BaseDir:        c.String("base-dir"),
+			}}
+			if c.Bool("verbose") {
+				o.cfg.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			}
+			return runChaos(c.Context, o, c.App.Writer)
+		},
+	}
+}
+
+// runChaos runs the chaos run, printing the schedule as it goes and the report.
+func runChaos(ctx context.Context, o chaosOptions, stdout io.Writer) error {
+	if o.cfg.Seed == 0 {
+		o.cfg.Seed = time.Now().UnixNano() % 1_000_000_007
+	}
+	o.cfg.Out = stdout
+	res, err := chaos.Run(ctx, o.cfg)
+	if res != nil && res.Report != nil {
+		fmt.Fprintln(stdout)
+		res.WriteSummary(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("chaos run (seed %d) did not complete: %w", o.cfg.Seed, err)
+	}
+	if !res.Report.OK() {
+		return fmt.Errorf("chaos run (seed %d) found anomalies; cluster kept in %s", res.Seed, res.Dir)
+	}
+	return nil
+}
