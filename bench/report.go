@@ -66,7 +66,7 @@ func reportConfig(cfg Config, cluster map[string]any) ReportConfig {
 	return ReportConfig{
 		Mode: cfg.Mode, Cluster: cluster, Throughput: cfg.Throughput, Transport: cfg.Transport,
 		Failover: cfg.Failover, ControllerFailover: cfg.Controller, Versions: v,
-		Machine: map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "cpus": runtime.NumCPU(), "hostname": host},
+		Machine: map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "cpus": runtime.NumCPU(), "hostname": host, "load_avg_at_start": loadAvg()},
 	}
 }
 
@@ -126,7 +126,7 @@ func (r *Report) WriteTable(out io.Writer) {
 		}
 		return fmt.Sprintf("p50 %.0f  p99 %.0f  max %.0f ms  (n=%d)", s.P50, s.P99, s.Max, s.N)
 	}
-	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"])
+	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs, load average at start %s)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"], r.Config.Machine["load_avg_at_start"])
 	if t := r.Transport; t != nil {
 		fmt.Fprintf(w, "\nTRANSPORT\traw QUIC, %d stream(s), %s\n", t.Streams, t.Cipher)
 		fmt.Fprintf(w, "  throughput\t%.1f MB/s (median of %d rounds: %s)\n", t.MBPerSec, len(t.Rounds), floats(t.Rounds))
@@ -148,6 +148,10 @@ func (r *Report) WriteTable(out io.Writer) {
 			fmt.Fprintf(w, "  half load\t%.0f records/s (target %.0f)\n", h.RecordsPerSec, h.TargetRate)
 			fmt.Fprintf(w, "  produce latency (half load)\t%s\n", lat(h.ProduceLatency))
 			fmt.Fprintf(w, "  end-to-end latency (half load)\t%s\n", lat(h.EndToEnd))
+		}
+		if u := t.CPU; u != nil {
+			fmt.Fprintf(w, "  CPU (full load)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
+				u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
 		}
 		c := t.Changes
 		fmt.Fprintf(w, "  cluster changes\t%d ISR shrinks, %d expands, %d leader changes, %d fencings\n", c.ISRShrinks, c.ISRExpands, c.LeaderChanges, c.Fencings)

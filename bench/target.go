@@ -97,6 +97,17 @@ func (t *localTarget) metricsAddrs() map[int32]string {
 	return m
 }
 
+// pids lists the running nodes' process ids.
+func (t *localTarget) pids() []int {
+	var out []int
+	for _, n := range t.c.Nodes() {
+		if n.PID != 0 {
+			out = append(out, n.PID)
+		}
+	}
+	return out
+}
+
 // crashes reports nodes that died on their own.
 func (t *localTarget) crashes() []localcluster.Crash { return t.c.Crashes() }
 

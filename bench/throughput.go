@@ -29,6 +29,7 @@ type ThroughputResult struct {
 	HalfLoad       *HalfLoad   `json:"half_load,omitempty"`
 	Consume        *Consume    `json:"consume,omitempty"`
 	Changes        Changes     `json:"cluster_changes"` // must be all zero without faults
+	CPU            *CPUUsage   `json:"cpu,omitempty"`   // during the full-load run (local cluster)
 	FirstError     string      `json:"first_error,omitempty"`
 }
 
@@ -95,6 +96,10 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 			return nil, err
 		}
 	}
+	var meter *cpuMeter
+	if lt, ok := r.target.(*localTarget); ok {
+		meter = startCPU(lt.pids())
+	}
 	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
@@ -102,6 +107,10 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		progress: bar.records,
 	})
 	bar.done()
+	if meter != nil {
+		u := meter.stop()
+		res.CPU = &u
+	}
 	if prof != nil {
 		if err := prof.stop(ctx); err != nil {
 			r.log.Warn("profiling", "err", err)

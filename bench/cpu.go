@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CPUUsage is the CPU time the cluster's nodes and the bench itself used
+// during a phase. On a shared machine it tells whether a figure was limited
+// by our own CPU use (utilization near the CPU count) or by waiting.
+type CPUUsage struct {
+	WallSeconds  float64 `json:"wall_seconds"`
+	NodesSeconds float64 `json:"nodes_cpu_seconds"` // user+system, all local nodes
+	BenchSeconds float64 `json:"bench_cpu_seconds"` // user+system, this process (producers, consumers, watcher)
+	// Utilization is (nodes + bench) CPU seconds per wall second; the
+	// machine has Machine.cpus of them.
+	Utilization float64 `json:"utilization"`
+	// MachineBusy is the whole machine's non-idle share over the phase
+	// (from /proc/stat), other processes included; 1 = every CPU busy.
+	MachineBusy float64 `json:"machine_busy"`
+}
+
+// cpuMeter samples CPU counters at the start of a phase.
+type cpuMeter struct {
+	start      time.Time
+	pids       []int
+	nodes      float64
+	self       float64
+	busy, idle uint64
+}
+
+// userHZ is Linux's clock-tick rate for /proc CPU times (fixed at 100 on
+// every architecture Go supports).
+const userHZ = 100
+
+func startCPU(pids []int) *cpuMeter {
+	m := &cpuMeter{start: time.Now(), pids: pids}
+	m.nodes = procCPU(pids)
+	m.self = selfCPU()
+	m.busy, m.idle = machineCPU()
+	return m
+}
+
+func (m *cpuMeter) stop() CPUUsage {
+	wall := time.Since(m.start).Seconds()
+	u := CPUUsage{WallSeconds: wall, NodesSeconds: procCPU(m.pids) - m.nodes, BenchSeconds: selfCPU() - m.self}
+	if wall > 0 {
+		u.Utilization = (u.NodesSeconds + u.BenchSeconds) / wall
+	}
+	busy, idle := machineCPU()
+	if d := (busy - m.busy) + (idle - m.idle); d > 0 {
+		u.MachineBusy = float64(busy-m.busy) / float64(d)
+	}
+	return u
+}
+
+// procCPU sums utime+stime of pids in seconds (0 for any it cannot read).
+func procCPU(pids []int) float64 {
+	var total float64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state is field 3; utime 14, stime 15.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		total += (ut + st) / userHZ
+	}
+	return total
+}
+
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// machineCPU returns the busy and idle jiffies of all CPUs from /proc/stat.
+func machineCPU() (busy, idle uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, s := range f[1:] {
+		v, _ := strconv.ParseUint(s, 10, 64)
+		if i == 3 || i == 4 { // idle, iowait
+			idle += v
+		} else if i < 8 { // user nice system irq softirq steal
+			busy += v
+		}
+	}
+	return busy, idle
+}
+
+// loadAvg is /proc/loadavg's first three fields.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
