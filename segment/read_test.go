@@ -164,3 +164,33 @@ func TestRetentionAndRollByAge(t *testing.T) {
 		t.Fatalf("log start %d", l.LogStartOffset())
 	}
 }
+
+// TestSyncInterval: the background flusher makes appends durable without
+// WaitDurable (which returns at once under this policy).
+func TestSyncInterval(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/log", Options{FS: fs, MaxIndexBytes: 1024, SegmentBytes: 1 << 16,
+		Sync: SyncInterval, SyncInterval: 5 * time.Millisecond})
+	defer l.Close()
+	info := mustAppend(t, l, testBatch(1, 3, 0), 1)
+	if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := fs.CrashClone()
+		l2, err := Open(ctx, "/log", Options{FS: c, MaxIndexBytes: 1024, SegmentBytes: 1 << 16, Logger: quietLogger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := l2.LogEndOffset()
+		l2.Close()
+		if end == info.LastOffset+1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("interval flush never made offset %d durable", info.LastOffset)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
