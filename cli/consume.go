@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -241,6 +242,18 @@ var jsonPlain = func() (t [256]bool) {
 	return t
 }()
 
+// plain8 reports whether none of 8 bytes needs escaping: no byte below
+// 0x20, no '"', no '\\', no byte >= 0x80 (SWAR: exact for "any byte matches").
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below20 := (x - ones*0x20) &^ x
+	quote := x ^ (ones * '"')
+	bslash := x ^ (ones * '\\')
+	hasQuote := (quote - ones) &^ quote
+	hasBslash := (bslash - ones) &^ bslash
+	return (below20|hasQuote|hasBslash|x)&highs == 0
+}
+
 // appendJSONBytes appends s as a JSON string and reports whether s was valid
 // UTF-8. Invalid bytes become U+FFFD (callers then add the exact bytes in base64).
 func appendJSONBytes(b []byte, s []byte) ([]byte, bool) {
@@ -249,6 +262,10 @@ func appendJSONBytes(b []byte, s []byte) ([]byte, bool) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(binary.LittleEndian.Uint64(s[i:])) {
+			i += 8
+			continue
+		}
 		if jsonPlain[s[i]] {
 			i++
 			continue

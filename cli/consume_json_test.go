@@ -26,3 +26,22 @@ func FuzzAppendJSONBytes(f *testing.F) {
 		}
 	})
 }
+
+func TestPlain8MatchesTable(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			var b [8]byte
+			for i := range b {
+				b[i] = 'a'
+			}
+			b[pos] = byte(c)
+			x := uint64(0)
+			for i := 7; i >= 0; i-- {
+				x = x<<8 | uint64(b[i])
+			}
+			if got := plain8(x); got != jsonPlain[c] {
+				t.Fatalf("byte %#x at %d: plain8=%v table=%v", c, pos, got, jsonPlain[c])
+			}
+		}
+	}
+}

@@ -469,13 +469,13 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 // records below from, and returns the offset after the last whole batch (from
 // if none). A partial batch at the end (a fetch cut at MaxBytes) is ignored.
 func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
+	out = slices.Grow(out, countRecords(records))
 	next := from
 	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
 		if b.LastOffset() < from {
 			return nil
 		}
 		next = b.LastOffset() + 1
-		out = slices.Grow(out, int(b.LastOffset()-max(b.BaseOffset(), from)+1))
 		epoch := b.LeaderEpoch()
 		it := b.Iter()
 		for it.Next() {
@@ -495,6 +495,22 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 		return out, next, fmt.Errorf("client: %s: %w", tp, err)
 	}
 	return out, next, nil
+}
+
+// countRecords sums the record counts of the batch headers in buf (no CRC
+// checks: it only sizes the output), at most one per 16 bytes.
+func countRecords(buf []byte) int {
+	n := 0
+	for len(buf) >= segment.HeaderSize {
+		h, err := segment.ParseHeader(buf)
+		size := 12 + int(h.Length)
+		if err != nil || h.Length <= 0 || size > len(buf) || h.RecordCount <= 0 {
+			break
+		}
+		n += min(int(h.RecordCount), size/16)
+		buf = buf[size:]
+	}
+	return n
 }
 
 // Close abandons fetches in flight and waits for their goroutines.
