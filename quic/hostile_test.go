@@ -132,7 +132,7 @@ func TestHostileMsgpackBombInValidFrame(t *testing.T) {
 		}
 		str.Close()
 		re := readErrorFrame(t, str)
-		if re.Code != CodeHandler || !strings.Contains(re.Message, "malformed") {
+		if re.Code != CodeMalformed || !strings.Contains(re.Message, "malformed") {
 			t.Fatalf("%s: got %+v, want the handler's decode error", name, re)
 		}
 	}
@@ -146,6 +146,57 @@ func repeatByte(b byte, n int) []byte {
 		s[i] = b
 	}
 	return s
+}
+
+func TestHostileManyStalledHugeFramesStayCheap(t *testing.T) {
+	srv := mustServe(t, Config{FirstFrameTimeout: 300 * time.Millisecond})
+	conn, err := rawDial(t, srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 streams each announce a 16 MiB frame, send 1 KiB of it and stall:
+	// allocating the announced size would cost 3.2 GiB.
+	check := allocGuard(t, 96<<20)
+	var strs []*qgo.Stream
+	for range 200 {
+		str, err := conn.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr := []byte{0, 0xff, 0xff, 0xff, byte(typeEcho)}
+		if _, err := str.Write(append(hdr, make([]byte, 1024)...)); err != nil {
+			t.Fatal(err)
+		}
+		strs = append(strs, str)
+	}
+	for _, str := range strs {
+		if re := readErrorFrame(t, str); re.Code != CodeTimeout {
+			t.Fatalf("got %+v, want first-frame timeout", re)
+		}
+	}
+	check()
+	stillServes(t, srv)
+}
+
+func TestHostileOversizedFrameInsideSession(t *testing.T) {
+	srv := mustServe(t, Config{})
+	conn, err := rawDial(t, srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := conn.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := []byte{0, 0, 0, 2, byte(typeSink), 0xc0}
+	if _, err := str.Write(append(first, 0xff, 0xff, 0xff, 0xff, 1)); err != nil {
+		t.Fatal(err)
+	}
+	re := readErrorFrame(t, str)
+	if re.Code != CodeFrameTooLarge {
+		t.Fatalf("got %+v, want frame too large", re)
+	}
+	stillServes(t, srv)
 }
 
 func TestHostileTruncatedFrame(t *testing.T) {

@@ -171,11 +171,19 @@ func refuse(str *qgo.Stream, sc qgo.StreamErrorCode, code uint16, msg string) {
 	str.Close()
 }
 
-// errorCode picks the error frame code and message for a handler error.
+// errorCode picks the error frame code and message for a handler error: a
+// *RemoteError's own code, CodeMalformed / CodeFrameTooLarge for the
+// transport's decoding errors (a request that failed Decode), else
+// CodeHandler.
 func errorCode(err error) (uint16, string) {
 	var re *RemoteError
-	if errors.As(err, &re) {
+	switch {
+	case errors.As(err, &re):
 		return re.Code, re.Message
+	case errors.Is(err, ErrFrameTooLarge):
+		return CodeFrameTooLarge, err.Error()
+	case errors.Is(err, ErrMalformed):
+		return CodeMalformed, err.Error()
 	}
 	return CodeHandler, err.Error()
 }

@@ -87,7 +87,9 @@ func (s *Session) Recv(ctx context.Context) (Frame, error) {
 			return Frame{}, io.EOF
 		}
 		if errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrMalformed) {
-			s.abort(StreamCodeProtocol)
+			// Stop the peer's sending; our side stays open so a handler
+			// returning this error can still send its error frame.
+			s.str.CancelRead(StreamCodeProtocol)
 		}
 		return Frame{}, s.opErr(ctx, "recv", err)
 	}
