@@ -72,7 +72,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if !opts.NoWait {
 		if err := c.WaitReady(ctx); err != nil {
-			err = fmt.Errorf("localcluster: cluster not ready: %w (logs in %s)", err, dir)
+			var tails strings.Builder
+			for _, n := range c.nodes {
+				fmt.Fprintf(&tails, "\n--- node %d log (last lines):\n%s", n.id, c.LogTail(n.id, 10))
+			}
+			err = fmt.Errorf("localcluster: cluster not ready: %w%s", err, tails.String())
 			c.Close()
 			return nil, err
 		}
@@ -382,6 +386,23 @@ func (c *Cluster) ClientArgs() []string {
 		a = append(a, "--tls-dir", c.certDir, "--cert-name", ClientCertName)
 	}
 	return a
+}
+
+// LogTail returns the last n lines of node id's log (empty if unreadable).
+func (c *Cluster) LogTail(id int32, n int) string {
+	nd, err := c.node(id)
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(nd.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Crashes returns the nodes that exited without being signalled by the Cluster.

@@ -115,6 +115,9 @@ func TestLifecycle(t *testing.T) {
 	if err := c.WaitFor(ctx, logContains(c, 2, "controlled shutdown")); err != nil {
 		t.Fatal(err)
 	}
+	if tail := c.LogTail(2, 1); tail != "fake node 2 controlled shutdown" {
+		t.Fatalf("log tail %q", tail)
+	}
 
 	// Restart of a running node: SIGTERM then start.
 	if err := c.Restart(ctx, 3); err != nil {
