@@ -208,7 +208,7 @@ func TestSessionHandlerErrorReachesPeer(t *testing.T) {
 	}
 	_, err = s.Recv(ctx)
 	var re *RemoteError
-	if !errors.As(err, &re) || re.Code != CodeHandler {
+	if !errors.As(err, &re) || re.Code != CodeMalformed {
 		t.Fatalf("got %v, want RemoteError", err)
 	}
 }
