@@ -58,6 +58,9 @@ type Config struct {
 	// as KRaft does). A broker co-located with a dead controller is fenced
 	// after election time + Grace.
 	Grace time.Duration
+	// PrevControllerGrace is the grace the previous active controller's own
+	// broker gets (default 3 heartbeat intervals, at most Grace): see activate.
+	PrevControllerGrace time.Duration
 	// CheckInterval is the period of session expiry checks, preferred-leader
 	// elections and learner reconciliation; default HeartbeatInterval/2.
 	// Detection time is at most SessionTimeout + CheckInterval + one commit.
@@ -81,6 +84,9 @@ func (c *Config) defaults() {
 	}
 	if c.Grace <= 0 {
 		c.Grace = c.SessionTimeout
+	}
+	if c.PrevControllerGrace <= 0 {
+		c.PrevControllerGrace = min(3*c.HeartbeatInterval, c.Grace)
 	}
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = max(c.HeartbeatInterval/2, time.Millisecond)
@@ -228,6 +234,7 @@ func (c *Controller) checkLeadership(ctx context.Context) bool {
 // activate commits the marker for term and starts the grace period.
 func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	start := c.cfg.Now()
+	prevController := c.cfg.Store.Image().ControllerID()
 	data, err := metadata.EncodeEntry(metadata.ControllerMarker{ControllerID: c.cfg.NodeID, Term: term})
 	if err != nil {
 		panic(fmt.Sprintf("controller: encoding a marker cannot fail: %v", err))
@@ -249,6 +256,15 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	c.mu.Lock()
 	c.mu.activeTerm = term
 	c.mu.sessions.reset(img, c.cfg.Now(), c.cfg.Grace)
+	if prevController != c.cfg.NodeID {
+		// Raft (with PreVote and CheckQuorum) elects a new leader only when
+		// the old one stopped answering, or handed leadership over on a
+		// controlled shutdown (after which its broker is fenced already).
+		// So the previous controller's broker is most likely dead: it gets
+		// only a few heartbeats of grace instead of a whole session, which
+		// keeps the partitions it led from waiting election + session.
+		c.mu.sessions.shorten(prevController, c.cfg.Now().Add(c.cfg.PrevControllerGrace))
+	}
 	c.mu.Unlock()
 	for _, b := range img.Brokers() {
 		c.cfg.Raft.SetPeerAddr(uint64(b.ID), b.Addr)

@@ -31,6 +31,14 @@ func (s *sessions) reset(img *metadata.Image, now time.Time, grace time.Duration
 	}
 }
 
+// shorten moves broker id's deadline earlier to at most deadline.
+func (s *sessions) shorten(id int32, deadline time.Time) {
+	if ss, ok := s.m[id]; ok && deadline.Before(ss.deadline) {
+		ss.deadline = deadline
+		s.m[id] = ss
+	}
+}
+
 // clear forgets everything (leadership lost).
 func (s *sessions) clear() { s.m = map[int32]session{} }
 
