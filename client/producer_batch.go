@@ -44,9 +44,10 @@ type pbatch struct {
 	cancel   context.CancelFunc
 }
 
-func newBatch(capHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
+func newBatch(capHint, recsHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
 	return &pbatch{
 		arena:    make([]byte, 0, capHint),
+		recs:     make([]recEntry, 0, recsHint),
 		size:     batchHeaderEstimate,
 		created:  now,
 		deadline: now.Add(deliveryTimeout),

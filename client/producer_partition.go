@@ -50,8 +50,10 @@ type partProducer struct {
 
 	mu struct {
 		sync.Mutex
-		open   *pbatch   // accepting records
-		closed []*pbatch // full, waiting for run to take them
+		open     *pbatch   // accepting records
+		closed   []*pbatch // full, waiting for run to take them
+		lastLen  int       // arena bytes of the last closed batch: sizes the next one
+		lastRecs int       // records in it
 	}
 
 	// Owned by run.
@@ -98,24 +100,31 @@ func (pp *partProducer) append(r *Record, ts int64, size int, cb func(Delivery))
 	pp.mu.Lock()
 	b := pp.mu.open
 	if b != nil && b.size+size > cfg.BatchBytes {
-		pp.mu.closed = append(pp.mu.closed, b)
+		pp.closeOpenLocked()
 		b, wake = nil, true
 	}
 	if b == nil {
-		b = newBatch(min(cfg.BatchBytes, 2*size+1024), time.Now(), cfg.DeliveryTimeout)
+		b = newBatch(min(cfg.BatchBytes, max(2*size+1024, pp.mu.lastLen)), max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
 		pp.mu.open = b
 		wake = true // arms the linger timer
 	}
 	b.add(r, ts, size, cb)
 	if b.size >= cfg.BatchBytes {
-		pp.mu.closed = append(pp.mu.closed, b)
-		pp.mu.open = nil
+		pp.closeOpenLocked()
 		wake = true
 	}
 	pp.mu.Unlock()
 	if wake {
 		pp.signal()
 	}
+}
+
+// closeOpenLocked moves the open batch to closed.
+func (pp *partProducer) closeOpenLocked() {
+	b := pp.mu.open
+	pp.mu.closed = append(pp.mu.closed, b)
+	pp.mu.open = nil
+	pp.mu.lastLen, pp.mu.lastRecs = len(b.arena), len(b.recs)
 }
 
 func (pp *partProducer) run() {
@@ -202,6 +211,7 @@ func (pp *partProducer) takeReady(now time.Time) {
 		(pp.p.flushing.Load() > 0 || !now.Before(o.created.Add(pp.p.cfg.Linger))) {
 		pp.queue = append(pp.queue, o)
 		pp.mu.open = nil
+		pp.mu.lastLen, pp.mu.lastRecs = len(o.arena), len(o.recs)
 	}
 }
 
