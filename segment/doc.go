@@ -72,8 +72,10 @@
 // and a full disk would kill the process with SIGBUS instead of returning
 // ErrDiskFull.) When a batch does not fit, the index is full or the segment is
 // older than RollAge, the segment is sealed (flushed, truncated to its real
-// size) and a new one is rolled. Index files are preallocated, mapped and
-// written the same way.
+// size) and a new one is rolled. The active segment's index entries are kept
+// in memory and written to its .index/.timeindex when it is sealed or the log
+// is closed (after an unclean shutdown recovery rebuilds them from the scan);
+// sealed indexes are mapped read-only.
 //
 // An index entry is added for a batch when at least IndexInterval bytes were
 // appended since the previous entry; it points at the batch's first byte. The

@@ -6,24 +6,30 @@ import (
 	"sort"
 )
 
-// indexFile is a preallocated (sparse), memory-mapped file of fixed-size entries: the
-// sparse offset index (.index) and the time index (.timeindex) share it.
-// Entries below n are published and read under Log.mu; the writer (holding
-// Log.appendMu) writes entry n before publishing n+1.
+// indexFile is a file of fixed-size entries: the sparse offset index
+// (.index) and the time index (.timeindex) share it. A sealed segment's index
+// is memory-mapped read-only. The active segment's entries live in memory
+// (buf) and are written to the file when the segment is sealed or the log is
+// closed: after an unclean shutdown the active segment's index is rebuilt by
+// the recovery scan anyway, and this saves two system calls per indexed
+// append. Entries below n are published and read under Log.mu through data;
+// the writer (holding Log.appendMu) fills entry n in buf before publishing
+// n+1 together with data = buf.
 type indexFile struct {
 	path       string
 	fs         FS
 	file       File
 	mp         Mapping
-	data       []byte
+	data       []byte // (Log.mu) entries as readers see them
+	buf        []byte // (appendMu) the active segment's entries; nil when sealed
 	entrySize  int
-	n          int // published entries
+	n          int // (Log.mu) published entries
 	maxEntries int
 }
 
-// openIndexFile opens (creating if needed) an index. For a writable index the
-// file is extended to maxBytes and entries = keep (the valid prefix); for a
-// read-only one the entries are the file's contents.
+// openIndexFile opens (creating if needed) an index. A writable index loads
+// its first keep entries (all when keep < 0) into memory; a read-only one
+// maps the file.
 func openIndexFile(fs FS, path string, entrySize, maxBytes int, writable bool, keep int) (*indexFile, error) {
 	flag := os.O_RDONLY
 	if writable {
@@ -41,32 +47,24 @@ func openIndexFile(fs FS, path string, entrySize, maxBytes int, writable bool, k
 	}
 	if writable {
 		ix.maxEntries = maxBytes / entrySize
-		if keep < 0 {
+		if keep < 0 || int64(keep*entrySize) > size {
 			keep = int(size) / entrySize
 		}
-		if keep > ix.maxEntries {
-			keep = ix.maxEntries
-		}
-		want := int64(ix.maxEntries * entrySize)
-		// Zero anything after the kept entries, then extend sparsely.
-		if size > int64(keep*entrySize) || size < want {
-			if err := f.Truncate(int64(keep * entrySize)); err != nil {
-				f.Close()
-				return nil, err
-			}
-			if err := f.Truncate(want); err != nil {
+		keep = min(keep, ix.maxEntries)
+		ix.buf = make([]byte, keep*entrySize, max(keep*entrySize*2, 1024))
+		if keep > 0 {
+			if _, err := f.ReadAt(ix.buf, 0); err != nil {
 				f.Close()
 				return nil, err
 			}
 		}
-		ix.n = keep
-		size = want
-	} else {
-		ix.n = int(size) / entrySize
-		ix.maxEntries = ix.n
+		ix.n, ix.data = keep, ix.buf
+		return ix, nil
 	}
-	if size > 0 {
-		ix.mp, err = f.Map(int(size), false)
+	ix.n = int(size) / entrySize
+	ix.maxEntries = ix.n
+	if ix.n > 0 {
+		ix.mp, err = f.Map(ix.n*entrySize, false)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -82,25 +80,62 @@ func (ix *indexFile) entry(i int) []byte {
 
 func (ix *indexFile) full() bool { return ix.n >= ix.maxEntries }
 
-// writeNext writes entry n (unpublished) with a positioned write; the
-// read-only mapping shows it. The caller publishes with n++ under Log.mu.
+// writeNext fills entry n in memory (unpublished).
 func (ix *indexFile) writeNext(fill func(e []byte)) error {
-	var e [16]byte
-	fill(e[:ix.entrySize])
-	_, err := ix.file.WriteAt(e[:ix.entrySize], int64(ix.n*ix.entrySize))
-	return err
+	if ix.buf == nil {
+		return fmt.Errorf("segment: index %s is sealed", ix.path)
+	}
+	at, need := ix.n*ix.entrySize, (ix.n+1)*ix.entrySize
+	if need > cap(ix.buf) {
+		nb := make([]byte, at, max(2*need, 1024))
+		copy(nb, ix.buf[:at])
+		ix.buf = nb
+	}
+	ix.buf = ix.buf[:need]
+	fill(ix.buf[at:need])
+	return nil
 }
 
-// seal truncates the file to its entries and makes it durable.
-func (ix *indexFile) seal(sync bool) error {
-	if err := ix.file.Truncate(int64(ix.n * ix.entrySize)); err != nil {
-		return err
+// publish makes the entry written by writeNext visible. Log.mu held.
+func (ix *indexFile) publish() {
+	ix.n++
+	ix.data = ix.buf
+}
+
+// persist writes in-memory entries to the file, truncates it to its entries,
+// syncs it (when sync) and returns a read-only mapping of it (nil when empty
+// or already mapped). The caller swaps it in with adopt under Log.mu.
+func (ix *indexFile) persist(sync bool) (Mapping, error) {
+	size := ix.n * ix.entrySize
+	if ix.buf != nil && size > 0 {
+		if _, err := ix.file.WriteAt(ix.buf[:size], 0); err != nil {
+			return nil, err
+		}
 	}
-	ix.maxEntries = ix.n
+	if err := ix.file.Truncate(int64(size)); err != nil {
+		return nil, err
+	}
 	if sync {
-		return ix.file.Sync()
+		if err := ix.file.Sync(); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	if ix.buf == nil || size == 0 {
+		return nil, nil
+	}
+	return ix.file.Map(size, false)
+}
+
+// adopt switches a persisted index to its mapping. Log.mu held (or no readers).
+func (ix *indexFile) adopt(m Mapping) {
+	ix.maxEntries = ix.n
+	if m == nil {
+		if ix.n == 0 {
+			ix.buf = nil
+		}
+		return
+	}
+	ix.mp, ix.data, ix.buf = m, m.Bytes(), nil
 }
 
 func (ix *indexFile) close() error {

@@ -177,8 +177,8 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		seg.maxTs = maxTs
 	}
 	if indexed {
-		seg.idx.n++
-		seg.tidx.n++
+		seg.idx.publish()
+		seg.tidx.publish()
 	}
 	l.mu.leo = last + 1
 	epochChanged := l.mu.epochs.assign(epoch, base)
@@ -317,12 +317,21 @@ func (l *Log) trimLocked(s *segment, sync bool) error {
 		}
 		s.flushed.Store(s.size)
 	}
-	if err := s.idx.seal(sync); err != nil {
+	m1, err := s.idx.persist(sync)
+	if err != nil {
 		return err
 	}
-	if err := s.tidx.seal(sync); err != nil {
+	m2, err := s.tidx.persist(sync)
+	if err != nil {
+		if m1 != nil {
+			m1.Unmap()
+		}
 		return err
 	}
+	l.mu.Lock()
+	s.idx.adopt(m1)
+	s.tidx.adopt(m2)
+	l.mu.Unlock()
 	if err := s.file.f.Truncate(s.size); err != nil {
 		return err
 	}

@@ -343,19 +343,20 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		if err := s.idx.add(res.idxRel[i], res.idxPos[i]); err != nil {
 			return fail(l.ioErr(err))
 		}
-		s.idx.n++
+		s.idx.publish()
 		if err := s.tidx.add(res.tidxTs[i], res.idxRel[i]); err != nil {
 			return fail(l.ioErr(err))
 		}
-		s.tidx.n++
+		s.tidx.publish()
 	}
 	s.sinceIndex = res.sinceIndex
 	if !last {
-		if err := s.idx.seal(true); err != nil {
-			return fail(err)
-		}
-		if err := s.tidx.seal(true); err != nil {
-			return fail(err)
+		for _, ix := range []*indexFile{s.idx.indexFile, s.tidx.indexFile} {
+			m, err := ix.persist(true)
+			if err != nil {
+				return fail(err)
+			}
+			ix.adopt(m)
 		}
 		s.flushed.Store(size)
 		return s, nil
