@@ -102,7 +102,7 @@ type Consumer struct {
 	wg      sync.WaitGroup
 	parts   map[TopicPartition]*cpart
 	order   []*cpart // assignment order
-	pending int      // fetches in flight
+	inflight map[*fetchCall]struct{} // fetches in flight
 	closed  bool
 }
 
@@ -117,7 +117,17 @@ type cpart struct {
 	notBefore time.Time
 }
 
+// fetchCall is one fetch in flight to one leader.
+type fetchCall struct {
+	leader  int32
+	epochs  map[int32]int32 // partition -> leader epoch it was sent with
+	topic   string
+	started time.Time
+	cancel  context.CancelFunc
+}
+
 type fetchResult struct {
+	call  *fetchCall
 	addr  string
 	topic string
 	parts []fetchedPart
@@ -133,7 +143,7 @@ type fetchedPart struct {
 
 // NewConsumer creates a consumer with no assignment.
 func (c *Client) NewConsumer(cfg ConsumerConfig) *Consumer {
-	cs := &Consumer{c: c, cfg: cfg.withDefaults(), results: make(chan fetchResult, 16), parts: map[TopicPartition]*cpart{}}
+	cs := &Consumer{c: c, cfg: cfg.withDefaults(), results: make(chan fetchResult, 16), parts: map[TopicPartition]*cpart{}, inflight: map[*fetchCall]struct{}{}}
 	cs.ctx, cs.cancel = context.WithCancel(context.Background())
 	return cs
 }
@@ -274,13 +284,13 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 			return nil, err
 		}
 		wait := cs.startFetches(time.Now())
-		if cs.pending == 0 {
+		if len(cs.inflight) == 0 {
 			if wait <= 0 {
 				wait = cs.cfg.RetryBackoff
 			}
 			timer.Reset(wait)
 		} else {
-			timer.Reset(max(cs.cfg.MaxWait+cs.cfg.MaxWait/2-time.Since(start), time.Millisecond))
+			timer.Reset(min(leaderCheckEvery, max(cs.cfg.MaxWait+cs.cfg.MaxWait/2-time.Since(start), time.Millisecond)))
 		}
 		select {
 		case r := <-cs.results:
@@ -297,6 +307,9 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 				return msgs, err
 			}
 		case <-timer.C:
+			cs.checkLeaders(true)
+		case <-cs.c.meta.changed():
+			cs.checkLeaders(false)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -379,27 +392,53 @@ func (cs *Consumer) startFetches(now time.Time) time.Duration {
 			Topic:     k.topic,
 		}
 		fps := make([]fetchedPart, len(cps))
+		ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.MaxWait+cs.c.cfg.RequestTimeout)
+		call := &fetchCall{epochs: map[int32]int32{}, topic: k.topic, started: now, cancel: cancel}
 		for i, cp := range cps {
 			pm, _ := snap.partition(cp.tp.Topic, cp.tp.Partition)
 			req.Parts = append(req.Parts, wire.FetchPartition{Partition: cp.tp.Partition, Offset: cp.pos, MaxBytes: cs.cfg.PartitionMaxBytes, LeaderEpoch: pm.LeaderEpoch})
 			fps[i] = fetchedPart{cp: cp, gen: cp.gen, off: cp.pos}
 			cp.fetching = true
+			call.leader = pm.Leader
+			call.epochs[cp.tp.Partition] = pm.LeaderEpoch
 		}
-		cs.pending++
+		cs.inflight[call] = struct{}{}
 		cs.wg.Add(1)
 		go func(addr, topic string) {
 			defer cs.wg.Done()
-			ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.MaxWait+cs.c.cfg.RequestTimeout)
 			defer cancel()
 			var resp wire.FetchResponse
 			err := cs.c.call(ctx, addr, wire.TypeFetch, req, &resp)
 			select {
-			case cs.results <- fetchResult{addr: addr, topic: topic, parts: fps, resp: &resp, err: err}:
+			case cs.results <- fetchResult{call: call, addr: addr, topic: topic, parts: fps, resp: &resp, err: err}:
 			case <-cs.ctx.Done():
 			}
 		}(k.addr, k.topic)
 	}
 	return wait
+}
+
+// leaderCheckEvery is how often Poll looks for fetches stuck at a replaced leader.
+const leaderCheckEvery = 250 * time.Millisecond
+
+// checkLeaders abandons fetches sent to a leader the metadata says has been
+// replaced (their partitions are then fetched from the new leader). With
+// refresh it also asks for fresher metadata when a fetch has been outstanding
+// well past MaxWait (a dead leader never answers).
+func (cs *Consumer) checkLeaders(refresh bool) {
+	snap := cs.c.meta.current()
+	now := time.Now()
+	for call := range cs.inflight {
+		if refresh && now.Sub(call.started) > cs.cfg.MaxWait+leaderCheckEvery {
+			cs.c.meta.refreshIfOlder(leaderCheckEvery)
+		}
+		for p, epoch := range call.epochs {
+			if pm, ok := snap.partition(call.topic, p); ok && (pm.LeaderEpoch > epoch || pm.Leader != call.leader) {
+				call.cancel()
+				break
+			}
+		}
+	}
 }
 
 func (cs *Consumer) backoff(cp *cpart, now time.Time) {
@@ -413,7 +452,7 @@ func (cs *Consumer) backoff(cp *cpart, now time.Time) {
 
 // apply turns one fetch answer into messages (appended to out) and new positions.
 func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
-	cs.pending--
+	delete(cs.inflight, r.call)
 	now := time.Now()
 	byPart := map[int32]*wire.FetchPartitionResponse{}
 	if r.err == nil {

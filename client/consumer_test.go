@@ -205,3 +205,35 @@ func TestHedgedMetadataSkipsDeadNode(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// The leader dies while a long poll is outstanding (it never answers); once
+// the metadata names a new leader the consumer must fetch there, not wait
+// for the dead one's transport timeout.
+func TestConsumeAbandonsFetchToDeadLeader(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a")
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 200 * time.Millisecond, RetryBackoff: 5 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekBeginning)
+	pollN(t, cs, 1)
+	old, _ := fc.Leader("t", 0)
+	dead := fc.Addrs()[old-1]
+	fc.Intercept = func(addr string, _ quic.FrameType, _ any) clienttest.Action {
+		if addr == dead {
+			return clienttest.Action{Kind: clienttest.Hang}
+		}
+		return clienttest.Action{}
+	}
+	if m, err := cs.Poll(testCtx(t)); err != nil || len(m) != 0 { // leaves a fetch hanging at the dead leader
+		t.Fatalf("poll: %v %v", m, err)
+	}
+	fc.SetLeader("t", 0, old%3+1)
+	produceValues(t, c, "t", 0, "b")
+	start := time.Now()
+	msgs := pollN(t, cs, 1)
+	if string(msgs[0].Value) != "b" || time.Since(start) > 3*time.Second {
+		t.Fatalf("got %q after %v", msgs[0].Value, time.Since(start))
+	}
+}

@@ -328,6 +328,10 @@ func (c *Client) initProducerID(ctx context.Context) (int64, int16, error) {
 		if r.Err != wire.None {
 			return idResp{}, r.Err.Err("InitProducerID")
 		}
+		if r.ProducerID <= 0 {
+			// segment.BuilderOptions reads a zero id as "not idempotent".
+			return idResp{}, fmt.Errorf("client: %s handed out producer id %d", addr, r.ProducerID)
+		}
 		return idResp{r.ProducerID, r.ProducerEpoch}, nil
 	})
 	if err != nil {
