@@ -94,16 +94,16 @@ var ErrNoAssignment = errors.New("client: consumer has no partitions assigned")
 // Lifecycle: NewConsumer, Assign or AssignTopic, Poll repeatedly, Close
 // (abandons fetches in flight and waits for their goroutines).
 type Consumer struct {
-	c       *Client
-	cfg     ConsumerConfig
-	ctx     context.Context // cancelled by Close
-	cancel  context.CancelFunc
-	results chan fetchResult
-	wg      sync.WaitGroup
-	parts   map[TopicPartition]*cpart
-	order   []*cpart // assignment order
+	c        *Client
+	cfg      ConsumerConfig
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	results  chan fetchResult
+	wg       sync.WaitGroup
+	parts    map[TopicPartition]*cpart
+	order    []*cpart                // assignment order
 	inflight map[*fetchCall]struct{} // fetches in flight
-	closed  bool
+	closed   bool
 }
 
 type cpart struct {
