@@ -259,7 +259,7 @@ type rawEcho struct {
 	bufs         sync.Pool
 }
 
-func startRawEcho(b *testing.B) *rawEcho {
+func startRawEcho(b testing.TB) *rawEcho {
 	b.Helper()
 	cfg := Config{}.withDefaults()
 	mat, err := loadTLS(TLSConfig{}, quietLogger())
