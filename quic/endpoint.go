@@ -17,11 +17,13 @@ type Peer struct {
 	Name string // certificate common name under mutual TLS
 }
 
-// UnaryHandler answers one request frame with one response. req.Body is valid
-// until the handler returns (Decode copies what it keeps). ctx ends when the
+// UnaryHandler answers one request frame with one response. req.Body stays
+// valid until the response has been written (so returning Raw(req.Body) is
+// fine) and is reused afterwards; Decode copies what it keeps. ctx ends when the
 // caller cancels, the connection dies or the endpoint is closed. Returning a
 // non-nil error sends an error frame that the caller's Call returns as
-// *RemoteError (code CodeHandler, or the code of a returned *RemoteError).
+// *RemoteError: code CodeHandler, CodeMalformed / CodeFrameTooLarge for an
+// error from Decode, or the code of a returned *RemoteError.
 type UnaryHandler func(ctx context.Context, peer Peer, req Frame) (respType FrameType, resp any, err error)
 
 // SessionHandler owns a long-lived stream; first is the frame that opened it
@@ -42,8 +44,10 @@ type SessionHandler func(ctx context.Context, peer Peer, first Frame, s *Session
 //  1. stop accepting connections; streams opened from now on are refused with
 //     CodeShuttingDown (callers may retry elsewhere);
 //  2. cancel the contexts of session handlers (they are long-lived and must
-//     return on their own), and wait for in-flight unary calls and session
-//     handlers to return, until ctx expires;
+//     return on their own), and wait until ctx expires for session handlers
+//     to return and for in-flight unary calls to finish: a call finishes when
+//     its caller has read the whole response (the caller then closes its side
+//     of the stream, which the server waits for);
 //  3. close every connection, accepted and dialed, with ConnCodeShutdown;
 //  4. close the UDP socket.
 //
@@ -63,8 +67,9 @@ type Endpoint struct {
 	dialCfg *qgo.Config
 	pool    *connPool
 
-	// hardCtx is canceled at the end of Shutdown; dials and every handler
-	// context derive from it. sessCtx is canceled when Shutdown begins.
+	// hardCtx is canceled when Shutdown stops waiting; dials derive from it.
+	// sessCtx, the parent of session handlers' contexts, is canceled when
+	// Shutdown begins. Unary handlers' contexts are their streams'.
 	hardCtx    context.Context
 	hardCancel context.CancelFunc
 	sessCtx    context.Context
