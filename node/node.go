@@ -139,11 +139,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		})
 	}
 	n.broker, err = broker.New(ctx, broker.Config{
-		NodeID:         cfg.ID,
-		Incarnation:    n.incarnation,
-		DataDir:        cfg.DataDir,
-		Endpoint:       ep,
-		Log:            segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log},
+		NodeID:      cfg.ID,
+		Incarnation: n.incarnation,
+		DataDir:     cfg.DataDir,
+		Endpoint:    ep,
+		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
+			// Without fsync before acknowledging, a crash can leave a bad batch
+			// anywhere after the last flush, sealed segments included: truncate
+			// there (loudly) and let replication refetch from the leader. With
+			// fsync always such a batch is real corruption and stops the replica.
+			TruncateOnCorruption: cfg.Sync != segment.SyncAlways},
 		ReplicaLagTime: cfg.ReplicaLagTime,
 		AlterPartition: n.alterPartition,
 		Logger:         n.log.With("component", "broker"),
