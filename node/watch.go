@@ -38,6 +38,13 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 	}
 	n.broker.SetBrokerAddrs(addrs)
 
+	// Until this incarnation is registered, leadership the image gives this
+	// node belongs to a previous incarnation, whose log may have lost its tail
+	// since (a torn write, a replaced disk). Acting on it would let followers
+	// at the same leader epoch truncate to our shorter log. Registering fences
+	// the previous incarnation and moves its leaderships, so wait for it.
+	self, ok := img.Broker(n.cfg.ID)
+	current := ok && self.Incarnation == n.incarnation
 	want := map[partKey]broker.PartitionState{}
 	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {
@@ -48,6 +55,11 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 				Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), MinISR: t.MinISR,
+			}
+			if !current && p.Leader == n.cfg.ID {
+				st := want[partKey{p.Topic, p.Partition}]
+				st.Leader = -1
+				want[partKey{p.Topic, p.Partition}] = st
 			}
 		}
 	}
