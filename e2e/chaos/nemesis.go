@@ -43,6 +43,9 @@ func (e Event) String() string {
 	return s
 }
 
+// Source yields the faults to inject (a *Schedule, or a fixed script).
+type Source interface{ Next() Fault }
+
 // Nemesis injects the faults of a Schedule into a local cluster, one at a
 // time: each fault is healed (node restarted, resumed or reconnected) and the
 // cluster is given time to become ready before the next one.
@@ -95,7 +98,7 @@ func (n *Nemesis) logf(format string, args ...any) {
 
 // Run injects faults from s until stop reports true (asked before each
 // fault with the number run so far) or ctx ends.
-func (n *Nemesis) Run(ctx context.Context, s *Schedule, stop func(done int) bool) error {
+func (n *Nemesis) Run(ctx context.Context, s Source, stop func(done int) bool) error {
 	if n.Logger == nil {
 		n.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -195,8 +198,27 @@ func joinNote(a, b string) string {
 
 // kill SIGKILLs the victim, holds, optionally tears its files, restarts it.
 func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) error {
+	led := -1
+	if f.Torn != nil && f.Torn.Partition == LedPartition {
+		if v, err := n.C.Metadata(ctx, n.Topic); err == nil {
+			for p := range n.Partitions {
+				if pm, ok := v.Partition(n.Topic, int32(p)); ok && pm.Leader == victim {
+					led = p
+					break
+				}
+			}
+		}
+	}
 	if err := n.C.Kill(victim); err != nil {
 		return err
+	}
+	if f.Torn != nil && f.Torn.Partition == LedPartition {
+		t := *f.Torn
+		t.Partition = max(led, 0)
+		f.Torn = &t
+		if led < 0 {
+			ev.Note = joinNote(ev.Note, "the victim led no partition: torn tail on partition 0")
+		}
 	}
 	wait(ctx, f.Hold)
 	if f.Torn != nil {
@@ -217,7 +239,7 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 // to TornCutUnacked.
 func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, string, error) {
 	data := n.C.Node(victim).DataDir
-	if t.Partition < 0 {
+	if t.Partition == MetadataLog {
 		return n.applyTorn(filepath.Join(data, "__cluster_metadata-0"), t, 0)
 	}
 	note := ""
@@ -234,6 +256,7 @@ func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, s
 
 func (n *Nemesis) applyTorn(dir string, t Torn, from int64) (TornResult, string, error) {
 	res, err := ApplyTorn(dir, t, from)
+	res.Partition = t.Partition
 	return res, "", err
 }
 

@@ -23,8 +23,11 @@ type Config struct {
 	// Duration: inject faults until this much time has passed. Zero: exactly
 	// one deck of the schedule (PerKind faults of every kind).
 	Duration time.Duration
-	PerKind  int    // see Plan.PerKind; default 20
-	Kinds    []Kind // default every kind (partitions only where network namespaces work)
+	PerKind  int // see Plan.PerKind; default 20
+	// Script, when set, replaces the seeded schedule: exactly these faults,
+	// in order (regression scenarios). Fault.N is assigned by the run.
+	Script []Fault
+	Kinds  []Kind // default every kind (partitions only where network namespaces work)
 	// SessionTimeout is the nodes' --session-timeout; default 1s.
 	SessionTimeout time.Duration
 	Producers      int           // default 4
@@ -151,14 +154,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer nem.Close()
 
 	deck := sched.DeckSize()
+	var src Source = sched
+	if cfg.Script != nil {
+		src, deck = &scriptSource{faults: cfg.Script}, len(cfg.Script)
+	}
 	faultStart := time.Now()
 	stop := func(done int) bool {
-		if cfg.Duration > 0 {
+		if cfg.Duration > 0 && cfg.Script == nil {
 			return time.Since(faultStart) >= cfg.Duration
 		}
 		return done >= deck
 	}
-	nemErr := nem.Run(ctx, sched, stop)
+	nemErr := nem.Run(ctx, src, stop)
 	res.Events = nem.Events()
 	res.Counts = nem.Counts()
 	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
@@ -273,6 +280,19 @@ func (cfg Config) withDefaults() Config {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg
+}
+
+// scriptSource replays a fixed list of faults.
+type scriptSource struct {
+	faults []Fault
+	n      int
+}
+
+func (s *scriptSource) Next() Fault {
+	f := s.faults[s.n%len(s.faults)]
+	s.n++
+	f.N = s.n
+	return f
 }
 
 // waitConverged waits until every partition has a leader and its full

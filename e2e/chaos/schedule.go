@@ -70,10 +70,16 @@ const (
 	TornOverwrite TornMode = "overwrite"
 )
 
+// Special Torn.Partition values.
+const (
+	MetadataLog  = -1 // the metadata raft log (__cluster_metadata-0)
+	LedPartition = -2 // a partition the victim led when it was killed (partition 0 if none)
+)
+
 // Torn describes a torn tail.
 type Torn struct {
 	Mode      TornMode
-	Partition int     // the topic partition whose last segment is damaged; -1: the metadata log
+	Partition int     // the topic partition whose last segment is damaged; MetadataLog, or LedPartition
 	Frac      float64 // in [0,1): where in the eligible region the damage starts
 	Len       int     // garbage / overwrite length in bytes (1..64)
 	Seed      uint64  // seeds the garbage bytes
@@ -81,8 +87,11 @@ type Torn struct {
 
 func (t *Torn) String() string {
 	target := fmt.Sprintf("partition %d", t.Partition)
-	if t.Partition < 0 {
+	switch t.Partition {
+	case MetadataLog:
 		target = "metadata log"
+	case LedPartition:
+		target = "a partition it led"
 	}
 	return fmt.Sprintf("%s of %s at %.3f len %d", t.Mode, target, t.Frac, t.Len)
 }
@@ -258,8 +267,11 @@ func (s *Schedule) torn1() *Torn {
 	rng := s.rng
 	t := &Torn{Frac: rng.Float64(), Len: 1 + rng.IntN(64), Seed: rng.Uint64(), Partition: rng.IntN(s.plan.Partitions)}
 	if rng.Float64() < s.plan.MetadataTorn {
-		t.Partition, t.Mode = -1, TornGarbage
+		t.Partition, t.Mode = MetadataLog, TornGarbage
 		return t
+	}
+	if rng.Float64() < 0.4 {
+		t.Partition = LedPartition
 	}
 	switch x := rng.Float64(); {
 	case x < 0.35:

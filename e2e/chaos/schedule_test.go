@@ -35,10 +35,10 @@ func TestScheduleDeckCounts(t *testing.T) {
 				if !f.Kind.IsKill() {
 					t.Fatalf("torn tail on %s", f.Kind)
 				}
-				if f.Torn.Partition < -1 || f.Torn.Partition >= 3 || f.Torn.Len < 1 || f.Torn.Len > 64 {
+				if f.Torn.Partition < LedPartition || f.Torn.Partition >= 3 || f.Torn.Len < 1 || f.Torn.Len > 64 {
 					t.Fatalf("bad torn %+v", f.Torn)
 				}
-				if f.Torn.Partition < 0 && f.Torn.Mode != TornGarbage {
+				if f.Torn.Partition == MetadataLog && f.Torn.Mode != TornGarbage {
 					t.Fatalf("metadata torn mode %s", f.Torn.Mode)
 				}
 			}

@@ -5,22 +5,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 )
 
 // TornResult says what a torn tail did.
 type TornResult struct {
-	Mode   TornMode // the mode applied (after any fallback)
-	File   string
-	Action string // "truncate", "zero", "garbage", "overwrite"
-	Pos    int64  // first damaged byte
-	Len    int64  // damaged bytes (for truncate: bytes cut off, up to the old data end)
+	Mode      TornMode // the mode applied (after any fallback)
+	Partition int      // the partition damaged (MetadataLog for the metadata log)
+	File      string
+	Action    string // "truncate", "zero", "garbage", "overwrite"
+	Pos       int64  // first damaged byte
+	Len       int64  // damaged bytes (for truncate: bytes cut off, up to the old data end)
 	// FirstOffset is the first offset whose batch was damaged (-1 when only
 	// bytes after the data were touched).
 	FirstOffset int64
 }
 
 func (r TornResult) String() string {
-	return fmt.Sprintf("%s: %s %d bytes at %d of %s (first damaged offset %d)", r.Mode, r.Action, r.Len, r.Pos, r.File, r.FirstOffset)
+	return fmt.Sprintf("%s: %s %d bytes at %d of %s (first damaged offset %d)", r.Mode, r.Action, r.Len, r.Pos, shortPath(r.File), r.FirstOffset)
 }
 
 // ApplyTorn damages the last segment of a stopped node's partition (or
@@ -142,4 +144,13 @@ func writeAt(path string, pos int64, b []byte) error {
 		return fmt.Errorf("chaos: torn tail: %w", err)
 	}
 	return f.Close()
+}
+
+// shortPath keeps the last three elements of a path (nodeN/data/dir/file).
+func shortPath(p string) string {
+	parts := strings.Split(p, string(os.PathSeparator))
+	if len(parts) > 4 {
+		parts = parts[len(parts)-4:]
+	}
+	return strings.Join(parts, string(os.PathSeparator))
 }
