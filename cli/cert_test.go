@@ -70,7 +70,7 @@ func TestCertRefusesToOverwriteAndReportsErrors(t *testing.T) {
 		t.Fatal(errs)
 	}
 	code, _, errs := runCLI(t, "cert", "init", "--dir", dir)
-	if code != 1 || !strings.Contains(errs, "exists") || strings.Count(errs, "\n") != 1 {
+	if code != 1 || !strings.Contains(errs, "overwrite") || strings.Count(errs, "\n") != 1 {
 		t.Fatalf("second init: %d %q", code, errs)
 	}
 	if code, _, errs := runCLI(t, "cert", "init", "--dir", dir, "--force"); code != 0 {
