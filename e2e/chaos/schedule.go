@@ -136,10 +136,10 @@ type Plan struct {
 	Nodes          int           // default 3
 	Partitions     int           // default 3
 	SessionTimeout time.Duration // the nodes' --session-timeout; default 1s
-	Gap            Range         // default 100ms..800ms
-	KillHold       Range         // default 100ms..1s
-	PauseHold      Range         // default 1.3..2.5 × SessionTimeout
-	PartitionHold  Range         // default 0.5..3 × SessionTimeout
+	Gap            Range         // default 50ms..500ms
+	KillHold       Range         // default 50ms..800ms
+	PauseHold      Range         // default 1.2..2.2 × SessionTimeout
+	PartitionHold  Range         // default 0.5..2.5 × SessionTimeout
 	// MetadataTorn is the share of torn tails aimed at the metadata log
 	// (always TornGarbage there); default 0.15.
 	MetadataTorn float64
@@ -162,17 +162,17 @@ func (p Plan) withDefaults() Plan {
 		p.SessionTimeout = time.Second
 	}
 	if p.Gap == (Range{}) {
-		p.Gap = Range{100 * time.Millisecond, 800 * time.Millisecond}
+		p.Gap = Range{50 * time.Millisecond, 500 * time.Millisecond}
 	}
 	if p.KillHold == (Range{}) {
-		p.KillHold = Range{100 * time.Millisecond, time.Second}
+		p.KillHold = Range{50 * time.Millisecond, 800 * time.Millisecond}
 	}
 	st := p.SessionTimeout
 	if p.PauseHold == (Range{}) {
-		p.PauseHold = Range{st * 13 / 10, st * 5 / 2}
+		p.PauseHold = Range{st * 12 / 10, st * 22 / 10}
 	}
 	if p.PartitionHold == (Range{}) {
-		p.PartitionHold = Range{st / 2, st * 3}
+		p.PartitionHold = Range{st / 2, st * 5 / 2}
 	}
 	if p.MetadataTorn == 0 {
 		p.MetadataTorn = 0.15

@@ -48,11 +48,11 @@ func TestScheduleDeckCounts(t *testing.T) {
 					t.Fatalf("pause of %v is not longer than the session timeout", f.Hold)
 				}
 			case KillNode, KillLeader, KillController:
-				if f.Hold < 100*time.Millisecond || f.Hold > time.Second {
+				if f.Hold < 50*time.Millisecond || f.Hold > 800*time.Millisecond {
 					t.Fatalf("kill hold %v", f.Hold)
 				}
 			}
-			if f.Gap < 100*time.Millisecond || f.Gap > 800*time.Millisecond {
+			if f.Gap < 50*time.Millisecond || f.Gap > 500*time.Millisecond {
 				t.Fatalf("gap %v", f.Gap)
 			}
 		}
