@@ -7,9 +7,11 @@
 // all callers talking to the same address. The first frame on a stream selects
 // the handler registered for its type:
 //
-//   - unary: the caller writes one request frame and closes its send side; the
-//     handler's single response frame (or an error frame) comes back and the
-//     server closes its send side. See [Endpoint.Call].
+//   - unary: the caller writes one request frame; the handler's single
+//     response frame (or an error frame) comes back and the server closes its
+//     send side; the caller closes its own side only after reading the whole
+//     response, which tells the server the response was delivered (Shutdown
+//     waits for that). See [Endpoint.Call].
 //   - session: after the first frame both sides send frames until one closes
 //     the session. See [Endpoint.OpenSession] and [Session].
 //
