@@ -1,0 +1,93 @@
+// Package chaos answers "what happens if a broker fails?" with a run anyone
+// can repeat: a real 3-node cluster of paymentlog processes under load, a
+// nemesis that injects faults on a seeded schedule, and a checker that reads
+// everything back and names every broken promise.
+//
+// # The run (Run)
+//
+//  1. Start a local cluster (bench/localcluster: separate processes, mutual
+//     TLS, one data directory each). As root, with iproute2, every node runs
+//     in its own network namespace on a bridge (localcluster.NetNS), so one
+//     can be cut off; otherwise partitions are skipped and the report says why.
+//  2. Create topic "chaos": 3 partitions, RF 3, min ISR 2.
+//  3. Workload: Producers idempotent acks=all producers, each on its own
+//     connection, write records whose value names them: "p<producer>-<seq>"
+//     (Payload), record seq to partition seq%3; Consumers consumers read
+//     every partition from offset 0, continuously. Every send, outcome
+//     (acked at offset O / failed / indeterminate / pending) and read is kept.
+//  4. Nemesis: faults one after another (Schedule), each healed before the
+//     next, with the cluster given up to 20s to be ready again.
+//  5. Heal everything, close the producers (every record resolves), wait until
+//     every partition has its full replica set in the ISR and every replica
+//     reports the same log end and HW (Converged).
+//  6. Read every partition back from its leader (the reference log), let the
+//     consumers catch up, SIGKILL the nodes and scan every replica's segment
+//     files raw (ScanPartition: no recovery, nothing written).
+//  7. Check the history (Check) and print the report.
+//
+// # Faults (Kind)
+//
+// kill-node, kill-leader (of a partition chosen by the schedule, resolved when
+// the fault runs), kill-controller (the active controller): SIGKILL, then a
+// restart after Hold. pause: SIGSTOP for longer than the session timeout,
+// then SIGCONT. partition: the node's link goes down for Hold, then up.
+// torn-tail rides on a kill: before the restart, the last segment of one of
+// the dead node's partitions (or of its metadata log) is damaged.
+//
+// The schedule is drawn from the seed alone (NewSchedule): the same seed
+// yields the same kinds, victims choices, timings and torn-tail parameters,
+// so a failing seed replays its schedule. It comes in decks; each deck holds
+// every kind PerKind times and PerKind torn tails, shuffled. A bounded run is
+// one deck; a timed run (Config.Duration) deals decks until time is up.
+//
+// # Torn tails: what may be damaged, and why that is fair
+//
+// With fsync=always a node flushes a batch before it acknowledges it (as a
+// leader) or reports it fetched (as a follower), so a real power loss can
+// only take bytes that no acknowledgement depended on. The modes:
+//
+//   - cut-unacked (realistic): truncate the file, or zero it (a preallocated
+//     file after a power loss), from a random byte inside the batches that
+//     start at or after the first offset that no acknowledged record can
+//     occupy (past every acked offset the producers saw and every HW a
+//     running node reports). Without such batches it becomes garbage-tail.
+//   - garbage-tail (realistic): a partial batch — a plausible header prefix
+//     and random bytes — right after the last whole batch. The only mode used
+//     on the metadata log (raft entries are flushed before any message
+//     leaves, so bytes after them are never relied on).
+//   - cut-acked and overwrite (a damaged disk): cut at a random byte of the
+//     last segment's data, or overwrite its last 1–64 bytes, acknowledged or
+//     not. This loses flushed, acknowledged data on ONE replica. The promise
+//     is "no acknowledged record is lost as long as one in-sync replica
+//     survives", so these run only when another running node is in the
+//     partition's ISR at that moment (it holds every committed record);
+//     otherwise they degrade to cut-unacked. The system must then not let the
+//     damaged node lead or be counted in sync before it has re-fetched what
+//     it lost. Faults are sequential, so at most one replica is damaged at a
+//     time.
+//
+// Torn tails target the last segment only (the issue's "cut the last segment
+// of a stopped node"); a sealed segment with a bad batch is corruption,
+// which is a different fault.
+//
+// # Checker (Check)
+//
+// Safety (any one fails the run): lost-write (acknowledged, absent from the
+// reference log), inconsistent-offset (one offset, two different records
+// among acknowledgements, consumer reads and the reference log),
+// duplicate (a record at two offsets or in two partitions), read-skipped and
+// read-backwards (a consumer's offsets must be exactly consecutive),
+// replica-divergence (an in-sync replica's records or batches — base, last,
+// epoch, CRC, size — differ from the reference below the HW, or it ends
+// below the HW, or its files hold corruption), reordered (a producer's
+// records in a partition out of sequence order), failed-but-written (the
+// client said "certainly not written" but it is there), phantom-record
+// (never produced, or produced for another partition), unverified (a
+// partition could not be read back). Liveness (also fails the run):
+// not-converged (replicas never all back in sync after healing) and
+// node-crashed (a node exited on its own).
+//
+// Unavailability as the producers saw it: per partition, each stretch with
+// records outstanding and no acknowledgement arriving; the longest are
+// reported with their start times, to be matched with the fault schedule.
+package chaos
