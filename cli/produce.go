@@ -14,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/client"
+	"paymentlog/wire"
 )
 
 func init() { commands = append(commands, produceCommand()) }
@@ -117,6 +118,14 @@ func runProduce(ctx context.Context, opts produceOptions, stdout, stderr io.Writ
 		return err
 	}
 	defer closeClient(cl)
+	// Check the topic (and partition) before reading any input.
+	n, err := waitPartitionCount(ctx, cl, opts.topic, opts.producer.MetadataWait)
+	if err != nil {
+		return fmt.Errorf("produce %s: %w", opts.topic, err)
+	}
+	if opts.partition >= int32(n) {
+		return fmt.Errorf("produce %s: topic has %d partitions; no partition %d", opts.topic, n, opts.partition)
+	}
 	p, err := cl.NewProducer(opts.producer)
 	if err != nil {
 		return err
@@ -196,10 +205,35 @@ func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, 
 				if ctx.Err() != nil {
 					return fmt.Errorf("interrupted: %w", ctx.Err())
 				}
+				var tooLarge *client.RecordTooLargeError
+				if !errors.As(perr, &tooLarge) {
+					// Not about this record (the topic went away, ...): stop reading.
+					return fmt.Errorf("stopped reading input: %w", perr)
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
+		}
+	}
+}
+
+// waitPartitionCount returns the topic's partition count, waiting up to wait
+// for a topic that does not exist (yet).
+func waitPartitionCount(ctx context.Context, cl *client.Client, topic string, wait time.Duration) (int, error) {
+	if wait <= 0 {
+		wait = client.DefaultMetadataWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		n, err := cl.PartitionCount(ctx, topic)
+		if err == nil || client.ErrorCode(err) != wire.UnknownTopicOrPartition || time.Now().After(deadline) {
+			return n, err
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"paymentlog/client"
 	"paymentlog/client/clienttest"
@@ -135,10 +136,20 @@ func TestProduceUsageErrors(t *testing.T) {
 	}
 }
 
-func TestProduceUnknownTopic(t *testing.T) {
+func TestProduceUnknownTopicOrPartitionFailsBeforeReading(t *testing.T) {
 	fc := startFakeCluster(t)
-	_, errOut, code := runClientCLI(t, strings.NewReader("x\n"), "produce", "nope", "--bootstrap", fc.Bootstrap())
-	if code != 1 || !strings.Contains(errOut, "does not exist") {
+	fc.CreateTopic("t", 2)
+	in := strings.NewReader(strings.Repeat("x\n", 100000))
+	start := time.Now()
+	_, errOut, code := runClientCLI(t, in, "produce", "nope", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "does not exist") || time.Since(start) > 15*time.Second {
+		t.Fatalf("exit %d after %v: %q", code, time.Since(start), errOut)
+	}
+	if in.Len() != 200000 {
+		t.Fatalf("read %d bytes of input before failing", 200000-in.Len())
+	}
+	_, errOut, code = runClientCLI(t, strings.NewReader("x\n"), "produce", "t", "--partition", "2", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "no partition 2") {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
 }
