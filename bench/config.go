@@ -123,7 +123,7 @@ type FailoverConfig struct {
 type ControllerFailoverConfig struct {
 	Trials  int           // 10
 	Timeout time.Duration // per trial; 15s
-	Attempt time.Duration // per CreateTopic attempt; 500ms
+	Attempt time.Duration // bound of one CreateTopic request; 1s
 }
 
 // DefaultConfig returns the defaults.
@@ -153,7 +153,7 @@ func DefaultConfig() Config {
 			Trials: 10, Rate: 3000, RecordSize: 256, Partitions: 3,
 			Timeout: 15 * time.Second, Poll: 5 * time.Millisecond,
 		},
-		Controller: ControllerFailoverConfig{Trials: 10, Timeout: 15 * time.Second, Attempt: 500 * time.Millisecond},
+		Controller: ControllerFailoverConfig{Trials: 10, Timeout: 15 * time.Second, Attempt: time.Second},
 	}
 }
 

@@ -16,7 +16,7 @@ type ControllerTrial struct {
 	NewController int32   `json:"new_controller"`
 	ElectedMs     float64 `json:"elected_ms"` // until the metadata names another controller (-1: not seen)
 	Ms            float64 `json:"ms"`         // until a topic creation succeeded (-1: not within the timeout)
-	Attempts      int     `json:"attempts"`
+	Attempts      int     `json:"rounds"`     // request rounds started
 	Error         string  `json:"error,omitempty"`
 }
 
@@ -28,8 +28,8 @@ type ControllerResult struct {
 	Method    string            `json:"method"`
 }
 
-const controllerMethod = "after SIGKILL of the active controller, CreateTopic (1 partition, RF 1) is sent to every node at once, " +
-	"again every 10 ms after all answered or the attempt timed out, until one node reports it committed"
+const controllerMethod = "after SIGKILL of the active controller, a round of CreateTopic (1 partition, RF 1) requests goes to every " +
+	"other node every 20 ms (rounds overlap, each bounded by the attempt timeout) until one node reports the topic committed"
 
 // runControllerFailover kills the active controller cfg.Trials times and
 // measures how long until a topic creation commits.
@@ -103,18 +103,12 @@ func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (Contro
 	tctx, cancel := context.WithTimeout(ctx, cc.Timeout)
 	defer cancel()
 	var lastErr error
-	for tctx.Err() == nil {
-		tr.Attempts++
-		ok, err := r.createEverywhere(tctx, addrs, name, cc.Attempt)
-		if ok {
-			tr.Ms = ms(time.Since(killAt))
-			break
-		}
+	if at, attempts, err := r.createUntilCommitted(tctx, addrs, name, cc.Attempt); err == nil {
+		tr.Ms = ms(at.Sub(killAt))
+		tr.Attempts = attempts
+	} else {
+		tr.Attempts = attempts
 		lastErr = err
-		select {
-		case <-tctx.Done():
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 	if ev, err := w.waitFor(tctx, killAt, func(md *wire.MetadataResponse) bool {
 		return md.ControllerID >= 0 && md.ControllerID != tr.Victim
@@ -131,44 +125,64 @@ func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (Contro
 	return tr, name
 }
 
-// createEverywhere sends one CreateTopic to every address at once and reports
-// whether any node answered that the topic is committed (or already exists,
-// from an earlier attempt that committed).
-func (r *runner) createEverywhere(ctx context.Context, addrs []string, name string, timeout time.Duration) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// createInterval is how often createUntilCommitted starts another round.
+const createInterval = 20 * time.Millisecond
+
+// createUntilCommitted starts a round of CreateTopic requests, one to every
+// address, every createInterval (rounds overlap: a round stuck on a dead
+// controller does not delay the next), each round bounded by timeout, until
+// a node answers that the topic is committed (or already exists, from an
+// earlier round that committed). It returns when that answer arrived.
+func (r *runner) createUntilCommitted(ctx context.Context, addrs []string, name string, timeout time.Duration) (time.Time, int, error) {
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel (deferred later, so it runs first)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
-		ok  bool
+		at  time.Time
 		err error
 	}
-	ch := make(chan answer, len(addrs))
-	var wg sync.WaitGroup
-	for _, a := range addrs {
-		wg.Add(1)
-		go func(addr string) {
-			defer wg.Done()
-			var resp wire.CreateTopicResponse
-			req := &wire.CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1, MinISR: 1}
-			if err := r.ep.Call(ctx, addr, wire.TypeCreateTopic, req, &resp); err != nil {
-				ch <- answer{err: err}
-				return
-			}
-			switch resp.Err {
-			case wire.None, wire.TopicAlreadyExists:
-				ch <- answer{ok: true}
-			default:
-				ch <- answer{err: resp.Err.Err(resp.Message)}
-			}
-		}(a)
-	}
+	answers := make(chan answer, 64)
+	t := time.NewTicker(createInterval)
+	defer t.Stop()
+	rounds := 0
 	var last error
-	for range addrs {
-		a := <-ch
-		if a.ok {
-			return true, nil // the others finish in the background, bounded by ctx
+	for {
+		rounds++
+		for _, addr := range addrs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, ccancel := context.WithTimeout(ctx, timeout)
+				defer ccancel()
+				var resp wire.CreateTopicResponse
+				req := &wire.CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1, MinISR: 1}
+				err := r.ep.Call(cctx, addr, wire.TypeCreateTopic, req, &resp)
+				if err == nil && resp.Err != wire.None && resp.Err != wire.TopicAlreadyExists {
+					err = resp.Err.Err(resp.Message)
+				}
+				select {
+				case answers <- answer{at: time.Now(), err: err}:
+				case <-ctx.Done():
+				}
+			}()
 		}
-		last = a.err
+	wait:
+		for {
+			select {
+			case a := <-answers:
+				if a.err == nil {
+					return a.at, rounds, nil
+				}
+				last = a.err
+			case <-ctx.Done():
+				if last == nil {
+					last = ctx.Err()
+				}
+				return time.Time{}, rounds, last
+			case <-t.C:
+				break wait
+			}
+		}
 	}
-	wg.Wait()
-	return false, last
 }
