@@ -70,6 +70,7 @@ type partProducer struct {
 	nextSeq    int32
 	order      int64
 	gap        *gap
+	noLeader   int // consecutive pumps that found no leader: grows the backoff
 	builder    *segment.Builder
 	timer      *time.Timer
 }
@@ -270,10 +271,12 @@ func (pp *partProducer) pump(now time.Time) {
 		}
 		ld, ok := pp.p.c.meta.current().leaderOf(pp.topic, pp.part)
 		if !ok {
+			pp.noLeader++
 			pp.needMeta = true
-			pp.enterRecovery(now, b.attempts+1)
+			pp.enterRecovery(now, max(b.attempts, pp.noLeader))
 			return
 		}
+		pp.noLeader = 0
 		if b.encoded == nil {
 			pp.encode(b)
 		}
