@@ -38,6 +38,7 @@ func produceCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "linger", Value: client.DefaultLinger, Usage: "close a batch this long after its first record", EnvVars: envVar("PRODUCE_LINGER")},
 			&ucli.IntFlag{Name: "max-record-bytes", Value: client.DefaultMaxRecordBytes, Usage: "refuse longer lines", EnvVars: envVar("PRODUCE_MAX_RECORD_BYTES")},
 			&ucli.DurationFlag{Name: "delivery-timeout", Value: client.DefaultDeliveryTimeout, Usage: "give up on a record not acknowledged after this long (retries included)", EnvVars: envVar("PRODUCE_DELIVERY_TIMEOUT")},
+			&ucli.DurationFlag{Name: "topic-wait", Value: client.DefaultMetadataWait, Usage: "how long to wait for a topic that does not exist (yet)", EnvVars: envVar("PRODUCE_TOPIC_WAIT")},
 			&ucli.BoolFlag{Name: "no-idempotence", Usage: "no producer id or sequence numbers (retries may duplicate)", EnvVars: envVar("PRODUCE_NO_IDEMPOTENCE")},
 		}),
 		Action: func(c *ucli.Context) error {
@@ -96,6 +97,7 @@ func parseProduceOptions(c *ucli.Context) (produceOptions, error) {
 		Linger:             c.Duration("linger"),
 		MaxRecordBytes:     c.Int("max-record-bytes"),
 		DeliveryTimeout:    c.Duration("delivery-timeout"),
+		MetadataWait:       c.Duration("topic-wait"),
 	}
 	if o.producer.Linger == 0 {
 		o.producer.Linger = -1 // --linger 0: send at once

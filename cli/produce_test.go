@@ -141,8 +141,8 @@ func TestProduceUnknownTopicOrPartitionFailsBeforeReading(t *testing.T) {
 	fc.CreateTopic("t", 2)
 	in := strings.NewReader(strings.Repeat("x\n", 100000))
 	start := time.Now()
-	_, errOut, code := runClientCLI(t, in, "produce", "nope", "--bootstrap", fc.Bootstrap())
-	if code != 1 || !strings.Contains(errOut, "does not exist") || time.Since(start) > 15*time.Second {
+	_, errOut, code := runClientCLI(t, in, "produce", "nope", "--topic-wait", "300ms", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "does not exist") || time.Since(start) > 10*time.Second {
 		t.Fatalf("exit %d after %v: %q", code, time.Since(start), errOut)
 	}
 	if in.Len() != 200000 {
