@@ -56,6 +56,8 @@
 // SeekEnd or an offset). Poll keeps one long-poll Fetch outstanding per
 // leader and returns as soon as any of them answers; fetches continue in the
 // background between polls. Records below the position inside the first
-// batch are skipped. Leader changes are followed after NotLeader or a lost
-// connection by refreshing metadata.
+// batch are skipped. Leader changes are followed: after NotLeader or a failed
+// fetch the metadata is refreshed, and a fetch outstanding at a leader that the
+// metadata says has been replaced (or one overstaying MaxWait, as a dead
+// leader's does) is abandoned and sent to the new leader.
 package client
