@@ -137,7 +137,14 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 	ids := n.C.IDs()
 	victim := ids[f.Pick%len(ids)]
 	ev.Target = "random"
-	switch f.Kind {
+	kind := f.Kind
+	switch f.Target {
+	case TargetController:
+		kind = KillController
+	case TargetLeader:
+		kind = KillLeader
+	}
+	switch kind {
 	case KillLeader:
 		p := int32(f.Pick % n.Partitions)
 		if l, _, err := n.C.PartitionLeader(ctx, n.Topic, p); err == nil {
@@ -151,11 +158,10 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 		} else {
 			ev.Note = fmt.Sprintf("no active controller (%v): random node instead", err)
 		}
-	case NetPartition:
-		if n.NS == nil {
-			ev.Note = "skipped: no network namespaces"
-			return ev
-		}
+	}
+	if f.Kind == NetPartition && n.NS == nil {
+		ev.Note = "skipped: no network namespaces"
+		return ev
 	}
 	if info := n.C.Node(victim); !info.Running {
 		ev.Note = fmt.Sprintf("skipped: node %d is not running", victim)

@@ -96,20 +96,34 @@ func (t *Torn) String() string {
 	return fmt.Sprintf("%s of %s at %.3f len %d", t.Mode, target, t.Frac, t.Len)
 }
 
+// Target chooses the victim of a pause or a network partition.
+type Target string
+
+const (
+	TargetRandom     Target = ""           // node Pick%nodes+1
+	TargetController Target = "controller" // the active controller
+	TargetLeader     Target = "leader"     // the leader of partition Pick%partitions
+)
+
 // Fault is one scheduled fault. The schedule fixes the kind, the victim
 // choice and the timings; which node that choice hits (the leader of
 // partition Pick%P, the active controller) is resolved when it runs.
 type Fault struct {
-	N    int           // 1-based position in the schedule
-	Kind Kind          // never TornTail (see Torn)
-	Pick int           // chooses the victim: node Pick%nodes+1, or partition Pick%partitions for KillLeader
-	Gap  time.Duration // quiet time before the fault
-	Hold time.Duration // how long the node stays dead / paused / isolated
-	Torn *Torn         // kills only: damage the node's files before the restart
+	N    int  // 1-based position in the schedule
+	Kind Kind // never TornTail (see Torn)
+	Pick int  // chooses the victim: node Pick%nodes+1, or partition Pick%partitions for KillLeader
+	// Target: for Pause and NetPartition, whom to hit (kills name it in their kind).
+	Target Target
+	Gap    time.Duration // quiet time before the fault
+	Hold   time.Duration // how long the node stays dead / paused / isolated
+	Torn   *Torn         // kills only: damage the node's files before the restart
 }
 
 func (f Fault) String() string {
 	s := fmt.Sprintf("#%d %s pick=%d gap=%v hold=%v", f.N, f.Kind, f.Pick, f.Gap.Round(time.Millisecond), f.Hold.Round(time.Millisecond))
+	if f.Target != TargetRandom {
+		s += " target=" + string(f.Target)
+	}
 	if f.Torn != nil {
 		s += " torn=" + f.Torn.String()
 	}
@@ -247,8 +261,10 @@ func (s *Schedule) deal() {
 				kills = append(kills, len(deck))
 			case k == Pause:
 				f.Hold = p.PauseHold.pick(rng)
+				f.Target = []Target{TargetRandom, TargetController, TargetLeader}[rng.IntN(3)]
 			case k == NetPartition:
 				f.Hold = p.PartitionHold.pick(rng)
+				f.Target = []Target{TargetRandom, TargetController, TargetLeader}[rng.IntN(3)]
 			}
 			deck = append(deck, f)
 		}
