@@ -117,10 +117,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer func() {
 		c.Close()
 		keep := cfg.Keep || (cfg.KeepOnFailure && res.Report != nil && !res.Report.OK())
+		res.Kept = keep
 		if !keep {
 			removeAll(res.Dir)
+		} else if err := res.WriteFiles(res.Dir); err != nil {
+			fmt.Fprintf(out, "chaos: saving the history: %v\n", err)
 		}
-		res.Kept = keep
 	}()
 	for _, id := range c.IDs() {
 		res.NodeLogs = append(res.NodeLogs, c.Node(id).LogPath)

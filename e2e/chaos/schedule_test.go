@@ -107,3 +107,21 @@ func TestPayloadRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestScheduleTargets(t *testing.T) {
+	got := map[Target]int{}
+	for _, f := range NewSchedule(Plan{Seed: 11}).Take(100) {
+		if f.Kind != Pause && f.Kind != NetPartition {
+			if f.Target != TargetRandom {
+				t.Fatalf("%s with target %q", f.Kind, f.Target)
+			}
+			continue
+		}
+		got[f.Target]++
+	}
+	for _, tg := range []Target{TargetRandom, TargetController, TargetLeader} {
+		if got[tg] == 0 {
+			t.Fatalf("no pause/partition aimed at %q: %v", tg, got)
+		}
+	}
+}

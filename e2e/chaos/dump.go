@@ -1,0 +1,65 @@
+package chaos
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// WriteFiles saves the run for later diagnosis into dir: schedule.txt (the
+// faults as they ran), writes.tsv (every record: producer, seq, partition,
+// sent and done as milliseconds since the start, outcome, offset, error),
+// reads.tsv (consumer, partition, offset, value, ms) and report.txt.
+func (r *Result) WriteFiles(dir string) error {
+	if err := writeLines(filepath.Join(dir, "schedule.txt"), func(w *bufio.Writer) {
+		fmt.Fprintf(w, "seed %d plan %+v\n", r.Seed, r.Plan)
+		for _, e := range r.Events {
+			fmt.Fprintf(w, "%s\t%s\n", e.Fault, e)
+		}
+	}); err != nil {
+		return err
+	}
+	h := r.History
+	if h == nil {
+		return nil
+	}
+	ms := func(t time.Time) int64 {
+		if t.IsZero() {
+			return -1
+		}
+		return t.Sub(h.Start).Milliseconds()
+	}
+	if err := writeLines(filepath.Join(dir, "writes.tsv"), func(w *bufio.Writer) {
+		fmt.Fprintln(w, "producer\tseq\tpartition\tsent_ms\tdone_ms\toutcome\toffset\terr")
+		for _, x := range h.Writes {
+			fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\n", x.ID.Producer, x.ID.Seq, x.Partition, ms(x.Sent), ms(x.Done), x.Outcome, x.Offset, x.Err)
+		}
+	}); err != nil {
+		return err
+	}
+	if err := writeLines(filepath.Join(dir, "reads.tsv"), func(w *bufio.Writer) {
+		fmt.Fprintln(w, "consumer\tpartition\toffset\tvalue\tat_ms")
+		for _, x := range h.Reads {
+			fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%d\n", x.Consumer, x.Partition, x.Offset, clip(x.Value), ms(x.At))
+		}
+	}); err != nil {
+		return err
+	}
+	return writeLines(filepath.Join(dir, "report.txt"), func(w *bufio.Writer) { r.WriteSummary(w) })
+}
+
+func writeLines(path string, fn func(w *bufio.Writer)) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	fn(w)
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("chaos: %w", err)
+	}
+	return f.Close()
+}
