@@ -250,9 +250,13 @@ func (n *NetNS) Close() error {
 	return errors.Join(errs...)
 }
 
+// staleNetNSAge is how old an empty namespace must be for CleanupStaleNetNS.
+const staleNetNSAge = 10 * time.Minute
+
 // CleanupStaleNetNS deletes namespaces and links that a NetNS of a crashed
-// run left behind (names starting with "plc" followed by a 4-digit hex tag)
-// and whose namespace holds no process. It returns what it removed.
+// run left behind (names starting with "plc" followed by a 4-digit hex tag),
+// whose namespace holds no process and is older than 10 minutes. It returns
+// what it removed.
 func CleanupStaleNetNS(ctx context.Context) ([]string, error) {
 	if err := NetNSAvailable(); err != nil {
 		return nil, err
@@ -270,6 +274,10 @@ func CleanupStaleNetNS(ctx context.Context) ([]string, error) {
 		}
 		pids, _ := exec.CommandContext(ctx, "ip", "netns", "pids", f[0]).Output()
 		if len(bytes.TrimSpace(pids)) > 0 {
+			continue
+		}
+		// A concurrent run may have made it a moment ago and not started its node yet.
+		if st, err := os.Stat("/run/netns/" + f[0]); err == nil && time.Since(st.ModTime()) < staleNetNSAge {
 			continue
 		}
 		tag := f[0][:len(netnsTagPrefix)+4]
