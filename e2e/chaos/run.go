@@ -58,6 +58,7 @@ type Result struct {
 	NoNetNS  string // why network partitions did not run ("" if they did)
 	Elapsed  time.Duration
 	Topic    string
+	Duration time.Duration // Config.Duration (0: one deck)
 	Settled  time.Duration // time from healing until in sync
 	NodeLogs []string
 }
@@ -72,7 +73,7 @@ const Topic = "chaos"
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	out := cfg.Out
-	res := &Result{Seed: cfg.Seed, Topic: Topic}
+	res := &Result{Seed: cfg.Seed, Topic: Topic, Duration: cfg.Duration}
 	start := time.Now()
 	kinds := cfg.Kinds
 	var ns *localcluster.NetNS
@@ -428,7 +429,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "cluster directory kept: %s\n", r.Dir)
 	}
 	fmt.Fprintf(w, "reproduce: scripts/chaos.sh --seed %d", r.Seed)
-	if r.Plan.PerKind > 0 {
+	if r.Duration > 0 {
+		fmt.Fprintf(w, " --duration %v", r.Duration)
+	} else if r.Plan.PerKind > 0 {
 		fmt.Fprintf(w, " --per-kind %d", r.Plan.PerKind)
 	}
 	fmt.Fprintln(w)
