@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+func TestPayloadRoundTrip(t *testing.T) {
+	p := newPayload(64)
+	now := time.Unix(1700000000, 123456789)
+	v := p.fill(now, 7, 42)
+	if len(v) != 64 {
+		t.Fatalf("len %d", len(v))
+	}
+	ts, id, err := parsePayload(v)
+	if err != nil || !ts.Equal(now) || id != (recordID{producer: 7, seq: 42}) {
+		t.Fatalf("got %v %+v %v", ts, id, err)
+	}
+	if _, _, err := parsePayload(v[:19]); !errors.Is(err, errShortPayload) {
+		t.Fatalf("short payload: %v", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := summarize([]float64{5, 1, 3, 2, 4})
+	if s != (Summary{N: 5, P50: 3, P99: 5, Max: 5}) {
+		t.Fatalf("%+v", s)
+	}
+	if s := summarize(nil); s.N != 0 {
+		t.Fatalf("%+v", s)
+	}
+	l := newLatency()
+	for i := 1; i <= 1000; i++ {
+		l.record(time.Duration(i) * time.Millisecond)
+	}
+	p := l.percentiles()
+	if p.Count != 1000 || p.P50 < 499 || p.P50 > 501 || p.P999 < 998 || p.Max < 999.5 {
+		t.Fatalf("%+v", p)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []func(*Config){
+		func(c *Config) { c.Throughput.RecordSize = 19 },
+		func(c *Config) { c.Throughput.ReplicationFactor = 4 },
+		func(c *Config) { c.Throughput.MinISR = 4 },
+		func(c *Config) { c.Throughput.Acks = "2" },
+		func(c *Config) { c.Mode = ModeFailover; c.Bootstrap = []string{"127.0.0.1:1"} },
+	}
+	for i, f := range bad {
+		c := DefaultConfig()
+		f(&c)
+		var ce *ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) {
+			t.Errorf("case %d: %v", i, err)
+		}
+	}
+	if _, err := ParseMode("bogus"); err == nil {
+		t.Error("ParseMode accepted bogus")
+	}
+	if m, _ := ParseMode(""); m != ModeAll || !m.runs(ModeFailover) || ModeTransport.runs(ModeFailover) {
+		t.Error("modes")
+	}
+	if got := expandCmd("scripts/cluster.sh kill {id}", 3); got != "scripts/cluster.sh kill 3" {
+		t.Error(got)
+	}
+}
+
+func md(offset int64, ctrl int32, states map[int32]string, isr []int32, leader, epoch int32) *wire.MetadataResponse {
+	r := &wire.MetadataResponse{MetadataOffset: offset, ControllerID: ctrl}
+	for id := int32(1); id <= 3; id++ {
+		r.Brokers = append(r.Brokers, wire.BrokerInfo{ID: id, Addr: "n", State: states[id]})
+	}
+	r.Topics = []wire.TopicMetadata{{Name: "t", Partitions: []wire.PartitionMetadata{{Partition: 0, Leader: leader, LeaderEpoch: epoch, Replicas: []int32{1, 2, 3}, ISR: isr}}}}
+	return r
+}
+
+var alive3 = map[int32]string{1: "alive", 2: "alive", 3: "alive"}
+
+func TestDiffViews(t *testing.T) {
+	a := md(1, 1, alive3, []int32{1, 2, 3}, 1, 0)
+	b := md(2, 2, map[int32]string{1: "fenced", 2: "alive", 3: "alive"}, []int32{2, 3}, 2, 1)
+	c := diffViews(a, b)
+	if c != (Changes{ISRShrinks: 1, LeaderChanges: 1, Fencings: 1, Controllers: 1}) {
+		t.Fatalf("%+v", c)
+	}
+	c = diffViews(b, md(3, 2, alive3, []int32{2, 3, 1}, 2, 1))
+	if c != (Changes{ISRExpands: 1}) {
+		t.Fatalf("%+v", c)
+	}
+	if !inSync(a, "t") || inSync(b, "t") || inSync(a, "other") || !allAlive(a) || allAlive(b) {
+		t.Fatal("inSync/allAlive")
+	}
+}
+
+// scripted answers Metadata calls from a list, one per call, then repeats the last.
+type scripted struct {
+	mu   sync.Mutex
+	mds  []*wire.MetadataResponse
+	next int
+}
+
+func (s *scripted) Call(ctx context.Context, addr string, _ quic.FrameType, _, resp any) error {
+	s.mu.Lock()
+	m := s.mds[min(s.next, len(s.mds)-1)]
+	s.next++
+	s.mu.Unlock()
+	*resp.(*wire.MetadataResponse) = *m
+	return nil
+}
+
+func TestWatcherHistory(t *testing.T) {
+	tr := &scripted{mds: []*wire.MetadataResponse{
+		md(1, 1, alive3, []int32{1, 2, 3}, 1, 0),
+		md(1, 1, alive3, []int32{1, 2, 3}, 1, 0), // same offset: not kept
+		md(2, 1, map[int32]string{1: "fenced", 2: "alive", 3: "alive"}, []int32{2, 3}, 2, 1),
+		md(3, 1, alive3, []int32{2, 3, 1}, 2, 1),
+	}}
+	start := time.Now()
+	w := newWatcher(context.Background(), tr, []string{"n"}, []string{"t"}, time.Millisecond)
+	defer w.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fenced, err := w.waitFor(ctx, start, func(m *wire.MetadataResponse) bool {
+		b, ok := brokerOf(m, 1)
+		return ok && b.State == "fenced"
+	})
+	if err != nil || fenced.md.MetadataOffset != 2 {
+		t.Fatalf("fenced view %+v, %v", fenced, err)
+	}
+	if _, err := w.waitState(ctx, func(m *wire.MetadataResponse) bool { return inSync(m, "t") && m.MetadataOffset == 3 }); err != nil {
+		t.Fatal(err)
+	}
+	c := w.changes(start, time.Now())
+	if c != (Changes{ISRShrinks: 1, ISRExpands: 1, LeaderChanges: 1, Fencings: 1}) {
+		t.Fatalf("%+v", c)
+	}
+	w.mu.Lock()
+	n := len(w.mu.views)
+	w.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d views kept, want 3", n)
+	}
+}
