@@ -174,10 +174,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.Nodes < 1:
 		return &ConfigError{"nodes", "must be >= 1"}
-	case len(c.Bootstrap) > 0 && c.Mode.runs(ModeFailover) && c.Mode != ModeAll && c.KillCmd == "":
-		return &ConfigError{"kill-cmd", "required for failover against --bootstrap"}
-	case len(c.Bootstrap) > 0 && c.Mode.runs(ModeControllerFailover) && c.Mode != ModeAll && c.KillCmd == "":
-		return &ConfigError{"kill-cmd", "required for controller-failover against --bootstrap"}
+	case len(c.Bootstrap) > 0 && (c.Mode == ModeFailover || c.Mode == ModeControllerFailover) && (c.KillCmd == "" || c.RestartCmd == ""):
+		return &ConfigError{"kill-cmd", fmt.Sprintf("--kill-cmd and --restart-cmd are required for %s against --bootstrap", c.Mode)}
+	case len(c.Bootstrap) == 0 && c.Nodes < 3 && (c.Mode.runs(ModeFailover) || c.Mode.runs(ModeControllerFailover)):
+		return &ConfigError{"nodes", "failover benchmarks need at least 3 nodes (RF 3, min ISR 2)"}
 	case t.RecordSize < payloadHeader:
 		return &ConfigError{"record-size", fmt.Sprintf("must be >= %d", payloadHeader)}
 	case t.Records < 0:

@@ -24,6 +24,7 @@ type Report struct {
 	ControllerFailover *ControllerResult `json:"controller_failover,omitempty"`
 	Targets            []TargetCheck     `json:"targets"`
 	Crashes            []string          `json:"node_crashes,omitempty"`
+	Skipped            []string          `json:"skipped,omitempty"`
 	Errors             []string          `json:"errors,omitempty"`
 }
 
@@ -194,6 +195,9 @@ func (r *Report) WriteTable(out io.Writer) {
 	}
 	for _, c := range r.Crashes {
 		fmt.Fprintf(w, "\nNODE CRASH\t%s\n", c)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "\nSKIPPED\t%s\n", s)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "\nERROR\t%s\n", e)

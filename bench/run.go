@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	killable := r.target != nil && r.target.canKill()
 	if cfg.Mode.runs(ModeFailover) && ctx.Err() == nil {
 		if !killable {
-			fail("failover", errors.New("skipped: needs --kill-cmd and --restart-cmd with --bootstrap"))
+			rep.Skipped = append(rep.Skipped, "failover: needs --kill-cmd and --restart-cmd with --bootstrap")
 		} else {
 			f, err := r.runFailover(ctx)
 			rep.Failover = f
@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.Mode.runs(ModeControllerFailover) && ctx.Err() == nil {
 		if !killable {
-			fail("controller-failover", errors.New("skipped: needs --kill-cmd and --restart-cmd with --bootstrap"))
+			rep.Skipped = append(rep.Skipped, "controller-failover: needs --kill-cmd and --restart-cmd with --bootstrap")
 		} else {
 			c, err := r.runControllerFailover(ctx)
 			rep.ControllerFailover = c
