@@ -76,7 +76,10 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	}
 	w := newWatcher(ctx, r.ep, r.target.bootstrap(), []string{topic}, 50*time.Millisecond)
 	defer w.close()
-	if _, err := w.waitState(ctx, func(md *wire.MetadataResponse) bool { return inSync(md, topic) }); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := w.waitState(wctx, func(md *wire.MetadataResponse) bool { return inSync(md, topic) })
+	cancel()
+	if err != nil {
 		return nil, fmt.Errorf("bench: topic %s never got a full ISR: %w", topic, err)
 	}
 	ps, err := newProducerSet(ctx, r.clientConfig(), tc.producerConfig(), tc.Producers)
