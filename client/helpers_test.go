@@ -12,16 +12,31 @@ import (
 	"paymentlog/client/clienttest"
 )
 
-// testLogger logs to the test (shown on failure or with -v).
+// testLogger logs to the test (shown on failure or with -v). Background
+// goroutines (the QUIC endpoint's) may outlive the test: their logs are
+// dropped once the test is cleaning up.
 func testLogger(tb testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type tbWriter struct{ tb testing.TB }
+type tbWriter struct {
+	tb   testing.TB
+	mu   sync.Mutex
+	done bool
+}
 
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Helper()
-	w.tb.Log(string(bytes.TrimRight(p, "\n")))
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.tb.Log(string(bytes.TrimRight(p, "\n")))
+	}
 	return len(p), nil
 }
 
