@@ -273,7 +273,8 @@ func (n *Node) Tick() {
 }
 
 // Campaign makes this node start an election now (tests; operators normally
-// let the election timeout do it).
+// let the election timeout do it). raft ignores it while the node has conf
+// changes committed but not yet applied, e.g. right after bootstrap.
 func (n *Node) Campaign(ctx context.Context) error {
 	var err error
 	if derr := n.do(ctx, func() { err = n.rn.Campaign() }); derr != nil {

@@ -221,9 +221,9 @@ func TestQUICThreeNodes(t *testing.T) {
 		c.start(id)
 	}
 	c.waitSame(want)
-	if st := c.nodes[4].Status(); !slices.Equal(st.Learners, []uint64{4}) {
-		t.Fatalf("learner after restart: %+v", st)
-	}
+	c.waitFor("learner knows it is one", func() bool {
+		return slices.Equal(c.nodes[4].Status().Learners, []uint64{4})
+	})
 	want = append(want, "restarted")
 	c.propose("restarted")
 	c.waitSame(want)

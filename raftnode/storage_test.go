@@ -42,7 +42,7 @@ func diskKinds(t *testing.T, fn func(t *testing.T, d *testDisk)) {
 }
 
 // requireSegment skips t while package segment is still a stub.
-func requireSegment(t *testing.T) {
+func requireSegment(t testing.TB) {
 	t.Helper()
 	ok := func() (ok bool) {
 		defer func() {
