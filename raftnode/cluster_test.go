@@ -1,12 +1,14 @@
 package raftnode
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +43,37 @@ func testLogger(tb testing.TB) *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// failureLogger keeps warnings and errors and prints them if tb fails.
+func failureLogger(tb testing.TB) *slog.Logger {
+	if os.Getenv("RAFTNODE_TEST_LOG") != "" {
+		return testLogger(tb)
+	}
+	w := &lockedBuffer{}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("log:\n%s", w.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func addrOf(id uint64) string { return fmt.Sprintf("node%d", id) }
