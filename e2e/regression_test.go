@@ -14,7 +14,8 @@ import (
 // TestRegressionTornLeaderRestart: the active controller, which also leads
 // a partition, is killed, loses the second half of that partition's last
 // segment (acknowledged records that both followers hold) and is restarted
-// at once. Found by CHAOS_SEED=2 (the fault at t+4m32s): the restarted node
+// at once. Found by CHAOS_SEED=2 with the schedule of commit 7923c52..bd9f616
+// (the fault at t+4m32s; later schedule changes drew other faults from that seed): the restarted node
 // replayed its metadata log, found itself leader under the old leader epoch
 // and acted on it before its new incarnation was registered (the controller
 // election delayed that by ~0.8s); its followers, at the same epoch,
@@ -46,7 +47,8 @@ func TestRegressionProducerIDZero(t *testing.T) {
 
 // TestRegressionPausedController: the active controller is paused for
 // twice the session timeout under load, then resumed, six times. Found by
-// CHAOS_SEED=2 (pause at t+2m35s): on SIGCONT the deposed controller, still
+// CHAOS_SEED=2 with the schedule before commit a47c223 added targets
+// (pause at t+2m35s): on SIGCONT the deposed controller, still
 // believing itself raft leader, saw every broker's session expired (the
 // timers ran during its own pause) and proposed fencing all three; raft
 // forwarded the proposal to the new leader, which committed it (metadata
