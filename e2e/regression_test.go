@@ -55,7 +55,10 @@ func TestRegressionProducerIDZero(t *testing.T) {
 // offset 474: BrokerFenced 1, 2, 3). The partition went offline keeping the
 // paused, lagging node as its "last ISR member", which then led a new
 // epoch from an older offset: two leaders acknowledged different records at
-// partition 0 offset 33895.
+// partition 0 offset 33895. Not fixed yet (raftnode/controller/metadata), and
+// timing-dependent: this scenario drives the path (the stale triple fencing
+// decision shows in the resumed node's log) but does not reproduce the loss
+// on every run.
 func TestRegressionPausedController(t *testing.T) {
 	var script []chaos.Fault
 	for range 6 {
