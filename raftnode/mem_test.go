@@ -182,8 +182,9 @@ func (f *memFiles) clone() *memFiles {
 type memNetwork struct {
 	mu       sync.Mutex
 	handlers map[string]inboundHandler
-	cut      map[string]bool // addresses isolated from everyone
-	drop     func(from, to uint64, m *pb.Message) bool
+	cut      map[string]bool                           // addresses isolated from everyone
+	drop     func(from, to uint64, m *pb.Message) bool // silently lose matching messages
+	fail     func(from, to uint64, m *pb.Message) bool // fail the send of frames holding one
 	work     atomic.Int64
 }
 
@@ -249,10 +250,18 @@ func (s *memStream) Send(ctx context.Context, f *raftFrame) error {
 	s.nw.mu.Lock()
 	h := s.nw.handlers[s.to]
 	cut := s.nw.cut[s.to] || s.nw.cut[s.from]
-	drop := s.nw.drop
+	drop, fail := s.nw.drop, s.nw.fail
 	s.nw.mu.Unlock()
 	if s.closed || h == nil || cut {
 		return errUnreachable
+	}
+	if fail != nil {
+		for _, b := range f.Msgs {
+			var m pb.Message
+			if err := proto.Unmarshal(b, &m); err == nil && fail(f.From, f.To, &m) {
+				return errUnreachable
+			}
+		}
 	}
 	if drop != nil {
 		kept := f.Msgs[:0:0]

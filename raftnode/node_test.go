@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -437,5 +438,35 @@ func TestStorageFailureStopsNode(t *testing.T) {
 	<-c.nodes[1].Done()
 	if !errors.Is(c.nodes[1].Err(), boom) {
 		t.Fatalf("Err() = %v", c.nodes[1].Err())
+	}
+}
+
+// A snapshot whose send fails is reported to raft (ReportSnapshot failure)
+// and sent again; the lagging node still catches up.
+func TestSnapshotSendFailureIsRetried(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		cfg.SnapshotEvery = 10
+		cfg.CatchUpEntries = 2
+	})
+	c.startVoters()
+	lead := c.leader()
+	lagger := lead%3 + 1
+	c.kill(lagger)
+	var want []string
+	for i := range 30 {
+		want = append(want, fmt.Sprintf("f%d", i))
+		c.propose(lead, want[len(want)-1])
+	}
+	var failed atomic.Int32
+	c.nw.mu.Lock()
+	c.nw.fail = func(from, to uint64, m *pb.Message) bool {
+		return m.GetType() == pb.MsgSnap && failed.Add(1) <= 2
+	}
+	c.nw.mu.Unlock()
+	c.start(lagger)
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
+	if failed.Load() < 3 {
+		t.Fatalf("%d snapshot sends seen, want the 2 failures and a success", failed.Load())
 	}
 }
