@@ -19,12 +19,12 @@ func (e *Endpoint) Call(ctx context.Context, addr string, t FrameType, req any, 
 	}
 	enc := getEncoder()
 	defer putEncoder(enc)
-	head, tail, err := enc.frameParts(t, req, e.cfg.MaxFrameSize)
+	parts, err := enc.frameParts(t, req, e.cfg.MaxFrameSize)
 	if err != nil {
 		return &OpError{Op: "call", Addr: addr, Err: err}
 	}
 	buf := getReadBuf()
-	f, err := e.roundTrip(ctx, addr, head, tail, buf)
+	f, err := e.roundTrip(ctx, addr, parts, buf)
 	if err != nil {
 		putReadBuf(buf)
 		return err
@@ -47,17 +47,17 @@ func (e *Endpoint) CallRaw(ctx context.Context, addr string, t FrameType, body [
 	}
 	enc := getEncoder()
 	defer putEncoder(enc)
-	head, tail, err := enc.frameParts(t, Raw(body), e.cfg.MaxFrameSize)
+	parts, err := enc.frameParts(t, Raw(body), e.cfg.MaxFrameSize)
 	if err != nil {
 		return Frame{}, &OpError{Op: "call", Addr: addr, Err: err}
 	}
-	return e.roundTrip(ctx, addr, head, tail, nil)
+	return e.roundTrip(ctx, addr, parts, nil)
 }
 
 // roundTrip writes one request frame on a new stream and reads the response
 // into buf (grown as needed). A connection found dead before the request was
 // written is replaced once.
-func (e *Endpoint) roundTrip(ctx context.Context, addr string, head, tail, buf []byte) (Frame, error) {
+func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, error) {
 	if err := ctx.Err(); err != nil {
 		return Frame{}, &OpError{Op: "call", Addr: addr, Err: err}
 	}
@@ -88,7 +88,7 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, head, tail, buf [
 	}
 	// The request goes out without FIN: closing our side after reading the
 	// whole response tells the server it was delivered (see serveUnary).
-	werr := writeParts(str, head, tail)
+	werr := writeParts(str, parts)
 	if werr != nil {
 		str.CancelWrite(StreamCodeCanceled)
 	}
@@ -128,7 +128,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	}
 	enc := getEncoder()
 	defer putEncoder(enc)
-	head, tail, err := enc.frameParts(t, first, e.cfg.MaxFrameSize)
+	parts, err := enc.frameParts(t, first, e.cfg.MaxFrameSize)
 	if err != nil {
 		return nil, &OpError{Op: "open session", Addr: addr, Err: err}
 	}
@@ -156,7 +156,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	peer := Peer{Addr: addr, Name: peerName(conn.ConnectionState().TLS)}
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems}
 	s := newSession(str, peer, fr, e.cfg.MaxFrameSize)
-	if err := s.write(ctx, head, tail); err != nil {
+	if err := s.write(ctx, parts); err != nil {
 		s.abort(StreamCodeCanceled)
 		var oe *OpError
 		if errors.As(err, &oe) {

@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"sync"
@@ -17,7 +16,14 @@ type Raw []byte
 // the list-item limit before allocating anything, then decodes into v.
 // Unknown struct fields are skipped (messages may gain fields); numbers decoded
 // into interface{} become int64, uint64 or float64. Errors wrap ErrMalformed.
-func (f Frame) Decode(v any) error {
+// Everything decoded is a copy: v keeps nothing of Body.
+func (f Frame) Decode(v any) error { return f.decode(v, false) }
+
+// DecodeNoCopy is Decode, except that [Bytes] fields alias Body instead of
+// being copied: they are valid only as long as Body is.
+func (f Frame) DecodeNoCopy(v any) error { return f.decode(v, true) }
+
+func (f Frame) decode(v any, alias bool) error {
 	maxItems := f.maxItems
 	if maxItems <= 0 {
 		maxItems = DefaultMaxListItems
@@ -26,11 +32,11 @@ func (f Frame) Decode(v any) error {
 		return fmt.Errorf("%w: frame type %d: %v", ErrMalformed, f.Type, err)
 	}
 	d := decoderPool.Get().(*decoder)
-	d.r.Reset(f.Body)
+	d.r.reset(f.Body, alias)
 	d.dec.Reset(&d.r)
 	d.dec.UseLooseInterfaceDecoding(true)
 	err := d.dec.Decode(v)
-	d.r.Reset(nil)
+	d.r.reset(nil, false)
 	d.dec.Reset(nil)
 	decoderPool.Put(d)
 	if err != nil {
@@ -40,7 +46,7 @@ func (f Frame) Decode(v any) error {
 }
 
 type decoder struct {
-	r   bytes.Reader
+	r   bodyReader
 	dec *msgpack.Decoder
 }
 
@@ -51,10 +57,22 @@ var decoderPool = sync.Pool{New: func() any {
 }}
 
 // encoder builds whole frames (header + msgpack body) in one reusable buffer,
-// so a Send costs one copy of its payload (into buf) before the stream write.
+// so a Send costs one copy of its payload (into buf) before the stream write;
+// large [Bytes] fields and Raw bodies are not copied but written from their
+// own arrays (out of line).
 type encoder struct {
 	buf []byte
 	enc *msgpack.Encoder
+	// ext are the out-of-line byte strings, in order; each belongs after
+	// buf[:at]. extLen is their total length.
+	ext    []extChunk
+	extLen int
+	parts  [][]byte // what frameParts returns, reused
+}
+
+type extChunk struct {
+	at   int
+	data []byte
 }
 
 // maxPooledEncoder caps the buffer kept in the pool; larger ones are dropped.
@@ -74,7 +92,17 @@ func putEncoder(e *encoder) {
 		return
 	}
 	e.buf = e.buf[:0]
+	e.resetExt()
 	encoderPool.Put(e)
+}
+
+// resetExt forgets the out-of-line chunks (dropping references to them).
+func (e *encoder) resetExt() {
+	clear(e.ext)
+	e.ext = e.ext[:0]
+	e.extLen = 0
+	clear(e.parts)
+	e.parts = e.parts[:0]
 }
 
 // Write and WriteByte make encoder the msgpack.Encoder's writer.
@@ -88,21 +116,28 @@ func (e *encoder) WriteByte(c byte) error {
 	return nil
 }
 
+// outOfLine adds p to the body at the current position without copying it.
+func (e *encoder) outOfLine(p []byte) {
+	e.ext = append(e.ext, extChunk{at: len(e.buf), data: p})
+	e.extLen += len(p)
+}
+
 // frame encodes v as a whole frame of type t and returns the bytes (valid
-// until the encoder is reused). A Raw v is copied verbatim.
+// until the encoder is reused), copying any out-of-line chunk in. A Raw v is
+// copied verbatim.
 func (e *encoder) frame(t FrameType, v any, maxFrame int) ([]byte, error) {
-	e.buf = append(e.buf[:0], 0, 0, 0, 0, 0)
-	if raw, ok := v.(Raw); ok {
-		e.buf = append(e.buf, raw...)
-	} else if err := e.enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("quic: encode %T as frame type %d: %w", v, t, err)
-	}
-	n := len(e.buf) - frameHeaderLen
-	if err := checkFrameSize(n, maxFrame); err != nil {
+	parts, err := e.frameParts(t, v, maxFrame)
+	if err != nil {
 		return nil, err
 	}
-	putHeader(e.buf, t, n)
-	return e.buf, nil
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	out := make([]byte, 0, frameHeaderLen+len(e.buf)+e.extLen)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
 }
 
 // errorBody is the body of a FrameError frame.
@@ -132,28 +167,50 @@ func encodeErrorFrame(code uint16, msg string) []byte {
 // (one stream write); larger bodies are written in place after the header.
 const rawInline = 64 << 10
 
-// frameParts encodes a frame as a header-and-body head plus, for a large Raw
-// body, the body itself as tail (written without copying).
-func (e *encoder) frameParts(t FrameType, v any, maxFrame int) (head, tail []byte, err error) {
-	if raw, ok := v.(Raw); ok && len(raw) > rawInline {
-		if err := checkFrameSize(len(raw), maxFrame); err != nil {
-			return nil, nil, err
+// frameParts encodes a frame as a list of byte slices to write in order: the
+// header and msgpack bytes from the encoder's buffer, interleaved with
+// out-of-line chunks (large Bytes fields, a large Raw body) written from
+// their own arrays. The slices are valid until the encoder is reused.
+func (e *encoder) frameParts(t FrameType, v any, maxFrame int) ([][]byte, error) {
+	e.resetExt()
+	e.buf = append(e.buf[:0], 0, 0, 0, 0, 0)
+	if raw, ok := v.(Raw); ok {
+		if len(raw) > rawInline {
+			e.outOfLine(raw)
+		} else {
+			e.buf = append(e.buf, raw...)
 		}
-		e.buf = append(e.buf[:0], 0, 0, 0, 0, 0)
-		putHeader(e.buf, t, len(raw))
-		return e.buf, raw, nil
+	} else if err := e.enc.Encode(v); err != nil {
+		e.resetExt()
+		return nil, fmt.Errorf("quic: encode %T as frame type %d: %w", v, t, err)
 	}
-	b, err := e.frame(t, v, maxFrame)
-	return b, nil, err
+	n := len(e.buf) - frameHeaderLen + e.extLen
+	if err := checkFrameSize(n, maxFrame); err != nil {
+		e.resetExt()
+		return nil, err
+	}
+	putHeader(e.buf, t, n)
+	from := 0
+	for _, c := range e.ext {
+		if c.at > from {
+			e.parts = append(e.parts, e.buf[from:c.at])
+		}
+		e.parts = append(e.parts, c.data)
+		from = c.at
+	}
+	if from < len(e.buf) {
+		e.parts = append(e.parts, e.buf[from:])
+	}
+	return e.parts, nil
 }
 
-// writeParts writes head then tail (if any).
-func writeParts(w io.Writer, head, tail []byte) error {
-	if _, err := w.Write(head); err != nil {
-		return err
-	}
-	if len(tail) > 0 {
-		if _, err := w.Write(tail); err != nil {
+// writeParts writes the parts in order.
+func writeParts(w io.Writer, parts [][]byte) error {
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if _, err := w.Write(p); err != nil {
 			return err
 		}
 	}

@@ -26,6 +26,16 @@ type Peer struct {
 // error from Decode, or the code of a returned *RemoteError.
 type UnaryHandler func(ctx context.Context, peer Peer, req Frame) (respType FrameType, resp any, err error)
 
+// Reply is a unary response that borrows memory: a handler returns it as
+// resp when Body (any value a response may be) holds [Bytes] or a Raw that
+// must stay unchanged until the response is written, e.g. slices of a
+// segment mapping. Done (may be nil) is called exactly once after the write
+// ended, successfully or not (also when the handler returned an error).
+type Reply struct {
+	Body any
+	Done func()
+}
+
 // SessionHandler owns a long-lived stream; first is the frame that opened it
 // (its Body is valid until the first s.Recv). ctx ends when the stream or
 // connection dies or Shutdown begins. When the handler returns, the session is

@@ -196,22 +196,29 @@ func errorCode(err error) (uint16, string) {
 // how many streams one connection can hold.
 func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler) {
 	respType, resp, herr := h(str.Context(), peer, req)
+	var done func()
+	if r, ok := resp.(Reply); ok {
+		resp, done = r.Body, r.Done
+	}
 	if herr != nil {
 		code, msg := errorCode(herr)
 		writeErrorAndClose(str, code, msg)
 	} else {
 		enc := getEncoder()
-		head, tail, err := enc.frameParts(respType, resp, e.cfg.MaxFrameSize)
+		parts, err := enc.frameParts(respType, resp, e.cfg.MaxFrameSize)
 		if err != nil {
 			e.log.Error("quic: response could not be encoded", "peer", peer.Addr, "type", uint8(respType), "err", err)
 			writeErrorAndClose(str, CodeInternal, err.Error())
-		} else if err := writeParts(str, head, tail); err != nil {
+		} else if err := writeParts(str, parts); err != nil {
 			e.log.Debug("quic: response not delivered", "peer", peer.Addr, "err", describe(err))
 			str.CancelWrite(StreamCodeCanceled)
 		} else {
 			str.Close()
 		}
 		putEncoder(enc)
+	}
+	if done != nil {
+		done()
 	}
 	awaitFIN(str)
 }

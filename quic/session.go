@@ -37,21 +37,23 @@ func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int) *Sessi
 // Peer is the remote side.
 func (s *Session) Peer() Peer { return s.peer }
 
-// Send encodes v as a frame of type t (a Raw v is sent verbatim).
+// Send encodes v as a frame of type t (a Raw v is sent verbatim). Large
+// [Bytes] fields and a large Raw are written from their own arrays: they must
+// not change until Send returns.
 func (s *Session) Send(ctx context.Context, t FrameType, v any) error {
 	if t.Reserved() {
 		return fmt.Errorf("quic: send: frame type 0x%02x is reserved for the transport", uint8(t))
 	}
 	enc := getEncoder()
 	defer putEncoder(enc)
-	head, tail, err := enc.frameParts(t, v, s.maxFrame)
+	parts, err := enc.frameParts(t, v, s.maxFrame)
 	if err != nil {
 		return &OpError{Op: "send", Addr: s.peer.Addr, Err: err}
 	}
-	return s.write(ctx, head, tail)
+	return s.write(ctx, parts)
 }
 
-func (s *Session) write(ctx context.Context, head, tail []byte) error {
+func (s *Session) write(ctx context.Context, parts [][]byte) error {
 	if err := ctx.Err(); err != nil {
 		s.abort(StreamCodeCanceled)
 		return &OpError{Op: "send", Addr: s.peer.Addr, Err: err}
@@ -61,7 +63,7 @@ func (s *Session) write(ctx context.Context, head, tail []byte) error {
 		defer stop()
 	}
 	s.sendMu.Lock()
-	err := writeParts(s.str, head, tail)
+	err := writeParts(s.str, parts)
 	s.sendMu.Unlock()
 	if err != nil {
 		return s.opErr(ctx, "send", err)

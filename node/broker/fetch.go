@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"paymentlog/node/replica"
 	"paymentlog/quic"
 	"paymentlog/segment"
@@ -57,16 +55,10 @@ func (b *Broker) handleFetch(ctx context.Context, _ quic.Peer, fr quic.Frame) (q
 	}
 }
 
-// sendFetch encodes the response while its records still alias the segment
-// mapping (the one copy of the bytes is into the frame body), then releases
-// the views and hands quic the pre-encoded body.
+// sendFetch answers with records aliasing the segment mapping: quic writes
+// them to the stream straight from the mapping, then the views are released.
 func (b *Broker) sendFetch(resp wire.FetchResponse, views []*segment.View) (quic.FrameType, any, error) {
-	body, err := msgpack.Marshal(&resp)
-	releaseAll(views)
-	if err != nil {
-		return 0, nil, err
-	}
-	return wire.TypeFetch, quic.Raw(body), nil
+	return wire.TypeFetch, quic.Reply{Body: &resp, Done: func() { releaseAll(views) }}, nil
 }
 
 func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wire.FetchResponse, views []*segment.View, bytes int, failed bool) {

@@ -221,7 +221,9 @@ func (f *fetcher) roundTrip(sess *quic.Session, req wire.ReplicaFetchRequest) (r
 	if err != nil {
 		return resp, false, err
 	}
-	if err = fr.Decode(&resp); err != nil {
+	// The records alias the session's frame buffer, valid until the next
+	// Recv: process copies them into the log before the next round trip.
+	if err = fr.DecodeNoCopy(&resp); err != nil {
 		return resp, false, err
 	}
 	return resp, false, nil

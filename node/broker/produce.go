@@ -17,7 +17,10 @@ const defaultMaxBatchBytes = 16<<20 - 1<<10
 // acks=all once the HW has passed the batch too.
 func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.ProduceRequest
-	if err := fr.Decode(&req); err != nil {
+	// The batches alias the request frame, which stays valid until the
+	// response is written: they are validated, stamped and copied into the
+	// log in place.
+	if err := fr.DecodeNoCopy(&req); err != nil {
 		return 0, nil, err
 	}
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
