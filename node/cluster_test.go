@@ -274,6 +274,7 @@ func TestBrokerOnlyNodeJoinsAndGetsReplicas(t *testing.T) {
 		}
 		return false
 	})
+	tc.waitAlive(4)
 	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 3, MinISR: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -107,11 +107,13 @@ func (c *testCluster) config(id uint64) Config {
 		Addr:          addrOf(id),
 		ManualTick:    true,
 		ElectionTicks: 10,
-		SM:            c.sms[id],
-		Logger:        testLogger(c.t).With("test_node", id),
-		net:           c.nw.endpoint(addrOf(id)),
-		hooks:         c.nw.hooks(),
-		NoSync:        true,
+		// The tests propose on any node; production leaves this off.
+		ForwardProposals: true,
+		SM:               c.sms[id],
+		Logger:           testLogger(c.t).With("test_node", id),
+		net:              c.nw.endpoint(addrOf(id)),
+		hooks:            c.nw.hooks(),
+		NoSync:           true,
 	}
 	if c.segment {
 		if c.fss[id] == nil {

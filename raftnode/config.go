@@ -42,6 +42,11 @@ type Config struct {
 	SnapshotEvery  uint64        // entries between snapshots, default 10000
 	CatchUpEntries uint64        // entries kept behind a snapshot, default 5000
 	NoSync         bool          // skip fsync (tests only)
+	// ForwardProposals lets a follower's Propose be forwarded to the leader.
+	// Off by default: only the active controller proposes, and only what it
+	// decided as leader; a proposal made by a node that has lost leadership
+	// (a controller paused past its term) must be dropped, not committed.
+	ForwardProposals bool
 
 	// ManualTick turns the internal ticker off: time advances only through
 	// Node.Tick (tests drive elections deterministically this way).

@@ -171,16 +171,17 @@ func newNode(cfg Config, st *diskStorage) (*Node, error) {
 	n.confState = cs
 	n.applied = st.snapshotIndex()
 	rn, err := raft.NewRawNode(&raft.Config{
-		ID:              cfg.ID,
-		ElectionTick:    cfg.ElectionTicks,
-		HeartbeatTick:   cfg.HeartbeatTicks,
-		Storage:         st,
-		Applied:         n.applied,
-		MaxSizePerMsg:   cfg.MaxSizePerMsg,
-		MaxInflightMsgs: DefaultMaxInflight,
-		CheckQuorum:     true,
-		PreVote:         true,
-		Logger:          raftLogger{lg: cfg.Logger},
+		ID:                        cfg.ID,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             cfg.HeartbeatTicks,
+		Storage:                   st,
+		Applied:                   n.applied,
+		MaxSizePerMsg:             cfg.MaxSizePerMsg,
+		MaxInflightMsgs:           DefaultMaxInflight,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: !cfg.ForwardProposals,
+		Logger:                    raftLogger{lg: cfg.Logger},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: %w", err)

@@ -72,7 +72,7 @@ func (c *quicCluster) start(id uint64) {
 	c.sms[id] = &testSM{}
 	cfg := Config{
 		ID: id, Voters: c.voters, Addr: c.eps[id].Addr(), Endpoint: c.eps[id],
-		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, NoSync: true,
+		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, NoSync: true, ForwardProposals: true,
 		SM: c.sms[id], Logger: c.lg.With("test_node", id),
 	}
 	if c.onDisk {

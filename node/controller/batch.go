@@ -132,7 +132,15 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 		}
 		return
 	}
-	data, err := metadata.EncodeEntry(all...)
+	// Every entry starts with this controller's marker: an entry decided by a
+	// controller that has since been replaced (paused, then resumed still
+	// believing it leads) carries an older term and is rejected whole on
+	// apply, on every node alike (metadata.Image.ApplyEntry is atomic).
+	c.mu.Lock()
+	term := c.mu.activeTerm
+	c.mu.Unlock()
+	marker := metadata.ControllerMarker{ControllerID: c.cfg.NodeID, Term: term}
+	data, err := metadata.EncodeEntry(append([]metadata.Record{marker}, all...)...)
 	if err != nil {
 		c.log.Error("controller cannot encode records", "err", err)
 		for _, r := range waiting {
@@ -154,6 +162,11 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 	}
 	if err == nil {
 		img, err = c.waitApplied(ctx, idx)
+	}
+	if err == nil && (img.ControllerID() != c.cfg.NodeID || img.ControllerTerm() != term) {
+		// Committed, but rejected on apply: another controller took over.
+		err = fmt.Errorf("controller: entry at %d rejected: controller %d (term %d) took over",
+			idx, img.ControllerID(), img.ControllerTerm())
 	}
 	if err != nil {
 		c.log.Warn("controller proposal failed", "records", len(all), "err", err)

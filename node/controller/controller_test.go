@@ -30,6 +30,8 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	seed   atomic.Uint64
+	// lastMarker is the last ControllerMarker printed by the script runner.
+	lastMarker string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -189,6 +191,14 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 		t.Fatalf("line %d: unknown command %q", c.Line, c.Name)
 	}
 	for _, r := range h.raft.takeCommitted() {
+		// Every controller entry opens with its marker; print a marker
+		// only when the controller or term changes.
+		if strings.HasPrefix(r, "ControllerMarker") {
+			if r == h.lastMarker {
+				continue
+			}
+			h.lastMarker = r
+		}
 		out = append(out, "committed: "+r)
 	}
 	return strings.Join(out, "\n")

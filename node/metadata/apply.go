@@ -31,21 +31,25 @@ func (m *Image) Apply(offset uint64, r Record) (*Image, Delta, error) {
 	return m.ApplyEntry(offset, []Record{r})
 }
 
-// ApplyEntry applies the records of one entry in order. Rejected records are
-// skipped; their errors are joined in the returned error.
+// ApplyEntry applies the records of one entry in order, atomically: if any
+// record is rejected, none applies (the returned image differs from m only in
+// its offset, the delta is empty) and the error names the first rejection.
+// An entry is one controller decision; applying part of one that was decided
+// on a stale image (a paused controller whose proposal slipped through) could
+// pass a conditional check by coincidence and commit half a decision.
 func (m *Image) ApplyEntry(offset uint64, records []Record) (*Image, Delta, error) {
 	if offset < m.offset {
 		return m, Delta{}, fmt.Errorf("metadata: offset %d is before the image's %d", offset, m.offset)
 	}
 	b := newBuilder(m, offset)
-	var errs []error
 	for _, r := range records {
 		if reason := b.apply(r); reason != "" {
-			errs = append(errs, &RejectError{Offset: offset, Type: r.Type(), Reason: reason})
+			next, d := newBuilder(m, offset).finish()
+			return next, d, &RejectError{Offset: offset, Type: r.Type(), Reason: reason}
 		}
 	}
 	next, d := b.finish()
-	return next, d, errors.Join(errs...)
+	return next, d, nil
 }
 
 // builder applies records copy-on-write: maps and topic states shared with
@@ -166,8 +170,13 @@ func (b *builder) apply(r Record) string {
 		if r.Term < b.next.controllerTerm {
 			return fmt.Sprintf("term %d is older than %d", r.Term, b.next.controllerTerm)
 		}
-		b.next.controllerID, b.next.controllerTerm = r.ControllerID, r.Term
-		b.ctrl = true
+		if r.Term == b.next.controllerTerm && r.ControllerID != b.next.controllerID {
+			return fmt.Sprintf("term %d belongs to controller %d", r.Term, b.next.controllerID)
+		}
+		if r.Term != b.next.controllerTerm || r.ControllerID != b.next.controllerID {
+			b.next.controllerID, b.next.controllerTerm = r.ControllerID, r.Term
+			b.ctrl = true
+		}
 	case BrokerRegistered:
 		if r.ID <= 0 || r.Addr == "" {
 			return "broker id must be > 0 and addr set"
