@@ -39,6 +39,16 @@ func (s *sessions) shorten(id int32, deadline time.Time) {
 	}
 }
 
+// extendAll moves every deadline to at least deadline.
+func (s *sessions) extendAll(deadline time.Time) {
+	for id, ss := range s.m {
+		if ss.deadline.Before(deadline) {
+			ss.deadline = deadline
+			s.m[id] = ss
+		}
+	}
+}
+
 // clear forgets everything (leadership lost).
 func (s *sessions) clear() { s.m = map[int32]session{} }
 
