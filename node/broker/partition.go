@@ -174,6 +174,10 @@ func (p *partition) tick(now time.Time) {
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.Tick(now) })
 }
 
+// isrRetryBackoff is how long a refused ISR change stays pending before the
+// replica may propose again.
+const isrRetryBackoff = 100 * time.Millisecond
+
 // propose sends an ISR change to the controller in the background. The change
 // counts once the controller's answer or the resulting metadata arrives.
 func (p *partition) propose(req *wire.AlterPartitionRequest) {
@@ -192,6 +196,22 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 		defer cancel()
 		p.lg.Info("proposing ISR change", "epoch", req.LeaderEpoch, "isr", req.NewISR)
 		resp, err := b.cfg.AlterPartition(ctx, *req)
+		if err != nil || resp.Err != wire.None {
+			lv := slog.LevelWarn
+			if resp.Err == wire.IneligibleReplica {
+				// A restarted follower not yet unfenced: normal, retried.
+				lv = slog.LevelDebug
+			}
+			p.lg.Log(ctx, lv, "ISR change refused", "epoch", req.LeaderEpoch, "isr", req.NewISR, "err", err, "code", resp.Err)
+			// Keep the change pending a little before it may be proposed
+			// again, so a refusal is not retried at every fetch.
+			t := time.NewTimer(isrRetryBackoff)
+			select {
+			case <-t.C:
+			case <-b.ctx.Done():
+				t.Stop()
+			}
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.mu.stopped {
@@ -199,7 +219,6 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 		}
 		r := p.mu.r
 		if err != nil || resp.Err != wire.None {
-			p.lg.Warn("ISR change refused", "epoch", req.LeaderEpoch, "isr", req.NewISR, "err", err, "code", resp.Err)
 			if r.LeaderEpoch() == req.LeaderEpoch && r.PartitionEpoch() == req.PartitionEpoch {
 				r.ProposalFailed()
 			}
