@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ type quicCluster struct {
 	dirs   map[uint64]string
 	onDisk bool
 	lg     *slog.Logger // warnings and errors, printed if the test fails
+	tick   time.Duration
 }
 
 func newQuicCluster(t *testing.T, voters int, onDisk bool) *quicCluster {
@@ -36,6 +39,7 @@ func newQuicCluster(t *testing.T, voters int, onDisk bool) *quicCluster {
 		dirs: map[uint64]string{}, onDisk: onDisk,
 	}
 	c.lg = failureLogger(t)
+	c.tick = 10 * time.Millisecond
 	root := t.TempDir() // before the Cleanup below, so removed after it
 	for id := uint64(1); id <= 8; id++ {
 		c.dirs[id] = fmt.Sprintf("%s/node%d/__cluster_metadata-0", root, id)
@@ -72,7 +76,7 @@ func (c *quicCluster) start(id uint64) {
 	c.sms[id] = &testSM{}
 	cfg := Config{
 		ID: id, Voters: c.voters, Addr: c.eps[id].Addr(), Endpoint: c.eps[id],
-		TickInterval: 10 * time.Millisecond, ElectionTicks: 10, NoSync: true, ForwardProposals: true,
+		TickInterval: c.tick, ElectionTicks: 10, NoSync: true, ForwardProposals: true,
 		SM: c.sms[id], Logger: c.lg.With("test_node", id),
 	}
 	if c.onDisk {
@@ -277,4 +281,52 @@ func firstOccurrences(vals []string) []string {
 		}
 	}
 	return out
+}
+
+// TestQUICFailoverTimes measures, with the default 50 ms tick and 10
+// election ticks, the time from killing the raft leader (no goodbye) to the
+// first proposal committed and applied by its successor. Set
+// RAFTNODE_FAILOVER_TRIALS (e.g. 20) to run it.
+func TestQUICFailoverTimes(t *testing.T) {
+	trials, _ := strconv.Atoi(os.Getenv("RAFTNODE_FAILOVER_TRIALS"))
+	if trials <= 0 {
+		t.Skip("set RAFTNODE_FAILOVER_TRIALS to measure failover")
+	}
+	var times []time.Duration
+	for trial := range trials {
+		c := newQuicCluster(t, 3, false)
+		c.tick = DefaultTickInterval
+		for id := range c.voters {
+			c.start(id)
+		}
+		c.propose("warm")
+		lead := c.leader()
+		start := time.Now()
+		c.kill(lead)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		for {
+			var n *Node
+			for id, cand := range c.nodes {
+				if id != lead && cand.Status().IsLeader {
+					n = cand
+				}
+			}
+			if n == nil {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if _, err := n.Propose(ctx, []byte(fmt.Sprintf("after-%d", trial))); err == nil {
+				break
+			}
+		}
+		cancel()
+		times = append(times, time.Since(start))
+		for id := range c.nodes {
+			c.kill(id)
+		}
+	}
+	slices.Sort(times)
+	pct := func(p float64) time.Duration { return times[min(len(times)-1, int(p*float64(len(times))))] }
+	t.Logf("raft failover over QUIC, %d trials (tick %v, election %d ticks): p50 %v p99 %v max %v",
+		len(times), DefaultTickInterval, DefaultElectionTicks, pct(0.50), pct(0.99), times[len(times)-1])
 }
