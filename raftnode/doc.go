@@ -74,10 +74,12 @@
 //
 // Hard state: a 33-byte file replaced atomically (temporary file, fsync,
 // rename, fsync directory): "PLHS" | version 1 | term | vote | commit (uint64
-// big-endian) | CRC-32C of the preceding bytes (hardstate.go). It is written
-// whenever the term or vote changes and with every batch of new entries; a
-// change of the commit index alone is written with the next of those, or on
-// Close (after a crash the commit index is re-learned from the leader).
+// big-endian) | CRC-32C of the preceding bytes (hardstate.go). It is written,
+// before any message of the Ready leaves, whenever the term or vote changes; a
+// change of the commit index alone is written with the next term or vote
+// change, or on Close (after a crash the commit index is re-learned from the
+// leader, and recovery raises it to the snapshot index). So a Ready that only
+// appends entries costs one fsync, of the log.
 //
 // Snapshot: "PLSN" | version 1 | index | term | payload length | payload |
 // CRC-32C of everything before it (snapfile.go), written atomically like the
