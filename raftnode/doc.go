@@ -24,8 +24,10 @@
 // (envelope.go), so that Propose returns when its own entry has been applied
 // here. A leader learns its proposals' log indexes from the Ready that follows
 // them, and so also sees conf changes raft refused (replaced by an empty
-// entry). A proposal fails with ErrProposalDropped when raft refuses it, or
-// when the leader changes before it is applied.
+// entry). A proposal fails with ErrProposalDropped when raft refuses it (no
+// leader, a transfer in progress, or — unless Config.ForwardProposals — made
+// on a follower), or when the leader changes before it is applied (it may
+// then still commit: proposals must be safe to re-derive or repeat).
 //
 // # Transport
 //

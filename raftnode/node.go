@@ -204,7 +204,9 @@ func newNode(cfg Config, st *diskStorage) (*Node, error) {
 
 // Propose submits data and returns once it is committed AND applied locally
 // (its raft index), or ctx ends, or leadership is lost (ErrProposalDropped).
-// A follower forwards the proposal to the leader. ErrProposalDropped means
+// On a follower it fails at once with ErrProposalDropped unless
+// Config.ForwardProposals is set (then it is forwarded to the leader).
+// ErrProposalDropped means
 // this node could not see it commit: raft refused it (no leader, leadership
 // transfer in progress), or the leader changed before it was applied here —
 // in that last case it may still be applied later, so proposals should be
