@@ -11,8 +11,9 @@ import (
 	"paymentlog/node/metadata"
 )
 
-// TestMeasureFailover measures, with the production defaults (raft tick
-// 50ms, election after 10–20 ticks, heartbeat 100ms, session 1s) on real raft
+// TestMeasureFailover measures, with the production defaults of `node start`
+// (raft tick 25ms, election after 10–20 ticks, heartbeat 50ms, session 250ms;
+// see node/config.go, which this package cannot import) on real raft
 // over QUIC on loopback, per trial:
 //
 //   - detection: from the kill of a broker (not the controller) to its
@@ -29,7 +30,7 @@ func TestMeasureFailover(t *testing.T) {
 		t.Skip("set CONTROLLER_TRIALS=N to measure")
 	}
 	c := newRaftCluster(t, 3)
-	c.tick, c.heartbeat, c.session = 50*time.Millisecond, DefaultHeartbeatInterval, DefaultSessionTimeout
+	c.tick, c.heartbeat, c.session = 25*time.Millisecond, 50*time.Millisecond, 250*time.Millisecond
 	for id := uint64(1); id <= 3; id++ {
 		c.start(id)
 	}
