@@ -268,37 +268,55 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 	return req, targets, retryAt
 }
 
-// process applies one response.
+// process applies one response in three steps, so that the fsyncs of its
+// partitions overlap instead of adding up on the path to the next fetch
+// (whose offsets move the leader's HW): append every partition's records
+// (each under its appendMu), wait until all of them are durable, then
+// record the new log end offsets and HWs in the replicas.
 func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse) {
 	byKey := make(map[tp]fetchTarget, len(targets))
 	for _, t := range targets {
 		byKey[t.p.key] = t
 	}
+	var done []fetchedPart
 	for i := range resp.Parts {
 		pr := &resp.Parts[i]
 		t, ok := byKey[tp{pr.Topic, pr.Partition}]
 		if !ok {
 			continue
 		}
-		f.processPartition(t, pr)
+		if fp, ok := f.appendPartition(t, pr); ok {
+			done = append(done, fp)
+		}
 		if pr.Err != wire.None && pr.Err != wire.OffsetOutOfRange {
 			f.errUntil[t.p.key] = time.Now().Add(fetchErrorBackoff)
 		}
 	}
+	f.syncAll(done)
+	for _, fp := range done {
+		f.finishPartition(fp)
+	}
 }
 
-func (f *fetcher) processPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionResponse) bool {
+// fetchedPart is a partition whose records from one response are appended
+// (not yet known durable) and whose replica state is not yet updated.
+type fetchedPart struct {
+	t        fetchTarget
+	leo      int64 // the log end offset after the append
+	leaderHW int64
+	appended bool
+}
+
+// appendPartition handles one partition of a response: errors, divergence
+// (truncation) and appending records. ok says the replica state is still to
+// be updated by finishPartition.
+func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionResponse) (fetchedPart, bool) {
 	p := t.p
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	r := p.mu.r
-	valid := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader && r.LeaderEpoch() == t.epoch
-	p.mu.Unlock()
-	if !valid || p.log.LogEndOffset() != t.fetchOffset {
-		return false // stale answer: the replica moved on
+	if !f.stillFollowing(t) || p.log.LogEndOffset() != t.fetchOffset {
+		return fetchedPart{}, false // stale answer: the replica moved on
 	}
-	ctx := f.ctx
 	switch pr.Err {
 	case wire.None:
 	case wire.OffsetOutOfRange:
@@ -306,53 +324,99 @@ func (f *fetcher) processPartition(t fetchTarget, pr *wire.ReplicaFetchPartition
 		// otherwise (below its start, or older than any epoch it knows)
 		// restart at its log start.
 		if t.fetchOffset > pr.LogEnd {
-			return f.truncate(p, pr.LogEnd, false)
+			f.truncate(p, pr.LogEnd, false)
+		} else {
+			f.truncate(p, pr.LogStart, true)
 		}
-		return f.truncate(p, pr.LogStart, true)
+		return fetchedPart{}, false
 	default:
 		p.lg.Debug("fetch error", "code", pr.Err, "epoch", t.epoch)
-		return false
+		return fetchedPart{}, false
 	}
 	if pr.DivergingEpoch >= 0 {
 		off, fully := replica.TruncationOffset(p.log, p.log.LogStartOffset(), t.fetchOffset,
 			pr.DivergingEpoch, pr.DivergingEndOffset)
 		p.lg.Info("log diverges from leader", "epoch", pr.DivergingEpoch, "offset", pr.DivergingEndOffset, "truncate_to", off)
-		return f.truncate(p, off, fully)
+		f.truncate(p, off, fully)
+		return fetchedPart{}, false
 	}
-	progress := false
-	leo := t.fetchOffset
+	fp := fetchedPart{t: t, leo: t.fetchOffset, leaderHW: pr.HighWatermark}
 	if len(pr.Records) > 0 {
-		info, err := p.log.AppendVerbatim(ctx, pr.Records)
+		info, err := p.log.AppendVerbatim(f.ctx, pr.Records)
 		if err != nil {
 			p.lg.Error("follower append failed", "offset", t.fetchOffset, "err", err)
-			return false
+			return fetchedPart{}, false
 		}
 		_ = walkHeaders(pr.Records, func(h segment.Header) {
 			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
 		})
-		leo = info.LastOffset + 1
-		// The fsync policy applies to followers too: the LEO we report
-		// next is what the leader counts toward the HW.
-		if err := p.log.WaitDurable(ctx, leo); err != nil {
-			p.lg.Error("follower sync failed", "offset", leo, "err", err)
+		fp.leo, fp.appended = info.LastOffset+1, true
+	}
+	return fp, true
+}
+
+// stillFollowing reports whether t's replica still follows this fetcher's
+// leader in the epoch the request was built under.
+func (f *fetcher) stillFollowing(t fetchTarget) bool {
+	p := t.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.mu.r
+	return !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader && r.LeaderEpoch() == t.epoch
+}
+
+// syncAll applies the fsync policy to every appended partition, the
+// partitions' flushes running concurrently: the LEO the next fetch reports
+// is what the leader counts toward the HW.
+func (f *fetcher) syncAll(parts []fetchedPart) {
+	flush := func(fp fetchedPart) {
+		if err := fp.t.p.log.WaitDurable(f.ctx, fp.leo); err != nil {
+			fp.t.p.lg.Error("follower sync failed", "offset", fp.leo, "err", err)
 		}
-		progress = true
+	}
+	var wg sync.WaitGroup
+	var here *fetchedPart // flushed on this goroutine, the others beside it
+	for i := range parts {
+		switch {
+		case !parts[i].appended:
+		case here == nil:
+			here = &parts[i]
+		default:
+			wg.Add(1)
+			go func(fp fetchedPart) {
+				defer wg.Done()
+				flush(fp)
+			}(parts[i])
+		}
+	}
+	if here != nil {
+		flush(*here)
+	}
+	wg.Wait()
+}
+
+// finishPartition records an applied response in the replica: its new log
+// end offset and the leader's HW.
+func (f *fetcher) finishPartition(fp fetchedPart) {
+	p := fp.t.p
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if !f.stillFollowing(fp.t) || p.log.LogEndOffset() < fp.leo {
+		return // moved on while the flush ran
 	}
 	p.mu.Lock()
-	if leo != p.mu.r.LEO() {
-		p.mu.r.LocalAppend(leo)
+	defer p.mu.Unlock()
+	if fp.leo > p.mu.r.LEO() {
+		p.mu.r.LocalAppend(fp.leo)
 	}
-	if p.mu.r.FollowerHW(pr.HighWatermark) {
+	if p.mu.r.FollowerHW(fp.leaderHW) {
 		f.b.ckptDirty.Store(true)
-		progress = true
 	}
-	p.mu.Unlock()
-	return progress
 }
 
 // truncate cuts the follower's log (appendMu held) and rebuilds its
 // producer state.
-func (f *fetcher) truncate(p *partition, off int64, fully bool) bool {
+func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 	ctx := f.ctx
 	var err error
 	if fully {
@@ -362,7 +426,7 @@ func (f *fetcher) truncate(p *partition, off int64, fully bool) bool {
 	}
 	if err != nil {
 		p.lg.Error("follower truncation failed", "offset", off, "err", err)
-		return false
+		return
 	}
 	if ps, err := rebuildProducers(p.log); err == nil {
 		p.producers = ps
@@ -374,5 +438,4 @@ func (f *fetcher) truncate(p *partition, off int64, fully bool) bool {
 	p.mu.Unlock()
 	f.b.ckptDirty.Store(true)
 	p.lg.Info("follower truncated", "offset", p.log.LogEndOffset(), "fully", fully)
-	return true
 }
