@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"paymentlog/segment"
@@ -10,32 +11,24 @@ import (
 // batchHeaderEstimate bounds the encoded batch header size.
 const batchHeaderEstimate = 64
 
-// recEntry is one buffered record; its key and value live in the batch's arena.
-type recEntry struct {
-	ts      int64
-	keyOff  int32
-	keyLen  int32 // -1: nil key
-	valOff  int32
-	valLen  int32
-	headers []segment.RecordHeader
-	cb      func(Delivery)
-}
-
-// pbatch is one producer batch: records copied into an arena while open, then
-// encoded once, at its first send, with the partition's producer id and
-// sequence. Retries resend the same encoded bytes.
+// pbatch is one producer batch: records are encoded into its builder as
+// they are produced (one copy of each key and value); the header, with the
+// partition's producer id and sequence, is stamped at the batch's first send.
+// Retries resend the same bytes; after a producer-id reset the header is
+// stamped again.
 type pbatch struct {
-	arena    []byte
-	recs     []recEntry
-	size     int // estimated encoded size
+	bld      *segment.Builder
+	cbs      []func(Delivery) // one per record, nil entries allowed
+	size     int              // estimated encoded size
 	created  time.Time
 	deadline time.Time // delivery deadline
 
 	// Owned by the partition's sender goroutine.
-	encoded  segment.Batch // nil until first sent (or after a producer-id reset)
+	encoded  segment.Batch // nil until first sent (or after a producer-id reset); aliases bld
 	order    int64         // encoding order within the partition; sequence order for one producer id
 	pid      int64
 	attempts int
+	inFlight bool // a request carrying encoded may still be writing it
 	unknown  bool // some attempt's outcome is unknown: a leader may have written it
 	oos      int  // OutOfOrderSequence answers while nothing before it was unresolved
 	lastErr  error
@@ -44,66 +37,61 @@ type pbatch struct {
 	cancel   context.CancelFunc
 }
 
+// builderPool recycles the builders (and their batch-sized buffers) of
+// resolved batches.
+var builderPool sync.Pool
+
 func newBatch(capHint, recsHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
+	bld, _ := builderPool.Get().(*segment.Builder)
+	if bld == nil {
+		bld = segment.NewBuilder(segment.BuilderOptions{})
+	}
+	bld.Recycle(segment.BuilderOptions{}, capHint+segment.HeaderSize)
 	return &pbatch{
-		arena:    make([]byte, 0, capHint),
-		recs:     make([]recEntry, 0, recsHint),
+		bld:      bld,
+		cbs:      make([]func(Delivery), 0, recsHint),
 		size:     batchHeaderEstimate,
 		created:  now,
 		deadline: now.Add(deliveryTimeout),
 	}
 }
 
-// add copies one record into the batch.
+// add encodes one record into the batch. A nil Value is stored as an empty
+// value (records always have one); a nil Key as null.
 func (b *pbatch) add(r *Record, ts int64, size int, cb func(Delivery)) {
-	e := recEntry{ts: ts, keyLen: -1, cb: cb}
-	if r.Key != nil {
-		e.keyOff, e.keyLen = int32(len(b.arena)), int32(len(r.Key))
-		b.arena = append(b.arena, r.Key...)
+	v := r.Value
+	if v == nil {
+		v = []byte{}
 	}
-	e.valOff, e.valLen = int32(len(b.arena)), int32(len(r.Value))
-	b.arena = append(b.arena, r.Value...)
-	if len(r.Headers) > 0 {
-		e.headers = make([]segment.RecordHeader, len(r.Headers))
-		for i, h := range r.Headers {
-			e.headers[i] = segment.RecordHeader{Key: h.Key, Value: append([]byte(nil), h.Value...)}
-		}
-	}
-	b.recs = append(b.recs, e)
+	b.bld.Add(ts, r.Key, v, r.Headers)
+	b.cbs = append(b.cbs, cb)
 	b.size += size
 }
 
-func (b *pbatch) key(e *recEntry) []byte {
-	if e.keyLen < 0 {
-		return nil
-	}
-	return b.arena[e.keyOff : e.keyOff+e.keyLen : e.keyOff+e.keyLen]
+// records is the number of records in the batch.
+func (b *pbatch) records() int { return len(b.cbs) }
+
+// encode stamps the header with the given producer identity. It rewrites
+// the bytes of an earlier encoding in place: callers re-encode only while
+// the batch is not in flight.
+func (b *pbatch) encode(opts segment.BuilderOptions) {
+	b.bld.SetOptions(opts)
+	b.encoded = b.bld.Build()
 }
 
-func (b *pbatch) value(e *recEntry) []byte {
-	return b.arena[e.valOff : e.valOff+e.valLen : e.valOff+e.valLen]
-}
-
-// encode builds the batch bytes with the given producer identity. bld is
-// reused between batches (Build's result owns its bytes).
-func (b *pbatch) encode(bld **segment.Builder, opts segment.BuilderOptions) {
-	if *bld == nil {
-		*bld = segment.NewBuilder(opts)
-	} else {
-		(*bld).Reset(opts)
+// release gives the batch's buffer back for reuse; the batch must be
+// resolved and no request may be writing its bytes any more.
+func (b *pbatch) release() {
+	if b.bld != nil && !b.inFlight {
+		builderPool.Put(b.bld)
 	}
-	for i := range b.recs {
-		e := &b.recs[i]
-		(*bld).Add(e.ts, b.key(e), b.value(e), e.headers)
-	}
-	b.encoded = (*bld).Build()
+	b.bld, b.cbs, b.encoded = nil, nil, nil
 }
 
 // deliver calls every record's callback: with offsets base+i on success
 // (base < 0: offsets unknown, reported as -1), else with err.
 func (b *pbatch) deliver(topic string, part int32, base int64, err error) {
-	for i := range b.recs {
-		cb := b.recs[i].cb
+	for i, cb := range b.cbs {
 		if cb == nil {
 			continue
 		}

@@ -53,7 +53,7 @@ type partProducer struct {
 		sync.Mutex
 		open     *pbatch   // accepting records
 		closed   []*pbatch // full, waiting for run to take them
-		lastLen  int       // arena bytes of the last closed batch: sizes the next one
+		lastLen  int       // encoded bytes of the last closed batch: sizes the next one
 		lastRecs int       // records in it
 	}
 
@@ -72,7 +72,6 @@ type partProducer struct {
 	order      int64
 	gap        *gap
 	noLeader   int // consecutive pumps that found no leader: grows the backoff
-	builder    *segment.Builder
 	timer      *time.Timer
 }
 
@@ -126,7 +125,7 @@ func (pp *partProducer) closeOpenLocked() {
 	b := pp.mu.open
 	pp.mu.closed = append(pp.mu.closed, b)
 	pp.mu.open = nil
-	pp.mu.lastLen, pp.mu.lastRecs = len(b.arena), len(b.recs)
+	pp.mu.lastLen, pp.mu.lastRecs = b.bld.Size(), b.records()
 }
 
 func (pp *partProducer) run() {
@@ -213,7 +212,7 @@ func (pp *partProducer) takeReady(now time.Time) {
 		(pp.p.flushing.Load() > 0 || !now.Before(o.created.Add(pp.p.cfg.Linger))) {
 		pp.queue = append(pp.queue, o)
 		pp.mu.open = nil
-		pp.mu.lastLen, pp.mu.lastRecs = len(o.arena), len(o.recs)
+		pp.mu.lastLen, pp.mu.lastRecs = o.bld.Size(), o.records()
 	}
 }
 
@@ -359,9 +358,9 @@ func (pp *partProducer) encode(b *pbatch) {
 	opts := segment.BuilderOptions{}
 	if pp.idempotent() {
 		opts = segment.BuilderOptions{ProducerID: pp.pid, ProducerEpoch: pp.pepoch, BaseSequence: pp.nextSeq}
-		pp.nextSeq = addSeq(pp.nextSeq, len(b.recs))
+		pp.nextSeq = addSeq(pp.nextSeq, b.records())
 	}
-	b.encode(&pp.builder, opts)
+	b.encode(opts)
 	b.pid = pp.pid
 	b.order = pp.order
 	pp.order++
@@ -375,6 +374,7 @@ func addSeq(seq int32, n int) int32 {
 func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 	ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.cfg.RequestTimeout+requestGrace)
 	b.cancel = cancel
+	b.inFlight = true
 	b.sentTo = ld
 	b.sentAt = now
 	b.attempts++
@@ -421,6 +421,7 @@ func (pp *partProducer) isHead(b *pbatch) bool {
 func (pp *partProducer) handle(r attemptResult) {
 	b := r.b
 	b.cancel()
+	b.inFlight = false // its request has returned
 	pp.removeInflight(b)
 	now := time.Now()
 	if r.err != nil {
@@ -506,7 +507,7 @@ func (pp *partProducer) resequence(b *pbatch, err error, now time.Time) {
 
 // terminal fails b for good; definitive says the leader certainly did not write it.
 func (pp *partProducer) terminal(b *pbatch, err error, definitive bool, now time.Time) {
-	pp.p.c.log.Warn("produce failed", "topic", pp.topic, "partition", pp.part, "records", len(b.recs), "err", err)
+	pp.p.c.log.Warn("produce failed", "topic", pp.topic, "partition", pp.part, "records", b.records(), "err", err)
 	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
 	if pp.idempotent() && b.encoded != nil {
 		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: definitive, err: err})
@@ -546,8 +547,8 @@ func (pp *partProducer) succeed(b *pbatch, base int64) {
 // finish resolves b: callbacks, then its budget is released.
 func (pp *partProducer) finish(b *pbatch, base int64, err error) {
 	b.deliver(pp.topic, pp.part, base, err)
-	pp.p.budget.release(b.budgetBytes(), int64(len(b.recs)))
-	b.arena, b.recs, b.encoded = nil, nil, nil
+	pp.p.budget.release(b.budgetBytes(), int64(b.records()))
+	b.release()
 }
 
 // checkLeaders abandons requests sent to a leader the metadata says has been

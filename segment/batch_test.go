@@ -67,6 +67,41 @@ func TestBuilderIteratorRoundTrip(t *testing.T) {
 	}
 }
 
+func TestBuilderSetOptionsRestampsAndRecycleReuses(t *testing.T) {
+	b := NewBuilder(BuilderOptions{})
+	b.Add(10, []byte("k"), []byte("v1"), nil)
+	b.Add(12, nil, []byte("v2"), []RecordHeader{{Key: "h", Value: []byte("x")}})
+	b.SetOptions(BuilderOptions{ProducerID: 5, ProducerEpoch: 1, BaseSequence: 7})
+	first := b.Build()
+	b.SetOptions(BuilderOptions{ProducerID: 9, ProducerEpoch: 0, BaseSequence: 0})
+	second := b.Build()
+	if err := second.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := ParseHeader(second)
+	if h.ProducerID != 9 || h.BaseSequence != 0 || h.RecordCount != 2 || h.FirstTimestamp != 10 || h.MaxTimestamp != 12 {
+		t.Fatalf("re-stamped header %+v", h)
+	}
+	if &first[0] != &second[0] {
+		t.Fatal("a second Build after SetOptions should re-stamp the same bytes")
+	}
+	want := append(Batch(nil), second...)
+	b.Recycle(BuilderOptions{}, 0)
+	if &b.buf[0] != &second[0] {
+		t.Fatal("Recycle did not reuse the buffer")
+	}
+	b.Add(10, []byte("k"), []byte("v1"), nil)
+	b.Add(12, nil, []byte("v2"), []RecordHeader{{Key: "h", Value: []byte("x")}})
+	b.SetOptions(BuilderOptions{ProducerID: 9, ProducerEpoch: 0, BaseSequence: 0})
+	if got := b.Build(); !bytes.Equal(got, want) {
+		t.Fatal("a recycled builder built different bytes")
+	}
+	b.Recycle(BuilderOptions{}, 1<<20)
+	if b.Cap() < 1<<20 || b.Len() != 0 || b.Size() != HeaderSize {
+		t.Fatalf("Recycle with a larger hint: cap %d len %d size %d", b.Cap(), b.Len(), b.Size())
+	}
+}
+
 func TestIteratorZeroAlloc(t *testing.T) {
 	b := NewBuilder(BuilderOptions{})
 	for i := 0; i < 100; i++ {

@@ -82,6 +82,28 @@ func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHead
 	b.n++
 }
 
+// SetOptions changes the producer fields (id, epoch, base sequence,
+// attributes) that Build stamps into the header. The records do not depend
+// on them, so a producer can add records first and decide its sequence when
+// the batch is sent. Calling Build again after SetOptions re-stamps the same
+// bytes in place: the Batch of the earlier Build changes with it, so do that
+// only once nothing reads the earlier Batch.
+func (b *Builder) SetOptions(opts BuilderOptions) { b.opts = opts }
+
+// Recycle starts a new empty batch like Reset, but reuses the buffer even if
+// a Batch was built from it: the caller guarantees that no Batch from this
+// builder is used any more. It keeps the buffer's capacity (at least capHint).
+func (b *Builder) Recycle(opts BuilderOptions, capHint int) {
+	if cap(b.buf) < max(capHint, HeaderSize) {
+		b.buf = make([]byte, HeaderSize, max(capHint, HeaderSize))
+	}
+	b.buf = b.buf[:HeaderSize]
+	b.opts, b.n, b.firstTs, b.maxTs, b.built = opts, 0, 0, 0, false
+}
+
+// Cap is the capacity of the builder's buffer.
+func (b *Builder) Cap() int { return cap(b.buf) }
+
 // Len is the number of records added; Size the encoded size so far.
 func (b *Builder) Len() int  { return b.n }
 func (b *Builder) Size() int { return len(b.buf) }
