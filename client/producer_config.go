@@ -63,7 +63,7 @@ const (
 	DefaultDeliveryTimeout     = 2 * time.Minute
 	DefaultRetryBackoff        = 20 * time.Millisecond
 	DefaultRetryBackoffMax     = time.Second
-	DefaultLeaderCheckInterval = 200 * time.Millisecond
+	DefaultLeaderCheckInterval = 50 * time.Millisecond
 	DefaultMetadataWait        = 5 * time.Second
 	// MaxInFlightIdempotent is the most requests per partition the leader's
 	// duplicate detection covers (it remembers the last 5 batches).
@@ -92,7 +92,7 @@ type ProducerConfig struct {
 	RetryBackoffMax time.Duration // 1s
 	// LeaderCheckInterval: while a request has been outstanding this long, the
 	// metadata is refreshed and requests to a replaced leader are abandoned
-	// and retried at the new one; 200ms.
+	// and retried at the new one; 50ms (a broker is fenced 250 ms after it dies; refreshes, at most one per 25 ms, find its successor quickly).
 	LeaderCheckInterval time.Duration
 	// MetadataWait is how long Produce waits for an unknown topic to appear
 	// before failing with UnknownTopicOrPartition; 5s.
