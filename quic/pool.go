@@ -28,6 +28,9 @@ type poolEntry struct {
 	ready chan struct{} // closed when the dial finished
 	conn  *qgo.Conn     // set before ready is closed, if the dial succeeded
 	err   error
+	// bulk admits one large request body at a time onto the connection
+	// (see Endpoint.roundTrip).
+	bulk chan struct{}
 }
 
 func newConnPool(e *Endpoint) *connPool {
@@ -39,6 +42,15 @@ func newConnPool(e *Endpoint) *connPool {
 // get returns the connection to addr, dialing if there is none. ctx bounds
 // the wait, not the shared dial (bounded by the handshake timeout).
 func (p *connPool) get(ctx context.Context, addr string) (*qgo.Conn, error) {
+	ent, err := p.entry(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return ent.conn, nil
+}
+
+// entry is get returning the pool entry (connection and write gate).
+func (p *connPool) entry(ctx context.Context, addr string) (*poolEntry, error) {
 	p.mu.Lock()
 	if p.mu.closed {
 		p.mu.Unlock()
@@ -46,7 +58,7 @@ func (p *connPool) get(ctx context.Context, addr string) (*qgo.Conn, error) {
 	}
 	ent := p.mu.conns[addr]
 	if ent == nil {
-		ent = &poolEntry{ready: make(chan struct{})}
+		ent = &poolEntry{ready: make(chan struct{}), bulk: make(chan struct{}, 1)}
 		p.mu.conns[addr] = ent
 		go p.dial(addr, ent)
 	}
@@ -59,7 +71,7 @@ func (p *connPool) get(ctx context.Context, addr string) (*qgo.Conn, error) {
 	if ent.err != nil {
 		return nil, ent.err
 	}
-	return ent.conn, nil
+	return ent, nil
 }
 
 func (p *connPool) dial(addr string, ent *poolEntry) {
