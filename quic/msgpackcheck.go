@@ -147,7 +147,11 @@ func (c *msgpackChecker) sized(size, extra int, code byte) error {
 	if err != nil {
 		return err
 	}
-	return c.skip(extra+n, fmt.Sprintf("value 0x%02x", code))
+	if extra+n > c.remaining() { // the message is built only on failure: this runs for every value
+		return fmt.Errorf("msgpack value 0x%02x of %d bytes at byte %d exceeds the %d remaining", code, extra+n, c.pos, c.remaining())
+	}
+	c.pos += extra + n
+	return nil
 }
 
 func (c *msgpackChecker) skip(n int, what string) error {
