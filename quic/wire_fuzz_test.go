@@ -49,8 +49,9 @@ func wireSeeds() []any {
 }
 
 // FuzzDecodeWireMessages decodes arbitrary bytes into every wire message. No
-// input may panic or get past the length checks into a huge allocation, and
-// whatever decodes must survive an encode/decode round trip unchanged.
+// input may panic or get past the length checks into a huge allocation,
+// DecodeNoCopy must agree with Decode, and whatever decodes must survive an
+// encode/decode round trip unchanged.
 func FuzzDecodeWireMessages(f *testing.F) {
 	for _, m := range wireSeeds() {
 		b, err := msgpack.Marshal(m)
@@ -65,7 +66,16 @@ func FuzzDecodeWireMessages(f *testing.F) {
 		fr := quic.Frame{Type: 1, Body: body}
 		for _, mk := range wireMessages {
 			v := mk()
-			if err := fr.Decode(v); err != nil {
+			err := fr.Decode(v)
+			// Decoding in place (batches aliasing the body) accepts and
+			// yields exactly what copying does.
+			nc := mk()
+			if ncErr := fr.DecodeNoCopy(nc); (ncErr == nil) != (err == nil) {
+				t.Fatalf("%T: Decode: %v, DecodeNoCopy: %v", v, err, ncErr)
+			} else if err == nil && !reflect.DeepEqual(v, nc) {
+				t.Fatalf("%T: DecodeNoCopy differs from Decode:\n%#v\n%#v", v, nc, v)
+			}
+			if err != nil {
 				continue
 			}
 			b, err := msgpack.Marshal(v)
