@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"paymentlog/wire"
@@ -22,8 +23,25 @@ func (n *Node) heartbeatLoop(ctx context.Context) error {
 	n.mu.fenced = true
 	n.mu.Unlock()
 	n.broker.SetFenced(true)
+	// Heartbeats go out on the ticker without waiting for the previous
+	// answer (at most two outstanding), so one slow round trip under CPU
+	// contention does not also delay the next heartbeat; answers older than
+	// one already applied are ignored (see heartbeatOnce).
+	slots := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
-		n.heartbeatOnce(ctx, false)
+		select {
+		case slots <- struct{}{}:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				n.heartbeatOnce(ctx, false)
+			}()
+		default:
+			n.checkSelfFence()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -39,6 +57,8 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	defer cancel()
 	n.mu.Lock()
 	registered := n.mu.registered
+	n.mu.hbSeq++
+	seq := n.mu.hbSeq
 	n.mu.Unlock()
 	if !registered {
 		var resp wire.BrokerRegisterResponse
@@ -78,6 +98,12 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	}
 	n.mu.Lock()
 	n.mu.lastHB = time.Now()
+	if seq < n.mu.hbApplied {
+		// A newer heartbeat's answer was applied already.
+		n.mu.Unlock()
+		return resp, true
+	}
+	n.mu.hbApplied = seq
 	changed := n.mu.fenced != resp.Fenced
 	n.mu.fenced = resp.Fenced
 	n.mu.Unlock()

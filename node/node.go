@@ -60,6 +60,8 @@ type Node struct {
 		applied    map[partKey]broker.PartitionState // what the broker was last told
 		registered bool
 		lastHB     time.Time // last successful heartbeat
+		hbSeq      uint64    // heartbeats started
+		hbApplied  uint64    // the newest heartbeat whose answer was applied
 		fenced     bool
 		closing    bool
 	}
