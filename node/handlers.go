@@ -78,7 +78,8 @@ func (n *Node) handleInitProducerID(ctx context.Context, _ quic.Peer, f quic.Fra
 	return wire.TypeInitProducerID, &wire.InitProducerIDResponse{ProducerID: id, ProducerEpoch: 0}, nil
 }
 
-// notController answers controller requests on broker-only nodes.
+// noController reports whether this node has no controller (broker-only),
+// with the active controller as the hint to answer NotController with.
 func (n *Node) noController() (bool, int32) { return n.ctrl == nil, n.activeControllerID() }
 
 func (n *Node) handleCreateTopic(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {

@@ -54,9 +54,6 @@ func (n *Node) callController(ctx context.Context, t quic.FrameType, req, resp a
 		}
 		return nil
 	}
-	if ctx.Err() != nil && last == nil {
-		return ctx.Err()
-	}
 	return last
 }
 
