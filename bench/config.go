@@ -97,6 +97,9 @@ type ThroughputConfig struct {
 	// HalfLoadDuration is the length of the second run at half the measured
 	// rate, which gives the latency figures (produce and end to end); 4s, 0: skip.
 	HalfLoadDuration time.Duration
+	// LatencyRate, when > 0, paces the latency run at this many records/s
+	// instead of half the measured rate.
+	LatencyRate float64
 	// ConsumeCheck reads the first run back with one consumer, for consume throughput; true.
 	ConsumeCheck bool
 }

@@ -129,7 +129,11 @@ func (r *Report) WriteTable(out io.Writer) {
 	}
 	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs, load average at start %s)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"], r.Config.Machine["load_avg_at_start"])
 	if t := r.Transport; t != nil {
-		fmt.Fprintf(w, "\nTRANSPORT\traw QUIC, %d stream(s), %s\n", t.Streams, t.Cipher)
+		gro := ""
+		if t.ReceiveOffload {
+			gro = ", UDP receive offload"
+		}
+		fmt.Fprintf(w, "\nTRANSPORT\traw QUIC, %d stream(s), %s%s\n", t.Streams, t.Cipher, gro)
 		fmt.Fprintf(w, "  throughput\t%.1f MB/s (median of %d rounds: %s)\n", t.MBPerSec, len(t.Rounds), floats(t.Rounds))
 	}
 	if t := r.Throughput; t != nil {

@@ -141,7 +141,11 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	}
 
 	if tc.HalfLoadDuration > 0 && res.RecordsPerSec > 0 {
-		h, err := r.halfLoad(ctx, ps, topic, res.RecordsPerSec/2)
+		rate := res.RecordsPerSec / 2
+		if tc.LatencyRate > 0 {
+			rate = tc.LatencyRate
+		}
+		h, err := r.halfLoad(ctx, ps, topic, rate)
 		if err != nil {
 			return res, err
 		}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	qgo "github.com/quic-go/quic-go"
+
+	plquic "paymentlog/quic"
 )
 
 // TransportResult is the raw QUIC baseline: bulk bytes over streams of one
@@ -31,6 +33,8 @@ type TransportResult struct {
 	ChunkB   int       `json:"chunk_bytes"`
 	RoundMs  float64   `json:"round_ms"`
 	Cipher   string    `json:"cipher"`
+	// ReceiveOffload: the sockets read coalesced packet trains (UDP_GRO), as the nodes' do.
+	ReceiveOffload bool `json:"receive_offload"`
 }
 
 // The same flow-control windows as package quic (quic/tuning.go), so the
@@ -58,7 +62,22 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 		MaxConnectionReceiveWindow:     rawMaxConnWindow,
 		MaxIncomingStreams:             int64(cfg.Streams) + 10,
 	}
-	ln, err := qgo.ListenAddr("127.0.0.1:0", srvTLS, qc)
+	// Both sockets are set up as the nodes' are (buffers, receive offload).
+	srvPC, gro, err := plquic.ListenPacket("127.0.0.1:0", nil)
+	if err != nil {
+		return res, fmt.Errorf("bench: transport: %w", err)
+	}
+	defer srvPC.Close()
+	cliPC, _, err := plquic.ListenPacket("127.0.0.1:0", nil)
+	if err != nil {
+		return res, fmt.Errorf("bench: transport: %w", err)
+	}
+	defer cliPC.Close()
+	srvTr, cliTr := &qgo.Transport{Conn: srvPC}, &qgo.Transport{Conn: cliPC}
+	defer srvTr.Close()
+	defer cliTr.Close()
+	res.ReceiveOffload = gro
+	ln, err := srvTr.Listen(srvTLS, qc)
 	if err != nil {
 		return res, fmt.Errorf("bench: transport: listen: %w", err)
 	}
@@ -67,11 +86,11 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 	// buffer growth and congestion-window discovery.
 	warm := cfg
 	warm.Duration = min(cfg.Duration, 300*time.Millisecond)
-	if _, _, err := rawRound(ctx, ln, cliTLS, qc, warm); err != nil {
+	if _, _, err := rawRound(ctx, ln, cliTr, cliTLS, qc, warm); err != nil {
 		return res, err
 	}
 	for r := range cfg.Rounds {
-		v, cipher, err := rawRound(ctx, ln, cliTLS, qc, cfg)
+		v, cipher, err := rawRound(ctx, ln, cliTr, cliTLS, qc, cfg)
 		if err != nil {
 			return res, err
 		}
@@ -89,14 +108,14 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 
 // rawRound dials ln, writes on cfg.Streams streams for cfg.Duration, and
 // returns the MB/s the server received (first write to last byte read).
-func rawRound(ctx context.Context, ln *qgo.Listener, cliTLS *tls.Config, qc *qgo.Config, cfg TransportConfig) (float64, string, error) {
+func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *tls.Config, qc *qgo.Config, cfg TransportConfig) (float64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+30*time.Second)
 	defer cancel()
 	var received atomic.Int64
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- rawServe(ctx, ln, cfg.Streams, &received) }()
 
-	conn, err := qgo.DialAddr(ctx, ln.Addr().String(), cliTLS, qc)
+	conn, err := tr.Dial(ctx, ln.Addr(), cliTLS, qc)
 	if err != nil {
 		return 0, "", fmt.Errorf("bench: transport: dial: %w", err)
 	}

@@ -55,6 +55,7 @@ func benchCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "linger", Value: t.Linger, Usage: "producer linger", EnvVars: benchEnv("LINGER")},
 			&ucli.IntFlag{Name: "max-in-flight", Value: t.MaxInFlight, Usage: "produce requests outstanding per partition", EnvVars: benchEnv("MAX_IN_FLIGHT")},
 			&ucli.Int64Flag{Name: "buffer-bytes", Value: t.BufferBytes, Usage: "unacknowledged bytes per producer before Produce blocks", EnvVars: benchEnv("BUFFER_BYTES")},
+			&ucli.Float64Flag{Name: "latency-rate", Usage: "records/s of the paced latency run (0: half the measured full-load rate)", EnvVars: benchEnv("LATENCY_RATE")},
 			&ucli.DurationFlag{Name: "half-load-duration", Value: t.HalfLoadDuration, Usage: "latency run at half the measured rate (0: skip)", EnvVars: benchEnv("HALF_LOAD_DURATION")},
 			&ucli.BoolFlag{Name: "consume-check", Value: t.ConsumeCheck, Usage: "read the full-load run back (consume throughput)", EnvVars: benchEnv("CONSUME_CHECK")},
 			// Transport.
@@ -123,6 +124,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	t.MaxInFlight = c.Int("max-in-flight")
 	t.BufferBytes = c.Int64("buffer-bytes")
 	t.HalfLoadDuration = c.Duration("half-load-duration")
+	t.LatencyRate = c.Float64("latency-rate")
 	t.ConsumeCheck = c.Bool("consume-check")
 
 	cfg.Transport.Duration = c.Duration("transport-duration")

@@ -127,15 +127,10 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if listen == "" {
 		listen = ":0"
 	}
-	laddr, err := net.ResolveUDPAddr("udp", listen)
+	udp, pc, _, err := listenUDP(listen, e.log)
 	if err != nil {
-		return nil, fmt.Errorf("quic: listen address %q: %w", cfg.Addr, err)
+		return nil, err
 	}
-	udp, err := net.ListenUDP("udp", laddr)
-	if err != nil {
-		return nil, fmt.Errorf("quic: listen %s: %w", listen, err)
-	}
-	tuneUDPBuffers(udp, e.log)
 	e.udp = udp
 	e.addr = udp.LocalAddr().String()
 
@@ -145,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	srk := qgo.StatelessResetKey(key)
-	e.tr = &qgo.Transport{Conn: udp, StatelessResetKey: &srk}
+	e.tr = &qgo.Transport{Conn: pc, StatelessResetKey: &srk}
 	e.srvConf = quicConfig(cfg, true)
 	e.dialCfg = quicConfig(cfg, false)
 	e.hardCtx, e.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
