@@ -22,15 +22,18 @@ type profiler struct {
 	mu    sync.Mutex
 	errs  []error
 	self  *os.File
+	phase string // file name prefix: "" for the full-load run, "latency." for the paced one
 }
 
 // startProfiles begins profiling for d; stop waits for the node profiles.
-func startProfiles(ctx context.Context, dir string, nodes map[int32]string, d time.Duration) (*profiler, error) {
+// Files are named <phase>bench.cpu.pprof, <phase>node<id>.cpu.pprof and
+// <phase>node<id>.allocs.pprof.
+func startProfiles(ctx context.Context, dir, phase string, nodes map[int32]string, d time.Duration) (*profiler, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	p := &profiler{dir: dir, nodes: nodes}
-	f, err := os.Create(filepath.Join(dir, "bench.cpu.pprof"))
+	p := &profiler{dir: dir, nodes: nodes, phase: phase}
+	f, err := os.Create(filepath.Join(dir, phase+"bench.cpu.pprof"))
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +47,7 @@ func startProfiles(ctx context.Context, dir string, nodes map[int32]string, d ti
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), fmt.Sprintf("node%d.cpu.pprof", id), time.Duration(secs+30)*time.Second)
+			p.fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), fmt.Sprintf("%snode%d.cpu.pprof", phase, id), time.Duration(secs+30)*time.Second)
 		}()
 	}
 	return p, nil
@@ -90,7 +93,7 @@ func (p *profiler) stop(ctx context.Context) error {
 	p.self.Close()
 	p.wg.Wait()
 	for id, addr := range p.nodes {
-		p.fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/allocs", addr), fmt.Sprintf("node%d.allocs.pprof", id), 30*time.Second)
+		p.fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/allocs", addr), fmt.Sprintf("%snode%d.allocs.pprof", p.phase, id), 30*time.Second)
 	}
 	if len(p.errs) > 0 {
 		return fmt.Errorf("bench: profiles: %v", p.errs)

@@ -89,15 +89,9 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	defer ps.close()
 
 	// Full load.
-	var prof *profiler
-	if r.cfg.ProfileDir != "" {
-		var nodes map[int32]string
-		if lt, ok := r.target.(*localTarget); ok {
-			nodes = lt.metricsAddrs()
-		}
-		if prof, err = startProfiles(ctx, r.cfg.ProfileDir, nodes, tc.Duration); err != nil {
-			return nil, err
-		}
+	prof, err := r.startProfiles(ctx, "", tc.Duration)
+	if err != nil {
+		return nil, err
 	}
 	var meter *cpuMeter
 	if lt, ok := r.target.(*localTarget); ok {
@@ -114,11 +108,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		u := meter.stop()
 		res.CPU = &u
 	}
-	if prof != nil {
-		if err := prof.stop(ctx); err != nil {
-			r.log.Warn("profiling", "err", err)
-		}
-	}
+	r.stopProfiles(ctx, prof)
 	res.Records, res.Failed = full.acked, full.failed
 	res.Seconds = full.elapsed().Seconds()
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())
@@ -240,12 +230,17 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		}
 		consErr <- nil
 	}()
+	prof, err := r.startProfiles(ctx, "latency.", tc.HalfLoadDuration)
+	if err != nil {
+		return nil, err
+	}
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	lr := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
 		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records,
 	})
 	bar.done()
+	r.stopProfiles(ctx, prof)
 	produced <- lr.acked
 	select {
 	case err := <-consErr:
@@ -260,6 +255,28 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), Consumed: consumed,
 	}, nil
+}
+
+// startProfiles starts the profiles of one phase when --profile-dir is set
+// (nil otherwise); the local cluster's nodes are profiled too.
+func (r *runner) startProfiles(ctx context.Context, phase string, d time.Duration) (*profiler, error) {
+	if r.cfg.ProfileDir == "" {
+		return nil, nil
+	}
+	var nodes map[int32]string
+	if lt, ok := r.target.(*localTarget); ok {
+		nodes = lt.metricsAddrs()
+	}
+	return startProfiles(ctx, r.cfg.ProfileDir, phase, nodes, d)
+}
+
+func (r *runner) stopProfiles(ctx context.Context, prof *profiler) {
+	if prof == nil {
+		return
+	}
+	if err := prof.stop(ctx); err != nil {
+		r.log.Warn("profiling", "err", err)
+	}
 }
 
 func closeClient(c *client.Client) {

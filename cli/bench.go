@@ -73,7 +73,7 @@ func benchCommand() *ucli.Command {
 			// Output.
 			&ucli.StringFlag{Name: "json", Usage: "write every figure, the configuration and versions to this JSON `FILE`", EnvVars: benchEnv("JSON")},
 			&ucli.StringFlag{Name: "plot", Usage: "write acknowledged records per 50 ms over the failover run to this `FILE.svg`", EnvVars: benchEnv("PLOT")},
-			&ucli.StringFlag{Name: "profile-dir", Usage: "save CPU profiles of the bench and every local node during the full-load run, and the nodes' allocation profiles, in this `DIR`", EnvVars: benchEnv("PROFILE_DIR")},
+			&ucli.StringFlag{Name: "profile-dir", Usage: "save CPU profiles of the bench and every local node during the full-load run and (latency.*) the paced latency run, and the nodes' allocation profiles, in this `DIR`", EnvVars: benchEnv("PROFILE_DIR")},
 			&ucli.StringFlag{Name: "log-level", Value: "error", Usage: "bench and client log level on stderr: debug | info | warn | error", EnvVars: benchEnv("LOG_LEVEL")},
 		},
 		Action: func(c *ucli.Context) error {
