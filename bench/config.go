@@ -88,7 +88,7 @@ type ThroughputConfig struct {
 	Producers         int           // 2 (each with its own client connection)
 	Fsync             string        // local cluster's --fsync: always
 	Idempotence       bool          // true
-	BatchBytes        int           // producer batch size; 256 KiB
+	BatchBytes        int           // producer batch size; 1 MiB
 	Linger            time.Duration // 2ms
 	MaxInFlight       int           // per partition; 5
 	// BufferBytes bounds each producer's unacknowledged records; 16 MiB. At
@@ -144,7 +144,7 @@ func DefaultConfig() Config {
 			Producers:         2,
 			Fsync:             "always",
 			Idempotence:       true,
-			BatchBytes:        256 << 10,
+			BatchBytes:        1 << 20,
 			Linger:            2 * time.Millisecond,
 			MaxInFlight:       5,
 			BufferBytes:       16 << 20,
