@@ -40,6 +40,7 @@ type Node struct {
 	cfg         Config
 	log         *slog.Logger
 	incarnation int64
+	lock        *dirLock // the data directory's, held until closeAll
 
 	ep     *quic.Endpoint
 	store  *metadata.Store
@@ -83,7 +84,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
+		lock:        lock,
 		cfg:         cfg,
 		log:         cfg.Logger,
 		incarnation: time.Now().UnixNano()<<8 | int64(rand.IntN(256)),
@@ -269,4 +275,5 @@ func (n *Node) closeAll() {
 		n.ep.Shutdown(sctx)
 		cancel()
 	}
+	n.lock.unlock() // last: the logs are closed
 }
