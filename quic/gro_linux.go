@@ -5,7 +5,6 @@ package quic
 import (
 	"encoding/binary"
 	"net"
-	"sync"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -39,11 +38,14 @@ type groConn struct {
 	*net.UDPConn
 	pc *ipv4.PacketConn
 
-	mu    sync.Mutex // quic-go reads from one goroutine; the lock keeps it obvious
-	msgs  []ipv4.Message
-	next  int // msgs[next:n] hold data not yet handed out
-	n     int
-	off   int // bytes of msgs[next] already handed out
+	// Read state, owned by quic-go's single reading goroutine.
+	msgs []ipv4.Message
+	next int // msgs[next:n] hold data not yet handed out
+	n    int
+	off  int // bytes of msgs[next] already handed out
+	seg  int // segment size of msgs[next] (0: one datagram)
+	oob  []byte
+	oobN int // msgs[next]'s control messages for quic-go (oob[:oobN])
 
 	trains uint64 // coalesced reads so far (tests look at it)
 }
@@ -61,7 +63,7 @@ func withGRO(c *net.UDPConn) (net.PacketConn, bool) {
 	}); err != nil || serr != nil {
 		return c, false
 	}
-	g := &groConn{UDPConn: c, pc: ipv4.NewPacketConn(c), msgs: make([]ipv4.Message, groTrains)}
+	g := &groConn{UDPConn: c, pc: ipv4.NewPacketConn(c), msgs: make([]ipv4.Message, groTrains), oob: make([]byte, groOOBBuf)}
 	for i := range g.msgs {
 		g.msgs[i].Buffers = [][]byte{make([]byte, groTrainBuf)}
 		g.msgs[i].OOB = make([]byte, groOOBBuf)
@@ -73,29 +75,29 @@ func withGRO(c *net.UDPConn) (net.PacketConn, bool) {
 // last time, or else the trains of one recvmmsg. A packet longer than its
 // slot is truncated (quic-go then fails to decrypt it and drops it).
 func (g *groConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.next >= g.n {
 		n, err := g.pc.ReadBatch(g.msgs, flags)
 		if n <= 0 || err != nil {
 			return 0, err
 		}
 		g.next, g.n, g.off = 0, n, 0
+		g.startTrain()
 	}
 	out := 0
 	for out < len(ms) && g.next < g.n {
 		m := &g.msgs[g.next]
 		data := m.Buffers[0][:m.N]
 		size := len(data) - g.off
-		if seg := groSegmentSize(m.OOB[:m.NN]); seg > 0 && seg < size {
-			if g.off == 0 {
-				g.trains++
-			}
-			size = seg
+		if g.seg > 0 && g.seg < size {
+			size = g.seg
 		}
 		d := &ms[out]
 		d.N = copy(d.Buffers[0], data[g.off:g.off+size])
-		d.NN = copyControl(d.OOB, m.OOB[:m.NN])
+		if g.oobN <= len(d.OOB) {
+			d.NN = copy(d.OOB, g.oob[:g.oobN])
+		} else { // whole messages only, never a cut one
+			d.NN = copyControl(d.OOB, g.oob[:g.oobN])
+		}
 		d.Flags = m.Flags
 		d.Addr = m.Addr
 		out++
@@ -103,9 +105,22 @@ func (g *groConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 		if g.off >= len(data) {
 			g.next++
 			g.off = 0
+			if g.next < g.n {
+				g.startTrain()
+			}
 		}
 	}
 	return out, nil
+}
+
+// startTrain reads msgs[next]'s control messages once for all its packets.
+func (g *groConn) startTrain() {
+	m := &g.msgs[g.next]
+	g.seg = groSegmentSize(m.OOB[:m.NN])
+	if g.seg > 0 && g.seg < m.N {
+		g.trains++
+	}
+	g.oobN = copyControl(g.oob, m.OOB[:m.NN])
 }
 
 // groSegmentSize returns the segment size of a coalesced read from its
