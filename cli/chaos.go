@@ -10,7 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"paymentlog/e2e/chaos"
+	"paymentlog/bench/chaos"
 )
 
 func init() { commands = append(commands, chaosCommand()) }
@@ -26,7 +26,7 @@ func chaosCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:   "chaos",
 		Hidden: true,
-		Usage:  "fault-injection run against a local 3-node cluster of this binary (see e2e/chaos); exit 1 on any anomaly",
+		Usage:  "fault-injection run against a local 3-node cluster of this binary (see bench/chaos); exit 1 on any anomaly",
 		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|kill-node,pause,...]\n\n" +
 			"Without --duration it runs one deck: --per-kind faults of every kind. The seed fixes the schedule of faults;\n" +
 			"it is printed at the start and in the report.",

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"paymentlog/e2e/chaos"
+	"paymentlog/bench/chaos"
 )
 
 // envInt reads an integer environment variable (def when unset).

@@ -1,5 +1,5 @@
 // Package e2e holds multi-process tests: they build the paymentlog binary
-// once per test binary run and drive real clusters of it (see e2e/chaos).
+// once per test binary run and drive real clusters of it (see bench/chaos).
 package e2e
 
 import (

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"paymentlog/e2e/chaos"
+	"paymentlog/bench/chaos"
 )
 
 // Regression scenarios: each anomaly the chaos runs found, as a short
