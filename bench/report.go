@@ -153,6 +153,10 @@ func (r *Report) WriteTable(out io.Writer) {
 			fmt.Fprintf(w, "  half load\t%.0f records/s (target %.0f)\n", h.RecordsPerSec, h.TargetRate)
 			fmt.Fprintf(w, "  produce latency (half load)\t%s\n", lat(h.ProduceLatency))
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
+			if u := h.CPU; u != nil {
+				fmt.Fprintf(w, "  CPU (half load)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
+					u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
+			}
 		}
 		if u := t.CPU; u != nil {
 			fmt.Fprintf(w, "  CPU (full load)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",

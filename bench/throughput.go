@@ -47,6 +47,8 @@ type HalfLoad struct {
 	// every byte on the same two cores and skew the produce latency).
 	E2EPartition int32 `json:"e2e_partition"`
 	Consumed     int64 `json:"consumed"`
+	// CPU is what the local cluster and the bench used during the paced run.
+	CPU *CPUUsage `json:"cpu,omitempty"`
 }
 
 // Consume is one consumer reading the full-load run back from the beginning.
@@ -239,6 +241,10 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	if err != nil {
 		return nil, err
 	}
+	var meter *cpuMeter
+	if lt, ok := r.target.(*localTarget); ok {
+		meter = startCPU(lt.pids())
+	}
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	lr := runLoad(ctx, ps.producers, loadConfig{
@@ -251,6 +257,11 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
+	var cpu *CPUUsage
+	if meter != nil {
+		u := meter.stop()
+		cpu = &u
+	}
 	r.stopProfiles(ctx, prof)
 	produced <- onSample.Load()
 	select {
@@ -264,7 +275,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	}
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
-		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed,
+		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
 	}, nil
 }
 
