@@ -47,8 +47,10 @@
 //
 // While requests are outstanding the partition checks the metadata every
 // LeaderCheckInterval; when the partition's leader or leader epoch has moved
-// on, requests to the old leader are abandoned and retried at the new one, so
-// a killed leader does not hold writes up until a transport timeout.
+// on, requests to the old leader are abandoned and resent to the new one at
+// once (no retry backoff, no further metadata round trip: the metadata in
+// hand names it), so a killed leader does not hold writes up until a
+// transport timeout.
 //
 // # Consumer
 //

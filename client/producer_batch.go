@@ -31,6 +31,7 @@ type pbatch struct {
 	inFlight bool // a request carrying encoded may still be writing it
 	unknown  bool // some attempt's outcome is unknown: a leader may have written it
 	oos      int  // OutOfOrderSequence answers while nothing before it was unresolved
+	moved    bool // its request was abandoned because the metadata names a newer leader
 	lastErr  error
 	sentTo   leader
 	sentAt   time.Time

@@ -375,6 +375,7 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 	ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.cfg.RequestTimeout+requestGrace)
 	b.cancel = cancel
 	b.inFlight = true
+	b.moved = false
 	b.sentTo = ld
 	b.sentAt = now
 	b.attempts++
@@ -427,6 +428,15 @@ func (pp *partProducer) handle(r attemptResult) {
 	if r.err != nil {
 		pp.p.c.log.Debug("produce attempt failed", "topic", pp.topic, "partition", pp.part,
 			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", r.err)
+		if b.moved {
+			// Abandoned by checkLeaders: the metadata in hand already names
+			// the new leader, so neither a backoff nor another refresh buys
+			// anything. The old leader may have written it: unknown.
+			b.moved = false
+			b.unknown = true
+			pp.retryNow(b, now, r.err)
+			return
+		}
 		pp.retry(b, now, r.err, true, true)
 		return
 	}
@@ -570,6 +580,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 		if pm.LeaderEpoch > b.sentTo.epoch || (pm.LeaderEpoch == b.sentTo.epoch && pm.Leader != b.sentTo.id) {
 			pp.p.c.log.Debug("abandoning request to a replaced leader", "topic", pp.topic, "partition", pp.part,
 				"node", b.sentTo.id, "epoch", b.sentTo.epoch, "new_epoch", pm.LeaderEpoch)
+			b.moved = true
 			b.cancel()
 		}
 	}

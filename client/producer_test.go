@@ -168,6 +168,53 @@ func TestProduceLeaderDiesWhileInFlight(t *testing.T) {
 	checkExactlyOnce(t, fc, "t", 1, d, n)
 }
 
+// Requests abandoned because the metadata already names a new leader go to
+// it at once: no retry backoff (30 s here, so the old behaviour would blow
+// the deadline below) and no further metadata round trip.
+func TestProduceResendsAtOnceToAMovedLeader(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	old, _ := fc.Leader("t", 0)
+	deadAddr := fc.Addrs()[old-1]
+	reached := make(chan struct{}, 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if addr == deadAddr && ty == wire.TypeProduce {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			return clienttest.Action{Kind: clienttest.Hang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond,
+		RetryBackoff: 30 * time.Second, RetryBackoffMax: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the request never reached the leader")
+	}
+	fc.SetLeader("t", 0, old%3+1)
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.Flush(fctx); err != nil {
+		t.Fatalf("not delivered at the new leader within 10 s (retry backoff 30 s): %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, fc, "t", 1, d, 1)
+}
+
 // A new leader lacks the last batches the old one had written (never
 // replicated, never acknowledged): the producer's resends hit
 // OutOfOrderSequence until the missing batches are resent in order.
