@@ -165,22 +165,14 @@ func (m *metadata) refresh(ctx context.Context) error {
 
 // refreshIfOlder starts a background refresh when the snapshot is older than
 // age and none is running. It never blocks.
-func (m *metadata) refreshIfOlder(age time.Duration) { m.refreshIfOlderAvoiding(age, "") }
-
-// refreshIfOlderAvoiding is refreshIfOlder that asks suspect (a node not
-// answering, such as a leader with a request outstanding too long) last, so
-// that a dead node the client happened to prefer does not hold the refresh
-// up for a hedge delay.
-func (m *metadata) refreshIfOlderAvoiding(age time.Duration, suspect string) {
+func (m *metadata) refreshIfOlder(age time.Duration) {
 	if s := m.current(); s != nil && time.Since(s.fetched) < age {
 		return
 	}
-	m.startAvoiding(suspect)
+	m.start()
 }
 
-func (m *metadata) start() *refreshCall { return m.startAvoiding("") }
-
-func (m *metadata) startAvoiding(suspect string) *refreshCall {
+func (m *metadata) start() *refreshCall {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.inflight != nil {
@@ -188,11 +180,11 @@ func (m *metadata) startAvoiding(suspect string) *refreshCall {
 	}
 	call := &refreshCall{done: make(chan struct{})}
 	m.mu.inflight = call
-	go m.run(call, suspect)
+	go m.run(call)
 	return call
 }
 
-func (m *metadata) run(call *refreshCall, suspect string) {
+func (m *metadata) run(call *refreshCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.c.cfg.MetadataTimeout)
 	defer cancel()
 	go func() {
@@ -202,7 +194,7 @@ func (m *metadata) run(call *refreshCall, suspect string) {
 		case <-ctx.Done():
 		}
 	}()
-	resp, from, err := m.fetch(ctx, suspect)
+	resp, from, err := m.fetch(ctx)
 	m.mu.Lock()
 	if err == nil {
 		m.storeLocked(resp, from)
@@ -260,21 +252,10 @@ func (m *metadata) candidates() []string {
 	return out
 }
 
-// askLast moves addr, if present, to the end of addrs.
-func askLast(addrs []string, addr string) []string {
-	for i, a := range addrs {
-		if a == addr && addr != "" {
-			out := append(append(addrs[:i:i], addrs[i+1:]...), a)
-			return out
-		}
-	}
-	return addrs
-}
-
 // fetch asks candidates for metadata, hedging: each node gets HedgeDelay to
 // answer before the next one is asked too; the first answer wins.
-func (m *metadata) fetch(ctx context.Context, suspect string) (*wire.MetadataResponse, string, error) {
-	return hedged(ctx, m.c, askLast(m.candidates(), suspect), func(ctx context.Context, addr string) (*wire.MetadataResponse, error) {
+func (m *metadata) fetch(ctx context.Context) (*wire.MetadataResponse, string, error) {
+	return hedged(ctx, m.c, m.candidates(), func(ctx context.Context, addr string) (*wire.MetadataResponse, error) {
 		var r wire.MetadataResponse
 		if err := m.c.call(ctx, addr, wire.TypeMetadata, &wire.MetadataRequest{}, &r); err != nil {
 			return nil, err

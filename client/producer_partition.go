@@ -570,7 +570,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	}
 	ivl := pp.p.cfg.LeaderCheckInterval
 	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
-		pp.p.c.meta.refreshIfOlderAvoiding(ivl/2, pp.inflight[0].sentTo.addr)
+		pp.p.c.meta.refreshIfOlder(ivl / 2)
 	}
 	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
 	if !ok {
