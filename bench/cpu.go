@@ -46,7 +46,11 @@ func startCPU(pids []int) *cpuMeter {
 	return m
 }
 
-func (m *cpuMeter) stop() CPUUsage {
+// stop returns the usage since start; nil for a nil meter (no local cluster).
+func (m *cpuMeter) stop() *CPUUsage {
+	if m == nil {
+		return nil
+	}
 	wall := time.Since(m.start).Seconds()
 	u := CPUUsage{WallSeconds: wall, NodesSeconds: procCPU(m.pids) - m.nodes, BenchSeconds: selfCPU() - m.self}
 	if wall > 0 {
@@ -56,7 +60,7 @@ func (m *cpuMeter) stop() CPUUsage {
 	if d := (busy - m.busy) + (idle - m.idle); d > 0 {
 		u.MachineBusy = float64(busy-m.busy) / float64(d)
 	}
-	return u
+	return &u
 }
 
 // procCPU sums utime+stime of pids in seconds (0 for any it cannot read).

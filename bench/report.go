@@ -153,15 +153,9 @@ func (r *Report) WriteTable(out io.Writer) {
 			fmt.Fprintf(w, "  half load\t%.0f records/s (target %.0f)\n", h.RecordsPerSec, h.TargetRate)
 			fmt.Fprintf(w, "  produce latency (half load)\t%s\n", lat(h.ProduceLatency))
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
-			if u := h.CPU; u != nil {
-				fmt.Fprintf(w, "  CPU (half load)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
-					u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
-			}
+			cpuLine(w, "half load", h.CPU)
 		}
-		if u := t.CPU; u != nil {
-			fmt.Fprintf(w, "  CPU (full load)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
-				u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
-		}
+		cpuLine(w, "full load", t.CPU)
 		c := t.Changes
 		fmt.Fprintf(w, "  cluster changes\t%d ISR shrinks, %d expands, %d leader changes, %d fencings\n", c.ISRShrinks, c.ISRExpands, c.LeaderChanges, c.Fencings)
 		if t.FirstError != "" {
@@ -225,4 +219,13 @@ func trimFloat(v float64) string {
 		return fmt.Sprintf("%d", int64(v))
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// cpuLine writes one phase's CPU usage, if it was measured.
+func cpuLine(w io.Writer, phase string, u *CPUUsage) {
+	if u == nil {
+		return
+	}
+	fmt.Fprintf(w, "  CPU (%s)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
+		phase, u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
 }

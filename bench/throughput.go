@@ -100,10 +100,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var meter *cpuMeter
-	if lt, ok := r.target.(*localTarget); ok {
-		meter = startCPU(lt.pids())
-	}
+	meter := r.startCPU()
 	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
@@ -111,10 +108,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		progress: bar.records,
 	})
 	bar.done()
-	if meter != nil {
-		u := meter.stop()
-		res.CPU = &u
-	}
+	res.CPU = meter.stop()
 	r.stopProfiles(ctx, prof)
 	res.Records, res.Failed = full.acked, full.failed
 	res.Seconds = full.elapsed().Seconds()
@@ -241,10 +235,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	if err != nil {
 		return nil, err
 	}
-	var meter *cpuMeter
-	if lt, ok := r.target.(*localTarget); ok {
-		meter = startCPU(lt.pids())
-	}
+	meter := r.startCPU()
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	lr := runLoad(ctx, ps.producers, loadConfig{
@@ -257,11 +248,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
-	var cpu *CPUUsage
-	if meter != nil {
-		u := meter.stop()
-		cpu = &u
-	}
+	cpu := meter.stop()
 	r.stopProfiles(ctx, prof)
 	produced <- onSample.Load()
 	select {
@@ -290,6 +277,15 @@ func (r *runner) startProfiles(ctx context.Context, phase string, d time.Duratio
 		nodes = lt.metricsAddrs()
 	}
 	return startProfiles(ctx, r.cfg.ProfileDir, phase, nodes, d)
+}
+
+// startCPU measures the local cluster's and the bench's CPU (nil against
+// --bootstrap: the nodes' processes are not ours to read).
+func (r *runner) startCPU() *cpuMeter {
+	if lt, ok := r.target.(*localTarget); ok {
+		return startCPU(lt.pids())
+	}
+	return nil
 }
 
 func (r *runner) stopProfiles(ctx context.Context, prof *profiler) {

@@ -203,7 +203,6 @@ func TestHedgedMetadataSkipsDeadNode(t *testing.T) {
 	if time.Since(start) > 2*time.Second {
 		t.Fatalf("refresh took %v with one dead node", time.Since(start))
 	}
-	_ = context.Background
 }
 
 // The leader dies while a long poll is outstanding (it never answers); once

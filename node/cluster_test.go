@@ -311,7 +311,7 @@ func TestSilentBrokerIsFencedAndLosesLeaderships(t *testing.T) {
 	}
 	killed := time.Now()
 	tc.kill(victim)
-	// Session timeout (1s) plus a margin: one heartbeat-check tick and a raft commit.
+	// Session timeout plus a margin: one heartbeat-check tick and a raft commit.
 	waitFor(t, "fence and leadership moves", node.DefaultSessionTimeout+3*time.Second, func() bool {
 		img := tc.node(ctrl).Store().Image()
 		b, ok := img.Broker(victim)
