@@ -93,6 +93,11 @@ func (l *Log) fail(err error) error {
 	return *l.failed.Load()
 }
 
+// Failed reports why the log refuses writes after an I/O error with unknown
+// outcome (an error wrapping ErrLogFailed), or nil while it is healthy. Its
+// log end offset may then count bytes that never became durable.
+func (l *Log) Failed() error { return l.failErr() }
+
 func (l *Log) failErr() error {
 	if p := l.failed.Load(); p != nil {
 		return *p

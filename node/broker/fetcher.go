@@ -37,6 +37,8 @@ type fetcher struct {
 	// for a moment, so it neither spins nor defeats the long-poll of the
 	// others. Owned by the run goroutine.
 	errUntil map[tp]time.Time
+	// failedLogged: partitions whose failed log has been reported (once).
+	failedLogged map[tp]bool
 }
 
 // fetchErrorBackoff is how long a partition sits out after an error answer.
@@ -139,6 +141,7 @@ func (f *fetcher) run() {
 		}
 	}
 	f.errUntil = make(map[tp]time.Time)
+	f.failedLogged = make(map[tp]bool)
 	for f.ctx.Err() == nil {
 		req, targets, retryAt := f.buildRequest(time.Now())
 		if len(targets) == 0 {
@@ -260,6 +263,17 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 		if !ok {
 			continue
 		}
+		if err := p.log.Failed(); err != nil {
+			// Its end offset may include records a failed flush lost: fetching
+			// from there would tell the leader they are replicated. The
+			// replica stays out until the node reopens the log; the leader
+			// shrinks the ISR meanwhile.
+			if !f.failedLogged[p.key] {
+				f.failedLogged[p.key] = true
+				p.lg.Error("follower stops fetching: its log failed", "err", err)
+			}
+			continue
+		}
 		leo := p.log.LogEndOffset()
 		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, Partition: p.key.partition,
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
@@ -294,7 +308,9 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 	}
 	f.syncAll(done)
 	for _, fp := range done {
-		f.finishPartition(fp)
+		if fp.t.p.log.Failed() == nil { // a failed flush: not this replica's records
+			f.finishPartition(fp)
+		}
 	}
 }
 

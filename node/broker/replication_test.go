@@ -3,9 +3,11 @@ package broker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -425,4 +427,29 @@ func runLossTest(t *testing.T, lt lossTest) {
 		}
 	}
 	t.Logf("%d records, hw %d, final leader %d epoch %d", len(acked), hw, st.Leader, st.LeaderEpoch)
+}
+
+// With fsync always, a follower whose flush fails must not report the
+// records as its own: the leader may not acknowledge acks=all on the
+// strength of bytes that replica may lose.
+func TestFollowerSyncFailureIsNotAcknowledged(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{memFS: true, lagTime: 500 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 3)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce before the fault: %+v", r)
+	}
+	waitInSync(t, c, testKey)
+	for _, id := range []int32{2, 3} {
+		c.node(id).fs.SetFault(func(op segment.FaultOp, path string) error {
+			if op == segment.OpSync && strings.HasSuffix(path, ".log") {
+				return errors.New("injected: disk flush failed")
+			}
+			return nil
+		})
+	}
+	r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"b"}))
+	t.Logf("answer with the followers' flushes failing: %v %s", r.Err, r.Message)
+	if r.Err == wire.None {
+		t.Fatalf("acks=all acknowledged although no follower could make the batch durable: %+v", r)
+	}
 }
