@@ -20,12 +20,13 @@ import (
 // testCluster runs nodes in-process, each with its own endpoint on real QUIC
 // over 127.0.0.1.
 type testCluster struct {
-	t     testing.TB
-	dir   string
-	ctrls map[int32]string
-	addrs map[int32]string
-	mu    sync.Mutex
-	nodes map[int32]*node.Node
+	t         testing.TB
+	dir       string
+	ctrls     map[int32]string
+	addrs     map[int32]string
+	configure func(*node.Config) // applied last in start; may be nil
+	mu        sync.Mutex
+	nodes     map[int32]*node.Node
 }
 
 func freeUDPAddr(t testing.TB) string {
@@ -41,7 +42,15 @@ func freeUDPAddr(t testing.TB) string {
 // MustStartCluster starts controllers 1..n (all controller-eligible).
 func MustStartCluster(t testing.TB, n int) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, dir: t.TempDir(), ctrls: map[int32]string{}, addrs: map[int32]string{}, nodes: map[int32]*node.Node{}}
+	return mustStartClusterWith(t, n, nil)
+}
+
+// mustStartClusterWith is MustStartCluster with configure applied to every
+// node's configuration before it starts.
+func mustStartClusterWith(t testing.TB, n int, configure func(*node.Config)) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, dir: t.TempDir(), ctrls: map[int32]string{}, addrs: map[int32]string{},
+		configure: configure, nodes: map[int32]*node.Node{}}
 	for id := int32(1); id <= int32(n); id++ {
 		a := freeUDPAddr(t)
 		tc.ctrls[id], tc.addrs[id] = a, a
@@ -73,6 +82,9 @@ func (tc *testCluster) start(id int32) *node.Node {
 	cfg.SegmentBytes = 8 << 20
 	cfg.NoRaftSync = true
 	cfg.Logger = testLogger(tc.t).With("node", id)
+	if tc.configure != nil {
+		tc.configure(&cfg)
+	}
 	n, err := node.Start(context.Background(), cfg)
 	if err != nil {
 		tc.t.Fatalf("start node %d: %v", id, err)

@@ -32,6 +32,9 @@ type Config struct {
 
 	// NoRaftSync skips fsync of the metadata log (tests only).
 	NoRaftSync bool
+	// LogFS holds the partition logs and the HW checkpoint (tests inject
+	// faults through a segment.MemFS); default the OS file system.
+	LogFS segment.FS
 
 	Logger *slog.Logger
 }

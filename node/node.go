@@ -152,6 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DataDir:     cfg.DataDir,
 		Endpoint:    ep,
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
+			FS: cfg.LogFS, OnFailure: n.storageFailed,
 			// Without fsync before acknowledging, a crash can leave a bad batch
 			// anywhere after the last flush, sealed segments included: truncate
 			// there (loudly) and let replication refetch from the leader. With
@@ -215,6 +216,22 @@ func (n *Node) fail(err error) {
 			close(n.done)
 		}
 	}
+}
+
+// storageFailed stops the node when a partition log fails (an I/O error
+// with unknown outcome, typically a failed fsync). Such a log takes no more
+// writes and its page cache can no longer be trusted to match the disk
+// (retrying an fsync that failed may "succeed" with the data gone), so the
+// replicas on this node are of no use until it restarts and recovers its
+// logs from what is on disk. Stopping is what moves the partitions on: the
+// controlled shutdown hands this node's leaderships to in-sync replicas at
+// once, where a node that only refused writes would keep them and stall
+// its partitions. Kafka does the same when its only log directory fails.
+// Called by segment with the log's locks held, so it only records the error.
+func (n *Node) storageFailed(dir string, err error) {
+	n.log.Error("partition log failed: stopping the node so its partitions move to in-sync replicas",
+		"partition_dir", filepath.Base(dir), "err", err)
+	go n.fail(fmt.Errorf("node: partition log %s failed: %w", filepath.Base(dir), err))
 }
 
 // Done is closed when the node stops on its own because of a fatal error.

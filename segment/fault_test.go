@@ -13,7 +13,13 @@ import (
 // after a crash the log reopens with every batch acknowledged before it.
 func TestFailedFsync(t *testing.T) {
 	fs := NewMemFS()
-	opts := Options{FS: fs, SegmentBytes: 4096, MaxIndexBytes: 1024, Logger: quietLogger}
+	var reported atomic.Int32
+	var reportedErr atomic.Value
+	opts := Options{FS: fs, SegmentBytes: 4096, MaxIndexBytes: 1024, Logger: quietLogger,
+		OnFailure: func(dir string, err error) {
+			reported.Add(1)
+			reportedErr.Store(dir + ": " + err.Error())
+		}}
 	l := mustOpen(t, "/log", opts)
 	var acked []Batch
 	for i := 0; i < 20; i++ {
@@ -39,6 +45,9 @@ func TestFailedFsync(t *testing.T) {
 	}
 	if _, err := l.Append(ctx, testBatch(101, 1, 1), 1); !errors.Is(err, ErrLogFailed) {
 		t.Fatalf("Append after failure: %v", err)
+	}
+	if n, e := reported.Load(), reportedErr.Load(); n != 1 || !strings.Contains(e.(string), "/log: ") {
+		t.Fatalf("OnFailure called %d times (want once), last with %v", n, e)
 	}
 	failing.Store(false)
 	_ = l.Close() // no clean marker after a failure

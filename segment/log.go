@@ -89,6 +89,9 @@ func (l *Log) fail(err error) error {
 	e := fmt.Errorf("%w: %w", ErrLogFailed, err)
 	if l.failed.CompareAndSwap(nil, &e) {
 		l.logger.Error("segment: log failed; reopen to recover", "dir", l.dir, "err", err)
+		if l.opts.OnFailure != nil {
+			l.opts.OnFailure(l.dir, e)
+		}
 	}
 	return *l.failed.Load()
 }

@@ -37,6 +37,10 @@ type Options struct {
 	// TruncateOnCorruption makes Open truncate at a corrupt batch in a sealed
 	// segment (logging it) instead of failing with a *CorruptionError.
 	TruncateOnCorruption bool
+	// OnFailure, if set, is called once when the log fails (see Log.Failed),
+	// with the log's directory and the error. It may run with the log's
+	// locks held: it must return at once and not call into the log.
+	OnFailure func(dir string, err error)
 }
 
 func (o Options) withDefaults() (Options, error) {

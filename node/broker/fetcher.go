@@ -266,8 +266,9 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 		if err := p.log.Failed(); err != nil {
 			// Its end offset may include records a failed flush lost: fetching
 			// from there would tell the leader they are replicated. The
-			// replica stays out until the node reopens the log; the leader
-			// shrinks the ISR meanwhile.
+			// replica stays out until its log is reopened (a node stops on a
+			// failed log and recovers it on restart); the leader shrinks the
+			// ISR meanwhile.
 			if !f.failedLogged[p.key] {
 				f.failedLogged[p.key] = true
 				p.lg.Error("follower stops fetching: its log failed", "err", err)
