@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"paymentlog/quic"
 	"paymentlog/segment"
 	"paymentlog/wire"
 )
@@ -384,7 +383,7 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 		Acks:      pp.p.cfg.Acks.wire(),
 		TimeoutMs: int32(pp.p.cfg.RequestTimeout / time.Millisecond),
 		Topic:     pp.topic,
-		Parts:     []wire.ProducePartition{{Partition: pp.part, LeaderEpoch: ld.epoch, Batch: quic.Bytes(b.encoded)}},
+		Parts:     []wire.ProducePartition{{Partition: pp.part, LeaderEpoch: ld.epoch, Batch: wire.Bytes(b.encoded)}},
 	}
 	go func() {
 		var resp wire.ProduceResponse

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"paymentlog/wire"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -13,23 +14,23 @@ const typeBytes FrameType = 40
 
 var errTestHandler = errors.New("handler says no")
 
-// bytesEcho mirrors echoMsg with a Bytes field under the same tag.
+// bytesEcho mirrors echoMsg with a wire.Bytes field under the same tag.
 type bytesEcho struct {
-	N    int64  `msgpack:"n"`
-	S    string `msgpack:"s"`
-	Data Bytes  `msgpack:"data"`
+	N    int64      `msgpack:"n"`
+	S    string     `msgpack:"s"`
+	Data wire.Bytes `msgpack:"data"`
 }
 
 type bytesMsg struct {
 	N    int64       `msgpack:"n"`
 	S    string      `msgpack:"s"`
-	Data Bytes       `msgpack:"data"`
+	Data wire.Bytes  `msgpack:"data"`
 	More []bytesPart `msgpack:"more"`
 }
 
 type bytesPart struct {
-	P    int32 `msgpack:"p"`
-	Data Bytes `msgpack:"data"`
+	P    int32      `msgpack:"p"`
+	Data wire.Bytes `msgpack:"data"`
 }
 
 func pattern(n int, seed byte) []byte {
@@ -48,7 +49,7 @@ func TestBytesWireFormatMatchesByteSlice(t *testing.T) {
 		}
 		want := encodeFrame(t, 1, echoMsg{N: 3, S: "x", Data: data})
 		e := getEncoder()
-		parts, err := e.frameParts(1, bytesEcho{N: 3, S: "x", Data: Bytes(data)}, DefaultMaxFrameSize)
+		parts, err := e.frameParts(1, bytesEcho{N: 3, S: "x", Data: wire.Bytes(data)}, DefaultMaxFrameSize)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestBytesWireFormatMatchesByteSlice(t *testing.T) {
 		}
 		putEncoder(e)
 		if !bytes.Equal(got, want) {
-			t.Fatalf("n=%d: Bytes frame differs from the []byte frame", n)
+			t.Fatalf("n=%d: wire.Bytes frame differs from the []byte frame", n)
 		}
 		if outOfLine != (n >= OutOfLineBytes) {
 			t.Fatalf("n=%d: written out of line: %v", n, outOfLine)
@@ -69,7 +70,7 @@ func TestBytesWireFormatMatchesByteSlice(t *testing.T) {
 		var bm bytesEcho
 		var em echoMsg
 		if err := f.Decode(&bm); err != nil || !bytes.Equal(bm.Data, data) || (data == nil) != (bm.Data == nil) {
-			t.Fatalf("n=%d: Bytes decode: %v (nil %v)", n, err, bm.Data == nil)
+			t.Fatalf("n=%d: wire.Bytes decode: %v (nil %v)", n, err, bm.Data == nil)
 		}
 		if err := f.Decode(&em); err != nil || !bytes.Equal(em.Data, data) {
 			t.Fatalf("n=%d: []byte decode: %v", n, err)
@@ -98,12 +99,12 @@ func TestBytesDecodeCopiesOrAliases(t *testing.T) {
 		t.Fatal("DecodeNoCopy did not alias Body")
 	}
 	if cap(aliased.Data) != len(aliased.Data) {
-		t.Fatal("an aliased Bytes must not reach past its own bytes")
+		t.Fatal("an aliased wire.Bytes must not reach past its own bytes")
 	}
 }
 
 func TestBytesThroughMsgpackItself(t *testing.T) {
-	in := bytesMsg{N: 9, Data: pattern(70_000, 3), More: []bytesPart{{P: 1}, {P: 2, Data: Bytes{}}}}
+	in := bytesMsg{N: 9, Data: pattern(70_000, 3), More: []bytesPart{{P: 1}, {P: 2, Data: wire.Bytes{}}}}
 	b, err := msgpack.Marshal(&in)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func TestBytesOutOfLineOverStreams(t *testing.T) {
 	}
 	if out.N != 5 || out.S != "big" || !bytes.Equal(out.Data, in.Data) || len(out.More) != 3 ||
 		!bytes.Equal(out.More[1].Data, in.More[1].Data) || out.More[2].Data != nil {
-		t.Fatalf("unary echo of out-of-line Bytes differs")
+		t.Fatalf("unary echo of out-of-line wire.Bytes differs")
 	}
 	// Sessions: the echo session answers the first frame as an echoMsg,
 	// then sends every frame back as Raw (a large Raw is out of line too).

@@ -19,8 +19,9 @@ type Raw []byte
 // Everything decoded is a copy: v keeps nothing of Body.
 func (f Frame) Decode(v any) error { return f.decode(v, false) }
 
-// DecodeNoCopy is Decode, except that [Bytes] fields alias Body instead of
-// being copied: they are valid only as long as Body is.
+// DecodeNoCopy is Decode, except that byte-string fields that use the
+// transport's hooks (wire.Bytes) alias Body instead of being copied: they
+// are valid only as long as Body is.
 func (f Frame) DecodeNoCopy(v any) error { return f.decode(v, true) }
 
 func (f Frame) decode(v any, alias bool) error {
@@ -58,7 +59,7 @@ var decoderPool = sync.Pool{New: func() any {
 
 // encoder builds whole frames (header + msgpack body) in one reusable buffer,
 // so a Send costs one copy of its payload (into buf) before the stream write;
-// large [Bytes] fields and Raw bodies are not copied but written from their
+// large byte-string fields (wire.Bytes) and Raw bodies are not copied but written from their
 // own arrays (out of line).
 type encoder struct {
 	buf []byte
@@ -116,8 +117,12 @@ func (e *encoder) WriteByte(c byte) error {
 	return nil
 }
 
-// outOfLine adds p to the body at the current position without copying it.
-func (e *encoder) outOfLine(p []byte) {
+// TakesOutOfLine and WriteOutOfLine are the hooks through which byte-string
+// fields (wire.Bytes) of at least OutOfLineBytes skip the copy into buf.
+func (e *encoder) TakesOutOfLine(n int) bool { return n >= OutOfLineBytes }
+
+// WriteOutOfLine adds p to the body at the current position without copying it.
+func (e *encoder) WriteOutOfLine(p []byte) {
 	e.ext = append(e.ext, extChunk{at: len(e.buf), data: p})
 	e.extLen += len(p)
 }
@@ -169,14 +174,14 @@ const rawInline = 64 << 10
 
 // frameParts encodes a frame as a list of byte slices to write in order: the
 // header and msgpack bytes from the encoder's buffer, interleaved with
-// out-of-line chunks (large Bytes fields, a large Raw body) written from
+// out-of-line chunks (large wire.Bytes fields, a large Raw body) written from
 // their own arrays. The slices are valid until the encoder is reused.
 func (e *encoder) frameParts(t FrameType, v any, maxFrame int) ([][]byte, error) {
 	e.resetExt()
 	e.buf = append(e.buf[:0], 0, 0, 0, 0, 0)
 	if raw, ok := v.(Raw); ok {
 		if len(raw) > rawInline {
-			e.outOfLine(raw)
+			e.WriteOutOfLine(raw)
 		} else {
 			e.buf = append(e.buf, raw...)
 		}

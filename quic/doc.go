@@ -47,11 +47,14 @@
 // # Moving bulk bytes
 //
 // Record batches cross the transport with as few copies as the stream API
-// allows. A [Bytes] field of at least [OutOfLineBytes] is written to the
+// allows. A byte-string field of at least [OutOfLineBytes] whose type uses
+// the encoder's out-of-line hook (wire.Bytes; the hooks are the methods
+// TakesOutOfLine/WriteOutOfLine of the msgpack encoder's writer and
+// NextBytes of the decoder's input) is written to the
 // stream from its own array instead of being copied into the frame buffer
 // (a unary handler returns a [Reply] when its answer borrows memory, e.g.
 // slices of a segment mapping, until the write ends), and
-// [Frame.DecodeNoCopy] decodes Bytes fields as slices of the frame body.
+// [Frame.DecodeNoCopy] decodes such fields as slices of the frame body.
 // Concurrent Calls on one connection write request bodies of 64 KiB or
 // more one at a time: interleaved packet by packet, every request would
 // finish as late as the last one and the server's readers would wake once

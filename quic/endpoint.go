@@ -27,7 +27,7 @@ type Peer struct {
 type UnaryHandler func(ctx context.Context, peer Peer, req Frame) (respType FrameType, resp any, err error)
 
 // Reply is a unary response that borrows memory: a handler returns it as
-// resp when Body (any value a response may be) holds [Bytes] or a Raw that
+// resp when Body (any value a response may be) holds wire.Bytes fields or a Raw that
 // must stay unchanged until the response is written, e.g. slices of a
 // segment mapping. Done (may be nil) is called exactly once after the write
 // ended, successfully or not (also when the handler returned an error).

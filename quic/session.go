@@ -38,7 +38,7 @@ func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int) *Sessi
 func (s *Session) Peer() Peer { return s.peer }
 
 // Send encodes v as a frame of type t (a Raw v is sent verbatim). Large
-// [Bytes] fields and a large Raw are written from their own arrays: they must
+// wire.Bytes fields and a large Raw are written from their own arrays: they must
 // not change until Send returns.
 func (s *Session) Send(ctx context.Context, t FrameType, v any) error {
 	if t.Reserved() {

@@ -1,10 +1,8 @@
 package wire
 
-import "paymentlog/quic"
-
 // Client protocol messages (DESIGN §6). Batches travel as raw bytes in the
 // segment record-batch format; they are never re-encoded. Batch and record
-// fields are quic.Bytes (a msgpack bin, like []byte): the transport writes
+// fields are Bytes (a msgpack bin, like []byte): the transport writes
 // large ones without copying and can decode them in place.
 
 // MetadataRequest asks for brokers and the partitions of Topics (all if empty).
@@ -114,9 +112,9 @@ type ProduceRequest struct {
 
 // ProducePartition is one batch for one partition.
 type ProducePartition struct {
-	Partition   int32      `msgpack:"p"`
-	LeaderEpoch int32      `msgpack:"epoch"` // the client's known leader epoch; -1 = don't check
-	Batch       quic.Bytes `msgpack:"batch"`
+	Partition   int32 `msgpack:"p"`
+	LeaderEpoch int32 `msgpack:"epoch"` // the client's known leader epoch; -1 = don't check
+	Batch       Bytes `msgpack:"batch"`
 }
 
 // ProduceResponse answers per partition in request order.
@@ -159,15 +157,15 @@ type FetchResponse struct {
 
 // FetchPartitionResponse: Records is zero or more whole batches.
 type FetchPartitionResponse struct {
-	Partition     int32      `msgpack:"p"`
-	Err           ErrorCode  `msgpack:"err"`
-	Message       string     `msgpack:"msg"`
-	HighWatermark int64      `msgpack:"hw"`
-	LogStart      int64      `msgpack:"lso"`
-	LogEnd        int64      `msgpack:"leo"`
-	LeaderHint    int32      `msgpack:"leader"`
-	LeaderEpoch   int32      `msgpack:"epoch"`
-	Records       quic.Bytes `msgpack:"records"`
+	Partition     int32     `msgpack:"p"`
+	Err           ErrorCode `msgpack:"err"`
+	Message       string    `msgpack:"msg"`
+	HighWatermark int64     `msgpack:"hw"`
+	LogStart      int64     `msgpack:"lso"`
+	LogEnd        int64     `msgpack:"leo"`
+	LeaderHint    int32     `msgpack:"leader"`
+	LeaderEpoch   int32     `msgpack:"epoch"`
+	Records       Bytes     `msgpack:"records"`
 }
 
 // ListOffsets timestamps.

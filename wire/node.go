@@ -1,7 +1,5 @@
 package wire
 
-import "paymentlog/quic"
-
 // Node-to-node messages.
 
 // ReplicaFetchOpen opens a follower fetch session (frame TypeReplicaFetch).
@@ -36,15 +34,15 @@ type ReplicaFetchResponse struct {
 // ReplicaFetchPartitionResponse: when DivergingEpoch >= 0, the follower must
 // truncate to DivergingEndOffset (KIP-320) before fetching again.
 type ReplicaFetchPartitionResponse struct {
-	Topic              string     `msgpack:"t"`
-	Partition          int32      `msgpack:"p"`
-	Err                ErrorCode  `msgpack:"err"`
-	HighWatermark      int64      `msgpack:"hw"`
-	LogStart           int64      `msgpack:"lso"`
-	LogEnd             int64      `msgpack:"leo"`
-	DivergingEpoch     int32      `msgpack:"div_epoch"`
-	DivergingEndOffset int64      `msgpack:"div_end"`
-	Records            quic.Bytes `msgpack:"records"`
+	Topic              string    `msgpack:"t"`
+	Partition          int32     `msgpack:"p"`
+	Err                ErrorCode `msgpack:"err"`
+	HighWatermark      int64     `msgpack:"hw"`
+	LogStart           int64     `msgpack:"lso"`
+	LogEnd             int64     `msgpack:"leo"`
+	DivergingEpoch     int32     `msgpack:"div_epoch"`
+	DivergingEndOffset int64     `msgpack:"div_end"`
+	Records            Bytes     `msgpack:"records"`
 }
 
 // AlterPartitionRequest asks the controller to change an ISR.

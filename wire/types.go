@@ -5,27 +5,26 @@
 // add fields, never renumber or rename tags.
 package wire
 
-import "paymentlog/quic"
-
-// Frame types. A request of type T is answered by a frame of the same type T
-// (or quic's error frame). Part of the wire format: never renumber.
+// Frame types (quic.FrameType values, untyped so that this package depends
+// on nothing but msgpack). A request of type T is answered by a frame of the
+// same type T (or quic's error frame). Part of the wire format: never renumber.
 const (
-	TypeMetadata        quic.FrameType = 1
-	TypeCreateTopic     quic.FrameType = 2
-	TypeDeleteTopic     quic.FrameType = 3
-	TypeDescribeCluster quic.FrameType = 4
-	TypeInitProducerID  quic.FrameType = 5
-	TypeProduce         quic.FrameType = 6
-	TypeFetch           quic.FrameType = 7
-	TypeListOffsets     quic.FrameType = 8
+	TypeMetadata        = 1
+	TypeCreateTopic     = 2
+	TypeDeleteTopic     = 3
+	TypeDescribeCluster = 4
+	TypeInitProducerID  = 5
+	TypeProduce         = 6
+	TypeFetch           = 7
+	TypeListOffsets     = 8
 
 	// Node-to-node.
-	TypeReplicaFetch        quic.FrameType = 20 // session: follower fetch session
-	TypeAlterPartition      quic.FrameType = 21
-	TypeBrokerRegister      quic.FrameType = 22
-	TypeBrokerHeartbeat     quic.FrameType = 23
-	TypeRaftMessage         quic.FrameType = 24 // session: raft peer stream
-	TypeControlledShutdown  quic.FrameType = 25
-	TypeDescribeReplica     quic.FrameType = 26 // a replica's log state, for checkers and tests
-	TypeAllocateProducerIDs quic.FrameType = 27 // a producer-id block from the active controller
+	TypeReplicaFetch        = 20 // session: follower fetch session
+	TypeAlterPartition      = 21
+	TypeBrokerRegister      = 22
+	TypeBrokerHeartbeat     = 23
+	TypeRaftMessage         = 24 // session: raft peer stream
+	TypeControlledShutdown  = 25
+	TypeDescribeReplica     = 26 // a replica's log state, for checkers and tests
+	TypeAllocateProducerIDs = 27 // a producer-id block from the active controller
 )
