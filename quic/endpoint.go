@@ -87,6 +87,7 @@ type Endpoint struct {
 
 	handlers handlerTable
 	active   activeSet
+	stats    connStats
 
 	mu struct {
 		sync.Mutex

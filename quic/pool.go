@@ -91,6 +91,7 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 		close(ent.ready)
 		return
 	}
+	p.e.stats.watch(conn)
 	close(ent.ready)
 	go func() {
 		<-conn.Context().Done()

@@ -52,6 +52,7 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			conn.CloseWithError(ConnCodeShutdown, "endpoint shutting down")
 			continue
 		}
+		e.stats.watch(conn)
 		go e.serveConn(conn)
 	}
 }

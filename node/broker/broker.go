@@ -117,6 +117,7 @@ type Broker struct {
 
 	fenced    atomic.Bool
 	reqSeq    atomic.Uint64
+	counters  counters
 	ckptDirty atomic.Bool
 	ckptMu    sync.Mutex // serialises checkpoint writes
 	openMu    sync.Mutex // serialises partition opens (I/O under it)

@@ -39,6 +39,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 		if err != nil {
 			return nil
 		}
+		b.counters.replicaFetchResponses.Add(1)
 	}
 }
 

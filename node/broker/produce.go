@@ -29,6 +29,7 @@ func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	b.counters.produceRequests.Add(1)
 	resp := wire.ProduceResponse{Parts: make([]wire.ProducePartitionResponse, len(req.Parts))}
 	waits := make([]func(), 0, len(req.Parts))
 	for i := range req.Parts {
@@ -147,6 +148,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 		return -1, -1, epoch, appendErrCode(err)
 	}
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset)
+	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
 	return info.BaseOffset, info.LastOffset, epoch, wire.None
 }

@@ -207,6 +207,11 @@ func TestNotEnoughReplicasAfterShrink(t *testing.T) {
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
 		t.Fatalf("produce: %+v", r)
 	}
+	// The metrics an operator alerts on follow the ISR (Broker.Stats).
+	if st, f := c.node(1).b.Stats(), c.node(2).b.Stats(); st.Leaders != 1 || st.Followers != 0 || st.UnderReplicated != 0 ||
+		st.UnderMinISR != 0 || st.ProduceRequests != 1 || st.ProduceBytes == 0 || st.ReplicaFetchResponses == 0 || f.Followers != 1 {
+		t.Fatalf("stats in sync: leader %+v, follower %+v", st, f)
+	}
 	c.stopNode(2)
 	// The leader proposes removing node 2 once it lags; acks=all is then refused.
 	waitFor(t, "ISR shrink", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 1 })
@@ -214,6 +219,9 @@ func TestNotEnoughReplicasAfterShrink(t *testing.T) {
 		r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"b"}))
 		return r.Err == wire.NotEnoughReplicas
 	})
+	if st := c.node(1).b.Stats(); st.UnderReplicated != 1 || st.UnderMinISR != 1 {
+		t.Fatalf("stats after the shrink: %+v", st)
+	}
 	// acks=1 is still appended.
 	if r := mustProduce(t, c, wire.AcksLeader, buildBatch(-1, -1, []string{"c"})); r.Err != wire.None {
 		t.Fatalf("acks=1: %+v", r)
@@ -222,6 +230,10 @@ func TestNotEnoughReplicasAfterShrink(t *testing.T) {
 	c.startNode(2, t.TempDir())
 	c.push(testKey)
 	waitFor(t, "ISR expansion", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 2 })
+	waitFor(t, "leader stats back in sync", 5*time.Second, func() bool {
+		st := c.node(1).b.Stats()
+		return st.UnderReplicated == 0 && st.UnderMinISR == 0
+	})
 	waitFor(t, "acks=all accepted", 5*time.Second, func() bool {
 		return mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"d"})).Err == wire.None
 	})

@@ -1,0 +1,65 @@
+package quic
+
+import (
+	"sync"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// TransportStats are an endpoint's QUIC counters over every connection it
+// accepted or dialed, closed ones included (for /metrics).
+type TransportStats struct {
+	Conns       int    // connections open now
+	PacketsSent uint64 // including retransmissions
+	// PacketsLost counts the packets this side's loss detection declared
+	// lost: dropped by the kernel (a full socket buffer), by quic-go itself
+	// (it drops an arriving packet when 256 already wait for the same
+	// connection, which no kernel counter sees), or reordered past the
+	// loss thresholds. Their frames were sent again.
+	PacketsLost uint64
+	BytesSent   uint64
+}
+
+// connStats keeps the live connections and the totals of closed ones.
+type connStats struct {
+	mu      sync.Mutex
+	live    map[*qgo.Conn]struct{}
+	retired TransportStats
+}
+
+// watch counts c from now until it closes.
+func (s *connStats) watch(c *qgo.Conn) {
+	s.mu.Lock()
+	if s.live == nil {
+		s.live = make(map[*qgo.Conn]struct{})
+	}
+	s.live[c] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		<-c.Context().Done()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.live, c)
+		s.retired.add(c.ConnectionStats())
+	}()
+}
+
+func (t *TransportStats) add(c qgo.ConnectionStats) {
+	t.PacketsSent += c.PacketsSent
+	t.PacketsLost += c.PacketsLost
+	t.BytesSent += c.BytesSent
+}
+
+func (s *connStats) snapshot() TransportStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.retired
+	t.Conns = len(s.live)
+	for c := range s.live {
+		t.add(c.ConnectionStats())
+	}
+	return t
+}
+
+// Stats returns the endpoint's transport counters.
+func (e *Endpoint) Stats() TransportStats { return e.stats.snapshot() }
