@@ -351,70 +351,12 @@ func TestProduceConsumeAcrossLeaderKill(t *testing.T) {
 	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.NewProducer(client.ProducerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type ack struct {
-		off int64
-		err error
-	}
 	const total = 3000
-	acks := make([]ack, total)
-	var wg sync.WaitGroup
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			wg.Add(1)
-			i := i
-			err := p.Produce(ctx, &client.Record{Topic: "payments", Value: []byte(fmt.Sprintf("payment-%d", i))}, func(d client.Delivery) {
-				acks[i] = ack{d.Offset, d.Err}
-				wg.Done()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	produce(0, total/2)
+	w := newPaymentWriter(t, c, total)
+	w.produce(ctx, 0, total/2)
+	w.flush(ctx)
 	leader, _ := tc.image().Partition("payments", 0)
 	tc.kill(leader.Leader)
-	produce(total/2, total)
-	wg.Wait()
-	p.Close(ctx)
-	byOffset := map[int64]string{}
-	for i, a := range acks {
-		if a.err != nil {
-			t.Fatalf("record %d not acknowledged: %v", i, a.err)
-		}
-		if prev, dup := byOffset[a.off]; dup {
-			t.Fatalf("offset %d acknowledged for %q and payment-%d", a.off, prev, i)
-		}
-		byOffset[a.off] = fmt.Sprintf("payment-%d", i)
-	}
-	cons := tc.client(ctx).NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
-	defer cons.Close()
-	cons.Assign([]client.TopicPartition{{Topic: "payments", Partition: 0}}, 0)
-	seen := map[int64]string{}
-	next := int64(0)
-	for len(seen) < total {
-		msgs, err := cons.Poll(ctx)
-		if err != nil {
-			t.Fatalf("poll after %d records: %v", len(seen), err)
-		}
-		for _, m := range msgs {
-			if m.Offset != next {
-				t.Fatalf("consumer read offset %d, want %d", m.Offset, next)
-			}
-			next++
-			seen[m.Offset] = string(m.Value)
-		}
-	}
-	for off, v := range byOffset {
-		if seen[off] != v {
-			t.Fatalf("offset %d holds %q, acknowledged %q", off, seen[off], v)
-		}
-	}
+	w.produce(ctx, total/2, total)
+	readBackPayments(ctx, t, tc.client(ctx), w.acknowledged(ctx))
 }

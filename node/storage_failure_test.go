@@ -2,9 +2,7 @@ package node_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,34 +27,10 @@ func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.NewProducer(client.ProducerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(ctx)
 	const total = 400
-	type ack struct {
-		off int64
-		err error
-	}
-	acks := make([]ack, total)
-	var wg sync.WaitGroup
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			wg.Add(1)
-			err := p.Produce(ctx, &client.Record{Topic: "payments", Value: []byte(fmt.Sprintf("payment-%d", i))}, func(d client.Delivery) {
-				acks[i] = ack{d.Offset, d.Err}
-				wg.Done()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	produce(0, total/2)
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w := newPaymentWriter(t, c, total)
+	w.produce(ctx, 0, total/2)
+	w.flush(ctx)
 	part, _ := tc.image().Partition("payments", 0)
 	leader := part.Leader
 	fss[leader].SetFault(func(op segment.FaultOp, path string) error {
@@ -65,7 +39,7 @@ func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 		}
 		return nil
 	})
-	produce(total/2, total)
+	w.produce(ctx, total/2, total)
 
 	failed := tc.node(leader)
 	select {
@@ -83,45 +57,11 @@ func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	byOffset := map[int64]string{}
-	for i, a := range acks {
-		if a.err != nil {
-			t.Fatalf("record %d not acknowledged: %v", i, a.err)
-		}
-		if prev, dup := byOffset[a.off]; dup {
-			t.Fatalf("offset %d acknowledged for %q and payment-%d", a.off, prev, i)
-		}
-		byOffset[a.off] = fmt.Sprintf("payment-%d", i)
-	}
+	byOffset := w.acknowledged(ctx)
 	now, _ := tc.image().Partition("payments", 0)
 	if now.Leader == leader {
 		t.Fatalf("node %d still leads after stopping", leader)
 	}
-	cons := tc.client(ctx).NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
-	defer cons.Close()
-	cons.Assign([]client.TopicPartition{{Topic: "payments", Partition: 0}}, 0)
-	seen := map[int64]string{}
-	for next := int64(0); len(seen) < total; {
-		msgs, err := cons.Poll(ctx)
-		if err != nil {
-			t.Fatalf("poll after %d records: %v", len(seen), err)
-		}
-		for _, m := range msgs {
-			if m.Offset != next {
-				t.Fatalf("consumer read offset %d, want %d", m.Offset, next)
-			}
-			next++
-			seen[m.Offset] = string(m.Value)
-		}
-	}
-	for off, v := range byOffset {
-		if seen[off] != v {
-			t.Fatalf("offset %d holds %q, acknowledged %q", off, seen[off], v)
-		}
-	}
+	readBackPayments(ctx, t, tc.client(ctx), byOffset)
 	t.Logf("node %d stopped (%v); node %d leads; %d records acknowledged once each", leader, failed.Err(), now.Leader, total)
 }
