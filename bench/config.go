@@ -54,7 +54,7 @@ type Config struct {
 	NodeArgs   []string       // extra `node start` flags for the local cluster
 	KeepDir    bool           // keep the local cluster's directory
 	BaseDir    string         // where the local cluster's directory goes; default os.TempDir()
-	Metrics    bool           // give local nodes --metrics-addr (pprof); reported in the output
+	Metrics    bool           // give local nodes --metrics-addr (/metrics: QUIC loss; pprof: --profile-dir); reported in the output
 
 	Throughput ThroughputConfig
 	Transport  TransportConfig

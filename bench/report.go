@@ -154,8 +154,10 @@ func (r *Report) WriteTable(out io.Writer) {
 			fmt.Fprintf(w, "  produce latency (half load)\t%s\n", lat(h.ProduceLatency))
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
 			cpuLine(w, "half load", h.CPU)
+			quicLossLine(w, "half load", h.QUICLoss)
 		}
 		cpuLine(w, "full load", t.CPU)
+		quicLossLine(w, "full load", t.QUICLoss)
 		c := t.Changes
 		fmt.Fprintf(w, "  cluster changes\t%d ISR shrinks, %d expands, %d leader changes, %d fencings\n", c.ISRShrinks, c.ISRExpands, c.LeaderChanges, c.Fencings)
 		if t.FirstError != "" {

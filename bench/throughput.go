@@ -29,8 +29,9 @@ type ThroughputResult struct {
 	ProduceLatency Percentiles `json:"produce_latency_ms"` // at full load: mostly queueing
 	HalfLoad       *HalfLoad   `json:"half_load,omitempty"`
 	Consume        *Consume    `json:"consume,omitempty"`
-	Changes        Changes     `json:"cluster_changes"` // must be all zero without faults
-	CPU            *CPUUsage   `json:"cpu,omitempty"`   // during the full-load run (local cluster)
+	Changes        Changes     `json:"cluster_changes"`     // must be all zero without faults
+	CPU            *CPUUsage   `json:"cpu,omitempty"`       // during the full-load run (local cluster)
+	QUICLoss       *QUICLoss   `json:"quic_loss,omitempty"` // during the full-load run (local cluster)
 	FirstError     string      `json:"first_error,omitempty"`
 }
 
@@ -48,7 +49,8 @@ type HalfLoad struct {
 	E2EPartition int32 `json:"e2e_partition"`
 	Consumed     int64 `json:"consumed"`
 	// CPU is what the local cluster and the bench used during the paced run.
-	CPU *CPUUsage `json:"cpu,omitempty"`
+	CPU      *CPUUsage `json:"cpu,omitempty"`
+	QUICLoss *QUICLoss `json:"quic_loss,omitempty"`
 }
 
 // Consume is one consumer reading the full-load run back from the beginning.
@@ -101,6 +103,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		return nil, err
 	}
 	meter := r.startCPU()
+	lossBefore := r.quicCounters(ctx)
 	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
@@ -109,6 +112,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	})
 	bar.done()
 	res.CPU = meter.stop()
+	res.QUICLoss = r.quicCounters(ctx).since(lossBefore)
 	r.stopProfiles(ctx, prof)
 	res.Records, res.Failed = full.acked, full.failed
 	res.Seconds = full.elapsed().Seconds()
@@ -236,6 +240,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		return nil, err
 	}
 	meter := r.startCPU()
+	lossBefore := r.quicCounters(ctx)
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	lr := runLoad(ctx, ps.producers, loadConfig{
@@ -249,6 +254,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	})
 	bar.done()
 	cpu := meter.stop()
+	loss := r.quicCounters(ctx).since(lossBefore)
 	r.stopProfiles(ctx, prof)
 	produced <- onSample.Load()
 	select {
@@ -263,6 +269,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
+		QUICLoss: loss,
 	}, nil
 }
 
@@ -277,6 +284,15 @@ func (r *runner) startProfiles(ctx context.Context, phase string, d time.Duratio
 		nodes = lt.metricsAddrs()
 	}
 	return startProfiles(ctx, r.cfg.ProfileDir, phase, nodes, d)
+}
+
+// quicCounters reads the local nodes' QUIC packet counters (nil against
+// --bootstrap or without metrics).
+func (r *runner) quicCounters(ctx context.Context) *QUICLoss {
+	if lt, ok := r.target.(*localTarget); ok {
+		return quicCounters(ctx, lt.metricsAddrs())
+	}
+	return nil
 }
 
 // startCPU measures the local cluster's and the bench's CPU (nil against

@@ -38,7 +38,7 @@ func benchCommand() *ucli.Command {
 			&ucli.StringSliceFlag{Name: "node-arg", Usage: "extra `node start` argument for the local cluster (repeat; e.g. --node-arg=--session-timeout=500ms)", EnvVars: benchEnv("NODE_ARGS")},
 			&ucli.BoolFlag{Name: "keep", Usage: "keep the local cluster's directory (data, logs, certificates)", EnvVars: benchEnv("KEEP")},
 			&ucli.StringFlag{Name: "base-dir", Usage: "where the local cluster's directory is made (default: the temp dir)", EnvVars: benchEnv("BASE_DIR")},
-			&ucli.BoolFlag{Name: "metrics", Usage: "give local nodes a --metrics-addr (/metrics, /debug/pprof); listed in the JSON config", EnvVars: benchEnv("METRICS")},
+			&ucli.BoolFlag{Name: "metrics", Value: true, Usage: "give local nodes a --metrics-addr (/metrics, /debug/pprof): the report's QUIC loss lines come from it; listed in the JSON config (--metrics=false to turn off)", EnvVars: benchEnv("METRICS")},
 			&ucli.StringFlag{Name: "binary", Usage: "paymentlog binary for the local cluster (default: this one)", EnvVars: benchEnv("BINARY"), Hidden: true},
 			// Throughput.
 			&ucli.IntFlag{Name: "record-size", Value: t.RecordSize, Usage: "record value size in bytes (>= 20)", EnvVars: benchEnv("RECORD_SIZE")},
