@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"paymentlog/quic"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
@@ -70,7 +71,19 @@ func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if msg != "" {
 			fmt.Fprintf(stderr, "paymentlog: %s\n", msg)
 		}
+		if h := errorHint(err); h != "" {
+			fmt.Fprintf(stderr, "paymentlog: hint: %s\n", h)
+		}
 		return code
 	}
 	return 0
+}
+
+// errorHint says how to fix an error a newcomer is likely to meet, or "".
+func errorHint(err error) string {
+	if quic.IsClientCertRequired(err) {
+		return "the cluster runs mutual TLS and this command presented no client certificate: " +
+			"pass --tls-dir DIR (for scripts/cluster.sh: eval \"$(scripts/cluster.sh env)\")"
+	}
+	return ""
 }

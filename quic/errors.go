@@ -135,6 +135,19 @@ func opError(op, addr string, err error) error {
 	return &OpError{Op: op, Addr: addr, Err: err}
 }
 
+// alertCertificateRequired is TLS alert 116: the server wanted a client
+// certificate and got none.
+const alertCertificateRequired = 116
+
+// IsClientCertRequired reports whether err is a peer refusing the handshake
+// because this side presented no certificate: the peer runs mutual TLS and
+// this endpoint is in dev mode (no TLS directory) or has no certificate.
+func IsClientCertRequired(err error) bool {
+	var te *qgo.TransportError
+	return errors.As(err, &te) && te.Remote && te.ErrorCode.IsCryptoError() &&
+		uint8(te.ErrorCode) == alertCertificateRequired
+}
+
 // describe turns quic-go's errors into sentences that say what happened.
 func describe(err error) string {
 	var (

@@ -88,8 +88,8 @@ func TestMutualTLSAcceptsClusterClient(t *testing.T) {
 }
 
 // expectTLSFailure checks that a call fails, says TLS, and that the server
-// keeps serving cluster members.
-func expectTLSFailure(t *testing.T, srv *Endpoint, cli *Endpoint, cluster string) {
+// keeps serving cluster members; it returns the call's error.
+func expectTLSFailure(t *testing.T, srv *Endpoint, cli *Endpoint, cluster string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -105,6 +105,7 @@ func expectTLSFailure(t *testing.T, srv *Endpoint, cli *Endpoint, cluster string
 	if err := good.Call(ctx, srv.Addr(), typeEcho, echoMsg{N: 2}, nil); err != nil {
 		t.Fatalf("cluster client refused after a bad one: %v", err)
 	}
+	return err
 }
 
 func TestMutualTLSRejectsClientWithoutCertificate(t *testing.T) {
@@ -118,13 +119,17 @@ func TestMutualTLSRejectsClientWithoutCertificate(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	cli := mustClient(t, Config{ClientTLS: &tls.Config{RootCAs: pool, NextProtos: []string{ALPN}, MinVersion: tls.VersionTLS13}})
-	expectTLSFailure(t, srv, cli, cluster)
+	if err := expectTLSFailure(t, srv, cli, cluster); !IsClientCertRequired(err) {
+		t.Fatalf("IsClientCertRequired(%v) = false for a client without a certificate", err)
+	}
 }
 
 func TestMutualTLSRejectsDevModeClient(t *testing.T) {
 	cluster, _ := mustCertDirs(t)
 	srv := mustServe(t, Config{TLS: TLSConfig{Dir: cluster, Name: "node1"}})
-	expectTLSFailure(t, srv, mustClient(t, Config{}), cluster)
+	if err := expectTLSFailure(t, srv, mustClient(t, Config{}), cluster); !IsClientCertRequired(err) {
+		t.Fatalf("IsClientCertRequired(%v) = false for a dev-mode client", err)
+	}
 }
 
 func TestMutualTLSRejectsForeignCAClient(t *testing.T) {
@@ -141,7 +146,9 @@ func TestMutualTLSRejectsForeignCAClient(t *testing.T) {
 	cli := mustClient(t, Config{ClientTLS: &tls.Config{
 		RootCAs: pool, Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}, MinVersion: tls.VersionTLS13,
 	}})
-	expectTLSFailure(t, srv, cli, cluster)
+	if err := expectTLSFailure(t, srv, cli, cluster); IsClientCertRequired(err) {
+		t.Fatalf("IsClientCertRequired(%v) = true for a client that presented a (foreign) certificate", err)
+	}
 }
 
 func TestClientRejectsServerFromForeignCA(t *testing.T) {
