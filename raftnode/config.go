@@ -65,7 +65,7 @@ type Config struct {
 	FS segment.FS
 
 	SM     StateMachine
-	Logger *slog.Logger
+	Logger *slog.Logger // default slog.Default(); should name the node (the node's logger carries node=ID)
 
 	// Test seams (package tests only): an in-memory network and storage.
 	net   network

@@ -226,7 +226,7 @@ func (n *Node) handleReport(r peerReport) {
 // leaderChanged fails the proposals still waiting: a new leader may have
 // discarded them (see Propose), then announces the change.
 func (n *Node) leaderChanged(lead uint64) {
-	n.lg.Info("raftnode: leader changed", "from", n.lead, "leader", lead, "epoch", n.rn.BasicStatus().Term)
+	n.lg.Info("raftnode: leader changed", "from", n.lead, "leader", lead, "epoch", n.rn.BasicStatus().GetTerm())
 	n.lead = lead
 	n.pending.fail(ErrProposalDropped)
 	n.publishStatus()

@@ -93,8 +93,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	lg := cfg.Logger.With("node", cfg.ID)
-	cfg.Logger = lg
+	lg := cfg.Logger // the caller's logger names the node
 
 	files, logs := cfg.files, cfg.log
 	if files == nil {

@@ -66,7 +66,7 @@ type Config struct {
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
-	Logger         *slog.Logger     // slog.Default()
+	Logger         *slog.Logger     // slog.Default(); should name the node (the node's logger carries node=ID)
 }
 
 func (c *Config) setDefaults() {
@@ -140,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: DataDir required")
 	}
-	b := &Broker{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID)}
+	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.mu.parts = make(map[tp]*partition)
 	b.mu.addrs = make(map[int32]string)

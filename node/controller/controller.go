@@ -71,7 +71,8 @@ type Config struct {
 	Now   func() time.Time // default time.Now
 	Ticks <-chan time.Time // drives checks (tests); default a ticker at CheckInterval
 	Rand  func() uint64    // topic ids and assignment seeds, safe for concurrent use; default math/rand/v2
-	// Logger; default slog.Default().
+	// Logger; default slog.Default(). It should name the node (the node's
+	// logger carries node=ID); the controller adds nothing.
 	Logger *slog.Logger
 }
 
@@ -136,7 +137,7 @@ func New(cfg Config) *Controller {
 	cfg.defaults()
 	c := &Controller{
 		cfg:         cfg,
-		log:         cfg.Logger.With("node", cfg.NodeID),
+		log:         cfg.Logger, // the caller's logger names the node
 		reqs:        make(chan *request, maxBatch),
 		learnerKick: make(chan struct{}, 1),
 		stopped:     make(chan struct{}),
