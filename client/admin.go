@@ -48,7 +48,7 @@ func (s ClusterStatus) Alive() int {
 func (a *Admin) DescribeCluster(ctx context.Context) (ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
 	defer cancel()
-	r, _, err := hedged(ctx, a.c, a.c.meta.candidates(), func(ctx context.Context, addr string) (*wire.DescribeClusterResponse, error) {
+	r, _, err := hedged(ctx, a.c.meta.candidates(), a.c.cfg.HedgeDelay, func(ctx context.Context, addr string) (*wire.DescribeClusterResponse, error) {
 		var r wire.DescribeClusterResponse
 		if err := a.c.call(ctx, addr, wire.TypeDescribeCluster, &wire.DescribeClusterRequest{}, &r); err != nil {
 			return nil, err

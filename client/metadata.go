@@ -120,8 +120,9 @@ type metadata struct {
 }
 
 type refreshCall struct {
-	done chan struct{}
-	err  error
+	done  chan struct{}
+	err   error
+	hedge time.Duration // how long each node gets before the next is asked too
 }
 
 func newMetadata(c *Client) *metadata {
@@ -154,7 +155,7 @@ func (m *metadata) get(ctx context.Context) (*snapshot, error) {
 // refresh fetches new metadata (joining a refresh already under way) and
 // waits for it until ctx ends.
 func (m *metadata) refresh(ctx context.Context) error {
-	call := m.start()
+	call := m.start(m.c.cfg.HedgeDelay)
 	select {
 	case <-call.done:
 		return call.err
@@ -166,19 +167,28 @@ func (m *metadata) refresh(ctx context.Context) error {
 // refreshIfOlder starts a background refresh when the snapshot is older than
 // age and none is running. It never blocks.
 func (m *metadata) refreshIfOlder(age time.Duration) {
+	m.refreshIfOlderHedged(age, m.c.cfg.HedgeDelay)
+}
+
+// refreshIfOlderHedged is refreshIfOlder with its own hedge delay. A producer
+// whose request stalls uses a short one: the node it would ask first (the
+// last one that answered) may be the leader that just died, and waiting
+// HedgeDelay on it would hold the discovery of the new leader up that long.
+func (m *metadata) refreshIfOlderHedged(age, hedge time.Duration) {
 	if s := m.current(); s != nil && time.Since(s.fetched) < age {
 		return
 	}
-	m.start()
+	m.start(hedge)
 }
 
-func (m *metadata) start() *refreshCall {
+// start begins a refresh, or joins the one under way (with its hedge delay).
+func (m *metadata) start(hedge time.Duration) *refreshCall {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.inflight != nil {
 		return m.mu.inflight
 	}
-	call := &refreshCall{done: make(chan struct{})}
+	call := &refreshCall{done: make(chan struct{}), hedge: hedge}
 	m.mu.inflight = call
 	go m.run(call)
 	return call
@@ -194,7 +204,7 @@ func (m *metadata) run(call *refreshCall) {
 		case <-ctx.Done():
 		}
 	}()
-	resp, from, err := m.fetch(ctx)
+	resp, from, err := m.fetch(ctx, call.hedge)
 	m.mu.Lock()
 	if err == nil {
 		m.storeLocked(resp, from)
@@ -252,10 +262,10 @@ func (m *metadata) candidates() []string {
 	return out
 }
 
-// fetch asks candidates for metadata, hedging: each node gets HedgeDelay to
+// fetch asks candidates for metadata, hedging: each node gets hedge to
 // answer before the next one is asked too; the first answer wins.
-func (m *metadata) fetch(ctx context.Context) (*wire.MetadataResponse, string, error) {
-	return hedged(ctx, m.c, m.candidates(), func(ctx context.Context, addr string) (*wire.MetadataResponse, error) {
+func (m *metadata) fetch(ctx context.Context, hedge time.Duration) (*wire.MetadataResponse, string, error) {
+	return hedged(ctx, m.candidates(), hedge, func(ctx context.Context, addr string) (*wire.MetadataResponse, error) {
 		var r wire.MetadataResponse
 		if err := m.c.call(ctx, addr, wire.TypeMetadata, &wire.MetadataRequest{}, &r); err != nil {
 			return nil, err
@@ -268,9 +278,9 @@ func (m *metadata) fetch(ctx context.Context) (*wire.MetadataResponse, string, e
 }
 
 // hedged runs fn against addrs, starting the next address when the previous
-// one has failed or HedgeDelay has passed, and returns the first success and
-// the address that gave it. The others are cancelled.
-func hedged[T any](ctx context.Context, c *Client, addrs []string, fn func(ctx context.Context, addr string) (T, error)) (T, string, error) {
+// one has failed or delay has passed, and returns the first success and the
+// address that gave it. The others are cancelled.
+func hedged[T any](ctx context.Context, addrs []string, delay time.Duration, fn func(ctx context.Context, addr string) (T, error)) (T, string, error) {
 	var zero T
 	if len(addrs) == 0 {
 		return zero, "", errors.New("client: no node addresses known")
@@ -294,7 +304,7 @@ func hedged[T any](ctx context.Context, c *Client, addrs []string, fn func(ctx c
 		}()
 	}
 	launch()
-	hedge := time.NewTimer(c.cfg.HedgeDelay)
+	hedge := time.NewTimer(delay)
 	defer hedge.Stop()
 	var last error
 	for {
@@ -307,14 +317,14 @@ func hedged[T any](ctx context.Context, c *Client, addrs []string, fn func(ctx c
 			last = fmt.Errorf("%s: %w", r.addr, r.err)
 			if next < len(addrs) {
 				launch()
-				hedge.Reset(c.cfg.HedgeDelay)
+				hedge.Reset(delay)
 			} else if pending == 0 {
 				return zero, "", fmt.Errorf("client: no node answered (tried %d): %w", len(addrs), last)
 			}
 		case <-hedge.C:
 			if next < len(addrs) {
 				launch()
-				hedge.Reset(c.cfg.HedgeDelay)
+				hedge.Reset(delay)
 			}
 		case <-ctx.Done():
 			if last != nil {

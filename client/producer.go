@@ -320,7 +320,7 @@ func (c *Client) initProducerID(ctx context.Context) (int64, int16, error) {
 		pid   int64
 		epoch int16
 	}
-	r, _, err := hedged(ctx, c, c.meta.candidates(), func(ctx context.Context, addr string) (idResp, error) {
+	r, _, err := hedged(ctx, c.meta.candidates(), c.cfg.HedgeDelay, func(ctx context.Context, addr string) (idResp, error) {
 		var r wire.InitProducerIDResponse
 		if err := c.call(ctx, addr, wire.TypeInitProducerID, &wire.InitProducerIDRequest{}, &r); err != nil {
 			return idResp{}, err

@@ -93,6 +93,9 @@ type ProducerConfig struct {
 	// LeaderCheckInterval: while a request has been outstanding this long, the
 	// metadata is refreshed and requests to a replaced leader are abandoned
 	// and retried at the new one; 50ms (a broker is fenced 250 ms after it dies; refreshes, at most one per 25 ms, find its successor quickly).
+	// Such a refresh gives each node half the interval to answer before it
+	// asks the next too (not HedgeDelay): the node asked first may be the
+	// leader that just died.
 	LeaderCheckInterval time.Duration
 	// MetadataWait is how long Produce waits for an unknown topic to appear
 	// before failing with UnknownTopicOrPartition; 5s.

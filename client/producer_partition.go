@@ -569,7 +569,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	}
 	ivl := pp.p.cfg.LeaderCheckInterval
 	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
-		pp.p.c.meta.refreshIfOlder(ivl / 2)
+		pp.p.c.meta.refreshIfOlderHedged(ivl/2, min(ivl/2, pp.p.c.cfg.HedgeDelay))
 	}
 	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
 	if !ok {

@@ -215,6 +215,64 @@ func TestProduceResendsAtOnceToAMovedLeader(t *testing.T) {
 	checkExactlyOnce(t, fc, "t", 1, d, 1)
 }
 
+// The leader dies and it is also the node the client asks for metadata
+// first: the leader check's refresh asks the next node after half the check
+// interval, so finding the new leader does not wait out the hedge delay
+// (10 s here) on the dead one.
+func TestLeaderCheckDoesNotWaitOnADeadLeader(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	fc.SetLeader("t", 0, 1)
+	deadAddr := fc.Addrs()[0] // the first bootstrap address: where metadata comes from
+	var dead atomic.Bool
+	reached := make(chan struct{}, 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if addr != deadAddr || !dead.Load() {
+			return clienttest.Action{}
+		}
+		if ty == wire.TypeProduce {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+		}
+		return clienttest.Action{Kind: clienttest.Hang}
+	}
+	c := newWithCaller(Config{Bootstrap: fc.Addrs(), HedgeDelay: 10 * time.Second, Logger: testLogger(t)}, fc)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(ctx); err != nil { // metadata now comes from the first node
+		t.Fatal(err)
+	}
+	dead.Store(true)
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v1")}, d.cb(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the request never reached the leader")
+	}
+	fc.SetLeader("t", 0, 2)
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := p.Flush(fctx); err != nil {
+		t.Fatalf("not delivered at the new leader within 5 s (hedge delay 10 s): %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, fc, "t", 1, d, 2)
+}
+
 // A new leader lacks the last batches the old one had written (never
 // replicated, never acknowledged): the producer's resends hit
 // OutOfOrderSequence until the missing batches are resent in order.
