@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -98,7 +99,7 @@ func scrapeQUIC(ctx context.Context, addr string) (sent, lost uint64, err error)
 }
 
 // quicLossLine writes one phase's QUIC loss, if it was measured.
-func quicLossLine(w interface{ Write([]byte) (int, error) }, phase string, q *QUICLoss) {
+func quicLossLine(w io.Writer, phase string, q *QUICLoss) {
 	if q == nil {
 		return
 	}
