@@ -198,21 +198,7 @@ func TestProduceResendsAtOnceToAMovedLeader(t *testing.T) {
 	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-reached:
-	case <-ctx.Done():
-		t.Fatal("the request never reached the leader")
-	}
-	fc.SetLeader("t", 0, old%3+1)
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := p.Flush(fctx); err != nil {
-		t.Fatalf("not delivered at the new leader within 10 s (retry backoff 30 s): %v", err)
-	}
-	if err := p.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkExactlyOnce(t, fc, "t", 1, d, 1)
+	moveLeaderAndDeliver(ctx, t, fc, p, reached, old%3+1, 10*time.Second, "retry backoff 30 s", d, 1)
 }
 
 // The leader dies and it is also the node the client asks for metadata
@@ -256,21 +242,31 @@ func TestLeaderCheckDoesNotWaitOnADeadLeader(t *testing.T) {
 	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v1")}, d.cb(1)); err != nil {
 		t.Fatal(err)
 	}
+	moveLeaderAndDeliver(ctx, t, fc, p, reached, 2, 5*time.Second, "hedge delay 10 s", d, 2)
+}
+
+// moveLeaderAndDeliver waits until a produce request reached the (hung)
+// leader of t/0, makes newLeader lead it and demands that the producer
+// delivers its n records there, exactly once, within d (which the old
+// behaviour, named by why, would blow).
+func moveLeaderAndDeliver(ctx context.Context, t *testing.T, fc *clienttest.Cluster, p *Producer, reached <-chan struct{},
+	newLeader int32, d time.Duration, why string, dl *deliveries, n int) {
+	t.Helper()
 	select {
 	case <-reached:
 	case <-ctx.Done():
 		t.Fatal("the request never reached the leader")
 	}
-	fc.SetLeader("t", 0, 2)
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	fc.SetLeader("t", 0, newLeader)
+	fctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	if err := p.Flush(fctx); err != nil {
-		t.Fatalf("not delivered at the new leader within 5 s (hedge delay 10 s): %v", err)
+		t.Fatalf("not delivered at the new leader within %v (%s): %v", d, why, err)
 	}
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkExactlyOnce(t, fc, "t", 1, d, 2)
+	checkExactlyOnce(t, fc, "t", 1, dl, n)
 }
 
 // A new leader lacks the last batches the old one had written (never
