@@ -50,6 +50,18 @@ check_node() {
 
 pidfile() { echo "$DIR/node$1.pid"; }
 logfile() { echo "$DIR/node$1.log"; }
+
+# Each start appends this line to the node's log, so that a failed start
+# shows its own lines, not the end of an earlier run.
+START_MARK="=== cluster.sh: starting node"
+
+# run_log N: the last 20 lines of node N's log since its latest start.
+run_log() {
+	local f from
+	f="$(logfile "$1")"
+	from="$(grep -n "^$START_MARK" "$f" 2>/dev/null | tail -n 1 | cut -d: -f1)"
+	tail -n +"${from:-1}" "$f" 2>/dev/null | tail -n 20
+}
 addr() { echo "$HOST:710$1"; }
 
 # pid N: the node's pid if its process is alive (and is a paymentlog node), else empty.
@@ -104,6 +116,7 @@ start() {
 		return 0
 	fi
 	mkdir -p "$DIR/node$n"
+	echo "$START_MARK $n $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$(logfile "$n")"
 	# shellcheck disable=SC2086 # PAYMENTLOG_NODE_ARGS is a list of flags
 	nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
 		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" \
@@ -162,8 +175,8 @@ wait_alive() {
 			die "nodes $* not alive after ${READY_TIMEOUT}s (see $DIR/node*.log)"
 		fi
 		for n in "$@"; do
-			[ -n "$(pid "$n")" ] || die "node $n exited; last log lines:
-$(tail -n 20 "$(logfile "$n")" 2>/dev/null)"
+			[ -n "$(pid "$n")" ] || die "node $n exited; its last log lines since this start:
+$(run_log "$n")"
 		done
 		sleep 0.2
 	done
