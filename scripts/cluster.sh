@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Local 3-node paymentlog cluster: ports 7101-7103 on 127.0.0.1, data under
+# Local 3-node paymentlog cluster: UDP ports 7101-7103 on 127.0.0.1 (or
+# $PAYMENTLOG_CLUSTER_PORT and the next two: set it for every command, before
+# the first up, since the metadata log records the addresses; `clean` to
+# change them), data under
 # ./data/nodeN, logs and pid files beside it (./data/nodeN.log, ./data/nodeN.pid),
 # mutual-TLS certificates in ./data/certs.
 #
@@ -31,8 +34,10 @@ DIR="${PAYMENTLOG_CLUSTER_DIR:-$ROOT/data}"
 CERTS="$DIR/certs"
 NODES="1 2 3"
 HOST=127.0.0.1
-CONTROLLERS="1@$HOST:7101,2@$HOST:7102,3@$HOST:7103"
-BOOTSTRAP="$HOST:7101,$HOST:7102,$HOST:7103"
+PORT="${PAYMENTLOG_CLUSTER_PORT:-7101}"
+case "$PORT" in '' | *[!0-9]*) echo "cluster.sh: PAYMENTLOG_CLUSTER_PORT must be a port number (got '$PORT')" >&2; exit 1 ;; esac
+CONTROLLERS="1@$HOST:$PORT,2@$HOST:$((PORT + 1)),3@$HOST:$((PORT + 2))"
+BOOTSTRAP="$HOST:$PORT,$HOST:$((PORT + 1)),$HOST:$((PORT + 2))"
 READY_TIMEOUT="${PAYMENTLOG_READY_TIMEOUT:-60}"
 STOP_TIMEOUT="${PAYMENTLOG_STOP_TIMEOUT:-20}"
 
@@ -55,6 +60,13 @@ logfile() { echo "$DIR/node$1.log"; }
 # shows its own lines, not the end of an earlier run.
 START_MARK="=== cluster.sh: starting node"
 
+# port_hint N: a suggestion when node N could not bind its port.
+port_hint() {
+	if run_log "$1" | grep -q "address already in use"; then
+		printf '\n%s' "cluster.sh: another process holds $(addr "$1"); stop it, or move the cluster: scripts/cluster.sh clean, then export PAYMENTLOG_CLUSTER_PORT=8101 for this and every later cluster.sh command"
+	fi
+}
+
 # run_log N: the last 20 lines of node N's log since its latest start.
 run_log() {
 	local f from
@@ -62,7 +74,7 @@ run_log() {
 	from="$(grep -n "^$START_MARK" "$f" 2>/dev/null | tail -n 1 | cut -d: -f1)"
 	tail -n +"${from:-1}" "$f" 2>/dev/null | tail -n 20
 }
-addr() { echo "$HOST:710$1"; }
+addr() { echo "$HOST:$((PORT + $1 - 1))"; }
 
 # pid N: the node's pid if its process is alive (and is a paymentlog node), else empty.
 pid() {
@@ -176,7 +188,7 @@ wait_alive() {
 		fi
 		for n in "$@"; do
 			[ -n "$(pid "$n")" ] || die "node $n exited; its last log lines since this start:
-$(run_log "$n")"
+$(run_log "$n")$(port_hint "$n")"
 		done
 		sleep 0.2
 	done
