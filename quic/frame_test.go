@@ -203,19 +203,21 @@ func TestDecodeTolerantOfNewFields(t *testing.T) {
 	}
 }
 
+// TestEncodeHotPathAllocations: encoding a frame with a reused encoder does
+// not allocate. The encoder is reused directly rather than through
+// encoderPool: under the race detector sync.Pool drops items at random, which
+// made the count flaky (about 1 run in 20 with -race).
 func TestEncodeHotPathAllocations(t *testing.T) {
 	payload := echoMsg{N: 1, Data: make([]byte, 64<<10)}
 	e := getEncoder()
+	defer putEncoder(e)
 	_, _ = e.frame(1, payload, DefaultMaxFrameSize)
-	putEncoder(e)
 	allocs := testing.AllocsPerRun(100, func() {
-		e := getEncoder()
 		if _, err := e.frame(1, &payload, DefaultMaxFrameSize); err != nil {
 			t.Fatal(err)
 		}
-		putEncoder(e)
 	})
-	if allocs > 1 {
+	if allocs > 0 {
 		t.Fatalf("%v allocations per encoded frame", allocs)
 	}
 }
