@@ -19,8 +19,12 @@ import (
 // Version is the paymentlog release; overridden at link time with -ldflags "-X paymentlog/cli.Version=...".
 var Version = "0.1.0-dev"
 
-// commands lists every top-level command. Each command group's file appends to it in init.
-var commands []*ucli.Command
+// commands lists the constructors of every top-level command. Each command
+// group's file appends to it in init. NewApp builds fresh commands each
+// time: urfave/cli keeps parse state in its flag and command values, so
+// sharing them between apps (tests run many in one process) leaked one
+// invocation's flags into the next.
+var commands []func() *ucli.Command
 
 // NewApp builds the urfave/cli application writing to the given streams.
 func NewApp(stdout, stderr io.Writer) *ucli.App {
@@ -32,7 +36,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		ErrWriter:            stderr,
 		EnableBashCompletion: false,
 		HideVersion:          false,
-		Commands:             append([]*ucli.Command{versionCommand()}, commands...),
+		Commands:             appCommands(),
 		ExitErrHandler:       func(*ucli.Context, error) {},
 	}
 	return app
@@ -86,4 +90,12 @@ func errorHint(err error) string {
 			"pass --tls-dir DIR (for scripts/cluster.sh: eval \"$(scripts/cluster.sh env)\")"
 	}
 	return ""
+}
+
+func appCommands() []*ucli.Command {
+	out := []*ucli.Command{versionCommand()}
+	for _, mk := range commands {
+		out = append(out, mk())
+	}
+	return out
 }

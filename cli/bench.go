@@ -14,7 +14,7 @@ import (
 	"paymentlog/quic"
 )
 
-func init() { commands = append(commands, benchCommand()) }
+func init() { commands = append(commands, benchCommand) }
 
 func benchEnv(name string) []string { return envVar("BENCH_" + name) }
 

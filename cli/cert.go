@@ -13,7 +13,7 @@ import (
 	"paymentlog/quic"
 )
 
-func init() { commands = append(commands, certCommand()) }
+func init() { commands = append(commands, certCommand) }
 
 // certInitOptions are the flags of `paymentlog cert init`.
 type certInitOptions struct {

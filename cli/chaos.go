@@ -13,7 +13,7 @@ import (
 	"paymentlog/bench/chaos"
 )
 
-func init() { commands = append(commands, chaosCommand()) }
+func init() { commands = append(commands, chaosCommand) }
 
 func chaosEnv(name string) []string { return envVar("CHAOS_" + name) }
 

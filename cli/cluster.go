@@ -13,7 +13,7 @@ import (
 	"paymentlog/client"
 )
 
-func init() { commands = append(commands, clusterCommand()) }
+func init() { commands = append(commands, clusterCommand) }
 
 func clusterCommand() *ucli.Command {
 	return &ucli.Command{

@@ -18,7 +18,7 @@ import (
 	"paymentlog/client"
 )
 
-func init() { commands = append(commands, consumeCommand()) }
+func init() { commands = append(commands, consumeCommand) }
 
 func consumeCommand() *ucli.Command {
 	return &ucli.Command{

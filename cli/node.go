@@ -16,7 +16,7 @@ import (
 	"paymentlog/segment"
 )
 
-func init() { commands = append(commands, nodeCommand()) }
+func init() { commands = append(commands, nodeCommand) }
 
 // nodeOptions are the flags of `paymentlog node start`.
 type nodeOptions struct {

@@ -17,7 +17,7 @@ import (
 	"paymentlog/wire"
 )
 
-func init() { commands = append(commands, produceCommand()) }
+func init() { commands = append(commands, produceCommand) }
 
 func produceCommand() *ucli.Command {
 	return &ucli.Command{

@@ -15,7 +15,7 @@ import (
 	"paymentlog/wire"
 )
 
-func init() { commands = append(commands, topicCommand()) }
+func init() { commands = append(commands, topicCommand) }
 
 const defaultAdminTimeout = 30 * time.Second
 
