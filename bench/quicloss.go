@@ -22,22 +22,22 @@ type QUICLoss struct {
 	LostPercent float64 `json:"lost_percent"`
 }
 
-// quicCounters sums the nodes' QUIC packet counters; nil when the target
-// has no metrics addresses (a --bootstrap cluster) or a scrape fails.
-func quicCounters(ctx context.Context, addrs map[int32]string) *QUICLoss {
+// quicCounters sums the nodes' QUIC packet counters; nil without metrics
+// addresses, and nil with the error when a node's cannot be read.
+func quicCounters(ctx context.Context, addrs map[int32]string) (*QUICLoss, error) {
 	if len(addrs) == 0 {
-		return nil
+		return nil, nil
 	}
 	var sum QUICLoss
 	for _, a := range addrs {
 		sent, lost, err := scrapeQUIC(ctx, a)
 		if err != nil {
-			return nil
+			return nil, err
 		}
 		sum.PacketsSent += sent
 		sum.PacketsLost += lost
 	}
-	return &sum
+	return &sum, nil
 }
 
 // since is the loss between an earlier reading and this one (nil if either

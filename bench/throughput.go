@@ -98,12 +98,10 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	defer ps.close()
 
 	// Full load.
-	prof, err := r.startProfiles(ctx, "", tc.Duration)
+	phase, err := r.startPhase(ctx, "", tc.Duration)
 	if err != nil {
 		return nil, err
 	}
-	meter := r.startCPU()
-	lossBefore := r.quicCounters(ctx)
 	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
@@ -111,9 +109,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		progress: bar.records,
 	})
 	bar.done()
-	res.CPU = meter.stop()
-	res.QUICLoss = r.quicCounters(ctx).since(lossBefore)
-	r.stopProfiles(ctx, prof)
+	res.CPU, res.QUICLoss = r.stopPhase(ctx, phase)
 	res.Records, res.Failed = full.acked, full.failed
 	res.Seconds = full.elapsed().Seconds()
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())
@@ -235,12 +231,10 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		}
 		consErr <- nil
 	}()
-	prof, err := r.startProfiles(ctx, "latency.", tc.HalfLoadDuration)
+	phase, err := r.startPhase(ctx, "latency.", tc.HalfLoadDuration)
 	if err != nil {
 		return nil, err
 	}
-	meter := r.startCPU()
-	lossBefore := r.quicCounters(ctx)
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	lr := runLoad(ctx, ps.producers, loadConfig{
@@ -253,9 +247,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
-	cpu := meter.stop()
-	loss := r.quicCounters(ctx).since(lossBefore)
-	r.stopProfiles(ctx, prof)
+	cpu, loss := r.stopPhase(ctx, phase)
 	produced <- onSample.Load()
 	select {
 	case err := <-consErr:
@@ -271,46 +263,6 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
 		QUICLoss: loss,
 	}, nil
-}
-
-// startProfiles starts the profiles of one phase when --profile-dir is set
-// (nil otherwise); the local cluster's nodes are profiled too.
-func (r *runner) startProfiles(ctx context.Context, phase string, d time.Duration) (*profiler, error) {
-	if r.cfg.ProfileDir == "" {
-		return nil, nil
-	}
-	var nodes map[int32]string
-	if lt, ok := r.target.(*localTarget); ok {
-		nodes = lt.metricsAddrs()
-	}
-	return startProfiles(ctx, r.cfg.ProfileDir, phase, nodes, d)
-}
-
-// quicCounters reads the local nodes' QUIC packet counters (nil against
-// --bootstrap or without metrics).
-func (r *runner) quicCounters(ctx context.Context) *QUICLoss {
-	if lt, ok := r.target.(*localTarget); ok {
-		return quicCounters(ctx, lt.metricsAddrs())
-	}
-	return nil
-}
-
-// startCPU measures the local cluster's and the bench's CPU (nil against
-// --bootstrap: the nodes' processes are not ours to read).
-func (r *runner) startCPU() *cpuMeter {
-	if lt, ok := r.target.(*localTarget); ok {
-		return startCPU(lt.pids())
-	}
-	return nil
-}
-
-func (r *runner) stopProfiles(ctx context.Context, prof *profiler) {
-	if prof == nil {
-		return
-	}
-	if err := prof.stop(ctx); err != nil {
-		r.log.Warn("profiling", "err", err)
-	}
 }
 
 func closeClient(c *client.Client) {

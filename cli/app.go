@@ -10,10 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"paymentlog/quic"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/quic"
 )
 
 // Version is the paymentlog release; overridden at link time with -ldflags "-X paymentlog/cli.Version=...".

@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"context"
+	"time"
+)
+
+// phaseMeter measures one load phase against the local cluster: the CPU the
+// nodes and the bench use, the QUIC packets the nodes lose and, with
+// --profile-dir, profiles. Against --bootstrap only the profile of the bench
+// itself is taken.
+type phaseMeter struct {
+	prof *profiler
+	cpu  *cpuMeter
+	loss *QUICLoss // the nodes' counters at the start
+}
+
+// startPhase starts measuring a phase of length d; profile files get the
+// name prefix profPrefix.
+func (r *runner) startPhase(ctx context.Context, profPrefix string, d time.Duration) (*phaseMeter, error) {
+	lt, local := r.target.(*localTarget)
+	m := &phaseMeter{}
+	if r.cfg.ProfileDir != "" {
+		var nodes map[int32]string
+		if local {
+			nodes = lt.metricsAddrs()
+		}
+		var err error
+		if m.prof, err = startProfiles(ctx, r.cfg.ProfileDir, profPrefix, nodes, d); err != nil {
+			return nil, err
+		}
+	}
+	if local {
+		m.cpu = startCPU(lt.pids())
+	}
+	m.loss = r.quicCounters(ctx)
+	return m, nil
+}
+
+// stop ends the phase: its CPU usage and QUIC loss (nil when not measured).
+func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUICLoss) {
+	cpu := m.cpu.stop()
+	loss := r.quicCounters(ctx).since(m.loss)
+	if m.prof != nil {
+		if err := m.prof.stop(ctx); err != nil {
+			r.log.Warn("profiling", "err", err)
+		}
+	}
+	return cpu, loss
+}
+
+// quicCounters reads the local nodes' QUIC packet counters: nil against
+// --bootstrap, without metrics, or when a node does not answer (logged).
+func (r *runner) quicCounters(ctx context.Context) *QUICLoss {
+	lt, ok := r.target.(*localTarget)
+	if !ok {
+		return nil
+	}
+	q, err := quicCounters(ctx, lt.metricsAddrs())
+	if err != nil {
+		r.log.Warn("QUIC loss not measured", "err", err)
+	}
+	return q
+}
