@@ -55,10 +55,13 @@ func TestRegressionProducerIDZero(t *testing.T) {
 // offset 474: BrokerFenced 1, 2, 3). The partition went offline keeping the
 // paused, lagging node as its "last ISR member", which then led a new
 // epoch from an older offset: two leaders acknowledged different records at
-// partition 0 offset 33895. Not fixed yet (raftnode/controller/metadata), and
-// timing-dependent: this scenario drives the path (the stale triple fencing
-// decision shows in the resumed node's log) but does not reproduce the loss
-// on every run.
+// partition 0 offset 33895. Fixed by 40c2729 (raft no longer forwards a
+// follower's proposals, every controller entry opens with its controller's
+// marker so a replaced controller's entry is rejected, metadata entries
+// apply atomically) and b994e50 (a controller that itself stalled for half a
+// session re-arms the broker sessions instead of fencing everyone). The
+// failure was timing-dependent: this scenario drives the path on every run
+// but reproduced the loss only on some before the fix.
 func TestRegressionPausedController(t *testing.T) {
 	var script []chaos.Fault
 	for range 6 {
