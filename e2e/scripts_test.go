@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClusterScript drives scripts/cluster.sh and scripts/kill-leader.sh
+// the way the README tells a newcomer to: up, produce, kill the leader,
+// produce again, restart the killed node, pause and resume one, read
+// everything back, status, down, clean. The cluster runs on free ports
+// (PAYMENTLOG_CLUSTER_PORT) under a temporary directory
+// (PAYMENTLOG_CLUSTER_DIR) with the test binary (PAYMENTLOG_BIN).
+func TestClusterScript(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	c := newScriptCluster(t)
+
+	c.script(t, "up")
+	env := c.clientEnv(t)
+
+	first := c.produce(t, env, "before", 200)
+	before := c.pids(t)
+	victim := c.killLeader(t, "payments", 0)
+	if processAlive(before[victim]) {
+		t.Fatalf("node %d (pid %d) still runs after kill-leader.sh", victim, before[victim])
+	}
+	second := c.produce(t, env, "after-kill", 200)
+	if l := strings.TrimSpace(c.script(t, "leader", "payments", "0")); l == strconv.Itoa(victim) {
+		t.Errorf("partition 0 is still led by the killed node %d", victim)
+	}
+	c.script(t, "restart", strconv.Itoa(victim))
+
+	other := victim%3 + 1
+	c.script(t, "pause", strconv.Itoa(other))
+	if st := c.script(t, "status"); !strings.Contains(st, fmt.Sprintf("node %d: paused", other)) {
+		t.Errorf("status with node %d paused:\n%s", other, st)
+	}
+	c.script(t, "resume", strconv.Itoa(other))
+	third := c.produce(t, env, "after-resume", 100)
+
+	got := c.consumeAll(t, env)
+	for _, acks := range []map[string]pos{first, second, third} {
+		for value, at := range acks {
+			if g, ok := got[at]; !ok {
+				t.Errorf("%q acknowledged at %v is missing", value, at)
+			} else if g != value {
+				t.Errorf("%v holds %q, acknowledged for %q", at, g, value)
+			}
+		}
+	}
+	if want := len(first) + len(second) + len(third); len(got) != want {
+		t.Errorf("read back %d records, %d acknowledged", len(got), want)
+	}
+
+	st := c.script(t, "status")
+	for n := 1; n <= 3; n++ {
+		if !strings.Contains(st, fmt.Sprintf("node %d: running", n)) {
+			t.Errorf("status does not show node %d running:\n%s", n, st)
+		}
+	}
+	c.script(t, "down")
+	if left := c.procs(); len(left) > 0 {
+		t.Errorf("processes of this cluster still run after down: %v", left)
+	}
+	c.script(t, "clean")
+	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
+		t.Errorf("clean left %s (stat: %v)", c.dir, err)
+	}
+}
+
+// TestClusterScriptPortTaken: when another process holds the first node's
+// port, up fails naming the port and the way out.
+func TestClusterScriptPortTaken(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	c := newScriptCluster(t)
+	hold, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", c.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	out, err := c.run(t, "up")
+	if err == nil {
+		t.Fatalf("up succeeded with port %d taken:\n%s", c.port, out)
+	}
+	for _, want := range []string{"node 1 exited", "address already in use", "PAYMENTLOG_CLUSTER_PORT"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("up's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "address already in use") > 1 {
+		t.Errorf("up's output repeats the bind error (an earlier run's log?):\n%s", out)
+	}
+}
+
+// pos is a record's place in the log.
+type pos struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+func (p pos) String() string { return fmt.Sprintf("partition %d offset %d", p.Partition, p.Offset) }
+
+type scriptCluster struct {
+	root string // the module root (scripts/ lives there)
+	dir  string // PAYMENTLOG_CLUSTER_DIR
+	port int    // PAYMENTLOG_CLUSTER_PORT
+}
+
+func newScriptCluster(t *testing.T) *scriptCluster {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &scriptCluster{root: root, dir: filepath.Join(t.TempDir(), "cluster"), port: freePortRun(t, 3)}
+	t.Cleanup(func() {
+		if out, err := c.run(t, "down"); err != nil {
+			t.Logf("cleanup: cluster.sh down: %v\n%s", err, out)
+		}
+		// A node whose pid file the script lost would outlive the test.
+		for _, p := range c.procs() {
+			t.Logf("cleanup: killing pid %d, left running", p)
+			if proc, err := os.FindProcess(p); err == nil {
+				_ = proc.Kill()
+			}
+		}
+	})
+	return c
+}
+
+// run runs scripts/NAME (cluster.sh unless args[0] ends in .sh) and returns
+// its combined output.
+func (c *scriptCluster) run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	script := "cluster.sh"
+	if len(args) > 0 && strings.HasSuffix(args[0], ".sh") {
+		script, args = args[0], args[1:]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.root, "scripts", script), args...)
+	cmd.Dir = c.root
+	cmd.Env = append(os.Environ(),
+		"PAYMENTLOG_BIN="+binary, "PAYMENTLOG_NO_BUILD=1",
+		"PAYMENTLOG_CLUSTER_DIR="+c.dir, "PAYMENTLOG_CLUSTER_PORT="+strconv.Itoa(c.port),
+		"PAYMENTLOG_READY_TIMEOUT=60", "PAYMENTLOG_STOP_TIMEOUT=20")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// script runs a script that must succeed.
+func (c *scriptCluster) script(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := c.run(t, args...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// clientEnv is what `eval "$(scripts/cluster.sh env)"` exports.
+func (c *scriptCluster) clientEnv(t *testing.T) []string {
+	t.Helper()
+	line := strings.TrimSpace(c.script(t, "env"))
+	fields := strings.Fields(strings.TrimPrefix(line, "export "))
+	if !strings.HasPrefix(line, "export ") || len(fields) == 0 {
+		t.Fatalf("cluster.sh env printed %q", line)
+	}
+	for _, f := range fields {
+		if !strings.HasPrefix(f, "PAYMENTLOG_") || !strings.Contains(f, "=") {
+			t.Fatalf("cluster.sh env: unexpected word %q in %q", f, line)
+		}
+	}
+	return append(os.Environ(), fields...)
+}
+
+// produce sends n records "PREFIX-i" through `paymentlog produce --json`
+// and returns where each was acknowledged.
+func (c *scriptCluster) produce(t *testing.T, env []string, prefix string, n int) map[string]pos {
+	t.Helper()
+	var in bytes.Buffer
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("%s-%d", prefix, i)
+		fmt.Fprintln(&in, values[i])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "produce", "payments", "--json")
+	cmd.Env, cmd.Stdin = env, &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("produce %s: %v\n%s", prefix, err, stderr.String())
+	}
+	acks := make(map[string]pos, n)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for i := 0; sc.Scan(); i++ {
+		var p pos
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil || i >= n {
+			t.Fatalf("produce %s: line %d %q: %v", prefix, i+1, sc.Text(), err)
+		}
+		acks[values[i]] = p
+	}
+	if len(acks) != n {
+		t.Fatalf("produce %s: %d acknowledgements for %d records\n%s", prefix, len(acks), n, stderr.String())
+	}
+	return acks
+}
+
+// killLeader runs scripts/kill-leader.sh and returns the node it killed.
+func (c *scriptCluster) killLeader(t *testing.T, topic string, partition int) int {
+	t.Helper()
+	out := c.script(t, "kill-leader.sh", topic, strconv.Itoa(partition))
+	m := regexp.MustCompile(`is led by node (\d)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("kill-leader.sh did not name the leader:\n%s", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	if !strings.Contains(out, fmt.Sprintf("killed node %d", n)) {
+		t.Fatalf("kill-leader.sh did not kill node %d:\n%s", n, out)
+	}
+	return n
+}
+
+// consumeAll reads every partition from the beginning to its end.
+func (c *scriptCluster) consumeAll(t *testing.T, env []string) map[pos]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "consume", "payments", "--from", "beginning", "--exit-at-end", "--json")
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("consume: %v\n%s", err, stderr.String())
+	}
+	got := make(map[pos]string)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var r struct {
+			pos
+			Value string `json:"value"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("consume: %q: %v", sc.Text(), err)
+		}
+		if prev, dup := got[r.pos]; dup {
+			t.Errorf("consume returned %v twice (%q, %q)", r.pos, prev, r.Value)
+		}
+		got[r.pos] = r.Value
+	}
+	return got
+}
+
+// pids reads the script's pid files (node id -> pid).
+func (c *scriptCluster) pids(t *testing.T) map[int]int {
+	t.Helper()
+	out := make(map[int]int)
+	for n := 1; n <= 3; n++ {
+		b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d.pid", n)))
+		if err != nil {
+			continue
+		}
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			out[n] = p
+		}
+	}
+	return out
+}
+
+// procs lists the live processes whose command line names this cluster's
+// directory: its nodes, whatever their pid files say.
+func (c *scriptCluster) procs() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(c.dir+"/")) && processAlive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// processAlive reports whether pid names a live process (not a zombie).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// freePortRun finds n consecutive UDP ports on 127.0.0.1 that are free now.
+func freePortRun(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		first, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := first.LocalAddr().(*net.UDPAddr).Port
+		held := []net.PacketConn{first}
+		ok := base+n-1 <= 65535
+		for i := 1; i < n && ok; i++ {
+			pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, pc)
+		}
+		for _, pc := range held {
+			pc.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no run of free UDP ports found")
+	return 0
+}
