@@ -89,7 +89,11 @@
 // a temporary file, fsync, rename, fsync the directory). Their first line is
 // the checkpoint version (0); log-start-offset and recovery-point hold one
 // decimal offset on the second line; leader-epoch-checkpoint holds the entry
-// count and then one "epoch startOffset" line per entry.
+// count and then one "epoch startOffset" line per entry. A batch that opens a
+// new leader epoch is written, then the epoch checkpoint, and only then is the
+// batch published; when the checkpoint does not fit on a full disk the batch's
+// length prefix is zeroed (the log ends before it, also for recovery) and the
+// append fails with ErrDiskFull, leaving the log healthy.
 //
 // # Recovery
 //

@@ -41,6 +41,11 @@ func (c *epochCache) assign(epoch int32, offset int64) bool {
 	return true
 }
 
+// opens reports whether assign would add epoch (it is newer than the latest).
+func (c *epochCache) opens(epoch int32) bool {
+	return epoch >= 0 && (len(c.entries) == 0 || epoch > c.entries[len(c.entries)-1].Epoch)
+}
+
 func (c *epochCache) latest() int32 {
 	if len(c.entries) == 0 {
 		return -1

@@ -115,6 +115,81 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
+// TestDiskFullAtNewEpoch: a leadership change on a full disk. The batch that
+// opens the new epoch fits, but the epoch checkpoint recording it does not:
+// the append is refused with ErrDiskFull and the log stays healthy (it used
+// to fail the log, which stops a node). Neither readers nor recovery after
+// a process crash see the refused batch, and with room again the epoch opens.
+func TestDiskFullAtNewEpoch(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	var acked []Batch
+	for i := range 3 {
+		b := testBatch(i, 4, int64(i))
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	leo := l.LogEndOffset()
+
+	refused := testBatch(3, 4, 3)
+	fs.SetCapacity(fs.Used() + int64(len(refused))) // room for the batch, none for the checkpoint
+	_, err := l.Append(ctx, refused, 2)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append opening epoch 2 on a full disk: want ErrDiskFull, got %v", err)
+	}
+	if err := l.Failed(); err != nil {
+		t.Fatalf("a full disk failed the log: %v", err)
+	}
+	if got := l.LogEndOffset(); got != leo {
+		t.Fatalf("log end %d after the refused append, want %d", got, leo)
+	}
+	if e := l.LatestEpoch(); e != 1 {
+		t.Fatalf("latest epoch %d after the refused append, want 1", e)
+	}
+	checkBatches(t, readAll(t, l, 0), acked)
+
+	// A process crash keeps the page cache: reopen the same files unclosed.
+	l = mustOpen(t, "/log", opts)
+	checkBatches(t, readAll(t, l, 0), acked)
+	if e := l.LatestEpoch(); e != 1 {
+		t.Fatalf("latest epoch %d after recovery, want 1", e)
+	}
+
+	fs.SetCapacity(-1)
+	info := mustAppend(t, l, testBatch(4, 4, 4), 2)
+	if info.BaseOffset != leo {
+		t.Fatalf("epoch 2 opens at %d, want %d", info.BaseOffset, leo)
+	}
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != leo {
+		t.Fatalf("epoch 1 ends at (%d, %d), want (1, %d)", e, end, leo)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	if e := l.LatestEpoch(); e != 2 {
+		t.Fatalf("latest epoch %d after reopening, want 2", e)
+	}
+}
+
+// checkBatches compares batches read back with the ones acknowledged.
+func checkBatches(t *testing.T, got, want []Batch) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("read %d batches, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if string(got[i]) != string(want[i]) {
+			t.Fatalf("batch %d differs", i)
+		}
+	}
+}
+
 // TestShortWriteCheckpoint: a short write leaves the old checkpoint intact.
 func TestShortWriteCheckpoint(t *testing.T) {
 	fs := NewMemFS()

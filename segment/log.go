@@ -173,6 +173,25 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		}
 		return AppendInfo{}, l.fail(err)
 	}
+	// A batch that opens a leader epoch is recorded in the epoch checkpoint
+	// before it is published. On a full disk that write fails like the
+	// append itself would: the batch is refused and the log stays healthy
+	// (a node whose disk filled up would otherwise stop at every leadership
+	// change). Writers hold appendMu, so the cache is stable here.
+	var next *epochCache
+	if l.mu.epochs.opens(epoch) {
+		next = &epochCache{entries: l.mu.epochs.clone()}
+		next.assign(epoch, base)
+		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), next.encode()); err != nil {
+			if !isNoSpace(err) {
+				return AppendInfo{}, l.fail(err)
+			}
+			if err := l.unwriteLocked(seg, pos); err != nil {
+				return AppendInfo{}, err
+			}
+			return AppendInfo{}, fmt.Errorf("%w: recording leader epoch %d at offset %d: %w", ErrDiskFull, epoch, base, err)
+		}
+	}
 	indexed, err := l.indexBatchLocked(seg, pos, base, n)
 	if err != nil {
 		return AppendInfo{}, l.ioErr(err)
@@ -189,19 +208,23 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		seg.tidx.publish()
 	}
 	l.mu.leo = last + 1
-	epochChanged := l.mu.epochs.assign(epoch, base)
-	var enc []byte
-	if epochChanged {
-		enc = l.mu.epochs.encode()
+	if next != nil {
+		l.mu.epochs = *next
 	}
 	l.mu.Unlock()
-
-	if epochChanged {
-		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
-			return AppendInfo{}, l.fail(err)
-		}
-	}
 	return AppendInfo{BaseOffset: base, LastOffset: last, Position: pos}, nil
+}
+
+// unwriteLocked zeroes the length prefix of a batch written at pos but not
+// published, so that recovery after a crash, which scans the active segment
+// past its last flush, ends the log there instead of finding the batch. The
+// bytes are already allocated, so this write needs no room. appendMu held.
+func (l *Log) unwriteLocked(seg *segment, pos int64) error {
+	var zero [lengthPrefix]byte
+	if _, err := seg.file.f.WriteAt(zero[:], pos); err != nil {
+		return l.fail(err)
+	}
+	return nil
 }
 
 // segmentForLocked returns the segment the next batch of n bytes ending at
