@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,10 @@ type fetcher struct {
 
 // fetchErrorBackoff is how long a partition sits out after an error answer.
 const fetchErrorBackoff = 50 * time.Millisecond
+
+// diskFullBackoff is how long a partition sits out after its append failed
+// for lack of room.
+const diskFullBackoff = time.Second
 
 func (b *Broker) attachFetcher(leader int32, p *partition) {
 	b.mu.Lock()
@@ -358,17 +363,33 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 		return fetchedPart{}, false
 	}
 	fp := fetchedPart{t: t, leo: t.fetchOffset, leaderHW: pr.HighWatermark}
-	if len(pr.Records) > 0 {
-		info, err := p.log.AppendVerbatim(f.ctx, pr.Records)
-		if err != nil {
-			p.lg.Error("follower append failed", "offset", t.fetchOffset, "err", err)
-			return fetchedPart{}, false
-		}
-		_ = walkHeaders(pr.Records, func(h segment.Header) {
-			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
-		})
-		fp.leo, fp.appended = info.LastOffset+1, true
+	if len(pr.Records) == 0 {
+		return fp, true
 	}
+	_, err := p.log.AppendVerbatim(f.ctx, pr.Records)
+	// A failed append may have stored a prefix of the batches. The next
+	// fetch reports the log end to the leader, which counts it toward the
+	// HW, so that prefix is synced and recorded like a whole answer.
+	leo := p.log.LogEndOffset()
+	_ = walkHeaders(pr.Records, func(h segment.Header) {
+		if h.BaseOffset+int64(h.LastOffsetDelta) < leo {
+			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+		}
+	})
+	if err != nil {
+		// Fetching the same bytes again at once would fail the same way: a
+		// full disk frees up on an operator's time, not the next round trip's.
+		wait := fetchErrorBackoff
+		if errors.Is(err, segment.ErrDiskFull) {
+			wait = diskFullBackoff
+		}
+		f.errUntil[p.key] = time.Now().Add(wait)
+		p.lg.Error("follower append failed", "offset", leo, "retry_in", wait, "err", err)
+	}
+	if leo == t.fetchOffset {
+		return fetchedPart{}, false
+	}
+	fp.leo, fp.appended = leo, true
 	return fp, true
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -464,4 +465,95 @@ func TestFollowerSyncFailureIsNotAcknowledged(t *testing.T) {
 	if r.Err == wire.None {
 		t.Fatalf("acks=all acknowledged although no follower could make the batch durable: %+v", r)
 	}
+}
+
+// TestFollowerDiskFullBacksOff: a follower whose disk is full cannot append
+// what it fetched. It lets that partition sit out for a while instead of
+// fetching the same bytes again on every round trip, and catches up once
+// there is room.
+func TestFollowerDiskFullBacksOff(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, lagTime: time.Minute, maxWait: 20 * time.Millisecond})
+	other := tp{"payments", 1}
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	c.createPartition("payments", 1, []int32{1, 2}, 1, 1)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	waitInSync(t, c, testKey)
+
+	fs := c.node(2).fs
+	var attempts atomic.Int64 // node 2's writes to payments-0's segment
+	fs.SetFault(func(op segment.FaultOp, path string) error {
+		if op == segment.OpWrite && strings.Contains(path, "payments-0") && strings.HasSuffix(path, ".log") {
+			attempts.Add(1)
+		}
+		return nil
+	})
+	fs.SetCapacity(fs.Used())
+	if r := mustProduce(t, c, wire.AcksLeader, buildBatch(-1, -1, []string{"b"})); r.Err != wire.None {
+		t.Fatalf("acks=1 produce: %+v", r)
+	}
+	waitFor(t, "the follower's first append attempt", 5*time.Second, func() bool { return attempts.Load() > 0 })
+	// The session keeps going for payments-1 (nothing to fetch there yet):
+	// 15 more answers at 20 ms max wait (≥ 300 ms). Without the backoff
+	// each one brought payments-0's record again and each append failed.
+	from, first := c.node(1).b.Stats().ReplicaFetchResponses, attempts.Load()
+	waitFor(t, "15 fetch answers", 10*time.Second, func() bool {
+		return c.node(1).b.Stats().ReplicaFetchResponses >= from+15
+	})
+	if n := attempts.Load() - first; n > 1 {
+		t.Errorf("%d more append attempts on the full disk during 15 fetch answers; want at most 1", n)
+	}
+	if err := c.node(2).b.partition(testKey.topic, testKey.partition).log.Failed(); err != nil {
+		t.Fatalf("the full disk failed the follower's log: %v", err)
+	}
+	// A record for payments-1 meets the same full disk and sits out too.
+	resp, err := c.produce(context.Background(), other, wire.AcksLeader, buildBatch(-1, -1, []string{"c"}))
+	if err != nil || resp.Err != wire.None {
+		t.Fatalf("produce to payments-1: %+v %v", resp, err)
+	}
+	fs.SetCapacity(-1)
+	waitInSync(t, c, testKey)
+	waitInSync(t, c, other)
+}
+
+// TestFollowerSyncsAPartialAppend: a fetch answer brings two batches and the
+// follower's disk has room for the first only. The stored first batch is
+// counted toward the leader's HW once the follower's next fetch reports it,
+// so it must be on disk by then: a crash of the follower (only synced bytes
+// survive) keeps it.
+func TestFollowerSyncsAPartialAppend(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, lagTime: time.Minute, maxWait: 20 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	waitInSync(t, c, testKey)
+
+	fs := c.node(2).fs
+	fs.SetCapacity(fs.Used()) // the follower cannot take the next two batches
+	small := buildBatch(-1, -1, []string{"b"})
+	large := buildBatch(-1, -1, []string{strings.Repeat("c", 8<<10)})
+	for _, b := range [][]byte{small, large} {
+		if r := mustProduce(t, c, wire.AcksLeader, b); r.Err != wire.None {
+			t.Fatalf("acks=1 produce: %+v", r)
+		}
+	}
+	fs.SetCapacity(fs.Used() + int64(len(small)) + 1<<10) // room for the first only
+	waitFor(t, "the leader's HW covers the first batch", 10*time.Second, func() bool {
+		hw, _, _, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition)
+		return hw >= 2
+	})
+	crashed := fs.CrashClone()
+	lg, err := segment.Open(context.Background(), filepath.Join(c.node(2).dir, "payments-0"),
+		segment.Options{FS: crashed, SegmentBytes: c.opts.segBytes, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	if got := readAll(t, lg, lg.LogEndOffset()); got[0] != "a" || got[1] != "b" {
+		t.Fatalf("the follower's log after a crash holds %v; the leader's HW covers offsets 0 and 1", got)
+	}
+	fs.SetCapacity(-1)
+	waitInSync(t, c, testKey)
 }
