@@ -160,18 +160,18 @@ func (ix offsetIndex) at(i int) (rel uint32, pos uint32) {
 	return be.Uint32(e), be.Uint32(e[4:])
 }
 
-// lookup returns the position of the last indexed batch whose base offset is
-// at most rel (0 if none). Log.mu must be held.
-func (ix offsetIndex) lookup(rel int64) int64 {
+// lookup returns the relative offset and position of the last indexed batch
+// whose base offset is at most rel ((0, 0) if none). Log.mu must be held.
+func (ix offsetIndex) lookup(rel int64) (int64, int64) {
 	i := sort.Search(ix.n, func(i int) bool {
 		r, _ := ix.at(i)
 		return int64(r) > rel
 	})
 	if i == 0 {
-		return 0
+		return 0, 0
 	}
-	_, pos := ix.at(i - 1)
-	return int64(pos)
+	r, pos := ix.at(i - 1)
+	return int64(r), int64(pos)
 }
 
 // lastBefore returns the position and relative offset of the last entry whose

@@ -466,7 +466,7 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*View, error) {
 	segs := l.mu.segs
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
-	start := s.findBatch(offset)
+	start := l.findBatch(s, offset)
 	end, next := start, offset
 	for end < s.size {
 		size, _, last, _ := s.batchAt(end)

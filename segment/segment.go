@@ -50,7 +50,8 @@ type segment struct {
 	sinceIndex int64     // (w) bytes appended since the last index entry
 	rollTime   time.Time // (w) when the segment got its first batch in this process
 
-	flushed atomic.Int64 // bytes known durable
+	flushed  atomic.Int64 // bytes known durable
+	badIndex atomic.Bool  // an index entry failed its check (indexedPos)
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -157,10 +158,10 @@ func (s *segment) batchAt(pos int64) (size int64, base, last, maxTs int64) {
 	return int64(b.Size()), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp()
 }
 
-// findBatch returns the position of the batch containing offset (or the first
-// batch after it, or s.size). Log.mu held.
-func (s *segment) findBatch(offset int64) int64 {
-	pos := s.idx.lookup(offset - s.base)
+// findBatch returns the position of the batch containing offset in s (or
+// of the first batch after it, or s.size). Log.mu held.
+func (l *Log) findBatch(s *segment, offset int64) int64 {
+	pos := l.indexedPos(s, offset)
 	for pos < s.size {
 		size, _, last, _ := s.batchAt(pos)
 		if last >= offset {
@@ -169,6 +170,31 @@ func (s *segment) findBatch(offset int64) int64 {
 		pos += size
 	}
 	return s.size
+}
+
+// indexedPos returns where the index says to start looking for offset in s,
+// after checking that a batch with the indexed offset starts there. After a
+// clean shutdown a sealed segment's index is trusted with only its last entry
+// checked against the log (checkTrusted); an interior entry pointing
+// elsewhere, in a damaged file, would make the walk read record bytes as
+// batch lengths. Such an entry is ignored (logged once per segment): the walk
+// starts at the segment's first batch, which is always right, only slower.
+// Log.mu held.
+func (l *Log) indexedPos(s *segment, offset int64) int64 {
+	rel, pos := s.idx.lookup(offset - s.base)
+	if pos == 0 {
+		return 0
+	}
+	if pos < s.size {
+		if b, err := nextBatch(s.mp.data[:s.size], int(pos)); err == nil && b.BaseOffset() == s.base+rel {
+			return pos
+		}
+	}
+	if s.badIndex.CompareAndSwap(false, true) {
+		l.logger.Error("segment: index entry does not point at its batch; reading the segment from its start (delete the .index and .timeindex files while the node is stopped to rebuild them)",
+			"file", s.logPath, "offset", s.base+rel, "position", pos)
+	}
+	return 0
 }
 
 // tryAcquire adds a reference unless the file was already closed.

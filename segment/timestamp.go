@@ -11,8 +11,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, error) {
 		if s.maxTs < ts || s.next <= l.mu.logStart {
 			continue
 		}
-		rel := s.tidx.lookup(ts)
-		pos := s.idx.lookup(rel)
+		pos := l.indexedPos(s, s.base+s.tidx.lookup(ts))
 		var it Records
 		for pos < s.size {
 			b := Batch(s.mp.data[pos:])

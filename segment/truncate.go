@@ -37,7 +37,7 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		i--
 	}
 	s := segs[i]
-	pos := s.findBatch(offset)
+	pos := l.findBatch(s, offset)
 	newLEO := s.next
 	if pos < s.size {
 		_, newLEO, _, _ = s.batchAt(pos)
