@@ -389,6 +389,12 @@ func (l *Log) checkTrusted(s *segment, data []byte, size int64) error {
 	if s.tidx.n != s.idx.n {
 		return fmt.Errorf("index has %d entries, time index %d", s.idx.n, s.tidx.n)
 	}
+	// Entries are written in pairs for the same batch.
+	for i := 0; i < s.idx.n; i++ {
+		if rel, _ := s.idx.at(i); rel != s.tidx.rel(i) {
+			return fmt.Errorf("index entry %d is for relative offset %d, time index entry for %d", i, rel, s.tidx.rel(i))
+		}
+	}
 	var pos int64
 	next := s.base
 	if s.idx.n > 0 {

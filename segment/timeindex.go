@@ -17,6 +17,12 @@ func (ix timeIndex) at(i int) (ts int64, rel uint32) {
 	return int64(be.Uint64(e)), be.Uint32(e[8:])
 }
 
+// rel returns entry i's relative offset.
+func (ix timeIndex) rel(i int) uint32 {
+	_, r := ix.at(i)
+	return r
+}
+
 // lookup returns the relative offset from which a scan for the first record
 // with timestamp >= ts may start (0 if from the segment start). Log.mu held.
 func (ix timeIndex) lookup(ts int64) int64 {
