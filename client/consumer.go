@@ -510,7 +510,14 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
 	out = slices.Grow(out, countRecords(records))
 	next := from
+	prevLast := int64(-1) // the last offset of the previous batch
 	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
+		// Offsets only grow along a log; a batch that goes back (each batch's
+		// CRC leaves its base offset out) would deliver records out of order.
+		if b.BaseOffset() <= prevLast {
+			return fmt.Errorf("%w: batch at offset %d follows one ending at offset %d", segment.ErrCorrupt, b.BaseOffset(), prevLast)
+		}
+		prevLast = b.LastOffset()
 		if b.LastOffset() < from {
 			return nil
 		}

@@ -6,8 +6,10 @@ import (
 	"paymentlog/segment"
 )
 
-// FuzzDecodeFetched: arbitrary fetch bytes never panic, and the returned
-// position never moves backwards.
+// FuzzDecodeFetched: arbitrary fetch bytes never panic, the returned
+// position never moves backwards, and records come out in offset order
+// below it (testdata/fuzz/FuzzDecodeFetched/bd2918f0adc8da43: two valid
+// batches, the second at a lower base offset).
 func FuzzDecodeFetched(f *testing.F) {
 	bld := segment.NewBuilder(segment.BuilderOptions{ProducerID: 7, BaseSequence: 3})
 	bld.Add(1, []byte("k"), []byte("v"), []segment.RecordHeader{{Key: "h", Value: []byte("x")}})
@@ -23,9 +25,12 @@ func FuzzDecodeFetched(f *testing.F) {
 		if next < from {
 			t.Fatalf("next %d < from %d", next, from)
 		}
-		for _, m := range msgs {
+		for i, m := range msgs {
 			if m.Offset < from || m.Offset >= next {
 				t.Fatalf("offset %d outside [%d, %d)", m.Offset, from, next)
+			}
+			if i > 0 && m.Offset <= msgs[i-1].Offset {
+				t.Fatalf("offset %d after offset %d", m.Offset, msgs[i-1].Offset)
 			}
 		}
 	})
