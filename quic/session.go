@@ -37,6 +37,12 @@ func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int) *Sessi
 // Peer is the remote side.
 func (s *Session) Peer() Peer { return s.peer }
 
+// Done is closed once the session can no longer deliver what Send writes:
+// its sending side was closed or aborted, the peer stopped reading, or the
+// connection died (closed by the peer, a stateless reset from a restarted
+// peer, an idle timeout).
+func (s *Session) Done() <-chan struct{} { return s.str.Context().Done() }
+
 // Send encodes v as a frame of type t (a Raw v is sent verbatim). Large
 // wire.Bytes fields and a large Raw are written from their own arrays: they must
 // not change until Send returns.

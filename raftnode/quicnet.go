@@ -68,12 +68,26 @@ type quicStream struct {
 	}
 }
 
+// Send writes f on the session, opening one if there is none. A session
+// whose connection has died since it was opened (typically: the peer
+// restarted, and its first answer to our keepalive or the peer's own close
+// ended the old connection) is replaced before the write instead of failing
+// it: raft does not resend a lost vote, and a lost vote costs an election
+// timeout. A write that fails on an older session is retried once on a new
+// one for the same reason. (A frame written before the death is known, in
+// the moment between a peer's restart and its reset reaching us, is lost.)
 func (q *quicStream) Send(ctx context.Context, f *raftFrame) error {
-	q.mu.Lock()
-	s := q.mu.s
-	q.mu.Unlock()
-	if s != nil {
-		return s.Send(ctx, FrameType, f)
+	if s := q.session(); s != nil {
+		select {
+		case <-s.Done():
+			q.Close()
+		default:
+			err := s.Send(ctx, FrameType, f)
+			if err == nil || ctx.Err() != nil {
+				return err
+			}
+			q.Close()
+		}
 	}
 	s, err := q.ep.OpenSession(ctx, q.addr, FrameType, f)
 	if err != nil {
@@ -83,6 +97,13 @@ func (q *quicStream) Send(ctx context.Context, f *raftFrame) error {
 	q.mu.s = s
 	q.mu.Unlock()
 	return nil
+}
+
+// session returns the current session (nil before the first Send).
+func (q *quicStream) session() *quic.Session {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.s
 }
 
 func (q *quicStream) Close() error {
