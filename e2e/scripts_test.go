@@ -161,6 +161,23 @@ func (c *scriptCluster) run(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// bench runs `paymentlog bench MODE --bootstrap` against the cluster with
+// the scripts as kill and restart commands, writing its JSON to out.
+func (c *scriptCluster) bench(t *testing.T, mode string, trials int, out string) {
+	t.Helper()
+	script := filepath.Join(c.root, "scripts", "cluster.sh")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "bench", mode, "--trials", strconv.Itoa(trials), "--json", out,
+		"--bootstrap", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", c.port, c.port+1, c.port+2),
+		"--tls-dir", filepath.Join(c.dir, "certs"),
+		"--kill-cmd", script+" kill {id}", "--restart-cmd", script+" restart {id}")
+	cmd.Env = c.scriptEnv()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench %s: %v\n%s", mode, err, b)
+	}
+}
+
 // scriptEnv is the environment that points the scripts at this cluster.
 func (c *scriptCluster) scriptEnv() []string {
 	return append(os.Environ(),
@@ -365,18 +382,8 @@ func TestBenchAgainstScriptCluster(t *testing.T) {
 	}
 	c := newScriptCluster(t)
 	c.script(t, "up")
-	script := filepath.Join(c.root, "scripts", "cluster.sh")
 	out := filepath.Join(t.TempDir(), "bench.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "bench", "failover", "--trials", "2", "--json", out,
-		"--bootstrap", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", c.port, c.port+1, c.port+2),
-		"--tls-dir", filepath.Join(c.dir, "certs"),
-		"--kill-cmd", script+" kill {id}", "--restart-cmd", script+" restart {id}")
-	cmd.Env = c.scriptEnv()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("bench failover: %v\n%s", err, b)
-	}
+	c.bench(t, "failover", 2, out)
 	var rep struct {
 		Failover struct {
 			Trials []struct {
@@ -405,14 +412,7 @@ func TestBenchAgainstScriptCluster(t *testing.T) {
 		t.Errorf("lost_records %v, want 0", rep.Failover.LostRecords)
 	}
 
-	cmd = exec.CommandContext(ctx, binary, "bench", "controller-failover", "--trials", "1", "--json", out,
-		"--bootstrap", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", c.port, c.port+1, c.port+2),
-		"--tls-dir", filepath.Join(c.dir, "certs"),
-		"--kill-cmd", script+" kill {id}", "--restart-cmd", script+" restart {id}")
-	cmd.Env = c.scriptEnv()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("bench controller-failover: %v\n%s", err, b)
-	}
+	c.bench(t, "controller-failover", 1, out)
 	var crep struct {
 		ControllerFailover struct {
 			Ms struct {
