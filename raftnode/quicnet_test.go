@@ -70,9 +70,18 @@ func TestQUICStreamSurvivesPeerRestart(t *testing.T) {
 	expect(got, 1)
 
 	stop(b, bServed) // closes its connections: our stream is now dead
-	// Once we know (here: its close frame arrived; after a SIGKILL: the new
-	// incarnation's stateless reset answering our keepalive). A frame sent
-	// before that goes down the dead stream and is lost.
+	// Once we know the connection is gone (here: its close frame arrived;
+	// after a SIGKILL: the new incarnation's stateless reset answering our
+	// keepalive). A frame sent before that goes down the dead connection and
+	// is lost. (The stream alone ends earlier: a closing peer stops reading
+	// its streams before it closes the connection.)
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Stats().Conns > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection to the stopped peer did not end")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case <-out.(*quicStream).session().Done():
 	case <-time.After(10 * time.Second):
