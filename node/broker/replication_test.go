@@ -497,12 +497,15 @@ func TestFollowerDiskFullBacksOff(t *testing.T) {
 	// The session keeps going for payments-1 (nothing to fetch there yet):
 	// 15 more answers at 20 ms max wait (≥ 300 ms). Without the backoff
 	// each one brought payments-0's record again and each append failed.
-	from, first := c.node(1).b.Stats().ReplicaFetchResponses, attempts.Load()
+	from, first, start := c.node(1).b.Stats().ReplicaFetchResponses, attempts.Load(), time.Now()
 	waitFor(t, "15 fetch answers", 10*time.Second, func() bool {
 		return c.node(1).b.Stats().ReplicaFetchResponses >= from+15
 	})
-	if n := attempts.Load() - first; n > 1 {
-		t.Errorf("%d more append attempts on the full disk during 15 fetch answers; want at most 1", n)
+	// One retry per diskFullBackoff (a loaded machine may take longer than
+	// one backoff for the 15 answers).
+	if n, allowed := attempts.Load()-first, 1+int64(time.Since(start)/diskFullBackoff); n > allowed {
+		t.Errorf("%d more append attempts on the full disk during 15 fetch answers in %v; want at most %d",
+			n, time.Since(start).Round(time.Millisecond), allowed)
 	}
 	if err := c.node(2).b.partition(testKey.topic, testKey.partition).log.Failed(); err != nil {
 		t.Fatalf("the full disk failed the follower's log: %v", err)
