@@ -177,6 +177,95 @@ func TestDiskFullAtNewEpoch(t *testing.T) {
 	}
 }
 
+// TestDiskFullAtTruncation: a follower truncates its epoch-2 tail on a full
+// disk. The truncation needs no room and succeeds, but the epoch checkpoint
+// cannot be rewritten and still names epoch 2. It used to fail the log. Now
+// appends are refused until the checkpoint is rewritten, and a clean close
+// that cannot rewrite it leaves no clean marker, so the next open rebuilds
+// the cache instead of trusting a file that would put epoch 2 over epoch-1
+// records.
+func TestDiskFullAtTruncation(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	for i, epoch := range []int32{1, 1, 1, 2, 2} {
+		info := mustAppend(t, l, testBatch(i, 2, int64(i)), epoch)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, end1 := l.EndOffsetForEpoch(1) // epoch 2 starts here
+	// Full for the checkpoint: the truncation frees the tail's bytes, so a
+	// capacity would not stay full.
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpWrite && strings.HasSuffix(path, epochFile+".tmp") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	if leo, err := l.TruncateTo(ctx, end1); err != nil || leo != end1 {
+		t.Fatalf("TruncateTo(%d) on a full disk = %d, %v", end1, leo, err)
+	}
+	if err := l.Failed(); err != nil {
+		t.Fatalf("a full disk failed the log: %v", err)
+	}
+	// Records of the epoch the log now ends in (a follower copying them).
+	if _, err := l.Append(ctx, testBatch(9, 2, 9), 1); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append while the epoch checkpoint is stale and the disk full: want ErrDiskFull, got %v", err)
+	}
+	if err := l.Close(); err == nil {
+		t.Fatal("Close with a stale epoch checkpoint on a full disk reported success")
+	}
+	l = mustOpen(t, "/log", opts)
+	if e := l.LatestEpoch(); e != 1 || l.LogEndOffset() != end1 {
+		t.Fatalf("after reopening: latest epoch %d, log end %d; want 1, %d", e, l.LogEndOffset(), end1)
+	}
+	fs.SetFault(nil)
+	mustAppend(t, l, testBatch(9, 2, 9), 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != l.LogEndOffset() || l.LatestEpoch() != 1 {
+		t.Fatalf("epoch 1 ends at (%d, %d), latest %d; want (1, %d), 1", e, end, l.LatestEpoch(), l.LogEndOffset())
+	}
+}
+
+// TestRecoveryRewritesAStaleEpochCheckpoint: the epoch checkpoint names an
+// epoch whose first batch a power cut lost (the checkpoint is fsynced when
+// the epoch opens, the batch only when it is acknowledged). Recovery rebuilds
+// the cache from the batches, and must rewrite the file as well: a later
+// clean open trusts the file, which would put epoch 2 over the epoch-1
+// records appended meanwhile.
+func TestRecoveryRewritesAStaleEpochCheckpoint(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	for i := range 3 {
+		info := mustAppend(t, l, testBatch(i, 2, int64(i)), 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	mustAppend(t, l, testBatch(3, 2, 3), 2) // never synced
+	opts.FS = fs.CrashClone()
+	l = mustOpen(t, "/log", opts)
+	if l.LogEndOffset() != leo || l.LatestEpoch() != 1 {
+		t.Fatalf("after the power cut: log end %d, latest epoch %d; want %d, 1", l.LogEndOffset(), l.LatestEpoch(), leo)
+	}
+	mustAppend(t, l, testBatch(4, 2, 4), 1) // a follower copying epoch-1 records
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != l.LogEndOffset() || l.LatestEpoch() != 1 {
+		t.Fatalf("after a clean reopen epoch 1 ends at (%d, %d), latest %d; want (1, %d), 1", e, end, l.LatestEpoch(), l.LogEndOffset())
+	}
+}
+
 // checkBatches compares batches read back with the ones acknowledged.
 func checkBatches(t *testing.T, got, want []Batch) {
 	t.Helper()

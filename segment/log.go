@@ -45,6 +45,11 @@ type Log struct {
 	// and is held across their I/O. Readers never take it.
 	appendMu      sync.Mutex
 	recoveryPoint int64 // (appendMu) value stored in recovery-point
+	// epochsStale: the leader-epoch checkpoint on disk lags mu.epochs, because
+	// rewriting it after a truncation found the disk full. The next append
+	// rewrites it before publishing anything, and Close writes no clean
+	// marker while it lags (recovery then rebuilds the cache). (appendMu)
+	epochsStale bool
 
 	mu struct {
 		sync.RWMutex
@@ -179,9 +184,11 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 	// (a node whose disk filled up would otherwise stop at every leadership
 	// change). Writers hold appendMu, so the cache is stable here.
 	var next *epochCache
-	if l.mu.epochs.opens(epoch) {
+	if opens := l.mu.epochs.opens(epoch); opens || l.epochsStale {
 		next = &epochCache{entries: l.mu.epochs.clone()}
-		next.assign(epoch, base)
+		if opens {
+			next.assign(epoch, base)
+		}
 		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), next.encode()); err != nil {
 			if !isNoSpace(err) {
 				return AppendInfo{}, l.fail(err)
@@ -191,6 +198,7 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 			}
 			return AppendInfo{}, fmt.Errorf("%w: recording leader epoch %d at offset %d: %w", ErrDiskFull, epoch, base, err)
 		}
+		l.epochsStale = false
 	}
 	indexed, err := l.indexBatchLocked(seg, pos, base, n)
 	if err != nil {
@@ -676,6 +684,14 @@ func (l *Log) Close() error {
 		err = l.flushPending()
 		if err == nil {
 			err = l.trimLocked(l.active(), true)
+		}
+		if err == nil && l.epochsStale {
+			if werr := WriteCheckpoint(l.fs, join(l.dir, epochFile), l.mu.epochs.encode()); werr != nil {
+				// No clean marker: the next open rebuilds the cache from the
+				// segments it scans instead of trusting the stale file.
+				l.logger.Warn("segment: leader-epoch checkpoint still stale at close; the next open will rebuild it", "dir", l.dir, "err", werr)
+				err = l.ioErr(werr)
+			}
 		}
 		if err == nil {
 			err = l.writeCleanMarker()

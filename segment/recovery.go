@@ -105,11 +105,15 @@ func (l *Log) load() error {
 	}
 	rebuildEpochs := false
 	var epochs epochCache
+	// fileEpochs is what the checkpoint says; it is rewritten below whenever
+	// the cache recovery ends with differs from it.
+	var fileEpochs string
 	if data, err := ReadCheckpoint(l.fs, join(l.dir, epochFile)); err == nil {
 		if epochs, err = decodeEpochCache(epochFile, data); err != nil {
 			l.logger.Warn("segment: unreadable leader-epoch checkpoint; rebuilding it", "err", err)
 			rebuildEpochs = true
 		}
+		fileEpochs = string(epochs.encode())
 	} else if os.IsNotExist(err) {
 		rebuildEpochs = len(bases) > 0
 	} else {
@@ -228,13 +232,21 @@ func (l *Log) load() error {
 	if hasRP && rp > act.base {
 		l.recoveryPoint = -1 // force a rewrite below
 	}
-	oldEpochs := string(epochs.encode())
 	epochs.truncateFromEnd(l.mu.leo + 1)
 	epochs.truncateFromStart(l.mu.logStart)
 	l.mu.epochs = epochs
-	if rebuildEpochs || string(epochs.encode()) != oldEpochs {
+	// The scan may have dropped entries the file holds (an epoch recorded
+	// for a batch the crash lost); a later clean open trusts the file.
+	if rebuildEpochs || string(epochs.encode()) != fileEpochs {
 		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), epochs.encode()); err != nil {
-			return err
+			if !isNoSpace(err) {
+				return err
+			}
+			// A full disk must not keep the log from opening: the next
+			// append rewrites the file first, and Close leaves no clean
+			// marker until it is written.
+			l.epochsStale = true
+			l.logger.Warn("segment: disk full; leader-epoch checkpoint rewritten at the next append", "dir", l.dir, "err", err)
 		}
 	}
 	if l.mu.logStart > l.mu.leo {

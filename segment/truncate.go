@@ -88,7 +88,15 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		return 0, l.fail(err)
 	}
 	if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
-		return 0, l.fail(err)
+		if !isNoSpace(err) {
+			return 0, l.fail(err)
+		}
+		// The truncation itself is done and needed no room; the file keeps
+		// entries past the new end until an append or Close rewrites it.
+		l.epochsStale = true
+		l.logger.Warn("segment: disk full; leader-epoch checkpoint rewritten at the next append", "dir", l.dir, "err", err)
+	} else {
+		l.epochsStale = false
 	}
 	return newLEO, nil
 }
@@ -263,6 +271,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), (&epochCache{}).encode()); err != nil {
 		return l.fail(err)
 	}
+	l.epochsStale = false
 	if err := l.setRecoveryPointLocked(offset); err != nil {
 		return l.fail(err)
 	}
