@@ -122,7 +122,7 @@ func TestDiskFull(t *testing.T) {
 // a process crash see the refused batch, and with room again the epoch opens.
 func TestDiskFullAtNewEpoch(t *testing.T) {
 	fs := NewMemFS()
-	opts := Options{FS: fs, Logger: quietLogger}
+	opts := Options{FS: fs, SegmentBytes: 1 << 20, Logger: quietLogger}
 	l := mustOpen(t, "/log", opts)
 	var acked []Batch
 	for i := range 3 {
@@ -186,7 +186,7 @@ func TestDiskFullAtNewEpoch(t *testing.T) {
 // records.
 func TestDiskFullAtTruncation(t *testing.T) {
 	fs := NewMemFS()
-	opts := Options{FS: fs, Logger: quietLogger}
+	opts := Options{FS: fs, SegmentBytes: 1 << 20, Logger: quietLogger}
 	l := mustOpen(t, "/log", opts)
 	for i, epoch := range []int32{1, 1, 1, 2, 2} {
 		info := mustAppend(t, l, testBatch(i, 2, int64(i)), epoch)
@@ -240,7 +240,7 @@ func TestDiskFullAtTruncation(t *testing.T) {
 // records appended meanwhile.
 func TestRecoveryRewritesAStaleEpochCheckpoint(t *testing.T) {
 	fs := NewMemFS()
-	opts := Options{FS: fs, Logger: quietLogger}
+	opts := Options{FS: fs, SegmentBytes: 1 << 20, Logger: quietLogger}
 	l := mustOpen(t, "/log", opts)
 	for i := range 3 {
 		info := mustAppend(t, l, testBatch(i, 2, int64(i)), 1)
