@@ -223,6 +223,25 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 	return AppendInfo{BaseOffset: base, LastOffset: last, Position: pos}, nil
 }
 
+// saveEpochsLocked stores enc (an encoded epoch cache) in the leader-epoch
+// checkpoint. A full disk is not an error here: the file is left stale
+// (epochsStale, logged once) for the next append or Close to rewrite.
+// appendMu held (or the log not yet open).
+func (l *Log) saveEpochsLocked(enc []byte) error {
+	err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc)
+	switch {
+	case err == nil:
+		l.epochsStale = false
+	case isNoSpace(err):
+		if !l.epochsStale {
+			l.logger.Warn("segment: disk full; leader-epoch checkpoint rewritten at the next append", "dir", l.dir, "err", err)
+		}
+		l.epochsStale = true
+		return nil
+	}
+	return err
+}
+
 // unwriteLocked zeroes the length prefix of a batch written at pos but not
 // published, so that recovery after a crash, which scans the active segment
 // past its last flush, ends the log there instead of finding the batch. The
@@ -686,11 +705,11 @@ func (l *Log) Close() error {
 			err = l.trimLocked(l.active(), true)
 		}
 		if err == nil && l.epochsStale {
-			if werr := WriteCheckpoint(l.fs, join(l.dir, epochFile), l.mu.epochs.encode()); werr != nil {
+			err = l.saveEpochsLocked(l.mu.epochs.encode())
+			if err == nil && l.epochsStale {
 				// No clean marker: the next open rebuilds the cache from the
 				// segments it scans instead of trusting the stale file.
-				l.logger.Warn("segment: leader-epoch checkpoint still stale at close; the next open will rebuild it", "dir", l.dir, "err", werr)
-				err = l.ioErr(werr)
+				err = fmt.Errorf("%w: leader-epoch checkpoint still stale at close; the next open rebuilds it", ErrDiskFull)
 			}
 		}
 		if err == nil {

@@ -237,16 +237,10 @@ func (l *Log) load() error {
 	l.mu.epochs = epochs
 	// The scan may have dropped entries the file holds (an epoch recorded
 	// for a batch the crash lost); a later clean open trusts the file.
+	// A full disk must not keep the log from opening (saveEpochsLocked).
 	if rebuildEpochs || string(epochs.encode()) != fileEpochs {
-		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), epochs.encode()); err != nil {
-			if !isNoSpace(err) {
-				return err
-			}
-			// A full disk must not keep the log from opening: the next
-			// append rewrites the file first, and Close leaves no clean
-			// marker until it is written.
-			l.epochsStale = true
-			l.logger.Warn("segment: disk full; leader-epoch checkpoint rewritten at the next append", "dir", l.dir, "err", err)
+		if err := l.saveEpochsLocked(epochs.encode()); err != nil {
+			return err
 		}
 	}
 	if l.mu.logStart > l.mu.leo {

@@ -87,16 +87,10 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	if err := l.reactivateLocked(s, pos, inPlace, wasSealed); err != nil {
 		return 0, l.fail(err)
 	}
-	if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
-		if !isNoSpace(err) {
-			return 0, l.fail(err)
-		}
-		// The truncation itself is done and needed no room; the file keeps
-		// entries past the new end until an append or Close rewrites it.
-		l.epochsStale = true
-		l.logger.Warn("segment: disk full; leader-epoch checkpoint rewritten at the next append", "dir", l.dir, "err", err)
-	} else {
-		l.epochsStale = false
+	// The truncation itself is done and needed no room; on a full disk the
+	// file keeps entries past the new end until an append or Close rewrites it.
+	if err := l.saveEpochsLocked(enc); err != nil {
+		return 0, l.fail(err)
 	}
 	return newLEO, nil
 }
