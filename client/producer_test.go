@@ -188,16 +188,8 @@ func TestProduceResendsAtOnceToAMovedLeader(t *testing.T) {
 		return clienttest.Action{}
 	}
 	c := mustFakeClient(t, fc)
-	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond,
+	ctx, p, d := produceFirst(t, c, ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond,
 		RetryBackoff: 30 * time.Second, RetryBackoffMax: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	d := newDeliveries()
-	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
-		t.Fatal(err)
-	}
 	moveLeaderAndDeliver(ctx, t, fc, p, reached, old%3+1, 10*time.Second, "retry backoff 30 s", d, 1)
 }
 
@@ -226,15 +218,7 @@ func TestLeaderCheckDoesNotWaitOnADeadLeader(t *testing.T) {
 	}
 	c := newWithCaller(Config{Bootstrap: fc.Addrs(), HedgeDelay: 10 * time.Second, Logger: testLogger(t)}, fc)
 	t.Cleanup(func() { c.Close(context.Background()) })
-	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	d := newDeliveries()
-	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
-		t.Fatal(err)
-	}
+	ctx, p, d := produceFirst(t, c, ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond})
 	if err := p.Flush(ctx); err != nil { // metadata now comes from the first node
 		t.Fatal(err)
 	}
@@ -243,6 +227,22 @@ func TestLeaderCheckDoesNotWaitOnADeadLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	moveLeaderAndDeliver(ctx, t, fc, p, reached, 2, 5*time.Second, "hedge delay 10 s", d, 2)
+}
+
+// produceFirst starts a producer with cfg and produces record 0 ("v0") to
+// topic t.
+func produceFirst(t *testing.T, c *Client, cfg ProducerConfig) (context.Context, *Producer, *deliveries) {
+	t.Helper()
+	p, err := c.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, p, d
 }
 
 // moveLeaderAndDeliver waits until a produce request reached the (hung)

@@ -222,14 +222,7 @@ func TestDiskFullAtTruncation(t *testing.T) {
 	}
 	fs.SetFault(nil)
 	mustAppend(t, l, testBatch(9, 2, 9), 1)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l = mustOpen(t, "/log", opts)
-	defer l.Close()
-	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != l.LogEndOffset() || l.LatestEpoch() != 1 {
-		t.Fatalf("epoch 1 ends at (%d, %d), latest %d; want (1, %d), 1", e, end, l.LatestEpoch(), l.LogEndOffset())
-	}
+	checkEpochOneAfterCleanReopen(t, l, opts)
 }
 
 // TestRecoveryRewritesAStaleEpochCheckpoint: the epoch checkpoint names an
@@ -256,6 +249,13 @@ func TestRecoveryRewritesAStaleEpochCheckpoint(t *testing.T) {
 		t.Fatalf("after the power cut: log end %d, latest epoch %d; want %d, 1", l.LogEndOffset(), l.LatestEpoch(), leo)
 	}
 	mustAppend(t, l, testBatch(4, 2, 4), 1) // a follower copying epoch-1 records
+	checkEpochOneAfterCleanReopen(t, l, opts)
+}
+
+// checkEpochOneAfterCleanReopen closes l, opens it again (trusting its
+// checkpoints) and checks that epoch 1 is the latest and runs to the log end.
+func checkEpochOneAfterCleanReopen(t *testing.T, l *Log, opts Options) {
+	t.Helper()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

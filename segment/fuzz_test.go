@@ -108,23 +108,14 @@ func FuzzRecoveryScan(f *testing.F) {
 // Reads of every offset and timestamp lookups must still return exactly
 // what was written: never a panic, a hang or a misaligned batch.
 func FuzzSealedIndex(f *testing.F) {
-	fs, opts, written := sealedIndexLog(f)
-	_, idxPath, _ := (&Log{dir: "/log"}).segPaths(0)
-	orig := readMemFile(f, fs, idxPath)
-	f.Add(orig)
-	f.Add([]byte{})
-	f.Add(make([]byte, len(orig)))
-	// Entries in order and inside the log, but pointing into the middle of
-	// batches (the last one still right).
-	shifted := append([]byte(nil), orig...)
-	for i := 0; i+offsetEntrySize < len(shifted); i += offsetEntrySize {
-		be.PutUint32(shifted[i+4:], be.Uint32(shifted[i+4:])+3)
-	}
-	f.Add(shifted)
-	f.Fuzz(func(t *testing.T, index []byte) {
-		if len(index) <= 1<<12 {
-			checkDamagedIndex(t, fs, opts, idxPath, index, written, true)
+	fuzzDamagedIndex(f, false, func(orig []byte) [][]byte {
+		// Entries in order and inside the log, but pointing into the
+		// middle of batches (the last one still right).
+		shifted := append([]byte(nil), orig...)
+		for i := 0; i+offsetEntrySize < len(shifted); i += offsetEntrySize {
+			be.PutUint32(shifted[i+4:], be.Uint32(shifted[i+4:])+3)
 		}
+		return [][]byte{make([]byte, len(orig)), shifted}
 	})
 }
 
@@ -133,18 +124,31 @@ func FuzzSealedIndex(f *testing.F) {
 // timestamp lookups answer a later offset; they must not panic or fail, and
 // reads by offset must stay exact.
 func FuzzSealedTimeIndex(f *testing.F) {
+	fuzzDamagedIndex(f, true, func(orig []byte) [][]byte {
+		wrongRel := append([]byte(nil), orig...)
+		be.PutUint32(wrongRel[8:], be.Uint32(wrongRel[8:])+1)
+		return [][]byte{orig[:len(orig)-timeEntrySize], wrongRel}
+	})
+}
+
+// fuzzDamagedIndex runs a FuzzSealed* target on the first segment's offset
+// index or (timeIndex) time index, seeded with the file as written, an
+// empty one and seeds(original bytes).
+func fuzzDamagedIndex(f *testing.F, timeIndex bool, seeds func(orig []byte) [][]byte) {
 	fs, opts, written := sealedIndexLog(f)
-	_, _, tidxPath := (&Log{dir: "/log"}).segPaths(0)
-	orig := readMemFile(f, fs, tidxPath)
+	_, path, tidxPath := (&Log{dir: "/log"}).segPaths(0)
+	if timeIndex {
+		path = tidxPath
+	}
+	orig := readMemFile(f, fs, path)
 	f.Add(orig)
 	f.Add([]byte{})
-	f.Add(orig[:len(orig)-timeEntrySize])
-	wrongRel := append([]byte(nil), orig...)
-	be.PutUint32(wrongRel[8:], be.Uint32(wrongRel[8:])+1)
-	f.Add(wrongRel)
+	for _, s := range seeds(orig) {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, index []byte) {
 		if len(index) <= 1<<12 {
-			checkDamagedIndex(t, fs, opts, tidxPath, index, written, false)
+			checkDamagedIndex(t, fs, opts, path, index, written, !timeIndex)
 		}
 	})
 }
