@@ -366,11 +366,14 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 	if len(pr.Records) == 0 {
 		return fp, true
 	}
-	_, err := p.log.AppendVerbatim(f.ctx, pr.Records)
-	// A failed append may have stored a prefix of the batches. The next
-	// fetch reports the log end to the leader, which counts it toward the
-	// HW, so that prefix is synced and recorded like a whole answer.
-	leo := p.log.LogEndOffset()
+	info, err := p.log.AppendVerbatim(f.ctx, pr.Records)
+	leo := info.LastOffset + 1
+	if err != nil {
+		// A failed append may have stored a prefix of the batches. The next
+		// fetch reports the log end to the leader, which counts it toward
+		// the HW, so that prefix is synced and recorded like a whole answer.
+		leo = p.log.LogEndOffset()
+	}
 	_ = walkHeaders(pr.Records, func(h segment.Header) {
 		if h.BaseOffset+int64(h.LastOffsetDelta) < leo {
 			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
