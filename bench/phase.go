@@ -12,7 +12,8 @@ import (
 type phaseMeter struct {
 	prof *profiler
 	cpu  *cpuMeter
-	loss *QUICLoss // the nodes' counters at the start
+	counters *nodeCounters // the nodes' counters at the start
+	start    time.Time
 }
 
 // startPhase starts measuring a phase of length d; profile files get the
@@ -33,25 +34,27 @@ func (r *runner) startPhase(ctx context.Context, profPrefix string, d time.Durat
 	if local {
 		m.cpu = startCPU(lt.pids())
 	}
-	m.loss = r.quicCounters(ctx)
+	m.counters, m.start = r.quicCounters(ctx), time.Now()
 	return m, nil
 }
 
-// stop ends the phase: its CPU usage and QUIC loss (nil when not measured).
-func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUICLoss) {
+// stop ends the phase: its CPU usage, QUIC loss and message counts (nil
+// when not measured).
+func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUICLoss, *Messages) {
 	cpu := m.cpu.stop()
-	loss := r.quicCounters(ctx).since(m.loss)
+	now := r.quicCounters(ctx)
+	loss, msgs := now.since(m.counters), now.messagesSince(m.counters, time.Since(m.start))
 	if m.prof != nil {
 		if err := m.prof.stop(ctx); err != nil {
 			r.log.Warn("profiling", "err", err)
 		}
 	}
-	return cpu, loss
+	return cpu, loss, msgs
 }
 
-// quicCounters reads the local nodes' QUIC packet counters: nil against
-// --bootstrap, without metrics, or when a node does not answer (logged).
-func (r *runner) quicCounters(ctx context.Context) *QUICLoss {
+// quicCounters reads the local nodes' QUIC packet and message counters: nil
+// against --bootstrap, without metrics, or when a node does not answer (logged).
+func (r *runner) quicCounters(ctx context.Context) *nodeCounters {
 	lt, ok := r.target.(*localTarget)
 	if !ok {
 		return nil

@@ -22,33 +22,52 @@ type QUICLoss struct {
 	LostPercent float64 `json:"lost_percent"`
 }
 
-// quicCounters sums the nodes' QUIC packet counters; nil without metrics
-// addresses, and nil with the error when a node's cannot be read.
-func quicCounters(ctx context.Context, addrs map[int32]string) (*QUICLoss, error) {
+// nodeCounters is one reading of the local nodes' counters, summed over
+// the nodes: QUIC packets and the messages that carry replication.
+type nodeCounters struct {
+	loss QUICLoss
+	msgs Messages
+}
+
+// Messages counts the requests a phase cost the cluster: at low and half
+// load the CPU follows the number of messages more than the bytes.
+type Messages struct {
+	ProduceRequests     uint64 `json:"produce_requests"`      // handled by the leaders
+	ReplicaFetchAnswers uint64 `json:"replica_fetch_answers"` // sent by the leaders to their followers
+	// Per second of the phase, and follower answers per produce request.
+	ProduceRequestsPerSec float64 `json:"produce_requests_per_sec"`
+	AnswersPerProduce     float64 `json:"answers_per_produce"`
+}
+
+// quicCounters sums the nodes' counters; nil without metrics addresses, and
+// nil with the error when a node's cannot be read.
+func quicCounters(ctx context.Context, addrs map[int32]string) (*nodeCounters, error) {
 	if len(addrs) == 0 {
 		return nil, nil
 	}
-	var sum QUICLoss
+	var sum nodeCounters
 	for _, a := range addrs {
-		sent, lost, err := scrapeQUIC(ctx, a)
+		c, err := scrapeCounters(ctx, a)
 		if err != nil {
 			return nil, err
 		}
-		sum.PacketsSent += sent
-		sum.PacketsLost += lost
+		sum.loss.PacketsSent += c.loss.PacketsSent
+		sum.loss.PacketsLost += c.loss.PacketsLost
+		sum.msgs.ProduceRequests += c.msgs.ProduceRequests
+		sum.msgs.ReplicaFetchAnswers += c.msgs.ReplicaFetchAnswers
 	}
 	return &sum, nil
 }
 
 // since is the loss between an earlier reading and this one (nil if either
 // is missing).
-func (q *QUICLoss) since(before *QUICLoss) *QUICLoss {
-	if q == nil || before == nil || q.PacketsSent < before.PacketsSent {
+func (c *nodeCounters) since(before *nodeCounters) *QUICLoss {
+	if c == nil || before == nil || c.loss.PacketsSent < before.loss.PacketsSent {
 		return nil
 	}
-	d := &QUICLoss{PacketsSent: q.PacketsSent - before.PacketsSent}
-	if q.PacketsLost >= before.PacketsLost {
-		d.PacketsLost = q.PacketsLost - before.PacketsLost
+	d := &QUICLoss{PacketsSent: c.loss.PacketsSent - before.loss.PacketsSent}
+	if c.loss.PacketsLost >= before.loss.PacketsLost {
+		d.PacketsLost = c.loss.PacketsLost - before.loss.PacketsLost
 	}
 	if d.PacketsSent > 0 {
 		d.LostPercent = 100 * float64(d.PacketsLost) / float64(d.PacketsSent)
@@ -56,16 +75,39 @@ func (q *QUICLoss) since(before *QUICLoss) *QUICLoss {
 	return d
 }
 
-func scrapeQUIC(ctx context.Context, addr string) (sent, lost uint64, err error) {
+// messagesSince is the messages between an earlier reading and this one
+// over a phase of length d (nil if either is missing).
+func (c *nodeCounters) messagesSince(before *nodeCounters, d time.Duration) *Messages {
+	if c == nil || before == nil || c.msgs.ProduceRequests < before.msgs.ProduceRequests ||
+		c.msgs.ReplicaFetchAnswers < before.msgs.ReplicaFetchAnswers {
+		return nil
+	}
+	m := &Messages{
+		ProduceRequests:     c.msgs.ProduceRequests - before.msgs.ProduceRequests,
+		ReplicaFetchAnswers: c.msgs.ReplicaFetchAnswers - before.msgs.ReplicaFetchAnswers,
+	}
+	if d > 0 {
+		m.ProduceRequestsPerSec = float64(m.ProduceRequests) / d.Seconds()
+	}
+	if m.ProduceRequests > 0 {
+		m.AnswersPerProduce = float64(m.ReplicaFetchAnswers) / float64(m.ProduceRequests)
+	}
+	return m
+}
+
+// scrapeCounters reads one node's /metrics. The QUIC packet counters are
+// required; the message counters are taken when present.
+func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
+	var c nodeCounters
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	defer resp.Body.Close()
 	found := 0
@@ -78,24 +120,27 @@ func scrapeQUIC(ctx context.Context, addr string) (sent, lost uint64, err error)
 		var dst *uint64
 		switch name {
 		case "paymentlog_quic_packets_sent_total":
-			dst = &sent
+			dst, found = &c.loss.PacketsSent, found+1
 		case "paymentlog_quic_packets_lost_total":
-			dst = &lost
+			dst, found = &c.loss.PacketsLost, found+1
+		case "paymentlog_produce_requests_total":
+			dst = &c.msgs.ProduceRequests
+		case "paymentlog_replica_fetch_responses_total":
+			dst = &c.msgs.ReplicaFetchAnswers
 		default:
 			continue
 		}
 		if *dst, err = strconv.ParseUint(val, 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("bench: %s from %s: %w", name, addr, err)
+			return c, fmt.Errorf("bench: %s from %s: %w", name, addr, err)
 		}
-		found++
 	}
 	if err := sc.Err(); err != nil {
-		return 0, 0, err
+		return c, err
 	}
 	if found != 2 {
-		return 0, 0, fmt.Errorf("bench: %s/metrics has no QUIC packet counters", addr)
+		return c, fmt.Errorf("bench: %s/metrics has no QUIC packet counters", addr)
 	}
-	return sent, lost, nil
+	return c, nil
 }
 
 // quicLossLine writes one phase's QUIC loss, if it was measured.
@@ -104,4 +149,13 @@ func quicLossLine(w io.Writer, phase string, q *QUICLoss) {
 		return
 	}
 	fmt.Fprintf(w, "  QUIC packets lost (%s)\t%d of %d sent by the nodes (%.2f%%)\n", phase, q.PacketsLost, q.PacketsSent, q.LostPercent)
+}
+
+// messagesLine writes one phase's message counts, if they were measured.
+func messagesLine(w io.Writer, phase string, m *Messages, records int64) {
+	if m == nil || m.ProduceRequests == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  messages (%s)\t%.0f produce requests/s (%.1f records each), %.2f follower fetch answers per produce request\n",
+		phase, m.ProduceRequestsPerSec, float64(records)/float64(m.ProduceRequests), m.AnswersPerProduce)
 }

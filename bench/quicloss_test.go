@@ -7,29 +7,38 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestQUICLossFromNodeMetrics: the nodes' counters are summed from their
-// /metrics text and a phase's loss is the difference of two readings; a
-// node without the counters gives no figure rather than a wrong one.
+// /metrics text and a phase's loss and messages are the difference of two
+// readings; a node without the QUIC counters gives no figure rather than a
+// wrong one.
 func TestQUICLossFromNodeMetrics(t *testing.T) {
 	sent, lost := uint64(1000), uint64(3)
+	produces, answers := uint64(10), uint64(40)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "paymentlog_node_id 1\npaymentlog_quic_packets_sent_total %d\npaymentlog_quic_packets_lost_total %d\ngo_goroutines 7\n", sent, lost)
+		fmt.Fprintf(w, "paymentlog_produce_requests_total %d\npaymentlog_replica_fetch_responses_total %d\n", produces, answers)
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	ctx := context.Background()
 	nodes := map[int32]string{1: addr, 2: addr}
 	before, err := quicCounters(ctx, nodes)
-	if err != nil || before == nil || before.PacketsSent != 2000 || before.PacketsLost != 6 {
+	if err != nil || before == nil || before.loss.PacketsSent != 2000 || before.loss.PacketsLost != 6 {
 		t.Fatalf("first reading %+v (%v), want 2000 sent, 6 lost", before, err)
 	}
 	sent, lost = 3000, 13
+	produces, answers = 60, 240
 	after, err := quicCounters(ctx, nodes)
 	d := after.since(before)
 	if err != nil || d == nil || d.PacketsSent != 4000 || d.PacketsLost != 20 || d.LostPercent != 0.5 {
 		t.Fatalf("phase %+v, want 4000 sent, 20 lost, 0.5%%", d)
+	}
+	m := after.messagesSince(before, 2*time.Second)
+	if m == nil || m.ProduceRequests != 100 || m.ReplicaFetchAnswers != 400 || m.ProduceRequestsPerSec != 50 || m.AnswersPerProduce != 4 {
+		t.Fatalf("messages %+v, want 100 produce requests (50/s), 400 answers (4 per produce)", m)
 	}
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "paymentlog_node_id 2")
@@ -38,7 +47,7 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 	if q, err := quicCounters(ctx, map[int32]string{1: addr, 2: strings.TrimPrefix(bare.URL, "http://")}); q != nil || err == nil {
 		t.Fatalf("a node without QUIC counters gave %+v (%v)", q, err)
 	}
-	if q, err := quicCounters(ctx, nil); q != nil || err != nil || q.since(before) != nil {
+	if q, err := quicCounters(ctx, nil); q != nil || err != nil || q.since(before) != nil || q.messagesSince(before, time.Second) != nil {
 		t.Fatalf("no metrics addresses gave %+v (%v)", q, err)
 	}
 }

@@ -32,6 +32,7 @@ type ThroughputResult struct {
 	Changes        Changes     `json:"cluster_changes"`     // must be all zero without faults
 	CPU            *CPUUsage   `json:"cpu,omitempty"`       // during the full-load run (local cluster)
 	QUICLoss       *QUICLoss   `json:"quic_loss,omitempty"` // during the full-load run (local cluster)
+	Messages       *Messages   `json:"messages,omitempty"`  // during the full-load run (local cluster)
 	FirstError     string      `json:"first_error,omitempty"`
 }
 
@@ -51,6 +52,7 @@ type HalfLoad struct {
 	// CPU is what the local cluster and the bench used during the paced run.
 	CPU      *CPUUsage `json:"cpu,omitempty"`
 	QUICLoss *QUICLoss `json:"quic_loss,omitempty"`
+	Messages *Messages `json:"messages,omitempty"`
 }
 
 // Consume is one consumer reading the full-load run back from the beginning.
@@ -109,7 +111,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		progress: bar.records,
 	})
 	bar.done()
-	res.CPU, res.QUICLoss = r.stopPhase(ctx, phase)
+	res.CPU, res.QUICLoss, res.Messages = r.stopPhase(ctx, phase)
 	res.Records, res.Failed = full.acked, full.failed
 	res.Seconds = full.elapsed().Seconds()
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())
@@ -247,7 +249,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
-	cpu, loss := r.stopPhase(ctx, phase)
+	cpu, loss, msgs := r.stopPhase(ctx, phase)
 	produced <- onSample.Load()
 	select {
 	case err := <-consErr:
@@ -261,7 +263,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
-		QUICLoss: loss,
+		QUICLoss: loss, Messages: msgs,
 	}, nil
 }
 

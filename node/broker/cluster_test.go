@@ -35,6 +35,7 @@ type clusterOptions struct {
 	nodes    int
 	lagTime  time.Duration
 	maxWait  time.Duration
+	hwDelay  time.Duration // Config.ReplicaHWDelay (0: the default)
 	sync     segment.SyncPolicy
 	segBytes int64
 	memFS    bool // every node on its own segment.MemFS (crashes keep only synced bytes)
@@ -126,6 +127,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		Log:                 lopts,
 		ReplicaLagTime:      c.opts.lagTime,
 		ReplicaFetchMaxWait: c.opts.maxWait,
+		ReplicaHWDelay:      c.opts.hwDelay,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

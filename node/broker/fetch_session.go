@@ -14,8 +14,9 @@ import (
 // answers each ReplicaFetchRequest on the stream in turn. Every request
 // records the follower's progress (which may advance the HW and complete
 // parked produces, or propose the follower's return to the ISR); the answer
-// is held until some partition has records, an error, a divergence or an HW
-// the follower has not seen, or MaxWaitMs passes.
+// is held until some partition has records, an error or a divergence, an HW
+// the follower has not seen has waited ReplicaHWDelay for records to ride
+// with, or MaxWaitMs passes.
 func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first quic.Frame, s *quic.Session) error {
 	var open wire.ReplicaFetchOpen
 	if err := first.Decode(&open); err != nil {
@@ -83,21 +84,30 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, follower int32, req *wi
 	}()
 	deadline := time.NewTimer(time.Duration(max(req.MaxWaitMs, 0)) * time.Millisecond)
 	defer deadline.Stop()
+	var hwDue <-chan time.Time // armed when an HW the follower lacks is all there is to send
 	for {
 		// Drain a stale wake-up: everything below reads the current state.
 		select {
 		case <-w.ch:
 		default:
 		}
-		resp, views, ready := b.buildReplicaFetch(parts, req.MaxBytes)
-		if ready || req.MaxWaitMs <= 0 {
+		resp, views, ready, hwNews := b.buildReplicaFetch(parts, req.MaxBytes)
+		if ready || req.MaxWaitMs <= 0 || (hwNews && b.cfg.ReplicaHWDelay < 0) {
 			return resp, views
 		}
 		releaseAll(views)
+		if hwNews && hwDue == nil {
+			t := time.NewTimer(b.cfg.ReplicaHWDelay)
+			defer t.Stop()
+			hwDue = t.C
+		}
 		select {
 		case <-w.ch:
+		case <-hwDue:
+			resp, views, _, _ := b.buildReplicaFetch(parts, req.MaxBytes)
+			return resp, views
 		case <-deadline.C:
-			resp, views, _ := b.buildReplicaFetch(parts, req.MaxBytes)
+			resp, views, _, _ := b.buildReplicaFetch(parts, req.MaxBytes)
 			return resp, views
 		case <-ctx.Done():
 			return wire.ReplicaFetchResponse{}, nil
@@ -106,8 +116,10 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, follower int32, req *wi
 }
 
 // buildReplicaFetch reads what each partition has for the follower. ready
-// says the response is worth sending before the long-poll expires.
-func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (resp wire.ReplicaFetchResponse, views []*segment.View, ready bool) {
+// says the response is worth sending before the long-poll expires (records,
+// an error, a divergence); hwNews that it would tell the follower of an HW
+// it has not seen.
+func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (resp wire.ReplicaFetchResponse, views []*segment.View, ready, hwNews bool) {
 	budget := int(maxBytes)
 	if budget <= 0 {
 		budget = int(b.cfg.ReplicaFetchMaxBytes)
@@ -149,7 +161,7 @@ func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (re
 			continue
 		}
 		if out.HighWatermark != pt.req.HighWatermark {
-			ready = true
+			hwNews = true
 		}
 		if pt.req.FetchOffset < out.LogEnd && budget > 0 {
 			v, err := p.log.Read(pt.req.FetchOffset, budget, -1)
@@ -165,5 +177,5 @@ func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (re
 			}
 		}
 	}
-	return resp, views, ready
+	return resp, views, ready, hwNews
 }
