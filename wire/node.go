@@ -9,8 +9,9 @@ type ReplicaFetchOpen struct {
 }
 
 // ReplicaFetchRequest is sent repeatedly on the session; the leader answers
-// with a ReplicaFetchResponse when any partition has data, an HW change or an
-// error, or MaxWaitMs passes.
+// with a ReplicaFetchResponse when any partition has data or an error, when
+// an HW change has waited the leader's HW delay (10 ms by default) without
+// records to carry it, or when MaxWaitMs passes.
 type ReplicaFetchRequest struct {
 	MaxWaitMs int32                   `msgpack:"wait"`
 	MaxBytes  int32                   `msgpack:"max"`
