@@ -68,6 +68,9 @@ type Config struct {
 
 	JSONPath string // --json FILE
 	PlotPath string // --plot FILE.svg
+	// LatencyTracePath receives one CSV row per acknowledged record of the
+	// paced latency run (--latency-trace FILE; format: latencyTrace).
+	LatencyTracePath string
 
 	// Out receives the summary table; Progress receives the progress bar (when
 	// it is a terminal) or one line per phase.

@@ -29,6 +29,8 @@ type loadConfig struct {
 	progress func(acked int64)
 	// stop, if set, ends the load early when closed.
 	stop <-chan struct{}
+	// trace, if set, receives every acknowledged record (--latency-trace).
+	trace *latencyTrace
 }
 
 // loadResult is what a load achieved.
@@ -130,6 +132,7 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 					break
 				}
 				t0 := time.Now()
+				called := t0
 				if interval > 0 {
 					// Paced: latency counts from the intended send time
 					// whenever the sender runs late (no coordinated omission),
@@ -142,6 +145,7 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 					if d := intended.Sub(t0); d >= pacingSlack {
 						time.Sleep(d)
 						t0 = time.Now()
+						called = t0
 					}
 					if intended.Before(t0) {
 						t0 = intended
@@ -162,6 +166,9 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 						return
 					}
 					res.lat.record(at.Sub(t0))
+					if cfg.trace != nil {
+						cfg.trace.add(t0, at, called, d.Partition, idx)
+					}
 					acked.Add(1)
 					ackedBytes.Add(int64(cfg.recordSize))
 					for {

@@ -10,8 +10,8 @@ import (
 // --profile-dir, profiles. Against --bootstrap only the profile of the bench
 // itself is taken.
 type phaseMeter struct {
-	prof *profiler
-	cpu  *cpuMeter
+	prof     *profiler
+	cpu      *cpuMeter
 	counters *nodeCounters // the nodes' counters at the start
 	start    time.Time
 }

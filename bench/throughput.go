@@ -239,9 +239,13 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	}
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
+	var trace *latencyTrace
+	if r.cfg.LatencyTracePath != "" {
+		trace = newLatencyTrace(rate, tc.HalfLoadDuration)
+	}
 	lr := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
-		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records,
+		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records, trace: trace,
 		onAck: func(d client.Delivery, _ recordID, _ time.Time) {
 			if d.Partition == sample {
 				onSample.Add(1)
@@ -259,6 +263,11 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	case <-time.After(30 * time.Second):
 		cancel()
 		<-consErr
+	}
+	if trace != nil {
+		if err := trace.writeFile(r.cfg.LatencyTracePath); err != nil {
+			return nil, err
+		}
 	}
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,

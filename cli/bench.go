@@ -73,6 +73,7 @@ func benchCommand() *ucli.Command {
 			// Output.
 			&ucli.StringFlag{Name: "json", Usage: "write every figure, the configuration and versions to this JSON `FILE`", EnvVars: benchEnv("JSON")},
 			&ucli.StringFlag{Name: "plot", Usage: "write acknowledged records per 50 ms over the failover run to this `FILE.svg`", EnvVars: benchEnv("PLOT")},
+			&ucli.StringFlag{Name: "latency-trace", Usage: "write one CSV row per acknowledged record of the paced latency run (start time in unix µs, latency, how late the sender was, partition, producer) to this `FILE`: when the tail happened, on a clock perf and qlog share", EnvVars: benchEnv("LATENCY_TRACE")},
 			&ucli.StringFlag{Name: "profile-dir", Usage: "save CPU profiles of the bench and every local node during the full-load run and (latency.*) the paced latency run, and the nodes' allocation profiles, in this `DIR`", EnvVars: benchEnv("PROFILE_DIR")},
 			&ucli.StringFlag{Name: "log-level", Value: "error", Usage: "bench and client log level on stderr: debug | info | warn | error", EnvVars: benchEnv("LOG_LEVEL")},
 		},
@@ -145,6 +146,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	cfg.Controller.Timeout = f.Timeout
 
 	cfg.JSONPath, cfg.PlotPath, cfg.ProfileDir = c.String("json"), c.String("plot"), c.String("profile-dir")
+	cfg.LatencyTracePath = c.String("latency-trace")
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return cfg, fmt.Errorf("--log-level: %w", err)
@@ -165,6 +167,9 @@ func runBench(ctx context.Context, cfg bench.Config, stdout, stderr io.Writer) e
 		}
 		if cfg.PlotPath != "" && rep.Failover != nil {
 			fmt.Fprintf(stderr, "bench: wrote %s\n", cfg.PlotPath)
+		}
+		if cfg.LatencyTracePath != "" && rep.Throughput != nil && rep.Throughput.HalfLoad != nil {
+			fmt.Fprintf(stderr, "bench: wrote %s\n", cfg.LatencyTracePath)
 		}
 	}
 	if err != nil {
