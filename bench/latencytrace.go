@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -71,15 +72,7 @@ func (t *latencyTrace) writeCSV(w io.Writer) error {
 	t.mu.Lock()
 	rows := slices.Clone(t.rows)
 	t.mu.Unlock()
-	slices.SortStableFunc(rows, func(a, b traceRow) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(rows, func(a, b traceRow) int { return cmp.Compare(a.start, b.start) })
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, traceHeader)
 	for _, r := range rows {

@@ -34,7 +34,7 @@ func (r *runner) startPhase(ctx context.Context, profPrefix string, d time.Durat
 	if local {
 		m.cpu = startCPU(lt.pids())
 	}
-	m.counters, m.start = r.quicCounters(ctx), time.Now()
+	m.counters, m.start = r.readCounters(ctx), time.Now()
 	return m, nil
 }
 
@@ -42,7 +42,7 @@ func (r *runner) startPhase(ctx context.Context, profPrefix string, d time.Durat
 // when not measured).
 func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUICLoss, *Messages) {
 	cpu := m.cpu.stop()
-	now := r.quicCounters(ctx)
+	now := r.readCounters(ctx)
 	loss, msgs := now.since(m.counters), now.messagesSince(m.counters, time.Since(m.start))
 	if m.prof != nil {
 		if err := m.prof.stop(ctx); err != nil {
@@ -52,16 +52,16 @@ func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUIC
 	return cpu, loss, msgs
 }
 
-// quicCounters reads the local nodes' QUIC packet and message counters: nil
+// readCounters reads the local nodes' QUIC packet and message counters: nil
 // against --bootstrap, without metrics, or when a node does not answer (logged).
-func (r *runner) quicCounters(ctx context.Context) *nodeCounters {
+func (r *runner) readCounters(ctx context.Context) *nodeCounters {
 	lt, ok := r.target.(*localTarget)
 	if !ok {
 		return nil
 	}
-	q, err := quicCounters(ctx, lt.metricsAddrs())
+	q, err := scrapeNodes(ctx, lt.metricsAddrs())
 	if err != nil {
-		r.log.Warn("QUIC loss not measured", "err", err)
+		r.log.Warn("node counters (QUIC loss, messages) not measured", "err", err)
 	}
 	return q
 }

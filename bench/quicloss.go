@@ -29,8 +29,8 @@ type nodeCounters struct {
 	msgs Messages
 }
 
-// Messages counts the requests a phase cost the cluster: at low and half
-// load the CPU follows the number of messages more than the bytes.
+// Messages counts the requests a phase cost the cluster: produce requests
+// and the follower fetch answers that replicate them.
 type Messages struct {
 	ProduceRequests     uint64 `json:"produce_requests"`      // handled by the leaders
 	ReplicaFetchAnswers uint64 `json:"replica_fetch_answers"` // sent by the leaders to their followers
@@ -39,9 +39,9 @@ type Messages struct {
 	AnswersPerProduce     float64 `json:"answers_per_produce"`
 }
 
-// quicCounters sums the nodes' counters; nil without metrics addresses, and
+// scrapeNodes sums the nodes' counters; nil without metrics addresses, and
 // nil with the error when a node's cannot be read.
-func quicCounters(ctx context.Context, addrs map[int32]string) (*nodeCounters, error) {
+func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, error) {
 	if len(addrs) == 0 {
 		return nil, nil
 	}

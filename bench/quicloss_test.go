@@ -25,13 +25,13 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	ctx := context.Background()
 	nodes := map[int32]string{1: addr, 2: addr}
-	before, err := quicCounters(ctx, nodes)
+	before, err := scrapeNodes(ctx, nodes)
 	if err != nil || before == nil || before.loss.PacketsSent != 2000 || before.loss.PacketsLost != 6 {
 		t.Fatalf("first reading %+v (%v), want 2000 sent, 6 lost", before, err)
 	}
 	sent, lost = 3000, 13
 	produces, answers = 60, 240
-	after, err := quicCounters(ctx, nodes)
+	after, err := scrapeNodes(ctx, nodes)
 	d := after.since(before)
 	if err != nil || d == nil || d.PacketsSent != 4000 || d.PacketsLost != 20 || d.LostPercent != 0.5 {
 		t.Fatalf("phase %+v, want 4000 sent, 20 lost, 0.5%%", d)
@@ -44,10 +44,10 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 		fmt.Fprintln(w, "paymentlog_node_id 2")
 	}))
 	defer bare.Close()
-	if q, err := quicCounters(ctx, map[int32]string{1: addr, 2: strings.TrimPrefix(bare.URL, "http://")}); q != nil || err == nil {
+	if q, err := scrapeNodes(ctx, map[int32]string{1: addr, 2: strings.TrimPrefix(bare.URL, "http://")}); q != nil || err == nil {
 		t.Fatalf("a node without QUIC counters gave %+v (%v)", q, err)
 	}
-	if q, err := quicCounters(ctx, nil); q != nil || err != nil || q.since(before) != nil || q.messagesSince(before, time.Second) != nil {
+	if q, err := scrapeNodes(ctx, nil); q != nil || err != nil || q.since(before) != nil || q.messagesSince(before, time.Second) != nil {
 		t.Fatalf("no metrics addresses gave %+v (%v)", q, err)
 	}
 }
