@@ -21,6 +21,10 @@ const (
 	ModeThroughput         Mode = "throughput"
 	ModeFailover           Mode = "failover"
 	ModeControllerFailover Mode = "controller-failover"
+	// ModeCPU runs only the CPU speed probe (cpuspeed.go) for the
+	// throughput --duration, with no cluster: whether this machine's CPU
+	// slows down by itself. All does not include it.
+	ModeCPU Mode = "cpu"
 )
 
 // ParseMode parses a positional mode argument; empty means all.
@@ -28,14 +32,14 @@ func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return ModeAll, nil
-	case ModeAll, ModeTransport, ModeThroughput, ModeFailover, ModeControllerFailover:
+	case ModeAll, ModeTransport, ModeThroughput, ModeFailover, ModeControllerFailover, ModeCPU:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown benchmark %q (want all, throughput, failover, controller-failover or transport)", s)
+	return "", fmt.Errorf("unknown benchmark %q (want all, throughput, failover, controller-failover, transport or cpu)", s)
 }
 
 // runs reports whether mode m includes benchmark x.
-func (m Mode) runs(x Mode) bool { return m == ModeAll || m == x }
+func (m Mode) runs(x Mode) bool { return m == x || (m == ModeAll && x != ModeCPU) }
 
 // Config is a whole `paymentlog bench` run. DefaultConfig fills every field;
 // the defaults make `paymentlog bench` (all) finish in about two minutes.
@@ -105,6 +109,10 @@ type ThroughputConfig struct {
 	LatencyRate float64
 	// ConsumeCheck reads the first run back with one consumer, for consume throughput; true.
 	ConsumeCheck bool
+	// CPUProbe times a fixed 20 µs piece of arithmetic every 2 ms during the
+	// latency run, to find the windows where the machine's CPU itself ran
+	// slowly (cpuspeed.go); true.
+	CPUProbe bool
 }
 
 // TransportConfig is the raw QUIC baseline.
@@ -153,6 +161,7 @@ func DefaultConfig() Config {
 			BufferBytes:       16 << 20,
 			HalfLoadDuration:  4 * time.Second,
 			ConsumeCheck:      true,
+			CPUProbe:          true,
 		},
 		Transport: TransportConfig{Duration: time.Second, Rounds: 3, Streams: 1, Chunk: 64 << 10},
 		Failover: FailoverConfig{

@@ -96,3 +96,18 @@ func (t *latencyTrace) writeFile(path string) error {
 	}
 	return nil
 }
+
+// clearOf returns the latency percentiles of the rows whose whole latency,
+// from start to acknowledgement, lies outside every window (in start
+// order). Its Count says how many rows that is.
+func (t *latencyTrace) clearOf(windows []SlowWindow) Percentiles {
+	l := newLatency()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.rows {
+		if !overlapsAny(windows, r.start, r.start+r.latency) {
+			l.record(time.Duration(r.latency) * time.Microsecond)
+		}
+	}
+	return l.percentiles()
+}

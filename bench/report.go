@@ -22,6 +22,7 @@ type Report struct {
 	Throughput         *ThroughputResult `json:"throughput,omitempty"`
 	Failover           *FailoverResult   `json:"failover,omitempty"`
 	ControllerFailover *ControllerResult `json:"controller_failover,omitempty"`
+	CPUProbe           *CPUSlowdowns     `json:"cpu_probe,omitempty"` // bench cpu
 	Targets            []TargetCheck     `json:"targets"`
 	Crashes            []string          `json:"node_crashes,omitempty"`
 	Skipped            []string          `json:"skipped,omitempty"`
@@ -152,6 +153,13 @@ func (r *Report) WriteTable(out io.Writer) {
 		if h := t.HalfLoad; h != nil {
 			fmt.Fprintf(w, "  half load\t%.0f records/s (target %.0f)\n", h.RecordsPerSec, h.TargetRate)
 			fmt.Fprintf(w, "  produce latency (half load)\t%s\n", lat(h.ProduceLatency))
+			if s := h.CPUSlowdowns; s != nil {
+				fmt.Fprintf(w, "  CPU slowdowns (half load)\t%d windows, %.2fs in all (%.1f%% of the run), the CPU up to %.1f× slower (a %.0f µs piece of arithmetic timed every %v)\n",
+					len(s.Windows), s.Seconds, 100*s.Fraction, s.MaxSlowdown, s.ChunkUs, probeEvery)
+			}
+			if c := h.ClearLatency; c != nil && h.Records > 0 {
+				fmt.Fprintf(w, "  produce latency (half load, clear of slowdowns)\t%s (%.1f%% of records)\n", lat(*c), 100*float64(c.Count)/float64(h.Records))
+			}
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
 			cpuLine(w, "half load", h.CPU)
 			quicLossLine(w, "half load", h.QUICLoss)
@@ -187,6 +195,14 @@ func (r *Report) WriteTable(out io.Writer) {
 			if t.Error != "" {
 				fmt.Fprintf(w, "  trial %d\t%s\n", t.Trial, t.Error)
 			}
+		}
+	}
+	if s := r.CPUProbe; s != nil {
+		fmt.Fprintf(w, "\nCPU SPEED\ta %.0f µs piece of arithmetic timed every %v for %.1fs, no cluster running\n", s.ChunkUs, probeEvery, s.PhaseSeconds)
+		fmt.Fprintf(w, "  slowdowns\t%d windows of %d+ samples over %.0f× the median, %.2fs in all (%.1f%% of the time), the CPU up to %.1f× slower\n",
+			len(s.Windows), slowMinSamples, slowFactor, s.Seconds, 100*s.Fraction, s.MaxSlowdown)
+		for i, win := range s.Windows {
+			fmt.Fprintf(w, "  window %d\t%s, %.0f ms, %.1f× slower\n", i+1, time.UnixMicro(int64(win.StartUnixMs*1e3)).Format("15:04:05.000"), win.Ms, win.Slowdown)
 		}
 	}
 	if len(r.Targets) > 0 {

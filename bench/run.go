@@ -41,6 +41,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", phase, err))
 	}
 
+	if cfg.Mode == ModeCPU {
+		bar := r.progress.phase("cpu", cfg.Throughput.Duration, 0)
+		p := startSpeedProbe(cfg.Throughput.Duration)
+		select {
+		case <-time.After(cfg.Throughput.Duration):
+		case <-ctx.Done():
+		}
+		rep.CPUProbe = p.stop()
+		bar.done()
+		rep.Config = reportConfig(cfg, nil)
+		return r.finish(rep, ctx.Err())
+	}
+
 	// The transport ceiling first, while no cluster competes for the CPUs.
 	if cfg.Mode.runs(ModeTransport) || cfg.Mode.runs(ModeThroughput) {
 		bar := r.progress.steps("transport", cfg.Transport.Rounds, "rounds")

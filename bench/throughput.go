@@ -53,6 +53,14 @@ type HalfLoad struct {
 	CPU      *CPUUsage `json:"cpu,omitempty"`
 	QUICLoss *QUICLoss `json:"quic_loss,omitempty"`
 	Messages *Messages `json:"messages,omitempty"`
+	// CPUSlowdowns is what the CPU speed probe saw during the run (nil with
+	// --cpu-probe=false).
+	CPUSlowdowns *CPUSlowdowns `json:"cpu_slowdowns,omitempty"`
+	// ClearLatency is the produce latency of the records whose whole
+	// latency lies outside every slowdown window: what the system does while
+	// the CPU runs at its usual speed. Its count says how many records that
+	// is. The target is judged on ProduceLatency, not on this.
+	ClearLatency *Percentiles `json:"produce_latency_clear_ms,omitempty"`
 }
 
 // Consume is one consumer reading the full-load run back from the beginning.
@@ -240,8 +248,12 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	var trace *latencyTrace
-	if r.cfg.LatencyTracePath != "" {
+	if r.cfg.LatencyTracePath != "" || tc.CPUProbe {
 		trace = newLatencyTrace(rate, tc.HalfLoadDuration)
+	}
+	var probe *speedProbe
+	if tc.CPUProbe {
+		probe = startSpeedProbe(tc.HalfLoadDuration)
 	}
 	lr := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
@@ -253,6 +265,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
+	slow := probe.stop()
 	cpu, loss, msgs := r.stopPhase(ctx, phase)
 	produced <- onSample.Load()
 	select {
@@ -264,15 +277,20 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		cancel()
 		<-consErr
 	}
-	if trace != nil {
+	if trace != nil && r.cfg.LatencyTracePath != "" {
 		if err := trace.writeFile(r.cfg.LatencyTracePath); err != nil {
 			return nil, err
 		}
 	}
+	var clear *Percentiles
+	if slow != nil {
+		c := trace.clearOf(slow.Windows)
+		clear = &c
+	}
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
-		QUICLoss: loss, Messages: msgs,
+		QUICLoss: loss, Messages: msgs, CPUSlowdowns: slow, ClearLatency: clear,
 	}, nil
 }
 

@@ -70,6 +70,9 @@ func TestValidate(t *testing.T) {
 	if m, _ := ParseMode(""); m != ModeAll || !m.runs(ModeFailover) || ModeTransport.runs(ModeFailover) {
 		t.Error("modes")
 	}
+	if m, _ := ParseMode("cpu"); m != ModeCPU || !m.runs(ModeCPU) || m.runs(ModeThroughput) || ModeAll.runs(ModeCPU) {
+		t.Error("cpu runs alone and is not part of all")
+	}
 	if got := expandCmd("scripts/cluster.sh kill {id}", 3); got != "scripts/cluster.sh kill 3" {
 		t.Error(got)
 	}

@@ -24,9 +24,10 @@ func benchCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "bench",
 		Usage: "measure replication throughput, latency, leader and controller failover, and the raw QUIC ceiling",
-		UsageText: "paymentlog bench [all|throughput|failover|controller-failover|transport] [flags]\n\n" +
+		UsageText: "paymentlog bench [all|throughput|failover|controller-failover|transport|cpu] [flags]\n\n" +
 			"Without --bootstrap it starts its own local cluster of child processes (temp data dirs, free ports,\n" +
-			"certificates) and removes it afterwards, also on Ctrl-C.",
+			"certificates) and removes it afterwards, also on Ctrl-C. `cpu` (not part of all) runs no cluster: it\n" +
+			"times a fixed piece of arithmetic every 2 ms for --duration and lists the windows where the CPU ran slowly.",
 		Flags: []ucli.Flag{
 			// Cluster.
 			&ucli.StringFlag{Name: "bootstrap", Usage: "run against this existing cluster (host:port,...) instead of a local one", EnvVars: benchEnv("BOOTSTRAP")},
@@ -58,6 +59,7 @@ func benchCommand() *ucli.Command {
 			&ucli.Float64Flag{Name: "latency-rate", Usage: "records/s of the paced latency run (0: half the measured full-load rate)", EnvVars: benchEnv("LATENCY_RATE")},
 			&ucli.DurationFlag{Name: "half-load-duration", Value: t.HalfLoadDuration, Usage: "latency run at half the measured rate (0: skip)", EnvVars: benchEnv("HALF_LOAD_DURATION")},
 			&ucli.BoolFlag{Name: "consume-check", Value: t.ConsumeCheck, Usage: "read the full-load run back (consume throughput)", EnvVars: benchEnv("CONSUME_CHECK")},
+			&ucli.BoolFlag{Name: "cpu-probe", Value: t.CPUProbe, Usage: "during the latency run, time a fixed 20 µs piece of arithmetic every 2 ms to find windows where the machine's CPU itself ran slowly; reports them and the latency of the records clear of them (--cpu-probe=false to turn off)", EnvVars: benchEnv("CPU_PROBE")},
 			// Transport.
 			&ucli.DurationFlag{Name: "transport-duration", Value: d.Transport.Duration, Usage: "raw QUIC round length", EnvVars: benchEnv("TRANSPORT_DURATION")},
 			&ucli.IntFlag{Name: "transport-rounds", Value: d.Transport.Rounds, Usage: "raw QUIC rounds (median reported)", EnvVars: benchEnv("TRANSPORT_ROUNDS")},
@@ -127,6 +129,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	t.HalfLoadDuration = c.Duration("half-load-duration")
 	t.LatencyRate = c.Float64("latency-rate")
 	t.ConsumeCheck = c.Bool("consume-check")
+	t.CPUProbe = c.Bool("cpu-probe")
 
 	cfg.Transport.Duration = c.Duration("transport-duration")
 	cfg.Transport.Rounds = c.Int("transport-rounds")
