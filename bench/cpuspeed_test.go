@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"context"
+	"io"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -108,5 +111,26 @@ func TestSpeedProbeSamples(t *testing.T) {
 		if p.samples[i].start < p.samples[i-1].start {
 			t.Fatalf("samples out of order at %d", i)
 		}
+	}
+}
+
+// TestRunCPUMode: `bench cpu` runs the probe alone, for the configured
+// duration, without starting a cluster, and prints its section.
+func TestRunCPUMode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Mode = ModeCPU
+	cfg.Throughput.Duration = 100 * time.Millisecond
+	cfg.Progress = io.Discard
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CPUProbe == nil || rep.CPUProbe.Samples == 0 || rep.Throughput != nil || rep.Transport != nil || rep.Config.Cluster != nil {
+		t.Fatalf("cpu mode report: %+v", rep)
+	}
+	var out strings.Builder
+	rep.WriteTable(&out)
+	if !strings.Contains(out.String(), "CPU SPEED") || !strings.Contains(out.String(), "slowdowns") {
+		t.Fatalf("table:\n%s", out.String())
 	}
 }
