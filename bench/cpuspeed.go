@@ -45,22 +45,27 @@ type SlowWindow struct {
 
 // CPUSlowdowns is what the probe saw during a phase.
 type CPUSlowdowns struct {
-	ChunkUs      float64      `json:"chunk_us"` // the run's median chunk time
-	Samples      int          `json:"samples"`
-	PhaseSeconds float64      `json:"phase_seconds"` // how long the probe ran
-	Seconds      float64      `json:"seconds"`       // the windows' total length
-	Fraction     float64      `json:"fraction"`      // Seconds over the phase
-	MaxSlowdown  float64      `json:"max_slowdown"`
-	Windows      []SlowWindow `json:"windows"`
+	ChunkUs      float64 `json:"chunk_us"` // the run's median chunk time
+	Samples      int     `json:"samples"`
+	PhaseSeconds float64 `json:"phase_seconds"` // how long the probe ran
+	// Realtime says the probe's thread ran at SCHED_FIFO priority (as root).
+	// Without it, a machine saturated by the load can keep the probe from
+	// running during a window, and that window is missed.
+	Realtime    bool         `json:"realtime"`
+	Seconds     float64      `json:"seconds"`  // the windows' total length
+	Fraction    float64      `json:"fraction"` // Seconds over the phase
+	MaxSlowdown float64      `json:"max_slowdown"`
+	Windows     []SlowWindow `json:"windows"`
 }
 
 // speedProbe runs until stop.
 type speedProbe struct {
-	quit    chan struct{}
-	done    chan struct{}
-	samples []speedSample
-	taken   atomic.Int64 // len(samples), for tests to wait on
-	begin   time.Time
+	quit     chan struct{}
+	done     chan struct{}
+	samples  []speedSample
+	realtime bool         // written by run before the first sample
+	taken    atomic.Int64 // len(samples), for tests to wait on
+	begin    time.Time
 }
 
 // probeSink keeps the probe's arithmetic from being optimised away.
@@ -99,8 +104,10 @@ func startSpeedProbe(expect time.Duration) *speedProbe {
 
 func (p *speedProbe) run() {
 	defer close(p.done)
+	// The thread stays locked to the end: if its priority was raised, the
+	// goroutine's exit ends the thread rather than return it to the pool.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	p.realtime = raiseProbePriority()
 	n := calibrate(probeChunk)
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
@@ -125,7 +132,9 @@ func (p *speedProbe) stop() *CPUSlowdowns {
 	}
 	close(p.quit)
 	<-p.done
-	return summarizeSlowdowns(p.samples, time.Since(p.begin))
+	s := summarizeSlowdowns(p.samples, time.Since(p.begin))
+	s.Realtime = p.realtime
+	return s
 }
 
 // summarizeSlowdowns finds the slow windows among samples taken over a
