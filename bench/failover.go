@@ -28,7 +28,10 @@ type FailoverTrial struct {
 	UnavailableMs float64 `json:"unavailable_ms"`
 	RejoinMs      float64 `json:"rejoin_isr_ms"` // restart until the victim is back in every ISR it belongs to
 	OldEpoch      int32   `json:"victim_leader_epoch"`
-	Error         string  `json:"error,omitempty"`
+	// VictimWasController: the victim was also the active controller, so
+	// its fencing first waited for a new controller's election.
+	VictimWasController bool   `json:"victim_was_controller"`
+	Error               string `json:"error,omitempty"`
 
 	killAt, fenceAt, leaderAt, ackAt time.Time
 }
@@ -222,6 +225,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 		return tr
 	}
 	tr.Victim, tr.OldEpoch = pm.Leader, pm.LeaderEpoch
+	tr.VictimWasController = v.md.ControllerID == pm.Leader
 
 	firstAck.Store(0)
 	tr.killAt = time.Now()

@@ -181,6 +181,15 @@ func (r *Report) WriteTable(out io.Writer) {
 		fmt.Fprintf(w, "  unavailability\t%s\n", sum(f.UnavailableMs))
 		fmt.Fprintf(w, "  rejoin ISR after restart\t%s\n", sum(f.RejoinMs))
 		fmt.Fprintf(w, "  records\t%d acknowledged, %d verified, %d lost, %d duplicates, %d failed deliveries\n", f.Acked, f.Verified, f.LostRecords, f.Duplicates, f.Failed)
+		var both []string
+		for _, t := range f.Trials {
+			if t.VictimWasController {
+				both = append(both, fmt.Sprintf("trial %d (unavailable %.0f ms)", t.Trial, t.UnavailableMs))
+			}
+		}
+		if len(both) > 0 {
+			fmt.Fprintf(w, "  victim was also the controller\t%s\n", strings.Join(both, ", "))
+		}
 		for _, t := range f.Trials {
 			if t.Error != "" {
 				fmt.Fprintf(w, "  trial %d\t%s\n", t.Trial, t.Error)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,5 +153,25 @@ func TestWatcherHistory(t *testing.T) {
 	w.mu.Unlock()
 	if n != 3 {
 		t.Fatalf("%d views kept, want 3", n)
+	}
+}
+
+// TestReportNamesControllerVictims: the failover table says which trials
+// killed the controller too (their fencing waited for an election).
+func TestReportNamesControllerVictims(t *testing.T) {
+	rep := &Report{Failover: &FailoverResult{Trials: []FailoverTrial{
+		{Trial: 1, UnavailableMs: 658, VictimWasController: true},
+		{Trial: 2, UnavailableMs: 234},
+	}}}
+	var out strings.Builder
+	rep.WriteTable(&out)
+	if !strings.Contains(out.String(), "victim was also the controller  trial 1 (unavailable 658 ms)") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	rep.Failover.Trials[0].VictimWasController = false
+	out.Reset()
+	rep.WriteTable(&out)
+	if strings.Contains(out.String(), "victim was also the controller") {
+		t.Fatalf("table names a controller victim that was not:\n%s", out.String())
 	}
 }
