@@ -12,8 +12,9 @@ import (
 // vCPU at once, whether the machine is busy or idle. The guest sees no steal
 // time and no interrupts for it: a fixed piece of arithmetic simply takes ten
 // times as long, then speeds up again over ~30 ms, like a frequency ramp
-// (README, "Half-load latency"). Every request in flight then waits, and at
-// half load those windows alone hold the produce p99 far above 10 ms.
+// (README, "The latency tail comes from the machine's CPU slowing down by
+// itself"). Every request in flight then waits; the windows cover 1–4% of a
+// run, more than the 1% a p99 leaves out.
 //
 // The probe times a fixed piece of pure arithmetic (no memory traffic, no
 // system calls) every probeEvery on its own OS thread and keeps every

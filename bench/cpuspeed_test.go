@@ -74,6 +74,22 @@ func TestOverlapsAny(t *testing.T) {
 	}
 }
 
+// TestBoundedTrace keeps its first limit rows and drops the rest.
+func TestBoundedTrace(t *testing.T) {
+	tr := newBoundedTrace(1000, time.Second, 3)
+	now := time.Now()
+	for i := range 5 {
+		s := now.Add(time.Duration(i) * time.Millisecond)
+		tr.add(s, s.Add(time.Millisecond), s, 0, 0)
+	}
+	if len(tr.rows) != 3 || tr.rows[2].start != now.Add(2*time.Millisecond).UnixMicro() {
+		t.Fatalf("bounded trace kept %d rows: %+v", len(tr.rows), tr.rows)
+	}
+	if _, n := tr.clearOf(nil); n != 3 {
+		t.Fatalf("clearOf looked at %d rows, want 3", n)
+	}
+}
+
 // TestClearOf keeps only the records whose whole latency misses every window.
 func TestClearOf(t *testing.T) {
 	base := time.UnixMicro(1_700_000_000_000_000)
@@ -88,7 +104,10 @@ func TestClearOf(t *testing.T) {
 	add(40, 5)  // clear, after it
 	add(19, 21) // starts in it
 	w := []SlowWindow{{StartUnixMs: float64(base.Add(10*time.Millisecond).UnixMicro()) / 1e3, Ms: 10}}
-	p := tr.clearOf(w)
+	p, n := tr.clearOf(w)
+	if n != 5 {
+		t.Fatalf("clearOf looked at %d rows, want 5", n)
+	}
 	if p.Count != 2 || math.Abs(p.Max-5) > 0.01 || math.Abs(p.P50-3) > 0.01 { // HDR rounding
 		t.Fatalf("clear records: %+v, want 2 (3 and 5 ms)", p)
 	}

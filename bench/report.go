@@ -157,8 +157,12 @@ func (r *Report) WriteTable(out io.Writer) {
 				fmt.Fprintf(w, "  CPU slowdowns (half load)\t%d windows, %.2fs in all (%.1f%% of the run), the CPU up to %.1f× slower (a %.0f µs piece of arithmetic timed every %v)\n",
 					len(s.Windows), s.Seconds, 100*s.Fraction, s.MaxSlowdown, s.ChunkUs, probeEvery)
 			}
-			if c := h.ClearLatency; c != nil && h.Records > 0 {
-				fmt.Fprintf(w, "  produce latency (half load, clear of slowdowns)\t%s (%.1f%% of records)\n", lat(*c), 100*float64(c.Count)/float64(h.Records))
+			if c := h.ClearLatency; c != nil && h.ClearOf > 0 {
+				of := "records"
+				if h.ClearOf < h.Records {
+					of = fmt.Sprintf("the first %d records", h.ClearOf)
+				}
+				fmt.Fprintf(w, "  produce latency (half load, clear of slowdowns)\t%s (%.1f%% of %s)\n", lat(*c), 100*float64(c.Count)/float64(h.ClearOf), of)
 			}
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
 			cpuLine(w, "half load", h.CPU)

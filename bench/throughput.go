@@ -61,6 +61,9 @@ type HalfLoad struct {
 	// the CPU runs at its usual speed. Its count says how many records that
 	// is. The target is judged on ProduceLatency, not on this.
 	ClearLatency *Percentiles `json:"produce_latency_clear_ms,omitempty"`
+	// ClearOf is how many acknowledged records ClearLatency was drawn from:
+	// all of them, or the first probeTraceLimit of a long run.
+	ClearOf int64 `json:"produce_latency_clear_of,omitempty"`
 }
 
 // Consume is one consumer reading the full-load run back from the beginning.
@@ -248,8 +251,11 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	var trace *latencyTrace
-	if r.cfg.LatencyTracePath != "" || tc.CPUProbe {
+	switch {
+	case r.cfg.LatencyTracePath != "":
 		trace = newLatencyTrace(rate, tc.HalfLoadDuration)
+	case tc.CPUProbe:
+		trace = newBoundedTrace(rate, tc.HalfLoadDuration, probeTraceLimit)
 	}
 	var probe *speedProbe
 	if tc.CPUProbe {
@@ -282,15 +288,18 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 			return nil, err
 		}
 	}
-	var clear *Percentiles
+	var (
+		clearLat *Percentiles
+		looked   int64
+	)
 	if slow != nil {
-		c := trace.clearOf(slow.Windows)
-		clear = &c
+		c, n := trace.clearOf(slow.Windows)
+		clearLat, looked = &c, n
 	}
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
-		QUICLoss: loss, Messages: msgs, CPUSlowdowns: slow, ClearLatency: clear,
+		QUICLoss: loss, Messages: msgs, CPUSlowdowns: slow, ClearLatency: clearLat, ClearOf: looked,
 	}, nil
 }
 
