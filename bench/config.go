@@ -109,7 +109,7 @@ type ThroughputConfig struct {
 	LatencyRate float64
 	// ConsumeCheck reads the first run back with one consumer, for consume throughput; true.
 	ConsumeCheck bool
-	// CPUProbe times a fixed 20 µs piece of arithmetic every 2 ms during the
+	// CPUProbe times a fixed 10 µs piece of arithmetic every 2 ms during the
 	// latency run, to find the windows where the machine's CPU itself ran
 	// slowly (cpuspeed.go); true.
 	CPUProbe bool

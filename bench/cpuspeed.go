@@ -23,7 +23,7 @@ import (
 // sample, so only runs of consecutive slow samples count as a window.
 const (
 	probeEvery     = 2 * time.Millisecond
-	probeChunk     = 20 * time.Microsecond // calibrated work per sample
+	probeChunk     = 10 * time.Microsecond // calibrated work per sample
 	slowFactor     = 3.0                   // a sample this many times the run's median is slow
 	slowMinSamples = 3                     // consecutive slow samples that make a window (~6 ms)
 )

@@ -59,7 +59,7 @@ func benchCommand() *ucli.Command {
 			&ucli.Float64Flag{Name: "latency-rate", Usage: "records/s of the paced latency run (0: half the measured full-load rate)", EnvVars: benchEnv("LATENCY_RATE")},
 			&ucli.DurationFlag{Name: "half-load-duration", Value: t.HalfLoadDuration, Usage: "latency run at half the measured rate (0: skip)", EnvVars: benchEnv("HALF_LOAD_DURATION")},
 			&ucli.BoolFlag{Name: "consume-check", Value: t.ConsumeCheck, Usage: "read the full-load run back (consume throughput)", EnvVars: benchEnv("CONSUME_CHECK")},
-			&ucli.BoolFlag{Name: "cpu-probe", Value: t.CPUProbe, Usage: "during the latency run, time a fixed 20 µs piece of arithmetic every 2 ms to find windows where the machine's CPU itself ran slowly; reports them and the latency of the records clear of them (--cpu-probe=false to turn off)", EnvVars: benchEnv("CPU_PROBE")},
+			&ucli.BoolFlag{Name: "cpu-probe", Value: t.CPUProbe, Usage: "during the latency run, time a fixed 10 µs piece of arithmetic every 2 ms to find windows where the machine's CPU itself ran slowly; reports them and the latency of the records clear of them (--cpu-probe=false to turn off)", EnvVars: benchEnv("CPU_PROBE")},
 			// Transport.
 			&ucli.DurationFlag{Name: "transport-duration", Value: d.Transport.Duration, Usage: "raw QUIC round length", EnvVars: benchEnv("TRANSPORT_DURATION")},
 			&ucli.IntFlag{Name: "transport-rounds", Value: d.Transport.Rounds, Usage: "raw QUIC rounds (median reported)", EnvVars: benchEnv("TRANSPORT_ROUNDS")},
