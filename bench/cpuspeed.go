@@ -82,7 +82,9 @@ func spin(n int) {
 }
 
 // calibrate returns the number of spin steps that take about d, from the
-// fastest of several trials (the slowest trials are the ones disturbed).
+// fastest of several trials (the slowest trials are the ones disturbed). A
+// calibration that lands in a slow window only makes the chunk shorter:
+// windows are judged against the run's median, not against d.
 func calibrate(d time.Duration) int {
 	const steps = 20000
 	best := time.Duration(1 << 62)
@@ -94,8 +96,9 @@ func calibrate(d time.Duration) int {
 	return max(1, int(float64(steps)*float64(d)/float64(max(best, time.Nanosecond))))
 }
 
-// startSpeedProbe starts sampling; room for capacity samples is made up
-// front so the run is not disturbed by growing the slice.
+// startSpeedProbe starts sampling for about expect; room for that many
+// samples is made up front so the run is not disturbed by growing the
+// slice.
 func startSpeedProbe(expect time.Duration) *speedProbe {
 	p := &speedProbe{quit: make(chan struct{}), done: make(chan struct{}),
 		samples: make([]speedSample, 0, int(expect/probeEvery)+1024), begin: time.Now()}
