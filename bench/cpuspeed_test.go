@@ -144,7 +144,9 @@ func TestRunCPUMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.CPUProbe == nil || rep.CPUProbe.Samples == 0 || rep.Throughput != nil || rep.Transport != nil || rep.Config.Cluster != nil {
+	// Samples are not required: a starved CI machine may not run the probe
+	// within 100 ms (TestSpeedProbeSamples waits for them).
+	if rep.CPUProbe == nil || rep.CPUProbe.PhaseSeconds < 0.1 || rep.Throughput != nil || rep.Transport != nil || rep.Config.Cluster != nil {
 		t.Fatalf("cpu mode report: %+v", rep)
 	}
 	var out strings.Builder
