@@ -189,17 +189,12 @@ func slowWindows(samples []speedSample, med int64) []SlowWindow {
 		}
 		if j-i >= slowMinSamples {
 			run := samples[i:j]
-			ns := make([]int64, len(run))
-			for k, s := range run {
-				ns[k] = s.ns
-			}
-			slices.Sort(ns)
 			last := run[len(run)-1]
 			end := float64(last.start) + float64(last.ns)/1e3
 			out = append(out, SlowWindow{
 				StartUnixMs: float64(run[0].start) / 1e3,
 				Ms:          (end - float64(run[0].start)) / 1e3,
-				Slowdown:    float64(ns[len(ns)/2]) / float64(med),
+				Slowdown:    float64(medianNs(run)) / float64(med),
 			})
 		}
 		i = j

@@ -22,8 +22,9 @@ func samplesOf(t0 int64, us ...int64) []speedSample {
 func TestSlowWindows(t *testing.T) {
 	const t0 = 1_700_000_000_000_000
 	// 20 µs chunks; a single preempted sample (index 2), a run of two slow
-	// samples (too short), and a run of four at 10x and 8x (a window).
-	s := samplesOf(t0, 20, 20, 300, 20, 100, 90, 20, 20, 200, 160, 200, 210, 20, 20, 20, 20, 20, 20, 20, 20)
+	// samples (too short), and a run of four at 8x, 10x, 10x, 10.5x (a
+	// window whose slowdown is its median, 10x, not its first sample).
+	s := samplesOf(t0, 20, 20, 300, 20, 100, 90, 20, 20, 160, 200, 200, 210, 20, 20, 20, 20, 20, 20, 20, 20)
 	sum := summarizeSlowdowns(s, 40*time.Millisecond)
 	if sum.ChunkUs != 20 || sum.Samples != len(s) {
 		t.Fatalf("chunk %v µs over %d samples, want 20 over %d", sum.ChunkUs, sum.Samples, len(s))
@@ -76,7 +77,7 @@ func TestOverlapsAny(t *testing.T) {
 
 // TestBoundedTrace keeps its first limit rows and drops the rest.
 func TestBoundedTrace(t *testing.T) {
-	tr := newBoundedTrace(1000, time.Second, 3)
+	tr := newLatencyTrace(1000, time.Second, 3)
 	now := time.Now()
 	for i := range 5 {
 		s := now.Add(time.Duration(i) * time.Millisecond)
@@ -93,7 +94,7 @@ func TestBoundedTrace(t *testing.T) {
 // TestClearOf keeps only the records whose whole latency misses every window.
 func TestClearOf(t *testing.T) {
 	base := time.UnixMicro(1_700_000_000_000_000)
-	tr := newLatencyTrace(10, time.Second)
+	tr := newLatencyTrace(10, time.Second, 0)
 	add := func(startMs, latMs int) {
 		s := base.Add(time.Duration(startMs) * time.Millisecond)
 		tr.add(s, s.Add(time.Duration(latMs)*time.Millisecond), s, 0, 0)

@@ -49,12 +49,15 @@ type traceRow struct {
 	producer  uint32
 }
 
-// newLatencyTrace makes room for about rate × d records up front, so the
-// recording does not reallocate (and copy) in the middle of the run it
-// measures.
-func newLatencyTrace(rate float64, d time.Duration) *latencyTrace {
+// newLatencyTrace keeps at most limit rows (0: all). It makes room for
+// about rate × d records up front, so the recording does not reallocate
+// (and copy) in the middle of the run it measures.
+func newLatencyTrace(rate float64, d time.Duration, limit int) *latencyTrace {
 	n := min(int(rate*d.Seconds()*1.1)+1024, 1<<24)
-	return &latencyTrace{rows: make([]traceRow, 0, n)}
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return &latencyTrace{rows: make([]traceRow, 0, n), limit: limit}
 }
 
 // probeTraceLimit bounds the rows kept when only the CPU speed probe needs
@@ -62,12 +65,6 @@ func newLatencyTrace(rate float64, d time.Duration) *latencyTrace {
 // 45 k records/s. The clear-of-slowdowns latency then covers the first
 // that many records.
 const probeTraceLimit = 1 << 21
-
-// newBoundedTrace is newLatencyTrace keeping at most limit rows.
-func newBoundedTrace(rate float64, d time.Duration, limit int) *latencyTrace {
-	n := min(int(rate*d.Seconds()*1.1)+1024, limit)
-	return &latencyTrace{rows: make([]traceRow, 0, n), limit: limit}
-}
 
 // add records one acknowledged record; safe for concurrent use.
 func (t *latencyTrace) add(start, ack, called time.Time, partition int32, producer uint32) {

@@ -19,7 +19,7 @@ import (
 // header, with a sender that ran late counted in send_late_us and one that
 // ran early counted as 0.
 func TestLatencyTraceCSV(t *testing.T) {
-	tr := newLatencyTrace(10, time.Second)
+	tr := newLatencyTrace(10, time.Second, 0)
 	base := time.UnixMicro(1_700_000_000_000_000)
 	tr.add(base.Add(3*time.Millisecond), base.Add(10*time.Millisecond), base.Add(5*time.Millisecond), 2, 1)
 	tr.add(base, base.Add(4*time.Millisecond), base.Add(-time.Millisecond), 0, 0)
@@ -55,7 +55,7 @@ func TestPacedLoadTrace(t *testing.T) {
 	}
 	defer ps.close()
 	const rate, d = 2000.0, 400 * time.Millisecond
-	tr := newLatencyTrace(rate, d)
+	tr := newLatencyTrace(rate, d, 0)
 	before := time.Now()
 	res := runLoad(ctx, ps.producers, loadConfig{topic: "paced", partitions: 3, recordSize: 64, rate: rate, duration: d, trace: tr})
 	after := time.Now()

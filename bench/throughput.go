@@ -253,9 +253,9 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	var trace *latencyTrace
 	switch {
 	case r.cfg.LatencyTracePath != "":
-		trace = newLatencyTrace(rate, tc.HalfLoadDuration)
+		trace = newLatencyTrace(rate, tc.HalfLoadDuration, 0)
 	case tc.CPUProbe:
-		trace = newBoundedTrace(rate, tc.HalfLoadDuration, probeTraceLimit)
+		trace = newLatencyTrace(rate, tc.HalfLoadDuration, probeTraceLimit)
 	}
 	var probe *speedProbe
 	if tc.CPUProbe {
@@ -283,7 +283,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		cancel()
 		<-consErr
 	}
-	if trace != nil && r.cfg.LatencyTracePath != "" {
+	if r.cfg.LatencyTracePath != "" {
 		if err := trace.writeFile(r.cfg.LatencyTracePath); err != nil {
 			return nil, err
 		}
