@@ -1,0 +1,119 @@
+package broker
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// syncGate blocks flushes of a partition's segment files on one MemFS until
+// released, so a test can hold records appended-but-not-durable.
+type syncGate struct {
+	mu      sync.Mutex
+	armed   bool // the next matching flush blocks
+	blocked chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// gateSyncs installs a gate on fs for flushes of path's .log files; the
+// first matching flush after arm blocks until open is called.
+func gateSyncs(t *testing.T, fs *segment.MemFS, partDir string) *syncGate {
+	g := &syncGate{blocked: make(chan struct{}), release: make(chan struct{})}
+	fs.SetFault(func(op segment.FaultOp, path string) error {
+		if op != segment.OpSync || !strings.Contains(path, partDir) || !strings.HasSuffix(path, ".log") {
+			return nil
+		}
+		g.mu.Lock()
+		hit := g.armed
+		g.armed = false
+		g.mu.Unlock()
+		if hit {
+			close(g.blocked)
+			<-g.release
+		}
+		return nil
+	})
+	t.Cleanup(g.open) // a blocked flush would keep Close waiting
+	return g
+}
+
+func (g *syncGate) arm() {
+	g.mu.Lock()
+	g.armed = true
+	g.mu.Unlock()
+}
+
+func (g *syncGate) open() { g.once.Do(func() { close(g.release) }) }
+
+// TestNewLeaderCountsOnlyDurableFollowerRecords: a follower appends what its
+// leader sent and is still flushing it (fsync always) when leadership moves.
+// Its fetch session with the new leader must not report those records as
+// its log end before they are durable: the new leader counts that offset
+// toward the HW, so an acks=all retry of the batch would be acknowledged on
+// the strength of a copy a crash of the follower loses.
+func TestNewLeaderCountsOnlyDurableFollowerRecords(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{memFS: true, maxWait: 20 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	waitInSync(t, c, testKey)
+
+	fs3 := c.node(3).fs
+	gate := gateSyncs(t, fs3, "payments-0")
+	gate.arm()
+	if r := mustProduce(t, c, wire.AcksLeader, buildBatch(-1, -1, []string{"b"})); r.Err != wire.None {
+		t.Fatalf("acks=1 produce: %+v", r)
+	}
+	// Node 3 has appended b and its flush is stuck; node 2 has b durably.
+	select {
+	case <-gate.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 3 never flushed b")
+	}
+	waitFor(t, "node 2 has b", 10*time.Second, func() bool {
+		_, _, leo, _ := c.node(2).b.PartitionInfo(testKey.topic, testKey.partition)
+		return leo == 2
+	})
+	// Node 1 goes away; node 2 leads with ISR {2, 3}.
+	if l := c.elect(testKey, 1); l != 2 {
+		t.Fatalf("elected %d, want 2", l)
+	}
+	// While node 3's copy of b is not durable, node 2's HW must not pass it.
+	// (Without the fix node 3's new fetch session reports offset 2 at once.)
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if hw, _, _, _ := c.node(2).b.PartitionInfo(testKey.topic, testKey.partition); hw > 1 {
+			t.Fatalf("node 2's HW is %d while node 3's copy of offset 1 is not durable (node 3's log after a crash: %v)",
+				hw, crashedLog(t, c, 3, fs3.CrashClone()))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	gate.open()
+	waitFor(t, "node 2's HW covers b", 10*time.Second, func() bool {
+		hw, _, _, _ := c.node(2).b.PartitionInfo(testKey.topic, testKey.partition)
+		return hw == 2
+	})
+	if got := crashedLog(t, c, 3, fs3.CrashClone()); got[1] != "b" {
+		t.Fatalf("node 3's log after a crash holds %v; the HW covers offset 1", got)
+	}
+}
+
+// crashedLog opens node id's payments-0 log on a crashed file system.
+func crashedLog(t *testing.T, c *testCluster, id int32, fs *segment.MemFS) map[int64]string {
+	t.Helper()
+	lg, err := segment.Open(context.Background(), filepath.Join(c.node(id).dir, "payments-0"),
+		segment.Options{FS: fs, SegmentBytes: c.opts.segBytes, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	return readAll(t, lg, lg.LogEndOffset())
+}
