@@ -117,3 +117,91 @@ func crashedLog(t *testing.T, c *testCluster, id int32, fs *segment.MemFS) map[i
 	defer lg.Close()
 	return readAll(t, lg, lg.LogEndOffset())
 }
+
+// TestAckAfterLeadershipLostAndRegained: a produce appends its batch as
+// leader of epoch 1, then waits (here behind another partition's flush in
+// the same request) before it parks for the HW. Meanwhile the node loses
+// the leadership, truncates its divergent tail to the new leader's log, and
+// becomes leader again in epoch 3. The offset the batch was appended at now
+// holds another record: the request must not be acknowledged with it.
+func TestAckAfterLeadershipLostAndRegained(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, maxWait: 20 * time.Millisecond})
+	other := tp{"payments", 1}
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	c.createPartition("payments", 1, []int32{1}, 1, 1)
+	c.stopNode(2)
+	c.mu.Lock()
+	c.parts[testKey].ISR = []int32{1}
+	c.parts[testKey].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(testKey)
+
+	gate := gateSyncs(t, c.node(1).fs, "payments-1")
+	gate.arm()
+	type result struct {
+		resp wire.ProduceResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// payments-1's wait (blocked flush) runs before payments-0's.
+		var resp wire.ProduceResponse
+		err := c.client.Call(context.Background(), c.node(1).addr, wire.TypeProduce, wire.ProduceRequest{
+			Acks: wire.AcksAll, TimeoutMs: 30000, Topic: "payments",
+			Parts: []wire.ProducePartition{
+				{Partition: other.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"other"})},
+				{Partition: testKey.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"x"})},
+			}}, &resp)
+		done <- result{resp, err}
+	}()
+	select {
+	case <-gate.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the produce never flushed payments-1")
+	}
+	waitFor(t, "x appended on node 1", 10*time.Second, func() bool {
+		_, _, leo, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition)
+		return leo == 1
+	})
+
+	// Node 2, empty, leads epoch 2 and writes y at offset 0; node 1 follows,
+	// truncates x away and copies y.
+	c.startNode(2, t.TempDir())
+	c.mu.Lock()
+	st := c.parts[testKey]
+	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
+	c.mu.Unlock()
+	c.push(testKey)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"y"})); r.Err != wire.None || r.BaseOffset != 0 {
+		t.Fatalf("produce y: %+v", r)
+	}
+	waitFor(t, "node 1 holds y", 10*time.Second, func() bool {
+		hw, _, leo, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition)
+		return hw == 1 && leo == 1 && readAll(t, c.node(1).b.partition(testKey.topic, testKey.partition).log, 1)[0] == "y"
+	})
+	// Node 1 leads again, in epoch 3.
+	c.mu.Lock()
+	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 1, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{1, 2}
+	c.mu.Unlock()
+	c.push(testKey)
+
+	gate.open()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no produce answer")
+	}
+	if res.err != nil {
+		t.Fatalf("produce: %v", res.err)
+	}
+	r := res.resp.Parts[1]
+	if r.Err == wire.None {
+		got := readAll(t, c.node(1).b.partition(testKey.topic, testKey.partition).log, 1)
+		t.Fatalf("x acknowledged at offset %d, which holds %q", r.BaseOffset, got[r.BaseOffset])
+	}
+	t.Logf("x answered %v (retriable %v)", r.Err, r.Err.Retriable())
+	if !r.Err.Retriable() {
+		t.Fatalf("x answered %v, want a retriable error", r.Err)
+	}
+}
