@@ -2,9 +2,12 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,4 +207,78 @@ func TestAckAfterLeadershipLostAndRegained(t *testing.T) {
 	if !r.Err.Retriable() {
 		t.Fatalf("x answered %v, want a retriable error", r.Err)
 	}
+}
+
+// TestUncertainISRExpansionStaysCounted: the leader proposes re-adding a
+// caught-up follower; the controller commits it but the answer is lost (a
+// timeout, or NotController from a controller whose proposal commits
+// anyway). The follower is then in the controller's ISR, so it may be
+// elected: until the outcome is known the leader must keep counting it
+// toward the HW, not fall back to the smaller committed set and acknowledge
+// records the follower does not have.
+func TestUncertainISRExpansionStaysCounted(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{memFS: true, lagTime: time.Minute, maxWait: 20 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	waitInSync(t, c, testKey)
+
+	committed, answer := make(chan struct{}), make(chan struct{})
+	var faulted atomic.Bool
+	c.mu.Lock()
+	c.alterFault = func(req wire.AlterPartitionRequest) error {
+		if !slices.Contains(req.NewISR, 3) || !faulted.CompareAndSwap(false, true) {
+			return nil
+		}
+		close(committed)
+		<-answer
+		return errors.New("injected: the answer to a committed AlterPartition was lost")
+	}
+	c.parts[testKey].ISR = []int32{1, 2} // node 3 out; the leader re-adds it at once
+	c.parts[testKey].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(testKey)
+	select {
+	case <-committed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader never proposed re-adding node 3")
+	}
+	if isr := c.state(testKey).ISR; !slices.Equal(isr, []int32{1, 2, 3}) {
+		t.Fatalf("controller ISR %v", isr)
+	}
+	// Node 3 stops making progress: it appends b but cannot flush it.
+	gate := gateSyncs(t, c.node(3).fs, "payments-0")
+	gate.arm()
+	close(answer)
+	done := make(chan wire.ProducePartitionResponse, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := c.produce(ctx, testKey, wire.AcksAll, buildBatch(-1, -1, []string{"b"}))
+		if err != nil {
+			r.Err, r.Message = wire.Unknown, err.Error()
+		}
+		done <- r
+	}()
+	select {
+	case <-gate.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 3 never flushed b")
+	}
+	// Node 3 is in the controller's ISR without b: the leader's HW must not
+	// pass it (the refused proposal's backoff is 100 ms; give it ten times).
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if hw, _, _, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition); hw > 1 {
+			t.Fatalf("leader HW %d passes node 3 (controller ISR %v) which lacks offset 1", hw, c.state(testKey).ISR)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	gate.open()
+	if r := <-done; r.Err != wire.None || r.BaseOffset != 1 {
+		t.Fatalf("produce b: %+v", r)
+	}
+	c.push(testKey)
+	waitInSync(t, c, testKey)
 }
