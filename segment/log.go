@@ -580,7 +580,7 @@ func (l *Log) flushAll() (int64, error) {
 		return 0, ErrClosed
 	}
 	s := l.active()
-	end, target, mp := s.size, l.mu.leo, s.mp
+	end, target, mp, cuts := s.size, l.mu.leo, s.mp, s.cuts
 	if mp != nil {
 		mp.acquire()
 	}
@@ -597,12 +597,17 @@ func (l *Log) flushAll() (int64, error) {
 		if l.flushHook != nil {
 			l.flushHook(end - from)
 		}
-		for {
+		// A truncation that cut the segment meanwhile lowered flushed to
+		// the cut; what was written after it is not covered (Log.mu
+		// orders this against TruncateTo's update).
+		l.mu.RLock()
+		for s.cuts == cuts {
 			cur := s.flushed.Load()
 			if cur >= end || s.flushed.CompareAndSwap(cur, end) {
 				break
 			}
 		}
+		l.mu.RUnlock()
 	}
 	return target, nil
 }

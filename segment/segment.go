@@ -45,6 +45,10 @@ type segment struct {
 	next   int64 // (mu) offset after the last batch; base when empty
 	maxTs  int64 // (mu) largest batch MaxTimestamp, -1 when empty
 	sealed bool  // (mu)
+	// cuts counts the truncations that cut this segment (mu). A flush raises
+	// flushed only if no cut happened while it ran: bytes written after a
+	// cut, at positions the flush covered, were not part of what it flushed.
+	cuts int64
 
 	capacity   int64     // (w) usable bytes of the active mapping
 	sinceIndex int64     // (w) bytes appended since the last index entry

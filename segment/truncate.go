@@ -52,6 +52,10 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	removed := append([]*segment(nil), segs[i+1:]...)
 	l.mu.segs = segs[:i+1]
 	s.size, s.next = pos, newLEO
+	s.cuts++
+	if s.flushed.Load() > pos {
+		s.flushed.Store(pos)
+	}
 	s.idx.n, s.tidx.n = k, k
 	s.maxTs = s.recomputeMaxTs()
 	l.mu.leo = newLEO
@@ -66,9 +70,6 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	wasSealed := s.sealed
 	l.mu.Unlock()
 	l.gc.lower(newLEO)
-	if s.flushed.Load() > pos {
-		s.flushed.Store(pos)
-	}
 
 	if lowerStart {
 		if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), newLEO); err != nil {

@@ -25,10 +25,15 @@ type testCluster struct {
 	client *quic.Endpoint
 	opts   clusterOptions
 
-	mu      sync.Mutex // the fake controller's state
-	nodes   map[int32]*testNode
-	parts   map[tp]*PartitionState
-	applyMu sync.Mutex // serialises metadata pushes so brokers see them in order
+	mu    sync.Mutex // the fake controller's state
+	nodes map[int32]*testNode
+	parts map[tp]*PartitionState
+	// alterFault, when set, sees every AlterPartition the fake controller
+	// committed; an error it returns is the requester's answer instead
+	// (the answer was lost: the change stays committed and its metadata is
+	// not pushed).
+	alterFault func(req wire.AlterPartitionRequest) error
+	applyMu    sync.Mutex // serialises metadata pushes so brokers see them in order
 }
 
 type clusterOptions struct {
@@ -254,14 +259,25 @@ func (c *testCluster) alterPartition(ctx context.Context, req wire.AlterPartitio
 		c.mu.Unlock()
 		return wire.AlterPartitionResponse{Err: wire.FencedLeaderEpoch, ISR: st.ISR, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}, nil
 	}
+	if slices.Equal(req.NewISR, st.ISR) { // a retry of a committed change, as the real controller answers it
+		resp := wire.AlterPartitionResponse{ISR: slices.Clone(st.ISR), LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}
+		c.mu.Unlock()
+		return resp, nil
+	}
 	if req.PartitionEpoch != st.PartitionEpoch {
 		c.mu.Unlock()
-		return wire.AlterPartitionResponse{Err: wire.InvalidRequest, ISR: st.ISR, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}, nil
+		return wire.AlterPartitionResponse{Err: wire.InvalidUpdateVersion, ISR: st.ISR, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}, nil
 	}
 	st.ISR = slices.Clone(req.NewISR)
 	st.PartitionEpoch++
 	resp := wire.AlterPartitionResponse{ISR: slices.Clone(st.ISR), LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}
+	fault := c.alterFault
 	c.mu.Unlock()
+	if fault != nil {
+		if err := fault(req); err != nil {
+			return wire.AlterPartitionResponse{}, err
+		}
+	}
 	go c.push(key) // metadata reaches the brokers asynchronously, like the real one
 	return resp, nil
 }

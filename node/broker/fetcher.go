@@ -281,6 +281,21 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			continue
 		}
 		leo := p.log.LogEndOffset()
+		// The leader counts the fetch offset toward the HW, so it must be
+		// durable under the fsync policy. This fetcher's own appends are
+		// (process syncs them before the next request), but the fetcher of a
+		// previous leader or epoch of this partition may have appended
+		// records and still be flushing them when leadership moved here.
+		if err := p.log.WaitDurable(f.ctx, leo); err != nil {
+			if f.ctx.Err() == nil {
+				p.lg.Debug("follower log end not durable yet", "offset", leo, "err", err)
+				f.errUntil[p.key] = now.Add(fetchErrorBackoff)
+				if retryAt.IsZero() || f.errUntil[p.key].Before(retryAt) {
+					retryAt = f.errUntil[p.key]
+				}
+			}
+			continue
+		}
 		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, Partition: p.key.partition,
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
 		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch})

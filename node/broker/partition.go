@@ -175,11 +175,24 @@ func (p *partition) tick(now time.Time) {
 }
 
 // isrRetryBackoff is how long a refused ISR change stays pending before the
-// replica may propose again.
+// replica may propose again, and the pause before an ISR change whose
+// outcome is unknown is sent again.
 const isrRetryBackoff = 100 * time.Millisecond
 
 // propose sends an ISR change to the controller in the background. The change
 // counts once the controller's answer or the resulting metadata arrives.
+//
+// Until then it stays pending, so the HW is computed over the larger of the
+// committed and the proposed set. Only an answer that refuses the change
+// itself (an ineligible replica, an invalid ISR) clears it. Any other failure
+// leaves the outcome open: no answer or NotController (the change may still
+// commit; a controller whose proposal timed out says NotController), or an
+// answer naming newer epochs (the controller's state moved on, maybe by this
+// very change, and metadata will bring it). The same request is then sent
+// again until it is answered or the replica's state moves on: a retry of a
+// committed change is answered with the committed state. Clearing the
+// change instead would let the leader acknowledge records that a follower it
+// just added, which the controller may elect, does not have.
 func (p *partition) propose(req *wire.AlterPartitionRequest) {
 	if req == nil {
 		return
@@ -192,41 +205,50 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 		return
 	}
 	b.spawn(func() {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		defer cancel()
 		p.lg.Info("proposing ISR change", "epoch", req.LeaderEpoch, "isr", req.NewISR)
-		resp, err := b.cfg.AlterPartition(ctx, *req)
-		if err != nil || resp.Err != wire.None {
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			resp, err := b.cfg.AlterPartition(ctx, *req)
+			cancel()
+			if err == nil && resp.Err == wire.None {
+				p.mu.Lock()
+				r := p.mu.r
+				if !p.mu.stopped && resp.LeaderEpoch == r.LeaderEpoch() && r.Role() == replica.RoleLeader {
+					// ISRCommitted never proposes, so there is nothing to send.
+					p.decideLocked(r.ISRCommitted(resp.ISR, resp.PartitionEpoch, b.cfg.Now()))
+				}
+				p.mu.Unlock()
+				return
+			}
+			refused := err == nil && (resp.Err == wire.IneligibleReplica || resp.Err == wire.InvalidRequest)
 			lv := slog.LevelWarn
-			if resp.Err == wire.IneligibleReplica {
-				// A restarted follower not yet unfenced: normal, retried.
+			if resp.Err == wire.IneligibleReplica || attempt > 0 {
+				// A restarted follower not yet unfenced is normal and
+				// retried; a retry repeats what the first attempt logged.
 				lv = slog.LevelDebug
 			}
-			p.lg.Log(ctx, lv, "ISR change refused", "epoch", req.LeaderEpoch, "isr", req.NewISR, "err", err, "code", resp.Err)
-			// Keep the change pending a little before it may be proposed
-			// again, so a refusal is not retried at every fetch.
+			p.lg.Log(b.ctx, lv, "ISR change not committed", "epoch", req.LeaderEpoch, "isr", req.NewISR,
+				"err", err, "code", resp.Err, "refused", refused, "attempt", attempt)
+			// Keep the change pending a little before it may be proposed or
+			// sent again, so a refusal is not retried at every fetch.
 			t := time.NewTimer(isrRetryBackoff)
 			select {
 			case <-t.C:
 			case <-b.ctx.Done():
 				t.Stop()
+				return
 			}
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.mu.stopped {
-			return
-		}
-		r := p.mu.r
-		if err != nil || resp.Err != wire.None {
-			if r.LeaderEpoch() == req.LeaderEpoch && r.PartitionEpoch() == req.PartitionEpoch {
+			p.mu.Lock()
+			r := p.mu.r
+			still := !p.mu.stopped && r.Role() == replica.RoleLeader && r.LeaderEpoch() == req.LeaderEpoch &&
+				r.PartitionEpoch() == req.PartitionEpoch && slices.Equal(r.PendingISR(), req.NewISR)
+			if still && refused {
 				r.ProposalFailed()
 			}
-			return
-		}
-		if resp.LeaderEpoch == r.LeaderEpoch() && r.Role() == replica.RoleLeader {
-			// ISRCommitted never proposes, so there is nothing to send.
-			p.decideLocked(r.ISRCommitted(resp.ISR, resp.PartitionEpoch, b.cfg.Now()))
+			p.mu.Unlock()
+			if !still || refused {
+				return // refused, or metadata or a leadership change settled it
+			}
 		}
 	})
 }

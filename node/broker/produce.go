@@ -97,7 +97,7 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		if acks != wire.AcksAll {
 			return
 		}
-		if c := p.waitHW(ctx, b.reqSeq.Add(1), last+1); c != replica.OK {
+		if c := p.waitHW(ctx, b.reqSeq.Add(1), epoch, last+1); c != replica.OK {
 			out.Err = codeToWire(c)
 			if c == replica.NotLeader {
 				out.LeaderHint = p.leaderHint()
@@ -153,9 +153,10 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	return info.BaseOffset, info.LastOffset, epoch, wire.None
 }
 
-// waitHW parks request id until the HW reaches required; it returns OK,
-// NotLeader (leadership lost meanwhile) or Timeout (ctx expired).
-func (p *partition) waitHW(ctx context.Context, id uint64, required int64) replica.Code {
+// waitHW parks request id, whose batch was appended as leader of epoch,
+// until the HW reaches required; it returns OK, NotLeader (leadership lost
+// meanwhile, even if regained since) or Timeout (ctx expired).
+func (p *partition) waitHW(ctx context.Context, id uint64, epoch int32, required int64) replica.Code {
 	ch := make(chan replica.Code, 1)
 	p.mu.Lock()
 	if p.mu.stopped {
@@ -163,7 +164,7 @@ func (p *partition) waitHW(ctx context.Context, id uint64, required int64) repli
 		return replica.NotLeader
 	}
 	p.mu.reqs[id] = ch
-	prop := p.decideLocked(p.mu.r.ParkProduce(id, required, time.Time{}))
+	prop := p.decideLocked(p.mu.r.ParkProduce(id, epoch, required, time.Time{}))
 	p.mu.Unlock()
 	p.propose(prop)
 	select {

@@ -5,13 +5,16 @@ import (
 	"time"
 )
 
-// ParkProduce parks produce request id until the HW reaches required (the
-// batch's last offset + 1) or deadline passes (checked by Tick). It completes
-// at once if the HW is already there, or with NotLeader on a non-leader.
-func (r *Replica) ParkProduce(id uint64, required int64, deadline time.Time) Decisions {
+// ParkProduce parks produce request id, whose batch was appended (or found
+// as a duplicate) while this replica led epoch, until the HW reaches required
+// (the batch's last offset + 1) or deadline passes (checked by Tick). It
+// completes at once if the HW is already there, or with NotLeader on a
+// non-leader or when the leadership epoch belongs to has ended since (the
+// batch may have been truncated away and its offsets reused).
+func (r *Replica) ParkProduce(id uint64, epoch int32, required int64, deadline time.Time) Decisions {
 	d := r.decisions()
 	switch {
-	case r.role != RoleLeader:
+	case r.role != RoleLeader || epoch < r.leaderSince || epoch > r.leaderEpoch:
 		d.Complete = []Completion{{id, NotLeader}}
 	case r.hw >= required:
 		d.Complete = []Completion{{id, OK}}

@@ -64,6 +64,12 @@ type Replica struct {
 	// leaderEpoch (the start offset of its epoch); a follower re-enters the
 	// ISR only once it has reached it.
 	epochStart int64
+	// leaderSince is the leader epoch in which this replica's current,
+	// uninterrupted leadership began (-1 when not leader). A batch appended
+	// in an earlier epoch was appended in an earlier leadership: the log
+	// may have been truncated and rewritten since, so the HW passing its
+	// offsets says nothing about it. Invariant: leaderSince <= leaderEpoch.
+	leaderSince int32
 	// followers holds the leader's view of each other replica. Invariant:
 	// non-nil exactly when leader.
 	followers map[int32]*progress
@@ -84,7 +90,7 @@ func New(cfg Config, logStart, leo, hw int64) *Replica {
 	if leo < logStart {
 		panic(fmt.Sprintf("replica: leo %d < log start %d", leo, logStart))
 	}
-	return &Replica{cfg: cfg, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
+	return &Replica{cfg: cfg, leader: -1, leaderEpoch: -1, partitionEpoch: -1, leaderSince: -1,
 		logStart: logStart, leo: leo, hw: min(max(hw, logStart), leo)}
 }
 
@@ -183,6 +189,7 @@ func (r *Replica) BecomeLeader(st State, leo int64, now time.Time) Decisions {
 	var d Decisions
 	if r.role != RoleLeader {
 		d.Complete = r.failParked(NotLeader)
+		r.leaderSince = st.LeaderEpoch
 	}
 	r.setState(st)
 	r.role = RoleLeader
@@ -214,6 +221,7 @@ func (r *Replica) BecomeFollower(st State) Decisions {
 	d := Decisions{Complete: r.failParked(NotLeader), WakeFetchers: true}
 	r.setState(st)
 	r.role = RoleFollower
+	r.leaderSince = -1
 	r.pending = nil
 	r.followers = nil
 	d.HW = r.hw
@@ -224,6 +232,7 @@ func (r *Replica) BecomeFollower(st State) Decisions {
 func (r *Replica) Stop() Decisions {
 	d := Decisions{Complete: r.failParked(NotLeader), WakeFetchers: true}
 	r.role = RoleNone
+	r.leaderSince = -1
 	r.pending = nil
 	r.followers = nil
 	d.HW = r.hw

@@ -61,7 +61,7 @@ func TestLeaderInvariantsRandom(t *testing.T) {
 				}
 			case 6:
 				reqID++
-				d = r.ParkProduce(reqID, leo, now.Add(5*time.Second))
+				d = r.ParkProduce(reqID, 1, leo, now.Add(5*time.Second))
 			}
 			if !(r.LogStart() <= r.HW() && r.HW() <= r.LEO()) {
 				t.Fatalf("seed %d step %d: start %d hw %d leo %d", seed, step, r.LogStart(), r.HW(), r.LEO())
@@ -126,14 +126,14 @@ func TestApplyTransitions(t *testing.T) {
 func TestParkCancelAndNotLeader(t *testing.T) {
 	now := time.Unix(0, 0)
 	r := New(Config{ID: 1, LagTime: time.Second}, 0, 0, 0)
-	if d := r.ParkProduce(1, 1, now); len(d.Complete) != 1 || d.Complete[0].Code != NotLeader {
+	if d := r.ParkProduce(1, 1, 1, now); len(d.Complete) != 1 || d.Complete[0].Code != NotLeader {
 		t.Fatalf("park on non-leader: %+v", d)
 	}
 	st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1}
 	r.BecomeLeader(st, 0, now)
 	r.LocalAppend(3)
-	r.ParkProduce(2, 3, now.Add(time.Second))
-	r.ParkProduce(3, 1, now.Add(time.Second))
+	r.ParkProduce(2, 1, 3, now.Add(time.Second))
+	r.ParkProduce(3, 1, 1, now.Add(time.Second))
 	if !r.Cancel(2) || r.Cancel(2) {
 		t.Fatal("cancel")
 	}
@@ -141,9 +141,41 @@ func TestParkCancelAndNotLeader(t *testing.T) {
 	if !slices.Equal(d.Complete, []Completion{{3, OK}}) || d.HW != 1 {
 		t.Fatalf("completion: %+v", d)
 	}
-	r.ParkProduce(4, 3, time.Time{})
+	r.ParkProduce(4, 1, 3, time.Time{})
 	d = r.BecomeFollower(State{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1})
 	if !slices.Equal(d.Complete, []Completion{{4, NotLeader}}) {
 		t.Fatalf("become follower: %+v", d)
+	}
+}
+
+// TestParkAfterLeadershipRegained: a batch appended while leading epoch 1
+// parks only while that leadership lasts. After the replica followed another
+// leader (and may have truncated the batch away) and leads again, the HW
+// passing the batch's offsets says nothing about it.
+func TestParkAfterLeadershipRegained(t *testing.T) {
+	now := time.Unix(0, 0)
+	r := New(Config{ID: 1, LagTime: time.Second}, 0, 0, 0)
+	st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}
+	r.BecomeLeader(st, 0, now)
+	r.LocalAppend(1) // the batch, in epoch 1
+	// Epoch 2 on the same leader keeps the leadership: the batch stands.
+	st.LeaderEpoch, st.PartitionEpoch = 2, 2
+	r.BecomeLeader(st, 1, now)
+	if d := r.ParkProduce(1, 1, 1, time.Time{}); !slices.Equal(d.Complete, []Completion{{1, OK}}) {
+		t.Fatalf("park after a same-leader epoch bump: %+v", d)
+	}
+	// Node 2 leads epoch 3; we truncate the batch and copy node 2's record.
+	r.BecomeFollower(State{Leader: 2, LeaderEpoch: 3, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{2}, MinISR: 1})
+	r.Truncated(0, 0)
+	r.LocalAppend(1)
+	r.FollowerHW(1)
+	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 4, PartitionEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}, 1, now)
+	for _, epoch := range []int32{1, 2} {
+		if d := r.ParkProduce(2, epoch, 1, time.Time{}); !slices.Equal(d.Complete, []Completion{{2, NotLeader}}) || r.Parked() != 0 {
+			t.Fatalf("park of an epoch-%d batch after leadership was lost and regained: %+v", epoch, d)
+		}
+	}
+	if d := r.ParkProduce(3, 4, 1, time.Time{}); !slices.Equal(d.Complete, []Completion{{3, OK}}) {
+		t.Fatalf("park in the current leadership: %+v", d)
 	}
 }

@@ -293,7 +293,7 @@ func (s *sim) produce(out *strings.Builder, args map[string]string) {
 	s.nreq++
 	s.reqs[s.nreq] = pendingReq{name: args["id"], node: n.id, base: base, vals: vals}
 	deadline := s.now.Add(dur(s.t, args["timeout"], 30*time.Second))
-	s.decide(out, n, n.r.ParkProduce(s.nreq, n.log.leo(), deadline))
+	s.decide(out, n, n.r.ParkProduce(s.nreq, n.r.LeaderEpoch(), n.log.leo(), deadline))
 }
 
 func (s *sim) fetch(out *strings.Builder, f *simNode) {
