@@ -35,6 +35,10 @@ type Config struct {
 	// LogFS holds the partition logs and the HW checkpoint (tests inject
 	// faults through a segment.MemFS); default the OS file system.
 	LogFS segment.FS
+	// MetadataFS holds the metadata log (raft entries, hard state,
+	// snapshots); tests inject faults through a segment.MemFS. Default the
+	// OS file system.
+	MetadataFS segment.FS
 
 	Logger *slog.Logger
 }

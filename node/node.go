@@ -130,6 +130,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		TickInterval:  cfg.RaftTick,
 		ElectionTicks: cfg.ElectionTicks,
 		NoSync:        cfg.NoRaftSync,
+		FS:            cfg.MetadataFS,
 		SM:            n.store,
 		Logger:        n.log.With("component", "raft"),
 	})
@@ -177,6 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.goRun(rctx, "controller", n.ctrl.Run)
 	}
 	n.goRun(rctx, "metadata-watch", n.watchMetadata)
+	n.goRun(rctx, "metadata-log", n.watchRaft)
 	n.goRun(rctx, "heartbeat", n.heartbeatLoop)
 	if cfg.MetricsAddr != "" {
 		if err := n.startMetrics(rctx); err != nil {
@@ -216,6 +218,27 @@ func (n *Node) fail(err error) {
 			close(n.done)
 		}
 	}
+}
+
+// watchRaft ends the node when the metadata raft node stops on its own (a
+// failed write or fsync of the metadata log). Such a node applies no more
+// metadata, yet its broker goes on heartbeating, so the controller keeps it
+// unfenced and leading while it acts on a frozen image: it never learns of
+// leader, ISR or topic changes and answers clients' metadata requests from
+// it. Its raft status stays as it last was, so a former raft leader keeps
+// naming itself as the controller to every broker and client. Stopping
+// instead lets the controller fence it and move its partitions, as for a
+// failed partition log (see storageFailed).
+func (n *Node) watchRaft(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-n.raft.Done():
+	}
+	if err := n.raft.Err(); err != nil {
+		return fmt.Errorf("metadata log failed: %w", err)
+	}
+	return errors.New("metadata log stopped")
 }
 
 // storageFailed stops the node when a partition log fails (an I/O error

@@ -119,7 +119,8 @@ type Controller struct {
 	// stopped is closed when Run returns.
 	stopped chan struct{}
 
-	// lastCheck is when tick last ran; loop only.
+	// lastCheck is when tick last ran in this tenure as active controller
+	// (or when it began); loop only.
 	lastCheck time.Time
 
 	mu struct {
@@ -257,6 +258,10 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	if st := c.cfg.Raft.Status(); !st.IsLeader || st.Term != term {
 		return false
 	}
+	// The stall check measures from the previous check of this tenure: one
+	// from an earlier tenure would take the time spent as a follower for a
+	// stall and re-arm every session, undoing the grace set here.
+	c.lastCheck = c.cfg.Now()
 	c.mu.Lock()
 	c.mu.activeTerm = term
 	c.mu.sessions.reset(img, c.cfg.Now(), c.cfg.Grace)

@@ -22,6 +22,7 @@ type fakeRaft struct {
 		learners   map[uint64]string
 		addrs      map[uint64]string
 		proposals  int
+		statusReqs int      // Status calls, to tell that checks have run
 		committed  []string // formatted records, for scripts
 	}
 }
@@ -59,6 +60,7 @@ func (f *fakeRaft) Propose(ctx context.Context, data []byte) (uint64, error) {
 func (f *fakeRaft) Status() raftnode.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.mu.statusReqs++
 	s := f.mu.status
 	s.Learners = nil
 	for id := range f.mu.learners {
@@ -140,4 +142,19 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+}
+
+// commitForeign commits data as if another node's controller had proposed it
+// (this node's fake raft need not lead).
+func (f *fakeRaft) commitForeign(data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.index++
+	f.store.Apply(f.mu.index, data)
+}
+
+func (f *fakeRaft) statusCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.statusReqs
 }
