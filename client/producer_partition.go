@@ -475,7 +475,9 @@ func (pp *partProducer) handle(r attemptResult) {
 			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", err)
 		pp.retry(b, now, err, unknown, needMeta)
 	default:
-		pp.terminal(b, err, true, now)
+		// The refusal says this attempt wrote nothing; an earlier attempt
+		// whose answer was lost may have written the batch all the same.
+		pp.terminal(b, err, !b.unknown, now)
 	}
 }
 
