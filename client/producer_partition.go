@@ -259,6 +259,17 @@ func (pp *partProducer) pump(now time.Time) {
 				}
 				continue
 			}
+			if b.encoded == nil && pp.gap != nil && pp.gap.pid == pp.pid {
+				// Sequences under this id stop at the gap: restart before
+				// encoding rather than be refused with OutOfOrderSequence.
+				if len(pp.inflight) > 0 {
+					return
+				}
+				if !pp.resetPID(now) {
+					return
+				}
+				continue
+			}
 			if b.encoded == nil {
 				if !pp.havePID && !pp.ensurePID(now) {
 					return
@@ -519,10 +530,14 @@ func (pp *partProducer) resequence(b *pbatch, err error, now time.Time) {
 // terminal fails b for good; definitive says the leader certainly did not write it.
 func (pp *partProducer) terminal(b *pbatch, err error, definitive bool, now time.Time) {
 	pp.p.c.log.Warn("produce failed", "topic", pp.topic, "partition", pp.part, "records", b.records(), "err", err)
-	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
-	if pp.idempotent() && b.encoded != nil {
-		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: definitive, err: err})
+	// Only a batch certainly not written leaves a gap (finish forgets b's
+	// encoding, so decide first). After one that may have been written the
+	// later batches keep their sequences: the leader tells a duplicate from
+	// a gap (OutOfOrderSequence, and resequence) better than we can.
+	if pp.idempotent() && b.encoded != nil && definitive {
+		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: true, err: err})
 	}
+	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
 	pp.enterRecovery(now, 0)
 }
 

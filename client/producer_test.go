@@ -556,3 +556,39 @@ func TestProduceRefusalAfterLostAnswerIsNotDefinitive(t *testing.T) {
 		t.Fatalf("B (in the log) failed with %v: want success or 'may have been written'", b.Err)
 	}
 }
+
+// A batch refused for good (certainly not written) leaves a sequence gap:
+// the next batch must go out under a fresh producer id at once, not under the
+// old one, to be refused with OutOfOrderSequence three times with retry
+// backoffs in between (2 s each here) before the sequence is restarted.
+func TestProduceRestartsSequenceAtOnceAfterDefinitiveFailure(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	var refused atomic.Bool
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce && refused.CompareAndSwap(false, true) {
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.CorruptMessage}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: 2 * time.Second, RetryBackoffMax: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testCtx(t)
+	if _, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte("bad")}); ErrorCode(err) != wire.CorruptMessage {
+		t.Fatalf("first record: %v, want CorruptMessage", err)
+	}
+	before := fc.Calls(wire.TypeProduce)
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	d, err := p.ProduceSync(sctx, &Record{Topic: "t", Value: []byte("ok")})
+	if err != nil || d.Offset != 0 {
+		t.Fatalf("record after the failed one: %+v %v (%d produce requests)", d, err, fc.Calls(wire.TypeProduce)-before)
+	}
+	if n := fc.Calls(wire.TypeProduce) - before; n != 1 {
+		t.Fatalf("%d produce requests for one record after the failure, want 1", n)
+	}
+}
