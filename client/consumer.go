@@ -320,14 +320,18 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 }
 
 // resolveSeeks turns pending SeekBeginning/SeekEnd positions into offsets.
+// A partition whose leader cannot answer now (offline, moved) stays pending
+// and is asked again after a backoff: retrying it here until ctx ends would
+// stall every other partition's records.
 func (cs *Consumer) resolveSeeks(ctx context.Context) error {
 	type key struct {
 		topic string
 		ts    int64
 	}
+	now := time.Now()
 	groups := map[key][]*cpart{}
 	for _, cp := range cs.order {
-		if cp.pos < 0 {
+		if cp.pos < 0 && !now.Before(cp.notBefore) {
 			groups[key{cp.tp.Topic, cp.pos}] = append(groups[key{cp.tp.Topic, cp.pos}], cp)
 		}
 	}
@@ -336,13 +340,15 @@ func (cs *Consumer) resolveSeeks(ctx context.Context) error {
 		for i, cp := range cps {
 			parts[i] = cp.tp.Partition
 		}
-		offs, _, err := cs.c.listOffsets(ctx, k.topic, parts, k.ts, true)
+		offs, _, err := cs.c.listOffsets(ctx, k.topic, parts, k.ts, false)
 		if err != nil {
 			return err
 		}
 		for _, cp := range cps {
 			if o, ok := offs[cp.tp.Partition]; ok {
-				cp.pos = o
+				cp.pos, cp.failures = o, 0
+			} else {
+				cs.backoff(cp, now)
 			}
 		}
 	}

@@ -236,3 +236,40 @@ func TestConsumeAbandonsFetchToDeadLeader(t *testing.T) {
 		t.Fatalf("got %q after %v", msgs[0].Value, time.Since(start))
 	}
 }
+
+// One assigned partition is offline while its SeekBeginning is still to be
+// resolved: Poll must still return the other partition's records (and come
+// back after about MaxWait when there are none), not retry the offline
+// partition's ListOffsets until ctx ends.
+func TestConsumeOfflinePartitionDoesNotStallOthers(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 2)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a", "b")
+	fc.SetLeader("t", 1, -1)
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond, RetryBackoff: 5 * time.Millisecond})
+	defer cs.Close()
+	if _, err := cs.AssignTopic(testCtx(t), "t", SeekBeginning); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	var got []Message
+	for len(got) < 2 {
+		msgs, err := cs.Poll(ctx)
+		if err != nil {
+			t.Fatalf("poll with partition 1 offline, after %d records: %v", len(got), err)
+		}
+		got = append(got, msgs...)
+	}
+	if string(got[0].Value) != "a" || string(got[1].Value) != "b" {
+		t.Fatalf("got %+v", got)
+	}
+	// The offline partition comes back: its position resolves and it is read.
+	fc.SetLeader("t", 1, 2)
+	produceValues(t, c, "t", 1, "c")
+	msgs := pollN(t, cs, 1)
+	if string(msgs[0].Value) != "c" || msgs[0].Partition != 1 || msgs[0].Offset != 0 {
+		t.Fatalf("got %+v", msgs[0])
+	}
+}
