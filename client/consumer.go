@@ -513,6 +513,9 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 // decodeFetched appends the records of whole batches to out, skipping
 // records below from, and returns the offset after the last whole batch (from
 // if none). A partial batch at the end (a fetch cut at MaxBytes) is ignored.
+// At a corrupt batch or record it stops with an error, returning the offset
+// after the last record it returned: the position never passes a record that
+// was not delivered.
 func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
 	out = slices.Grow(out, countRecords(records))
 	next := from
@@ -527,7 +530,6 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 		if b.LastOffset() < from {
 			return nil
 		}
-		next = b.LastOffset() + 1
 		epoch := b.LeaderEpoch()
 		it := b.Iter()
 		for it.Next() {
@@ -540,8 +542,13 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: r.Headers,
 				LeaderEpoch: epoch,
 			})
+			next = r.Offset + 1
 		}
-		return it.Err()
+		if err := it.Err(); err != nil {
+			return err // the position stays at the bad record: never skip past it
+		}
+		next = b.LastOffset() + 1
+		return nil
 	})
 	if err != nil && !errors.Is(err, segment.ErrTornTail) {
 		return out, next, fmt.Errorf("client: %s: %w", tp, err)

@@ -2,13 +2,16 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
 	"paymentlog/client/clienttest"
 	"paymentlog/quic"
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -271,5 +274,42 @@ func TestConsumeOfflinePartitionDoesNotStallOthers(t *testing.T) {
 	msgs := pollN(t, cs, 1)
 	if string(msgs[0].Value) != "c" || msgs[0].Partition != 1 || msgs[0].Offset != 0 {
 		t.Fatalf("got %+v", msgs[0])
+	}
+}
+
+// A batch whose CRC is right but whose second record is malformed (the
+// leader checks only the CRC, so a faulty producer can get one into the
+// log): the record before it is returned, the error is reported, and the
+// position stops at the bad record instead of moving past the whole batch,
+// which silently skipped the records after it.
+func TestDecodeFetchedStopsAtCorruptRecord(t *testing.T) {
+	bld := segment.NewBuilder(segment.BuilderOptions{})
+	for _, v := range []string{"a", "b", "c"} {
+		bld.Add(1, nil, []byte(v), nil)
+	}
+	b := append(segment.Batch(nil), bld.Build()...)
+	b.SetBaseOffset(10)
+	// Records start after the header: length, attributes, timestamp delta,
+	// offset delta. Give record 1 offset delta 5, then fix the CRC.
+	r1 := segment.HeaderSize + 1 + int(b[segment.HeaderSize]>>1)
+	if b[r1+3] != 2 { // zigzag(1)
+		t.Fatalf("record 1 offset delta byte is %d", b[r1+3])
+	}
+	b[r1+3] = 10
+	const offCRC, offAttributes = 17, 21 // segment's header layout
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, b, 10, nil)
+	if !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("err %v, want corruption", err)
+	}
+	if len(msgs) != 1 || string(msgs[0].Value) != "a" || next != 11 {
+		t.Fatalf("%d records, next %d: want record 10 and position 11 (the bad record)", len(msgs), next)
+	}
+	// Asked from the bad record itself: nothing, and the position stays.
+	if msgs, next, err = decodeFetched(TopicPartition{"t", 0}, b, 11, nil); err == nil || len(msgs) != 0 || next != 11 {
+		t.Fatalf("from 11: %d records, next %d, err %v", len(msgs), next, err)
 	}
 }
