@@ -94,7 +94,7 @@ func (pp *partProducer) signal() {
 
 // append adds a record to the open batch, closing it first if the record
 // would overflow it, and after if it is full.
-func (pp *partProducer) append(r *Record, ts int64, size int, cb func(Delivery)) {
+func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
 	cfg := &pp.p.cfg
 	wake := false
 	pp.mu.Lock()
@@ -108,7 +108,7 @@ func (pp *partProducer) append(r *Record, ts int64, size int, cb func(Delivery))
 		pp.mu.open = b
 		wake = true // arms the linger timer
 	}
-	b.add(r, ts, size, cb)
+	b.add(r, ts, size, gen, cb)
 	if b.size >= cfg.BatchBytes {
 		pp.closeOpenLocked()
 		wake = true
@@ -573,7 +573,7 @@ func (pp *partProducer) succeed(b *pbatch, base int64) {
 // finish resolves b: callbacks, then its budget is released.
 func (pp *partProducer) finish(b *pbatch, base int64, err error) {
 	b.deliver(pp.topic, pp.part, base, err)
-	pp.p.budget.release(b.budgetBytes(), int64(b.records()))
+	pp.p.budget.release(b.budgetBytes(), b.gens)
 	b.release()
 }
 

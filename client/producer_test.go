@@ -592,3 +592,63 @@ func TestProduceRestartsSequenceAtOnceAfterDefinitiveFailure(t *testing.T) {
 		t.Fatalf("%d produce requests for one record after the failure, want 1", n)
 	}
 }
+
+// Flush waits for the records produced before it, not for a moment when
+// nothing at all is outstanding: with another goroutine producing without
+// pause there is no such moment, and Flush never returned.
+func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Delay: 2 * time.Millisecond}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	var first atomic.Int64 // deliveries of the records produced before Flush
+	for i := 0; i < 100; i++ {
+		if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("before")}, func(d Delivery) {
+			if d.Err == nil {
+				first.Add(1)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("during")}, nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = p.Flush(fctx)
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatalf("flush with a concurrent producer: %v", err)
+	}
+	if n := first.Load(); n != 100 {
+		t.Fatalf("flush returned with %d of the 100 records produced before it delivered", n)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
