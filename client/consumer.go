@@ -59,8 +59,9 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
 
-// Message is one consumed record. Key and Value alias the fetched buffer and
-// stay valid (they are never reused).
+// Message is one consumed record. Key, Value and header values alias the
+// fetched buffer and stay valid (they are never reused); each message has
+// its own Headers slice.
 type Message struct {
 	Topic       string
 	Partition   int32
@@ -520,6 +521,9 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 	out = slices.Grow(out, countRecords(records))
 	next := from
 	prevLast := int64(-1) // the last offset of the previous batch
+	// The iterator reuses its Headers slice from record to record: messages
+	// get theirs from hdrs, each capped so that later appends never reach it.
+	var hdrs []segment.RecordHeader
 	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
 		// Offsets only grow along a log; a batch that goes back (each batch's
 		// CRC leaves its base offset out) would deliver records out of order.
@@ -537,9 +541,15 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 			if r.Offset < from {
 				continue
 			}
+			var h []segment.RecordHeader
+			if len(r.Headers) > 0 {
+				i := len(hdrs)
+				hdrs = append(hdrs, r.Headers...)
+				h = hdrs[i:len(hdrs):len(hdrs)]
+			}
 			out = append(out, Message{
 				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
-				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: r.Headers,
+				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: h,
 				LeaderEpoch: epoch,
 			})
 			next = r.Offset + 1

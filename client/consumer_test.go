@@ -313,3 +313,33 @@ func TestDecodeFetchedStopsAtCorruptRecord(t *testing.T) {
 		t.Fatalf("from 11: %d records, next %d, err %v", len(msgs), next, err)
 	}
 }
+
+// Two records with headers in one batch: each message keeps its own headers
+// (the batch iterator reuses its header slice from record to record).
+func TestConsumeHeadersOfEveryRecordInABatch(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	for _, v := range []string{"x", "y", "z"} {
+		hdr := []segment.RecordHeader{{Key: "h", Value: []byte(v)}}
+		if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte(v), Headers: hdr}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil { // one batch of three records
+		t.Fatal(err)
+	}
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekBeginning)
+	for _, m := range pollN(t, cs, 3) {
+		if len(m.Headers) != 1 || m.Headers[0].Key != "h" || string(m.Headers[0].Value) != string(m.Value) {
+			t.Errorf("record %d (%q): headers %+v", m.Offset, m.Value, m.Headers)
+		}
+	}
+}
