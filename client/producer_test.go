@@ -652,3 +652,70 @@ func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A leader appends two batches, then loses its leadership while they wait
+// for the ISR and answers both with NotLeader (the replica fails parked
+// requests so). The first one's resend is refused for good. Both batches are
+// in the log: the first must be reported as possibly written, and the second
+// must not be re-sequenced under a new producer id and written again.
+func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	var reqs atomic.Int64
+	aSent, bSent := make(chan struct{}), make(chan struct{})
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty != wire.TypeProduce {
+			return clienttest.Action{}
+		}
+		switch reqs.Add(1) {
+		case 1: // A: appended once B is in flight, then NotLeader
+			close(aSent)
+			<-bSent
+			return clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}
+		case 2: // B: appended after A, then NotLeader
+			close(bSent)
+			deadline := time.Now().Add(10 * time.Second)
+			for fc.LogEnd("t", 0) < 1 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond) // waits for A's append: a condition with a deadline
+			}
+			return clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}
+		case 3: // A's resend
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	val := func(s string) []byte { return []byte(s + strings.Repeat(".", 60)) }
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("A")}, d.cb(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-aSent
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("B")}, d.cb(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range fc.Records("t", 0) {
+		count[string(r.Value[:1])]++
+	}
+	if count["A"] != 1 || count["B"] != 1 {
+		t.Fatalf("log holds A %d times and B %d times, want once each", count["A"], count["B"])
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var de *DeliveryError
+	if a := d.got[0]; a.Err == nil || !errors.As(a.Err, &de) || !de.Unknown {
+		t.Fatalf("A (in the log) failed with %v: want a DeliveryError saying it may have been written", a.Err)
+	}
+	if b := d.got[1]; b.Err != nil && (!errors.As(b.Err, &de) || !de.Unknown) {
+		t.Fatalf("B (in the log) failed with %v: want success or 'may have been written'", b.Err)
+	}
+}
