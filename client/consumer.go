@@ -59,8 +59,9 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
 
-// Message is one consumed record. Key and Value alias the fetched buffer and
-// stay valid (they are never reused).
+// Message is one consumed record. Key, Value and header values alias the
+// fetched buffer and stay valid (they are never reused); each message has
+// its own Headers slice.
 type Message struct {
 	Topic       string
 	Partition   int32
@@ -320,14 +321,18 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 }
 
 // resolveSeeks turns pending SeekBeginning/SeekEnd positions into offsets.
+// A partition whose leader cannot answer now (offline, moved) stays pending
+// and is asked again after a backoff: retrying it here until ctx ends would
+// stall every other partition's records.
 func (cs *Consumer) resolveSeeks(ctx context.Context) error {
 	type key struct {
 		topic string
 		ts    int64
 	}
+	now := time.Now()
 	groups := map[key][]*cpart{}
 	for _, cp := range cs.order {
-		if cp.pos < 0 {
+		if cp.pos < 0 && !now.Before(cp.notBefore) {
 			groups[key{cp.tp.Topic, cp.pos}] = append(groups[key{cp.tp.Topic, cp.pos}], cp)
 		}
 	}
@@ -336,13 +341,15 @@ func (cs *Consumer) resolveSeeks(ctx context.Context) error {
 		for i, cp := range cps {
 			parts[i] = cp.tp.Partition
 		}
-		offs, _, err := cs.c.listOffsets(ctx, k.topic, parts, k.ts, true)
+		offs, _, err := cs.c.listOffsets(ctx, k.topic, parts, k.ts, false)
 		if err != nil {
 			return err
 		}
 		for _, cp := range cps {
 			if o, ok := offs[cp.tp.Partition]; ok {
-				cp.pos = o
+				cp.pos, cp.failures = o, 0
+			} else {
+				cs.backoff(cp, now)
 			}
 		}
 	}
@@ -507,10 +514,16 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 // decodeFetched appends the records of whole batches to out, skipping
 // records below from, and returns the offset after the last whole batch (from
 // if none). A partial batch at the end (a fetch cut at MaxBytes) is ignored.
+// At a corrupt batch or record it stops with an error, returning the offset
+// after the last record it returned: the position never passes a record that
+// was not delivered.
 func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
 	out = slices.Grow(out, countRecords(records))
 	next := from
 	prevLast := int64(-1) // the last offset of the previous batch
+	// The iterator reuses its Headers slice from record to record: messages
+	// get theirs from hdrs, each capped so that later appends never reach it.
+	var hdrs []segment.RecordHeader
 	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
 		// Offsets only grow along a log; a batch that goes back (each batch's
 		// CRC leaves its base offset out) would deliver records out of order.
@@ -521,7 +534,6 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 		if b.LastOffset() < from {
 			return nil
 		}
-		next = b.LastOffset() + 1
 		epoch := b.LeaderEpoch()
 		it := b.Iter()
 		for it.Next() {
@@ -529,13 +541,24 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 			if r.Offset < from {
 				continue
 			}
+			var h []segment.RecordHeader
+			if len(r.Headers) > 0 {
+				i := len(hdrs)
+				hdrs = append(hdrs, r.Headers...)
+				h = hdrs[i:len(hdrs):len(hdrs)]
+			}
 			out = append(out, Message{
 				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
-				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: r.Headers,
+				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: h,
 				LeaderEpoch: epoch,
 			})
+			next = r.Offset + 1
 		}
-		return it.Err()
+		if err := it.Err(); err != nil {
+			return err // the position stays at the bad record: never skip past it
+		}
+		next = b.LastOffset() + 1
+		return nil
 	})
 	if err != nil && !errors.Is(err, segment.ErrTornTail) {
 		return out, next, fmt.Errorf("client: %s: %w", tp, err)

@@ -2,13 +2,16 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
 	"paymentlog/client/clienttest"
 	"paymentlog/quic"
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -234,5 +237,109 @@ func TestConsumeAbandonsFetchToDeadLeader(t *testing.T) {
 	msgs := pollN(t, cs, 1)
 	if string(msgs[0].Value) != "b" || time.Since(start) > 3*time.Second {
 		t.Fatalf("got %q after %v", msgs[0].Value, time.Since(start))
+	}
+}
+
+// One assigned partition is offline while its SeekBeginning is still to be
+// resolved: Poll must still return the other partition's records (and come
+// back after about MaxWait when there are none), not retry the offline
+// partition's ListOffsets until ctx ends.
+func TestConsumeOfflinePartitionDoesNotStallOthers(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 2)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a", "b")
+	fc.SetLeader("t", 1, -1)
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond, RetryBackoff: 5 * time.Millisecond})
+	defer cs.Close()
+	if _, err := cs.AssignTopic(testCtx(t), "t", SeekBeginning); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	var got []Message
+	for len(got) < 2 {
+		msgs, err := cs.Poll(ctx)
+		if err != nil {
+			t.Fatalf("poll with partition 1 offline, after %d records: %v", len(got), err)
+		}
+		got = append(got, msgs...)
+	}
+	if string(got[0].Value) != "a" || string(got[1].Value) != "b" {
+		t.Fatalf("got %+v", got)
+	}
+	// The offline partition comes back: its position resolves and it is read.
+	fc.SetLeader("t", 1, 2)
+	produceValues(t, c, "t", 1, "c")
+	msgs := pollN(t, cs, 1)
+	if string(msgs[0].Value) != "c" || msgs[0].Partition != 1 || msgs[0].Offset != 0 {
+		t.Fatalf("got %+v", msgs[0])
+	}
+}
+
+// A batch whose CRC is right but whose second record is malformed (the
+// leader checks only the CRC, so a faulty producer can get one into the
+// log): the record before it is returned, the error is reported, and the
+// position stops at the bad record instead of moving past the whole batch,
+// which silently skipped the records after it.
+func TestDecodeFetchedStopsAtCorruptRecord(t *testing.T) {
+	bld := segment.NewBuilder(segment.BuilderOptions{})
+	for _, v := range []string{"a", "b", "c"} {
+		bld.Add(1, nil, []byte(v), nil)
+	}
+	b := append(segment.Batch(nil), bld.Build()...)
+	b.SetBaseOffset(10)
+	// Records start after the header: length, attributes, timestamp delta,
+	// offset delta. Give record 1 offset delta 5, then fix the CRC.
+	r1 := segment.HeaderSize + 1 + int(b[segment.HeaderSize]>>1)
+	if b[r1+3] != 2 { // zigzag(1)
+		t.Fatalf("record 1 offset delta byte is %d", b[r1+3])
+	}
+	b[r1+3] = 10
+	const offCRC, offAttributes = 17, 21 // segment's header layout
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, b, 10, nil)
+	if !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("err %v, want corruption", err)
+	}
+	if len(msgs) != 1 || string(msgs[0].Value) != "a" || next != 11 {
+		t.Fatalf("%d records, next %d: want record 10 and position 11 (the bad record)", len(msgs), next)
+	}
+	// Asked from the bad record itself: nothing, and the position stays.
+	if msgs, next, err = decodeFetched(TopicPartition{"t", 0}, b, 11, nil); err == nil || len(msgs) != 0 || next != 11 {
+		t.Fatalf("from 11: %d records, next %d, err %v", len(msgs), next, err)
+	}
+}
+
+// Two records with headers in one batch: each message keeps its own headers
+// (the batch iterator reuses its header slice from record to record).
+func TestConsumeHeadersOfEveryRecordInABatch(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	for _, v := range []string{"x", "y", "z"} {
+		hdr := []segment.RecordHeader{{Key: "h", Value: []byte(v)}}
+		if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte(v), Headers: hdr}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil { // one batch of three records
+		t.Fatal(err)
+	}
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekBeginning)
+	for _, m := range pollN(t, cs, 3) {
+		if len(m.Headers) != 1 || m.Headers[0].Key != "h" || string(m.Headers[0].Value) != string(m.Value) {
+			t.Errorf("record %d (%q): headers %+v", m.Offset, m.Value, m.Headers)
+		}
 	}
 }

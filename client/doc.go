@@ -41,9 +41,12 @@
 // sequence order, one at a time until the first succeeds (so that
 // OutOfOrderSequence caused by requests overtaking each other, or by batches
 // lost with a dead leader, resolves by resending in order), then pipelines
-// again. If a batch fails for good, the partition's later batches that the
-// leader certainly did not write are re-encoded under a fresh producer id;
-// those whose outcome is unknown are failed with the same error.
+// again. If a batch fails for good and certainly was not written, the
+// partition's later batches are re-encoded under a fresh producer id (they
+// cannot have been written either) before they are sent. After a batch that
+// may have been written, later batches keep their sequences: the leader
+// answers a resent one with its original offsets if it has it, and with
+// OutOfOrderSequence if it does not, which restarts the sequence as above.
 //
 // While requests are outstanding the partition checks the metadata every
 // LeaderCheckInterval; when the partition's leader or leader epoch has moved

@@ -173,20 +173,21 @@ func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) er
 	default:
 		part = p.sticky.pick(r.Topic, size, n)
 	}
-	if err := p.budget.acquire(ctx, int64(size)); err != nil {
+	gen, err := p.budget.acquire(ctx, int64(size))
+	if err != nil {
 		return err
 	}
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closed {
-		p.budget.release(int64(size), 1)
+		p.budget.release(int64(size), []genCount{{gen, 1}})
 		return ErrProducerClosed
 	}
 	ts := r.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	p.partition(r.Topic, part).append(r, ts.UnixMilli(), size, cb)
+	p.partition(r.Topic, part).append(r, ts.UnixMilli(), size, gen, cb)
 	return nil
 }
 
@@ -269,12 +270,13 @@ func (p *Producer) wakeAll() {
 }
 
 // Flush sends every buffered record at once (ignoring Linger) and waits
-// until all records produced so far are resolved or ctx ends.
+// until all records produced before the call are resolved (their callbacks
+// have returned) or ctx ends. Records produced meanwhile are not waited for.
 func (p *Producer) Flush(ctx context.Context) error {
 	p.flushing.Add(1)
 	defer p.flushing.Add(-1)
 	p.wakeAll()
-	return p.budget.waitEmpty(ctx)
+	return p.budget.waitAcquired(ctx)
 }
 
 // Outstanding is the number of records produced but not yet resolved.

@@ -19,6 +19,7 @@ const batchHeaderEstimate = 64
 type pbatch struct {
 	bld      *segment.Builder
 	cbs      []func(Delivery) // one per record, nil entries allowed
+	gens     []genCount       // the records' budget generations, in runs
 	size     int              // estimated encoded size
 	created  time.Time
 	deadline time.Time // delivery deadline
@@ -59,13 +60,18 @@ func newBatch(capHint, recsHint int, now time.Time, deliveryTimeout time.Duratio
 
 // add encodes one record into the batch. A nil Value is stored as an empty
 // value (records always have one); a nil Key as null.
-func (b *pbatch) add(r *Record, ts int64, size int, cb func(Delivery)) {
+func (b *pbatch) add(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
 	v := r.Value
 	if v == nil {
 		v = []byte{}
 	}
 	b.bld.Add(ts, r.Key, v, r.Headers)
 	b.cbs = append(b.cbs, cb)
+	if n := len(b.gens); n > 0 && b.gens[n-1].gen == gen {
+		b.gens[n-1].n++
+	} else {
+		b.gens = append(b.gens, genCount{gen, 1})
+	}
 	b.size += size
 }
 
@@ -86,7 +92,7 @@ func (b *pbatch) release() {
 	if b.bld != nil && !b.inFlight {
 		builderPool.Put(b.bld)
 	}
-	b.bld, b.cbs, b.encoded = nil, nil, nil
+	b.bld, b.cbs, b.gens, b.encoded = nil, nil, nil, nil
 }
 
 // deliver calls every record's callback: with offsets base+i on success

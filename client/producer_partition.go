@@ -94,7 +94,7 @@ func (pp *partProducer) signal() {
 
 // append adds a record to the open batch, closing it first if the record
 // would overflow it, and after if it is full.
-func (pp *partProducer) append(r *Record, ts int64, size int, cb func(Delivery)) {
+func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
 	cfg := &pp.p.cfg
 	wake := false
 	pp.mu.Lock()
@@ -108,7 +108,7 @@ func (pp *partProducer) append(r *Record, ts int64, size int, cb func(Delivery))
 		pp.mu.open = b
 		wake = true // arms the linger timer
 	}
-	b.add(r, ts, size, cb)
+	b.add(r, ts, size, gen, cb)
 	if b.size >= cfg.BatchBytes {
 		pp.closeOpenLocked()
 		wake = true
@@ -253,6 +253,17 @@ func (pp *partProducer) pump(now time.Time) {
 			if b.encoded != nil && pp.gap != nil && b.pid == pp.gap.pid && b.order > pp.gap.order {
 				if len(pp.inflight) > 0 {
 					return // reset only once nothing is in flight
+				}
+				if !pp.resetPID(now) {
+					return
+				}
+				continue
+			}
+			if b.encoded == nil && pp.gap != nil && pp.gap.pid == pp.pid {
+				// Sequences under this id stop at the gap: restart before
+				// encoding rather than be refused with OutOfOrderSequence.
+				if len(pp.inflight) > 0 {
+					return
 				}
 				if !pp.resetPID(now) {
 					return
@@ -469,13 +480,19 @@ func (pp *partProducer) handle(r attemptResult) {
 	case code == wire.UnknownProducerID || code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now)
 	case code.Retriable():
-		unknown := code == wire.Timeout || code == wire.NotEnoughReplicasAfterAppend || code == wire.KafkaStorageError
+		// With acks=all a leader that appended the batch and then lost its
+		// leadership while waiting for the ISR answers NotLeader: the batch
+		// may survive on the new leader.
+		unknown := code == wire.Timeout || code == wire.NotEnoughReplicasAfterAppend || code == wire.KafkaStorageError ||
+			(code == wire.NotLeader && pp.p.cfg.Acks == AcksAll)
 		needMeta := code != wire.NotEnoughReplicas && code != wire.NotEnoughReplicasAfterAppend && code != wire.Timeout
 		pp.p.c.log.Debug("produce refused, retrying", "topic", pp.topic, "partition", pp.part,
 			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", err)
 		pp.retry(b, now, err, unknown, needMeta)
 	default:
-		pp.terminal(b, err, true, now)
+		// The refusal says this attempt wrote nothing; an earlier attempt
+		// whose answer was lost may have written the batch all the same.
+		pp.terminal(b, err, !b.unknown, now)
 	}
 }
 
@@ -517,10 +534,14 @@ func (pp *partProducer) resequence(b *pbatch, err error, now time.Time) {
 // terminal fails b for good; definitive says the leader certainly did not write it.
 func (pp *partProducer) terminal(b *pbatch, err error, definitive bool, now time.Time) {
 	pp.p.c.log.Warn("produce failed", "topic", pp.topic, "partition", pp.part, "records", b.records(), "err", err)
-	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
-	if pp.idempotent() && b.encoded != nil {
-		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: definitive, err: err})
+	// Only a batch certainly not written leaves a gap (finish forgets b's
+	// encoding, so decide first). After one that may have been written the
+	// later batches keep their sequences: the leader tells a duplicate from
+	// a gap (OutOfOrderSequence, and resequence) better than we can.
+	if pp.idempotent() && b.encoded != nil && definitive {
+		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: true, err: err})
 	}
+	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
 	pp.enterRecovery(now, 0)
 }
 
@@ -556,7 +577,7 @@ func (pp *partProducer) succeed(b *pbatch, base int64) {
 // finish resolves b: callbacks, then its budget is released.
 func (pp *partProducer) finish(b *pbatch, base int64, err error) {
 	b.deliver(pp.topic, pp.part, base, err)
-	pp.p.budget.release(b.budgetBytes(), int64(b.records()))
+	pp.p.budget.release(b.budgetBytes(), b.gens)
 	b.release()
 }
 

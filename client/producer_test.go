@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -480,5 +481,241 @@ func TestProduceHeadersAndNilKeyRoundTrip(t *testing.T) {
 	}
 	if msgs[1].Key == nil || len(msgs[1].Key) != 0 {
 		t.Fatalf("record 1: empty key became %v", msgs[1].Key)
+	}
+}
+
+// Two batches are written but both answers are lost; the first one's resend
+// is then refused for good (here InvalidRequest, what a broker that is no
+// longer a replica answers). The first batch is in the log, so its failure
+// must say it may have been written (it used to be reported as certainly not
+// written: an application would send that payment again). Neither batch may
+// end up in the log twice.
+func TestProduceRefusalAfterLostAnswerIsNotDefinitive(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	var reqs atomic.Int64
+	aSent, bSent := make(chan struct{}), make(chan struct{})
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty != wire.TypeProduce {
+			return clienttest.Action{}
+		}
+		switch reqs.Add(1) {
+		case 1: // A's first attempt: written once B is in flight, answer lost
+			close(aSent)
+			<-bSent
+			return clienttest.Action{Kind: clienttest.DropResponse}
+		case 2: // B's first attempt: written after A, answer lost
+			close(bSent)
+			deadline := time.Now().Add(10 * time.Second)
+			for fc.LogEnd("t", 0) < 1 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond) // waits for A's append: a condition with a deadline
+			}
+			return clienttest.Action{Kind: clienttest.DropResponse}
+		case 3: // A's resend
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	// One record per batch; both batches in flight at once.
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	val := func(s string) []byte { return []byte(s + strings.Repeat(".", 60)) }
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("A")}, d.cb(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-aSent
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("B")}, d.cb(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := fc.Records("t", 0)
+	count := map[string]int{}
+	for _, r := range recs {
+		count[string(r.Value[:1])]++
+	}
+	if count["A"] != 1 || count["B"] != 1 {
+		t.Fatalf("log holds A %d times and B %d times, want once each", count["A"], count["B"])
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var de *DeliveryError
+	if a := d.got[0]; a.Err == nil || !errors.As(a.Err, &de) || !de.Unknown {
+		t.Fatalf("A (in the log) failed with %v: want a DeliveryError saying it may have been written", a.Err)
+	}
+	if b := d.got[1]; b.Err != nil && (!errors.As(b.Err, &de) || !de.Unknown) {
+		t.Fatalf("B (in the log) failed with %v: want success or 'may have been written'", b.Err)
+	}
+}
+
+// A batch refused for good (certainly not written) leaves a sequence gap:
+// the next batch must go out under a fresh producer id at once, not under the
+// old one, to be refused with OutOfOrderSequence three times with retry
+// backoffs in between (2 s each here) before the sequence is restarted.
+func TestProduceRestartsSequenceAtOnceAfterDefinitiveFailure(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	var refused atomic.Bool
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce && refused.CompareAndSwap(false, true) {
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.CorruptMessage}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: 2 * time.Second, RetryBackoffMax: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testCtx(t)
+	if _, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte("bad")}); ErrorCode(err) != wire.CorruptMessage {
+		t.Fatalf("first record: %v, want CorruptMessage", err)
+	}
+	before := fc.Calls(wire.TypeProduce)
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	d, err := p.ProduceSync(sctx, &Record{Topic: "t", Value: []byte("ok")})
+	if err != nil || d.Offset != 0 {
+		t.Fatalf("record after the failed one: %+v %v (%d produce requests)", d, err, fc.Calls(wire.TypeProduce)-before)
+	}
+	if n := fc.Calls(wire.TypeProduce) - before; n != 1 {
+		t.Fatalf("%d produce requests for one record after the failure, want 1", n)
+	}
+}
+
+// Flush waits for the records produced before it, not for a moment when
+// nothing at all is outstanding: with another goroutine producing without
+// pause there is no such moment, and Flush never returned.
+func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Delay: 2 * time.Millisecond}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	var first atomic.Int64 // deliveries of the records produced before Flush
+	for i := 0; i < 100; i++ {
+		if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("before")}, func(d Delivery) {
+			if d.Err == nil {
+				first.Add(1)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("during")}, nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err = p.Flush(fctx)
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatalf("flush with a concurrent producer: %v", err)
+	}
+	if n := first.Load(); n != 100 {
+		t.Fatalf("flush returned with %d of the 100 records produced before it delivered", n)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A leader appends two batches, then loses its leadership while they wait
+// for the ISR and answers both with NotLeader (the replica fails parked
+// requests so). The first one's resend is refused for good. Both batches are
+// in the log: the first must be reported as possibly written, and the second
+// must not be re-sequenced under a new producer id and written again.
+func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	var reqs atomic.Int64
+	aSent, bSent := make(chan struct{}), make(chan struct{})
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty != wire.TypeProduce {
+			return clienttest.Action{}
+		}
+		switch reqs.Add(1) {
+		case 1: // A: appended once B is in flight, then NotLeader
+			close(aSent)
+			<-bSent
+			return clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}
+		case 2: // B: appended after A, then NotLeader
+			close(bSent)
+			deadline := time.Now().Add(10 * time.Second)
+			for fc.LogEnd("t", 0) < 1 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond) // waits for A's append: a condition with a deadline
+			}
+			return clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}
+		case 3: // A's resend
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	d := newDeliveries()
+	val := func(s string) []byte { return []byte(s + strings.Repeat(".", 60)) }
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("A")}, d.cb(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-aSent
+	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("B")}, d.cb(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range fc.Records("t", 0) {
+		count[string(r.Value[:1])]++
+	}
+	if count["A"] != 1 || count["B"] != 1 {
+		t.Fatalf("log holds A %d times and B %d times, want once each", count["A"], count["B"])
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var de *DeliveryError
+	if a := d.got[0]; a.Err == nil || !errors.As(a.Err, &de) || !de.Unknown {
+		t.Fatalf("A (in the log) failed with %v: want a DeliveryError saying it may have been written", a.Err)
+	}
+	if b := d.got[1]; b.Err != nil && (!errors.As(b.Err, &de) || !de.Unknown) {
+		t.Fatalf("B (in the log) failed with %v: want success or 'may have been written'", b.Err)
 	}
 }

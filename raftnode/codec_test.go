@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -258,4 +259,22 @@ func mustMsgpack(tb testing.TB, v any) []byte {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// A snapshot envelope announcing 65536 peers in four bytes is refused before
+// a map is sized for them: every peer takes at least two bytes (id, address
+// length), so the count is bounded by what follows it.
+func TestDecodeSnapshotDataBoundsPeerCountByInput(t *testing.T) {
+	b := []byte{envelopeV1, 0x80, 0x80, 0x04} // uvarint 65536 = maxSnapshotPeers
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, err := decodeSnapshotData(b); !errors.Is(err, errBadEnvelope) {
+			t.Fatalf("accepted: %v", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+		t.Fatalf("10 decodes of a 4-byte envelope allocated %d bytes", n)
+	}
 }

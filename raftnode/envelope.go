@@ -107,7 +107,9 @@ func decodeSnapshotData(b []byte) (snapshotData, error) {
 	}
 	b = b[1:]
 	n, k := binary.Uvarint(b)
-	if k <= 0 || n > maxSnapshotPeers {
+	// Every peer takes at least two bytes (id, address length): a count
+	// that cannot fit is refused before the map is sized for it.
+	if k <= 0 || n > maxSnapshotPeers || n > uint64(len(b)-k)/2 {
 		return bad("bad peer count")
 	}
 	b = b[k:]

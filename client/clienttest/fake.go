@@ -34,6 +34,10 @@ const (
 	DropResponse             // handle it, then fail the call (answer lost)
 	Hang                     // never answer: block until the caller gives up
 	Refuse                   // answer every partition with Code, without handling (Produce, Fetch)
+	// HandleThenRefuse handles it, then answers every partition with Code
+	// (Produce, Fetch): a leader that appended a batch and then lost its
+	// leadership (NotLeader) or timed out waiting for the ISR (Timeout).
+	HandleThenRefuse
 )
 
 // Action is Intercept's decision.
@@ -321,8 +325,11 @@ func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, r
 	if err != nil {
 		return nil, err
 	}
-	if act.Kind == DropResponse {
+	switch act.Kind {
+	case DropResponse:
 		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ErrInjected}
+	case HandleThenRefuse:
+		return c.refuse(req, act.Code), nil
 	}
 	return v, nil
 }
