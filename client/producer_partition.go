@@ -480,11 +480,12 @@ func (pp *partProducer) handle(r attemptResult) {
 	case code == wire.UnknownProducerID || code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now)
 	case code.Retriable():
-		// With acks=all a leader that appended the batch and then lost its
-		// leadership while waiting for the ISR answers NotLeader: the batch
-		// may survive on the new leader.
+		// A leader that appended the batch and then lost its leadership
+		// while waiting for the ISR (acks=all) or for its flush (acks=1,
+		// and acks=all too) answers NotLeader: the batch may survive on
+		// the new leader.
 		unknown := code == wire.Timeout || code == wire.NotEnoughReplicasAfterAppend || code == wire.KafkaStorageError ||
-			(code == wire.NotLeader && pp.p.cfg.Acks == AcksAll)
+			(code == wire.NotLeader && pp.p.cfg.Acks != AcksNone)
 		needMeta := code != wire.NotEnoughReplicas && code != wire.NotEnoughReplicasAfterAppend && code != wire.Timeout
 		pp.p.c.log.Debug("produce refused, retrying", "topic", pp.topic, "partition", pp.part,
 			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", err)

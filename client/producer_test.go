@@ -658,7 +658,15 @@ func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
 // requests so). The first one's resend is refused for good. Both batches are
 // in the log: the first must be reported as possibly written, and the second
 // must not be re-sequenced under a new producer id and written again.
+// acks=1 too: a leader answers NotLeader after the local flush when its
+// leadership ended since the append.
 func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
+	for _, acks := range []Acks{AcksAll, AcksLeader} {
+		t.Run(fmt.Sprint(acks), func(t *testing.T) { testProduceNotLeaderAfterAppendIsNotDefinitive(t, acks) })
+	}
+}
+
+func testProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T, acks Acks) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
 	var reqs atomic.Int64
@@ -685,7 +693,7 @@ func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
 		return clienttest.Action{}
 	}
 	c := mustFakeClient(t, fc)
-	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond, Acks: acks})
 	if err != nil {
 		t.Fatal(err)
 	}
