@@ -29,8 +29,9 @@ func consumeCommand() *ucli.Command {
 			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
 			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
 			"order within a partition. --exit-at-end stops once every partition is read up to the high\n" +
-			"watermark it had when consume started. Without --exit-at-end or --max, consume follows the\n" +
-			"topic until interrupted (exit status 0).",
+			"watermark it had when consume started (right after a leader change: once the new leader's\n" +
+			"high watermark has caught up with the old one's). Without --exit-at-end or --max, consume\n" +
+			"follows the topic until interrupted (exit status 0).",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
 			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET (for every partition read)", EnvVars: envVar("CONSUME_FROM")},

@@ -79,7 +79,7 @@ type OffsetOutOfRangeError struct {
 	TopicPartition
 	Requested int64
 	Start     int64 // the log start offset
-	End       int64 // the high watermark
+	End       int64 // the high watermark (-1 if unknown)
 }
 
 func (e *OffsetOutOfRangeError) Error() string {
@@ -112,7 +112,7 @@ type cpart struct {
 	pos       int64 // next offset to return; SeekBeginning/SeekEnd while a seek is pending
 	gen       int   // bumped by Seek: answers to older fetches are dropped
 	fetching  bool
-	hw        int64 // last reported high watermark (-1 unknown)
+	hw        int64 // highest high watermark fetches reported (-1 unknown)
 	lso       int64
 	failures  int
 	notBefore time.Time
@@ -213,7 +213,10 @@ func (cs *Consumer) Position(tp TopicPartition) (int64, bool) {
 	return cp.pos, true
 }
 
-// HighWatermark returns the last high watermark a fetch reported for tp (-1 if none yet).
+// HighWatermark returns the highest high watermark fetches reported for tp
+// (-1 if none yet). It never goes backwards: a new leader whose HW has not
+// yet caught up with its predecessor's reports none (KIP-207), and the last
+// known one stands.
 func (cs *Consumer) HighWatermark(tp TopicPartition) int64 {
 	if cp, ok := cs.parts[tp]; ok {
 		return cp.hw
@@ -484,7 +487,10 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 		switch code := pr.Err; {
 		case code == wire.None:
 			cp.failures = 0
-			cp.hw, cp.lso = pr.HighWatermark, pr.LogStart
+			cp.hw = max(cp.hw, pr.HighWatermark) // -1: the leader does not know it yet
+			if pr.LogStart >= 0 {
+				cp.lso = pr.LogStart
+			}
 			var next int64
 			var err error
 			out, next, err = decodeFetched(cp.tp, pr.Records, fp.off, out)
@@ -494,7 +500,7 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			}
 		case code == wire.OffsetOutOfRange:
 			if firstErr == nil {
-				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: pr.HighWatermark}
+				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: max(cp.hw, pr.HighWatermark)}
 			}
 			cs.backoff(cp, now)
 		case code.Retriable():

@@ -343,3 +343,70 @@ func TestConsumeHeadersOfEveryRecordInABatch(t *testing.T) {
 		}
 	}
 }
+
+// A new leader whose HW has not yet caught up with its predecessor's
+// (KIP-207) reports no HW in fetch answers and answers ListOffsets(latest)
+// with OffsetNotAvailable. The consumer's HighWatermark must not go back
+// (to -1 or below what it saw), and EndOffsets must retry until the leader
+// knows its HW, not fail or answer low.
+func TestConsumerEndAcrossNewLeaderWithLaggingHW(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a", "b", "c")
+	tp := TopicPartition{"t", 0}
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 50 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{tp}, SeekBeginning)
+	pollN(t, cs, 3)
+	if hw := cs.HighWatermark(tp); hw != 3 {
+		t.Fatalf("high watermark %d, want 3", hw)
+	}
+
+	old, _ := fc.Leader("t", 0)
+	fc.SetLeader("t", 0, old%3+1)
+	fc.SetHWUnknown("t", 0, true)
+	if err := cs.Seek(tp, 0); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := pollN(t, cs, 3); string(msgs[2].Value) != "c" {
+		t.Fatalf("got %+v", msgs)
+	}
+	if hw := cs.HighWatermark(tp); hw != 3 {
+		t.Fatalf("high watermark %d after the new leader's answer, want 3 (it must not go back)", hw)
+	}
+
+	ctx := testCtx(t)
+	type result struct {
+		ends map[TopicPartition]int64
+		err  error
+	}
+	done := make(chan result, 1)
+	before := fc.Calls(wire.TypeListOffsets)
+	go func() {
+		ends, err := cs.EndOffsets(ctx, []TopicPartition{tp})
+		done <- result{ends, err}
+	}()
+	// Wait (with a deadline) until EndOffsets has been refused twice.
+	deadline := time.Now().Add(10 * time.Second)
+	for fc.Calls(wire.TypeListOffsets) < before+2 {
+		select {
+		case r := <-done:
+			t.Fatalf("EndOffsets answered %v, %v while the leader's HW was unknown", r.ends, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("EndOffsets did not ask again")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fc.SetHWUnknown("t", 0, false)
+	select {
+	case r := <-done:
+		if r.err != nil || r.ends[tp] != 3 {
+			t.Fatalf("EndOffsets: %v, %v; want 3", r.ends, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("EndOffsets did not return")
+	}
+}

@@ -48,6 +48,13 @@
 // answers a resent one with its original offsets if it has it, and with
 // OutOfOrderSequence if it does not, which restarts the sequence as above.
 //
+// Delivery timeout: every batch queued (not in flight) past its
+// DeliveryTimeout fails with ErrDeliveryTimeout at once, the whole backlog in
+// one pass, like any batch failing for good. A batch in flight is never
+// expired while its request is outstanding, since it may be written: its
+// answer (or the request's own timeout) decides, and a retry is not sent
+// after the deadline.
+//
 // While requests are outstanding the partition checks the metadata every
 // LeaderCheckInterval; when the partition's leader or leader epoch has moved
 // on, requests to the old leader are abandoned and resent to the new one at

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -96,10 +97,16 @@ func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, t
 		}
 		sort.Slice(failed, func(i, j int) bool { return failed[i] < failed[j] })
 		todo = failed
-		if err := c.meta.refresh(ctx); err != nil && ctx.Err() != nil {
-			return out, errs, firstErr(errs, failed, ctx.Err())
+		// OffsetNotAvailable comes from the right leader, whose HW has not
+		// caught up yet (KIP-207): only a wait helps. Anything else may
+		// mean the metadata is stale.
+		stale := slices.ContainsFunc(failed, func(p int32) bool { return ErrorCode(errs[p]) != wire.OffsetNotAvailable })
+		if stale {
+			if err := c.meta.refresh(ctx); err != nil && ctx.Err() != nil {
+				return out, errs, firstErr(errs, failed, ctx.Err())
+			}
 		}
-		if attempt > 0 {
+		if attempt > 0 || !stale {
 			if err := sleepCtx(ctx, backoff); err != nil {
 				return out, errs, firstErr(errs, failed, err)
 			}

@@ -204,9 +204,7 @@ func (pp *partProducer) idempotent() bool { return pp.p.cfg.idempotent() }
 func (pp *partProducer) takeReady(now time.Time) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
-	pp.queue = append(pp.queue, pp.mu.closed...)
-	clear(pp.mu.closed)
-	pp.mu.closed = pp.mu.closed[:0]
+	pp.takeClosedLocked()
 	if o := pp.mu.open; o != nil && len(pp.queue) == 0 &&
 		(pp.p.flushing.Load() > 0 || !now.Before(o.created.Add(pp.p.cfg.Linger))) {
 		pp.queue = append(pp.queue, o)
@@ -215,8 +213,25 @@ func (pp *partProducer) takeReady(now time.Time) {
 	}
 }
 
-// pump sends what may be sent now.
+// takeClosed moves closed batches into the queue (the open one keeps
+// taking records until takeReady finds a use for it).
+func (pp *partProducer) takeClosed() {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.takeClosedLocked()
+}
+
+func (pp *partProducer) takeClosedLocked() {
+	pp.queue = append(pp.queue, pp.mu.closed...)
+	clear(pp.mu.closed)
+	pp.mu.closed = pp.mu.closed[:0]
+}
+
+// pump fails the queued batches past their delivery deadline, then sends
+// what may be sent now.
 func (pp *partProducer) pump(now time.Time) {
+	pp.takeClosed()
+	pp.expire(now)
 	if pp.recovering {
 		if len(pp.inflight) > 0 || now.Before(pp.retryAt) {
 			pp.takeReady(now)
@@ -240,13 +255,8 @@ func (pp *partProducer) pump(now time.Time) {
 			}
 		}
 		b := pp.queue[0]
-		if now.After(b.deadline) {
-			pp.queue = pp.queue[1:]
-			err := b.lastErr
-			if err == nil {
-				err = errors.New("no attempt completed")
-			}
-			pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+		if now.After(b.deadline) { // now moved on (a metadata refresh)
+			pp.expire(now)
 			continue
 		}
 		if pp.idempotent() {
@@ -292,6 +302,37 @@ func (pp *partProducer) pump(now time.Time) {
 		}
 		pp.queue = pp.queue[1:]
 		pp.send(b, ld, now)
+	}
+}
+
+// expire fails every queued batch past its delivery deadline, all in one
+// go. Only queued batches expire here: one in flight may be written, so it
+// waits for its answer (retry fails it then). A queued batch fails as any
+// batch failing for good does (terminal): one that certainly was not written
+// leaves a sequence gap that the later batches are re-encoded over, and the
+// partition passes through recovery (immediately once nothing is in flight)
+// before it sends again.
+func (pp *partProducer) expire(now time.Time) {
+	kept := pp.queue[:0]
+	var expired []*pbatch
+	for _, b := range pp.queue {
+		if now.After(b.deadline) {
+			expired = append(expired, b)
+		} else {
+			kept = append(kept, b)
+		}
+	}
+	if len(expired) == 0 {
+		return
+	}
+	clear(pp.queue[len(kept):])
+	pp.queue = kept
+	for _, b := range expired {
+		err := b.lastErr
+		if err == nil {
+			err = errors.New("no attempt completed")
+		}
+		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
 	}
 }
 
@@ -480,11 +521,12 @@ func (pp *partProducer) handle(r attemptResult) {
 	case code == wire.UnknownProducerID || code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now)
 	case code.Retriable():
-		// With acks=all a leader that appended the batch and then lost its
-		// leadership while waiting for the ISR answers NotLeader: the batch
-		// may survive on the new leader.
+		// A leader that appended the batch and then lost its leadership
+		// while waiting for the ISR (acks=all) or for its flush (acks=1,
+		// and acks=all too) answers NotLeader: the batch may survive on
+		// the new leader.
 		unknown := code == wire.Timeout || code == wire.NotEnoughReplicasAfterAppend || code == wire.KafkaStorageError ||
-			(code == wire.NotLeader && pp.p.cfg.Acks == AcksAll)
+			(code == wire.NotLeader && pp.p.cfg.Acks != AcksNone)
 		needMeta := code != wire.NotEnoughReplicas && code != wire.NotEnoughReplicasAfterAppend && code != wire.Timeout
 		pp.p.c.log.Debug("produce refused, retrying", "topic", pp.topic, "partition", pp.part,
 			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", err)

@@ -658,7 +658,15 @@ func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
 // requests so). The first one's resend is refused for good. Both batches are
 // in the log: the first must be reported as possibly written, and the second
 // must not be re-sequenced under a new producer id and written again.
+// acks=1 too: a leader answers NotLeader after the local flush when its
+// leadership ended since the append.
 func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
+	for _, acks := range []Acks{AcksAll, AcksLeader} {
+		t.Run(fmt.Sprint(acks), func(t *testing.T) { testProduceNotLeaderAfterAppendIsNotDefinitive(t, acks) })
+	}
+}
+
+func testProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T, acks Acks) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
 	var reqs atomic.Int64
@@ -685,7 +693,7 @@ func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
 		return clienttest.Action{}
 	}
 	c := mustFakeClient(t, fc)
-	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond, Acks: acks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -717,5 +725,103 @@ func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
 	}
 	if b := d.got[1]; b.Err != nil && (!errors.As(b.Err, &de) || !de.Unknown) {
 		t.Fatalf("B (in the log) failed with %v: want success or 'may have been written'", b.Err)
+	}
+}
+
+// A backlog of batches past their delivery deadline is failed in one pass
+// of the partition's loop, not one batch per pass (each pass at least a
+// millisecond apart). pump takes the time as an argument: the test drives
+// one pass at a moment after every deadline.
+func TestExpiredBatchesFailInOnePass(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.SetLeader("t", 0, -1) // offline: nothing is sent
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Hour, DeliveryTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testCtx(t)
+	pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+	defer pp.abort()
+	const n = 50
+	d := newDeliveries()
+	start := time.Now()
+	for i := range n {
+		r := &Record{Topic: "t", Value: []byte(fmt.Sprintf("%03d%s", i, strings.Repeat(".", 200)))}
+		size := recordSize(r)
+		gen, err := p.budget.acquire(ctx, int64(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp.append(r, start.UnixMilli(), size, gen, d.cb(i)) // one batch each: larger than BatchBytes
+	}
+	pp.pump(start.Add(2 * time.Minute))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.got) != n {
+		t.Fatalf("one pass after every deadline failed %d of %d expired batches", len(d.got), n)
+	}
+	for i := range n {
+		if !errors.Is(d.got[i].Err, ErrDeliveryTimeout) || d.n[i] != 1 {
+			t.Fatalf("record %d: %d callbacks, err %v; want one ErrDeliveryTimeout", i, d.n[i], d.got[i].Err)
+		}
+	}
+	if len(pp.queue) != 0 {
+		t.Fatalf("%d batches left queued", len(pp.queue))
+	}
+}
+
+// While a batch is in flight (here: its request hangs), the batches queued
+// behind it that pass their deadline are failed at once; the one in flight
+// is not (it may be written): its answer decides.
+func TestExpiredQueuedBatchesFailWhileOneIsInFlight(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.Hang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Hour, DeliveryTimeout: time.Minute, MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testCtx(t)
+	if _, err := c.PartitionCount(ctx, "t"); err != nil { // metadata in hand: pump finds the leader
+		t.Fatal(err)
+	}
+	pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+	defer pp.abort()
+	const n = 10
+	d := newDeliveries()
+	start := time.Now()
+	for i := range n {
+		r := &Record{Topic: "t", Value: []byte(fmt.Sprintf("%03d%s", i, strings.Repeat(".", 200)))}
+		size := recordSize(r)
+		gen, err := p.budget.acquire(ctx, int64(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp.append(r, start.UnixMilli(), size, gen, d.cb(i))
+	}
+	pp.pump(start)
+	if len(pp.inflight) != 1 || len(pp.queue) != n-1 {
+		t.Fatalf("%d in flight, %d queued; want 1 and %d", len(pp.inflight), len(pp.queue), n-1)
+	}
+	pp.pump(start.Add(2 * time.Minute))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.got) != n-1 || d.n[0] != 0 {
+		t.Fatalf("failed %d batches (the one in flight %d times); want the %d queued ones and not the one in flight", len(d.got), d.n[0], n-1)
+	}
+	for i := 1; i < n; i++ {
+		if !errors.Is(d.got[i].Err, ErrDeliveryTimeout) || d.n[i] != 1 {
+			t.Fatalf("record %d: %d callbacks, err %v; want one ErrDeliveryTimeout", i, d.n[i], d.got[i].Err)
+		}
 	}
 }

@@ -35,6 +35,12 @@ const (
 	InvalidTopic                 ErrorCode = 25
 	InvalidUpdateVersion         ErrorCode = 26 // AlterPartition with a stale partition epoch: refresh metadata, recompute
 	IneligibleReplica            ErrorCode = 27 // AlterPartition adding a fenced or shutting-down broker to the ISR
+	// OffsetNotAvailable (retriable): ListOffsets for the latest offset or
+	// a timestamp while a new leader's HW is still below the start offset
+	// of its leader epoch, i.e. possibly below the HW its predecessor had
+	// made visible (Kafka's OFFSET_NOT_AVAILABLE, KIP-207). It passes once
+	// the leader's followers have fetched from it.
+	OffsetNotAvailable ErrorCode = 28
 )
 
 var codeNames = map[ErrorCode]string{
@@ -50,12 +56,14 @@ var codeNames = map[ErrorCode]string{
 	LeaderNotAvailable: "LeaderNotAvailable", BrokerNotAvailable: "BrokerNotAvailable",
 	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
+	OffsetNotAvailable: "OffsetNotAvailable",
 }
 
 var retriable = map[ErrorCode]bool{
 	NotLeader: true, NotEnoughReplicas: true, NotEnoughReplicasAfterAppend: true,
 	UnknownTopicOrPartition: true, Timeout: true, NotController: true, FencedLeaderEpoch: true,
 	UnknownLeaderEpoch: true, LeaderNotAvailable: true, BrokerNotAvailable: true, KafkaStorageError: true,
+	OffsetNotAvailable: true,
 }
 
 func (c ErrorCode) String() string {

@@ -86,6 +86,10 @@ type partition struct {
 	batches   []segment.Batch
 	next      int64 // log end offset (= high watermark)
 	producers map[int64]*producerState
+	// hwUnknown: the leader is new and its HW has not reached the start of
+	// its epoch (KIP-207): fetches report HW -1, ListOffsets(latest)
+	// answers OffsetNotAvailable.
+	hwUnknown bool
 }
 
 // producerState remembers a producer's last 5 batches on a partition.
@@ -156,6 +160,15 @@ func (c *Cluster) SetLeader(topicName string, p int32, leader int32) {
 	pt.leader = leader
 	pt.epoch++
 	c.mu.moff++
+	c.wakeLocked()
+}
+
+// SetHWUnknown makes a partition's leader behave as a new leader whose HW
+// has not yet reached the start of its epoch (KIP-207), or no longer.
+func (c *Cluster) SetHWUnknown(topicName string, p int32, unknown bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.topics[topicName].parts[p].hwUnknown = unknown
 	c.wakeLocked()
 }
 
@@ -559,6 +572,9 @@ func (c *Cluster) fetchLocked(addr string, req *wire.FetchRequest) (*wire.FetchR
 		if pt != nil {
 			r.LeaderHint, r.LeaderEpoch = pt.leader, pt.epoch
 			r.HighWatermark, r.LogEnd = pt.next, pt.next
+			if pt.hwUnknown {
+				r.HighWatermark = -1
+			}
 		}
 		if code == wire.None && (fp.Offset < 0 || fp.Offset > pt.next) {
 			code = wire.OffsetOutOfRange
@@ -599,6 +615,8 @@ func (c *Cluster) listOffsets(addr string, req *wire.ListOffsetsRequest) *wire.L
 			r.Err = code
 		case lp.Timestamp == wire.Earliest:
 			r.Offset = 0
+		case lp.Timestamp == wire.Latest && pt.hwUnknown:
+			r.Err = wire.OffsetNotAvailable
 		case lp.Timestamp == wire.Latest:
 			r.Offset = pt.next
 		default:

@@ -13,6 +13,11 @@ import (
 // handleFetch serves consumers: whole batches strictly below the HW, from the
 // segment mapping. It long-polls until MinBytes are available, an error
 // occurs, or MaxWaitMs passes.
+//
+// While a new leader's HW is below the start offset of its epoch (KIP-207:
+// it may be below the HW its predecessor made visible) an answer still
+// carries the records below the HW but reports the HW as -1 (unknown), so
+// that no consumer takes it for the end of the log.
 func (b *Broker) handleFetch(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.FetchRequest
 	if err := fr.Decode(&req); err != nil {
@@ -82,9 +87,13 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 			code = replica.NotLeader
 		}
 		hw, start, leo := r.HW(), r.LogStart(), r.LEO()
+		hwUnknown := r.HWBelowEpochStart()
 		out.LeaderHint, out.LeaderEpoch = r.Leader(), r.LeaderEpoch()
 		p.mu.Unlock()
 		out.HighWatermark, out.LogStart, out.LogEnd = hw, start, leo
+		if hwUnknown {
+			out.HighWatermark = -1
+		}
 		if code != replica.OK {
 			out.Err, failed = codeToWire(code), true
 			continue
@@ -115,6 +124,12 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 
 // handleListOffsets answers the earliest offset, the latest (the HW), or the
 // first offset at or after a timestamp (-1 if none below the HW).
+//
+// While a new leader's HW is below the start offset of its epoch it may be
+// below the HW its predecessor made visible (KIP-207): the latest offset,
+// and a timestamp whose first offset is not below the HW, are answered with
+// the retriable OffsetNotAvailable instead of an end offset that would hide
+// acknowledged, already visible records.
 func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.ListOffsetsRequest
 	if err := fr.Decode(&req); err != nil {
@@ -135,6 +150,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Fra
 			code = replica.NotLeader
 		}
 		hw, start := p.mu.r.HW(), p.mu.r.LogStart()
+		hwUnknown := p.mu.r.HWBelowEpochStart()
 		out.LeaderHint = p.mu.r.Leader()
 		p.mu.Unlock()
 		if code != replica.OK {
@@ -145,6 +161,10 @@ func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Fra
 		case wire.Earliest:
 			out.Offset = start
 		case wire.Latest:
+			if hwUnknown {
+				out.Err = wire.OffsetNotAvailable
+				continue
+			}
 			out.Offset = hw
 		default:
 			off, err := p.log.OffsetForTimestamp(lp.Timestamp)
@@ -152,8 +172,13 @@ func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Fra
 				out.Err = readErrCode(err)
 				continue
 			}
-			if off >= 0 && off < hw {
+			switch {
+			case off >= 0 && off < hw:
 				out.Offset = off
+			case off >= 0 && hwUnknown:
+				// The first record at or after the timestamp is not below
+				// our HW, but may be below the one consumers have seen.
+				out.Err = wire.OffsetNotAvailable
 			}
 		}
 	}

@@ -128,6 +128,17 @@ func crashedLog(t *testing.T, c *testCluster, id int32, fs *segment.MemFS) map[i
 // becomes leader again in epoch 3. The offset the batch was appended at now
 // holds another record: the request must not be acknowledged with it.
 func TestAckAfterLeadershipLostAndRegained(t *testing.T) {
+	testAckAfterLeadershipLostAndRegained(t, wire.AcksAll)
+}
+
+// TestAcks1AfterLeadershipLostAndRegained is the same story for acks=1: the
+// wait for the local flush must not end in an acknowledgement of offsets
+// that, after the leadership was lost and regained, hold other records.
+func TestAcks1AfterLeadershipLostAndRegained(t *testing.T) {
+	testAckAfterLeadershipLostAndRegained(t, wire.AcksLeader)
+}
+
+func testAckAfterLeadershipLostAndRegained(t *testing.T, acks int8) {
 	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, maxWait: 20 * time.Millisecond})
 	other := tp{"payments", 1}
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
@@ -150,7 +161,7 @@ func TestAckAfterLeadershipLostAndRegained(t *testing.T) {
 		// payments-1's wait (blocked flush) runs before payments-0's.
 		var resp wire.ProduceResponse
 		err := c.client.Call(context.Background(), c.node(1).addr, wire.TypeProduce, wire.ProduceRequest{
-			Acks: wire.AcksAll, TimeoutMs: 30000, Topic: "payments",
+			Acks: acks, TimeoutMs: 30000, Topic: "payments",
 			Parts: []wire.ProducePartition{
 				{Partition: other.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"other"})},
 				{Partition: testKey.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"x"})},

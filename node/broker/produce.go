@@ -14,7 +14,9 @@ const defaultMaxBatchBytes = 16<<20 - 1<<10
 
 // handleProduce appends one batch per listed partition and answers per
 // partition: acks=0 at once, acks=1 once the local fsync policy is met,
-// acks=all once the HW has passed the batch too.
+// acks=all once the HW has passed the batch too. acks=1 and acks=all answer
+// success only if the node has led without a break since the append
+// (NotLeader otherwise).
 func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.ProduceRequest
 	// The batches alias the request frame, which stays valid until the
@@ -95,6 +97,13 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 			return
 		}
 		if acks != wire.AcksAll {
+			// The batch is durable at [base, last], but only if it was
+			// not truncated away meanwhile (leadership lost, then
+			// regained, its offsets reused): acknowledge it only within
+			// the leadership it was appended in, as waitHW does.
+			if c := p.checkLeadership(epoch); c != replica.OK {
+				out.Err, out.LeaderHint = codeToWire(c), p.leaderHint()
+			}
 			return
 		}
 		if c := p.waitHW(ctx, b.reqSeq.Add(1), epoch, last+1); c != replica.OK {
@@ -104,6 +113,17 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 			}
 		}
 	}
+}
+
+// checkLeadership says whether this replica has led without a break since
+// it appended a batch as leader of epoch (replica.CheckLeadership).
+func (p *partition) checkLeadership(epoch int32) replica.Code {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.stopped {
+		return replica.NotLeader
+	}
+	return p.mu.r.CheckLeadership(epoch)
 }
 
 func (p *partition) leaderHint() int32 {

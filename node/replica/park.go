@@ -14,7 +14,7 @@ import (
 func (r *Replica) ParkProduce(id uint64, epoch int32, required int64, deadline time.Time) Decisions {
 	d := r.decisions()
 	switch {
-	case r.role != RoleLeader || epoch < r.leaderSince || epoch > r.leaderEpoch:
+	case r.CheckLeadership(epoch) != OK:
 		d.Complete = []Completion{{id, NotLeader}}
 	case r.hw >= required:
 		d.Complete = []Completion{{id, OK}}
@@ -28,6 +28,18 @@ func (r *Replica) ParkProduce(id uint64, epoch int32, required int64, deadline t
 		r.parked = slices.Insert(r.parked, i, parkedProduce{id: id, required: required, deadline: deadline})
 	}
 	return d
+}
+
+// CheckLeadership says whether a batch appended while this replica led
+// epoch still stands where it was appended: OK while the replica has led
+// without a break since then, NotLeader once that leadership has ended, even
+// if a later one has begun (the batch may have been truncated away and its
+// offsets reused by other records).
+func (r *Replica) CheckLeadership(epoch int32) Code {
+	if r.role != RoleLeader || epoch < r.leaderSince || epoch > r.leaderEpoch {
+		return NotLeader
+	}
+	return OK
 }
 
 // Cancel removes a parked request (its waiter gave up); it reports whether

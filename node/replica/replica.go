@@ -62,7 +62,8 @@ type Replica struct {
 	logStart, hw, leo int64
 	// epochStart is the LEO at the moment this replica became leader of
 	// leaderEpoch (the start offset of its epoch); a follower re-enters the
-	// ISR only once it has reached it.
+	// ISR only once it has reached it, and while hw < epochStart the HW is
+	// not handed out as an end offset (HWBelowEpochStart).
 	epochStart int64
 	// leaderSince is the leader epoch in which this replica's current,
 	// uninterrupted leadership began (-1 when not leader). A batch appended
@@ -109,6 +110,17 @@ func (r *Replica) LEO() int64            { return r.leo }
 func (r *Replica) LogStart() int64       { return r.logStart }
 func (r *Replica) EpochStart() int64     { return r.epochStart }
 func (r *Replica) Parked() int           { return len(r.parked) }
+
+// HWBelowEpochStart reports whether this replica leads with an HW still
+// below the start offset of its leader epoch (KIP-207). A new leader starts
+// with the HW it learnt as a follower, which may lag the one its predecessor
+// had made visible (at most epochStart: every record below it was in the
+// ISR's logs, ours included); the HW reaches epochStart once the followers
+// have fetched from it. Until then the HW is not an end offset to hand out:
+// consumers may already have read past it.
+func (r *Replica) HWBelowEpochStart() bool {
+	return r.role == RoleLeader && r.hw < r.epochStart
+}
 
 // FollowerLEO is the leader's view of follower id's LEO (-1 if unknown).
 func (r *Replica) FollowerLEO(id int32) int64 {

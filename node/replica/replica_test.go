@@ -179,3 +179,37 @@ func TestParkAfterLeadershipRegained(t *testing.T) {
 		t.Fatalf("park in the current leadership: %+v", d)
 	}
 }
+
+// TestHWBelowEpochStart (KIP-207): a new leader's HW, learnt as a follower,
+// may lag its predecessor's until the followers fetch from it; until it
+// reaches the epoch's start offset it is not an end offset to hand out.
+func TestHWBelowEpochStart(t *testing.T) {
+	now := time.Unix(0, 0)
+	r := New(Config{ID: 1, LagTime: time.Second}, 0, 5, 2) // follower with HW 2, LEO 5
+	if r.HWBelowEpochStart() {
+		t.Fatal("a replica that does not lead has no epoch start")
+	}
+	st := State{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1}
+	r.BecomeLeader(st, 5, now)
+	if !r.HWBelowEpochStart() || r.HW() != 2 || r.EpochStart() != 5 {
+		t.Fatalf("new leader: below %v, %v", r.HWBelowEpochStart(), r)
+	}
+	fetch := func(off int64) {
+		t.Helper()
+		if chk, _ := r.FollowerFetch(fixedEpochs{}, Fetch{ReplicaID: 2, FetchOffset: off, LastFetchedEpoch: -1, CurrentLeaderEpoch: 2}, now); chk.Code != OK {
+			t.Fatalf("fetch at %d: %+v", off, chk)
+		}
+	}
+	fetch(4)
+	if !r.HWBelowEpochStart() || r.HW() != 4 {
+		t.Fatalf("follower at 4: below %v, %v", r.HWBelowEpochStart(), r)
+	}
+	fetch(5)
+	if r.HWBelowEpochStart() || r.HW() != 5 {
+		t.Fatalf("follower at 5: below %v, %v", r.HWBelowEpochStart(), r)
+	}
+	r.LocalAppend(7)
+	if r.HWBelowEpochStart() {
+		t.Fatalf("records of the epoch not yet replicated: %v", r)
+	}
+}
