@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -53,7 +54,11 @@ type FailoverResult struct {
 	// LostRecords counts acknowledged records missing from, or different in,
 	// the log read back afterwards. Must be 0.
 	LostRecords int64 `json:"lost_records"`
-	// Duplicates counts records found at more than one offset.
+	// Unverified counts acknowledged records that could not be checked
+	// (the read-back failed). Must be 0.
+	Unverified int64 `json:"unverified"`
+	// Duplicates counts records found at more than one offset. Must be 0
+	// (the producer is idempotent).
 	Duplicates     int64       `json:"duplicates"`
 	ProduceLatency Percentiles `json:"produce_latency_ms"`
 	Seconds        float64     `json:"seconds"`
@@ -175,20 +180,12 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 func (res *FailoverResult) summarize() {
 	var fence, leader, unavail, rejoin []float64
 	for _, t := range res.Trials {
-		if t.FenceMs >= 0 {
-			fence = append(fence, t.FenceMs)
-		}
-		if t.NewLeaderMs >= 0 {
-			leader = append(leader, t.NewLeaderMs)
-		}
-		if t.UnavailableMs >= 0 {
-			unavail = append(unavail, t.UnavailableMs)
-		}
-		if t.RejoinMs >= 0 {
-			rejoin = append(rejoin, t.RejoinMs)
-		}
+		fence = append(fence, t.FenceMs)
+		leader = append(leader, t.NewLeaderMs)
+		unavail = append(unavail, t.UnavailableMs)
+		rejoin = append(rejoin, t.RejoinMs)
 	}
-	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarize(fence), summarize(leader), summarize(unavail), summarize(rejoin)
+	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarizeTrials(fence), summarizeTrials(leader), summarizeTrials(unavail), summarizeTrials(rejoin)
 }
 
 // waitHealthy waits until a controller is elected, every broker is alive and
@@ -232,6 +229,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 	killAt.Store(tr.killAt.UnixNano())
 	if err := r.target.kill(ctx, tr.Victim); err != nil {
 		killAt.Store(0)
+		tr.killAt = time.Time{} // no kill: no unavailability to measure
 		tr.Error = err.Error()
 		return tr
 	}
@@ -315,17 +313,35 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 	return tr
 }
 
-// verify reads the topic back and checks every acknowledged record.
+// verify reads the topic back and checks every acknowledged record. When the
+// read-back fails nothing is verified: every acknowledged record counts as
+// Unverified (not as 0 lost) and the error is returned.
 func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) error {
-	tl := res.timeline
-	tl.mu.Lock()
-	acks := append([]ackRec(nil), tl.acks...)
-	times := append([]time.Time(nil), tl.times...)
-	tl.mu.Unlock()
+	acks, times := res.timeline.snapshot()
 	got, err := r.readBack(ctx, topic)
 	if err != nil {
+		res.Unverified = int64(len(acks))
 		return err
 	}
+	res.checkReadback(acks, times, got)
+	return nil
+}
+
+// snapshot copies the acknowledgements and their times.
+func (t *ackTimeline) snapshot() ([]ackRec, []time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]ackRec(nil), t.acks...), append([]time.Time(nil), t.times...)
+}
+
+// checkReadback compares the acknowledgements (times parallel to acks) with
+// the log read back (partition -> offset -> record) and fills in Verified,
+// LostRecords, Unverified, Duplicates and each trial's exact unavailability.
+// It is pure: a record counts as verified only if the record read back at
+// its acknowledged partition and offset is that record; one found only at
+// another offset (moved) or not at all (lost) counts as lost.
+func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got map[int32]map[int64]readRec) {
+	topic := res.Topic
 	type where struct {
 		part   int32
 		offset int64
@@ -337,35 +353,48 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 			seen[rec.id] = append(seen[rec.id], where{part, off, rec.epoch})
 		}
 	}
+	places := func(ws []where) string {
+		slices.SortFunc(ws, func(a, b where) int {
+			if a.part != b.part {
+				return int(a.part - b.part)
+			}
+			return cmp.Compare(a.offset, b.offset)
+		})
+		s := ""
+		for _, w := range ws {
+			s += fmt.Sprintf(" %s/%d@%d (leader epoch %d)", topic, w.part, w.offset, w.epoch)
+		}
+		return s
+	}
 	for id, ws := range seen {
 		if len(ws) < 2 {
 			continue
 		}
 		res.Duplicates += int64(len(ws) - 1)
 		if len(res.DuplicateExamples) < 10 {
-			s := fmt.Sprintf("producer %d seq %d at", id.producer, id.seq)
-			for _, w := range ws {
-				s += fmt.Sprintf(" %s/%d@%d (leader epoch %d)", topic, w.part, w.offset, w.epoch)
-			}
-			res.DuplicateExamples = append(res.DuplicateExamples, s)
+			res.DuplicateExamples = append(res.DuplicateExamples, fmt.Sprintf("producer %d seq %d at%s", id.producer, id.seq, places(ws)))
 		}
 	}
 	for _, a := range acks {
-		recs := got[a.part]
-		rec, ok := recs[a.offset]
-		id := rec.id
-		if ok && id == a.id {
+		rec, ok := got[a.part][a.offset]
+		if ok && rec.id == a.id {
 			res.Verified++
 			continue
 		}
 		res.LostRecords++
-		if len(res.LostExamples) < 10 {
-			if ok {
-				res.LostExamples = append(res.LostExamples, fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, found producer %d seq %d", topic, a.part, a.offset, a.id.producer, a.id.seq, id.producer, id.seq))
-			} else {
-				res.LostExamples = append(res.LostExamples, fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, missing", topic, a.part, a.offset, a.id.producer, a.id.seq))
-			}
+		if len(res.LostExamples) >= 10 {
+			continue
 		}
+		s := fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, ", topic, a.part, a.offset, a.id.producer, a.id.seq)
+		if ok {
+			s += fmt.Sprintf("found producer %d seq %d", rec.id.producer, rec.id.seq)
+		} else {
+			s += "missing"
+		}
+		if ws := seen[a.id]; len(ws) > 0 {
+			s += "; the acknowledged record is at" + places(ws)
+		}
+		res.LostExamples = append(res.LostExamples, s)
 	}
 	// Unavailability, exactly: the first acknowledgement after the kill of a
 	// partition 0 record that a later leader epoch wrote.
@@ -380,7 +409,7 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 			if a.part != 0 || !at.After(tr.killAt) || (!first.IsZero() && !at.Before(first)) {
 				continue
 			}
-			if rec, ok := got[0][a.offset]; ok && rec.id == a.id && rec.epoch > tr.OldEpoch {
+			if rec, ok := got[a.part][a.offset]; ok && rec.id == a.id && rec.epoch > tr.OldEpoch {
 				first = at
 			}
 		}
@@ -391,7 +420,27 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 		tr.ackAt = first
 		tr.UnavailableMs = ms(first.Sub(tr.killAt))
 	}
-	return nil
+}
+
+// problems lists what makes a failover run fail: acknowledged records lost
+// or not verified, records found at several offsets, failed trials.
+func (res *FailoverResult) problems() []error {
+	var errs []error
+	if res.LostRecords > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged records lost", res.LostRecords))
+	}
+	if res.Unverified > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged records not verified (the read-back failed)", res.Unverified))
+	}
+	if res.Duplicates > 0 {
+		errs = append(errs, fmt.Errorf("%d records found at more than one offset", res.Duplicates))
+	}
+	for _, t := range res.Trials {
+		if t.Error != "" {
+			errs = append(errs, fmt.Errorf("trial %d: %s", t.Trial, t.Error))
+		}
+	}
+	return errs
 }
 
 // readRec is one record read back: who produced it and under which leader epoch.
