@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	h := &History{Start: start, Partitions: 3}
+	h := &History{Start: start, Partitions: 3, Consumers: cfg.Consumers}
 	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: 3, Workload: wl, Start: start, Out: out, Logger: cfg.Logger}
 	defer nem.Close()
 
