@@ -318,7 +318,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 // Unverified (not as 0 lost) and the error is returned.
 func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) error {
 	acks, times := res.timeline.snapshot()
-	got, err := r.readBack(ctx, topic)
+	got, err := r.readBack(ctx, topic, ackedEnds(acks))
 	if err != nil {
 		res.Unverified = int64(len(acks))
 		return err
@@ -449,9 +449,42 @@ type readRec struct {
 	epoch int32
 }
 
+// ackedEnds is, per partition, the end offset (HW) that makes every
+// acknowledged record readable: the largest acknowledged offset + 1.
+func ackedEnds(acks []ackRec) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, a := range acks {
+		out[a.part] = max(out[a.part], a.offset+1)
+	}
+	return out
+}
+
+// endsShort lists the partitions of topic whose end offset is below want's.
+func endsShort(topic string, ends map[client.TopicPartition]int64, want map[int32]int64) []string {
+	var short []string
+	for p, w := range want {
+		end, ok := ends[client.TopicPartition{Topic: topic, Partition: p}]
+		switch {
+		case !ok:
+			short = append(short, fmt.Sprintf("%s/%d: no end offset, acknowledged up to %d", topic, p, w-1))
+		case end < w:
+			short = append(short, fmt.Sprintf("%s/%d: HW %d, acknowledged up to %d", topic, p, end, w-1))
+		}
+	}
+	slices.Sort(short)
+	return short
+}
+
+// readBackHWWait bounds how long the read-back waits for every partition's
+// HW to reach its acknowledged records (a new leader's HW may trail for a
+// moment; one that never gets there makes those records count as lost).
+const readBackHWWait = 30 * time.Second
+
 // readBack consumes every partition of topic from the beginning to its end
-// offset and returns, per partition, the record at each offset.
-func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int64]readRec, error) {
+// offset (its HW, once that covers want's offset for the partition or
+// readBackHWWait has passed) and returns, per partition, the record at each
+// offset.
+func (r *runner) readBack(ctx context.Context, topic string, want map[int32]int64) (map[int32]map[int64]readRec, error) {
 	cl, err := client.New(ctx, r.clientConfig())
 	if err != nil {
 		return nil, err
@@ -465,9 +498,25 @@ func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int6
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ends, err := cons.EndOffsets(ctx, tps)
-	if err != nil {
-		return nil, err
+	var ends map[client.TopicPartition]int64
+	deadline := time.Now().Add(readBackHWWait)
+	for {
+		if ends, err = cons.EndOffsets(ctx, tps); err != nil {
+			return nil, err
+		}
+		short := endsShort(topic, ends, want)
+		if len(short) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.log.Warn("read-back: HW below acknowledged records", "topic", topic, "partitions", short)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bench: read back %s: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	out := map[int32]map[int64]readRec{}
 	done := func() bool {

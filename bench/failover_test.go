@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"paymentlog/client"
 )
 
 // readbackFixture is a failover run in miniature: two partitions, records
@@ -258,5 +260,22 @@ func TestSummarizeNearestRank(t *testing.T) {
 	}
 	if s := summarizeTrials([]float64{-1, 5, -1}); s.N != 1 || s.Missing != 2 || s.P99 != 5 {
 		t.Fatalf("with missing: %+v", s)
+	}
+}
+
+// TestReadBackWaitsForAcknowledgedEnds: the read-back waits until every
+// partition's HW covers its largest acknowledged offset.
+func TestReadBackWaitsForAcknowledgedEnds(t *testing.T) {
+	want := ackedEnds([]ackRec{{part: 0, offset: 4}, {part: 0, offset: 9}, {part: 2, offset: 0}})
+	if want[0] != 10 || want[2] != 1 || len(want) != 2 {
+		t.Fatalf("ackedEnds %v", want)
+	}
+	tp := func(p int32) client.TopicPartition { return client.TopicPartition{Topic: "t", Partition: p} }
+	if s := endsShort("t", map[client.TopicPartition]int64{tp(0): 10, tp(1): 0, tp(2): 5}, want); len(s) != 0 {
+		t.Fatalf("short %v", s)
+	}
+	s := endsShort("t", map[client.TopicPartition]int64{tp(0): 9, tp(1): 0}, want)
+	if len(s) != 2 || !strings.Contains(s[0], "t/0: HW 9, acknowledged up to 9") || !strings.Contains(s[1], "t/2: no end offset") {
+		t.Fatalf("short %q", s)
 	}
 }
