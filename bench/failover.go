@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -426,6 +427,9 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 // or not verified, records found at several offsets, failed trials.
 func (res *FailoverResult) problems() []error {
 	var errs []error
+	if res.Acked == 0 {
+		errs = append(errs, errors.New("no record was acknowledged: nothing to verify"))
+	}
 	if res.LostRecords > 0 {
 		errs = append(errs, fmt.Errorf("%d acknowledged records lost", res.LostRecords))
 	}

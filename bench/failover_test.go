@@ -145,6 +145,22 @@ func TestFailoverReadbackFailureIsNotZeroLost(t *testing.T) {
 	}
 }
 
+// TestFailoverNothingAcknowledged: "0 lost" of 0 acknowledged records is
+// no evidence; the run fails and the target is not met.
+func TestFailoverNothingAcknowledged(t *testing.T) {
+	res := newReadbackFixture(0).check()
+	if len(res.problems()) == 0 {
+		t.Fatal("a run without acknowledgements passes")
+	}
+	rep := Report{Failover: res}
+	rep.checkTargets(Config{})
+	for _, tg := range rep.Targets {
+		if tg.Met {
+			t.Errorf("%s met with nothing acknowledged", tg.Name)
+		}
+	}
+}
+
 // TestFailoverUnavailability: the window runs from the kill to the first
 // acknowledgement of a partition 0 record written by a later leader epoch;
 // the victim's own late answers, other partitions and records that did not

@@ -103,8 +103,9 @@ func (r *Report) checkTargets(cfg Config) {
 			add("failover unavailability p50 ms", u.P50, "<= 300", all && u.P50 <= 300)
 			add("failover unavailability p99 ms", u.P99, "<= 1000", all && u.P99 <= 1000)
 		}
-		// Zero lost counts only if every acknowledged record was read back.
-		verified := f.Unverified == 0 && f.Verified == f.Acked
+		// Zero lost counts only if records were acknowledged and every one
+		// of them was read back.
+		verified := f.Acked > 0 && f.Unverified == 0 && f.Verified == f.Acked
 		add("acknowledged records lost", float64(f.LostRecords), "== 0", verified && f.LostRecords == 0)
 		add("records at more than one offset", float64(f.Duplicates), "== 0", verified && f.Duplicates == 0)
 	}

@@ -148,6 +148,10 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 			}
 			noReads(h)
 		}, []AnomalyKind{LostWrite, InconsistentOffset}},
+		{"two acknowledgements at one offset", func(h *History) {
+			// p1-4 (partition 1 offset 3) was acknowledged at p0-4's offset 2.
+			h.write(RecordID{1, 4}).Offset = h.write(RecordID{0, 4}).Offset
+		}, []AnomalyKind{InconsistentOffset}},
 		{"duplicate", func(h *History) {
 			appendFinal(h, 2, h.Final[2].Records[3].Value)
 		}, []AnomalyKind{Duplicate, Reordered}},
