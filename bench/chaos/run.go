@@ -264,6 +264,12 @@ func (cfg Config) withDefaults() Config {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = time.Second
 	}
+	if cfg.Producers <= 0 {
+		cfg.Producers = 4
+	}
+	if cfg.Consumers <= 0 {
+		cfg.Consumers = 2 // also History.Consumers: each must read to the HW
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 5 * time.Millisecond
 	}
