@@ -404,15 +404,38 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 		if tr.killAt.IsZero() || tr.Victim < 0 {
 			continue
 		}
-		var first time.Time
+		var first, lastBefore time.Time
+		lastEpoch := int32(-1)
 		for j, a := range acks {
 			at := times[j]
-			if a.part != 0 || !at.After(tr.killAt) || (!first.IsZero() && !at.Before(first)) {
+			if a.part != 0 {
 				continue
 			}
-			if rec, ok := got[a.part][a.offset]; ok && rec.id == a.id && rec.epoch > tr.OldEpoch {
+			rec, ok := got[a.part][a.offset]
+			if !ok || rec.id != a.id {
+				continue
+			}
+			if !at.After(tr.killAt) {
+				if !at.Before(lastBefore) {
+					lastBefore, lastEpoch = at, rec.epoch
+				}
+				continue
+			}
+			if rec.epoch > tr.OldEpoch && (first.IsZero() || at.Before(first)) {
 				first = at
 			}
+		}
+		if lastEpoch > tr.OldEpoch {
+			// The metadata the trial chose its victim from was stale: a later
+			// epoch was already acknowledging partition 0 before the kill, so
+			// the kill did not hit the leader and measured nothing.
+			msg := fmt.Sprintf("node %d was not partition 0's leader at the kill: records of leader epoch %d (victim's %d) were acknowledged before it", tr.Victim, lastEpoch, tr.OldEpoch)
+			if tr.Error != "" {
+				msg = tr.Error + "; " + msg
+			}
+			tr.Error = msg
+			tr.UnavailableMs = -1
+			continue
 		}
 		if first.IsZero() {
 			tr.UnavailableMs = -1

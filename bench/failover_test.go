@@ -190,6 +190,9 @@ func TestFailoverUnavailability(t *testing.T) {
 		{Trial: 1, Victim: 1, OldEpoch: 3, UnavailableMs: 77, killAt: ms(100)},
 		{Trial: 2, Victim: 2, OldEpoch: 4, UnavailableMs: 77, killAt: ms(1000)},
 		{Trial: 3, Victim: -1, UnavailableMs: -1}, // never killed
+		// Chosen from stale metadata: epoch 3 was acknowledging before the
+		// kill of the epoch-2 "leader", so the kill measured nothing.
+		{Trial: 4, Victim: 3, OldEpoch: 2, UnavailableMs: 5, killAt: ms(100)},
 	}
 	res := f.check(trials...)
 	if got := res.Trials[0].UnavailableMs; got != 300 {
@@ -200,6 +203,14 @@ func TestFailoverUnavailability(t *testing.T) {
 	}
 	if got := res.Trials[2].UnavailableMs; got != -1 {
 		t.Errorf("trial 3: unavailable %v ms, want -1", got)
+	}
+	if tr := res.Trials[3]; tr.UnavailableMs != -1 || !strings.Contains(tr.Error, "was not partition 0's leader at the kill") {
+		t.Errorf("trial 4 (stale victim): unavailable %v ms, error %q", tr.UnavailableMs, tr.Error)
+	}
+	for _, tr := range res.Trials[:3] {
+		if tr.Error != "" {
+			t.Errorf("trial %d: error %q", tr.Trial, tr.Error)
+		}
 	}
 	if res.LostRecords != 1 {
 		t.Errorf("lost %d, want 1", res.LostRecords)
