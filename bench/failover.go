@@ -427,9 +427,11 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 		}
 		if lastEpoch > tr.OldEpoch {
 			// The metadata the trial chose its victim from was stale: a later
-			// epoch was already acknowledging partition 0 before the kill, so
-			// the kill did not hit the leader and measured nothing.
-			msg := fmt.Sprintf("node %d was not partition 0's leader at the kill: records of leader epoch %d (victim's %d) were acknowledged before it", tr.Victim, lastEpoch, tr.OldEpoch)
+			// epoch was already acknowledging partition 0 before the kill.
+			// Either another node led (the kill hit a follower) or the
+			// victim's leadership was renewed (its late answers would pass
+			// as the new leader's): either way the figure means nothing.
+			msg := fmt.Sprintf("stale metadata: node %d was partition 0's leader in epoch %d, but records of leader epoch %d were acknowledged before the kill (was not partition 0's leader at the kill, or in a later epoch)", tr.Victim, tr.OldEpoch, lastEpoch)
 			if tr.Error != "" {
 				msg = tr.Error + "; " + msg
 			}
