@@ -337,7 +337,8 @@ func (t *ackTimeline) snapshot() ([]ackRec, []time.Time) {
 
 // checkReadback compares the acknowledgements (times parallel to acks) with
 // the log read back (partition -> offset -> record) and fills in Verified,
-// LostRecords, Unverified, Duplicates and each trial's exact unavailability.
+// LostRecords, Duplicates and each trial's exact unavailability (and an
+// error for a trial whose victim turns out not to have been leading).
 // It is pure: a record counts as verified only if the record read back at
 // its acknowledged partition and offset is that record; one found only at
 // another offset (moved) or not at all (lost) counts as lost.
