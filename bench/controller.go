@@ -57,14 +57,10 @@ func (r *runner) runControllerFailover(ctx context.Context) (*ControllerResult, 
 	bar.done()
 	var xs, es []float64
 	for _, t := range res.Trials {
-		if t.Ms >= 0 {
-			xs = append(xs, t.Ms)
-		}
-		if t.ElectedMs >= 0 {
-			es = append(es, t.ElectedMs)
-		}
+		xs = append(xs, t.Ms)
+		es = append(es, t.ElectedMs)
 	}
-	res.Ms, res.ElectedMs = summarize(xs), summarize(es)
+	res.Ms, res.ElectedMs = summarizeTrials(xs), summarizeTrials(es)
 	// Best effort: remove the trial topics.
 	if ctx.Err() == nil {
 		if _, err := r.waitHealthy(ctx, w, "", cc.Timeout); err == nil {

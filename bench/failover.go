@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -53,7 +55,11 @@ type FailoverResult struct {
 	// LostRecords counts acknowledged records missing from, or different in,
 	// the log read back afterwards. Must be 0.
 	LostRecords int64 `json:"lost_records"`
-	// Duplicates counts records found at more than one offset.
+	// Unverified counts acknowledged records that could not be checked
+	// (the read-back failed). Must be 0.
+	Unverified int64 `json:"unverified"`
+	// Duplicates counts records found at more than one offset. Must be 0
+	// (the producer is idempotent).
 	Duplicates     int64       `json:"duplicates"`
 	ProduceLatency Percentiles `json:"produce_latency_ms"`
 	Seconds        float64     `json:"seconds"`
@@ -175,20 +181,12 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 func (res *FailoverResult) summarize() {
 	var fence, leader, unavail, rejoin []float64
 	for _, t := range res.Trials {
-		if t.FenceMs >= 0 {
-			fence = append(fence, t.FenceMs)
-		}
-		if t.NewLeaderMs >= 0 {
-			leader = append(leader, t.NewLeaderMs)
-		}
-		if t.UnavailableMs >= 0 {
-			unavail = append(unavail, t.UnavailableMs)
-		}
-		if t.RejoinMs >= 0 {
-			rejoin = append(rejoin, t.RejoinMs)
-		}
+		fence = append(fence, t.FenceMs)
+		leader = append(leader, t.NewLeaderMs)
+		unavail = append(unavail, t.UnavailableMs)
+		rejoin = append(rejoin, t.RejoinMs)
 	}
-	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarize(fence), summarize(leader), summarize(unavail), summarize(rejoin)
+	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarizeTrials(fence), summarizeTrials(leader), summarizeTrials(unavail), summarizeTrials(rejoin)
 }
 
 // waitHealthy waits until a controller is elected, every broker is alive and
@@ -232,6 +230,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 	killAt.Store(tr.killAt.UnixNano())
 	if err := r.target.kill(ctx, tr.Victim); err != nil {
 		killAt.Store(0)
+		tr.killAt = time.Time{} // no kill: no unavailability to measure
 		tr.Error = err.Error()
 		return tr
 	}
@@ -315,17 +314,36 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 	return tr
 }
 
-// verify reads the topic back and checks every acknowledged record.
+// verify reads the topic back and checks every acknowledged record. When the
+// read-back fails nothing is verified: every acknowledged record counts as
+// Unverified (not as 0 lost) and the error is returned.
 func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) error {
-	tl := res.timeline
-	tl.mu.Lock()
-	acks := append([]ackRec(nil), tl.acks...)
-	times := append([]time.Time(nil), tl.times...)
-	tl.mu.Unlock()
-	got, err := r.readBack(ctx, topic)
+	acks, times := res.timeline.snapshot()
+	got, err := r.readBack(ctx, topic, ackedEnds(acks))
 	if err != nil {
+		res.Unverified = int64(len(acks))
 		return err
 	}
+	res.checkReadback(acks, times, got)
+	return nil
+}
+
+// snapshot copies the acknowledgements and their times.
+func (t *ackTimeline) snapshot() ([]ackRec, []time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]ackRec(nil), t.acks...), append([]time.Time(nil), t.times...)
+}
+
+// checkReadback compares the acknowledgements (times parallel to acks) with
+// the log read back (partition -> offset -> record) and fills in Verified,
+// LostRecords, Duplicates and each trial's exact unavailability (and an
+// error for a trial whose victim turns out not to have been leading).
+// It is pure: a record counts as verified only if the record read back at
+// its acknowledged partition and offset is that record; one found only at
+// another offset (moved) or not at all (lost) counts as lost.
+func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got map[int32]map[int64]readRec) {
+	topic := res.Topic
 	type where struct {
 		part   int32
 		offset int64
@@ -337,35 +355,48 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 			seen[rec.id] = append(seen[rec.id], where{part, off, rec.epoch})
 		}
 	}
+	places := func(ws []where) string {
+		slices.SortFunc(ws, func(a, b where) int {
+			if a.part != b.part {
+				return int(a.part - b.part)
+			}
+			return cmp.Compare(a.offset, b.offset)
+		})
+		s := ""
+		for _, w := range ws {
+			s += fmt.Sprintf(" %s/%d@%d (leader epoch %d)", topic, w.part, w.offset, w.epoch)
+		}
+		return s
+	}
 	for id, ws := range seen {
 		if len(ws) < 2 {
 			continue
 		}
 		res.Duplicates += int64(len(ws) - 1)
 		if len(res.DuplicateExamples) < 10 {
-			s := fmt.Sprintf("producer %d seq %d at", id.producer, id.seq)
-			for _, w := range ws {
-				s += fmt.Sprintf(" %s/%d@%d (leader epoch %d)", topic, w.part, w.offset, w.epoch)
-			}
-			res.DuplicateExamples = append(res.DuplicateExamples, s)
+			res.DuplicateExamples = append(res.DuplicateExamples, fmt.Sprintf("producer %d seq %d at%s", id.producer, id.seq, places(ws)))
 		}
 	}
 	for _, a := range acks {
-		recs := got[a.part]
-		rec, ok := recs[a.offset]
-		id := rec.id
-		if ok && id == a.id {
+		rec, ok := got[a.part][a.offset]
+		if ok && rec.id == a.id {
 			res.Verified++
 			continue
 		}
 		res.LostRecords++
-		if len(res.LostExamples) < 10 {
-			if ok {
-				res.LostExamples = append(res.LostExamples, fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, found producer %d seq %d", topic, a.part, a.offset, a.id.producer, a.id.seq, id.producer, id.seq))
-			} else {
-				res.LostExamples = append(res.LostExamples, fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, missing", topic, a.part, a.offset, a.id.producer, a.id.seq))
-			}
+		if len(res.LostExamples) >= 10 {
+			continue
 		}
+		s := fmt.Sprintf("%s/%d@%d: acknowledged producer %d seq %d, ", topic, a.part, a.offset, a.id.producer, a.id.seq)
+		if ok {
+			s += fmt.Sprintf("found producer %d seq %d", rec.id.producer, rec.id.seq)
+		} else {
+			s += "missing"
+		}
+		if ws := seen[a.id]; len(ws) > 0 {
+			s += "; the acknowledged record is at" + places(ws)
+		}
+		res.LostExamples = append(res.LostExamples, s)
 	}
 	// Unavailability, exactly: the first acknowledgement after the kill of a
 	// partition 0 record that a later leader epoch wrote.
@@ -374,15 +405,40 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 		if tr.killAt.IsZero() || tr.Victim < 0 {
 			continue
 		}
-		var first time.Time
+		var first, lastBefore time.Time
+		lastEpoch := int32(-1)
 		for j, a := range acks {
 			at := times[j]
-			if a.part != 0 || !at.After(tr.killAt) || (!first.IsZero() && !at.Before(first)) {
+			if a.part != 0 {
 				continue
 			}
-			if rec, ok := got[0][a.offset]; ok && rec.id == a.id && rec.epoch > tr.OldEpoch {
+			rec, ok := got[a.part][a.offset]
+			if !ok || rec.id != a.id {
+				continue
+			}
+			if !at.After(tr.killAt) {
+				if !at.Before(lastBefore) {
+					lastBefore, lastEpoch = at, rec.epoch
+				}
+				continue
+			}
+			if rec.epoch > tr.OldEpoch && (first.IsZero() || at.Before(first)) {
 				first = at
 			}
+		}
+		if lastEpoch > tr.OldEpoch {
+			// The metadata the trial chose its victim from was stale: a later
+			// epoch was already acknowledging partition 0 before the kill.
+			// Either another node led (the kill hit a follower) or the
+			// victim's leadership was renewed (its late answers would pass
+			// as the new leader's): either way the figure means nothing.
+			msg := fmt.Sprintf("stale metadata: node %d was partition 0's leader in epoch %d, but records of leader epoch %d were acknowledged before the kill (was not partition 0's leader at the kill, or in a later epoch)", tr.Victim, tr.OldEpoch, lastEpoch)
+			if tr.Error != "" {
+				msg = tr.Error + "; " + msg
+			}
+			tr.Error = msg
+			tr.UnavailableMs = -1
+			continue
 		}
 		if first.IsZero() {
 			tr.UnavailableMs = -1
@@ -391,7 +447,30 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 		tr.ackAt = first
 		tr.UnavailableMs = ms(first.Sub(tr.killAt))
 	}
-	return nil
+}
+
+// problems lists what makes a failover run fail: acknowledged records lost
+// or not verified, records found at several offsets, failed trials.
+func (res *FailoverResult) problems() []error {
+	var errs []error
+	if res.Acked == 0 {
+		errs = append(errs, errors.New("no record was acknowledged: nothing to verify"))
+	}
+	if res.LostRecords > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged records lost", res.LostRecords))
+	}
+	if res.Unverified > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged records not verified (the read-back failed)", res.Unverified))
+	}
+	if res.Duplicates > 0 {
+		errs = append(errs, fmt.Errorf("%d records found at more than one offset", res.Duplicates))
+	}
+	for _, t := range res.Trials {
+		if t.Error != "" {
+			errs = append(errs, fmt.Errorf("trial %d: %s", t.Trial, t.Error))
+		}
+	}
+	return errs
 }
 
 // readRec is one record read back: who produced it and under which leader epoch.
@@ -400,9 +479,42 @@ type readRec struct {
 	epoch int32
 }
 
+// ackedEnds is, per partition, the end offset (HW) that makes every
+// acknowledged record readable: the largest acknowledged offset + 1.
+func ackedEnds(acks []ackRec) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, a := range acks {
+		out[a.part] = max(out[a.part], a.offset+1)
+	}
+	return out
+}
+
+// endsShort lists the partitions of topic whose end offset is below want's.
+func endsShort(topic string, ends map[client.TopicPartition]int64, want map[int32]int64) []string {
+	var short []string
+	for p, w := range want {
+		end, ok := ends[client.TopicPartition{Topic: topic, Partition: p}]
+		switch {
+		case !ok:
+			short = append(short, fmt.Sprintf("%s/%d: no end offset, acknowledged up to %d", topic, p, w-1))
+		case end < w:
+			short = append(short, fmt.Sprintf("%s/%d: HW %d, acknowledged up to %d", topic, p, end, w-1))
+		}
+	}
+	slices.Sort(short)
+	return short
+}
+
+// readBackHWWait bounds how long the read-back waits for every partition's
+// HW to reach its acknowledged records (a new leader's HW may trail for a
+// moment; one that never gets there makes those records count as lost).
+const readBackHWWait = 30 * time.Second
+
 // readBack consumes every partition of topic from the beginning to its end
-// offset and returns, per partition, the record at each offset.
-func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int64]readRec, error) {
+// offset (its HW, once that covers want's offset for the partition or
+// readBackHWWait has passed) and returns, per partition, the record at each
+// offset.
+func (r *runner) readBack(ctx context.Context, topic string, want map[int32]int64) (map[int32]map[int64]readRec, error) {
 	cl, err := client.New(ctx, r.clientConfig())
 	if err != nil {
 		return nil, err
@@ -416,9 +528,25 @@ func (r *runner) readBack(ctx context.Context, topic string) (map[int32]map[int6
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ends, err := cons.EndOffsets(ctx, tps)
-	if err != nil {
-		return nil, err
+	var ends map[client.TopicPartition]int64
+	deadline := time.Now().Add(readBackHWWait)
+	for {
+		if ends, err = cons.EndOffsets(ctx, tps); err != nil {
+			return nil, err
+		}
+		short := endsShort(topic, ends, want)
+		if len(short) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.log.Warn("read-back: HW below acknowledged records", "topic", topic, "partitions", short)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bench: read back %s: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	out := map[int32]map[int64]readRec{}
 	done := func() bool {

@@ -64,12 +64,32 @@ func (l *latency) percentiles() Percentiles {
 }
 
 // Summary is p50/p99/max over a handful of trials, in milliseconds (exact,
-// not histogram-rounded: trials are few).
+// not histogram-rounded: trials are few). Percentiles are nearest-rank (the
+// ceil(q·N)-th smallest value, never an interpolation): with fewer than 100
+// trials p99 is the maximum.
 type Summary struct {
 	N   int     `json:"n"`
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
 	Max float64 `json:"max"`
+	// Missing counts trials in which the step never happened within the
+	// timeout. They are not in N or the percentiles, so a Summary with
+	// Missing > 0 understates the true tail: it cannot meet a target.
+	Missing int `json:"missing,omitempty"`
+}
+
+// summarizeTrials summarizes one figure over trials; a negative value marks
+// a trial without that figure (counted in Missing).
+func summarizeTrials(vals []float64) Summary {
+	var xs []float64
+	for _, v := range vals {
+		if v >= 0 {
+			xs = append(xs, v)
+		}
+	}
+	s := summarize(xs)
+	s.Missing = len(vals) - len(xs)
+	return s
 }
 
 // summarize computes nearest-rank percentiles of xs (milliseconds).

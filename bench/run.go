@@ -98,14 +98,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				fail("failover", err)
 			}
-			if f != nil && f.LostRecords > 0 {
-				fail("failover", fmt.Errorf("%d acknowledged records lost", f.LostRecords))
-			}
 			if f != nil {
-				for _, t := range f.Trials {
-					if t.Error != "" {
-						fail("failover", fmt.Errorf("trial %d: %s", t.Trial, t.Error))
-					}
+				for _, e := range f.problems() {
+					fail("failover", e)
 				}
 			}
 		}

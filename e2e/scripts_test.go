@@ -389,6 +389,9 @@ func TestBenchAgainstScriptCluster(t *testing.T) {
 				UnavailableMs float64 `json:"unavailable_ms"`
 			} `json:"trials"`
 			LostRecords *int64 `json:"lost_records"`
+			Acked       int64  `json:"acked"`
+			Verified    int64  `json:"verified"`
+			Duplicates  int64  `json:"duplicates"`
 		} `json:"failover"`
 		Config map[string]any `json:"config"`
 	}
@@ -409,6 +412,9 @@ func TestBenchAgainstScriptCluster(t *testing.T) {
 	}
 	if rep.Failover.LostRecords == nil || *rep.Failover.LostRecords != 0 {
 		t.Errorf("lost_records %v, want 0", rep.Failover.LostRecords)
+	}
+	if f := rep.Failover; f.Acked == 0 || f.Verified != f.Acked || f.Duplicates != 0 {
+		t.Errorf("acked %d, verified %d, duplicates %d: want every acknowledged record verified, no duplicate", f.Acked, f.Verified, f.Duplicates)
 	}
 
 	c.bench(t, "controller-failover", 1, out)

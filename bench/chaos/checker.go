@@ -23,19 +23,20 @@ const (
 	Reordered          AnomalyKind = "reordered"           // a producer's records in one partition out of order
 	FailedButWritten   AnomalyKind = "failed-but-written"  // reported as certainly not written, yet in the log
 	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
-	Unverified         AnomalyKind = "unverified"          // a partition could not be read back at all
+	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), or no in-sync replica's files could be compared
 )
 
 // Liveness and robustness anomalies: also fail the run, reported apart.
 const (
-	NotConverged AnomalyKind = "not-converged" // replicas never all back in sync after healing
-	NodeCrashed  AnomalyKind = "node-crashed"  // a node exited on its own
+	NotConverged   AnomalyKind = "not-converged"   // replicas never all back in sync after healing
+	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own
+	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
 )
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
 	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, Unverified}
-	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind}
 )
 
 // Anomaly is one finding.
@@ -188,6 +189,10 @@ func Check(h *History) *Report {
 			}
 			rf.where[id] = append(rf.where[id], rec.Offset)
 		}
+		if next < pl.HW {
+			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: next,
+				Detail: fmt.Sprintf("the final log ends at offset %d, below its HW %d", next, pl.HW)})
+		}
 		for id, offs := range rf.where {
 			if len(offs) > 1 {
 				r.add(Anomaly{Kind: Duplicate, Partition: p, Offset: offs[1], Detail: fmt.Sprintf("%v is at offsets %v", id, offs)})
@@ -197,6 +202,17 @@ func Check(h *History) *Report {
 	for id, ps := range placed {
 		if len(ps) > 1 {
 			r.add(Anomaly{Kind: Duplicate, Partition: -1, Offset: -1, Detail: fmt.Sprintf("%v is in partitions %v", id, ps)})
+		}
+	}
+
+	// A write or read for a partition the history has no reference log
+	// for, and does not count among its partitions, is unchecked too.
+	unknown := map[int32]bool{}
+	noRef := func(p int32, what string) {
+		if (p < 0 || p >= int32(h.Partitions)) && !unknown[p] {
+			unknown[p] = true
+			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("%s partition %d, which is not among the history's %d partitions", what, p, h.Partitions)})
 		}
 	}
 
@@ -213,10 +229,11 @@ func Check(h *History) *Report {
 		case Acked:
 			r.Acked++
 			if rf == nil {
+				noRef(w.Partition, "a record was acknowledged in")
 				continue // reported as unverified
 			}
-			if v, ok := rf.at[w.Offset]; ok && v != "" {
-				if id, _ := ParsePayload([]byte(v)); id != w.ID {
+			if v, ok := rf.at[w.Offset]; ok {
+				if id, ok := ParsePayload([]byte(v)); !ok || id != w.ID {
 					r.add(Anomaly{Kind: InconsistentOffset, Partition: w.Partition, Offset: w.Offset,
 						Detail: fmt.Sprintf("%v was acknowledged at this offset; the final log has %q there", w.ID, clip(v))})
 				}
@@ -288,6 +305,7 @@ func Check(h *History) *Report {
 		pos[k] = rd.Offset
 		rf := refs[rd.Partition]
 		if rf == nil {
+			noRef(rd.Partition, "a consumer read")
 			continue
 		}
 		if v, ok := rf.at[rd.Offset]; !ok {
@@ -296,6 +314,25 @@ func Check(h *History) *Report {
 		} else if v != rd.Value {
 			r.add(Anomaly{Kind: InconsistentOffset, Partition: rd.Partition, Offset: rd.Offset,
 				Detail: fmt.Sprintf("consumer %d read %q; the final log has %q", rd.Consumer, clip(rd.Value), clip(v))})
+		}
+	}
+
+	// Every consumer read every partition up to its final HW (one that
+	// stalled would hide skips in what it never read).
+	for c := range h.Consumers {
+		for p := int32(0); p < int32(h.Partitions); p++ {
+			rf := refs[p]
+			if rf == nil {
+				continue
+			}
+			last, seen := pos[ckey{c, p}]
+			if !seen {
+				last = rf.pl.Start - 1
+			}
+			if last+1 < rf.pl.HW {
+				r.add(Anomaly{Kind: ConsumerBehind, Partition: p, Offset: last + 1,
+					Detail: fmt.Sprintf("consumer %d never read offsets %d to %d (the final HW is %d)", c, last+1, rf.pl.HW-1, rf.pl.HW)})
+			}
 		}
 	}
 
@@ -309,6 +346,7 @@ func Check(h *History) *Report {
 		node int32
 		b    BatchInfo
 	}{}
+	compared := map[int32]int{}
 	for _, rl := range h.Replicas {
 		if rl.Err != "" {
 			r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: -1, Node: rl.Node, Detail: "the replica's files could not be read: " + rl.Err})
@@ -319,28 +357,10 @@ func Check(h *History) *Report {
 			continue
 		}
 		r.ReplicasChecked++
+		compared[rl.Partition]++
 		hw := rf.pl.HW
-		idx := 0
-		diverged := false
-		for _, rec := range rl.Records {
-			if rec.Offset >= hw {
-				break
-			}
-			if rec.Offset < rf.pl.Start {
-				continue
-			}
-			idx++
-			if v, ok := rf.at[rec.Offset]; !ok || v != rec.Value {
-				r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: rec.Offset, Node: rl.Node,
-					Detail: fmt.Sprintf("the replica has %q below the HW %d; the log has %q", clip(rec.Value), hw, clip(v))})
-				diverged = true
-				break
-			}
-		}
-		if !diverged && int64(idx) < hw-rf.pl.Start {
-			end := rf.pl.Start + int64(idx)
-			r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: end, Node: rl.Node,
-				Detail: fmt.Sprintf("the in-sync replica ends at offset %d, below the HW %d", end, hw)})
+		if a, ok := replicaDiverges(rl, rf.pl, rf.at); !ok {
+			r.add(a)
 		}
 		for _, b := range rl.Batches {
 			if b.Last >= hw {
@@ -359,6 +379,13 @@ func Check(h *History) *Report {
 		}
 	}
 
+	for p := int32(0); p < int32(h.Partitions); p++ {
+		if refs[p] != nil && compared[p] == 0 {
+			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: -1,
+				Detail: "no in-sync replica's files could be compared with the final log"})
+		}
+	}
+
 	if !h.Converged {
 		r.add(Anomaly{Kind: NotConverged, Partition: -1, Offset: -1, Detail: h.ConvergeErr})
 	}
@@ -370,6 +397,45 @@ func Check(h *History) *Report {
 		return slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[i].Kind) < slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[j].Kind)
 	})
 	return r
+}
+
+// replicaDiverges compares an in-sync replica's records below the HW with
+// the final log: in offset order, each offset once, every offset from the
+// log start to the HW present (except where the final log itself has a hole,
+// reported already) and holding the same record. It returns the first
+// difference and false.
+func replicaDiverges(rl ReplicaLog, pl *PartitionLog, at map[int64]string) (Anomaly, bool) {
+	hw := pl.HW
+	bad := func(off int64, format string, args ...any) (Anomaly, bool) {
+		return Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: off, Node: rl.Node, Detail: fmt.Sprintf(format, args...)}, false
+	}
+	next := pl.Start // every offset below next is checked
+	for _, rec := range rl.Records {
+		if rec.Offset >= hw {
+			break
+		}
+		if rec.Offset < pl.Start {
+			continue
+		}
+		if rec.Offset < next {
+			return bad(rec.Offset, "the replica holds offset %d again (or out of order) after offset %d, below the HW %d", rec.Offset, next-1, hw)
+		}
+		for ; next < rec.Offset; next++ {
+			if _, ok := at[next]; ok {
+				return bad(next, "the in-sync replica has no record at offset %d (its next is %d), below the HW %d", next, rec.Offset, hw)
+			}
+		}
+		if v, ok := at[rec.Offset]; !ok || v != rec.Value {
+			return bad(rec.Offset, "the replica has %q below the HW %d; the log has %q", clip(rec.Value), hw, clip(v))
+		}
+		next = rec.Offset + 1
+	}
+	for ; next < hw; next++ {
+		if _, ok := at[next]; ok {
+			return bad(next, "the in-sync replica ends at offset %d, below the HW %d", next, hw)
+		}
+	}
+	return Anomaly{}, true
 }
 
 // unavailability finds, per partition, the stretches with records

@@ -12,7 +12,7 @@ import (
 // and stored by three in-sync replicas in batches of two records.
 func cleanHistory() *History {
 	t0 := time.Unix(1000, 0)
-	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Converged: true}
+	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Consumers: 2, Converged: true}
 	logs := make([][]LogRecord, 3)
 	tick := 0
 	for seq := int64(0); seq < 30; seq++ {
@@ -78,7 +78,8 @@ func TestCheckClean(t *testing.T) {
 	}
 }
 
-// appendFinal appends a record to partition part, on every replica too.
+// appendFinal appends a record to partition part, on every replica and for
+// every consumer too.
 func appendFinal(h *History, part int32, value string) {
 	pl := &h.Final[part]
 	rec := LogRecord{Offset: pl.HW, Value: value, Epoch: 1}
@@ -88,6 +89,21 @@ func appendFinal(h *History, part int32, value string) {
 		if rl := &h.Replicas[i]; rl.Partition == part {
 			rl.Records = append(rl.Records, rec)
 			rl.Batches = append(rl.Batches, BatchInfo{Base: rec.Offset, Last: rec.Offset, Epoch: 1, CRC: 77})
+		}
+	}
+	for c := range h.Consumers {
+		h.Reads = append(h.Reads, Read{Consumer: c, Partition: part, Offset: rec.Offset, Value: value})
+	}
+}
+
+// noReads drops the consumers from a scenario about something else.
+func noReads(h *History) { h.Reads, h.Consumers = nil, 0 }
+
+// eachReplica applies f to every replica of partition part.
+func eachReplica(h *History, part int32, f func(rl *ReplicaLog)) {
+	for i := range h.Replicas {
+		if rl := &h.Replicas[i]; rl.Partition == part {
+			f(rl)
 		}
 	}
 }
@@ -119,7 +135,7 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 					rl.Batches = rl.Batches[:len(rl.Batches)-1]
 				}
 			}
-			h.Reads = nil
+			noReads(h)
 		}, []AnomalyKind{LostWrite, InconsistentOffset}},
 		{"offset rewritten", func(h *History) {
 			// the record acknowledged at partition 0 offset 4 was replaced by an unacknowledged one
@@ -130,8 +146,12 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 					rl.Records[4].Value = h.Final[0].Records[4].Value
 				}
 			}
-			h.Reads = nil
+			noReads(h)
 		}, []AnomalyKind{LostWrite, InconsistentOffset}},
+		{"two acknowledgements at one offset", func(h *History) {
+			// p1-4 (partition 1 offset 3) was acknowledged at p0-4's offset 2.
+			h.write(RecordID{1, 4}).Offset = h.write(RecordID{0, 4}).Offset
+		}, []AnomalyKind{InconsistentOffset}},
 		{"duplicate", func(h *History) {
 			appendFinal(h, 2, h.Final[2].Records[3].Value)
 		}, []AnomalyKind{Duplicate, Reordered}},
@@ -166,8 +186,10 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 		{"reordered", func(h *History) {
 			pl := &h.Final[0]
 			pl.Records[0].Value, pl.Records[2].Value = pl.Records[2].Value, pl.Records[0].Value
-			h.Reads = nil
-			h.Replicas = nil
+			noReads(h)
+			eachReplica(h, 0, func(rl *ReplicaLog) {
+				rl.Records[0].Value, rl.Records[2].Value = pl.Records[0].Value, pl.Records[2].Value
+			})
 			h.write(RecordID{0, 0}).Offset, h.write(RecordID{0, 3}).Offset = 2, 0
 		}, []AnomalyKind{Reordered}},
 		{"failed but written", func(h *History) {
@@ -186,9 +208,79 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 		}, []AnomalyKind{Unverified}},
 		{"final log with a hole", func(h *History) {
 			dropFinal(h, 0, 3)
-			h.Reads = nil
-			h.Replicas = nil
+			noReads(h)
+			eachReplica(h, 0, func(rl *ReplicaLog) { rl.Records = append(rl.Records[:3:3], rl.Records[4:]...) })
 		}, []AnomalyKind{InconsistentOffset, LostWrite}},
+		{"acknowledged records moved to later offsets", func(h *History) {
+			// An unacknowledged record slipped in at offset 4: every
+			// acknowledged record from there on is one offset later. No
+			// record is lost; their offsets changed.
+			h.Writes = append(h.Writes, Write{ID: RecordID{7, 0}, Partition: 0, Sent: h.Start, Outcome: Indeterminate})
+			in := LogRecord{Offset: 4, Value: string(Payload(RecordID{7, 0}, 0)), Epoch: 2}
+			shift := func(recs []LogRecord) []LogRecord {
+				out := append(append(append([]LogRecord(nil), recs[:4]...), in), recs[4:]...)
+				for i := 5; i < len(out); i++ {
+					out[i].Offset++
+				}
+				return out
+			}
+			pl := &h.Final[0]
+			pl.Records, pl.HW = shift(pl.Records), pl.HW+1
+			eachReplica(h, 0, func(rl *ReplicaLog) { rl.Records = shift(rl.Records) })
+			noReads(h)
+		}, []AnomalyKind{InconsistentOffset}},
+		{"acknowledged at an offset past the final HW", func(h *History) {
+			h.write(RecordID{1, 5}).Offset = h.Final[2].HW + 3
+		}, []AnomalyKind{InconsistentOffset}},
+		{"garbage at an acknowledged offset", func(h *History) {
+			// Partition 0 offset 0 holds p0-0, whose RecordID is the zero value.
+			h.Final[0].Records[0].Value = "garbage"
+			eachReplica(h, 0, func(rl *ReplicaLog) { rl.Records[0].Value = "garbage" })
+			noReads(h)
+		}, []AnomalyKind{InconsistentOffset, LostWrite, PhantomRecord}},
+		{"consumer read past the final HW", func(h *History) {
+			h.Reads = append(h.Reads, Read{Consumer: 1, Partition: 2, Offset: h.Final[2].HW, Value: "p3-3"})
+		}, []AnomalyKind{InconsistentOffset}},
+		{"consumer stalled before the HW", func(h *History) {
+			h.Reads = h.Reads[:len(h.Reads)-3] // consumer 1's last reads of partition 2
+		}, []AnomalyKind{ConsumerBehind}},
+		{"consumer read nothing", func(h *History) {
+			h.Consumers = 3
+		}, []AnomalyKind{ConsumerBehind}},
+		{"final log short of its HW", func(h *History) {
+			h.Final[1].HW++
+			h.Consumers = 0
+		}, []AnomalyKind{Unverified}},
+		{"no in-sync replica compared", func(h *History) {
+			eachReplica(h, 1, func(rl *ReplicaLog) { rl.InISR = false })
+		}, []AnomalyKind{Unverified}},
+		{"no replica scanned", func(h *History) {
+			h.Replicas = nil
+		}, []AnomalyKind{Unverified}},
+		{"write and read in a partition the history lacks", func(h *History) {
+			h.Writes = append(h.Writes, Write{ID: RecordID{5, 0}, Partition: 3, Sent: h.Start, Outcome: Acked, Offset: 0})
+			h.Reads = append(h.Reads, Read{Consumer: 0, Partition: 3, Offset: 0, Value: "p5-0"})
+		}, []AnomalyKind{Unverified}},
+		{"no partitions at all", func(h *History) {
+			h.Partitions = 0
+		}, []AnomalyKind{Unverified}},
+		{"every replica's files differ from the log read back", func(h *History) {
+			// The replicas agree with each other (same batches), so only the
+			// record-by-record comparison with the final log can catch it.
+			eachReplica(h, 1, func(rl *ReplicaLog) { rl.Records[3].Value = "p1-999" })
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"replica misses a record below the HW", func(h *History) {
+			rl := h.replica(2, 1)
+			rl.Records = append(rl.Records[:3:3], rl.Records[4:]...)
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"replica holds an offset twice below the HW", func(h *History) {
+			rl := h.replica(1, 0)
+			rl.Records = append(rl.Records[:4:4], rl.Records[3:]...)
+		}, []AnomalyKind{ReplicaDivergence}},
+		{"replica records out of order below the HW", func(h *History) {
+			rl := h.replica(3, 2)
+			rl.Records[2], rl.Records[3] = rl.Records[3], rl.Records[2]
+		}, []AnomalyKind{ReplicaDivergence}},
 		{"not converged and crashed", func(h *History) {
 			h.Converged, h.ConvergeErr = false, "partition 1: isr [1]"
 			h.Crashes = []string{"node 2 exited: signal: segmentation fault"}

@@ -78,14 +78,18 @@
 // duplicate (a record at two offsets or in two partitions), read-skipped and
 // read-backwards (a consumer's offsets must be exactly consecutive),
 // replica-divergence (an in-sync replica's records or batches — base, last,
-// epoch, CRC, size — differ from the reference below the HW, or it ends
-// below the HW, or its files hold corruption), reordered (a producer's
+// epoch, CRC, size — differ from the reference below the HW, it lacks or
+// repeats an offset there, or its files hold corruption), reordered (a producer's
 // records in a partition out of sequence order), failed-but-written (the
 // client said "certainly not written" but it is there), phantom-record
 // (never produced, or produced for another partition), unverified (a
-// partition could not be read back). Liveness (also fails the run):
-// not-converged (replicas never all back in sync after healing) and
-// node-crashed (a node exited on its own).
+// partition could not be read back, or only part of the way to its HW; no
+// in-sync replica's files could be compared with it; a record written or
+// read in a partition the history does not have). Liveness (also fails the
+// run): not-converged (replicas never all back in sync after healing),
+// node-crashed (a node exited on its own) and consumer-behind (a consumer
+// never read a partition up to its final HW, so skips in the rest would go
+// unseen).
 //
 // Unavailability as the producers saw it: per partition, each stretch with
 // records outstanding and no acknowledgement arriving; the longest are

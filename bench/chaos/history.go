@@ -87,10 +87,13 @@ type ReplicaLog struct {
 type History struct {
 	Start, End time.Time
 	Partitions int
-	Writes     []Write
-	Reads      []Read
-	Final      []PartitionLog
-	Replicas   []ReplicaLog
+	// Consumers is how many consumers read every partition (numbered from
+	// 0); each must have read up to every partition's final HW.
+	Consumers int
+	Writes    []Write
+	Reads     []Read
+	Final     []PartitionLog
+	Replicas  []ReplicaLog
 	// Converged is false when, after healing, the replicas never all came
 	// back in sync (ConvergeErr says how far they got).
 	Converged   bool

@@ -24,6 +24,9 @@ type Event struct {
 	Torn    *TornResult   // the torn tail applied, if any
 	Note    string        // fallbacks, skips, slow recoveries
 	Healthy time.Duration // from the end of the fault until the cluster was ready again
+	// NotApplied: the fault itself failed (the kill, pause or isolation
+	// returned an error; Note says which), so it is not counted.
+	NotApplied bool
 }
 
 func (e Event) String() string {
@@ -36,6 +39,9 @@ func (e Event) String() string {
 	}
 	if e.Healthy > 0 {
 		s += fmt.Sprintf("; ready again after %v", e.Healthy.Round(time.Millisecond))
+	}
+	if e.NotApplied {
+		s += "; NOT APPLIED"
 	}
 	if e.Note != "" {
 		s += "; " + e.Note
@@ -75,11 +81,16 @@ func (n *Nemesis) Events() []Event {
 }
 
 // Counts returns how many faults of each kind were injected (TornTail: torn
-// tails applied; skipped faults are not counted).
+// tails applied; skipped faults and faults that could not be applied are not
+// counted).
 func (n *Nemesis) Counts() map[Kind]int {
+	return countFaults(n.Events())
+}
+
+func countFaults(events []Event) map[Kind]int {
 	out := map[Kind]int{}
-	for _, e := range n.Events() {
-		if e.Victim == 0 {
+	for _, e := range events {
+		if e.Victim == 0 || e.NotApplied {
 			continue
 		}
 		out[e.Fault.Kind]++
@@ -177,11 +188,15 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 		if err = n.C.Pause(victim); err == nil {
 			wait(ctx, f.Hold)
 			err = n.C.Resume(victim)
+		} else {
+			ev.NotApplied = true
 		}
 	case NetPartition:
 		if err = n.NS.Isolate(ctx, victim); err == nil {
 			wait(ctx, f.Hold)
 			err = n.NS.Heal(context.WithoutCancel(ctx), victim)
+		} else {
+			ev.NotApplied = true
 		}
 	}
 	if err != nil {
@@ -216,6 +231,7 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 		}
 	}
 	if err := n.C.Kill(victim); err != nil {
+		ev.NotApplied = true
 		return err
 	}
 	if f.Torn != nil && f.Torn.Partition == LedPartition {

@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	h := &History{Start: start, Partitions: 3}
+	h := &History{Start: start, Partitions: 3, Consumers: cfg.Consumers}
 	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: 3, Workload: wl, Start: start, Out: out, Logger: cfg.Logger}
 	defer nem.Close()
 
@@ -263,6 +263,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = time.Second
+	}
+	if cfg.Producers <= 0 {
+		cfg.Producers = 4
+	}
+	if cfg.Consumers <= 0 {
+		cfg.Consumers = 2 // also History.Consumers: each must read to the HW
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 5 * time.Millisecond

@@ -202,12 +202,22 @@ func (c *Cluster) InSync(ctx context.Context, topic string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return v.InSync(topic)
+}
+
+// InSync reports whether the view shows every partition of topic (at least
+// one) with a leader and its full replica set in the ISR; the error says
+// what is missing.
+func (v *View) InSync(topic string) (bool, error) {
 	for _, t := range v.Topics {
 		if t.Name != topic {
 			continue
 		}
 		if t.Err != wire.None {
 			return false, t.Err.Err("")
+		}
+		if len(t.Partitions) == 0 {
+			return false, fmt.Errorf("localcluster: topic %s has no partitions in the metadata", topic)
 		}
 		for _, p := range t.Partitions {
 			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) || !sameSet(p.ISR, p.Replicas) {
