@@ -110,6 +110,7 @@ func (s *segment) setMapping(m Mapping) {
 	mp := newMapping(m, nil, false)
 	f := s.file
 	mp.onFree = func(error) { f.release() }
+	trackMapping(s.logPath, mp)
 	s.mp = mp
 }
 

@@ -66,7 +66,10 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	}
 	l.mu.epochs.truncateFromEnd(newLEO)
 	enc := l.mu.epochs.encode()
-	inPlace := s.mp == nil || s.mp.refs.Load() == 1
+	// In place only when nothing but the log's own reference maps the file:
+	// no View of this mapping, and no mapping of the file left over from
+	// an earlier Log instance or an earlier truncation (segmentMaps).
+	inPlace := s.mp == nil || (s.mp.refs.Load() == 1 && liveMappings(s.logPath) == 1)
 	wasSealed := s.sealed
 	l.mu.Unlock()
 	l.gc.lower(newLEO)
@@ -172,6 +175,7 @@ func (l *Log) reactivateLocked(s *segment, pos int64, inPlace, wasSealed bool) e
 		file.acquire()
 		mp = newMapping(m, nil, false)
 		mp.onFree = func(error) { file.release() }
+		trackMapping(s.logPath, mp)
 	}
 	var idx offsetIndex
 	var tidx timeIndex
