@@ -493,10 +493,17 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*View, error) {
 	segs := l.mu.segs
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
-	start := l.findBatch(s, offset)
-	end, next := start, offset
+	start, err := l.findBatch(s, offset)
+	if err != nil {
+		return nil, err
+	}
+	end, next, want := start, offset, int64(-1)
 	for end < s.size {
-		size, _, last, _ := s.batchAt(end)
+		size, _, last, _, err := s.batchAt(end, want)
+		if err != nil {
+			return nil, err
+		}
+		want = last + 1
 		if maxOffset >= 0 && last >= maxOffset {
 			break
 		}

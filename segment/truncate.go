@@ -37,10 +37,15 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		i--
 	}
 	s := segs[i]
-	pos := l.findBatch(s, offset)
+	pos, err := l.findBatch(s, offset)
+	if err != nil {
+		return 0, err
+	}
 	newLEO := s.next
 	if pos < s.size {
-		_, newLEO, _, _ = s.batchAt(pos)
+		if _, newLEO, _, _, err = s.batchAt(pos, -1); err != nil {
+			return 0, err
+		}
 	}
 	if err := l.setRecoveryPointLocked(min(l.recoveryPoint, s.base)); err != nil {
 		return 0, l.fail(err)
@@ -109,7 +114,10 @@ func (s *segment) recomputeMaxTs() int64 {
 		pos = int64(p)
 	}
 	for pos < s.size {
-		size, _, _, ts := s.batchAt(pos)
+		size, _, _, ts, err := s.batchAt(pos, -1)
+		if err != nil {
+			break // damaged below the cut: keep the largest timestamp found
+		}
 		maxTs = max(maxTs, ts)
 		pos += size
 	}
