@@ -65,6 +65,9 @@ type Log struct {
 
 	pendingMu sync.Mutex
 	pending   []*segment // SyncNever: sealed segments not yet fsynced
+	// syncing holds the segments a flushPending took from pending and is
+	// fsyncing: not durable yet, so they too hold the recovery point back.
+	syncing []*segment // (pendingMu)
 
 	bgStop chan struct{}
 	bgDone chan struct{}
@@ -624,25 +627,43 @@ func (l *Log) flushPending() error {
 	l.pendingMu.Lock()
 	segs := l.pending
 	l.pending = nil
+	l.syncing = append(l.syncing, segs...)
 	l.pendingMu.Unlock()
 	for i, s := range segs {
 		l.mu.RLock()
 		file := s.file
 		ok := file.tryAcquire()
 		l.mu.RUnlock()
-		if !ok {
-			continue // deleted meanwhile
+		var err error
+		if ok { // else deleted meanwhile
+			err = file.f.Sync()
+			file.release()
 		}
-		err := file.f.Sync()
-		file.release()
+		l.pendingMu.Lock()
 		if err != nil {
-			l.pendingMu.Lock()
-			l.pending = append(segs[i:], l.pending...)
-			l.pendingMu.Unlock()
+			for _, r := range segs[i:] {
+				l.syncing = removeSegment(l.syncing, r)
+			}
+			l.pending = append(append([]*segment(nil), segs[i:]...), l.pending...)
+		} else {
+			l.syncing = removeSegment(l.syncing, s)
+		}
+		l.pendingMu.Unlock()
+		if err != nil {
 			return l.fail(err)
 		}
 	}
 	return nil
+}
+
+// removeSegment removes the first occurrence of s from segs.
+func removeSegment(segs []*segment, s *segment) []*segment {
+	for i, x := range segs {
+		if x == s {
+			return append(segs[:i], segs[i+1:]...)
+		}
+	}
+	return segs
 }
 
 // setRecoveryPointLocked stores the recovery point. appendMu held.
@@ -676,6 +697,9 @@ func (l *Log) background(tick <-chan struct{}) {
 				rp := l.active().base
 				l.pendingMu.Lock()
 				for _, s := range l.pending {
+					rp = min(rp, s.base)
+				}
+				for _, s := range l.syncing {
 					rp = min(rp, s.base)
 				}
 				l.pendingMu.Unlock()
