@@ -364,6 +364,12 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 			}
 			ix.adopt(m)
 		}
+		// Open moves the recovery point past this segment: what the scan
+		// read (after a process kill, possibly only from the page cache)
+		// must be on disk first.
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
 		s.flushed.Store(size)
 		return s, nil
 	}
