@@ -223,6 +223,11 @@ func (l *Log) load() error {
 		return err
 	}
 	act := l.active()
+	if act.size > 0 {
+		// When its first batch was written is not known: its age for
+		// RollAge counts from now (else it would never roll by age).
+		act.rollTime = l.opts.Now()
+	}
 	l.mu.leo = act.next
 	l.mu.logStart = l.mu.segs[0].base
 	if hasLogStart && logStartCk > l.mu.logStart {

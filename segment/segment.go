@@ -53,7 +53,7 @@ type segment struct {
 
 	capacity   int64     // (w) usable bytes of the active mapping
 	sinceIndex int64     // (w) bytes appended since the last index entry
-	rollTime   time.Time // (w) when the segment got its first batch in this process
+	rollTime   time.Time // (w) when the segment got its first batch, or was found non-empty by Open
 
 	flushed  atomic.Int64 // bytes known durable
 	badIndex atomic.Bool  // an index entry failed its check (indexedPos)
