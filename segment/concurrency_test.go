@@ -118,3 +118,47 @@ var errChanged = errorString("a held view's bytes changed")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestViewSurvivesReopenAndTruncation: a View taken before Close stays valid
+// until released (Log.Close), also when the directory is opened again and the
+// new Log truncates and appends over the bytes the View shows. Truncating the
+// file in place would change them under the reader (and a read past the cut
+// before the file grows back would be a SIGBUS on a real file).
+func TestViewSurvivesReopenAndTruncation(t *testing.T) {
+	for _, osfs := range []bool{false, true} {
+		var fs FS = NewMemFS()
+		dir := "/log"
+		if osfs {
+			fs, dir = OSFS{}, t.TempDir()
+		}
+		opts := Options{FS: fs, SegmentBytes: 4096, Logger: quietLogger}
+		l := mustOpen(t, dir, opts)
+		for i := 0; i < 5; i++ {
+			mustAppend(t, l, testBatch(i, 2, int64(i)), 1)
+		}
+		v, err := l.Read(4, 1<<20, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]byte(nil), v.Data...)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, dir, opts)
+		if _, err := l.TruncateTo(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, testBatch(77, 5, 0), 2)
+		if !bytes.Equal(v.Data, want) {
+			t.Errorf("osfs=%v: a View held across Close changed after the reopened log truncated and appended", osfs)
+		}
+		v.Release()
+		got := readAll(t, l, 0)
+		if len(got) != 2 || got[1].BaseOffset() != 2 || got[1].RecordCount() != 5 {
+			t.Errorf("osfs=%v: log after truncation and append has %d batches", osfs, len(got))
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -198,3 +198,82 @@ func TestCorruptSealedSegment(t *testing.T) {
 	}
 	expectPrefix(t, o.FS.(*MemFS), o, want, "truncate on corruption")
 }
+
+// TestDamagedTrustedSegment: after a clean shutdown a sealed segment is
+// trusted without a scan (only its index and the tail after its last index
+// entry are checked), so damage inside it is found by the reads that walk
+// over it. They must return a *CorruptionError, never panic or serve the
+// bytes of a misaligned walk.
+func TestDamagedTrustedSegment(t *testing.T) {
+	base, bs, opts := buildClosedLog(t, 60, 2048)
+	names, _ := base.ReadDir("/log")
+	var logs []string
+	for _, n := range names {
+		if filepath.Ext(n) == ".log" {
+			logs = append(logs, "/log/"+n)
+		}
+	}
+	if len(logs) < 3 {
+		t.Fatalf("want >= 3 segments, have %v", logs)
+	}
+	victim := logs[1]
+	var data []byte
+	base.Corrupt(victim, func(d []byte) []byte { data = append([]byte(nil), d...); return d })
+	b0, _ := nextBatch(data, 0)
+	first, last := b0.BaseOffset(), b0.LastOffset()
+
+	for _, damage := range []struct {
+		name string
+		fn   func(d []byte)
+	}{
+		{"length grown past the segment", func(d []byte) { d[offLength+1] ^= 0x40 }},
+		{"length shrunk into the batch", func(d []byte) { be.PutUint32(d[offLength:], uint32(minLength)) }},
+		{"length moved onto record bytes", func(d []byte) { be.PutUint32(d[offLength:], be.Uint32(d[offLength:])+7) }},
+	} {
+		fs := base.CrashClone() // keeps the clean-shutdown marker
+		fs.Corrupt(victim, func(d []byte) []byte { damage.fn(d); return d })
+		o := opts
+		o.FS = fs
+		l, err := Open(ctx, "/log", o)
+		if err != nil {
+			t.Fatalf("%s: Open: %v", damage.name, err)
+		}
+		for off := first; off <= last+3; off++ {
+			v, err := l.Read(off, 1<<20, -1)
+			if off <= last && !IsCorruption(err) {
+				t.Fatalf("%s: Read(%d) = %v, want a corruption error", damage.name, off, err)
+			}
+			var cerr *CorruptionError
+			if err != nil && (!errors.As(err, &cerr) || cerr.File != victim) {
+				t.Fatalf("%s: Read(%d): %v, want a *CorruptionError naming %s", damage.name, off, err, victim)
+			}
+			if err == nil {
+				if _, err := SplitBatches(v.Data, nil); err != nil {
+					t.Fatalf("%s: Read(%d) served a bad batch: %v", damage.name, off, err)
+				}
+				v.Release()
+			}
+		}
+		// The other segments read as written.
+		got := readAll(t, l, bs[len(bs)-1].BaseOffset())
+		if len(got) != 1 || !bytes.Equal(got[0], bs[len(bs)-1]) {
+			t.Fatalf("%s: last batch not readable", damage.name)
+		}
+		if _, err := l.OffsetForTimestamp(int64(len(bs))); err != nil && !IsCorruption(err) {
+			t.Fatalf("%s: OffsetForTimestamp: %v", damage.name, err)
+		}
+		// A truncation walking over the damage fails; one that stops at the
+		// damaged batch's header may cut there.
+		if end, err := l.TruncateTo(ctx, last); err != nil && !IsCorruption(err) {
+			t.Fatalf("%s: TruncateTo(%d): %v", damage.name, last, err)
+		} else if err == nil {
+			if end != first {
+				t.Fatalf("%s: TruncateTo(%d) = %d, want %d", damage.name, last, end, first)
+			}
+			readAll(t, l, l.LogStartOffset())
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

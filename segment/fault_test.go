@@ -3,10 +3,13 @@ package segment
 import (
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFailedFsync: a failed flush fails the waiter and every later write;
@@ -338,5 +341,146 @@ func TestCrashSyncNever(t *testing.T) {
 			}
 		}
 		l.Close()
+	}
+}
+
+// TestRecoveryPointWaitsForPendingSync: with SyncNever the background
+// goroutine advances the recovery point over segments sealed without a
+// flush once they are fsynced. A segment whose fsync another flush (Sync)
+// has started but not finished is not durable yet: the recovery point must
+// not pass it, or a power cut then would leave a segment that Open trusts
+// without scanning it.
+func TestRecoveryPointWaitsForPendingSync(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 1024, MaxIndexBytes: 1024, Sync: SyncNever, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	// Block the fsync of the first two segments until released.
+	logPathOf := func(l *Log, base int64) string { p, _, _ := l.segPaths(base); return p }
+	type gate struct{ entered, release chan struct{} }
+	gates := map[string]*gate{}
+	var mu sync.Mutex
+	gateFor := func(path string) *gate {
+		mu.Lock()
+		defer mu.Unlock()
+		if g := gates[path]; g != nil {
+			return g
+		}
+		g := &gate{make(chan struct{}), make(chan struct{})}
+		gates[path] = g
+		return g
+	}
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op != OpSync || filepath.Ext(path) != ".log" {
+			return nil
+		}
+		segs := l.Segments()
+		if len(segs) < 2 || path == logPathOf(l, segs[len(segs)-1]) {
+			return nil // the active segment
+		}
+		g := gateFor(path)
+		select {
+		case <-g.entered:
+		default:
+			close(g.entered)
+		}
+		<-g.release
+		return nil
+	})
+	wait := func(ch chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	appendUntilSegments := func(n int) {
+		t.Helper()
+		for i := 0; len(l.Segments()) < n; i++ {
+			if i > 1000 {
+				t.Fatal("no roll")
+			}
+			mustAppend(t, l, testBatch(i, 3, int64(i)), 1)
+		}
+	}
+	// Segment A is sealed; the background flush of it blocks.
+	appendUntilSegments(2)
+	segs := l.Segments()
+	a, b := segs[0], segs[1]
+	gA := gateFor(logPathOf(l, a))
+	wait(gA.entered, "the background fsync of the first segment")
+	// Segment B is sealed; a Sync picks it up and blocks in its fsync.
+	appendUntilSegments(3)
+	gB := gateFor(logPathOf(l, b))
+	syncDone := make(chan error, 1)
+	go func() { syncDone <- l.Sync(ctx) }()
+	wait(gB.entered, "Sync's fsync of the second segment")
+	// The background flush of A completes and sets the recovery point.
+	close(gA.release)
+	deadline := time.Now().Add(10 * time.Second)
+	var rp int64
+	for {
+		off, ok, err := readOffsetCheckpoint(fs, "/log/"+recoveryPointFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && off > a {
+			rp = off
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery point never advanced past %d", a)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if rp > b {
+		t.Errorf("recovery point %d passes segment %d whose fsync has not finished", rp, b)
+	}
+	close(gB.release)
+	if err := <-syncDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecoveryFlushesScannedSegments: Open advances the recovery point past
+// every sealed segment it loads, so a sealed segment it had to scan (one
+// sealed under SyncNever whose fsync never happened before the process died)
+// must be flushed before that: a power cut right after the recovery must
+// find the log the recovery found, not a trusted segment whose bytes never
+// reached the disk.
+func TestRecoveryFlushesScannedSegments(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 1024, MaxIndexBytes: 1024, Sync: SyncNever, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	first, _, _ := l.segPaths(0)
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpSync && path == first {
+			return syscall.EIO // the background flush of the sealed segment fails
+		}
+		return nil
+	})
+	var bs []Batch
+	for i := 0; len(l.Segments()) < 2; i++ {
+		b := testBatch(i, 3, int64(i))
+		mustAppend(t, l, b, 1)
+		bs = append(bs, append(Batch(nil), b...))
+	}
+	l.crashForTest() // a process kill: the page cache keeps every batch
+	fs.SetFault(nil)
+	l = mustOpen(t, "/log", opts)
+	checkBatches(t, readAll(t, l, 0), bs)
+	// A power cut right after the recovery.
+	opts.FS = fs.CrashClone()
+	l.crashForTest()
+	l, err := Open(ctx, "/log", opts)
+	if err != nil {
+		t.Fatalf("Open after a power cut following recovery: %v", err)
+	}
+	checkBatches(t, readAll(t, l, 0), bs)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -65,6 +65,9 @@ type Log struct {
 
 	pendingMu sync.Mutex
 	pending   []*segment // SyncNever: sealed segments not yet fsynced
+	// syncing holds the segments a flushPending took from pending and is
+	// fsyncing: not durable yet, so they too hold the recovery point back.
+	syncing []*segment // (pendingMu)
 
 	bgStop chan struct{}
 	bgDone chan struct{}
@@ -493,10 +496,17 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*View, error) {
 	segs := l.mu.segs
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
-	start := l.findBatch(s, offset)
-	end, next := start, offset
+	start, err := l.findBatch(s, offset)
+	if err != nil {
+		return nil, err
+	}
+	end, next, want := start, offset, int64(-1)
 	for end < s.size {
-		size, _, last, _ := s.batchAt(end)
+		size, _, last, _, err := s.batchAt(end, want)
+		if err != nil {
+			return nil, err
+		}
+		want = last + 1
 		if maxOffset >= 0 && last >= maxOffset {
 			break
 		}
@@ -617,25 +627,43 @@ func (l *Log) flushPending() error {
 	l.pendingMu.Lock()
 	segs := l.pending
 	l.pending = nil
+	l.syncing = append(l.syncing, segs...)
 	l.pendingMu.Unlock()
 	for i, s := range segs {
 		l.mu.RLock()
 		file := s.file
 		ok := file.tryAcquire()
 		l.mu.RUnlock()
-		if !ok {
-			continue // deleted meanwhile
+		var err error
+		if ok { // else deleted meanwhile
+			err = file.f.Sync()
+			file.release()
 		}
-		err := file.f.Sync()
-		file.release()
+		l.pendingMu.Lock()
 		if err != nil {
-			l.pendingMu.Lock()
-			l.pending = append(segs[i:], l.pending...)
-			l.pendingMu.Unlock()
+			for _, r := range segs[i:] {
+				l.syncing = removeSegment(l.syncing, r)
+			}
+			l.pending = append(append([]*segment(nil), segs[i:]...), l.pending...)
+		} else {
+			l.syncing = removeSegment(l.syncing, s)
+		}
+		l.pendingMu.Unlock()
+		if err != nil {
 			return l.fail(err)
 		}
 	}
 	return nil
+}
+
+// removeSegment removes the first occurrence of s from segs.
+func removeSegment(segs []*segment, s *segment) []*segment {
+	for i, x := range segs {
+		if x == s {
+			return append(segs[:i], segs[i+1:]...)
+		}
+	}
+	return segs
 }
 
 // setRecoveryPointLocked stores the recovery point. appendMu held.
@@ -669,6 +697,9 @@ func (l *Log) background(tick <-chan struct{}) {
 				rp := l.active().base
 				l.pendingMu.Lock()
 				for _, s := range l.pending {
+					rp = min(rp, s.base)
+				}
+				for _, s := range l.syncing {
 					rp = min(rp, s.base)
 				}
 				l.pendingMu.Unlock()

@@ -1,6 +1,8 @@
 package segment
 
 import (
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 )
 
@@ -50,6 +52,47 @@ func (mp *mapping) release() {
 	if mp.onFree != nil {
 		mp.onFree(err)
 	}
+}
+
+// segmentMaps counts the live mappings of each segment file in this process,
+// across Log instances: a View taken before Close (or of a mapping a
+// truncation replaced) keeps a mapping of the file that the log now open on
+// the directory does not hold. Truncating such a file in place would change
+// the bytes under that View, and a read past the cut would be a SIGBUS, so
+// TruncateTo copies instead. Keyed by path;
+// a file renamed over the path only makes the check conservative.
+var segmentMaps struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// trackMapping counts mp as a live mapping of path until it is freed.
+func trackMapping(path string, mp *mapping) {
+	path = filepath.Clean(path)
+	segmentMaps.Lock()
+	if segmentMaps.n == nil {
+		segmentMaps.n = map[string]int{}
+	}
+	segmentMaps.n[path]++
+	segmentMaps.Unlock()
+	onFree := mp.onFree
+	mp.onFree = func(err error) {
+		segmentMaps.Lock()
+		if segmentMaps.n[path]--; segmentMaps.n[path] <= 0 {
+			delete(segmentMaps.n, path)
+		}
+		segmentMaps.Unlock()
+		if onFree != nil {
+			onFree(err)
+		}
+	}
+}
+
+// liveMappings returns the number of live mappings of path in this process.
+func liveMappings(path string) int {
+	segmentMaps.Lock()
+	defer segmentMaps.Unlock()
+	return segmentMaps.n[filepath.Clean(path)]
 }
 
 // View is a read-only window of whole batches aliasing the segment mapping. The

@@ -218,8 +218,8 @@ func runModel(t *testing.T, seed int64, steps int, osfs bool) {
 					t.Fatal(err)
 				}
 				views = append(views, v)
-				v.Data = append([]byte(nil), v.Data...) // compare later against this copy
-				views = append(views, &View{Data: v.Data})
+				// compare v.Data (the mapping) later against this copy
+				views = append(views, &View{Data: append([]byte(nil), v.Data...)})
 			}
 			continue
 		case p < 80:
@@ -247,6 +247,11 @@ func runModel(t *testing.T, seed int64, steps int, osfs bool) {
 			l = mustOpen(t, dir, opts)
 		}
 		checkModel(t, l, m, rng, step, what)
+		for i := 0; i+1 < len(views); i += 2 {
+			if !bytes.Equal(views[i].Data, views[i+1].Data) {
+				t.Fatalf("step %d %s: a held view changed", step, what)
+			}
+		}
 	}
 	for i := 0; i+1 < len(views); i += 2 {
 		if !bytes.Equal(views[i].Data, views[i+1].Data) {

@@ -194,3 +194,39 @@ func TestSyncInterval(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestRollByAgeAfterReopen: a non-empty active segment found at Open still
+// rolls by age (counted from the open: when its first batch was written is
+// not known), so that retention by age can delete its batches. Before, only
+// a segment whose first batch was appended by this process could roll by
+// age, and a low-traffic log whose node restarted more often than its
+// segments filled up kept every batch for good.
+func TestRollByAgeAfterReopen(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	clock := func() time.Time { return now }
+	opts := Options{FS: NewMemFS(), MaxIndexBytes: 1024, SegmentBytes: 1 << 16, RollAge: time.Minute,
+		RetentionAge: time.Hour, Now: clock, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	mustAppend(t, l, testBatch(0, 1, now.UnixMilli()), 1)
+	for _, crash := range []bool{false, true} {
+		if crash {
+			l.crashForTest()
+		} else if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, "/log", opts)
+		segs := len(l.Segments())
+		now = now.Add(2 * time.Minute)
+		mustAppend(t, l, testBatch(1, 1, now.UnixMilli()), 1)
+		if got := len(l.Segments()); got != segs+1 {
+			t.Fatalf("crash=%v: %d segments after an append %v past RollAge, want %d", crash, got, 2*time.Minute, segs+1)
+		}
+	}
+	now = now.Add(2 * time.Hour)
+	if n, err := l.ApplyRetention(ctx); err != nil || n != 2 {
+		t.Fatalf("retention deleted %d segments, %v; want 2", n, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -223,6 +223,11 @@ func (l *Log) load() error {
 		return err
 	}
 	act := l.active()
+	if act.size > 0 {
+		// When its first batch was written is not known: its age for
+		// RollAge counts from now (else it would never roll by age).
+		act.rollTime = l.opts.Now()
+	}
 	l.mu.leo = act.next
 	l.mu.logStart = l.mu.segs[0].base
 	if hasLogStart && logStartCk > l.mu.logStart {
@@ -363,6 +368,12 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 				return fail(err)
 			}
 			ix.adopt(m)
+		}
+		// Open moves the recovery point past this segment: what the scan
+		// read (after a process kill, possibly only from the page cache)
+		// must be on disk first.
+		if err := f.Sync(); err != nil {
+			return fail(err)
 		}
 		s.flushed.Store(size)
 		return s, nil

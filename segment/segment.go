@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -52,7 +53,7 @@ type segment struct {
 
 	capacity   int64     // (w) usable bytes of the active mapping
 	sinceIndex int64     // (w) bytes appended since the last index entry
-	rollTime   time.Time // (w) when the segment got its first batch in this process
+	rollTime   time.Time // (w) when the segment got its first batch, or was found non-empty by Open
 
 	flushed  atomic.Int64 // bytes known durable
 	badIndex atomic.Bool  // an index entry failed its check (indexedPos)
@@ -110,6 +111,7 @@ func (s *segment) setMapping(m Mapping) {
 	mp := newMapping(m, nil, false)
 	f := s.file
 	mp.onFree = func(error) { f.release() }
+	trackMapping(s.logPath, mp)
 	s.mp = mp
 }
 
@@ -155,25 +157,52 @@ func (s *segment) closeFiles() {
 	s.file.release()
 }
 
-// batchAt returns the header fields needed to walk the segment at pos.
-// pos must be the start of a batch below s.size.
-func (s *segment) batchAt(pos int64) (size int64, base, last, maxTs int64) {
-	b := Batch(s.mp.data[pos:])
-	return int64(b.Size()), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp()
+// batchAt returns the header fields needed to walk the segment at pos, a
+// position below s.size where a batch with base offset want (-1: not known)
+// must start. A sealed segment trusted after a clean shutdown was not
+// scanned, so damage inside it surfaces here: a header that does not fit the
+// segment, is malformed or breaks offset continuity is a *CorruptionError
+// (never a slice out of range or a walk through record bytes). Log.mu held.
+func (s *segment) batchAt(pos, want int64) (size int64, base, last, maxTs int64, err error) {
+	b, err := nextBatch(s.mp.data[:s.size], int(pos))
+	if err == nil && want >= 0 && b.BaseOffset() != want {
+		err = corruptf("batch has offset %d, expected %d", b.BaseOffset(), want)
+	}
+	if err != nil {
+		return 0, 0, 0, 0, s.corruptAt(pos, want, err)
+	}
+	return int64(len(b)), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp(), nil
+}
+
+// corruptAt names a bad batch at pos in s; a torn-looking batch (one running
+// past the end) is corruption here, where a whole batch must be.
+func (s *segment) corruptAt(pos, want int64, err error) error {
+	if !errors.Is(err, ErrCorrupt) {
+		err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return &CorruptionError{File: s.logPath, Position: pos, Offset: want, Err: err}
 }
 
 // findBatch returns the position of the batch containing offset in s (or
 // of the first batch after it, or s.size). Log.mu held.
-func (l *Log) findBatch(s *segment, offset int64) int64 {
+func (l *Log) findBatch(s *segment, offset int64) (int64, error) {
 	pos := l.indexedPos(s, offset)
+	want := int64(-1) // indexedPos checked the base offset of an indexed batch
+	if pos == 0 {
+		want = s.base
+	}
 	for pos < s.size {
-		size, _, last, _ := s.batchAt(pos)
+		size, _, last, _, err := s.batchAt(pos, want)
+		if err != nil {
+			return 0, err
+		}
 		if last >= offset {
-			return pos
+			return pos, nil
 		}
 		pos += size
+		want = last + 1
 	}
-	return s.size
+	return s.size, nil
 }
 
 // indexedPos returns where the index says to start looking for offset in s,

@@ -14,8 +14,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, error) {
 		pos := l.indexedPos(s, s.base+s.tidx.lookup(ts))
 		var it Records
 		for pos < s.size {
-			b := Batch(s.mp.data[pos:])
-			b = b[:b.Size()]
+			b, err := nextBatch(s.mp.data[:s.size], int(pos))
+			if err != nil {
+				return -1, s.corruptAt(pos, -1, err)
+			}
 			pos += int64(len(b))
 			if b.MaxTimestamp() < ts || b.LastOffset() < l.mu.logStart {
 				continue

@@ -37,10 +37,15 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		i--
 	}
 	s := segs[i]
-	pos := l.findBatch(s, offset)
+	pos, err := l.findBatch(s, offset)
+	if err != nil {
+		return 0, err
+	}
 	newLEO := s.next
 	if pos < s.size {
-		_, newLEO, _, _ = s.batchAt(pos)
+		if _, newLEO, _, _, err = s.batchAt(pos, -1); err != nil {
+			return 0, err
+		}
 	}
 	if err := l.setRecoveryPointLocked(min(l.recoveryPoint, s.base)); err != nil {
 		return 0, l.fail(err)
@@ -66,7 +71,10 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	}
 	l.mu.epochs.truncateFromEnd(newLEO)
 	enc := l.mu.epochs.encode()
-	inPlace := s.mp == nil || s.mp.refs.Load() == 1
+	// In place only when nothing but the log's own reference maps the file:
+	// no View of this mapping, and no mapping of the file left over from
+	// an earlier Log instance or an earlier truncation (segmentMaps).
+	inPlace := s.mp == nil || (s.mp.refs.Load() == 1 && liveMappings(s.logPath) == 1)
 	wasSealed := s.sealed
 	l.mu.Unlock()
 	l.gc.lower(newLEO)
@@ -106,7 +114,10 @@ func (s *segment) recomputeMaxTs() int64 {
 		pos = int64(p)
 	}
 	for pos < s.size {
-		size, _, _, ts := s.batchAt(pos)
+		size, _, _, ts, err := s.batchAt(pos, -1)
+		if err != nil {
+			break // damaged below the cut: keep the largest timestamp found
+		}
 		maxTs = max(maxTs, ts)
 		pos += size
 	}
@@ -172,6 +183,7 @@ func (l *Log) reactivateLocked(s *segment, pos int64, inPlace, wasSealed bool) e
 		file.acquire()
 		mp = newMapping(m, nil, false)
 		mp.onFree = func(error) { file.release() }
+		trackMapping(s.logPath, mp)
 	}
 	var idx offsetIndex
 	var tidx timeIndex
