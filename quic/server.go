@@ -129,8 +129,7 @@ func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
 	}
 	defer e.active.done()
 	if uh != nil {
-		e.serveUnary(peer, str, f, uh)
-		putReadBuf(fr.buf)
+		e.serveUnary(peer, str, f, uh, func() { putReadBuf(fr.buf) })
 		return
 	}
 	e.serveSession(peer, str, f, sh, fr)
@@ -194,8 +193,10 @@ func errorCode(err error) (uint16, string) {
 // caller's FIN acknowledges delivery: the call counts as in flight (for
 // Shutdown) until it arrives. A caller that never sends it holds the stream
 // until the connection ends, like an idle session; MaxIncomingStreams bounds
-// how many streams one connection can hold.
-func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler) {
+// how many streams one connection can hold. release frees req's buffer; it
+// is called once the response is written, before waiting for the FIN, so a
+// held stream does not also hold the request's bytes.
+func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
 	respType, resp, herr := h(str.Context(), peer, req)
 	var done func()
 	if r, ok := resp.(Reply); ok {
@@ -221,6 +222,7 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 	if done != nil {
 		done()
 	}
+	release()
 	awaitFIN(str)
 }
 
