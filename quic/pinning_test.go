@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -73,4 +74,42 @@ func TestAnsweredStreamDoesNotPinRequestBuffer(t *testing.T) {
 	// and end with the connection.
 	conn.CloseWithError(0, "")
 	waitFor(t, 5*time.Second, "held streams to end with the connection", func() bool { return srv.active.count() == 0 })
+}
+
+// A caller that never reads its answer stops the server's response write
+// (flow control). The write must give up once the caller accepts nothing for
+// IdleTimeout, so the handler's resources (Reply.Done: e.g. segment views
+// that keep deleted segments mapped) are released and the stream ends.
+func TestResponseToCallerThatNeverReadsIsAbandoned(t *testing.T) {
+	srv := mustServe(t, Config{IdleTimeout: time.Second, KeepAlivePeriod: 200 * time.Millisecond})
+	const typeBig FrameType = 40
+	released := make(chan struct{})
+	big := make(Raw, 8<<20) // far above a fresh stream's receive window
+	big[0] = 0xc0
+	srv.Handle(typeBig, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
+		return typeBig, Reply{Body: big, Done: func() { close(released) }}, nil
+	})
+	conn, err := rawDial(t, srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := conn.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := str.Write([]byte{0, 0, 0, 2, byte(typeBig), 0xc0}); err != nil {
+		t.Fatal(err)
+	}
+	// The caller keeps the connection alive (it acknowledges the server's
+	// keep-alives) but never reads the stream.
+	select {
+	case <-released:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the response to a caller that never reads was still being written after 15s")
+	}
+	waitFor(t, 10*time.Second, "the abandoned call to end", func() bool { return srv.active.count() == 0 })
+	if conn.Context().Err() != nil {
+		t.Fatal("the connection died: only the stream should end")
+	}
+	stillServes(t, srv)
 }
