@@ -29,14 +29,17 @@ func (f Frame) decode(v any, alias bool) error {
 	if maxItems <= 0 {
 		maxItems = DefaultMaxListItems
 	}
-	if err := checkMsgpack(f.Body, maxItems); err != nil {
+	items, err := countMsgpack(f.Body, maxItems)
+	if err != nil {
 		return fmt.Errorf("%w: frame type %d: %v", ErrMalformed, f.Type, err)
 	}
+	taken := f.budget.acquire(items)
+	defer f.budget.release(taken)
 	d := decoderPool.Get().(*decoder)
 	d.r.reset(f.Body, alias)
 	d.dec.Reset(&d.r)
 	d.dec.UseLooseInterfaceDecoding(true)
-	err := d.dec.Decode(v)
+	err = d.dec.Decode(v)
 	d.r.reset(nil, false)
 	d.dec.Reset(nil)
 	decoderPool.Put(d)
@@ -44,6 +47,58 @@ func (f Frame) decode(v any, alias bool) error {
 		return fmt.Errorf("%w: frame type %d into %T: %v", ErrMalformed, f.Type, v, err)
 	}
 	return nil
+}
+
+// decodeBudget bounds the list elements and map entries being decoded at
+// once by all the frames of one endpoint. Decoding turns each element (one
+// byte on the wire at least) into a whole Go value, tens of bytes for a
+// struct, and msgpack allocates a list's elements before decoding them: a
+// frame of MaxListItems elements costs up to ~100 MiB while it decodes, and
+// a peer can have MaxIncomingStreams frames decoding per connection. With
+// the budget, the frames decoding at once hold at most its capacity
+// (MaxListItems) elements, plus fewer than budgetExempt per frame: small
+// frames, the usual case, never wait. Waiting is bounded: the budget is
+// held only while decoding, which never blocks on anything else.
+type decodeBudget struct {
+	mu    sync.Mutex
+	freed sync.Cond
+	avail int
+	max   int
+}
+
+// budgetExempt is the element count below which a decode takes no budget.
+const budgetExempt = 1024
+
+func newDecodeBudget(n int) *decodeBudget {
+	b := &decodeBudget{avail: n, max: n}
+	b.freed.L = &b.mu
+	return b
+}
+
+// acquire waits until n elements (at most the capacity) are free and takes
+// them; it returns what it took, for release. A nil budget takes nothing.
+func (b *decodeBudget) acquire(n int) int {
+	if b == nil || n < budgetExempt {
+		return 0
+	}
+	n = min(n, b.max)
+	b.mu.Lock()
+	for b.avail < n {
+		b.freed.Wait()
+	}
+	b.avail -= n
+	b.mu.Unlock()
+	return n
+}
+
+func (b *decodeBudget) release(n int) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.avail += n
+	b.mu.Unlock()
+	b.freed.Broadcast()
 }
 
 type decoder struct {

@@ -106,7 +106,7 @@ func putReadBuf(b []byte) {
 // serveStream reads the first frame (bounded by FirstFrameTimeout) and hands
 // the stream to the handler registered for its type.
 func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, buf: getReadBuf()}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
 	f, err := fr.next()
 	if err != nil {
