@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -124,7 +125,15 @@ type encoder struct {
 	ext    []extChunk
 	extLen int
 	parts  [][]byte // what frameParts returns, reused
+	// limit, when positive, bounds len(buf)+extLen while encoding: Write
+	// fails past it, so a value too large for a frame is abandoned as soon
+	// as it outgrows the frame instead of being encoded whole first.
+	limit int
+	over  int // the length Write refused, when it did
 }
+
+// errFrameFull is Write's error once the frame limit is reached.
+var errFrameFull = errors.New("quic: frame full")
 
 type extChunk struct {
 	at   int
@@ -163,11 +172,19 @@ func (e *encoder) resetExt() {
 
 // Write and WriteByte make encoder the msgpack.Encoder's writer.
 func (e *encoder) Write(p []byte) (int, error) {
+	if e.limit > 0 && len(e.buf)+e.extLen+len(p) > e.limit {
+		e.over = len(e.buf) + e.extLen + len(p)
+		return 0, errFrameFull
+	}
 	e.buf = append(e.buf, p...)
 	return len(p), nil
 }
 
 func (e *encoder) WriteByte(c byte) error {
+	if e.limit > 0 && len(e.buf)+e.extLen+1 > e.limit {
+		e.over = len(e.buf) + e.extLen + 1
+		return errFrameFull
+	}
 	e.buf = append(e.buf, c)
 	return nil
 }
@@ -240,9 +257,23 @@ func (e *encoder) frameParts(t FrameType, v any, maxFrame int) ([][]byte, error)
 		} else {
 			e.buf = append(e.buf, raw...)
 		}
-	} else if err := e.enc.Encode(v); err != nil {
-		e.resetExt()
-		return nil, fmt.Errorf("quic: encode %T as frame type %d: %w", v, t, err)
+	} else {
+		// A whole frame is header + body, the body at most maxFrame-1.
+		e.limit, e.over = frameHeaderLen+maxFrame-1, 0
+		err := e.enc.Encode(v)
+		e.limit = 0
+		// Checked on over, not only err: a refused write must never leave a
+		// truncated body behind, even if an encoder path ignored its error.
+		if e.over > 0 || errors.Is(err, errFrameFull) {
+			// Encoding stopped at the limit: the size reported is a lower bound.
+			size := e.over - frameHeaderLen + 1
+			e.resetExt()
+			return nil, &FrameTooLargeError{Size: uint64(size), Limit: maxFrame}
+		}
+		if err != nil {
+			e.resetExt()
+			return nil, fmt.Errorf("quic: encode %T as frame type %d: %w", v, t, err)
+		}
 	}
 	n := len(e.buf) - frameHeaderLen + e.extLen
 	if err := checkFrameSize(n, maxFrame); err != nil {
