@@ -195,9 +195,9 @@ func errorCode(err error) (uint16, string) {
 // until the connection ends, like an idle session; MaxIncomingStreams bounds
 // how many streams one connection can hold. A caller that stops reading the
 // response for IdleTimeout has its stream canceled (see writeResponse).
-// release frees req's buffer; it
-// is called once the response is written, before waiting for the FIN, so a
-// held stream does not also hold the request's bytes.
+// release frees req's buffer; it is called once the response is written,
+// before waiting for the FIN, so a held stream does not also hold the
+// request's bytes.
 func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
 	respType, resp, herr := h(str.Context(), peer, req)
 	abandoned := false
