@@ -39,7 +39,7 @@ func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (q
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
 	}
-	resp := n.store.Image().MetadataResponse(req.Topics)
+	resp := n.store.Image().MetadataResponse(distinct(req.Topics))
 	resp.ControllerID = n.activeControllerID()
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
@@ -54,6 +54,25 @@ func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (q
 		}
 	}
 	return wire.TypeMetadata, &resp, nil
+}
+
+// distinct returns names without repetitions, in first-seen order. A topic
+// named many times is described once: each repetition costs the requester
+// a few bytes and would cost the answer a whole topic description (every
+// partition with its replica and ISR lists).
+func distinct(names []string) []string {
+	if len(names) < 2 {
+		return names
+	}
+	seen := make(map[string]struct{}, len(names))
+	out := names[:0:0]
+	for _, name := range names {
+		if _, dup := seen[name]; !dup {
+			seen[name] = struct{}{}
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func (n *Node) handleDescribeCluster(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {

@@ -100,7 +100,7 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, b
 	}
 	// Even if the write failed (the server may have refused the stream early),
 	// its error frame may be waiting: read it.
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, buf: buf}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: buf}
 	f, err := fr.next()
 	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
 	if err != nil {
@@ -160,7 +160,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 		}
 	}
 	peer := Peer{Addr: addr, Name: peerName(conn.ConnectionState().TLS)}
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget}
 	s := newSession(str, peer, fr, e.cfg.MaxFrameSize)
 	if err := s.write(ctx, parts); err != nil {
 		s.abort(StreamCodeCanceled)

@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -29,14 +30,17 @@ func (f Frame) decode(v any, alias bool) error {
 	if maxItems <= 0 {
 		maxItems = DefaultMaxListItems
 	}
-	if err := checkMsgpack(f.Body, maxItems); err != nil {
+	items, err := countMsgpack(f.Body, maxItems)
+	if err != nil {
 		return fmt.Errorf("%w: frame type %d: %v", ErrMalformed, f.Type, err)
 	}
+	taken := f.budget.acquire(items)
+	defer f.budget.release(taken)
 	d := decoderPool.Get().(*decoder)
 	d.r.reset(f.Body, alias)
 	d.dec.Reset(&d.r)
 	d.dec.UseLooseInterfaceDecoding(true)
-	err := d.dec.Decode(v)
+	err = d.dec.Decode(v)
 	d.r.reset(nil, false)
 	d.dec.Reset(nil)
 	decoderPool.Put(d)
@@ -44,6 +48,58 @@ func (f Frame) decode(v any, alias bool) error {
 		return fmt.Errorf("%w: frame type %d into %T: %v", ErrMalformed, f.Type, v, err)
 	}
 	return nil
+}
+
+// decodeBudget bounds the list elements and map entries being decoded at
+// once by all the frames of one endpoint. Decoding turns each element (one
+// byte on the wire at least) into a whole Go value, tens of bytes for a
+// struct, and msgpack allocates a list's elements before decoding them: a
+// frame of MaxListItems elements costs up to ~100 MiB while it decodes, and
+// a peer can have MaxIncomingStreams frames decoding per connection. With
+// the budget, the frames decoding at once hold at most its capacity
+// (MaxListItems) elements, plus fewer than budgetExempt per frame: small
+// frames, the usual case, never wait. Waiting is bounded: the budget is
+// held only while decoding, which never blocks on anything else.
+type decodeBudget struct {
+	mu    sync.Mutex
+	freed sync.Cond
+	avail int
+	max   int
+}
+
+// budgetExempt is the element count below which a decode takes no budget.
+const budgetExempt = 1024
+
+func newDecodeBudget(n int) *decodeBudget {
+	b := &decodeBudget{avail: n, max: n}
+	b.freed.L = &b.mu
+	return b
+}
+
+// acquire waits until n elements (at most the capacity) are free and takes
+// them; it returns what it took, for release. A nil budget takes nothing.
+func (b *decodeBudget) acquire(n int) int {
+	if b == nil || n < budgetExempt {
+		return 0
+	}
+	n = min(n, b.max)
+	b.mu.Lock()
+	for b.avail < n {
+		b.freed.Wait()
+	}
+	b.avail -= n
+	b.mu.Unlock()
+	return n
+}
+
+func (b *decodeBudget) release(n int) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.avail += n
+	b.mu.Unlock()
+	b.freed.Broadcast()
 }
 
 type decoder struct {
@@ -69,7 +125,15 @@ type encoder struct {
 	ext    []extChunk
 	extLen int
 	parts  [][]byte // what frameParts returns, reused
+	// limit, when positive, bounds len(buf)+extLen while encoding: Write
+	// fails past it, so a value too large for a frame is abandoned as soon
+	// as it outgrows the frame instead of being encoded whole first.
+	limit int
+	over  int // the length Write refused, when it did
 }
+
+// errFrameFull is Write's error once the frame limit is reached.
+var errFrameFull = errors.New("quic: frame full")
 
 type extChunk struct {
 	at   int
@@ -108,11 +172,19 @@ func (e *encoder) resetExt() {
 
 // Write and WriteByte make encoder the msgpack.Encoder's writer.
 func (e *encoder) Write(p []byte) (int, error) {
+	if e.limit > 0 && len(e.buf)+e.extLen+len(p) > e.limit {
+		e.over = len(e.buf) + e.extLen + len(p)
+		return 0, errFrameFull
+	}
 	e.buf = append(e.buf, p...)
 	return len(p), nil
 }
 
 func (e *encoder) WriteByte(c byte) error {
+	if e.limit > 0 && len(e.buf)+e.extLen+1 > e.limit {
+		e.over = len(e.buf) + e.extLen + 1
+		return errFrameFull
+	}
 	e.buf = append(e.buf, c)
 	return nil
 }
@@ -185,9 +257,23 @@ func (e *encoder) frameParts(t FrameType, v any, maxFrame int) ([][]byte, error)
 		} else {
 			e.buf = append(e.buf, raw...)
 		}
-	} else if err := e.enc.Encode(v); err != nil {
-		e.resetExt()
-		return nil, fmt.Errorf("quic: encode %T as frame type %d: %w", v, t, err)
+	} else {
+		// A whole frame is header + body, the body at most maxFrame-1.
+		e.limit, e.over = frameHeaderLen+maxFrame-1, 0
+		err := e.enc.Encode(v)
+		e.limit = 0
+		// Checked on over, not only err: a refused write must never leave a
+		// truncated body behind, even if an encoder path ignored its error.
+		if e.over > 0 || errors.Is(err, errFrameFull) {
+			// Encoding stopped at the limit: the size reported is a lower bound.
+			size := e.over - frameHeaderLen + 1
+			e.resetExt()
+			return nil, &FrameTooLargeError{Size: uint64(size), Limit: maxFrame}
+		}
+		if err != nil {
+			e.resetExt()
+			return nil, fmt.Errorf("quic: encode %T as frame type %d: %w", v, t, err)
+		}
 	}
 	n := len(e.buf) - frameHeaderLen + e.extLen
 	if err := checkFrameSize(n, maxFrame); err != nil {

@@ -41,8 +41,13 @@
 // map entries per frame, nesting deeper than 32, non-scalar map keys and
 // trailing bytes. This makes msgpack/v5's broken slice-allocation guard
 // (upstream issue #401: a 5-byte body can make it allocate ~800 MiB) harmless
-// for every message type. A stream whose first frame does not arrive within
-// Config.FirstFrameTimeout is closed.
+// for every message type. Because decoding still turns each element into a
+// whole Go value, the frames of one endpoint that decode 1024 elements or
+// more share a budget of MaxListItems elements decoding at once. A stream
+// whose first frame does not arrive within Config.FirstFrameTimeout is
+// closed; a unary response its caller stops reading for Config.IdleTimeout is
+// abandoned, and an answered stream keeps no request bytes while it waits
+// for the caller's FIN.
 //
 // # Moving bulk bytes
 //

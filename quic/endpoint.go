@@ -76,6 +76,8 @@ type Endpoint struct {
 	srvConf *qgo.Config
 	dialCfg *qgo.Config
 	pool    *connPool
+	// decodeBudget bounds the list elements its frames decode at once.
+	decodeBudget *decodeBudget
 
 	// hardCtx is canceled when Shutdown stops waiting; dials derive from it.
 	// sessCtx, the parent of session handlers' contexts, is canceled when
@@ -149,6 +151,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	e.handlers.init()
 	e.active.init()
 	e.pool = newConnPool(e)
+	e.decodeBudget = newDecodeBudget(cfg.MaxListItems)
 	return e, nil
 }
 

@@ -42,6 +42,9 @@ type Frame struct {
 	// maxItems bounds list elements and map entries for Decode; 0 means
 	// DefaultMaxListItems. Set from the endpoint's Config by the reader.
 	maxItems int
+	// budget, shared by an endpoint's frames, bounds the elements being
+	// decoded at once; nil means no bound.
+	budget *decodeBudget
 }
 
 // growChunk is the first allocation for a body that does not fit the
@@ -53,6 +56,7 @@ type frameReader struct {
 	r        io.Reader
 	maxFrame int
 	maxItems int
+	budget   *decodeBudget
 	hdr      [frameHeaderLen]byte
 	buf      []byte
 }
@@ -85,7 +89,7 @@ func (fr *frameReader) next() (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	return Frame{Type: t, Body: body, maxItems: fr.maxItems}, nil
+	return Frame{Type: t, Body: body, maxItems: fr.maxItems, budget: fr.budget}, nil
 }
 
 // readBody reads n bytes into the reader's buffer. A buffer too small grows

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/quick"
@@ -219,5 +220,33 @@ func TestEncodeHotPathAllocations(t *testing.T) {
 	})
 	if allocs > 0 {
 		t.Fatalf("%v allocations per encoded frame", allocs)
+	}
+}
+
+// A value too large for a frame is refused once it outgrows the frame, not
+// after encoding all of it: a handler's oversized answer must not cost its
+// whole encoding (Metadata for a million names: tens of MB) before failing.
+func TestEncodeStopsAtTheFrameLimit(t *testing.T) {
+	big := make([]string, 200_000)
+	for i := range big {
+		big[i] = "a-topic-name-of-30-characters!"
+	}
+	e := getEncoder()
+	defer putEncoder(e)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := e.frameParts(1, big, 64<<10)
+	runtime.ReadMemStats(&after)
+	var tle *FrameTooLargeError
+	if !errors.As(err, &tle) || tle.Limit != 64<<10 || tle.Size <= 64<<10 {
+		t.Fatalf("got %v, want a frame-too-large error above the 64 KiB limit", err)
+	}
+	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+		t.Fatalf("encoding a 6 MB value into a 64 KiB frame allocated %d KiB before failing", d>>10)
+	}
+	// The encoder is still usable, and a value that fits still encodes.
+	parts, err := e.frameParts(1, big[:10], 64<<10)
+	if err != nil || len(parts) != 1 {
+		t.Fatalf("small value after a refused one: %v", err)
 	}
 }

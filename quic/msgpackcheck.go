@@ -23,14 +23,21 @@ const maxNesting = 32
 //
 // It allocates nothing and runs in time linear in len(b).
 func checkMsgpack(b []byte, maxItems int) error {
+	_, err := countMsgpack(b, maxItems)
+	return err
+}
+
+// countMsgpack is checkMsgpack also returning the number of list elements
+// and map entries in b.
+func countMsgpack(b []byte, maxItems int) (int, error) {
 	c := msgpackChecker{b: b, budget: maxItems}
 	if err := c.value(0); err != nil {
-		return err
+		return 0, err
 	}
 	if c.pos != len(b) {
-		return fmt.Errorf("%d trailing bytes after the msgpack value", len(b)-c.pos)
+		return 0, fmt.Errorf("%d trailing bytes after the msgpack value", len(b)-c.pos)
 	}
-	return nil
+	return maxItems - c.budget, nil
 }
 
 type msgpackChecker struct {

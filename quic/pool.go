@@ -100,11 +100,22 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 	}()
 }
 
-// drop removes conn's entry if it is still the current one for addr.
+// drop removes conn's entry if it is still the current one for addr. An
+// entry still dialing holds a newer connection (and its dial writes conn
+// without the lock): it stays.
 func (p *connPool) drop(addr string, conn *qgo.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if ent := p.mu.conns[addr]; ent != nil && ent.conn == conn {
+	ent := p.mu.conns[addr]
+	if ent == nil {
+		return
+	}
+	select {
+	case <-ent.ready:
+	default:
+		return
+	}
+	if ent.conn == conn {
 		delete(p.mu.conns, addr)
 	}
 }

@@ -106,7 +106,7 @@ func putReadBuf(b []byte) {
 // serveStream reads the first frame (bounded by FirstFrameTimeout) and hands
 // the stream to the handler registered for its type.
 func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, buf: getReadBuf()}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
 	f, err := fr.next()
 	if err != nil {
@@ -129,8 +129,7 @@ func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
 	}
 	defer e.active.done()
 	if uh != nil {
-		e.serveUnary(peer, str, f, uh)
-		putReadBuf(fr.buf)
+		e.serveUnary(peer, str, f, uh, func() { putReadBuf(fr.buf) })
 		return
 	}
 	e.serveSession(peer, str, f, sh, fr)
@@ -194,9 +193,14 @@ func errorCode(err error) (uint16, string) {
 // caller's FIN acknowledges delivery: the call counts as in flight (for
 // Shutdown) until it arrives. A caller that never sends it holds the stream
 // until the connection ends, like an idle session; MaxIncomingStreams bounds
-// how many streams one connection can hold.
-func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler) {
+// how many streams one connection can hold. A caller that stops reading the
+// response for IdleTimeout has its stream canceled (see writeResponse).
+// release frees req's buffer; it is called once the response is written,
+// before waiting for the FIN, so a held stream does not also hold the
+// request's bytes.
+func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
 	respType, resp, herr := h(str.Context(), peer, req)
+	abandoned := false
 	var done func()
 	if r, ok := resp.(Reply); ok {
 		resp, done = r.Body, r.Done
@@ -210,9 +214,12 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 		if err != nil {
 			e.log.Error("quic: response could not be encoded", "peer", peer.Addr, "type", uint8(respType), "err", err)
 			writeErrorAndClose(str, CodeInternal, err.Error())
-		} else if err := writeParts(str, parts); err != nil {
+		} else if err := writeResponse(str, parts, e.cfg.IdleTimeout); err != nil {
 			e.log.Debug("quic: response not delivered", "peer", peer.Addr, "err", describe(err))
 			str.CancelWrite(StreamCodeCanceled)
+			// The call is over: there is no delivery to wait for.
+			str.CancelRead(StreamCodeCanceled)
+			abandoned = true
 		} else {
 			str.Close()
 		}
@@ -221,7 +228,34 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 	if done != nil {
 		done()
 	}
-	awaitFIN(str)
+	release()
+	if !abandoned {
+		awaitFIN(str)
+	}
+}
+
+// responseChunk is how much of a response is written under one write
+// deadline.
+const responseChunk = 1 << 20
+
+// writeResponse writes a unary response, giving up when the caller accepts
+// no bytes for stall: a caller that does not read its stream (flow control
+// stops the write) would otherwise hold the handler's resources (Reply.Done)
+// for as long as its connection lives. A slow but reading caller is fine:
+// the deadline restarts with every chunk.
+func writeResponse(str *qgo.Stream, parts [][]byte, stall time.Duration) error {
+	defer str.SetWriteDeadline(time.Time{})
+	for _, p := range parts {
+		for len(p) > 0 {
+			n := min(len(p), responseChunk)
+			_ = str.SetWriteDeadline(time.Now().Add(stall))
+			if _, err := str.Write(p[:n]); err != nil {
+				return err
+			}
+			p = p[n:]
+		}
+	}
+	return nil
 }
 
 // awaitFIN waits for the peer to end its side of the stream; more data is a
