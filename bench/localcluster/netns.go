@@ -35,6 +35,7 @@ import (
 // not collide; CleanupStaleNetNS removes leftovers of crashed runs.
 type NetNS struct {
 	tag    string
+	owner  *tagOwner // held from NewNetNS to Close (netns_owner.go)
 	bridge string
 	prefix string // "10.A.B."
 	port   int
@@ -70,12 +71,28 @@ func NewNetNS(ctx context.Context) (*NetNS, error) {
 	if err := NetNSAvailable(); err != nil {
 		return nil, err
 	}
-	n := &NetNS{tag: fmt.Sprintf("%s%04x", netnsTagPrefix, rand.IntN(1<<16)), port: NetNSPort}
+	n := &NetNS{port: NetNSPort}
+	for range 100 {
+		tag := fmt.Sprintf("%s%04x", netnsTagPrefix, rand.IntN(1<<16))
+		o, err := claimTag(tag)
+		if errors.Is(err, errTagTaken) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("localcluster: claim netns tag: %w", err)
+		}
+		n.tag, n.owner = tag, o
+		break
+	}
+	if n.owner == nil {
+		return nil, errors.New("localcluster: no free netns tag")
+	}
 	n.bridge = n.tag + "br"
 	n.mu.created = map[int32]bool{}
 	n.mu.isolated = map[int32]bool{}
 	used, err := usedIPv4Subnets(ctx)
 	if err != nil {
+		n.owner.release()
 		return nil, err
 	}
 	for range 100 {
@@ -86,6 +103,7 @@ func NewNetNS(ctx context.Context) (*NetNS, error) {
 		}
 	}
 	if n.prefix == "" {
+		n.owner.release()
 		return nil, errors.New("localcluster: no free 10.x.y.0/24 subnet for the bridge")
 	}
 	steps := [][]string{
@@ -247,15 +265,19 @@ func (n *NetNS) Close() error {
 	if err := runIP(ctx, "link", "del", n.bridge); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 		errs = append(errs, err)
 	}
+	n.owner.release() // last: until here a cleanup must leave the tag alone
 	return errors.Join(errs...)
 }
 
-// staleNetNSAge is how old an empty namespace must be for CleanupStaleNetNS.
-const staleNetNSAge = 10 * time.Minute
+// staleNetNSAge is how old an empty namespace without an owner lock file
+// must be for CleanupStaleNetNS (a variable for tests).
+var staleNetNSAge = 10 * time.Minute
 
 // CleanupStaleNetNS deletes namespaces and links that a NetNS of a crashed
-// run left behind (names starting with "plc" followed by a 4-digit hex tag),
-// whose namespace holds no process and is older than 10 minutes. It returns
+// run left behind (names starting with "plc" followed by a 4-digit hex tag)
+// whose namespace holds no process. A tag whose owner lock a live run holds
+// is left alone, even while its nodes are down; a tag with no lock file (an
+// older build's run) only once its namespace is 10 minutes old. It returns
 // what it removed.
 func CleanupStaleNetNS(ctx context.Context) ([]string, error) {
 	if err := NetNSAvailable(); err != nil {
@@ -272,15 +294,20 @@ func CleanupStaleNetNS(ctx context.Context) ([]string, error) {
 		if len(f) == 0 || !isNetNSName(f[0]) {
 			continue
 		}
+		tag := f[0][:len(netnsTagPrefix)+4]
+		owned, known := tagOwnership(tag)
+		if owned {
+			continue
+		}
 		pids, _ := exec.CommandContext(ctx, "ip", "netns", "pids", f[0]).Output()
 		if len(bytes.TrimSpace(pids)) > 0 {
 			continue
 		}
-		// A concurrent run may have made it a moment ago and not started its node yet.
-		if st, err := os.Stat("/run/netns/" + f[0]); err == nil && time.Since(st.ModTime()) < staleNetNSAge {
+		// Without a lock file, a concurrent run of an older build may have
+		// made it a moment ago and not started its node yet.
+		if st, err := os.Stat("/run/netns/" + f[0]); !known && err == nil && time.Since(st.ModTime()) < staleNetNSAge {
 			continue
 		}
-		tag := f[0][:len(netnsTagPrefix)+4]
 		if err := runIP(ctx, "netns", "del", f[0]); err == nil {
 			removed = append(removed, f[0])
 			tags[tag] = true
@@ -290,6 +317,7 @@ func CleanupStaleNetNS(ctx context.Context) ([]string, error) {
 		if err := runIP(ctx, "link", "del", tag+"br"); err == nil {
 			removed = append(removed, tag+"br")
 		}
+		forgetTag(tag)
 	}
 	return removed, nil
 }
