@@ -161,7 +161,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	}
 	peer := Peer{Addr: addr, Name: peerName(conn.ConnectionState().TLS)}
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget}
-	s := newSession(str, peer, fr, e.cfg.MaxFrameSize)
+	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
 	if err := s.write(ctx, parts); err != nil {
 		s.abort(StreamCodeCanceled)
 		var oe *OpError

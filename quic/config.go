@@ -27,7 +27,7 @@ type Config struct {
 	MaxListItems       int           // DefaultMaxListItems: list elements + map entries in one decoded frame
 	MaxIncomingStreams int64         // default 10000 concurrent streams a peer may open per connection
 	HandshakeTimeout   time.Duration // default 2s
-	IdleTimeout        time.Duration // default 5s: a silent peer's connection is closed after this; so is the stream of a unary response its caller stops reading
+	IdleTimeout        time.Duration // default 5s: a silent peer's connection is closed after this; so is the stream of a unary response or session its peer stops reading (no bytes accepted for this long)
 	KeepAlivePeriod    time.Duration // default 1s
 	FirstFrameTimeout  time.Duration // default 5s: a stream that never sends its first frame is closed
 	Logger             *slog.Logger  // default slog.Default()

@@ -45,9 +45,11 @@
 // whole Go value, the frames of one endpoint that decode 1024 elements or
 // more share a budget of MaxListItems elements decoding at once. A stream
 // whose first frame does not arrive within Config.FirstFrameTimeout is
-// closed; a unary response its caller stops reading for Config.IdleTimeout is
-// abandoned, and an answered stream keeps no request bytes while it waits
-// for the caller's FIN.
+// closed; a unary response or session frame its peer stops reading for
+// Config.IdleTimeout (no bytes accepted while the connection stays alive) is
+// abandoned with its stream canceled both ways (a session Send returns
+// [ErrSendStalled]), and an answered stream keeps no request bytes while it
+// waits for the caller's FIN.
 //
 // # Moving bulk bytes
 //

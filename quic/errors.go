@@ -17,6 +17,10 @@ var (
 	// calls on an endpoint that was shut down.
 	ErrServerClosed = errors.New("quic: server closed")
 	ErrUnknownType  = errors.New("quic: unknown frame type")
+	// ErrSendStalled is returned (wrapped in an *OpError) by a Session Send
+	// whose peer accepted no bytes for the endpoint's IdleTimeout while its
+	// connection stayed alive; the session is aborted both ways.
+	ErrSendStalled = errors.New("quic: peer stopped reading")
 )
 
 // Error frame codes (RemoteError.Code). Part of the wire format.

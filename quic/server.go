@@ -194,7 +194,7 @@ func errorCode(err error) (uint16, string) {
 // Shutdown) until it arrives. A caller that never sends it holds the stream
 // until the connection ends, like an idle session; MaxIncomingStreams bounds
 // how many streams one connection can hold. A caller that stops reading the
-// response for IdleTimeout has its stream canceled (see writeResponse).
+// response for IdleTimeout has its stream canceled (see writeStallBounded).
 // release frees req's buffer; it is called once the response is written,
 // before waiting for the FIN, so a held stream does not also hold the
 // request's bytes.
@@ -214,7 +214,7 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 		if err != nil {
 			e.log.Error("quic: response could not be encoded", "peer", peer.Addr, "type", uint8(respType), "err", err)
 			writeErrorAndClose(str, CodeInternal, err.Error())
-		} else if err := writeResponse(str, parts, e.cfg.IdleTimeout); err != nil {
+		} else if err := writeStallBounded(str, parts, e.cfg.IdleTimeout); err != nil {
 			e.log.Debug("quic: response not delivered", "peer", peer.Addr, "err", describe(err))
 			str.CancelWrite(StreamCodeCanceled)
 			// The call is over: there is no delivery to wait for.
@@ -234,20 +234,23 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 	}
 }
 
-// responseChunk is how much of a response is written under one write
-// deadline.
-const responseChunk = 1 << 20
+// stallChunk is how much of a unary response or session frame is written
+// under one write deadline.
+const stallChunk = 1 << 20
 
-// writeResponse writes a unary response, giving up when the caller accepts
-// no bytes for stall: a caller that does not read its stream (flow control
-// stops the write) would otherwise hold the handler's resources (Reply.Done)
-// for as long as its connection lives. A slow but reading caller is fine:
-// the deadline restarts with every chunk.
-func writeResponse(str *qgo.Stream, parts [][]byte, stall time.Duration) error {
+// writeStallBounded writes a unary response or a session frame, giving up
+// with an error matching os.ErrDeadlineExceeded when the peer accepts no
+// bytes for stall: a peer that does not read its stream (flow control stops
+// the write) would otherwise hold the writer and what the bytes pin
+// (Reply.Done, a fetch answer's segment views) for as long as its
+// connection lives. A slow but reading peer is fine: the deadline restarts
+// with every chunk. The caller cancels the stream after a failure (the
+// frame was cut short).
+func writeStallBounded(str *qgo.Stream, parts [][]byte, stall time.Duration) error {
 	defer str.SetWriteDeadline(time.Time{})
 	for _, p := range parts {
 		for len(p) > 0 {
-			n := min(len(p), responseChunk)
+			n := min(len(p), stallChunk)
 			_ = str.SetWriteDeadline(time.Now().Add(stall))
 			if _, err := str.Write(p[:n]); err != nil {
 				return err
@@ -278,7 +281,7 @@ func writeErrorAndClose(str *qgo.Stream, code uint16, msg string) {
 
 // serveSession hands the stream to h and closes it when h returns.
 func (e *Endpoint) serveSession(peer Peer, str *qgo.Stream, first Frame, h SessionHandler, fr frameReader) {
-	s := newSession(str, peer, fr, e.cfg.MaxFrameSize)
+	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
 	ctx, cancel := context.WithCancel(e.sessCtx)
 	stop := context.AfterFunc(str.Context(), cancel)
 	err := h(ctx, peer, first, s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,20 +19,24 @@ import (
 //
 // Cancellation: if the ctx given to Send or Recv ends while the call is
 // blocked, the session is aborted both ways (it cannot resume mid-frame) and
-// the call returns an error matching ctx.Err(). Close ends it gracefully: the
-// peer's Recv returns io.EOF after the frames already sent.
+// the call returns an error matching ctx.Err(). A Send whose peer accepts no
+// bytes for the endpoint's IdleTimeout (it keeps its connection alive but
+// stopped reading the stream) aborts the session the same way and returns an
+// error matching ErrSendStalled. Close ends it gracefully: the peer's Recv
+// returns io.EOF after the frames already sent.
 type Session struct {
 	str      *qgo.Stream
 	peer     Peer
 	fr       frameReader
 	maxFrame int
+	stall    time.Duration // a Send gives up when the peer accepts no bytes for this long
 	sendMu   sync.Mutex
 	closed   atomic.Bool
 	aborted  atomic.Bool
 }
 
-func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int) *Session {
-	return &Session{str: str, peer: peer, fr: fr, maxFrame: maxFrame}
+func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int, stall time.Duration) *Session {
+	return &Session{str: str, peer: peer, fr: fr, maxFrame: maxFrame, stall: stall}
 }
 
 // Peer is the remote side.
@@ -45,7 +50,10 @@ func (s *Session) Done() <-chan struct{} { return s.str.Context().Done() }
 
 // Send encodes v as a frame of type t (a Raw v is sent verbatim). Large
 // wire.Bytes fields and a large Raw are written from their own arrays: they must
-// not change until Send returns.
+// not change until Send returns, and nothing refers to them afterwards, even
+// when Send failed (the caller may release them at once). A failed write
+// ends the session for sending (a frame may have been cut short); a frame
+// that could not be encoded (too large) was not written.
 func (s *Session) Send(ctx context.Context, t FrameType, v any) error {
 	if t.Reserved() {
 		return fmt.Errorf("quic: send: frame type 0x%02x is reserved for the transport", uint8(t))
@@ -69,9 +77,15 @@ func (s *Session) write(ctx context.Context, parts [][]byte) error {
 		defer stop()
 	}
 	s.sendMu.Lock()
-	err := writeParts(s.str, parts)
+	err := writeStallBounded(s.str, parts, s.stall)
 	s.sendMu.Unlock()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The peer keeps its connection alive but stopped reading: give
+			// up the stream both ways, as for a canceled ctx.
+			s.abort(StreamCodeCanceled)
+			return &OpError{Op: "send", Addr: s.peer.Addr, Err: fmt.Errorf("%w: no bytes accepted for %s", ErrSendStalled, s.stall)}
+		}
 		return s.opErr(ctx, "send", err)
 	}
 	return nil

@@ -44,6 +44,9 @@ type clusterOptions struct {
 	sync     segment.SyncPolicy
 	segBytes int64
 	memFS    bool // every node on its own segment.MemFS (crashes keep only synced bytes)
+	// idleTimeout, when set, is every node endpoint's quic IdleTimeout (its
+	// keep-alive period a fifth of it).
+	idleTimeout time.Duration
 }
 
 type testNode struct {
@@ -118,7 +121,8 @@ func (c *testCluster) startNode(id int32, dir string) *testNode {
 
 func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *testNode {
 	c.t.Helper()
-	ep, err := quic.New(c.ctx, quic.Config{Addr: "127.0.0.1:0", Logger: quietLogger})
+	ep, err := quic.New(c.ctx, quic.Config{Addr: "127.0.0.1:0", Logger: quietLogger,
+		IdleTimeout: c.opts.idleTimeout, KeepAlivePeriod: c.opts.idleTimeout / 5})
 	if err != nil {
 		c.t.Fatal(err)
 	}
