@@ -69,9 +69,10 @@ type Log struct {
 	// fsyncing: not durable yet, so they too hold the recovery point back.
 	syncing []*segment // (pendingMu)
 
-	bgStop chan struct{}
-	bgDone chan struct{}
-	bgKick chan struct{}
+	bgStop     chan struct{}
+	bgStopOnce sync.Once // closes bgStop: Close may run concurrently
+	bgDone     chan struct{}
+	bgKick     chan struct{}
 
 	flushHook func(bytes int64) // tests and benchmarks: called after each group flush
 }
@@ -712,8 +713,20 @@ func (l *Log) background(tick <-chan struct{}) {
 	}
 }
 
+// stopBackground stops the background goroutine, if any, and waits for it to
+// exit. Safe to call from several goroutines at once.
+func (l *Log) stopBackground() {
+	if l.bgStop == nil {
+		return
+	}
+	l.bgStopOnce.Do(func() { close(l.bgStop) })
+	<-l.bgDone
+}
+
 // Close flushes, writes the clean-shutdown marker and unmaps everything once
-// no view references remain. Later calls return ErrClosed.
+// no view references remain. Later calls return ErrClosed. Close may be called
+// from several goroutines at once: one of them closes the log, the others
+// return ErrClosed.
 func (l *Log) Close() error {
 	l.mu.RLock()
 	closed := l.mu.closed
@@ -721,14 +734,7 @@ func (l *Log) Close() error {
 	if closed {
 		return ErrClosed
 	}
-	if l.bgStop != nil {
-		select {
-		case <-l.bgStop:
-		default:
-			close(l.bgStop)
-		}
-		<-l.bgDone
-	}
+	l.stopBackground()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.mu.closed {
