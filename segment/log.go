@@ -343,6 +343,11 @@ func (l *Log) replaceEmptyActiveLocked(n int64) error {
 		err = l.fs.SyncDir(l.dir)
 	}
 	if err != nil {
+		if seg != nil {
+			// Created but its directory entry is not durable: drop it
+			// (file and mapping) before creating the replacement.
+			seg.closeFiles()
+		}
 		// Put back an empty segment so the log keeps its shape.
 		if seg2, err2 := l.createSegment(base, l.opts.SegmentBytes); err2 == nil {
 			seg = seg2
