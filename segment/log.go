@@ -158,9 +158,23 @@ func (l *Log) Append(ctx context.Context, b Batch, leaderEpoch int32) (AppendInf
 		return AppendInfo{}, err
 	}
 	base := l.mu.leo
+	last, err := lastOffset(base, h.LastOffsetDelta)
+	if err != nil {
+		return AppendInfo{}, err
+	}
 	b.SetBaseOffset(base)
 	b.SetLeaderEpoch(leaderEpoch)
-	return l.appendOneLocked(b, base, base+int64(h.LastOffsetDelta), leaderEpoch, h.MaxTimestamp)
+	return l.appendOneLocked(b, base, last, leaderEpoch, h.MaxTimestamp)
+}
+
+// lastOffset returns base+delta for a batch (delta >= 0, checked by
+// ParseHeader), or ErrOffsetOverflow if it or the log end after it
+// (last+1) would overflow an int64.
+func lastOffset(base int64, delta int32) (int64, error) {
+	if base > math.MaxInt64-1-int64(delta) {
+		return 0, fmt.Errorf("%w: batch at offset %d with last offset delta %d", ErrOffsetOverflow, base, delta)
+	}
+	return base + int64(delta), nil
 }
 
 // appendOneLocked copies one stamped batch to the log end. appendMu held.
@@ -453,7 +467,11 @@ func (l *Log) AppendVerbatim(ctx context.Context, batches []byte) (AppendInfo, e
 		if next >= 0 && h.BaseOffset != next {
 			return fmt.Errorf("%w: batch at offset %d follows one ending before %d", ErrNonContiguous, h.BaseOffset, next)
 		}
-		next = h.LastOffset() + 1
+		last, err := lastOffset(h.BaseOffset, h.LastOffsetDelta)
+		if err != nil {
+			return err
+		}
+		next = last + 1
 		items = append(items, item{b, h})
 		return nil
 	})
