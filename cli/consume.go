@@ -156,21 +156,9 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		return true
 	}
 	for !atEnd() {
+		// Poll may return records together with an error (their positions
+		// have advanced past them): print them first, then report it.
 		msgs, err := cons.Poll(ctx)
-		if err != nil {
-			out.Flush()
-			if ctx.Err() != nil {
-				if opts.exitAtEnd || opts.max > 0 {
-					return fmt.Errorf("interrupted after %d records", printed)
-				}
-				return nil
-			}
-			var oor *client.OffsetOutOfRangeError
-			if errors.As(err, &oor) {
-				return fmt.Errorf("consume %s: partition %d has offsets %d to %d; %d is outside them", opts.topic, oor.Partition, oor.Start, oor.End, oor.Requested)
-			}
-			return fmt.Errorf("consume %s: %w", opts.topic, err)
-		}
 		for i := range msgs {
 			if opts.max > 0 && printed >= opts.max {
 				break
@@ -194,6 +182,19 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		}
 		if opts.max > 0 && printed >= opts.max {
 			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				if opts.exitAtEnd || opts.max > 0 {
+					return fmt.Errorf("interrupted after %d records", printed)
+				}
+				return nil
+			}
+			var oor *client.OffsetOutOfRangeError
+			if errors.As(err, &oor) {
+				return fmt.Errorf("consume %s: partition %d has offsets %d to %d; %d is outside them", opts.topic, oor.Partition, oor.Start, oor.End, oor.Requested)
+			}
+			return fmt.Errorf("consume %s: %w", opts.topic, err)
 		}
 	}
 	return nil

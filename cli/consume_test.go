@@ -104,3 +104,27 @@ func TestConsumePartitionFromOffsetMax(t *testing.T) {
 		t.Fatalf("bad --from: exit %d", code)
 	}
 }
+
+// Poll can return records together with an error: here one Fetch covers both
+// partitions (same leader), partition 0 answers records from offset 9 and
+// partition 1 (5 records) OffsetOutOfRange. The records are printed before
+// the error is reported.
+func TestConsumePrintsRecordsReturnedWithAnError(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 2)
+	leader, _ := fc.Leader("t", 0)
+	fc.SetLeader("t", 1, leader)
+	if _, errOut, code := runClientCLI(t, strings.NewReader("a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\n"), "produce", "t", "--partition", "0", "--bootstrap", fc.Bootstrap()); code != 0 {
+		t.Fatalf("produce: %s", errOut)
+	}
+	if _, errOut, code := runClientCLI(t, strings.NewReader("a\nb\nc\nd\ne\n"), "produce", "t", "--partition", "1", "--bootstrap", fc.Bootstrap()); code != 0 {
+		t.Fatalf("produce: %s", errOut)
+	}
+	out, errOut, code := runClientCLI(t, nil, "consume", "t", "--from", "9", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "partition 1") || !strings.Contains(errOut, "outside") {
+		t.Fatalf("exit %d, stderr %q; want 1 and partition 1's offset out of range", code, errOut)
+	}
+	if out != "j\nk\nl\n" {
+		t.Fatalf("stdout %q; want partition 0's records from offset 9", out)
+	}
+}

@@ -82,7 +82,9 @@ type TopicSpec struct {
 // CreateTopic creates a topic through the active controller and waits until
 // every node that answers sees it with a leader for each partition. It
 // returns the topic id. An existing topic yields an error matching
-// wire.TopicAlreadyExists (see ErrorCode).
+// wire.TopicAlreadyExists (see ErrorCode); when an earlier attempt of this
+// call failed in transit or timed out, its message says that attempt may
+// have created the topic.
 func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error) {
 	if spec.Partitions == 0 {
 		spec.Partitions = 1
@@ -95,9 +97,12 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error)
 	}
 	req := &wire.CreateTopicRequest{Name: spec.Name, Partitions: spec.Partitions, ReplicationFactor: spec.ReplicationFactor, MinISR: spec.MinISR, Configs: spec.Configs}
 	var resp wire.CreateTopicResponse
-	err := a.toController(ctx, "create topic", wire.TypeCreateTopic, req, func() any { resp = wire.CreateTopicResponse{}; return &resp },
+	unsure, err := a.toController(ctx, "create topic", wire.TypeCreateTopic, req, func() any { resp = wire.CreateTopicResponse{}; return &resp },
 		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
 	if err != nil {
+		if unsure && resp.Err == wire.TopicAlreadyExists {
+			return "", fmt.Errorf("client: create topic %q: an earlier attempt of this call failed in transit or timed out and may have created it: %w", spec.Name, err)
+		}
 		return "", err
 	}
 	err = a.waitTopic(ctx, spec.Name, func(t *wire.TopicMetadata) bool {
@@ -122,7 +127,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error)
 // wire.UnknownTopicOrPartition.
 func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 	var resp wire.DeleteTopicResponse
-	err := a.toController(ctx, "delete topic", wire.TypeDeleteTopic, &wire.DeleteTopicRequest{Name: name},
+	_, err := a.toController(ctx, "delete topic", wire.TypeDeleteTopic, &wire.DeleteTopicRequest{Name: name},
 		func() any { resp = wire.DeleteTopicResponse{}; return &resp },
 		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
 	if err != nil {
@@ -137,20 +142,22 @@ func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 // toController sends a request to the active controller (from the metadata's
 // controller id and broker list), refreshing and retrying on NotController,
 // an unknown controller or a failed call, until ctx ends. newResp returns a
-// fresh response to decode into; code reads its error.
-func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType, req any, newResp func() any, code func() (wire.ErrorCode, string)) error {
+// fresh response to decode into; code reads its error. unsure reports that
+// an earlier attempt failed in transit or answered Timeout, so it may have
+// been applied: a refusal that follows (TopicAlreadyExists) may be its doing.
+func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType, req any, newResp func() any, code func() (wire.ErrorCode, string)) (unsure bool, _ error) {
 	backoff := 25 * time.Millisecond
 	var last error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := sleepCtx(ctx, backoff); err != nil {
-				return a.giveUp(what, err, last)
+				return unsure, a.giveUp(what, err, last)
 			}
 			backoff = min(2*backoff, time.Second)
 			if err := a.c.meta.refresh(ctx); err != nil {
 				last = err
 				if ctx.Err() != nil {
-					return a.giveUp(what, ctx.Err(), last)
+					return unsure, a.giveUp(what, ctx.Err(), last)
 				}
 				continue
 			}
@@ -159,7 +166,7 @@ func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType,
 		if err != nil {
 			last = err
 			if ctx.Err() != nil {
-				return a.giveUp(what, ctx.Err(), last)
+				return unsure, a.giveUp(what, ctx.Err(), last)
 			}
 			continue
 		}
@@ -173,17 +180,21 @@ func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType,
 		cancel()
 		if err != nil {
 			last = fmt.Errorf("controller %d at %s: %w", snap.controller, addr, err)
+			unsure = true
 			continue
 		}
 		c, msg := code()
 		switch c {
 		case wire.None:
-			return nil
+			return unsure, nil
 		case wire.NotController, wire.Timeout, wire.BrokerNotAvailable, wire.LeaderNotAvailable:
 			last = c.Err(msg)
+			if c == wire.Timeout {
+				unsure = true
+			}
 			continue
 		default:
-			return c.Err(msg)
+			return unsure, c.Err(msg)
 		}
 	}
 }

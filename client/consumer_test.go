@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -408,5 +410,34 @@ func TestConsumerEndAcrossNewLeaderWithLaggingHW(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("EndOffsets did not return")
+	}
+}
+
+// A CreateTopic whose first attempt created the topic but lost its answer is
+// retried and refused with TopicAlreadyExists: the error still matches it,
+// and says the earlier attempt may have created the topic. A plain duplicate
+// create does not say so.
+func TestAdminCreateRetriedAfterLostAnswer(t *testing.T) {
+	fc := clienttest.New(3)
+	var dropped atomic.Bool
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeCreateTopic && dropped.CompareAndSwap(false, true) {
+			return clienttest.Action{Kind: clienttest.DropResponse}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	a := c.Admin()
+	ctx := testCtx(t)
+	_, err := a.CreateTopic(ctx, TopicSpec{Name: "x", Partitions: 2})
+	if ErrorCode(err) != wire.TopicAlreadyExists || !strings.Contains(err.Error(), "may have created it") {
+		t.Fatalf("create retried after a lost answer: %v; want TopicAlreadyExists saying the earlier attempt may have created it", err)
+	}
+	if !dropped.Load() {
+		t.Fatal("no answer was dropped")
+	}
+	_, err = a.CreateTopic(ctx, TopicSpec{Name: "x", Partitions: 2})
+	if ErrorCode(err) != wire.TopicAlreadyExists || strings.Contains(err.Error(), "may have created it") {
+		t.Fatalf("plain duplicate create: %v", err)
 	}
 }

@@ -161,9 +161,21 @@ func (pp *partProducer) run() {
 	}
 }
 
-// armTimer sets the timer to the next moment something is due: the open
-// batch's linger, the end of a retry backoff, or a leader check.
+// armTimer sets the timer to the next moment something is due (nextWake).
 func (pp *partProducer) armTimer(now time.Time) {
+	at := pp.nextWake()
+	if at.IsZero() {
+		pp.timer.Stop()
+		return
+	}
+	pp.timer.Reset(max(at.Sub(now), time.Millisecond))
+}
+
+// nextWake returns the next moment something is due, or the zero time if
+// nothing is: the open batch's linger, the end of a retry backoff, a leader
+// check, or the earliest delivery deadline of a queued batch (expire fails
+// it; batches in flight are not expired, so their deadlines are not woken for).
+func (pp *partProducer) nextWake() time.Time {
 	var at time.Time
 	consider := func(t time.Time) {
 		if at.IsZero() || t.Before(at) {
@@ -183,11 +195,10 @@ func (pp *partProducer) armTimer(now time.Time) {
 		}
 		pp.mu.Unlock()
 	}
-	if at.IsZero() {
-		pp.timer.Stop()
-		return
+	for _, b := range pp.queue {
+		consider(b.deadline)
 	}
-	pp.timer.Reset(max(at.Sub(now), time.Millisecond))
+	return at
 }
 
 func (pp *partProducer) limit() int {

@@ -825,3 +825,80 @@ func TestExpiredQueuedBatchesFailWhileOneIsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// A queued batch's delivery deadline is itself a wake-up: an idle partition
+// whose only other wake-up is far off (a long retry backoff while the leader
+// is unknown, or a long leader-check interval while a request hangs) still
+// fails the queued batch when its deadline passes, not when that other
+// wake-up comes. The test drives pump with its own clock and wakes the
+// partition when nextWake (what run arms its timer with) says.
+func TestQueuedBatchDeadlineArmsTimer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hang bool // leader known, Produce hangs; else no leader
+		cfg  ProducerConfig
+		n    int // batches; with a hanging Produce the first is in flight
+	}{
+		{"no leader, long backoff", false,
+			ProducerConfig{BatchBytes: 100, Linger: time.Hour, DeliveryTimeout: time.Minute, RetryBackoff: time.Hour, RetryBackoffMax: time.Hour}, 1},
+		{"request hangs, long leader check", true,
+			ProducerConfig{BatchBytes: 100, Linger: time.Hour, DeliveryTimeout: time.Minute, MaxInFlight: 1, LeaderCheckInterval: time.Hour}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clienttest.New(1)
+			fc.CreateTopic("t", 1)
+			if tc.hang {
+				fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+					if ty == wire.TypeProduce {
+						return clienttest.Action{Kind: clienttest.Hang}
+					}
+					return clienttest.Action{}
+				}
+			} else {
+				fc.SetLeader("t", 0, -1)
+			}
+			c := mustFakeClient(t, fc)
+			p, err := c.NewProducer(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(context.Background())
+			ctx := testCtx(t)
+			if _, err := c.PartitionCount(ctx, "t"); err != nil { // metadata in hand
+				t.Fatal(err)
+			}
+			pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+			defer pp.abort()
+			d := newDeliveries()
+			start := time.Now()
+			for i := range tc.n {
+				r := &Record{Topic: "t", Value: []byte(fmt.Sprintf("%03d%s", i, strings.Repeat(".", 200)))}
+				size := recordSize(r)
+				gen, err := p.budget.acquire(ctx, int64(size))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pp.append(r, start.UnixMilli(), size, gen, d.cb(i)) // one batch each
+			}
+			deadline := time.Now().Add(tc.cfg.DeliveryTimeout)
+			pp.pump(start)
+			if len(pp.queue) != 1 || len(pp.inflight) != tc.n-1 {
+				t.Fatalf("%d queued, %d in flight; want 1 and %d", len(pp.queue), len(pp.inflight), tc.n-1)
+			}
+			wake := pp.nextWake()
+			if wake.IsZero() || wake.After(deadline) {
+				t.Fatalf("next wake-up in %v, after the queued batch's deadline (in %v)", wake.Sub(start), deadline.Sub(start))
+			}
+			pp.pump(wake.Add(time.Millisecond))
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			last := tc.n - 1
+			if d.n[last] != 1 || !errors.Is(d.got[last].Err, ErrDeliveryTimeout) {
+				t.Fatalf("queued batch at the wake-up: %d callbacks, err %v; want one ErrDeliveryTimeout", d.n[last], d.got[last].Err)
+			}
+			if tc.hang && d.n[0] != 0 {
+				t.Fatal("the batch in flight was expired")
+			}
+		})
+	}
+}

@@ -30,8 +30,13 @@ const (
 	CodeMalformed     uint16 = 3 // truncated frame or undecodable body
 	CodeFrameTooLarge uint16 = 4 // length prefix above the server's limit
 	CodeShuttingDown  uint16 = 5 // the server is shutting down; retry elsewhere
-	CodeInternal      uint16 = 6 // the handler panicked or its response could not be encoded
-	CodeTimeout       uint16 = 7 // the first frame did not arrive in time
+	// CodeInternal: the handler's response could not be encoded. A handler
+	// that panics is not recovered and gets no error frame: the panic
+	// crashes the node, and the caller sees its connection end. That is the
+	// policy: a crashed node is fenced and its partitions move, whereas
+	// recovering could leave a lock held or state half updated.
+	CodeInternal uint16 = 6
+	CodeTimeout  uint16 = 7 // the first frame did not arrive in time
 )
 
 // Stream error codes (QUIC RESET_STREAM / STOP_SENDING). Part of the wire format.

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"sync"
 	"sync/atomic"
@@ -159,6 +160,42 @@ func TestViewSurvivesReopenAndTruncation(t *testing.T) {
 		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestConcurrentClose: Close calls racing each other must not panic (closing
+// the background goroutine's stop channel twice did); exactly one of them
+// closes the log and the others return ErrClosed.
+func TestConcurrentClose(t *testing.T) {
+	const iterations, closers = 300, 8
+	for i := 0; i < iterations; i++ {
+		l := mustOpen(t, "/log", Options{FS: NewMemFS(), Sync: SyncNever, SegmentBytes: 4096, MaxIndexBytes: 1024})
+		start := make(chan struct{})
+		errs := make(chan error, closers)
+		var wg sync.WaitGroup
+		for g := 0; g < closers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs <- l.Close()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		ok := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, ErrClosed):
+				t.Fatalf("iteration %d: Close: %v", i, err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("iteration %d: %d Close calls succeeded, want 1", i, ok)
 		}
 	}
 }

@@ -12,6 +12,9 @@ var (
 	ErrRecordTooLarge = errors.New("segment: record batch too large")
 	ErrClosed         = errors.New("segment: log closed")
 	ErrNonContiguous  = errors.New("segment: batch offset not contiguous with log end")
+	// ErrOffsetOverflow is returned for a batch whose last offset, or the log
+	// end after it, would not fit in an int64. Nothing was written.
+	ErrOffsetOverflow = errors.New("segment: batch offsets overflow int64")
 
 	// ErrOffsetOutOfRange is matched by errors.Is on an *OffsetOutOfRangeError.
 	ErrOffsetOutOfRange = errors.New("segment: offset out of range")

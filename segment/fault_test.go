@@ -484,3 +484,42 @@ func TestRecoveryFlushesScannedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplaceEmptyActiveSyncDirFailure: when the directory fsync after
+// replacing the empty active segment with a larger one fails, the segment it
+// created is closed (file and mapping) before the empty one is put back.
+func TestReplaceEmptyActiveSyncDirFailure(t *testing.T) {
+	fs := NewMemFS()
+	// segmentMaps is per process and keyed by path: a directory no other
+	// test uses.
+	l := mustOpen(t, "/replace-empty-syncdir", Options{FS: fs, SegmentBytes: 4096, MaxIndexBytes: 1024, Logger: quietLogger})
+	logPath, _, _ := l.segPaths(0)
+	if n := liveMappings(logPath); n != 1 {
+		t.Fatalf("live mappings of %s after open: %d, want 1", logPath, n)
+	}
+	b := NewBuilder(BuilderOptions{})
+	b.Add(1, []byte("k"), make([]byte, 8192), nil)
+	big := b.Build()
+	var failed atomic.Bool
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpSyncDir && failed.CompareAndSwap(false, true) {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if _, err := l.Append(ctx, big, 1); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Append with a failing directory fsync: %v, want EIO", err)
+	}
+	if !failed.Load() {
+		t.Fatal("the directory fsync was never attempted")
+	}
+	if n := liveMappings(logPath); n != 1 {
+		t.Fatalf("live mappings of %s after the failed replace: %d, want 1", logPath, n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := liveMappings(logPath); n != 0 {
+		t.Fatalf("live mappings of %s after Close: %d, want 0 (a segment leaked)", logPath, n)
+	}
+}

@@ -72,10 +72,7 @@ func readAll(tb testing.TB, l *Log, from int64) []Batch {
 // crash simulates a process that dies: mappings and files are dropped
 // without flushing, trimming or writing the clean-shutdown marker.
 func (l *Log) crashForTest() {
-	if l.bgStop != nil {
-		close(l.bgStop)
-		<-l.bgDone
-	}
+	l.stopBackground()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.Lock()

@@ -69,9 +69,10 @@ type Log struct {
 	// fsyncing: not durable yet, so they too hold the recovery point back.
 	syncing []*segment // (pendingMu)
 
-	bgStop chan struct{}
-	bgDone chan struct{}
-	bgKick chan struct{}
+	bgStop     chan struct{}
+	bgStopOnce sync.Once // closes bgStop: Close may run concurrently
+	bgDone     chan struct{}
+	bgKick     chan struct{}
 
 	flushHook func(bytes int64) // tests and benchmarks: called after each group flush
 }
@@ -157,9 +158,23 @@ func (l *Log) Append(ctx context.Context, b Batch, leaderEpoch int32) (AppendInf
 		return AppendInfo{}, err
 	}
 	base := l.mu.leo
+	last, err := lastOffset(base, h.LastOffsetDelta)
+	if err != nil {
+		return AppendInfo{}, err
+	}
 	b.SetBaseOffset(base)
 	b.SetLeaderEpoch(leaderEpoch)
-	return l.appendOneLocked(b, base, base+int64(h.LastOffsetDelta), leaderEpoch, h.MaxTimestamp)
+	return l.appendOneLocked(b, base, last, leaderEpoch, h.MaxTimestamp)
+}
+
+// lastOffset returns base+delta for a batch (delta >= 0, checked by
+// ParseHeader), or ErrOffsetOverflow if it or the log end after it
+// (last+1) would overflow an int64.
+func lastOffset(base int64, delta int32) (int64, error) {
+	if base > math.MaxInt64-1-int64(delta) {
+		return 0, fmt.Errorf("%w: batch at offset %d with last offset delta %d", ErrOffsetOverflow, base, delta)
+	}
+	return base + int64(delta), nil
 }
 
 // appendOneLocked copies one stamped batch to the log end. appendMu held.
@@ -342,6 +357,11 @@ func (l *Log) replaceEmptyActiveLocked(n int64) error {
 		err = l.fs.SyncDir(l.dir)
 	}
 	if err != nil {
+		if seg != nil {
+			// Created but its directory entry is not durable: drop it
+			// (file and mapping) before creating the replacement.
+			seg.closeFiles()
+		}
 		// Put back an empty segment so the log keeps its shape.
 		if seg2, err2 := l.createSegment(base, l.opts.SegmentBytes); err2 == nil {
 			seg = seg2
@@ -447,7 +467,11 @@ func (l *Log) AppendVerbatim(ctx context.Context, batches []byte) (AppendInfo, e
 		if next >= 0 && h.BaseOffset != next {
 			return fmt.Errorf("%w: batch at offset %d follows one ending before %d", ErrNonContiguous, h.BaseOffset, next)
 		}
-		next = h.LastOffset() + 1
+		last, err := lastOffset(h.BaseOffset, h.LastOffsetDelta)
+		if err != nil {
+			return err
+		}
+		next = last + 1
 		items = append(items, item{b, h})
 		return nil
 	})
@@ -712,8 +736,20 @@ func (l *Log) background(tick <-chan struct{}) {
 	}
 }
 
+// stopBackground stops the background goroutine, if any, and waits for it to
+// exit. Safe to call from several goroutines at once.
+func (l *Log) stopBackground() {
+	if l.bgStop == nil {
+		return
+	}
+	l.bgStopOnce.Do(func() { close(l.bgStop) })
+	<-l.bgDone
+}
+
 // Close flushes, writes the clean-shutdown marker and unmaps everything once
-// no view references remain. Later calls return ErrClosed.
+// no view references remain. Later calls return ErrClosed. Close may be called
+// from several goroutines at once: one of them closes the log, the others
+// return ErrClosed.
 func (l *Log) Close() error {
 	l.mu.RLock()
 	closed := l.mu.closed
@@ -721,14 +757,7 @@ func (l *Log) Close() error {
 	if closed {
 		return ErrClosed
 	}
-	if l.bgStop != nil {
-		select {
-		case <-l.bgStop:
-		default:
-			close(l.bgStop)
-		}
-		<-l.bgDone
-	}
+	l.stopBackground()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.mu.closed {

@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -63,5 +64,44 @@ func TestAppendReadReopen(t *testing.T) {
 				t.Fatalf("second close: %v", err)
 			}
 		})
+	}
+}
+
+// TestAppendOffsetOverflow: after restarting the log near math.MaxInt64, a
+// batch whose last offset (or the log end after it) would overflow is refused
+// with ErrOffsetOverflow and nothing changes; a batch that fits still goes in.
+func TestAppendOffsetOverflow(t *testing.T) {
+	l := mustOpen(t, "/log", Options{FS: NewMemFS(), SegmentBytes: 4096, MaxIndexBytes: 1024})
+	defer l.Close()
+	start := int64(math.MaxInt64 - 2)
+	if err := l.TruncateFullyAndStartAt(ctx, start); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, testBatch(1, 3, 1), 1); !errors.Is(err, ErrOffsetOverflow) {
+		t.Fatalf("Append of 3 records at %d: %v, want ErrOffsetOverflow", start, err)
+	}
+	if leo := l.LogEndOffset(); leo != start {
+		t.Fatalf("log end after the refused append: %d, want %d", leo, start)
+	}
+	fits := testBatch(2, 2, 1)
+	info := mustAppend(t, l, fits, 1)
+	if info.LastOffset != math.MaxInt64-1 || l.LogEndOffset() != math.MaxInt64 {
+		t.Fatalf("last offset %d, log end %d", info.LastOffset, l.LogEndOffset())
+	}
+	if _, err := l.Append(ctx, testBatch(3, 1, 1), 1); !errors.Is(err, ErrOffsetOverflow) {
+		t.Fatalf("Append at log end %d: %v, want ErrOffsetOverflow", int64(math.MaxInt64), err)
+	}
+	if leo := l.LogEndOffset(); leo != math.MaxInt64 {
+		t.Fatalf("log end after the refused append: %d", leo)
+	}
+	// A follower's copy is held to the same rule.
+	v := testBatch(4, 1, 1)
+	v.SetBaseOffset(math.MaxInt64)
+	if _, err := l.AppendVerbatim(ctx, v); !errors.Is(err, ErrOffsetOverflow) {
+		t.Fatalf("AppendVerbatim at %d: %v, want ErrOffsetOverflow", int64(math.MaxInt64), err)
+	}
+	got := readAll(t, l, start)
+	if len(got) != 1 || string(got[0]) != string(fits) {
+		t.Fatalf("read back %d batches, want the one that fit", len(got))
 	}
 }
