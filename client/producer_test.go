@@ -491,70 +491,7 @@ func TestProduceHeadersAndNilKeyRoundTrip(t *testing.T) {
 // written: an application would send that payment again). Neither batch may
 // end up in the log twice.
 func TestProduceRefusalAfterLostAnswerIsNotDefinitive(t *testing.T) {
-	fc := clienttest.New(1)
-	fc.CreateTopic("t", 1)
-	var reqs atomic.Int64
-	aSent, bSent := make(chan struct{}), make(chan struct{})
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty != wire.TypeProduce {
-			return clienttest.Action{}
-		}
-		switch reqs.Add(1) {
-		case 1: // A's first attempt: written once B is in flight, answer lost
-			close(aSent)
-			<-bSent
-			return clienttest.Action{Kind: clienttest.DropResponse}
-		case 2: // B's first attempt: written after A, answer lost
-			close(bSent)
-			deadline := time.Now().Add(10 * time.Second)
-			for fc.LogEnd("t", 0) < 1 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond) // waits for A's append: a condition with a deadline
-			}
-			return clienttest.Action{Kind: clienttest.DropResponse}
-		case 3: // A's resend
-			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
-		}
-		return clienttest.Action{}
-	}
-	c := mustFakeClient(t, fc)
-	// One record per batch; both batches in flight at once.
-	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	d := newDeliveries()
-	val := func(s string) []byte { return []byte(s + strings.Repeat(".", 60)) }
-	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("A")}, d.cb(0)); err != nil {
-		t.Fatal(err)
-	}
-	<-aSent
-	if err := p.Produce(ctx, &Record{Topic: "t", Value: val("B")}, d.cb(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	recs := fc.Records("t", 0)
-	count := map[string]int{}
-	for _, r := range recs {
-		count[string(r.Value[:1])]++
-	}
-	if count["A"] != 1 || count["B"] != 1 {
-		t.Fatalf("log holds A %d times and B %d times, want once each", count["A"], count["B"])
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var de *DeliveryError
-	if a := d.got[0]; a.Err == nil || !errors.As(a.Err, &de) || !de.Unknown {
-		t.Fatalf("A (in the log) failed with %v: want a DeliveryError saying it may have been written", a.Err)
-	}
-	if b := d.got[1]; b.Err != nil && (!errors.As(b.Err, &de) || !de.Unknown) {
-		t.Fatalf("B (in the log) failed with %v: want success or 'may have been written'", b.Err)
-	}
+	produceTwoWrittenThenRefused(t, clienttest.Action{Kind: clienttest.DropResponse}, AcksAll)
 }
 
 // A batch refused for good (certainly not written) leaves a sequence gap:
@@ -662,11 +599,19 @@ func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
 // leadership ended since the append.
 func TestProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T) {
 	for _, acks := range []Acks{AcksAll, AcksLeader} {
-		t.Run(fmt.Sprint(acks), func(t *testing.T) { testProduceNotLeaderAfterAppendIsNotDefinitive(t, acks) })
+		t.Run(fmt.Sprint(acks), func(t *testing.T) {
+			produceTwoWrittenThenRefused(t, clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}, acks)
+		})
 	}
 }
 
-func testProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T, acks Acks) {
+// produceTwoWrittenThenRefused is the scenario of the two tests above:
+// batches A and B (one record each, both in flight at once) are both
+// written, both first attempts get answer instead of their offsets, and A's
+// resend is refused for good with InvalidRequest. Each must be in the log
+// once, A's failure must say it may have been written, and B must succeed or
+// say the same.
+func produceTwoWrittenThenRefused(t *testing.T, answer clienttest.Action, acks Acks) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
 	var reqs atomic.Int64
@@ -676,17 +621,17 @@ func testProduceNotLeaderAfterAppendIsNotDefinitive(t *testing.T, acks Acks) {
 			return clienttest.Action{}
 		}
 		switch reqs.Add(1) {
-		case 1: // A: appended once B is in flight, then NotLeader
+		case 1: // A: written once B is in flight
 			close(aSent)
 			<-bSent
-			return clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}
-		case 2: // B: appended after A, then NotLeader
+			return answer
+		case 2: // B: written after A
 			close(bSent)
 			deadline := time.Now().Add(10 * time.Second)
 			for fc.LogEnd("t", 0) < 1 && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond) // waits for A's append: a condition with a deadline
 			}
-			return clienttest.Action{Kind: clienttest.HandleThenRefuse, Code: wire.NotLeader}
+			return answer
 		case 3: // A's resend
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
 		}
