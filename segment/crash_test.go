@@ -28,18 +28,39 @@ func buildClosedLog(t *testing.T, nb int, segBytes int64) (*MemFS, []Batch, Opti
 	return fs, bs, opts
 }
 
-func activeLogPath(t *testing.T, fs *MemFS) string {
+// logPaths lists the log's segment files in offset order.
+func logPaths(t *testing.T, fs *MemFS) []string {
+	t.Helper()
 	names, err := fs.ReadDir("/log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := ""
+	var logs []string
 	for _, n := range names {
 		if filepath.Ext(n) == ".log" {
-			last = n
+			logs = append(logs, "/log/"+n)
 		}
 	}
-	return "/log/" + last
+	return logs
+}
+
+func activeLogPath(t *testing.T, fs *MemFS) string {
+	logs := logPaths(t, fs)
+	if len(logs) == 0 {
+		return "/log/"
+	}
+	return logs[len(logs)-1]
+}
+
+// middleSegment is the second of at least three segment files: a sealed
+// segment with others on both sides.
+func middleSegment(t *testing.T, fs *MemFS) string {
+	t.Helper()
+	logs := logPaths(t, fs)
+	if len(logs) < 3 {
+		t.Fatalf("want >= 3 segments, have %v", logs)
+	}
+	return logs[1]
 }
 
 // expectPrefix opens the log and checks it holds exactly want.
@@ -151,17 +172,7 @@ func TestCrashFlipBits(t *testing.T) {
 // with TruncateOnCorruption.
 func TestCorruptSealedSegment(t *testing.T) {
 	base, bs, opts := buildClosedLog(t, 60, 2048)
-	names, _ := base.ReadDir("/log")
-	var logs []string
-	for _, n := range names {
-		if filepath.Ext(n) == ".log" {
-			logs = append(logs, "/log/"+n)
-		}
-	}
-	if len(logs) < 3 {
-		t.Fatalf("want >= 3 segments, have %v", logs)
-	}
-	victim := logs[1]
+	victim := middleSegment(t, base)
 	// Find the third batch of the victim segment.
 	var data []byte
 	base.Corrupt(victim, func(d []byte) []byte { data = append([]byte(nil), d...); return d })
@@ -206,17 +217,7 @@ func TestCorruptSealedSegment(t *testing.T) {
 // bytes of a misaligned walk.
 func TestDamagedTrustedSegment(t *testing.T) {
 	base, bs, opts := buildClosedLog(t, 60, 2048)
-	names, _ := base.ReadDir("/log")
-	var logs []string
-	for _, n := range names {
-		if filepath.Ext(n) == ".log" {
-			logs = append(logs, "/log/"+n)
-		}
-	}
-	if len(logs) < 3 {
-		t.Fatalf("want >= 3 segments, have %v", logs)
-	}
-	victim := logs[1]
+	victim := middleSegment(t, base)
 	var data []byte
 	base.Corrupt(victim, func(d []byte) []byte { data = append([]byte(nil), d...); return d })
 	b0, _ := nextBatch(data, 0)
