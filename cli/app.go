@@ -39,8 +39,26 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		HideVersion:          false,
 		Commands:             appCommands(),
 		ExitErrHandler:       func(*ucli.Context, error) {},
+		OnUsageError:         onUsageError,
 	}
+	setOnUsageError(app.Commands)
 	return app
+}
+
+// onUsageError turns a flag that does not parse (--linger xx) into one line on
+// stderr and exit status 2; by default urfave/cli prints "Incorrect Usage" and
+// the whole help text to stdout, where scripts read output.
+func onUsageError(_ *ucli.Context, err error, _ bool) error {
+	return usageError("%v", err)
+}
+
+func setOnUsageError(cmds []*ucli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = onUsageError
+		}
+		setOnUsageError(c.Subcommands)
+	}
 }
 
 func versionCommand() *ucli.Command {

@@ -25,3 +25,20 @@ func TestFlagsAfterPositionalWithDoubleDash(t *testing.T) {
 		t.Errorf("produce payments -- --json: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A flag value that does not parse is one line on stderr and exit status 2,
+// with nothing on stdout.
+func TestBadFlagValueIsOneLineUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce", "payments", "--linger", "xx"},
+		{"consume", "payments", "--max", "many"},
+		{"topic", "create", "payments", "--timeout", "bogus"},
+		{"topic", "create", "payments", "--partitions=three"},
+		{"produce", "payments", "--no-such-flag"},
+	} {
+		out, errOut, code := runClientCLI(t, nil, args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "paymentlog: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
