@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
@@ -41,8 +42,27 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		ExitErrHandler:       func(*ucli.Context, error) {},
 		OnUsageError:         onUsageError,
 	}
+	app.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowAppHelp(c) }, app.Commands)
 	setOnUsageError(app.Commands)
 	return app
+}
+
+// unknownCommand is the action of a command made only of subcommands: with
+// no argument it shows help; with one that names no subcommand it is a usage
+// error naming it (urfave/cli says "No help topic for 'x'", exit status 3).
+func unknownCommand(help ucli.ActionFunc, subs []*ucli.Command) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if c.NArg() == 0 {
+			return help(c)
+		}
+		var names []string
+		for _, s := range subs {
+			if !s.Hidden {
+				names = append(names, s.Name)
+			}
+		}
+		return usageError("unknown command %q (want one of: %s)", c.Args().First(), strings.Join(names, ", "))
+	}
 }
 
 // onUsageError turns a flag that does not parse (--linger xx) into one line on
@@ -56,6 +76,9 @@ func setOnUsageError(cmds []*ucli.Command) {
 	for _, c := range cmds {
 		if c.OnUsageError == nil {
 			c.OnUsageError = onUsageError
+		}
+		if c.Action == nil && len(c.Subcommands) > 0 {
+			c.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowSubcommandHelp(c) }, c.Subcommands)
 		}
 		setOnUsageError(c.Subcommands)
 	}

@@ -42,3 +42,27 @@ func TestBadFlagValueIsOneLineUsageError(t *testing.T) {
 		}
 	}
 }
+
+// A command name that does not exist is a usage error naming it; a command
+// group alone still shows its help.
+func TestUnknownCommandIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuchcmd"}, `unknown command "nosuchcmd"`},
+		{[]string{"topic", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, delete)`},
+		{[]string{"cluster", "stats"}, `unknown command "stats"`},
+	} {
+		out, errOut, code := runClientCLI(t, nil, c.args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	for _, args := range [][]string{{}, {"topic"}} {
+		out, errOut, code := runClientCLI(t, nil, args...)
+		if code != 0 || !strings.Contains(out, "USAGE") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want help", args, code, out, errOut)
+		}
+	}
+}
