@@ -190,8 +190,8 @@ func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, 
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		idx := acks.add()
-		if tooLong {
-			acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: &client.RecordTooLargeError{Size: limit + 1, Max: limit}})
+		if tooLong > 0 {
+			acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: &client.RecordTooLargeError{Size: tooLong, Max: limit}})
 		} else {
 			rec.Key, rec.Value = nil, line
 			switch {
@@ -242,28 +242,39 @@ func waitPartitionCount(ctx context.Context, cl *client.Client, topic string, wa
 
 // readLine returns the next line without its "\n" or "\r\n". The slice is
 // valid until the next call. A line longer than limit is consumed whole and
-// reported with tooLong (its bytes are not returned). At the end of input it
-// returns io.EOF, with the last line if it had no line ending, else nil.
-func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong bool, err error) {
+// reported with its length in tooLong (its bytes are not returned); tooLong is
+// 0 for a line within the limit. At the end of input it returns io.EOF, with
+// the last line if it had no line ending, else nil.
+func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong int, err error) {
 	line, err = r.ReadSlice('\n')
+	size := len(line)
+	over := false
 	if errors.Is(err, bufio.ErrBufferFull) {
 		buf := append((*scratch)[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			line, err = r.ReadSlice('\n')
+			size += len(line)
 			if len(buf) <= limit+2 {
 				buf = append(buf, line...)
 			} else {
-				tooLong = true
+				over = true
 			}
 		}
 		*scratch = buf[:0]
 		line = buf
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, false, err
+		return nil, 0, err
 	}
 	if len(line) == 0 && errors.Is(err, io.EOF) {
-		return nil, false, io.EOF
+		return nil, 0, io.EOF
+	}
+	if over {
+		// size counts every byte read, the "\n" too unless input ended.
+		if errors.Is(err, io.EOF) {
+			return []byte{}, size, err
+		}
+		return []byte{}, size - 1, err // "\n" (a "\r" before it is counted: sizes are "about")
 	}
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
@@ -272,12 +283,9 @@ func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong
 		}
 	}
 	if len(line) > limit {
-		tooLong = true
+		return []byte{}, len(line), err
 	}
-	if tooLong {
-		return []byte{}, true, err
-	}
-	return line, false, err
+	return line, 0, err
 }
 
 // ackLog collects delivery results and, with --json, prints them in input

@@ -153,3 +153,20 @@ func TestProduceUnknownTopicOrPartitionFailsBeforeReading(t *testing.T) {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
 }
+
+// A line over --max-record-bytes is refused with its own size, not the limit's.
+func TestProduceTooLongLineReportsItsSize(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	in := strings.Repeat("x", 5000) + "\n" + strings.Repeat("y", 3<<20) + "\r\n" + strings.Repeat("z", 3<<20+7)
+	out, errOut, code := runClientCLI(t, strings.NewReader(in), "produce", "t", "--json", "--max-record-bytes", "1000", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "3 of 3 records were not acknowledged") || !strings.Contains(errOut, "record of about 5000 bytes exceeds the 1000-byte limit") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	acks := parseAcks(t, out)
+	for i, want := range []string{"about 5000 bytes", fmt.Sprintf("about %d bytes", 3<<20+1), fmt.Sprintf("about %d bytes", 3<<20+7)} {
+		if len(acks) != 3 || !strings.Contains(acks[i].Error, want) {
+			t.Fatalf("acks %+v; want record %d refused as %q", acks, i, want)
+		}
+	}
+}
