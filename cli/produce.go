@@ -157,10 +157,10 @@ func runProduce(ctx context.Context, opts produceOptions, stdout, stderr io.Writ
 		readErr = fmt.Errorf("write output: %w", err)
 	}
 
-	total, failed, firstErr := acks.summary()
+	total, failed, firstErr, firstLine := acks.summary()
 	switch {
 	case failed > 0:
-		return fmt.Errorf("%d of %d records were not acknowledged (first error: %v)", failed, total, firstErr)
+		return fmt.Errorf("%d of %d records were not acknowledged (first: input line %d: %v)", failed, total, firstLine, firstErr)
 	case readErr != nil:
 		return fmt.Errorf("%w (all %d records read before it were acknowledged)", readErr, total)
 	case closeErr != nil:
@@ -303,6 +303,7 @@ type ackLog struct {
 		total    int64
 		failed   int64
 		firstErr error
+		firstBad int64 // index of the record firstErr is about
 	}
 }
 
@@ -334,8 +335,8 @@ func (l *ackLog) resolve(idx int64, d client.Delivery) {
 	l.mu.Lock()
 	if d.Err != nil {
 		l.mu.failed++
-		if l.mu.firstErr == nil {
-			l.mu.firstErr = d.Err
+		if l.mu.firstErr == nil || idx < l.mu.firstBad {
+			l.mu.firstErr, l.mu.firstBad = d.Err, idx
 		}
 	}
 	head := false
@@ -391,10 +392,12 @@ func (l *ackLog) printLoop() {
 
 func (l *ackLog) stop() { close(l.done) }
 
-func (l *ackLog) summary() (total, failed int64, firstErr error) {
+// summary returns how many records were added and failed, and the first
+// failed one's error and input line (1-based).
+func (l *ackLog) summary() (total, failed int64, firstErr error, firstLine int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.total, l.mu.failed, l.mu.firstErr
+	return l.mu.total, l.mu.failed, l.mu.firstErr, l.mu.firstBad + 1
 }
 
 // appendAck formats {"partition":P,"offset":O} (plus "error" on failure).
