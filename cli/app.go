@@ -72,10 +72,17 @@ func onUsageError(_ *ucli.Context, err error, _ bool) error {
 	return usageError("%v", err)
 }
 
+// setOnUsageError sets onUsageError (and the fixes below) on cmds and their subcommands.
 func setOnUsageError(cmds []*ucli.Command) {
 	for _, c := range cmds {
 		if c.OnUsageError == nil {
 			c.OnUsageError = onUsageError
+		}
+		if len(c.Subcommands) == 0 {
+			// urfave/cli gives every command a "help" (alias "h") subcommand:
+			// "produce help" showed help and exited 0 instead of writing to
+			// the topic named help. --help still shows it.
+			c.HideHelpCommand = true
 		}
 		if c.Action == nil && len(c.Subcommands) > 0 {
 			c.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowSubcommandHelp(c) }, c.Subcommands)

@@ -66,3 +66,28 @@ func TestUnknownCommandIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// "help" and "h" are valid topic names: a command taking a topic uses them as
+// one instead of showing help and exiting 0 with the input unread.
+func TestTopicNamedHelp(t *testing.T) {
+	fc := startFakeCluster(t)
+	for _, name := range []string{"help", "h"} {
+		fc.CreateTopic(name, 1)
+		out, errOut, code := runClientCLI(t, strings.NewReader("a\n"), "produce", name, "--json", "--bootstrap", fc.Bootstrap())
+		if code != 0 || out != "{\"partition\":0,\"offset\":0}\n" {
+			t.Errorf("produce %s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
+		}
+		out, errOut, code = runClientCLI(t, nil, "consume", name, "--exit-at-end", "--bootstrap", fc.Bootstrap())
+		if code != 0 || out != "a\n" {
+			t.Errorf("consume %s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
+		}
+		out, errOut, code = runClientCLI(t, nil, "topic", "describe", name, "--bootstrap", fc.Bootstrap())
+		if code != 0 || !strings.HasPrefix(out, "Topic: "+name+" ") {
+			t.Errorf("topic describe %s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
+		}
+	}
+	out, _, code := runClientCLI(t, nil, "produce", "--help")
+	if code != 0 || !strings.Contains(out, "USAGE") {
+		t.Errorf("produce --help: exit %d, stdout %q", code, out)
+	}
+}
