@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
@@ -39,8 +40,55 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		HideVersion:          false,
 		Commands:             appCommands(),
 		ExitErrHandler:       func(*ucli.Context, error) {},
+		OnUsageError:         onUsageError,
 	}
+	app.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowAppHelp(c) }, app.Commands)
+	setOnUsageError(app.Commands)
 	return app
+}
+
+// unknownCommand is the action of a command made only of subcommands: with
+// no argument it shows help; with one that names no subcommand it is a usage
+// error naming it (urfave/cli says "No help topic for 'x'", exit status 3).
+func unknownCommand(help ucli.ActionFunc, subs []*ucli.Command) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if c.NArg() == 0 {
+			return help(c)
+		}
+		var names []string
+		for _, s := range subs {
+			if !s.Hidden {
+				names = append(names, s.Name)
+			}
+		}
+		return usageError("unknown command %q (want one of: %s)", c.Args().First(), strings.Join(names, ", "))
+	}
+}
+
+// onUsageError turns a flag that does not parse (--linger xx) into one line on
+// stderr and exit status 2; by default urfave/cli prints "Incorrect Usage" and
+// the whole help text to stdout, where scripts read output.
+func onUsageError(_ *ucli.Context, err error, _ bool) error {
+	return usageError("%v", err)
+}
+
+// setOnUsageError sets onUsageError (and the fixes below) on cmds and their subcommands.
+func setOnUsageError(cmds []*ucli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = onUsageError
+		}
+		if len(c.Subcommands) == 0 {
+			// urfave/cli gives every command a "help" (alias "h") subcommand:
+			// "produce help" showed help and exited 0 instead of writing to
+			// the topic named help. --help still shows it.
+			c.HideHelpCommand = true
+		}
+		if c.Action == nil && len(c.Subcommands) > 0 {
+			c.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowSubcommandHelp(c) }, c.Subcommands)
+		}
+		setOnUsageError(c.Subcommands)
+	}
 }
 
 func versionCommand() *ucli.Command {

@@ -37,8 +37,12 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
-			positional = append(positional, args[i:]...)
-			break
+			// Everything is positional from here on; the positionals seen
+			// before it go after the "--" too, so a trailing "--" (as in
+			// "produce payments --json --") does not count as an argument.
+			out = append(append(out, flagArgs...), "--")
+			out = append(out, positional...)
+			return append(out, args[i+1:]...)
 		}
 		if strings.HasPrefix(a, "-") && a != "-" {
 			flagArgs = append(flagArgs, a)

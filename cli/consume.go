@@ -136,6 +136,14 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		for tp, o := range m {
 			ends[tp.Partition] = o
 		}
+		// An offset past a partition's end is out of range, as Poll would
+		// report it; without this check the partition counted as read to its
+		// end and consume exited 0 having read nothing.
+		for _, tp := range tps {
+			if opts.from >= 0 && opts.from > ends[tp.Partition] {
+				return fmt.Errorf("consume %s: partition %d has offsets up to %d; %d is outside them", opts.topic, tp.Partition, ends[tp.Partition], opts.from)
+			}
+		}
 	}
 	cancel()
 

@@ -128,3 +128,26 @@ func TestConsumePrintsRecordsReturnedWithAnError(t *testing.T) {
 		t.Fatalf("stdout %q; want partition 0's records from offset 9", out)
 	}
 }
+
+// --exit-at-end with --from past a partition's end is the out-of-range error
+// consume reports without --exit-at-end, not a silent exit 0.
+func TestConsumeExitAtEndFromPastEndFails(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	if _, errOut, code := runClientCLI(t, strings.NewReader("a\nb\n"), "produce", "t", "--bootstrap", fc.Bootstrap()); code != 0 {
+		t.Fatalf("produce: %s", errOut)
+	}
+	out, errOut, code := runClientCLI(t, nil, "consume", "t", "--from", "9", "--exit-at-end", "--bootstrap", fc.Bootstrap())
+	if code != 1 || out != "" || !strings.Contains(errOut, "partition 0") || !strings.Contains(errOut, "outside") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 and partition 0's offset out of range", code, out, errOut)
+	}
+	// At the end exactly: nothing to read, success.
+	out, errOut, code = runClientCLI(t, nil, "consume", "t", "--from", "2", "--exit-at-end", "--bootstrap", fc.Bootstrap())
+	if code != 0 || out != "" {
+		t.Fatalf("from end offset: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code = runClientCLI(t, nil, "consume", "t", "--from", "1", "--exit-at-end", "--bootstrap", fc.Bootstrap())
+	if code != 0 || out != "b\n" {
+		t.Fatalf("from 1: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -36,10 +36,10 @@ func nodeCommand() *ucli.Command {
 			Name:  "start",
 			Usage: "start a node (broker, and controller if listed in --controllers)",
 			Flags: []ucli.Flag{
-				&ucli.IntFlag{Name: "id", Usage: "node id (unique, > 0)", EnvVars: envs("ID"), Required: true},
-				&ucli.StringFlag{Name: "addr", Usage: "UDP address to listen on (host:port)", EnvVars: envs("ADDR"), Required: true},
-				&ucli.StringFlag{Name: "data-dir", Usage: "data directory", EnvVars: envs("DATA_DIR"), Required: true},
-				&ucli.StringFlag{Name: "controllers", Usage: "controller quorum: id@host:port,...", EnvVars: envs("CONTROLLERS"), Required: true},
+				&ucli.IntFlag{Name: "id", Usage: "node id (unique, > 0)", EnvVars: envs("ID")},
+				&ucli.StringFlag{Name: "addr", Usage: "UDP address to listen on (host:port)", EnvVars: envs("ADDR")},
+				&ucli.StringFlag{Name: "data-dir", Usage: "data directory", EnvVars: envs("DATA_DIR")},
+				&ucli.StringFlag{Name: "controllers", Usage: "controller quorum: id@host:port,...", EnvVars: envs("CONTROLLERS")},
 				&ucli.StringFlag{Name: "metrics-addr", Usage: "HTTP address for /metrics and /debug/pprof (empty: off)", EnvVars: envs("METRICS_ADDR")},
 				&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and <cert-name>.crt/.key (mutual TLS); empty: dev mode", EnvVars: envs("TLS_DIR")},
 				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
@@ -64,7 +64,23 @@ func nodeCommand() *ucli.Command {
 	}
 }
 
+// nodeRequired are node start's required flags. They are checked here, not
+// with urfave/cli's Required, which prints the whole help text to stdout.
+var nodeRequired = []string{"id", "addr", "data-dir", "controllers"}
+
 func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
+	if c.NArg() > 0 {
+		return nodeOptions{}, fmt.Errorf("node start takes no arguments, got: %s", strings.Join(c.Args().Slice(), " "))
+	}
+	var missing []string
+	for _, name := range nodeRequired {
+		if !c.IsSet(name) {
+			missing = append(missing, "--"+name)
+		}
+	}
+	if len(missing) > 0 {
+		return nodeOptions{}, fmt.Errorf("node start: missing %s (or their PAYMENTLOG_* environment variables)", strings.Join(missing, ", "))
+	}
 	cfg := node.DefaultConfig()
 	cfg.ID = int32(c.Int("id"))
 	cfg.Addr = c.String("addr")

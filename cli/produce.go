@@ -157,10 +157,10 @@ func runProduce(ctx context.Context, opts produceOptions, stdout, stderr io.Writ
 		readErr = fmt.Errorf("write output: %w", err)
 	}
 
-	total, failed, firstErr := acks.summary()
+	total, failed, firstErr, firstLine := acks.summary()
 	switch {
 	case failed > 0:
-		return fmt.Errorf("%d of %d records were not acknowledged (first error: %v)", failed, total, firstErr)
+		return fmt.Errorf("%d of %d records were not acknowledged (first: input line %d: %v)", failed, total, firstLine, firstErr)
 	case readErr != nil:
 		return fmt.Errorf("%w (all %d records read before it were acknowledged)", readErr, total)
 	case closeErr != nil:
@@ -190,8 +190,8 @@ func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, 
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		idx := acks.add()
-		if tooLong {
-			acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: &client.RecordTooLargeError{Size: limit + 1, Max: limit}})
+		if tooLong > 0 {
+			acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: &client.RecordTooLargeError{Size: tooLong, Max: limit}})
 		} else {
 			rec.Key, rec.Value = nil, line
 			switch {
@@ -242,28 +242,39 @@ func waitPartitionCount(ctx context.Context, cl *client.Client, topic string, wa
 
 // readLine returns the next line without its "\n" or "\r\n". The slice is
 // valid until the next call. A line longer than limit is consumed whole and
-// reported with tooLong (its bytes are not returned). At the end of input it
-// returns io.EOF, with the last line if it had no line ending, else nil.
-func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong bool, err error) {
+// reported with its length in tooLong (its bytes are not returned); tooLong is
+// 0 for a line within the limit. At the end of input it returns io.EOF, with
+// the last line if it had no line ending, else nil.
+func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong int, err error) {
 	line, err = r.ReadSlice('\n')
+	size := len(line)
+	over := false
 	if errors.Is(err, bufio.ErrBufferFull) {
 		buf := append((*scratch)[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			line, err = r.ReadSlice('\n')
+			size += len(line)
 			if len(buf) <= limit+2 {
 				buf = append(buf, line...)
 			} else {
-				tooLong = true
+				over = true
 			}
 		}
 		*scratch = buf[:0]
 		line = buf
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, false, err
+		return nil, 0, err
 	}
 	if len(line) == 0 && errors.Is(err, io.EOF) {
-		return nil, false, io.EOF
+		return nil, 0, io.EOF
+	}
+	if over {
+		// size counts every byte read, the "\n" too unless input ended.
+		if errors.Is(err, io.EOF) {
+			return []byte{}, size, err
+		}
+		return []byte{}, size - 1, err // "\n" (a "\r" before it is counted: sizes are "about")
 	}
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
@@ -272,12 +283,9 @@ func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong
 		}
 	}
 	if len(line) > limit {
-		tooLong = true
+		return []byte{}, len(line), err
 	}
-	if tooLong {
-		return []byte{}, true, err
-	}
-	return line, false, err
+	return line, 0, err
 }
 
 // ackLog collects delivery results and, with --json, prints them in input
@@ -295,6 +303,7 @@ type ackLog struct {
 		total    int64
 		failed   int64
 		firstErr error
+		firstBad int64 // index of the record firstErr is about
 	}
 }
 
@@ -326,8 +335,8 @@ func (l *ackLog) resolve(idx int64, d client.Delivery) {
 	l.mu.Lock()
 	if d.Err != nil {
 		l.mu.failed++
-		if l.mu.firstErr == nil {
-			l.mu.firstErr = d.Err
+		if l.mu.firstErr == nil || idx < l.mu.firstBad {
+			l.mu.firstErr, l.mu.firstBad = d.Err, idx
 		}
 	}
 	head := false
@@ -383,10 +392,12 @@ func (l *ackLog) printLoop() {
 
 func (l *ackLog) stop() { close(l.done) }
 
-func (l *ackLog) summary() (total, failed int64, firstErr error) {
+// summary returns how many records were added and failed, and the first
+// failed one's error and input line (1-based).
+func (l *ackLog) summary() (total, failed int64, firstErr error, firstLine int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.total, l.mu.failed, l.mu.firstErr
+	return l.mu.total, l.mu.failed, l.mu.firstErr, l.mu.firstBad + 1
 }
 
 // appendAck formats {"partition":P,"offset":O} (plus "error" on failure).

@@ -153,3 +153,32 @@ func TestProduceUnknownTopicOrPartitionFailsBeforeReading(t *testing.T) {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
 }
+
+// A line over --max-record-bytes is refused with its own size, not the limit's.
+func TestProduceTooLongLineReportsItsSize(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	in := strings.Repeat("x", 5000) + "\n" + strings.Repeat("y", 3<<20) + "\r\n" + strings.Repeat("z", 3<<20+7)
+	out, errOut, code := runClientCLI(t, strings.NewReader(in), "produce", "t", "--json", "--max-record-bytes", "1000", "--bootstrap", fc.Bootstrap())
+	if code != 1 || !strings.Contains(errOut, "3 of 3 records were not acknowledged (first: input line 1: client: record of about 5000 bytes exceeds the 1000-byte limit)") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	acks := parseAcks(t, out)
+	for i, want := range []string{"about 5000 bytes", fmt.Sprintf("about %d bytes", 3<<20+1), fmt.Sprintf("about %d bytes", 3<<20+7)} {
+		if len(acks) != 3 || !strings.Contains(acks[i].Error, want) {
+			t.Fatalf("acks %+v; want record %d refused as %q", acks, i, want)
+		}
+	}
+}
+
+// Without --json, the summary names the input line of the first record that
+// was not acknowledged.
+func TestProduceSummaryNamesFirstFailedLine(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	in := "ok1\nok2\n" + strings.Repeat("x", 500) + "\nok4\n" + strings.Repeat("y", 600) + "\n"
+	out, errOut, code := runClientCLI(t, strings.NewReader(in), "produce", "t", "--max-record-bytes", "200", "--bootstrap", fc.Bootstrap())
+	if code != 1 || out != "" || !strings.Contains(errOut, "2 of 5 records were not acknowledged (first: input line 3: client: record of about 500 bytes") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// A "--" after the positional argument ends the flags; it is not a second argument.
+func TestFlagsAfterPositionalWithDoubleDash(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("payments", 1)
+	for _, args := range [][]string{
+		{"produce", "payments", "--bootstrap", fc.Bootstrap(), "--json", "--"},
+		{"produce", "--bootstrap", fc.Bootstrap(), "payments", "--json", "--"},
+		{"produce", "--bootstrap", fc.Bootstrap(), "--json", "--", "payments"},
+	} {
+		out, errOut, code := runClientCLI(t, strings.NewReader("a\n"), args...)
+		if code != 0 || !strings.Contains(out, `"offset"`) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	// After "--", a flag-looking word is an argument.
+	_, errOut, code := runClientCLI(t, nil, "produce", "--bootstrap", fc.Bootstrap(), "payments", "--", "--json")
+	if code != 2 || !strings.Contains(errOut, "expected one topic") {
+		t.Errorf("produce payments -- --json: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A flag value that does not parse is one line on stderr and exit status 2,
+// with nothing on stdout.
+func TestBadFlagValueIsOneLineUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce", "payments", "--linger", "xx"},
+		{"consume", "payments", "--max", "many"},
+		{"topic", "create", "payments", "--timeout", "bogus"},
+		{"topic", "create", "payments", "--partitions=three"},
+		{"produce", "payments", "--no-such-flag"},
+	} {
+		out, errOut, code := runClientCLI(t, nil, args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "paymentlog: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
+
+// A command name that does not exist is a usage error naming it; a command
+// group alone still shows its help.
+func TestUnknownCommandIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuchcmd"}, `unknown command "nosuchcmd"`},
+		{[]string{"topic", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, delete)`},
+		{[]string{"cluster", "stats"}, `unknown command "stats"`},
+	} {
+		out, errOut, code := runClientCLI(t, nil, c.args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	for _, args := range [][]string{{}, {"topic"}} {
+		out, errOut, code := runClientCLI(t, nil, args...)
+		if code != 0 || !strings.Contains(out, "USAGE") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want help", args, code, out, errOut)
+		}
+	}
+}
+
+// "help" and "h" are valid topic names: a command taking a topic uses them as
+// one instead of showing help and exiting 0 with the input unread.
+func TestTopicNamedHelp(t *testing.T) {
+	fc := startFakeCluster(t)
+	for _, name := range []string{"help", "h"} {
+		fc.CreateTopic(name, 1)
+		out, errOut, code := runClientCLI(t, strings.NewReader("a\n"), "produce", name, "--json", "--bootstrap", fc.Bootstrap())
+		if code != 0 || out != "{\"partition\":0,\"offset\":0}\n" {
+			t.Errorf("produce %s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
+		}
+		out, errOut, code = runClientCLI(t, nil, "consume", name, "--exit-at-end", "--bootstrap", fc.Bootstrap())
+		if code != 0 || out != "a\n" {
+			t.Errorf("consume %s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
+		}
+		out, errOut, code = runClientCLI(t, nil, "topic", "describe", name, "--bootstrap", fc.Bootstrap())
+		if code != 0 || !strings.HasPrefix(out, "Topic: "+name+" ") {
+			t.Errorf("topic describe %s: exit %d, stdout %q, stderr %q", name, code, out, errOut)
+		}
+	}
+	out, _, code := runClientCLI(t, nil, "produce", "--help")
+	if code != 0 || !strings.Contains(out, "USAGE") {
+		t.Errorf("produce --help: exit %d, stdout %q", code, out)
+	}
+}
