@@ -66,6 +66,10 @@ type Result struct {
 // Topic is the chaos topic's name.
 const Topic = "chaos"
 
+// topicPartitions is the chaos topic's partition count; the plan, workload,
+// nemesis, history and read-back all use it.
+const topicPartitions = 3
+
 // Run starts a 3-node cluster, runs the workload and the nemesis, heals,
 // settles, reads everything back (through the cluster and from every
 // replica's files) and checks the history. The error is for a run that
@@ -91,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer ns.Close()
 		}
 	}
-	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: 3, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
+	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
 	fmt.Fprintf(out, "chaos: seed=%d kinds=%v per-kind=%d duration=%v session-timeout=%v\n", cfg.Seed, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout)
@@ -136,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer adminCl.Close(context.Background())
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = adminCl.Admin().CreateTopic(cctx, client.TopicSpec{Name: Topic, Partitions: 3, ReplicationFactor: 3, MinISR: 2})
+	_, err = adminCl.Admin().CreateTopic(cctx, client.TopicSpec{Name: Topic, Partitions: topicPartitions, ReplicationFactor: 3, MinISR: 2})
 	cancel()
 	if err != nil {
 		return res, fmt.Errorf("chaos: create topic: %w", err)
@@ -146,14 +150,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	wl, err := StartWorkload(ctx, WorkloadConfig{
-		Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Topic: Topic, Partitions: 3,
+		Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Topic: Topic, Partitions: topicPartitions,
 		Producers: cfg.Producers, Consumers: cfg.Consumers, Interval: cfg.Interval, Pad: cfg.Pad, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return res, err
 	}
-	h := &History{Start: start, Partitions: 3, Consumers: cfg.Consumers}
-	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: 3, Workload: wl, Start: start, Out: out, Logger: cfg.Logger}
+	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers}
+	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: topicPartitions, Workload: wl, Start: start, Out: out, Logger: cfg.Logger}
 	defer nem.Close()
 
 	deck := sched.DeckSize()
@@ -205,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	type rstate struct{ hw, leo int64 }
 	states := map[[2]int32]rstate{}
 	for _, id := range c.IDs() {
-		for p := range int32(3) {
+		for p := range int32(topicPartitions) {
 			if r, err := nem.DescribeReplica(ctx, id, p); err == nil {
 				states[[2]int32{id, p}] = rstate{r.HighWatermark, r.LogEnd}
 			}
@@ -213,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	isr := map[int32][]int32{}
 	if v, err := c.Metadata(ctx, Topic); err == nil {
-		for p := range int32(3) {
+		for p := range int32(topicPartitions) {
 			if pm, ok := v.Partition(Topic, p); ok {
 				isr[p] = pm.ISR
 			}
@@ -228,7 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	for _, id := range c.IDs() {
-		for p := range int32(3) {
+		for p := range int32(topicPartitions) {
 			rl := ReplicaLog{Node: id, Partition: p, InISR: slices.Contains(isr[p], id), HW: -1, LEO: -1}
 			if st, ok := states[[2]int32{id, p}]; ok {
 				rl.HW, rl.LEO = st.hw, st.leo
@@ -313,7 +317,7 @@ func waitConverged(ctx context.Context, c *localcluster.Cluster, nem *Nemesis) e
 		if ok, err := c.InSync(ctx, Topic); !ok {
 			return false, err
 		}
-		for p := range int32(3) {
+		for p := range int32(topicPartitions) {
 			var first *[2]int64
 			for _, id := range c.IDs() {
 				r, err := nem.DescribeReplica(ctx, id, p)
@@ -338,7 +342,7 @@ func waitConverged(ctx context.Context, c *localcluster.Cluster, nem *Nemesis) e
 // readBack reads every partition from its leader, from the log start to
 // the high watermark, with a fresh consumer.
 func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Workload) []PartitionLog {
-	out := make([]PartitionLog, 3)
+	out := make([]PartitionLog, topicPartitions)
 	for p := range out {
 		out[p] = PartitionLog{Partition: int32(p)}
 	}
@@ -352,7 +356,7 @@ func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Work
 	defer cl.Close(context.Background())
 	cons := cl.NewConsumer(client.ConsumerConfig{})
 	defer cons.Close()
-	tps := make([]client.TopicPartition, 3)
+	tps := make([]client.TopicPartition, topicPartitions)
 	for p := range tps {
 		tps[p] = client.TopicPartition{Topic: Topic, Partition: int32(p)}
 	}
