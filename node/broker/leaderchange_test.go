@@ -55,6 +55,17 @@ func (g *syncGate) arm() {
 
 func (g *syncGate) open() { g.once.Do(func() { close(g.release) }) }
 
+// waitBlocked waits until the armed flush is held, failing with msg after
+// 10 s.
+func (g *syncGate) waitBlocked(t *testing.T, msg string) {
+	t.Helper()
+	select {
+	case <-g.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
 // TestNewLeaderCountsOnlyDurableFollowerRecords: a follower appends what its
 // leader sent and is still flushing it (fsync always) when leadership moves.
 // Its fetch session with the new leader must not report those records as
@@ -76,11 +87,7 @@ func TestNewLeaderCountsOnlyDurableFollowerRecords(t *testing.T) {
 		t.Fatalf("acks=1 produce: %+v", r)
 	}
 	// Node 3 has appended b and its flush is stuck; node 2 has b durably.
-	select {
-	case <-gate.blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("node 3 never flushed b")
-	}
+	gate.waitBlocked(t, "node 3 never flushed b")
 	waitFor(t, "node 2 has b", 10*time.Second, func() bool {
 		_, _, leo, _ := c.node(2).b.PartitionInfo(testKey.topic, testKey.partition)
 		return leo == 2
@@ -168,11 +175,7 @@ func testAckAfterLeadershipLostAndRegained(t *testing.T, acks int8) {
 			}}, &resp)
 		done <- result{resp, err}
 	}()
-	select {
-	case <-gate.blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the produce never flushed payments-1")
-	}
+	gate.waitBlocked(t, "the produce never flushed payments-1")
 	waitFor(t, "x appended on node 1", 10*time.Second, func() bool {
 		_, _, leo, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition)
 		return leo == 1
@@ -272,11 +275,7 @@ func TestUncertainISRExpansionStaysCounted(t *testing.T) {
 		}
 		done <- r
 	}()
-	select {
-	case <-gate.blocked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("node 3 never flushed b")
-	}
+	gate.waitBlocked(t, "node 3 never flushed b")
 	// Node 3 is in the controller's ISR without b: the leader's HW must not
 	// pass it (the refused proposal's backoff is 100 ms; give it ten times).
 	deadline := time.Now().Add(time.Second)
