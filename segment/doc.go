@@ -92,8 +92,12 @@
 // count and then one "epoch startOffset" line per entry. A batch that opens a
 // new leader epoch is written, then the epoch checkpoint, and only then is the
 // batch published; when the checkpoint does not fit on a full disk the batch's
-// length prefix is zeroed (the log ends before it, also for recovery) and the
-// append fails with ErrDiskFull, leaving the log healthy.
+// bytes are zeroed (the log ends before it, also for recovery) and the
+// append fails with ErrDiskFull, leaving the log healthy. Every append that
+// fails after writing bytes zeroes them the same way: the bytes past the
+// active segment's end are zeros, so recovery, which scans past the last
+// flush, can never take a refused batch (or the remnant of one completed by
+// a later partial write) for a batch of the log.
 //
 // # Recovery
 //

@@ -190,11 +190,19 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 	// mapping: stores into fresh pages of a sparse file take one page fault
 	// (and, on ext4, one journal handle) per 4 KiB, which measured several
 	// times slower, and a full disk is an ENOSPC error here instead of SIGBUS.
-	if _, err := seg.file.f.WriteAt(b, pos); err != nil {
-		if isNoSpace(err) {
-			return AppendInfo{}, fmt.Errorf("%w: appending %d bytes to %s: %w", ErrDiskFull, n, seg.logPath, err)
+	if written, err := seg.file.f.WriteAt(b, pos); err != nil {
+		// A write can fail part-way: what reached the file is zeroed so
+		// that recovery, which scans the active segment past its end,
+		// never finds it, alone or completing the remnant of an earlier
+		// refused batch at the same position.
+		if !isNoSpace(err) {
+			l.unwriteLocked(seg, pos, int64(written), false)
+			return AppendInfo{}, l.fail(err)
 		}
-		return AppendInfo{}, l.fail(err)
+		if err := l.unwriteLocked(seg, pos, int64(written), true); err != nil {
+			return AppendInfo{}, err
+		}
+		return AppendInfo{}, fmt.Errorf("%w: appending %d bytes to %s: %w", ErrDiskFull, n, seg.logPath, err)
 	}
 	// A batch that opens a leader epoch is recorded in the epoch checkpoint
 	// before it is published. On a full disk that write fails like the
@@ -209,9 +217,10 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		}
 		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), next.encode()); err != nil {
 			if !isNoSpace(err) {
+				l.unwriteLocked(seg, pos, n, false)
 				return AppendInfo{}, l.fail(err)
 			}
-			if err := l.unwriteLocked(seg, pos); err != nil {
+			if err := l.unwriteLocked(seg, pos, n, true); err != nil {
 				return AppendInfo{}, err
 			}
 			return AppendInfo{}, fmt.Errorf("%w: recording leader epoch %d at offset %d: %w", ErrDiskFull, epoch, base, err)
@@ -220,6 +229,9 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 	}
 	indexed, err := l.indexBatchLocked(seg, pos, base, n)
 	if err != nil {
+		if uerr := l.unwriteLocked(seg, pos, n, true); uerr != nil {
+			return AppendInfo{}, uerr
+		}
 		return AppendInfo{}, l.ioErr(err)
 	}
 
@@ -260,13 +272,27 @@ func (l *Log) saveEpochsLocked(enc []byte) error {
 	return err
 }
 
-// unwriteLocked zeroes the length prefix of a batch written at pos but not
-// published, so that recovery after a crash, which scans the active segment
-// past its last flush, ends the log there instead of finding the batch. The
-// bytes are already allocated, so this write needs no room. appendMu held.
-func (l *Log) unwriteLocked(seg *segment, pos int64) error {
-	var zero [lengthPrefix]byte
-	if _, err := seg.file.f.WriteAt(zero[:], pos); err != nil {
+// unwriteLocked zeroes the n bytes of a batch written at pos but not
+// published. Recovery scans the active segment past its last flush, batch by
+// batch, and checks offset continuity, which such a batch has (it was stamped
+// with the log end): left in place, a whole refused batch, or a retry's
+// partial write completing the remnant of an earlier one, would come back as
+// a batch after a restart. All n bytes are zeroed, not just the length
+// prefix, so that no remnant is left for a later partial write to complete.
+// The bytes are already allocated, so this needs no room. With keep set
+// the log is to stay healthy: the zeros are flushed (a writeback of the
+// batch may already have reached the disk), and an error fails the log.
+// Without it the log is failing anyway and the zeroing is best effort.
+// appendMu held.
+func (l *Log) unwriteLocked(seg *segment, pos, n int64, keep bool) error {
+	if n <= 0 {
+		return nil
+	}
+	_, err := seg.file.f.WriteAt(make([]byte, n), pos)
+	if err == nil && keep && seg.mp != nil {
+		err = seg.mp.m.Flush(int(pos), int(n))
+	}
+	if err != nil && keep {
 		return l.fail(err)
 	}
 	return nil
