@@ -74,7 +74,8 @@ type Log struct {
 	bgDone     chan struct{}
 	bgKick     chan struct{}
 
-	flushHook func(bytes int64) // tests and benchmarks: called after each group flush
+	flushHook    func(bytes int64) // tests and benchmarks: called after each group flush
+	truncateHook func()            // tests: called by TruncateTo once the cut is published, before its file I/O
 }
 
 // Dir returns the log's directory.

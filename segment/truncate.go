@@ -69,6 +69,9 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		// The batch holding offset began below the log start: the log is now empty.
 		l.mu.logStart = newLEO
 	}
+	// Lowered with the log end, under Log.mu: a flush finishing after
+	// this must not record the old end as durable, not even for a moment.
+	l.gc.lower(newLEO)
 	l.mu.epochs.truncateFromEnd(newLEO)
 	enc := l.mu.epochs.encode()
 	// In place only when nothing but the log's own reference maps the file:
@@ -77,7 +80,9 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	inPlace := s.mp == nil || (s.mp.refs.Load() == 1 && liveMappings(s.logPath) == 1)
 	wasSealed := s.sealed
 	l.mu.Unlock()
-	l.gc.lower(newLEO)
+	if l.truncateHook != nil {
+		l.truncateHook()
+	}
 
 	if lowerStart {
 		if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), newLEO); err != nil {
@@ -266,9 +271,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.segs = []*segment{seg}
 	l.mu.logStart, l.mu.leo = offset, offset
 	l.mu.epochs = epochCache{}
-	l.mu.Unlock()
-	l.gc.lower(offset)
+	l.gc.lower(offset) // with the log end, under Log.mu (see TruncateTo)
 	l.gc.set(offset)
+	l.mu.Unlock()
 	l.pendingMu.Lock()
 	l.pending = nil
 	l.pendingMu.Unlock()
