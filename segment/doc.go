@@ -75,7 +75,11 @@
 // size) and a new one is rolled. The active segment's index entries are kept
 // in memory and written to its .index/.timeindex when it is sealed or the log
 // is closed (after an unclean shutdown recovery rebuilds them from the scan);
-// sealed indexes are mapped read-only.
+// sealed indexes are mapped read-only. Under SyncNever a segment is sealed
+// without an fsync; its .log, .index and .timeindex are fsynced in the
+// background before the recovery point passes it. Recovery copes with a lost
+// or torn index anyway: one that fails its checks is rebuilt by a scan, a
+// short one that passes them only makes lookups walk more batch headers.
 //
 // An index entry is added for a batch when at least IndexInterval bytes were
 // appended since the previous entry; it points at the batch's first byte. The

@@ -673,7 +673,11 @@ func (l *Log) flushAll() (int64, error) {
 	return target, nil
 }
 
-// flushPending fsyncs segments sealed without a flush (SyncNever).
+// flushPending fsyncs segments sealed without a flush (SyncNever): the .log
+// and its .index and .timeindex. A segment leaves pending and syncing only
+// once all three are durable: the recovery point then passes it (and Close
+// writes the clean marker), after which Open trusts its index without a scan,
+// so an index lost to a power cut would leave it unindexed for good.
 func (l *Log) flushPending() error {
 	l.pendingMu.Lock()
 	segs := l.pending
@@ -682,13 +686,19 @@ func (l *Log) flushPending() error {
 	l.pendingMu.Unlock()
 	for i, s := range segs {
 		l.mu.RLock()
-		file := s.file
-		ok := file.tryAcquire()
+		files := make([]*fileRef, 0, 3)
+		for _, f := range []*fileRef{s.file, s.idx.fileRef(), s.tidx.fileRef()} {
+			if f != nil && f.tryAcquire() { // else deleted meanwhile
+				files = append(files, f)
+			}
+		}
 		l.mu.RUnlock()
 		var err error
-		if ok { // else deleted meanwhile
-			err = file.f.Sync()
-			file.release()
+		for _, f := range files {
+			if err == nil {
+				err = f.f.Sync()
+			}
+			f.release()
 		}
 		l.pendingMu.Lock()
 		if err != nil {
