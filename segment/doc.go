@@ -111,7 +111,10 @@
 // CRC and offset continuity, and rebuilds their indexes and the epoch cache.
 // The first bad batch of the last segment is a torn tail: it and everything
 // after it are removed (logged at info when it was not just preallocated
-// zeros). A bad batch in an earlier, sealed segment is corruption: Open fails
+// zeros). Zeros after the last whole batch of an earlier, sealed segment are
+// a seal whose truncation was lost (SyncNever seals without an fsync): they
+// are trimmed, and the next segment must start where the batches end. Any
+// other bad batch in an earlier, sealed segment is corruption: Open fails
 // with a *CorruptionError naming the file and byte position, or truncates there
 // when Options.TruncateOnCorruption is set (so a replica can re-fetch from its
 // leader). Bytes are never silently skipped.
