@@ -197,7 +197,7 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		// never finds it, alone or completing the remnant of an earlier
 		// refused batch at the same position.
 		if !isNoSpace(err) {
-			l.unwriteLocked(seg, pos, int64(written), false)
+			_ = l.unwriteLocked(seg, pos, int64(written), false) // best effort: the log fails
 			return AppendInfo{}, l.fail(err)
 		}
 		if err := l.unwriteLocked(seg, pos, int64(written), true); err != nil {
@@ -218,7 +218,7 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		}
 		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), next.encode()); err != nil {
 			if !isNoSpace(err) {
-				l.unwriteLocked(seg, pos, n, false)
+				_ = l.unwriteLocked(seg, pos, n, false) // best effort: the log fails
 				return AppendInfo{}, l.fail(err)
 			}
 			if err := l.unwriteLocked(seg, pos, n, true); err != nil {
