@@ -75,7 +75,11 @@
 // size) and a new one is rolled. The active segment's index entries are kept
 // in memory and written to its .index/.timeindex when it is sealed or the log
 // is closed (after an unclean shutdown recovery rebuilds them from the scan);
-// sealed indexes are mapped read-only.
+// sealed indexes are mapped read-only. Under SyncNever a segment is sealed
+// without an fsync; its .log, .index and .timeindex are fsynced in the
+// background before the recovery point passes it. Recovery copes with a lost
+// or torn index anyway: one that fails its checks is rebuilt by a scan, a
+// short one that passes them only makes lookups walk more batch headers.
 //
 // An index entry is added for a batch when at least IndexInterval bytes were
 // appended since the previous entry; it points at the batch's first byte. The
@@ -92,8 +96,12 @@
 // count and then one "epoch startOffset" line per entry. A batch that opens a
 // new leader epoch is written, then the epoch checkpoint, and only then is the
 // batch published; when the checkpoint does not fit on a full disk the batch's
-// length prefix is zeroed (the log ends before it, also for recovery) and the
-// append fails with ErrDiskFull, leaving the log healthy.
+// bytes are zeroed (the log ends before it, also for recovery) and the
+// append fails with ErrDiskFull, leaving the log healthy. Every append that
+// fails after writing bytes zeroes them the same way: the bytes past the
+// active segment's end are zeros, so recovery, which scans past the last
+// flush, can never take a refused batch (or the remnant of one completed by
+// a later partial write) for a batch of the log.
 //
 // # Recovery
 //
@@ -103,7 +111,10 @@
 // CRC and offset continuity, and rebuilds their indexes and the epoch cache.
 // The first bad batch of the last segment is a torn tail: it and everything
 // after it are removed (logged at info when it was not just preallocated
-// zeros). A bad batch in an earlier, sealed segment is corruption: Open fails
+// zeros). Zeros after the last whole batch of an earlier, sealed segment are
+// a seal whose truncation was lost (SyncNever seals without an fsync): they
+// are trimmed, and the next segment must start where the batches end. Any
+// other bad batch in an earlier, sealed segment is corruption: Open fails
 // with a *CorruptionError naming the file and byte position, or truncates there
 // when Options.TruncateOnCorruption is set (so a replica can re-fetch from its
 // leader). Bytes are never silently skipped.

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -77,4 +78,74 @@ func TestFlushDuringTruncation(t *testing.T) {
 		}
 	}
 	l.Close()
+}
+
+// TestTruncationLowersDurableAtomically: a flush of offsets 4-7 finishes
+// right after TruncateTo(5) has published the cut. It must not record the old
+// end (8) as durable: WaitDurable(8) would then return for bytes the log no
+// longer holds (a crash loses them), until the mark is lowered. The flush
+// finishes inside TruncateTo's hook, before its file I/O, at the earliest
+// moment after the cut is visible.
+func TestTruncationLowersDurableAtomically(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", Options{FS: fs, SegmentBytes: 1 << 20, Sync: SyncAlways})
+	defer l.Close()
+	for i := range 4 {
+		mustAppend(t, l, testBatch(i, 1, 1000), 1)
+	}
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i < 8; i++ {
+		mustAppend(t, l, testBatch(i, 1, 1000), 1)
+	}
+	var once sync.Once
+	blocked, release := make(chan struct{}), make(chan struct{})
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpSync && strings.HasSuffix(path, ".log") {
+			once.Do(func() {
+				close(blocked)
+				<-release
+			})
+		}
+		return nil
+	})
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- l.Sync(ctx) }() // flushes offsets 4-7
+	wait(blocked, "the flush")
+
+	var durableErr error
+	hooked := false
+	l.truncateHook = func() {
+		hooked = true
+		close(release)
+		done := make(chan struct{})
+		var flushErr error
+		go func() { flushErr = <-flushed; close(done) }()
+		wait(done, "the flush to finish")
+		t.Logf("the flush returned %v", flushErr)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		durableErr = l.WaitDurable(wctx, 8)
+	}
+	if end, err := l.TruncateTo(ctx, 5); err != nil || end != 5 {
+		t.Fatalf("TruncateTo(5) = %d, %v", end, err)
+	}
+	if !hooked {
+		t.Fatal("TruncateTo never called its hook")
+	}
+	if durableErr == nil {
+		t.Fatal("WaitDurable(8) returned nil right after the log was cut to 5")
+	}
+	if err := l.WaitDurable(ctx, 8); err == nil {
+		t.Fatal("WaitDurable(8) returned nil after the log was cut to 5")
+	}
 }

@@ -19,6 +19,7 @@ type indexFile struct {
 	path       string
 	fs         FS
 	file       File
+	ref        *fileRef // owns file: close drops it, a flush of the sealed index holds one more
 	mp         Mapping
 	data       []byte // (Log.mu) entries as readers see them
 	buf        []byte // (appendMu) the active segment's entries; nil when sealed
@@ -39,7 +40,7 @@ func openIndexFile(fs FS, path string, entrySize, maxBytes int, writable bool, k
 	if err != nil {
 		return nil, err
 	}
-	ix := &indexFile{path: path, fs: fs, file: f, entrySize: entrySize}
+	ix := &indexFile{path: path, fs: fs, file: f, ref: newFileRef(f), entrySize: entrySize}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
@@ -138,15 +139,21 @@ func (ix *indexFile) adopt(m Mapping) {
 	ix.mp, ix.data, ix.buf = m, m.Bytes(), nil
 }
 
+// fileRef returns the reference-counted file of the index, nil if none.
+func (ix *indexFile) fileRef() *fileRef {
+	if ix == nil {
+		return nil
+	}
+	return ix.ref
+}
+
 func (ix *indexFile) close() error {
 	var err error
 	if ix.mp != nil {
 		err = ix.mp.Unmap()
 		ix.mp, ix.data = nil, nil
 	}
-	if cerr := ix.file.Close(); err == nil {
-		err = cerr
-	}
+	ix.ref.release()
 	return err
 }
 

@@ -74,7 +74,8 @@ type Log struct {
 	bgDone     chan struct{}
 	bgKick     chan struct{}
 
-	flushHook func(bytes int64) // tests and benchmarks: called after each group flush
+	flushHook    func(bytes int64) // tests and benchmarks: called after each group flush
+	truncateHook func()            // tests: called by TruncateTo once the cut is published, before its file I/O
 }
 
 // Dir returns the log's directory.
@@ -190,11 +191,19 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 	// mapping: stores into fresh pages of a sparse file take one page fault
 	// (and, on ext4, one journal handle) per 4 KiB, which measured several
 	// times slower, and a full disk is an ENOSPC error here instead of SIGBUS.
-	if _, err := seg.file.f.WriteAt(b, pos); err != nil {
-		if isNoSpace(err) {
-			return AppendInfo{}, fmt.Errorf("%w: appending %d bytes to %s: %w", ErrDiskFull, n, seg.logPath, err)
+	if written, err := seg.file.f.WriteAt(b, pos); err != nil {
+		// A write can fail part-way: what reached the file is zeroed so
+		// that recovery, which scans the active segment past its end,
+		// never finds it, alone or completing the remnant of an earlier
+		// refused batch at the same position.
+		if !isNoSpace(err) {
+			_ = l.unwriteLocked(seg, pos, int64(written), false) // best effort: the log fails
+			return AppendInfo{}, l.fail(err)
 		}
-		return AppendInfo{}, l.fail(err)
+		if err := l.unwriteLocked(seg, pos, int64(written), true); err != nil {
+			return AppendInfo{}, err
+		}
+		return AppendInfo{}, fmt.Errorf("%w: appending %d bytes to %s: %w", ErrDiskFull, n, seg.logPath, err)
 	}
 	// A batch that opens a leader epoch is recorded in the epoch checkpoint
 	// before it is published. On a full disk that write fails like the
@@ -209,9 +218,10 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 		}
 		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), next.encode()); err != nil {
 			if !isNoSpace(err) {
+				_ = l.unwriteLocked(seg, pos, n, false) // best effort: the log fails
 				return AppendInfo{}, l.fail(err)
 			}
-			if err := l.unwriteLocked(seg, pos); err != nil {
+			if err := l.unwriteLocked(seg, pos, n, true); err != nil {
 				return AppendInfo{}, err
 			}
 			return AppendInfo{}, fmt.Errorf("%w: recording leader epoch %d at offset %d: %w", ErrDiskFull, epoch, base, err)
@@ -220,6 +230,9 @@ func (l *Log) appendOneLocked(b Batch, base, last int64, epoch int32, maxTs int6
 	}
 	indexed, err := l.indexBatchLocked(seg, pos, base, n)
 	if err != nil {
+		if uerr := l.unwriteLocked(seg, pos, n, true); uerr != nil {
+			return AppendInfo{}, uerr
+		}
 		return AppendInfo{}, l.ioErr(err)
 	}
 
@@ -260,13 +273,27 @@ func (l *Log) saveEpochsLocked(enc []byte) error {
 	return err
 }
 
-// unwriteLocked zeroes the length prefix of a batch written at pos but not
-// published, so that recovery after a crash, which scans the active segment
-// past its last flush, ends the log there instead of finding the batch. The
-// bytes are already allocated, so this write needs no room. appendMu held.
-func (l *Log) unwriteLocked(seg *segment, pos int64) error {
-	var zero [lengthPrefix]byte
-	if _, err := seg.file.f.WriteAt(zero[:], pos); err != nil {
+// unwriteLocked zeroes the n bytes of a batch written at pos but not
+// published. Recovery scans the active segment past its last flush, batch by
+// batch, and checks offset continuity, which such a batch has (it was stamped
+// with the log end): left in place, a whole refused batch, or a retry's
+// partial write completing the remnant of an earlier one, would come back as
+// a batch after a restart. All n bytes are zeroed, not just the length
+// prefix, so that no remnant is left for a later partial write to complete.
+// The bytes are already allocated, so this needs no room. With keep set
+// the log is to stay healthy: the zeros are flushed (a writeback of the
+// batch may already have reached the disk), and an error fails the log.
+// Without it the log is failing anyway and the zeroing is best effort.
+// appendMu held.
+func (l *Log) unwriteLocked(seg *segment, pos, n int64, keep bool) error {
+	if n <= 0 {
+		return nil
+	}
+	_, err := seg.file.f.WriteAt(make([]byte, n), pos)
+	if err == nil && keep && seg.mp != nil {
+		err = seg.mp.m.Flush(int(pos), int(n))
+	}
+	if err != nil && keep {
 		return l.fail(err)
 	}
 	return nil
@@ -646,7 +673,11 @@ func (l *Log) flushAll() (int64, error) {
 	return target, nil
 }
 
-// flushPending fsyncs segments sealed without a flush (SyncNever).
+// flushPending fsyncs segments sealed without a flush (SyncNever): the .log
+// and its .index and .timeindex. A segment leaves pending and syncing only
+// once all three are durable: the recovery point then passes it (and Close
+// writes the clean marker), after which Open trusts its index without a scan,
+// so an index lost to a power cut would leave it unindexed for good.
 func (l *Log) flushPending() error {
 	l.pendingMu.Lock()
 	segs := l.pending
@@ -655,13 +686,19 @@ func (l *Log) flushPending() error {
 	l.pendingMu.Unlock()
 	for i, s := range segs {
 		l.mu.RLock()
-		file := s.file
-		ok := file.tryAcquire()
+		files := make([]*fileRef, 0, 3)
+		for _, f := range []*fileRef{s.file, s.idx.fileRef(), s.tidx.fileRef()} {
+			if f != nil && f.tryAcquire() { // else deleted meanwhile
+				files = append(files, f)
+			}
+		}
 		l.mu.RUnlock()
 		var err error
-		if ok { // else deleted meanwhile
-			err = file.f.Sync()
-			file.release()
+		for _, f := range files {
+			if err == nil {
+				err = f.f.Sync()
+			}
+			f.release()
 		}
 		l.pendingMu.Lock()
 		if err != nil {

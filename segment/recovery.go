@@ -339,7 +339,21 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 
 	res := scanBatches(data, base, l.opts.IndexInterval, epochs, logStart)
 	if res.end < size && !last {
-		return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
+		if !allZero(data[res.end:]) {
+			return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
+		}
+		// Zeros after the last whole batch: a seal (under SyncNever, without
+		// an fsync) whose truncation from the preallocated size was lost.
+		// Whether batches are missing is decided by load's check that the
+		// next segment starts where this one ends; trim the zeros.
+		l.logger.Info("segment: trimmed zeros after the last batch of a sealed segment", "file", logPath,
+			"position", res.end, "offset", res.next)
+		if err := f.Truncate(res.end); err != nil {
+			return fail(err)
+		}
+		// The mapping stays longer than the file, as after a seal: every
+		// access is below s.size.
+		size, s.capacity = res.end, res.end
 	}
 	if res.end < size && last && !allZero(data[res.end:min(size, res.end+HeaderSize)]) {
 		l.logger.Info("segment: truncated torn tail", "file", logPath, "position", res.end,

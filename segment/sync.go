@@ -51,6 +51,11 @@ func ParseSyncPolicy(s string) (SyncPolicy, time.Duration, error) {
 
 // groupCommit coalesces concurrent flush requests: while one flush runs, new
 // waiters queue behind it, and the next flush covers all of them at once.
+//
+// Lock order: Log.mu before groupCommit.mu. A truncation lowers the durable
+// mark (lower) in the same Log.mu critical section that lowers the log end,
+// so no flush can record the old end as durable in between; waitFor
+// therefore never calls leo (which takes Log.mu) while holding its own mutex.
 type groupCommit struct {
 	mu struct {
 		sync.Mutex
@@ -80,9 +85,14 @@ func (g *groupCommit) waitFor(ctx context.Context, offset int64, flush func() (i
 				return ctx.Err()
 			}
 		}
+		g.mu.Unlock()
 		if end := leo(); offset > end {
-			g.mu.Unlock()
 			return fmt.Errorf("segment: wait durable for offset %d beyond log end %d", offset, end)
+		}
+		g.mu.Lock()
+		if g.mu.durable >= offset || g.mu.inflight != nil {
+			g.mu.Unlock()
+			continue // changed while leo ran
 		}
 		ch := make(chan struct{})
 		g.mu.inflight = ch
@@ -105,7 +115,9 @@ func (g *groupCommit) waitFor(ctx context.Context, offset int64, flush func() (i
 	}
 }
 
-// lower caps the durable watermark after a truncation.
+// lower caps the durable watermark at a truncation; a flush that started
+// before it does not count. Called with Log.mu held, together with the
+// change of the log end.
 func (g *groupCommit) lower(offset int64) {
 	g.mu.Lock()
 	g.mu.gen++

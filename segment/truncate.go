@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"os"
+	"slices"
 )
 
 // TruncateTo removes every batch at or after the batch that contains offset and
@@ -11,8 +12,9 @@ import (
 // it at offset.
 //
 // Crash safety: the recovery point is lowered first, then later segments are
-// deleted newest first, then the segment containing offset is truncated; a
-// crash in between leaves a prefix of the old log, never a mix.
+// deleted newest first (each removal made durable before the next), then the
+// segment containing offset is truncated; a crash in between leaves a prefix
+// of the old log, never a mix or a gap.
 func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -69,6 +71,9 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 		// The batch holding offset began below the log start: the log is now empty.
 		l.mu.logStart = newLEO
 	}
+	// Lowered with the log end, under Log.mu: a flush finishing after
+	// this must not record the old end as durable, not even for a moment.
+	l.gc.lower(newLEO)
 	l.mu.epochs.truncateFromEnd(newLEO)
 	enc := l.mu.epochs.encode()
 	// In place only when nothing but the log's own reference maps the file:
@@ -77,21 +82,22 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	inPlace := s.mp == nil || (s.mp.refs.Load() == 1 && liveMappings(s.logPath) == 1)
 	wasSealed := s.sealed
 	l.mu.Unlock()
-	l.gc.lower(newLEO)
+	if l.truncateHook != nil {
+		l.truncateHook()
+	}
 
 	if lowerStart {
 		if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), newLEO); err != nil {
 			return 0, l.fail(err)
 		}
 	}
-	for j := len(removed) - 1; j >= 0; j-- {
-		l.removeSegmentFiles(removed[j].base)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return 0, l.fail(err)
-	}
+	slices.Reverse(removed) // newest first
+	err = l.removeSegmentsLocked(removed)
 	for _, r := range removed {
 		r.closeFiles()
+	}
+	if err != nil {
+		return 0, l.fail(err)
 	}
 	if err := l.reactivateLocked(s, pos, inPlace, wasSealed); err != nil {
 		return 0, l.fail(err)
@@ -246,10 +252,9 @@ func (l *Log) TruncateFullyAndStartAt(ctx context.Context, offset int64) error {
 // truncateFullyLocked: appendMu held (or called from Open).
 func (l *Log) truncateFullyLocked(offset int64) error {
 	old := l.mu.segs
-	for j := len(old) - 1; j >= 0; j-- {
-		l.removeSegmentFiles(old[j].base)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	newestFirst := slices.Clone(old)
+	slices.Reverse(newestFirst)
+	if err := l.removeSegmentsLocked(newestFirst); err != nil {
 		return l.fail(err)
 	}
 	if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), offset); err != nil {
@@ -266,9 +271,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.segs = []*segment{seg}
 	l.mu.logStart, l.mu.leo = offset, offset
 	l.mu.epochs = epochCache{}
-	l.mu.Unlock()
-	l.gc.lower(offset)
+	l.gc.lower(offset) // with the log end, under Log.mu (see TruncateTo)
 	l.gc.set(offset)
+	l.mu.Unlock()
 	l.pendingMu.Lock()
 	l.pending = nil
 	l.pendingMu.Unlock()
@@ -326,20 +331,34 @@ func (l *Log) deleteFrontLocked(k int, logStart int64) error {
 	changed := l.mu.epochs.truncateFromStart(l.mu.logStart)
 	enc := l.mu.epochs.encode()
 	l.mu.Unlock()
-	for _, s := range removed {
-		l.removeSegmentFiles(s.base)
-	}
-	if len(removed) > 0 {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.ioErr(err)
-		}
-	}
+	err := l.removeSegmentsLocked(removed)
 	for _, s := range removed {
 		s.closeFiles()
+	}
+	if err != nil {
+		return l.ioErr(err)
 	}
 	if changed {
 		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
 			return l.ioErr(err)
+		}
+	}
+	return nil
+}
+
+// removeSegmentsLocked removes the files of segs in order, fsyncing the
+// directory after each segment. The file system may persist removals not yet
+// covered by a directory fsync in any order, so one fsync after several
+// segments could leave a gap in base offsets after a crash, which recovery
+// must treat as corruption (Open fails, or truncates the log at the gap).
+// One per segment leaves a crash with a prefix of segs removed and at most
+// one segment partly removed: a .log without some of its indexes (rebuilt)
+// or indexes without their .log (deleted). appendMu held.
+func (l *Log) removeSegmentsLocked(segs []*segment) error {
+	for _, s := range segs {
+		l.removeSegmentFiles(s.base)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,192 @@
+package segment
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// dirCrash is the state a crash can leave while a log removes files: the
+// durable file system at that moment, plus removals not yet covered by a
+// directory fsync. POSIX does not order directory operations before an
+// fsync of the directory, so any subset of those may be durable.
+type dirCrash struct {
+	durable  *MemFS
+	unsynced []string
+}
+
+// recordDirCrashes runs fn on a log over fs and returns every state a crash
+// could leave during it: before each removal, before each directory sync,
+// and at the end.
+func recordDirCrashes(t *testing.T, fs *MemFS, fn func()) []dirCrash {
+	t.Helper()
+	var states []dirCrash
+	var unsynced []string
+	synced := false // a directory sync started; it completed once the next operation starts
+	snapshot := func() {
+		if synced {
+			unsynced, synced = nil, false
+		}
+		states = append(states, dirCrash{fs.CrashClone(), append([]string(nil), unsynced...)})
+	}
+	fs.SetFault(func(op FaultOp, path string) error {
+		switch op {
+		case OpRemove:
+			snapshot()
+			unsynced = append(unsynced, path)
+		case OpSyncDir:
+			snapshot()
+			synced = true
+		}
+		return nil
+	})
+	fn()
+	fs.SetFault(nil)
+	snapshot()
+	return states
+}
+
+// each calls fn with every file system the crash state can come back as.
+func (c dirCrash) each(t *testing.T, fn func(fs *MemFS, what string)) {
+	t.Helper()
+	if len(c.unsynced) > 12 {
+		t.Fatalf("%d unsynced removals: too many subsets", len(c.unsynced))
+	}
+	for mask := 0; mask < 1<<len(c.unsynced); mask++ {
+		fs := c.durable.CrashClone()
+		var gone []string
+		for i, p := range c.unsynced {
+			if mask&(1<<i) != 0 {
+				_ = fs.Remove(p) // absent if created after the last directory sync
+				gone = append(gone, p)
+			}
+		}
+		if err := fs.SyncDir("/log"); err != nil {
+			t.Fatal(err)
+		}
+		fn(fs, fmt.Sprintf("durable removals %v", gone))
+	}
+}
+
+// buildSealedLog writes batches until the log has n segments, all durable.
+func buildSealedLog(t *testing.T, n int) (*MemFS, *Log, []Batch, Options) {
+	t.Helper()
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 1024, IndexInterval: 200, MaxIndexBytes: 1024, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	var bs []Batch
+	for i := 0; len(l.Segments()) < n; i++ {
+		b := testBatch(i, 1+i%3, int64(i))
+		mustAppend(t, l, b, int32(1+i/5))
+		bs = append(bs, append(Batch(nil), b...))
+	}
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return fs, l, bs, opts
+}
+
+// TestCrashDuringRetention: retention removes the files of several segments,
+// oldest first. A crash in between must leave a log that Open accepts, with
+// its end unchanged and every batch from its (possibly not yet advanced)
+// start on: a .log gone with its indexes left, indexes gone with their .log
+// left, and no gap in base offsets, whatever order the file system persisted
+// the removals in.
+func TestCrashDuringRetention(t *testing.T) {
+	fs, l, bs, opts := buildSealedLog(t, 6)
+	segs := l.Segments()
+	leo := l.LogEndOffset()
+	l.opts.RetentionBytes = 1 // delete every sealed segment
+	var deleted int
+	states := recordDirCrashes(t, fs, func() {
+		var err error
+		if deleted, err = l.ApplyRetention(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if deleted != len(segs)-1 {
+		t.Fatalf("retention deleted %d segments, want %d", deleted, len(segs)-1)
+	}
+	l.crashForTest()
+	starts := map[int64]bool{}
+	for _, s := range segs {
+		starts[s] = true
+	}
+	n := 0
+	for _, st := range states {
+		st.each(t, func(fs *MemFS, what string) {
+			for _, truncate := range []bool{false, true} {
+				n++
+				o := opts
+				o.FS, o.TruncateOnCorruption = fs.CrashClone(), truncate
+				l, err := Open(ctx, "/log", o)
+				if err != nil {
+					t.Fatalf("%s (TruncateOnCorruption=%v): Open: %v", what, truncate, err)
+				}
+				start := l.LogStartOffset()
+				if !starts[start] || l.LogEndOffset() != leo {
+					t.Fatalf("%s (TruncateOnCorruption=%v): log [%d, %d), want a segment base to %d",
+						what, truncate, start, l.LogEndOffset(), leo)
+				}
+				got := readAll(t, l, start)
+				var want []Batch
+				for _, b := range bs {
+					if b.BaseOffset() >= start {
+						want = append(want, b)
+					}
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%s: %d batches from %d, want %d", what, len(got), start, len(want))
+				}
+				for i := range want {
+					if !bytes.Equal(got[i], want[i]) {
+						t.Fatalf("%s: batch %d differs", what, i)
+					}
+				}
+				l.Close()
+			}
+		})
+	}
+	t.Logf("%d crash states", n)
+}
+
+// TestCrashDuringTruncation: TruncateTo removes the segments after the cut,
+// newest first. A crash in between must leave a prefix of the old log that
+// Open accepts (without TruncateOnCorruption) and that holds at least every
+// batch before the cut; a gap where a middle segment's removal was durable
+// and a later one's was not is corruption to Open.
+func TestCrashDuringTruncation(t *testing.T) {
+	fs, l, bs, opts := buildSealedLog(t, 6)
+	cut := bs[len(bs)/3].BaseOffset() + 1 // inside a sealed segment
+	var newLEO int64
+	states := recordDirCrashes(t, fs, func() {
+		var err error
+		if newLEO, err = l.TruncateTo(ctx, cut); err != nil {
+			t.Fatal(err)
+		}
+	})
+	l.crashForTest()
+	n := 0
+	for _, st := range states {
+		st.each(t, func(fs *MemFS, what string) {
+			n++
+			o := opts
+			o.FS = fs.CrashClone()
+			l, err := Open(ctx, "/log", o)
+			if err != nil {
+				t.Fatalf("%s: Open: %v", what, err)
+			}
+			defer l.Close()
+			got := readAll(t, l, 0)
+			if l.LogEndOffset() < newLEO || len(got) > len(bs) {
+				t.Fatalf("%s: log ends at %d with %d batches, want at least %d", what, l.LogEndOffset(), len(got), newLEO)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], bs[i]) {
+					t.Fatalf("%s: batch %d differs", what, i)
+				}
+			}
+		})
+	}
+	t.Logf("%d crash states", n)
+}
