@@ -274,7 +274,8 @@ func partitionOf(md *wire.MetadataResponse, topic string, p int32) (wire.Partiti
 	return wire.PartitionMetadata{}, false
 }
 
-// inSync reports whether every partition of topic has a leader and a full ISR.
+// inSync reports whether every partition of topic has a leader and a full
+// ISR (isrFull).
 func inSync(md *wire.MetadataResponse, topic string) bool {
 	for _, t := range md.Topics {
 		if t.Name != topic {
@@ -284,13 +285,31 @@ func inSync(md *wire.MetadataResponse, topic string) bool {
 			return false
 		}
 		for _, p := range t.Partitions {
-			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+			if p.Leader < 0 || !isrFull(p) {
 				return false
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// isrFull reports whether the partition's ISR holds exactly its replicas:
+// every replica is in the ISR and every ISR member is a replica. Equal
+// lengths are not enough: ISR [1 2 2] or [1 2 4] of replicas [1 2 3] leaves
+// replica 3 out.
+func isrFull(p wire.PartitionMetadata) bool {
+	for _, id := range p.Replicas {
+		if !slices.Contains(p.ISR, id) {
+			return false
+		}
+	}
+	for _, id := range p.ISR {
+		if !slices.Contains(p.Replicas, id) {
+			return false
+		}
+	}
+	return len(p.Replicas) > 0
 }
 
 // allAlive reports whether a controller is elected and every broker is alive.
