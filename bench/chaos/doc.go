@@ -34,6 +34,11 @@
 // torn-tail rides on a kill: before the restart, the last segment of one of
 // the dead node's partitions (or of its metadata log) is damaged.
 //
+// Faults are counted by what they did (Result.Counts): a kill-leader or
+// kill-controller that finds no leader or controller kills a random node and
+// counts as a kill-node; such fallbacks (pauses and partitions aimed at a
+// leader or the controller too) are also counted apart (Result.Fallbacks).
+//
 // The schedule is drawn from the seed alone (NewSchedule): the same seed
 // yields the same kinds, victims choices, timings and torn-tail parameters,
 // so a failing seed replays its schedule. It comes in decks; each deck holds

@@ -47,20 +47,24 @@ type Config struct {
 
 // Result is a run's outcome.
 type Result struct {
-	Seed     int64
-	Plan     Plan
-	Events   []Event
-	Counts   map[Kind]int // faults injected by kind (TornTail: torn tails applied)
-	Report   *Report
-	History  *History
-	Dir      string // the cluster directory (removed unless kept)
-	Kept     bool
-	NoNetNS  string // why network partitions did not run ("" if they did)
-	Elapsed  time.Duration
-	Topic    string
-	Duration time.Duration // Config.Duration (0: one deck)
-	Settled  time.Duration // time from healing until in sync
-	NodeLogs []string
+	Seed   int64
+	Plan   Plan
+	Events []Event
+	Counts map[Kind]int // faults injected by kind as applied (TornTail: torn tails applied)
+	// Fallbacks counts, by scheduled kind, faults that hit a random node
+	// because no leader or controller was known (a kill among them is in
+	// Counts as a kill-node).
+	Fallbacks map[Kind]int
+	Report    *Report
+	History   *History
+	Dir       string // the cluster directory (removed unless kept)
+	Kept      bool
+	NoNetNS   string // why network partitions did not run ("" if they did)
+	Elapsed   time.Duration
+	Topic     string
+	Duration  time.Duration // Config.Duration (0: one deck)
+	Settled   time.Duration // time from healing until in sync
+	NodeLogs  []string
 }
 
 // Topic is the chaos topic's name.
@@ -175,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	nemErr := nem.Run(ctx, src, stop)
 	res.Events = nem.Events()
 	res.Counts = nem.Counts()
+	res.Fallbacks = nem.Fallbacks()
 	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
 	if nemErr != nil {
 		wl.StopProducers(context.Background())
@@ -429,6 +434,15 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
 	}
 	fmt.Fprintln(w)
+	if len(r.Fallbacks) > 0 {
+		fmt.Fprintf(w, "fallbacks (no leader or controller known: a random node was hit, a kill counted as %s):", KillNode)
+		for _, k := range AllKinds {
+			if n := r.Fallbacks[k]; n > 0 {
+				fmt.Fprintf(w, " %s=%d", k, n)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	if r.NoNetNS != "" {
 		fmt.Fprintf(w, "network partitions skipped: %s\n", r.NoNetNS)
 	}
