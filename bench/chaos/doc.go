@@ -38,6 +38,9 @@
 // kill-controller that finds no leader or controller kills a random node and
 // counts as a kill-node; such fallbacks (pauses and partitions aimed at a
 // leader or the controller too) are also counted apart (Result.Fallbacks).
+// A torn tail counts only if it changed at least one byte of the file
+// (TornResult.Changed): a cut at the data's end or an overwrite of nothing
+// is reported as not applied.
 //
 // The schedule is drawn from the seed alone (NewSchedule): the same seed
 // yields the same kinds, victims choices, timings and torn-tail parameters,

@@ -21,7 +21,7 @@ type Event struct {
 	At      time.Duration // since the run started, when the fault hit
 	Victim  int32         // 0 if the fault was skipped
 	Target  string        // how the victim was chosen ("leader of partition 2", ...)
-	Torn    *TornResult   // the torn tail applied, if any
+	Torn    *TornResult   // the torn tail, if one ran (applied only if Torn.Applied())
 	Note    string        // fallbacks, skips, slow recoveries
 	Healthy time.Duration // from the end of the fault until the cluster was ready again
 	// NotApplied: the fault itself failed (the kill, pause or isolation
@@ -92,8 +92,9 @@ func (n *Nemesis) Events() []Event {
 
 // Counts returns how many faults of each kind were injected, by the kind
 // applied (a kill-leader or kill-controller that fell back to a random node
-// counts as a kill-node; TornTail: torn tails applied; skipped faults and
-// faults that could not be applied are not counted).
+// counts as a kill-node; TornTail: torn tails that changed at least one
+// byte; skipped faults and faults that could not be applied are not
+// counted).
 func (n *Nemesis) Counts() map[Kind]int {
 	return countFaults(n.Events())
 }
@@ -119,7 +120,7 @@ func countFaults(events []Event) map[Kind]int {
 			continue
 		}
 		out[e.applied()]++
-		if e.Torn != nil {
+		if e.Torn != nil && e.Torn.Applied() {
 			out[TornTail]++
 		}
 	}
@@ -263,9 +264,13 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 	if f.Torn != nil {
 		res, note, err := n.tear(ctx, victim, *f.Torn)
 		ev.Note = joinNote(ev.Note, note)
-		if err != nil {
+		switch {
+		case err != nil:
 			ev.Note = joinNote(ev.Note, "torn tail failed: "+err.Error())
-		} else {
+		case !res.Applied():
+			ev.Torn = &res
+			ev.Note = joinNote(ev.Note, fmt.Sprintf("torn tail not applied: it changed no byte (%s %d bytes at %d), not counted", res.Action, res.Len, res.Pos))
+		default:
 			ev.Torn = &res
 		}
 	}
