@@ -23,7 +23,7 @@ const (
 	Reordered          AnomalyKind = "reordered"           // a producer's records in one partition out of order
 	FailedButWritten   AnomalyKind = "failed-but-written"  // reported as certainly not written, yet in the log
 	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
-	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), or no in-sync replica's files could be compared
+	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), no in-sync replica's files could be compared, or nothing was acknowledged in it
 )
 
 // Liveness and robustness anomalies: also fail the run, reported apart.
@@ -135,6 +135,9 @@ func (r *Report) LongestUnavailability() time.Duration {
 // Check verifies a history. It is pure: everything it needs is in h.
 func Check(h *History) *Report {
 	r := &Report{Counts: map[AnomalyKind]int{}, Start: h.Start}
+	if h.Partitions <= 0 {
+		r.add(Anomaly{Kind: Unverified, Partition: -1, Offset: -1, Detail: "the history has no partitions: nothing was checked"})
+	}
 	final := map[int32]*PartitionLog{}
 	for i := range h.Final {
 		final[h.Final[i].Partition] = &h.Final[i]
@@ -217,6 +220,7 @@ func Check(h *History) *Report {
 	}
 
 	// Producers' view.
+	ackedIn := map[int32]int{}
 	for i := range h.Writes {
 		w := &h.Writes[i]
 		r.Writes++
@@ -228,6 +232,7 @@ func Check(h *History) *Report {
 		switch w.Outcome {
 		case Acked:
 			r.Acked++
+			ackedIn[w.Partition]++
 			if rf == nil {
 				noRef(w.Partition, "a record was acknowledged in")
 				continue // reported as unverified
@@ -261,6 +266,14 @@ func Check(h *History) *Report {
 			if len(found) > 0 {
 				r.IndeterminatePresent++
 			}
+		}
+	}
+	// A partition in which nothing was acknowledged cannot show a lost
+	// write or a moved one: "none lost" there is no evidence.
+	for p := int32(0); p < int32(h.Partitions); p++ {
+		if refs[p] != nil && ackedIn[p] == 0 {
+			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("no record was acknowledged in the partition (%d written to it in all): no lost write could be seen there", writtenTo(h, p))})
 		}
 	}
 	// Order: a producer's records in one partition appear in sequence order.
@@ -495,6 +508,17 @@ func unavailability(h *History) []Window {
 		out = out[:maxWindows]
 	}
 	return out
+}
+
+// writtenTo counts the writes sent to partition p.
+func writtenTo(h *History, p int32) int {
+	n := 0
+	for _, w := range h.Writes {
+		if w.Partition == p {
+			n++
+		}
+	}
+	return n
 }
 
 func clip(s string) string {

@@ -92,7 +92,8 @@
 // client said "certainly not written" but it is there), phantom-record
 // (never produced, or produced for another partition), unverified (a
 // partition could not be read back, or only part of the way to its HW; no
-// in-sync replica's files could be compared with it; a record written or
+// in-sync replica's files could be compared with it; no record was
+// acknowledged in it, so no lost write could show; a record written or
 // read in a partition the history does not have). Liveness (also fails the
 // run): not-converged (replicas never all back in sync after healing),
 // node-crashed (a node exited on its own) and consumer-behind (a consumer
