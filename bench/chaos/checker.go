@@ -31,12 +31,13 @@ const (
 	NotConverged   AnomalyKind = "not-converged"   // replicas never all back in sync after healing
 	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own
 	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
+	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
 )
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
 	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, Unverified}
-	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults}
 )
 
 // Anomaly is one finding.
@@ -404,6 +405,10 @@ func Check(h *History) *Report {
 	}
 	for _, c := range h.Crashes {
 		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Detail: c})
+	}
+	if h.FaultsApplied == 0 {
+		r.add(Anomaly{Kind: NoFaults, Partition: -1, Offset: -1,
+			Detail: "the nemesis applied no fault (all skipped or failed, or none scheduled): the history shows the system without faults only"})
 	}
 	r.Windows = unavailability(h)
 	sort.SliceStable(r.Anomalies, func(i, j int) bool {

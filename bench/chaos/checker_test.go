@@ -12,7 +12,7 @@ import (
 // and stored by three in-sync replicas in batches of two records.
 func cleanHistory() *History {
 	t0 := time.Unix(1000, 0)
-	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Consumers: 2, Converged: true}
+	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Consumers: 2, Converged: true, FaultsApplied: 5}
 	logs := make([][]LogRecord, 3)
 	tick := 0
 	for seq := int64(0); seq < 30; seq++ {

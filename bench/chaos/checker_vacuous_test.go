@@ -48,3 +48,20 @@ func TestCheckNothingAcknowledgedIsUnverified(t *testing.T) {
 		t.Fatal("an empty history passes")
 	}
 }
+
+// TestCheckNoFaultIsNotAPass: a run in which the nemesis applied no fault
+// (every one skipped or failed, or a plan left with nothing to schedule)
+// shows the system without faults only; its verdict must not be OK.
+func TestCheckNoFaultIsNotAPass(t *testing.T) {
+	h := cleanHistory()
+	h.FaultsApplied = 0
+	r := Check(h)
+	if r.Count(NoFaults) != 1 || r.OK() {
+		t.Fatalf("no fault applied: %d no-faults anomalies, OK %v", r.Count(NoFaults), r.OK())
+	}
+	var b strings.Builder
+	r.WriteText(&b)
+	if !strings.Contains(b.String(), "no-faults=1") || strings.Contains(b.String(), "verdict: OK") {
+		t.Fatalf("report:\n%s", b.String())
+	}
+}

@@ -96,9 +96,10 @@
 // acknowledged in it, so no lost write could show; a record written or
 // read in a partition the history does not have). Liveness (also fails the
 // run): not-converged (replicas never all back in sync after healing),
-// node-crashed (a node exited on its own) and consumer-behind (a consumer
+// node-crashed (a node exited on its own), consumer-behind (a consumer
 // never read a partition up to its final HW, so skips in the rest would go
-// unseen).
+// unseen) and no-faults (the nemesis applied no fault at all: every one
+// skipped or failed, or none scheduled, so the run tested nothing).
 //
 // Unavailability as the producers saw it: per partition, each stretch with
 // records outstanding and no acknowledgement arriving; the longest are

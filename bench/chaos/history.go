@@ -100,4 +100,8 @@ type History struct {
 	ConvergeErr string
 	// Crashes lists nodes that exited without being killed (a crash is a bug).
 	Crashes []string
+	// FaultsApplied counts the faults the nemesis applied (kills, pauses,
+	// partitions; a torn tail rides on a kill). 0: the run injected no
+	// fault, so its history says nothing about faults.
+	FaultsApplied int
 }

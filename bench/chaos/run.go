@@ -180,6 +180,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Events = nem.Events()
 	res.Counts = nem.Counts()
 	res.Fallbacks = nem.Fallbacks()
+	for k, n := range res.Counts {
+		if k != TornTail {
+			h.FaultsApplied += n
+		}
+	}
 	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
 	if nemErr != nil {
 		wl.StopProducers(context.Background())
