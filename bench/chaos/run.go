@@ -99,6 +99,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer ns.Close()
 		}
 	}
+	if cfg.Script == nil {
+		if err := checkSchedulable(kinds, cfg.Kinds, res.NoNetNS); err != nil {
+			return res, err
+		}
+	}
 	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
