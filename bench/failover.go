@@ -414,11 +414,18 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 		res.LostExamples = append(res.LostExamples, s)
 	}
 	// Unavailability, exactly: the first acknowledgement after the kill of a
-	// partition 0 record that a later leader epoch wrote.
+	// partition 0 record that a later leader epoch wrote, before the next
+	// trial's kill (one after it measures that trial, not this one).
 	for i := range res.Trials {
 		tr := &res.Trials[i]
 		if tr.killAt.IsZero() || tr.Victim < 0 {
 			continue
+		}
+		var until time.Time // the next kill after this one; zero: none
+		for _, o := range res.Trials {
+			if o.killAt.After(tr.killAt) && (until.IsZero() || o.killAt.Before(until)) {
+				until = o.killAt
+			}
 		}
 		var first, lastBefore time.Time
 		lastEpoch := int32(-1)
@@ -435,6 +442,9 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 				if !at.Before(lastBefore) {
 					lastBefore, lastEpoch = at, rec.epoch
 				}
+				continue
+			}
+			if !until.IsZero() && !at.Before(until) {
 				continue
 			}
 			if rec.epoch > tr.OldEpoch && (first.IsZero() || at.Before(first)) {
@@ -457,6 +467,13 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 		}
 		if first.IsZero() {
 			tr.UnavailableMs = -1
+			if !until.IsZero() {
+				msg := "no acknowledgement by a later leader epoch before the next trial's kill"
+				if tr.Error != "" {
+					msg = tr.Error + "; " + msg
+				}
+				tr.Error = msg
+			}
 			continue
 		}
 		tr.ackAt = first
