@@ -176,6 +176,7 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 		res.FirstError = lr.firstErr.Error()
 	}
 	if ctx.Err() != nil {
+		res.unmeasured()
 		res.summarize()
 		return res, ctx.Err()
 	}
@@ -337,10 +338,22 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 	got, err := r.readBack(ctx, topic, ackedEnds(acks))
 	if err != nil {
 		res.Unverified = int64(len(acks))
+		res.unmeasured()
 		return err
 	}
 	res.checkReadback(acks, times, got)
 	return nil
+}
+
+// unmeasured drops the trials' unavailability figures when the read-back
+// did not happen: the live figure (the first partition 0 acknowledgement
+// after the new leader showed up) may be the victim's own late answer, and
+// only the read-back's leader epochs tell. A trial without a figure cannot
+// meet a target.
+func (res *FailoverResult) unmeasured() {
+	for i := range res.Trials {
+		res.Trials[i].UnavailableMs = -1
+	}
 }
 
 // snapshot copies the acknowledgements and their times.
