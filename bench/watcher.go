@@ -178,6 +178,11 @@ type Changes struct {
 	LeaderChanges int `json:"leader_changes"`
 	Fencings      int `json:"fencings"`
 	Controllers   int `json:"controller_changes"`
+	// Unseen counts partition changes that fell between two views: every
+	// committed change bumps the partition epoch by one, so an epoch that
+	// moved by more than the views show (an ISR shrunk and re-expanded
+	// between two polls looks like no change at all) hides that many.
+	Unseen int `json:"unseen_partition_changes"`
 }
 
 // changes counts transitions among the views that arrived in [from, to],
@@ -211,6 +216,7 @@ func (c *Changes) add(o Changes) {
 	c.LeaderChanges += o.LeaderChanges
 	c.Fencings += o.Fencings
 	c.Controllers += o.Controllers
+	c.Unseen += o.Unseen
 }
 
 // diffViews counts what changed from a to b.
@@ -243,12 +249,24 @@ func diffViews(a, b *wire.MetadataResponse) Changes {
 					c.ISRExpands++
 				}
 			}
+			seen := 0
+			if !slices.Equal(sorted(ap.ISR), sorted(bp.ISR)) || ap.Leader != bp.Leader || ap.LeaderEpoch != bp.LeaderEpoch {
+				seen = 1 // one change at least (a change may move both)
+			}
 			if ap.LeaderEpoch != bp.LeaderEpoch || ap.Leader != bp.Leader {
 				c.LeaderChanges++
 			}
+			c.Unseen += max(0, int(bp.PartitionEpoch-ap.PartitionEpoch)-seen)
 		}
 	}
 	return c
+}
+
+// sorted returns a sorted copy of ids.
+func sorted(ids []int32) []int32 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
 }
 
 func brokerOf(md *wire.MetadataResponse, id int32) (wire.BrokerInfo, bool) {
