@@ -32,12 +32,13 @@ const (
 	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own
 	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
 	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
+	WritesStalled  AnomalyKind = "writes-stalled"  // no record sent to a partition after the faults ended was acknowledged
 )
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
 	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, Unverified}
-	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults, WritesStalled}
 )
 
 // Anomaly is one finding.
@@ -406,6 +407,7 @@ func Check(h *History) *Report {
 	for _, c := range h.Crashes {
 		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Detail: c})
 	}
+	resumed(h, r)
 	if h.FaultsApplied == 0 {
 		r.add(Anomaly{Kind: NoFaults, Partition: -1, Offset: -1,
 			Detail: "the nemesis applied no fault (all skipped or failed, or none scheduled): the history shows the system without faults only"})
@@ -513,6 +515,38 @@ func unavailability(h *History) []Window {
 		out = out[:maxWindows]
 	}
 	return out
+}
+
+// resumed checks that writes resumed after the faults: in every partition,
+// some record sent after h.FaultsEnd was acknowledged. A partition that
+// stopped taking writes for good otherwise passes (its writes fail, the
+// replicas agree on what is there); so does one whose producers were
+// blocked and sent nothing after the faults.
+func resumed(h *History, r *Report) {
+	if h.FaultsEnd.IsZero() {
+		return
+	}
+	at := h.FaultsEnd.Sub(h.Start).Round(time.Millisecond)
+	for p := int32(0); p < int32(h.Partitions); p++ {
+		sent, acked := 0, 0
+		for _, w := range h.Writes {
+			if w.Partition != p || w.Sent.Before(h.FaultsEnd) {
+				continue
+			}
+			sent++
+			if w.Outcome == Acked {
+				acked++
+			}
+		}
+		switch {
+		case sent == 0:
+			r.add(Anomaly{Kind: WritesStalled, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("no record was sent to the partition after the faults ended at t+%v (producers blocked?)", at)})
+		case acked == 0:
+			r.add(Anomaly{Kind: WritesStalled, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("none of the %d records sent after the faults ended at t+%v was acknowledged: writes never resumed", sent, at)})
+		}
+	}
 }
 
 // writtenTo counts the writes sent to partition p.

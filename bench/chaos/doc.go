@@ -17,9 +17,10 @@
 //     (acked at offset O / failed / indeterminate / pending) and read is kept.
 //  4. Nemesis: faults one after another (Schedule), each healed before the
 //     next, with the cluster given up to 20s to be ready again.
-//  5. Heal everything, close the producers (every record resolves), wait until
-//     every partition has its full replica set in the ISR and every replica
-//     reports the same log end and HW (Converged).
+//  5. Heal everything, keep writing for 2s more, close the producers (every
+//     record resolves), wait until every partition has its full replica set
+//     in the ISR and every replica reports the same log end and HW
+//     (Converged).
 //  6. Read every partition back from its leader (the reference log), let the
 //     consumers catch up, SIGKILL the nodes and scan every replica's segment
 //     files raw (ScanPartition: no recovery, nothing written).
@@ -98,8 +99,11 @@
 // run): not-converged (replicas never all back in sync after healing),
 // node-crashed (a node exited on its own), consumer-behind (a consumer
 // never read a partition up to its final HW, so skips in the rest would go
-// unseen) and no-faults (the nemesis applied no fault at all: every one
-// skipped or failed, or none scheduled, so the run tested nothing).
+// unseen), no-faults (the nemesis applied no fault at all: every one
+// skipped or failed, or none scheduled, so the run tested nothing) and
+// writes-stalled (the producers keep writing for a moment after the last
+// fault is healed; a partition that acknowledged none of those records, or
+// got none, never resumed taking writes).
 //
 // Unavailability as the producers saw it: per partition, each stretch with
 // records outstanding and no acknowledgement arriving; the longest are

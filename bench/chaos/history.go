@@ -104,4 +104,8 @@ type History struct {
 	// partitions; a torn tail rides on a kill). 0: the run injected no
 	// fault, so its history says nothing about faults.
 	FaultsApplied int
+	// FaultsEnd is when the last fault had been healed; the producers keep
+	// writing for a while after it, and every partition must acknowledge
+	// some of those writes (writes resumed). Zero: not recorded, not checked.
+	FaultsEnd time.Time
 }

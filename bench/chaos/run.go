@@ -67,6 +67,10 @@ type Result struct {
 	NodeLogs  []string
 }
 
+// resumeWindow is how long the producers keep writing after the faults
+// ended and before they stop: writes sent then must be acknowledged.
+const resumeWindow = 2 * time.Second
+
 // Topic is the chaos topic's name.
 const Topic = "chaos"
 
@@ -197,11 +201,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, nemErr
 	}
 
-	// Heal, let every record resolve, and wait until every replica is in sync.
+	// Heal, keep writing for resumeWindow (the check wants acknowledgements
+	// of records sent after the faults), let every record resolve, and
+	// wait until every replica is in sync.
 	healStart := time.Now()
 	if err := nem.HealAll(ctx); err != nil {
 		fmt.Fprintf(out, "chaos: heal: %v\n", err)
 	}
+	h.FaultsEnd = time.Now()
+	wait(ctx, resumeWindow)
 	sctx, scancel := context.WithTimeout(ctx, cfg.SettleTimeout)
 	defer scancel()
 	if err := wl.StopProducers(sctx); err != nil {
