@@ -65,8 +65,8 @@ func (a Anomaly) String() string {
 	return b.String() + ": " + a.Detail
 }
 
-// Window is a stretch of time during which a partition had records
-// outstanding and no acknowledgement arrived.
+// Window is a stretch of time during which records were being written to a
+// partition and no acknowledgement arrived (failures do not end it).
 type Window struct {
 	Partition  int32
 	Start, End time.Time
@@ -458,10 +458,12 @@ func replicaDiverges(rl ReplicaLog, pl *PartitionLog, at map[int64]string) (Anom
 	return Anomaly{}, true
 }
 
-// unavailability finds, per partition, the stretches with records
-// outstanding and no acknowledgement: from the later of the last ack and the
-// moment something became outstanding, to the next ack (or to the moment
-// nothing is outstanding any more). It returns the longest, longest first.
+// unavailability finds, per partition, the stretches without an
+// acknowledgement while records were being written: from the later of the
+// last ack and the first record sent after it, to the next ack (or, after
+// the last one, to the last outcome). A failed record does not end a
+// stretch: a partition whose writes all fail fast is unavailable, not
+// briefly busy many times over. It returns the longest, longest first.
 func unavailability(h *History) []Window {
 	type ev struct {
 		t    time.Time
@@ -486,23 +488,25 @@ func unavailability(h *History) []Window {
 			return evs[i].send && !evs[j].send
 		})
 		cur := 0
-		var start time.Time
+		open := false // a stretch without an ack is running since start
+		var start, last time.Time
 		for _, e := range evs {
+			last = e.t
 			if e.send {
-				if cur == 0 {
-					start = e.t
+				if !open {
+					open, start = true, e.t
 				}
 				cur++
 				continue
 			}
 			cur--
-			switch {
-			case e.ack:
+			if e.ack {
 				out = append(out, Window{Partition: p, Start: start, End: e.t})
-				start = e.t
-			case cur == 0:
-				out = append(out, Window{Partition: p, Start: start, End: e.t})
+				open, start = cur > 0, e.t
 			}
+		}
+		if open {
+			out = append(out, Window{Partition: p, Start: start, End: last})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

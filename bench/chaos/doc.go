@@ -105,7 +105,8 @@
 // fault is healed; a partition that acknowledged none of those records, or
 // got none, never resumed taking writes).
 //
-// Unavailability as the producers saw it: per partition, each stretch with
-// records outstanding and no acknowledgement arriving; the longest are
-// reported with their start times, to be matched with the fault schedule.
+// Unavailability as the producers saw it: per partition, each stretch in
+// which records were being written and no acknowledgement arrived (a failed
+// record does not end one); the longest are reported with their start
+// times, to be matched with the fault schedule.
 package chaos
