@@ -124,12 +124,21 @@ func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (Contro
 		tr.NewController = ev.md.ControllerID
 	}
 	if tr.Ms < 0 {
-		tr.Error = fmt.Sprintf("no topic creation succeeded within %v (last: %v)", cc.Timeout, lastErr)
+		tr.fail(fmt.Sprintf("no topic creation succeeded within %v (last: %v)", cc.Timeout, lastErr))
 	}
 	if err := r.target.restart(ctx, tr.Victim); err != nil {
-		tr.Error = "restart: " + err.Error()
+		tr.fail("restart: " + err.Error())
 	}
 	return tr, name
+}
+
+// fail adds msg to the reasons the trial failed (a failed restart must not
+// replace the failed measurement before it).
+func (tr *ControllerTrial) fail(msg string) {
+	if tr.Error != "" {
+		msg = tr.Error + "; " + msg
+	}
+	tr.Error = msg
 }
 
 // createInterval is how often createUntilCommitted starts another round.
