@@ -9,7 +9,9 @@ import (
 	"paymentlog/wire"
 )
 
-// ControllerTrial is one SIGKILL of the active controller.
+// ControllerTrial is one SIGKILL of the active controller. Times run from
+// the instant before the kill started (ControllerResult.KillInstant): with
+// --kill-cmd, upper bounds.
 type ControllerTrial struct {
 	Trial         int     `json:"trial"`
 	Victim        int32   `json:"victim"`
@@ -17,7 +19,10 @@ type ControllerTrial struct {
 	ElectedMs     float64 `json:"elected_ms"` // until the metadata names another controller (-1: not seen)
 	Ms            float64 `json:"ms"`         // until a topic creation succeeded (-1: not within the timeout)
 	Attempts      int     `json:"rounds"`     // request rounds started
-	Error         string  `json:"error,omitempty"`
+	// KillCmdMs is how long the kill took, start to return (-1: no kill);
+	// with --kill-cmd each time is at most this much above the true one.
+	KillCmdMs float64 `json:"kill_cmd_ms"`
+	Error     string  `json:"error,omitempty"`
 }
 
 // ControllerResult is the controller failover benchmark's output.
@@ -26,6 +31,10 @@ type ControllerResult struct {
 	Ms        Summary           `json:"ms"`
 	ElectedMs Summary           `json:"elected_ms"`
 	Method    string            `json:"method"`
+	// KillInstant: KillInstantSignal (exact) or KillInstantCmdStart (the
+	// times are upper bounds, by at most each trial's KillCmdMs).
+	KillInstant string  `json:"kill_instant"`
+	KillCmdMs   Summary `json:"kill_cmd_ms"`
 }
 
 const controllerMethod = "after SIGKILL of the active controller, a round of CreateTopic (1 partition, RF 1) requests goes to every " +
@@ -35,7 +44,7 @@ const controllerMethod = "after SIGKILL of the active controller, a round of Cre
 // measures how long until a topic creation commits.
 func (r *runner) runControllerFailover(ctx context.Context) (*ControllerResult, error) {
 	cc := r.cfg.Controller
-	res := &ControllerResult{Method: controllerMethod}
+	res := &ControllerResult{Method: controllerMethod, KillInstant: killInstant(r.target)}
 	w := newWatcher(ctx, r.ep, r.target.bootstrap(), []string{}, 5*time.Millisecond)
 	defer w.close()
 	bar := r.progress.steps("controller failover", cc.Trials, "trials")
@@ -55,12 +64,13 @@ func (r *runner) runControllerFailover(ctx context.Context) (*ControllerResult, 
 		bar.step(i + 1)
 	}
 	bar.done()
-	var xs, es []float64
+	var xs, es, ks []float64
 	for _, t := range res.Trials {
 		xs = append(xs, t.Ms)
 		es = append(es, t.ElectedMs)
+		ks = append(ks, t.KillCmdMs)
 	}
-	res.Ms, res.ElectedMs = summarizeTrials(xs), summarizeTrials(es)
+	res.Ms, res.ElectedMs, res.KillCmdMs = summarizeTrials(xs), summarizeTrials(es), summarizeTrials(ks)
 	// Best effort: remove the trial topics.
 	if ctx.Err() == nil {
 		if _, err := r.waitHealthy(ctx, w, "", cc.Timeout); err == nil {
@@ -76,7 +86,7 @@ func (r *runner) runControllerFailover(ctx context.Context) (*ControllerResult, 
 
 func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (ControllerTrial, string) {
 	cc := r.cfg.Controller
-	tr := ControllerTrial{Trial: n, Victim: -1, NewController: -1, ElectedMs: -1, Ms: -1}
+	tr := ControllerTrial{Trial: n, Victim: -1, NewController: -1, ElectedMs: -1, Ms: -1, KillCmdMs: -1}
 	if _, err := r.waitHealthy(ctx, w, "", cc.Timeout); err != nil {
 		tr.Error = err.Error()
 		return tr, ""
@@ -96,6 +106,7 @@ func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (Contro
 		tr.Error = err.Error()
 		return tr, ""
 	}
+	tr.KillCmdMs = ms(time.Since(killAt))
 	tctx, cancel := context.WithTimeout(ctx, cc.Timeout)
 	defer cancel()
 	var lastErr error
@@ -113,12 +124,21 @@ func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (Contro
 		tr.NewController = ev.md.ControllerID
 	}
 	if tr.Ms < 0 {
-		tr.Error = fmt.Sprintf("no topic creation succeeded within %v (last: %v)", cc.Timeout, lastErr)
+		tr.fail(fmt.Sprintf("no topic creation succeeded within %v (last: %v)", cc.Timeout, lastErr))
 	}
 	if err := r.target.restart(ctx, tr.Victim); err != nil {
-		tr.Error = "restart: " + err.Error()
+		tr.fail("restart: " + err.Error())
 	}
 	return tr, name
+}
+
+// fail adds msg to the reasons the trial failed (a failed restart must not
+// replace the failed measurement before it).
+func (tr *ControllerTrial) fail(msg string) {
+	if tr.Error != "" {
+		msg = tr.Error + "; " + msg
+	}
+	tr.Error = msg
 }
 
 // createInterval is how often createUntilCommitted starts another round.

@@ -21,6 +21,10 @@
 //   - controller-failover: K times, SIGKILL the active controller and time
 //     until a topic creation commits.
 //
+// Failover times run from the instant before the kill starts: exact for the
+// local cluster (the bench sends the SIGKILL), upper bounds with --kill-cmd
+// (killinstant.go).
+//
 // Every record value carries a 20-byte header (payload.go): its produce time,
 // producer index and sequence number, so a consumer measures end-to-end
 // latency and the readback proves each acknowledged offset holds the record

@@ -16,7 +16,8 @@ import (
 
 // FailoverTrial is one SIGKILL of partition 0's leader. Times are in
 // milliseconds from the kill (RejoinMs: from the restart); -1 when the step
-// did not happen within the timeout.
+// did not happen within the timeout. "The kill" is the instant before the
+// kill started (FailoverResult.KillInstant): with --kill-cmd, an upper bound.
 type FailoverTrial struct {
 	Trial       int     `json:"trial"`
 	Victim      int32   `json:"victim"`
@@ -32,8 +33,12 @@ type FailoverTrial struct {
 	OldEpoch      int32   `json:"victim_leader_epoch"`
 	// VictimWasController: the victim was also the active controller, so
 	// its fencing first waited for a new controller's election.
-	VictimWasController bool   `json:"victim_was_controller"`
-	Error               string `json:"error,omitempty"`
+	VictimWasController bool `json:"victim_was_controller"`
+	// KillCmdMs is how long the kill took, from its start to its return
+	// (-1: no kill). With --kill-cmd the SIGKILL came somewhere in it, so
+	// each time above is at most KillCmdMs above the true figure.
+	KillCmdMs float64 `json:"kill_cmd_ms"`
+	Error     string  `json:"error,omitempty"`
 
 	killAt, fenceAt, leaderAt, ackAt time.Time
 }
@@ -49,9 +54,14 @@ type FailoverResult struct {
 	NewLeaderMs   Summary         `json:"new_leader_ms"`
 	UnavailableMs Summary         `json:"unavailable_ms"`
 	RejoinMs      Summary         `json:"rejoin_isr_ms"`
-	Acked         int64           `json:"acked"`
-	Failed        int64           `json:"failed"` // records whose delivery failed (not acknowledged: not a loss)
-	Verified      int64           `json:"verified"`
+	// KillInstant says what the trials' times run from: KillInstantSignal
+	// (exact) or KillInstantCmdStart (upper bounds; KillCmdMs says by how
+	// much at most).
+	KillInstant string  `json:"kill_instant"`
+	KillCmdMs   Summary `json:"kill_cmd_ms"`
+	Acked       int64   `json:"acked"`
+	Failed      int64   `json:"failed"` // records whose delivery failed (not acknowledged: not a loss)
+	Verified    int64   `json:"verified"`
 	// LostRecords counts acknowledged records missing from, or different in,
 	// the log read back afterwards. Must be 0.
 	LostRecords int64 `json:"lost_records"`
@@ -98,7 +108,7 @@ func (t *ackTimeline) add(d client.Delivery, id recordID, at time.Time) {
 func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 	fc := r.cfg.Failover
 	topic := fmt.Sprintf("bench-failover-%d", time.Now().UnixNano())
-	res := &FailoverResult{Topic: topic, Partitions: fc.Partitions, Rate: fc.Rate, RecordSize: fc.RecordSize}
+	res := &FailoverResult{Topic: topic, Partitions: fc.Partitions, Rate: fc.Rate, RecordSize: fc.RecordSize, KillInstant: killInstant(r.target)}
 	if err := r.createTopic(ctx, topic, fc.Partitions, 3, 2); err != nil {
 		return nil, err
 	}
@@ -166,6 +176,7 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 		res.FirstError = lr.firstErr.Error()
 	}
 	if ctx.Err() != nil {
+		res.unmeasured()
 		res.summarize()
 		return res, ctx.Err()
 	}
@@ -179,14 +190,16 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 
 // summarize computes the p50/p99/max figures over the trials.
 func (res *FailoverResult) summarize() {
-	var fence, leader, unavail, rejoin []float64
+	var fence, leader, unavail, rejoin, kill []float64
 	for _, t := range res.Trials {
 		fence = append(fence, t.FenceMs)
 		leader = append(leader, t.NewLeaderMs)
 		unavail = append(unavail, t.UnavailableMs)
 		rejoin = append(rejoin, t.RejoinMs)
+		kill = append(kill, t.KillCmdMs)
 	}
 	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarizeTrials(fence), summarizeTrials(leader), summarizeTrials(unavail), summarizeTrials(rejoin)
+	res.KillCmdMs = summarizeTrials(kill)
 }
 
 // waitHealthy waits until a controller is elected, every broker is alive and
@@ -206,7 +219,7 @@ func (r *runner) waitHealthy(ctx context.Context, w *watcher, topic string, time
 // failoverTrial kills partition 0's leader once and measures the recovery.
 func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n int, killAt, firstAck *atomic.Int64) FailoverTrial {
 	fc := r.cfg.Failover
-	tr := FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1}
+	tr := FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1, KillCmdMs: -1}
 	v, err := r.waitHealthy(ctx, w, topic, fc.Timeout)
 	if err != nil {
 		tr.Error = err.Error()
@@ -228,9 +241,12 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 	firstAck.Store(0)
 	tr.killAt = time.Now()
 	killAt.Store(tr.killAt.UnixNano())
-	if err := r.target.kill(ctx, tr.Victim); err != nil {
+	err = r.target.kill(ctx, tr.Victim)
+	tr.KillCmdMs = ms(time.Since(tr.killAt))
+	if err != nil {
 		killAt.Store(0)
 		tr.killAt = time.Time{} // no kill: no unavailability to measure
+		tr.KillCmdMs = -1
 		tr.Error = err.Error()
 		return tr
 	}
@@ -322,10 +338,22 @@ func (r *runner) verify(ctx context.Context, topic string, res *FailoverResult) 
 	got, err := r.readBack(ctx, topic, ackedEnds(acks))
 	if err != nil {
 		res.Unverified = int64(len(acks))
+		res.unmeasured()
 		return err
 	}
 	res.checkReadback(acks, times, got)
 	return nil
+}
+
+// unmeasured drops the trials' unavailability figures when the read-back
+// did not happen: the live figure (the first partition 0 acknowledgement
+// after the new leader showed up) may be the victim's own late answer, and
+// only the read-back's leader epochs tell. A trial without a figure cannot
+// meet a target.
+func (res *FailoverResult) unmeasured() {
+	for i := range res.Trials {
+		res.Trials[i].UnavailableMs = -1
+	}
 }
 
 // snapshot copies the acknowledgements and their times.
@@ -399,11 +427,18 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 		res.LostExamples = append(res.LostExamples, s)
 	}
 	// Unavailability, exactly: the first acknowledgement after the kill of a
-	// partition 0 record that a later leader epoch wrote.
+	// partition 0 record that a later leader epoch wrote, before the next
+	// trial's kill (one after it measures that trial, not this one).
 	for i := range res.Trials {
 		tr := &res.Trials[i]
 		if tr.killAt.IsZero() || tr.Victim < 0 {
 			continue
+		}
+		var until time.Time // the next kill after this one; zero: none
+		for _, o := range res.Trials {
+			if o.killAt.After(tr.killAt) && (until.IsZero() || o.killAt.Before(until)) {
+				until = o.killAt
+			}
 		}
 		var first, lastBefore time.Time
 		lastEpoch := int32(-1)
@@ -420,6 +455,9 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 				if !at.Before(lastBefore) {
 					lastBefore, lastEpoch = at, rec.epoch
 				}
+				continue
+			}
+			if !until.IsZero() && !at.Before(until) {
 				continue
 			}
 			if rec.epoch > tr.OldEpoch && (first.IsZero() || at.Before(first)) {
@@ -442,6 +480,13 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 		}
 		if first.IsZero() {
 			tr.UnavailableMs = -1
+			if !until.IsZero() {
+				msg := "no acknowledgement by a later leader epoch before the next trial's kill"
+				if tr.Error != "" {
+					msg = tr.Error + "; " + msg
+				}
+				tr.Error = msg
+			}
 			continue
 		}
 		tr.ackAt = first

@@ -22,6 +22,10 @@ type target interface {
 	canKill() bool
 	// kill SIGKILLs node id; restart starts it again.
 	kill(ctx context.Context, id int32) error
+	// exactKill reports whether kill sends the SIGKILL itself as it starts
+	// (so the instant before the call is the kill's), rather than running
+	// a command that sends it at some point before returning.
+	exactKill() bool
 	restart(ctx context.Context, id int32) error
 	// info describes the cluster for the report's config.
 	info() map[string]any
@@ -63,6 +67,7 @@ func startLocal(ctx context.Context, cfg Config, log *slog.Logger) (*localTarget
 func (t *localTarget) bootstrap() []string { return t.c.Bootstrap() }
 func (t *localTarget) tls() quic.TLSConfig { return t.c.ClientTLS() }
 func (t *localTarget) canKill() bool       { return true }
+func (t *localTarget) exactKill() bool     { return true }
 
 func (t *localTarget) kill(_ context.Context, id int32) error { return t.c.Kill(id) }
 
@@ -124,6 +129,7 @@ type externalTarget struct {
 func (t *externalTarget) bootstrap() []string { return t.addrs }
 func (t *externalTarget) tls() quic.TLSConfig { return t.tlsCfg }
 func (t *externalTarget) canKill() bool       { return t.killCmd != "" && t.restartCmd != "" }
+func (t *externalTarget) exactKill() bool     { return false }
 
 func (t *externalTarget) kill(ctx context.Context, id int32) error {
 	return runShell(ctx, expandCmd(t.killCmd, id))

@@ -178,6 +178,11 @@ type Changes struct {
 	LeaderChanges int `json:"leader_changes"`
 	Fencings      int `json:"fencings"`
 	Controllers   int `json:"controller_changes"`
+	// Unseen counts partition changes that fell between two views: every
+	// committed change bumps the partition epoch by one, so an epoch that
+	// moved by more than the views show (an ISR shrunk and re-expanded
+	// between two polls looks like no change at all) hides that many.
+	Unseen int `json:"unseen_partition_changes"`
 }
 
 // changes counts transitions among the views that arrived in [from, to],
@@ -211,6 +216,7 @@ func (c *Changes) add(o Changes) {
 	c.LeaderChanges += o.LeaderChanges
 	c.Fencings += o.Fencings
 	c.Controllers += o.Controllers
+	c.Unseen += o.Unseen
 }
 
 // diffViews counts what changed from a to b.
@@ -243,12 +249,24 @@ func diffViews(a, b *wire.MetadataResponse) Changes {
 					c.ISRExpands++
 				}
 			}
+			seen := 0
+			if !slices.Equal(sorted(ap.ISR), sorted(bp.ISR)) || ap.Leader != bp.Leader || ap.LeaderEpoch != bp.LeaderEpoch {
+				seen = 1 // one change at least (a change may move both)
+			}
 			if ap.LeaderEpoch != bp.LeaderEpoch || ap.Leader != bp.Leader {
 				c.LeaderChanges++
 			}
+			c.Unseen += max(0, int(bp.PartitionEpoch-ap.PartitionEpoch)-seen)
 		}
 	}
 	return c
+}
+
+// sorted returns a sorted copy of ids.
+func sorted(ids []int32) []int32 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
 }
 
 func brokerOf(md *wire.MetadataResponse, id int32) (wire.BrokerInfo, bool) {
@@ -274,7 +292,8 @@ func partitionOf(md *wire.MetadataResponse, topic string, p int32) (wire.Partiti
 	return wire.PartitionMetadata{}, false
 }
 
-// inSync reports whether every partition of topic has a leader and a full ISR.
+// inSync reports whether every partition of topic has a leader and a full
+// ISR (isrFull).
 func inSync(md *wire.MetadataResponse, topic string) bool {
 	for _, t := range md.Topics {
 		if t.Name != topic {
@@ -284,13 +303,31 @@ func inSync(md *wire.MetadataResponse, topic string) bool {
 			return false
 		}
 		for _, p := range t.Partitions {
-			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+			if p.Leader < 0 || !isrFull(p) {
 				return false
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// isrFull reports whether the partition's ISR holds exactly its replicas:
+// every replica is in the ISR and every ISR member is a replica. Equal
+// lengths are not enough: ISR [1 2 2] or [1 2 4] of replicas [1 2 3] leaves
+// replica 3 out.
+func isrFull(p wire.PartitionMetadata) bool {
+	for _, id := range p.Replicas {
+		if !slices.Contains(p.ISR, id) {
+			return false
+		}
+	}
+	for _, id := range p.ISR {
+		if !slices.Contains(p.Replicas, id) {
+			return false
+		}
+	}
+	return len(p.Replicas) > 0
 }
 
 // allAlive reports whether a controller is elected and every broker is alive.

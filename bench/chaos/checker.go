@@ -23,7 +23,7 @@ const (
 	Reordered          AnomalyKind = "reordered"           // a producer's records in one partition out of order
 	FailedButWritten   AnomalyKind = "failed-but-written"  // reported as certainly not written, yet in the log
 	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
-	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), or no in-sync replica's files could be compared
+	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), no in-sync replica's files could be compared, or nothing was acknowledged in it
 )
 
 // Liveness and robustness anomalies: also fail the run, reported apart.
@@ -31,12 +31,14 @@ const (
 	NotConverged   AnomalyKind = "not-converged"   // replicas never all back in sync after healing
 	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own
 	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
+	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
+	WritesStalled  AnomalyKind = "writes-stalled"  // no record sent to a partition after the faults ended was acknowledged
 )
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
 	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, Unverified}
-	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults, WritesStalled}
 )
 
 // Anomaly is one finding.
@@ -63,8 +65,8 @@ func (a Anomaly) String() string {
 	return b.String() + ": " + a.Detail
 }
 
-// Window is a stretch of time during which a partition had records
-// outstanding and no acknowledgement arrived.
+// Window is a stretch of time during which records were being written to a
+// partition and no acknowledgement arrived (failures do not end it).
 type Window struct {
 	Partition  int32
 	Start, End time.Time
@@ -135,6 +137,9 @@ func (r *Report) LongestUnavailability() time.Duration {
 // Check verifies a history. It is pure: everything it needs is in h.
 func Check(h *History) *Report {
 	r := &Report{Counts: map[AnomalyKind]int{}, Start: h.Start}
+	if h.Partitions <= 0 {
+		r.add(Anomaly{Kind: Unverified, Partition: -1, Offset: -1, Detail: "the history has no partitions: nothing was checked"})
+	}
 	final := map[int32]*PartitionLog{}
 	for i := range h.Final {
 		final[h.Final[i].Partition] = &h.Final[i]
@@ -217,6 +222,7 @@ func Check(h *History) *Report {
 	}
 
 	// Producers' view.
+	ackedIn := map[int32]int{}
 	for i := range h.Writes {
 		w := &h.Writes[i]
 		r.Writes++
@@ -228,6 +234,7 @@ func Check(h *History) *Report {
 		switch w.Outcome {
 		case Acked:
 			r.Acked++
+			ackedIn[w.Partition]++
 			if rf == nil {
 				noRef(w.Partition, "a record was acknowledged in")
 				continue // reported as unverified
@@ -261,6 +268,14 @@ func Check(h *History) *Report {
 			if len(found) > 0 {
 				r.IndeterminatePresent++
 			}
+		}
+	}
+	// A partition in which nothing was acknowledged cannot show a lost
+	// write or a moved one: "none lost" there is no evidence.
+	for p := int32(0); p < int32(h.Partitions); p++ {
+		if refs[p] != nil && ackedIn[p] == 0 {
+			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("no record was acknowledged in the partition (%d written to it in all): no lost write could be seen there", writtenTo(h, p))})
 		}
 	}
 	// Order: a producer's records in one partition appear in sequence order.
@@ -392,6 +407,11 @@ func Check(h *History) *Report {
 	for _, c := range h.Crashes {
 		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Detail: c})
 	}
+	resumed(h, r)
+	if h.FaultsApplied == 0 {
+		r.add(Anomaly{Kind: NoFaults, Partition: -1, Offset: -1,
+			Detail: "the nemesis applied no fault (all skipped or failed, or none scheduled): the history shows the system without faults only"})
+	}
 	r.Windows = unavailability(h)
 	sort.SliceStable(r.Anomalies, func(i, j int) bool {
 		return slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[i].Kind) < slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[j].Kind)
@@ -438,10 +458,12 @@ func replicaDiverges(rl ReplicaLog, pl *PartitionLog, at map[int64]string) (Anom
 	return Anomaly{}, true
 }
 
-// unavailability finds, per partition, the stretches with records
-// outstanding and no acknowledgement: from the later of the last ack and the
-// moment something became outstanding, to the next ack (or to the moment
-// nothing is outstanding any more). It returns the longest, longest first.
+// unavailability finds, per partition, the stretches without an
+// acknowledgement while records were being written: from the later of the
+// last ack and the first record sent after it, to the next ack (or, after
+// the last one, to the last outcome). A failed record does not end a
+// stretch: a partition whose writes all fail fast is unavailable, not
+// briefly busy many times over. It returns the longest, longest first.
 func unavailability(h *History) []Window {
 	type ev struct {
 		t    time.Time
@@ -466,23 +488,25 @@ func unavailability(h *History) []Window {
 			return evs[i].send && !evs[j].send
 		})
 		cur := 0
-		var start time.Time
+		open := false // a stretch without an ack is running since start
+		var start, last time.Time
 		for _, e := range evs {
+			last = e.t
 			if e.send {
-				if cur == 0 {
-					start = e.t
+				if !open {
+					open, start = true, e.t
 				}
 				cur++
 				continue
 			}
 			cur--
-			switch {
-			case e.ack:
+			if e.ack {
 				out = append(out, Window{Partition: p, Start: start, End: e.t})
-				start = e.t
-			case cur == 0:
-				out = append(out, Window{Partition: p, Start: start, End: e.t})
+				open, start = cur > 0, e.t
 			}
+		}
+		if open {
+			out = append(out, Window{Partition: p, Start: start, End: last})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -495,6 +519,49 @@ func unavailability(h *History) []Window {
 		out = out[:maxWindows]
 	}
 	return out
+}
+
+// resumed checks that writes resumed after the faults: in every partition,
+// some record sent after h.FaultsEnd was acknowledged. A partition that
+// stopped taking writes for good otherwise passes (its writes fail, the
+// replicas agree on what is there); so does one whose producers were
+// blocked and sent nothing after the faults.
+func resumed(h *History, r *Report) {
+	if h.FaultsEnd.IsZero() {
+		return
+	}
+	at := h.FaultsEnd.Sub(h.Start).Round(time.Millisecond)
+	for p := int32(0); p < int32(h.Partitions); p++ {
+		sent, acked := 0, 0
+		for _, w := range h.Writes {
+			if w.Partition != p || w.Sent.Before(h.FaultsEnd) {
+				continue
+			}
+			sent++
+			if w.Outcome == Acked {
+				acked++
+			}
+		}
+		switch {
+		case sent == 0:
+			r.add(Anomaly{Kind: WritesStalled, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("no record was sent to the partition after the faults ended at t+%v (producers blocked?)", at)})
+		case acked == 0:
+			r.add(Anomaly{Kind: WritesStalled, Partition: p, Offset: -1,
+				Detail: fmt.Sprintf("none of the %d records sent after the faults ended at t+%v was acknowledged: writes never resumed", sent, at)})
+		}
+	}
+}
+
+// writtenTo counts the writes sent to partition p.
+func writtenTo(h *History, p int32) int {
+	n := 0
+	for _, w := range h.Writes {
+		if w.Partition == p {
+			n++
+		}
+	}
+	return n
 }
 
 func clip(s string) string {

@@ -12,7 +12,7 @@ import (
 // and stored by three in-sync replicas in batches of two records.
 func cleanHistory() *History {
 	t0 := time.Unix(1000, 0)
-	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Consumers: 2, Converged: true}
+	h := &History{Start: t0, End: t0.Add(time.Minute), Partitions: 3, Consumers: 2, Converged: true, FaultsApplied: 5}
 	logs := make([][]LogRecord, 3)
 	tick := 0
 	for seq := int64(0); seq < 30; seq++ {
@@ -346,20 +346,41 @@ func TestUnavailabilityWindows(t *testing.T) {
 	add(0, 20, 2000, Acked) // leader died at ~20ms: no ack until 2000
 	add(0, 30, 2001, Acked) //
 	add(0, 2100, 2110, Acked)
-	add(1, 100, 900, Failed) // nothing acked between 100 and 900, then nothing outstanding
-	add(1, 5000, 0, Pending) // pending to the end (10000)
+	add(1, 100, 900, Failed) // failed at 900: partition 1 stays without an ack
+	add(1, 5000, 0, Pending) // pending to the end (10000): never an ack from 100 on
 	ws := unavailability(h)
 	if len(ws) < 3 {
 		t.Fatalf("windows %v", ws)
 	}
-	if ws[0].Partition != 1 || ws[0].Len() != 5000*time.Millisecond {
+	if ws[0].Partition != 1 || ws[0].Len() != 9900*time.Millisecond {
 		t.Fatalf("longest %+v", ws[0])
 	}
 	if ws[1].Partition != 0 || ws[1].Len() != 1980*time.Millisecond {
 		t.Fatalf("second %+v (%v)", ws[1], ws[1].Len())
 	}
-	if ws[2].Partition != 1 || ws[2].Len() != 800*time.Millisecond {
+	if ws[2].Partition != 0 || ws[2].Len() != 10*time.Millisecond || !ws[2].Start.Equal(ms(0)) {
 		t.Fatalf("third %+v", ws[2])
+	}
+}
+
+// TestUnavailabilityFailuresDoNotEndAWindow: a partition whose writes all
+// fail fast (each one resolved 5 ms after it was sent) for 3 s acknowledged
+// nothing for 3 s. Ending a window at every failure reported 5 ms.
+func TestUnavailabilityFailuresDoNotEndAWindow(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	h := &History{Start: t0, End: ms(10000), Partitions: 1}
+	add := func(sent, done int, o Outcome) {
+		h.Writes = append(h.Writes, Write{ID: RecordID{0, int64(len(h.Writes))}, Partition: 0, Sent: ms(sent), Done: ms(done), Outcome: o})
+	}
+	add(0, 5, Acked)
+	for at := 10; at < 3010; at += 10 {
+		add(at, at+5, Failed)
+	}
+	add(3010, 3015, Acked)
+	ws := unavailability(h)
+	if len(ws) == 0 || ws[0].Len() != 3005*time.Millisecond || !ws[0].Start.Equal(ms(10)) {
+		t.Fatalf("windows %+v", ws)
 	}
 }
 

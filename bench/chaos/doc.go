@@ -17,9 +17,10 @@
 //     (acked at offset O / failed / indeterminate / pending) and read is kept.
 //  4. Nemesis: faults one after another (Schedule), each healed before the
 //     next, with the cluster given up to 20s to be ready again.
-//  5. Heal everything, close the producers (every record resolves), wait until
-//     every partition has its full replica set in the ISR and every replica
-//     reports the same log end and HW (Converged).
+//  5. Heal everything, keep writing for 2s more, close the producers (every
+//     record resolves), wait until every partition has its full replica set
+//     in the ISR and every replica reports the same log end and HW
+//     (Converged).
 //  6. Read every partition back from its leader (the reference log), let the
 //     consumers catch up, SIGKILL the nodes and scan every replica's segment
 //     files raw (ScanPartition: no recovery, nothing written).
@@ -33,6 +34,14 @@
 // then SIGCONT. partition: the node's link goes down for Hold, then up.
 // torn-tail rides on a kill: before the restart, the last segment of one of
 // the dead node's partitions (or of its metadata log) is damaged.
+//
+// Faults are counted by what they did (Result.Counts): a kill-leader or
+// kill-controller that finds no leader or controller kills a random node and
+// counts as a kill-node; such fallbacks (pauses and partitions aimed at a
+// leader or the controller too) are also counted apart (Result.Fallbacks).
+// A torn tail counts only if it changed at least one byte of the file
+// (TornResult.Changed): a cut at the data's end or an overwrite of nothing
+// is reported as not applied.
 //
 // The schedule is drawn from the seed alone (NewSchedule): the same seed
 // yields the same kinds, victims choices, timings and torn-tail parameters,
@@ -84,14 +93,20 @@
 // client said "certainly not written" but it is there), phantom-record
 // (never produced, or produced for another partition), unverified (a
 // partition could not be read back, or only part of the way to its HW; no
-// in-sync replica's files could be compared with it; a record written or
+// in-sync replica's files could be compared with it; no record was
+// acknowledged in it, so no lost write could show; a record written or
 // read in a partition the history does not have). Liveness (also fails the
 // run): not-converged (replicas never all back in sync after healing),
-// node-crashed (a node exited on its own) and consumer-behind (a consumer
+// node-crashed (a node exited on its own), consumer-behind (a consumer
 // never read a partition up to its final HW, so skips in the rest would go
-// unseen).
+// unseen), no-faults (the nemesis applied no fault at all: every one
+// skipped or failed, or none scheduled, so the run tested nothing) and
+// writes-stalled (the producers keep writing for a moment after the last
+// fault is healed; a partition that acknowledged none of those records, or
+// got none, never resumed taking writes).
 //
-// Unavailability as the producers saw it: per partition, each stretch with
-// records outstanding and no acknowledgement arriving; the longest are
-// reported with their start times, to be matched with the fault schedule.
+// Unavailability as the producers saw it: per partition, each stretch in
+// which records were being written and no acknowledgement arrived (a failed
+// record does not end one); the longest are reported with their start
+// times, to be matched with the fault schedule.
 package chaos

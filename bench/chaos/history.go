@@ -100,4 +100,12 @@ type History struct {
 	ConvergeErr string
 	// Crashes lists nodes that exited without being killed (a crash is a bug).
 	Crashes []string
+	// FaultsApplied counts the faults the nemesis applied (kills, pauses,
+	// partitions; a torn tail rides on a kill). 0: the run injected no
+	// fault, so its history says nothing about faults.
+	FaultsApplied int
+	// FaultsEnd is when the last fault had been healed; the producers keep
+	// writing for a while after it, and every partition must acknowledge
+	// some of those writes (writes resumed). Zero: not recorded, not checked.
+	FaultsEnd time.Time
 }

@@ -21,12 +21,19 @@ type Event struct {
 	At      time.Duration // since the run started, when the fault hit
 	Victim  int32         // 0 if the fault was skipped
 	Target  string        // how the victim was chosen ("leader of partition 2", ...)
-	Torn    *TornResult   // the torn tail applied, if any
+	Torn    *TornResult   // the torn tail, if one ran (applied only if Torn.Applied())
 	Note    string        // fallbacks, skips, slow recoveries
 	Healthy time.Duration // from the end of the fault until the cluster was ready again
 	// NotApplied: the fault itself failed (the kill, pause or isolation
 	// returned an error; Note says which), so it is not counted.
 	NotApplied bool
+	// Kind is the fault as applied: Fault.Kind, except a kill-leader or
+	// kill-controller that fell back to a random node, which is a
+	// kill-node. Empty: Fault.Kind.
+	Kind Kind
+	// Fallback: the fault's target (a leader, the controller) was unknown
+	// and a random node was hit instead (Note says why).
+	Fallback bool
 }
 
 func (e Event) String() string {
@@ -42,6 +49,9 @@ func (e Event) String() string {
 	}
 	if e.NotApplied {
 		s += "; NOT APPLIED"
+	}
+	if e.Fallback {
+		s += "; FALLBACK"
 	}
 	if e.Note != "" {
 		s += "; " + e.Note
@@ -80,11 +90,27 @@ func (n *Nemesis) Events() []Event {
 	return append([]Event(nil), n.events...)
 }
 
-// Counts returns how many faults of each kind were injected (TornTail: torn
-// tails applied; skipped faults and faults that could not be applied are not
+// Counts returns how many faults of each kind were injected, by the kind
+// applied (a kill-leader or kill-controller that fell back to a random node
+// counts as a kill-node; TornTail: torn tails that changed at least one
+// byte; skipped faults and faults that could not be applied are not
 // counted).
 func (n *Nemesis) Counts() map[Kind]int {
 	return countFaults(n.Events())
+}
+
+// Fallbacks returns, by scheduled kind, how many applied faults hit a
+// random node because their target (a leader, the controller) was unknown.
+func (n *Nemesis) Fallbacks() map[Kind]int {
+	return countFallbacks(n.Events())
+}
+
+// applied is the kind of fault the event applied.
+func (e Event) applied() Kind {
+	if e.Kind != "" {
+		return e.Kind
+	}
+	return e.Fault.Kind
 }
 
 func countFaults(events []Event) map[Kind]int {
@@ -93,9 +119,19 @@ func countFaults(events []Event) map[Kind]int {
 		if e.Victim == 0 || e.NotApplied {
 			continue
 		}
-		out[e.Fault.Kind]++
-		if e.Torn != nil {
+		out[e.applied()]++
+		if e.Torn != nil && e.Torn.Applied() {
 			out[TornTail]++
+		}
+	}
+	return out
+}
+
+func countFallbacks(events []Event) map[Kind]int {
+	out := map[Kind]int{}
+	for _, e := range events {
+		if e.Fallback && e.Victim != 0 && !e.NotApplied {
+			out[e.Fault.Kind]++
 		}
 	}
 	return out
@@ -144,32 +180,14 @@ func wait(ctx context.Context, d time.Duration) bool {
 
 // inject runs one fault to its end (the victim healed) and waits for a ready cluster.
 func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
-	ev := Event{Fault: f}
-	ids := n.C.IDs()
-	victim := ids[f.Pick%len(ids)]
-	ev.Target = "random"
-	kind := f.Kind
-	switch f.Target {
-	case TargetController:
-		kind = KillController
-	case TargetLeader:
-		kind = KillLeader
-	}
-	switch kind {
-	case KillLeader:
-		p := int32(f.Pick % n.Partitions)
-		if l, _, err := n.C.PartitionLeader(ctx, n.Topic, p); err == nil {
-			victim, ev.Target = l, fmt.Sprintf("leader of partition %d", p)
-		} else {
-			ev.Note = fmt.Sprintf("no leader for partition %d (%v): random node instead", p, err)
-		}
-	case KillController:
-		if c, err := n.C.ActiveController(ctx); err == nil {
-			victim, ev.Target = c, "active controller"
-		} else {
-			ev.Note = fmt.Sprintf("no active controller (%v): random node instead", err)
-		}
-	}
+	ch := chooseVictim(f, n.C.IDs(), n.Partitions,
+		func(p int32) (int32, error) {
+			l, _, err := n.C.PartitionLeader(ctx, n.Topic, p)
+			return l, err
+		},
+		func() (int32, error) { return n.C.ActiveController(ctx) })
+	victim := ch.victim
+	ev := Event{Fault: f, Kind: ch.kind, Fallback: ch.fallback, Target: ch.target, Note: ch.note}
 	if f.Kind == NetPartition && n.NS == nil {
 		ev.Note = "skipped: no network namespaces"
 		return ev
@@ -246,9 +264,13 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 	if f.Torn != nil {
 		res, note, err := n.tear(ctx, victim, *f.Torn)
 		ev.Note = joinNote(ev.Note, note)
-		if err != nil {
+		switch {
+		case err != nil:
 			ev.Note = joinNote(ev.Note, "torn tail failed: "+err.Error())
-		} else {
+		case !res.Applied():
+			ev.Torn = &res
+			ev.Note = joinNote(ev.Note, fmt.Sprintf("torn tail not applied: it changed no byte (%s %d bytes at %d), not counted", res.Action, res.Len, res.Pos))
+		default:
 			ev.Torn = &res
 		}
 	}

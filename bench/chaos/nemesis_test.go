@@ -11,7 +11,7 @@ import (
 func TestCountFaultsOnlyApplied(t *testing.T) {
 	events := []Event{
 		{Fault: Fault{Kind: KillNode}, Victim: 1},
-		{Fault: Fault{Kind: KillNode, Torn: &Torn{}}, Victim: 2, Torn: &TornResult{}},
+		{Fault: Fault{Kind: KillNode, Torn: &Torn{}}, Victim: 2, Torn: &TornResult{Len: 10, Changed: 10}},
 		{Fault: Fault{Kind: KillNode}, Victim: 3, NotApplied: true, Note: "error: node 3 did not exit"},
 		{Fault: Fault{Kind: Pause}, Victim: 1, NotApplied: true, Note: "error: no such process"},
 		{Fault: Fault{Kind: Pause}, Victim: 2},

@@ -47,21 +47,29 @@ type Config struct {
 
 // Result is a run's outcome.
 type Result struct {
-	Seed     int64
-	Plan     Plan
-	Events   []Event
-	Counts   map[Kind]int // faults injected by kind (TornTail: torn tails applied)
-	Report   *Report
-	History  *History
-	Dir      string // the cluster directory (removed unless kept)
-	Kept     bool
-	NoNetNS  string // why network partitions did not run ("" if they did)
-	Elapsed  time.Duration
-	Topic    string
-	Duration time.Duration // Config.Duration (0: one deck)
-	Settled  time.Duration // time from healing until in sync
-	NodeLogs []string
+	Seed   int64
+	Plan   Plan
+	Events []Event
+	Counts map[Kind]int // faults injected by kind as applied (TornTail: torn tails applied)
+	// Fallbacks counts, by scheduled kind, faults that hit a random node
+	// because no leader or controller was known (a kill among them is in
+	// Counts as a kill-node).
+	Fallbacks map[Kind]int
+	Report    *Report
+	History   *History
+	Dir       string // the cluster directory (removed unless kept)
+	Kept      bool
+	NoNetNS   string // why network partitions did not run ("" if they did)
+	Elapsed   time.Duration
+	Topic     string
+	Duration  time.Duration // Config.Duration (0: one deck)
+	Settled   time.Duration // time from healing until in sync
+	NodeLogs  []string
 }
+
+// resumeWindow is how long the producers keep writing after the faults
+// ended and before they stop: writes sent then must be acknowledged.
+const resumeWindow = 2 * time.Second
 
 // Topic is the chaos topic's name.
 const Topic = "chaos"
@@ -93,6 +101,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			kinds = slices.DeleteFunc(slices.Clone(kinds), func(k Kind) bool { return k == NetPartition })
 		} else {
 			defer ns.Close()
+		}
+	}
+	if cfg.Script == nil {
+		if err := checkSchedulable(kinds, cfg.Kinds, res.NoNetNS); err != nil {
+			return res, err
 		}
 	}
 	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
@@ -175,6 +188,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	nemErr := nem.Run(ctx, src, stop)
 	res.Events = nem.Events()
 	res.Counts = nem.Counts()
+	res.Fallbacks = nem.Fallbacks()
+	for k, n := range res.Counts {
+		if k != TornTail {
+			h.FaultsApplied += n
+		}
+	}
 	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
 	if nemErr != nil {
 		wl.StopProducers(context.Background())
@@ -182,11 +201,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, nemErr
 	}
 
-	// Heal, let every record resolve, and wait until every replica is in sync.
+	// Heal, keep writing for resumeWindow (the check wants acknowledgements
+	// of records sent after the faults), let every record resolve, and
+	// wait until every replica is in sync.
 	healStart := time.Now()
 	if err := nem.HealAll(ctx); err != nil {
 		fmt.Fprintf(out, "chaos: heal: %v\n", err)
 	}
+	h.FaultsEnd = time.Now()
+	wait(ctx, resumeWindow)
 	sctx, scancel := context.WithTimeout(ctx, cfg.SettleTimeout)
 	defer scancel()
 	if err := wl.StopProducers(sctx); err != nil {
@@ -429,6 +452,15 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
 	}
 	fmt.Fprintln(w)
+	if len(r.Fallbacks) > 0 {
+		fmt.Fprintf(w, "fallbacks (no leader or controller known: a random node was hit, a kill counted as %s):", KillNode)
+		for _, k := range AllKinds {
+			if n := r.Fallbacks[k]; n > 0 {
+				fmt.Fprintf(w, " %s=%d", k, n)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	if r.NoNetNS != "" {
 		fmt.Fprintf(w, "network partitions skipped: %s\n", r.NoNetNS)
 	}

@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -19,10 +21,23 @@ type TornResult struct {
 	// FirstOffset is the first offset whose batch was damaged (-1 when only
 	// bytes after the data were touched).
 	FirstOffset int64
+	// Changed counts the bytes of [Pos, Pos+Len) whose content differs
+	// afterwards (a byte cut off, or past the end of the file, reads as 0):
+	// a cut at the data's end, an overwrite of 0 bytes or garbage of zeros
+	// over zeros changes nothing.
+	Changed int64
 }
 
+// Applied reports whether the torn tail damaged anything. One that did not
+// must not count as an applied torn tail.
+func (r TornResult) Applied() bool { return r.Changed > 0 }
+
 func (r TornResult) String() string {
-	return fmt.Sprintf("%s: %s %d bytes at %d of %s (first damaged offset %d)", r.Mode, r.Action, r.Len, r.Pos, shortPath(r.File), r.FirstOffset)
+	s := fmt.Sprintf("%s: %s %d bytes at %d of %s (first damaged offset %d, %d bytes changed)", r.Mode, r.Action, r.Len, r.Pos, shortPath(r.File), r.FirstOffset, r.Changed)
+	if !r.Applied() {
+		s += ", NOT APPLIED: no byte changed"
+	}
+	return s
 }
 
 // ApplyTorn damages the last segment of a stopped node's partition (or
@@ -45,6 +60,9 @@ func ApplyTorn(dir string, t Torn, unackedFrom int64) (TornResult, error) {
 		mode = TornGarbage // an empty (just rolled) last segment: nothing to cut
 	}
 	res := TornResult{Mode: mode, File: sf.Path, FirstOffset: -1}
+	// Each case plans its change into res (Pos, Len, ...) and returns it;
+	// damage applies it and counts what it changed.
+	var do func() error
 	switch mode {
 	case TornCutUnacked:
 		first := -1
@@ -56,45 +74,89 @@ func ApplyTorn(dir string, t Torn, unackedFrom int64) (TornResult, error) {
 		}
 		if first < 0 {
 			res.Mode = TornGarbage
-			return res, garbage(sf, t, rng, &res)
+			do = garbage(sf, t, rng, &res)
+			break
 		}
 		lo := sf.Batches[first]
 		pos := lo + int64(t.Frac*float64(sf.End-lo))
-		return res, cut(sf, pos, rng, &res)
+		do = cut(sf, pos, rng, &res)
 	case TornCutAcked:
 		pos := int64(t.Frac * float64(sf.End))
-		return res, cut(sf, pos, rng, &res)
+		do = cut(sf, pos, rng, &res)
 	case TornOverwrite:
-		n := min(int64(t.Len), sf.End)
+		n := min(max(int64(t.Len), 0), sf.End)
 		res.Action, res.Pos, res.Len = "overwrite", sf.End-n, n
 		res.FirstOffset = offsetAt(sf, res.Pos)
-		return res, writeAt(sf.Path, res.Pos, randomBytes(rng, int(n), true))
+		b := randomBytes(rng, int(n), true)
+		do = func() error { return writeAt(sf.Path, res.Pos, b) }
 	default:
 		res.Mode = TornGarbage
-		return res, garbage(sf, t, rng, &res)
+		do = garbage(sf, t, rng, &res)
 	}
+	err = damage(sf, &res, do)
+	return res, err
 }
 
-// cut loses every byte from pos on: the file is truncated there, or (as
-// after a power loss on a preallocated file) those bytes are zeroed.
-func cut(sf *SegmentFile, pos int64, rng *rand.Rand, res *TornResult) error {
+// damage applies do, which changes [res.Pos, res.Pos+res.Len) of the
+// segment file, and counts the bytes it changed into res.Changed.
+func damage(sf *SegmentFile, res *TornResult, do func() error) error {
+	before, err := readRegion(sf.Path, res.Pos, res.Len)
+	if err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	after, err := readRegion(sf.Path, res.Pos, res.Len)
+	if err != nil {
+		return err
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			res.Changed++
+		}
+	}
+	return nil
+}
+
+// readRegion reads n bytes at pos; bytes past the end of the file read as 0.
+func readRegion(path string, pos, n int64) ([]byte, error) {
+	b := make([]byte, n)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: torn tail: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("chaos: torn tail: %w", err)
+	}
+	return b, nil
+}
+
+// cut plans the loss of every byte from pos on: the file is truncated
+// there, or (as after a power loss on a preallocated file) those bytes are
+// zeroed. It returns the change, for damage.
+func cut(sf *SegmentFile, pos int64, rng *rand.Rand, res *TornResult) func() error {
 	pos = min(max(pos, 0), sf.End)
 	res.Pos, res.Len = pos, sf.End-pos
 	res.FirstOffset = offsetAt(sf, pos)
 	if rng.IntN(2) == 0 {
 		res.Action = "truncate"
-		return os.Truncate(sf.Path, pos)
+		return func() error { return os.Truncate(sf.Path, pos) }
 	}
 	res.Action = "zero"
-	if sf.End == pos {
-		return nil
+	return func() error {
+		if sf.End == pos {
+			return nil
+		}
+		return writeAt(sf.Path, pos, make([]byte, sf.End-pos))
 	}
-	return writeAt(sf.Path, pos, make([]byte, sf.End-pos))
 }
 
-// garbage writes a partial batch after the data: a plausible header prefix
-// (the next base offset, a length longer than what follows) and random bytes.
-func garbage(sf *SegmentFile, t Torn, rng *rand.Rand, res *TornResult) error {
+// garbage plans a partial batch after the data: a plausible header prefix
+// (the next base offset, a length longer than what follows) and random
+// bytes. It returns the change, for damage.
+func garbage(sf *SegmentFile, t Torn, rng *rand.Rand, res *TornResult) func() error {
 	n := max(t.Len, 1)
 	b := randomBytes(rng, n, false)
 	if n >= batchPrefix {
@@ -106,7 +168,7 @@ func garbage(sf *SegmentFile, t Torn, rng *rand.Rand, res *TornResult) error {
 		binary.BigEndian.PutUint32(b[8:], uint32(n+100+rng.IntN(1000)))
 	}
 	res.Action, res.Pos, res.Len = "garbage", sf.End, int64(n)
-	return writeAt(sf.Path, sf.End, b)
+	return func() error { return writeAt(sf.Path, sf.End, b) }
 }
 
 // offsetAt is the base offset of the batch holding byte pos (-1 past the data).

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"paymentlog/segment"
@@ -150,5 +151,75 @@ func TestApplyTornUnackedFallsBackToGarbage(t *testing.T) {
 	}
 	if leo := reopenLEO(t, dir); leo != 30 {
 		t.Fatalf("LEO %d", leo)
+	}
+}
+
+// TestTornTailThatChangedNothingIsNotApplied: Changed counts exactly the
+// bytes the torn tail altered (checked against the file before and after,
+// bytes past the end reading as 0), and one that altered none — a cut at
+// the data's end, an overwrite of 0 bytes, as a scripted fault can ask — is
+// not an applied torn tail: the counts leave it out and its line says so.
+func TestTornTailThatChangedNothingIsNotApplied(t *testing.T) {
+	src := t.TempDir()
+	makeLog(t, src, 40)
+	last := func(dir string) string {
+		s, err := ScanPartition(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Last().Path
+	}
+	file := func(path string, size int) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(b, make([]byte, max(0, size-len(b)))...)
+	}
+	notApplied := 0
+	for i := range 30 {
+		for _, mode := range []TornMode{TornCutUnacked, TornGarbage, TornCutAcked, TornOverwrite} {
+			frac, n := float64(i)/30, 1+i%64
+			switch i % 10 {
+			case 3:
+				frac = 1 // a cut at the data's end
+			case 7:
+				n = 0 // an overwrite (or garbage) of nothing
+			}
+			dir := copyDir(t, src)
+			path := last(dir)
+			before := file(path, 0)
+			res, err := ApplyTorn(dir, Torn{Mode: mode, Frac: frac, Len: n, Seed: uint64(i)}, 114)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := file(path, len(before)+64)
+			before = append(before, make([]byte, 64)...)
+			changed := int64(0)
+			for j := range before {
+				if before[j] != after[j] {
+					changed++
+				}
+			}
+			if res.Changed != changed || res.Applied() != (changed > 0) {
+				t.Fatalf("%s frac %v len %d: %v reports %d bytes changed, the file has %d", mode, frac, n, res, res.Changed, changed)
+			}
+			if !res.Applied() {
+				notApplied++
+				if !strings.Contains(res.String(), "NOT APPLIED") {
+					t.Errorf("%q does not say it was not applied", res)
+				}
+				ev := Event{Fault: Fault{Kind: KillNode}, Victim: 1, Torn: &res}
+				if got := countFaults([]Event{ev})[TornTail]; got != 0 {
+					t.Fatalf("%s frac %v len %d changed nothing and counts as %d torn tail(s): %v", mode, frac, n, got, res)
+				}
+				if !strings.Contains(ev.String(), "NOT APPLIED") {
+					t.Errorf("event %q does not say the torn tail was not applied", ev)
+				}
+			}
+		}
+	}
+	if notApplied == 0 {
+		t.Fatal("no case changed nothing: the test proves nothing")
 	}
 }
