@@ -44,6 +44,7 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 	}
 	app.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowAppHelp(c) }, app.Commands)
 	setOnUsageError(app.Commands)
+	setHelpCommands(app)
 	return app
 }
 
