@@ -27,7 +27,9 @@ type Record struct {
 }
 
 // Delivery is the outcome of one record: Err is nil once the record is
-// acknowledged at Offset (-1 with AcksNone, which reports no offsets).
+// acknowledged at Offset. With AcksNone too the leader answers, as soon as
+// it has appended the batch (before any flush or replication), with the
+// offset it was written at; such a record may still be lost.
 type Delivery struct {
 	Topic     string
 	Partition int32

@@ -13,8 +13,8 @@ type Acks int8
 
 const (
 	AcksAll    Acks = iota // once every ISR member has the batch (the HW passed it); the default
-	AcksLeader             // once the leader has appended it
-	AcksNone               // at once; no offsets, no idempotence, records may be lost
+	AcksLeader             // once the leader has appended it and met its fsync policy
+	AcksNone               // once the leader has appended it, before any flush: offsets reported, no idempotence, records may be lost
 )
 
 // ParseAcks parses "all" (or "-1"), "1" and "0".
