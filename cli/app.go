@@ -41,9 +41,15 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 		Commands:             appCommands(),
 		ExitErrHandler:       func(*ucli.Context, error) {},
 		OnUsageError:         onUsageError,
+		// A list flag (topic create --config, bench --node-arg) takes one
+		// value per occurrence, commas included: by default urfave/cli
+		// splits every value at commas, so --config k=a,b became "k=a" and
+		// "b" (not key=value). An environment variable holds one value.
+		DisableSliceFlagSeparator: true,
 	}
 	app.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowAppHelp(c) }, app.Commands)
 	setOnUsageError(app.Commands)
+	setHelpCommands(app)
 	return app
 }
 

@@ -43,8 +43,8 @@ func TestBadFlagValueIsOneLineUsageError(t *testing.T) {
 	}
 }
 
-// A command name that does not exist is a usage error naming it; a command
-// group alone still shows its help.
+// A command name that does not exist is a usage error naming it, after
+// "help" too; a command group alone, and help for a command, still show help.
 func TestUnknownCommandIsNamed(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -53,13 +53,17 @@ func TestUnknownCommandIsNamed(t *testing.T) {
 		{[]string{"nosuchcmd"}, `unknown command "nosuchcmd"`},
 		{[]string{"topic", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, delete)`},
 		{[]string{"cluster", "stats"}, `unknown command "stats"`},
+		// urfave/cli's help command said "No help topic for 'nosuch'", exit status 3.
+		{[]string{"help", "nosuch"}, `unknown command "nosuch" (want one of: version, `},
+		{[]string{"h", "nosuch"}, `unknown command "nosuch"`},
+		{[]string{"topic", "help", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, delete)`},
 	} {
 		out, errOut, code := runClientCLI(t, nil, c.args...)
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
 		}
 	}
-	for _, args := range [][]string{{}, {"topic"}} {
+	for _, args := range [][]string{{}, {"topic"}, {"help"}, {"help", "topic"}, {"h", "produce"}, {"topic", "help"}, {"topic", "help", "create"}} {
 		out, errOut, code := runClientCLI(t, nil, args...)
 		if code != 0 || !strings.Contains(out, "USAGE") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want help", args, code, out, errOut)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -155,15 +154,31 @@ func newLogger(w io.Writer, level string, json bool, nodeID int32) (*slog.Logger
 	return slog.New(h).With("node", nodeID), nil
 }
 
+// runningNode is what runNode needs of a started node.
+type runningNode interface {
+	Done() <-chan struct{}
+	Shutdown(ctx context.Context) error
+	Err() error
+}
+
+// startNode starts a node; tests replace it.
+var startNode = func(ctx context.Context, cfg node.Config) (runningNode, error) {
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 // runNode starts the node and blocks until ctx ends (SIGINT/SIGTERM), then
-// performs a controlled shutdown.
+// performs a controlled shutdown. Logs and a failed shutdown go to stderr.
 func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) error {
 	logger, err := newLogger(stderr, opts.logLevel, opts.logJSON, opts.cfg.ID)
 	if err != nil {
 		return err
 	}
 	opts.cfg.Logger = logger
-	n, err := node.Start(context.Background(), opts.cfg)
+	n, err := startNode(context.Background(), opts.cfg)
 	if err != nil {
 		return err
 	}
@@ -175,7 +190,7 @@ func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) er
 	defer cancel()
 	logger.Info("shutting down")
 	if err := n.Shutdown(sctx); err != nil {
-		fmt.Fprintf(os.Stderr, "paymentlog: shutdown: %v\n", err)
+		fmt.Fprintf(stderr, "paymentlog: shutdown: %v\n", err)
 	}
 	return n.Err()
 }

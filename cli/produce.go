@@ -36,7 +36,7 @@ func produceCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "json", Usage: `print {"partition":P,"offset":O} per record, in input order`, EnvVars: envVar("PRODUCE_JSON")},
 			&ucli.IntFlag{Name: "batch-bytes", Value: client.DefaultBatchBytes, Usage: "close a batch at this size", EnvVars: envVar("PRODUCE_BATCH_BYTES")},
 			&ucli.DurationFlag{Name: "linger", Value: client.DefaultLinger, Usage: "close a batch this long after its first record", EnvVars: envVar("PRODUCE_LINGER")},
-			&ucli.IntFlag{Name: "max-record-bytes", Value: client.DefaultMaxRecordBytes, Usage: "refuse longer lines", EnvVars: envVar("PRODUCE_MAX_RECORD_BYTES")},
+			&ucli.IntFlag{Name: "max-record-bytes", Value: client.DefaultMaxRecordBytes, Usage: "largest record, in bytes of key and value: an input line without its line ending (and without the --key-delimiter), plus --key; a larger record is not sent and counts as not acknowledged", EnvVars: envVar("PRODUCE_MAX_RECORD_BYTES")},
 			&ucli.DurationFlag{Name: "delivery-timeout", Value: client.DefaultDeliveryTimeout, Usage: "give up on a record not acknowledged after this long (retries included)", EnvVars: envVar("PRODUCE_DELIVERY_TIMEOUT")},
 			&ucli.DurationFlag{Name: "topic-wait", Value: client.DefaultMetadataWait, Usage: "how long to wait for a topic that does not exist (yet)", EnvVars: envVar("PRODUCE_TOPIC_WAIT")},
 			&ucli.BoolFlag{Name: "no-idempotence", Usage: "no producer id or sequence numbers (retries may duplicate)", EnvVars: envVar("PRODUCE_NO_IDEMPOTENCE")},
@@ -173,13 +173,15 @@ func runProduce(ctx context.Context, opts produceOptions, stdout, stderr io.Writ
 func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, acks *ackLog) error {
 	in := bufio.NewReaderSize(opts.in, 1<<20)
 	limit := opts.producer.MaxRecordBytes
+	// A line is key and value, plus the delimiter between them if any.
+	lineLimit := limit + len(opts.keyDelim)
 	var scratch []byte
 	rec := client.Record{Topic: opts.topic}
 	if opts.partition >= 0 {
 		rec.Partition, rec.PartitionSet = opts.partition, true
 	}
 	for {
-		line, tooLong, err := readLine(in, &scratch, limit)
+		line, tooLong, err := readLine(in, &scratch, lineLimit)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read input: %w", err)
 		}
@@ -191,7 +193,7 @@ func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, 
 		}
 		idx := acks.add()
 		if tooLong > 0 {
-			acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: &client.RecordTooLargeError{Size: tooLong, Max: limit}})
+			acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: tooLongError(opts, tooLong, limit)})
 		} else {
 			rec.Key, rec.Value = nil, line
 			switch {
@@ -218,6 +220,17 @@ func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, 
 			return nil
 		}
 	}
+}
+
+// tooLongError is the error of an input line of size bytes that readLine
+// found too long for a record of at most limit bytes of key and value.
+func tooLongError(opts produceOptions, size, limit int) error {
+	if opts.keyDelim == nil {
+		return &client.RecordTooLargeError{Size: len(opts.key) + size, Max: limit}
+	}
+	// Its key and value are size bytes, less the delimiter if it has one:
+	// more than limit either way.
+	return fmt.Errorf("line of %d bytes: its key and value exceed the %d-byte record limit", size, limit)
 }
 
 // waitPartitionCount returns the topic's partition count, waiting up to wait
@@ -249,11 +262,16 @@ func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong
 	line, err = r.ReadSlice('\n')
 	size := len(line)
 	over := false
+	crlf := false // the line, read in chunks, ends in "\r\n"
 	if errors.Is(err, bufio.ErrBufferFull) {
 		buf := append((*scratch)[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			prev := line[len(line)-1]
 			line, err = r.ReadSlice('\n')
 			size += len(line)
+			if n := len(line); n > 0 && line[n-1] == '\n' {
+				crlf = (n >= 2 && line[n-2] == '\r') || (n == 1 && prev == '\r')
+			}
 			if len(buf) <= limit+2 {
 				buf = append(buf, line...)
 			} else {
@@ -270,11 +288,14 @@ func readLine(r *bufio.Reader, scratch *[]byte, limit int) (line []byte, tooLong
 		return nil, 0, io.EOF
 	}
 	if over {
-		// size counts every byte read, the "\n" too unless input ended.
+		// size counts every byte read, the line ending too unless input ended.
 		if errors.Is(err, io.EOF) {
 			return []byte{}, size, err
 		}
-		return []byte{}, size - 1, err // "\n" (a "\r" before it is counted: sizes are "about")
+		if crlf {
+			return []byte{}, size - 2, err
+		}
+		return []byte{}, size - 1, err
 	}
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]

@@ -160,11 +160,11 @@ func TestProduceTooLongLineReportsItsSize(t *testing.T) {
 	fc.CreateTopic("t", 1)
 	in := strings.Repeat("x", 5000) + "\n" + strings.Repeat("y", 3<<20) + "\r\n" + strings.Repeat("z", 3<<20+7)
 	out, errOut, code := runClientCLI(t, strings.NewReader(in), "produce", "t", "--json", "--max-record-bytes", "1000", "--bootstrap", fc.Bootstrap())
-	if code != 1 || !strings.Contains(errOut, "3 of 3 records were not acknowledged (first: input line 1: client: record of about 5000 bytes exceeds the 1000-byte limit)") {
+	if code != 1 || !strings.Contains(errOut, "3 of 3 records were not acknowledged (first: input line 1: client: record of 5000 bytes (key, value and headers) exceeds the 1000-byte limit)") {
 		t.Fatalf("exit %d: %q", code, errOut)
 	}
 	acks := parseAcks(t, out)
-	for i, want := range []string{"about 5000 bytes", fmt.Sprintf("about %d bytes", 3<<20+1), fmt.Sprintf("about %d bytes", 3<<20+7)} {
+	for i, want := range []string{"of 5000 bytes", fmt.Sprintf("of %d bytes", 3<<20), fmt.Sprintf("of %d bytes", 3<<20+7)} {
 		if len(acks) != 3 || !strings.Contains(acks[i].Error, want) {
 			t.Fatalf("acks %+v; want record %d refused as %q", acks, i, want)
 		}
@@ -178,7 +178,46 @@ func TestProduceSummaryNamesFirstFailedLine(t *testing.T) {
 	fc.CreateTopic("t", 1)
 	in := "ok1\nok2\n" + strings.Repeat("x", 500) + "\nok4\n" + strings.Repeat("y", 600) + "\n"
 	out, errOut, code := runClientCLI(t, strings.NewReader(in), "produce", "t", "--max-record-bytes", "200", "--bootstrap", fc.Bootstrap())
-	if code != 1 || out != "" || !strings.Contains(errOut, "2 of 5 records were not acknowledged (first: input line 3: client: record of about 500 bytes") {
+	if code != 1 || out != "" || !strings.Contains(errOut, "2 of 5 records were not acknowledged (first: input line 3: client: record of 500 bytes") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// --max-record-bytes counts a record's key and value, exactly: a line of
+// that many bytes is sent (the client used to count some 40 bytes of batch
+// framing against it and refuse it), one byte more is refused with the
+// line, its size and the limit named, and the lines after it are sent.
+func TestProduceMaxRecordBytesCountsKeyAndValue(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.CreateTopic("t", 1)
+	const limit = 1000
+	for _, c := range []struct {
+		name    string
+		flags   []string
+		ok, bad string // lines whose record is limit and limit+1 bytes
+		wantErr string
+	}{
+		{"value", nil, strings.Repeat("v", limit), strings.Repeat("v", limit+1),
+			"input line 2: client: record of 1001 bytes (key, value and headers) exceeds the 1000-byte limit"},
+		{"value, CRLF", nil, strings.Repeat("v", limit) + "\r", strings.Repeat("v", limit+1) + "\r",
+			"input line 2: client: record of 1001 bytes (key, value and headers) exceeds the 1000-byte limit"},
+		{"--key", []string{"--key", "kkkk"}, strings.Repeat("v", limit-4), strings.Repeat("v", limit-3),
+			"input line 2: client: record of 1001 bytes (key, value and headers) exceeds the 1000-byte limit"},
+		{"--key-delimiter", []string{"--key-delimiter", "::"}, "kkkk::" + strings.Repeat("v", limit-4), "kkkk::" + strings.Repeat("v", limit-3),
+			"input line 2: line of 1003 bytes: its key and value exceed the 1000-byte record limit"},
+		{"--key-delimiter, line without it", []string{"--key-delimiter", "::"}, strings.Repeat("v", limit), strings.Repeat("v", limit+1),
+			"input line 2: client: record of 1001 bytes (key, value and headers) exceeds the 1000-byte limit"},
+	} {
+		in := c.ok + "\n" + c.bad + "\nlast\n"
+		args := append([]string{"produce", "t", "--json", "--max-record-bytes", fmt.Sprint(limit), "--bootstrap", fc.Bootstrap()}, c.flags...)
+		out, errOut, code := runClientCLI(t, strings.NewReader(in), args...)
+		if code != 1 || !strings.Contains(errOut, "1 of 3 records were not acknowledged (first: "+c.wantErr+")") {
+			t.Errorf("%s: exit %d, stderr %q; want line 2 refused: %q", c.name, code, errOut, c.wantErr)
+			continue
+		}
+		acks := parseAcks(t, out)
+		if len(acks) != 3 || acks[0].Error != "" || acks[0].Offset < 0 || acks[1].Error == "" || acks[2].Error != "" || acks[2].Offset != acks[0].Offset+1 {
+			t.Errorf("%s: acks %+v; want lines 1 and 3 acknowledged, line 2 refused", c.name, acks)
+		}
 	}
 }

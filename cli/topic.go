@@ -32,7 +32,7 @@ func topicCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "partitions", Value: 3, Usage: "number of partitions", EnvVars: envVar("TOPIC_PARTITIONS")},
 					&ucli.IntFlag{Name: "replication-factor", Value: 3, Usage: "replicas per partition", EnvVars: envVar("TOPIC_REPLICATION_FACTOR")},
 					&ucli.IntFlag{Name: "min-insync-replicas", Value: 2, Usage: "acks=all writes need this many in-sync replicas", EnvVars: envVar("TOPIC_MIN_INSYNC_REPLICAS")},
-					&ucli.StringSliceFlag{Name: "config", Usage: "topic config key=value (repeatable)", EnvVars: envVar("TOPIC_CONFIG")},
+					&ucli.StringSliceFlag{Name: "config", Usage: "topic config key=value; repeat the flag for several (each value is taken whole, commas included; PAYMENTLOG_TOPIC_CONFIG holds one)", EnvVars: envVar("TOPIC_CONFIG")},
 					&ucli.BoolFlag{Name: "if-not-exists", Usage: "succeed if the topic already exists", EnvVars: envVar("TOPIC_IF_NOT_EXISTS")},
 					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
 				}),

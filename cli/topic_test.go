@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 func TestTopicLifecycleAndJSONShapes(t *testing.T) {
@@ -110,5 +114,45 @@ func TestClusterStatusUnreachableFailsWithOneLine(t *testing.T) {
 	_, errOut, code := runClientCLI(t, nil, "cluster", "status", "--bootstrap", "127.0.0.1:1", "--timeout", "500ms")
 	if code != 1 || strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("exit %d stderr %q", code, errOut)
+	}
+}
+
+// A --config value may contain commas: each occurrence of the flag is one
+// key=value, taken whole (urfave/cli used to split it at commas, so
+// --config k=a,b was refused: "b" is not key=value). The environment
+// variable holds one key=value.
+func TestTopicCreateConfigValueWithCommas(t *testing.T) {
+	parse := func(env string, args ...string) (map[string]string, string, int) {
+		t.Helper()
+		if env != "" {
+			t.Setenv("PAYMENTLOG_TOPIC_CONFIG", env)
+		}
+		var got map[string]string
+		var out, errOut bytes.Buffer
+		app := NewApp(&out, &errOut)
+		create := app.Command("topic").Command("create")
+		create.Action = func(c *ucli.Context) error {
+			opts, err := parseTopicCreate(c)
+			got = opts.spec.Configs
+			return err
+		}
+		code := 0
+		if err := app.Run(ReorderArgs(app, append([]string{"paymentlog", "topic", "create", "payments"}, args...))); err != nil {
+			code = 1
+			var ec ucli.ExitCoder
+			if errors.As(err, &ec) {
+				code = ec.ExitCode()
+			}
+			errOut.WriteString(err.Error())
+		}
+		return got, errOut.String(), code
+	}
+	got, errOut, code := parse("", "--config", "note=a,b", "--config=retention.ms=1000")
+	if code != 0 || len(got) != 2 || got["note"] != "a,b" || got["retention.ms"] != "1000" {
+		t.Errorf("--config note=a,b --config=retention.ms=1000: exit %d, configs %q, stderr %q", code, got, errOut)
+	}
+	got, errOut, code = parse("note=x,y")
+	if code != 0 || len(got) != 1 || got["note"] != "x,y" {
+		t.Errorf("PAYMENTLOG_TOPIC_CONFIG=note=x,y: exit %d, configs %q, stderr %q", code, got, errOut)
 	}
 }

@@ -271,7 +271,7 @@ func (m *metadata) fetch(ctx context.Context, hedge time.Duration) (*wire.Metada
 			return nil, err
 		}
 		if r.Err != wire.None {
-			return nil, r.Err.Err("")
+			return nil, r.Err.Err(r.Message)
 		}
 		return &r, nil
 	})

@@ -27,7 +27,9 @@ type Record struct {
 }
 
 // Delivery is the outcome of one record: Err is nil once the record is
-// acknowledged at Offset (-1 with AcksNone, which reports no offsets).
+// acknowledged at Offset. With AcksNone too the leader answers, as soon as
+// it has appended the batch (before any flush or replication), with the
+// offset it was written at; such a record may still be lost.
 type Delivery struct {
 	Topic     string
 	Partition int32
@@ -67,11 +69,13 @@ func (e *DeliveryError) Error() string {
 
 func (e *DeliveryError) Unwrap() error { return e.Err }
 
-// RecordTooLargeError is returned by Produce for a record above MaxRecordBytes.
+// RecordTooLargeError is returned by Produce for a record above
+// MaxRecordBytes. Size is the record's own bytes: its key, value and
+// headers' keys and values (RecordBytes).
 type RecordTooLargeError struct{ Size, Max int }
 
 func (e *RecordTooLargeError) Error() string {
-	return fmt.Sprintf("client: record of about %d bytes exceeds the %d-byte limit", e.Size, e.Max)
+	return fmt.Sprintf("client: record of %d bytes (key, value and headers) exceeds the %d-byte limit", e.Size, e.Max)
 }
 
 // Producer sends records to partition leaders in batches, idempotently by
@@ -131,6 +135,22 @@ func (c *Client) NewProducer(cfg ProducerConfig) (*Producer, error) {
 // Config returns the effective configuration (defaults applied).
 func (p *Producer) Config() ProducerConfig { return p.cfg }
 
+// RecordBytes is what MaxRecordBytes limits: the bytes of the record's key,
+// value and headers' keys and values. The framing a batch adds around them
+// (about 40 bytes a record, see recordSize) is not counted.
+func RecordBytes(r *Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// maxEncodedRecord bounds a record's encoded size (recordSize): the
+// largest batch a leader takes is 16 MiB - 1 KiB, and a record within
+// MaxRecordBytes (at most 15 MiB) fits unless it has very many headers.
+const maxEncodedRecord = 16<<20 - 64<<10
+
 // recordSize estimates a record's encoded size in a batch (an upper bound:
 // varint fields counted at their widest).
 func recordSize(r *Record) int {
@@ -149,9 +169,12 @@ func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) er
 	if r.Topic == "" {
 		return errors.New("client: record has no topic")
 	}
+	if n := RecordBytes(r); n > p.cfg.MaxRecordBytes {
+		return &RecordTooLargeError{Size: n, Max: p.cfg.MaxRecordBytes}
+	}
 	size := recordSize(r)
-	if size > p.cfg.MaxRecordBytes {
-		return &RecordTooLargeError{Size: size, Max: p.cfg.MaxRecordBytes}
+	if size > maxEncodedRecord {
+		return fmt.Errorf("client: record with %d headers encodes to up to %d bytes, more than a batch may hold (%d)", len(r.Headers), size, maxEncodedRecord)
 	}
 	n, err := p.partitionCount(ctx, r.Topic)
 	if err != nil {

@@ -13,8 +13,8 @@ type Acks int8
 
 const (
 	AcksAll    Acks = iota // once every ISR member has the batch (the HW passed it); the default
-	AcksLeader             // once the leader has appended it
-	AcksNone               // at once; no offsets, no idempotence, records may be lost
+	AcksLeader             // once the leader has appended it and met its fsync policy
+	AcksNone               // once the leader has appended it, before any flush: offsets reported, no idempotence, records may be lost
 )
 
 // ParseAcks parses "all" (or "-1"), "1" and "0".
@@ -81,7 +81,10 @@ type ProducerConfig struct {
 	Linger             time.Duration // a batch closes this long after its first record; 5ms; < 0: at once
 	MaxInFlight        int           // outstanding requests per partition; 5 (at most 5 when idempotent)
 	BufferBytes        int64         // records buffered but not yet acknowledged; 64 MiB; Produce blocks beyond
-	MaxRecordBytes     int           // larger records are refused by Produce; 1 MiB
+	// MaxRecordBytes is the largest record Produce takes, counting its key,
+	// value and headers' keys and values (RecordBytes), not the framing the
+	// batch adds; 1 MiB, at most 15 MiB. Larger ones get RecordTooLargeError.
+	MaxRecordBytes int
 	// RequestTimeout is the leader's time limit for one Produce request
 	// (acks=all waits for the ISR) and, with a little grace, the client's; 30s.
 	RequestTimeout time.Duration

@@ -429,6 +429,16 @@ func TestProduceRecordTooLarge(t *testing.T) {
 	if err := p.Produce(testCtx(t), &Record{Topic: "t", Value: make([]byte, 2000)}, nil); !errors.As(err, &tl) {
 		t.Fatalf("got %v", err)
 	}
+	// MaxRecordBytes counts the key, value and headers, not the batch's
+	// framing around them: a record of exactly the limit is taken.
+	hdr := []segment.RecordHeader{{Key: "h", Value: make([]byte, 99)}}
+	if _, err := p.ProduceSync(testCtx(t), &Record{Topic: "t", Key: make([]byte, 100), Value: make([]byte, 800), Headers: hdr}); err != nil {
+		t.Fatalf("record of exactly MaxRecordBytes: %v", err)
+	}
+	err := p.Produce(testCtx(t), &Record{Topic: "t", Key: make([]byte, 100), Value: make([]byte, 801), Headers: hdr}, nil)
+	if !errors.As(err, &tl) || tl.Size != 1001 || tl.Max != 1000 {
+		t.Fatalf("record of MaxRecordBytes+1: %v", err)
+	}
 }
 
 func TestCloseFailsWhatCannotBeDelivered(t *testing.T) {

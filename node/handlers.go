@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 
 	"paymentlog/quic"
 	"paymentlog/wire"
@@ -39,7 +40,11 @@ func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (q
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
 	}
-	resp := n.store.Image().MetadataResponse(distinct(req.Topics))
+	names, err := metadataTopics(req.Topics)
+	if err != nil {
+		return wire.TypeMetadata, &wire.MetadataResponse{Err: wire.InvalidRequest, Message: err.Error(), ControllerID: -1}, nil
+	}
+	resp := n.store.Image().MetadataResponse(names)
 	resp.ControllerID = n.activeControllerID()
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
@@ -56,20 +61,41 @@ func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (q
 	return wire.TypeMetadata, &resp, nil
 }
 
-// distinct returns names without repetitions, in first-seen order. A topic
-// named many times is described once: each repetition costs the requester
-// a few bytes and would cost the answer a whole topic description (every
-// partition with its replica and ISR lists).
-func distinct(names []string) []string {
+// metadataTopics returns the distinct names a Metadata request asks for
+// (see distinct), or an error if there are more than wire.MaxMetadataTopics
+// of them or one is longer than any topic name: each name that is no topic
+// is answered with an entry echoing it, and a request of many such names
+// made an answer larger than a frame, built in full before being refused.
+func metadataTopics(names []string) ([]string, error) {
+	for _, name := range names {
+		if len(name) > wire.MaxTopicNameLen {
+			return nil, fmt.Errorf("metadata request names a topic of %d bytes; topic names are at most %d", len(name), wire.MaxTopicNameLen)
+		}
+	}
+	out := distinct(names, wire.MaxMetadataTopics)
+	if len(out) > wire.MaxMetadataTopics {
+		return nil, fmt.Errorf("metadata request names more than %d distinct topics; ask for all (none named) or fewer", wire.MaxMetadataTopics)
+	}
+	return out, nil
+}
+
+// distinct returns names without repetitions, in first-seen order, stopping
+// after max+1. A topic named many times is described once: each repetition
+// costs the requester a few bytes and would cost the answer a whole topic
+// description (every partition with its replica and ISR lists).
+func distinct(names []string, max int) []string {
 	if len(names) < 2 {
 		return names
 	}
-	seen := make(map[string]struct{}, len(names))
+	seen := make(map[string]struct{}, min(len(names), max+1))
 	out := names[:0:0]
 	for _, name := range names {
 		if _, dup := seen[name]; !dup {
 			seen[name] = struct{}{}
 			out = append(out, name)
+			if len(out) > max {
+				break
+			}
 		}
 	}
 	return out

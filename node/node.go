@@ -48,8 +48,7 @@ type Node struct {
 	ctrl   *controller.Controller // nil on broker-only nodes
 	broker *broker.Broker
 
-	pidMu sync.Mutex
-	pids  producerIDs
+	pids producerIDs
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -96,6 +95,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:        make(chan struct{}),
 	}
 	n.mu.applied = map[partKey]broker.PartitionState{}
+	n.pids.allocate = n.allocateProducerIDs
 	rctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	ok := false

@@ -93,3 +93,76 @@ func TestEndpointFramesCarryTheDecodeBudget(t *testing.T) {
 		t.Fatal("response frame without the endpoint's decode budget")
 	}
 }
+
+// The budget is granted in arrival order: a decode of the whole budget
+// waiting for the decodes in progress is not overtaken by later, smaller
+// ones that would fit in what is free (a hostile peer can start those
+// without end, and the large one would wait as long).
+func TestDecodeBudgetIsFirstComeFirstServed(t *testing.T) {
+	const capacity = 10_000
+	b := newDecodeBudget(capacity)
+	held := b.acquire(6_000) // a decode in progress
+	var order []string
+	var mu sync.Mutex
+	got := func(name string) {
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+	}
+	large, small := make(chan int, 1), make(chan int, 1)
+	go func() {
+		n := b.acquire(capacity)
+		got("large")
+		large <- n
+	}()
+	waitUntil(t, "the large decode to wait", func() bool { return b.queued() == 1 })
+	go func() {
+		n := b.acquire(4_000) // fits in what is free, but arrived later
+		got("small")
+		small <- n
+	}()
+	waitUntil(t, "the small decode to wait or go ahead", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return b.queued() == 2 || len(order) > 0
+	})
+	b.release(held)
+	waitUntil(t, "a waiting decode to be granted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) > 0
+	})
+	mu.Lock()
+	first := order[0]
+	mu.Unlock()
+	if first != "large" {
+		t.Fatalf("the %s decode, which came second, was granted first", first)
+	}
+	b.release(recvInt(t, large, "the large decode"))
+	b.release(recvInt(t, small, "the small decode"))
+	if all := b.acquire(capacity); all != capacity {
+		t.Fatalf("after every release acquire(%d) took %d", capacity, all)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func recvInt(t *testing.T, c <-chan int, what string) int {
+	t.Helper()
+	select {
+	case n := <-c:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		return 0
+	}
+}

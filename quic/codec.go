@@ -59,36 +59,53 @@ func (f Frame) decode(v any, alias bool) error {
 // the budget, the frames decoding at once hold at most its capacity
 // (MaxListItems) elements, plus fewer than budgetExempt per frame: small
 // frames, the usual case, never wait. Waiting is bounded: the budget is
-// held only while decoding, which never blocks on anything else.
+// held only while decoding, which never blocks on anything else, and it is
+// granted first come, first served, so a large decode waits only for the
+// decodes ahead of it, never for an endless stream of smaller ones that
+// would each fit in what is free (a hostile peer's, say).
 type decodeBudget struct {
-	mu    sync.Mutex
-	freed sync.Cond
-	avail int
-	max   int
+	max int
+	mu  struct {
+		sync.Mutex
+		avail   int
+		waiting []*budgetWaiter // in arrival order; the first is served first
+	}
+}
+
+// budgetWaiter is one acquire waiting for n elements; ready is closed once
+// they are its.
+type budgetWaiter struct {
+	n     int
+	ready chan struct{}
 }
 
 // budgetExempt is the element count below which a decode takes no budget.
 const budgetExempt = 1024
 
 func newDecodeBudget(n int) *decodeBudget {
-	b := &decodeBudget{avail: n, max: n}
-	b.freed.L = &b.mu
+	b := &decodeBudget{max: n}
+	b.mu.avail = n
 	return b
 }
 
-// acquire waits until n elements (at most the capacity) are free and takes
-// them; it returns what it took, for release. A nil budget takes nothing.
+// acquire waits until n elements (at most the capacity) are free and no
+// earlier acquire is waiting, and takes them; it returns what it took, for
+// release. A nil budget takes nothing.
 func (b *decodeBudget) acquire(n int) int {
 	if b == nil || n < budgetExempt {
 		return 0
 	}
 	n = min(n, b.max)
 	b.mu.Lock()
-	for b.avail < n {
-		b.freed.Wait()
+	if len(b.mu.waiting) == 0 && b.mu.avail >= n {
+		b.mu.avail -= n
+		b.mu.Unlock()
+		return n
 	}
-	b.avail -= n
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	b.mu.waiting = append(b.mu.waiting, w)
 	b.mu.Unlock()
+	<-w.ready
 	return n
 }
 
@@ -97,9 +114,28 @@ func (b *decodeBudget) release(n int) {
 		return
 	}
 	b.mu.Lock()
-	b.avail += n
+	b.mu.avail += n
+	b.grantLocked()
 	b.mu.Unlock()
-	b.freed.Broadcast()
+}
+
+// grantLocked hands free elements to the waiters in order, stopping at the
+// first that does not fit.
+func (b *decodeBudget) grantLocked() {
+	for len(b.mu.waiting) > 0 && b.mu.waiting[0].n <= b.mu.avail {
+		w := b.mu.waiting[0]
+		b.mu.waiting[0] = nil
+		b.mu.waiting = b.mu.waiting[1:]
+		b.mu.avail -= w.n
+		close(w.ready)
+	}
+}
+
+// queued is the number of acquires waiting (tests).
+func (b *decodeBudget) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.mu.waiting)
 }
 
 type decoder struct {

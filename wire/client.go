@@ -6,9 +6,20 @@ package wire
 // large ones without copying and can decode them in place.
 
 // MetadataRequest asks for brokers and the partitions of Topics (all if empty).
+// A request naming more than MaxMetadataTopics distinct topics, or a name
+// longer than MaxTopicNameLen, is refused whole with InvalidRequest.
 type MetadataRequest struct {
 	Topics []string `msgpack:"topics"`
 }
+
+// Limits on a MetadataRequest's topic names. With them, the answer for
+// names that are no topic (each echoed with its error) stays far below the
+// frame limit: MaxMetadataTopics * (MaxTopicNameLen + ~50 bytes) is under
+// 3 MiB. Clients ask for all topics or one.
+const (
+	MaxMetadataTopics = 10_000
+	MaxTopicNameLen   = 249 // as for a topic's own name
+)
 
 // BrokerInfo describes one node.
 type BrokerInfo struct {
@@ -48,6 +59,7 @@ type MetadataResponse struct {
 	MetadataOffset int64           `msgpack:"moff"`
 	Brokers        []BrokerInfo    `msgpack:"brokers"`
 	Topics         []TopicMetadata `msgpack:"topics"`
+	Message        string          `msgpack:"msg,omitempty"` // why Err, if it is set
 }
 
 // CreateTopicRequest may be sent to any node; it is forwarded to the active controller.

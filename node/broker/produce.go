@@ -13,7 +13,9 @@ import (
 const defaultMaxBatchBytes = 16<<20 - 1<<10
 
 // handleProduce appends one batch per listed partition and answers per
-// partition: acks=0 at once, acks=1 once the local fsync policy is met,
+// partition: acks=0 once appended (with its offsets, as for the others:
+// unlike Kafka, which sends no answer at all, so that the producer learns of
+// a refusal such as NotLeader), acks=1 once the local fsync policy is met,
 // acks=all once the HW has passed the batch too. acks=1 and acks=all answer
 // success only if the node has led without a break since the append
 // (NotLeader otherwise).
