@@ -95,3 +95,12 @@ func TestTopicNamedHelp(t *testing.T) {
 		t.Errorf("produce --help: exit %d, stdout %q", code, out)
 	}
 }
+
+// A chaos run with an fsync policy the nodes would refuse is a usage error
+// before any cluster starts.
+func TestChaosRefusesUnknownFsyncPolicy(t *testing.T) {
+	out, errOut, code := runClientCLI(t, nil, "chaos", "--fsync", "sometimes")
+	if code != 2 || out != "" || !strings.Contains(errOut, `unknown fsync policy "sometimes"`) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 naming the policy", code, out, errOut)
+	}
+}

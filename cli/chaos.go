@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/bench/chaos"
+	"paymentlog/segment"
 )
 
 func init() { commands = append(commands, chaosCommand) }
@@ -36,6 +37,7 @@ func chaosCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "per-kind", Value: 20, Usage: "faults of each kind per deck", EnvVars: chaosEnv("PER_KIND")},
 			&ucli.StringFlag{Name: "kinds", Value: "all", Usage: "fault kinds: all or a comma-separated list of kill-node,kill-leader,kill-controller,pause,partition,torn-tail", EnvVars: chaosEnv("KINDS")},
 			&ucli.DurationFlag{Name: "session-timeout", Value: time.Second, Usage: "the nodes' --session-timeout", EnvVars: chaosEnv("SESSION_TIMEOUT")},
+			&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "the nodes' --fsync policy: always, interval=DURATION or never (torn tails then model a power loss that takes acknowledged records from one node)", EnvVars: chaosEnv("FSYNC")},
 			&ucli.IntFlag{Name: "producers", Value: 4, Usage: "idempotent acks=all producers", EnvVars: chaosEnv("PRODUCERS")},
 			&ucli.IntFlag{Name: "consumers", Value: 2, Usage: "continuous consumers", EnvVars: chaosEnv("CONSUMERS")},
 			&ucli.DurationFlag{Name: "interval", Value: 5 * time.Millisecond, Usage: "per producer, time between records", EnvVars: chaosEnv("INTERVAL")},
@@ -58,6 +60,9 @@ func chaosCommand() *ucli.Command {
 					return err
 				}
 			}
+			if _, _, err := segment.ParseSyncPolicy(c.String("fsync")); err != nil {
+				return usageError("chaos --fsync: %v", err)
+			}
 			o := chaosOptions{cfg: chaos.Config{
 				Binary:         bin,
 				Seed:           c.Int64("seed"),
@@ -65,6 +70,7 @@ func chaosCommand() *ucli.Command {
 				PerKind:        c.Int("per-kind"),
 				Kinds:          kinds,
 				SessionTimeout: c.Duration("session-timeout"),
+				Fsync:          c.String("fsync"),
 				Producers:      c.Int("producers"),
 				Consumers:      c.Int("consumers"),
 				Interval:       c.Duration("interval"),

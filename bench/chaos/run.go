@@ -30,11 +30,16 @@ type Config struct {
 	Kinds  []Kind // default every kind (partitions only where network namespaces work)
 	// SessionTimeout is the nodes' --session-timeout; default 1s.
 	SessionTimeout time.Duration
-	Producers      int           // default 4
-	Consumers      int           // default 2
-	Interval       time.Duration // per producer, between records; default 5ms
-	Pad            int           // payload filler bytes; default 64
-	SegmentBytes   int64         // the nodes' --segment-bytes; default 1 MiB (so segments roll)
+	// Fsync is the nodes' --fsync policy (always, interval=DURATION, never);
+	// default always. Torn tails model a power loss on one node: under
+	// interval or never that node may lose acknowledged records, which the
+	// promise covers only because another in-sync replica holds them.
+	Fsync        string
+	Producers    int           // default 4
+	Consumers    int           // default 2
+	Interval     time.Duration // per producer, between records; default 5ms
+	Pad          int           // payload filler bytes; default 64
+	SegmentBytes int64         // the nodes' --segment-bytes; default 1 MiB (so segments roll)
 	// SettleTimeout bounds the wait, after healing, for every replica to be
 	// back in sync and every record resolved; default 90s.
 	SettleTimeout time.Duration
@@ -111,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
-	fmt.Fprintf(out, "chaos: seed=%d kinds=%v per-kind=%d duration=%v session-timeout=%v\n", cfg.Seed, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout)
+	fmt.Fprintf(out, "chaos: seed=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s\n", cfg.Seed, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync)
 
 	opts := localcluster.Options{
 		Binary:  cfg.Binary,
@@ -122,6 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ExtraArgs: []string{
 			"--session-timeout", cfg.SessionTimeout.String(),
 			"--segment-bytes", fmt.Sprint(cfg.SegmentBytes),
+			"--fsync", cfg.Fsync,
 		},
 	}
 	if ns != nil {
@@ -287,6 +293,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.PerKind <= 0 {
 		cfg.PerKind = 20
+	}
+	if cfg.Fsync == "" {
+		cfg.Fsync = "always"
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = time.Second
