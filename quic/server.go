@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	qgo "github.com/quic-go/quic-go"
@@ -76,16 +77,35 @@ func (e *Endpoint) untrackConn(c *qgo.Conn) {
 // serveConn accepts the streams of one connection until it dies.
 func (e *Endpoint) serveConn(conn *qgo.Conn) {
 	defer e.untrackConn(conn)
-	peer := Peer{Addr: conn.RemoteAddr().String(), Name: peerName(conn.ConnectionState().TLS)}
-	e.log.Debug("quic: connection accepted", "peer", peer.Addr, "name", peer.Name)
+	pc := &peerConn{Peer: peerOf(conn.RemoteAddr().String(), conn.ConnectionState().TLS, e.mutualTLS)}
+	e.log.Debug("quic: connection accepted", "peer", pc.Addr, "name", pc.Name, "role", pc.Role, "node_id", pc.NodeID)
 	for {
 		str, err := conn.AcceptStream(context.Background())
 		if err != nil {
-			e.log.Debug("quic: connection ended", "peer", peer.Addr, "err", describe(err))
+			e.log.Debug("quic: connection ended", "peer", pc.Addr, "err", describe(err))
 			return
 		}
-		go e.serveStream(peer, str)
+		go e.serveStream(pc, str)
 	}
+}
+
+// peerConn is an accepted connection's peer, read once at handshake.
+type peerConn struct {
+	Peer
+	refusalLogged atomic.Bool // the first authorization refusal was logged
+}
+
+// authorize applies cfg.Authorize to a stream's first frame under mutual TLS.
+func (e *Endpoint) authorize(pc *peerConn, t FrameType) error {
+	if e.cfg.Authorize == nil || !e.mutualTLS {
+		return nil
+	}
+	err := e.cfg.Authorize(pc.Peer, t)
+	if err != nil && !pc.refusalLogged.Swap(true) {
+		e.log.Warn("quic: request refused by authorization (logged once per connection)", "peer", pc.Addr,
+			"name", pc.Name, "role", pc.Role, "type", uint8(t), "err", err)
+	}
+	return err
 }
 
 // readBufPool holds unary request buffers.
@@ -105,7 +125,8 @@ func putReadBuf(b []byte) {
 
 // serveStream reads the first frame (bounded by FirstFrameTimeout) and hands
 // the stream to the handler registered for its type.
-func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
+func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
+	peer := pc.Peer
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
 	f, err := fr.next()
@@ -119,6 +140,12 @@ func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
 	if uh == nil && sh == nil {
 		e.log.Info("quic: stream with unknown frame type refused", "peer", peer.Addr, "type", uint8(f.Type))
 		refuse(str, StreamCodeProtocol, CodeUnknownType, fmt.Sprintf("unknown frame type %d", f.Type))
+		putReadBuf(fr.buf)
+		return
+	}
+	if err := e.authorize(pc, f.Type); err != nil {
+		code, msg := errorCode(err)
+		refuse(str, StreamCodeDone, code, msg)
 		putReadBuf(fr.buf)
 		return
 	}
