@@ -38,7 +38,9 @@ func mustCertDirs(t *testing.T) (cluster, rogue string) {
 				return IssueCert(certDirs.cluster, "node1", []string{"127.0.0.1", "localhost"}, CertOptions{NodeID: 1})
 			},
 			func() error { return IssueCert(certDirs.cluster, "client", nil, CertOptions{}) },
-			func() error { return IssueCert(certDirs.cluster, "node2", []string{"127.0.0.1"}, CertOptions{NodeID: 2}) },
+			func() error {
+				return IssueCert(certDirs.cluster, "node2", []string{"127.0.0.1"}, CertOptions{NodeID: 2})
+			},
 			func() error { return InitCA(certDirs.rogue, CertOptions{}) },
 			func() error { return IssueCert(certDirs.rogue, "client", nil, CertOptions{}) },
 			func() error { return IssueCert(certDirs.rogue, "node1", []string{"127.0.0.1"}, CertOptions{}) },
