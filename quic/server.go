@@ -136,16 +136,18 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 		return
 	}
 	_ = str.SetReadDeadline(time.Time{})
+	// Authorization comes first: a refused peer learns nothing about
+	// which handlers exist.
+	if err := e.authorize(pc, f.Type); err != nil {
+		code, msg := errorCode(err)
+		refuse(str, StreamCodeDone, code, msg)
+		putReadBuf(fr.buf)
+		return
+	}
 	uh, sh := e.handlers.lookup(f.Type)
 	if uh == nil && sh == nil {
 		e.log.Info("quic: stream with unknown frame type refused", "peer", peer.Addr, "type", uint8(f.Type))
 		refuse(str, StreamCodeProtocol, CodeUnknownType, fmt.Sprintf("unknown frame type %d", f.Type))
-		putReadBuf(fr.buf)
-		return
-	}
-	if err := e.authorize(pc, f.Type); err != nil {
-		code, msg := errorCode(err)
-		refuse(str, StreamCodeDone, code, msg)
 		putReadBuf(fr.buf)
 		return
 	}
