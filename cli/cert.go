@@ -98,8 +98,61 @@ func certCommand() *ucli.Command {
 					return runCertIssue(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
+			{
+				Name:      "check",
+				Usage:     "print the role a certificate carries; with --node-id, exit 1 unless it is a node certificate for that node",
+				UsageText: "paymentlog cert check --dir DIR --name NAME [--node-id N]",
+				Flags: []ucli.Flag{
+					certDirFlag(),
+					&ucli.StringFlag{Name: "name", Usage: "certificate name, e.g. node1 or client", EnvVars: envVar("CERT_NAME")},
+					&ucli.IntFlag{Name: "node-id", Usage: "require a node certificate for this node id", EnvVars: envVar("CERT_NODE_ID")},
+				},
+				Action: func(c *ucli.Context) error {
+					name := c.String("name")
+					switch {
+					case c.NArg() == 1 && name == "":
+						name = c.Args().First()
+					case c.NArg() > 0:
+						return usageError("cert check takes no arguments besides flags (usage: %s)", c.Command.UsageText)
+					}
+					if name == "" {
+						return usageError("missing --name (usage: %s)", c.Command.UsageText)
+					}
+					nodeID, err := certNodeID("", c.IsSet("node-id"), c.Int("node-id"))
+					if err != nil {
+						return err
+					}
+					return runCertCheck(c.Context, certCheckOptions{dir: c.String("dir"), name: name, nodeID: nodeID}, c.App.Writer)
+				},
+			},
 		},
 	}
+}
+
+// certCheckOptions are the flags of `paymentlog cert check`.
+type certCheckOptions struct {
+	dir    string
+	name   string
+	nodeID int32 // > 0: require a node certificate for this id
+}
+
+// runCertCheck prints the certificate's role; with a node id it fails,
+// naming the fix, unless the certificate is that node's (what node start
+// checks). scripts/cluster.sh uses it to re-issue node certificates made by
+// builds older than roles.
+func runCertCheck(_ context.Context, o certCheckOptions, stdout io.Writer) error {
+	tc := quic.TLSConfig{Dir: o.dir, Name: o.name}
+	if o.nodeID > 0 {
+		if err := quic.CheckNodeCertificate(tc, o.nodeID); err != nil {
+			return err
+		}
+	}
+	id, err := quic.LoadIdentity(tc)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %s\n", filepath.Join(o.dir, o.name+".crt"), id)
+	return err
 }
 
 // certNodeID turns cert issue's --role and --node-id into the node id to

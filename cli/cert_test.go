@@ -160,6 +160,40 @@ func TestNodeStartRefusesClientCertificate(t *testing.T) {
 	}
 }
 
+// cert check prints the role and, with --node-id, fails unless the
+// certificate is that node's (scripts/cluster.sh re-issues on failure).
+func TestCertCheck(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "--dir", dir},
+		{"issue", "--dir", dir, "--name", "node1", "--node-id", "1"},
+		{"issue", "--dir", dir, "--name", "client"},
+	} {
+		if code, _, errs := runCLI(t, append([]string{"cert"}, args...)...); code != 0 {
+			t.Fatalf("%v: %s", args, errs)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--name", "node1"}, 0, "node certificate for node 1"},
+		{[]string{"--name", "node1", "--node-id", "1"}, 0, "node certificate for node 1"},
+		{[]string{"client"}, 0, "client certificate"},
+		{[]string{"--name", "node1", "--node-id", "2"}, 1, "--name node1 --node-id 2 --force"},
+		{[]string{"--name", "client", "--node-id", "1"}, 1, "--name client --node-id 1 --force"},
+		{[]string{"--name", "missing"}, 1, "missing.crt"},
+		{[]string{"--name", "node1", "--node-id", "0"}, 2, "--node-id"},
+		{nil, 2, "--name"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"cert", "check", "--dir", dir}, c.args...)...)
+		if code != c.code || !strings.Contains(out+errs, c.want) || (code != 0 && strings.Count(errs, "\n") != 1) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", c.args, code, out, errs, c.code, c.want)
+		}
+	}
+}
+
 func TestCertFlagsFromEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PAYMENTLOG_CERT_DIR", dir)
