@@ -1,11 +1,33 @@
 package quic
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 func TestNodeOnly(t *testing.T) {
 	const nodeType, clientType FrameType = 21, 6
@@ -67,7 +89,9 @@ func TestPeerCheckNodeID(t *testing.T) {
 // keeps serving its other requests, and a node certificate gets through.
 func TestAuthorizerRefusesClientCertificate(t *testing.T) {
 	cluster, _ := mustCertDirs(t)
-	srv := mustServe(t, Config{TLS: TLSConfig{Dir: cluster, Name: "node1"}, Authorize: NodeOnly(typeSession, typeFail)})
+	var logs lockedBuffer
+	srv := mustServe(t, Config{TLS: TLSConfig{Dir: cluster, Name: "node1"}, Authorize: NodeOnly(typeSession, typeFail),
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	ran := make(chan Peer, 10)
 	srv.Handle(typeFail, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
 		ran <- p
@@ -97,6 +121,14 @@ func TestAuthorizerRefusesClientCertificate(t *testing.T) {
 	var m echoMsg
 	if err := cli.Call(ctx, srv.Addr(), typeEcho, echoMsg{N: 7}, &m); err != nil || m.N != 7 {
 		t.Fatalf("client request after a refusal: %v %+v", err, m)
+	}
+
+	// Two refusals on one connection: one warning naming the peer.
+	if got := strings.Count(logs.String(), "cluster authorization failed (logged once"); got != 1 {
+		t.Fatalf("%d refusal warnings for one connection, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "name=client") {
+		t.Fatalf("the warning does not name the peer's certificate:\n%s", logs.String())
 	}
 
 	node := mustClient(t, Config{TLS: TLSConfig{Dir: cluster, Name: "node2"}})

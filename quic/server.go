@@ -101,11 +101,22 @@ func (e *Endpoint) authorize(pc *peerConn, t FrameType) error {
 		return nil
 	}
 	err := e.cfg.Authorize(pc.Peer, t)
-	if err != nil && !pc.refusalLogged.Swap(true) {
-		e.log.Warn("quic: request refused by authorization (logged once per connection)", "peer", pc.Addr,
-			"name", pc.Name, "role", pc.Role, "type", uint8(t), "err", err)
+	if err != nil {
+		e.noteRefusal(pc, t, err)
 	}
 	return err
+}
+
+// noteRefusal logs, at warn and once per connection, a request refused by
+// the Authorizer or by a handler's identity check (an error matching
+// ErrClusterAuthorizationFailed): a misconfigured or hostile peer would
+// otherwise fill the log, and once says what is wrong.
+func (e *Endpoint) noteRefusal(pc *peerConn, t FrameType, err error) {
+	if pc.refusalLogged.Swap(true) {
+		return
+	}
+	e.log.Warn("quic: request refused: cluster authorization failed (logged once per connection)", "peer", pc.Addr,
+		"name", pc.Name, "role", pc.Role, "node_id", pc.NodeID, "type", uint8(t), "err", err)
 }
 
 // readBufPool holds unary request buffers.
@@ -158,10 +169,10 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 	}
 	defer e.active.done()
 	if uh != nil {
-		e.serveUnary(peer, str, f, uh, func() { putReadBuf(fr.buf) })
+		e.serveUnary(pc, str, f, uh, func() { putReadBuf(fr.buf) })
 		return
 	}
-	e.serveSession(peer, str, f, sh, fr)
+	e.serveSession(pc, str, f, sh, fr)
 }
 
 // rejectStream answers a stream whose first frame could not be read.
@@ -227,7 +238,8 @@ func errorCode(err error) (uint16, string) {
 // release frees req's buffer; it is called once the response is written,
 // before waiting for the FIN, so a held stream does not also hold the
 // request's bytes.
-func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
+func (e *Endpoint) serveUnary(pc *peerConn, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
+	peer := pc.Peer
 	respType, resp, herr := h(str.Context(), peer, req)
 	abandoned := false
 	var done func()
@@ -236,6 +248,9 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 	}
 	if herr != nil {
 		code, msg := errorCode(herr)
+		if code == CodeClusterAuthorizationFailed {
+			e.noteRefusal(pc, req.Type, herr)
+		}
 		writeErrorAndClose(str, code, msg)
 	} else {
 		enc := getEncoder()
@@ -309,15 +324,18 @@ func writeErrorAndClose(str *qgo.Stream, code uint16, msg string) {
 }
 
 // serveSession hands the stream to h and closes it when h returns.
-func (e *Endpoint) serveSession(peer Peer, str *qgo.Stream, first Frame, h SessionHandler, fr frameReader) {
-	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
+func (e *Endpoint) serveSession(pc *peerConn, str *qgo.Stream, first Frame, h SessionHandler, fr frameReader) {
+	s := newSession(str, pc.Peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
 	ctx, cancel := context.WithCancel(e.sessCtx)
 	stop := context.AfterFunc(str.Context(), cancel)
-	err := h(ctx, peer, first, s)
+	err := h(ctx, pc.Peer, first, s)
 	stop()
 	cancel()
 	if err != nil {
 		code, msg := errorCode(err)
+		if code == CodeClusterAuthorizationFailed {
+			e.noteRefusal(pc, first.Type, err)
+		}
 		s.closeWithError(code, msg)
 		return
 	}

@@ -23,7 +23,6 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 		return err
 	}
 	if err := peer.CheckNodeID("follower id", open.FollowerID); err != nil {
-		b.log.Warn("replica fetch session refused", "follower", open.FollowerID, "addr", peer.Addr, "err", err)
 		return err
 	}
 	lg := b.log.With("follower", open.FollowerID)
