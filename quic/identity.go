@@ -117,9 +117,10 @@ func IdentityOf(cert *x509.Certificate) Identity {
 }
 
 // parseNodeURI parses paymentlog:node:<id>, id in 1..2^31-1 written in
-// canonical decimal (no sign, no leading zeros).
+// canonical decimal (no sign, no leading zeros): the only accepted spelling
+// of a node id is NodeURI's (FuzzNodeURI checks).
 func parseNodeURI(u *url.URL) (int32, bool) {
-	if u.Opaque == "" || u.Host != "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if u.Scheme != uriScheme || u.Opaque == "" || u.Host != "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return 0, false
 	}
 	s, ok := strings.CutPrefix(u.Opaque, nodeURIPrefix)

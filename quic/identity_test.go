@@ -107,3 +107,29 @@ func TestCheckNodeCertificate(t *testing.T) {
 		t.Fatalf("missing certificate: %v", err)
 	}
 }
+
+// FuzzNodeURI: a URI SAN accepted as a node identity is exactly the
+// canonical paymentlog:node:<id> of its id, so no two spellings name one
+// node and nothing else is read as a node.
+func FuzzNodeURI(f *testing.F) {
+	for _, s := range []string{"paymentlog:node:1", "paymentlog:node:2147483647", "paymentlog:node:01",
+		"paymentlog:node:-1", "paymentlog:node:1?x", "PAYMENTLOG:node:1", "paymentlog:node:1#f", "paymentlog://node/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return
+		}
+		id, ok := parseNodeURI(u)
+		if !ok {
+			return
+		}
+		if id <= 0 {
+			t.Fatalf("%q: node id %d", s, id)
+		}
+		if got := NodeURI(id).String(); u.Scheme != uriScheme || got != u.String() {
+			t.Fatalf("%q (scheme %q) accepted as node %d, whose URI is %q", s, u.Scheme, id, got)
+		}
+	})
+}
