@@ -134,8 +134,9 @@ func putReadBuf(b []byte) {
 	readBufPool.Put(&b)
 }
 
-// serveStream reads the first frame (bounded by FirstFrameTimeout) and hands
-// the stream to the handler registered for its type.
+// serveStream reads the first frame (bounded by FirstFrameTimeout), asks the
+// Authorizer (under mutual TLS) and hands the stream to the handler
+// registered for its type.
 func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 	peer := pc.Peer
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: getReadBuf()}
