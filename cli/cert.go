@@ -72,7 +72,7 @@ func certCommand() *ucli.Command {
 				Flags: []ucli.Flag{
 					certDirFlag(),
 					&ucli.StringFlag{Name: "name", Usage: "certificate name and common name, e.g. node1 or client", EnvVars: envVar("CERT_NAME")},
-					&ucli.IntFlag{Name: "node-id", Usage: "issue a node certificate for this node id (what `node start --id` says); without it, a client certificate", EnvVars: envVar("CERT_NODE_ID")},
+					&ucli.IntFlag{Name: "node-id", Usage: "issue a node certificate for this node id (the node's --id); without it, a client certificate", EnvVars: envVar("CERT_NODE_ID")},
 					&ucli.StringFlag{Name: "role", Usage: "node | client (default: node with --node-id, else client)", EnvVars: envVar("CERT_ROLE")},
 					&ucli.StringFlag{Name: "host", Value: "127.0.0.1,localhost", Usage: "comma-separated IP addresses and DNS names the certificate is valid for", EnvVars: envVar("CERT_HOST")},
 					&ucli.IntFlag{Name: "days", Value: int(quic.DefaultCertValidity / (24 * time.Hour)), Usage: "validity in days", EnvVars: envVar("CERT_DAYS")},
