@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -24,11 +25,12 @@ type certInitOptions struct {
 
 // certIssueOptions are the flags of `paymentlog cert issue`.
 type certIssueOptions struct {
-	dir   string
-	name  string
-	hosts []string
-	days  int
-	force bool
+	dir    string
+	name   string
+	hosts  []string
+	days   int
+	force  bool
+	nodeID int32 // > 0: a node certificate for this node id; 0: a client certificate
 }
 
 func certDirFlag() ucli.Flag {
@@ -63,12 +65,15 @@ func certCommand() *ucli.Command {
 				},
 			},
 			{
-				Name:      "issue",
-				Usage:     "issue a certificate signed by the cluster CA, valid as server and client: DIR/NAME.crt, DIR/NAME.key",
-				UsageText: "paymentlog cert issue --dir DIR --name NAME [--host 127.0.0.1,localhost] [--days 1825] [--force]",
+				Name: "issue",
+				Usage: "issue a certificate signed by the cluster CA, valid as server and client: DIR/NAME.crt, DIR/NAME.key; " +
+					"with --node-id N a node certificate (may send node-to-node requests, as node N only), else a client certificate",
+				UsageText: "paymentlog cert issue --dir DIR --name NAME [--node-id N | --role client] [--host 127.0.0.1,localhost] [--days 1825] [--force]",
 				Flags: []ucli.Flag{
 					certDirFlag(),
 					&ucli.StringFlag{Name: "name", Usage: "certificate name and common name, e.g. node1 or client", EnvVars: envVar("CERT_NAME")},
+					&ucli.IntFlag{Name: "node-id", Usage: "issue a node certificate for this node id (the node's --id); without it, a client certificate", EnvVars: envVar("CERT_NODE_ID")},
+					&ucli.StringFlag{Name: "role", Usage: "node | client (default: node with --node-id, else client)", EnvVars: envVar("CERT_ROLE")},
 					&ucli.StringFlag{Name: "host", Value: "127.0.0.1,localhost", Usage: "comma-separated IP addresses and DNS names the certificate is valid for", EnvVars: envVar("CERT_HOST")},
 					&ucli.IntFlag{Name: "days", Value: int(quic.DefaultCertValidity / (24 * time.Hour)), Usage: "validity in days", EnvVars: envVar("CERT_DAYS")},
 					certForceFlag(),
@@ -84,13 +89,95 @@ func certCommand() *ucli.Command {
 					if name == "" {
 						return usageError("missing --name (usage: %s)", c.Command.UsageText)
 					}
+					nodeID, err := certNodeID(c.String("role"), c.IsSet("node-id"), c.Int("node-id"))
+					if err != nil {
+						return err
+					}
 					opts := certIssueOptions{dir: c.String("dir"), name: name, hosts: splitList(c.String("host")),
-						days: c.Int("days"), force: c.Bool("force")}
+						days: c.Int("days"), force: c.Bool("force"), nodeID: nodeID}
 					return runCertIssue(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+				},
+			},
+			{
+				Name:      "check",
+				Usage:     "print the role a certificate carries; with --node-id, exit 1 unless it is a node certificate for that node",
+				UsageText: "paymentlog cert check --dir DIR --name NAME [--node-id N]",
+				Flags: []ucli.Flag{
+					certDirFlag(),
+					&ucli.StringFlag{Name: "name", Usage: "certificate name, e.g. node1 or client", EnvVars: envVar("CERT_NAME")},
+					&ucli.IntFlag{Name: "node-id", Usage: "require a node certificate for this node id", EnvVars: envVar("CERT_NODE_ID")},
+				},
+				Action: func(c *ucli.Context) error {
+					name := c.String("name")
+					switch {
+					case c.NArg() == 1 && name == "":
+						name = c.Args().First()
+					case c.NArg() > 0:
+						return usageError("cert check takes no arguments besides flags (usage: %s)", c.Command.UsageText)
+					}
+					if name == "" {
+						return usageError("missing --name (usage: %s)", c.Command.UsageText)
+					}
+					nodeID, err := certNodeID("", c.IsSet("node-id"), c.Int("node-id"))
+					if err != nil {
+						return err
+					}
+					return runCertCheck(c.Context, certCheckOptions{dir: c.String("dir"), name: name, nodeID: nodeID}, c.App.Writer)
 				},
 			},
 		},
 	}
+}
+
+// certCheckOptions are the flags of `paymentlog cert check`.
+type certCheckOptions struct {
+	dir    string
+	name   string
+	nodeID int32 // > 0: require a node certificate for this id
+}
+
+// runCertCheck prints the certificate's role; with a node id it fails,
+// naming the fix, unless the certificate is that node's (what node start
+// checks). scripts/cluster.sh uses it to re-issue node certificates made by
+// builds older than roles.
+func runCertCheck(_ context.Context, o certCheckOptions, stdout io.Writer) error {
+	tc := quic.TLSConfig{Dir: o.dir, Name: o.name}
+	if o.nodeID > 0 {
+		if err := quic.CheckNodeCertificate(tc, o.nodeID); err != nil {
+			return err
+		}
+	}
+	id, err := quic.LoadIdentity(tc)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %s\n", filepath.Join(o.dir, o.name+".crt"), id)
+	return err
+}
+
+// certNodeID turns cert issue's --role and --node-id into the node id to
+// issue for (0: a client certificate), or a usage error.
+func certNodeID(role string, idSet bool, id int) (int32, error) {
+	if idSet && (id <= 0 || id > math.MaxInt32) {
+		return 0, usageError("--node-id must be a node id (1 to %d), got %d", math.MaxInt32, id)
+	}
+	switch role {
+	case "":
+	case "node":
+		if !idSet {
+			return 0, usageError("--role node needs --node-id N (the node's --id)")
+		}
+	case "client":
+		if idSet {
+			return 0, usageError("--role client takes no --node-id (a client certificate names no node)")
+		}
+	default:
+		return 0, usageError("--role must be node or client, got %q", role)
+	}
+	if !idSet {
+		return 0, nil
+	}
+	return int32(id), nil
 }
 
 func splitList(s string) []string {
@@ -128,10 +215,14 @@ func runCertIssue(_ context.Context, o certIssueOptions, stdout, _ io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := quic.IssueCert(o.dir, o.name, o.hosts, quic.CertOptions{Validity: v, Force: o.force}); err != nil {
+	if err := quic.IssueCert(o.dir, o.name, o.hosts, quic.CertOptions{Validity: v, Force: o.force, NodeID: o.nodeID}); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "issued %s: %s %s (hosts: %s)\n", o.name,
+	kind := quic.Identity{Role: quic.RoleClient}
+	if o.nodeID > 0 {
+		kind = quic.Identity{Role: quic.RoleNode, NodeID: o.nodeID}
+	}
+	_, err = fmt.Fprintf(stdout, "issued %s, a %s: %s %s (hosts: %s)\n", o.name, kind,
 		filepath.Join(o.dir, o.name+".crt"), filepath.Join(o.dir, o.name+".key"), strings.Join(o.hosts, ","))
 	return err
 }

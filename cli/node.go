@@ -40,7 +40,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "data-dir", Usage: "data directory", EnvVars: envs("DATA_DIR")},
 				&ucli.StringFlag{Name: "controllers", Usage: "controller quorum: id@host:port,...", EnvVars: envs("CONTROLLERS")},
 				&ucli.StringFlag{Name: "metrics-addr", Usage: "HTTP address for /metrics and /debug/pprof (empty: off)", EnvVars: envs("METRICS_ADDR")},
-				&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and <cert-name>.crt/.key (mutual TLS); empty: dev mode", EnvVars: envs("TLS_DIR")},
+				&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and <cert-name>.crt/.key (mutual TLS; a node certificate for --id, from: paymentlog cert issue --node-id ID); empty: dev mode, nothing authenticated or authorized", EnvVars: envs("TLS_DIR")},
 				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},

@@ -151,9 +151,12 @@ func (n *Node) handleDeleteTopic(ctx context.Context, _ quic.Peer, f quic.Frame)
 	return wire.TypeDeleteTopic, &resp, nil
 }
 
-func (n *Node) handleBrokerRegister(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleBrokerRegister(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.BrokerRegisterRequest
 	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if err := peer.CheckNodeID("broker id", req.BrokerID); err != nil {
 		return 0, nil, err
 	}
 	if no, hint := n.noController(); no {
@@ -163,9 +166,12 @@ func (n *Node) handleBrokerRegister(ctx context.Context, _ quic.Peer, f quic.Fra
 	return wire.TypeBrokerRegister, &resp, nil
 }
 
-func (n *Node) handleBrokerHeartbeat(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleBrokerHeartbeat(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.BrokerHeartbeatRequest
 	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if err := peer.CheckNodeID("broker id", req.BrokerID); err != nil {
 		return 0, nil, err
 	}
 	if no, hint := n.noController(); no {
@@ -175,9 +181,12 @@ func (n *Node) handleBrokerHeartbeat(ctx context.Context, _ quic.Peer, f quic.Fr
 	return wire.TypeBrokerHeartbeat, &resp, nil
 }
 
-func (n *Node) handleAlterPartition(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleAlterPartition(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.AlterPartitionRequest
 	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if err := peer.CheckNodeID("broker id", req.BrokerID); err != nil {
 		return 0, nil, err
 	}
 	if no, hint := n.noController(); no {
@@ -187,9 +196,12 @@ func (n *Node) handleAlterPartition(ctx context.Context, _ quic.Peer, f quic.Fra
 	return wire.TypeAlterPartition, &resp, nil
 }
 
-func (n *Node) handleAllocateProducerIDs(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleAllocateProducerIDs(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.AllocateProducerIDsRequest
 	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if err := peer.CheckNodeID("broker id", req.BrokerID); err != nil {
 		return 0, nil, err
 	}
 	if no, hint := n.noController(); no {

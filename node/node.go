@@ -77,6 +77,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkOwnCertificate(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -107,9 +110,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}()
 
 	ep, err := quic.New(ctx, quic.Config{
-		Addr:   cfg.Addr,
-		TLS:    quic.TLSConfig{Dir: cfg.TLSDir, Name: cfg.CertName},
-		Logger: n.log,
+		Addr:      cfg.Addr,
+		TLS:       quic.TLSConfig{Dir: cfg.TLSDir, Name: cfg.CertName},
+		Logger:    n.log,
+		Authorize: clusterAuthorizer(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: listen %s: %w", cfg.Addr, err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,9 @@ type CertOptions struct {
 	Validity time.Duration // DefaultCAValidity / DefaultCertValidity
 	Force    bool          // overwrite existing files
 	Now      func() time.Time
+	// NodeID > 0 makes IssueCert issue a node certificate for that node id;
+	// 0 (the default) a client certificate. See Role for the format.
+	NodeID int32
 }
 
 func (o CertOptions) now() time.Time {
@@ -88,10 +92,15 @@ var certNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // IssueCert issues <name>.crt and <name>.key in dir, signed by the CA there.
 // The certificate is valid both as a server and as a client certificate
 // (mutual TLS), with common name name and the given hosts (IP addresses or
-// DNS names) as subject alternative names.
+// DNS names) as subject alternative names. It carries a role (see Role): a
+// node certificate for opts.NodeID when that is positive, else a client
+// certificate.
 func IssueCert(dir, name string, hosts []string, opts CertOptions) error {
 	if !certNameRE.MatchString(name) || name == "ca" || strings.HasPrefix(name, ".") {
 		return fmt.Errorf("%w: %q", errNoTLSName, name)
+	}
+	if opts.NodeID < 0 {
+		return fmt.Errorf("quic: node id must be positive, got %d", opts.NodeID)
 	}
 	caCert, caKey, err := loadCA(dir)
 	if err != nil {
@@ -111,11 +120,15 @@ func IssueCert(dir, name string, hosts []string, opts CertOptions) error {
 	now := opts.now()
 	tmpl := &x509.Certificate{
 		SerialNumber: randomSerial(),
-		Subject:      pkix.Name{CommonName: name, Organization: []string{"paymentlog"}},
+		Subject:      pkix.Name{CommonName: name, Organization: []string{"paymentlog"}, OrganizationalUnit: []string{ouClient}},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	if opts.NodeID > 0 {
+		tmpl.Subject.OrganizationalUnit = []string{ouNode}
+		tmpl.URIs = []*url.URL{NodeURI(opts.NodeID)}
 	}
 	for _, h := range hosts {
 		h = strings.TrimSpace(h)

@@ -159,7 +159,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 			return nil, opError("open session", addr, err)
 		}
 	}
-	peer := Peer{Addr: addr, Name: peerName(conn.ConnectionState().TLS)}
+	peer := peerOf(addr, conn.ConnectionState().TLS, e.verifiesServers)
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget}
 	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
 	if err := s.write(ctx, parts); err != nil {

@@ -31,6 +31,12 @@ type Config struct {
 	KeepAlivePeriod    time.Duration // default 1s
 	FirstFrameTimeout  time.Duration // default 5s: a stream that never sends its first frame is closed
 	Logger             *slog.Logger  // default slog.Default()
+	// Authorize, when set, vets the first frame of every stream under mutual
+	// TLS (nil, or dev mode: every frame type is allowed). A refused stream
+	// gets an error frame with its error (CodeClusterAuthorizationFailed from
+	// ClusterAuthorizationError); the first refusal on a connection is logged
+	// at warn. See NodeOnly.
+	Authorize Authorizer
 	// ServerTLS and ClientTLS, when set, replace the configurations built from
 	// TLS (tests use them to inject broken ones). NextProtos is left as given.
 	ServerTLS *tls.Config

@@ -79,4 +79,22 @@
 // Without it (dev mode) the endpoint uses an ephemeral self-signed certificate
 // and verifies nothing; it says so once, loudly, in the log. `paymentlog cert`
 // creates the CA and the node and client certificates ([InitCA], [IssueCert]).
+//
+// # Authorization (Kafka's ClusterAction)
+//
+// Every certificate issued by `paymentlog cert issue` carries a role: a node
+// certificate (`--node-id N`: OU "node", URI SAN paymentlog:node:N) or a
+// client certificate (OU "client"); see [Role] for the exact format. The
+// serving side reads it once per connection, at handshake, into
+// [Peer].Role and [Peer].NodeID. Under mutual TLS an endpoint runs
+// Config.Authorize (e.g. [NodeOnly] with the node-to-node frame types) on
+// every stream's first frame before its handler: a refused stream gets an
+// error frame with [CodeClusterAuthorizationFailed] (not retriable; the
+// caller's error matches [ErrClusterAuthorizationFailed]), the first
+// refusal on a connection is logged at warn, and the connection and every
+// other peer are served as before. Where a request names the node it comes
+// from, the handler binds it to the certificate with [Peer.CheckNodeID]. A
+// certificate without a role (issued by an older build) is a client as far
+// as the authorizer is concerned. In dev mode nothing is authenticated, so
+// nothing is authorized: every peer may send everything, as any node.
 package quic

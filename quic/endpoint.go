@@ -11,10 +11,17 @@ import (
 	qgo "github.com/quic-go/quic-go"
 )
 
-// Peer identifies the remote side of a stream.
+// Peer identifies the remote side of a stream. On the serving side the
+// certificate fields are read once per connection, at handshake.
 type Peer struct {
 	Addr string
 	Name string // certificate common name under mutual TLS
+	// Authenticated: the endpoint runs mutual TLS, so the peer's certificate
+	// was verified against the cluster CA and Role/NodeID can be trusted.
+	// False in dev mode, where anyone may claim anything.
+	Authenticated bool
+	Role          Role  // from the certificate (see Role); RoleNone in dev mode
+	NodeID        int32 // with RoleNode: the node id the certificate names
 }
 
 // UnaryHandler answers one request frame with one response. req.Body stays
@@ -79,6 +86,12 @@ type Endpoint struct {
 	// decodeBudget bounds the list elements its frames decode at once.
 	decodeBudget *decodeBudget
 
+	// mutualTLS: accepted peers present a certificate verified against the
+	// cluster CA, so their roles are trusted and cfg.Authorize applies.
+	// verifiesServers: dialed peers' certificates are verified likewise.
+	mutualTLS       bool
+	verifiesServers bool
+
 	// hardCtx is canceled when Shutdown stops waiting; dials derive from it.
 	// sessCtx, the parent of session handlers' contexts, is canceled when
 	// Shutdown begins. Unary handlers' contexts are their streams'.
@@ -125,6 +138,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if cfg.ClientTLS != nil {
 		e.cliTLS = cfg.ClientTLS
 	}
+	e.mutualTLS = e.srvTLS.ClientAuth == tls.RequireAndVerifyClientCert
+	e.verifiesServers = !e.cliTLS.InsecureSkipVerify
 
 	listen := cfg.Addr
 	if listen == "" {

@@ -37,6 +37,10 @@ const (
 	// recovering could leave a lock held or state half updated.
 	CodeInternal uint16 = 6
 	CodeTimeout  uint16 = 7 // the first frame did not arrive in time
+	// CodeClusterAuthorizationFailed: the peer's certificate may not send
+	// this request (a node-to-node frame from a client certificate) or not
+	// as the node it names. Not retriable. See Authorizer.
+	CodeClusterAuthorizationFailed uint16 = 8
 )
 
 // Stream error codes (QUIC RESET_STREAM / STOP_SENDING). Part of the wire format.
@@ -103,6 +107,8 @@ func (e *RemoteError) Is(target error) bool {
 		return target == ErrFrameTooLarge
 	case CodeShuttingDown:
 		return target == ErrServerClosed
+	case CodeClusterAuthorizationFailed:
+		return target == ErrClusterAuthorizationFailed
 	}
 	return false
 }

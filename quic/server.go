@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	qgo "github.com/quic-go/quic-go"
@@ -76,16 +77,46 @@ func (e *Endpoint) untrackConn(c *qgo.Conn) {
 // serveConn accepts the streams of one connection until it dies.
 func (e *Endpoint) serveConn(conn *qgo.Conn) {
 	defer e.untrackConn(conn)
-	peer := Peer{Addr: conn.RemoteAddr().String(), Name: peerName(conn.ConnectionState().TLS)}
-	e.log.Debug("quic: connection accepted", "peer", peer.Addr, "name", peer.Name)
+	pc := &peerConn{Peer: peerOf(conn.RemoteAddr().String(), conn.ConnectionState().TLS, e.mutualTLS)}
+	e.log.Debug("quic: connection accepted", "peer", pc.Addr, "name", pc.Name, "role", pc.Role, "node_id", pc.NodeID)
 	for {
 		str, err := conn.AcceptStream(context.Background())
 		if err != nil {
-			e.log.Debug("quic: connection ended", "peer", peer.Addr, "err", describe(err))
+			e.log.Debug("quic: connection ended", "peer", pc.Addr, "err", describe(err))
 			return
 		}
-		go e.serveStream(peer, str)
+		go e.serveStream(pc, str)
 	}
+}
+
+// peerConn is an accepted connection's peer, read once at handshake.
+type peerConn struct {
+	Peer
+	refusalLogged atomic.Bool // the first authorization refusal was logged
+}
+
+// authorize applies cfg.Authorize to a stream's first frame under mutual TLS.
+func (e *Endpoint) authorize(pc *peerConn, t FrameType) error {
+	if e.cfg.Authorize == nil || !e.mutualTLS {
+		return nil
+	}
+	err := e.cfg.Authorize(pc.Peer, t)
+	if err != nil {
+		e.noteRefusal(pc, t, err)
+	}
+	return err
+}
+
+// noteRefusal logs, at warn and once per connection, a request refused by
+// the Authorizer or by a handler's identity check (an error matching
+// ErrClusterAuthorizationFailed): a misconfigured or hostile peer would
+// otherwise fill the log, and once says what is wrong.
+func (e *Endpoint) noteRefusal(pc *peerConn, t FrameType, err error) {
+	if pc.refusalLogged.Swap(true) {
+		return
+	}
+	e.log.Warn("quic: request refused: cluster authorization failed (logged once per connection)", "peer", pc.Addr,
+		"name", pc.Name, "role", pc.Role, "node_id", pc.NodeID, "type", uint8(t), "err", err)
 }
 
 // readBufPool holds unary request buffers.
@@ -103,9 +134,11 @@ func putReadBuf(b []byte) {
 	readBufPool.Put(&b)
 }
 
-// serveStream reads the first frame (bounded by FirstFrameTimeout) and hands
-// the stream to the handler registered for its type.
-func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
+// serveStream reads the first frame (bounded by FirstFrameTimeout), asks the
+// Authorizer (under mutual TLS) and hands the stream to the handler
+// registered for its type.
+func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
+	peer := pc.Peer
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
 	f, err := fr.next()
@@ -115,6 +148,14 @@ func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
 		return
 	}
 	_ = str.SetReadDeadline(time.Time{})
+	// Authorization comes first: a refused peer learns nothing about
+	// which handlers exist.
+	if err := e.authorize(pc, f.Type); err != nil {
+		code, msg := errorCode(err)
+		refuse(str, StreamCodeDone, code, msg)
+		putReadBuf(fr.buf)
+		return
+	}
 	uh, sh := e.handlers.lookup(f.Type)
 	if uh == nil && sh == nil {
 		e.log.Info("quic: stream with unknown frame type refused", "peer", peer.Addr, "type", uint8(f.Type))
@@ -129,10 +170,10 @@ func (e *Endpoint) serveStream(peer Peer, str *qgo.Stream) {
 	}
 	defer e.active.done()
 	if uh != nil {
-		e.serveUnary(peer, str, f, uh, func() { putReadBuf(fr.buf) })
+		e.serveUnary(pc, str, f, uh, func() { putReadBuf(fr.buf) })
 		return
 	}
-	e.serveSession(peer, str, f, sh, fr)
+	e.serveSession(pc, str, f, sh, fr)
 }
 
 // rejectStream answers a stream whose first frame could not be read.
@@ -198,7 +239,8 @@ func errorCode(err error) (uint16, string) {
 // release frees req's buffer; it is called once the response is written,
 // before waiting for the FIN, so a held stream does not also hold the
 // request's bytes.
-func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
+func (e *Endpoint) serveUnary(pc *peerConn, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
+	peer := pc.Peer
 	respType, resp, herr := h(str.Context(), peer, req)
 	abandoned := false
 	var done func()
@@ -207,6 +249,9 @@ func (e *Endpoint) serveUnary(peer Peer, str *qgo.Stream, req Frame, h UnaryHand
 	}
 	if herr != nil {
 		code, msg := errorCode(herr)
+		if code == CodeClusterAuthorizationFailed {
+			e.noteRefusal(pc, req.Type, herr)
+		}
 		writeErrorAndClose(str, code, msg)
 	} else {
 		enc := getEncoder()
@@ -280,15 +325,18 @@ func writeErrorAndClose(str *qgo.Stream, code uint16, msg string) {
 }
 
 // serveSession hands the stream to h and closes it when h returns.
-func (e *Endpoint) serveSession(peer Peer, str *qgo.Stream, first Frame, h SessionHandler, fr frameReader) {
-	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
+func (e *Endpoint) serveSession(pc *peerConn, str *qgo.Stream, first Frame, h SessionHandler, fr frameReader) {
+	s := newSession(str, pc.Peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
 	ctx, cancel := context.WithCancel(e.sessCtx)
 	stop := context.AfterFunc(str.Context(), cancel)
-	err := h(ctx, peer, first, s)
+	err := h(ctx, pc.Peer, first, s)
 	stop()
 	cancel()
 	if err != nil {
 		code, msg := errorCode(err)
+		if code == CodeClusterAuthorizationFailed {
+			e.noteRefusal(pc, first.Type, err)
+		}
 		s.closeWithError(code, msg)
 		return
 	}

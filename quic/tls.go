@@ -104,7 +104,8 @@ var devWarnOnce sync.Once
 
 func warnDevTLS(log *slog.Logger) {
 	devWarnOnce.Do(func() {
-		log.Warn("!!! TLS DEV MODE: ephemeral self-signed certificate, peers are NOT authenticated; " +
+		log.Warn("!!! TLS DEV MODE: ephemeral self-signed certificate, peers are NOT authenticated and NOT authorized " +
+			"(any peer may send node-to-node requests as any node); " +
 			"create certificates with `paymentlog cert init/issue` and pass --tls-dir for real use !!!")
 	})
 }
@@ -174,12 +175,21 @@ func resetKey(seed []byte, addr string, fixedAddr bool) ([32]byte, error) {
 	return k, err
 }
 
-// peerName returns the common name of the peer's leaf certificate, if any.
-func peerName(st tls.ConnectionState) string {
+// peerOf describes the remote side of a connection: the common name of its
+// leaf certificate and, when the handshake verified that certificate against
+// the cluster CA (authenticated), the role it carries.
+func peerOf(addr string, st tls.ConnectionState, authenticated bool) Peer {
+	p := Peer{Addr: addr, Authenticated: authenticated}
 	if len(st.PeerCertificates) == 0 {
-		return ""
+		return p
 	}
-	return st.PeerCertificates[0].Subject.CommonName
+	leaf := st.PeerCertificates[0]
+	p.Name = leaf.Subject.CommonName
+	if authenticated {
+		id := IdentityOf(leaf)
+		p.Role, p.NodeID = id.Role, id.NodeID
+	}
+	return p
 }
 
 var errNoTLSName = errors.New("quic: certificate name must be 1-64 letters, digits, '.', '_' or '-'")

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// certDirs caches one cluster CA (node1, client) and one foreign CA (rogue)
+// certDirs caches one cluster CA (node1, node2, client) and one foreign CA (rogue)
 // for the whole test binary: key generation is the slow part.
 var certDirs struct {
 	once           sync.Once
@@ -35,9 +35,12 @@ func mustCertDirs(t *testing.T) (cluster, rogue string) {
 		for _, step := range []func() error{
 			func() error { return InitCA(certDirs.cluster, CertOptions{}) },
 			func() error {
-				return IssueCert(certDirs.cluster, "node1", []string{"127.0.0.1", "localhost"}, CertOptions{})
+				return IssueCert(certDirs.cluster, "node1", []string{"127.0.0.1", "localhost"}, CertOptions{NodeID: 1})
 			},
 			func() error { return IssueCert(certDirs.cluster, "client", nil, CertOptions{}) },
+			func() error {
+				return IssueCert(certDirs.cluster, "node2", []string{"127.0.0.1"}, CertOptions{NodeID: 2})
+			},
 			func() error { return InitCA(certDirs.rogue, CertOptions{}) },
 			func() error { return IssueCert(certDirs.rogue, "client", nil, CertOptions{}) },
 			func() error { return IssueCert(certDirs.rogue, "node1", []string{"127.0.0.1"}, CertOptions{}) },

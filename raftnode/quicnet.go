@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 
 	"paymentlog/quic"
@@ -27,13 +28,14 @@ func (q *quicNetwork) Dial(_ context.Context, addr string) (outStream, error) {
 
 func (q *quicNetwork) Listen(h inboundHandler) {
 	q.ep.HandleSession(FrameType, func(ctx context.Context, peer quic.Peer, first quic.Frame, s *quic.Session) error {
-		return serveRaftSession(ctx, first, s, h)
+		return serveRaftSession(ctx, peer, first, s, h)
 	})
 }
 
 // serveRaftSession hands every frame of an inbound raft stream to h, in order,
-// until the stream ends or h rejects a frame.
-func serveRaftSession(ctx context.Context, first quic.Frame, s *quic.Session, h inboundHandler) error {
+// until the stream ends, a frame's sender is not the peer's certificate (see
+// checkSender) or h rejects a frame.
+func serveRaftSession(ctx context.Context, peer quic.Peer, first quic.Frame, s *quic.Session, h inboundHandler) error {
 	fr := first
 	for {
 		if fr.Type != FrameType {
@@ -41,6 +43,9 @@ func serveRaftSession(ctx context.Context, first quic.Frame, s *quic.Session, h 
 		}
 		var f raftFrame
 		if err := fr.Decode(&f); err != nil {
+			return err
+		}
+		if err := checkSender(peer, f.From); err != nil {
 			return err
 		}
 		if err := h(ctx, &f, nil); err != nil {
@@ -54,6 +59,19 @@ func serveRaftSession(ctx context.Context, first quic.Frame, s *quic.Session, h 
 			return err
 		}
 	}
+}
+
+// checkSender binds a raft frame's sender to the peer's certificate: under
+// mutual TLS only node N's certificate may send raft messages from N (every
+// message in a frame has the frame's From: see checkMessage). Without it,
+// any certificate the cluster CA signed could vote, append entries to the
+// metadata log or claim leadership as any controller.
+func checkSender(peer quic.Peer, from uint64) error {
+	id := int32(from)
+	if from > math.MaxInt32 {
+		id = -1 // no node has it; dev mode still lets it through to checkMessage
+	}
+	return peer.CheckNodeID("raft sender", id)
 }
 
 // quicStream opens its session on the first Send (the opening frame must

@@ -6,7 +6,9 @@
 # ./data/nodeN, logs and pid files beside it (./data/nodeN.log, ./data/nodeN.pid),
 # mutual-TLS certificates in ./data/certs.
 #
-#   scripts/cluster.sh up              build ./paymentlog, create certificates (once), start
+#   scripts/cluster.sh up              build ./paymentlog, create certificates (once; node
+#                                      certificates without a node role, from older builds,
+#                                      are re-issued), start
 #                                      the nodes, wait until all 3 are alive, create topic
 #                                      "payments" (3 partitions, RF 3, min ISR 2) if absent
 #   scripts/cluster.sh down            stop every node (SIGTERM: controlled shutdown; SIGKILL
@@ -113,11 +115,21 @@ certs() {
 		"$BIN" cert init --dir "$CERTS" >/dev/null || die "cert init failed"
 	fi
 	local n
-	for n in node1 node2 node3 client; do
-		if [ ! -f "$CERTS/$n.crt" ]; then
-			"$BIN" cert issue --dir "$CERTS" --name "$n" --host "$HOST" >/dev/null || die "cert issue $n failed"
+	for n in $NODES; do
+		if [ ! -f "$CERTS/node$n.crt" ]; then
+			"$BIN" cert issue --dir "$CERTS" --name "node$n" --node-id "$n" --host "$HOST" >/dev/null ||
+				die "cert issue node$n failed"
+		elif ! "$BIN" cert check --dir "$CERTS" --name "node$n" --node-id "$n" >/dev/null 2>&1; then
+			# Issued by a build older than certificate roles (or by hand):
+			# nodes refuse to start without a node certificate for their id.
+			say "re-issuing $CERTS/node$n.crt as a node certificate for node $n (it was not one)"
+			"$BIN" cert issue --dir "$CERTS" --name "node$n" --node-id "$n" --host "$HOST" --force >/dev/null ||
+				die "cert issue node$n failed"
 		fi
 	done
+	if [ ! -f "$CERTS/client.crt" ]; then
+		"$BIN" cert issue --dir "$CERTS" --name client --host "$HOST" >/dev/null || die "cert issue client failed"
+	fi
 }
 
 start() {
@@ -293,6 +305,7 @@ resume)
 restart)
 	check_node "${1:-}"
 	build
+	certs
 	stop "$1"
 	start "$1"
 	wait_alive "$1"

@@ -28,3 +28,20 @@ const (
 	TypeDescribeReplica     = 26 // a replica's log state, for checkers and tests
 	TypeAllocateProducerIDs = 27 // a producer-id block from the active controller
 )
+
+// ClusterActionTypes are the frame types only a node may send (Kafka's
+// ClusterAction): under mutual TLS a node refuses them, with quic's
+// CodeClusterAuthorizationFailed, from a peer whose certificate is not a
+// node certificate; and where a request names the node it comes from
+// (BrokerID, FollowerID, the raft sender) that id must be the certificate's.
+// A client certificate that could send them could rewrite the controller's
+// raft log, fence brokers or shrink ISRs.
+//
+// TypeDescribeReplica is deliberately not one of them: it is read-only, it
+// reveals a replica's offsets and epoch (what Metadata and ListOffsets
+// already tell a client about the leader), and checkers and tests (bench
+// chaos's nemesis) call it with a client certificate.
+var ClusterActionTypes = [...]uint8{
+	TypeReplicaFetch, TypeAlterPartition, TypeBrokerRegister, TypeBrokerHeartbeat,
+	TypeRaftMessage, TypeControlledShutdown, TypeAllocateProducerIDs,
+}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 )
 
-// makeCerts runs `paymentlog cert init` and one `cert issue` per node plus one
-// for the client, in dir.
+// makeCerts runs `paymentlog cert init` and one `cert issue` per node (a node
+// certificate for its id) plus one for the client (a client certificate:
+// the cluster refuses node-to-node requests from it), in dir.
 func (c *Cluster) makeCerts(ctx context.Context, dir string) error {
 	if err := c.runTool(ctx, "cert", "init", "--dir", dir); err != nil {
 		return err
@@ -20,7 +22,7 @@ func (c *Cluster) makeCerts(ctx context.Context, dir string) error {
 		if err != nil {
 			return fmt.Errorf("localcluster: node %d address %q: %w", n.id, n.addr, err)
 		}
-		if err := c.runTool(ctx, "cert", "issue", "--dir", dir, "--name", certName(n.id), "--host", host); err != nil {
+		if err := c.runTool(ctx, "cert", "issue", "--dir", dir, "--name", certName(n.id), "--node-id", strconv.Itoa(int(n.id)), "--host", host); err != nil {
 			return err
 		}
 	}

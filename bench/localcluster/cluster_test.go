@@ -66,8 +66,11 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := os.Stat(c.ClientTLS().Dir + "/node3.crt"); err != nil {
-		t.Fatalf("certificates: %v", err)
+	// Node certificates for their own ids, a client certificate for clients.
+	for name, role := range map[string]string{"node1": "fake node 1", "node3": "fake node 3", "client": "fake client"} {
+		if b, err := os.ReadFile(c.ClientTLS().Dir + "/" + name + ".crt"); err != nil || string(b) != role {
+			t.Fatalf("certificate %s: %q %v, want %q", name, b, err, role)
+		}
 	}
 	if !strings.Contains(strings.Join(c.ClientArgs(), " "), "--cert-name client") {
 		t.Fatalf("client args %v", c.ClientArgs())

@@ -21,7 +21,8 @@ func TestMain(m *testing.M) {
 }
 
 // fakeMain imitates the two commands the Cluster runs: `cert init|issue`
-// writes placeholder files; `node start` prints its arguments and waits for
+// writes placeholder files naming the role ("fake node N" with --node-id N,
+// else "fake client"); `node start` prints its arguments and waits for
 // SIGTERM (exit 0). With $fakeEnv=crash, node 2 exits with status 3 at once.
 func fakeMain(args []string) int {
 	flag := func(name string) string {
@@ -45,7 +46,11 @@ func fakeMain(args []string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		os.WriteFile(filepath.Join(dir, name+".crt"), []byte("fake"), 0o644)
+		role := "fake client"
+		if id := flag("node-id"); id != "" {
+			role = "fake node " + id
+		}
+		os.WriteFile(filepath.Join(dir, name+".crt"), []byte(role), 0o644)
 		return 0
 	case len(args) >= 2 && args[0] == "node" && args[1] == "start":
 		if os.Getenv(fakeEnv) == "crash" && flag("id") == "2" {

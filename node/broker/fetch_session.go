@@ -22,6 +22,9 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 	if err := first.Decode(&open); err != nil {
 		return err
 	}
+	if err := peer.CheckNodeID("follower id", open.FollowerID); err != nil {
+		return err
+	}
 	lg := b.log.With("follower", open.FollowerID)
 	lg.Debug("fetch session opened", "addr", peer.Addr)
 	w := newWaiter()
