@@ -89,12 +89,12 @@ func TestProduceFixedKeyAndPartition(t *testing.T) {
 func TestProduceReportsUnacknowledged(t *testing.T) {
 	fc := startFakeCluster(t)
 	fc.CreateTopic("t", 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
 		}
 		return clienttest.Action{}
-	}
+	})
 	out, errOut, code := runClientCLI(t, strings.NewReader("x\ny\nz\n"), "produce", "t", "--json", "--bootstrap", fc.Bootstrap())
 	if code == 0 {
 		t.Fatal("exit 0 although nothing was acknowledged")

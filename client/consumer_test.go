@@ -194,12 +194,12 @@ func TestHedgedMetadataSkipsDeadNode(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("t", 1)
 	dead := fc.Addrs()[0]
-	fc.Intercept = func(addr string, _ quic.FrameType, _ any) clienttest.Action {
+	fc.SetIntercept(func(addr string, _ quic.FrameType, _ any) clienttest.Action {
 		if addr == dead {
 			return clienttest.Action{Kind: clienttest.Hang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	start := time.Now()
 	if err := c.meta.refresh(testCtx(t)); err != nil {
@@ -224,12 +224,12 @@ func TestConsumeAbandonsFetchToDeadLeader(t *testing.T) {
 	pollN(t, cs, 1)
 	old, _ := fc.Leader("t", 0)
 	dead := fc.Addrs()[old-1]
-	fc.Intercept = func(addr string, _ quic.FrameType, _ any) clienttest.Action {
+	fc.SetIntercept(func(addr string, _ quic.FrameType, _ any) clienttest.Action {
 		if addr == dead {
 			return clienttest.Action{Kind: clienttest.Hang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	if m, err := cs.Poll(testCtx(t)); err != nil || len(m) != 0 { // leaves a fetch hanging at the dead leader
 		t.Fatalf("poll: %v %v", m, err)
 	}
@@ -420,12 +420,12 @@ func TestConsumerEndAcrossNewLeaderWithLaggingHW(t *testing.T) {
 func TestAdminCreateRetriedAfterLostAnswer(t *testing.T) {
 	fc := clienttest.New(3)
 	var dropped atomic.Bool
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeCreateTopic && dropped.CompareAndSwap(false, true) {
 			return clienttest.Action{Kind: clienttest.DropResponse}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	a := c.Admin()
 	ctx := testCtx(t)

@@ -80,12 +80,12 @@ func TestProduceLingerSendsPartialBatch(t *testing.T) {
 func TestProduceReorderedRequestsKeepOrder(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("t", 2)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Delay: time.Duration(rand.IntN(3000)) * time.Microsecond}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 512, Linger: time.Millisecond})
 	if err != nil {
@@ -102,7 +102,7 @@ func TestProduceLostAcksNoDuplicates(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("t", 3)
 	var k atomic.Int64
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty != wire.TypeProduce {
 			return clienttest.Action{}
 		}
@@ -113,7 +113,7 @@ func TestProduceLostAcksNoDuplicates(t *testing.T) {
 			return clienttest.Action{Kind: clienttest.DropRequest}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 1024, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
 	if err != nil {
@@ -132,12 +132,12 @@ func TestProduceLeaderDiesWhileInFlight(t *testing.T) {
 	fc.CreateTopic("t", 1)
 	var dead atomic.Value // address of the dead broker
 	dead.Store("")
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if addr == dead.Load().(string) {
 			return clienttest.Action{Kind: clienttest.Hang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 1024, Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond})
 	if err != nil {
@@ -178,7 +178,7 @@ func TestProduceResendsAtOnceToAMovedLeader(t *testing.T) {
 	old, _ := fc.Leader("t", 0)
 	deadAddr := fc.Addrs()[old-1]
 	reached := make(chan struct{}, 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if addr == deadAddr && ty == wire.TypeProduce {
 			select {
 			case reached <- struct{}{}:
@@ -187,7 +187,7 @@ func TestProduceResendsAtOnceToAMovedLeader(t *testing.T) {
 			return clienttest.Action{Kind: clienttest.Hang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	ctx, p, d := produceFirst(t, c, ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond,
 		RetryBackoff: 30 * time.Second, RetryBackoffMax: 30 * time.Second})
@@ -205,7 +205,7 @@ func TestLeaderCheckDoesNotWaitOnADeadLeader(t *testing.T) {
 	deadAddr := fc.Addrs()[0] // the first bootstrap address: where metadata comes from
 	var dead atomic.Bool
 	reached := make(chan struct{}, 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if addr != deadAddr || !dead.Load() {
 			return clienttest.Action{}
 		}
@@ -216,7 +216,7 @@ func TestLeaderCheckDoesNotWaitOnADeadLeader(t *testing.T) {
 			}
 		}
 		return clienttest.Action{Kind: clienttest.Hang}
-	}
+	})
 	c := newWithCaller(Config{Bootstrap: fc.Addrs(), HedgeDelay: 10 * time.Second, Logger: testLogger(t)}, fc)
 	t.Cleanup(func() { c.Close(context.Background()) })
 	ctx, p, d := produceFirst(t, c, ProducerConfig{Linger: time.Millisecond, LeaderCheckInterval: 20 * time.Millisecond})
@@ -280,7 +280,7 @@ func TestProduceLeaderChangeLosesUnackedBatches(t *testing.T) {
 	armed, swallowed := false, 0
 	var acked int64
 	failedOver := make(chan struct{})
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		mu.Lock()
 		defer mu.Unlock()
 		if ty != wire.TypeProduce || !armed {
@@ -300,7 +300,7 @@ func TestProduceLeaderChangeLosesUnackedBatches(t *testing.T) {
 			}()
 		}
 		return clienttest.Action{Kind: clienttest.DropResponse}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 256, Linger: time.Millisecond, RetryBackoff: 5 * time.Millisecond})
 	if err != nil {
@@ -335,7 +335,7 @@ func TestProduceRetriesRetriableRefusals(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("t", 2)
 	var k atomic.Int64
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty != wire.TypeProduce {
 			return clienttest.Action{}
 		}
@@ -346,7 +346,7 @@ func TestProduceRetriesRetriableRefusals(t *testing.T) {
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.NotLeader}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 512, Linger: time.Millisecond, RetryBackoff: time.Millisecond})
 	if err != nil {
@@ -363,12 +363,12 @@ func TestProduceTerminalErrorFailsOnlyThatBatch(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
 	var once atomic.Bool
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce && once.CompareAndSwap(false, true) {
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.CorruptMessage}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
 	if err != nil {
@@ -512,12 +512,12 @@ func TestProduceRestartsSequenceAtOnceAfterDefinitiveFailure(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
 	var refused atomic.Bool
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce && refused.CompareAndSwap(false, true) {
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.CorruptMessage}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: 2 * time.Second, RetryBackoffMax: 2 * time.Second})
 	if err != nil {
@@ -546,12 +546,12 @@ func TestProduceRestartsSequenceAtOnceAfterDefinitiveFailure(t *testing.T) {
 func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Delay: 2 * time.Millisecond}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
 	if err != nil {
@@ -626,7 +626,7 @@ func produceTwoWrittenThenRefused(t *testing.T, answer clienttest.Action, acks A
 	fc.CreateTopic("t", 1)
 	var reqs atomic.Int64
 	aSent, bSent := make(chan struct{}), make(chan struct{})
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty != wire.TypeProduce {
 			return clienttest.Action{}
 		}
@@ -646,7 +646,7 @@ func produceTwoWrittenThenRefused(t *testing.T, answer clienttest.Action, acks A
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Millisecond, RetryBackoff: time.Millisecond, Acks: acks})
 	if err != nil {
@@ -734,12 +734,12 @@ func TestExpiredBatchesFailInOnePass(t *testing.T) {
 func TestExpiredQueuedBatchesFailWhileOneIsInFlight(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Kind: clienttest.Hang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Hour, DeliveryTimeout: time.Minute, MaxInFlight: 1})
 	if err != nil {
@@ -803,12 +803,12 @@ func TestQueuedBatchDeadlineArmsTimer(t *testing.T) {
 			fc := clienttest.New(1)
 			fc.CreateTopic("t", 1)
 			if tc.hang {
-				fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+				fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 					if ty == wire.TypeProduce {
 						return clienttest.Action{Kind: clienttest.Hang}
 					}
 					return clienttest.Action{}
-				}
+				})
 			} else {
 				fc.SetLeader("t", 0, -1)
 			}

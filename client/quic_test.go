@@ -19,12 +19,12 @@ func TestProduceOverQUICWithFaults(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("t", 3)
 	var k atomic.Int64
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce && k.Add(1)%9 == 4 {
 			return clienttest.Action{Kind: clienttest.DropResponse}
 		}
 		return clienttest.Action{}
-	}
+	})
 	if err := fc.Serve(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"paymentlog/wire"
 )
 
-// Kind is what Intercept decides for one request.
+// Kind is what an InterceptFunc decides for one request.
 type Kind int
 
 const (
@@ -40,7 +40,7 @@ const (
 	HandleThenRefuse
 )
 
-// Action is Intercept's decision.
+// Action is an InterceptFunc's decision.
 type Action struct {
 	Kind  Kind
 	Code  wire.ErrorCode // with Refuse
@@ -52,8 +52,8 @@ var ErrInjected = errors.New("clienttest: injected failure")
 
 // Cluster is a fake cluster. Its exported methods are safe for concurrent use.
 type Cluster struct {
-	// Intercept, if set before use, is consulted for every request.
-	Intercept func(addr string, t quic.FrameType, req any) Action
+	// intercept, set by SetIntercept, is consulted for every request.
+	intercept atomic.Pointer[InterceptFunc]
 	// Logger receives the QUIC endpoints' logs (Serve); default: discarded.
 	Logger *slog.Logger
 
@@ -311,12 +311,28 @@ func assign(dst, src any) error {
 	return nil
 }
 
-// dispatch applies Intercept, then handles the request.
+// InterceptFunc decides what the fake cluster does with one request.
+type InterceptFunc func(addr string, t quic.FrameType, req any) Action
+
+// SetIntercept makes f decide every later request (nil: handle all
+// normally). It is safe while the cluster serves: a plain field written by
+// a test after Serve and read by the server's goroutines is a data race,
+// because the request that follows travels through a socket, which the race
+// detector (and the memory model) does not count as synchronisation.
+func (c *Cluster) SetIntercept(f InterceptFunc) {
+	if f == nil {
+		c.intercept.Store(nil)
+		return
+	}
+	c.intercept.Store(&f)
+}
+
+// dispatch applies the intercept function, then handles the request.
 func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, req any) (any, error) {
 	c.calls[t].Add(1)
 	act := Action{}
-	if c.Intercept != nil {
-		act = c.Intercept(addr, t, req)
+	if f := c.intercept.Load(); f != nil {
+		act = (*f)(addr, t, req)
 	}
 	if act.Delay > 0 {
 		select {
