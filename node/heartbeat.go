@@ -69,7 +69,16 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			ControllerEligible: n.cfg.ControllerEligible(),
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
-			n.log.Debug("register failed", "err", err)
+			var we *wire.Error
+			if errors.As(err, &we) && we.Code == wire.StaleBrokerEpoch {
+				// Our incarnation is older than the registered one: the
+				// clock stepped back and the data directory (which records
+				// the last incarnation) was replaced. Retried until the
+				// clock passes the registered incarnation.
+				n.log.Error("registration refused: incarnation older than the registered one", "incarnation", n.incarnation, "err", err)
+			} else {
+				n.log.Debug("register failed", "err", err)
+			}
 			n.checkSelfFence()
 			return wire.BrokerHeartbeatResponse{}, false
 		}

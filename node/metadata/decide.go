@@ -36,6 +36,14 @@ type RegisterEvent struct {
 // still unfenced first fences the old one (its leaderships move away and it
 // leaves every ISR: the restarted process may have lost unflushed data). The
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
+//
+// Incarnations grow with every process start of a broker (the node derives
+// them from the clock and never reuses a smaller one on the same data
+// directory), so an incarnation older than the registered one is a
+// registration of a process that has been replaced: delayed in the network,
+// or retried by a process that is exiting. It is refused with
+// StaleBrokerEpoch and changes nothing; accepting it would fence the live
+// process and register a dead one.
 func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 	if ev.ID <= 0 {
 		return nil, werr(wire.InvalidRequest, "broker id %d: must be > 0", ev.ID)
@@ -50,6 +58,10 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 				return nil, werr(wire.InvalidRequest, "broker %d incarnation %d is registered at %s", ev.ID, ev.Incarnation, b.Addr)
 			}
 			return nil, nil
+		}
+		if ev.Incarnation < b.Incarnation {
+			return nil, werr(wire.StaleBrokerEpoch, "broker %d incarnation %d is older than the registered %d",
+				ev.ID, ev.Incarnation, b.Incarnation)
 		}
 		out = DecideFence(img, b.ID, b.Incarnation)
 	}
