@@ -247,7 +247,8 @@ func DecideDeleteTopic(img *Image, name string) ([]Record, error) {
 // DecideAlterPartition checks an ISR change asked by a partition leader. It
 // is accepted only from the current incarnation of the current leader, with
 // the current leader epoch and partition epoch; the new ISR must be a subset
-// of the replicas that contains the leader, and members it adds must be live.
+// of the replicas that contains the leader, and members it adds must be live
+// and named in req.Members with their registered incarnation (KIP-903).
 // The ISR is stored in assignment order; the partition epoch is bumped. A
 // request whose ISR is already the current one succeeds with no records (a
 // retry of a committed change).
@@ -281,8 +282,20 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 			req.Topic, req.Partition, req.PartitionEpoch, p.PartitionEpoch)
 	}
 	for _, r := range isr {
-		if !p.InISR(r) && !img.Live(r) {
+		if p.InISR(r) {
+			continue
+		}
+		if !img.Live(r) {
 			return nil, werr(wire.IneligibleReplica, "%s-%d: replica %d is fenced or shutting down", req.Topic, req.Partition, r)
+		}
+		// KIP-903: the leader judged r in sync on the fetches of one
+		// process of r; if that is not the registered incarnation, r has
+		// restarted since, maybe with a shorter log (fsync interval or
+		// never), and must show it is in sync again. Unknown (0) is refused
+		// too: every peer sends the incarnations.
+		if b, _ := img.Broker(r); req.MemberIncarnation(r) != b.Incarnation {
+			return nil, werr(wire.IneligibleReplica, "%s-%d: replica %d was judged in sync on incarnation %d, not the registered %d",
+				req.Topic, req.Partition, r, req.MemberIncarnation(r), b.Incarnation)
 		}
 	}
 	c, _ := changeTo(p, isr, p.Leader)
