@@ -59,6 +59,7 @@ type Node struct {
 		err        error
 		applied    map[partKey]broker.PartitionState // what the broker was last told
 		registered bool
+		staleReg   bool      // the last registration was refused: our incarnation is older than the registered one
 		lastHB     time.Time // last successful heartbeat
 		hbSeq      uint64    // heartbeats started
 		hbApplied  uint64    // the newest heartbeat whose answer was applied
