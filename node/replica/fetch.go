@@ -84,6 +84,12 @@ func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchC
 		p = &progress{leo: -1, lastFetchLeaderLEO: -1}
 		r.followers[f.ReplicaID] = p
 	}
+	if f.Incarnation != 0 && f.Incarnation < p.incarnation {
+		// A replaced process (its fetch delayed, or it is still exiting):
+		// it must not take the place of the newer one it reported before.
+		chk.Code = StaleIncarnation
+		return chk, d
+	}
 	p.fetchedBy(f.Incarnation)
 	if f.FetchOffset < r.logStart {
 		chk.Code = OffsetOutOfRange

@@ -56,6 +56,15 @@ func TestNewIncarnationForgetsFetchState(t *testing.T) {
 	}
 	r.ProposalFailed() // the controller refused it: 8 is registered
 
+	// A late fetch of incarnation 7 (incarnations grow with every start)
+	// is refused and leaves incarnation 8's state alone.
+	if chk, d := fetch(7, 5, 1); chk.Code != StaleIncarnation || d.ProposeISR != nil {
+		t.Fatalf("fetch of the replaced incarnation: %v, proposed %v", chk.Code, d.ProposeISR)
+	}
+	if got := r.FollowerIncarnation(3); got != 8 {
+		t.Fatalf("follower 3's incarnation %d, want 8", got)
+	}
+
 	// Incarnation 8's first fetch diverged (its last batch is of an epoch
 	// we never wrote): nothing of incarnation 7 may remain.
 	chk, _ := fetch(8, 5, 2)
