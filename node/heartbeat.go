@@ -69,7 +69,21 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			ControllerEligible: n.cfg.ControllerEligible(),
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
-			n.log.Debug("register failed", "err", err)
+			var we *wire.Error
+			stale := errors.As(err, &we) && we.Code == wire.StaleBrokerEpoch
+			n.mu.Lock()
+			first := stale && !n.mu.staleReg
+			n.mu.staleReg = stale
+			n.mu.Unlock()
+			if first {
+				// Our incarnation is older than the registered one: the
+				// clock stepped back and the data directory (which records
+				// the last incarnation) was replaced. Retried until the
+				// clock passes the registered incarnation.
+				n.log.Error("registration refused: incarnation older than the registered one; retrying", "incarnation", n.incarnation, "err", err)
+			} else {
+				n.log.Debug("register failed", "err", err)
+			}
 			n.checkSelfFence()
 			return wire.BrokerHeartbeatResponse{}, false
 		}

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,6 +58,7 @@ type Node struct {
 		err        error
 		applied    map[partKey]broker.PartitionState // what the broker was last told
 		registered bool
+		staleReg   bool      // the last registration was refused: our incarnation is older than the registered one
 		lastHB     time.Time // last successful heartbeat
 		hbSeq      uint64    // heartbeats started
 		hbApplied  uint64    // the newest heartbeat whose answer was applied
@@ -90,11 +90,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	inc, err := nextIncarnation(cfg.DataDir, time.Now())
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	n := &Node{
 		lock:        lock,
 		cfg:         cfg,
 		log:         cfg.Logger,
-		incarnation: time.Now().UnixNano()<<8 | int64(rand.IntN(256)),
+		incarnation: inc,
 		done:        make(chan struct{}),
 	}
 	n.mu.applied = map[partKey]broker.PartitionState{}

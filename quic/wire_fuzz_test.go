@@ -43,7 +43,9 @@ func wireSeeds() []any {
 		&wire.FetchResponse{Parts: []wire.FetchPartitionResponse{{Partition: 1, HighWatermark: 10, Records: []byte{1, 2, 3}}}},
 		&wire.ReplicaFetchRequest{MaxWaitMs: 500, Parts: []wire.ReplicaFetchPartition{{Topic: "t", FetchOffset: 7, LastFetchedEpoch: -1}}},
 		&wire.ReplicaFetchResponse{Parts: []wire.ReplicaFetchPartitionResponse{{Topic: "t", DivergingEpoch: -1, Records: make([]byte, 64)}}},
-		&wire.AlterPartitionRequest{BrokerID: 1, Topic: "t", NewISR: []int32{1, 2}},
+		&wire.AlterPartitionRequest{BrokerID: 1, Topic: "t", NewISR: []int32{1, 2},
+			Members: []wire.ISRMember{{BrokerID: 2, Incarnation: 1795998087883425915}}},
+		&wire.ReplicaFetchOpen{FollowerID: 2, Incarnation: 1795998087883425915},
 		&wire.BrokerHeartbeatRequest{BrokerID: 2, Incarnation: 99, MetadataOffset: 812},
 	}
 }

@@ -3,6 +3,9 @@ package wire
 // Node-to-node messages.
 
 // ReplicaFetchOpen opens a follower fetch session (frame TypeReplicaFetch).
+// Incarnation is the follower's registered incarnation (its broker epoch):
+// the leader forgets what an earlier process of the follower fetched and
+// names the incarnation when it proposes the follower's return to the ISR.
 type ReplicaFetchOpen struct {
 	FollowerID  int32 `msgpack:"follower"`
 	Incarnation int64 `msgpack:"inc"`
@@ -47,15 +50,43 @@ type ReplicaFetchPartitionResponse struct {
 }
 
 // AlterPartitionRequest asks the controller to change an ISR.
+//
+// Members carries, for the followers in NewISR, the incarnation of the
+// broker process whose fetches the leader judged in sync (KIP-903's broker
+// epochs). The controller adds a replica to the ISR only if Members names
+// its currently registered incarnation: a follower that restarted with a
+// shorter log (fsync interval or never) must not re-enter on the strength
+// of its previous process's fetches. A missing entry (or 0) is unknown and
+// refused like a stale one: every peer sends the field, and a refused
+// expansion only waits for the follower's next fetch.
 type AlterPartitionRequest struct {
-	BrokerID       int32   `msgpack:"broker"`
-	Incarnation    int64   `msgpack:"inc"`
-	Topic          string  `msgpack:"t"`
-	Partition      int32   `msgpack:"p"`
-	LeaderEpoch    int32   `msgpack:"epoch"`
-	PartitionEpoch int32   `msgpack:"pepoch"`
-	NewISR         []int32 `msgpack:"isr"`
+	BrokerID       int32       `msgpack:"broker"`
+	Incarnation    int64       `msgpack:"inc"`
+	Topic          string      `msgpack:"t"`
+	Partition      int32       `msgpack:"p"`
+	LeaderEpoch    int32       `msgpack:"epoch"`
+	PartitionEpoch int32       `msgpack:"pepoch"`
+	NewISR         []int32     `msgpack:"isr"`
+	Members        []ISRMember `msgpack:"members"`
 }
+
+// ISRMember is a replica with the incarnation of its broker process (0 =
+// unknown).
+type ISRMember struct {
+	BrokerID    int32 `msgpack:"broker"`
+	Incarnation int64 `msgpack:"inc"`
+}
+
+// MemberIncarnation returns the incarnation Members gives broker id, 0 if none.
+func (r *AlterPartitionRequest) MemberIncarnation(id int32) int64 {
+	for _, m := range r.Members {
+		if m.BrokerID == id {
+			return m.Incarnation
+		}
+	}
+	return 0
+}
+
 type AlterPartitionResponse struct {
 	Err            ErrorCode `msgpack:"err"`
 	ISR            []int32   `msgpack:"isr"`

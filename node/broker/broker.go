@@ -62,7 +62,11 @@ var ErrClosed = errors.New("broker: closed")
 
 // Config configures a Broker.
 type Config struct {
-	NodeID      int32
+	NodeID int32
+	// Incarnation is this process's registered incarnation (its broker
+	// epoch): it opens every fetch session, so that leaders name it when
+	// they propose this broker's return to an ISR (KIP-903), and it signs
+	// this broker's AlterPartition requests.
 	Incarnation int64
 	DataDir     string
 	Endpoint    *quic.Endpoint

@@ -272,6 +272,14 @@ func (c *testCluster) alterPartition(ctx context.Context, req wire.AlterPartitio
 		c.mu.Unlock()
 		return wire.AlterPartitionResponse{Err: wire.InvalidUpdateVersion, ISR: st.ISR, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}, nil
 	}
+	for _, id := range req.NewISR {
+		// As the real controller (KIP-903): a member is added only on the
+		// fetches of its running process.
+		if n := c.nodes[id]; !slices.Contains(st.ISR, id) && (n == nil || req.MemberIncarnation(id) != n.b.cfg.Incarnation) {
+			c.mu.Unlock()
+			return wire.AlterPartitionResponse{Err: wire.IneligibleReplica}, nil
+		}
+	}
 	st.ISR = slices.Clone(req.NewISR)
 	st.PartitionEpoch++
 	resp := wire.AlterPartitionResponse{ISR: slices.Clone(st.ISR), LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch}

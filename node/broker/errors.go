@@ -27,6 +27,8 @@ func codeToWire(c replica.Code) wire.ErrorCode {
 		return wire.OffsetOutOfRange
 	case replica.NotReplica:
 		return wire.InvalidRequest
+	case replica.StaleIncarnation:
+		return wire.StaleBrokerEpoch
 	}
 	return wire.Unknown
 }

@@ -25,7 +25,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 	if err := peer.CheckNodeID("follower id", open.FollowerID); err != nil {
 		return err
 	}
-	lg := b.log.With("follower", open.FollowerID)
+	lg := b.log.With("follower", open.FollowerID, "incarnation", open.Incarnation)
 	lg.Debug("fetch session opened", "addr", peer.Addr)
 	w := newWaiter()
 	for {
@@ -37,7 +37,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 		if err := fr.Decode(&req); err != nil {
 			return err
 		}
-		resp, views := b.answerReplicaFetch(ctx, open.FollowerID, &req, w)
+		resp, views := b.answerReplicaFetch(ctx, open, &req, w)
 		err = s.Send(ctx, wire.TypeReplicaFetch, resp)
 		releaseAll(views)
 		if err != nil {
@@ -60,7 +60,7 @@ type replicaFetchPart struct {
 	chk replica.FetchCheck
 }
 
-func (b *Broker) answerReplicaFetch(ctx context.Context, follower int32, req *wire.ReplicaFetchRequest, w *waiter) (wire.ReplicaFetchResponse, []*segment.View) {
+func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchOpen, req *wire.ReplicaFetchRequest, w *waiter) (wire.ReplicaFetchResponse, []*segment.View) {
 	now := b.cfg.Now()
 	parts := make([]replicaFetchPart, len(req.Parts))
 	for i := range req.Parts {
@@ -72,8 +72,9 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, follower int32, req *wi
 		}
 		pt.p.decide(func(r *replica.Replica) replica.Decisions {
 			var d replica.Decisions
-			pt.chk, d = r.FollowerFetch(pt.p.log, replica.Fetch{ReplicaID: follower, FetchOffset: rp.FetchOffset,
-				LastFetchedEpoch: rp.LastFetchedEpoch, CurrentLeaderEpoch: rp.CurrentLeaderEpoch}, now)
+			pt.chk, d = r.FollowerFetch(pt.p.log, replica.Fetch{ReplicaID: open.FollowerID, Incarnation: open.Incarnation,
+				FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch,
+				CurrentLeaderEpoch: rp.CurrentLeaderEpoch}, now)
 			return d
 		})
 		pt.p.register(w)

@@ -150,12 +150,20 @@ func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionReques
 	if d.ProposeISR == nil {
 		return nil
 	}
-	return &wire.AlterPartitionRequest{
+	req := &wire.AlterPartitionRequest{
 		BrokerID: p.b.cfg.NodeID, Incarnation: p.b.cfg.Incarnation,
 		Topic: p.key.topic, Partition: p.key.partition,
 		LeaderEpoch: p.mu.r.LeaderEpoch(), PartitionEpoch: p.mu.r.PartitionEpoch(),
 		NewISR: slices.Clone(d.ProposeISR),
 	}
+	// Each follower's incarnation as of the decision (KIP-903): the
+	// controller refuses to add one whose process has changed since.
+	for _, m := range p.mu.r.PendingMembers() {
+		if m.ID != p.b.cfg.NodeID {
+			req.Members = append(req.Members, wire.ISRMember{BrokerID: m.ID, Incarnation: m.Incarnation})
+		}
+	}
+	return req
 }
 
 // decide runs fn under mu, carries out its decisions and sends any ISR proposal.

@@ -239,7 +239,6 @@ func (c *Controller) checkLeadership(ctx context.Context) bool {
 // activate commits the marker for term and starts the grace period.
 func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	start := c.cfg.Now()
-	prevController := c.cfg.Store.Image().ControllerID()
 	data, err := metadata.EncodeEntry(metadata.ControllerMarker{ControllerID: c.cfg.NodeID, Term: term})
 	if err != nil {
 		panic(fmt.Sprintf("controller: encoding a marker cannot fail: %v", err))
@@ -258,6 +257,16 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	if st := c.cfg.Raft.Status(); !st.IsLeader || st.Term != term {
 		return false
 	}
+	if img.ControllerID() != c.cfg.NodeID || img.ControllerTerm() != term {
+		// Our marker was rejected on apply: another controller has a newer term.
+		return false
+	}
+	// The controller we replace is the one our marker replaced in the log.
+	// The image before we proposed could still lack the markers of
+	// controllers between it and us (a very short turn, committed but not
+	// yet applied here) and would name an older one, whose broker would get
+	// the short grace while the replaced controller's got a whole session.
+	prevController := img.PrevControllerID()
 	// The stall check measures from the previous check of this tenure: one
 	// from an earlier tenure would take the time spent as a follower for a
 	// stall and re-arm every session, undoing the grace set here.

@@ -83,6 +83,15 @@ func (h *harness) ctx() context.Context {
 	return ctx
 }
 
+// members names each id with its registered incarnation.
+func (h *harness) members(ids []int32) []wire.ISRMember {
+	out := make([]wire.ISRMember, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, wire.ISRMember{BrokerID: id, Incarnation: h.inc(id)})
+	}
+	return out
+}
+
 func (h *harness) inc(id int32) int64 {
 	b, _ := h.store.Image().Broker(id)
 	return b.Incarnation
@@ -166,7 +175,7 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 		cur, _ := h.store.Image().Partition(topic, p)
 		r := h.c.AlterPartition(ctx, wire.AlterPartitionRequest{BrokerID: id, Incarnation: h.inc(id), Topic: topic, Partition: p,
 			LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))), PartitionEpoch: int32(c.Int(t, "pepoch", int64(cur.PartitionEpoch))),
-			NewISR: c.IDs(t, "isr")})
+			NewISR: c.IDs(t, "isr"), Members: h.members(c.IDs(t, "isr"))})
 		out = append(out, fmt.Sprintf("alter: err=%v isr=%v epoch=%d pepoch=%d", r.Err, r.ISR, r.LeaderEpoch, r.PartitionEpoch))
 	case "pids":
 		start, n, err := h.c.AllocateProducerIDBlock(ctx, int32(c.Int(t, "id", 0)))

@@ -24,6 +24,10 @@ type fakeRaft struct {
 		proposals  int
 		statusReqs int      // Status calls, to tell that checks have run
 		committed  []string // formatted records, for scripts
+		// unapplied are entries committed (by other controllers) that this
+		// node's store has not applied yet; they are applied before the
+		// next proposal's entry, as raft applies in index order.
+		unapplied [][]byte
 	}
 }
 
@@ -44,6 +48,7 @@ func (f *fakeRaft) Propose(ctx context.Context, data []byte) (uint64, error) {
 	if !f.mu.status.IsLeader {
 		return 0, raftnode.ErrNotLeader
 	}
+	f.applyLateLocked()
 	f.mu.index++
 	f.mu.proposals++
 	recs, err := metadata.DecodeEntry(data)
@@ -157,4 +162,21 @@ func (f *fakeRaft) statusCalls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mu.statusReqs
+}
+
+// commitForeignLate commits data as another node's controller's entry that
+// this node's store applies only later: just before the next proposal's
+// entry (a new leader's first entry commits everything before it).
+func (f *fakeRaft) commitForeignLate(data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.unapplied = append(f.mu.unapplied, data)
+}
+
+func (f *fakeRaft) applyLateLocked() {
+	for _, data := range f.mu.unapplied {
+		f.mu.index++
+		f.store.Apply(f.mu.index, data)
+	}
+	f.mu.unapplied = nil
 }

@@ -174,6 +174,7 @@ func (b *builder) apply(r Record) string {
 			return fmt.Sprintf("term %d belongs to controller %d", r.Term, b.next.controllerID)
 		}
 		if r.Term != b.next.controllerTerm || r.ControllerID != b.next.controllerID {
+			b.next.prevControllerID = b.next.controllerID
 			b.next.controllerID, b.next.controllerTerm = r.ControllerID, r.Term
 			b.ctrl = true
 		}

@@ -36,6 +36,14 @@ type RegisterEvent struct {
 // still unfenced first fences the old one (its leaderships move away and it
 // leaves every ISR: the restarted process may have lost unflushed data). The
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
+//
+// Incarnations grow with every process start of a broker (the node derives
+// them from the clock and never reuses a smaller one on the same data
+// directory), so an incarnation older than the registered one is a
+// registration of a process that has been replaced: delayed in the network,
+// or retried by a process that is exiting. It is refused with
+// StaleBrokerEpoch and changes nothing; accepting it would fence the live
+// process and register a dead one.
 func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 	if ev.ID <= 0 {
 		return nil, werr(wire.InvalidRequest, "broker id %d: must be > 0", ev.ID)
@@ -50,6 +58,10 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 				return nil, werr(wire.InvalidRequest, "broker %d incarnation %d is registered at %s", ev.ID, ev.Incarnation, b.Addr)
 			}
 			return nil, nil
+		}
+		if ev.Incarnation < b.Incarnation {
+			return nil, werr(wire.StaleBrokerEpoch, "broker %d incarnation %d is older than the registered %d",
+				ev.ID, ev.Incarnation, b.Incarnation)
 		}
 		out = DecideFence(img, b.ID, b.Incarnation)
 	}
@@ -235,7 +247,8 @@ func DecideDeleteTopic(img *Image, name string) ([]Record, error) {
 // DecideAlterPartition checks an ISR change asked by a partition leader. It
 // is accepted only from the current incarnation of the current leader, with
 // the current leader epoch and partition epoch; the new ISR must be a subset
-// of the replicas that contains the leader, and members it adds must be live.
+// of the replicas that contains the leader, and members it adds must be live
+// and named in req.Members with their registered incarnation (KIP-903).
 // The ISR is stored in assignment order; the partition epoch is bumped. A
 // request whose ISR is already the current one succeeds with no records (a
 // retry of a committed change).
@@ -269,8 +282,20 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 			req.Topic, req.Partition, req.PartitionEpoch, p.PartitionEpoch)
 	}
 	for _, r := range isr {
-		if !p.InISR(r) && !img.Live(r) {
+		if p.InISR(r) {
+			continue
+		}
+		if !img.Live(r) {
 			return nil, werr(wire.IneligibleReplica, "%s-%d: replica %d is fenced or shutting down", req.Topic, req.Partition, r)
+		}
+		// KIP-903: the leader judged r in sync on the fetches of one
+		// process of r; if that is not the registered incarnation, r has
+		// restarted since, maybe with a shorter log (fsync interval or
+		// never), and must show it is in sync again. Unknown (0) is refused
+		// too: every peer sends the incarnations.
+		if b, _ := img.Broker(r); req.MemberIncarnation(r) != b.Incarnation {
+			return nil, werr(wire.IneligibleReplica, "%s-%d: replica %d was judged in sync on incarnation %d, not the registered %d",
+				req.Topic, req.Partition, r, req.MemberIncarnation(r), b.Incarnation)
 		}
 	}
 	c, _ := changeTo(p, isr, p.Leader)

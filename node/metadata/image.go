@@ -83,18 +83,22 @@ type Image struct {
 	offset         uint64
 	controllerID   int32
 	controllerTerm uint64
-	nextProducerID int64
-	brokers        map[int32]*BrokerState
-	topics         map[string]*TopicState
-	partitionCount int
+	// prevControllerID is the controller whose marker the latest change of
+	// controller (or term) replaced, -1 before any such change.
+	prevControllerID int32
+	nextProducerID   int64
+	brokers          map[int32]*BrokerState
+	topics           map[string]*TopicState
+	partitionCount   int
 }
 
 // EmptyImage is the image before any record.
 func EmptyImage() *Image {
 	return &Image{
-		controllerID: -1,
-		brokers:      map[int32]*BrokerState{},
-		topics:       map[string]*TopicState{},
+		controllerID:     -1,
+		prevControllerID: -1,
+		brokers:          map[int32]*BrokerState{},
+		topics:           map[string]*TopicState{},
 	}
 }
 
@@ -107,6 +111,13 @@ func (m *Image) ControllerID() int32 { return m.controllerID }
 
 // ControllerTerm is the raft term of the latest ControllerMarker.
 func (m *Image) ControllerTerm() uint64 { return m.controllerTerm }
+
+// PrevControllerID is the controller that preceded ControllerID: the one
+// named by the image just before the marker that made ControllerID (in its
+// current term) the controller, -1 if none. A controller reads it from the
+// image that includes its own marker; the image before that marker may lag
+// the log and name an older controller.
+func (m *Image) PrevControllerID() int32 { return m.prevControllerID }
 
 // NextProducerID is the first producer id not yet allocated to any broker.
 func (m *Image) NextProducerID() int64 { return m.nextProducerID }

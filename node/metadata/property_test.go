@@ -194,8 +194,18 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 			}
 		}
 		lb, _ := img.Broker(p.Leader)
+		var members []wire.ISRMember
+		for _, r := range isr {
+			b, _ := img.Broker(r)
+			inc := b.Incarnation
+			if rng.IntN(8) == 0 {
+				inc-- // judged on an earlier process (KIP-903): refused if r is added
+			}
+			members = append(members, wire.ISRMember{BrokerID: r, Incarnation: inc})
+		}
 		recs, err = DecideAlterPartition(img, wire.AlterPartitionRequest{BrokerID: p.Leader, Incarnation: lb.Incarnation,
-			Topic: p.Topic, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr})
+			Topic: p.Topic, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			NewISR: isr, Members: members})
 	case k == 8:
 		recs = DecidePreferredLeaders(img)
 	default:

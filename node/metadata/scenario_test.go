@@ -21,8 +21,9 @@ import (
 //	fence id=N [inc=N]                      DecideFence (session expired)
 //	create name=T partitions=N rf=N [min-isr=N] [seed=N] [unclean]
 //	delete name=T
-//	alter id=N topic=T p=N isr=1,2 [inc=N] [epoch=N] [pepoch=N]
-//	                                        DecideAlterPartition (epochs default to current)
+//	alter id=N topic=T p=N isr=1,2 [inc=N] [epoch=N] [pepoch=N] [member-inc=2:5,3:0]
+//	                                        DecideAlterPartition (epochs default to current;
+//	                                        members' incarnations to the registered ones)
 //	preferred                               DecidePreferredLeaders
 //	pids id=N [n=N]                         DecideProducerIDs
 //	show                                    the image
@@ -126,6 +127,7 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		req := wire.AlterPartitionRequest{BrokerID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
 			Topic: topic, Partition: p, LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))),
 			PartitionEpoch: int32(c.Int(t, "pepoch", int64(cur.PartitionEpoch))), NewISR: c.IDs(t, "isr")}
+		req.Members = members(t, s.img, req.NewISR, c.Args["member-inc"])
 		out := s.apply(DecideAlterPartition(s.img, req))
 		if strings.HasPrefix(out, "error") {
 			return out
@@ -165,4 +167,30 @@ func checkInvariants(t *testing.T, img *Image) {
 		}
 		return true
 	})
+}
+
+// members names every id of isr with its registered incarnation, except
+// where override ("2:5,3:0") says otherwise.
+func members(t *testing.T, img *Image, isr []int32, override string) []wire.ISRMember {
+	t.Helper()
+	set := map[int32]int64{}
+	for _, id := range isr {
+		b, _ := img.Broker(id)
+		set[id] = b.Incarnation
+	}
+	if override != "" {
+		for _, kv := range strings.Split(override, ",") {
+			var id int32
+			var inc int64
+			if _, err := fmt.Sscanf(kv, "%d:%d", &id, &inc); err != nil {
+				t.Fatalf("member-inc %q: %v", kv, err)
+			}
+			set[id] = inc
+		}
+	}
+	var out []wire.ISRMember
+	for _, id := range isr {
+		out = append(out, wire.ISRMember{BrokerID: id, Incarnation: set[id]})
+	}
+	return out
 }

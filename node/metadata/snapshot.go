@@ -25,6 +25,9 @@ type snapshotV1 struct {
 	NextProducerID int64        `msgpack:"next_pid"`
 	Brokers        []snapBroker `msgpack:"brokers"`
 	Topics         []snapTopic  `msgpack:"topics"`
+	// PrevControllerID: 0 when absent (snapshots written before it
+	// existed) reads as -1, none; node ids are > 0.
+	PrevControllerID int32 `msgpack:"prev_controller"`
 }
 
 type snapBroker struct {
@@ -49,9 +52,9 @@ type snapTopic struct {
 func (m *Image) toSnapshot() snapshotV1 {
 	s := snapshotV1{
 		Offset: m.offset, ControllerID: m.controllerID, ControllerTerm: m.controllerTerm,
-		NextProducerID: m.nextProducerID,
-		Brokers:        []snapBroker{},
-		Topics:         []snapTopic{},
+		NextProducerID: m.nextProducerID, PrevControllerID: m.prevControllerID,
+		Brokers: []snapBroker{},
+		Topics:  []snapTopic{},
 	}
 	for _, b := range m.Brokers() {
 		s.Brokers = append(s.Brokers, snapBroker(b))
@@ -123,6 +126,9 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 	}
 	m := EmptyImage()
 	m.offset, m.controllerID, m.controllerTerm, m.nextProducerID = s.Offset, s.ControllerID, s.ControllerTerm, s.NextProducerID
+	if s.PrevControllerID > 0 {
+		m.prevControllerID = s.PrevControllerID
+	}
 	if m.nextProducerID < 0 {
 		return nil, fmt.Errorf("%w: negative next producer id", ErrCorruptSnapshot)
 	}

@@ -12,13 +12,17 @@
 //     in the log (durability is the caller's business: acknowledge a produce
 //     only after the log's fsync policy is met).
 //  3. A follower fetched: call FollowerFetch with the follower's fetch offset
-//     (its LEO) and last fetched epoch. Its FetchCheck says whether to serve
-//     records, or answer with an error or a diverging epoch (KIP-320).
+//     (its LEO), last fetched epoch and incarnation. Its FetchCheck says
+//     whether to serve records, or answer with an error or a diverging epoch
+//     (KIP-320). A fetch from a new incarnation first drops everything the
+//     follower's previous process reported (KIP-903).
 //  4. Time passes: call Tick(now) periodically (a fraction of the lag time).
 //  5. For every Decisions returned: complete the listed produce requests,
 //     wake waiting fetchers if WakeFetchers, persist/propagate the HW, and if
-//     ProposeISR is non-nil send an AlterPartition request for it; report the
-//     outcome with ISRCommitted or ProposalFailed.
+//     ProposeISR is non-nil send an AlterPartition request for it, naming
+//     each follower's incarnation from PendingMembers (the controller admits
+//     a follower only on its registered incarnation); report the outcome
+//     with ISRCommitted or ProposalFailed.
 //
 // The high watermark rule (hw.go) is: the smallest LEO over the ISR — during a
 // pending ISR change over the larger of the committed and the proposed set —

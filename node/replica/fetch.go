@@ -16,6 +16,7 @@ type EpochSource interface {
 // Fetch is one follower's fetch of one partition.
 type Fetch struct {
 	ReplicaID          int32
+	Incarnation        int64 // the follower's registered incarnation (0 = unknown)
 	FetchOffset        int64 // the follower's LEO
 	LastFetchedEpoch   int32 // epoch of the follower's last batch, -1 if its log is empty
 	CurrentLeaderEpoch int32 // the leader epoch the follower believes in
@@ -78,6 +79,18 @@ func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchC
 		chk.Code = NotReplica
 		return chk, d
 	}
+	p := r.followers[f.ReplicaID]
+	if p == nil { // a replica added to the assignment while we lead
+		p = &progress{leo: -1, lastFetchLeaderLEO: -1}
+		r.followers[f.ReplicaID] = p
+	}
+	if f.Incarnation != 0 && f.Incarnation < p.incarnation {
+		// A replaced process (its fetch delayed, or it is still exiting):
+		// it must not take the place of the newer one it reported before.
+		chk.Code = StaleIncarnation
+		return chk, d
+	}
+	p.fetchedBy(f.Incarnation)
 	if f.FetchOffset < r.logStart {
 		chk.Code = OffsetOutOfRange
 		return chk, d
@@ -97,7 +110,6 @@ func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchC
 		chk.Code = OffsetOutOfRange
 		return chk, d
 	}
-	p := r.followers[f.ReplicaID]
 	p.update(f.FetchOffset, r.leo, now)
 	d = r.maybeAdvanceHW()
 	if prop := r.maybeExpand(f.ReplicaID); prop != nil {

@@ -63,8 +63,20 @@ func (r *Replica) maybeShrink(now time.Time) []int32 {
 	if keep == nil {
 		keep = []int32{}
 	}
-	r.pending = keep
-	return keep
+	return r.propose(keep)
+}
+
+// propose makes set the pending ISR change, noting each follower's
+// incarnation as of now, and returns it.
+func (r *Replica) propose(set []int32) []int32 {
+	r.pending = set
+	r.pendingInc = make(map[int32]int64, len(set))
+	for _, id := range set {
+		if id != r.cfg.ID {
+			r.pendingInc[id] = r.FollowerIncarnation(id)
+		}
+	}
+	return set
 }
 
 // inSync is Kafka's isFollowerInSync for re-entry: the follower has reached
@@ -94,8 +106,7 @@ func (r *Replica) maybeExpand(id int32) []int32 {
 			next = append(next, rid)
 		}
 	}
-	r.pending = next
-	return next
+	return r.propose(next)
 }
 
 // maybeExpandAny tries every follower outside the ISR, in replica order.

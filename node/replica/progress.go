@@ -4,6 +4,12 @@ import "time"
 
 // progress is the leader's view of one follower (Kafka's Replica state).
 type progress struct {
+	// incarnation is the follower process whose fetches this progress
+	// records (KIP-903's broker epoch); 0 until it fetches in this leader
+	// epoch. A fetch from another incarnation starts the progress afresh:
+	// what an earlier process had fetched says nothing about the log the
+	// follower restarted with (fsync interval or never lose the tail).
+	incarnation int64
 	// leo is the follower's last reported fetch offset, -1 until it fetches
 	// in this leader epoch.
 	leo int64
@@ -34,4 +40,18 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// fetchedBy records that incarnation inc of the follower fetches. A new
+// incarnation after a known one forgets everything the earlier process
+// reported, including when it was last caught up (the new process has to
+// show that itself before it counts as in sync, or stays in the ISR).
+func (p *progress) fetchedBy(inc int64) {
+	if p.incarnation == inc {
+		return
+	}
+	if p.incarnation != 0 {
+		*p = progress{leo: -1, lastFetchLeaderLEO: -1}
+	}
+	p.incarnation = inc
 }

@@ -15,20 +15,49 @@ import (
 // restarts, metadata delivered to a random subset of the nodes at a time
 // (so zombie leaders and followers of stale leaders are common), and checks
 // the promise after every step.
+//
+// Some crashes lose the log's unsynced tail (fsync interval or never), where
+// the promise allows it: another live ISR member holds every acknowledged
+// record, and no other node is still missing a tail it lost. Such a node
+// must not re-enter the ISR before it has caught up again (KIP-903).
 func TestRandomFaults(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
 		seeds = 50
 	}
 	for seed := range uint64(seeds) {
-		runRandom(t, seed, 250)
+		runRandom(t, seed, 250, faultProfile{lossyPct: 50})
 		if t.Failed() {
 			return
 		}
 	}
 }
 
-func runRandom(t *testing.T, seed uint64, steps int) {
+// TestRandomLossyRestarts is TestRandomFaults with three times the crashes
+// and restarts, every crash that may lose the log's unsynced tail losing
+// some: it aims at KIP-903's window, where a leader proposes a crashed
+// follower's return on its previous process's fetches and the proposal
+// reaches the controller after the follower restarted, before it fetched.
+func TestRandomLossyRestarts(t *testing.T) {
+	seeds := 600
+	if testing.Short() {
+		seeds = 100
+	}
+	for seed := range uint64(seeds) {
+		runRandom(t, 1<<32+seed, 250, faultProfile{extraFaults: 4, lossyPct: 100})
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// faultProfile tunes runRandom's schedule.
+type faultProfile struct {
+	extraFaults int // extra crash and restart chances per 20 steps, each
+	lossyPct    int // chance (%) that a crash allowed to lose the unsynced tail does
+}
+
+func runRandom(t *testing.T, seed uint64, steps int, prof faultProfile) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	s := &sim{t: t}
 	var log strings.Builder
@@ -50,6 +79,17 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 		return out
 	}
 	pick := func(ids []int32) int32 { return ids[rng.IntN(len(ids))] }
+	// lossy: nodes that lost their log's tail in a crash and have not been
+	// back in the ISR since.
+	lossy := map[int32]bool{}
+	otherLiveISR := func(v int32) bool {
+		for _, id := range s.meta.ISR {
+			if id != v && !s.nodes[id].down {
+				return true
+			}
+		}
+		return false
+	}
 	subset := func() string {
 		var to []string
 		for _, id := range s.sortedIDs() {
@@ -85,7 +125,11 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 		run(fmt.Sprintf("elect leader=%d isr=%s%s", pick(cands), isrString(isr), subset()))
 	}
 	for step := range steps {
-		switch k := rng.IntN(20); {
+		k := rng.IntN(20 + 2*prof.extraFaults)
+		if k >= 20 {
+			k = 15 + (k-20)%2 // a crash or a restart
+		}
+		switch {
 		case k < 5: // produce on whichever node believes it leads
 			var leaders []int32
 			for _, id := range live() {
@@ -121,7 +165,12 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 				continue
 			}
 			v := pick(l)
-			run(fmt.Sprintf("crash node=%d", v))
+			keep := ""
+			if n := s.nodes[v]; len(lossy) == 0 && rng.IntN(100) < prof.lossyPct && otherLiveISR(v) {
+				keep = fmt.Sprintf(" keep=%d", n.log.start+rng.Int64N(n.log.leo()-n.log.start+1))
+				lossy[v] = true
+			}
+			run(fmt.Sprintf("crash node=%d%s", v, keep))
 			isr := slices.DeleteFunc(slices.Clone(s.meta.ISR), func(id int32) bool { return id == v })
 			if len(isr) == 0 {
 				isr = s.meta.ISR
@@ -136,6 +185,15 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 				if s.nodes[id].down {
 					run(fmt.Sprintf("restart node=%d", id))
 					run(fmt.Sprintf("deliver to=%d", id))
+					if rng.IntN(2) == 0 {
+						// An ISR change proposed before the restart reaches
+						// the controller before the restarted node fetches.
+						for _, l := range live() {
+							if s.nodes[l].r.PendingISR() != nil {
+								run(fmt.Sprintf("alter node=%d", l))
+							}
+						}
+					}
 					if s.meta.Leader < 0 && slices.Contains(s.meta.ISR, id) {
 						electFrom(s.meta.ISR, -1)
 					}
@@ -144,6 +202,11 @@ func runRandom(t *testing.T, seed uint64, steps int) {
 			}
 		default: // late metadata
 			run("deliver" + subset())
+		}
+		for id := range lossy {
+			if slices.Contains(s.meta.ISR, id) && !s.nodes[id].down {
+				delete(lossy, id)
+			}
 		}
 		if out := s.run("check"); out != "ok\n" {
 			t.Fatalf("seed %d step %d:\n%s\n--- transcript:\n%s", seed, step, out, log.String())

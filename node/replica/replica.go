@@ -56,7 +56,11 @@ type Replica struct {
 	// pending is an ISR change proposed to the controller and not yet
 	// committed or refused; nil when none. Invariant: non-nil only when leader.
 	pending []int32
-	minISR  int
+	// pendingInc holds, for the followers in pending, the incarnation whose
+	// fetches the proposal was based on (see PendingMembers). Meaningful
+	// only while pending is non-nil.
+	pendingInc map[int32]int64
+	minISR     int
 
 	// Invariant: logStart <= hw <= leo.
 	logStart, hw, leo int64
@@ -120,6 +124,37 @@ func (r *Replica) Parked() int           { return len(r.parked) }
 // consumers may already have read past it.
 func (r *Replica) HWBelowEpochStart() bool {
 	return r.role == RoleLeader && r.hw < r.epochStart
+}
+
+// Member is an ISR member with the incarnation of the follower process the
+// leader judged by (0 when unknown, and for the leader itself).
+type Member struct {
+	ID          int32
+	Incarnation int64
+}
+
+// PendingMembers is the pending ISR change with, for each follower, the
+// incarnation whose fetches it was proposed on (KIP-903): the controller
+// admits a new member only while that is its registered incarnation. Nil
+// when nothing is pending. Send it with the AlterPartition for the change.
+func (r *Replica) PendingMembers() []Member {
+	if r.pending == nil {
+		return nil
+	}
+	out := make([]Member, 0, len(r.pending))
+	for _, id := range r.pending {
+		out = append(out, Member{ID: id, Incarnation: r.pendingInc[id]})
+	}
+	return out
+}
+
+// FollowerIncarnation is the incarnation of follower id whose fetches the
+// leader records now (0 if unknown).
+func (r *Replica) FollowerIncarnation(id int32) int64 {
+	if p := r.followers[id]; p != nil {
+		return p.incarnation
+	}
+	return 0
 }
 
 // FollowerLEO is the leader's view of follower id's LEO (-1 if unknown).

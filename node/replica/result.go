@@ -13,10 +13,11 @@ const (
 	Timeout                 // the HW did not pass the request before its deadline
 	OffsetOutOfRange        // a fetch offset outside [logStart, leo]
 	NotReplica              // a follower fetch from a broker not in the replica set
+	StaleIncarnation        // a follower fetch from a process older than one that fetched already
 )
 
 var codeNames = [...]string{"OK", "NotLeader", "FencedLeaderEpoch", "UnknownLeaderEpoch",
-	"NotEnoughReplicas", "Timeout", "OffsetOutOfRange", "NotReplica"}
+	"NotEnoughReplicas", "Timeout", "OffsetOutOfRange", "NotReplica", "StaleIncarnation"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {

@@ -134,6 +134,9 @@ type simNode struct {
 	log  memLog
 	r    *replica.Replica
 	down bool
+	// inc is the node's incarnation, registered with the controller at
+	// start: 1, bumped by every restart.
+	inc int64
 }
 
 type pendingReq struct {
@@ -170,7 +173,7 @@ func (s *sim) run(line string) string {
 		s.meta = replica.State{Leader: -1, LeaderEpoch: 0, PartitionEpoch: 0, Replicas: reps, ISR: reps,
 			MinISR: int32(num(args["minisr"], 1))}
 		for _, id := range reps {
-			n := &simNode{id: id}
+			n := &simNode{id: id, inc: 1}
 			n.r = replica.New(replica.Config{ID: id, LagTime: s.lag}, 0, 0, 0)
 			s.nodes[id] = n
 		}
@@ -215,6 +218,7 @@ func (s *sim) run(line string) string {
 		n := s.node(args["node"])
 		hw := int64(num(args["hw"], int(n.r.HW())))
 		n.down = false
+		n.inc++
 		n.r = replica.New(replica.Config{ID: n.id, LagTime: s.lag}, n.log.start, n.log.leo(), hw)
 		fmt.Fprintf(&out, "%d: %s\n", n.id, n.r)
 	case "state":
@@ -306,8 +310,8 @@ func (s *sim) fetch(out *strings.Builder, f *simNode) {
 		fmt.Fprintf(out, "%d: leader %d unreachable\n", f.id, f.r.Leader())
 		return
 	}
-	req := replica.Fetch{ReplicaID: f.id, FetchOffset: f.log.leo(), LastFetchedEpoch: f.log.latestEpoch(),
-		CurrentLeaderEpoch: f.r.LeaderEpoch()}
+	req := replica.Fetch{ReplicaID: f.id, Incarnation: f.inc, FetchOffset: f.log.leo(),
+		LastFetchedEpoch: f.log.latestEpoch(), CurrentLeaderEpoch: f.r.LeaderEpoch()}
 	chk, d := l.r.FollowerFetch(&l.log, req, s.now)
 	switch {
 	case chk.Code != replica.OK:
@@ -350,11 +354,34 @@ func (s *sim) alter(out *strings.Builder, n *simNode, args map[string]string) {
 			n.r.LeaderEpoch(), n.r.PartitionEpoch(), s.meta.LeaderEpoch, s.meta.PartitionEpoch)
 		return
 	}
+	if why := s.ineligible(n.r.PendingMembers()); why != "" {
+		n.r.ProposalFailed()
+		fmt.Fprintf(out, "controller: refused %v from %d: %s\n", prop, n.id, why)
+		return
+	}
 	s.meta.ISR = prop
 	s.meta.PartitionEpoch++
 	fmt.Fprintf(out, "controller: isr=%v pepoch=%d\n", prop, s.meta.PartitionEpoch)
 	s.decide(out, n, n.r.ISRCommitted(prop, s.meta.PartitionEpoch, s.now))
 	fmt.Fprintf(out, "%d: %s\n", n.id, n.r)
+}
+
+// ineligible is the controller's check of the members an ISR change adds
+// (metadata.DecideAlterPartition): a down node is fenced, and the leader must
+// have judged each on the fetches of its current incarnation (KIP-903).
+func (s *sim) ineligible(members []replica.Member) string {
+	for _, m := range members {
+		if slices.Contains(s.meta.ISR, m.ID) {
+			continue
+		}
+		switch n := s.nodes[m.ID]; {
+		case n.down:
+			return fmt.Sprintf("replica %d is fenced", m.ID)
+		case m.Incarnation != n.inc:
+			return fmt.Sprintf("replica %d judged on incarnation %d, registered %d", m.ID, m.Incarnation, n.inc)
+		}
+	}
+	return ""
 }
 
 // decide prints a node's decisions and carries them out.
@@ -409,7 +436,10 @@ func (s *sim) check(out *strings.Builder) {
 	for i, a := range ids {
 		for _, b := range ids[i+1:] {
 			na, nb := s.nodes[a], s.nodes[b]
-			lim := min(na.r.HW(), nb.r.HW())
+			// A node that crashed losing its log's tail restarts with its
+			// HW clamped to what is left; until then its replica's HW is
+			// that of the dead process.
+			lim := min(na.r.HW(), na.log.leo(), nb.r.HW(), nb.log.leo())
 			for off := max(na.log.start, nb.log.start); off < lim; off++ {
 				ea, _ := na.log.at(off)
 				eb, _ := nb.log.at(off)

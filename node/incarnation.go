@@ -1,0 +1,75 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// IncarnationFile in the data directory holds the incarnation of the last
+// process started on it (decimal, one line).
+const IncarnationFile = "incarnation"
+
+// nextIncarnation returns the incarnation of a process starting on dataDir
+// (whose lock the caller holds) and records it there. It is the broker's
+// epoch: the controller refuses a registration, and an ISR expansion on the
+// strength of fetches, from an incarnation older than the registered one, so
+// incarnations must grow with every start. The clock in nanoseconds gives
+// that across data directories; the recorded value keeps it when the clock
+// steps back between two starts on the same directory. Always > 0 (0 means
+// unknown on the wire).
+//
+// The earlier formula, UnixNano<<8 | random, overflowed int64 (it wraps
+// every 417 days and is negative today), so it did not order processes.
+func nextIncarnation(dataDir string, now time.Time) (int64, error) {
+	path := filepath.Join(dataDir, IncarnationFile)
+	inc := max(now.UnixNano(), 1)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		last, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if perr != nil {
+			return 0, fmt.Errorf("node: %s: %w", path, perr)
+		}
+		inc = max(inc, last+1)
+	case !os.IsNotExist(err):
+		return 0, fmt.Errorf("node: %w", err)
+	}
+	if err := writeFileSynced(path, []byte(strconv.FormatInt(inc, 10)+"\n")); err != nil {
+		return 0, fmt.Errorf("node: recording incarnation: %w", err)
+	}
+	return inc, nil
+}
+
+// writeFileSynced replaces path with data durably: a synced temporary file
+// renamed over it, then the directory synced.
+func writeFileSynced(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
