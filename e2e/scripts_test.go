@@ -161,6 +161,17 @@ func TestClusterScriptErrors(t *testing.T) {
 	if !strings.Contains(out, "no node of the cluster") || strings.Contains(out, "paymentlog:") {
 		t.Errorf("status of a stopped cluster:\n%s", out)
 	}
+
+	// restart of one node of a stopped cluster: it cannot become alive
+	// without a controller, and the failure says why.
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, filepath.Join(c.root, "scripts", "cluster.sh"), "restart", "3")
+	cmd.Dir, cmd.Env = c.root, append(c.scriptEnv(), "PAYMENTLOG_READY_TIMEOUT=3")
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "no active controller: it needs 2 of the 3 nodes running") {
+		t.Errorf("restart 3 of a stopped cluster: %v\n%s", err, b)
+	}
 }
 
 // pos is a record's place in the log.

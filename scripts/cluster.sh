@@ -202,6 +202,9 @@ wait_alive() {
 		[ "$ok" = 1 ] && return 0
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			say "last cluster status: ${out:-<no answer>}"
+			case "$out" in *'"controller_id":-1'*)
+				say "no active controller: it needs 2 of the 3 nodes running; the nodes started stay up (scripts/cluster.sh up starts the others, down stops them)" ;;
+			esac
 			die "nodes $* not alive after ${READY_TIMEOUT}s (see $DIR/node*.log)"
 		fi
 		for n in "$@"; do
