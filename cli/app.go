@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -75,7 +76,18 @@ func unknownCommand(help ucli.ActionFunc, subs []*ucli.Command) ucli.ActionFunc 
 // stderr and exit status 2; by default urfave/cli prints "Incorrect Usage" and
 // the whole help text to stdout, where scripts read output.
 func onUsageError(_ *ucli.Context, err error, _ bool) error {
-	return usageError("%v", err)
+	return usageError("%s", longFlagNames(err.Error()))
+}
+
+// goFlagName is a flag name as Go's flag package writes it in its errors
+// ("invalid value \"x\" for flag -partition", "flag provided but not
+// defined: -nosuch"): one dash.
+var goFlagName = regexp.MustCompile(`(flag |for |defined: |argument: )-([A-Za-z][A-Za-z0-9-]+)`)
+
+// longFlagNames spells the flag names of Go's flag errors the way the
+// documentation and --help do: --partition, not -partition.
+func longFlagNames(msg string) string {
+	return goFlagName.ReplaceAllString(msg, "$1--$2")
 }
 
 // setOnUsageError sets onUsageError (and the fixes below) on cmds and their subcommands.

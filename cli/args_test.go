@@ -43,6 +43,25 @@ func TestBadFlagValueIsOneLineUsageError(t *testing.T) {
 	}
 }
 
+// The error names the flag as --help and the README spell it: Go's flag
+// package writes "-partition".
+func TestBadFlagErrorNamesTheLongFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"produce", "payments", "--partition", "abc"}, `invalid value "abc" for flag --partition: `},
+		{[]string{"produce", "payments", "--json=maybe"}, `invalid boolean value "maybe" for --json: `},
+		{[]string{"produce", "payments", "--no-such-flag"}, "flag provided but not defined: --no-such-flag"},
+		{[]string{"cert", "issue", "--dir", "d", "--name", "n", "--node-id", "one"}, `for flag --node-id: `},
+	} {
+		_, errOut, code := runClientCLI(t, nil, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
 // A command name that does not exist is a usage error naming it, after
 // "help" too; a command group alone, and help for a command, still show help.
 func TestUnknownCommandIsNamed(t *testing.T) {

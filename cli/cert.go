@@ -35,7 +35,18 @@ type certIssueOptions struct {
 
 func certDirFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "dir", Usage: "TLS directory (holds ca.crt, ca.key and the issued certificates)",
-		EnvVars: []string{"PAYMENTLOG_CERT_DIR", "PAYMENTLOG_TLS_DIR"}, Required: true}
+		EnvVars: []string{"PAYMENTLOG_CERT_DIR", "PAYMENTLOG_TLS_DIR"}}
+}
+
+// certDir is the --dir of a cert command, or a usage error. It is checked
+// here, not with urfave/cli's Required, which printed the whole help text to
+// stdout and exited 1.
+func certDir(c *ucli.Context) (string, error) {
+	dir := c.String("dir")
+	if dir == "" {
+		return "", usageError("missing --dir (usage: %s)", c.Command.UsageText)
+	}
+	return dir, nil
 }
 
 func certForceFlag() ucli.Flag {
@@ -60,7 +71,11 @@ func certCommand() *ucli.Command {
 					if c.NArg() > 0 {
 						return usageError("cert init takes no arguments (usage: %s)", c.Command.UsageText)
 					}
-					opts := certInitOptions{dir: c.String("dir"), days: c.Int("days"), force: c.Bool("force")}
+					dir, err := certDir(c)
+					if err != nil {
+						return err
+					}
+					opts := certInitOptions{dir: dir, days: c.Int("days"), force: c.Bool("force")}
 					return runCertInit(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
@@ -86,6 +101,10 @@ func certCommand() *ucli.Command {
 					case c.NArg() > 0:
 						return usageError("cert issue takes no arguments besides flags (usage: %s)", c.Command.UsageText)
 					}
+					dir, err := certDir(c)
+					if err != nil {
+						return err
+					}
 					if name == "" {
 						return usageError("missing --name (usage: %s)", c.Command.UsageText)
 					}
@@ -93,7 +112,7 @@ func certCommand() *ucli.Command {
 					if err != nil {
 						return err
 					}
-					opts := certIssueOptions{dir: c.String("dir"), name: name, hosts: splitList(c.String("host")),
+					opts := certIssueOptions{dir: dir, name: name, hosts: splitList(c.String("host")),
 						days: c.Int("days"), force: c.Bool("force"), nodeID: nodeID}
 					return runCertIssue(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
@@ -115,6 +134,10 @@ func certCommand() *ucli.Command {
 					case c.NArg() > 0:
 						return usageError("cert check takes no arguments besides flags (usage: %s)", c.Command.UsageText)
 					}
+					dir, err := certDir(c)
+					if err != nil {
+						return err
+					}
 					if name == "" {
 						return usageError("missing --name (usage: %s)", c.Command.UsageText)
 					}
@@ -122,7 +145,7 @@ func certCommand() *ucli.Command {
 					if err != nil {
 						return err
 					}
-					return runCertCheck(c.Context, certCheckOptions{dir: c.String("dir"), name: name, nodeID: nodeID}, c.App.Writer)
+					return runCertCheck(c.Context, certCheckOptions{dir: dir, name: name, nodeID: nodeID}, c.App.Writer)
 				},
 			},
 		},

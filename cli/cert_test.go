@@ -209,3 +209,24 @@ func TestCertFlagsFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCertMissingDirIsAUsageError: without --dir (or PAYMENTLOG_TLS_DIR)
+// every cert command is a usage error: one line on stderr naming --dir, exit
+// status 2, nothing on stdout. urfave/cli's Required printed the whole help
+// text to stdout and exited 1.
+func TestCertMissingDirIsAUsageError(t *testing.T) {
+	for _, env := range []string{"PAYMENTLOG_CERT_DIR", "PAYMENTLOG_TLS_DIR"} {
+		t.Setenv(env, "")
+		os.Unsetenv(env)
+	}
+	for _, args := range [][]string{
+		{"cert", "init"},
+		{"cert", "issue", "--name", "node1", "--node-id", "1"},
+		{"cert", "check", "--name", "node1"},
+	} {
+		code, out, errs := runCLI(t, args...)
+		if code != 2 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "missing --dir") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, no output and one line naming --dir", args, code, out, errs)
+		}
+	}
+}

@@ -78,6 +78,14 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", n.ID, n.Addr, n.State, role)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if st.ControllerID < 0 && len(st.Nodes) > 0 {
+			// Only a controller fences a broker: without one, a node that
+			// died still reads "alive" in the answering node's image.
+			_, err = fmt.Fprintln(stdout, "No active controller (it needs a majority of the controllers running): the states are the last ones known, a stopped node may still show as alive.")
+		}
+		return err
 	})
 }

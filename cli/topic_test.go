@@ -110,6 +110,26 @@ func TestClusterStatusJSONShape(t *testing.T) {
 	}
 }
 
+// Without an active controller nobody fences a dead node, so the table says
+// that its states are only the last ones known (a newcomer restarting one
+// node of a stopped cluster saw all three "alive").
+func TestClusterStatusWithoutControllerSaysStatesAreStale(t *testing.T) {
+	fc := startFakeCluster(t)
+	out, errOut, code := runClientCLI(t, nil, "cluster", "status", "--bootstrap", fc.Bootstrap())
+	if code != 0 || strings.Contains(out, "No active controller") {
+		t.Fatalf("with a controller: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	fc.SetController(-1)
+	out, errOut, code = runClientCLI(t, nil, "cluster", "status", "--bootstrap", fc.Bootstrap())
+	if code != 0 || !strings.Contains(out, "Active controller: none") || !strings.Contains(out, "No active controller") {
+		t.Fatalf("without a controller: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, _, code = runClientCLI(t, nil, "cluster", "status", "--json", "--bootstrap", fc.Bootstrap())
+	if code != 0 || !strings.HasPrefix(out, `{"controller_id":-1,`) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("--json without a controller: exit %d, stdout %q", code, out)
+	}
+}
+
 func TestClusterStatusUnreachableFailsWithOneLine(t *testing.T) {
 	_, errOut, code := runClientCLI(t, nil, "cluster", "status", "--bootstrap", "127.0.0.1:1", "--timeout", "500ms")
 	if code != 1 || strings.Count(errOut, "\n") != 1 {

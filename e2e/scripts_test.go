@@ -109,6 +109,71 @@ func TestClusterScriptPortTaken(t *testing.T) {
 	}
 }
 
+// TestClusterScriptErrors: the script's usage errors are one line on stderr
+// and exit status 2, like paymentlog's own; acting on a node that is not
+// running is one line and exit status 1. No cluster is started.
+func TestClusterScriptErrors(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	c := newScriptCluster(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"kill", "4"}, 2, "node must be 1, 2 or 3 (got '4')"},
+		{[]string{"kill"}, 2, "node must be 1, 2 or 3"},
+		{[]string{"pause", "x"}, 2, "node must be 1, 2 or 3 (got 'x')"},
+		{[]string{"restart", "0"}, 2, "node must be 1, 2 or 3 (got '0')"},
+		{[]string{"leader", "payments"}, 2, "usage: cluster.sh leader TOPIC PARTITION"},
+		{[]string{"start"}, 2, "unknown command 'start'"},
+		{[]string{"kill", "3"}, 1, "node 3 is not running"},
+		{[]string{"pause", "2"}, 1, "node 2 is not running"},
+		{[]string{"resume", "1"}, 1, "node 1 is not running"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, filepath.Join(c.root, "scripts", "cluster.sh"), tc.args...)
+		cmd.Dir, cmd.Env = c.root, c.scriptEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if code != tc.code || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("cluster.sh %v: exit %d, stdout %q, stderr %q; want exit %d and one line with %q",
+				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
+		}
+	}
+	// status of a cluster that is not running: every node stopped, no pid,
+	// and a hint instead of a client error about missing certificates.
+	out := c.script(t, "status")
+	for n := 1; n <= 3; n++ {
+		if !strings.Contains(out, fmt.Sprintf("node %d: stopped\n", n)) {
+			t.Errorf("status does not show node %d stopped (without a pid):\n%s", n, out)
+		}
+	}
+	if !strings.Contains(out, "no node of the cluster") || strings.Contains(out, "paymentlog:") {
+		t.Errorf("status of a stopped cluster:\n%s", out)
+	}
+
+	// restart of one node of a stopped cluster: it cannot become alive
+	// without a controller, and the failure says why.
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, filepath.Join(c.root, "scripts", "cluster.sh"), "restart", "3")
+	cmd.Dir, cmd.Env = c.root, append(c.scriptEnv(), "PAYMENTLOG_READY_TIMEOUT=3")
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "no active controller: it needs 2 of the 3 nodes running") {
+		t.Errorf("restart 3 of a stopped cluster: %v\n%s", err, b)
+	}
+}
+
 // pos is a record's place in the log.
 type pos struct {
 	Partition int32 `json:"partition"`

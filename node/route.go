@@ -10,13 +10,13 @@ import (
 	"paymentlog/wire"
 )
 
-// controllerAddrs returns controller addresses to try, the believed active
+// controllerIDs returns the controllers to try, the believed active
 // controller first.
-func (n *Node) controllerAddrs() []string {
+func (n *Node) controllerIDs() []int32 {
 	leader := int32(n.raft.Status().Leader)
-	var out []string
-	if a, ok := n.cfg.Controllers[leader]; ok {
-		out = append(out, a)
+	var out []int32
+	if _, ok := n.cfg.Controllers[leader]; ok {
+		out = append(out, leader)
 	}
 	ids := make([]int, 0, len(n.cfg.Controllers))
 	for id := range n.cfg.Controllers {
@@ -26,21 +26,24 @@ func (n *Node) controllerAddrs() []string {
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
-		out = append(out, n.cfg.Controllers[int32(id)])
+		out = append(out, int32(id))
 	}
 	return out
 }
 
 // callController sends a request to the active controller, trying each
 // controller in turn while the answer is NotController or the call fails.
-// code reads the response's error code after a successful call.
+// Under mutual TLS a controller counts only if its certificate is that
+// controller's node certificate (quic.ExpectNode). code reads the response's
+// error code after a successful call.
 func (n *Node) callController(ctx context.Context, t quic.FrameType, req, resp any, code func() wire.ErrorCode) error {
 	var last error = errors.New("no controllers configured")
-	for _, addr := range n.controllerAddrs() {
+	for _, id := range n.controllerIDs() {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := n.ep.Call(ctx, addr, t, req, resp); err != nil {
+		addr := n.cfg.Controllers[id]
+		if err := n.ep.Call(quic.ExpectNode(ctx, id), addr, t, req, resp); err != nil {
 			last = fmt.Errorf("controller %s: %w", addr, err)
 			continue
 		}

@@ -137,20 +137,29 @@ func parseNodeURI(u *url.URL) (int32, bool) {
 // LoadIdentity reads the identity of cfg's own certificate (Dir/Name.crt).
 // Nodes check theirs at start: see CheckNodeCertificate.
 func LoadIdentity(cfg TLSConfig) (Identity, error) {
+	cert, err := loadLeaf(cfg)
+	if err != nil {
+		return Identity{}, err
+	}
+	return IdentityOf(cert), nil
+}
+
+// loadLeaf reads and parses cfg's certificate file (not its key).
+func loadLeaf(cfg TLSConfig) (*x509.Certificate, error) {
 	path := filepath.Join(cfg.Dir, cfg.Name+".crt")
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Identity{}, fmt.Errorf("quic: read certificate: %w", err)
+		return nil, fmt.Errorf("quic: read certificate: %w", err)
 	}
 	blk, _ := pem.Decode(b)
 	if blk == nil || blk.Type != "CERTIFICATE" {
-		return Identity{}, fmt.Errorf("quic: %s: no PEM certificate", path)
+		return nil, fmt.Errorf("quic: %s: no PEM certificate", path)
 	}
 	cert, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return Identity{}, fmt.Errorf("quic: %s: %w", path, err)
+		return nil, fmt.Errorf("quic: %s: %w", path, err)
 	}
-	return IdentityOf(cert), nil
+	return cert, nil
 }
 
 // CheckNodeCertificate returns an error, naming the fix, unless cfg's
@@ -159,13 +168,26 @@ func CheckNodeCertificate(cfg TLSConfig, id int32) error {
 	if cfg.Dev() {
 		return nil
 	}
-	got, err := LoadIdentity(cfg)
+	cert, err := loadLeaf(cfg)
 	if err != nil {
 		return err
 	}
+	got := IdentityOf(cert)
 	if got.Role == RoleNode && got.NodeID == id {
 		return nil
 	}
-	return fmt.Errorf("quic: %s is a %s, not a node certificate for node %d: issue one with `paymentlog cert issue --dir %s --name %s --node-id %d --force`",
-		filepath.Join(cfg.Dir, cfg.Name+".crt"), got, id, cfg.Dir, cfg.Name, id)
+	// The fix keeps the certificate's hosts: re-issued without --host it
+	// would be valid for 127.0.0.1 and localhost only, and a node elsewhere
+	// would fail every handshake instead.
+	var hosts []string
+	for _, ip := range cert.IPAddresses {
+		hosts = append(hosts, ip.String())
+	}
+	hosts = append(hosts, cert.DNSNames...)
+	hostArg := ""
+	if len(hosts) > 0 {
+		hostArg = " --host " + strings.Join(hosts, ",")
+	}
+	return fmt.Errorf("quic: %s is a %s, not a node certificate for node %d: issue one with `paymentlog cert issue --dir %s --name %s --node-id %d --force%s`",
+		filepath.Join(cfg.Dir, cfg.Name+".crt"), got, id, cfg.Dir, cfg.Name, id, hostArg)
 }

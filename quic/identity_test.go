@@ -89,17 +89,20 @@ func TestCheckNodeCertificate(t *testing.T) {
 		name string
 		id   int32
 		says string
+		host string // the certificate's hosts, kept by the fix
 	}{
-		{"node1", 2, "node certificate for node 1"},
-		{"client", 1, "client certificate"},
+		{"node1", 2, "node certificate for node 1", " --force --host 127.0.0.1,localhost`"},
+		{"node2", 1, "node certificate for node 2", " --force --host 127.0.0.1`"},
+		{"client", 1, "client certificate", ""},
 	} {
 		err := CheckNodeCertificate(TLSConfig{Dir: cluster, Name: tc.name}, tc.id)
 		if err == nil {
 			t.Fatalf("%s accepted as node %d", tc.name, tc.id)
 		}
 		fix := "paymentlog cert issue --dir " + cluster + " --name " + tc.name + " --node-id "
-		if msg := err.Error(); !strings.Contains(msg, tc.says) || !strings.Contains(msg, fix) || !strings.Contains(msg, "--force") {
-			t.Fatalf("%s as node %d: %q lacks %q or the fix", tc.name, tc.id, msg, tc.says)
+		if msg := err.Error(); !strings.Contains(msg, tc.says) || !strings.Contains(msg, fix) || !strings.Contains(msg, "--force") ||
+			!strings.Contains(msg, tc.host) {
+			t.Fatalf("%s as node %d: %q lacks %q, the fix or %q", tc.name, tc.id, msg, tc.says, tc.host)
 		}
 	}
 	if err := CheckNodeCertificate(TLSConfig{Dir: cluster, Name: "missing"}, 1); err == nil ||

@@ -49,7 +49,9 @@ func (p *connPool) get(ctx context.Context, addr string) (*qgo.Conn, error) {
 	return ent.conn, nil
 }
 
-// entry is get returning the pool entry (connection and write gate).
+// entry is get returning the pool entry (connection and write gate). Every
+// dial-out goes through it, so it is where the server's identity is checked
+// against the node ctx expects (ExpectNode).
 func (p *connPool) entry(ctx context.Context, addr string) (*poolEntry, error) {
 	p.mu.Lock()
 	if p.mu.closed {
@@ -70,6 +72,9 @@ func (p *connPool) entry(ctx context.Context, addr string) (*poolEntry, error) {
 	}
 	if ent.err != nil {
 		return nil, ent.err
+	}
+	if err := p.e.checkExpected(ctx, addr, ent); err != nil {
+		return nil, err
 	}
 	return ent, nil
 }

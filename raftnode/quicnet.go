@@ -107,7 +107,7 @@ func (q *quicStream) Send(ctx context.Context, f *raftFrame) error {
 			q.Close()
 		}
 	}
-	s, err := q.ep.OpenSession(ctx, q.addr, FrameType, f)
+	s, err := q.ep.OpenSession(quic.ExpectNode(ctx, int32(f.To)), q.addr, FrameType, f)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@
 #   scripts/cluster.sh down            stop every node (SIGTERM: controlled shutdown; SIGKILL
 #                                      after PAYMENTLOG_STOP_TIMEOUT seconds, default 20)
 #   scripts/cluster.sh clean           down, then delete ./data
-#   scripts/cluster.sh status          processes, then `paymentlog cluster status` and the
-#                                      payments topic
+#   scripts/cluster.sh status          processes, then (when one runs) `paymentlog cluster
+#                                      status` and the payments topic
 #   scripts/cluster.sh kill N          SIGKILL node N
 #   scripts/cluster.sh pause N         SIGSTOP node N      resume N   SIGCONT node N
 #   scripts/cluster.sh restart N       stop node N if running, start it, wait until alive
@@ -28,6 +28,10 @@
 # restart unless PAYMENTLOG_NO_BUILD=1), PAYMENTLOG_CLUSTER_DIR (default ./data),
 # PAYMENTLOG_READY_TIMEOUT (seconds, default 60), PAYMENTLOG_NODE_ARGS (extra
 # `node start` flags, e.g. "--fsync never").
+#
+# Usage errors (a node other than 1, 2 or 3, an unknown command) exit with
+# status 2 and one line on stderr; a failure (e.g. kill of a node that is not
+# running) with status 1.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -44,6 +48,8 @@ READY_TIMEOUT="${PAYMENTLOG_READY_TIMEOUT:-60}"
 STOP_TIMEOUT="${PAYMENTLOG_STOP_TIMEOUT:-20}"
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
+# usage_die: a usage error, one line on stderr and exit status 2 (as paymentlog's own).
+usage_die() { echo "cluster.sh: $*" >&2; exit 2; }
 say() { echo "cluster.sh: $*"; }
 
 client_args() { echo --bootstrap "$BOOTSTRAP" --tls-dir "$CERTS" --cert-name client; }
@@ -51,7 +57,7 @@ client_args() { echo --bootstrap "$BOOTSTRAP" --tls-dir "$CERTS" --cert-name cli
 check_node() {
 	case "${1:-}" in
 	1 | 2 | 3) ;;
-	*) die "node must be 1, 2 or 3 (got '${1:-}')" ;;
+	*) usage_die "node must be 1, 2 or 3 (got '${1:-}')" ;;
 	esac
 }
 
@@ -196,6 +202,9 @@ wait_alive() {
 		[ "$ok" = 1 ] && return 0
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			say "last cluster status: ${out:-<no answer>}"
+			case "$out" in *'"controller_id":-1'*)
+				say "no active controller: it needs 2 of the 3 nodes running; the nodes started stay up (scripts/cluster.sh up starts the others, down stops them)" ;;
+			esac
 			die "nodes $* not alive after ${READY_TIMEOUT}s (see $DIR/node*.log)"
 		fi
 		for n in "$@"; do
@@ -272,8 +281,13 @@ clean)
 	;;
 status)
 	for n in $NODES; do
-		echo "node $n: $(pstate "$n") $(pid "$n")"
+		p="$(pid "$n")"
+		echo "node $n: $(pstate "$n")${p:+ $p}"
 	done
+	if [ -z "$(pid 1)$(pid 2)$(pid 3)" ]; then
+		say "no node of the cluster in $DIR is running (scripts/cluster.sh up starts it)"
+		exit 0
+	fi
 	# shellcheck disable=SC2046
 	"$BIN" cluster status $(client_args) --timeout 3s || true
 	# shellcheck disable=SC2046
@@ -319,14 +333,17 @@ logs)
 	tail -n "${PAYMENTLOG_LOG_LINES:-100}" "$(logfile "$1")"
 	;;
 leader)
-	[ $# -eq 2 ] || die "usage: cluster.sh leader TOPIC PARTITION"
+	[ $# -eq 2 ] || usage_die "usage: cluster.sh leader TOPIC PARTITION"
 	leader "$1" "$2"
 	;;
 env)
 	echo "export PAYMENTLOG_BOOTSTRAP=$BOOTSTRAP PAYMENTLOG_TLS_DIR=$CERTS PAYMENTLOG_CLIENT_CERT_NAME=client"
 	;;
-*)
+"")
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
 	exit 2
+	;;
+*)
+	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, logs N, leader TOPIC P or env; no command prints the usage)"
 	;;
 esac

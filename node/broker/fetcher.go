@@ -174,7 +174,7 @@ func (f *fetcher) run() {
 				}
 				continue
 			}
-			s, err := ep.OpenSession(f.ctx, addr, wire.TypeReplicaFetch,
+			s, err := ep.OpenSession(quic.ExpectNode(f.ctx, f.leader), addr, wire.TypeReplicaFetch,
 				wire.ReplicaFetchOpen{FollowerID: f.b.cfg.NodeID, Incarnation: f.b.cfg.Incarnation})
 			if err != nil {
 				lg.Debug("fetch session open failed", "addr", addr, "err", err)
