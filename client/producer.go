@@ -306,8 +306,13 @@ func (p *Producer) Flush(ctx context.Context) error {
 func (p *Producer) Outstanding() int64 { return p.budget.outstanding() }
 
 // Close refuses new records, flushes until ctx ends, then fails whatever is
-// still outstanding with ErrProducerClosed and stops the producer. It returns
-// ctx's error if the flush did not complete. Later calls return nil.
+// still outstanding with ErrProducerClosed and stops the producer. Requests
+// still in flight then are cancelled and their outcomes awaited: a success
+// already answered is delivered as one, and a record that may have been
+// written (a request was in flight, or an earlier attempt's answer was lost)
+// fails with a *DeliveryError whose Unknown is true, wrapping
+// ErrProducerClosed. It returns ctx's error if the flush did not complete.
+// Later calls return nil.
 func (p *Producer) Close(ctx context.Context) error {
 	p.closeMu.Lock()
 	if p.closed {

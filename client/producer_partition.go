@@ -659,15 +659,21 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	}
 }
 
-// abort fails everything left (Close after its flush gave up).
+// abort fails everything left (Close after its flush gave up). Requests in
+// flight are cancelled and their outcomes awaited, not guessed: one may have
+// been written (its answer may even be a success on its way), so each is
+// handled as any answer is, and what is then left fails with
+// ErrProducerClosed, saying "may have been written" (a DeliveryError with
+// Unknown) for every batch some attempt of which may have been written.
 func (pp *partProducer) abort() {
 	for _, b := range pp.inflight {
 		b.cancel()
-		pp.finish(b, -1, ErrProducerClosed)
 	}
-	pp.inflight = nil
+	for len(pp.inflight) > 0 {
+		pp.handle(<-pp.results)
+	}
 	for _, b := range pp.queue {
-		pp.finish(b, -1, ErrProducerClosed)
+		pp.finish(b, -1, pp.closedErr(b))
 	}
 	pp.queue = nil
 	pp.mu.Lock()
@@ -679,6 +685,15 @@ func (pp *partProducer) abort() {
 			pp.finish(b, -1, ErrProducerClosed)
 		}
 	}
+}
+
+// closedErr is the error of a batch failed by Close: ErrProducerClosed,
+// wrapped in a DeliveryError once it has been sent.
+func (pp *partProducer) closedErr(b *pbatch) error {
+	if b.attempts == 0 {
+		return ErrProducerClosed
+	}
+	return &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown, Err: ErrProducerClosed}
 }
 
 // backoff is the delay before retry number attempt: RetryBackoff doubled

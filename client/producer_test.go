@@ -857,3 +857,100 @@ func TestQueuedBatchDeadlineArmsTimer(t *testing.T) {
 		})
 	}
 }
+
+// Close gives up while a request is in flight: the leader has appended the
+// batch and is still waiting (for the ISR) when the producer stops. The
+// record is in the log, so its delivery must say it may have been written;
+// a plain ErrProducerClosed tells the application it was not, and a payment
+// application sends it again. The same holds for a batch whose first
+// answer was lost and that waits, queued, for its resend.
+func TestCloseReportsInFlightBatchAsPossiblyWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer clienttest.Kind
+	}{
+		{"in flight", clienttest.HandleThenHang},
+		{"queued after a lost answer", clienttest.DropResponse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clienttest.New(1)
+			fc.CreateTopic("t", 1)
+			fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+				if ty == wire.TypeProduce {
+					return clienttest.Action{Kind: tc.answer}
+				}
+				return clienttest.Action{}
+			}
+			c := mustFakeClient(t, fc)
+			p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: time.Hour, RetryBackoffMax: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			d := newDeliveries()
+			if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
+				t.Fatal(err)
+			}
+			for fc.LogEnd("t", 0) < 1 { // written: a condition with the test's deadline
+				if ctx.Err() != nil {
+					t.Fatal("the batch was never written")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			if err := p.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("close: %v", err)
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			var de *DeliveryError
+			if got := d.got[0]; d.n[0] != 1 || !errors.Is(got.Err, ErrProducerClosed) || !errors.As(got.Err, &de) || !de.Unknown {
+				t.Fatalf("written record failed by Close: %d callbacks, %v; want one ErrProducerClosed saying it may have been written", d.n[0], got.Err)
+			}
+		})
+	}
+}
+
+// Close stops while an answer is already on its way: a request that
+// succeeded is reported as the success it is, not as ErrProducerClosed.
+func TestCloseDeliversAnswersAlreadyReceived(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if _, err := c.PartitionCount(ctx, "t"); err != nil { // metadata in hand: pump finds the leader
+		t.Fatal(err)
+	}
+	p.flushing.Add(1)                // the open batch goes at once
+	pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+	d := newDeliveries()
+	r := &Record{Topic: "t", Value: []byte("v0")}
+	gen, err := p.budget.acquire(ctx, int64(recordSize(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.append(r, time.Now().UnixMilli(), recordSize(r), gen, d.cb(0))
+	pp.pump(time.Now())
+	if len(pp.inflight) != 1 {
+		t.Fatalf("%d in flight, want 1", len(pp.inflight))
+	}
+	for len(pp.results) == 0 { // the answer has arrived, not yet handled
+		if ctx.Err() != nil {
+			t.Fatal("no answer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pp.abort() // what run does when Close stops it now
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if got := d.got[0]; d.n[0] != 1 || got.Err != nil || got.Offset != 0 {
+		t.Fatalf("acknowledged record: %d callbacks, %+v; want one success at offset 0", d.n[0], got)
+	}
+	p.flushing.Add(-1)
+	p.Close(ctx)
+}

@@ -38,6 +38,10 @@ const (
 	// (Produce, Fetch): a leader that appended a batch and then lost its
 	// leadership (NotLeader) or timed out waiting for the ISR (Timeout).
 	HandleThenRefuse
+	// HandleThenHang handles it, then never answers: a leader that
+	// appended a batch and then waits on (the ISR, a flush) until the
+	// caller gives up.
+	HandleThenHang
 )
 
 // Action is Intercept's decision.
@@ -343,6 +347,9 @@ func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, r
 		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ErrInjected}
 	case HandleThenRefuse:
 		return c.refuse(req, act.Code), nil
+	case HandleThenHang:
+		<-ctx.Done()
+		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ctx.Err()}
 	}
 	return v, nil
 }
