@@ -954,3 +954,37 @@ func TestCloseDeliversAnswersAlreadyReceived(t *testing.T) {
 	p.flushing.Add(-1)
 	p.Close(ctx)
 }
+
+// ProduceSync's context ends while the record is in flight (here the leader
+// has appended it and waits): the record stays queued and may be written,
+// so the error must say so, not look like a plain failure.
+func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.HandleThenHang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		p.Close(ctx) // the request hangs: abandon it
+	}()
+	sctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
+	defer cancel()
+	_, err = p.ProduceSync(sctx, &Record{Topic: "t", Value: []byte("v0")})
+	var de *DeliveryError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &de) || !de.Unknown {
+		t.Fatalf("ProduceSync gave up with %v; want a DeliveryError saying it may have been written", err)
+	}
+	if n := fc.LogEnd("t", 0); n != 1 {
+		t.Fatalf("log end %d: the scenario wants the record written", n)
+	}
+}
