@@ -70,7 +70,8 @@ type partProducer struct {
 	nextSeq    int32
 	order      int64
 	gap        *gap
-	noLeader   int // consecutive pumps that found no leader: grows the backoff
+	noLeader   int       // consecutive pumps that found no leader: grows the backoff
+	checkedAt  time.Time // the last leader check that refreshed the metadata
 	timer      *time.Timer
 }
 
@@ -183,7 +184,16 @@ func (pp *partProducer) nextWake() time.Time {
 		}
 	}
 	if len(pp.inflight) > 0 {
-		consider(pp.inflight[0].sentAt.Add(pp.p.cfg.LeaderCheckInterval))
+		// The first check once the oldest request has been out for
+		// LeaderCheckInterval, then one per half interval (what
+		// checkLeaders refreshes at): not at once again, which spun the
+		// loop every millisecond for as long as a request was slow.
+		ivl := pp.p.cfg.LeaderCheckInterval
+		at := pp.inflight[0].sentAt.Add(ivl)
+		if next := pp.checkedAt.Add(ivl / 2); next.After(at) {
+			at = next
+		}
+		consider(at)
 	}
 	if pp.recovering && len(pp.inflight) == 0 {
 		consider(pp.retryAt)
@@ -643,6 +653,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	}
 	ivl := pp.p.cfg.LeaderCheckInterval
 	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
+		pp.checkedAt = now
 		pp.p.c.meta.refreshIfOlderHedged(ivl/2, min(ivl/2, pp.p.c.cfg.HedgeDelay))
 	}
 	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)

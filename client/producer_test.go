@@ -988,3 +988,62 @@ func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
 		t.Fatalf("log end %d: the scenario wants the record written", n)
 	}
 }
+
+// A request that stays outstanding (a leader waiting for a slow ISR) makes
+// the partition check its leader once per half LeaderCheckInterval, not
+// again at once: nextWake used to stay at the oldest request's send time
+// plus the interval, already past, so the loop woke every millisecond (the
+// timer's floor) for as long as the request was out. The test drives the
+// partition with its own clock.
+func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.HandleThenHang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	const ivl = 100 * time.Millisecond
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour, LeaderCheckInterval: ivl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testCtx(t)
+	if _, err := c.PartitionCount(ctx, "t"); err != nil { // metadata in hand: pump finds the leader
+		t.Fatal(err)
+	}
+	pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+	defer pp.abort()
+	r := &Record{Topic: "t", Value: []byte("v0")}
+	gen, err := p.budget.acquire(ctx, int64(recordSize(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	pp.append(r, start.UnixMilli(), recordSize(r), gen, nil)
+	p.flushing.Add(1) // the open batch goes at once
+	pp.pump(start)
+	p.flushing.Add(-1)
+	if len(pp.inflight) != 1 {
+		t.Fatalf("%d in flight, want 1", len(pp.inflight))
+	}
+	sent := pp.inflight[0].sentAt
+	now := sent
+	for i := 0; i < 5; i++ {
+		wake := pp.nextWake()
+		if !wake.After(now) {
+			t.Fatalf("check %d: next wake-up %v after the last one, want a later one", i, wake.Sub(now))
+		}
+		if i == 0 && wake.Sub(sent) != ivl {
+			t.Fatalf("first leader check %v after the send, want %v", wake.Sub(sent), ivl)
+		}
+		if i > 0 && wake.Sub(now) != ivl/2 {
+			t.Fatalf("check %d: %v after the previous one, want %v", i, wake.Sub(now), ivl/2)
+		}
+		now = wake
+		pp.checkLeaders(now, true) // what run does when the timer fires
+	}
+}
