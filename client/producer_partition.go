@@ -521,8 +521,10 @@ func (pp *partProducer) handle(r attemptResult) {
 		if r.resp.BaseOffset >= 0 {
 			pp.succeed(b, r.resp.BaseOffset)
 		} else {
-			// Written, so no sequence gap: later batches carry on.
-			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Err: ErrDuplicateNoOffset})
+			// Written, so no sequence gap: later batches carry on. The
+			// delivery fails for want of offsets, but it must not read as
+			// "not written": Unknown says it is (may be) in the log.
+			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: true, Err: ErrDuplicateNoOffset})
 		}
 	case code == wire.OutOfOrderSequence:
 		head := pp.isHead(b)

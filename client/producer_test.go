@@ -1047,3 +1047,29 @@ func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
 		pp.checkLeaders(now, true) // what run does when the timer fires
 	}
 }
+
+// A leader that answers DuplicateSequence without the batch's offsets says
+// the batch is in the log: the failed delivery must not read as "not
+// written" (DeliveryError.Unknown false), or the application sends the
+// payment again.
+func TestDuplicateWithoutOffsetsIsNotReportedAsNotWritten(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.DuplicateSequence}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.ProduceSync(testCtx(t), &Record{Topic: "t", Value: []byte("v0")})
+	var de *DeliveryError
+	if !errors.Is(err, ErrDuplicateNoOffset) || !errors.As(err, &de) || !de.Unknown {
+		t.Fatalf("got %v; want ErrDuplicateNoOffset in a DeliveryError saying it may have been written", err)
+	}
+}
