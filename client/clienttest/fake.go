@@ -94,6 +94,9 @@ type partition struct {
 	// its epoch (KIP-207): fetches report HW -1, ListOffsets(latest)
 	// answers OffsetNotAvailable.
 	hwUnknown bool
+	// acked is the end of the highest batch a Produce answer reported as
+	// written (the answer left the fake): TruncateUnacked keeps it.
+	acked int64
 }
 
 // producerState remembers a producer's last 5 batches on a partition.
@@ -198,7 +201,10 @@ func (c *Cluster) SetController(id int32) {
 func (c *Cluster) TruncateLog(topicName string, p int32, offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pt := c.mu.topics[topicName].parts[p]
+	c.truncateLocked(c.mu.topics[topicName].parts[p], offset)
+}
+
+func (c *Cluster) truncateLocked(pt *partition, offset int64) {
 	i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= offset })
 	pt.batches = pt.batches[:i]
 	pt.next = 0
@@ -213,6 +219,18 @@ func (c *Cluster) TruncateLog(topicName string, p int32, offset int64) {
 		}
 	}
 	c.mu.moff++
+}
+
+// TruncateUnacked drops the batches after the last one a Produce answer
+// reported as written, as a new leader that had not replicated the old
+// leader's unacknowledged tail would have it (acks=all), and returns the new
+// log end.
+func (c *Cluster) TruncateUnacked(topicName string, p int32) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.mu.topics[topicName].parts[p]
+	c.truncateLocked(pt, pt.acked)
+	return pt.next
 }
 
 // LogEnd returns a partition's log end offset.
@@ -338,7 +356,7 @@ func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, r
 	case Refuse:
 		return c.refuse(req, act.Code), nil
 	}
-	v, err := c.handle(ctx, addr, req)
+	v, err := c.handle(ctx, addr, req, act.Kind == Pass)
 	if err != nil {
 		return nil, err
 	}
@@ -381,8 +399,9 @@ func (c *Cluster) brokerAt(addr string) int32 {
 	return -1
 }
 
-// handle answers one request as the broker at addr.
-func (c *Cluster) handle(ctx context.Context, addr string, req any) (any, error) {
+// handle answers one request as the broker at addr; answered says a
+// Produce answer will reach the caller as it is.
+func (c *Cluster) handle(ctx context.Context, addr string, req any, answered bool) (any, error) {
 	switch r := req.(type) {
 	case *wire.MetadataRequest:
 		return c.metadata(r), nil
@@ -419,7 +438,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any) (any, error)
 		c.mu.moff++
 		return &wire.DeleteTopicResponse{}, nil
 	case *wire.ProduceRequest:
-		return c.produce(addr, r), nil
+		return c.produce(addr, r, answered), nil
 	case *wire.FetchRequest:
 		return c.fetch(ctx, addr, r), nil
 	case *wire.ListOffsetsRequest:
@@ -479,7 +498,7 @@ func checkEpoch(pt *partition, e int32) wire.ErrorCode {
 	}
 }
 
-func (c *Cluster) produce(addr string, req *wire.ProduceRequest) *wire.ProduceResponse {
+func (c *Cluster) produce(addr string, req *wire.ProduceRequest, answered bool) *wire.ProduceResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &wire.ProduceResponse{}
@@ -498,6 +517,10 @@ func (c *Cluster) produce(addr string, req *wire.ProduceRequest) *wire.ProduceRe
 			continue
 		}
 		r.Err, r.Message, r.BaseOffset = c.appendLocked(pt, pp.Batch)
+		if answered && r.Err == wire.None {
+			i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= r.BaseOffset })
+			pt.acked = max(pt.acked, pt.batches[i].LastOffset()+1)
+		}
 		resp.Parts = append(resp.Parts, r)
 	}
 	return resp
