@@ -287,11 +287,22 @@ func (pt *partition) remember(h segment.Header, base int64) {
 }
 
 // Call implements the client's transport in memory: it copies nothing that
-// the caller could observe changing and honours ctx.
+// the caller could observe changing and honours ctx. A Produce request's
+// batches are copied before Call returns, as a real transport has written
+// them by then: the caller may reuse their buffers once Call returns, even
+// on ctx's end while the request is still being handled.
 func (c *Cluster) Call(ctx context.Context, addr string, t quic.FrameType, req, resp any) error {
 	type result struct {
 		v   any
 		err error
+	}
+	if pr, ok := req.(*wire.ProduceRequest); ok {
+		cp := *pr
+		cp.Parts = append([]wire.ProducePartition(nil), pr.Parts...)
+		for i := range cp.Parts {
+			cp.Parts[i].Batch = append(wire.Bytes(nil), pr.Parts[i].Batch...)
+		}
+		req = &cp
 	}
 	ch := make(chan result, 1)
 	go func() {
