@@ -1073,3 +1073,42 @@ func TestDuplicateWithoutOffsetsIsNotReportedAsNotWritten(t *testing.T) {
 		t.Fatalf("got %v; want ErrDuplicateNoOffset in a DeliveryError saying it may have been written", err)
 	}
 }
+
+// A node cut off from the controller keeps answering Metadata quickly with
+// its stale image (here: the partition's old leader). The client asked it
+// first on every refresh (it had answered last, so it stayed preferred even
+// when its answer was refused as older than the cache), refused its answer
+// three times, then took it: the producer was stuck with the old leader
+// until its records timed out. An older answer must count as no answer, so
+// the refresh asks the next node.
+func TestStaleMetadataNodeDoesNotStallTheProducer(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	fc.SetLeader("t", 0, 1)
+	c := mustFakeClient(t, fc) // asks fake-1 first
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: 5 * time.Millisecond, RetryBackoffMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		p.Close(ctx) // without the fix the record waits out its delivery timeout
+	}()
+	ctx := testCtx(t)
+	if _, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte("v0")}); err != nil {
+		t.Fatal(err)
+	}
+	fc.FreezeMetadata(1) // node 1 is cut off from the controller...
+	fc.SetLeader("t", 0, 2)
+	fc.SetController(2) // ...which moves on without it
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	d, err := p.ProduceSync(sctx, &Record{Topic: "t", Value: []byte("v1")})
+	if err != nil || d.Offset != 1 {
+		t.Fatalf("record after the leader moved: %+v, %v; want it written at offset 1 by the new leader", d, err)
+	}
+	if pm, _ := c.meta.current().partition("t", 0); pm.Leader != 2 {
+		t.Fatalf("cached metadata names leader %d, want 2", pm.Leader)
+	}
+}

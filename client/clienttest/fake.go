@@ -70,7 +70,8 @@ type Cluster struct {
 		moff       int64
 		topics     map[string]*topic
 		nextPID    int64
-		changed    chan struct{} // closed on every append
+		changed    chan struct{}                     // closed on every append
+		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
 	}
 }
@@ -185,6 +186,30 @@ func (c *Cluster) Leader(topicName string, p int32) (int32, int32) {
 	defer c.mu.Unlock()
 	pt := c.mu.topics[topicName].parts[p]
 	return pt.leader, pt.epoch
+}
+
+// FreezeMetadata makes broker id answer Metadata requests, from now on,
+// with the cluster metadata as it is now: a node cut off from the
+// controller serves its stale image. Produce, Fetch and the rest are still
+// answered from the current state.
+func (c *Cluster) FreezeMetadata(id int32) {
+	resp := c.metadata(&wire.MetadataRequest{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.frozen == nil {
+		c.mu.frozen = map[string]*wire.MetadataResponse{}
+	}
+	c.mu.frozen[c.mu.brokers[id-1].Addr] = resp
+}
+
+func cloneMetadata(r *wire.MetadataResponse) *wire.MetadataResponse {
+	cp := *r
+	cp.Brokers = append([]wire.BrokerInfo(nil), r.Brokers...)
+	cp.Topics = append([]wire.TopicMetadata(nil), r.Topics...)
+	for i := range cp.Topics {
+		cp.Topics[i].Partitions = append([]wire.PartitionMetadata(nil), r.Topics[i].Partitions...)
+	}
+	return &cp
 }
 
 // SetController changes the active controller.
@@ -415,6 +440,12 @@ func (c *Cluster) brokerAt(addr string) int32 {
 func (c *Cluster) handle(ctx context.Context, addr string, req any, answered bool) (any, error) {
 	switch r := req.(type) {
 	case *wire.MetadataRequest:
+		c.mu.Lock()
+		fr := c.mu.frozen[addr]
+		c.mu.Unlock()
+		if fr != nil {
+			return cloneMetadata(fr), nil
+		}
 		return c.metadata(r), nil
 	case *wire.DescribeClusterRequest:
 		c.mu.Lock()
