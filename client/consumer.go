@@ -104,7 +104,10 @@ type Consumer struct {
 	parts    map[TopicPartition]*cpart
 	order    []*cpart                // assignment order
 	inflight map[*fetchCall]struct{} // fetches in flight
-	closed   bool
+	// owed is an error Poll met while it had records to return: the
+	// records go first, the error with the next Poll.
+	owed   error
+	closed bool
 }
 
 type cpart struct {
@@ -197,6 +200,7 @@ func (cs *Consumer) Seek(tp TopicPartition, offset int64) error {
 }
 
 func (cs *Consumer) seek(cp *cpart, offset int64) {
+	cs.owed = nil // it may be this partition's; another's comes again with its next fetch
 	cp.pos = offset
 	cp.gen++
 	cp.failures = 0
@@ -272,10 +276,17 @@ func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) 
 // Poll returns the next records of the assigned partitions. It waits until a
 // fetch answers with records, an error that needs the caller occurs, about
 // MaxWait passes with nothing new (returning no records and a nil error), or
-// ctx ends.
+// ctx ends. It never returns records together with an error: records
+// fetched along with an error (another partition's, or a corrupt record
+// after them) are returned first, with a nil error, and the error comes
+// with the next call.
 func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 	if cs.closed {
 		return nil, errors.New("client: consumer closed")
+	}
+	if err := cs.owed; err != nil {
+		cs.owed = nil
+		return nil, err
 	}
 	if len(cs.order) == 0 {
 		return nil, ErrNoAssignment
@@ -307,8 +318,14 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 					more = false
 				}
 			}
-			if err != nil || len(msgs) > 0 {
-				return msgs, err
+			if len(msgs) > 0 {
+				// Their positions have moved past them: a caller that
+				// drops results with an error would never see them.
+				cs.owed = err
+				return msgs, nil
+			}
+			if err != nil {
+				return nil, err
 			}
 		case <-timer.C:
 			cs.checkLeaders(true)

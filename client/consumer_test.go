@@ -441,3 +441,32 @@ func TestAdminCreateRetriedAfterLostAnswer(t *testing.T) {
 		t.Fatalf("plain duplicate create: %v", err)
 	}
 }
+
+// One fetch answer carries records for one partition and an error for
+// another. Poll used to return both at once, the records' positions already
+// past them: a caller doing the usual "if err != nil" dropped records it
+// would never see again. Poll now returns the records alone and the error
+// at the next call.
+func TestPollNeverReturnsRecordsWithAnError(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 2) // both partitions on node 1: one fetch for both
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a", "b")
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: 30 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, 0)
+	cs.Assign([]TopicPartition{{"t", 1}}, 99) // out of range
+	ctx := testCtx(t)
+	msgs, err := cs.Poll(ctx)
+	if err != nil {
+		t.Fatalf("first poll: %d records with error %v; want the records alone", len(msgs), err)
+	}
+	if len(msgs) != 2 || string(msgs[0].Value) != "a" || string(msgs[1].Value) != "b" {
+		t.Fatalf("first poll: %+v", msgs)
+	}
+	msgs, err = cs.Poll(ctx)
+	var oor *OffsetOutOfRangeError
+	if len(msgs) != 0 || !errors.As(err, &oor) || oor.Partition != 1 || oor.Requested != 99 {
+		t.Fatalf("second poll: %d records, %v; want the OffsetOutOfRange of partition 1", len(msgs), err)
+	}
+}

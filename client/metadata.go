@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -113,8 +114,9 @@ type metadata struct {
 	mu struct {
 		sync.Mutex
 		inflight  *refreshCall
-		preferred string        // the last node that answered
-		rejected  int           // consecutive answers older than the cached snapshot
+		preferred string        // the last node whose answer was news ("" after one that was not)
+		rotate    int           // answers that were not news: where the broker list starts
+		rejected  int           // answers refused as older than the cached snapshot since one was taken
 		changed   chan struct{} // closed and replaced when a snapshot is stored
 	}
 }
@@ -215,15 +217,37 @@ func (m *metadata) run(call *refreshCall) {
 	close(call.done)
 }
 
-// storeLocked installs a response unless it is older than the cached
-// snapshot (a lagging node); after three older answers in a row it is taken
-// anyway (the cluster may have been recreated).
-func (m *metadata) storeLocked(resp *wire.MetadataResponse, from string) {
-	m.mu.preferred = from
+// errStaleMetadata is a node's answer older than the cached snapshot.
+var errStaleMetadata = errors.New("client: metadata older than the cached view")
+
+// refuseStale reports whether an answer is older than the cached snapshot
+// (a lagging node, or one cut off from the controller) and is to be
+// refused; after three refused answers in a row one is taken anyway (the
+// cluster may have been recreated).
+func (m *metadata) refuseStale(resp *wire.MetadataResponse) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	cur := m.snap.Load()
-	if cur != nil && resp.MetadataOffset < cur.offset && m.mu.rejected < 3 {
-		m.mu.rejected++
-		return
+	if cur == nil || resp.MetadataOffset >= cur.offset || m.mu.rejected >= 3 {
+		return false
+	}
+	m.mu.rejected++
+	return true
+}
+
+// storeLocked installs a response (fetch has refused stale ones). The node
+// that gave it is asked first next time if its answer was news (a newer
+// metadata offset than the cache's); if it was not, the next refresh starts
+// at the next broker instead: a node cut off from the controller answers
+// fast with the image the client already has, and asked first every time,
+// it kept the client on the leaders it last knew (refreshes are asked for
+// because something looks wrong).
+func (m *metadata) storeLocked(resp *wire.MetadataResponse, from string) {
+	if cur := m.snap.Load(); cur == nil || resp.MetadataOffset > cur.offset {
+		m.mu.preferred = from
+	} else {
+		m.mu.preferred = ""
+		m.mu.rotate++
 	}
 	m.mu.rejected = 0
 	m.snap.Store(newSnapshot(resp, from, time.Now()))
@@ -231,8 +255,9 @@ func (m *metadata) storeLocked(resp *wire.MetadataResponse, from string) {
 	m.mu.changed = make(chan struct{})
 }
 
-// candidates lists nodes to ask: the last one that answered, alive brokers,
-// fenced brokers, then the bootstrap list.
+// candidates lists nodes to ask: the preferred one (see storeLocked), alive
+// brokers, fenced brokers (both in id order, rotated by the answers that
+// were not news), then the bootstrap list.
 func (m *metadata) candidates() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -244,9 +269,14 @@ func (m *metadata) candidates() []string {
 	}
 	m.mu.Lock()
 	add(m.mu.preferred)
+	rotate := m.mu.rotate
 	m.mu.Unlock()
 	if s := m.current(); s != nil {
 		bl := s.brokerList()
+		if len(bl) > 0 {
+			r := rotate % len(bl)
+			bl = slices.Concat(bl[r:], bl[:r])
+		}
 		for _, b := range bl {
 			if b.State != "fenced" {
 				add(b.Addr)
@@ -263,7 +293,10 @@ func (m *metadata) candidates() []string {
 }
 
 // fetch asks candidates for metadata, hedging: each node gets hedge to
-// answer before the next one is asked too; the first answer wins.
+// answer before the next one is asked too; the first answer wins. An answer
+// older than the cache counts as none (refuseStale): the next node is asked
+// at once. Taking it, or just dropping it, kept a fast stale node winning
+// every refresh and the client on its old leaders.
 func (m *metadata) fetch(ctx context.Context, hedge time.Duration) (*wire.MetadataResponse, string, error) {
 	return hedged(ctx, m.candidates(), hedge, func(ctx context.Context, addr string) (*wire.MetadataResponse, error) {
 		var r wire.MetadataResponse
@@ -272,6 +305,9 @@ func (m *metadata) fetch(ctx context.Context, hedge time.Duration) (*wire.Metada
 		}
 		if r.Err != wire.None {
 			return nil, r.Err.Err(r.Message)
+		}
+		if m.refuseStale(&r) {
+			return nil, fmt.Errorf("%w (its offset %d)", errStaleMetadata, r.MetadataOffset)
 		}
 		return &r, nil
 	})

@@ -214,7 +214,9 @@ func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) er
 	return nil
 }
 
-// ProduceSync produces one record and waits for its delivery.
+// ProduceSync produces one record and waits for its delivery. If ctx ends
+// first, the record stays queued and may still be written: the error is
+// then a *DeliveryError with Unknown set, wrapping ctx's error.
 func (p *Producer) ProduceSync(ctx context.Context, r *Record) (Delivery, error) {
 	ch := make(chan Delivery, 1)
 	if err := p.Produce(ctx, r, func(d Delivery) { ch <- d }); err != nil {
@@ -227,7 +229,13 @@ func (p *Producer) ProduceSync(ctx context.Context, r *Record) (Delivery, error)
 	case d := <-ch:
 		return d, d.Err
 	case <-ctx.Done():
-		return Delivery{Topic: r.Topic, Partition: -1, Offset: -1, Err: ctx.Err()}, ctx.Err()
+		part := int32(-1)
+		if r.PartitionSet {
+			part = r.Partition
+		}
+		err := &DeliveryError{Topic: r.Topic, Partition: part, Unknown: true,
+			Err: fmt.Errorf("stopped waiting; the record stays queued: %w", ctx.Err())}
+		return Delivery{Topic: r.Topic, Partition: part, Offset: -1, Err: err}, err
 	}
 }
 
@@ -306,8 +314,13 @@ func (p *Producer) Flush(ctx context.Context) error {
 func (p *Producer) Outstanding() int64 { return p.budget.outstanding() }
 
 // Close refuses new records, flushes until ctx ends, then fails whatever is
-// still outstanding with ErrProducerClosed and stops the producer. It returns
-// ctx's error if the flush did not complete. Later calls return nil.
+// still outstanding with ErrProducerClosed and stops the producer. Requests
+// still in flight then are cancelled and their outcomes awaited: a success
+// already answered is delivered as one, and a record that may have been
+// written (a request was in flight, or an earlier attempt's answer was lost)
+// fails with a *DeliveryError whose Unknown is true, wrapping
+// ErrProducerClosed. It returns ctx's error if the flush did not complete.
+// Later calls return nil.
 func (p *Producer) Close(ctx context.Context) error {
 	p.closeMu.Lock()
 	if p.closed {

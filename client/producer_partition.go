@@ -70,7 +70,8 @@ type partProducer struct {
 	nextSeq    int32
 	order      int64
 	gap        *gap
-	noLeader   int // consecutive pumps that found no leader: grows the backoff
+	noLeader   int       // consecutive pumps that found no leader: grows the backoff
+	checkedAt  time.Time // the last leader check that refreshed the metadata
 	timer      *time.Timer
 }
 
@@ -183,7 +184,16 @@ func (pp *partProducer) nextWake() time.Time {
 		}
 	}
 	if len(pp.inflight) > 0 {
-		consider(pp.inflight[0].sentAt.Add(pp.p.cfg.LeaderCheckInterval))
+		// The first check once the oldest request has been out for
+		// LeaderCheckInterval, then one per half interval (what
+		// checkLeaders refreshes at): not at once again, which spun the
+		// loop every millisecond for as long as a request was slow.
+		ivl := pp.p.cfg.LeaderCheckInterval
+		at := pp.inflight[0].sentAt.Add(ivl)
+		if next := pp.checkedAt.Add(ivl / 2); next.After(at) {
+			at = next
+		}
+		consider(at)
 	}
 	if pp.recovering && len(pp.inflight) == 0 {
 		consider(pp.retryAt)
@@ -511,8 +521,10 @@ func (pp *partProducer) handle(r attemptResult) {
 		if r.resp.BaseOffset >= 0 {
 			pp.succeed(b, r.resp.BaseOffset)
 		} else {
-			// Written, so no sequence gap: later batches carry on.
-			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Err: ErrDuplicateNoOffset})
+			// Written, so no sequence gap: later batches carry on. The
+			// delivery fails for want of offsets, but it must not read as
+			// "not written": Unknown says it is (may be) in the log.
+			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: true, Err: ErrDuplicateNoOffset})
 		}
 	case code == wire.OutOfOrderSequence:
 		head := pp.isHead(b)
@@ -643,6 +655,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	}
 	ivl := pp.p.cfg.LeaderCheckInterval
 	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
+		pp.checkedAt = now
 		pp.p.c.meta.refreshIfOlderHedged(ivl/2, min(ivl/2, pp.p.c.cfg.HedgeDelay))
 	}
 	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
@@ -659,15 +672,21 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	}
 }
 
-// abort fails everything left (Close after its flush gave up).
+// abort fails everything left (Close after its flush gave up). Requests in
+// flight are cancelled and their outcomes awaited, not guessed: one may have
+// been written (its answer may even be a success on its way), so each is
+// handled as any answer is, and what is then left fails with
+// ErrProducerClosed, saying "may have been written" (a DeliveryError with
+// Unknown) for every batch some attempt of which may have been written.
 func (pp *partProducer) abort() {
 	for _, b := range pp.inflight {
 		b.cancel()
-		pp.finish(b, -1, ErrProducerClosed)
 	}
-	pp.inflight = nil
+	for len(pp.inflight) > 0 {
+		pp.handle(<-pp.results)
+	}
 	for _, b := range pp.queue {
-		pp.finish(b, -1, ErrProducerClosed)
+		pp.finish(b, -1, pp.closedErr(b))
 	}
 	pp.queue = nil
 	pp.mu.Lock()
@@ -679,6 +698,15 @@ func (pp *partProducer) abort() {
 			pp.finish(b, -1, ErrProducerClosed)
 		}
 	}
+}
+
+// closedErr is the error of a batch failed by Close: ErrProducerClosed,
+// wrapped in a DeliveryError once it has been sent.
+func (pp *partProducer) closedErr(b *pbatch) error {
+	if b.attempts == 0 {
+		return ErrProducerClosed
+	}
+	return &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown, Err: ErrProducerClosed}
 }
 
 // backoff is the delay before retry number attempt: RetryBackoff doubled

@@ -857,3 +857,258 @@ func TestQueuedBatchDeadlineArmsTimer(t *testing.T) {
 		})
 	}
 }
+
+// Close gives up while a request is in flight: the leader has appended the
+// batch and is still waiting (for the ISR) when the producer stops. The
+// record is in the log, so its delivery must say it may have been written;
+// a plain ErrProducerClosed tells the application it was not, and a payment
+// application sends it again. The same holds for a batch whose first
+// answer was lost and that waits, queued, for its resend.
+func TestCloseReportsInFlightBatchAsPossiblyWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer clienttest.Kind
+	}{
+		{"in flight", clienttest.HandleThenHang},
+		{"queued after a lost answer", clienttest.DropResponse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clienttest.New(1)
+			fc.CreateTopic("t", 1)
+			fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+				if ty == wire.TypeProduce {
+					return clienttest.Action{Kind: tc.answer}
+				}
+				return clienttest.Action{}
+			}
+			c := mustFakeClient(t, fc)
+			p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: time.Hour, RetryBackoffMax: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			d := newDeliveries()
+			if err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("v0")}, d.cb(0)); err != nil {
+				t.Fatal(err)
+			}
+			for fc.LogEnd("t", 0) < 1 { // written: a condition with the test's deadline
+				if ctx.Err() != nil {
+					t.Fatal("the batch was never written")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			if err := p.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("close: %v", err)
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			var de *DeliveryError
+			if got := d.got[0]; d.n[0] != 1 || !errors.Is(got.Err, ErrProducerClosed) || !errors.As(got.Err, &de) || !de.Unknown {
+				t.Fatalf("written record failed by Close: %d callbacks, %v; want one ErrProducerClosed saying it may have been written", d.n[0], got.Err)
+			}
+		})
+	}
+}
+
+// Close stops while an answer is already on its way: a request that
+// succeeded is reported as the success it is, not as ErrProducerClosed.
+func TestCloseDeliversAnswersAlreadyReceived(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if _, err := c.PartitionCount(ctx, "t"); err != nil { // metadata in hand: pump finds the leader
+		t.Fatal(err)
+	}
+	p.flushing.Add(1)                // the open batch goes at once
+	pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+	d := newDeliveries()
+	r := &Record{Topic: "t", Value: []byte("v0")}
+	gen, err := p.budget.acquire(ctx, int64(recordSize(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.append(r, time.Now().UnixMilli(), recordSize(r), gen, d.cb(0))
+	pp.pump(time.Now())
+	if len(pp.inflight) != 1 {
+		t.Fatalf("%d in flight, want 1", len(pp.inflight))
+	}
+	for len(pp.results) == 0 { // the answer has arrived, not yet handled
+		if ctx.Err() != nil {
+			t.Fatal("no answer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pp.abort() // what run does when Close stops it now
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if got := d.got[0]; d.n[0] != 1 || got.Err != nil || got.Offset != 0 {
+		t.Fatalf("acknowledged record: %d callbacks, %+v; want one success at offset 0", d.n[0], got)
+	}
+	p.flushing.Add(-1)
+	p.Close(ctx)
+}
+
+// ProduceSync's context ends while the record is in flight (here the leader
+// has appended it and waits): the record stays queued and may be written,
+// so the error must say so, not look like a plain failure.
+func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.HandleThenHang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		p.Close(ctx) // the request hangs: abandon it
+	}()
+	sctx, cancel := context.WithTimeout(testCtx(t), 100*time.Millisecond)
+	defer cancel()
+	_, err = p.ProduceSync(sctx, &Record{Topic: "t", Value: []byte("v0")})
+	var de *DeliveryError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &de) || !de.Unknown {
+		t.Fatalf("ProduceSync gave up with %v; want a DeliveryError saying it may have been written", err)
+	}
+	if n := fc.LogEnd("t", 0); n != 1 {
+		t.Fatalf("log end %d: the scenario wants the record written", n)
+	}
+}
+
+// A request that stays outstanding (a leader waiting for a slow ISR) makes
+// the partition check its leader once per half LeaderCheckInterval, not
+// again at once: nextWake used to stay at the oldest request's send time
+// plus the interval, already past, so the loop woke every millisecond (the
+// timer's floor) for as long as the request was out. The test drives the
+// partition with its own clock.
+func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.HandleThenHang}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	const ivl = 100 * time.Millisecond
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour, LeaderCheckInterval: ivl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx := testCtx(t)
+	if _, err := c.PartitionCount(ctx, "t"); err != nil { // metadata in hand: pump finds the leader
+		t.Fatal(err)
+	}
+	pp := newPartProducer(p, "t", 0) // driven by the test alone: no run goroutine
+	defer pp.abort()
+	r := &Record{Topic: "t", Value: []byte("v0")}
+	gen, err := p.budget.acquire(ctx, int64(recordSize(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	pp.append(r, start.UnixMilli(), recordSize(r), gen, nil)
+	p.flushing.Add(1) // the open batch goes at once
+	pp.pump(start)
+	p.flushing.Add(-1)
+	if len(pp.inflight) != 1 {
+		t.Fatalf("%d in flight, want 1", len(pp.inflight))
+	}
+	sent := pp.inflight[0].sentAt
+	now := sent
+	for i := 0; i < 5; i++ {
+		wake := pp.nextWake()
+		if !wake.After(now) {
+			t.Fatalf("check %d: next wake-up %v after the last one, want a later one", i, wake.Sub(now))
+		}
+		if i == 0 && wake.Sub(sent) != ivl {
+			t.Fatalf("first leader check %v after the send, want %v", wake.Sub(sent), ivl)
+		}
+		if i > 0 && wake.Sub(now) != ivl/2 {
+			t.Fatalf("check %d: %v after the previous one, want %v", i, wake.Sub(now), ivl/2)
+		}
+		now = wake
+		pp.checkLeaders(now, true) // what run does when the timer fires
+	}
+}
+
+// A leader that answers DuplicateSequence without the batch's offsets says
+// the batch is in the log: the failed delivery must not read as "not
+// written" (DeliveryError.Unknown false), or the application sends the
+// payment again.
+func TestDuplicateWithoutOffsetsIsNotReportedAsNotWritten(t *testing.T) {
+	fc := clienttest.New(1)
+	fc.CreateTopic("t", 1)
+	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+		if ty == wire.TypeProduce {
+			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.DuplicateSequence}
+		}
+		return clienttest.Action{}
+	}
+	c := mustFakeClient(t, fc)
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.ProduceSync(testCtx(t), &Record{Topic: "t", Value: []byte("v0")})
+	var de *DeliveryError
+	if !errors.Is(err, ErrDuplicateNoOffset) || !errors.As(err, &de) || !de.Unknown {
+		t.Fatalf("got %v; want ErrDuplicateNoOffset in a DeliveryError saying it may have been written", err)
+	}
+}
+
+// A node cut off from the controller keeps answering Metadata quickly with
+// its stale image (here: the partition's old leader). The client asked it
+// first on every refresh (it had answered last, so it stayed preferred even
+// when its answer was refused as older than the cache), refused its answer
+// three times, then took it: the producer was stuck with the old leader
+// until its records timed out. An older answer must count as no answer, so
+// the refresh asks the next node.
+func TestStaleMetadataNodeDoesNotStallTheProducer(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	fc.SetLeader("t", 0, 1)
+	c := mustFakeClient(t, fc) // asks fake-1 first
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: 5 * time.Millisecond, RetryBackoffMax: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		p.Close(ctx) // without the fix the record waits out its delivery timeout
+	}()
+	ctx := testCtx(t)
+	if _, err := p.ProduceSync(ctx, &Record{Topic: "t", Value: []byte("v0")}); err != nil {
+		t.Fatal(err)
+	}
+	fc.FreezeMetadata(1) // node 1 is cut off from the controller...
+	fc.SetLeader("t", 0, 2)
+	fc.SetController(2) // ...which moves on without it
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	d, err := p.ProduceSync(sctx, &Record{Topic: "t", Value: []byte("v1")})
+	if err != nil || d.Offset != 1 {
+		t.Fatalf("record after the leader moved: %+v, %v; want it written at offset 1 by the new leader", d, err)
+	}
+	if pm, _ := c.meta.current().partition("t", 0); pm.Leader != 2 {
+		t.Fatalf("cached metadata names leader %d, want 2", pm.Leader)
+	}
+}

@@ -38,6 +38,10 @@ const (
 	// (Produce, Fetch): a leader that appended a batch and then lost its
 	// leadership (NotLeader) or timed out waiting for the ISR (Timeout).
 	HandleThenRefuse
+	// HandleThenHang handles it, then never answers: a leader that
+	// appended a batch and then waits on (the ISR, a flush) until the
+	// caller gives up.
+	HandleThenHang
 )
 
 // Action is an InterceptFunc's decision.
@@ -66,7 +70,8 @@ type Cluster struct {
 		moff       int64
 		topics     map[string]*topic
 		nextPID    int64
-		changed    chan struct{} // closed on every append
+		changed    chan struct{}                     // closed on every append
+		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
 	}
 }
@@ -90,6 +95,9 @@ type partition struct {
 	// its epoch (KIP-207): fetches report HW -1, ListOffsets(latest)
 	// answers OffsetNotAvailable.
 	hwUnknown bool
+	// acked is the end of the highest batch a Produce answer reported as
+	// written (the answer left the fake): TruncateUnacked keeps it.
+	acked int64
 }
 
 // producerState remembers a producer's last 5 batches on a partition.
@@ -180,6 +188,30 @@ func (c *Cluster) Leader(topicName string, p int32) (int32, int32) {
 	return pt.leader, pt.epoch
 }
 
+// FreezeMetadata makes broker id answer Metadata requests, from now on,
+// with the cluster metadata as it is now: a node cut off from the
+// controller serves its stale image. Produce, Fetch and the rest are still
+// answered from the current state.
+func (c *Cluster) FreezeMetadata(id int32) {
+	resp := c.metadata(&wire.MetadataRequest{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.frozen == nil {
+		c.mu.frozen = map[string]*wire.MetadataResponse{}
+	}
+	c.mu.frozen[c.mu.brokers[id-1].Addr] = resp
+}
+
+func cloneMetadata(r *wire.MetadataResponse) *wire.MetadataResponse {
+	cp := *r
+	cp.Brokers = append([]wire.BrokerInfo(nil), r.Brokers...)
+	cp.Topics = append([]wire.TopicMetadata(nil), r.Topics...)
+	for i := range cp.Topics {
+		cp.Topics[i].Partitions = append([]wire.PartitionMetadata(nil), r.Topics[i].Partitions...)
+	}
+	return &cp
+}
+
 // SetController changes the active controller.
 func (c *Cluster) SetController(id int32) {
 	c.mu.Lock()
@@ -194,7 +226,10 @@ func (c *Cluster) SetController(id int32) {
 func (c *Cluster) TruncateLog(topicName string, p int32, offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pt := c.mu.topics[topicName].parts[p]
+	c.truncateLocked(c.mu.topics[topicName].parts[p], offset)
+}
+
+func (c *Cluster) truncateLocked(pt *partition, offset int64) {
 	i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= offset })
 	pt.batches = pt.batches[:i]
 	pt.next = 0
@@ -209,6 +244,18 @@ func (c *Cluster) TruncateLog(topicName string, p int32, offset int64) {
 		}
 	}
 	c.mu.moff++
+}
+
+// TruncateUnacked drops the batches after the last one a Produce answer
+// reported as written, as a new leader that had not replicated the old
+// leader's unacknowledged tail would have it (acks=all), and returns the new
+// log end.
+func (c *Cluster) TruncateUnacked(topicName string, p int32) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.mu.topics[topicName].parts[p]
+	c.truncateLocked(pt, pt.acked)
+	return pt.next
 }
 
 // LogEnd returns a partition's log end offset.
@@ -265,11 +312,22 @@ func (pt *partition) remember(h segment.Header, base int64) {
 }
 
 // Call implements the client's transport in memory: it copies nothing that
-// the caller could observe changing and honours ctx.
+// the caller could observe changing and honours ctx. A Produce request's
+// batches are copied before Call returns, as a real transport has written
+// them by then: the caller may reuse their buffers once Call returns, even
+// on ctx's end while the request is still being handled.
 func (c *Cluster) Call(ctx context.Context, addr string, t quic.FrameType, req, resp any) error {
 	type result struct {
 		v   any
 		err error
+	}
+	if pr, ok := req.(*wire.ProduceRequest); ok {
+		cp := *pr
+		cp.Parts = append([]wire.ProducePartition(nil), pr.Parts...)
+		for i := range cp.Parts {
+			cp.Parts[i].Batch = append(wire.Bytes(nil), pr.Parts[i].Batch...)
+		}
+		req = &cp
 	}
 	ch := make(chan result, 1)
 	go func() {
@@ -350,7 +408,7 @@ func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, r
 	case Refuse:
 		return c.refuse(req, act.Code), nil
 	}
-	v, err := c.handle(ctx, addr, req)
+	v, err := c.handle(ctx, addr, req, act.Kind == Pass)
 	if err != nil {
 		return nil, err
 	}
@@ -359,6 +417,9 @@ func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, r
 		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ErrInjected}
 	case HandleThenRefuse:
 		return c.refuse(req, act.Code), nil
+	case HandleThenHang:
+		<-ctx.Done()
+		return nil, &quic.OpError{Op: "call", Addr: addr, Err: ctx.Err()}
 	}
 	return v, nil
 }
@@ -390,10 +451,17 @@ func (c *Cluster) brokerAt(addr string) int32 {
 	return -1
 }
 
-// handle answers one request as the broker at addr.
-func (c *Cluster) handle(ctx context.Context, addr string, req any) (any, error) {
+// handle answers one request as the broker at addr; answered says a
+// Produce answer will reach the caller as it is.
+func (c *Cluster) handle(ctx context.Context, addr string, req any, answered bool) (any, error) {
 	switch r := req.(type) {
 	case *wire.MetadataRequest:
+		c.mu.Lock()
+		fr := c.mu.frozen[addr]
+		c.mu.Unlock()
+		if fr != nil {
+			return cloneMetadata(fr), nil
+		}
 		return c.metadata(r), nil
 	case *wire.DescribeClusterRequest:
 		c.mu.Lock()
@@ -428,7 +496,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any) (any, error)
 		c.mu.moff++
 		return &wire.DeleteTopicResponse{}, nil
 	case *wire.ProduceRequest:
-		return c.produce(addr, r), nil
+		return c.produce(addr, r, answered), nil
 	case *wire.FetchRequest:
 		return c.fetch(ctx, addr, r), nil
 	case *wire.ListOffsetsRequest:
@@ -488,7 +556,7 @@ func checkEpoch(pt *partition, e int32) wire.ErrorCode {
 	}
 }
 
-func (c *Cluster) produce(addr string, req *wire.ProduceRequest) *wire.ProduceResponse {
+func (c *Cluster) produce(addr string, req *wire.ProduceRequest, answered bool) *wire.ProduceResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &wire.ProduceResponse{}
@@ -507,6 +575,10 @@ func (c *Cluster) produce(addr string, req *wire.ProduceRequest) *wire.ProduceRe
 			continue
 		}
 		r.Err, r.Message, r.BaseOffset = c.appendLocked(pt, pp.Batch)
+		if answered && r.Err == wire.None {
+			i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= r.BaseOffset })
+			pt.acked = max(pt.acked, pt.batches[i].LastOffset()+1)
+		}
 		resp.Parts = append(resp.Parts, r)
 	}
 	return resp
