@@ -55,7 +55,7 @@ func produceUnderRandomFaults(t *testing.T, seed uint64) {
 	}
 	fc := clienttest.New(3)
 	fc.CreateTopic("t", parts)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty != wire.TypeProduce {
 			return clienttest.Action{}
 		}
@@ -79,7 +79,7 @@ func produceUnderRandomFaults(t *testing.T, seed uint64) {
 			a.Kind = clienttest.HandleThenHang
 		}
 		return a
-	}
+	})
 	c := mustFakeClient(t, fc)
 	cfg := ProducerConfig{
 		Acks: Acks(rnd(2)), BatchBytes: 300, Linger: time.Millisecond, MaxInFlight: 1 + rnd(5),

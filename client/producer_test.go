@@ -875,12 +875,12 @@ func TestCloseReportsInFlightBatchAsPossiblyWritten(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clienttest.New(1)
 			fc.CreateTopic("t", 1)
-			fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+			fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 				if ty == wire.TypeProduce {
 					return clienttest.Action{Kind: tc.answer}
 				}
 				return clienttest.Action{}
-			}
+			})
 			c := mustFakeClient(t, fc)
 			p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: time.Hour, RetryBackoffMax: time.Hour})
 			if err != nil {
@@ -961,12 +961,12 @@ func TestCloseDeliversAnswersAlreadyReceived(t *testing.T) {
 func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Kind: clienttest.HandleThenHang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{})
 	if err != nil {
@@ -998,12 +998,12 @@ func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
 func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Kind: clienttest.HandleThenHang}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	const ivl = 100 * time.Millisecond
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour, LeaderCheckInterval: ivl})
@@ -1055,12 +1055,12 @@ func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
 func TestDuplicateWithoutOffsetsIsNotReportedAsNotWritten(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.Intercept = func(addr string, ty quic.FrameType, req any) clienttest.Action {
+	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
 		if ty == wire.TypeProduce {
 			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.DuplicateSequence}
 		}
 		return clienttest.Action{}
-	}
+	})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
 	if err != nil {
