@@ -164,8 +164,9 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		return true
 	}
 	for !atEnd() {
-		// Poll may return records together with an error (their positions
-		// have advanced past them): print them first, then report it.
+		// Poll returns records with a nil error (an error met beside them
+		// comes on the next Poll); printing whatever it returns before
+		// looking at the error stays correct either way.
 		msgs, err := cons.Poll(ctx)
 		for i := range msgs {
 			if opts.max > 0 && printed >= opts.max {
