@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,9 +64,32 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	if opts.Logger == nil {
 		opts.Logger = b.log
 	}
+	fs := opts.FS
+	if fs == nil {
+		fs = segment.OSFS{}
+	}
+	if discarded, err := discardOtherTopic(fs, dir, topicID); err != nil {
+		return nil, fmt.Errorf("broker: %s: checking the topic id: %w", key, err)
+	} else if discarded {
+		// The checkpointed HW was the other topic's too.
+		b.log.Info("discarded the data of a deleted topic of the same name", "topic", key.topic,
+			"partition", key.partition, "id", topicID)
+		hw = 0
+	}
 	lg, err := segment.Open(ctx, dir, opts)
 	if err != nil {
 		return nil, err
+	}
+	if topicID != "" {
+		if old, err := readTopicID(fs, dir); err != nil || old != topicID {
+			if err == nil {
+				err = writeTopicID(fs, dir, topicID)
+			}
+			if err != nil {
+				lg.Close()
+				return nil, fmt.Errorf("broker: %s: recording the topic id: %w", key, err)
+			}
+		}
 	}
 	p := &partition{b: b, key: key, dir: dir, log: lg,
 		lg: b.log.With("topic", key.topic, "partition", key.partition)}
