@@ -93,7 +93,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	}
 	p := &partition{b: b, key: key, dir: dir, log: lg,
 		lg: b.log.With("topic", key.topic, "partition", key.partition)}
-	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime},
+	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime, TrackDurable: true},
 		lg.LogStartOffset(), lg.LogEndOffset(), hw)
 	p.mu.topicID = topicID
 	p.mu.reqs = make(map[uint64]chan replica.Code)
@@ -282,6 +282,29 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 				return // refused, or metadata or a leadership change settled it
 			}
 		}
+	})
+}
+
+// syncedTo tells the replica that the log is durable below off, checked
+// after an append as leader of epoch (replica.LocalDurable).
+func (p *partition) syncedTo(epoch int32, off int64) {
+	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalDurable(epoch, off) })
+}
+
+// syncInBackground makes the log durable below off and reports it, for
+// appends no request waits on (acks=0, or a new leader's log end that its
+// fetcher appended): the leader counts its own records toward the HW only
+// once they are durable.
+func (p *partition) syncInBackground(epoch int32, off int64) {
+	b := p.b
+	b.spawn(func() {
+		if err := p.log.WaitDurable(b.ctx, off); err != nil {
+			if b.ctx.Err() == nil {
+				p.lg.Warn("background flush failed", "epoch", epoch, "offset", off, "err", err)
+			}
+			return
+		}
+		p.syncedTo(epoch, off)
 	})
 }
 

@@ -213,3 +213,39 @@ func TestHWBelowEpochStart(t *testing.T) {
 		t.Fatalf("records of the epoch not yet replicated: %v", r)
 	}
 }
+
+// TestLeaderCountsItselfWhenDurable: with TrackDurable the leader counts its
+// own log toward the HW only up to what LocalDurable reported, a new leader
+// only up to the durable end it reported as a follower, and a report from
+// an earlier, interrupted leadership counts for nothing.
+func TestLeaderCountsItselfWhenDurable(t *testing.T) {
+	now := time.Unix(0, 0)
+	r := New(Config{ID: 1, LagTime: time.Second, TrackDurable: true}, 0, 0, 0)
+	st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}
+	r.BecomeLeader(st, 0, now)
+	if d := r.LocalAppend(3); d.HWChanged || r.HW() != 0 {
+		t.Fatalf("HW moved over appended, not durable records: %v", r)
+	}
+	if d := r.LocalDurable(1, 2); !d.HWChanged || r.HW() != 2 {
+		t.Fatalf("durable to 2: %+v %v", d, r)
+	}
+	r.LocalDurable(1, 9) // capped at the log end
+	if r.HW() != 3 || r.Durable() != 3 {
+		t.Fatalf("durable to 9 with leo 3: %v (durable %d)", r, r.Durable())
+	}
+	// Follower of epoch 2: truncated to 1, appended and flushed up to 2;
+	// its log holds 4 when it leads again, in epoch 3.
+	r.BecomeFollower(State{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1})
+	r.Truncated(0, 1)
+	r.LocalAppend(2)
+	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}, 4, now)
+	if r.HW() != 2 || r.Durable() != 2 {
+		t.Fatalf("new leader over a log durable to 2 of 4: %v (durable %d)", r, r.Durable())
+	}
+	if d := r.LocalDurable(1, 4); d.HWChanged || r.HW() != 2 {
+		t.Fatalf("a flush reported for the leadership of epoch 1 counted in epoch 3: %v", r)
+	}
+	if d := r.LocalDurable(3, 4); !d.HWChanged || r.HW() != 4 {
+		t.Fatalf("durable to 4 in epoch 3: %v", r)
+	}
+}
