@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -299,7 +300,7 @@ func (p *partition) syncInBackground(epoch int32, off int64) {
 	b := p.b
 	b.spawn(func() {
 		if err := p.log.WaitDurable(b.ctx, off); err != nil {
-			if b.ctx.Err() == nil {
+			if b.ctx.Err() == nil && !errors.Is(err, segment.ErrClosed) {
 				p.lg.Warn("background flush failed", "epoch", epoch, "offset", off, "err", err)
 			}
 			return
