@@ -249,3 +249,52 @@ func TestLeaderCountsItselfWhenDurable(t *testing.T) {
 		t.Fatalf("durable to 4 in epoch 3: %v", r)
 	}
 }
+
+// TestLagRule (replica.lag.time.max): a follower that fetches all the time
+// but never catches up with the leader is proposed for removal once the lag
+// time passes; an idle follower that is caught up, fetching only every
+// long-poll, never is.
+func TestLagRule(t *testing.T) {
+	now := time.Unix(0, 0)
+	const lag = 10 * time.Second
+	r := New(Config{ID: 1, LagTime: lag}, 0, 0, 0)
+	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3},
+		ISR: []int32{1, 2, 3}, MinISR: 1}, 0, now)
+	leo := int64(0)
+	slow := int64(0) // follower 3's log end: one record a second behind five
+	fetch := func(id int32, off int64) {
+		t.Helper()
+		if chk, _ := r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: off, LastFetchedEpoch: 1,
+			CurrentLeaderEpoch: 1}, now); chk.Code != OK || chk.Diverged() {
+			t.Fatalf("fetch by %d at %d: %+v", id, off, chk)
+		}
+	}
+	for sec := 1; sec <= 30; sec++ {
+		now = now.Add(time.Second)
+		if sec <= 20 { // the leader takes writes for 20 s, then idles
+			leo += 5
+			r.LocalAppend(leo)
+		}
+		slow = min(slow+1, leo)
+		fetch(3, slow)
+		if sec%2 == 0 { // follower 2 copies everything, fetching every 2 s
+			fetch(2, leo)
+		}
+		d := r.Tick(now)
+		switch {
+		case time.Duration(sec)*time.Second <= lag && d.ProposeISR != nil:
+			t.Fatalf("%d s: proposed %v within the lag time", sec, d.ProposeISR)
+		case d.ProposeISR != nil:
+			if !slices.Equal(d.ProposeISR, []int32{1, 2}) {
+				t.Fatalf("%d s: proposed %v, want [1 2]", sec, d.ProposeISR)
+			}
+			if time.Duration(sec)*time.Second > lag+time.Second {
+				t.Fatalf("%d s: follower 3, behind since 0 s, proposed only now", sec)
+			}
+			r.ISRCommitted(d.ProposeISR, r.PartitionEpoch()+1, now)
+		}
+	}
+	if isr := r.ISR(); !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("ISR %v after 30 s, want [1 2] (follower 2 caught up, idle for the last 10 s)", isr)
+	}
+}
