@@ -341,7 +341,17 @@ func (p *partition) close(deleteData bool) error {
 		err = nil
 	}
 	if deleteData {
-		if rerr := os.RemoveAll(p.dir); rerr != nil && err == nil {
+		// Through the log's file system (a test's MemFS too), then the
+		// directory itself.
+		fs := p.b.cfg.Log.FS
+		if fs == nil {
+			fs = segment.OSFS{}
+		}
+		rerr := removePartitionFiles(fs, p.dir)
+		if rerr == nil {
+			rerr = os.RemoveAll(p.dir)
+		}
+		if rerr != nil && err == nil {
 			err = rerr
 		}
 	}

@@ -62,23 +62,32 @@ func discardOtherTopic(fs segment.FS, dir, topicID string) (discarded bool, err 
 	if err != nil || old == "" || old == topicID {
 		return false, err
 	}
+	return true, removePartitionFiles(fs, dir)
+}
+
+// removePartitionFiles removes every file of a partition directory through
+// fs, the topic id file last (see discardOtherTopic).
+func removePartitionFiles(fs segment.FS, dir string) error {
 	names, err := fs.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	for _, name := range names {
 		if name == TopicIDFile {
 			continue
 		}
 		if err := fs.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return false, err
+			return err
 		}
 	}
 	if err := fs.SyncDir(dir); err != nil {
-		return false, err
+		return err
 	}
-	if err := fs.Remove(filepath.Join(dir, TopicIDFile)); err != nil {
-		return false, err
+	if err := fs.Remove(filepath.Join(dir, TopicIDFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
-	return true, fs.SyncDir(dir)
+	return fs.SyncDir(dir)
 }
