@@ -88,3 +88,57 @@ func TestNewLeaderHWCoversOnlyItsDurableRecords(t *testing.T) {
 		return hw == 2
 	})
 }
+
+// TestLeaderHWAfterProduceTimedOutInFlush: an acks=1 produce gives up (its
+// timeout) while it waits behind another request's stuck flush, which does
+// not cover its batch. Nobody else writes. The HW must still pass the
+// batch once the log can be flushed, not wait for a produce that may never
+// come.
+func TestLeaderHWAfterProduceTimedOutInFlush(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, memFS: true, maxWait: 20 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	gate := gateSyncs(t, c.node(1).fs, "payments-0")
+	gate.arm()
+	send := func(timeoutMs int32, val string) chan wire.ProducePartitionResponse {
+		done := make(chan wire.ProducePartitionResponse, 1)
+		go func() {
+			var resp wire.ProduceResponse
+			err := c.client.Call(context.Background(), c.node(1).addr, wire.TypeProduce, wire.ProduceRequest{
+				Acks: wire.AcksLeader, TimeoutMs: timeoutMs, Topic: testKey.topic, Parts: []wire.ProducePartition{{
+					Partition: testKey.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{val})}}}, &resp)
+			if err != nil {
+				t.Error(err)
+				resp.Parts = []wire.ProducePartitionResponse{{Err: wire.Unknown}}
+			}
+			done <- resp.Parts[0]
+		}()
+		return done
+	}
+	answer := func(done chan wire.ProducePartitionResponse) wire.ProducePartitionResponse {
+		t.Helper()
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+		}
+		return wire.ProducePartitionResponse{}
+	}
+	b := send(30000, "b") // its flush (of offsets up to 2) is held
+	gate.waitBlocked(t, "node 1 never flushed b")
+	// c is appended at 2 and waits behind b's flush until its timeout.
+	if r := answer(send(100, "c")); r.Err != wire.Timeout || r.BaseOffset != 2 {
+		t.Fatalf("c answered %+v while b's flush is stuck, want Timeout at offset 2", r)
+	}
+	gate.open()
+	if r := answer(b); r.Err != wire.None || r.BaseOffset != 1 {
+		t.Fatalf("b: %+v", r)
+	}
+	waitFor(t, "the HW passes c", 10*time.Second, func() bool {
+		hw, _, _, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition)
+		return hw == 3
+	})
+}

@@ -95,6 +95,10 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 			out.Err, out.Message = wire.KafkaStorageError, err.Error()
 			if ctx.Err() != nil {
 				out.Err = wire.Timeout
+				// The batch still counts toward the HW once durable;
+				// the flush this request waited for may not cover it,
+				// and no other write may come to flush it.
+				p.syncInBackground(epoch, last+1)
 			}
 			return
 		}
