@@ -138,6 +138,13 @@ type Broker struct {
 	ckptMu    sync.Mutex // serialises checkpoint writes
 	openMu    sync.Mutex // serialises partition opens (I/O under it)
 
+	// hooks are test hooks: nil outside tests.
+	hooks struct {
+		// beforeReplicaRead runs in buildReplicaFetch between the checks
+		// of a follower's request and the read of its records.
+		beforeReplicaRead atomic.Pointer[func(*wire.ReplicaFetchPartition)]
+	}
+
 	mu struct {
 		sync.Mutex
 		closed   bool

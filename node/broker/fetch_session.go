@@ -141,6 +141,7 @@ func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (re
 		p.mu.Lock()
 		stopped := p.mu.stopped
 		code := p.mu.r.CheckEpoch(pt.req.CurrentLeaderEpoch)
+		epoch := p.mu.r.LeaderEpoch()
 		out.HighWatermark, out.LogStart, out.LogEnd = p.mu.r.HW(), p.mu.r.LogStart(), p.mu.r.LEO()
 		p.mu.Unlock()
 		switch {
@@ -168,9 +169,26 @@ func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (re
 			hwNews = true
 		}
 		if pt.req.FetchOffset < out.LogEnd && budget > 0 {
+			if h := b.hooks.beforeReplicaRead.Load(); h != nil {
+				(*h)(pt.req)
+			}
 			v, err := p.log.Read(pt.req.FetchOffset, budget, -1)
 			if err != nil {
 				out.Err, ready = readErrCode(err), true
+				continue
+			}
+			// The checks above and the read are not atomic: if this
+			// replica lost the leadership in between, its fetcher may
+			// have truncated the log and copied another leader's records
+			// to the offsets read. Sent to a follower of the old epoch,
+			// they would land behind its own (maybe divergent) tail, and
+			// no later epoch check could see the difference. A log is
+			// truncated only after its replica stopped leading, so
+			// records read while it has led without a break since the
+			// check are the ones checked.
+			if c := p.checkLeadership(epoch); c != replica.OK {
+				v.Release()
+				out.Err, out.Records, ready = codeToWire(c), nil, true
 				continue
 			}
 			views = append(views, v)

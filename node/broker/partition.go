@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,13 +65,36 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	if opts.Logger == nil {
 		opts.Logger = b.log
 	}
+	fs := opts.FS
+	if fs == nil {
+		fs = segment.OSFS{}
+	}
+	if discarded, err := discardOtherTopic(fs, dir, topicID); err != nil {
+		return nil, fmt.Errorf("broker: %s: checking the topic id: %w", key, err)
+	} else if discarded {
+		// The checkpointed HW was the other topic's too.
+		b.log.Info("discarded the data of a deleted topic of the same name", "topic", key.topic,
+			"partition", key.partition, "id", topicID)
+		hw = 0
+	}
 	lg, err := segment.Open(ctx, dir, opts)
 	if err != nil {
 		return nil, err
 	}
+	if topicID != "" {
+		if old, err := readTopicID(fs, dir); err != nil || old != topicID {
+			if err == nil {
+				err = writeTopicID(fs, dir, topicID)
+			}
+			if err != nil {
+				lg.Close()
+				return nil, fmt.Errorf("broker: %s: recording the topic id: %w", key, err)
+			}
+		}
+	}
 	p := &partition{b: b, key: key, dir: dir, log: lg,
 		lg: b.log.With("topic", key.topic, "partition", key.partition)}
-	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime},
+	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime, TrackDurable: true},
 		lg.LogStartOffset(), lg.LogEndOffset(), hw)
 	p.mu.topicID = topicID
 	p.mu.reqs = make(map[uint64]chan replica.Code)
@@ -261,6 +286,29 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 	})
 }
 
+// syncedTo tells the replica that the log is durable below off, checked
+// after an append as leader of epoch (replica.LocalDurable).
+func (p *partition) syncedTo(epoch int32, off int64) {
+	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalDurable(epoch, off) })
+}
+
+// syncInBackground makes the log durable below off and reports it, for
+// appends no request waits on (acks=0, or a new leader's log end that its
+// fetcher appended): the leader counts its own records toward the HW only
+// once they are durable.
+func (p *partition) syncInBackground(epoch int32, off int64) {
+	b := p.b
+	b.spawn(func() {
+		if err := p.log.WaitDurable(b.ctx, off); err != nil {
+			if b.ctx.Err() == nil && !errors.Is(err, segment.ErrClosed) {
+				p.lg.Warn("background flush failed", "epoch", epoch, "offset", off, "err", err)
+			}
+			return
+		}
+		p.syncedTo(epoch, off)
+	})
+}
+
 // register adds w to the partition's waiters.
 func (p *partition) register(w *waiter) {
 	p.mu.Lock()
@@ -293,7 +341,17 @@ func (p *partition) close(deleteData bool) error {
 		err = nil
 	}
 	if deleteData {
-		if rerr := os.RemoveAll(p.dir); rerr != nil && err == nil {
+		// Through the log's file system (a test's MemFS too), then the
+		// directory itself.
+		fs := p.b.cfg.Log.FS
+		if fs == nil {
+			fs = segment.OSFS{}
+		}
+		rerr := removePartitionFiles(fs, p.dir)
+		if rerr == nil {
+			rerr = os.RemoveAll(p.dir)
+		}
+		if rerr != nil && err == nil {
 			err = rerr
 		}
 	}

@@ -95,9 +95,15 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 			out.Err, out.Message = wire.KafkaStorageError, err.Error()
 			if ctx.Err() != nil {
 				out.Err = wire.Timeout
+				// The batch still counts toward the HW once durable;
+				// the flush this request waited for may not cover it,
+				// and no other write may come to flush it.
+				p.syncInBackground(epoch, last+1)
 			}
 			return
 		}
+		// The leader counts its own records toward the HW once durable.
+		p.syncedTo(epoch, last+1)
 		if acks != wire.AcksAll {
 			// The batch is durable at [base, last], but only if it was
 			// not truncated away meanwhile (leadership lost, then
@@ -172,6 +178,13 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset)
 	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
+	switch {
+	case p.b.cfg.Log.Sync != segment.SyncAlways:
+		// Durable as far as the policy promises (it waits for nothing).
+		p.syncedTo(epoch, info.LastOffset+1)
+	case acks == wire.AcksNone:
+		p.syncInBackground(epoch, info.LastOffset+1) // no request waits for this flush
+	}
 	return info.BaseOffset, info.LastOffset, epoch, wire.None
 }
 

@@ -46,11 +46,19 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	r := p.mu.r
 	oldRole, oldLeader := r.Role(), r.Leader()
+	leo := p.log.LogEndOffset()
 	tr, d := r.Apply(replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 		PartitionEpoch: st.PartitionEpoch, Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR),
-		MinISR: st.MinISR}, p.log.LogEndOffset(), b.cfg.Now())
+		MinISR: st.MinISR}, leo, b.cfg.Now())
 	prop := p.decideLocked(d)
+	unsynced := tr == replica.ToLeader && r.Durable() < leo
 	p.mu.Unlock()
+	if unsynced {
+		// Records the fetcher appended and has not reported durable yet
+		// (or this leader's own earlier acks=0 appends): they count toward
+		// the HW once flushed.
+		p.syncInBackground(st.LeaderEpoch, leo)
+	}
 	switch tr {
 	case replica.ToLeader:
 		if oldRole == replica.RoleFollower {

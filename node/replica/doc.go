@@ -10,7 +10,10 @@
 //     ISRCommitted when only the ISR / partition epoch changed.
 //  2. The leader appended to its log: call LocalAppend(leo) AFTER the bytes are
 //     in the log (durability is the caller's business: acknowledge a produce
-//     only after the log's fsync policy is met).
+//     only after the log's fsync policy is met). With Config.TrackDurable,
+//     call LocalDurable once the log is durable that far: the leader counts
+//     itself toward the HW only up to there. A follower calls LocalAppend
+//     only with durable ends.
 //  3. A follower fetched: call FollowerFetch with the follower's fetch offset
 //     (its LEO), last fetched epoch and incarnation. Its FetchCheck says
 //     whether to serve records, or answer with an error or a diverging epoch

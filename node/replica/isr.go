@@ -28,7 +28,7 @@ func (r *Replica) maybeAdvanceHW() Decisions {
 	leos := make([]int64, 0, len(set))
 	for _, id := range set {
 		if id == r.cfg.ID {
-			leos = append(leos, r.leo)
+			leos = append(leos, r.durable)
 		} else {
 			leos = append(leos, r.FollowerLEO(id))
 		}

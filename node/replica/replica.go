@@ -29,6 +29,13 @@ func (r Role) String() string {
 type Config struct {
 	ID      int32         // this broker's id
 	LagTime time.Duration // a follower not caught up for longer is proposed for removal from the ISR
+	// TrackDurable says the leader's appends become durable later, as
+	// LocalDurable reports: the leader then counts itself toward the HW
+	// only up to its durable end, so that the HW (what consumers see) never
+	// covers records a crash of the leader could take back, even while
+	// the leader is the only member of the ISR. Without it every append
+	// counts as durable at once.
+	TrackDurable bool
 }
 
 // State is a partition's state from the metadata image.
@@ -64,6 +71,11 @@ type Replica struct {
 
 	// Invariant: logStart <= hw <= leo.
 	logStart, hw, leo int64
+	// durable is the end of the local log's durable prefix as reported
+	// (LocalAppend on a follower, LocalDurable on the leader); the leader
+	// counts itself toward the HW up to it. Equal to leo unless
+	// cfg.TrackDurable. Invariant: logStart <= durable <= leo.
+	durable int64
 	// epochStart is the LEO at the moment this replica became leader of
 	// leaderEpoch (the start offset of its epoch); a follower re-enters the
 	// ISR only once it has reached it, and while hw < epochStart the HW is
@@ -96,7 +108,7 @@ func New(cfg Config, logStart, leo, hw int64) *Replica {
 		panic(fmt.Sprintf("replica: leo %d < log start %d", leo, logStart))
 	}
 	return &Replica{cfg: cfg, leader: -1, leaderEpoch: -1, partitionEpoch: -1, leaderSince: -1,
-		logStart: logStart, leo: leo, hw: min(max(hw, logStart), leo)}
+		logStart: logStart, leo: leo, durable: leo, hw: min(max(hw, logStart), leo)}
 }
 
 // Accessors.
@@ -228,7 +240,10 @@ func (r *Replica) setState(st State) {
 // BecomeLeader makes this replica the leader of st.LeaderEpoch with local log
 // end offset leo. Writes may be accepted only after it returns. Parked
 // requests of an earlier epoch of this same leader stay parked: the log below
-// leo is unchanged, so they complete when the HW passes them.
+// leo is unchanged, so they complete when the HW passes them. With
+// TrackDurable, the log is durable only up to what was reported durable
+// before (a follower's last LocalAppend): records the fetcher appended
+// beyond it count once LocalDurable says so.
 func (r *Replica) BecomeLeader(st State, leo int64, now time.Time) Decisions {
 	if st.LeaderEpoch < r.leaderEpoch {
 		panic(fmt.Sprintf("replica: BecomeLeader epoch %d < current %d", st.LeaderEpoch, r.leaderEpoch))
@@ -242,6 +257,11 @@ func (r *Replica) BecomeLeader(st State, leo int64, now time.Time) Decisions {
 	r.role = RoleLeader
 	r.pending = nil
 	r.leo = leo
+	if r.cfg.TrackDurable {
+		r.durable = min(r.durable, leo)
+	} else {
+		r.durable = leo
+	}
 	r.hw = min(r.hw, leo)
 	r.epochStart = leo
 	r.followers = make(map[int32]*progress, len(st.Replicas))
@@ -310,12 +330,17 @@ func (r *Replica) ISRCommitted(isr []int32, partitionEpoch int32, now time.Time)
 func (r *Replica) ProposalFailed() { r.pending = nil }
 
 // LocalAppend records the local log end offset after an append (leader or
-// follower).
+// follower). A follower reports only durable ends (they are what the leader
+// counts toward its HW); with TrackDurable the leader's appends count toward
+// the HW once LocalDurable reports them.
 func (r *Replica) LocalAppend(leo int64) Decisions {
 	if leo < r.leo {
 		panic(fmt.Sprintf("replica: LocalAppend leo %d < %d (use Truncated)", leo, r.leo))
 	}
 	r.leo = leo
+	if !r.cfg.TrackDurable || r.role != RoleLeader {
+		r.durable = leo
+	}
 	if r.role != RoleLeader {
 		return r.decisions()
 	}
@@ -325,6 +350,21 @@ func (r *Replica) LocalAppend(leo int64) Decisions {
 	return d
 }
 
+// LocalDurable records that the leader's log is durable below off, as
+// checked after an append in its leadership of epoch: nothing is recorded
+// unless it has led without a break since then (its log may have been
+// truncated and rewritten since). It may advance the HW.
+func (r *Replica) LocalDurable(epoch int32, off int64) Decisions {
+	if r.CheckLeadership(epoch) != OK || off <= r.durable {
+		return r.decisions()
+	}
+	r.durable = min(off, r.leo)
+	return r.maybeAdvanceHW()
+}
+
+// Durable is the end of the local log's durable prefix as last reported.
+func (r *Replica) Durable() int64 { return r.durable }
+
 // Truncated records that a follower's log now spans [logStart, leo) after a
 // truncation (divergence) or a restart at the leader's log start.
 func (r *Replica) Truncated(logStart, leo int64) {
@@ -332,12 +372,14 @@ func (r *Replica) Truncated(logStart, leo int64) {
 		panic("replica: a leader never truncates")
 	}
 	r.logStart, r.leo = logStart, leo
+	r.durable = min(max(r.durable, logStart), leo)
 	r.hw = min(max(r.hw, logStart), leo)
 }
 
 // SetLogStart records that retention raised the log start offset.
 func (r *Replica) SetLogStart(logStart int64) {
 	r.logStart = min(max(r.logStart, logStart), r.leo)
+	r.durable = max(r.durable, r.logStart)
 	r.hw = max(r.hw, r.logStart)
 }
 

@@ -213,3 +213,88 @@ func TestHWBelowEpochStart(t *testing.T) {
 		t.Fatalf("records of the epoch not yet replicated: %v", r)
 	}
 }
+
+// TestLeaderCountsItselfWhenDurable: with TrackDurable the leader counts its
+// own log toward the HW only up to what LocalDurable reported, a new leader
+// only up to the durable end it reported as a follower, and a report from
+// an earlier, interrupted leadership counts for nothing.
+func TestLeaderCountsItselfWhenDurable(t *testing.T) {
+	now := time.Unix(0, 0)
+	r := New(Config{ID: 1, LagTime: time.Second, TrackDurable: true}, 0, 0, 0)
+	st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}
+	r.BecomeLeader(st, 0, now)
+	if d := r.LocalAppend(3); d.HWChanged || r.HW() != 0 {
+		t.Fatalf("HW moved over appended, not durable records: %v", r)
+	}
+	if d := r.LocalDurable(1, 2); !d.HWChanged || r.HW() != 2 {
+		t.Fatalf("durable to 2: %+v %v", d, r)
+	}
+	r.LocalDurable(1, 9) // capped at the log end
+	if r.HW() != 3 || r.Durable() != 3 {
+		t.Fatalf("durable to 9 with leo 3: %v (durable %d)", r, r.Durable())
+	}
+	// Follower of epoch 2: truncated to 1, appended and flushed up to 2;
+	// its log holds 4 when it leads again, in epoch 3.
+	r.BecomeFollower(State{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1})
+	r.Truncated(0, 1)
+	r.LocalAppend(2)
+	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}, 4, now)
+	if r.HW() != 2 || r.Durable() != 2 {
+		t.Fatalf("new leader over a log durable to 2 of 4: %v (durable %d)", r, r.Durable())
+	}
+	if d := r.LocalDurable(1, 4); d.HWChanged || r.HW() != 2 {
+		t.Fatalf("a flush reported for the leadership of epoch 1 counted in epoch 3: %v", r)
+	}
+	if d := r.LocalDurable(3, 4); !d.HWChanged || r.HW() != 4 {
+		t.Fatalf("durable to 4 in epoch 3: %v", r)
+	}
+}
+
+// TestLagRule (replica.lag.time.max): a follower that fetches all the time
+// but never catches up with the leader is proposed for removal once the lag
+// time passes; an idle follower that is caught up, fetching only every
+// long-poll, never is.
+func TestLagRule(t *testing.T) {
+	now := time.Unix(0, 0)
+	const lag = 10 * time.Second
+	r := New(Config{ID: 1, LagTime: lag}, 0, 0, 0)
+	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3},
+		ISR: []int32{1, 2, 3}, MinISR: 1}, 0, now)
+	leo := int64(0)
+	slow := int64(0) // follower 3's log end: one record a second behind five
+	fetch := func(id int32, off int64) {
+		t.Helper()
+		if chk, _ := r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: off, LastFetchedEpoch: 1,
+			CurrentLeaderEpoch: 1}, now); chk.Code != OK || chk.Diverged() {
+			t.Fatalf("fetch by %d at %d: %+v", id, off, chk)
+		}
+	}
+	for sec := 1; sec <= 30; sec++ {
+		now = now.Add(time.Second)
+		if sec <= 20 { // the leader takes writes for 20 s, then idles
+			leo += 5
+			r.LocalAppend(leo)
+		}
+		slow = min(slow+1, leo)
+		fetch(3, slow)
+		if sec%2 == 0 { // follower 2 copies everything, fetching every 2 s
+			fetch(2, leo)
+		}
+		d := r.Tick(now)
+		switch {
+		case time.Duration(sec)*time.Second <= lag && d.ProposeISR != nil:
+			t.Fatalf("%d s: proposed %v within the lag time", sec, d.ProposeISR)
+		case d.ProposeISR != nil:
+			if !slices.Equal(d.ProposeISR, []int32{1, 2}) {
+				t.Fatalf("%d s: proposed %v, want [1 2]", sec, d.ProposeISR)
+			}
+			if time.Duration(sec)*time.Second > lag+time.Second {
+				t.Fatalf("%d s: follower 3, behind since 0 s, proposed only now", sec)
+			}
+			r.ISRCommitted(d.ProposeISR, r.PartitionEpoch()+1, now)
+		}
+	}
+	if isr := r.ISR(); !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("ISR %v after 30 s, want [1 2] (follower 2 caught up, idle for the last 10 s)", isr)
+	}
+}

@@ -28,7 +28,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite scenario expectations in test
 //	<blank line>
 //
 // Any command may carry at=DURATION to move the clock first. Commands (see
-// sim.run): init, elect, deliver, produce, fetch, tick, alter,
+// sim.run): init, elect, deliver, produce, fetch, tick, alter, sync,
 // crash, restart, state, check. Run with -rewrite to regenerate outputs.
 func TestScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
@@ -127,6 +127,14 @@ type sim struct {
 	acked map[string]ackedRec // produce id -> what was acknowledged
 	reqs  map[uint64]pendingReq
 	nreq  uint64
+	// track (init durable=track) runs the replicas with TrackDurable: a
+	// leader's appends are durable only after a sync command, and a crash
+	// may lose what is not.
+	track bool
+	// visible holds every record a leader has exposed below its HW (what
+	// consumers may have read), by offset: check verifies no offset is
+	// ever exposed with another record.
+	visible map[int64]entry
 }
 
 type simNode struct {
@@ -137,6 +145,10 @@ type simNode struct {
 	// inc is the node's incarnation, registered with the controller at
 	// start: 1, bumped by every restart.
 	inc int64
+	// synced is the end of the log's durable prefix: everything a follower
+	// copies (it reports only durable ends), a leader's appends only after
+	// sync (with track; at once otherwise).
+	synced int64
 }
 
 type pendingReq struct {
@@ -169,12 +181,14 @@ func (s *sim) run(line string) string {
 		s.nodes = map[int32]*simNode{}
 		s.acked = map[string]ackedRec{}
 		s.reqs = map[uint64]pendingReq{}
+		s.visible = map[int64]entry{}
+		s.track = args["durable"] == "track"
 		reps := ids(args["replicas"])
 		s.meta = replica.State{Leader: -1, LeaderEpoch: 0, PartitionEpoch: 0, Replicas: reps, ISR: reps,
 			MinISR: int32(num(args["minisr"], 1))}
 		for _, id := range reps {
 			n := &simNode{id: id, inc: 1}
-			n.r = replica.New(replica.Config{ID: id, LagTime: s.lag}, 0, 0, 0)
+			n.r = replica.New(replica.Config{ID: id, LagTime: s.lag, TrackDurable: s.track}, 0, 0, 0)
 			s.nodes[id] = n
 		}
 	case "elect": // elect leader=N [isr=..] [to=..]: a new leader epoch
@@ -202,12 +216,24 @@ func (s *sim) run(line string) string {
 		s.decide(&out, n, n.r.Tick(s.now))
 	case "alter": // alter node=N [reject]: the controller handles N's pending proposal
 		s.alter(&out, s.node(args["node"]), args)
+	case "sync": // sync node=N: the node's log is durable to its end
+		n := s.node(args["node"])
+		n.synced = n.log.leo()
+		fmt.Fprintf(&out, "%d: synced to %d\n", n.id, n.synced)
+		if n.r.Role() == replica.RoleLeader {
+			s.decide(&out, n, n.r.LocalDurable(n.r.LeaderEpoch(), n.synced))
+		}
 	case "crash": // crash node=N [keep=K]: the node dies keeping K log entries (unsynced tail lost)
 		n := s.node(args["node"])
 		n.down = true
 		if v, ok := args["keep"]; ok {
-			n.log.truncateTo(int64(num(v, 0)))
+			keep := int64(num(v, 0))
+			if s.track && keep < n.synced {
+				s.t.Fatalf("crash of %d keeps %d entries, below its durable end %d", n.id, keep, n.synced)
+			}
+			n.log.truncateTo(keep)
 		}
+		n.synced = min(n.synced, n.log.leo())
 		for id, q := range s.reqs {
 			if q.node == n.id {
 				delete(s.reqs, id)
@@ -219,7 +245,8 @@ func (s *sim) run(line string) string {
 		hw := int64(num(args["hw"], int(n.r.HW())))
 		n.down = false
 		n.inc++
-		n.r = replica.New(replica.Config{ID: n.id, LagTime: s.lag}, n.log.start, n.log.leo(), hw)
+		n.synced = n.log.leo()
+		n.r = replica.New(replica.Config{ID: n.id, LagTime: s.lag, TrackDurable: s.track}, n.log.start, n.log.leo(), hw)
 		fmt.Fprintf(&out, "%d: %s\n", n.id, n.r)
 	case "state":
 		for _, id := range s.sortedIDs() {
@@ -290,6 +317,9 @@ func (s *sim) produce(out *strings.Builder, args map[string]string) {
 	}
 	fmt.Fprintf(out, "%s: appended at %d\n", args["id"], base)
 	s.decide(out, n, n.r.LocalAppend(n.log.leo()))
+	if !s.track {
+		n.synced = n.log.leo()
+	}
 	if !acksAll {
 		fmt.Fprintf(out, "%s: acked (acks=1, not checked)\n", args["id"])
 		return
@@ -324,6 +354,7 @@ func (s *sim) fetch(out *strings.Builder, f *simNode) {
 		} else {
 			f.log.truncateTo(off)
 		}
+		f.synced = min(f.synced, f.log.leo())
 		f.r.Truncated(f.log.start, f.log.leo())
 		fmt.Fprintf(out, "%d: diverging epoch=%d end=%d: truncated to %d log=%s\n", f.id,
 			chk.DivergingEpoch, chk.DivergingEndOffset, f.log.leo(), f.log.String())
@@ -336,6 +367,7 @@ func (s *sim) fetch(out *strings.Builder, f *simNode) {
 		f.log.entries = append(f.log.entries, e)
 		copied++
 	}
+	f.synced = f.log.leo() // a follower flushes before it reports its log end
 	f.r.LocalAppend(f.log.leo())
 	f.r.FollowerHW(l.r.HW())
 	fmt.Fprintf(out, "%d: fetched %d from %d at %d: hw=%d leo=%d\n", f.id, copied, l.id, req.FetchOffset, f.r.HW(), f.r.LEO())
@@ -430,6 +462,24 @@ func (s *sim) check(out *strings.Builder) {
 					bad++
 				}
 			}
+		}
+	}
+	// What leaders expose below their HW stays: an offset a consumer has
+	// read never holds another record.
+	for _, id := range s.sortedIDs() {
+		n := s.nodes[id]
+		if n.down || n.r.Role() != replica.RoleLeader {
+			continue
+		}
+		for off := n.log.start; off < min(n.r.HW(), n.log.leo()); off++ {
+			e, _ := n.log.at(off)
+			if v, ok := s.visible[off]; ok && v != e {
+				fmt.Fprintf(out, "CHANGED: offset %d was visible as %s@%d, leader %d exposes %s@%d (log=%s)\n",
+					off, v.val, v.epoch, id, e.val, e.epoch, n.log.String())
+				bad++
+				continue
+			}
+			s.visible[off] = e
 		}
 	}
 	ids := s.sortedIDs()
