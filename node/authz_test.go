@@ -37,11 +37,15 @@ func mustClusterCerts(t *testing.T, n int) string {
 }
 
 // mustStartTLSCluster starts n controllers under mutual TLS, each with its
-// own node certificate.
+// own node certificate. Sessions and the replica lag time are long: the
+// test checks that hostile requests change nothing, and on a loaded machine
+// the default 250 ms session (or 2 s lag) lets a stalled process be fenced
+// or shrunk for real, which changes the image without any attacker.
 func mustStartTLSCluster(t *testing.T, n int, certs string) *testCluster {
 	t.Helper()
 	return mustStartClusterWith(t, n, func(c *node.Config) {
 		c.TLSDir, c.CertName = certs, fmt.Sprintf("node%d", c.ID)
+		c.SessionTimeout, c.ReplicaLagTime = 10*time.Second, time.Minute
 	})
 }
 
