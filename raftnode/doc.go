@@ -52,7 +52,10 @@
 //
 // Voters (Config.Voters, from --controllers) bootstrap identically: entries
 // 1..n are ConfChangeAddNode for each voter in id order, with the voter's
-// address in the context. Every voter must be given the same list. A node not
+// address in the context. Every voter must be given the same list. After a
+// restart the addresses in Voters win over those the log and the snapshot
+// remember (a moved controller is found once the nodes restart with the new
+// list); membership itself comes from the log only. A node not
 // in Voters starts with no configuration and does nothing until the leader
 // adds it with AddLearner (ConfChangeAddLearnerNode carrying its address);
 // it then receives the log (or a snapshot) like any follower, but never votes.
