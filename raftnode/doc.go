@@ -112,8 +112,9 @@
 // (segment recovery has already cut a torn tail). If the log ends before the
 // snapshot, or its entry at the snapshot's index has another term, the log is
 // restarted after the snapshot; a gap between snapshot and log is an error.
-// The hard state's commit index is raised to the snapshot index and capped at
-// the last index; a term older than the last entry's is raised to it. The state
+// The hard state's commit index is raised to the snapshot index and to the
+// last bootstrap entry (conf changes in term 1 from index 1: only Bootstrap
+// writes term 1, and it commits them), and capped at the last index; a term older than the last entry's is raised to it. The state
 // machine is restored from the snapshot before Start returns; the loop then
 // re-applies the committed entries after it.
 package raftnode
