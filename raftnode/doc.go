@@ -55,7 +55,9 @@
 // address in the context. Every voter must be given the same list. After a
 // restart the addresses in Voters win over those the log and the snapshot
 // remember (a moved controller is found once the nodes restart with the new
-// list); membership itself comes from the log only. A node not
+// list); membership itself comes from the log only, so a voter left out of
+// the list at a restart is still a voter: if elected, it transfers
+// leadership to a listed voter (only listed nodes run a controller). A node not
 // in Voters starts with no configuration and does nothing until the leader
 // adds it with AddLearner (ConfChangeAddLearnerNode carrying its address);
 // it then receives the log (or a snapshot) like any follower, but never votes.

@@ -100,6 +100,7 @@ func (n *Node) process(it *iteration) error {
 		}
 		local = nil
 	}
+	n.handOffIfUnlisted()
 	n.publishStatus()
 	n.pending.flush()
 	return nil
