@@ -40,7 +40,8 @@
 // drops the messages and calls ReportUnreachable; a MsgSnap is reported with
 // ReportSnapshot(SnapshotFinish) once sent, SnapshotFailure if dropped. The
 // receiving side rejects frames and messages not addressed to it, checks
-// entries in appends, and steps the rest into raft. Under mutual TLS a frame's
+// entries in appends and the envelope of snapshots, and steps the rest into
+// raft. Under mutual TLS a frame's
 // sender (From, which every message in it must carry) must be the node id in
 // the peer's node certificate (the node's endpoint admits raft streams only
 // from node certificates at all); otherwise the stream is ended with
