@@ -38,7 +38,7 @@ func (n *Node) applyEntry(e *pb.Entry) error {
 		id, ok := n.confChangeContext(cc.GetContext(), func(addr string) {
 			switch cc.GetType() {
 			case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode:
-				n.peers.setAddr(cc.GetNodeId(), addr)
+				n.learnAddr(cc.GetNodeId(), addr)
 			}
 		})
 		if cc.GetType() == pb.ConfChangeRemoveNode {
@@ -82,6 +82,22 @@ func (n *Node) confChangeContext(ctx []byte, setAddr func(string)) (proposalID, 
 	return id, id != proposalID{}
 }
 
+// learnAddr records a peer address found in the metadata log or a snapshot.
+// Such addresses are history: for a voter, the address given in
+// Config.Voters (--controllers, the operator's current list) wins, so that a
+// controller that moved is reached at its new address once the nodes restart
+// with the new list, instead of at the one its bootstrap entry or an old
+// snapshot remembers.
+func (n *Node) learnAddr(id uint64, addr string) {
+	if cur, ok := n.cfg.Voters[id]; ok && cur != "" {
+		if cur != addr {
+			n.lg.Debug("raftnode: keeping the configured address of a voter", "peer", id, "addr", cur, "logged", addr)
+		}
+		return
+	}
+	n.peers.setAddr(id, addr)
+}
+
 // restoreSnapshot replaces the state machine with a snapshot received from
 // the leader (already persisted). Waiting proposals fail: whether they are
 // in the snapshot cannot be told.
@@ -111,7 +127,7 @@ func (n *Node) restore(snap *pb.Snapshot) error {
 		return fmt.Errorf("raftnode: restore snapshot %d: %w", md.GetIndex(), err)
 	}
 	for id, addr := range d.peers {
-		n.peers.setAddr(id, addr)
+		n.learnAddr(id, addr)
 	}
 	n.confState = proto.Clone(md.GetConfState()).(*pb.ConfState)
 	n.applied = md.GetIndex()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"paymentlog/segment"
 )
 
@@ -31,6 +33,11 @@ type testCluster struct {
 	// segment.MemFS (crash keeps only what was synced) instead of memLog.
 	segment bool
 	fss     map[uint64]*segment.MemFS
+
+	// durable is the disk each node started with (memLog nodes only), for
+	// checkDurableBeforeSend, which runs on the nodes' Ready loops.
+	mu      sync.Mutex
+	durable map[uint64]*memDisk
 }
 
 type memDisk struct {
@@ -91,7 +98,7 @@ func newTestCluster(t testing.TB, voters int, tune func(*Config)) *testCluster {
 	c := &testCluster{
 		t: t, nw: newMemNetwork(), voters: map[uint64]string{},
 		nodes: map[uint64]*Node{}, sms: map[uint64]*testSM{}, disks: map[uint64]*memDisk{},
-		fss: map[uint64]*segment.MemFS{}, tune: tune,
+		fss: map[uint64]*segment.MemFS{}, tune: tune, durable: map[uint64]*memDisk{},
 	}
 	for id := uint64(1); id <= uint64(voters); id++ {
 		c.voters[id] = addrOf(id)
@@ -130,6 +137,14 @@ func (c *testCluster) config(id uint64) Config {
 		}
 		cfg.log, cfg.files = d.log, d.files
 	}
+	cfg.hooks.queued = func(from uint64, m *pb.Message) { c.checkDurableBeforeSend(from, m.GetTo(), m) }
+	c.mu.Lock()
+	if c.segment {
+		delete(c.durable, id)
+	} else {
+		c.durable[id] = c.disks[id]
+	}
+	c.mu.Unlock()
 	if c.tune != nil {
 		c.tune(&cfg)
 	}
@@ -280,4 +295,50 @@ func clip(s []string) []string {
 		return append(slices.Clone(s[:6]), append([]string{"..."}, s[len(s)-6:]...)...)
 	}
 	return s
+}
+
+// checkDurableBeforeSend fails the test if a node hands a message to the
+// transport before what it implies is on its disk (raft's Ready contract): a
+// vote request or a granted vote only after the hard state naming it, an
+// append acknowledgement only after the entries (or the snapshot) it
+// acknowledges, any message of a term only after that term. It runs on
+// every cluster test whose nodes use memLog.
+func (c *testCluster) checkDurableBeforeSend(from, to uint64, m *pb.Message) {
+	c.mu.Lock()
+	d := c.durable[from]
+	c.mu.Unlock()
+	if d == nil {
+		return
+	}
+	hs := &pb.HardState{}
+	if b, err := d.files.ReadFile(hardStateFile); err == nil {
+		if hs, err = decodeHardState(b); err != nil {
+			c.t.Errorf("node %d: hard state: %v", from, err)
+			return
+		}
+	}
+	var snapIndex, snapTerm uint64
+	if names, _ := d.files.List(); len(listSnapFiles(names)) > 0 {
+		sf := listSnapFiles(names)[0]
+		snapIndex, snapTerm = sf.index, sf.term
+	}
+	d.log.mu.Lock()
+	last, lastTerm := d.log.start-1+uint64(d.log.durable), uint64(0)
+	if d.log.durable > 0 {
+		lastTerm = d.log.ents[d.log.durable-1].GetTerm()
+	}
+	d.log.mu.Unlock()
+	last, term := max(last, snapIndex), max(hs.GetTerm(), lastTerm, snapTerm)
+	t := m.GetType()
+	switch {
+	case t == pb.MsgPreVote || t == pb.MsgPreVoteResp: // a future term, nothing persisted
+	case m.GetTerm() > term:
+		c.t.Errorf("node %d sent %v in term %d; its disk knows term %d", from, t, m.GetTerm(), term)
+	case t == pb.MsgVote && !(hs.GetTerm() > m.GetTerm() || hs.GetTerm() == m.GetTerm() && hs.GetVote() == from):
+		c.t.Errorf("node %d requested votes in term %d with hard state %v on disk", from, m.GetTerm(), hs)
+	case t == pb.MsgVoteResp && !m.GetReject() && !(hs.GetTerm() > m.GetTerm() || hs.GetTerm() == m.GetTerm() && hs.GetVote() == to):
+		c.t.Errorf("node %d granted its vote to %d in term %d with hard state %v on disk", from, to, m.GetTerm(), hs)
+	case t == pb.MsgAppResp && !m.GetReject() && m.GetIndex() > last:
+		c.t.Errorf("node %d acknowledged index %d with only %d on disk", from, m.GetIndex(), last)
+	}
 }

@@ -134,6 +134,12 @@ func TestFrameMessagesChecks(t *testing.T) {
 	if ms, err := decodeFrameMessages(ok, 1); err != nil || len(ms) != 1 {
 		t.Fatalf("good frame: %v", err)
 	}
+	snap := &pb.Message{Type: pb.MsgSnap.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(3)),
+		Snapshot: &pb.Snapshot{Data: encodeSnapshotData(snapshotData{peers: map[uint64]string{2: "b"}, sm: []byte("image")}),
+			Metadata: &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(2))}}}
+	if _, err := decodeFrameMessages(&raftFrame{From: 2, To: 1, Msgs: [][]byte{msg(snap)}}, 1); err != nil {
+		t.Fatalf("good snapshot: %v", err)
+	}
 	if _, err := decodeFrameMessages(ok, 3); !errors.Is(err, errWrongNode) {
 		t.Fatalf("frame for another node: %v", err)
 	}
@@ -147,6 +153,10 @@ func TestFrameMessagesChecks(t *testing.T) {
 		{Type: pb.MsgApp.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(3)), Index: new(uint64(5)),
 			Entries: []*pb.Entry{{Index: new(uint64(6)), Term: new(uint64(4))}}}, // entry from the future
 		{Type: pb.MsgSnap.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(3))}, // empty snapshot
+		// Snapshot data without raftnode's envelope: installed, it would stop
+		// the node at once and at every restart.
+		{Type: pb.MsgSnap.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(3)),
+			Snapshot: &pb.Snapshot{Data: []byte("\x07junk"), Metadata: &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(2))}}},
 	}
 	for i, m := range bad {
 		if _, err := decodeFrameMessages(&raftFrame{From: 2, To: 1, Msgs: [][]byte{msg(m)}}, 1); !errors.Is(err, errBadMessage) {
@@ -231,7 +241,10 @@ func FuzzRaftFrame(f *testing.F) {
 	app, _ := proto.Marshal(&pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(2)), To: new(uint64(1)),
 		Term: new(uint64(2)), Index: new(uint64(1)), Entries: []*pb.Entry{{Index: new(uint64(2)), Term: new(uint64(2))}}})
 	hb, _ := proto.Marshal(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(2)), To: new(uint64(1))})
-	for _, fr := range []*raftFrame{{From: 2, To: 1, Msgs: [][]byte{app, hb}}, {From: 2, To: 1}, {From: 1, To: 2}} {
+	snap, _ := proto.Marshal(&pb.Message{Type: pb.MsgSnap.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(3)),
+		Snapshot: &pb.Snapshot{Data: encodeSnapshotData(snapshotData{peers: map[uint64]string{2: "b"}, sm: []byte("image")}),
+			Metadata: &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(2))}}})
+	for _, fr := range []*raftFrame{{From: 2, To: 1, Msgs: [][]byte{app, hb}}, {From: 2, To: 1}, {From: 1, To: 2}, {From: 2, To: 1, Msgs: [][]byte{snap}}} {
 		f.Add(mustMsgpack(f, fr))
 	}
 	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}) // array32 claiming 4G items

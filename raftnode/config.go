@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"paymentlog/quic"
 	"paymentlog/segment"
 )
@@ -158,6 +160,9 @@ type testHooks struct {
 	// redialBackoff replaces the production redial backoff (tests that drive
 	// time by ticks use 0: wall-clock backoff would outlast many ticks).
 	redialBackoff time.Duration
+	// queued, if set, sees every message as the Ready loop hands it to the
+	// transport (tests check what is durable by then).
+	queued func(from uint64, m *pb.Message)
 }
 
 func (h *testHooks) add(n int) {

@@ -40,7 +40,8 @@
 // drops the messages and calls ReportUnreachable; a MsgSnap is reported with
 // ReportSnapshot(SnapshotFinish) once sent, SnapshotFailure if dropped. The
 // receiving side rejects frames and messages not addressed to it, checks
-// entries in appends, and steps the rest into raft. Under mutual TLS a frame's
+// entries in appends and the envelope of snapshots, and steps the rest into
+// raft. Under mutual TLS a frame's
 // sender (From, which every message in it must carry) must be the node id in
 // the peer's node certificate (the node's endpoint admits raft streams only
 // from node certificates at all); otherwise the stream is ended with
@@ -52,7 +53,12 @@
 //
 // Voters (Config.Voters, from --controllers) bootstrap identically: entries
 // 1..n are ConfChangeAddNode for each voter in id order, with the voter's
-// address in the context. Every voter must be given the same list. A node not
+// address in the context. Every voter must be given the same list. After a
+// restart the addresses in Voters win over those the log and the snapshot
+// remember (a moved controller is found once the nodes restart with the new
+// list); membership itself comes from the log only, so a voter left out of
+// the list at a restart is still a voter: if elected, it transfers
+// leadership to a listed voter (only listed nodes run a controller). A node not
 // in Voters starts with no configuration and does nothing until the leader
 // adds it with AddLearner (ConfChangeAddLearnerNode carrying its address);
 // it then receives the log (or a snapshot) like any follower, but never votes.
@@ -109,8 +115,9 @@
 // (segment recovery has already cut a torn tail). If the log ends before the
 // snapshot, or its entry at the snapshot's index has another term, the log is
 // restarted after the snapshot; a gap between snapshot and log is an error.
-// The hard state's commit index is raised to the snapshot index and capped at
-// the last index; a term older than the last entry's is raised to it. The state
+// The hard state's commit index is raised to the snapshot index and to the
+// last bootstrap entry (conf changes in term 1 from index 1: only Bootstrap
+// writes term 1, and it commits them), and capped at the last index; a term older than the last entry's is raised to it. The state
 // machine is restored from the snapshot before Start returns; the loop then
 // re-applies the committed entries after it.
 package raftnode

@@ -97,6 +97,12 @@ func checkMessage(m *pb.Message, from, self uint64) error {
 		if md.GetIndex() == 0 || md.GetTerm() == 0 || md.GetTerm() > m.GetTerm() {
 			return bad("snapshot %d/%d in term %d", md.GetIndex(), md.GetTerm(), m.GetTerm())
 		}
+		// Installed, a snapshot is written to disk before it is applied: one
+		// whose envelope does not decode would stop the node at once and at
+		// every restart.
+		if _, err := decodeSnapshotData(m.GetSnapshot().GetData()); err != nil {
+			return bad("snapshot %d: %v", md.GetIndex(), err)
+		}
 	}
 	return nil
 }

@@ -100,6 +100,7 @@ func (n *Node) process(it *iteration) error {
 		}
 		local = nil
 	}
+	n.handOffIfUnlisted()
 	n.publishStatus()
 	n.pending.flush()
 	return nil
@@ -197,6 +198,9 @@ func (n *Node) handleReady(local []*proposal) error {
 // send marshals m here, in the loop (raft's messages alias its log), and
 // queues it for its peer.
 func (n *Node) send(m *pb.Message) {
+	if n.hooks != nil && n.hooks.queued != nil {
+		n.hooks.queued(n.id, m)
+	}
 	to := m.GetTo()
 	snap := m.GetType() == pb.MsgSnap
 	data, err := proto.Marshal(m)

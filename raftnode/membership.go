@@ -122,3 +122,35 @@ func (n *Node) transferStep(to uint64, first bool) (moved bool, err error) {
 	n.rn.TransferLeader(target)
 	return false, nil
 }
+
+// handOffIfUnlisted makes a leader that is not in Config.Voters transfer
+// leadership to a voter that is. Membership comes from the log, so a
+// controller left out of --controllers at a restart is still a voter and may
+// win an election; but only listed nodes run a controller, and a raft leader
+// without one would leave the cluster without an active controller. raft
+// abandons a transfer after an election timeout; it is then requested again.
+// Loop only.
+func (n *Node) handOffIfUnlisted() {
+	if _, listed := n.cfg.Voters[n.id]; listed {
+		return
+	}
+	bs := n.rn.BasicStatus()
+	if bs.RaftState != raft.StateLeader || bs.LeadTransferee != 0 {
+		return
+	}
+	st := n.rn.Status()
+	var target, best uint64
+	for _, id := range n.confState.GetVoters() {
+		if _, listed := n.cfg.Voters[id]; !listed || id == n.id {
+			continue
+		}
+		if pr, ok := st.Progress[id]; ok && (target == 0 || pr.Match > best) {
+			target, best = id, pr.Match
+		}
+	}
+	if target == 0 {
+		return
+	}
+	n.lg.Warn("raftnode: leader is not in the controller list; transferring leadership", "to", target)
+	n.rn.TransferLeader(target)
+}

@@ -43,6 +43,12 @@ type diskStorage struct {
 	first uint64
 	terms []uint64
 
+	// bootstrapEnd is the last index of the bootstrap entries found in the
+	// log at Start (0 if none): the run from index 1 of conf changes in term
+	// 1. Only RawNode.Bootstrap writes entries in term 1 (a campaign starts
+	// term 2), and it commits them on every voter alike.
+	bootstrapEnd uint64
+
 	// Invariant: cache[i] is the entry at cacheStart+i; cacheStart+len(cache) == last+1.
 	cache      []*pb.Entry
 	cacheStart uint64
@@ -185,6 +191,9 @@ func (s *diskStorage) loadLog(ctx context.Context) error {
 			if e.GetIndex() >= s.first {
 				s.cacheAppend(e)
 			}
+			if e.GetIndex() == s.bootstrapEnd+1 && e.GetTerm() == 1 && e.GetType() == pb.EntryConfChange {
+				s.bootstrapEnd++
+			}
 		}
 		lo += uint64(len(ents))
 	}
@@ -196,13 +205,16 @@ func (s *diskStorage) loadLog(ctx context.Context) error {
 // state) and at most the last index (the commit index is only knowledge and
 // may be re-learned); a term below the last entry's term is raised to it (the
 // node had already seen that term; it had not voted in it, or the vote would
-// have been persisted first).
+// have been persisted first). The bootstrap entries are committed too: a
+// crash after they reached the log but before the hard state saying so did
+// must not leave the node without a configuration (if every voter crashed
+// there, none could ever campaign).
 func (s *diskStorage) fixHardState() {
 	term, vote, commit := s.hs.GetTerm(), s.hs.GetVote(), s.hs.GetCommit()
 	if lt := s.terms[len(s.terms)-1]; lt > term {
 		term, vote = lt, 0
 	}
-	commit = max(commit, s.snap.GetMetadata().GetIndex())
+	commit = max(commit, s.snap.GetMetadata().GetIndex(), s.bootstrapEnd)
 	commit = min(commit, s.lastIndex())
 	if term != s.hs.GetTerm() || vote != s.hs.GetVote() || commit != s.hs.GetCommit() {
 		s.lg.Info("raftnode: adjusted hard state after restart", "term", term, "vote", vote, "commit", commit)
