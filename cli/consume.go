@@ -24,20 +24,29 @@ func consumeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "consume",
 		Usage: "print a topic's records",
-		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET] [--exit-at-end|--max N] [--json]\n\n" +
+		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET] [--exit-at-end|--max N] [--json]\n" +
+			"    [--on-truncation fail|rewind]\n\n" +
 			"Prints each record's value on its own line, or with --json one line\n" +
 			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
 			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
 			"order within a partition. --exit-at-end stops once every partition is read up to the high\n" +
 			"watermark it had when consume started (right after a leader change: once the new leader's\n" +
 			"high watermark has caught up with the old one's). Without --exit-at-end or --max, consume\n" +
-			"follows the topic until interrupted (exit status 0).",
+			"follows the topic until interrupted (exit status 0).\n\n" +
+			"If a partition's leader no longer has records consume has printed (its log was truncated\n" +
+			"below them, after an unclean leader election or records lost under --fsync never), consume\n" +
+			"stops with exit status 1 and an error naming the partition, its position and the offset\n" +
+			"where the leader's log parts from what was printed (rerun with --from that offset and\n" +
+			"--partition to read the leader's records from there). With --on-truncation rewind it\n" +
+			"instead says so on stderr and goes on from that offset: records from it on are printed\n" +
+			"again as the leader now has them.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
 			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET (for every partition read)", EnvVars: envVar("CONSUME_FROM")},
 			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once caught up with the high watermarks seen at start", EnvVars: envVar("CONSUME_EXIT_AT_END")},
 			&ucli.Int64Flag{Name: "max", Usage: "exit after this many records (0: no limit)", EnvVars: envVar("CONSUME_MAX")},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
+			&ucli.StringFlag{Name: "on-truncation", Value: "fail", Usage: "when a leader's log parts from records printed: fail | rewind (print from the divergence on)", EnvVars: envVar("CONSUME_ON_TRUNCATION")},
 			&ucli.DurationFlag{Name: "max-wait", Value: client.DefaultMaxWait, Usage: "long-poll: how long a leader may hold a fetch with no data", EnvVars: envVar("CONSUME_MAX_WAIT")},
 		}),
 		Action: func(c *ucli.Context) error {
@@ -60,6 +69,9 @@ type consumeOptions struct {
 	max       int64
 	json      bool
 	maxWait   time.Duration
+	// rewind: on a log truncation go on from the divergence point
+	// (--on-truncation rewind) instead of failing.
+	rewind bool
 }
 
 func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
@@ -75,6 +87,13 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait")}
 	if o.from, err = parseFrom(c.String("from")); err != nil {
 		return o, usageError("--from: %v", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(c.String("on-truncation"))) {
+	case "fail":
+	case "rewind":
+		o.rewind = true
+	default:
+		return o, usageError("--on-truncation: %q is not fail or rewind", c.String("on-truncation"))
 	}
 	if o.partition < -1 {
 		return o, usageError("--partition must be >= 0 (or -1 for all)")
@@ -198,6 +217,21 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 					return fmt.Errorf("interrupted after %d records", printed)
 				}
 				return nil
+			}
+			var lt *client.LogTruncatedError
+			if errors.As(err, &lt) {
+				if opts.rewind {
+					fmt.Fprintf(stderr, "paymentlog: consume %s: partition %d: log truncated: the leader's log parts from "+
+						"the records printed at offset %d (position was %d); printing the leader's records from offset %d\n",
+						opts.topic, lt.Partition, lt.DivergingEndOffset, lt.Position, lt.DivergingEndOffset)
+					if err := cons.Seek(lt.TopicPartition, lt.DivergingEndOffset); err != nil {
+						return fmt.Errorf("consume %s: %w", opts.topic, err)
+					}
+					continue
+				}
+				return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+
+					"printed from offset %d up to the position %d (rerun with --partition %d --from %d, or --on-truncation rewind)",
+					opts.topic, lt.Partition, lt.DivergingEndOffset, lt.Position, lt.Partition, lt.DivergingEndOffset)
 			}
 			var oor *client.OffsetOutOfRangeError
 			if errors.As(err, &oor) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -86,6 +87,48 @@ func (e *OffsetOutOfRangeError) Error() string {
 	return fmt.Sprintf("client: %s: offset %d is out of range [%d, %d]", e.TopicPartition, e.Requested, e.Start, e.End)
 }
 
+// ErrLogTruncated matches (errors.Is) the *LogTruncatedError Poll returns.
+var ErrLogTruncated = errors.New("client: log truncated")
+
+// LogTruncatedError is returned by Poll when a partition's leader no longer
+// has the history the consumer has read (KIP-320): its log was truncated
+// below the consumer's position and, maybe, written again since, as after
+// an unclean leader election or records lost to a crash under --fsync
+// never. The records the consumer returned from DivergingEndOffset on are
+// not (all) in the leader's log, and whatever the leader now has at the
+// position would not follow them.
+//
+// Poll does not move the position and returns the error again while the
+// partition stays where it is: the application decides, by seeking (to
+// DivergingEndOffset to read the leader's history from where it parts from
+// what was returned, or wherever its reset policy says). A Seek within the
+// records returned keeps their leader epochs, so the next fetch is checked
+// again from there.
+type LogTruncatedError struct {
+	TopicPartition
+	// Position is the consumer's position: the offset after the last
+	// record returned.
+	Position int64
+	// LastFetchedEpoch is the leader epoch of the last record returned.
+	LastFetchedEpoch int32
+	// DivergingEpoch and DivergingEndOffset: the histories part at
+	// DivergingEndOffset at the latest (<= Position): the leader's end
+	// offset for DivergingEpoch (the largest epoch <= LastFetchedEpoch its
+	// log knows, -1 if none), lowered to where the records returned left
+	// that epoch.
+	DivergingEpoch     int32
+	DivergingEndOffset int64
+}
+
+func (e *LogTruncatedError) Error() string {
+	return fmt.Sprintf("client: %s: log truncated: the leader's log parts from the records returned at offset %d "+
+		"(position %d, last fetched epoch %d, leader's diverging epoch %d)",
+		e.TopicPartition, e.DivergingEndOffset, e.Position, e.LastFetchedEpoch, e.DivergingEpoch)
+}
+
+// Unwrap makes errors.Is(err, ErrLogTruncated) hold.
+func (e *LogTruncatedError) Unwrap() error { return ErrLogTruncated }
+
 // ErrNoAssignment is returned by Poll when no partition is assigned.
 var ErrNoAssignment = errors.New("client: consumer has no partitions assigned")
 
@@ -119,6 +162,75 @@ type cpart struct {
 	lso       int64
 	failures  int
 	notBefore time.Time
+	// epochs is the leader-epoch history of the records returned since
+	// the partition was assigned or sought outside them: the offset of the
+	// first record returned in each epoch. The last entry's epoch is the
+	// last fetched epoch every fetch carries (KIP-320); none: -1.
+	// Invariant: epochs and offsets strictly increase; every offset < pos.
+	epochs []epochStart
+}
+
+// epochStart is where a leader epoch begins in the records returned.
+type epochStart struct {
+	epoch int32
+	start int64
+}
+
+// lastEpoch is the leader epoch of the last record returned (-1: unknown).
+func (cp *cpart) lastEpoch() int32 {
+	if len(cp.epochs) == 0 {
+		return -1
+	}
+	return cp.epochs[len(cp.epochs)-1].epoch
+}
+
+// returned records the leader epochs of msgs, this partition's records
+// just returned in offset order.
+func (cp *cpart) returned(msgs []Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.LeaderEpoch < 0 {
+			continue
+		}
+		if n := len(cp.epochs); n == 0 || m.LeaderEpoch > cp.epochs[n-1].epoch {
+			cp.epochs = append(cp.epochs, epochStart{m.LeaderEpoch, m.Offset})
+		}
+	}
+}
+
+// seekEpochs keeps the history below offset when the seek stays within the
+// records returned (offset-1 was returned, so the epoch it had is known),
+// and forgets it otherwise.
+func (cp *cpart) seekEpochs(offset int64) {
+	if offset < 0 || cp.pos < 0 || offset > cp.pos || len(cp.epochs) == 0 || offset <= cp.epochs[0].start {
+		cp.epochs = nil
+		return
+	}
+	i := sort.Search(len(cp.epochs), func(i int) bool { return cp.epochs[i].start >= offset })
+	cp.epochs = cp.epochs[:i]
+}
+
+// divergence is where the records returned part from a leader's log that
+// answered a fetch at pos with d: the leader's end offset for d.Epoch,
+// lowered to where the records returned left that epoch (a follower's
+// truncation offset, replica.TruncationOffset): when the leader knows the
+// epoch only as an older one than the consumer's last, its end offset may
+// lie past the consumer's records of later epochs.
+func (cp *cpart) divergence(pos int64, d wire.EpochEndOffset) int64 {
+	end := min(d.EndOffset, pos)
+	if d.Epoch < 0 || len(cp.epochs) == 0 {
+		return max(end, 0)
+	}
+	i := sort.Search(len(cp.epochs), func(i int) bool { return cp.epochs[i].epoch > d.Epoch })
+	switch {
+	case i == 0:
+		// Every record returned is of a later epoch than any the
+		// leader knows up to ours: they all part from its log.
+		end = min(end, cp.epochs[0].start)
+	case i < len(cp.epochs):
+		end = min(end, cp.epochs[i].start)
+	}
+	return max(end, 0)
 }
 
 // fetchCall is one fetch in flight to one leader.
@@ -201,6 +313,7 @@ func (cs *Consumer) Seek(tp TopicPartition, offset int64) error {
 
 func (cs *Consumer) seek(cp *cpart, offset int64) {
 	cs.owed = nil // it may be this partition's; another's comes again with its next fetch
+	cp.seekEpochs(offset)
 	cp.pos = offset
 	cp.gen++
 	cp.failures = 0
@@ -423,7 +536,8 @@ func (cs *Consumer) startFetches(now time.Time) time.Duration {
 		call := &fetchCall{epochs: map[int32]int32{}, topic: k.topic, started: now, cancel: cancel}
 		for i, cp := range cps {
 			pm, _ := snap.partition(cp.tp.Topic, cp.tp.Partition)
-			req.Parts = append(req.Parts, wire.FetchPartition{Partition: cp.tp.Partition, Offset: cp.pos, MaxBytes: cs.cfg.PartitionMaxBytes, LeaderEpoch: pm.LeaderEpoch})
+			req.Parts = append(req.Parts, wire.FetchPartition{Partition: cp.tp.Partition, Offset: cp.pos, MaxBytes: cs.cfg.PartitionMaxBytes,
+				LeaderEpoch: pm.LeaderEpoch, LastFetchedEpoch: cp.lastEpoch()})
 			fps[i] = fetchedPart{cp: cp, gen: cp.gen, off: cp.pos}
 			cp.fetching = true
 			call.leader = pm.Leader
@@ -502,6 +616,17 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			continue
 		}
 		switch code := pr.Err; {
+		case code == wire.None && pr.Diverging != nil:
+			// The leader's log parts from the records returned: stay
+			// put and let the application choose where to go on.
+			if firstErr == nil {
+				firstErr = &LogTruncatedError{TopicPartition: cp.tp, Position: fp.off, LastFetchedEpoch: cp.lastEpoch(),
+					DivergingEpoch: pr.Diverging.Epoch, DivergingEndOffset: cp.divergence(fp.off, *pr.Diverging)}
+			}
+			cs.c.log.Debug("log truncated below the consumer's position", "topic", cp.tp.Topic, "partition", cp.tp.Partition,
+				"offset", fp.off, "epoch", cp.lastEpoch(), "diverging_epoch", pr.Diverging.Epoch,
+				"diverging_end_offset", pr.Diverging.EndOffset, "addr", r.addr)
+			cs.backoff(cp, now)
 		case code == wire.None:
 			cp.failures = 0
 			cp.hw = max(cp.hw, pr.HighWatermark) // -1: the leader does not know it yet
@@ -510,7 +635,9 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			}
 			var next int64
 			var err error
+			n := len(out)
 			out, next, err = decodeFetched(cp.tp, pr.Records, fp.off, out)
+			cp.returned(out[n:])
 			cp.pos = max(cp.pos, next)
 			if err != nil && firstErr == nil {
 				firstErr = err

@@ -72,4 +72,14 @@
 // fetch the metadata is refreshed, and a fetch outstanding at a leader that the
 // metadata says has been replaced (or one overstaying MaxWait, as a dead
 // leader's does) is abandoned and sent to the new leader.
+//
+// Log divergence (KIP-320): every fetch carries the leader epoch of the last
+// record Poll returned for the partition. A leader whose log no longer has
+// the history the consumer read (truncated below the position and maybe
+// written again, after an unclean leader election or records lost under
+// --fsync never) answers with where the histories part instead of records,
+// and Poll returns a *LogTruncatedError (errors.Is ErrLogTruncated) naming
+// the partition, its position and that offset, again at every Poll until the
+// application seeks: the consumer never reads another history as if it
+// followed the one it returned, and never resets on its own.
 package client

@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/vmihailenco/msgpack/v5"
+
 // Client protocol messages (DESIGN §6). Batches travel as raw bytes in the
 // segment record-batch format; they are never re-encoded. Batch and record
 // fields are Bytes (a msgpack bin, like []byte): the transport writes
@@ -155,11 +157,38 @@ type FetchRequest struct {
 }
 
 // FetchPartition asks for records from Offset.
+//
+// LastFetchedEpoch is the leader epoch of the batch holding the record just
+// before Offset, as the consumer received it (-1: unknown, don't check).
+// When it is set the leader first checks that its own log agrees with the
+// consumer's history up to Offset (KIP-320): if its log left that epoch
+// before Offset (its end offset for the epoch is below Offset), or does not
+// have it (only older epochs, or only newer ones below Offset), the
+// consumer's position follows records the leader's log no longer has (an
+// unclean election, or records lost under --fsync never and written again),
+// and the answer carries no records but the diverging epoch and its end
+// offset (FetchPartitionResponse.Diverging). An epoch newer than the
+// leader's own is answered with UnknownLeaderEpoch: the consumer has seen a
+// later leader than this one knows of. A message without the field (an
+// older client) decodes with -1.
 type FetchPartition struct {
-	Partition   int32 `msgpack:"p"`
-	Offset      int64 `msgpack:"off"`
-	MaxBytes    int32 `msgpack:"max"`
-	LeaderEpoch int32 `msgpack:"epoch"` // -1 = don't check
+	Partition        int32 `msgpack:"p"`
+	Offset           int64 `msgpack:"off"`
+	MaxBytes         int32 `msgpack:"max"`
+	LeaderEpoch      int32 `msgpack:"epoch"` // -1 = don't check
+	LastFetchedEpoch int32 `msgpack:"lfe"`   // -1 = unknown, don't check
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder: a LastFetchedEpoch the
+// message does not carry is -1 (don't check), not 0, which is an epoch.
+func (p *FetchPartition) DecodeMsgpack(dec *msgpack.Decoder) error {
+	type plain FetchPartition // no DecodeMsgpack: decoded field by field
+	v := plain{LastFetchedEpoch: -1}
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	*p = FetchPartition(v)
+	return nil
 }
 
 // FetchResponse holds whole batches per partition.
@@ -168,16 +197,39 @@ type FetchResponse struct {
 }
 
 // FetchPartitionResponse: Records is zero or more whole batches.
+//
+// Diverging, when set, answers a LastFetchedEpoch that the leader's log does
+// not agree with (KIP-320): Err is None and Records empty, and the
+// consumer's records from Diverging.EndOffset on (at the latest) are not
+// the leader's. It is nil otherwise, and in an answer from a broker that
+// does not check (the field is absent).
 type FetchPartitionResponse struct {
-	Partition     int32     `msgpack:"p"`
-	Err           ErrorCode `msgpack:"err"`
-	Message       string    `msgpack:"msg"`
-	HighWatermark int64     `msgpack:"hw"`
-	LogStart      int64     `msgpack:"lso"`
-	LogEnd        int64     `msgpack:"leo"`
-	LeaderHint    int32     `msgpack:"leader"`
-	LeaderEpoch   int32     `msgpack:"epoch"`
-	Records       Bytes     `msgpack:"records"`
+	Partition     int32           `msgpack:"p"`
+	Err           ErrorCode       `msgpack:"err"`
+	Message       string          `msgpack:"msg"`
+	HighWatermark int64           `msgpack:"hw"`
+	LogStart      int64           `msgpack:"lso"`
+	LogEnd        int64           `msgpack:"leo"`
+	LeaderHint    int32           `msgpack:"leader"`
+	LeaderEpoch   int32           `msgpack:"epoch"`
+	Records       Bytes           `msgpack:"records"`
+	Diverging     *EpochEndOffset `msgpack:"div,omitempty"`
+}
+
+// EpochEndOffset is a leader's answer to "where does epoch E end in your
+// log" (Kafka's OffsetsForLeaderEpoch), given as a fetch's divergence.
+//
+// Epoch is the largest epoch <= the consumer's LastFetchedEpoch that the
+// leader's log knows, and EndOffset the offset where its log left that
+// epoch (the start of its next epoch, or its log end). Epoch is -1 when the
+// leader knows no epoch that old: EndOffset is then its log start offset.
+// When Epoch < LastFetchedEpoch, EndOffset may be at or above the
+// consumer's position: the consumer's own end offset for Epoch then bounds
+// where the two histories part, as for a follower
+// (replica.TruncationOffset).
+type EpochEndOffset struct {
+	Epoch     int32 `msgpack:"epoch"`
+	EndOffset int64 `msgpack:"end"`
 }
 
 // ListOffsets timestamps.

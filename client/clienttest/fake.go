@@ -6,6 +6,13 @@
 // leader changes and log truncation under test control, and fault injection
 // per request (lose the request, lose the answer, hang, answer an error).
 //
+// Every batch is stamped with its partition's leader epoch when appended
+// (0 until the first SetLeader), and a fetch that carries a last fetched
+// epoch is checked against the epochs of the log as a real leader checks
+// it (KIP-320): TruncateLog, SetLeader and new produces make the unclean
+// election after which a consumer's position follows records the leader no
+// longer has.
+//
 // A Cluster serves in memory (it implements the client's Call transport) or
 // over real QUIC endpoints on 127.0.0.1 (Serve).
 package clienttest
@@ -664,6 +671,17 @@ func (c *Cluster) fetchLocked(addr string, req *wire.FetchRequest) (*wire.FetchR
 				r.HighWatermark = -1
 			}
 		}
+		if code == wire.None && fp.LastFetchedEpoch > pt.epoch {
+			code = wire.UnknownLeaderEpoch
+		}
+		if code == wire.None && fp.LastFetchedEpoch >= 0 {
+			if d, ok := pt.divergence(fp.LastFetchedEpoch, fp.Offset); ok {
+				r.Diverging = &d
+				any = true
+				resp.Parts = append(resp.Parts, r)
+				continue
+			}
+		}
 		if code == wire.None && (fp.Offset < 0 || fp.Offset > pt.next) {
 			code = wire.OffsetOutOfRange
 		}
@@ -686,6 +704,40 @@ func (c *Cluster) fetchLocked(addr string, req *wire.FetchRequest) (*wire.FetchR
 		resp.Parts = append(resp.Parts, r)
 	}
 	return resp, any
+}
+
+// endOffsetForEpoch answers OffsetsForLeaderEpoch from the batches, as a
+// real log's epoch cache does: the largest epoch <= epoch in the log and
+// the first offset of the next higher one (or the log end); (-1, -1) if
+// the log has no batch of an epoch that old.
+func (pt *partition) endOffsetForEpoch(epoch int32) (int32, int64) {
+	found, end := int32(-1), int64(-1)
+	for _, b := range pt.batches {
+		switch e := b.LeaderEpoch(); {
+		case e <= epoch:
+			found, end = e, pt.next
+		case found >= 0:
+			return found, b.BaseOffset()
+		default:
+			return -1, -1
+		}
+	}
+	return found, end
+}
+
+// divergence checks a fetch at offset after a batch of lastEpoch as the
+// broker does (log start 0).
+func (pt *partition) divergence(lastEpoch int32, offset int64) (wire.EpochEndOffset, bool) {
+	e, end := pt.endOffsetForEpoch(lastEpoch)
+	switch {
+	case e < 0 || end < 0:
+		if offset > 0 {
+			return wire.EpochEndOffset{Epoch: -1, EndOffset: 0}, true
+		}
+	case e < lastEpoch || end < offset:
+		return wire.EpochEndOffset{Epoch: e, EndOffset: end}, true
+	}
+	return wire.EpochEndOffset{}, false
 }
 
 func (c *Cluster) listOffsets(addr string, req *wire.ListOffsetsRequest) *wire.ListOffsetsResponse {

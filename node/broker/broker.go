@@ -143,6 +143,9 @@ type Broker struct {
 		// beforeReplicaRead runs in buildReplicaFetch between the checks
 		// of a follower's request and the read of its records.
 		beforeReplicaRead atomic.Pointer[func(*wire.ReplicaFetchPartition)]
+		// beforeConsumerRead runs in buildFetch between the checks of a
+		// consumer's fetch (epochs, divergence, range) and the read.
+		beforeConsumerRead atomic.Pointer[func(*wire.FetchPartition)]
 	}
 
 	mu struct {

@@ -351,7 +351,7 @@ func (c *testCluster) fetch(ctx context.Context, key tp, offset int64, maxWait t
 	var resp wire.FetchResponse
 	err := c.client.Call(ctx, n.addr, wire.TypeFetch, wire.FetchRequest{MaxWaitMs: int32(maxWait / time.Millisecond),
 		MinBytes: 1, MaxBytes: 4 << 20, Topic: key.topic,
-		Parts: []wire.FetchPartition{{Partition: key.partition, Offset: offset, LeaderEpoch: -1}}}, &resp)
+		Parts: []wire.FetchPartition{{Partition: key.partition, Offset: offset, LeaderEpoch: -1, LastFetchedEpoch: -1}}}, &resp)
 	if err != nil {
 		return wire.FetchPartitionResponse{}, err
 	}

@@ -18,6 +18,14 @@ import (
 // it may be below the HW its predecessor made visible) an answer still
 // carries the records below the HW but reports the HW as -1 (unknown), so
 // that no consumer takes it for the end of the log.
+//
+// A partition whose LastFetchedEpoch the leader's log does not agree with
+// (consumerDivergence) is answered at once with the divergence and no
+// records, as a follower's fetch is (KIP-320): the consumer's position
+// follows records this log no longer has, and the records now at its
+// position belong to another history. A LastFetchedEpoch newer than the
+// leader's own epoch means the consumer has seen a later leader than this
+// replica knows of: UnknownLeaderEpoch (retriable, refresh the metadata).
 func (b *Broker) handleFetch(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.FetchRequest
 	if err := fr.Decode(&req); err != nil {
@@ -88,14 +96,29 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		}
 		hw, start, leo := r.HW(), r.LogStart(), r.LEO()
 		hwUnknown := r.HWBelowEpochStart()
-		out.LeaderHint, out.LeaderEpoch = r.Leader(), r.LeaderEpoch()
+		epoch := r.LeaderEpoch()
+		out.LeaderHint, out.LeaderEpoch = r.Leader(), epoch
 		p.mu.Unlock()
 		out.HighWatermark, out.LogStart, out.LogEnd = hw, start, leo
 		if hwUnknown {
 			out.HighWatermark = -1
 		}
+		if code == replica.OK && fp.LastFetchedEpoch > epoch {
+			code = replica.UnknownLeaderEpoch
+		}
 		if code != replica.OK {
 			out.Err, failed = codeToWire(code), true
+			continue
+		}
+		if div, ok := consumerDivergence(p.log, start, fp.LastFetchedEpoch, fp.Offset); ok {
+			// Answered only while this replica still leads: a log whose
+			// replica lost the leadership since the check may be being
+			// truncated, and its epoch cache with it.
+			if c := p.checkLeadership(epoch); c != replica.OK {
+				out.Err, failed = codeToWire(c), true
+				continue
+			}
+			out.Diverging, failed = &div, true
 			continue
 		}
 		if fp.Offset < start || fp.Offset > leo {
@@ -109,9 +132,27 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		if fp.MaxBytes > 0 {
 			limit = min(limit, int(fp.MaxBytes))
 		}
+		if h := b.hooks.beforeConsumerRead.Load(); h != nil {
+			(*h)(&fp)
+		}
 		v, err := p.log.Read(fp.Offset, limit, hw)
 		if err != nil {
 			out.Err, failed = readErrCode(err), true
+			continue
+		}
+		// The checks above and the read are not atomic. A log is
+		// truncated only after its replica stopped leading (becoming a
+		// follower of a leader whose log diverges from it); if that
+		// happened in between, the bytes read at offsets below the HW
+		// checked may be another leader's records, written after a
+		// truncation below the consumer's position: served as they are
+		// they would continue the consumer's history with another one
+		// (and the divergence and HW checks were made on the log before
+		// it changed). Records read while this replica has led without a
+		// break since the check are the ones checked.
+		if c := p.checkLeadership(epoch); c != replica.OK {
+			v.Release()
+			out.Err, failed = codeToWire(c), true
 			continue
 		}
 		views = append(views, v)
@@ -120,6 +161,36 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		budget -= len(v.Data)
 	}
 	return resp, views, bytes, failed
+}
+
+// consumerDivergence checks a consumer's fetch at offset, whose record just
+// before offset was in a batch of leader epoch lastEpoch (-1: unknown, no
+// check), against the leader's epoch cache (KIP-320, as FollowerFetch does
+// for a follower). It reports a divergence when the leader's log left that
+// epoch before offset, when the largest epoch <= lastEpoch the log knows is
+// older than lastEpoch (the batches the consumer read in lastEpoch are not
+// in this log), or when the log knows no epoch that old while it holds
+// records below offset (they all belong to later epochs than the
+// consumer's). logStart is the log's start offset. The caller has checked
+// that lastEpoch is not newer than its own leader epoch.
+func consumerDivergence(log replica.EpochSource, logStart int64, lastEpoch int32, offset int64) (wire.EpochEndOffset, bool) {
+	if lastEpoch < 0 {
+		return wire.EpochEndOffset{}, false
+	}
+	e, end := log.EndOffsetForEpoch(lastEpoch)
+	switch {
+	case e < 0 || end < 0:
+		// No epoch as old in the cache: the log is empty (and offset
+		// out of range unless it is the log start), or retention removed
+		// the consumer's epoch (then offset is at or below the log start),
+		// or every batch here was written after the consumer's history.
+		if offset > logStart {
+			return wire.EpochEndOffset{Epoch: -1, EndOffset: logStart}, true
+		}
+	case e < lastEpoch || end < offset:
+		return wire.EpochEndOffset{Epoch: e, EndOffset: end}, true
+	}
+	return wire.EpochEndOffset{}, false
 }
 
 // handleListOffsets answers the earliest offset, the latest (the HW), or the
