@@ -110,6 +110,10 @@ func produceUnderRandomFaults(t *testing.T, seed uint64) {
 		t.Fatalf("close: %v", err)
 	}
 	stopMoving()
+	// A request the closed producer gave up on may still be appending.
+	if err := fc.WaitIdle(ctx); err != nil {
+		t.Fatalf("fake cluster still handling requests: %v", err)
+	}
 
 	type place struct {
 		part int32

@@ -68,7 +68,8 @@ type Cluster struct {
 	// Logger receives the QUIC endpoints' logs (Serve); default: discarded.
 	Logger *slog.Logger
 
-	calls [256]atomic.Int64
+	calls    [256]atomic.Int64
+	inflight atomic.Int64 // dispatch calls running (WaitIdle)
 
 	mu struct {
 		sync.Mutex
@@ -141,6 +142,21 @@ func (c *Cluster) Addrs() []string {
 		out[i] = b.Addr
 	}
 	return out
+}
+
+// WaitIdle waits until no request is being handled, or ctx ends. A client
+// that gave up on a request (a cancelled call, a closed producer) does not
+// stop the fake at once: a delayed request may still append after the
+// client has returned, as a real broker may. Read the logs after WaitIdle.
+func (c *Cluster) WaitIdle(ctx context.Context) error {
+	for c.inflight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Calls returns how many requests of type t were received.
@@ -395,6 +411,8 @@ func (c *Cluster) SetIntercept(f InterceptFunc) {
 // dispatch applies the intercept function, then handles the request.
 func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, req any) (any, error) {
 	c.calls[t].Add(1)
+	c.inflight.Add(1)
+	defer c.inflight.Add(-1)
 	act := Action{}
 	if f := c.intercept.Load(); f != nil {
 		act = (*f)(addr, t, req)
