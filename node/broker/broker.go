@@ -143,6 +143,9 @@ type Broker struct {
 		// beforeReplicaRead runs in buildReplicaFetch between the checks
 		// of a follower's request and the read of its records.
 		beforeReplicaRead atomic.Pointer[func(*wire.ReplicaFetchPartition)]
+		// beforeFetcherAdd runs in attachFetcher between finding (or
+		// starting) the leader's fetcher and adding the partition to it.
+		beforeFetcherAdd atomic.Pointer[func(leader int32, key tp)]
 	}
 
 	mu struct {
