@@ -64,6 +64,9 @@ type Node struct {
 		hbApplied  uint64    // the newest heartbeat whose answer was applied
 		fenced     bool
 		closing    bool
+		// ctrlContact: when an active controller last answered a
+		// heartbeat (zero: never). Unlike lastHB it is not set at start.
+		ctrlContact time.Time
 	}
 }
 
