@@ -19,6 +19,7 @@ func (n *Node) registerHandlers() {
 	n.ep.Handle(wire.TypeMetadata, n.handleMetadata)
 	n.ep.Handle(wire.TypeDescribeCluster, n.handleDescribeCluster)
 	n.ep.Handle(wire.TypeInitProducerID, n.handleInitProducerID)
+	n.ep.Handle(wire.TypeDescribeQuorum, n.handleDescribeQuorum)
 
 	n.ep.Handle(wire.TypeCreateTopic, n.handleCreateTopic)
 	n.ep.Handle(wire.TypeDeleteTopic, n.handleDeleteTopic)

@@ -128,6 +128,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.ep = ep
 
+	if cfg.ControllerEligible() && metadataLogFresh(cfg) {
+		if err := checkControllerMembership(ctx, ep, cfg, membershipCheckTimeout); err != nil {
+			return nil, err
+		}
+	}
 	n.store = metadata.NewStore()
 	voters := map[uint64]string{}
 	for id, a := range cfg.Controllers {
