@@ -41,6 +41,15 @@ func clusterCommand() *ucli.Command {
 	}
 }
 
+// clusterStatusJSON is `cluster status --json` (DESIGN §7): the client's
+// ClusterStatus keys, plus states_stale: true when no active controller is
+// known (controller_id -1), so each node's state is the last one known to
+// the answering node, not a current one.
+type clusterStatusJSON struct {
+	client.ClusterStatus
+	StatesStale bool `json:"states_stale"`
+}
+
 type clusterOptions struct {
 	client  clientOptions
 	json    bool
@@ -53,8 +62,13 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 		if err != nil {
 			return fmt.Errorf("cluster status: %w", err)
 		}
+		// The answering node reports the controller as unknown (-1) when
+		// none is elected or none has answered its heartbeats within a
+		// session timeout. Only a controller fences a broker, so the states
+		// are then the last ones known: a node that died still reads alive.
+		stale := st.ControllerID < 0
 		if opts.json {
-			b, err := json.Marshal(st)
+			b, err := json.Marshal(clusterStatusJSON{ClusterStatus: st, StatesStale: stale})
 			if err != nil {
 				return err
 			}
@@ -65,7 +79,11 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 		if st.ControllerID >= 0 {
 			ctrl = fmt.Sprint(st.ControllerID)
 		}
-		fmt.Fprintf(stdout, "Active controller: %s  Metadata offset: %d  Alive: %d/%d\n", ctrl, st.MetadataOffset, st.Alive(), len(st.Nodes))
+		alive := fmt.Sprintf("%d/%d", st.Alive(), len(st.Nodes))
+		if stale {
+			alive = fmt.Sprintf("unknown (last known %s)", alive)
+		}
+		fmt.Fprintf(stdout, "Active controller: %s  Metadata offset: %d  Alive: %s\n", ctrl, st.MetadataOffset, alive)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER")
 		for _, n := range st.Nodes {
@@ -76,15 +94,17 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			case n.ControllerEligible:
 				role = "eligible"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", n.ID, n.Addr, n.State, role)
+			state := n.State
+			if stale {
+				state += " (stale)"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", n.ID, n.Addr, state, role)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if st.ControllerID < 0 && len(st.Nodes) > 0 {
-			// Only a controller fences a broker: without one, a node that
-			// died still reads "alive" in the answering node's image.
-			_, err = fmt.Fprintln(stdout, "No active controller (it needs a majority of the controllers running): the states are the last ones known, a stopped node may still show as alive.")
+		if stale && len(st.Nodes) > 0 {
+			_, err = fmt.Fprintln(stdout, "No active controller known to the answering node (none elected: a majority of the controllers must run; or none reachable from it): the states are the last ones known, a stopped node may still show as alive.")
 		}
 		return err
 	})

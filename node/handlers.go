@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"paymentlog/quic"
 	"paymentlog/wire"
@@ -18,6 +19,7 @@ func (n *Node) registerHandlers() {
 	n.ep.Handle(wire.TypeMetadata, n.handleMetadata)
 	n.ep.Handle(wire.TypeDescribeCluster, n.handleDescribeCluster)
 	n.ep.Handle(wire.TypeInitProducerID, n.handleInitProducerID)
+	n.ep.Handle(wire.TypeDescribeQuorum, n.handleDescribeQuorum)
 
 	n.ep.Handle(wire.TypeCreateTopic, n.handleCreateTopic)
 	n.ep.Handle(wire.TypeDeleteTopic, n.handleDeleteTopic)
@@ -107,8 +109,32 @@ func (n *Node) handleDescribeCluster(ctx context.Context, _ quic.Peer, f quic.Fr
 		return 0, nil, err
 	}
 	resp := n.store.Image().DescribeClusterResponse()
-	resp.ControllerID = n.activeControllerID()
+	n.mu.Lock()
+	contact := n.mu.ctrlContact
+	n.mu.Unlock()
+	resp.ControllerID = describedController(n.activeControllerID(), contact, time.Now(), n.cfg.SessionTimeout)
 	return wire.TypeDescribeCluster, &resp, nil
+}
+
+// describedController is the active controller DescribeCluster reports:
+// the raft leader this node knows of, but only while an active controller
+// has answered one of this node's heartbeats within the last session
+// timeout; otherwise -1 (unknown).
+//
+// The node states in the answer come from this node's metadata image, and
+// only an active controller changes them (a dead broker is fenced by the
+// controller). Without recent contact, that image may be frozen: the
+// controllers lost their majority, or this node is cut off from them. The
+// raft leader alone does not tell: a broker-only node (a raft learner)
+// never campaigns and keeps naming the last leader it heard from forever,
+// and a controller follower names it until its election timeout. So -1
+// also tells the reader (`cluster status`) that the states are the last
+// ones known, not confirmed.
+func describedController(raftLeader int32, lastContact, now time.Time, sessionTimeout time.Duration) int32 {
+	if raftLeader < 0 || lastContact.IsZero() || now.Sub(lastContact) > sessionTimeout {
+		return -1
+	}
+	return raftLeader
 }
 
 func (n *Node) handleInitProducerID(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {

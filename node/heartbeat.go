@@ -112,6 +112,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	}
 	n.mu.Lock()
 	n.mu.lastHB = time.Now()
+	n.mu.ctrlContact = n.mu.lastHB
 	if seq < n.mu.hbApplied {
 		// A newer heartbeat's answer was applied already.
 		n.mu.Unlock()

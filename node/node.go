@@ -64,6 +64,9 @@ type Node struct {
 		hbApplied  uint64    // the newest heartbeat whose answer was applied
 		fenced     bool
 		closing    bool
+		// ctrlContact: when an active controller last answered a
+		// heartbeat (zero: never). Unlike lastHB it is not set at start.
+		ctrlContact time.Time
 	}
 }
 
@@ -125,6 +128,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.ep = ep
 
+	if cfg.ControllerEligible() && metadataLogFresh(cfg) {
+		if err := checkControllerMembership(ctx, ep, cfg, membershipCheckTimeout); err != nil {
+			return nil, err
+		}
+	}
 	n.store = metadata.NewStore()
 	voters := map[uint64]string{}
 	for id, a := range cfg.Controllers {

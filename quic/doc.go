@@ -25,11 +25,14 @@
 // Config.MaxFrameSize (default 16 MiB); a larger length is rejected before
 // anything is allocated. The body is one msgpack value. Frame types 0x00-0xEF
 // belong to the application (package wire); 0xF0-0xFF are reserved for the
-// transport. The only reserved type in use is [FrameError] (0xFF), whose body
+// transport. Two reserved types are in use. [FrameError] (0xFF), whose body
 // is the msgpack map {"code": uint16, "msg": string}: it carries a handler's
 // error back to the caller (Call returns it as *RemoteError) and tells a peer
 // why its stream was rejected (unknown type, malformed or oversized frame,
-// server shutting down, first-frame timeout).
+// server shutting down, first-frame timeout). And the liveness probe (0xFE,
+// body a padding bin8; answered with 0xFE, body nil) that an endpoint sends
+// on its pooled connection to a peer that has just dialed it anew, to learn
+// whether the peer restarted (see reconnect.go).
 //
 // # Hostile input
 //

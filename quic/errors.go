@@ -56,6 +56,7 @@ const (
 const (
 	ConnCodeNoError  qgo.ApplicationErrorCode = 0 // closed without fault
 	ConnCodeShutdown qgo.ApplicationErrorCode = 1 // the endpoint shut down
+	ConnCodeStale    qgo.ApplicationErrorCode = 2 // the peer reconnected and this connection failed a liveness probe
 )
 
 func streamCodeName(c qgo.StreamErrorCode) string {
@@ -80,6 +81,8 @@ func connCodeName(c qgo.ApplicationErrorCode) string {
 		return "no error"
 	case ConnCodeShutdown:
 		return "shutdown"
+	case ConnCodeStale:
+		return "stale"
 	}
 	return "unknown"
 }

@@ -15,7 +15,8 @@ const ALPN = "paymentlog/1"
 type FrameType uint8
 
 // FrameError is the reserved frame type carrying an error: body
-// {"code": uint16, "msg": string}. Types 0xF0-0xFE are reserved and unused.
+// {"code": uint16, "msg": string}. 0xFE is the liveness probe (see
+// reconnect.go); types 0xF0-0xFD are reserved and unused.
 const FrameError FrameType = 0xFF
 
 // firstReserved is the lowest frame type reserved for the transport.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	qgo "github.com/quic-go/quic-go"
 )
@@ -13,10 +14,14 @@ import (
 // callers. Concurrent callers wait for a single dial; a failed dial is not
 // cached (the next call dials again); a connection that dies for any reason
 // (peer close, stateless reset, idle timeout) leaves the pool at once, so the
-// next call re-dials.
+// next call re-dials. When the peer dials us anew (it may have restarted),
+// the connection is probed before anyone sends on it (see reconnect.go).
 type connPool struct {
-	e  *Endpoint
-	mu struct {
+	e *Endpoint
+	// probeHook, when set (by tests, before use), is called after each
+	// liveness probe with its result (see peerConnected).
+	probeHook func(addr string, err error)
+	mu        struct {
 		sync.Mutex
 		closed bool
 		conns  map[string]*poolEntry
@@ -31,6 +36,18 @@ type poolEntry struct {
 	// bulk admits one large request body at a time onto the connection
 	// (see Endpoint.roundTrip).
 	bulk chan struct{}
+	// Set with conn, before ready is closed: when the handshake completed,
+	// the server's UDP address, and its node id when its certificate was
+	// verified and names one (else 0). See connPool.peerConnected.
+	dialedAt time.Time
+	remote   string
+	nodeID   int32
+	// probe is non-nil while a liveness probe of conn runs (see
+	// connPool.peerConnected); it is closed when the probe ended, after a
+	// connection that failed it (stale) was closed and left the pool.
+	// Both guarded by connPool.mu.
+	probe chan struct{}
+	stale bool
 }
 
 func newConnPool(e *Endpoint) *connPool {
@@ -53,6 +70,19 @@ func (p *connPool) get(ctx context.Context, addr string) (*qgo.Conn, error) {
 // dial-out goes through it, so it is where the server's identity is checked
 // against the node ctx expects (ExpectNode).
 func (p *connPool) entry(ctx context.Context, addr string) (*poolEntry, error) {
+	for {
+		ent, err := p.entryOnce(ctx, addr)
+		if err != nil || ent != nil {
+			return ent, err
+		}
+		// The entry's connection failed a liveness probe and left the pool:
+		// dial afresh.
+	}
+}
+
+// entryOnce is one attempt of entry: nil, nil when the entry found failed
+// the liveness probe it was waiting for.
+func (p *connPool) entryOnce(ctx context.Context, addr string) (*poolEntry, error) {
 	p.mu.Lock()
 	if p.mu.closed {
 		p.mu.Unlock()
@@ -72,6 +102,26 @@ func (p *connPool) entry(ctx context.Context, addr string) (*poolEntry, error) {
 	}
 	if ent.err != nil {
 		return nil, ent.err
+	}
+	// A new connection from this peer raised doubt about ours (the peer
+	// may have restarted): wait for the probe rather than send into a
+	// connection the peer no longer knows, where the request would be lost.
+	p.mu.Lock()
+	probe, stale := ent.probe, ent.stale
+	p.mu.Unlock()
+	if probe != nil {
+		select {
+		case <-probe:
+		case <-ctx.Done():
+			return nil, &OpError{Op: "dial", Addr: addr, Err: ctx.Err()}
+		}
+		p.mu.Lock()
+		stale = ent.stale
+		p.mu.Unlock()
+	}
+	if stale {
+		p.remove(addr, ent)
+		return nil, nil
 	}
 	if err := p.e.checkExpected(ctx, addr, ent); err != nil {
 		return nil, err
@@ -95,6 +145,13 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 		ent.conn, ent.err = nil, &OpError{Op: "dial", Addr: addr, Err: ErrServerClosed}
 		close(ent.ready)
 		return
+	}
+	ent.dialedAt = time.Now()
+	ent.remote = conn.RemoteAddr().String()
+	if p.e.verifiesServers {
+		if peer := peerOf(addr, conn.ConnectionState().TLS, true); peer.Role == RoleNode {
+			ent.nodeID = peer.NodeID
+		}
 	}
 	p.e.stats.watch(conn)
 	close(ent.ready)

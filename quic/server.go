@@ -54,7 +54,11 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 			continue
 		}
 		e.stats.watch(conn)
-		go e.serveConn(conn)
+		peer := peerOf(conn.RemoteAddr().String(), conn.ConnectionState().TLS, e.mutualTLS)
+		// Before any of its streams is served: a request it carries may
+		// be answered over our pooled connection to the same peer.
+		e.pool.peerConnected(peer, time.Now())
+		go e.serveConn(conn, peer)
 	}
 }
 
@@ -75,9 +79,9 @@ func (e *Endpoint) untrackConn(c *qgo.Conn) {
 }
 
 // serveConn accepts the streams of one connection until it dies.
-func (e *Endpoint) serveConn(conn *qgo.Conn) {
+func (e *Endpoint) serveConn(conn *qgo.Conn, peer Peer) {
 	defer e.untrackConn(conn)
-	pc := &peerConn{Peer: peerOf(conn.RemoteAddr().String(), conn.ConnectionState().TLS, e.mutualTLS)}
+	pc := &peerConn{Peer: peer}
 	e.log.Debug("quic: connection accepted", "peer", pc.Addr, "name", pc.Name, "role", pc.Role, "node_id", pc.NodeID)
 	for {
 		str, err := conn.AcceptStream(context.Background())
@@ -148,6 +152,11 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 		return
 	}
 	_ = str.SetReadDeadline(time.Time{})
+	if f.Type == framePing { // the transport's liveness probe: carries nothing
+		answerPing(str)
+		putReadBuf(fr.buf)
+		return
+	}
 	// Authorization comes first: a refused peer learns nothing about
 	// which handlers exist.
 	if err := e.authorize(pc, f.Type); err != nil {

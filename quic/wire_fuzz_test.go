@@ -30,6 +30,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.BrokerHeartbeatRequest) }, func() any { return new(wire.BrokerHeartbeatResponse) },
 	func() any { return new(wire.AllocateProducerIDsRequest) }, func() any { return new(wire.AllocateProducerIDsResponse) },
 	func() any { return new(wire.DescribeReplicaRequest) }, func() any { return new(wire.DescribeReplicaResponse) },
+	func() any { return new(wire.DescribeQuorumRequest) }, func() any { return new(wire.DescribeQuorumResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.

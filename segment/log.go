@@ -66,8 +66,12 @@ type Log struct {
 	pendingMu sync.Mutex
 	pending   []*segment // SyncNever: sealed segments not yet fsynced
 	// syncing holds the segments a flushPending took from pending and is
-	// fsyncing: not durable yet, so they too hold the recovery point back.
+	// fsyncing: not durable yet, so they too hold the recovery point back,
+	// and a concurrent flushPending (Sync, Close) waits for them.
 	syncing []*segment // (pendingMu)
+	// synced, when non-nil, is closed (and cleared) whenever segments leave
+	// syncing; a flushPending waiting for another's fsync sleeps on it.
+	synced chan struct{} // (pendingMu)
 
 	bgStop     chan struct{}
 	bgStopOnce sync.Once // closes bgStop: Close may run concurrently
@@ -76,6 +80,7 @@ type Log struct {
 
 	flushHook    func(bytes int64) // tests and benchmarks: called after each group flush
 	truncateHook func()            // tests: called by TruncateTo once the cut is published, before its file I/O
+	syncWaitHook func()            // tests: called (pendingMu held; must not block) when a flushPending starts waiting for another's fsync
 }
 
 // Dir returns the log's directory.
@@ -678,12 +683,29 @@ func (l *Log) flushAll() (int64, error) {
 // once all three are durable: the recovery point then passes it (and Close
 // writes the clean marker), after which Open trusts its index without a scan,
 // so an index lost to a power cut would leave it unindexed for good.
+//
+// It returns only once the segments another flushPending was fsyncing when
+// it began are durable too (or the log failed): Sync promises every byte,
+// and Close writes the clean marker after it, so neither may return while
+// the background flusher (or a concurrent Sync) still fsyncs a segment it
+// took from pending.
 func (l *Log) flushPending() error {
 	l.pendingMu.Lock()
 	segs := l.pending
 	l.pending = nil
+	others := append([]*segment(nil), l.syncing...)
 	l.syncing = append(l.syncing, segs...)
 	l.pendingMu.Unlock()
+	if err := l.syncSegments(segs); err != nil {
+		return err
+	}
+	return l.awaitSynced(others)
+}
+
+// syncSegments fsyncs segs, which flushPending moved from pending to
+// syncing; each leaves syncing once durable; after a failure the rest go
+// back to pending.
+func (l *Log) syncSegments(segs []*segment) error {
 	for i, s := range segs {
 		l.mu.RLock()
 		files := make([]*fileRef, 0, 3)
@@ -700,6 +722,11 @@ func (l *Log) flushPending() error {
 			}
 			f.release()
 		}
+		if err != nil {
+			// Failed before the segments leave syncing: a flushPending
+			// waiting for them then sees the failure.
+			err = l.fail(err)
+		}
 		l.pendingMu.Lock()
 		if err != nil {
 			for _, r := range segs[i:] {
@@ -709,12 +736,51 @@ func (l *Log) flushPending() error {
 		} else {
 			l.syncing = removeSegment(l.syncing, s)
 		}
+		if l.synced != nil {
+			close(l.synced)
+			l.synced = nil
+		}
 		l.pendingMu.Unlock()
 		if err != nil {
-			return l.fail(err)
+			return err
 		}
 	}
 	return nil
+}
+
+// awaitSynced waits until none of segs is being fsynced any more, then
+// reports whether the log failed meanwhile (a failed fsync puts its segment
+// back to pending and fails the log).
+func (l *Log) awaitSynced(segs []*segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	hooked := false
+	for {
+		l.pendingMu.Lock()
+		busy := false
+		for _, s := range segs {
+			for _, x := range l.syncing {
+				if x == s {
+					busy = true
+				}
+			}
+		}
+		if !busy {
+			l.pendingMu.Unlock()
+			return l.failErr()
+		}
+		if l.synced == nil {
+			l.synced = make(chan struct{})
+		}
+		ch := l.synced
+		if !hooked && l.syncWaitHook != nil {
+			hooked = true
+			l.syncWaitHook()
+		}
+		l.pendingMu.Unlock()
+		<-ch
+	}
 }
 
 // removeSegment removes the first occurrence of s from segs.

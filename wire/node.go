@@ -155,3 +155,20 @@ type DescribeReplicaResponse struct {
 	LeaderEpoch   int32     `msgpack:"epoch"`
 	IsLeader      bool      `msgpack:"leader"`
 }
+
+// DescribeQuorumRequest asks a node for its view of the controller quorum:
+// a fresh controller-eligible node asks the other listed controllers before
+// bootstrapping, to refuse joining a cluster whose voters do not include it
+// (controller membership changes are not supported). Read-only, like
+// DescribeReplica: what it reveals, DescribeCluster tells a client too.
+type DescribeQuorumRequest struct{}
+type DescribeQuorumResponse struct {
+	Err ErrorCode `msgpack:"err"`
+	// Voters are the raft voters in the node's applied configuration (the
+	// controllers the cluster was created with); empty before any is applied.
+	Voters []int32 `msgpack:"voters"`
+	// Controllers is the node's --controllers flag, id@addr,... in id order.
+	Controllers string `msgpack:"ctrls"`
+	Term        uint64 `msgpack:"term"`
+	Commit      uint64 `msgpack:"commit"`
+}

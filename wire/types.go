@@ -27,6 +27,7 @@ const (
 	TypeControlledShutdown  = 25
 	TypeDescribeReplica     = 26 // a replica's log state, for checkers and tests
 	TypeAllocateProducerIDs = 27 // a producer-id block from the active controller
+	TypeDescribeQuorum      = 28 // a node's view of the controller quorum (read-only)
 )
 
 // ClusterActionTypes are the frame types only a node may send (Kafka's

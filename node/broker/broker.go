@@ -146,6 +146,9 @@ type Broker struct {
 		// beforeConsumerRead runs in buildFetch between the checks of a
 		// consumer's fetch (epochs, divergence, range) and the read.
 		beforeConsumerRead atomic.Pointer[func(*wire.FetchPartition)]
+		// beforeFetcherAdd runs in attachFetcher between finding (or
+		// starting) the leader's fetcher and adding the partition to it.
+		beforeFetcherAdd atomic.Pointer[func(leader int32, key tp)]
 	}
 
 	mu struct {

@@ -49,26 +49,52 @@ const fetchErrorBackoff = 50 * time.Millisecond
 // for lack of room.
 const diskFullBackoff = time.Second
 
+// attachFetcher adds p to the fetcher of leader, starting one if needed.
+//
+// The partition is added after b.mu is released, so a concurrent
+// detachFetcher of another partition may find the fetcher empty in between,
+// remove it and cancel it. Attach re-checks, under b.mu and after adding,
+// that its fetcher is still the registered one, and otherwise starts over:
+// from that check on the fetcher holds p, so detachFetcher (which removes a
+// fetcher only when it is empty under b.mu) keeps it. A fetcher is in
+// b.mu.fetchers exactly while it is not canceled (Close empties the map).
 func (b *Broker) attachFetcher(leader int32, p *partition) {
-	b.mu.Lock()
-	if b.mu.closed {
+	for {
+		b.mu.Lock()
+		if b.mu.closed {
+			b.mu.Unlock()
+			return
+		}
+		f := b.mu.fetchers[leader]
+		if f == nil {
+			f = &fetcher{b: b, leader: leader, done: make(chan struct{}), changed: make(chan struct{}, 1)}
+			f.ctx, f.cancel = context.WithCancel(b.ctx)
+			f.mu.parts = make(map[tp]*partition)
+			b.mu.fetchers[leader] = f
+			b.wg.Add(1) // under b.mu with closed checked: Close waits for it
+			go f.run()
+		}
 		b.mu.Unlock()
-		return
+		if h := b.hooks.beforeFetcherAdd.Load(); h != nil {
+			(*h)(leader, p.key)
+		}
+		f.mu.Lock()
+		f.mu.parts[p.key] = p
+		f.mu.Unlock()
+		b.mu.Lock()
+		live := b.mu.fetchers[leader] == f
+		b.mu.Unlock()
+		if live {
+			f.poke()
+			return
+		}
+		// Detached and canceled meanwhile: leave it, attach to a new one.
+		f.mu.Lock()
+		if f.mu.parts[p.key] == p {
+			delete(f.mu.parts, p.key)
+		}
+		f.mu.Unlock()
 	}
-	f := b.mu.fetchers[leader]
-	if f == nil {
-		f = &fetcher{b: b, leader: leader, done: make(chan struct{}), changed: make(chan struct{}, 1)}
-		f.ctx, f.cancel = context.WithCancel(b.ctx)
-		f.mu.parts = make(map[tp]*partition)
-		b.mu.fetchers[leader] = f
-		b.wg.Add(1) // under b.mu with closed checked: Close waits for it
-		go f.run()
-	}
-	b.mu.Unlock()
-	f.mu.Lock()
-	f.mu.parts[p.key] = p
-	f.mu.Unlock()
-	f.poke()
 }
 
 func (b *Broker) detachFetcher(leader int32, p *partition) {
