@@ -94,19 +94,9 @@ func certCommand() *ucli.Command {
 					certForceFlag(),
 				},
 				Action: func(c *ucli.Context) error {
-					name := c.String("name")
-					switch {
-					case c.NArg() == 1 && name == "":
-						name = c.Args().First()
-					case c.NArg() > 0:
-						return usageError("cert issue takes no arguments besides flags (usage: %s)", c.Command.UsageText)
-					}
-					dir, err := certDir(c)
+					dir, name, err := certDirAndName(c)
 					if err != nil {
 						return err
-					}
-					if name == "" {
-						return usageError("missing --name (usage: %s)", c.Command.UsageText)
 					}
 					nodeID, err := certNodeID(c.String("role"), c.IsSet("node-id"), c.Int("node-id"))
 					if err != nil {
@@ -127,19 +117,9 @@ func certCommand() *ucli.Command {
 					&ucli.IntFlag{Name: "node-id", Usage: "require a node certificate for this node id", EnvVars: envVar("CERT_NODE_ID")},
 				},
 				Action: func(c *ucli.Context) error {
-					name := c.String("name")
-					switch {
-					case c.NArg() == 1 && name == "":
-						name = c.Args().First()
-					case c.NArg() > 0:
-						return usageError("cert check takes no arguments besides flags (usage: %s)", c.Command.UsageText)
-					}
-					dir, err := certDir(c)
+					dir, name, err := certDirAndName(c)
 					if err != nil {
 						return err
-					}
-					if name == "" {
-						return usageError("missing --name (usage: %s)", c.Command.UsageText)
 					}
 					nodeID, err := certNodeID("", c.IsSet("node-id"), c.Int("node-id"))
 					if err != nil {
@@ -248,4 +228,23 @@ func runCertIssue(_ context.Context, o certIssueOptions, stdout, _ io.Writer) er
 	_, err = fmt.Fprintf(stdout, "issued %s, a %s: %s %s (hosts: %s)\n", o.name, kind,
 		filepath.Join(o.dir, o.name+".crt"), filepath.Join(o.dir, o.name+".key"), strings.Join(o.hosts, ","))
 	return err
+}
+
+// certDirAndName reads the --dir and --name of cert issue and cert check
+// (the name may also be the one positional argument).
+func certDirAndName(c *ucli.Context) (dir, name string, err error) {
+	name = c.String("name")
+	switch {
+	case c.NArg() == 1 && name == "":
+		name = c.Args().First()
+	case c.NArg() > 0:
+		return "", "", usageError("cert %s takes no arguments besides flags (usage: %s)", c.Command.Name, c.Command.UsageText)
+	}
+	if dir, err = certDir(c); err != nil {
+		return "", "", err
+	}
+	if name == "" {
+		return "", "", usageError("missing --name (usage: %s)", c.Command.UsageText)
+	}
+	return dir, name, nil
 }
