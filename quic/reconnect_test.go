@@ -122,8 +122,11 @@ func TestRestartedPeerDialingUsReplacesPooledConnection(t *testing.T) {
 	if old.Context().Err() == nil {
 		t.Fatal("the connection to the dead process is still open")
 	}
-	if ok, failed := probes.results(); failed != 1 || ok != 0 {
-		t.Fatalf("probes: %d answered, %d failed; want the stale connection's probe to fail", ok, failed)
+	// Normally the probe finds the stale connection; on a loaded machine
+	// quic-go may have seen its stateless reset first (a keep-alive the
+	// new process answered) and closed it before any probe was needed.
+	if ok, failed := probes.results(); failed > 1 || ok != 0 {
+		t.Fatalf("probes: %d answered, %d failed; want at most the stale connection's probe, failed", ok, failed)
 	}
 }
 

@@ -233,7 +233,7 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 	b := p.b
 	if b.cfg.AlterPartition == nil {
 		p.mu.Lock()
-		p.mu.r.ProposalFailed()
+		p.decideLocked(p.mu.r.ProposalFailed())
 		p.mu.Unlock()
 		return
 	}
@@ -276,7 +276,7 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 			still := !p.mu.stopped && r.Role() == replica.RoleLeader && r.LeaderEpoch() == req.LeaderEpoch &&
 				r.PartitionEpoch() == req.PartitionEpoch && slices.Equal(r.PendingISR(), req.NewISR)
 			if still && refused {
-				r.ProposalFailed()
+				p.decideLocked(r.ProposalFailed())
 			}
 			p.mu.Unlock()
 			if !still || refused {

@@ -327,7 +327,18 @@ func (r *Replica) ISRCommitted(isr []int32, partitionEpoch int32, now time.Time)
 
 // ProposalFailed clears a pending ISR change the controller refused or that
 // could not be sent; a later Tick or fetch proposes again if still needed.
-func (r *Replica) ProposalFailed() { r.pending = nil }
+// While the change was pending the HW counted the larger of the two sets; it
+// is computed again over the committed ISR alone, which may let it advance
+// (a refused expansion must not hold the HW until some unrelated event).
+func (r *Replica) ProposalFailed() Decisions {
+	r.pending = nil
+	if r.role != RoleLeader {
+		return r.decisions()
+	}
+	d := r.maybeAdvanceHW()
+	d.HW = r.hw
+	return d
+}
 
 // LocalAppend records the local log end offset after an append (leader or
 // follower). A follower reports only durable ends (they are what the leader

@@ -54,7 +54,7 @@ func TestLeaderInvariantsRandom(t *testing.T) {
 			case 5:
 				if p := r.PendingISR(); p != nil {
 					if rng.IntN(3) == 0 {
-						r.ProposalFailed()
+						d = r.ProposalFailed()
 					} else {
 						d = r.ISRCommitted(p, r.PartitionEpoch()+1, now)
 					}

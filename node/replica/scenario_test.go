@@ -381,14 +381,16 @@ func (s *sim) alter(out *strings.Builder, n *simNode, args map[string]string) {
 	}
 	_, reject := args["reject"]
 	if reject || n.r.LeaderEpoch() != s.meta.LeaderEpoch || n.r.PartitionEpoch() != s.meta.PartitionEpoch {
-		n.r.ProposalFailed()
+		d := n.r.ProposalFailed()
 		fmt.Fprintf(out, "controller: refused %v from %d (epoch %d/%d, controller at %d/%d)\n", prop, n.id,
 			n.r.LeaderEpoch(), n.r.PartitionEpoch(), s.meta.LeaderEpoch, s.meta.PartitionEpoch)
+		s.decide(out, n, d)
 		return
 	}
 	if why := s.ineligible(n.r.PendingMembers()); why != "" {
-		n.r.ProposalFailed()
+		d := n.r.ProposalFailed()
 		fmt.Fprintf(out, "controller: refused %v from %d: %s\n", prop, n.id, why)
+		s.decide(out, n, d)
 		return
 	}
 	s.meta.ISR = prop
