@@ -361,8 +361,21 @@ func TestProduceConsumeAcrossLeaderKill(t *testing.T) {
 	w := newPaymentWriter(t, c, total)
 	w.produce(ctx, 0, total/2)
 	w.flush(ctx)
-	leader, _ := tc.image().Partition("payments", 0)
-	tc.kill(leader.Leader)
+	tc.kill(waitLeader(t, tc, "payments", 0))
 	w.produce(ctx, total/2, total)
 	readBackPayments(ctx, t, tc.client(ctx), w.acknowledged(ctx))
+}
+
+// waitLeader returns the partition's leader once the image names one: the
+// image read may be a moment behind, or the partition between leaders (a
+// stall on a loaded machine can fence a node for a moment).
+func waitLeader(t *testing.T, tc *testCluster, topic string, p int32) int32 {
+	t.Helper()
+	var leader int32
+	waitFor(t, fmt.Sprintf("%s-%d has a leader", topic, p), 15*time.Second, func() bool {
+		part, ok := tc.image().Partition(topic, p)
+		leader = part.Leader
+		return ok && leader > 0
+	})
+	return leader
 }

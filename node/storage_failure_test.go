@@ -31,8 +31,7 @@ func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 	w := newPaymentWriter(t, c, total)
 	w.produce(ctx, 0, total/2)
 	w.flush(ctx)
-	part, _ := tc.image().Partition("payments", 0)
-	leader := part.Leader
+	leader := waitLeader(t, tc, "payments", 0)
 	fss[leader].SetFault(func(op segment.FaultOp, path string) error {
 		if op == segment.OpSync && strings.HasSuffix(path, ".log") {
 			return syscall.EIO
