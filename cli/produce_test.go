@@ -10,7 +10,6 @@ import (
 
 	"paymentlog/client"
 	"paymentlog/client/clienttest"
-	"paymentlog/quic"
 	"paymentlog/wire"
 )
 
@@ -89,12 +88,7 @@ func TestProduceFixedKeyAndPartition(t *testing.T) {
 func TestProduceReportsUnacknowledged(t *testing.T) {
 	fc := startFakeCluster(t)
 	fc.CreateTopic("t", 1)
-	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty == wire.TypeProduce {
-			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
-		}
-		return clienttest.Action{}
-	})
+	fc.InterceptProduce(clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest})
 	out, errOut, code := runClientCLI(t, strings.NewReader("x\ny\nz\n"), "produce", "t", "--json", "--bootstrap", fc.Bootstrap())
 	if code == 0 {
 		t.Fatal("exit 0 although nothing was acknowledged")

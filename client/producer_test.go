@@ -546,12 +546,7 @@ func TestProduceRestartsSequenceAtOnceAfterDefinitiveFailure(t *testing.T) {
 func TestFlushUnderConcurrentProduceReturns(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty == wire.TypeProduce {
-			return clienttest.Action{Delay: 2 * time.Millisecond}
-		}
-		return clienttest.Action{}
-	})
+	fc.InterceptProduce(clienttest.Action{Delay: 2 * time.Millisecond})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
 	if err != nil {
@@ -734,12 +729,7 @@ func TestExpiredBatchesFailInOnePass(t *testing.T) {
 func TestExpiredQueuedBatchesFailWhileOneIsInFlight(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty == wire.TypeProduce {
-			return clienttest.Action{Kind: clienttest.Hang}
-		}
-		return clienttest.Action{}
-	})
+	fc.InterceptProduce(clienttest.Action{Kind: clienttest.Hang})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{BatchBytes: 100, Linger: time.Hour, DeliveryTimeout: time.Minute, MaxInFlight: 1})
 	if err != nil {
@@ -803,12 +793,7 @@ func TestQueuedBatchDeadlineArmsTimer(t *testing.T) {
 			fc := clienttest.New(1)
 			fc.CreateTopic("t", 1)
 			if tc.hang {
-				fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-					if ty == wire.TypeProduce {
-						return clienttest.Action{Kind: clienttest.Hang}
-					}
-					return clienttest.Action{}
-				})
+				fc.InterceptProduce(clienttest.Action{Kind: clienttest.Hang})
 			} else {
 				fc.SetLeader("t", 0, -1)
 			}
@@ -875,12 +860,7 @@ func TestCloseReportsInFlightBatchAsPossiblyWritten(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := clienttest.New(1)
 			fc.CreateTopic("t", 1)
-			fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-				if ty == wire.TypeProduce {
-					return clienttest.Action{Kind: tc.answer}
-				}
-				return clienttest.Action{}
-			})
+			fc.InterceptProduce(clienttest.Action{Kind: tc.answer})
 			c := mustFakeClient(t, fc)
 			p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: time.Hour, RetryBackoffMax: time.Hour})
 			if err != nil {
@@ -961,12 +941,7 @@ func TestCloseDeliversAnswersAlreadyReceived(t *testing.T) {
 func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty == wire.TypeProduce {
-			return clienttest.Action{Kind: clienttest.HandleThenHang}
-		}
-		return clienttest.Action{}
-	})
+	fc.InterceptProduce(clienttest.Action{Kind: clienttest.HandleThenHang})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{})
 	if err != nil {
@@ -998,12 +973,7 @@ func TestProduceSyncGivenUpMayHaveBeenWritten(t *testing.T) {
 func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty == wire.TypeProduce {
-			return clienttest.Action{Kind: clienttest.HandleThenHang}
-		}
-		return clienttest.Action{}
-	})
+	fc.InterceptProduce(clienttest.Action{Kind: clienttest.HandleThenHang})
 	c := mustFakeClient(t, fc)
 	const ivl = 100 * time.Millisecond
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Hour, LeaderCheckInterval: ivl})
@@ -1055,12 +1025,7 @@ func TestSlowRequestDoesNotSpinTheLeaderCheck(t *testing.T) {
 func TestDuplicateWithoutOffsetsIsNotReportedAsNotWritten(t *testing.T) {
 	fc := clienttest.New(1)
 	fc.CreateTopic("t", 1)
-	fc.SetIntercept(func(addr string, ty quic.FrameType, req any) clienttest.Action {
-		if ty == wire.TypeProduce {
-			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.DuplicateSequence}
-		}
-		return clienttest.Action{}
-	})
+	fc.InterceptProduce(clienttest.Action{Kind: clienttest.Refuse, Code: wire.DuplicateSequence})
 	c := mustFakeClient(t, fc)
 	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond})
 	if err != nil {

@@ -408,6 +408,17 @@ func (c *Cluster) SetIntercept(f InterceptFunc) {
 	c.intercept.Store(&f)
 }
 
+// InterceptProduce makes every later Produce request meet act; other
+// requests are handled normally.
+func (c *Cluster) InterceptProduce(act Action) {
+	c.SetIntercept(func(_ string, t quic.FrameType, _ any) Action {
+		if t == wire.TypeProduce {
+			return act
+		}
+		return Action{}
+	})
+}
+
 // dispatch applies the intercept function, then handles the request.
 func (c *Cluster) dispatch(ctx context.Context, addr string, t quic.FrameType, req any) (any, error) {
 	c.calls[t].Add(1)
