@@ -16,15 +16,7 @@ func TestFlushDuringTruncation(t *testing.T) {
 	fs := NewMemFS()
 	opts := Options{FS: fs, SegmentBytes: 1 << 20, Sync: SyncAlways}
 	l := mustOpen(t, "/p", opts)
-	for i := range 4 {
-		mustAppend(t, l, testBatch(i, 1, 1000), 1)
-	}
-	if err := l.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := 4; i < 8; i++ {
-		mustAppend(t, l, testBatch(i, 1, 1000), 1)
-	}
+	appendSyncedThenUnsynced(t, l)
 	var mu sync.Mutex
 	armed := true
 	blocked, release := make(chan struct{}), make(chan struct{})
@@ -90,15 +82,7 @@ func TestTruncationLowersDurableAtomically(t *testing.T) {
 	fs := NewMemFS()
 	l := mustOpen(t, "/p", Options{FS: fs, SegmentBytes: 1 << 20, Sync: SyncAlways})
 	defer l.Close()
-	for i := range 4 {
-		mustAppend(t, l, testBatch(i, 1, 1000), 1)
-	}
-	if err := l.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i := 4; i < 8; i++ {
-		mustAppend(t, l, testBatch(i, 1, 1000), 1)
-	}
+	appendSyncedThenUnsynced(t, l)
 	var once sync.Once
 	blocked, release := make(chan struct{}), make(chan struct{})
 	fs.SetFault(func(op FaultOp, path string) error {
@@ -147,5 +131,20 @@ func TestTruncationLowersDurableAtomically(t *testing.T) {
 	}
 	if err := l.WaitDurable(ctx, 8); err == nil {
 		t.Fatal("WaitDurable(8) returned nil after the log was cut to 5")
+	}
+}
+
+// appendSyncedThenUnsynced appends batches 0-3 (offsets 0-3) and syncs
+// them, then appends 4-7 without a sync.
+func appendSyncedThenUnsynced(t *testing.T, l *Log) {
+	t.Helper()
+	for i := range 4 {
+		mustAppend(t, l, testBatch(i, 1, 1000), 1)
+	}
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i < 8; i++ {
+		mustAppend(t, l, testBatch(i, 1, 1000), 1)
 	}
 }

@@ -23,6 +23,19 @@ func appendAcked(t *testing.T, l *Log, n int) []Batch {
 	return acked
 }
 
+// crashAndReopen crashes l and opens its directory again; the log must end
+// at leo, before the failed append, and hold exactly acked.
+func crashAndReopen(t *testing.T, l *Log, opts Options, leo int64, acked []Batch) *Log {
+	t.Helper()
+	l.crashForTest()
+	l = mustOpen(t, "/log", opts)
+	if got := l.LogEndOffset(); got != leo {
+		t.Fatalf("after a restart the log ends at %d, want %d: the failed append came back", got, leo)
+	}
+	checkBatches(t, readAll(t, l, 0), acked)
+	return l
+}
+
 // TestFailedAppendLeavesNoBatch: an append that fails after its bytes
 // reached the active segment must not leave a batch that recovery, which
 // scans the active segment past its end, takes for part of the log. The
@@ -48,13 +61,8 @@ func TestFailedAppendLeavesNoBatch(t *testing.T) {
 			t.Fatalf("append with a failing epoch checkpoint: %v, want ErrLogFailed", err)
 		}
 		fs.SetFault(nil)
-		l.crashForTest()
-		l = mustOpen(t, "/log", opts)
+		l = crashAndReopen(t, l, opts, leo, acked)
 		defer l.Close()
-		if got := l.LogEndOffset(); got != leo {
-			t.Fatalf("after a restart the log ends at %d, want %d: the failed append came back", got, leo)
-		}
-		checkBatches(t, readAll(t, l, 0), acked)
 		if e := l.LatestEpoch(); e != 1 {
 			t.Fatalf("latest epoch %d after the restart, want 1", e)
 		}
@@ -91,12 +99,7 @@ func TestFailedAppendLeavesNoBatch(t *testing.T) {
 			t.Fatalf("retry with a failing write: %v, want ErrLogFailed", err)
 		}
 		fs.SetFault(nil)
-		l.crashForTest()
-		l = mustOpen(t, "/log", opts)
+		l = crashAndReopen(t, l, opts, leo, acked)
 		defer l.Close()
-		if got := l.LogEndOffset(); got != leo {
-			t.Fatalf("after a restart the log ends at %d, want %d: the refused batch came back", got, leo)
-		}
-		checkBatches(t, readAll(t, l, 0), acked)
 	})
 }
