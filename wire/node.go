@@ -59,10 +59,16 @@ type ReplicaFetchPartitionResponse struct {
 // of its previous process's fetches. A missing entry (or 0) is unknown and
 // refused like a stale one: every peer sends the field, and a refused
 // expansion only waits for the follower's next fetch.
+//
+// TopicID names the topic incarnation whose replica the leader judged: a
+// topic deleted and re-created under the same name starts again at epochs
+// 0, so without it a change judged on the old topic's followers could be
+// committed to the new one's ISR.
 type AlterPartitionRequest struct {
 	BrokerID       int32       `msgpack:"broker"`
 	Incarnation    int64       `msgpack:"inc"`
 	Topic          string      `msgpack:"t"`
+	TopicID        string      `msgpack:"tid"`
 	Partition      int32       `msgpack:"p"`
 	LeaderEpoch    int32       `msgpack:"epoch"`
 	PartitionEpoch int32       `msgpack:"pepoch"`
