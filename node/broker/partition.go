@@ -177,7 +177,7 @@ func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionReques
 	}
 	req := &wire.AlterPartitionRequest{
 		BrokerID: p.b.cfg.NodeID, Incarnation: p.b.cfg.Incarnation,
-		Topic: p.key.topic, Partition: p.key.partition,
+		Topic: p.key.topic, TopicID: p.mu.topicID, Partition: p.key.partition,
 		LeaderEpoch: p.mu.r.LeaderEpoch(), PartitionEpoch: p.mu.r.PartitionEpoch(),
 		NewISR: slices.Clone(d.ProposeISR),
 	}
