@@ -22,8 +22,13 @@ type ReplicaFetchRequest struct {
 }
 
 // ReplicaFetchPartition reports the follower's log end and last fetched epoch.
+// TopicID is the topic incarnation the follower's replica belongs to: a
+// leader whose partition has another id (the topic was deleted and
+// re-created, and one of the two has not applied it yet) answers
+// UnknownTopicOrPartition instead of counting or truncating the follower.
 type ReplicaFetchPartition struct {
 	Topic              string `msgpack:"t"`
+	TopicID            string `msgpack:"tid"`
 	Partition          int32  `msgpack:"p"`
 	FetchOffset        int64  `msgpack:"off"`   // the follower's LEO
 	LastFetchedEpoch   int32  `msgpack:"lfe"`   // epoch of the follower's last batch, -1 if none

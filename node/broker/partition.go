@@ -191,6 +191,14 @@ func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionReques
 	return req
 }
 
+// topicID is the id of the topic incarnation this replica belongs to (fixed
+// once opened: a re-created topic gets a new partition).
+func (p *partition) topicID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.topicID
+}
+
 // decide runs fn under mu, carries out its decisions and sends any ISR proposal.
 func (p *partition) decide(fn func(r *replica.Replica) replica.Decisions) {
 	p.mu.Lock()
