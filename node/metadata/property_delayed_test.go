@@ -16,7 +16,10 @@ import (
 // re-created under the same names (whose epochs start again at 0). Whatever
 // arrives, an accepted change was proposed by the partition's current leader
 // process, for the current topic incarnation, at the current epochs, and
-// adds only live replicas judged on their registered incarnation.
+// adds only live replicas judged on their registered incarnation. Every
+// entry elects only from the ISR (the topics here never allow unclean
+// election), bumps the leader epoch exactly when the leader changes, and
+// leaves a restarted broker in no ISR it shares with others.
 func TestDelayedAlterPartitionProperties(t *testing.T) {
 	f := func(seed uint64) bool {
 		rng := rand.New(rand.NewPCG(seed, 3))
@@ -54,6 +57,10 @@ func TestDelayedAlterPartitionProperties(t *testing.T) {
 				return false
 			}
 			checkInvariants(t, next)
+			if why := badTransition(img, next); why != "" {
+				t.Logf("seed %d step %d: %s", seed, step, why)
+				return false
+			}
 			img = next
 		}
 		return true
@@ -152,4 +159,32 @@ func randomDecisionFew(rng *rand.Rand, img *Image) []Record {
 		return nil
 	}
 	return recs
+}
+
+// badTransition says what is wrong with the step from old to next.
+func badTransition(old, next *Image) string {
+	var why string
+	next.EachPartition(func(p PartitionState) bool {
+		o, ok := old.Partition(p.Topic, p.Partition)
+		if !ok || o.TopicID != p.TopicID {
+			return true // created in this step
+		}
+		switch {
+		case p.Leader != o.Leader && p.Leader != NoLeader && !o.InISR(p.Leader):
+			why = fmt.Sprintf("%s: leader %d elected from outside the ISR of %s", p, p.Leader, o)
+		case (p.Leader != o.Leader) != (p.LeaderEpoch != o.LeaderEpoch):
+			why = fmt.Sprintf("%s: leader epoch moved wrongly from %s", p, o)
+		case p.LeaderEpoch < o.LeaderEpoch || p.PartitionEpoch < o.PartitionEpoch:
+			why = fmt.Sprintf("%s: epochs went back from %s", p, o)
+		}
+		for _, r := range p.ISR {
+			ob, _ := old.Broker(r)
+			nb, _ := next.Broker(r)
+			if len(p.ISR) > 1 && ob.Incarnation != nb.Incarnation {
+				why = fmt.Sprintf("%s: broker %d restarted (incarnation %d -> %d) and stayed in the ISR", p, r, ob.Incarnation, nb.Incarnation)
+			}
+		}
+		return why == ""
+	})
+	return why
 }
