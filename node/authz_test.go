@@ -87,7 +87,7 @@ func hostile(ctx context.Context, t *testing.T, tc *testCluster, ep *quic.Endpoi
 	// request, current epochs: the controller would commit it).
 	var ap wire.AlterPartitionResponse
 	expectRefused("AlterPartition", ep.Call(ctx, addr, wire.TypeAlterPartition, wire.AlterPartitionRequest{
-		BrokerID: claimed, Incarnation: victim.Incarnation, Topic: "payments", Partition: 0,
+		BrokerID: claimed, Incarnation: victim.Incarnation, Topic: "payments", TopicID: p.TopicID, Partition: 0,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: []int32{claimed},
 	}, &ap))
 	// Re-register the node at an address nobody listens on (a new
@@ -125,7 +125,7 @@ func hostile(ctx context.Context, t *testing.T, tc *testCluster, ep *quic.Endpoi
 	session("raft message", wire.TypeRaftMessage, raftFrameBody{From: uint64(claimed), To: uint64(target)}, nil)
 	session("replica fetch", wire.TypeReplicaFetch, wire.ReplicaFetchOpen{FollowerID: claimed, Incarnation: victim.Incarnation},
 		wire.ReplicaFetchRequest{MaxWaitMs: 100, MaxBytes: 1 << 20, Parts: []wire.ReplicaFetchPartition{
-			{Topic: "payments", Partition: 0, FetchOffset: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: p.LeaderEpoch}}})
+			{Topic: "payments", TopicID: p.TopicID, Partition: 0, FetchOffset: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: p.LeaderEpoch}}})
 }
 
 // unchanged fails the test if the hostile requests changed the partition or

@@ -22,8 +22,13 @@ type ReplicaFetchRequest struct {
 }
 
 // ReplicaFetchPartition reports the follower's log end and last fetched epoch.
+// TopicID is the topic incarnation the follower's replica belongs to: a
+// leader whose partition has another id (the topic was deleted and
+// re-created, and one of the two has not applied it yet) answers
+// UnknownTopicOrPartition instead of counting or truncating the follower.
 type ReplicaFetchPartition struct {
 	Topic              string `msgpack:"t"`
+	TopicID            string `msgpack:"tid"`
 	Partition          int32  `msgpack:"p"`
 	FetchOffset        int64  `msgpack:"off"`   // the follower's LEO
 	LastFetchedEpoch   int32  `msgpack:"lfe"`   // epoch of the follower's last batch, -1 if none
@@ -59,10 +64,16 @@ type ReplicaFetchPartitionResponse struct {
 // of its previous process's fetches. A missing entry (or 0) is unknown and
 // refused like a stale one: every peer sends the field, and a refused
 // expansion only waits for the follower's next fetch.
+//
+// TopicID names the topic incarnation whose replica the leader judged: a
+// topic deleted and re-created under the same name starts again at epochs
+// 0, so without it a change judged on the old topic's followers could be
+// committed to the new one's ISR.
 type AlterPartitionRequest struct {
 	BrokerID       int32       `msgpack:"broker"`
 	Incarnation    int64       `msgpack:"inc"`
 	Topic          string      `msgpack:"t"`
+	TopicID        string      `msgpack:"tid"`
 	Partition      int32       `msgpack:"p"`
 	LeaderEpoch    int32       `msgpack:"epoch"`
 	PartitionEpoch int32       `msgpack:"pepoch"`

@@ -67,6 +67,12 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchO
 		rp := &req.Parts[i]
 		parts[i] = replicaFetchPart{p: b.partition(rp.Topic, rp.Partition), req: rp}
 		pt := &parts[i]
+		if pt.p != nil && pt.p.topicID() != rp.TopicID {
+			// Another incarnation of the topic (deleted and re-created; one
+			// of us has not applied it yet): the follower's offsets are not
+			// this log's, and this log's records are not its topic's.
+			pt.p = nil
+		}
 		if pt.p == nil {
 			continue
 		}

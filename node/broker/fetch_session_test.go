@@ -32,7 +32,7 @@ func TestLeaderAbandonsFetchSessionTheFollowerDoesNotRead(t *testing.T) {
 	}
 	defer s.Close()
 	req := wire.ReplicaFetchRequest{MaxBytes: 16 << 20, Parts: []wire.ReplicaFetchPartition{{Topic: "payments",
-		Partition: 0, FetchOffset: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1, HighWatermark: -1}}}
+		TopicID: "id-payments", Partition: 0, FetchOffset: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1, HighWatermark: -1}}}
 	if err := s.Send(ctx, wire.TypeReplicaFetch, req); err != nil {
 		t.Fatal(err)
 	}

@@ -289,7 +289,7 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 		p.mu.Lock()
 		r := p.mu.r
 		ok := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader
-		epoch, hw := r.LeaderEpoch(), r.HW()
+		epoch, hw, topicID := r.LeaderEpoch(), r.HW(), p.mu.topicID
 		p.mu.Unlock()
 		if !ok {
 			continue
@@ -322,7 +322,7 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			}
 			continue
 		}
-		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, Partition: p.key.partition,
+		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, TopicID: topicID, Partition: p.key.partition,
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
 		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch})
 	}

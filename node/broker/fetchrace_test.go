@@ -77,7 +77,7 @@ func TestReplicaFetchReadAfterLeadershipLost(t *testing.T) {
 	w := newWaiter()
 	resp, views := n1.b.answerReplicaFetch(c.ctx, wire.ReplicaFetchOpen{FollowerID: 3, Incarnation: 1},
 		&wire.ReplicaFetchRequest{MaxWaitMs: 0, MaxBytes: 1 << 20, Parts: []wire.ReplicaFetchPartition{{
-			Topic: testKey.topic, Partition: testKey.partition, FetchOffset: 2, LastFetchedEpoch: 1,
+			Topic: testKey.topic, TopicID: "id-" + testKey.topic, Partition: testKey.partition, FetchOffset: 2, LastFetchedEpoch: 1,
 			CurrentLeaderEpoch: 1, HighWatermark: 0}}}, w)
 	defer releaseAll(views)
 	n1.b.hooks.beforeReplicaRead.Store(nil)

@@ -177,7 +177,7 @@ func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionReques
 	}
 	req := &wire.AlterPartitionRequest{
 		BrokerID: p.b.cfg.NodeID, Incarnation: p.b.cfg.Incarnation,
-		Topic: p.key.topic, Partition: p.key.partition,
+		Topic: p.key.topic, TopicID: p.mu.topicID, Partition: p.key.partition,
 		LeaderEpoch: p.mu.r.LeaderEpoch(), PartitionEpoch: p.mu.r.PartitionEpoch(),
 		NewISR: slices.Clone(d.ProposeISR),
 	}
@@ -189,6 +189,14 @@ func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionReques
 		}
 	}
 	return req
+}
+
+// topicID is the id of the topic incarnation this replica belongs to (fixed
+// once opened: a re-created topic gets a new partition).
+func (p *partition) topicID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.topicID
 }
 
 // decide runs fn under mu, carries out its decisions and sends any ISR proposal.

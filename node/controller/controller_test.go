@@ -173,7 +173,7 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 		id := int32(c.Int(t, "id", 0))
 		topic, p := c.Args["topic"], int32(c.Int(t, "p", 0))
 		cur, _ := h.store.Image().Partition(topic, p)
-		r := h.c.AlterPartition(ctx, wire.AlterPartitionRequest{BrokerID: id, Incarnation: h.inc(id), Topic: topic, Partition: p,
+		r := h.c.AlterPartition(ctx, wire.AlterPartitionRequest{BrokerID: id, Incarnation: h.inc(id), Topic: topic, TopicID: cur.TopicID, Partition: p,
 			LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))), PartitionEpoch: int32(c.Int(t, "pepoch", int64(cur.PartitionEpoch))),
 			NewISR: c.IDs(t, "isr"), Members: h.members(c.IDs(t, "isr"))})
 		out = append(out, fmt.Sprintf("alter: err=%v isr=%v epoch=%d pepoch=%d", r.Err, r.ISR, r.LeaderEpoch, r.PartitionEpoch))

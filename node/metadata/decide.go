@@ -245,8 +245,8 @@ func DecideDeleteTopic(img *Image, name string) ([]Record, error) {
 }
 
 // DecideAlterPartition checks an ISR change asked by a partition leader. It
-// is accepted only from the current incarnation of the current leader, with
-// the current leader epoch and partition epoch; the new ISR must be a subset
+// is accepted only from the current incarnation of the current leader, for
+// the current topic id, with the current leader epoch and partition epoch; the new ISR must be a subset
 // of the replicas that contains the leader, and members it adds must be live
 // and named in req.Members with their registered incarnation (KIP-903).
 // The ISR is stored in assignment order; the partition epoch is bumped. A
@@ -260,6 +260,14 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 	p, ok := img.Partition(req.Topic, req.Partition)
 	if !ok {
 		return nil, werr(wire.UnknownTopicOrPartition, "%s-%d does not exist", req.Topic, req.Partition)
+	}
+	if req.TopicID != p.TopicID {
+		// The topic was deleted and re-created under the same name: its
+		// epochs started again at 0 and may match the old ones, but the
+		// leader judged the old topic's followers. Unknown ("") is refused
+		// too: every broker sends the id.
+		return nil, werr(wire.UnknownTopicOrPartition, "%s-%d has topic id %q, not %q",
+			req.Topic, req.Partition, p.TopicID, req.TopicID)
 	}
 	if p.Leader != req.BrokerID {
 		return nil, werr(wire.NotLeader, "%s-%d is led by %d, not %d", req.Topic, req.Partition, p.Leader, req.BrokerID)

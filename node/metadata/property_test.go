@@ -207,7 +207,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 			members = append(members, wire.ISRMember{BrokerID: r, Incarnation: inc})
 		}
 		recs, err = DecideAlterPartition(img, wire.AlterPartitionRequest{BrokerID: p.Leader, Incarnation: lb.Incarnation,
-			Topic: p.Topic, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 			NewISR: isr, Members: members})
 	case k == 8:
 		recs = DecidePreferredLeaders(img)

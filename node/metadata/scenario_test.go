@@ -19,10 +19,11 @@ import (
 //	                                        DecideHeartbeat (inc: current, offset: image offset)
 //	up ids=1,2,3                            register (inc 1) + caught-up heartbeat for each
 //	fence id=N [inc=N]                      DecideFence (session expired)
-//	create name=T partitions=N rf=N [min-isr=N] [seed=N] [unclean]
+//	create name=T partitions=N rf=N [min-isr=N] [seed=N] [id=ID] [unclean]
+//	                                        (id defaults to id-T)
 //	delete name=T
-//	alter id=N topic=T p=N isr=1,2 [inc=N] [epoch=N] [pepoch=N] [member-inc=2:5,3:0]
-//	                                        DecideAlterPartition (epochs default to current;
+//	alter id=N topic=T p=N isr=1,2 [inc=N] [epoch=N] [pepoch=N] [tid=ID] [member-inc=2:5,3:0]
+//	                                        DecideAlterPartition (epochs and topic id default to current;
 //	                                        members' incarnations to the registered ones)
 //	preferred                               DecidePreferredLeaders
 //	pids id=N [n=N]                         DecideProducerIDs
@@ -115,7 +116,11 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		if c.Flags["unclean"] {
 			cfg = map[string]string{ConfigUncleanLeaderElection: "true"}
 		}
-		return s.apply(DecideCreateTopic(s.img, CreateTopicEvent{Name: c.Args["name"], ID: "id-" + c.Args["name"],
+		tid := c.Args["id"]
+		if tid == "" {
+			tid = "id-" + c.Args["name"]
+		}
+		return s.apply(DecideCreateTopic(s.img, CreateTopicEvent{Name: c.Args["name"], ID: tid,
 			Partitions: int32(c.Int(t, "partitions", 1)), RF: int32(c.Int(t, "rf", 1)),
 			MinISR: int32(c.Int(t, "min-isr", 0)), Configs: cfg, Seed: uint64(c.Int(t, "seed", 0))}))
 	case "delete":
@@ -124,8 +129,12 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		id := int32(c.Int(t, "id", 0))
 		topic, p := c.Args["topic"], int32(c.Int(t, "p", 0))
 		cur, _ := s.img.Partition(topic, p)
+		tid := cur.TopicID
+		if c.Has("tid") {
+			tid = c.Args["tid"]
+		}
 		req := wire.AlterPartitionRequest{BrokerID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
-			Topic: topic, Partition: p, LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))),
+			Topic: topic, TopicID: tid, Partition: p, LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))),
 			PartitionEpoch: int32(c.Int(t, "pepoch", int64(cur.PartitionEpoch))), NewISR: c.IDs(t, "isr")}
 		req.Members = members(t, s.img, req.NewISR, c.Args["member-inc"])
 		out := s.apply(DecideAlterPartition(s.img, req))
