@@ -136,6 +136,17 @@ func TestTopicNamedHelp(t *testing.T) {
 	}
 }
 
+// A chaos run with a count of 0 is a usage error naming the flag, before
+// any cluster starts: the run would have taken its default instead.
+func TestChaosRefusesEmptyCounts(t *testing.T) {
+	for _, f := range []string{"--per-kind", "--producers", "--consumers"} {
+		out, errOut, code := runClientCLI(t, nil, "chaos", f, "0")
+		if code != 2 || out != "" || !strings.Contains(errOut, "chaos "+f+" must be at least 1, got 0") {
+			t.Errorf("chaos %s 0: exit %d, stdout %q, stderr %q; want 2 naming the flag", f, code, out, errOut)
+		}
+	}
+}
+
 // A chaos run with an fsync policy the nodes would refuse is a usage error
 // before any cluster starts.
 func TestChaosRefusesUnknownFsyncPolicy(t *testing.T) {
