@@ -20,11 +20,11 @@ import (
 // every Produce request meets a random fault (lost request or answer,
 // retriable refusals, NotLeader, Timeout or NotEnoughReplicasAfterAppend
 // after the append, a terminal refusal, an answer that never comes, delays
-// that reorder requests), the
-// leaders move every few milliseconds (sometimes offline, half the time to a
-// replica that lacks the unacknowledged tail), the configuration is drawn
-// at random (acks all or 1, 1 to 5 requests in flight, small buffers, short
-// delivery timeouts), and Close sometimes gives up early. Whatever happens,
+// that reorder requests), the leaders move every few milliseconds
+// (sometimes offline, half the time to a replica that lacks the
+// unacknowledged tail), the configuration is drawn at random (acks all or
+// 1, 1 to 5 requests in flight, small buffers, short delivery timeouts),
+// and Close sometimes gives up early. Whatever happens,
 // each record gets exactly one delivery, and it tells the truth: a success
 // is in the log once at its offset, a failure not marked "may have been
 // written" is not in the log at all, nothing is written twice, and each
