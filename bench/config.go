@@ -174,7 +174,8 @@ func DefaultConfig() Config {
 
 // ConfigError names the invalid field.
 type ConfigError struct {
-	Field  string
+	Field string // the `paymentlog bench` flag, without its dashes
+
 	Reason string
 }
 
@@ -209,8 +210,18 @@ func (c Config) Validate() error {
 		return &ConfigError{"producers", "must be >= 1"}
 	case t.MaxInFlight < 1:
 		return &ConfigError{"max-in-flight", "must be >= 1"}
-	case c.Transport.Duration <= 0 || c.Transport.Rounds < 1 || c.Transport.Streams < 1 || c.Transport.Chunk < 1:
-		return &ConfigError{"transport", "duration, rounds, streams and chunk must be > 0"}
+	case c.Transport.Duration <= 0:
+		return &ConfigError{"transport-duration", "must be > 0"}
+	case c.Transport.Rounds < 1:
+		return &ConfigError{"transport-rounds", "must be >= 1"}
+	case c.Transport.Streams < 1:
+		return &ConfigError{"transport-streams", "must be >= 1"}
+	case c.Transport.Chunk < 1:
+		return &ConfigError{"transport-chunk", "must be >= 1"}
+	// A failover benchmark of no trials kills nothing and would report
+	// empty figures as if it had run.
+	case c.Failover.Trials < 1 && c.Mode.runs(ModeFailover):
+		return &ConfigError{"trials", fmt.Sprintf("must be >= 1 (%s kills a leader once per trial)", c.Mode)}
 	case c.Failover.Trials < 0:
 		return &ConfigError{"trials", "must be >= 0"}
 	case c.Failover.Rate < 1:
@@ -219,6 +230,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"failover-record-size", fmt.Sprintf("must be >= %d", payloadHeader)}
 	case c.Failover.Partitions < 1:
 		return &ConfigError{"failover-partitions", "must be >= 1"}
+	case c.Controller.Trials < 1 && c.Mode.runs(ModeControllerFailover):
+		return &ConfigError{"controller-trials", fmt.Sprintf("must be >= 1 (%s kills the active controller once per trial; it defaults to --trials)", c.Mode)}
 	case c.Controller.Trials < 0:
 		return &ConfigError{"controller-trials", "must be >= 0"}
 	}

@@ -65,6 +65,40 @@ func TestValidate(t *testing.T) {
 			t.Errorf("case %d: %v", i, err)
 		}
 	}
+	// A count that would make a phase run nothing is refused, naming the
+	// flag; a count a mode does not use may be 0.
+	for _, c := range []struct {
+		mode  Mode
+		set   func(*Config)
+		field string // "" valid
+	}{
+		{ModeFailover, func(c *Config) { c.Failover.Trials = 0 }, "trials"},
+		{ModeAll, func(c *Config) { c.Failover.Trials = 0 }, "trials"},
+		{ModeControllerFailover, func(c *Config) { c.Controller.Trials = 0 }, "controller-trials"},
+		{ModeAll, func(c *Config) { c.Controller.Trials = 0 }, "controller-trials"},
+		{ModeThroughput, func(c *Config) { c.Failover.Trials, c.Controller.Trials = 0, 0 }, ""},
+		{ModeControllerFailover, func(c *Config) { c.Failover.Trials = 0 }, ""},
+		{ModeFailover, func(c *Config) { c.Controller.Trials = 0 }, ""},
+		{ModeThroughput, func(c *Config) { c.Throughput.Producers = 0 }, "producers"},
+		{ModeThroughput, func(c *Config) { c.Throughput.Partitions = 0 }, "partitions"},
+		{ModeThroughput, func(c *Config) { c.Throughput.Records = -1 }, "records"},
+		{ModeFailover, func(c *Config) { c.Failover.Partitions = 0 }, "failover-partitions"},
+		{ModeTransport, func(c *Config) { c.Transport.Rounds = 0 }, "transport-rounds"},
+		{ModeTransport, func(c *Config) { c.Transport.Streams = 0 }, "transport-streams"},
+		{ModeTransport, func(c *Config) { c.Transport.Duration = 0 }, "transport-duration"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Mode = c.mode
+		c.set(&cfg)
+		err := cfg.Validate()
+		var ce *ConfigError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%s, field %q: %v; want valid", c.mode, c.field, err)
+		case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field):
+			t.Errorf("%s: %v; want a ConfigError naming %s", c.mode, err, c.field)
+		}
+	}
 	if _, err := ParseMode("bogus"); err == nil {
 		t.Error("ParseMode accepted bogus")
 	}

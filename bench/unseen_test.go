@@ -52,3 +52,44 @@ func TestChangesBetweenPollsCount(t *testing.T) {
 		t.Fatalf("targets %+v", rep.Targets)
 	}
 }
+
+// withBroker sets broker id's incarnation and FencedAt.
+func withBroker(m *wire.MetadataResponse, id int32, inc int64, fencedAt uint64) *wire.MetadataResponse {
+	for i := range m.Brokers {
+		if m.Brokers[i].ID == id {
+			m.Brokers[i].Incarnation, m.Brokers[i].FencedAt = inc, fencedAt
+		}
+	}
+	return m
+}
+
+// TestFencingsBetweenPollsCount: a broker fenced and unfenced between two
+// polls looks alive in both; when it was in no ISR no partition epoch
+// moved either. Its FencedAt (or, after a restart, its incarnation) did,
+// and the fencing counts.
+func TestFencingsBetweenPollsCount(t *testing.T) {
+	isr12 := []int32{1, 2} // broker 3 is in no ISR
+	fenced3 := map[int32]string{1: "alive", 2: "alive", 3: "fenced"}
+	view := func(off int64, states map[int32]string, inc int64, fencedAt uint64) *wire.MetadataResponse {
+		return withBroker(withEpoch(md(off, 1, states, isr12, 1, 0), 5), 3, inc, fencedAt)
+	}
+	cases := []struct {
+		name string
+		a, b *wire.MetadataResponse
+		want int
+	}{
+		{"nothing", view(10, alive3, 7, 4), view(11, alive3, 7, 4), 0},
+		{"fenced, seen", view(10, alive3, 7, 4), view(12, fenced3, 7, 11), 1},
+		{"fenced and unfenced between polls (a pause)", view(10, alive3, 7, 4), view(14, alive3, 7, 12), 1},
+		{"killed, fenced, restarted and unfenced between polls", view(10, alive3, 7, 4), view(20, alive3, 8, 15), 1},
+		{"restarted while already fenced", view(12, fenced3, 7, 11), view(20, alive3, 8, 15), 0},
+		{"unfenced", view(12, fenced3, 7, 11), view(13, alive3, 7, 11), 0},
+		{"unfenced and fenced again between polls", view(12, fenced3, 7, 11), view(20, fenced3, 7, 18), 1},
+		{"a view from a node without FencedAt", view(10, alive3, 7, 4), view(11, alive3, 7, 0), 0},
+	}
+	for _, tc := range cases {
+		if got := diffViews(tc.a, tc.b); got.Fencings != tc.want || got.Unseen != 0 {
+			t.Errorf("%s: %+v, want %d fencings", tc.name, got, tc.want)
+		}
+	}
+}

@@ -176,7 +176,7 @@ type Changes struct {
 	ISRShrinks    int `json:"isr_shrinks"`
 	ISRExpands    int `json:"isr_expands"`
 	LeaderChanges int `json:"leader_changes"`
-	Fencings      int `json:"fencings"`
+	Fencings      int `json:"fencings"` // also those between two polls (fencedBetween)
 	Controllers   int `json:"controller_changes"`
 	// Unseen counts partition changes that fell between two views: every
 	// committed change bumps the partition epoch by one, so an epoch that
@@ -226,10 +226,7 @@ func diffViews(a, b *wire.MetadataResponse) Changes {
 		c.Controllers++
 	}
 	for _, bb := range b.Brokers {
-		if bb.State != "fenced" {
-			continue
-		}
-		if ab, ok := brokerOf(a, bb.ID); ok && ab.State != "fenced" {
+		if ab, ok := brokerOf(a, bb.ID); ok && fencedBetween(ab, bb) {
 			c.Fencings++
 		}
 	}
@@ -260,6 +257,28 @@ func diffViews(a, b *wire.MetadataResponse) Changes {
 		}
 	}
 	return c
+}
+
+// fencedBetween reports whether broker a (an earlier view) was fenced by
+// the time of b (a later view of the same broker id). The states alone miss
+// a broker fenced and unfenced between two polls, which no partition epoch
+// shows when it was in no ISR; every fencing moves FencedAt, and a process
+// restart brings a new incarnation (the old one fenced by its session's
+// expiry or by the new registration):
+//
+//   - alive in a: fenced in b, a new incarnation, or a new FencedAt;
+//   - fenced in a: the same incarnation fenced again (a new FencedAt), so it
+//     was unfenced in between. A new incarnation alone is a restart of a
+//     fenced broker: its registration fences nobody alive.
+//
+// Several fencings between two views count as one. A FencedAt of 0 (a node
+// older than the field answered one of the views) compares as unchanged.
+func fencedBetween(a, b wire.BrokerInfo) bool {
+	refenced := a.FencedAt != 0 && b.FencedAt != 0 && b.FencedAt != a.FencedAt
+	if a.State != "fenced" {
+		return b.State == "fenced" || b.Incarnation != a.Incarnation || refenced
+	}
+	return b.Incarnation == a.Incarnation && refenced
 }
 
 // sorted returns a sorted copy of ids.

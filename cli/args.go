@@ -10,6 +10,13 @@ import (
 // so "paymentlog topic create payments --partitions 3" works: urfave/cli/v2
 // stops parsing flags at the first positional argument. Everything after a
 // literal "--" is left alone. Flags that take a value keep it next to them.
+//
+// A flag that takes a value but ends the command line ("produce payments
+// --partition") stays last, with the positionals dropped: moved in front of
+// them it would take the topic as its value ("invalid value \"payments\" for
+// flag --partition"), while last it makes the flag parser say what is wrong
+// ("flag needs an argument: --partition"). The parse fails either way, so the
+// positionals are never read.
 func ReorderArgs(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -46,7 +53,10 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 		}
 		if strings.HasPrefix(a, "-") && a != "-" {
 			flagArgs = append(flagArgs, a)
-			if !strings.Contains(a, "=") && flagTakesValue(flags, a) && i+1 < len(args) {
+			if !strings.Contains(a, "=") && flagTakesValue(flags, a) {
+				if i+1 == len(args) {
+					return append(out, flagArgs...)
+				}
 				flagArgs = append(flagArgs, args[i+1])
 				i++
 			}

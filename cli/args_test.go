@@ -62,6 +62,27 @@ func TestBadFlagErrorNamesTheLongFlag(t *testing.T) {
 	}
 }
 
+// A flag that takes a value but ends the command line is reported as missing
+// its value: the argument reordering once handed it the topic before it
+// ("invalid value \"x\" for flag --partition").
+func TestTrailingFlagWithoutValueIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"produce", "x", "--partition"}, "flag needs an argument: --partition"},
+		{[]string{"produce", "x", "--json", "--partition"}, "flag needs an argument: --partition"},
+		{[]string{"consume", "x", "--from"}, "flag needs an argument: --from"},
+		{[]string{"topic", "create", "x", "--partitions"}, "flag needs an argument: --partitions"},
+		{[]string{"produce", "--partition"}, "flag needs an argument: --partition"},
+	} {
+		out, errOut, code := runClientCLI(t, nil, c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "invalid value") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}
+
 // A command name that does not exist is a usage error naming it, after
 // "help" too; a command group alone, and help for a command, still show help.
 func TestUnknownCommandIsNamed(t *testing.T) {
@@ -112,6 +133,17 @@ func TestTopicNamedHelp(t *testing.T) {
 	out, _, code := runClientCLI(t, nil, "produce", "--help")
 	if code != 0 || !strings.Contains(out, "USAGE") {
 		t.Errorf("produce --help: exit %d, stdout %q", code, out)
+	}
+}
+
+// A chaos run with a count of 0 is a usage error naming the flag, before
+// any cluster starts: the run would have taken its default instead.
+func TestChaosRefusesEmptyCounts(t *testing.T) {
+	for _, f := range []string{"--per-kind", "--producers", "--consumers"} {
+		out, errOut, code := runClientCLI(t, nil, "chaos", f, "0")
+		if code != 2 || out != "" || !strings.Contains(errOut, "chaos "+f+" must be at least 1, got 0") {
+			t.Errorf("chaos %s 0: exit %d, stdout %q, stderr %q; want 2 naming the flag", f, code, out, errOut)
+		}
 	}
 }
 

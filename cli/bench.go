@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,6 +82,10 @@ func benchCommand() *ucli.Command {
 		},
 		Action: func(c *ucli.Context) error {
 			cfg, err := parseBenchOptions(c)
+			var ce *bench.ConfigError
+			if errors.As(err, &ce) {
+				return usageError("bench: --%s: %s", ce.Field, ce.Reason)
+			}
 			if err != nil {
 				return usageError("%v", err)
 			}

@@ -35,6 +35,31 @@ func TestBenchUsageErrors(t *testing.T) {
 	}
 }
 
+// A count flag that would make a benchmark run nothing (no kill at all for
+// failover --trials 0) is a usage error naming the flag, before any cluster
+// is started; flags after the benchmark name count too.
+func TestBenchRefusesEmptyCounts(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"bench", "failover", "--trials", "0"}, "--trials"},
+		{[]string{"bench", "--trials", "0"}, "--trials"},
+		{[]string{"bench", "controller-failover", "--controller-trials", "0"}, "--controller-trials"},
+		{[]string{"bench", "controller-failover", "--trials", "0"}, "--controller-trials"},
+		{[]string{"bench", "throughput", "--producers", "0"}, "--producers"},
+		{[]string{"bench", "throughput", "--partitions", "0"}, "--partitions"},
+		{[]string{"bench", "throughput", "--records", "-5"}, "--records"},
+		{[]string{"bench", "failover", "--failover-partitions", "0"}, "--failover-partitions"},
+		{[]string{"bench", "transport", "--transport-rounds", "0"}, "--transport-rounds"},
+	} {
+		out, stderr, code := runClientCLI(t, nil, c.args...)
+		if code != 2 || out != "" || !strings.HasPrefix(stderr, "paymentlog: bench: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 naming %s", c.args, code, out, stderr, c.flag)
+		}
+	}
+}
+
 // TestBenchTiny runs every benchmark, very briefly, on a local 3-node cluster
 // whose nodes are this test binary acting as paymentlog.
 func TestBenchTiny(t *testing.T) {

@@ -181,14 +181,19 @@ func TestCertCheck(t *testing.T) {
 		{[]string{"--name", "node1"}, 0, "node certificate for node 1"},
 		{[]string{"--name", "node1", "--node-id", "1"}, 0, "node certificate for node 1"},
 		{[]string{"client"}, 0, "client certificate"},
-		{[]string{"--name", "node1", "--node-id", "2"}, 1, "--name node1 --node-id 2 --force"},
-		{[]string{"--name", "client", "--node-id", "1"}, 1, "--name client --node-id 1 --force"},
+		// Someone else's certificate: the error says what it is and names
+		// the node's own certificate, never re-issuing this one.
+		{[]string{"--name", "node1", "--node-id", "2"}, 1, "is a node certificate for node 1, not a node certificate for node 2"},
+		{[]string{"--name", "node1", "--node-id", "2"}, 1, "--name node2 --node-id 2`"},
+		{[]string{"--name", "client", "--node-id", "1"}, 1, "is a client certificate, not a node certificate for node 1"},
+		{[]string{"--name", "client", "--node-id", "1"}, 1, "--name node1 --node-id 1`"},
 		{[]string{"--name", "missing"}, 1, "missing.crt"},
 		{[]string{"--name", "node1", "--node-id", "0"}, 2, "--node-id"},
 		{nil, 2, "--name"},
 	} {
 		code, out, errs := runCLI(t, append([]string{"cert", "check", "--dir", dir}, c.args...)...)
-		if code != c.code || !strings.Contains(out+errs, c.want) || (code != 0 && strings.Count(errs, "\n") != 1) {
+		if code != c.code || !strings.Contains(out+errs, c.want) || (code != 0 && strings.Count(errs, "\n") != 1) ||
+			strings.Contains(errs, "--force") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", c.args, code, out, errs, c.code, c.want)
 		}
 	}

@@ -63,6 +63,13 @@ func chaosCommand() *ucli.Command {
 			if _, _, err := segment.ParseSyncPolicy(c.String("fsync")); err != nil {
 				return usageError("chaos --fsync: %v", err)
 			}
+			// The run takes 0 for its defaults: a 0 given here would run
+			// 20 faults per kind, or 4 producers, while saying nothing.
+			for _, f := range []string{"per-kind", "producers", "consumers"} {
+				if n := c.Int(f); n < 1 {
+					return usageError("chaos --%s must be at least 1, got %d", f, n)
+				}
+			}
 			o := chaosOptions{cfg: chaos.Config{
 				Binary:         bin,
 				Seed:           c.Int64("seed"),

@@ -18,12 +18,13 @@ import (
 
 // TestProduceUnderRandomFaultsKeepsThePromise produces keyed records while
 // every Produce request meets a random fault (lost request or answer,
-// retriable refusals, NotLeader or Timeout after the append, a terminal
-// refusal, an answer that never comes, delays that reorder requests), the
-// leaders move every few milliseconds (sometimes offline, half the time to a
-// replica that lacks the unacknowledged tail), the configuration is drawn
-// at random (acks all or 1, 1 to 5 requests in flight, small buffers, short
-// delivery timeouts), and Close sometimes gives up early. Whatever happens,
+// retriable refusals, NotLeader, Timeout or NotEnoughReplicasAfterAppend
+// after the append, a terminal refusal, an answer that never comes, delays
+// that reorder requests), the leaders move every few milliseconds
+// (sometimes offline, half the time to a replica that lacks the
+// unacknowledged tail), the configuration is drawn at random (acks all or
+// 1, 1 to 5 requests in flight, small buffers, short delivery timeouts),
+// and Close sometimes gives up early. Whatever happens,
 // each record gets exactly one delivery, and it tells the truth: a success
 // is in the log once at its offset, a failure not marked "may have been
 // written" is not in the log at all, nothing is written twice, and each
@@ -69,8 +70,10 @@ func produceUnderRandomFaults(t *testing.T, seed uint64) {
 			a.Kind, a.Code = clienttest.Refuse, wire.NotEnoughReplicas
 		case x < 24:
 			a.Kind, a.Code = clienttest.HandleThenRefuse, wire.NotLeader
-		case x < 27:
+		case x < 26:
 			a.Kind, a.Code = clienttest.HandleThenRefuse, wire.Timeout
+		case x < 27:
+			a.Kind, a.Code = clienttest.HandleThenRefuse, wire.NotEnoughReplicasAfterAppend
 		case x < 28:
 			a.Kind, a.Code = clienttest.Refuse, wire.InvalidRequest
 		case x < 29:

@@ -34,6 +34,10 @@ import (
 // MetadataDirName is the metadata log's directory under the data dir.
 const MetadataDirName = "__cluster_metadata-0"
 
+// The metadata store refuses a raft snapshot it cannot decode before raft
+// persists it (raftnode.SnapshotChecker).
+var _ raftnode.SnapshotChecker = (*metadata.Store)(nil)
+
 // Node is a running paymentlog process.
 type Node struct {
 	cfg         Config

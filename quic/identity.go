@@ -164,6 +164,13 @@ func loadLeaf(cfg TLSConfig) (*x509.Certificate, error) {
 
 // CheckNodeCertificate returns an error, naming the fix, unless cfg's
 // certificate is a node certificate for node id. Dev mode (no Dir) passes.
+//
+// The fix re-issues the certificate in place (--force) only when the file is
+// the node's own: named node<id> (the default --cert-name), or without a role
+// (an older build's). A client certificate or another node's under any other
+// name belongs to someone else: re-issued as node id's it would lock its
+// holder out (a client's tools, the other node), so the error says what is
+// wrong and names a certificate of the node's own to issue instead.
 func CheckNodeCertificate(cfg TLSConfig, id int32) error {
 	if cfg.Dev() {
 		return nil
@@ -175,6 +182,14 @@ func CheckNodeCertificate(cfg TLSConfig, id int32) error {
 	got := IdentityOf(cert)
 	if got.Role == RoleNode && got.NodeID == id {
 		return nil
+	}
+	path := filepath.Join(cfg.Dir, cfg.Name+".crt")
+	own := fmt.Sprintf("node%d", id)
+	if got.Role != RoleNone && cfg.Name != own {
+		return fmt.Errorf("quic: %s is a %s, not a node certificate for node %d: it belongs to another holder and must not be re-issued as node %d's; "+
+			"give node %d a node certificate of its own with `paymentlog cert issue --dir %s --name %s --node-id %d` (add --host with the node's addresses; "+
+			"node start reads %s.crt unless --cert-name names another)",
+			path, got, id, id, id, cfg.Dir, own, id, own)
 	}
 	// The fix keeps the certificate's hosts: re-issued without --host it
 	// would be valid for 127.0.0.1 and localhost only, and a node elsewhere
@@ -189,5 +204,5 @@ func CheckNodeCertificate(cfg TLSConfig, id int32) error {
 		hostArg = " --host " + strings.Join(hosts, ",")
 	}
 	return fmt.Errorf("quic: %s is a %s, not a node certificate for node %d: issue one with `paymentlog cert issue --dir %s --name %s --node-id %d --force%s`",
-		filepath.Join(cfg.Dir, cfg.Name+".crt"), got, id, cfg.Dir, cfg.Name, id, hostArg)
+		path, got, id, cfg.Dir, cfg.Name, id, hostArg)
 }

@@ -3,6 +3,7 @@ package quic
 import (
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -85,24 +86,48 @@ func TestCheckNodeCertificate(t *testing.T) {
 	if err := CheckNodeCertificate(TLSConfig{}, 1); err != nil {
 		t.Fatalf("dev mode: %v", err)
 	}
+	// The node's own file (node<id>) with the wrong identity is re-issued in
+	// place, keeping its hosts.
+	_, rogue := mustCertDirs(t)
+	for _, tc := range []struct {
+		dir, name string
+		id        int32
+		says      string
+		host      string // the certificate's hosts, kept by the fix
+	}{
+		{rogue, "node1", 1, "client certificate", " --force --host 127.0.0.1`"},
+	} {
+		err := CheckNodeCertificate(TLSConfig{Dir: tc.dir, Name: tc.name}, tc.id)
+		if err == nil {
+			t.Fatalf("%s accepted as node %d", tc.name, tc.id)
+		}
+		fix := "paymentlog cert issue --dir " + tc.dir + " --name " + tc.name + " --node-id "
+		if msg := err.Error(); !strings.Contains(msg, tc.says) || !strings.Contains(msg, fix) || !strings.Contains(msg, "--force") ||
+			!strings.Contains(msg, tc.host) {
+			t.Fatalf("%s as node %d: %q lacks %q, the fix or %q", tc.name, tc.id, msg, tc.says, tc.host)
+		}
+	}
+	// Someone else's certificate (a client's, another node's) is never to be
+	// re-issued as this node's: the error says what it is and names the
+	// node's own certificate to issue, without --force.
 	for _, tc := range []struct {
 		name string
 		id   int32
 		says string
-		host string // the certificate's hosts, kept by the fix
 	}{
-		{"node1", 2, "node certificate for node 1", " --force --host 127.0.0.1,localhost`"},
-		{"node2", 1, "node certificate for node 2", " --force --host 127.0.0.1`"},
-		{"client", 1, "client certificate", ""},
+		{"client", 1, "client certificate"},
+		{"node1", 2, "node certificate for node 1"},
+		{"node2", 1, "node certificate for node 2"},
 	} {
 		err := CheckNodeCertificate(TLSConfig{Dir: cluster, Name: tc.name}, tc.id)
 		if err == nil {
 			t.Fatalf("%s accepted as node %d", tc.name, tc.id)
 		}
-		fix := "paymentlog cert issue --dir " + cluster + " --name " + tc.name + " --node-id "
-		if msg := err.Error(); !strings.Contains(msg, tc.says) || !strings.Contains(msg, fix) || !strings.Contains(msg, "--force") ||
-			!strings.Contains(msg, tc.host) {
-			t.Fatalf("%s as node %d: %q lacks %q, the fix or %q", tc.name, tc.id, msg, tc.says, tc.host)
+		own := fmt.Sprintf("paymentlog cert issue --dir %s --name node%d --node-id %d`", cluster, tc.id, tc.id)
+		msg := err.Error()
+		if !strings.Contains(msg, tc.says) || !strings.Contains(msg, own) || !strings.Contains(msg, "must not be re-issued") ||
+			strings.Contains(msg, "--force") || strings.Contains(msg, "--name "+tc.name+" --node-id") {
+			t.Fatalf("%s as node %d: %q; want %q, the node's own certificate %q and no re-issue of %s", tc.name, tc.id, msg, tc.says, own, tc.name)
 		}
 	}
 	if err := CheckNodeCertificate(TLSConfig{Dir: cluster, Name: "missing"}, 1); err == nil ||

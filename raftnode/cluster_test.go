@@ -154,7 +154,13 @@ func (c *testCluster) config(id uint64) Config {
 // start starts node id with fresh state-machine memory (its disk is kept).
 func (c *testCluster) start(id uint64) *Node {
 	c.t.Helper()
-	c.sms[id] = &testSM{}
+	return c.startSM(id, &testSM{})
+}
+
+// startSM starts node id with sm as its state machine.
+func (c *testCluster) startSM(id uint64, sm *testSM) *Node {
+	c.t.Helper()
+	c.sms[id] = sm
 	n, err := Start(context.Background(), c.config(id))
 	if err != nil {
 		c.t.Fatalf("start node %d: %v", id, err)

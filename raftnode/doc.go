@@ -106,7 +106,10 @@
 // available to followers that lag slightly (raft's first index becomes
 // snapshot-CatchUpEntries+1; the entry before it is kept for its term). A
 // follower further behind receives the snapshot; it writes the file and
-// restarts its log at snapshot+1 with TruncateFullyAndStartAt.
+// restarts its log at snapshot+1 with TruncateFullyAndStartAt. Before raft
+// sees a received snapshot, the state machine checks it (SnapshotChecker):
+// one it would not restore is dropped, nothing written, and the follower
+// keeps its state and runs on behind, naming the refusal in Status.
 //
 // # Recovery
 //

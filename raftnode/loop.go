@@ -111,6 +111,9 @@ func (n *Node) step(in inbound, it *iteration) {
 		it.dones = append(it.dones, in.done)
 	}
 	for _, m := range in.msgs {
+		if m.GetType() == pb.MsgSnap && !n.stepSnapshot(m) {
+			continue
+		}
 		if err := n.rn.Step(m); err != nil {
 			n.lg.Debug("raftnode: step", "type", m.GetType(), "from", m.GetFrom(), "err", err)
 		}
@@ -151,11 +154,17 @@ func (n *Node) handleReady(local []*proposal) error {
 	ctx := context.Background()
 	n.pending.locate(local, rd.Entries)
 
-	// 1. Persist.
+	// 1. Persist. A snapshot was checked when its message was stepped; it
+	// is checked again before it is written, so that one the state machine
+	// would refuse stops the node with its previous state still on disk.
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := n.checkSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
 		if err := n.st.installSnapshot(ctx, rd.Snapshot); err != nil {
 			return err
 		}
+		n.refused.err = nil
 	}
 	if err := n.st.append(ctx, rd.Entries); err != nil {
 		return err

@@ -294,6 +294,31 @@ type testSM struct {
 	data    [][]byte
 	base    uint64 // index the last Restore was at
 	snaps   int
+	// refuse, when set, is what CheckSnapshot and Restore answer (a state
+	// machine that cannot read the leader's snapshots); checks counts the
+	// CheckSnapshot calls.
+	refuse error
+	checks int
+}
+
+// CheckSnapshot implements SnapshotChecker.
+func (sm *testSM) CheckSnapshot(uint64, []byte) error {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.checks++
+	return sm.refuse
+}
+
+func (sm *testSM) setRefuse(err error) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.refuse = err
+}
+
+func (sm *testSM) restoredAt() uint64 {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return sm.base
 }
 
 func (sm *testSM) Apply(index uint64, data []byte) {
@@ -320,6 +345,9 @@ func (sm *testSM) Snapshot() ([]byte, error) {
 func (sm *testSM) Restore(index uint64, b []byte) error {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
+	if sm.refuse != nil {
+		return sm.refuse
+	}
 	sm.applied, sm.data, sm.base = nil, nil, index
 	for len(b) > 0 {
 		idx, n := binary.Uvarint(b)

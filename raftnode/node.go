@@ -67,6 +67,12 @@ type Node struct {
 	confState *pb.ConfState
 	applied   uint64
 	lead      uint64
+	// refused is the last snapshot from the leader the state machine
+	// refused (err nil: none since the last one installed).
+	refused struct {
+		index uint64
+		err   error
+	}
 
 	closeOnce sync.Once
 	closeErr  error

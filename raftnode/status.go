@@ -16,6 +16,10 @@ type Status struct {
 	IsLeader bool
 	Voters   []uint64
 	Learners []uint64
+	// RefusedSnapshot says why the last snapshot from the leader was
+	// refused (see SnapshotChecker); "" when none was since the last one
+	// installed.
+	RefusedSnapshot string
 }
 
 // Status returns raft's current view (as of the last handled Ready).
@@ -52,6 +56,9 @@ func (n *Node) publishStatus() {
 		Voters:   slices.Clone(n.confState.GetVoters()),
 		Learners: slices.Clone(n.confState.GetLearners()),
 	}
+	if n.refused.err != nil {
+		s.RefusedSnapshot = n.refused.err.Error()
+	}
 	slices.Sort(s.Voters)
 	slices.Sort(s.Learners)
 	n.mu.Lock()
@@ -67,5 +74,5 @@ func (n *Node) publishStatus() {
 func statusEqual(a, b Status) bool {
 	return a.ID == b.ID && a.Leader == b.Leader && a.Term == b.Term && a.Applied == b.Applied &&
 		a.Commit == b.Commit && a.IsLeader == b.IsLeader && slices.Equal(a.Voters, b.Voters) &&
-		slices.Equal(a.Learners, b.Learners)
+		slices.Equal(a.Learners, b.Learners) && a.RefusedSnapshot == b.RefusedSnapshot
 }

@@ -616,7 +616,9 @@ func (l *Log) Segments() []int64 {
 
 // WaitDurable returns once every byte below offset is on disk as the sync
 // policy requires: SyncAlways flushes (coalescing concurrent callers into one
-// flush), the other policies return at once.
+// flush), the other policies return at once. When ctx ends first it returns
+// ctx.Err(), also while a flush it started is still running: that flush
+// completes in the background and counts for every later caller.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	if err := l.failErr(); err != nil {
 		return err

@@ -67,8 +67,12 @@ type groupCommit struct {
 }
 
 // waitFor returns once durable >= offset, running flush (which returns the
-// offset it made durable) when no flush is running. A flush started by this
-// caller completes even if ctx ends meanwhile.
+// offset it made durable) when no flush is running. It returns ctx.Err()
+// when ctx ends first, also while a flush this caller started still runs:
+// that flush completes on its own goroutine and still counts (the durable
+// mark, the waiters queued behind it), so a stuck fsync holds no caller past
+// its deadline (a produce answers Timeout by its request timeout). With a
+// ctx that cannot end, the flush runs on the caller's goroutine.
 func (g *groupCommit) waitFor(ctx context.Context, offset int64, flush func() (int64, error), leo func() int64) error {
 	for {
 		g.mu.Lock()
@@ -99,20 +103,43 @@ func (g *groupCommit) waitFor(ctx context.Context, offset int64, flush func() (i
 		gen := g.mu.gen
 		g.mu.Unlock()
 
-		target, err := flush()
-
-		g.mu.Lock()
-		g.mu.inflight = nil
-		if err == nil && gen == g.mu.gen && target > g.mu.durable {
-			g.mu.durable = target
+		if ctx.Done() == nil {
+			err := g.runFlush(gen, flush)
+			close(ch)
+			if err != nil {
+				return err
+			}
+			continue
 		}
-		g.mu.flushes++
-		g.mu.Unlock()
-		close(ch)
-		if err != nil {
-			return err
+		var err error
+		go func() {
+			err = g.runFlush(gen, flush)
+			close(ch)
+		}()
+		select {
+		case <-ch: // err is set before ch is closed
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
+}
+
+// runFlush runs the inflight flush (started at truncation generation gen)
+// and records what it made durable; the caller then closes the inflight
+// channel.
+func (g *groupCommit) runFlush(gen uint64, flush func() (int64, error)) error {
+	target, err := flush()
+	g.mu.Lock()
+	g.mu.inflight = nil
+	if err == nil && gen == g.mu.gen && target > g.mu.durable {
+		g.mu.durable = target
+	}
+	g.mu.flushes++
+	g.mu.Unlock()
+	return err
 }
 
 // lower caps the durable watermark at a truncation; a flush that started

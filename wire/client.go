@@ -30,6 +30,13 @@ type BrokerInfo struct {
 	State              string `msgpack:"state"` // "alive" | "fenced"
 	ControllerEligible bool   `msgpack:"ctrl"`
 	Incarnation        int64  `msgpack:"inc"`
+	// FencedAt is the metadata offset of the record that last fenced this
+	// incarnation, or registered it (a registered incarnation starts
+	// fenced); 0 from nodes older than the field. It changes at every
+	// fencing, so a broker fenced and unfenced between two metadata reads
+	// shows as a new FencedAt (or a new Incarnation) although its State
+	// looks unchanged.
+	FencedAt uint64 `msgpack:"fenced_at"`
 }
 
 // PartitionMetadata is one partition's current leadership.

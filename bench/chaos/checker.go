@@ -23,6 +23,7 @@ const (
 	Reordered          AnomalyKind = "reordered"           // a producer's records in one partition out of order
 	FailedButWritten   AnomalyKind = "failed-but-written"  // reported as certainly not written, yet in the log
 	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
+	ReadDiverged       AnomalyKind = "read-diverged"       // a leader told a consumer its log no longer holds records the consumer read (log truncated)
 	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), no in-sync replica's files could be compared, or nothing was acknowledged in it
 )
 
@@ -37,7 +38,7 @@ const (
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
-	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, Unverified}
+	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, Unverified}
 	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults, WritesStalled}
 )
 
@@ -332,12 +333,24 @@ func Check(h *History) *Report {
 		}
 	}
 
+	// A consumer told its history was truncated read records below the HW
+	// that a leader's log no longer holds.
+	diverged := map[ckey]bool{}
+	for _, d := range h.Divergences {
+		diverged[ckey{d.Consumer, d.Partition}] = true
+		r.add(Anomaly{Kind: ReadDiverged, Partition: d.Partition, Offset: d.DivergingEndOffset,
+			Detail: fmt.Sprintf("consumer %d at position %d (last fetched epoch %d) was told the leader's log parts from what it read at offset %d "+
+				"(leader's diverging epoch %d): records read below the HW were truncated", d.Consumer, d.Position, d.LastFetchedEpoch,
+				d.DivergingEndOffset, d.DivergingEpoch)})
+	}
+
 	// Every consumer read every partition up to its final HW (one that
-	// stalled would hide skips in what it never read).
+	// stalled would hide skips in what it never read). One that stopped at
+	// a divergence is reported above, as what it is.
 	for c := range h.Consumers {
 		for p := int32(0); p < int32(h.Partitions); p++ {
 			rf := refs[p]
-			if rf == nil {
+			if rf == nil || diverged[ckey{c, p}] {
 				continue
 			}
 			last, seen := pos[ckey{c, p}]

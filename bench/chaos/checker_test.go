@@ -281,6 +281,14 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 			rl := h.replica(3, 2)
 			rl.Records[2], rl.Records[3] = rl.Records[3], rl.Records[2]
 		}, []AnomalyKind{ReplicaDivergence}},
+		{"consumer told its history diverged", func(h *History) {
+			// Consumer 1 stopped at a divergence in partition 2: one
+			// read-diverged, and not also consumer-behind.
+			h.Reads = h.Reads[:len(h.Reads)-3]
+			last := h.Reads[len(h.Reads)-1]
+			h.Divergences = []Divergence{{Consumer: 1, Partition: 2, Position: last.Offset + 1, LastFetchedEpoch: 2,
+				DivergingEpoch: 1, DivergingEndOffset: last.Offset - 1, At: h.End}}
+		}, []AnomalyKind{ReadDiverged}},
 		{"not converged and crashed", func(h *History) {
 			h.Converged, h.ConvergeErr = false, "partition 1: isr [1]"
 			h.Crashes = []string{"node 2 exited: signal: segmentation fault"}

@@ -91,7 +91,11 @@
 // repeats an offset there, or its files hold corruption), reordered (a producer's
 // records in a partition out of sequence order), failed-but-written (the
 // client said "certainly not written" but it is there), phantom-record
-// (never produced, or produced for another partition), unverified (a
+// (never produced, or produced for another partition), read-diverged (a
+// leader told a consumer that its log no longer holds records the consumer
+// read, client.ErrLogTruncated: consumers read only below the HW, so a
+// committed record changed or vanished; the consumer reads that partition
+// no further and is not also reported behind), unverified (a
 // partition could not be read back, or only part of the way to its HW; no
 // in-sync replica's files could be compared with it; no record was
 // acknowledged in it, so no lost write could show; a record written or

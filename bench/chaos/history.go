@@ -44,6 +44,22 @@ type Read struct {
 	At        time.Time
 }
 
+// Divergence is a consumer told by a leader that its log no longer holds
+// the history the consumer read (client.LogTruncatedError, KIP-320): the
+// records the consumer returned from DivergingEndOffset on are not all in
+// the leader's log. Consumers only read below the HW, so in a chaos run
+// this is a committed record that changed or vanished: a bug, never a
+// consumer that is merely behind.
+type Divergence struct {
+	Consumer           int
+	Partition          int32
+	Position           int64 // the consumer's position (after the last record it read)
+	LastFetchedEpoch   int32 // leader epoch of the last record it read
+	DivergingEpoch     int32 // the leader's largest epoch <= LastFetchedEpoch (-1: none)
+	DivergingEndOffset int64 // where the histories part, <= Position
+	At                 time.Time
+}
+
 // LogRecord is one record of a partition's log.
 type LogRecord struct {
 	Offset int64
@@ -92,8 +108,12 @@ type History struct {
 	Consumers int
 	Writes    []Write
 	Reads     []Read
-	Final     []PartitionLog
-	Replicas  []ReplicaLog
+	// Divergences lists every log truncation a consumer was told of (one per
+	// consumer, partition and position). The consumer reads that partition
+	// no further: it keeps its position, as the client leaves it.
+	Divergences []Divergence
+	Final       []PartitionLog
+	Replicas    []ReplicaLog
 	// Converged is false when, after healing, the replicas never all came
 	// back in sync (ConvergeErr says how far they got).
 	Converged   bool

@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	waitConsumers(sctx, wl, h.Final)
 	wl.StopConsumers()
 	h.End = time.Now()
-	h.Writes, h.Reads = wl.Writes(), wl.Reads()
+	h.Writes, h.Reads, h.Divergences = wl.Writes(), wl.Reads(), wl.Divergences()
 
 	// Every replica's own HW and LEO, the final ISR, then the files.
 	type rstate struct{ hw, leo int64 }
@@ -439,12 +439,18 @@ func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Work
 }
 
 // waitConsumers waits until the workload's consumers have read every
-// partition up to the final HW.
+// partition up to the final HW, except where a consumer was told its
+// history diverged: it reads that partition no further (the checker
+// reports it), and waiting for it would only spend the settle timeout.
 func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 	localcluster.Poll(ctx, 50*time.Millisecond, func(context.Context) (bool, error) {
-		for _, m := range wl.ReadPositions() {
+		stopped := map[[2]int]bool{}
+		for _, d := range wl.Divergences() {
+			stopped[[2]int{d.Consumer, int(d.Partition)}] = true
+		}
+		for c, m := range wl.ReadPositions() {
 			for _, pl := range final {
-				if m[pl.Partition] < pl.HW {
+				if m[pl.Partition] < pl.HW && !stopped[[2]int{c, int(pl.Partition)}] {
 					return false, nil
 				}
 			}

@@ -79,6 +79,8 @@ type Workload struct {
 		maxAcked []int64 // per partition: the largest acknowledged offset, -1 if none
 		acked    int
 		readPos  map[int]map[int32]int64 // consumer -> partition -> next offset
+		// divergences: one per consumer, partition and position.
+		divergences []Divergence
 	}
 }
 
@@ -219,14 +221,7 @@ func (w *Workload) consume(id int, cons *client.Consumer) {
 			w.mu.Unlock()
 		}
 		if err != nil && w.cctx.Err() == nil {
-			var oor *client.OffsetOutOfRangeError
-			if errors.As(err, &oor) {
-				// A leader whose log (or HW) is behind our position: keep the
-				// position and retry; the checker judges what we read.
-				w.log.Warn("consumer offset out of range", "consumer", id, "partition", oor.Partition, "offset", oor.Requested, "start", oor.Start, "end", oor.End)
-			} else {
-				w.log.Warn("consumer poll failed", "consumer", id, "err", err)
-			}
+			w.pollFailed(id, err, now)
 			t := time.NewTimer(50 * time.Millisecond)
 			select {
 			case <-t.C:
@@ -235,6 +230,44 @@ func (w *Workload) consume(id int, cons *client.Consumer) {
 			t.Stop()
 		}
 	}
+}
+
+// pollFailed notes why a consumer's Poll failed. A divergence (the leader's
+// log no longer holds what the consumer read) is recorded for the checker,
+// once per partition and position: Poll returns it again at every call
+// while the position stays, and the consumer leaves it there (seeking back
+// would re-read and hide what happened). Anything else is retried.
+func (w *Workload) pollFailed(id int, err error, now time.Time) {
+	var lt *client.LogTruncatedError
+	var oor *client.OffsetOutOfRangeError
+	switch {
+	case errors.As(err, &lt):
+		d := Divergence{Consumer: id, Partition: lt.Partition, Position: lt.Position, LastFetchedEpoch: lt.LastFetchedEpoch,
+			DivergingEpoch: lt.DivergingEpoch, DivergingEndOffset: lt.DivergingEndOffset, At: now}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, o := range w.mu.divergences {
+			if o.Consumer == id && o.Partition == d.Partition && o.Position == d.Position {
+				return
+			}
+		}
+		w.mu.divergences = append(w.mu.divergences, d)
+		w.log.Error("consumer told its history was truncated", "consumer", id, "partition", lt.Partition, "offset", lt.DivergingEndOffset,
+			"position", lt.Position, "epoch", lt.LastFetchedEpoch)
+	case errors.As(err, &oor):
+		// A leader whose log (or HW) is behind our position: keep the
+		// position and retry; the checker judges what we read.
+		w.log.Warn("consumer offset out of range", "consumer", id, "partition", oor.Partition, "offset", oor.Requested, "start", oor.Start, "end", oor.End)
+	default:
+		w.log.Warn("consumer poll failed", "consumer", id, "err", err)
+	}
+}
+
+// Divergences returns a copy of every divergence a consumer was told of.
+func (w *Workload) Divergences() []Divergence {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Divergence(nil), w.mu.divergences...)
 }
 
 // MaxAcked returns the largest acknowledged offset of a partition (-1 if none).

@@ -324,13 +324,18 @@ func (c *testCluster) elect(key tp, exclude int32) int32 {
 
 // produce sends one batch to the partition's current leader.
 func (c *testCluster) produce(ctx context.Context, key tp, acks int8, batch []byte) (wire.ProducePartitionResponse, error) {
+	return c.produceWithin(ctx, key, acks, 5000, batch)
+}
+
+// produceWithin is produce with the request's own timeout (TimeoutMs).
+func (c *testCluster) produceWithin(ctx context.Context, key tp, acks int8, timeoutMs int32, batch []byte) (wire.ProducePartitionResponse, error) {
 	st := c.state(key)
 	n := c.node(st.Leader)
 	if n == nil {
 		return wire.ProducePartitionResponse{Err: wire.LeaderNotAvailable}, nil
 	}
 	var resp wire.ProduceResponse
-	err := c.client.Call(ctx, n.addr, wire.TypeProduce, wire.ProduceRequest{Acks: acks, TimeoutMs: 5000, Topic: key.topic,
+	err := c.client.Call(ctx, n.addr, wire.TypeProduce, wire.ProduceRequest{Acks: acks, TimeoutMs: timeoutMs, Topic: key.topic,
 		Parts: []wire.ProducePartition{{Partition: key.partition, LeaderEpoch: st.LeaderEpoch, Batch: batch}}}, &resp)
 	if err != nil {
 		return wire.ProducePartitionResponse{}, err

@@ -23,6 +23,8 @@ func codeToWire(c replica.Code) wire.ErrorCode {
 		return wire.NotEnoughReplicas
 	case replica.Timeout:
 		return wire.Timeout
+	case replica.NotEnoughReplicasAfterAppend:
+		return wire.NotEnoughReplicasAfterAppend
 	case replica.OffsetOutOfRange:
 		return wire.OffsetOutOfRange
 	case replica.NotReplica:

@@ -179,3 +179,36 @@ func ptrEq(a, b *BrokerState) bool {
 func partPtrEq(a, b *PartitionState) bool {
 	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
 }
+
+// BrokerInfos carries each broker's FencedAt: the offset of the record that
+// last fenced (or registered) it, so a watcher that missed a fence and
+// unfence between two metadata reads still sees that one happened.
+func TestBrokerInfoFencedAtMovesAtEveryFencing(t *testing.T) {
+	fencedAt := func(img *Image, id int32) uint64 {
+		for _, b := range img.BrokerInfos() {
+			if b.ID == id {
+				return b.FencedAt
+			}
+		}
+		t.Fatalf("broker %d missing", id)
+		return 0
+	}
+	img := seededImage(t)
+	b2, _ := img.Broker(2)
+	at := fencedAt(img, 2)
+	off := img.Offset() + 1
+	fenced, _, err := img.ApplyEntry(off, DecideFence(img, 2, b2.Incarnation))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fencedAt(fenced, 2); got == at || got != off {
+		t.Fatalf("FencedAt %d after the fence at %d (was %d)", got, off, at)
+	}
+	unfenced, _, err := fenced.ApplyEntry(off+1, []Record{BrokerUnfenced{ID: 2, Incarnation: b2.Incarnation}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fencedAt(unfenced, 2); got != off {
+		t.Fatalf("FencedAt %d after the unfence; want %d still", got, off)
+	}
+}

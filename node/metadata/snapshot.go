@@ -16,6 +16,11 @@ const snapshotVersion = 1
 // ErrCorruptSnapshot is wrapped by every snapshot decoding error.
 var ErrCorruptSnapshot = errors.New("metadata: corrupt snapshot")
 
+// ErrSnapshotVersion is wrapped (with ErrCorruptSnapshot) by the error for
+// a snapshot in a format version this build does not read: written by a
+// newer (or older, incompatible) paymentlog, not damaged.
+var ErrSnapshotVersion = errors.New("metadata: unsupported snapshot format version")
+
 // snapshotV1 is the canonical encoding of an image (field tags are part of
 // the format).
 type snapshotV1 struct {
@@ -115,7 +120,8 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 		return nil, fmt.Errorf("%w: empty", ErrCorruptSnapshot)
 	}
 	if b[0] != snapshotVersion {
-		return nil, fmt.Errorf("%w: unknown format version %d", ErrCorruptSnapshot, b[0])
+		return nil, fmt.Errorf("%w: %w %d (this build reads version %d; was it written by another paymentlog version?)",
+			ErrCorruptSnapshot, ErrSnapshotVersion, b[0], snapshotVersion)
 	}
 	var s snapshotV1
 	if err := unmarshalChecked(b[1:], &s); err != nil {

@@ -107,6 +107,16 @@ func (s *Store) Snapshot() ([]byte, error) {
 	return s.Image().MarshalSnapshot(), nil
 }
 
+// CheckSnapshot reports whether Restore would accept a snapshot, changing
+// nothing (raftnode.SnapshotChecker): raftnode asks before it persists a
+// snapshot from the leader, and refuses one this build cannot decode (a
+// format version it does not read, contents that break an invariant)
+// instead of writing it and stopping.
+func (s *Store) CheckSnapshot(index uint64, data []byte) error {
+	_, err := UnmarshalSnapshot(index, data)
+	return err
+}
+
 // Restore replaces the image with a snapshot taken at index
 // (raftnode.StateMachine). Subscribers get the difference as one change.
 func (s *Store) Restore(index uint64, data []byte) error {

@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +101,22 @@ func TestStoreSnapshotRestore(t *testing.T) {
 	}
 	if err := dst.Restore(1, []byte{9}); !errors.Is(err, ErrCorruptSnapshot) || dst.Image().Hash() != img.Hash() {
 		t.Fatalf("bad snapshot: %v", err)
+	}
+	// CheckSnapshot answers what Restore would, changing nothing; a
+	// snapshot of another format version says so.
+	if err := dst.CheckSnapshot(img.Offset(), snap); err != nil {
+		t.Fatalf("check of a good snapshot: %v", err)
+	}
+	future := append([]byte{snapshotVersion + 1}, snap[1:]...)
+	if err := dst.CheckSnapshot(img.Offset(), future); !errors.Is(err, ErrSnapshotVersion) || !errors.Is(err, ErrCorruptSnapshot) ||
+		!strings.Contains(err.Error(), "this build reads version") {
+		t.Fatalf("check of a version %d snapshot: %v", snapshotVersion+1, err)
+	}
+	if err := dst.CheckSnapshot(1, []byte{snapshotVersion, 0xc1}); !errors.Is(err, ErrCorruptSnapshot) || errors.Is(err, ErrSnapshotVersion) {
+		t.Fatalf("check of a damaged snapshot: %v", err)
+	}
+	if dst.Image().Hash() != img.Hash() {
+		t.Fatal("CheckSnapshot changed the image")
 	}
 	// Entries already covered by the snapshot are ignored.
 	dst.Apply(img.Offset(), mustEntry(t, BrokerFenced{ID: 1, Incarnation: 1}))

@@ -22,7 +22,7 @@ func (m *Image) BrokerInfos() []wire.BrokerInfo {
 			st = StateFenced
 		}
 		out = append(out, wire.BrokerInfo{ID: b.ID, Addr: b.Addr, State: st,
-			ControllerEligible: b.ControllerEligible, Incarnation: b.Incarnation})
+			ControllerEligible: b.ControllerEligible, Incarnation: b.Incarnation, FencedAt: b.CatchUpOffset})
 	}
 	return out
 }

@@ -30,7 +30,13 @@
 // The high watermark rule (hw.go) is: the smallest LEO over the ISR — during a
 // pending ISR change over the larger of the committed and the proposed set —
 // never decreasing, and never advancing while that set is smaller than the
-// minimum ISR.
+// minimum ISR. While it is, parked produce requests are answered
+// NotEnoughReplicasAfterAppend at once (and new ones as they park) instead
+// of at their deadline: unlike Kafka, whose HW advances over the shrunken
+// ISR and which sends that error with the record committed, here the record
+// is not committed yet and may be once the ISR recovers, so the producer
+// must treat the outcome as unknown (package client does: it retries, and a
+// duplicate finds the first copy).
 //
 // Divergence (KIP-101/KIP-279/KIP-320): a follower reports the epoch of its
 // last batch with every fetch; the leader looks that epoch up in its own

@@ -10,7 +10,8 @@ import (
 // (the batch's last offset + 1) or deadline passes (checked by Tick). It
 // completes at once if the HW is already there, or with NotLeader on a
 // non-leader or when the leadership epoch belongs to has ended since (the
-// batch may have been truncated away and its offsets reused).
+// batch may have been truncated away and its offsets reused), or with
+// NotEnoughReplicasAfterAppend while the HW cannot advance (underMinISR).
 func (r *Replica) ParkProduce(id uint64, epoch int32, required int64, deadline time.Time) Decisions {
 	d := r.decisions()
 	switch {
@@ -18,6 +19,8 @@ func (r *Replica) ParkProduce(id uint64, epoch int32, required int64, deadline t
 		d.Complete = []Completion{{id, NotLeader}}
 	case r.hw >= required:
 		d.Complete = []Completion{{id, OK}}
+	case r.underMinISR():
+		d.Complete = []Completion{{id, NotEnoughReplicasAfterAppend}}
 	default:
 		i, _ := slices.BinarySearchFunc(r.parked, required, func(p parkedProduce, req int64) int {
 			if p.required <= req { // equal keys keep arrival order
@@ -80,6 +83,28 @@ func (r *Replica) expireParked(now time.Time) []Completion {
 		return false
 	})
 	return out
+}
+
+// underMinISR reports whether the set the HW is computed over (the
+// effective ISR) is smaller than the minimum ISR: the HW cannot advance, so
+// no parked request can complete OK until the ISR changes.
+func (r *Replica) underMinISR() bool {
+	return r.role == RoleLeader && len(r.effectiveISR()) < r.minISR
+}
+
+// answerUnderMinISR completes every parked request with
+// NotEnoughReplicasAfterAppend while underMinISR (Kafka's answer when the
+// ISR shrinks below min.insync.replicas after the append): the producer
+// learns at once that the partition cannot commit, instead of after its
+// request timeout, and treats the outcome as unknown (the batch is in the
+// log; an idempotent retry finds it once the ISR recovers). Call it after
+// the ISR, the pending change or the minimum ISR changed, and after
+// completing what the HW passed.
+func (r *Replica) answerUnderMinISR() []Completion {
+	if len(r.parked) == 0 || !r.underMinISR() {
+		return nil
+	}
+	return r.failParked(NotEnoughReplicasAfterAppend)
 }
 
 func (r *Replica) failParked(c Code) []Completion {

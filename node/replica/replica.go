@@ -211,7 +211,9 @@ func (r *Replica) Apply(st State, leo int64, now time.Time) (Transition, Decisio
 			r.minISR = int(st.MinISR)
 			r.replicas = slices.Clone(st.Replicas)
 			if st.PartitionEpoch == r.partitionEpoch {
-				return Unchanged, r.decisions()
+				d := r.decisions()
+				d.Complete = r.answerUnderMinISR() // a raised minimum ISR
+				return Unchanged, d
 			}
 			return Updated, r.ISRCommitted(st.ISR, st.PartitionEpoch, now)
 		}
@@ -276,6 +278,7 @@ func (r *Replica) BecomeLeader(st State, leo int64, now time.Time) Decisions {
 		r.followers[id] = p
 	}
 	d.merge(r.maybeAdvanceHW())
+	d.Complete = append(d.Complete, r.answerUnderMinISR()...)
 	d.WakeFetchers = true
 	d.HW = r.hw
 	return d
@@ -321,6 +324,7 @@ func (r *Replica) ISRCommitted(isr []int32, partitionEpoch int32, now time.Time)
 	r.partitionEpoch = partitionEpoch
 	r.pending = nil
 	d := r.maybeAdvanceHW()
+	d.Complete = append(d.Complete, r.answerUnderMinISR()...)
 	d.HW = r.hw
 	return d
 }
@@ -336,6 +340,7 @@ func (r *Replica) ProposalFailed() Decisions {
 		return r.decisions()
 	}
 	d := r.maybeAdvanceHW()
+	d.Complete = append(d.Complete, r.answerUnderMinISR()...)
 	d.HW = r.hw
 	return d
 }

@@ -14,10 +14,17 @@ const (
 	OffsetOutOfRange        // a fetch offset outside [logStart, leo]
 	NotReplica              // a follower fetch from a broker not in the replica set
 	StaleIncarnation        // a follower fetch from a process older than one that fetched already
+	// NotEnoughReplicasAfterAppend: a parked produce whose batch was
+	// appended, and then the ISR the HW counts fell below the minimum ISR,
+	// so the HW cannot reach it until the ISR recovers. Its outcome is
+	// unknown: the batch stays in the log and is committed if the ISR
+	// recovers in time.
+	NotEnoughReplicasAfterAppend
 )
 
 var codeNames = [...]string{"OK", "NotLeader", "FencedLeaderEpoch", "UnknownLeaderEpoch",
-	"NotEnoughReplicas", "Timeout", "OffsetOutOfRange", "NotReplica", "StaleIncarnation"}
+	"NotEnoughReplicas", "Timeout", "OffsetOutOfRange", "NotReplica", "StaleIncarnation",
+	"NotEnoughReplicasAfterAppend"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
