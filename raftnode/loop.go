@@ -100,6 +100,7 @@ func (n *Node) process(it *iteration) error {
 		}
 		local = nil
 	}
+	n.sendLostLogNotes()
 	n.handOffIfUnlisted()
 	n.publishStatus()
 	n.pending.flush()
@@ -111,8 +112,13 @@ func (n *Node) step(in inbound, it *iteration) {
 		it.dones = append(it.dones, in.done)
 	}
 	for _, m := range in.msgs {
+		n.clampHeartbeat(m)
+		lost := n.followerLostLog(m)
 		if err := n.rn.Step(m); err != nil {
 			n.lg.Debug("raftnode: step", "type", m.GetType(), "from", m.GetFrom(), "err", err)
+		}
+		if lost {
+			n.replaceLeaderForLostLog(m.GetFrom())
 		}
 	}
 }

@@ -67,6 +67,11 @@ type Node struct {
 	confState *pb.ConfState
 	applied   uint64
 	lead      uint64
+	// lostLogNotes are rejections for leaders that believe this node holds
+	// entries it lost (lostlog.go); lostLogWarned the leader last warned
+	// about.
+	lostLogNotes  []*pb.Message
+	lostLogWarned uint64
 
 	closeOnce sync.Once
 	closeErr  error
