@@ -49,6 +49,11 @@ type Config struct {
 	// decided as leader; a proposal made by a node that has lost leadership
 	// (a controller paused past its term) must be dropped, not committed.
 	ForwardProposals bool
+	// RejoinGuard makes a voter that starts with empty storage (a first
+	// start, or a controller whose data directory was wiped) withhold its
+	// vote and not campaign until it has caught up to the target given to
+	// CatchUpTo. Not yet enforced.
+	RejoinGuard bool
 
 	// ManualTick turns the internal ticker off: time advances only through
 	// Node.Tick (tests drive elections deterministically this way).
