@@ -101,6 +101,9 @@ func (n *Node) process(it *iteration) error {
 		local = nil
 	}
 	n.sendLostLogNotes()
+	if err := n.maybeLiftGuard(); err != nil {
+		return err
+	}
 	n.handOffIfUnlisted()
 	n.publishStatus()
 	n.pending.flush()
@@ -112,6 +115,9 @@ func (n *Node) step(in inbound, it *iteration) {
 		it.dones = append(it.dones, in.done)
 	}
 	for _, m := range in.msgs {
+		if n.guardIgnores(m) {
+			continue
+		}
 		n.clampHeartbeat(m)
 		lost := n.followerLostLog(m)
 		if err := n.rn.Step(m); err != nil {
@@ -177,7 +183,9 @@ func (n *Node) handleReady(local []*proposal) error {
 
 	// 2. Send.
 	for _, m := range rd.Messages {
-		n.send(m)
+		if !n.guardDrops(m) {
+			n.send(m)
+		}
 	}
 
 	// 3. Apply.

@@ -72,6 +72,7 @@ type Node struct {
 	// about.
 	lostLogNotes  []*pb.Message
 	lostLogWarned uint64
+	guard         voteGuard // see Config.RejoinGuard
 
 	closeOnce sync.Once
 	closeErr  error
@@ -192,7 +193,11 @@ func newNode(cfg Config, st *diskStorage) (*Node, error) {
 	}
 	n.rn = rn
 	fresh := st.lastIndex() == 0 && st.snapshotIndex() == 0 && raft.IsEmptyHardState(st.hs)
-	if _, voter := cfg.Voters[cfg.ID]; fresh && voter {
+	_, voter := cfg.Voters[cfg.ID]
+	if err := n.startGuard(fresh, voter); err != nil {
+		return nil, err
+	}
+	if fresh && voter {
 		// Every voter bootstraps the same entries 1..len(Voters): one
 		// ConfChangeAddNode per voter in id order, term 1, with its address.
 		var ps []raft.Peer

@@ -16,7 +16,8 @@ type Status struct {
 	IsLeader bool
 	// LastIndex is the last index of the log on disk.
 	LastIndex uint64
-	// VoteGuarded: see Config.RejoinGuard.
+	// VoteGuarded: the node withholds its vote until it has caught up (see
+	// Config.RejoinGuard).
 	VoteGuarded bool
 	Voters      []uint64
 	Learners    []uint64
@@ -47,15 +48,16 @@ func (n *Node) statusChanged() <-chan struct{} {
 func (n *Node) publishStatus() {
 	bs := n.rn.BasicStatus()
 	s := Status{
-		ID:        n.id,
-		Leader:    bs.Lead,
-		Term:      bs.GetTerm(),
-		Applied:   n.applied,
-		Commit:    bs.GetCommit(),
-		IsLeader:  bs.RaftState == raft.StateLeader,
-		LastIndex: n.st.lastIndex(),
-		Voters:    slices.Clone(n.confState.GetVoters()),
-		Learners:  slices.Clone(n.confState.GetLearners()),
+		ID:          n.id,
+		Leader:      bs.Lead,
+		Term:        bs.GetTerm(),
+		Applied:     n.applied,
+		Commit:      bs.GetCommit(),
+		IsLeader:    bs.RaftState == raft.StateLeader,
+		LastIndex:   n.st.lastIndex(),
+		VoteGuarded: n.guard.on,
+		Voters:      slices.Clone(n.confState.GetVoters()),
+		Learners:    slices.Clone(n.confState.GetLearners()),
 	}
 	slices.Sort(s.Voters)
 	slices.Sort(s.Learners)
