@@ -36,7 +36,11 @@ import (
 //
 // The cost: a controller that starts empty cannot vote until that many
 // unguarded controllers answer, and a new cluster forms only once every
-// controller is up. See the README's operator section for the cases it does
+// controller is up (Config.FirstStartWithMajority relaxes the latter, at a
+// price). A majority of empty answers would not do: a controller that lost
+// its log while the controllers holding the metadata are down, asking one
+// that never received any (down since the cluster was created), gets the
+// same answers as on a first start. See the README's operator section for the cases it does
 // not cover.
 
 // rejoinPollInterval is how often a vote-guarded controller asks the other
@@ -88,7 +92,11 @@ func describeControllers(ctx context.Context, n *Node, timeout time.Duration) []
 // set, or when ctx ends.
 func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 	var g rejoinAnswers
-	g.init(len(n.cfg.Controllers))
+	others := len(n.cfg.Controllers)
+	if n.cfg.ControllerEligible() {
+		others-- // a guarded node is a voter, listed or not
+	}
+	g.init(others+1, n.cfg.FirstStartWithMajority)
 	reported := ""
 	t := time.NewTicker(rejoinPollInterval)
 	defer t.Stop()

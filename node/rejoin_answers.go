@@ -13,16 +13,25 @@ import (
 type rejoinAnswers struct {
 	others int // controllers other than this one
 	need   int // unguarded answers needed: rejoinAnswersNeeded
-	latest map[int32]wire.DescribeQuorumResponse
+	// firstStart is how many answers, none past term 1, make a first
+	// start: every other controller, or with Config.FirstStartWithMajority
+	// a majority less this node.
+	firstStart int
+	latest     map[int32]wire.DescribeQuorumResponse
 	// Invariant: index and term are the highest LastIndex and Term of every
 	// unguarded answer so far; unguarded holds the ids that gave one.
 	unguarded   map[int32]bool
 	index, term uint64
 }
 
-func (g *rejoinAnswers) init(controllers int) {
+// init prepares for a group of controllers voters, this node included.
+func (g *rejoinAnswers) init(controllers int, firstStartWithMajority bool) {
 	g.others = controllers - 1
 	g.need = rejoinAnswersNeeded(controllers)
+	g.firstStart = g.others
+	if firstStartWithMajority {
+		g.firstStart = controllers / 2 // majority - 1
+	}
 	g.latest = map[int32]wire.DescribeQuorumResponse{}
 	g.unguarded = map[int32]bool{}
 }
@@ -47,12 +56,15 @@ func (g *rejoinAnswers) add(id int32, resp wire.DescribeQuorumResponse) {
 //     leader was ever elected — unless a majority of the controllers lost
 //     their logs, which nothing could survive. This is how a new cluster,
 //     whose controllers all start empty and guarded, forms; it needs every
-//     controller up.
+//     controller up. With Config.FirstStartWithMajority, answers from a
+//     majority less this node suffice: a controller that lost its log then
+//     cannot tell a first start from the case where the controllers holding
+//     the metadata are down and those up never received any.
 func (g *rejoinAnswers) target() (index, term uint64, how string, ok bool) {
 	if len(g.unguarded) >= g.need {
 		return g.index, g.term, "caught-up peers", true
 	}
-	if len(g.latest) < g.others {
+	if len(g.latest) < max(g.firstStart, 1) {
 		return 0, 0, "", false
 	}
 	for _, r := range g.latest {
