@@ -21,8 +21,8 @@ import (
 // as the target to catch up to; the guard lifts when this node's commit
 // index and term reach it.
 //
-// Enough means rejoinAnswersNeeded(n) of the n controllers other than this
-// one, not themselves guarded: so many that they intersect every majority
+// Enough means rejoinAnswersNeeded(n) of the other n-1 controllers (n in
+// all), not themselves guarded: so many that they intersect every majority
 // that could have committed an entry (or elected a leader with this node's
 // lost vote) before its log was lost. Every such entry is then in the log of
 // one of them, at an index no greater than its last index; a leader elected
@@ -32,7 +32,9 @@ import (
 // A cluster's first start is the other way to a target: its controllers all
 // start empty and guarded, so none would count another's answer; when every
 // other controller has answered and none has a term above 1, no leader was
-// ever elected and the bootstrap entries are the target (rejoin_answers.go).
+// ever elected (unless a majority of the controllers lost their logs, which
+// nothing survives) and the bootstrap entries are the target
+// (rejoin_answers.go).
 //
 // The cost: a controller that starts empty cannot vote until that many
 // unguarded controllers answer, and a new cluster forms only once every
@@ -40,8 +42,8 @@ import (
 // price). A majority of empty answers would not do: a controller that lost
 // its log while the controllers holding the metadata are down, asking one
 // that never received any (down since the cluster was created), gets the
-// same answers as on a first start. See the README's operator section for the cases it does
-// not cover.
+// same answers as on a first start. See the README's operator section for
+// the cases it does not cover.
 
 // rejoinPollInterval is how often a vote-guarded controller asks the other
 // controllers again while too few have answered.
