@@ -36,3 +36,26 @@ func TestWipedFollowerSurvivesLeaderHeartbeat(t *testing.T) {
 		c.checkSame([]string{"a", "b", "c", "d", "e"})
 	})
 }
+
+// The leader hands leadership over for a wiped follower's sake only to a
+// voter it has heard from lately: with the first candidate in id order dead,
+// a transfer to it would be abandoned and requested again forever, holding
+// proposals up each time, and the wiped follower would never catch up.
+func TestWipedFollowerCatchesUpWithAVoterDown(t *testing.T) {
+	c := newTestCluster(t, 5, nil)
+	c.startVoters()
+	lead := c.leader()
+	for _, v := range []string{"a", "b", "c"} {
+		c.propose(lead, v)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	rest := c.others(lead)
+	dead, wiped := rest[0], rest[1]
+	c.kill(dead)
+	c.kill(wiped)
+	c.disks[wiped] = nil
+	c.start(wiped)
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.waitApplied(c.propose(c.leader(), "d"))
+	c.checkSame([]string{"a", "b", "c", "d"})
+}
