@@ -85,8 +85,10 @@ func (n *Node) followerLostLog(m *pb.Message) bool {
 }
 
 // replaceLeaderForLostLog hands leadership to the most up-to-date voter
-// other than this node and lost (the follower that lost its log); raft
-// sends the transfer once that voter has the whole log. Loop only.
+// other than this node and lost (the follower that lost its log) that has
+// been heard from within the last election timeout (a transfer to a dead
+// node would only hold proposals up until raft abandons it); raft sends the
+// transfer once that voter has the whole log. Loop only.
 func (n *Node) replaceLeaderForLostLog(lost uint64) {
 	bs := n.rn.BasicStatus()
 	if bs.RaftState != raft.StateLeader || bs.LeadTransferee != 0 {
@@ -99,15 +101,20 @@ func (n *Node) replaceLeaderForLostLog(lost uint64) {
 			continue
 		}
 		_, listed := n.cfg.Voters[id]
-		if pr, ok := st.Progress[id]; ok && listed && (target == 0 || pr.Match > best) {
+		if pr, ok := st.Progress[id]; ok && listed && pr.RecentActive && (target == 0 || pr.Match > best) {
 			target, best = id, pr.Match
 		}
 	}
 	if target == 0 {
-		n.lg.Warn("raftnode: a follower lost its raft log and cannot catch up from this leader; no other voter to hand leadership to",
+		if n.lostLogStuck == lost {
+			return // warned already (rejections come with every heartbeat)
+		}
+		n.lostLogStuck = lost
+		n.lg.Warn("raftnode: a follower lost its raft log and cannot catch up from this leader; no other live voter to hand leadership to",
 			"peer", lost, "match", st.Progress[lost].Match)
 		return
 	}
+	n.lostLogStuck = 0
 	n.lg.Warn("raftnode: a follower lost its raft log; handing leadership to another voter so that it can catch up",
 		"peer", lost, "match", st.Progress[lost].Match, "to", target)
 	n.rn.TransferLeader(target)

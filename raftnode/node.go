@@ -69,9 +69,11 @@ type Node struct {
 	lead      uint64
 	// lostLogNotes are rejections for leaders that believe this node holds
 	// entries it lost (lostlog.go); lostLogWarned the leader last warned
-	// about.
+	// about; lostLogStuck the follower last warned about as unable to catch
+	// up (no voter to hand leadership to).
 	lostLogNotes  []*pb.Message
 	lostLogWarned uint64
+	lostLogStuck  uint64
 	guard         voteGuard // see Config.RejoinGuard
 
 	closeOnce sync.Once
