@@ -1,6 +1,11 @@
 package raftnode
 
-import "testing"
+import (
+	"sync"
+	"testing"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
 
 // A follower whose disk was wiped restarts with an empty log while the
 // leader still believes it holds everything up to its old match index. The
@@ -58,4 +63,57 @@ func TestWipedFollowerCatchesUpWithAVoterDown(t *testing.T) {
 	c.waitApplied(c.nodes[lead].Status().Applied)
 	c.waitApplied(c.propose(c.leader(), "d"))
 	c.checkSame([]string{"a", "b", "c", "d"})
+}
+
+// Two wiped followers of five, the first still vote-guarded when the second
+// needs a new leader: a guarded voter ignores the transfer (guard.go), so
+// the leader must try another one rather than the same forever.
+func TestWipedFollowerCatchesUpPastAGuardedVoter(t *testing.T) {
+	guard := map[uint64]bool{}
+	var mu sync.Mutex
+	timeoutNow := map[uint64]int{} // MsgTimeoutNow sent, by recipient
+	c := newTestCluster(t, 5, func(cfg *Config) {
+		guardFor(guard)(cfg)
+		queued := cfg.hooks.queued
+		cfg.hooks.queued = func(from uint64, m *pb.Message) {
+			if m.GetType() == pb.MsgTimeoutNow {
+				mu.Lock()
+				timeoutNow[m.GetTo()]++
+				mu.Unlock()
+			}
+			queued(from, m)
+		}
+	})
+	c.startVoters()
+	lead := c.leader()
+	c.waitApplied(c.propose(lead, "a"))
+	wipe := func(id uint64) {
+		c.kill(id)
+		c.disks[id] = nil
+		guard[id] = true
+		c.start(id)
+	}
+	// The first wiped node catches up (its guard stays: no target is set).
+	first := c.others(lead)[0]
+	wipe(first)
+	lead = c.leader()
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	if !c.nodes[first].Status().VoteGuarded {
+		t.Fatalf("node %d: not guarded", first)
+	}
+	// The second: the leader's first choice is the guarded node (lowest id
+	// among equally up-to-date voters), which will not take over.
+	second := c.others(lead, first)[0]
+	mu.Lock()
+	clear(timeoutNow)
+	mu.Unlock()
+	wipe(second)
+	c.waitApplied(c.nodes[c.leader()].Status().Applied)
+	c.waitApplied(c.propose(c.leader(), "b"))
+	c.checkSame([]string{"a", "b"})
+	mu.Lock()
+	defer mu.Unlock()
+	if n := timeoutNow[first]; n > 1 {
+		t.Fatalf("leadership was handed to the guarded node %d %d times (transfers: %v)", first, n, timeoutNow)
+	}
 }
