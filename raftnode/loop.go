@@ -246,6 +246,7 @@ func (n *Node) handleReport(r peerReport) {
 func (n *Node) leaderChanged(lead uint64) {
 	n.lg.Info("raftnode: leader changed", "from", n.lead, "leader", lead, "epoch", n.rn.BasicStatus().GetTerm())
 	n.lead = lead
+	clear(n.lostLogTried) // a new leadership tries every voter afresh
 	n.pending.fail(ErrProposalDropped)
 	n.publishStatus()
 	select {

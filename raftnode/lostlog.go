@@ -95,15 +95,34 @@ func (n *Node) replaceLeaderForLostLog(lost uint64) {
 		return
 	}
 	st := n.rn.Status()
-	var target, best uint64
-	for _, id := range n.confState.GetVoters() {
-		if id == n.id || id == lost {
-			continue
+	pick := func() (target uint64) {
+		var best uint64
+		for _, id := range n.confState.GetVoters() {
+			if id == n.id || id == lost || n.lostLogTried[id] {
+				continue
+			}
+			_, listed := n.cfg.Voters[id]
+			if pr, ok := st.Progress[id]; ok && listed && pr.RecentActive && (target == 0 || pr.Match > best) {
+				target, best = id, pr.Match
+			}
 		}
-		_, listed := n.cfg.Voters[id]
-		if pr, ok := st.Progress[id]; ok && listed && pr.RecentActive && (target == 0 || pr.Match > best) {
-			target, best = id, pr.Match
+		return target
+	}
+	// A voter tried before while this node is still leader did not take
+	// over (it may be vote-guarded itself, see guard.go): try the others,
+	// and the tried ones again only once every other voter has been tried.
+	// An untried voter not heard from lately is waited for (raft resets
+	// RecentActive when it abandons a transfer, so right then the live
+	// voters may not count yet).
+	target := pick()
+	if target == 0 && len(n.lostLogTried) > 0 {
+		for _, id := range n.confState.GetVoters() {
+			if _, listed := n.cfg.Voters[id]; listed && id != n.id && id != lost && !n.lostLogTried[id] {
+				return
+			}
 		}
+		clear(n.lostLogTried)
+		target = pick()
 	}
 	if target == 0 {
 		if n.lostLogStuck == lost {
@@ -115,6 +134,10 @@ func (n *Node) replaceLeaderForLostLog(lost uint64) {
 		return
 	}
 	n.lostLogStuck = 0
+	if n.lostLogTried == nil {
+		n.lostLogTried = map[uint64]bool{}
+	}
+	n.lostLogTried[target] = true
 	n.lg.Warn("raftnode: a follower lost its raft log; handing leadership to another voter so that it can catch up",
 		"peer", lost, "match", st.Progress[lost].Match, "to", target)
 	n.rn.TransferLeader(target)

@@ -74,7 +74,8 @@ type Node struct {
 	lostLogNotes  []*pb.Message
 	lostLogWarned uint64
 	lostLogStuck  uint64
-	guard         voteGuard // see Config.RejoinGuard
+	lostLogTried  map[uint64]bool // transfer targets tried since the last reset
+	guard         voteGuard       // see Config.RejoinGuard
 
 	closeOnce sync.Once
 	closeErr  error
