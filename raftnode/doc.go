@@ -153,9 +153,13 @@
 //
 // A voter whose log was lost also breaks etcd raft's assumption that a
 // follower's match index never goes back (lostlog.go): the leader's heartbeat
-// commit index beyond the follower's log is clamped (raft panics on it), and
-// a leader whose follower rejects below its match index hands leadership to
-// another voter, since etcd raft never probes below match+1.
+// commit index beyond the follower's log is clamped (raft panics on it) and
+// answered with a rejection naming the follower's real log end, and a leader
+// whose follower rejects below its match index hands leadership to another
+// voter, since etcd raft never probes below match+1: the most up-to-date one
+// heard from within the last election timeout, each voter once before any
+// again (a vote-guarded voter ignores the transfer). This applies to
+// learners (brokers) that lost their log too.
 //
 // Not covered: storage lost partially (a log cut short but not empty, a
 // missing hard state next to a log); a majority of voters losing storage;
