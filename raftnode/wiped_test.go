@@ -1,8 +1,11 @@
 package raftnode
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -115,5 +118,36 @@ func TestWipedFollowerCatchesUpPastAGuardedVoter(t *testing.T) {
 	defer mu.Unlock()
 	if n := timeoutNow[first]; n > 1 {
 		t.Fatalf("leadership was handed to the guarded node %d %d times (transfers: %v)", first, n, timeoutNow)
+	}
+}
+
+// A broker-only node (a raft learner) whose disk was replaced restarts with
+// no configuration at all; the leader's heartbeat must not kill it, and it
+// must get the log again.
+func TestWipedLearnerSurvivesAndCatchesUp(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.startVoters()
+	lead := c.leader()
+	c.start(4)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil {
+		t.Fatal(err)
+	}
+	c.propose(lead, "a")
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.kill(4)
+	c.disks[4] = nil
+	c.start(4)
+	c.waitApplied(c.nodes[c.leader()].Status().Applied)
+	select {
+	case <-c.nodes[4].Done():
+		t.Fatalf("learner stopped: %v", c.nodes[4].Err())
+	default:
+	}
+	c.waitApplied(c.propose(c.leader(), "b"))
+	c.checkSame([]string{"a", "b"})
+	if st := c.nodes[4].Status(); !slices.Equal(st.Learners, []uint64{4}) {
+		t.Fatalf("learner status %+v", st)
 	}
 }
