@@ -32,6 +32,15 @@ type Config struct {
 
 	// NoRaftSync skips fsync of the metadata log (tests only).
 	NoRaftSync bool
+	// FirstStartWithMajority lets a controller whose metadata log is empty
+	// treat answers from a majority of the controllers (itself included),
+	// all with nothing past the bootstrap entries, as a cluster's first
+	// start; by default every other controller must answer (node/rejoin.go).
+	// For creating a cluster while a controller is missing. Unsafe on a
+	// controller that lost its log: if the controllers holding the metadata
+	// are down and the ones up never received any, it votes with them and
+	// the metadata is lost. No command-line flag; default off.
+	FirstStartWithMajority bool
 	// LogFS holds the partition logs and the HW checkpoint (tests inject
 	// faults through a segment.MemFS); default the OS file system.
 	LogFS segment.FS

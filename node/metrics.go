@@ -113,6 +113,9 @@ func (n *Node) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "paymentlog_raft_term %d\n", st.Term)
 	fmt.Fprintf(w, "paymentlog_raft_leader %d\n", st.Leader)
 	fmt.Fprintf(w, "paymentlog_active_controller %d\n", b2i(st.IsLeader))
+	// 1 while this controller started with an empty metadata log and has
+	// not caught up: it does not vote (node/rejoin.go).
+	fmt.Fprintf(w, "paymentlog_raft_vote_guarded %d\n", b2i(st.VoteGuarded))
 	fmt.Fprintf(w, "paymentlog_broker_fenced %d\n", b2i(fenced))
 	bs := n.broker.Stats()
 	fmt.Fprintf(w, "paymentlog_partitions{role=\"leader\"} %d\n", bs.Leaders)

@@ -154,6 +154,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		FS:            cfg.MetadataFS,
 		SM:            n.store,
 		Logger:        n.log.With("component", "raft"),
+		// A controller starting with an empty metadata log votes only once
+		// it has caught up with the others (rejoin.go).
+		RejoinGuard: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: metadata log: %w", err)
@@ -201,6 +204,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.goRun(rctx, "metadata-watch", n.watchMetadata)
 	n.goRun(rctx, "metadata-log", n.watchRaft)
 	n.goRun(rctx, "heartbeat", n.heartbeatLoop)
+	if n.raft.Status().VoteGuarded {
+		n.goRun(rctx, "rejoin-guard", n.awaitRejoinTarget)
+	}
 	if cfg.MetricsAddr != "" {
 		if err := n.startMetrics(rctx); err != nil {
 			return nil, err

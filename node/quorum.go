@@ -33,7 +33,8 @@ func (n *Node) handleDescribeQuorum(ctx context.Context, _ quic.Peer, f quic.Fra
 		return 0, nil, err
 	}
 	st := n.raft.Status()
-	resp := wire.DescribeQuorumResponse{Controllers: formatControllers(n.cfg.Controllers), Term: st.Term, Commit: st.Commit}
+	resp := wire.DescribeQuorumResponse{Controllers: formatControllers(n.cfg.Controllers), Term: st.Term, Commit: st.Commit,
+		LastIndex: st.LastIndex, Guarded: st.VoteGuarded}
 	for _, v := range st.Voters {
 		resp.Voters = append(resp.Voters, int32(v))
 	}

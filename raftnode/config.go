@@ -49,6 +49,16 @@ type Config struct {
 	// decided as leader; a proposal made by a node that has lost leadership
 	// (a controller paused past its term) must be dropped, not committed.
 	ForwardProposals bool
+	// RejoinGuard protects committed entries from a voter that lost its raft
+	// storage (disk replaced, data directory wiped) and restarts with an
+	// empty log: without it, such a node votes at once, and a node lacking
+	// committed entries can be elected with its vote. With it, a voter that
+	// starts with empty storage (a first start looks the same) is
+	// vote-guarded: it follows the leader but grants no vote and does not
+	// campaign until it has reached the target given to CatchUpTo, which the
+	// caller learns from the other voters (see guard.go and the package doc).
+	// The guard is recorded on disk and survives restarts until lifted.
+	RejoinGuard bool
 
 	// ManualTick turns the internal ticker off: time advances only through
 	// Node.Tick (tests drive elections deterministically this way).

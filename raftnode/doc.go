@@ -73,6 +73,8 @@
 //	  raft-hardstate                raft HardState (term, vote, commit)
 //	  snapshot-<index>-<term>.snap  state machine snapshots, the newest two;
 //	                                index and term are 20-digit decimals
+//	  rejoin-guard                  present while the rejoin guard is on
+//	                                (empty; see Lost storage below)
 //
 // Entry log: each raft entry is one record batch holding one record. The
 // batch's base offset is the entry's index, its leader-epoch field the entry's
@@ -123,4 +125,47 @@
 // writes term 1, and it commits them), and capped at the last index; a term older than the last entry's is raised to it. The state
 // machine is restored from the snapshot before Start returns; the loop then
 // re-applies the committed entries after it.
+//
+// # Lost storage: the rejoin guard
+//
+// Raft's safety rests on every voter keeping what it acknowledged: its log
+// entries and its vote. A voter whose directory is wiped (disk replaced,
+// operator rm -rf) and that restarts with the same Voters bootstraps an
+// empty log, indistinguishable from a first start, and would vote at once:
+// with voters A, B, C, entries committed on A and B, B wiped and A down, B's
+// vote elects C, which lacks them, and C's entries overwrite them (KIP-853's
+// problem; TestWipedVoterDoesNotLoseCommittedEntry). B may also vote a second
+// time in a term it had voted in.
+//
+// Config.RejoinGuard (set by package node for controllers) makes a voter
+// that starts with empty storage vote-guarded: the marker file rejoin-guard
+// is written before its bootstrap entries; while it is on, the node's
+// outgoing MsgVote, MsgPreVote, MsgVoteResp and MsgPreVoteResp are dropped
+// and incoming MsgTimeoutNow is ignored (message loss is always safe in
+// raft), so it cannot elect anyone, itself included. It still appends,
+// acknowledges and applies what the leader sends: what it acknowledges now it
+// has. The guard lifts, and the marker is removed, once the caller has given
+// a target with CatchUpTo and the node's commit index and term have reached
+// it. The caller (node/rejoin.go) computes the target from the other voters'
+// last log index and term, asked from enough of them that every majority
+// that could have committed an entry or elected a leader with the lost vote
+// has a member among them; the commit index is learned from a leader elected
+// without this node's vote, whose log holds every committed entry. The
+// marker keeps a node guarded across restarts until lifted (its removal is
+// not synced: a crash can only make the node catch up once more).
+//
+// A voter whose log was lost also breaks etcd raft's assumption that a
+// follower's match index never goes back (lostlog.go): the leader's heartbeat
+// commit index beyond the follower's log is clamped (raft panics on it) and
+// answered with a rejection naming the follower's real log end, and a leader
+// whose follower rejects below its match index hands leadership to another
+// voter, since etcd raft never probes below match+1: the most up-to-date one
+// heard from within the last election timeout, each voter once before any
+// again (a vote-guarded voter ignores the transfer). This applies to
+// learners (brokers) that lost their log too.
+//
+// Not covered: storage lost partially (a log cut short but not empty, a
+// missing hard state next to a log); a majority of voters losing storage;
+// the marker's own directory being restored from an old backup (a restored
+// log is not empty and is trusted as it is).
 package raftnode

@@ -100,6 +100,10 @@ func (n *Node) process(it *iteration) error {
 		}
 		local = nil
 	}
+	n.sendLostLogNotes()
+	if err := n.maybeLiftGuard(); err != nil {
+		return err
+	}
 	n.handOffIfUnlisted()
 	n.publishStatus()
 	n.pending.flush()
@@ -111,11 +115,19 @@ func (n *Node) step(in inbound, it *iteration) {
 		it.dones = append(it.dones, in.done)
 	}
 	for _, m := range in.msgs {
+		if n.guardIgnores(m) {
+			continue
+		}
 		if m.GetType() == pb.MsgSnap && !n.stepSnapshot(m) {
 			continue
 		}
+		n.clampHeartbeat(m)
+		lost := n.followerLostLog(m)
 		if err := n.rn.Step(m); err != nil {
 			n.lg.Debug("raftnode: step", "type", m.GetType(), "from", m.GetFrom(), "err", err)
+		}
+		if lost {
+			n.replaceLeaderForLostLog(m.GetFrom())
 		}
 	}
 }
@@ -180,7 +192,9 @@ func (n *Node) handleReady(local []*proposal) error {
 
 	// 2. Send.
 	for _, m := range rd.Messages {
-		n.send(m)
+		if !n.guardDrops(m) {
+			n.send(m)
+		}
 	}
 
 	// 3. Apply.
@@ -241,6 +255,7 @@ func (n *Node) handleReport(r peerReport) {
 func (n *Node) leaderChanged(lead uint64) {
 	n.lg.Info("raftnode: leader changed", "from", n.lead, "leader", lead, "epoch", n.rn.BasicStatus().GetTerm())
 	n.lead = lead
+	clear(n.lostLogTried) // a new leadership tries every voter afresh
 	n.pending.fail(ErrProposalDropped)
 	n.publishStatus()
 	select {

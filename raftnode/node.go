@@ -73,6 +73,15 @@ type Node struct {
 		index uint64
 		err   error
 	}
+	// lostLogNotes are rejections for leaders that believe this node holds
+	// entries it lost (lostlog.go); lostLogWarned the leader last warned
+	// about; lostLogStuck the follower last warned about as unable to catch
+	// up (no voter to hand leadership to).
+	lostLogNotes  []*pb.Message
+	lostLogWarned uint64
+	lostLogStuck  uint64
+	lostLogTried  map[uint64]bool // transfer targets tried since the last reset
+	guard         voteGuard       // see Config.RejoinGuard
 
 	closeOnce sync.Once
 	closeErr  error
@@ -193,7 +202,11 @@ func newNode(cfg Config, st *diskStorage) (*Node, error) {
 	}
 	n.rn = rn
 	fresh := st.lastIndex() == 0 && st.snapshotIndex() == 0 && raft.IsEmptyHardState(st.hs)
-	if _, voter := cfg.Voters[cfg.ID]; fresh && voter {
+	_, voter := cfg.Voters[cfg.ID]
+	if err := n.startGuard(fresh, voter); err != nil {
+		return nil, err
+	}
+	if fresh && voter {
 		// Every voter bootstraps the same entries 1..len(Voters): one
 		// ConfChangeAddNode per voter in id order, term 1, with its address.
 		var ps []raft.Peer

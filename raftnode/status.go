@@ -14,8 +14,13 @@ type Status struct {
 	Applied  uint64
 	Commit   uint64
 	IsLeader bool
-	Voters   []uint64
-	Learners []uint64
+	// LastIndex is the last index of the log on disk.
+	LastIndex uint64
+	// VoteGuarded: the node withholds its vote until it has caught up (see
+	// Config.RejoinGuard).
+	VoteGuarded bool
+	Voters      []uint64
+	Learners    []uint64
 	// RefusedSnapshot says why the last snapshot from the leader was
 	// refused (see SnapshotChecker); "" when none was since the last one
 	// installed.
@@ -47,14 +52,16 @@ func (n *Node) statusChanged() <-chan struct{} {
 func (n *Node) publishStatus() {
 	bs := n.rn.BasicStatus()
 	s := Status{
-		ID:       n.id,
-		Leader:   bs.Lead,
-		Term:     bs.GetTerm(),
-		Applied:  n.applied,
-		Commit:   bs.GetCommit(),
-		IsLeader: bs.RaftState == raft.StateLeader,
-		Voters:   slices.Clone(n.confState.GetVoters()),
-		Learners: slices.Clone(n.confState.GetLearners()),
+		ID:          n.id,
+		Leader:      bs.Lead,
+		Term:        bs.GetTerm(),
+		Applied:     n.applied,
+		Commit:      bs.GetCommit(),
+		IsLeader:    bs.RaftState == raft.StateLeader,
+		LastIndex:   n.st.lastIndex(),
+		VoteGuarded: n.guard.on,
+		Voters:      slices.Clone(n.confState.GetVoters()),
+		Learners:    slices.Clone(n.confState.GetLearners()),
 	}
 	if n.refused.err != nil {
 		s.RefusedSnapshot = n.refused.err.Error()
@@ -73,6 +80,7 @@ func (n *Node) publishStatus() {
 
 func statusEqual(a, b Status) bool {
 	return a.ID == b.ID && a.Leader == b.Leader && a.Term == b.Term && a.Applied == b.Applied &&
-		a.Commit == b.Commit && a.IsLeader == b.IsLeader && slices.Equal(a.Voters, b.Voters) &&
+		a.Commit == b.Commit && a.IsLeader == b.IsLeader && a.LastIndex == b.LastIndex &&
+		a.VoteGuarded == b.VoteGuarded && slices.Equal(a.Voters, b.Voters) &&
 		slices.Equal(a.Learners, b.Learners) && a.RefusedSnapshot == b.RefusedSnapshot
 }

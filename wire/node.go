@@ -170,7 +170,8 @@ type DescribeReplicaResponse struct {
 // DescribeQuorumRequest asks a node for its view of the controller quorum:
 // a fresh controller-eligible node asks the other listed controllers before
 // bootstrapping, to refuse joining a cluster whose voters do not include it
-// (controller membership changes are not supported). Read-only, like
+// (controller membership changes are not supported), and, once started
+// vote-guarded, until enough of them have told it how far their logs go. Read-only, like
 // DescribeReplica: what it reveals, DescribeCluster tells a client too.
 type DescribeQuorumRequest struct{}
 type DescribeQuorumResponse struct {
@@ -182,4 +183,13 @@ type DescribeQuorumResponse struct {
 	Controllers string `msgpack:"ctrls"`
 	Term        uint64 `msgpack:"term"`
 	Commit      uint64 `msgpack:"commit"`
+	// LastIndex is the last index of the node's metadata log on disk; a
+	// controller that starts with an empty log must catch up to the highest
+	// its peers report before it votes (node/rejoin.go). Commit is not
+	// enough: it is persisted lazily and may lag.
+	LastIndex uint64 `msgpack:"last"`
+	// Guarded: the node itself started with an empty log and has not caught
+	// up yet, so its log may lack committed entries; its answer does not
+	// count towards another node's catch-up target.
+	Guarded bool `msgpack:"guarded"`
 }
