@@ -510,7 +510,7 @@ func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 		p.lg.Error("follower truncation failed", "offset", off, "err", err)
 		return
 	}
-	if ps, err := rebuildProducers(p.log); err == nil {
+	if ps, err := rebuildProducers(p.log, &f.b.counters.producerReplayBatches); err == nil {
 		p.producers = ps
 	} else {
 		p.lg.Error("rebuilding producer state", "err", err)

@@ -225,3 +225,48 @@ func TestIdempotentRetryMissingOnNewLeaderIsAppendedOnce(t *testing.T) {
 	}
 	wantSameProducerState(t, c)
 }
+
+// TestFollowerTruncationDoesNotReplayTheLog: a follower that truncates a
+// divergent tail rolls its producer state back without reading its log
+// again. It used to replay every batch header from the log start under the
+// partition's append lock, on the fetcher goroutine shared by every
+// partition it follows from that leader: on a log of gigabytes that stalled
+// their replication for seconds (about 1.4 s per GiB of small batches with
+// the pages cached), long enough for their leaders to drop this follower
+// from their ISRs right after a failover. The rolled-back state must still
+// be the one a replay would give: the retry of a truncated batch is
+// appended once and then answered as a duplicate, on either replica.
+func TestFollowerTruncationDoesNotReplayTheLog(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, maxWait: 50 * time.Millisecond, lagTime: time.Minute})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	const committed = 200
+	for i := range committed {
+		wantOffset(t, "committed batch", mustProduce(t, c, wire.AcksAll, buildBatch(int64(1+i%7), int32(i/7), []string{"c"})), int64(i))
+	}
+	waitInSync(t, c, testKey)
+	dir2 := c.node(2).dir
+	c.stopNode(2)
+	lost := buildBatch(3, committed/7+1, []string{"lost"})
+	wantOffset(t, "uncommitted batch (acks=1)", produceBatchTo(t, c, 1, 1, wire.AcksLeader, lost), committed)
+	before := c.node(1).b.counters.producerReplayBatches.Load()
+	c.startNode(2, dir2)
+	c.mu.Lock()
+	st := c.parts[testKey]
+	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
+	c.mu.Unlock()
+	c.push(testKey)
+	waitFor(t, "node 1 truncated", 10*time.Second, func() bool {
+		_, _, leo, ok := c.node(1).b.PartitionInfo("payments", 0)
+		return ok && leo == committed
+	})
+	if n := c.node(1).b.counters.producerReplayBatches.Load() - before; n >= committed/2 {
+		t.Errorf("the truncation replayed %d batch headers of a %d-batch log", n, committed)
+	}
+	wantOffset(t, "retry of the truncated batch on node 2", mustProduce(t, c, wire.AcksAll, lost), committed)
+	waitFor(t, "node 1 back in the ISR", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 2 })
+	wantSameProducerState(t, c)
+	c.electNode(testKey, 1)
+	wantOffset(t, "second retry on node 1", mustProduce(t, c, wire.AcksAll, lost), committed)
+	wantOffset(t, "next batch on node 1", mustProduce(t, c, wire.AcksAll, buildBatch(3, committed/7+2, []string{"next"})), committed+1)
+	wantSameProducerState(t, c)
+}

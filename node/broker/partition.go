@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/node/replica"
@@ -99,7 +100,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	p.mu.topicID = topicID
 	p.mu.reqs = make(map[uint64]chan replica.Code)
 	p.mu.waiters = make(map[*waiter]struct{})
-	if p.producers, err = rebuildProducers(lg); err != nil {
+	if p.producers, err = rebuildProducers(lg, &b.counters.producerReplayBatches); err != nil {
 		lg.Close()
 		return nil, err
 	}
@@ -107,8 +108,8 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 }
 
 // rebuildProducers replays every batch header of the log into a fresh
-// producer state.
-func rebuildProducers(lg *segment.Log) (*producerState, error) {
+// producer state, counting the batches in replayed.
+func rebuildProducers(lg *segment.Log, replayed *atomic.Uint64) (*producerState, error) {
 	s := newProducerState()
 	off, end := lg.LogStartOffset(), lg.LogEndOffset()
 	for off < end {
@@ -121,6 +122,7 @@ func rebuildProducers(lg *segment.Log) (*producerState, error) {
 			break
 		}
 		err = walkHeaders(v.Data, func(h segment.Header) {
+			replayed.Add(1)
 			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
 		})
 		next := v.Next
