@@ -100,7 +100,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	p.mu.topicID = topicID
 	p.mu.reqs = make(map[uint64]chan replica.Code)
 	p.mu.waiters = make(map[*waiter]struct{})
-	if p.producers, err = rebuildProducers(lg, &b.counters.producerReplayBatches); err != nil {
+	if p.producers, err = rebuildProducers(lg, hw, &b.counters.producerReplayBatches); err != nil {
 		lg.Close()
 		return nil, err
 	}
@@ -108,8 +108,9 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 }
 
 // rebuildProducers replays every batch header of the log into a fresh
-// producer state, counting the batches in replayed.
-func rebuildProducers(lg *segment.Log, replayed *atomic.Uint64) (*producerState, error) {
+// producer state, counting the batches in replayed; the batches below hw are
+// its stable part (producerState.advance).
+func rebuildProducers(lg *segment.Log, hw int64, replayed *atomic.Uint64) (*producerState, error) {
 	s := newProducerState()
 	off, end := lg.LogStartOffset(), lg.LogEndOffset()
 	for off < end {
@@ -135,7 +136,15 @@ func rebuildProducers(lg *segment.Log, replayed *atomic.Uint64) (*producerState,
 		}
 		off = next
 	}
+	s.advance(hw)
 	return s, nil
+}
+
+// hw returns the replica's high watermark.
+func (p *partition) hw() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.r.HW()
 }
 
 // walkHeaders calls fn with the header of each whole batch in buf (no CRC check).

@@ -149,6 +149,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	p.mu.Lock()
 	r := p.mu.r
 	epoch = r.LeaderEpoch()
+	hw := r.HW()
 	c := r.CheckProduce(reqEpoch, acks == wire.AcksAll)
 	if p.mu.stopped {
 		c = replica.NotLeader
@@ -176,6 +177,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 		return -1, -1, epoch, appendErrCode(err)
 	}
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset)
+	p.producers.advance(hw)
 	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
 	switch {
