@@ -2,8 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -86,12 +88,12 @@ func TestProducerStateTruncateMatchesReplay(t *testing.T) {
 	}
 }
 
+// render prints a producer map in producer id order.
 func render(m map[int64]*producerEntry) string {
+	pids := slices.Sorted(maps.Keys(m))
 	out := ""
-	for pid := range int64(5) {
-		if e := m[pid]; e != nil {
-			out += fmt.Sprintf("%d/%d%v ", pid, e.epoch, e.batches)
-		}
+	for _, pid := range pids {
+		out += fmt.Sprintf("%d/%d%v ", pid, m[pid].epoch, m[pid].batches)
 	}
 	return out
 }
