@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -19,7 +20,8 @@ func replayed(log []pendingBatch) map[int64]*producerEntry {
 }
 
 // TestProducerStateTruncateMatchesReplay: random appends (idempotent or
-// not, several producers, epoch bumps), HW advances and truncations to a
+// not, several producers, epoch bumps, one producer's sequence wrapping at
+// MaxInt32), HW advances and truncations to a
 // batch boundary. After every step the state equals a replay of the log
 // that remains; a truncation that truncate refuses (below stableEnd) is
 // done by replaying, as the fetcher does.
@@ -29,7 +31,7 @@ func TestProducerStateTruncateMatchesReplay(t *testing.T) {
 		s := newProducerState()
 		var log []pendingBatch // every batch, pid -1 for a non-idempotent one
 		var leo, hw int64
-		seqs := map[int64]int32{}
+		seqs := map[int64]int32{4: math.MaxInt32 - 5} // producer 4 wraps (trusted as in a replay)
 		epochs := map[int64]int16{}
 		for step := range 200 {
 			switch op := rng.IntN(10); {
@@ -65,6 +67,7 @@ func TestProducerStateTruncateMatchesReplay(t *testing.T) {
 				for pid := range seqs { // the producers carry on from what the log holds
 					seqs[pid], epochs[pid] = 0, 0
 				}
+				seqs[4] = math.MaxInt32 - 5
 				for _, b := range log {
 					if b.pid >= 0 {
 						seqs[b.pid], epochs[b.pid] = nextSeq(b.firstSeq, b.delta+1), b.epoch
