@@ -59,6 +59,12 @@ const (
 	DefaultReplicaHWDelay = 10 * time.Millisecond
 	// DefaultReplicaFetchMaxBytes bounds one follower fetch response.
 	DefaultReplicaFetchMaxBytes = 8 << 20
+	// DefaultProducerSnapshotBatches is how many batches become stable (fall
+	// below the HW) between two producer snapshots of a partition: a node
+	// restarting after a crash replays about that many batch headers per
+	// partition to rebuild its producer state, and a snapshot costs an
+	// encoding of the partition's producers and one small file write.
+	DefaultProducerSnapshotBatches = 100_000
 	// DefaultProduceTimeout applies when a request carries no timeout.
 	DefaultProduceTimeout = 30 * time.Second
 	// CheckpointFile is the HW checkpoint in the data directory.
@@ -84,6 +90,8 @@ type Config struct {
 	ReplicaFetchMaxWait  time.Duration // DefaultReplicaFetchMaxWait
 	ReplicaFetchMaxBytes int32         // DefaultReplicaFetchMaxBytes
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
+	// ProducerSnapshotBatches paces the producer snapshots (ProducerSnapshotFile).
+	ProducerSnapshotBatches int // DefaultProducerSnapshotBatches
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
@@ -102,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplicaHWDelay == 0 {
 		c.ReplicaHWDelay = DefaultReplicaHWDelay
+	}
+	if c.ProducerSnapshotBatches <= 0 {
+		c.ProducerSnapshotBatches = DefaultProducerSnapshotBatches
 	}
 	if c.Now == nil {
 		c.Now = time.Now

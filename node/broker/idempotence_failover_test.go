@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -303,5 +305,46 @@ func TestCleanRestartDoesNotReplayTheLog(t *testing.T) {
 		wantOffset(t, "retry after the restart", mustProduce(t, c, wire.AcksAll, batches[i]), int64(i))
 	}
 	wantOffset(t, "next batch", mustProduce(t, c, wire.AcksAll, buildBatch(1, committed/7+1, []string{"n"})), committed)
+	wantSameProducerState(t, c)
+}
+
+// TestCrashRestartReplaysOnlyRecentBatches: a node killed without closing
+// its logs restarts from the producer snapshot it wrote while running (one
+// per ProducerSnapshotBatches batches that became stable) and replays only
+// the batches after it; before, a crash left no snapshot and the restart
+// replayed every batch header of every log. The state it starts with is the
+// other replica's, and a retry of the last batch is still a duplicate.
+func TestCrashRestartReplaysOnlyRecentBatches(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, maxWait: 50 * time.Millisecond, lagTime: time.Minute,
+		snapshotBatches: 50})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	const committed = 200
+	var last []byte
+	for i := range committed {
+		last = buildBatch(int64(1+i%7), int32(i/7), []string{"c"})
+		wantOffset(t, "batch", mustProduce(t, c, wire.AcksAll, last), int64(i))
+	}
+	waitInSync(t, c, testKey)
+	n2 := c.node(2)
+	path := filepath.Join(n2.b.partition("payments", 0).dir, ProducerSnapshotFile)
+	waitFor(t, "a producer snapshot of most of the log on node 2", 15*time.Second, func() bool {
+		data, err := segment.ReadCheckpoint(n2.fs, path)
+		if err != nil {
+			return false
+		}
+		s, err := decodeProducerSnapshot(data)
+		return err == nil && s.stableEnd >= committed-50
+	})
+	dir2 := n2.dir
+	fs2 := c.crashNode(2)
+	n2 = c.startNodeFS(2, dir2, fs2)
+	c.push(testKey)
+	if n := n2.b.counters.producerReplayBatches.Load(); n >= committed/2 {
+		t.Errorf("the restart after a crash replayed %d batch headers of a %d-batch log", n, committed)
+	}
+	waitInSync(t, c, testKey)
+	wantSameProducerState(t, c)
+	c.electNode(testKey, 2)
+	wantOffset(t, "retry of the last batch after the crash", mustProduce(t, c, wire.AcksAll, last), committed-1)
 	wantSameProducerState(t, c)
 }
