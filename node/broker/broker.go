@@ -8,15 +8,16 @@
 // Concurrency: each partition has an appendMu that serialises changes to the
 // log's contents (appends, follower copies and truncations, role transitions;
 // I/O happens under it) and a mu that guards the replica state machine and
-// waiters (no I/O under it). Lock order: appendMu, then mu, then Broker.mu.
+// waiters (no I/O under it). Lock order: snapMu (producer snapshots), appendMu, mu,
+// Broker.mu.
 //
 // Idempotent producers: each partition remembers the last 5 batches of every
 // producer id in its log (producerState), updated by leader appends and
 // follower copies alike, so every replica holding the same log answers a
 // retry the same way. A follower's truncation rolls it back from memory
-// (the batches above the HW are kept apart); a clean close writes the part
-// below the HW to ProducerSnapshotFile, from which the next open starts
-// instead of replaying every batch header of the log.
+// (the batches above the HW are kept apart); the part below the HW is
+// written to ProducerSnapshotFile now and then and at a clean close, and the
+// next open starts from it instead of replaying every batch header of the log.
 package broker
 
 import (

@@ -26,6 +26,13 @@ type partition struct {
 	log *segment.Log // immutable after open
 	lg  *slog.Logger
 
+	// snapMu serialises producer snapshot writes (the periodic ones and
+	// the one at close); take it before appendMu.
+	snapMu sync.Mutex
+	// snapAt is producers.stableBatches when the last snapshot was taken.
+	// Guarded by snapMu and appendMu.
+	snapAt uint64
+
 	// appendMu serialises every change to the log's contents and to
 	// producers: leader appends, follower copies and truncations, role
 	// transitions. I/O happens under it; take it before mu.
@@ -377,6 +384,8 @@ func (p *partition) unregister(w *waiter) {
 // close stops the replica (failing parked requests), wakes waiters and
 // closes the log; with deleteData it removes the directory.
 func (p *partition) close(deleteData bool) error {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()

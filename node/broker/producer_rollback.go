@@ -16,6 +16,7 @@ func (s *producerState) advance(hw int64) {
 		s.stableEnd = s.pending[n].lastOffset() + 1
 		n++
 	}
+	s.stableBatches += uint64(n)
 	s.pending = s.pending[n:]
 	if cap(s.pending) > 64 && len(s.pending) < cap(s.pending)/4 {
 		// Reslicing alone would keep the moved batches' array alive and

@@ -13,8 +13,10 @@ import (
 // ProducerSnapshotFile is the producer-state snapshot in a partition
 // directory: the stable part of producerState (every batch below its stable
 // end, which is at or below the HW), written when the partition is closed
-// cleanly. Opening the partition loads it and replays only the batches from
-// the stable end on, instead of every batch header from the log start.
+// cleanly and, while it runs, whenever Config.ProducerSnapshotBatches more
+// batches have become stable (maybeSnapshot). Opening the partition loads it
+// and replays only the batches from the stable end on, instead of every
+// batch header from the log start.
 //
 // Format (version 1, big-endian), replaced atomically (segment.WriteCheckpoint):
 //
@@ -209,4 +211,28 @@ func loadProducerSnapshot(fs segment.FS, dir string, lg *segment.Log) (*producer
 		s.producers[pid] = &producerEntry{epoch: e.epoch, batches: append(make([]seqBatch, 0, producerBatches), e.batches...)}
 	}
 	return s, true, nil
+}
+
+// maybeSnapshot writes the producer snapshot when at least every batches
+// have become stable since the last one, so that a restart after a crash
+// replays about that many batches at most (plus those above the HW). The
+// snapshot is encoded under appendMu (memory only) and written after.
+func (p *partition) maybeSnapshot(every uint64) {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	p.appendMu.Lock()
+	var data []byte
+	if s := p.producers; s.stableBatches >= p.snapAt+every {
+		if snap, ok := snapshotOf(s, p.log); ok {
+			data = encodeProducerSnapshot(snap)
+			p.snapAt = s.stableBatches
+		}
+	}
+	p.appendMu.Unlock()
+	if data == nil {
+		return
+	}
+	if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), data); err != nil {
+		p.lg.Warn("writing the producer snapshot", "err", err)
+	}
 }

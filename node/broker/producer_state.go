@@ -38,6 +38,8 @@ type producerState struct {
 	stable    map[int64]*producerEntry
 	stableEnd int64
 	pending   []pendingBatch
+	// stableBatches counts the batches moved to stable (to pace snapshots).
+	stableBatches uint64
 }
 
 // pendingBatch is one appended batch of an idempotent producer not yet in
