@@ -169,6 +169,10 @@ type Broker struct {
 		// beforeFetcherAdd runs in attachFetcher between finding (or
 		// starting) the leader's fetcher and adding the partition to it.
 		beforeFetcherAdd atomic.Pointer[func(leader int32, key tp)]
+		// producerReplay runs before a follower truncation replays its log
+		// into a new producer state; an error it returns fails the replay
+		// (as a read error of the log would).
+		producerReplay atomic.Pointer[func() error]
 	}
 
 	mu struct {

@@ -497,6 +497,16 @@ func (f *fetcher) finishPartition(fp fetchedPart) {
 	}
 }
 
+// replayProducers rebuilds p's producer state from its log, whose end is leo.
+func (f *fetcher) replayProducers(p *partition, leo int64) (*producerState, error) {
+	if h := f.b.hooks.producerReplay.Load(); h != nil {
+		if err := (*h)(); err != nil {
+			return nil, err
+		}
+	}
+	return rebuildProducers(p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches)
+}
+
 // truncate cuts the follower's log (appendMu held) and rolls its producer
 // state back to match.
 func (f *fetcher) truncate(p *partition, off int64, fully bool) {
@@ -515,7 +525,7 @@ func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 	// when the cut is above the HW (the usual divergent tail), else (or
 	// when the log is now empty) by replaying the log.
 	if leo := p.log.LogEndOffset(); fully || leo == p.log.LogStartOffset() || !p.producers.truncate(leo) {
-		if ps, err := rebuildProducers(p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches); err == nil {
+		if ps, err := f.replayProducers(p, leo); err == nil {
 			p.producers = ps
 		} else {
 			p.lg.Error("rebuilding producer state", "err", err)

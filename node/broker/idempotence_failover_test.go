@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -347,4 +348,55 @@ func TestCrashRestartReplaysOnlyRecentBatches(t *testing.T) {
 	c.electNode(testKey, 2)
 	wantOffset(t, "retry of the last batch after the crash", mustProduce(t, c, wire.AcksAll, last), committed-1)
 	wantSameProducerState(t, c)
+}
+
+// TestFailedProducerReplayRefusesIdempotentWrites: node 1 wrote batch P of
+// producer 5 at offset 0 (acks=1) alone; node 2, empty, leads, and node 1
+// truncates its whole log, but replaying it into a new producer state fails
+// (an unreadable log). Another producer's record then takes offset 0 on both.
+// When node 1 leads again, the retry of P must not be answered from the
+// state kept from before the truncation, as a duplicate at offset 0, which
+// holds the other record (an acknowledged payment that is not in the log):
+// idempotent writes are refused, retriably, until the partition is reopened.
+func TestFailedProducerReplayRefusesIdempotentWrites(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, maxWait: 50 * time.Millisecond, lagTime: time.Minute})
+	c.stopNode(2)
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	c.mu.Lock()
+	c.parts[testKey].ISR = []int32{1}
+	c.parts[testKey].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(testKey)
+	pay := buildBatch(5, 0, []string{"payment"})
+	wantOffset(t, "payment (acks=1) on node 1 alone", mustProduce(t, c, wire.AcksLeader, pay), 0)
+	failReplay := func() error { return errors.New("injected: log unreadable") }
+	c.node(1).b.hooks.producerReplay.Store(&failReplay)
+	c.startNode(2, t.TempDir())
+	c.mu.Lock()
+	st := c.parts[testKey]
+	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
+	c.mu.Unlock()
+	c.push(testKey)
+	waitFor(t, "node 1 truncated", 10*time.Second, func() bool {
+		_, _, leo, ok := c.node(1).b.PartitionInfo("payments", 0)
+		return ok && leo == 0
+	})
+	wantOffset(t, "other producer on node 2", mustProduce(t, c, wire.AcksAll, buildBatch(6, 0, []string{"other"})), 0)
+	waitFor(t, "node 1 back in the ISR", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 2 })
+	waitInSync(t, c, testKey)
+	c.electNode(testKey, 1)
+	r := mustProduce(t, c, wire.AcksAll, pay)
+	if r.Err == wire.None {
+		got := readAll(t, c.node(1).b.partition("payments", 0).log, r.BaseOffset+1)
+		t.Fatalf("retry of the payment acknowledged at offset %d, which holds %q", r.BaseOffset, got[r.BaseOffset])
+	}
+	if !r.Err.Retriable() {
+		t.Fatalf("retry of the payment: %v, want a retriable refusal", r.Err)
+	}
+	// Others are refused too (their state is as unknown), non-idempotent
+	// writes are not.
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(6, 1, []string{"other-2"})); r.Err == wire.None {
+		t.Fatalf("producer 6 accepted at %d with an unknown producer state", r.BaseOffset)
+	}
+	wantOffset(t, "non-idempotent record", mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"plain"})), 1)
 }
