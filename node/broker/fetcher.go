@@ -528,7 +528,10 @@ func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 		if ps, err := f.replayProducers(p, leo); err == nil {
 			p.producers = ps
 		} else {
-			p.lg.Error("rebuilding producer state", "err", err)
+			// Keeping the old state would answer retries of truncated
+			// batches as duplicates at offsets that now hold other records.
+			p.lg.Error("rebuilding producer state failed: refusing idempotent writes", "err", err)
+			p.producers = unknownProducerState(err)
 		}
 	}
 	p.mu.Lock()

@@ -169,6 +169,8 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 			return -1, -1, epoch, wire.OutOfOrderSequence
 		case seqInvalidEpoch:
 			return -1, -1, epoch, wire.InvalidProducerEpoch
+		case seqUnknown:
+			return -1, -1, epoch, wire.KafkaStorageError
 		}
 	}
 	info, err := p.log.Append(ctx, batch, epoch)

@@ -29,9 +29,10 @@ func (s *producerState) advance(hw int64) {
 // boundary), without reading the log: the producers of the removed pending
 // batches get their stable state with their remaining pending batches
 // applied again. It reports false, changing nothing, when leo is below
-// stableEnd: then only a replay of the log can rebuild the state.
+// stableEnd, or the state is unknown: then only a replay of the log can
+// rebuild the state.
 func (s *producerState) truncate(leo int64) bool {
-	if leo < s.stableEnd {
+	if leo < s.stableEnd || s.unknown != nil {
 		return false
 	}
 	i := len(s.pending)

@@ -40,6 +40,12 @@ type producerState struct {
 	pending   []pendingBatch
 	// stableBatches counts the batches moved to stable (to pace snapshots).
 	stableBatches uint64
+	// unknown, when set, says the state could not be rebuilt after a
+	// truncation (the log could not be read): what it held before may name
+	// batches that are gone, and what it would hold is not known. Every
+	// idempotent batch is then refused, retriably (seqUnknown), until a
+	// later truncation or a reopen replays the log.
+	unknown error
 }
 
 // pendingBatch is one appended batch of an idempotent producer not yet in
@@ -53,6 +59,14 @@ type pendingBatch struct {
 
 func (b pendingBatch) lastOffset() int64 { return b.baseOffset + int64(b.delta) }
 
+// unknownProducerState is the state of a partition whose producer state
+// could not be rebuilt (producerState.unknown).
+func unknownProducerState(err error) *producerState {
+	s := newProducerState()
+	s.unknown = err
+	return s
+}
+
 func newProducerState() *producerState {
 	return &producerState{producers: make(map[int64]*producerEntry), stable: make(map[int64]*producerEntry)}
 }
@@ -65,6 +79,7 @@ const (
 	seqDuplicate                      // a retry of a remembered batch: answer with its offsets
 	seqOutOfOrder                     // a gap or an unknown old batch
 	seqInvalidEpoch                   // an older producer epoch (a fenced zombie producer)
+	seqUnknown                        // the state is unknown (producerState.unknown)
 )
 
 // nextSeq is seq+1 wrapping at MaxInt32 like Kafka.
@@ -79,6 +94,9 @@ func nextSeq(seq int32, n int32) int32 {
 // [firstSeq, firstSeq+lastOffsetDelta]. For a duplicate it returns the
 // original batch.
 func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta int32) (seqVerdict, seqBatch) {
+	if s.unknown != nil {
+		return seqUnknown, seqBatch{}
+	}
 	e := s.producers[pid]
 	switch {
 	case e == nil || epoch > e.epoch:
@@ -112,7 +130,7 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta 
 // replaying the log or copying a leader's batches, where it is trusted).
 // Batches must come in log order.
 func (s *producerState) update(pid int64, epoch int16, firstSeq, lastOffsetDelta int32, baseOffset int64) {
-	if pid < 0 || firstSeq < 0 {
+	if pid < 0 || firstSeq < 0 || s.unknown != nil {
 		return
 	}
 	b := pendingBatch{pid: pid, epoch: epoch, firstSeq: firstSeq, delta: lastOffsetDelta, baseOffset: baseOffset}
