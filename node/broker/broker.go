@@ -8,7 +8,16 @@
 // Concurrency: each partition has an appendMu that serialises changes to the
 // log's contents (appends, follower copies and truncations, role transitions;
 // I/O happens under it) and a mu that guards the replica state machine and
-// waiters (no I/O under it). Lock order: appendMu, then mu, then Broker.mu.
+// waiters (no I/O under it). Lock order: snapMu (producer snapshots), appendMu, mu,
+// Broker.mu.
+//
+// Idempotent producers: each partition remembers the last 5 batches of every
+// producer id in its log (producerState), updated by leader appends and
+// follower copies alike, so every replica holding the same log answers a
+// retry the same way. A follower's truncation rolls it back from memory
+// (the batches above the HW are kept apart); the part below the HW is
+// written to ProducerSnapshotFile now and then and at a clean close, and the
+// next open starts from it instead of replaying every batch header of the log.
 package broker
 
 import (
@@ -51,6 +60,12 @@ const (
 	DefaultReplicaHWDelay = 10 * time.Millisecond
 	// DefaultReplicaFetchMaxBytes bounds one follower fetch response.
 	DefaultReplicaFetchMaxBytes = 8 << 20
+	// DefaultProducerSnapshotBatches is how many batches become stable (fall
+	// below the HW) between two producer snapshots of a partition: a node
+	// restarting after a crash replays about that many batch headers per
+	// partition to rebuild its producer state, and a snapshot costs an
+	// encoding of the partition's producers and one small file write.
+	DefaultProducerSnapshotBatches = 100_000
 	// DefaultProduceTimeout applies when a request carries no timeout.
 	DefaultProduceTimeout = 30 * time.Second
 	// CheckpointFile is the HW checkpoint in the data directory.
@@ -76,6 +91,8 @@ type Config struct {
 	ReplicaFetchMaxWait  time.Duration // DefaultReplicaFetchMaxWait
 	ReplicaFetchMaxBytes int32         // DefaultReplicaFetchMaxBytes
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
+	// ProducerSnapshotBatches paces the producer snapshots (ProducerSnapshotFile).
+	ProducerSnapshotBatches int // DefaultProducerSnapshotBatches
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
@@ -94,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplicaHWDelay == 0 {
 		c.ReplicaHWDelay = DefaultReplicaHWDelay
+	}
+	if c.ProducerSnapshotBatches <= 0 {
+		c.ProducerSnapshotBatches = DefaultProducerSnapshotBatches
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -149,6 +169,10 @@ type Broker struct {
 		// beforeFetcherAdd runs in attachFetcher between finding (or
 		// starting) the leader's fetcher and adding the partition to it.
 		beforeFetcherAdd atomic.Pointer[func(leader int32, key tp)]
+		// producerReplay runs before a follower truncation replays its log
+		// into a new producer state; an error it returns fails the replay
+		// (as a read error of the log would).
+		producerReplay atomic.Pointer[func() error]
 	}
 
 	mu struct {

@@ -144,6 +144,9 @@ func (b *Broker) checkpointLoop() {
 					b.log.Error("writing HW checkpoint", "err", err)
 				}
 			}
+			for _, p := range b.partitions() {
+				p.maybeSnapshot(uint64(b.cfg.ProducerSnapshotBatches))
+			}
 		}
 	}
 }

@@ -44,6 +44,8 @@ type clusterOptions struct {
 	sync     segment.SyncPolicy
 	segBytes int64
 	memFS    bool // every node on its own segment.MemFS (crashes keep only synced bytes)
+	// snapshotBatches is Config.ProducerSnapshotBatches (0: the default).
+	snapshotBatches int
 	// idleTimeout, when set, is every node endpoint's quic IdleTimeout (its
 	// keep-alive period a fifth of it).
 	idleTimeout time.Duration
@@ -133,10 +135,11 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 	}
 	n.b, err = New(c.ctx, Config{
 		NodeID: id, Incarnation: time.Now().UnixNano(), DataDir: dir, Endpoint: ep,
-		Log:                 lopts,
-		ReplicaLagTime:      c.opts.lagTime,
-		ReplicaFetchMaxWait: c.opts.maxWait,
-		ReplicaHWDelay:      c.opts.hwDelay,
+		Log:                     lopts,
+		ReplicaLagTime:          c.opts.lagTime,
+		ReplicaFetchMaxWait:     c.opts.maxWait,
+		ReplicaHWDelay:          c.opts.hwDelay,
+		ProducerSnapshotBatches: c.opts.snapshotBatches,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

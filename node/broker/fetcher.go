@@ -420,6 +420,7 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
 		}
 	})
+	p.producers.advance(p.hw())
 	if err != nil {
 		// Fetching the same bytes again at once would fail the same way: a
 		// full disk frees up on an operator's time, not the next round trip's.
@@ -496,8 +497,18 @@ func (f *fetcher) finishPartition(fp fetchedPart) {
 	}
 }
 
-// truncate cuts the follower's log (appendMu held) and rebuilds its
-// producer state.
+// replayProducers rebuilds p's producer state from its log, whose end is leo.
+func (f *fetcher) replayProducers(p *partition, leo int64) (*producerState, error) {
+	if h := f.b.hooks.producerReplay.Load(); h != nil {
+		if err := (*h)(); err != nil {
+			return nil, err
+		}
+	}
+	return rebuildProducers(p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches)
+}
+
+// truncate cuts the follower's log (appendMu held) and rolls its producer
+// state back to match.
 func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 	ctx := f.ctx
 	var err error
@@ -510,10 +521,18 @@ func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 		p.lg.Error("follower truncation failed", "offset", off, "err", err)
 		return
 	}
-	if ps, err := rebuildProducers(p.log); err == nil {
-		p.producers = ps
-	} else {
-		p.lg.Error("rebuilding producer state", "err", err)
+	// Roll the producer state back with the log: from what it remembers
+	// when the cut is above the HW (the usual divergent tail), else (or
+	// when the log is now empty) by replaying the log.
+	if leo := p.log.LogEndOffset(); fully || leo == p.log.LogStartOffset() || !p.producers.truncate(leo) {
+		if ps, err := f.replayProducers(p, leo); err == nil {
+			p.producers = ps
+		} else {
+			// Keeping the old state would answer retries of truncated
+			// batches as duplicates at offsets that now hold other records.
+			p.lg.Error("rebuilding producer state failed: refusing idempotent writes", "err", err)
+			p.producers = unknownProducerState(err)
+		}
 	}
 	p.mu.Lock()
 	p.mu.r.Truncated(p.log.LogStartOffset(), p.log.LogEndOffset())

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/node/replica"
@@ -24,6 +25,13 @@ type partition struct {
 	dir string
 	log *segment.Log // immutable after open
 	lg  *slog.Logger
+
+	// snapMu serialises producer snapshot writes (the periodic ones and
+	// the one at close); take it before appendMu.
+	snapMu sync.Mutex
+	// snapAt is producers.stableBatches when the last snapshot was taken.
+	// Guarded by snapMu and appendMu.
+	snapAt uint64
 
 	// appendMu serialises every change to the log's contents and to
 	// producers: leader appends, follower copies and truncations, role
@@ -99,41 +107,92 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	p.mu.topicID = topicID
 	p.mu.reqs = make(map[uint64]chan replica.Code)
 	p.mu.waiters = make(map[*waiter]struct{})
-	if p.producers, err = rebuildProducers(lg); err != nil {
+	if p.producers, err = openProducers(fs, dir, lg, hw, &b.counters.producerReplayBatches, p.lg); err != nil {
 		lg.Close()
 		return nil, err
 	}
 	return p, nil
 }
 
+// openProducers rebuilds a partition's producer state: from the snapshot a
+// clean close left (ProducerSnapshotFile) and the batches after it when the
+// log still holds the batch it ends with, else from every batch of the log.
+func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, replayed *atomic.Uint64, plog *slog.Logger) (*producerState, error) {
+	s, ok, err := loadProducerSnapshot(fs, dir, lg)
+	switch {
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		plog.Warn("ignoring the producer snapshot; replaying the log", "err", err)
+	case err == nil && !ok:
+		plog.Info("the producer snapshot does not match the log; replaying the log")
+	}
+	from := lg.LogStartOffset()
+	if ok {
+		from = s.stableEnd
+	} else {
+		s = newProducerState()
+	}
+	if err := replayProducers(s, lg, from, replayed); err != nil {
+		return nil, err
+	}
+	s.advance(hw)
+	return s, nil
+}
+
 // rebuildProducers replays every batch header of the log into a fresh
-// producer state.
-func rebuildProducers(lg *segment.Log) (*producerState, error) {
+// producer state, counting the batches in replayed; the batches below hw are
+// its stable part (producerState.advance).
+func rebuildProducers(lg *segment.Log, hw int64, replayed *atomic.Uint64) (*producerState, error) {
 	s := newProducerState()
-	off, end := lg.LogStartOffset(), lg.LogEndOffset()
+	if err := replayProducers(s, lg, lg.LogStartOffset(), replayed); err != nil {
+		return nil, err
+	}
+	s.advance(hw)
+	return s, nil
+}
+
+// replayProducers applies the batch headers of lg from offset off (a batch
+// boundary) to its end to s, counting them in replayed.
+func replayProducers(s *producerState, lg *segment.Log, off int64, replayed *atomic.Uint64) error {
+	end := lg.LogEndOffset()
 	for off < end {
 		v, err := lg.Read(off, 4<<20, -1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(v.Data) == 0 {
 			v.Release()
 			break
 		}
 		err = walkHeaders(v.Data, func(h segment.Header) {
+			replayed.Add(1)
 			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
 		})
 		next := v.Next
 		v.Release()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if next <= off {
 			break
 		}
 		off = next
 	}
-	return s, nil
+	return nil
+}
+
+// fs is the file system the partition's files are on.
+func (p *partition) fs() segment.FS {
+	if fs := p.b.cfg.Log.FS; fs != nil {
+		return fs
+	}
+	return segment.OSFS{}
+}
+
+// hw returns the replica's high watermark.
+func (p *partition) hw() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.r.HW()
 }
 
 // walkHeaders calls fn with the header of each whole batch in buf (no CRC check).
@@ -333,6 +392,8 @@ func (p *partition) unregister(w *waiter) {
 // close stops the replica (failing parked requests), wakes waiters and
 // closes the log; with deleteData it removes the directory.
 func (p *partition) close(deleteData bool) error {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -344,6 +405,12 @@ func (p *partition) close(deleteData bool) error {
 		}
 	}
 	p.mu.Unlock()
+	if !deleteData && p.log.Failed() == nil {
+		// The next open starts from it instead of replaying the log.
+		if err := writeProducerSnapshot(p.fs(), p.dir, p.producers, p.log); err != nil && !errors.Is(err, segment.ErrClosed) {
+			p.lg.Warn("writing the producer snapshot", "err", err)
+		}
+	}
 	err := p.log.Close()
 	if err == segment.ErrClosed {
 		err = nil
@@ -351,11 +418,7 @@ func (p *partition) close(deleteData bool) error {
 	if deleteData {
 		// Through the log's file system (a test's MemFS too), then the
 		// directory itself.
-		fs := p.b.cfg.Log.FS
-		if fs == nil {
-			fs = segment.OSFS{}
-		}
-		rerr := removePartitionFiles(fs, p.dir)
+		rerr := removePartitionFiles(p.fs(), p.dir)
 		if rerr == nil {
 			rerr = os.RemoveAll(p.dir)
 		}

@@ -149,6 +149,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	p.mu.Lock()
 	r := p.mu.r
 	epoch = r.LeaderEpoch()
+	hw := r.HW()
 	c := r.CheckProduce(reqEpoch, acks == wire.AcksAll)
 	if p.mu.stopped {
 		c = replica.NotLeader
@@ -168,6 +169,8 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 			return -1, -1, epoch, wire.OutOfOrderSequence
 		case seqInvalidEpoch:
 			return -1, -1, epoch, wire.InvalidProducerEpoch
+		case seqUnknown:
+			return -1, -1, epoch, wire.KafkaStorageError
 		}
 	}
 	info, err := p.log.Append(ctx, batch, epoch)
@@ -176,6 +179,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 		return -1, -1, epoch, appendErrCode(err)
 	}
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset)
+	p.producers.advance(hw)
 	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
 	switch {

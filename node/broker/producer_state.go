@@ -21,15 +21,54 @@ type producerEntry struct {
 }
 
 // producerState is the idempotent-producer state of one partition. It is
-// rebuilt from batch headers when the log is opened or truncated and updated
-// on every append (leader or follower), so it survives leader changes and
-// restarts. Not safe for concurrent use: guarded by the partition's appendMu.
+// rebuilt from batch headers when the log is opened and updated on every
+// append (leader or follower), so it survives leader changes and restarts.
+// A truncation rolls it back without reading the log (truncate) as long as
+// the cut is not below stableEnd. Not safe for concurrent use: guarded by
+// the partition's appendMu.
 type producerState struct {
+	// producers is the state of the whole log.
 	producers map[int64]*producerEntry
+	// stable is the state of the log below stableEnd (a batch boundary),
+	// and pending the batches from stableEnd to the log end, in log order:
+	// producers is stable with pending applied. Batches move from pending
+	// to stable once below the HW (advance), where a truncation does not
+	// cut (a new leader has every committed record).
+	// Invariant: every entry of pending has baseOffset >= stableEnd.
+	stable    map[int64]*producerEntry
+	stableEnd int64
+	pending   []pendingBatch
+	// stableBatches counts the batches moved to stable (to pace snapshots).
+	stableBatches uint64
+	// unknown, when set, says the state could not be rebuilt after a
+	// truncation (the log could not be read): what it held before may name
+	// batches that are gone, and what it would hold is not known. Every
+	// idempotent batch is then refused, retriably (seqUnknown), until a
+	// later truncation or a reopen replays the log.
+	unknown error
+}
+
+// pendingBatch is one appended batch of an idempotent producer not yet in
+// producerState.stable.
+type pendingBatch struct {
+	pid             int64
+	epoch           int16
+	firstSeq, delta int32
+	baseOffset      int64
+}
+
+func (b pendingBatch) lastOffset() int64 { return b.baseOffset + int64(b.delta) }
+
+// unknownProducerState is the state of a partition whose producer state
+// could not be rebuilt (producerState.unknown).
+func unknownProducerState(err error) *producerState {
+	s := newProducerState()
+	s.unknown = err
+	return s
 }
 
 func newProducerState() *producerState {
-	return &producerState{producers: make(map[int64]*producerEntry)}
+	return &producerState{producers: make(map[int64]*producerEntry), stable: make(map[int64]*producerEntry)}
 }
 
 // seqVerdict is the outcome of checking a batch's sequence.
@@ -40,6 +79,7 @@ const (
 	seqDuplicate                      // a retry of a remembered batch: answer with its offsets
 	seqOutOfOrder                     // a gap or an unknown old batch
 	seqInvalidEpoch                   // an older producer epoch (a fenced zombie producer)
+	seqUnknown                        // the state is unknown (producerState.unknown)
 )
 
 // nextSeq is seq+1 wrapping at MaxInt32 like Kafka.
@@ -54,6 +94,9 @@ func nextSeq(seq int32, n int32) int32 {
 // [firstSeq, firstSeq+lastOffsetDelta]. For a duplicate it returns the
 // original batch.
 func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta int32) (seqVerdict, seqBatch) {
+	if s.unknown != nil {
+		return seqUnknown, seqBatch{}
+	}
 	e := s.producers[pid]
 	switch {
 	case e == nil || epoch > e.epoch:
@@ -85,22 +128,35 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta 
 
 // update records an appended batch (after check said seqOK, or while
 // replaying the log or copying a leader's batches, where it is trusted).
+// Batches must come in log order.
 func (s *producerState) update(pid int64, epoch int16, firstSeq, lastOffsetDelta int32, baseOffset int64) {
-	if pid < 0 || firstSeq < 0 {
+	if pid < 0 || firstSeq < 0 || s.unknown != nil {
 		return
 	}
-	e := s.producers[pid]
-	if e == nil {
-		e = &producerEntry{epoch: epoch}
-		s.producers[pid] = e
+	b := pendingBatch{pid: pid, epoch: epoch, firstSeq: firstSeq, delta: lastOffsetDelta, baseOffset: baseOffset}
+	applyBatch(s.producers, b)
+	s.pending = append(s.pending, b)
+	if len(s.pending) >= 2*maxPendingBatches {
+		// The HW is stuck: give up rolling back that far without the log
+		// (half of them at once, so that this is rare).
+		s.advance(s.pending[maxPendingBatches].baseOffset)
 	}
-	if epoch > e.epoch {
-		e.epoch, e.batches = epoch, e.batches[:0]
+}
+
+// applyBatch records b in m.
+func applyBatch(m map[int64]*producerEntry, b pendingBatch) {
+	e := m[b.pid]
+	if e == nil {
+		e = &producerEntry{epoch: b.epoch}
+		m[b.pid] = e
+	}
+	if b.epoch > e.epoch {
+		e.epoch, e.batches = b.epoch, e.batches[:0]
 	}
 	if len(e.batches) == producerBatches {
 		copy(e.batches, e.batches[1:])
 		e.batches = e.batches[:producerBatches-1]
 	}
-	e.batches = append(e.batches, seqBatch{firstSeq: firstSeq, lastSeq: nextSeq(firstSeq, lastOffsetDelta),
-		baseOffset: baseOffset, lastOffset: baseOffset + int64(lastOffsetDelta)})
+	e.batches = append(e.batches, seqBatch{firstSeq: b.firstSeq, lastSeq: nextSeq(b.firstSeq, b.delta),
+		baseOffset: b.baseOffset, lastOffset: b.lastOffset()})
 }

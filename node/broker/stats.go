@@ -31,6 +31,9 @@ type counters struct {
 	produceRequests       atomic.Uint64
 	produceBytes          atomic.Uint64
 	replicaFetchResponses atomic.Uint64
+	// producerReplayBatches counts the batch headers read from the logs to
+	// rebuild producer state (for tests: a truncation should read few).
+	producerReplayBatches atomic.Uint64
 }
 
 // Stats returns the current snapshot.

@@ -1,0 +1,238 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+
+	"paymentlog/segment"
+)
+
+// ProducerSnapshotFile is the producer-state snapshot in a partition
+// directory: the stable part of producerState (every batch below its stable
+// end, which is at or below the HW), written when the partition is closed
+// cleanly and, while it runs, whenever Config.ProducerSnapshotBatches more
+// batches have become stable (maybeSnapshot). Opening the partition loads it
+// and replays only the batches from the stable end on, instead of every
+// batch header from the log start.
+//
+// Format (version 1, big-endian), replaced atomically (segment.WriteCheckpoint):
+//
+//	offset  size  field
+//	0       4     magic "PLPS"
+//	4       1     version (1)
+//	5       8     stable end: the state covers the batches below this offset
+//	13      8     anchor base offset  \  the batch that ends at stable end - 1
+//	21      8     anchor last offset   | (its fields outside and inside the
+//	29      4     anchor leader epoch  | CRC): the snapshot applies to a log
+//	33      4     anchor batch CRC    /  holding that very batch there
+//	37      4     producer count N
+//	41            N producers, each: producer id (8), producer epoch (2),
+//	              batch count n (1, 1-5), then n batches oldest first:
+//	              first sequence (4), last sequence (4), base offset (8),
+//	              last offset (8)
+//	end-4   4     CRC-32C (Castagnoli) of every byte before it
+//
+// A snapshot is only a shortcut: one that is missing, unreadable, corrupt,
+// of another version, or whose anchor batch is not in the log (the log was
+// truncated below it and rewritten, or lost its tail in a crash) is ignored
+// and the whole log is replayed. A log that holds the anchor batch (same
+// offsets, leader epoch and CRC) holds the same batches below it, as leader
+// epochs make logs that agree on a batch agree on everything before it.
+const ProducerSnapshotFile = "producer-state.snapshot"
+
+const (
+	snapshotMagic      = "PLPS"
+	snapshotVersion    = 1
+	snapshotHeaderSize = 41
+	snapshotBatchSize  = 24
+)
+
+var errBadSnapshot = errors.New("broker: bad producer snapshot")
+
+// snapshotAnchor identifies the batch that ends at a snapshot's stable end.
+type snapshotAnchor struct {
+	baseOffset, lastOffset int64
+	leaderEpoch            int32
+	crc                    uint32
+}
+
+// producerSnapshot is a decoded snapshot.
+type producerSnapshot struct {
+	stableEnd int64
+	anchor    snapshotAnchor
+	producers map[int64]*producerEntry
+}
+
+func encodeProducerSnapshot(s producerSnapshot) []byte {
+	be := binary.BigEndian
+	b := make([]byte, 0, snapshotHeaderSize+len(s.producers)*(11+producerBatches*snapshotBatchSize)+4)
+	b = append(b, snapshotMagic...)
+	b = append(b, snapshotVersion)
+	b = be.AppendUint64(b, uint64(s.stableEnd))
+	b = be.AppendUint64(b, uint64(s.anchor.baseOffset))
+	b = be.AppendUint64(b, uint64(s.anchor.lastOffset))
+	b = be.AppendUint32(b, uint32(s.anchor.leaderEpoch))
+	b = be.AppendUint32(b, s.anchor.crc)
+	b = be.AppendUint32(b, uint32(len(s.producers)))
+	for pid, e := range s.producers {
+		b = be.AppendUint64(b, uint64(pid))
+		b = be.AppendUint16(b, uint16(e.epoch))
+		b = append(b, byte(len(e.batches)))
+		for _, x := range e.batches {
+			b = be.AppendUint32(b, uint32(x.firstSeq))
+			b = be.AppendUint32(b, uint32(x.lastSeq))
+			b = be.AppendUint64(b, uint64(x.baseOffset))
+			b = be.AppendUint64(b, uint64(x.lastOffset))
+		}
+	}
+	return be.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// decodeProducerSnapshot parses a snapshot, checking every length against
+// the bytes there are before allocating for it.
+func decodeProducerSnapshot(data []byte) (producerSnapshot, error) {
+	be := binary.BigEndian
+	bad := func(why string) (producerSnapshot, error) {
+		return producerSnapshot{}, fmt.Errorf("%w: %s", errBadSnapshot, why)
+	}
+	if len(data) < snapshotHeaderSize+4 {
+		return bad("too short")
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != be.Uint32(data[len(body):]) {
+		return bad("checksum mismatch")
+	}
+	if string(body[:4]) != snapshotMagic || body[4] != snapshotVersion {
+		return bad("unknown magic or version")
+	}
+	s := producerSnapshot{
+		stableEnd: int64(be.Uint64(body[5:])),
+		anchor: snapshotAnchor{baseOffset: int64(be.Uint64(body[13:])), lastOffset: int64(be.Uint64(body[21:])),
+			leaderEpoch: int32(be.Uint32(body[29:])), crc: be.Uint32(body[33:])},
+	}
+	if s.stableEnd <= 0 || s.anchor.baseOffset < 0 || s.anchor.baseOffset > s.anchor.lastOffset ||
+		s.anchor.lastOffset != s.stableEnd-1 {
+		return bad("inconsistent stable end and anchor")
+	}
+	n := be.Uint32(body[37:])
+	rest := body[snapshotHeaderSize:]
+	if uint64(n)*(11+snapshotBatchSize) > uint64(len(rest)) {
+		return bad("producer count larger than the file")
+	}
+	s.producers = make(map[int64]*producerEntry, n)
+	for range n {
+		if len(rest) < 11 {
+			return bad("truncated producer")
+		}
+		pid, epoch, k := int64(be.Uint64(rest)), int16(be.Uint16(rest[8:])), int(rest[10])
+		rest = rest[11:]
+		if pid < 0 || k < 1 || k > producerBatches || len(rest) < k*snapshotBatchSize || s.producers[pid] != nil {
+			return bad("bad producer entry")
+		}
+		e := &producerEntry{epoch: epoch, batches: make([]seqBatch, 0, producerBatches)}
+		for range k {
+			x := seqBatch{firstSeq: int32(be.Uint32(rest)), lastSeq: int32(be.Uint32(rest[4:])),
+				baseOffset: int64(be.Uint64(rest[8:])), lastOffset: int64(be.Uint64(rest[16:]))}
+			rest = rest[snapshotBatchSize:]
+			if x.firstSeq < 0 || x.lastSeq < 0 || x.baseOffset < 0 || x.lastOffset < x.baseOffset || x.lastOffset >= s.stableEnd {
+				return bad("bad batch")
+			}
+			e.batches = append(e.batches, x)
+		}
+		s.producers[pid] = e
+	}
+	if len(rest) != 0 {
+		return bad("trailing bytes")
+	}
+	return s, nil
+}
+
+// snapshotOf returns the stable part of s as a snapshot anchored in lg, or
+// ok=false when there is nothing worth writing (no stable batch).
+func snapshotOf(s *producerState, lg *segment.Log) (producerSnapshot, bool) {
+	if s.stableEnd <= 0 {
+		return producerSnapshot{}, false
+	}
+	a, ok := anchorAt(lg, s.stableEnd)
+	if !ok {
+		return producerSnapshot{}, false
+	}
+	return producerSnapshot{stableEnd: s.stableEnd, anchor: a, producers: s.stable}, true
+}
+
+// anchorAt identifies the batch of lg that ends at end-1 (ok=false if none).
+func anchorAt(lg *segment.Log, end int64) (snapshotAnchor, bool) {
+	if end <= lg.LogStartOffset() || end > lg.LogEndOffset() {
+		return snapshotAnchor{}, false
+	}
+	v, err := lg.Read(end-1, 1, -1)
+	if err != nil {
+		return snapshotAnchor{}, false
+	}
+	defer v.Release()
+	h, err := segment.ParseHeader(v.Data)
+	if err != nil || h.LastOffset() != end-1 {
+		return snapshotAnchor{}, false
+	}
+	return snapshotAnchor{baseOffset: h.BaseOffset, lastOffset: h.LastOffset(), leaderEpoch: h.LeaderEpoch, crc: h.CRC}, true
+}
+
+// writeProducerSnapshot stores the stable part of s in dir (nothing when
+// there is none).
+func writeProducerSnapshot(fs segment.FS, dir string, s *producerState, lg *segment.Log) error {
+	snap, ok := snapshotOf(s, lg)
+	if !ok {
+		return nil
+	}
+	return segment.WriteCheckpoint(fs, filepath.Join(dir, ProducerSnapshotFile), encodeProducerSnapshot(snap))
+}
+
+// loadProducerSnapshot returns a producer state from dir's snapshot whose
+// anchor batch lg holds, with nothing pending (the caller replays from
+// stableEnd), or ok=false and why not.
+func loadProducerSnapshot(fs segment.FS, dir string, lg *segment.Log) (*producerState, bool, error) {
+	data, err := segment.ReadCheckpoint(fs, filepath.Join(dir, ProducerSnapshotFile))
+	if err != nil {
+		return nil, false, err
+	}
+	snap, err := decodeProducerSnapshot(data)
+	if err != nil {
+		return nil, false, err
+	}
+	if a, ok := anchorAt(lg, snap.stableEnd); !ok || a != snap.anchor {
+		return nil, false, nil // the log no longer holds the batch the snapshot ends with
+	}
+	s := newProducerState()
+	s.stable, s.stableEnd = snap.producers, snap.stableEnd
+	for pid, e := range snap.producers {
+		s.producers[pid] = &producerEntry{epoch: e.epoch, batches: append(make([]seqBatch, 0, producerBatches), e.batches...)}
+	}
+	return s, true, nil
+}
+
+// maybeSnapshot writes the producer snapshot when at least every batches
+// have become stable since the last one, so that a restart after a crash
+// replays about that many batches at most (plus those above the HW). The
+// snapshot is encoded under appendMu (memory only) and written after.
+func (p *partition) maybeSnapshot(every uint64) {
+	p.snapMu.Lock()
+	defer p.snapMu.Unlock()
+	p.appendMu.Lock()
+	var data []byte
+	if s := p.producers; s.stableBatches >= p.snapAt+every {
+		if snap, ok := snapshotOf(s, p.log); ok {
+			data = encodeProducerSnapshot(snap)
+			p.snapAt = s.stableBatches
+		}
+	}
+	p.appendMu.Unlock()
+	if data == nil {
+		return
+	}
+	if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), data); err != nil {
+		p.lg.Warn("writing the producer snapshot", "err", err)
+	}
+}

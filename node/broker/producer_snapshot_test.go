@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"paymentlog/segment"
+)
+
+func sampleSnapshot() producerSnapshot {
+	return producerSnapshot{stableEnd: 120, anchor: snapshotAnchor{baseOffset: 117, lastOffset: 119, leaderEpoch: 3, crc: 0xdeadbeef},
+		producers: map[int64]*producerEntry{
+			7: {epoch: 0, batches: []seqBatch{{0, 4, 10, 14}, {5, 5, 20, 20}}},
+			9: {epoch: 2, batches: []seqBatch{{2147483646, 1, 117, 119}}}, // wraps
+		}}
+}
+
+func TestProducerSnapshotRoundTrip(t *testing.T) {
+	s := sampleSnapshot()
+	got, err := decodeProducerSnapshot(encodeProducerSnapshot(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range got.producers {
+		e.batches = e.batches[:len(e.batches):len(e.batches)]
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("decoded %+v, want %+v", got, s)
+	}
+	enc := encodeProducerSnapshot(s)
+	for i := range enc {
+		bad := append([]byte(nil), enc...)
+		bad[i] ^= 0x40
+		if _, err := decodeProducerSnapshot(bad); !errors.Is(err, errBadSnapshot) {
+			t.Fatalf("byte %d flipped: %v", i, err)
+		}
+	}
+	if _, err := decodeProducerSnapshot(enc[:len(enc)-1]); !errors.Is(err, errBadSnapshot) {
+		t.Fatalf("truncated: %v", err)
+	}
+}
+
+// TestProducerSnapshotAppliesOnlyToItsLog: a snapshot is loaded only while
+// the log holds the batch it ends with: not after the log lost its tail
+// below the snapshot, nor after that tail was rewritten with other batches.
+func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
+	ctx := context.Background()
+	fs := segment.NewMemFS()
+	dir := "/p"
+	lg, err := segment.Open(ctx, dir, segment.Options{FS: fs, Sync: segment.SyncNever, SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	s := newProducerState()
+	for i := range 6 {
+		info, err := lg.Append(ctx, buildBatch(5, int32(i), []string{"v"}), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.update(5, 0, int32(i), 0, info.BaseOffset)
+	}
+	s.advance(4) // batches 0-3 stable
+	if err := writeProducerSnapshot(fs, dir, s, lg); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := loadProducerSnapshot(fs, dir, lg)
+	if err != nil || !ok || got.stableEnd != 4 || !reflect.DeepEqual(render(got.producers), render(s.stable)) {
+		t.Fatalf("load: ok %v err %v state %s, want %s", ok, err, render(got.producers), render(s.stable))
+	}
+	if _, err := lg.TruncateTo(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := loadProducerSnapshot(fs, dir, lg); ok || err != nil {
+		t.Fatalf("log shorter than the snapshot: ok %v err %v", ok, err)
+	}
+	for i := range 3 { // other batches (another producer, another epoch) at the same offsets
+		if _, err := lg.Append(ctx, buildBatch(6, int32(i), []string{"w"}), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := loadProducerSnapshot(fs, dir, lg); ok || err != nil {
+		t.Fatalf("log rewritten below the snapshot: ok %v err %v", ok, err)
+	}
+}
+
+func FuzzProducerSnapshot(f *testing.F) {
+	f.Add(encodeProducerSnapshot(sampleSnapshot()))
+	f.Add(encodeProducerSnapshot(producerSnapshot{stableEnd: 1, anchor: snapshotAnchor{lastOffset: 0}}))
+	f.Add([]byte("PLPS\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := decodeProducerSnapshot(data)
+		if err != nil {
+			return
+		}
+		again, err := decodeProducerSnapshot(encodeProducerSnapshot(s))
+		if err != nil || render(again.producers) != render(s.producers) || again.stableEnd != s.stableEnd || again.anchor != s.anchor {
+			t.Fatalf("re-encoding: %v", err)
+		}
+	})
+}
