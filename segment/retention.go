@@ -47,25 +47,46 @@ func (l *Log) DeleteRetained(ctx context.Context, r Retention) (deleted int, log
 	if err := ctx.Err(); err != nil {
 		return 0, l.LogStartOffset(), err
 	}
-	bySize, byAge := r.Bytes >= 0, r.Age >= 0
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return 0, l.LogStartOffset(), err
 	}
+	k, logStart := l.retentionPointLocked(r)
+	if k == 0 {
+		return 0, logStart, nil
+	}
+	return k, logStart, l.deleteFrontLocked(k, logStart)
+}
+
+// RetentionPoint is the log start offset DeleteRetained(r) would leave and
+// the number of segments it would delete, without deleting anything. A
+// caller that serialises every change to the log can act on it (write
+// state the deleted segments held elsewhere) and then call DeleteBefore
+// with the offset.
+func (l *Log) RetentionPoint(r Retention) (logStart int64, segments int) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	k, logStart := l.retentionPointLocked(r)
+	return logStart, k
+}
+
+// retentionPointLocked: see RetentionPoint. appendMu held, which keeps
+// the sealed segments' sizes, ends and timestamps still.
+func (l *Log) retentionPointLocked(r Retention) (k int, logStart int64) {
 	l.mu.Lock()
 	segs := l.mu.segs
-	start := l.mu.logStart
+	logStart = l.mu.logStart
 	l.mu.Unlock()
+	bySize, byAge := r.Bytes >= 0, r.Age >= 0
 	if !bySize && !byAge {
-		return 0, start, nil
+		return 0, logStart
 	}
 	now := r.Now.UnixMilli()
 	var total int64
 	for _, s := range segs {
 		total += s.size
 	}
-	k := 0
 	for ; k < len(segs)-1; k++ {
 		s := segs[k]
 		if s.next > r.Below {
@@ -79,8 +100,7 @@ func (l *Log) DeleteRetained(ctx context.Context, r Retention) (deleted int, log
 		total -= s.size
 	}
 	if k == 0 {
-		return 0, start, nil
+		return 0, logStart
 	}
-	logStart = segs[k].base
-	return k, logStart, l.deleteFrontLocked(k, logStart)
+	return k, segs[k].base
 }

@@ -66,6 +66,9 @@ const (
 	// partition to rebuild its producer state, and a snapshot costs an
 	// encoding of the partition's producers and one small file write.
 	DefaultProducerSnapshotBatches = 100_000
+	// DefaultRetentionCheckInterval is how often each partition's retention
+	// is applied (Kafka's log.retention.check.interval.ms).
+	DefaultRetentionCheckInterval = 5 * time.Minute
 	// DefaultProduceTimeout applies when a request carries no timeout.
 	DefaultProduceTimeout = 30 * time.Second
 	// CheckpointFile is the HW checkpoint in the data directory.
@@ -93,6 +96,12 @@ type Config struct {
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
 	// ProducerSnapshotBatches paces the producer snapshots (ProducerSnapshotFile).
 	ProducerSnapshotBatches int // DefaultProducerSnapshotBatches
+	// RetentionCheckInterval paces the retention passes (retention.go).
+	RetentionCheckInterval time.Duration // DefaultRetentionCheckInterval
+	// RetentionMs and RetentionBytes are the node's defaults for a topic
+	// that sets no retention.ms or retention.bytes; 0 or -1: forever,
+	// unlimited (the default).
+	RetentionMs, RetentionBytes int64
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
@@ -115,6 +124,15 @@ func (c *Config) setDefaults() {
 	if c.ProducerSnapshotBatches <= 0 {
 		c.ProducerSnapshotBatches = DefaultProducerSnapshotBatches
 	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = -1
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -129,6 +147,10 @@ type PartitionState struct {
 	Partition, Leader, LeaderEpoch, PartitionEpoch int32
 	Replicas, ISR                                  []int32
 	MinISR                                         int32
+	// RetentionMs and RetentionBytes are the topic's retention.ms and
+	// retention.bytes (-1: forever, unlimited); nil: the broker's default
+	// (Config.RetentionMs, RetentionBytes).
+	RetentionMs, RetentionBytes *int64
 }
 
 type tp struct {
@@ -210,9 +232,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		e.Handle(wire.TypeDescribeReplica, b.handleDescribeReplica)
 		e.HandleSession(wire.TypeReplicaFetch, b.serveReplicaFetch)
 	}
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.tickLoop()
 	go b.checkpointLoop()
+	go b.retentionLoop()
 	return b, nil
 }
 

@@ -35,10 +35,15 @@ import (
 //	              last offset (8)
 //	end-4   4     CRC-32C (Castagnoli) of every byte before it
 //
-// A snapshot is only a shortcut: one that is missing, unreadable, corrupt,
+// A snapshot is mostly a shortcut: one that is missing, unreadable, corrupt,
 // of another version, or whose anchor batch is not in the log (the log was
 // truncated below it and rewritten, or lost its tail in a crash) is ignored
-// and the whole log is replayed. A log that holds the anchor batch (same
+// and the whole log is replayed. After retention it is more: it is written
+// before segments are deleted (retention.go) and is then the only record of
+// the producers whose batches were in them. A snapshot whose stable end is
+// at or below the log start offset is therefore loaded without its anchor
+// (retention deleted that batch; what it covers is committed, below the
+// HW, so the same on every replica) and the log replayed from its start. A log that holds the anchor batch (same
 // offsets, leader epoch and CRC) holds the same batches below it, as leader
 // epochs make logs that agree on a batch agree on everything before it.
 const ProducerSnapshotFile = "producer-state.snapshot"
@@ -202,9 +207,15 @@ func loadProducerSnapshot(fs segment.FS, dir string, lg *segment.Log) (*producer
 	if err != nil {
 		return nil, false, err
 	}
-	if a, ok := anchorAt(lg, snap.stableEnd); !ok || a != snap.anchor {
-		return nil, false, nil // the log no longer holds the batch the snapshot ends with
+	if snap.stableEnd > lg.LogStartOffset() {
+		if a, ok := anchorAt(lg, snap.stableEnd); !ok || a != snap.anchor {
+			return nil, false, nil // the log no longer holds the batch the snapshot ends with
+		}
 	}
+	// Otherwise retention deleted the anchor batch (and maybe more): the
+	// snapshot holds the state of batches that are gone, which is why it
+	// was written before they were (partition.deleteBeforeLocked); every
+	// batch the log holds comes after it.
 	s := newProducerState()
 	s.stable, s.stableEnd = snap.producers, snap.stableEnd
 	for pid, e := range snap.producers {
