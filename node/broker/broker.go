@@ -18,6 +18,16 @@
 // (the batches above the HW are kept apart); the part below the HW is
 // written to ProducerSnapshotFile now and then and at a clean close, and the
 // next open starts from it instead of replaying every batch header of the log.
+//
+// Retention (retention.go): every Config.RetentionCheckInterval each replica,
+// leader or follower, deletes its oldest whole sealed segments past the
+// topic's retention.ms or retention.bytes (PartitionState; the broker's
+// defaults otherwise), never the active segment and never a segment holding
+// an offset at or above its HW. The log start offset moves to the first
+// segment kept (fetches below it are OffsetOutOfRange); followers also raise
+// theirs to the leader's, bounded by their HW, as they fetch. The producer
+// state is snapshotted before each deletion, so producers whose batches are
+// deleted are still recognised, also after a restart.
 package broker
 
 import (
@@ -161,7 +171,8 @@ type tp struct {
 func (k tp) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partition) }
 
 // Broker serves the local replicas of a node. Lifecycle: New registers the
-// quic handlers and starts the background loops (ISR ticks, HW checkpoints);
+// quic handlers and starts the background loops (ISR ticks, HW checkpoints,
+// retention);
 // the node glue then feeds metadata with ApplyPartition/StopPartition; Close
 // stops fetchers and loops, fails waiting requests, writes a final HW
 // checkpoint and closes every log. Methods called after Close return
