@@ -10,7 +10,8 @@ import (
 )
 
 // node start takes the retention knobs as flags and PAYMENTLOG_* variables,
-// with Kafka's 5 minute check interval and "forever" as defaults.
+// with Kafka's 5 minute check interval, "forever" and a day of producer id
+// expiry as defaults.
 func TestNodeStartRetentionFlags(t *testing.T) {
 	start := func(t *testing.T, extra ...string) node.Config {
 		t.Helper()
@@ -40,11 +41,13 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 		return node.Config{}
 	}
 	cfg := start(t)
-	if cfg.RetentionCheckInterval != 5*time.Minute || cfg.RetentionMs != -1 || cfg.RetentionBytes != -1 {
+	if cfg.RetentionCheckInterval != 5*time.Minute || cfg.RetentionMs != -1 || cfg.RetentionBytes != -1 || cfg.ProducerIDExpiration != 24*time.Hour {
 		t.Fatalf("defaults: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
 	}
-	cfg = start(t, "--retention-check-interval", "30s", "--retention-ms", "3600000", "--retention-bytes", "1048576")
-	if cfg.RetentionCheckInterval != 30*time.Second || cfg.RetentionMs != 3600000 || cfg.RetentionBytes != 1<<20 {
+	cfg = start(t, "--retention-check-interval", "30s", "--retention-ms", "3600000", "--retention-bytes", "1048576",
+		"--producer-id-expiration", "2h")
+	if cfg.RetentionCheckInterval != 30*time.Second || cfg.RetentionMs != 3600000 || cfg.RetentionBytes != 1<<20 ||
+		cfg.ProducerIDExpiration != 2*time.Hour {
 		t.Fatalf("flags: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
 	}
 	t.Setenv("PAYMENTLOG_RETENTION_CHECK_INTERVAL", "1m")

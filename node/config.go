@@ -31,6 +31,9 @@ type Config struct {
 	// retention.ms or retention.bytes; -1 (the default): forever, unlimited.
 	// 0 is taken as -1 (a topic may ask for 0 itself).
 	RetentionMs, RetentionBytes int64
+	// ProducerIDExpiration is how long a partition remembers an idle
+	// idempotent producer (Kafka's producer.id.expiration.ms); default 24h.
+	ProducerIDExpiration time.Duration
 
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
@@ -65,6 +68,7 @@ const (
 	DefaultSegmentBytes           = 256 << 20
 	DefaultHeartbeatInterval      = 50 * time.Millisecond
 	DefaultRetentionCheckInterval = 5 * time.Minute
+	DefaultProducerIDExpiration   = 24 * time.Hour
 	DefaultSessionTimeout         = 250 * time.Millisecond
 	DefaultReplicaLagTime         = 2 * time.Second
 	DefaultRaftTick               = 25 * time.Millisecond
@@ -94,6 +98,7 @@ func DefaultConfig() Config {
 		RetentionCheckInterval: DefaultRetentionCheckInterval,
 		RetentionMs:            -1,
 		RetentionBytes:         -1,
+		ProducerIDExpiration:   DefaultProducerIDExpiration,
 		HeartbeatInterval:      DefaultHeartbeatInterval,
 		SessionTimeout:         DefaultSessionTimeout,
 		ReplicaLagTime:         DefaultReplicaLagTime,
@@ -134,6 +139,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"segment-bytes", errors.New("must be >= 1 MiB")}
 	case c.RetentionCheckInterval < 0:
 		return &ConfigError{"retention-check-interval", errors.New("must be > 0")}
+	case c.ProducerIDExpiration < 0:
+		return &ConfigError{"producer-id-expiration", errors.New("must be > 0")}
 	case c.RetentionMs < -1:
 		return &ConfigError{"retention-ms", errors.New("must be >= -1")}
 	case c.RetentionBytes < -1:

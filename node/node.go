@@ -187,6 +187,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		RetentionMs:            cfg.RetentionMs,
 		RetentionBytes:         cfg.RetentionBytes,
+		ProducerIDExpiration:   cfg.ProducerIDExpiration,
 		AlterPartition:         n.alterPartition,
 		Logger:                 n.log.With("component", "broker"),
 	})

@@ -27,7 +27,9 @@
 // segment kept (fetches below it are OffsetOutOfRange); followers also raise
 // theirs to the leader's, bounded by their HW, as they fetch. The producer
 // state is snapshotted before each deletion, so producers whose batches are
-// deleted are still recognised, also after a restart.
+// deleted are still recognised, also after a restart. Producer ids idle for
+// Config.ProducerIDExpiration are forgotten at the same pace
+// (producer_expiry.go).
 package broker
 
 import (
@@ -79,6 +81,9 @@ const (
 	// DefaultRetentionCheckInterval is how often each partition's retention
 	// is applied (Kafka's log.retention.check.interval.ms).
 	DefaultRetentionCheckInterval = 5 * time.Minute
+	// DefaultProducerIDExpiration is how long a partition remembers an idle
+	// producer id (Kafka's producer.id.expiration.ms).
+	DefaultProducerIDExpiration = 24 * time.Hour
 	// DefaultProduceTimeout applies when a request carries no timeout.
 	DefaultProduceTimeout = 30 * time.Second
 	// CheckpointFile is the HW checkpoint in the data directory.
@@ -112,6 +117,8 @@ type Config struct {
 	// that sets no retention.ms or retention.bytes; 0 or -1: forever,
 	// unlimited (the default).
 	RetentionMs, RetentionBytes int64
+	// ProducerIDExpiration: producer_expiry.go.
+	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
@@ -136,6 +143,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
 	if c.RetentionMs == 0 {
 		c.RetentionMs = -1

@@ -427,7 +427,7 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 	}
 	_ = walkHeaders(pr.Records, func(h segment.Header) {
 		if h.BaseOffset+int64(h.LastOffsetDelta) < leo {
-			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
 		}
 	})
 	p.producers.advance(p.hw())

@@ -159,7 +159,7 @@ func replayProducers(s *producerState, lg *segment.Log, off int64, replayed *ato
 		}
 		err = walkHeaders(v.Data, func(h segment.Header) {
 			replayed.Add(1)
-			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
 		})
 		next := v.Next
 		v.Release()

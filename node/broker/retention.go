@@ -55,7 +55,8 @@ func (b *Broker) retentionOf(st PartitionState) segment.Retention {
 	return r
 }
 
-// retentionLoop runs ApplyRetention every Config.RetentionCheckInterval.
+// retentionLoop runs ApplyRetention and ExpireProducers every
+// Config.RetentionCheckInterval.
 func (b *Broker) retentionLoop() {
 	defer b.wg.Done()
 	t := time.NewTicker(b.cfg.RetentionCheckInterval)
@@ -66,6 +67,7 @@ func (b *Broker) retentionLoop() {
 			return
 		case <-t.C:
 			b.ApplyRetention(b.ctx)
+			b.ExpireProducers(b.ctx)
 		}
 	}
 }
