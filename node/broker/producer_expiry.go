@@ -68,6 +68,7 @@ func (p *partition) expireProducers(now time.Time, ttl time.Duration) int {
 	p.producers.advance(p.hw())
 	n := p.producers.expire(now.UnixMilli(), ttl.Milliseconds())
 	p.appendMu.Unlock()
+	p.b.counters.producerIDsExpired.Add(uint64(n))
 	if n > 0 {
 		p.lg.Info("expired idle producer ids", "count", n, "expiration", ttl)
 	}

@@ -69,5 +69,8 @@ func TestIdleProducerIDsExpire(t *testing.T) {
 	if n := c.node(1).b.ExpireProducers(context.Background()); n != 1 {
 		t.Fatalf("expired %d producers a day after producer 6's last batch, want 1", n)
 	}
+	if n := c.node(1).b.Stats().ProducerIDsExpired; n != 1 { // the counter restarts with the process
+		t.Fatalf("ProducerIDsExpired %d since the restart, want 1", n)
+	}
 	wantOffset(t, "producer 5 starting again at 0", mustProduce(t, c, wire.AcksAll, buildBatchAt(5, 0, now(), "d")), 3)
 }

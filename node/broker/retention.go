@@ -81,10 +81,12 @@ func (b *Broker) ApplyRetention(ctx context.Context) (deleted int) {
 		n, err := p.applyRetention(ctx, now)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, segment.ErrClosed) {
+				b.counters.retentionFailures.Add(1)
 				p.lg.Warn("applying retention", "err", err)
 			}
 			continue
 		}
+		b.counters.retentionDeleted.Add(uint64(n))
 		deleted += n
 	}
 	return deleted
@@ -133,9 +135,11 @@ func (p *partition) raiseLogStart(ctx context.Context, leader int32, epoch int32
 	if !following || to <= p.log.LogStartOffset() {
 		return nil
 	}
+	before := len(p.log.Segments())
 	if err := p.deleteBeforeLocked(ctx, to); err != nil {
 		return err
 	}
+	p.b.counters.retentionDeleted.Add(uint64(max(before-len(p.log.Segments()), 0)))
 	p.lg.Info("log start raised to the leader's", "offset", to, "leader", leader)
 	return nil
 }

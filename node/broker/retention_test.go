@@ -109,6 +109,11 @@ func TestRetentionBytesKeepsNewestSegmentsOnEveryReplica(t *testing.T) {
 			return s == start && logOf(c, id).LogStartOffset() == start
 		})
 	}
+	for _, id := range []int32{1, 2, 3} {
+		if st := c.node(id).b.Stats(); st.RetentionDeletedSegments == 0 || st.RetentionFailures != 0 {
+			t.Fatalf("node %d stats: %d segments deleted, %d failures", id, st.RetentionDeletedSegments, st.RetentionFailures)
+		}
+	}
 	if e := listEarliest(t, c); e.Err != wire.None || e.Offset != start {
 		t.Fatalf("ListOffsets earliest: %v %d, want %d", e.Err, e.Offset, start)
 	}
