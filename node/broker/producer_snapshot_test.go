@@ -89,6 +89,47 @@ func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
 	}
 }
 
+// TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor: once the log
+// starts at or after the snapshot's stable end (retention deleted the batch
+// it is anchored on), the snapshot still loads: it is the only record of the
+// producers of the deleted batches. One whose stable end is above the log
+// start is still checked against its anchor.
+func TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor(t *testing.T) {
+	ctx := context.Background()
+	fs := segment.NewMemFS()
+	dir := "/p"
+	lg, err := segment.Open(ctx, dir, segment.Options{FS: fs, Sync: segment.SyncNever, SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	s := newProducerState()
+	for i := range 6 {
+		pid := int64(5)
+		if i >= 4 {
+			pid = 0 // not idempotent
+		}
+		info, err := lg.Append(ctx, buildBatch(pid, int32(i), []string{"v"}), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid > 0 {
+			s.update(pid, 0, int32(i), 0, info.BaseOffset, 0)
+		}
+	}
+	s.advance(6) // batches 0-3 of producer 5 stable: stable end 4
+	if err := writeProducerSnapshot(fs, dir, s, lg); err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.DeleteBefore(ctx, 5); err != nil { // past the anchor (offset 3) and a batch more
+		t.Fatal(err)
+	}
+	got, ok, err := loadProducerSnapshot(fs, dir, lg)
+	if err != nil || !ok || render(got.producers) != render(s.stable) {
+		t.Fatalf("after retention: ok %v err %v state %s, want %s", ok, err, render(got.producers), render(s.stable))
+	}
+}
+
 // TestProducerSnapshotReadsVersion1: a snapshot written before producer ids
 // expired (no last timestamps) loads, its producers with lastTs -1, which
 // the first expiry check takes as active now.
