@@ -150,18 +150,20 @@ func (p *partition) raiseLogStart(ctx context.Context, leader int32, epoch int32
 // snapMu and appendMu held.
 func (p *partition) deleteBeforeLocked(ctx context.Context, off int64) error {
 	s := p.producers
-	if s.unknown == nil {
-		// Every idempotent batch below the HW, hence below off, goes to
-		// the stable part, which is what the snapshot holds.
-		s.advance(p.hw())
-		if snap, ok := snapshotOf(s, p.log); ok {
-			if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), encodeProducerSnapshot(snap)); err != nil {
-				// Deleting without it would lose those producers at the
-				// next restart: keep the segments.
-				return fmt.Errorf("broker: producer snapshot before deleting segments: %w", err)
-			}
-			p.snapAt = s.stableBatches
+	if s.unknown != nil {
+		// The replay that rebuilds it (a reopen) needs the batches.
+		return fmt.Errorf("broker: producer state unknown, keeping the segments until it is rebuilt: %w", s.unknown)
+	}
+	// Every idempotent batch below the HW, hence below off, goes to the
+	// stable part, which is what the snapshot holds.
+	s.advance(p.hw())
+	if snap, ok := snapshotOf(s, p.log); ok {
+		if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), encodeProducerSnapshot(snap)); err != nil {
+			// Deleting without it would lose those producers at the next
+			// restart: keep the segments.
+			return fmt.Errorf("broker: producer snapshot before deleting segments: %w", err)
 		}
+		p.snapAt = s.stableBatches
 	}
 	err := p.log.DeleteBefore(ctx, off)
 	// Even after a failure: the log may have moved its start before it.

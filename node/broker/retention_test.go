@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -372,4 +373,37 @@ func TestRetentionSurvivesACrash(t *testing.T) {
 	if e := listEarliest(t, c); e.Offset != start {
 		t.Fatalf("earliest %d, want %d", e.Offset, start)
 	}
+}
+
+// TestRetentionKeepsSegmentsWhenTheProducerSnapshotFails: the producer
+// snapshot is the only record, across a restart, of the producers whose
+// batches retention deletes; when it cannot be written the pass keeps the
+// segments (and counts a failure) instead, and the next pass deletes them.
+func TestRetentionKeepsSegmentsWhenTheProducerSnapshotFails(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, memFS: true, segBytes: retentionSegBytes, maxIndexBytes: 4096,
+		maxWait: 50 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	wantOffset(t, "producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
+	produceN(t, c, 30, wire.AcksAll)
+	c.setRetention(testKey, nil, ptr(retentionSegBytes))
+	n := c.node(1)
+	var failing atomic.Bool
+	failing.Store(true)
+	n.fs.SetFault(func(op segment.FaultOp, path string) error {
+		if failing.Load() && op == segment.OpWrite && strings.Contains(path, ProducerSnapshotFile) {
+			return errors.New("injected write error")
+		}
+		return nil
+	})
+	if d := n.b.ApplyRetention(context.Background()); d != 0 {
+		t.Fatalf("deleted %d segments without a producer snapshot", d)
+	}
+	if _, start, _ := infoOf(t, c, 1); start != 0 || n.b.Stats().RetentionFailures != 1 {
+		t.Fatalf("log start %d, %d failures; want 0, 1", start, n.b.Stats().RetentionFailures)
+	}
+	failing.Store(false)
+	if d := n.b.ApplyRetention(context.Background()); d == 0 {
+		t.Fatal("the next pass deleted nothing")
+	}
+	wantOffset(t, "retry of producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
 }
