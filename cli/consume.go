@@ -125,7 +125,18 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		return err
 	}
 	defer closeClient(cl)
-	cons := cl.NewConsumer(client.ConsumerConfig{MaxWait: opts.maxWait})
+	ccfg := client.ConsumerConfig{MaxWait: opts.maxWait}
+	if opts.from < 0 {
+		// --from beginning or end: records retention deletes before this
+		// consumer reaches them are skipped (Kafka's auto.offset.reset=
+		// earliest), with a note; an explicit --from OFFSET below the log
+		// start stays an error.
+		ccfg.OnOffsetReset = func(tp client.TopicPartition, from, to int64) {
+			fmt.Fprintf(stderr, "paymentlog: consume %s: partition %d: offsets %d to %d were deleted by retention; going on from %d\n",
+				opts.topic, tp.Partition, from, to-1, to)
+		}
+	}
+	cons := cl.NewConsumer(ccfg)
 	defer cons.Close()
 
 	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)

@@ -44,6 +44,10 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
+				&ucli.DurationFlag{Name: "retention-check-interval", Value: d.RetentionCheckInterval, Usage: "how often each partition's retention.ms/retention.bytes is applied", EnvVars: envs("RETENTION_CHECK_INTERVAL")},
+				&ucli.Int64Flag{Name: "retention-ms", Value: d.RetentionMs, Usage: "default retention.ms for topics that set none (-1: forever)", EnvVars: envs("RETENTION_MS")},
+				&ucli.Int64Flag{Name: "retention-bytes", Value: d.RetentionBytes, Usage: "default retention.bytes per partition for topics that set none (-1: unlimited)", EnvVars: envs("RETENTION_BYTES")},
+				&ucli.DurationFlag{Name: "producer-id-expiration", Value: d.ProducerIDExpiration, Usage: "forget an idempotent producer id idle this long (checked every --retention-check-interval)", EnvVars: envs("PRODUCER_ID_EXPIRATION")},
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
 				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
 				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
@@ -101,6 +105,16 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	}
 	cfg.Sync, cfg.SyncInterval = pol, iv
 	cfg.SegmentBytes = c.Int64("segment-bytes")
+	cfg.RetentionCheckInterval = c.Duration("retention-check-interval")
+	if cfg.RetentionCheckInterval <= 0 {
+		return nodeOptions{}, fmt.Errorf("--retention-check-interval: must be > 0")
+	}
+	cfg.RetentionMs = c.Int64("retention-ms")
+	cfg.RetentionBytes = c.Int64("retention-bytes")
+	cfg.ProducerIDExpiration = c.Duration("producer-id-expiration")
+	if cfg.ProducerIDExpiration <= 0 {
+		return nodeOptions{}, fmt.Errorf("--producer-id-expiration: must be > 0")
+	}
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	cfg.ReplicaLagTime = c.Duration("replica-lag-time")

@@ -28,6 +28,13 @@ type ConsumerConfig struct {
 	PartitionMaxBytes int32         // per partition in a fetch; 1 MiB (one whole batch is always returned)
 	RetryBackoff      time.Duration // after a failed fetch, doubled per failure; 20ms
 	RetryBackoffMax   time.Duration // 1s
+	// OnOffsetReset, when set, makes a partition whose position fell below
+	// the leader's log start (retention deleted the records there) go on
+	// at the log start, as Kafka's auto.offset.reset=earliest does, and is
+	// called with the partition and the offsets skipped, [from, to). nil:
+	// Poll returns an *OffsetOutOfRangeError instead. A position past the
+	// leader's end is an error either way. It runs inside Poll.
+	OnOffsetReset func(tp TopicPartition, from, to int64)
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
@@ -642,6 +649,12 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
+		case code == wire.OffsetOutOfRange && cs.cfg.OnOffsetReset != nil && pr.LogStart > fp.off:
+			// Deleted by retention: go on at the log start.
+			cs.c.log.Debug("position below the log start: resetting to it", "topic", cp.tp.Topic,
+				"partition", cp.tp.Partition, "offset", fp.off, "log_start", pr.LogStart)
+			cs.seek(cp, pr.LogStart)
+			cs.cfg.OnOffsetReset(cp.tp, fp.off, pr.LogStart)
 		case code == wire.OffsetOutOfRange:
 			if firstErr == nil {
 				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: max(cp.hw, pr.HighWatermark)}

@@ -24,6 +24,17 @@ type Config struct {
 	SyncInterval time.Duration      // with SyncInterval; default 200ms
 	SegmentBytes int64              // default 256 MiB
 
+	// RetentionCheckInterval paces the retention passes (Kafka's
+	// log.retention.check.interval.ms); default 5m.
+	RetentionCheckInterval time.Duration
+	// RetentionMs and RetentionBytes are the defaults for topics that set no
+	// retention.ms or retention.bytes; -1 (the default): forever, unlimited.
+	// 0 is taken as -1 (a topic may ask for 0 itself).
+	RetentionMs, RetentionBytes int64
+	// ProducerIDExpiration is how long a partition remembers an idle
+	// idempotent producer (Kafka's producer.id.expiration.ms); default 24h.
+	ProducerIDExpiration time.Duration
+
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
 	ReplicaLagTime    time.Duration // default 2s
@@ -54,12 +65,14 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultSegmentBytes      = 256 << 20
-	DefaultHeartbeatInterval = 50 * time.Millisecond
-	DefaultSessionTimeout    = 250 * time.Millisecond
-	DefaultReplicaLagTime    = 2 * time.Second
-	DefaultRaftTick          = 25 * time.Millisecond
-	DefaultElectionTicks     = 10
+	DefaultSegmentBytes           = 256 << 20
+	DefaultHeartbeatInterval      = 50 * time.Millisecond
+	DefaultRetentionCheckInterval = 5 * time.Minute
+	DefaultProducerIDExpiration   = 24 * time.Hour
+	DefaultSessionTimeout         = 250 * time.Millisecond
+	DefaultReplicaLagTime         = 2 * time.Second
+	DefaultRaftTick               = 25 * time.Millisecond
+	DefaultElectionTicks          = 10
 )
 
 // Why these timings: a dead broker is noticed only by silence (a SIGKILLed
@@ -79,14 +92,18 @@ const (
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Sync:              segment.SyncAlways,
-		SyncInterval:      200 * time.Millisecond,
-		SegmentBytes:      DefaultSegmentBytes,
-		HeartbeatInterval: DefaultHeartbeatInterval,
-		SessionTimeout:    DefaultSessionTimeout,
-		ReplicaLagTime:    DefaultReplicaLagTime,
-		RaftTick:          DefaultRaftTick,
-		ElectionTicks:     DefaultElectionTicks,
+		Sync:                   segment.SyncAlways,
+		SyncInterval:           200 * time.Millisecond,
+		SegmentBytes:           DefaultSegmentBytes,
+		RetentionCheckInterval: DefaultRetentionCheckInterval,
+		RetentionMs:            -1,
+		RetentionBytes:         -1,
+		ProducerIDExpiration:   DefaultProducerIDExpiration,
+		HeartbeatInterval:      DefaultHeartbeatInterval,
+		SessionTimeout:         DefaultSessionTimeout,
+		ReplicaLagTime:         DefaultReplicaLagTime,
+		RaftTick:               DefaultRaftTick,
+		ElectionTicks:          DefaultElectionTicks,
 	}
 }
 
@@ -120,6 +137,14 @@ func (c Config) Validate() error {
 		return &ConfigError{"election-ticks", errors.New("must be >= 2")}
 	case c.SegmentBytes < 1<<20:
 		return &ConfigError{"segment-bytes", errors.New("must be >= 1 MiB")}
+	case c.RetentionCheckInterval < 0:
+		return &ConfigError{"retention-check-interval", errors.New("must be > 0")}
+	case c.ProducerIDExpiration < 0:
+		return &ConfigError{"producer-id-expiration", errors.New("must be > 0")}
+	case c.RetentionMs < -1:
+		return &ConfigError{"retention-ms", errors.New("must be >= -1")}
+	case c.RetentionBytes < -1:
+		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
 	}
 	if a, ok := c.Controllers[c.ID]; ok && a != c.Addr {
 		return &ConfigError{"controllers", fmt.Errorf("lists node %d at %s but --addr is %s", c.ID, a, c.Addr)}

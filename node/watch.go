@@ -51,16 +51,23 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 			if !p.HasReplica(n.cfg.ID) {
 				continue
 			}
-			want[partKey{p.Topic, p.Partition}] = broker.PartitionState{
+			st := broker.PartitionState{
 				Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), MinISR: t.MinISR,
 			}
-			if !current && p.Leader == n.cfg.ID {
-				st := want[partKey{p.Topic, p.Partition}]
-				st.Leader = -1
-				want[partKey{p.Topic, p.Partition}] = st
+			if ms, ok, bytes, bok := t.Retention(); ok || bok {
+				if ok {
+					st.RetentionMs = &ms
+				}
+				if bok {
+					st.RetentionBytes = &bytes
+				}
 			}
+			if !current && p.Leader == n.cfg.ID {
+				st.Leader = -1
+			}
+			want[partKey{p.Topic, p.Partition}] = st
 		}
 	}
 	n.mu.Lock()
@@ -97,5 +104,11 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 func samePartitionState(a, b broker.PartitionState) bool {
 	return a.Topic == b.Topic && a.TopicID == b.TopicID && a.Partition == b.Partition &&
 		a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
-		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR &&
+		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes)
+}
+
+// sameLimit compares two optional limits.
+func sameLimit(a, b *int64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

@@ -119,6 +119,23 @@
 // when Options.TruncateOnCorruption is set (so a replica can re-fetch from its
 // leader). Bytes are never silently skipped.
 //
+// # Retention
+//
+// DeleteRetained (and ApplyRetention, with the Options limits) deletes whole
+// sealed segments from the front of the log: the oldest one goes while it is
+// past the size limit (the log without it is still at least Retention.Bytes
+// long) or the age limit (its largest timestamp, the time index's last entry
+// or its batches' MaxTimestamp, is older than Now minus Retention.Age), and
+// while it holds nothing at or above Retention.Below (a partition's high
+// watermark). The first segment that fails a test stops the pass; the active
+// segment is never deleted. RetentionPoint answers where a pass would leave
+// the log start without deleting, for a caller that must write state the
+// deleted batches held first (node/broker's producer snapshot) and then
+// calls DeleteBefore. Each segment's files are removed and the directory
+// fsynced before the next segment's, so a crash leaves a prefix of them
+// removed, and Open takes the first remaining segment's base (or the
+// log-start-offset checkpoint, if higher) as the log start.
+//
 // # Lifetimes
 //
 // Read returns a *View aliasing a segment mapping. Every mapping is reference

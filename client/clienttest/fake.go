@@ -98,6 +98,7 @@ type partition struct {
 	replicas  []int32
 	batches   []segment.Batch
 	next      int64 // log end offset (= high watermark)
+	logStart  int64 // raised by DeleteBefore (retention)
 	producers map[int64]*producerState
 	// hwUnknown: the leader is new and its HW has not reached the start of
 	// its epoch (KIP-207): fetches report HW -1, ListOffsets(latest)
@@ -241,6 +242,17 @@ func (c *Cluster) SetController(id int32) {
 	defer c.mu.Unlock()
 	c.mu.controller = id
 	c.mu.moff++
+}
+
+// DeleteBefore drops the batches wholly below offset and makes offset the
+// log start, as retention (or DeleteRecords) on a real broker does.
+func (c *Cluster) DeleteBefore(topicName string, p int32, offset int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.mu.topics[topicName].parts[p]
+	i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= offset })
+	pt.batches = pt.batches[i:]
+	pt.logStart = max(pt.logStart, min(offset, pt.next))
 }
 
 // TruncateLog drops every batch at or after the one containing offset (as a
@@ -695,7 +707,7 @@ func (c *Cluster) fetchLocked(addr string, req *wire.FetchRequest) (*wire.FetchR
 		}
 		if pt != nil {
 			r.LeaderHint, r.LeaderEpoch = pt.leader, pt.epoch
-			r.HighWatermark, r.LogEnd = pt.next, pt.next
+			r.HighWatermark, r.LogEnd, r.LogStart = pt.next, pt.next, pt.logStart
 			if pt.hwUnknown {
 				r.HighWatermark = -1
 			}
@@ -711,7 +723,7 @@ func (c *Cluster) fetchLocked(addr string, req *wire.FetchRequest) (*wire.FetchR
 				continue
 			}
 		}
-		if code == wire.None && (fp.Offset < 0 || fp.Offset > pt.next) {
+		if code == wire.None && (fp.Offset < pt.logStart || fp.Offset > pt.next) {
 			code = wire.OffsetOutOfRange
 		}
 		if code != wire.None {
@@ -783,7 +795,7 @@ func (c *Cluster) listOffsets(addr string, req *wire.ListOffsetsRequest) *wire.L
 		case code != wire.None:
 			r.Err = code
 		case lp.Timestamp == wire.Earliest:
-			r.Offset = 0
+			r.Offset = pt.logStart
 		case lp.Timestamp == wire.Latest && pt.hwUnknown:
 			r.Err = wire.OffsetNotAvailable
 		case lp.Timestamp == wire.Latest:

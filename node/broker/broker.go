@@ -18,6 +18,18 @@
 // (the batches above the HW are kept apart); the part below the HW is
 // written to ProducerSnapshotFile now and then and at a clean close, and the
 // next open starts from it instead of replaying every batch header of the log.
+//
+// Retention (retention.go): every Config.RetentionCheckInterval each replica,
+// leader or follower, deletes its oldest whole sealed segments past the
+// topic's retention.ms or retention.bytes (PartitionState; the broker's
+// defaults otherwise), never the active segment and never a segment holding
+// an offset at or above its HW. The log start offset moves to the first
+// segment kept (fetches below it are OffsetOutOfRange); followers also raise
+// theirs to the leader's, bounded by their HW, as they fetch. The producer
+// state is snapshotted before each deletion, so producers whose batches are
+// deleted are still recognised, also after a restart. Producer ids idle for
+// Config.ProducerIDExpiration are forgotten at the same pace
+// (producer_expiry.go).
 package broker
 
 import (
@@ -66,6 +78,12 @@ const (
 	// partition to rebuild its producer state, and a snapshot costs an
 	// encoding of the partition's producers and one small file write.
 	DefaultProducerSnapshotBatches = 100_000
+	// DefaultRetentionCheckInterval is how often each partition's retention
+	// is applied (Kafka's log.retention.check.interval.ms).
+	DefaultRetentionCheckInterval = 5 * time.Minute
+	// DefaultProducerIDExpiration is how long a partition remembers an idle
+	// producer id (Kafka's producer.id.expiration.ms).
+	DefaultProducerIDExpiration = 24 * time.Hour
 	// DefaultProduceTimeout applies when a request carries no timeout.
 	DefaultProduceTimeout = 30 * time.Second
 	// CheckpointFile is the HW checkpoint in the data directory.
@@ -93,6 +111,14 @@ type Config struct {
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
 	// ProducerSnapshotBatches paces the producer snapshots (ProducerSnapshotFile).
 	ProducerSnapshotBatches int // DefaultProducerSnapshotBatches
+	// RetentionCheckInterval paces the retention passes (retention.go).
+	RetentionCheckInterval time.Duration // DefaultRetentionCheckInterval
+	// RetentionMs and RetentionBytes are the node's defaults for a topic
+	// that sets no retention.ms or retention.bytes; 0 or -1: forever,
+	// unlimited (the default).
+	RetentionMs, RetentionBytes int64
+	// ProducerIDExpiration: producer_expiry.go.
+	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
@@ -115,6 +141,18 @@ func (c *Config) setDefaults() {
 	if c.ProducerSnapshotBatches <= 0 {
 		c.ProducerSnapshotBatches = DefaultProducerSnapshotBatches
 	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = DefaultProducerIDExpiration
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = -1
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -129,6 +167,10 @@ type PartitionState struct {
 	Partition, Leader, LeaderEpoch, PartitionEpoch int32
 	Replicas, ISR                                  []int32
 	MinISR                                         int32
+	// RetentionMs and RetentionBytes are the topic's retention.ms and
+	// retention.bytes (-1: forever, unlimited); nil: the broker's default
+	// (Config.RetentionMs, RetentionBytes).
+	RetentionMs, RetentionBytes *int64
 }
 
 type tp struct {
@@ -139,7 +181,8 @@ type tp struct {
 func (k tp) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partition) }
 
 // Broker serves the local replicas of a node. Lifecycle: New registers the
-// quic handlers and starts the background loops (ISR ticks, HW checkpoints);
+// quic handlers and starts the background loops (ISR ticks, HW checkpoints,
+// retention);
 // the node glue then feeds metadata with ApplyPartition/StopPartition; Close
 // stops fetchers and loops, fails waiting requests, writes a final HW
 // checkpoint and closes every log. Methods called after Close return
@@ -210,9 +253,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		e.Handle(wire.TypeDescribeReplica, b.handleDescribeReplica)
 		e.HandleSession(wire.TypeReplicaFetch, b.serveReplicaFetch)
 	}
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.tickLoop()
 	go b.checkpointLoop()
+	go b.retentionLoop()
 	return b, nil
 }
 

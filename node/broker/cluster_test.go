@@ -49,6 +49,10 @@ type clusterOptions struct {
 	// idleTimeout, when set, is every node endpoint's quic IdleTimeout (its
 	// keep-alive period a fifth of it).
 	idleTimeout time.Duration
+	// maxIndexBytes is segment.Options.MaxIndexBytes (0: the default).
+	maxIndexBytes int
+	// now is every broker's Config.Now (nil: time.Now).
+	now func() time.Time
 }
 
 type testNode struct {
@@ -129,7 +133,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		c.t.Fatal(err)
 	}
 	n := &testNode{id: id, dir: dir, fs: fs, ep: ep, addr: ep.Addr(), done: make(chan struct{})}
-	lopts := segment.Options{Sync: c.opts.sync, SegmentBytes: c.opts.segBytes}
+	lopts := segment.Options{Sync: c.opts.sync, SegmentBytes: c.opts.segBytes, MaxIndexBytes: c.opts.maxIndexBytes}
 	if fs != nil {
 		lopts.FS = fs
 	}
@@ -140,6 +144,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		ReplicaFetchMaxWait:     c.opts.maxWait,
 		ReplicaHWDelay:          c.opts.hwDelay,
 		ProducerSnapshotBatches: c.opts.snapshotBatches,
+		Now:                     c.opts.now,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

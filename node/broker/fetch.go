@@ -138,6 +138,9 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		v, err := p.log.Read(fp.Offset, limit, hw)
 		if err != nil {
 			out.Err, failed = readErrCode(err), true
+			if out.Err == wire.OffsetOutOfRange {
+				out.LogStart = max(out.LogStart, p.log.LogStartOffset()) // retention ran since the check
+			}
 			continue
 		}
 		// The checks above and the read are not atomic. A log is

@@ -181,6 +181,11 @@ func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (re
 			v, err := p.log.Read(pt.req.FetchOffset, budget, -1)
 			if err != nil {
 				out.Err, ready = readErrCode(err), true
+				if out.Err == wire.OffsetOutOfRange {
+					// Retention moved the log start since the check: the
+					// follower restarts at the new one, not the old.
+					out.LogStart = max(out.LogStart, p.log.LogStartOffset())
+				}
 				continue
 			}
 			// The checks above and the read are not atomic: if this

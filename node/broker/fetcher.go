@@ -359,6 +359,14 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 			f.finishPartition(fp)
 		}
 	}
+	for _, fp := range done {
+		// The leader's retention moved its log start: follow it (retention.go).
+		if p := fp.t.p; fp.leaderStart > p.log.LogStartOffset() && p.log.Failed() == nil {
+			if err := p.raiseLogStart(f.ctx, f.leader, fp.t.epoch, fp.leaderStart); err != nil && f.ctx.Err() == nil {
+				p.lg.Warn("raising the log start to the leader's", "offset", fp.leaderStart, "err", err)
+			}
+		}
+	}
 }
 
 // fetchedPart is a partition whose records from one response are appended
@@ -367,7 +375,9 @@ type fetchedPart struct {
 	t        fetchTarget
 	leo      int64 // the log end offset after the append
 	leaderHW int64
-	appended bool
+	// leaderStart is the leader's log start offset.
+	leaderStart int64
+	appended    bool
 }
 
 // appendPartition handles one partition of a response: errors, divergence
@@ -403,7 +413,7 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 		f.truncate(p, off, fully)
 		return fetchedPart{}, false
 	}
-	fp := fetchedPart{t: t, leo: t.fetchOffset, leaderHW: pr.HighWatermark}
+	fp := fetchedPart{t: t, leo: t.fetchOffset, leaderHW: pr.HighWatermark, leaderStart: pr.LogStart}
 	if len(pr.Records) == 0 {
 		return fp, true
 	}
@@ -417,7 +427,7 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 	}
 	_ = walkHeaders(pr.Records, func(h segment.Header) {
 		if h.BaseOffset+int64(h.LastOffsetDelta) < leo {
-			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
 		}
 	})
 	p.producers.advance(p.hw())
@@ -504,7 +514,9 @@ func (f *fetcher) replayProducers(p *partition, leo int64) (*producerState, erro
 			return nil, err
 		}
 	}
-	return rebuildProducers(p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches)
+	// From the snapshot when it still applies: it also holds the producers
+	// whose batches retention deleted.
+	return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches, p.lg)
 }
 
 // truncate cuts the follower's log (appendMu held) and rolls its producer

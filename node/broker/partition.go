@@ -47,6 +47,9 @@ type partition struct {
 		stopped bool
 		// reqs maps a parked produce request to the channel its handler waits on.
 		reqs map[uint64]chan replica.Code
+		// retention is the partition's retention limits (Now and Below
+		// unset), from the last ApplyPartition.
+		retention segment.Retention
 		// waiters are long-polling fetches (consumers and follower sessions)
 		// to wake when data arrives or the HW moves.
 		waiters map[*waiter]struct{}
@@ -105,6 +108,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime, TrackDurable: true},
 		lg.LogStartOffset(), lg.LogEndOffset(), hw)
 	p.mu.topicID = topicID
+	p.mu.retention = segment.Retention{Bytes: -1, Age: -1}
 	p.mu.reqs = make(map[uint64]chan replica.Code)
 	p.mu.waiters = make(map[*waiter]struct{})
 	if p.producers, err = openProducers(fs, dir, lg, hw, &b.counters.producerReplayBatches, p.lg); err != nil {
@@ -114,9 +118,11 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw i
 	return p, nil
 }
 
-// openProducers rebuilds a partition's producer state: from the snapshot a
-// clean close left (ProducerSnapshotFile) and the batches after it when the
-// log still holds the batch it ends with, else from every batch of the log.
+// openProducers rebuilds a partition's producer state: from the last
+// snapshot (ProducerSnapshotFile) and the batches after it when the log
+// still holds the batch it ends with or retention deleted it, else from
+// every batch of the log. The batches below hw are its stable part
+// (producerState.advance).
 func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, replayed *atomic.Uint64, plog *slog.Logger) (*producerState, error) {
 	s, ok, err := loadProducerSnapshot(fs, dir, lg)
 	switch {
@@ -127,23 +133,11 @@ func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, replaye
 	}
 	from := lg.LogStartOffset()
 	if ok {
-		from = s.stableEnd
+		from = max(s.stableEnd, from)
 	} else {
 		s = newProducerState()
 	}
 	if err := replayProducers(s, lg, from, replayed); err != nil {
-		return nil, err
-	}
-	s.advance(hw)
-	return s, nil
-}
-
-// rebuildProducers replays every batch header of the log into a fresh
-// producer state, counting the batches in replayed; the batches below hw are
-// its stable part (producerState.advance).
-func rebuildProducers(lg *segment.Log, hw int64, replayed *atomic.Uint64) (*producerState, error) {
-	s := newProducerState()
-	if err := replayProducers(s, lg, lg.LogStartOffset(), replayed); err != nil {
 		return nil, err
 	}
 	s.advance(hw)
@@ -165,7 +159,7 @@ func replayProducers(s *producerState, lg *segment.Log, off int64, replayed *ato
 		}
 		err = walkHeaders(v.Data, func(h segment.Header) {
 			replayed.Add(1)
-			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset)
+			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
 		})
 		next := v.Next
 		v.Release()

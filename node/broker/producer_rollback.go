@@ -49,7 +49,7 @@ func (s *producerState) truncate(leo int64) bool {
 	s.pending = s.pending[:i]
 	for pid := range affected {
 		if e := s.stable[pid]; e != nil {
-			s.producers[pid] = &producerEntry{epoch: e.epoch, batches: slices.Clone(e.batches)}
+			s.producers[pid] = &producerEntry{epoch: e.epoch, lastTs: e.lastTs, batches: slices.Clone(e.batches)}
 		} else {
 			delete(s.producers, pid)
 		}

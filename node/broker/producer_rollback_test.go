@@ -14,7 +14,7 @@ import (
 func replayed(log []pendingBatch) map[int64]*producerEntry {
 	s := newProducerState()
 	for _, b := range log {
-		s.update(b.pid, b.epoch, b.firstSeq, b.delta, b.baseOffset)
+		s.update(b.pid, b.epoch, b.firstSeq, b.delta, b.baseOffset, 0)
 	}
 	return s.producers
 }
@@ -48,7 +48,7 @@ func TestProducerStateTruncateMatchesReplay(t *testing.T) {
 				}
 				log = append(log, b)
 				leo = b.lastOffset() + 1
-				s.update(b.pid, b.epoch, b.firstSeq, b.delta, b.baseOffset)
+				s.update(b.pid, b.epoch, b.firstSeq, b.delta, b.baseOffset, 0)
 				s.advance(hw)
 			case op < 8: // the HW moves up
 				hw += rng.Int64N(leo - hw + 1)
@@ -76,7 +76,7 @@ func TestProducerStateTruncateMatchesReplay(t *testing.T) {
 				if !s.truncate(leo) {
 					s = newProducerState()
 					for _, b := range log {
-						s.update(b.pid, b.epoch, b.firstSeq, b.delta, b.baseOffset)
+						s.update(b.pid, b.epoch, b.firstSeq, b.delta, b.baseOffset, 0)
 					}
 					s.advance(hw)
 				}
@@ -96,7 +96,7 @@ func render(m map[int64]*producerEntry) string {
 	pids := slices.Sorted(maps.Keys(m))
 	out := ""
 	for _, pid := range pids {
-		out += fmt.Sprintf("%d/%d%v ", pid, m[pid].epoch, m[pid].batches)
+		out += fmt.Sprintf("%d/%d@%d%v ", pid, m[pid].epoch, m[pid].lastTs, m[pid].batches)
 	}
 	return out
 }
@@ -109,7 +109,7 @@ func TestProducerStatePendingStaysBounded(t *testing.T) {
 	s := newProducerState()
 	n := 3*maxPendingBatches + 17
 	for i := range n {
-		s.update(1, 0, int32(i), 0, int64(i))
+		s.update(1, 0, int32(i), 0, int64(i), 0)
 	}
 	if len(s.pending) >= 2*maxPendingBatches || s.stableEnd == 0 {
 		t.Fatalf("%d pending, stable end %d", len(s.pending), s.stableEnd)

@@ -18,11 +18,11 @@ import (
 // and replays only the batches from the stable end on, instead of every
 // batch header from the log start.
 //
-// Format (version 1, big-endian), replaced atomically (segment.WriteCheckpoint):
+// Format (version 2, big-endian), replaced atomically (segment.WriteCheckpoint):
 //
 //	offset  size  field
 //	0       4     magic "PLPS"
-//	4       1     version (1)
+//	4       1     version (2; 1 is read too)
 //	5       8     stable end: the state covers the batches below this offset
 //	13      8     anchor base offset  \  the batch that ends at stable end - 1
 //	21      8     anchor last offset   | (its fields outside and inside the
@@ -30,22 +30,33 @@ import (
 //	33      4     anchor batch CRC    /  holding that very batch there
 //	37      4     producer count N
 //	41            N producers, each: producer id (8), producer epoch (2),
+//	              last timestamp (8, version 2 only: the largest record
+//	              timestamp of its batches in ms, for expiry; -1 unknown),
 //	              batch count n (1, 1-5), then n batches oldest first:
 //	              first sequence (4), last sequence (4), base offset (8),
 //	              last offset (8)
 //	end-4   4     CRC-32C (Castagnoli) of every byte before it
 //
-// A snapshot is only a shortcut: one that is missing, unreadable, corrupt,
+// A version 1 snapshot (written before producer ids expired) has no last
+// timestamps: its producers load with -1 and count as active from the
+// first expiry check on (producerState.expire).
+//
+// A snapshot is mostly a shortcut: one that is missing, unreadable, corrupt,
 // of another version, or whose anchor batch is not in the log (the log was
 // truncated below it and rewritten, or lost its tail in a crash) is ignored
-// and the whole log is replayed. A log that holds the anchor batch (same
+// and the whole log is replayed. After retention it is more: it is written
+// before segments are deleted (retention.go) and is then the only record of
+// the producers whose batches were in them. A snapshot whose stable end is
+// at or below the log start offset is therefore loaded without its anchor
+// (retention deleted that batch; what it covers is committed, below the
+// HW, so the same on every replica) and the log replayed from its start. A log that holds the anchor batch (same
 // offsets, leader epoch and CRC) holds the same batches below it, as leader
 // epochs make logs that agree on a batch agree on everything before it.
 const ProducerSnapshotFile = "producer-state.snapshot"
 
 const (
 	snapshotMagic      = "PLPS"
-	snapshotVersion    = 1
+	snapshotVersion    = 2
 	snapshotHeaderSize = 41
 	snapshotBatchSize  = 24
 )
@@ -68,7 +79,7 @@ type producerSnapshot struct {
 
 func encodeProducerSnapshot(s producerSnapshot) []byte {
 	be := binary.BigEndian
-	b := make([]byte, 0, snapshotHeaderSize+len(s.producers)*(11+producerBatches*snapshotBatchSize)+4)
+	b := make([]byte, 0, snapshotHeaderSize+len(s.producers)*(19+producerBatches*snapshotBatchSize)+4)
 	b = append(b, snapshotMagic...)
 	b = append(b, snapshotVersion)
 	b = be.AppendUint64(b, uint64(s.stableEnd))
@@ -80,6 +91,7 @@ func encodeProducerSnapshot(s producerSnapshot) []byte {
 	for pid, e := range s.producers {
 		b = be.AppendUint64(b, uint64(pid))
 		b = be.AppendUint16(b, uint16(e.epoch))
+		b = be.AppendUint64(b, uint64(e.lastTs))
 		b = append(b, byte(len(e.batches)))
 		for _, x := range e.batches {
 			b = be.AppendUint32(b, uint32(x.firstSeq))
@@ -105,8 +117,13 @@ func decodeProducerSnapshot(data []byte) (producerSnapshot, error) {
 	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != be.Uint32(data[len(body):]) {
 		return bad("checksum mismatch")
 	}
-	if string(body[:4]) != snapshotMagic || body[4] != snapshotVersion {
+	version := body[4]
+	if string(body[:4]) != snapshotMagic || version < 1 || version > snapshotVersion {
 		return bad("unknown magic or version")
+	}
+	prodSize := 19 // producer id, epoch, last timestamp, batch count
+	if version == 1 {
+		prodSize = 11 // no last timestamp
 	}
 	s := producerSnapshot{
 		stableEnd: int64(be.Uint64(body[5:])),
@@ -119,20 +136,24 @@ func decodeProducerSnapshot(data []byte) (producerSnapshot, error) {
 	}
 	n := be.Uint32(body[37:])
 	rest := body[snapshotHeaderSize:]
-	if uint64(n)*(11+snapshotBatchSize) > uint64(len(rest)) {
+	if uint64(n)*uint64(prodSize+snapshotBatchSize) > uint64(len(rest)) {
 		return bad("producer count larger than the file")
 	}
 	s.producers = make(map[int64]*producerEntry, n)
 	for range n {
-		if len(rest) < 11 {
+		if len(rest) < prodSize {
 			return bad("truncated producer")
 		}
-		pid, epoch, k := int64(be.Uint64(rest)), int16(be.Uint16(rest[8:])), int(rest[10])
-		rest = rest[11:]
-		if pid < 0 || k < 1 || k > producerBatches || len(rest) < k*snapshotBatchSize || s.producers[pid] != nil {
+		pid, epoch, lastTs := int64(be.Uint64(rest)), int16(be.Uint16(rest[8:])), int64(-1)
+		if version >= 2 {
+			lastTs = int64(be.Uint64(rest[10:]))
+		}
+		k := int(rest[prodSize-1])
+		rest = rest[prodSize:]
+		if pid < 0 || lastTs < -1 || k < 1 || k > producerBatches || len(rest) < k*snapshotBatchSize || s.producers[pid] != nil {
 			return bad("bad producer entry")
 		}
-		e := &producerEntry{epoch: epoch, batches: make([]seqBatch, 0, producerBatches)}
+		e := &producerEntry{epoch: epoch, lastTs: lastTs, batches: make([]seqBatch, 0, producerBatches)}
 		for range k {
 			x := seqBatch{firstSeq: int32(be.Uint32(rest)), lastSeq: int32(be.Uint32(rest[4:])),
 				baseOffset: int64(be.Uint64(rest[8:])), lastOffset: int64(be.Uint64(rest[16:]))}
@@ -202,13 +223,19 @@ func loadProducerSnapshot(fs segment.FS, dir string, lg *segment.Log) (*producer
 	if err != nil {
 		return nil, false, err
 	}
-	if a, ok := anchorAt(lg, snap.stableEnd); !ok || a != snap.anchor {
-		return nil, false, nil // the log no longer holds the batch the snapshot ends with
+	if snap.stableEnd > lg.LogStartOffset() {
+		if a, ok := anchorAt(lg, snap.stableEnd); !ok || a != snap.anchor {
+			return nil, false, nil // the log no longer holds the batch the snapshot ends with
+		}
 	}
+	// Otherwise retention deleted the anchor batch (and maybe more): the
+	// snapshot holds the state of batches that are gone, which is why it
+	// was written before they were (partition.deleteBeforeLocked); every
+	// batch the log holds comes after it.
 	s := newProducerState()
 	s.stable, s.stableEnd = snap.producers, snap.stableEnd
 	for pid, e := range snap.producers {
-		s.producers[pid] = &producerEntry{epoch: e.epoch, batches: append(make([]seqBatch, 0, producerBatches), e.batches...)}
+		s.producers[pid] = &producerEntry{epoch: e.epoch, lastTs: e.lastTs, batches: append(make([]seqBatch, 0, producerBatches), e.batches...)}
 	}
 	return s, true, nil
 }

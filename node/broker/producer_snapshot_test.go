@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"reflect"
+	"slices"
 	"testing"
 
 	"paymentlog/segment"
@@ -12,8 +15,8 @@ import (
 func sampleSnapshot() producerSnapshot {
 	return producerSnapshot{stableEnd: 120, anchor: snapshotAnchor{baseOffset: 117, lastOffset: 119, leaderEpoch: 3, crc: 0xdeadbeef},
 		producers: map[int64]*producerEntry{
-			7: {epoch: 0, batches: []seqBatch{{0, 4, 10, 14}, {5, 5, 20, 20}}},
-			9: {epoch: 2, batches: []seqBatch{{2147483646, 1, 117, 119}}}, // wraps
+			7: {epoch: 0, lastTs: 1_700_000_000_000, batches: []seqBatch{{0, 4, 10, 14}, {5, 5, 20, 20}}},
+			9: {epoch: 2, lastTs: -1, batches: []seqBatch{{2147483646, 1, 117, 119}}}, // wraps; last timestamp unknown
 		}}
 }
 
@@ -60,7 +63,7 @@ func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.update(5, 0, int32(i), 0, info.BaseOffset)
+		s.update(5, 0, int32(i), 0, info.BaseOffset, 0)
 	}
 	s.advance(4) // batches 0-3 stable
 	if err := writeProducerSnapshot(fs, dir, s, lg); err != nil {
@@ -86,10 +89,88 @@ func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
 	}
 }
 
+// TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor: once the log
+// starts at or after the snapshot's stable end (retention deleted the batch
+// it is anchored on), the snapshot still loads: it is the only record of the
+// producers of the deleted batches. One whose stable end is above the log
+// start is still checked against its anchor.
+func TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor(t *testing.T) {
+	ctx := context.Background()
+	fs := segment.NewMemFS()
+	dir := "/p"
+	lg, err := segment.Open(ctx, dir, segment.Options{FS: fs, Sync: segment.SyncNever, SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	s := newProducerState()
+	for i := range 6 {
+		pid := int64(5)
+		if i >= 4 {
+			pid = 0 // not idempotent
+		}
+		info, err := lg.Append(ctx, buildBatch(pid, int32(i), []string{"v"}), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid > 0 {
+			s.update(pid, 0, int32(i), 0, info.BaseOffset, 0)
+		}
+	}
+	s.advance(6) // batches 0-3 of producer 5 stable: stable end 4
+	if err := writeProducerSnapshot(fs, dir, s, lg); err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.DeleteBefore(ctx, 5); err != nil { // past the anchor (offset 3) and a batch more
+		t.Fatal(err)
+	}
+	got, ok, err := loadProducerSnapshot(fs, dir, lg)
+	if err != nil || !ok || render(got.producers) != render(s.stable) {
+		t.Fatalf("after retention: ok %v err %v state %s, want %s", ok, err, render(got.producers), render(s.stable))
+	}
+}
+
+// TestProducerSnapshotReadsVersion1: a snapshot written before producer ids
+// expired (no last timestamps) loads, its producers with lastTs -1, which
+// the first expiry check takes as active now.
+func TestProducerSnapshotReadsVersion1(t *testing.T) {
+	s := producerSnapshot{stableEnd: 21, anchor: snapshotAnchor{baseOffset: 20, lastOffset: 20, leaderEpoch: 1, crc: 7},
+		producers: map[int64]*producerEntry{7: {epoch: 1, lastTs: 99, batches: []seqBatch{{5, 5, 20, 20}}}}}
+	v1 := encodeProducerSnapshotV1(s)
+	got, err := decodeProducerSnapshot(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.producers[7]; e == nil || e.lastTs != -1 || e.epoch != 1 || len(e.batches) != 1 || e.batches[0] != s.producers[7].batches[0] {
+		t.Fatalf("version 1 decoded as %+v", got.producers)
+	}
+	st := newProducerState()
+	st.producers[7] = got.producers[7]
+	st.stable[7] = &producerEntry{epoch: 1, lastTs: -1, batches: slices.Clone(got.producers[7].batches)}
+	if n := st.expire(1_000_000, 10); n != 0 || st.producers[7].lastTs != 1_000_000 || st.stable[7].lastTs != 1_000_000 {
+		t.Fatalf("first expiry of an unknown age: expired %d, lastTs %d", n, st.producers[7].lastTs)
+	}
+	if n := st.expire(1_000_010, 10); n != 1 || len(st.producers) != 0 || len(st.stable) != 0 {
+		t.Fatalf("expiry after the ttl: expired %d, left %v %v", n, st.producers, st.stable)
+	}
+}
+
+// encodeProducerSnapshotV1 is the version 1 encoding of a snapshot of one
+// producer: version 2's without the last timestamp.
+func encodeProducerSnapshotV1(s producerSnapshot) []byte {
+	v2 := encodeProducerSnapshot(s)
+	b := append([]byte(nil), v2[:snapshotHeaderSize+10]...)
+	b = append(b, v2[snapshotHeaderSize+18:len(v2)-4]...)
+	b[4] = 1
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
 func FuzzProducerSnapshot(f *testing.F) {
 	f.Add(encodeProducerSnapshot(sampleSnapshot()))
 	f.Add(encodeProducerSnapshot(producerSnapshot{stableEnd: 1, anchor: snapshotAnchor{lastOffset: 0}}))
 	f.Add([]byte("PLPS\x01"))
+	f.Add(encodeProducerSnapshotV1(producerSnapshot{stableEnd: 21, anchor: snapshotAnchor{baseOffset: 20, lastOffset: 20},
+		producers: map[int64]*producerEntry{7: {batches: []seqBatch{{5, 5, 20, 20}}}}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := decodeProducerSnapshot(data)
 		if err != nil {

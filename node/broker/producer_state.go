@@ -16,6 +16,9 @@ type seqBatch struct {
 // producerEntry is the state of one producer id on one partition.
 type producerEntry struct {
 	epoch int16
+	// lastTs is the largest record timestamp (ms) of its batches, for
+	// expiry (producerState.expire); -1: not known (a version 1 snapshot).
+	lastTs int64
 	// batches is a ring of the last producerBatches batches, oldest first.
 	batches []seqBatch
 }
@@ -55,6 +58,7 @@ type pendingBatch struct {
 	epoch           int16
 	firstSeq, delta int32
 	baseOffset      int64
+	maxTs           int64 // the batch's MaxTimestamp
 }
 
 func (b pendingBatch) lastOffset() int64 { return b.baseOffset + int64(b.delta) }
@@ -129,11 +133,12 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta 
 // update records an appended batch (after check said seqOK, or while
 // replaying the log or copying a leader's batches, where it is trusted).
 // Batches must come in log order.
-func (s *producerState) update(pid int64, epoch int16, firstSeq, lastOffsetDelta int32, baseOffset int64) {
+func (s *producerState) update(pid int64, epoch int16, firstSeq, lastOffsetDelta int32, baseOffset, maxTs int64) {
 	if pid < 0 || firstSeq < 0 || s.unknown != nil {
 		return
 	}
-	b := pendingBatch{pid: pid, epoch: epoch, firstSeq: firstSeq, delta: lastOffsetDelta, baseOffset: baseOffset}
+	// A negative timestamp (a client's) counts as very old, not unknown.
+	b := pendingBatch{pid: pid, epoch: epoch, firstSeq: firstSeq, delta: lastOffsetDelta, baseOffset: baseOffset, maxTs: max(maxTs, 0)}
 	applyBatch(s.producers, b)
 	s.pending = append(s.pending, b)
 	if len(s.pending) >= 2*maxPendingBatches {
@@ -147,9 +152,10 @@ func (s *producerState) update(pid int64, epoch int16, firstSeq, lastOffsetDelta
 func applyBatch(m map[int64]*producerEntry, b pendingBatch) {
 	e := m[b.pid]
 	if e == nil {
-		e = &producerEntry{epoch: b.epoch}
+		e = &producerEntry{epoch: b.epoch, lastTs: b.maxTs}
 		m[b.pid] = e
 	}
+	e.lastTs = max(e.lastTs, b.maxTs)
 	if b.epoch > e.epoch {
 		e.epoch, e.batches = b.epoch, e.batches[:0]
 	}

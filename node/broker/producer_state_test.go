@@ -39,19 +39,19 @@ func TestProducerStateSequences(t *testing.T) {
 			t.Fatalf("step %d: duplicate at %d, want %d", i, b.baseOffset, st.dupAt)
 		}
 		if v == seqOK {
-			s.update(st.pid, st.epoch, st.seq, st.delta, st.base)
+			s.update(st.pid, st.epoch, st.seq, st.delta, st.base, 0)
 		}
 	}
 }
 
 func TestProducerStateWraps(t *testing.T) {
 	s := newProducerState()
-	s.update(1, 0, 0, 0, 0)
+	s.update(1, 0, 0, 0, 0, 0)
 	s.producers[1].batches[0].lastSeq = math.MaxInt32 - 1
 	if v, _ := s.check(1, 0, math.MaxInt32, 1); v != seqOK {
 		t.Fatalf("verdict %d", v)
 	}
-	s.update(1, 0, math.MaxInt32, 1, 1)
+	s.update(1, 0, math.MaxInt32, 1, 1, 0)
 	if got := s.producers[1].batches[1].lastSeq; got != 0 {
 		t.Fatalf("wrapped last seq %d", got)
 	}

@@ -24,6 +24,12 @@ type Stats struct {
 	ProduceRequests       uint64 // produce requests handled
 	ProduceBytes          uint64 // batch bytes appended as leader (duplicates not counted)
 	ReplicaFetchResponses uint64 // answers sent to followers' fetches
+	// RetentionDeletedSegments counts segments deleted by retention (and
+	// by following a leader's log start); RetentionFailures the partition
+	// passes that failed (the segments stay: the disk fills).
+	RetentionDeletedSegments uint64
+	RetentionFailures        uint64
+	ProducerIDsExpired       uint64 // idle producer ids forgotten
 }
 
 // counters are the broker's request counters.
@@ -31,6 +37,9 @@ type counters struct {
 	produceRequests       atomic.Uint64
 	produceBytes          atomic.Uint64
 	replicaFetchResponses atomic.Uint64
+	retentionDeleted      atomic.Uint64
+	retentionFailures     atomic.Uint64
+	producerIDsExpired    atomic.Uint64
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
 	producerReplayBatches atomic.Uint64
@@ -42,6 +51,10 @@ func (b *Broker) Stats() Stats {
 		ProduceRequests:       b.counters.produceRequests.Load(),
 		ProduceBytes:          b.counters.produceBytes.Load(),
 		ReplicaFetchResponses: b.counters.replicaFetchResponses.Load(),
+
+		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
+		RetentionFailures:        b.counters.retentionFailures.Load(),
+		ProducerIDsExpired:       b.counters.producerIDsExpired.Load(),
 	}
 	for _, p := range b.partitions() {
 		if p.log != nil && p.log.Failed() != nil {

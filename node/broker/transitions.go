@@ -44,6 +44,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 		p.mu.Unlock()
 		return ErrClosed
 	}
+	p.mu.retention = b.retentionOf(st)
 	r := p.mu.r
 	oldRole, oldLeader := r.Role(), r.Leader()
 	leo := p.log.LogEndOffset()

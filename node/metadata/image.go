@@ -3,6 +3,7 @@ package metadata
 import (
 	"slices"
 	"sort"
+	"strconv"
 )
 
 // NoLeader is a partition's leader while it is offline.
@@ -38,6 +39,25 @@ type TopicState struct {
 // from outside the ISR (config unclean.leader.election.enable=true).
 func (t TopicState) UncleanLeaderElection() bool {
 	return t.Configs[ConfigUncleanLeaderElection] == "true"
+}
+
+// Retention returns the topic's retention.ms and retention.bytes (-1:
+// forever, unlimited); ok is false for a key the topic does not set, which
+// takes the node's default.
+func (t TopicState) Retention() (ms int64, msOK bool, bytes int64, bytesOK bool) {
+	ms, msOK = configInt(t.Configs, ConfigRetentionMs)
+	bytes, bytesOK = configInt(t.Configs, ConfigRetentionBytes)
+	return ms, msOK, bytes, bytesOK
+}
+
+// configInt parses an integer config (validated when the topic was created).
+func configInt(cfg map[string]string, key string) (int64, bool) {
+	v, ok := cfg[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
 }
 
 // PartitionState is one partition's assignment and leadership. The slices are

@@ -20,6 +20,11 @@
 //     (KIP-320). A fetch from a new incarnation first drops everything the
 //     follower's previous process reported (KIP-903).
 //  4. Time passes: call Tick(now) periodically (a fraction of the lag time).
+//     Retention deleted the front of the log (never at or above the HW), or
+//     a follower raised its log start to its leader's: call SetLogStart
+//     AFTER the segments are gone. Fetches below the log start are then
+//     OffsetOutOfRange; a follower whose log was cut below it restarts at
+//     the leader's log start (Truncated).
 //  5. For every Decisions returned: complete the listed produce requests,
 //     wake waiting fetchers if WakeFetchers, persist/propagate the HW, and if
 //     ProposeISR is non-nil send an AlterPartition request for it, naming

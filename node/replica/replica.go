@@ -392,7 +392,9 @@ func (r *Replica) Truncated(logStart, leo int64) {
 	r.hw = min(max(r.hw, logStart), leo)
 }
 
-// SetLogStart records that retention raised the log start offset.
+// SetLogStart records that retention (or a follower following its leader's
+// log start) raised the log start offset. The caller keeps it at or below
+// the HW, so the HW never moves here in practice.
 func (r *Replica) SetLogStart(logStart int64) {
 	r.logStart = min(max(r.logStart, logStart), r.leo)
 	r.durable = max(r.durable, r.logStart)

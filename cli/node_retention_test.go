@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"paymentlog/node"
+)
+
+// node start takes the retention knobs as flags and PAYMENTLOG_* variables,
+// with Kafka's 5 minute check interval, "forever" and a day of producer id
+// expiry as defaults.
+func TestNodeStartRetentionFlags(t *testing.T) {
+	start := func(t *testing.T, extra ...string) node.Config {
+		t.Helper()
+		defer func(orig func(context.Context, node.Config) (runningNode, error)) { startNode = orig }(startNode)
+		got := make(chan node.Config, 1)
+		startNode = func(_ context.Context, cfg node.Config) (runningNode, error) {
+			got <- cfg
+			return failingShutdownNode{done: make(chan struct{})}, nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		args := append([]string{"paymentlog", "node", "start", "--id", "1", "--addr", "127.0.0.1:1",
+			"--data-dir", t.TempDir(), "--controllers", "1@127.0.0.1:1"}, extra...)
+		var stdout, stderr bytes.Buffer
+		code := make(chan int, 1)
+		go func() { code <- RunContext(ctx, args, &stdout, &stderr) }()
+		select {
+		case cfg := <-got:
+			cancel()
+			<-code
+			return cfg
+		case c := <-code:
+			t.Fatalf("exit %d: %s", c, stderr.String())
+		case <-time.After(10 * time.Second):
+			t.Fatal("node start did not start the node")
+		}
+		return node.Config{}
+	}
+	cfg := start(t)
+	if cfg.RetentionCheckInterval != 5*time.Minute || cfg.RetentionMs != -1 || cfg.RetentionBytes != -1 || cfg.ProducerIDExpiration != 24*time.Hour {
+		t.Fatalf("defaults: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
+	}
+	cfg = start(t, "--retention-check-interval", "30s", "--retention-ms", "3600000", "--retention-bytes", "1048576",
+		"--producer-id-expiration", "2h")
+	if cfg.RetentionCheckInterval != 30*time.Second || cfg.RetentionMs != 3600000 || cfg.RetentionBytes != 1<<20 ||
+		cfg.ProducerIDExpiration != 2*time.Hour {
+		t.Fatalf("flags: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
+	}
+	t.Setenv("PAYMENTLOG_RETENTION_CHECK_INTERVAL", "1m")
+	t.Setenv("PAYMENTLOG_RETENTION_BYTES", "4096")
+	cfg = start(t)
+	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 {
+		t.Fatalf("env: interval %v, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionBytes)
+	}
+}

@@ -1,0 +1,106 @@
+package segment
+
+import (
+	"context"
+	"time"
+)
+
+// Retention says which sealed segments a retention pass deletes (DeleteRetained).
+// A negative Bytes or Age means no limit of that kind; zero deletes every
+// sealed segment below Below.
+type Retention struct {
+	// Bytes keeps the newest segments whose total size (the active segment
+	// included) stays within Bytes: the oldest sealed segment goes while
+	// the log without it is still at least Bytes long (Kafka's
+	// retention.bytes).
+	Bytes int64
+	// Age deletes a sealed segment whose largest record timestamp (its
+	// time index) is older than Now minus Age (Kafka's retention.ms).
+	Age time.Duration
+	// Now is the time Age is measured from.
+	Now time.Time
+	// Below bounds the pass: only segments holding nothing at or above
+	// this offset are deleted (a partition's high watermark).
+	Below int64
+}
+
+// ApplyRetention deletes whole sealed segments by the log's
+// Options.RetentionBytes and RetentionAge, below its log end: DeleteRetained
+// with those limits, Options.Now and no other bound.
+func (l *Log) ApplyRetention(ctx context.Context) (deleted int, err error) {
+	if l.opts.RetentionBytes < 0 && l.opts.RetentionAge < 0 {
+		return 0, ctx.Err()
+	}
+	deleted, _, err = l.DeleteRetained(ctx, Retention{Bytes: l.opts.RetentionBytes, Age: l.opts.RetentionAge,
+		Now: l.opts.Now(), Below: l.LogEndOffset()})
+	return deleted, err
+}
+
+// DeleteRetained deletes whole sealed segments, oldest first, while the
+// oldest one is past r's size or age limit and wholly below r.Below; it
+// stops at the first segment that is not (as Kafka does: retention never
+// leaves a gap). The active segment is never deleted. The log start offset
+// becomes the base offset of the first segment kept; it is returned with
+// the number of segments deleted. Each removal is made durable (a
+// directory fsync) before the next, so a crash leaves a prefix removed.
+func (l *Log) DeleteRetained(ctx context.Context, r Retention) (deleted int, logStart int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, l.LogStartOffset(), err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, l.LogStartOffset(), err
+	}
+	k, logStart := l.retentionPointLocked(r)
+	if k == 0 {
+		return 0, logStart, nil
+	}
+	return k, logStart, l.deleteFrontLocked(k, logStart)
+}
+
+// RetentionPoint is the log start offset DeleteRetained(r) would leave and
+// the number of segments it would delete, without deleting anything. A
+// caller that serialises every change to the log can act on it (write
+// state the deleted segments held elsewhere) and then call DeleteBefore
+// with the offset.
+func (l *Log) RetentionPoint(r Retention) (logStart int64, segments int) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	k, logStart := l.retentionPointLocked(r)
+	return logStart, k
+}
+
+// retentionPointLocked: see RetentionPoint. appendMu held, which keeps
+// the sealed segments' sizes, ends and timestamps still.
+func (l *Log) retentionPointLocked(r Retention) (k int, logStart int64) {
+	l.mu.Lock()
+	segs := l.mu.segs
+	logStart = l.mu.logStart
+	l.mu.Unlock()
+	bySize, byAge := r.Bytes >= 0, r.Age >= 0
+	if !bySize && !byAge {
+		return 0, logStart
+	}
+	now := r.Now.UnixMilli()
+	var total int64
+	for _, s := range segs {
+		total += s.size
+	}
+	for ; k < len(segs)-1; k++ {
+		s := segs[k]
+		if s.next > r.Below {
+			break
+		}
+		size := bySize && total-s.size >= r.Bytes
+		age := byAge && now-s.maxTs > r.Age.Milliseconds()
+		if !size && !age {
+			break
+		}
+		total -= s.size
+	}
+	if k == 0 {
+		return 0, logStart
+	}
+	return k, segs[k].base
+}
