@@ -64,6 +64,9 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 					st.RetentionBytes = &bytes
 				}
 			}
+			if sb, ok := t.SegmentBytes(); ok {
+				st.SegmentBytes = sb
+			}
 			if !current && p.Leader == n.cfg.ID {
 				st.Leader = -1
 			}
@@ -105,7 +108,8 @@ func samePartitionState(a, b broker.PartitionState) bool {
 	return a.Topic == b.Topic && a.TopicID == b.TopicID && a.Partition == b.Partition &&
 		a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR &&
-		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes)
+		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes) &&
+		a.SegmentBytes == b.SegmentBytes
 }
 
 // sameLimit compares two optional limits.

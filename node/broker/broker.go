@@ -171,6 +171,10 @@ type PartitionState struct {
 	// retention.bytes (-1: forever, unlimited); nil: the broker's default
 	// (Config.RetentionMs, RetentionBytes).
 	RetentionMs, RetentionBytes *int64
+	// SegmentBytes is the topic's segment.bytes (0: the broker's
+	// Config.Log.SegmentBytes). It takes effect when the partition's log
+	// opens: topic configs are fixed when the topic is created.
+	SegmentBytes int64
 }
 
 type tp struct {

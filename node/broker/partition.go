@@ -68,11 +68,15 @@ func (w *waiter) wake() {
 	}
 }
 
-// openPartition opens (or creates) the partition's log, seeds its HW from
-// the checkpoint and rebuilds its producer state from the batch headers.
-func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, hw int64) (*partition, error) {
+// openPartition opens (or creates) the partition's log, with segments of
+// segBytes (0: the broker's default), seeds its HW from the checkpoint and
+// rebuilds its producer state from the batch headers.
+func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segBytes, hw int64) (*partition, error) {
 	dir := filepath.Join(b.cfg.DataDir, key.topic+"-"+strconv.Itoa(int(key.partition)))
 	opts := b.cfg.Log
+	if segBytes > 0 {
+		opts.SegmentBytes = min(segBytes, segment.MaxSegmentBytes)
+	}
 	if opts.Logger == nil {
 		opts.Logger = b.log
 	}

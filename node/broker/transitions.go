@@ -19,7 +19,7 @@ import (
 // new leader, whose first fetch response says where to truncate.
 func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	key := tp{st.Topic, st.Partition}
-	p, err := b.getOrOpen(ctx, key, st.TopicID)
+	p, err := b.getOrOpen(ctx, key, st)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 		if err := b.StopPartition(ctx, st.Topic, st.Partition, true); err != nil {
 			return err
 		}
-		if p, err = b.getOrOpen(ctx, key, st.TopicID); err != nil {
+		if p, err = b.getOrOpen(ctx, key, st); err != nil {
 			return err
 		}
 	}
@@ -85,7 +85,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 }
 
 // getOrOpen returns the partition, opening its log on first use.
-func (b *Broker) getOrOpen(ctx context.Context, key tp, topicID string) (*partition, error) {
+func (b *Broker) getOrOpen(ctx context.Context, key tp, st PartitionState) (*partition, error) {
 	// openMu makes check-open-insert atomic so a directory is never opened
 	// twice; the open itself is I/O, so it cannot happen under b.mu.
 	b.openMu.Lock()
@@ -101,7 +101,7 @@ func (b *Broker) getOrOpen(ctx context.Context, key tp, topicID string) (*partit
 	}
 	hw := b.mu.ckpt[key]
 	b.mu.Unlock()
-	p, err := b.openPartition(ctx, key, topicID, hw)
+	p, err := b.openPartition(ctx, key, st.TopicID, st.SegmentBytes, hw)
 	if err != nil {
 		return nil, err
 	}

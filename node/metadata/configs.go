@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 )
@@ -12,7 +13,7 @@ const (
 	ConfigUncleanLeaderElection = "unclean.leader.election.enable" // "true" | "false" (default)
 	ConfigRetentionMs           = "retention.ms"                   // integer, -1 = forever
 	ConfigRetentionBytes        = "retention.bytes"                // integer, -1 = unlimited
-	ConfigSegmentBytes          = "segment.bytes"                  // integer >= 1 MiB
+	ConfigSegmentBytes          = "segment.bytes"                  // integer in [1 MiB, MaxSegmentBytes]
 )
 
 // Limits on what a topic may ask for.
@@ -22,6 +23,9 @@ const (
 	MaxReplicas       = 16
 	MaxConfigs        = 64
 	MaxConfigValueLen = 1024
+	// MaxSegmentBytes is segment.MaxSegmentBytes (positions in a segment's
+	// index are uint32 and must fit an int32).
+	MaxSegmentBytes = math.MaxInt32
 )
 
 var (
@@ -72,8 +76,8 @@ func ValidateConfigs(cfg map[string]string) error {
 			}
 		case ConfigSegmentBytes:
 			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1<<20 {
-				return fmt.Errorf("config %s: want an integer >= 1048576, got %q", k, v)
+			if err != nil || n < 1<<20 || n > MaxSegmentBytes {
+				return fmt.Errorf("config %s: want an integer from 1048576 to %d, got %q", k, MaxSegmentBytes, v)
 			}
 		}
 	}

@@ -50,6 +50,12 @@ func (t TopicState) Retention() (ms int64, msOK bool, bytes int64, bytesOK bool)
 	return ms, msOK, bytes, bytesOK
 }
 
+// SegmentBytes returns the topic's segment.bytes; ok is false when the
+// topic does not set it (the node's --segment-bytes applies).
+func (t TopicState) SegmentBytes() (n int64, ok bool) {
+	return configInt(t.Configs, ConfigSegmentBytes)
+}
+
 // configInt parses an integer config (validated when the topic was created).
 func configInt(cfg map[string]string, key string) (int64, bool) {
 	v, ok := cfg[key]
