@@ -51,6 +51,28 @@ func (c *testCluster) electNode(key tp, id int32) {
 	c.push(key)
 }
 
+// setLeader makes id the leader with the given ISR in a new leader epoch,
+// as the controller would after an election (the tests use it to hand
+// leadership to a replica the ISR does not hold, e.g. an unclean election,
+// or to name a new ISR with the new leader).
+func (c *testCluster) setLeader(key tp, id int32, isr ...int32) {
+	c.t.Helper()
+	c.mu.Lock()
+	st := c.parts[key]
+	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = id, st.LeaderEpoch+1, st.PartitionEpoch+1, isr
+	c.mu.Unlock()
+	c.push(key)
+}
+
+// waitLEO waits until node id's replica of the test partition ends at leo.
+func waitLEO(t *testing.T, c *testCluster, id int32, leo int64, what string) {
+	t.Helper()
+	waitFor(t, what, 10*time.Second, func() bool {
+		_, _, end, ok := c.node(id).b.PartitionInfo(testKey.topic, testKey.partition)
+		return ok && end == leo
+	})
+}
+
 // wantOffset asserts a successful answer at base.
 func wantOffset(t *testing.T, what string, r wire.ProducePartitionResponse, base int64) {
 	t.Helper()
@@ -160,15 +182,8 @@ func divergedProducer(t *testing.T, pid int64) (*testCluster, [][]byte) {
 	wantOffset(t, "batch 1 (acks=1)", produceBatchTo(t, c, 1, 1, wire.AcksLeader, batches[1]), 1)
 	wantOffset(t, "batch 2 (acks=1)", produceBatchTo(t, c, 1, 1, wire.AcksLeader, batches[2]), 2)
 	c.startNode(2, dir2)
-	c.mu.Lock()
-	st := c.parts[testKey]
-	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
-	c.mu.Unlock()
-	c.push(testKey)
-	waitFor(t, "node 1 truncated", 10*time.Second, func() bool {
-		_, _, leo, ok := c.node(1).b.PartitionInfo("payments", 0)
-		return ok && leo == 1
-	})
+	c.setLeader(testKey, 2, 2)
+	waitLEO(t, c, 1, 1, "node 1 truncated")
 	return c, batches
 }
 
@@ -253,15 +268,8 @@ func TestFollowerTruncationDoesNotReplayTheLog(t *testing.T) {
 	wantOffset(t, "uncommitted batch (acks=1)", produceBatchTo(t, c, 1, 1, wire.AcksLeader, lost), committed)
 	before := c.node(1).b.counters.producerReplayBatches.Load()
 	c.startNode(2, dir2)
-	c.mu.Lock()
-	st := c.parts[testKey]
-	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
-	c.mu.Unlock()
-	c.push(testKey)
-	waitFor(t, "node 1 truncated", 10*time.Second, func() bool {
-		_, _, leo, ok := c.node(1).b.PartitionInfo("payments", 0)
-		return ok && leo == committed
-	})
+	c.setLeader(testKey, 2, 2)
+	waitLEO(t, c, 1, committed, "node 1 truncated")
 	if n := c.node(1).b.counters.producerReplayBatches.Load() - before; n >= committed/2 {
 		t.Errorf("the truncation replayed %d batch headers of a %d-batch log", n, committed)
 	}
@@ -372,15 +380,8 @@ func TestFailedProducerReplayRefusesIdempotentWrites(t *testing.T) {
 	failReplay := func() error { return errors.New("injected: log unreadable") }
 	c.node(1).b.hooks.producerReplay.Store(&failReplay)
 	c.startNode(2, t.TempDir())
-	c.mu.Lock()
-	st := c.parts[testKey]
-	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
-	c.mu.Unlock()
-	c.push(testKey)
-	waitFor(t, "node 1 truncated", 10*time.Second, func() bool {
-		_, _, leo, ok := c.node(1).b.PartitionInfo("payments", 0)
-		return ok && leo == 0
-	})
+	c.setLeader(testKey, 2, 2)
+	waitLEO(t, c, 1, 0, "node 1 truncated")
 	wantOffset(t, "other producer on node 2", mustProduce(t, c, wire.AcksAll, buildBatch(6, 0, []string{"other"})), 0)
 	waitFor(t, "node 1 back in the ISR", 10*time.Second, func() bool { return len(c.state(testKey).ISR) == 2 })
 	waitInSync(t, c, testKey)

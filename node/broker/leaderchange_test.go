@@ -184,11 +184,7 @@ func testAckAfterLeadershipLostAndRegained(t *testing.T, acks int8) {
 	// Node 2, empty, leads epoch 2 and writes y at offset 0; node 1 follows,
 	// truncates x away and copies y.
 	c.startNode(2, t.TempDir())
-	c.mu.Lock()
-	st := c.parts[testKey]
-	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setLeader(testKey, 2, 2)
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"y"})); r.Err != wire.None || r.BaseOffset != 0 {
 		t.Fatalf("produce y: %+v", r)
 	}
@@ -197,10 +193,7 @@ func testAckAfterLeadershipLostAndRegained(t *testing.T, acks int8) {
 		return hw == 1 && leo == 1 && readAll(t, c.node(1).b.partition(testKey.topic, testKey.partition).log, 1)[0] == "y"
 	})
 	// Node 1 leads again, in epoch 3.
-	c.mu.Lock()
-	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 1, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{1, 2}
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setLeader(testKey, 1, 1, 2)
 
 	gate.open()
 	var res result

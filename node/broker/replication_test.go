@@ -263,11 +263,7 @@ func TestFollowerTruncatesDivergentTail(t *testing.T) {
 	}
 	c.stopNode(1)
 	c.startNode(2, t.TempDir())
-	c.mu.Lock()
-	st := c.parts[testKey]
-	st.Leader, st.LeaderEpoch, st.PartitionEpoch, st.ISR = 2, st.LeaderEpoch+1, st.PartitionEpoch+1, []int32{2}
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setLeader(testKey, 2, 2)
 	for _, v := range []string{"new-0", "new-1", "new-2"} {
 		if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{v})); r.Err != wire.None {
 			t.Fatalf("%+v", r)
