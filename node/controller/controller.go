@@ -328,14 +328,22 @@ func (c *Controller) tick(ctx context.Context) {
 	}
 	c.lastCheck = now
 	expired := c.mu.sessions.expired(img, now)
+	deaf := c.mu.sessions.unanswered(img, now)
 	c.mu.Unlock()
 	var reqs []*request
-	for _, b := range expired {
-		b := b
-		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation)
+	fence := func(b metadata.BrokerState) {
 		reqs = append(reqs, &request{kind: "fence", decide: func(m *metadata.Image) ([]metadata.Record, error) {
 			return metadata.DecideFence(m, b.ID, b.Incarnation), nil
 		}})
+	}
+	for _, b := range expired {
+		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation)
+		fence(b)
+	}
+	for _, b := range deaf {
+		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers for a session timeout (it cannot receive); fencing",
+			"broker", b.ID, "incarnation", b.Incarnation)
+		fence(b)
 	}
 	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
 		return metadata.DecidePreferredLeaders(m), nil
