@@ -65,8 +65,12 @@ func (h *harness) stop() {
 	}
 }
 
-// tick runs the periodic checks and waits until they are done (the second
-// send is received only after the first tick was handled).
+// tick runs the periodic checks and waits until they are done: the second
+// send is received only after the first tick was handled, and a request
+// that decides nothing returns only after the loop handled the second. (Two
+// sends alone left the second tick running beside the script's next
+// command: an "advance" could move the clock under it, and its fence
+// landed in that command's output.)
 func (h *harness) tick() {
 	for range 2 {
 		select {
@@ -74,6 +78,9 @@ func (h *harness) tick() {
 		case <-time.After(10 * time.Second):
 			h.t.Fatal("controller loop stuck")
 		}
+	}
+	if h.c.active() {
+		h.c.submit(h.ctx(), "barrier", func(*metadata.Image) ([]metadata.Record, error) { return nil, nil })
 	}
 }
 
