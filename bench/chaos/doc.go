@@ -46,8 +46,8 @@
 // behind a 2–16 Mbit/s bound of 20–200ms that up to 25% bypass, so they
 // arrive late and out of order). Like pauses and partitions they aim at a
 // random node, the active controller or a partition leader. The summary
-// gives, by kind, the longest unavailability window that overlapped one of
-// its faults.
+// gives, by kind, the longest unavailability window that began while one of
+// its faults was in effect.
 //
 // Faults are counted by what they did (Result.Counts): a kill-leader or
 // kill-controller that finds no leader or controller kills a random node and

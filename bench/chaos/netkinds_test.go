@@ -156,23 +156,25 @@ func TestLinkFaultEvents(t *testing.T) {
 	}
 }
 
-// TestLongestByKind: a window counts for every fault it overlaps, from the
-// fault's start to the cluster being ready after it.
+// TestLongestByKind: a window is put down to the fault in effect when it
+// started (from the fault's start, less a little slack, to the cluster
+// being ready after it), not to later faults it overlaps.
 func TestLongestByKind(t *testing.T) {
 	start := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return start.Add(d) }
 	events := []Event{
 		{Fault: Fault{N: 1, Kind: KillLeader}, Victim: 1, At: 1 * time.Second, Healed: 2 * time.Second, Healthy: 500 * time.Millisecond},
 		{Fault: Fault{N: 2, Kind: OneWay}, Victim: 2, At: 5 * time.Second, Healed: 7 * time.Second, Healthy: time.Second},
-		{Fault: Fault{N: 3, Kind: Degrade}, Victim: 3, At: 20 * time.Second, Healed: 25 * time.Second},
+		{Fault: Fault{N: 3, Kind: Degrade}, Victim: 3, At: 8500 * time.Millisecond, Healed: 9 * time.Second},
 		{Fault: Fault{N: 4, Kind: Bridge}, Victim: 1, At: 30 * time.Second, NotApplied: true},
 	}
 	windows := []Window{
-		{Partition: 0, Start: at(1500 * time.Millisecond), End: at(2 * time.Second)}, // kill-leader
-		{Partition: 1, Start: at(7900 * time.Millisecond), End: at(9 * time.Second)}, // starts before one-way's ready point
-		{Partition: 2, Start: at(6 * time.Second), End: at(6100 * time.Millisecond)}, // one-way, shorter
-		{Partition: 0, Start: at(12 * time.Second), End: at(15 * time.Second)},       // no fault
-		{Partition: 0, Start: at(30 * time.Second), End: at(40 * time.Second)},       // a fault not applied
+		{Partition: 0, Start: at(950 * time.Millisecond), End: at(2 * time.Second)},        // kill-leader (a record sent just before it)
+		{Partition: 1, Start: at(7900 * time.Millisecond), End: at(12 * time.Second)},      // one-way, though it overlaps the degrade
+		{Partition: 2, Start: at(6 * time.Second), End: at(6100 * time.Millisecond)},       // one-way, shorter
+		{Partition: 0, Start: at(12 * time.Second), End: at(15 * time.Second)},             // after every fault was over
+		{Partition: 0, Start: at(30 * time.Second), End: at(40 * time.Second)},             // a fault not applied
+		{Partition: 0, Start: at(500 * time.Millisecond), End: at(900 * time.Millisecond)}, // before any fault
 	}
 	got := longestByKind(events, windows, start)
 	want := map[Kind]KindWindow{

@@ -71,8 +71,8 @@ type Result struct {
 	Settled   time.Duration // time from healing until in sync
 	NodeLogs  []string
 	// Unavailable is, by kind as applied, the longest unavailability
-	// window that overlapped a fault of that kind (from the fault to the
-	// cluster being ready again).
+	// window that began while a fault of that kind was in effect (see
+	// longestByKind).
 	Unavailable map[Kind]KindWindow
 }
 
@@ -480,7 +480,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "one-way: %d cannot send, %d cannot receive\n", out, in)
 	}
 	if len(r.Unavailable) > 0 {
-		fmt.Fprintf(w, "longest unavailability overlapping a fault, by kind:")
+		fmt.Fprintf(w, "longest unavailability by the kind of fault in effect when it began:")
 		for _, k := range r.reportKinds() {
 			if kw, ok := r.Unavailable[k]; ok {
 				fmt.Fprintf(w, " %s=%v (fault #%d, partition %d)", k, kw.Window.Len().Round(time.Millisecond), kw.Fault, kw.Window.Partition)

@@ -14,26 +14,39 @@ type KindWindow struct {
 	Fault  int
 }
 
-// longestByKind attributes unavailability windows to faults: a window
-// counts for every applied fault it overlaps, from the fault's start to the
-// cluster being ready again after it (At .. Healed+Healthy). It returns, by
-// kind as applied, the longest such window.
+// windowSlack is how early a window may start before the fault it is put
+// down to: a record sent just before the fault hit may wait out all of it.
+const windowSlack = 100 * time.Millisecond
+
+// longestByKind puts each unavailability window down to the fault that was
+// in effect when it started: the last applied fault that began no later
+// than windowSlack after the window's start, if the window started before
+// the cluster was ready again after that fault (At .. Healed+Healthy, plus
+// windowSlack). Faults follow each other closely, so a window that merely
+// overlaps a later fault is not put down to it. It returns, by kind as
+// applied, the longest window put down to a fault of that kind.
 func longestByKind(events []Event, windows []Window, start time.Time) map[Kind]KindWindow {
-	out := map[Kind]KindWindow{}
+	var applied []Event
 	for _, e := range events {
-		if e.Victim == 0 || e.NotApplied {
+		if e.Victim != 0 && !e.NotApplied {
+			applied = append(applied, e)
+		}
+	}
+	out := map[Kind]KindWindow{}
+	for _, w := range windows {
+		at := w.Start.Sub(start)
+		var cause *Event
+		for i := range applied {
+			if applied[i].At <= at+windowSlack {
+				cause = &applied[i]
+			}
+		}
+		if cause == nil || at > max(cause.Healed, cause.At)+cause.Healthy+windowSlack {
 			continue
 		}
-		from := start.Add(e.At)
-		to := start.Add(max(e.Healed, e.At) + e.Healthy)
-		k := e.applied()
-		for _, w := range windows {
-			if w.End.Before(from) || w.Start.After(to) {
-				continue
-			}
-			if cur, ok := out[k]; !ok || w.Len() > cur.Window.Len() {
-				out[k] = KindWindow{Window: w, Fault: e.Fault.N}
-			}
+		k := cause.applied()
+		if cur, ok := out[k]; !ok || w.Len() > cur.Window.Len() {
+			out[k] = KindWindow{Window: w, Fault: cause.Fault.N}
 		}
 	}
 	return out
