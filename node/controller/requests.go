@@ -68,6 +68,13 @@ func (c *Controller) Heartbeat(ctx context.Context, req wire.BrokerHeartbeatRequ
 	if ok && b.Incarnation == req.Incarnation {
 		c.mu.Lock()
 		c.mu.sessions.touch(req.BrokerID, req.Incarnation, c.cfg.Now())
+		if b.Fenced {
+			// Before this heartbeat may unfence it: answers it missed
+			// while fenced must not fence it again the moment the unfence
+			// commits (the check can run before answered below, which a
+			// caller that gave up never reaches).
+			c.mu.sessions.forgetAnswers(req.BrokerID)
+		}
 		c.mu.Unlock()
 		if recs, err := metadata.DecideHeartbeat(img, ev); err == nil && len(recs) == 0 {
 			r := metadata.HeartbeatResponse(img, ev)

@@ -114,6 +114,15 @@ func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.Broker
 	return out
 }
 
+// forgetAnswers stops tracking broker id's unconfirmed answer (it is
+// fenced: see answered).
+func (s *sessions) forgetAnswers(id int32) {
+	if ss, ok := s.m[id]; ok {
+		ss.pendingSeq, ss.pendingAt = 0, time.Time{}
+		s.m[id] = ss
+	}
+}
+
 // unanswered returns the unfenced brokers of img, in id order, whose
 // session is alive but who have not confirmed an answer sent more than a
 // session timeout ago: their heartbeats arrive, the answers (and so the
