@@ -341,7 +341,7 @@ func (c *Controller) tick(ctx context.Context) {
 		fence(b)
 	}
 	for _, b := range deaf {
-		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers for a session timeout (it cannot receive); fencing",
+		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers for 1.5 session timeouts (it cannot receive); fencing",
 			"broker", b.ID, "incarnation", b.Incarnation)
 		fence(b)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestUnfencedDeafBrokerNotRefenced: a broker fenced because it confirmed
-// no answer for a session timeout (it could not receive) is unfenced by a
+// no answer for 1.5 session timeouts (it could not receive) is unfenced by a
 // heartbeat once its link heals; whether or not that heartbeat's answer
 // gets back to the broker, the answers it missed while deaf must not fence
 // it again. Here the unfencing heartbeat's caller gives up while the
@@ -45,7 +45,7 @@ func TestUnfencedDeafBrokerNotRefenced(t *testing.T) {
 	// Broker 2 confirms answer 1, then none: deaf.
 	beat(2, 1, 0)
 	beat(2, 2, 1)
-	for seq := int64(3); seq <= 6; seq++ {
+	for seq := int64(3); seq <= 7; seq++ { // 1.6s without a confirmation
 		h.clock.Advance(400 * time.Millisecond)
 		beat(1, 0, 0)
 		beat(3, 0, 0)
@@ -66,7 +66,7 @@ func TestUnfencedDeafBrokerNotRefenced(t *testing.T) {
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan wire.BrokerHeartbeatResponse, 1)
 	go func() {
-		done <- h.c.Heartbeat(hctx, wire.BrokerHeartbeatRequest{BrokerID: 2, Incarnation: 1, MetadataOffset: offset(), Seq: 7, AckedSeq: 2})
+		done <- h.c.Heartbeat(hctx, wire.BrokerHeartbeatRequest{BrokerID: 2, Incarnation: 1, MetadataOffset: offset(), Seq: 8, AckedSeq: 2})
 	}()
 	select {
 	case <-entered:

@@ -49,8 +49,8 @@ func (s *sessions) shorten(id int32, deadline time.Time) {
 }
 
 // extendAll moves every deadline to at least deadline, and gives every
-// unconfirmed answer as long as a fresh one (the controller stood still:
-// the confirmations may be queued behind it).
+// unconfirmed answer at least as long as a session from now (the
+// controller stood still: the confirmations may be queued behind it).
 func (s *sessions) extendAll(deadline time.Time) {
 	for id, ss := range s.m {
 		if ss.deadline.Before(deadline) {
@@ -123,9 +123,18 @@ func (s *sessions) forgetAnswers(id int32) {
 	}
 }
 
+// unansweredAfter is how long an answer may go unconfirmed before the
+// broker counts as deaf: a session timeout, plus the half session a broker
+// waits for each heartbeat's answer (node.heartbeatOnce). With both of its
+// heartbeats in flight waiting for answers lost while it was deaf, a
+// broker sends the next one, whose answer it will confirm, up to that long
+// after its link heals; a broker deaf for less than a session timeout is
+// then not fenced, as a silent one is not.
+func (s *sessions) unansweredAfter() time.Duration { return s.timeout + s.timeout/2 }
+
 // unanswered returns the unfenced brokers of img, in id order, whose
-// session is alive but who have not confirmed an answer sent more than a
-// session timeout ago: their heartbeats arrive, the answers (and so the
+// session is alive but who have not confirmed an answer sent more than
+// unansweredAfter ago: their heartbeats arrive, the answers (and so the
 // metadata, fetches and produce requests sent to them) do not.
 func (s *sessions) unanswered(img *metadata.Image, now time.Time) []metadata.BrokerState {
 	var out []metadata.BrokerState
@@ -134,7 +143,7 @@ func (s *sessions) unanswered(img *metadata.Image, now time.Time) []metadata.Bro
 		if !ok || ss.incarnation != b.Incarnation || b.Fenced || ss.pendingSeq == 0 || now.After(ss.deadline) {
 			continue
 		}
-		if now.After(ss.pendingAt.Add(s.timeout)) {
+		if now.After(ss.pendingAt.Add(s.unansweredAfter())) {
 			out = append(out, b)
 		}
 	}

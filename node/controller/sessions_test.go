@@ -24,7 +24,7 @@ func sessionsImage(t *testing.T) *metadata.Image {
 
 // TestUnansweredToleratesLoss: a lossy link that drops some answers, but
 // lets one through now and then, never makes a broker unanswered; one that
-// drops every answer does after a session timeout; a controller stall
+// drops every answer does after 1.5 session timeouts; a controller stall
 // gives the broker a fresh timeout; an unnumbered broker is never tracked.
 func TestUnansweredToleratesLoss(t *testing.T) {
 	img := sessionsImage(t)
@@ -49,13 +49,22 @@ func TestUnansweredToleratesLoss(t *testing.T) {
 		now = now.Add(100 * time.Millisecond)
 	}
 
-	// Every answer lost from seq 51 on.
-	for seq := int64(51); seq <= 60; seq++ {
-		beat(s, seq, acked)
+	// Answer 51 is the last to get through (confirmed by 52's heartbeat);
+	// every later one is lost: 1.5 session timeouts after answer 52 was
+	// sent the broker is unanswered, not before.
+	beat(s, 51, 50)
+	now = now.Add(100 * time.Millisecond)
+	sent52 := now
+	for seq := int64(52); seq <= 67; seq++ {
+		beat(s, seq, 51)
+		if got := s.unanswered(img, now); len(got) != 0 {
+			t.Fatalf("unanswered %v after answer 52", now.Sub(sent52))
+		}
 		now = now.Add(100 * time.Millisecond)
 	}
+	now = sent52.Add(1500*time.Millisecond + time.Millisecond)
 	if got := s.unanswered(img, now); len(got) != 1 || got[0].ID != 2 {
-		t.Fatalf("no answer confirmed for %v: unanswered = %v", 10*100*time.Millisecond, got)
+		t.Fatalf("no answer confirmed for 1.5s: unanswered = %v", got)
 	}
 	s.extendAll(now.Add(timeout))
 	if got := s.unanswered(img, now.Add(timeout/2)); len(got) != 0 {
