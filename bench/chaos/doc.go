@@ -43,7 +43,7 @@
 // one peer lose each other, both still reach the third node and the
 // clients), degrade (for 2–6 session timeouts the victim's link, both ways,
 // loses 5–30% of the packets, duplicates up to 5%, and queues the rest
-// behind a 2–16 Mbit/s bound of 20–200ms that up to 25% bypass, so they
+// behind a 1–6 Mbit/s bound of 20–200ms that up to 25% bypass, so they
 // arrive late and out of order). Like pauses and partitions they aim at a
 // random node, the active controller or a partition leader. The summary
 // gives, by kind, the longest unavailability window that began while one of

@@ -65,7 +65,7 @@ func TestScheduleNetKinds(t *testing.T) {
 		case Degrade:
 			q := f.Link
 			if q == nil || q.Loss < 0.05 || q.Loss > 0.30 || q.Duplicate < 0 || q.Duplicate > 0.05 || q.Reorder < 0 || q.Reorder > 0.25 ||
-				q.RateBits < 2_000_000 || q.RateBits > 16_000_000 || q.Latency < 20*time.Millisecond || q.Latency > 200*time.Millisecond {
+				q.RateBits < 1_000_000 || q.RateBits > 6_000_000 || q.Latency < 20*time.Millisecond || q.Latency > 200*time.Millisecond {
 				t.Fatalf("degrade link %+v", q)
 			}
 			if f.Hold < 2*time.Second || f.Hold > 6*time.Second {
