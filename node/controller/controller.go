@@ -15,8 +15,11 @@
 // (so its image holds everything committed before), then grants every
 // registered broker one full session timeout from that moment before it
 // fences anyone. Sessions live in memory on the active controller only, on
-// the injected clock; a check tick fences expired brokers, moves leadership
-// back to preferred replicas, and adds broker-only nodes as raft learners.
+// the injected clock; a check tick fences expired brokers, and brokers whose
+// heartbeats arrive but who have confirmed none of the answers for 1.5
+// session timeouts (they can send but not receive: see sessions.unanswered),
+// moves leadership back to preferred replicas, and adds broker-only nodes as
+// raft learners.
 //
 // Lifecycle: New, then Run(ctx) until ctx ends (it returns nil then). Request
 // methods may be called at any time from any goroutine; while this node is
