@@ -28,14 +28,16 @@ func chaosCommand() *ucli.Command {
 		Name:   "chaos",
 		Hidden: true,
 		Usage:  "fault-injection run against a local 3-node cluster of this binary (see bench/chaos); exit 1 on any anomaly",
-		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|kill-node,pause,...]\n\n" +
+		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|net|kill-leader,one-way,...]\n\n" +
 			"Without --duration it runs one deck: --per-kind faults of every kind. The seed fixes the schedule of faults;\n" +
 			"it is printed at the start and in the report.",
 		Flags: []ucli.Flag{
 			&ucli.DurationFlag{Name: "duration", Usage: "inject faults for this long (0: one deck of --per-kind faults per kind)", EnvVars: chaosEnv("DURATION")},
 			&ucli.Int64Flag{Name: "seed", Usage: "schedule seed (0: random, printed)", EnvVars: chaosEnv("SEED")},
 			&ucli.IntFlag{Name: "per-kind", Value: 20, Usage: "faults of each kind per deck", EnvVars: chaosEnv("PER_KIND")},
-			&ucli.StringFlag{Name: "kinds", Value: "all", Usage: "fault kinds: all or a comma-separated list of kill-node,kill-leader,kill-controller,pause,partition,torn-tail", EnvVars: chaosEnv("KINDS")},
+			&ucli.StringFlag{Name: "kinds", Aliases: []string{"faults"}, Value: "all", Usage: "fault kinds, comma-separated: kill-node,kill-leader,kill-controller,pause,partition,torn-tail (all: these six, the default), " +
+				"one-way (a node cannot send, or cannot receive), bridge (two nodes lose each other, both reach the third), degrade (loss, duplication, a slow queue and reordering on one node's link); net: the last three. " +
+				"Network faults need root and iproute2 (ip, tc)", EnvVars: chaosEnv("KINDS")},
 			&ucli.DurationFlag{Name: "session-timeout", Value: time.Second, Usage: "the nodes' --session-timeout", EnvVars: chaosEnv("SESSION_TIMEOUT")},
 			&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "the nodes' --fsync policy: always, interval=DURATION or never (torn tails then model a power loss that takes acknowledged records from one node)", EnvVars: chaosEnv("FSYNC")},
 			&ucli.IntFlag{Name: "producers", Value: 4, Usage: "idempotent acks=all producers", EnvVars: chaosEnv("PRODUCERS")},

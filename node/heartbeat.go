@@ -58,7 +58,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	n.mu.Lock()
 	registered := n.mu.registered
 	n.mu.hbSeq++
-	seq := n.mu.hbSeq
+	seq, acked := n.mu.hbSeq, n.mu.hbAcked
 	n.mu.Unlock()
 	if !registered {
 		var resp wire.BrokerRegisterResponse
@@ -98,6 +98,10 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 		Incarnation:    n.incarnation,
 		MetadataOffset: int64(n.store.Image().Offset()),
 		WantShutdown:   wantShutdown,
+		// The controller fences a broker whose heartbeats arrive while it
+		// confirms none of the answers (it can send but not receive).
+		Seq:      int64(seq),
+		AckedSeq: int64(acked),
 	}, &resp, func() wire.ErrorCode { return resp.Err })
 	if err != nil {
 		var we *wire.Error
@@ -113,6 +117,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	n.mu.Lock()
 	n.mu.lastHB = time.Now()
 	n.mu.ctrlContact = n.mu.lastHB
+	n.mu.hbAcked = max(n.mu.hbAcked, seq)
 	if seq < n.mu.hbApplied {
 		// A newer heartbeat's answer was applied already.
 		n.mu.Unlock()

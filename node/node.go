@@ -66,6 +66,7 @@ type Node struct {
 		lastHB     time.Time // last successful heartbeat
 		hbSeq      uint64    // heartbeats started
 		hbApplied  uint64    // the newest heartbeat whose answer was applied
+		hbAcked    uint64    // the newest heartbeat whose answer arrived (sent as AckedSeq)
 		fenced     bool
 		closing    bool
 		// ctrlContact: when an active controller last answered a

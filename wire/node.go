@@ -128,6 +128,13 @@ type BrokerHeartbeatRequest struct {
 	Incarnation    int64 `msgpack:"inc"`
 	MetadataOffset int64 `msgpack:"moff"`
 	WantShutdown   bool  `msgpack:"shutdown"`
+	// Seq numbers this incarnation's heartbeats from 1 (0: not numbered);
+	// AckedSeq is the highest Seq whose answer reached the broker (0: none
+	// yet). A broker that can send but not receive keeps reaching the
+	// controller while its AckedSeq stands still: the controller tells by
+	// that that its answers are lost (see controller sessions).
+	Seq      int64 `msgpack:"seq"`
+	AckedSeq int64 `msgpack:"acked"`
 }
 type BrokerHeartbeatResponse struct {
 	Err           ErrorCode `msgpack:"err"`

@@ -476,8 +476,19 @@ func replicaDiverges(rl ReplicaLog, pl *PartitionLog, at map[int64]string) (Anom
 // last ack and the first record sent after it, to the next ack (or, after
 // the last one, to the last outcome). A failed record does not end a
 // stretch: a partition whose writes all fail fast is unavailable, not
-// briefly busy many times over. It returns the longest, longest first.
+// briefly busy many times over. It returns the longest maxWindows, longest
+// first.
 func unavailability(h *History) []Window {
+	out := allWindows(h)
+	if len(out) > maxWindows {
+		out = out[:maxWindows]
+	}
+	return out
+}
+
+// allWindows is every unavailability window (see unavailability), longest
+// first.
+func allWindows(h *History) []Window {
 	type ev struct {
 		t    time.Time
 		send bool
@@ -528,9 +539,6 @@ func unavailability(h *History) []Window {
 		}
 		return out[i].Start.Before(out[j].Start)
 	})
-	if len(out) > maxWindows {
-		out = out[:maxWindows]
-	}
 	return out
 }
 

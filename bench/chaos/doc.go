@@ -35,6 +35,20 @@
 // torn-tail rides on a kill: before the restart, the last segment of one of
 // the dead node's partitions (or of its metadata log) is damaged.
 //
+// Link faults (NetKinds; only when asked for: --kinds net or by name, not in
+// the default "all"), made with tc in the victim's namespace
+// (localcluster.NetNS.OneWay, Cut, Degrade; undone by Restore, and by
+// HealAll / HealNetwork, also when the run is cancelled): one-way (the
+// victim cannot send, or cannot receive, for Hold), bridge (the victim and
+// one peer lose each other, both still reach the third node and the
+// clients), degrade (for 2–6 session timeouts the victim's link, both ways,
+// loses 5–30% of the packets, duplicates up to 5%, and queues the rest
+// behind a 1–6 Mbit/s bound of 20–200ms that up to 25% bypass, so they
+// arrive late and out of order). Like pauses and partitions they aim at a
+// random node, the active controller or a partition leader. The summary
+// gives, by kind, the longest unavailability window that began while one of
+// its faults was in effect.
+//
 // Faults are counted by what they did (Result.Counts): a kill-leader or
 // kill-controller that finds no leader or controller kills a random node and
 // counts as a kill-node; such fallbacks (pauses and partitions aimed at a

@@ -34,12 +34,27 @@ type Event struct {
 	// Fallback: the fault's target (a leader, the controller) was unknown
 	// and a random node was hit instead (Note says why).
 	Fallback bool
+	// Peer: for a Bridge, the node cut from the victim.
+	Peer int32
+	// Healed is when the fault was undone (since the run started): the
+	// node restarted, resumed, reconnected or its link restored.
+	Healed time.Duration
 }
 
 func (e Event) String() string {
 	s := fmt.Sprintf("t+%-8v %-16s", e.At.Round(time.Millisecond), e.Fault.Kind)
 	if e.Victim > 0 {
 		s += fmt.Sprintf(" node %d (%s) for %v", e.Victim, e.Target, e.Fault.Hold.Round(time.Millisecond))
+		switch {
+		case e.Fault.Kind == OneWay && e.Fault.Dir == localcluster.Outbound:
+			s += ", cannot send"
+		case e.Fault.Kind == OneWay:
+			s += ", cannot receive"
+		case e.Fault.Kind == Bridge:
+			s += fmt.Sprintf(", cut from node %d", e.Peer)
+		case e.Fault.Kind == Degrade && e.Fault.Link != nil:
+			s += ", " + e.Fault.Link.String()
+		}
 	}
 	if e.Torn != nil {
 		s += "; torn tail " + e.Torn.String()
@@ -67,7 +82,7 @@ type Source interface{ Next() Fault }
 // cluster is given time to become ready before the next one.
 type Nemesis struct {
 	C          *localcluster.Cluster
-	NS         *localcluster.NetNS // nil: no network partitions
+	NS         *localcluster.NetNS // nil: no network partitions or link faults
 	Topic      string
 	Partitions int
 	Workload   *Workload // for the acknowledged offsets (torn-tail thresholds)
@@ -188,9 +203,15 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 		func() (int32, error) { return n.C.ActiveController(ctx) })
 	victim := ch.victim
 	ev := Event{Fault: f, Kind: ch.kind, Fallback: ch.fallback, Target: ch.target, Note: ch.note}
-	if f.Kind == NetPartition && n.NS == nil {
+	if f.Kind.NeedsNetNS() && n.NS == nil {
 		ev.Note = "skipped: no network namespaces"
 		return ev
+	}
+	if f.Kind == Bridge {
+		if ev.Peer = choosePeer(victim, n.C.IDs(), f.PeerPick); ev.Peer == 0 {
+			ev.Note = "skipped: no other node to cut the victim from"
+			return ev
+		}
 	}
 	if info := n.C.Node(victim); !info.Running {
 		ev.Note = fmt.Sprintf("skipped: node %d is not running", victim)
@@ -216,11 +237,19 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 		} else {
 			ev.NotApplied = true
 		}
+	case OneWay, Bridge, Degrade:
+		if err = n.impair(ctx, f, victim, ev.Peer); err == nil {
+			wait(ctx, f.Hold)
+			err = n.NS.Restore(context.WithoutCancel(ctx), victim)
+		} else {
+			ev.NotApplied = true
+		}
 	}
 	if err != nil {
 		ev.Note = joinNote(ev.Note, "error: "+err.Error())
 	}
 	healed := time.Now()
+	ev.Healed = healed.Sub(n.Start)
 	if err := n.waitReady(ctx); err != nil {
 		ev.Note = joinNote(ev.Note, fmt.Sprintf("not ready %v after the fault: %v", n.ReadyTimeout, err))
 	}
@@ -233,6 +262,23 @@ func joinNote(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// impair applies a link fault to the victim's link (peer: the node a
+// Bridge cuts it from). On error nothing stays applied.
+func (n *Nemesis) impair(ctx context.Context, f Fault, victim, peer int32) error {
+	switch f.Kind {
+	case OneWay:
+		return n.NS.OneWay(ctx, victim, f.Dir)
+	case Bridge:
+		return n.NS.Cut(ctx, victim, peer)
+	case Degrade:
+		if f.Link == nil {
+			return errors.New("chaos: degrade fault without link parameters")
+		}
+		return n.NS.Degrade(ctx, victim, *f.Link)
+	}
+	return fmt.Errorf("chaos: %s is not a link fault", f.Kind)
 }
 
 // kill SIGKILLs the victim, holds, optionally tears its files, restarts it.
@@ -384,15 +430,11 @@ func (n *Nemesis) restartCrashed(ctx context.Context) {
 	}
 }
 
-// HealAll undoes every fault still in effect: reconnects isolated nodes,
-// resumes paused ones and starts any that are down.
+// HealAll undoes every fault still in effect: restores impaired links,
+// reconnects isolated nodes, resumes paused ones and starts any that are
+// down.
 func (n *Nemesis) HealAll(ctx context.Context) error {
-	var errs []error
-	if n.NS != nil {
-		for _, id := range n.NS.Isolated() {
-			errs = append(errs, n.NS.Heal(ctx, id))
-		}
-	}
+	errs := []error{n.HealNetwork(ctx)}
 	for _, info := range n.C.Nodes() {
 		switch {
 		case info.Paused:
@@ -400,6 +442,22 @@ func (n *Nemesis) HealAll(ctx context.Context) error {
 		case !info.Running:
 			errs = append(errs, n.C.StartNode(ctx, info.ID))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// HealNetwork restores every impaired link and reconnects every isolated
+// node (the part of HealAll that a cancelled run still owes the machine).
+func (n *Nemesis) HealNetwork(ctx context.Context) error {
+	if n.NS == nil {
+		return nil
+	}
+	var errs []error
+	for _, id := range n.NS.Impaired() {
+		errs = append(errs, n.NS.Restore(ctx, id))
+	}
+	for _, id := range n.NS.Isolated() {
+		errs = append(errs, n.NS.Heal(ctx, id))
 	}
 	return errors.Join(errs...)
 }

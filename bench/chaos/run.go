@@ -70,6 +70,10 @@ type Result struct {
 	Duration  time.Duration // Config.Duration (0: one deck)
 	Settled   time.Duration // time from healing until in sync
 	NodeLogs  []string
+	// Unavailable is, by kind as applied, the longest unavailability
+	// window that began while a fault of that kind was in effect (see
+	// longestByKind).
+	Unavailable map[Kind]KindWindow
 }
 
 // resumeWindow is how long the producers keep writing after the faults
@@ -94,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	kinds := cfg.Kinds
 	var ns *localcluster.NetNS
-	if slices.Contains(kinds, NetPartition) {
+	if slices.ContainsFunc(kinds, Kind.NeedsNetNS) {
 		var err error
 		if err = localcluster.NetNSAvailable(); err == nil {
 			localcluster.CleanupStaleNetNS(ctx)
@@ -102,10 +106,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		if err != nil {
 			res.NoNetNS = err.Error()
-			fmt.Fprintf(out, "chaos: network partition faults skipped: %v\n", err)
-			kinds = slices.DeleteFunc(slices.Clone(kinds), func(k Kind) bool { return k == NetPartition })
+			fmt.Fprintf(out, "chaos: network faults skipped: %v\n", err)
+			kinds = slices.DeleteFunc(slices.Clone(kinds), Kind.NeedsNetNS)
 		} else {
 			defer ns.Close()
+		}
+	}
+	if slices.ContainsFunc(kinds, Kind.IsLink) {
+		if err := localcluster.TCAvailable(); err != nil {
+			res.NoNetNS = err.Error()
+			fmt.Fprintf(out, "chaos: link faults skipped: %v\n", err)
+			kinds = slices.DeleteFunc(slices.Clone(kinds), Kind.IsLink)
 		}
 	}
 	if cfg.Script == nil {
@@ -202,6 +213,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
 	if nemErr != nil {
+		if err := nem.HealNetwork(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(out, "chaos: heal: %v\n", err)
+		}
 		wl.StopProducers(context.Background())
 		wl.StopConsumers()
 		return res, nemErr
@@ -280,6 +294,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.History = h
 	res.Report = Check(h)
+	res.Unavailable = longestByKind(res.Events, allWindows(h), start)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -463,13 +478,25 @@ func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "chaos: seed=%d elapsed=%v settle=%v\n", r.Seed, r.Elapsed.Round(time.Second), r.Settled.Round(time.Millisecond))
 	fmt.Fprintf(w, "faults:")
-	for _, k := range AllKinds {
+	for _, k := range r.reportKinds() {
 		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
 	}
 	fmt.Fprintln(w)
+	if out, in := oneWayByDir(r.Events); out+in > 0 {
+		fmt.Fprintf(w, "one-way: %d cannot send, %d cannot receive\n", out, in)
+	}
+	if len(r.Unavailable) > 0 {
+		fmt.Fprintf(w, "longest unavailability by the kind of fault in effect when it began:")
+		for _, k := range r.reportKinds() {
+			if kw, ok := r.Unavailable[k]; ok {
+				fmt.Fprintf(w, " %s=%v (fault #%d, partition %d)", k, kw.Window.Len().Round(time.Millisecond), kw.Fault, kw.Window.Partition)
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	if len(r.Fallbacks) > 0 {
 		fmt.Fprintf(w, "fallbacks (no leader or controller known: a random node was hit, a kill counted as %s):", KillNode)
-		for _, k := range AllKinds {
+		for _, k := range KnownKinds {
 			if n := r.Fallbacks[k]; n > 0 {
 				fmt.Fprintf(w, " %s=%d", k, n)
 			}
@@ -477,7 +504,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if r.NoNetNS != "" {
-		fmt.Fprintf(w, "network partitions skipped: %s\n", r.NoNetNS)
+		fmt.Fprintf(w, "network faults skipped: %s\n", r.NoNetNS)
 	}
 	if r.Report != nil {
 		r.Report.WriteText(w)
@@ -486,6 +513,13 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "cluster directory kept: %s\n", r.Dir)
 	}
 	fmt.Fprintf(w, "reproduce: scripts/chaos.sh --seed %d", r.Seed)
+	if !slices.Equal(r.Plan.Kinds, AllKinds) && len(r.Plan.Kinds) > 0 {
+		ks := make([]string, len(r.Plan.Kinds))
+		for i, k := range r.Plan.Kinds {
+			ks[i] = string(k)
+		}
+		fmt.Fprintf(w, " --kinds %s", strings.Join(ks, ","))
+	}
 	if r.Duration > 0 {
 		fmt.Fprintf(w, " --duration %v", r.Duration)
 	} else if r.Plan.PerKind > 0 {

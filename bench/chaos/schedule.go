@@ -3,8 +3,11 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
+
+	"paymentlog/bench/localcluster"
 )
 
 // Kind is a kind of fault the nemesis injects.
@@ -19,15 +22,36 @@ const (
 	Pause          Kind = "pause"           // SIGSTOP a random node for Hold (> session timeout), then SIGCONT
 	NetPartition   Kind = "partition"       // isolate a random node (its link down) for Hold, then heal
 	TornTail       Kind = "torn-tail"       // damage the end of a killed node's last segment before restart
+
+	// Link faults (tc in the node's namespace, see localcluster.NetNS).
+	OneWay  Kind = "one-way" // a node's packets in one direction (Fault.Dir) are dropped for Hold
+	Bridge  Kind = "bridge"  // a node and one peer lose each other for Hold; both still reach the third
+	Degrade Kind = "degrade" // a node's link loses, duplicates, delays and reorders packets (Fault.Link) for Hold
 )
 
-// AllKinds lists every kind, in report order.
+// AllKinds lists the kinds a run schedules by default ("all"), in report
+// order. The link faults (NetKinds) are not among them: they run only when
+// asked for, so the default mix, and e2e's TestChaos with it, keeps its
+// length.
 var AllKinds = []Kind{KillNode, KillLeader, KillController, Pause, NetPartition, TornTail}
+
+// NetKinds are the link faults short of a partition ("net" in ParseKinds).
+var NetKinds = []Kind{OneWay, Bridge, Degrade}
+
+// KnownKinds is every kind, in report order.
+var KnownKinds = append(append([]Kind(nil), AllKinds...), NetKinds...)
 
 // IsKill reports whether the kind kills a process (and may carry a torn tail).
 func (k Kind) IsKill() bool { return k == KillNode || k == KillLeader || k == KillController }
 
-// ParseKinds parses a comma-separated list of kinds ("all" for every kind).
+// NeedsNetNS reports whether the kind needs the nodes in network namespaces.
+func (k Kind) NeedsNetNS() bool { return k == NetPartition || k.IsLink() }
+
+// IsLink reports whether the kind is a tc link fault (NetKinds).
+func (k Kind) IsLink() bool { return k == OneWay || k == Bridge || k == Degrade }
+
+// ParseKinds parses a comma-separated list of kinds: "all" (or "") for
+// AllKinds, "net" for NetKinds, or names of KnownKinds, in any mix.
 func ParseKinds(s string) ([]Kind, error) {
 	if s == "" || s == "all" {
 		return append([]Kind(nil), AllKinds...), nil
@@ -35,16 +59,18 @@ func ParseKinds(s string) ([]Kind, error) {
 	var out []Kind
 	for _, f := range strings.Split(s, ",") {
 		k := Kind(strings.TrimSpace(f))
-		ok := false
-		for _, a := range AllKinds {
-			ok = ok || a == k
+		switch {
+		case k == "all":
+			out = append(out, AllKinds...)
+		case k == "net":
+			out = append(out, NetKinds...)
+		case slices.Contains(KnownKinds, k):
+			out = append(out, k)
+		default:
+			return nil, fmt.Errorf("chaos: unknown fault kind %q (known: %v, all, net)", k, KnownKinds)
 		}
-		if !ok {
-			return nil, fmt.Errorf("chaos: unknown fault kind %q (known: %v)", k, AllKinds)
-		}
-		out = append(out, k)
 	}
-	return out, nil
+	return slices.Compact(out), nil
 }
 
 // TornMode says how a torn tail damages a segment. See the package
@@ -112,11 +138,19 @@ type Fault struct {
 	N    int  // 1-based position in the schedule
 	Kind Kind // never TornTail (see Torn)
 	Pick int  // chooses the victim: node Pick%nodes+1, or partition Pick%partitions for KillLeader
-	// Target: for Pause and NetPartition, whom to hit (kills name it in their kind).
+	// Target: for Pause, NetPartition and the link faults, whom to hit
+	// (kills name it in their kind).
 	Target Target
 	Gap    time.Duration // quiet time before the fault
-	Hold   time.Duration // how long the node stays dead / paused / isolated
+	Hold   time.Duration // how long the node stays dead / paused / isolated / impaired
 	Torn   *Torn         // kills only: damage the node's files before the restart
+	// Dir: for OneWay, the direction dropped (Outbound: the node cannot
+	// send; Inbound: it cannot receive).
+	Dir localcluster.Direction
+	// PeerPick: for Bridge, chooses the peer cut from the victim among the
+	// other nodes (PeerPick%(nodes-1), in id order).
+	PeerPick int
+	Link     *localcluster.LinkQuality // for Degrade
 }
 
 func (f Fault) String() string {
@@ -126,6 +160,15 @@ func (f Fault) String() string {
 	}
 	if f.Torn != nil {
 		s += " torn=" + f.Torn.String()
+	}
+	if f.Dir != "" {
+		s += " dir=" + string(f.Dir)
+	}
+	if f.Kind == Bridge {
+		s += fmt.Sprintf(" peer-pick=%d", f.PeerPick)
+	}
+	if f.Link != nil {
+		s += " link=" + f.Link.String()
 	}
 	return s
 }
@@ -153,7 +196,8 @@ type Plan struct {
 	Gap            Range         // default 50ms..500ms
 	KillHold       Range         // default 50ms..800ms
 	PauseHold      Range         // default 1.2..2.2 × SessionTimeout
-	PartitionHold  Range         // default 0.5..2.5 × SessionTimeout
+	PartitionHold  Range         // default 0.5..2.5 × SessionTimeout; also OneWay and Bridge
+	DegradeHold    Range         // default 2..6 × SessionTimeout
 	// MetadataTorn is the share of torn tails aimed at the metadata log
 	// (always TornGarbage there); default 0.15.
 	MetadataTorn float64
@@ -187,6 +231,9 @@ func (p Plan) withDefaults() Plan {
 	}
 	if p.PartitionHold == (Range{}) {
 		p.PartitionHold = Range{st / 2, st * 5 / 2}
+	}
+	if p.DegradeHold == (Range{}) {
+		p.DegradeHold = Range{st * 2, st * 6}
 	}
 	if p.MetadataTorn == 0 {
 		p.MetadataTorn = 0.15
@@ -265,6 +312,8 @@ func (s *Schedule) deal() {
 			case k == NetPartition:
 				f.Hold = p.PartitionHold.pick(rng)
 				f.Target = []Target{TargetRandom, TargetController, TargetLeader}[rng.IntN(3)]
+			case k.IsLink():
+				s.link(&f)
 			}
 			deck = append(deck, f)
 		}
@@ -300,4 +349,40 @@ func (s *Schedule) torn1() *Torn {
 		t.Mode = TornOverwrite
 	}
 	return t
+}
+
+// link fills in a link fault's hold, target and parameters. It draws from
+// the schedule's generator only for link kinds, so the schedules of seeds
+// without them are what they always were.
+func (s *Schedule) link(f *Fault) {
+	p, rng := s.plan, s.rng
+	f.Target = []Target{TargetRandom, TargetController, TargetLeader}[rng.IntN(3)]
+	switch f.Kind {
+	case OneWay:
+		f.Hold = p.PartitionHold.pick(rng)
+		f.Dir = []localcluster.Direction{localcluster.Outbound, localcluster.Inbound}[rng.IntN(2)]
+	case Bridge:
+		f.Hold = p.PartitionHold.pick(rng)
+		f.PeerPick = rng.IntN(1 << 30)
+	case Degrade:
+		f.Hold = p.DegradeHold.pick(rng)
+		f.Link = degradedLink(rng)
+	}
+}
+
+// degradedLink draws a degraded link: 5–30% loss each way, up to 5%
+// duplication, up to 25% of the packets overtaking a queue of 1–6 Mbit/s
+// that holds a packet for at most 20–200ms. A node's replication traffic
+// under the chaos workload is about 1–2 Mbit/s each way, so the slower
+// queues fill up to their bound (delay, jitter and drops) and the faster
+// ones delay only bursts. (With 2–16 Mbit/s, 18% of a node's outgoing
+// packets waited at all, and none was dropped.)
+func degradedLink(rng *rand.Rand) *localcluster.LinkQuality {
+	return &localcluster.LinkQuality{
+		Loss:      0.05 + 0.25*rng.Float64(),
+		Duplicate: 0.05 * rng.Float64(),
+		Reorder:   0.25 * rng.Float64(),
+		RateBits:  int64(1_000_000 + rng.IntN(5_000_001)),
+		Latency:   time.Duration(20+rng.IntN(181)) * time.Millisecond,
+	}
 }

@@ -55,3 +55,18 @@ func chooseVictim(f Fault, ids []int32, partitions int, leader func(p int32) (in
 	}
 	return c
 }
+
+// choosePeer is the node a Bridge fault cuts from victim: the other nodes,
+// in id order, chosen by pick.
+func choosePeer(victim int32, ids []int32, pick int) int32 {
+	var others []int32
+	for _, id := range ids {
+		if id != victim {
+			others = append(others, id)
+		}
+	}
+	if len(others) == 0 {
+		return 0
+	}
+	return others[pick%len(others)]
+}

@@ -17,7 +17,9 @@ import (
 // NetNS puts every node of a local cluster in its own Linux network
 // namespace, joined by a veth pair to one bridge in the caller's namespace,
 // so that a node can be cut off from every other node and from the clients
-// (Isolate: its bridge-side link goes down) and reconnected later (Heal).
+// (Isolate: its bridge-side link goes down) and reconnected later (Heal),
+// or have its link made one-way, cut from one peer, or degraded (OneWay,
+// Cut, Degrade; undone by Restore; see netns_tc.go).
 // It needs root and the iproute2 `ip` command; NetNSAvailable says why not.
 //
 //	caller's namespace                 node namespaces
@@ -44,6 +46,8 @@ type NetNS struct {
 		sync.Mutex
 		created  map[int32]bool
 		isolated map[int32]bool
+		impaired map[int32]bool // a tc link fault is in place (netns_tc.go)
+		helpers  map[int32]bool // the tc helper devices exist (netns_tc.go)
 		closed   bool
 	}
 }
@@ -90,6 +94,8 @@ func NewNetNS(ctx context.Context) (*NetNS, error) {
 	n.bridge = n.tag + "br"
 	n.mu.created = map[int32]bool{}
 	n.mu.isolated = map[int32]bool{}
+	n.mu.impaired = map[int32]bool{}
+	n.mu.helpers = map[int32]bool{}
 	used, err := usedIPv4Subnets(ctx)
 	if err != nil {
 		n.owner.release()

@@ -41,6 +41,27 @@ func TestNetNSHelper(t *testing.T) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "recv": // exit 0 once a packet arrives, 1 if none within 2s
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		pc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, _, err := pc.ReadFrom(make([]byte, 64)); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "send": // send to addr every 10ms for 2s
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			c.Write([]byte("hello"))
+		}
+		os.Exit(0)
 	}
 }
 

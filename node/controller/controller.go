@@ -15,8 +15,11 @@
 // (so its image holds everything committed before), then grants every
 // registered broker one full session timeout from that moment before it
 // fences anyone. Sessions live in memory on the active controller only, on
-// the injected clock; a check tick fences expired brokers, moves leadership
-// back to preferred replicas, and adds broker-only nodes as raft learners.
+// the injected clock; a check tick fences expired brokers, and brokers whose
+// heartbeats arrive but who have confirmed none of the answers for 1.5
+// session timeouts (they can send but not receive: see sessions.unanswered),
+// moves leadership back to preferred replicas, and adds broker-only nodes as
+// raft learners.
 //
 // Lifecycle: New, then Run(ctx) until ctx ends (it returns nil then). Request
 // methods may be called at any time from any goroutine; while this node is
@@ -328,14 +331,22 @@ func (c *Controller) tick(ctx context.Context) {
 	}
 	c.lastCheck = now
 	expired := c.mu.sessions.expired(img, now)
+	deaf := c.mu.sessions.unanswered(img, now)
 	c.mu.Unlock()
 	var reqs []*request
-	for _, b := range expired {
-		b := b
-		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation)
+	fence := func(b metadata.BrokerState) {
 		reqs = append(reqs, &request{kind: "fence", decide: func(m *metadata.Image) ([]metadata.Record, error) {
 			return metadata.DecideFence(m, b.ID, b.Incarnation), nil
 		}})
+	}
+	for _, b := range expired {
+		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation)
+		fence(b)
+	}
+	for _, b := range deaf {
+		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers for 1.5 session timeouts (it cannot receive); fencing",
+			"broker", b.ID, "incarnation", b.Incarnation)
+		fence(b)
 	}
 	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
 		return metadata.DecidePreferredLeaders(m), nil

@@ -65,8 +65,12 @@ func (h *harness) stop() {
 	}
 }
 
-// tick runs the periodic checks and waits until they are done (the second
-// send is received only after the first tick was handled).
+// tick runs the periodic checks and waits until they are done: the second
+// send is received only after the first tick was handled, and a request
+// that decides nothing returns only after the loop handled the second. (Two
+// sends alone left the second tick running beside the script's next
+// command: an "advance" could move the clock under it, and its fence
+// landed in that command's output.)
 func (h *harness) tick() {
 	for range 2 {
 		select {
@@ -74,6 +78,9 @@ func (h *harness) tick() {
 		case <-time.After(10 * time.Second):
 			h.t.Fatal("controller loop stuck")
 		}
+	}
+	if h.c.active() {
+		h.c.submit(h.ctx(), "barrier", func(*metadata.Image) ([]metadata.Record, error) { return nil, nil })
 	}
 }
 
@@ -113,7 +120,7 @@ func TestControllerScripts(t *testing.T) {
 //	tick                        run the periodic checks
 //	advance d=DURATION          move the clock
 //	register id=N [inc=N] [broker-only]
-//	heartbeat id=N [inc=N] [offset=N] [shutdown]   (offset: the image's)
+//	heartbeat id=N [inc=N] [offset=N] [shutdown] [seq=N acked=N]   (offset: the image's)
 //	up ids=1,2,3                register and heartbeat each (caught up)
 //	beat ids=1,2                a caught-up heartbeat from each
 //	create name=T partitions=N rf=N
@@ -143,7 +150,8 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 	case "heartbeat":
 		id := int32(c.Int(t, "id", 0))
 		r := h.c.Heartbeat(ctx, wire.BrokerHeartbeatRequest{BrokerID: id, Incarnation: c.Int(t, "inc", h.inc(id)),
-			MetadataOffset: c.Int(t, "offset", int64(h.store.Image().Offset())), WantShutdown: c.Flags["shutdown"]})
+			MetadataOffset: c.Int(t, "offset", int64(h.store.Image().Offset())), WantShutdown: c.Flags["shutdown"],
+			Seq: c.Int(t, "seq", 0), AckedSeq: c.Int(t, "acked", 0)})
 		out = append(out, fmt.Sprintf("heartbeat: err=%v fenced=%t ready=%t ctrl=%d", r.Err, r.Fenced, r.ShutdownReady, r.ControllerID))
 	case "up":
 		for _, id := range c.IDs(t, "ids") {

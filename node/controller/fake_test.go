@@ -28,6 +28,9 @@ type fakeRaft struct {
 		// node's store has not applied yet; they are applied before the
 		// next proposal's entry, as raft applies in index order.
 		unapplied [][]byte
+		// onPropose, when set, runs at the start of every Propose
+		// (outside the lock): tests hold a proposal there.
+		onPropose func()
 	}
 }
 
@@ -40,6 +43,12 @@ func newFakeRaft(store *metadata.Store, id uint64, voters ...uint64) *fakeRaft {
 }
 
 func (f *fakeRaft) Propose(ctx context.Context, data []byte) (uint64, error) {
+	f.mu.Lock()
+	hook := f.mu.onPropose
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.mu.proposeErr != nil {
@@ -179,4 +188,11 @@ func (f *fakeRaft) applyLateLocked() {
 		f.store.Apply(f.mu.index, data)
 	}
 	f.mu.unapplied = nil
+}
+
+// setOnPropose sets (nil: clears) the hook run at the start of Propose.
+func (f *fakeRaft) setOnPropose(hook func()) {
+	f.mu.Lock()
+	f.mu.onPropose = hook
+	f.mu.Unlock()
 }

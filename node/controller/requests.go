@@ -62,13 +62,24 @@ func (c *Controller) Heartbeat(ctx context.Context, req wire.BrokerHeartbeatRequ
 		MetadataOffset: req.MetadataOffset, WantShutdown: req.WantShutdown}
 	img := c.cfg.Store.Image()
 	b, ok := img.Broker(req.BrokerID)
+	// A broker fenced before this heartbeat starts its answer tracking
+	// afresh, also when this heartbeat unfences it.
+	wasFenced := !ok || b.Fenced
 	if ok && b.Incarnation == req.Incarnation {
 		c.mu.Lock()
 		c.mu.sessions.touch(req.BrokerID, req.Incarnation, c.cfg.Now())
+		if b.Fenced {
+			// Before this heartbeat may unfence it: answers it missed
+			// while fenced must not fence it again the moment the unfence
+			// commits (the check can run before answered below, which a
+			// caller that gave up never reaches).
+			c.mu.sessions.forgetAnswers(req.BrokerID)
+		}
 		c.mu.Unlock()
 		if recs, err := metadata.DecideHeartbeat(img, ev); err == nil && len(recs) == 0 {
 			r := metadata.HeartbeatResponse(img, ev)
 			r.ControllerID = c.cfg.NodeID
+			c.answered(req, r, wasFenced)
 			return r
 		}
 	}
@@ -81,7 +92,19 @@ func (c *Controller) Heartbeat(ctx context.Context, req wire.BrokerHeartbeatRequ
 	}
 	r := metadata.HeartbeatResponse(img, ev)
 	r.ControllerID = c.cfg.NodeID
+	c.answered(req, r, wasFenced)
 	return r
+}
+
+// answered tracks whether the broker confirms this controller's heartbeat
+// answers (see sessions.unanswered).
+func (c *Controller) answered(req wire.BrokerHeartbeatRequest, r wire.BrokerHeartbeatResponse, wasFenced bool) {
+	if r.Err != wire.None {
+		return
+	}
+	c.mu.Lock()
+	c.mu.sessions.answered(req.BrokerID, req.Incarnation, req.Seq, req.AckedSeq, wasFenced || r.Fenced, c.cfg.Now())
+	c.mu.Unlock()
 }
 
 // AlterPartition handles an ISR change from a partition leader (see

@@ -16,6 +16,15 @@ type sessions struct {
 type session struct {
 	incarnation int64
 	deadline    time.Time
+	// pendingSeq is the oldest heartbeat answer of this tenure that the
+	// broker has not yet confirmed receiving (its AckedSeq is below it),
+	// sent at pendingAt; 0 when every answer so far is confirmed or the
+	// broker does not number its heartbeats. Heartbeats that keep arriving
+	// while an answer stays unconfirmed for a session timeout mean the
+	// broker can send but not receive: it is as good as gone (see
+	// unanswered).
+	pendingSeq int64
+	pendingAt  time.Time
 }
 
 func newSessions(timeout time.Duration) *sessions {
@@ -27,7 +36,7 @@ func newSessions(timeout time.Duration) *sessions {
 func (s *sessions) reset(img *metadata.Image, now time.Time, grace time.Duration) {
 	s.m = map[int32]session{}
 	for _, b := range img.Brokers() {
-		s.m[b.ID] = session{b.Incarnation, now.Add(grace)}
+		s.m[b.ID] = session{incarnation: b.Incarnation, deadline: now.Add(grace)}
 	}
 }
 
@@ -39,13 +48,18 @@ func (s *sessions) shorten(id int32, deadline time.Time) {
 	}
 }
 
-// extendAll moves every deadline to at least deadline.
+// extendAll moves every deadline to at least deadline, and gives every
+// unconfirmed answer at least as long as a session from now (the
+// controller stood still: the confirmations may be queued behind it).
 func (s *sessions) extendAll(deadline time.Time) {
 	for id, ss := range s.m {
 		if ss.deadline.Before(deadline) {
 			ss.deadline = deadline
-			s.m[id] = ss
 		}
+		if ss.pendingSeq > 0 && ss.pendingAt.Before(deadline.Add(-s.timeout)) {
+			ss.pendingAt = deadline.Add(-s.timeout)
+		}
+		s.m[id] = ss
 	}
 }
 
@@ -54,7 +68,32 @@ func (s *sessions) clear() { s.m = map[int32]session{} }
 
 // touch extends a broker incarnation's session to now + timeout.
 func (s *sessions) touch(id int32, incarnation int64, now time.Time) {
-	s.m[id] = session{incarnation, now.Add(s.timeout)}
+	ss := s.m[id]
+	if ss.incarnation != incarnation {
+		ss = session{incarnation: incarnation}
+	}
+	ss.deadline = now.Add(s.timeout)
+	s.m[id] = ss
+}
+
+// answered records that a heartbeat numbered seq, confirming answers up to
+// acked, was answered at now. A fenced broker's answers are not tracked
+// (fenced: it was fenced before this heartbeat or still is; each such
+// heartbeat starts afresh): it is unfenced only once it has applied the
+// metadata log, which it cannot without receiving, and the heartbeat that
+// unfences it after its link heals still confirms only old answers.
+func (s *sessions) answered(id int32, incarnation, seq, acked int64, fenced bool, now time.Time) {
+	ss, ok := s.m[id]
+	if !ok || ss.incarnation != incarnation || seq <= 0 {
+		return
+	}
+	if fenced || (ss.pendingSeq > 0 && acked >= ss.pendingSeq) {
+		ss.pendingSeq, ss.pendingAt = 0, time.Time{}
+	}
+	if ss.pendingSeq == 0 {
+		ss.pendingSeq, ss.pendingAt = seq, now
+	}
+	s.m[id] = ss
 }
 
 // expired returns the unfenced brokers of img whose session has run out, in
@@ -65,10 +104,46 @@ func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.Broker
 	for _, b := range img.Brokers() {
 		ss, ok := s.m[b.ID]
 		if !ok || ss.incarnation != b.Incarnation {
-			s.m[b.ID] = session{b.Incarnation, now.Add(s.timeout)}
+			s.m[b.ID] = session{incarnation: b.Incarnation, deadline: now.Add(s.timeout)}
 			continue
 		}
 		if !b.Fenced && now.After(ss.deadline) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// forgetAnswers stops tracking broker id's unconfirmed answer (it is
+// fenced: see answered).
+func (s *sessions) forgetAnswers(id int32) {
+	if ss, ok := s.m[id]; ok {
+		ss.pendingSeq, ss.pendingAt = 0, time.Time{}
+		s.m[id] = ss
+	}
+}
+
+// unansweredAfter is how long an answer may go unconfirmed before the
+// broker counts as deaf: a session timeout, plus the half session a broker
+// waits for each heartbeat's answer (node.heartbeatOnce). With both of its
+// heartbeats in flight waiting for answers lost while it was deaf, a
+// broker sends the next one, whose answer it will confirm, up to that long
+// after its link heals; a broker deaf for less than a session timeout is
+// then not fenced, as a silent one is not.
+func (s *sessions) unansweredAfter() time.Duration { return s.timeout + s.timeout/2 }
+
+// unanswered returns the unfenced brokers of img, in id order, whose
+// session is alive but who have not confirmed an answer sent more than
+// unansweredAfter ago: their heartbeats arrive, the answers (and so the
+// metadata, fetches and produce requests sent to them) do not.
+func (s *sessions) unanswered(img *metadata.Image, now time.Time) []metadata.BrokerState {
+	var out []metadata.BrokerState
+	for _, b := range img.Brokers() {
+		ss, ok := s.m[b.ID]
+		if !ok || ss.incarnation != b.Incarnation || b.Fenced || ss.pendingSeq == 0 || now.After(ss.deadline) {
+			continue
+		}
+		if now.After(ss.pendingAt.Add(s.unansweredAfter())) {
 			out = append(out, b)
 		}
 	}

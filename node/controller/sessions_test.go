@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"paymentlog/node/metadata"
+)
+
+// sessionsImage is an image with broker 2 registered and unfenced.
+func sessionsImage(t *testing.T) *metadata.Image {
+	t.Helper()
+	img := metadata.EmptyImage()
+	recs := []metadata.Record{
+		metadata.BrokerRegistered{ID: 2, Incarnation: 1, Addr: "127.0.0.1:7102"},
+		metadata.BrokerUnfenced{ID: 2, Incarnation: 1},
+	}
+	after, _, err := img.ApplyEntry(0, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return after
+}
+
+// TestUnansweredToleratesLoss: a lossy link that drops some answers, but
+// lets one through now and then, never makes a broker unanswered; one that
+// drops every answer does after 1.5 session timeouts; a controller stall
+// gives the broker a fresh timeout; an unnumbered broker is never tracked.
+func TestUnansweredToleratesLoss(t *testing.T) {
+	img := sessionsImage(t)
+	now := time.Unix(1000, 0)
+	const timeout = time.Second
+	beat := func(s *sessions, seq, acked int64) {
+		s.touch(2, 1, now)
+		s.answered(2, 1, seq, acked, false, now)
+	}
+
+	// Three answers in four lost, heartbeats every 100ms, for 5s.
+	s := newSessions(timeout)
+	acked := int64(0)
+	for seq := int64(1); seq <= 50; seq++ {
+		beat(s, seq, acked)
+		if seq%4 == 0 {
+			acked = seq
+		}
+		if got := s.unanswered(img, now); len(got) != 0 {
+			t.Fatalf("lossy link: broker unanswered at seq %d", seq)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+
+	// Answer 51 is the last to get through (confirmed by 52's heartbeat);
+	// every later one is lost: 1.5 session timeouts after answer 52 was
+	// sent the broker is unanswered, not before.
+	beat(s, 51, 50)
+	now = now.Add(100 * time.Millisecond)
+	sent52 := now
+	for seq := int64(52); seq <= 67; seq++ {
+		beat(s, seq, 51)
+		if got := s.unanswered(img, now); len(got) != 0 {
+			t.Fatalf("unanswered %v after answer 52", now.Sub(sent52))
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	now = sent52.Add(1500*time.Millisecond + time.Millisecond)
+	if got := s.unanswered(img, now); len(got) != 1 || got[0].ID != 2 {
+		t.Fatalf("no answer confirmed for 1.5s: unanswered = %v", got)
+	}
+	s.extendAll(now.Add(timeout))
+	if got := s.unanswered(img, now.Add(timeout/2)); len(got) != 0 {
+		t.Fatalf("after a controller stall: unanswered = %v", got)
+	}
+
+	// Unnumbered heartbeats (an older broker) are not tracked.
+	s = newSessions(timeout)
+	for range 30 {
+		beat(s, 0, 0)
+		now = now.Add(100 * time.Millisecond)
+	}
+	if got := s.unanswered(img, now); len(got) != 0 {
+		t.Fatalf("unnumbered heartbeats: unanswered = %v", got)
+	}
+}
