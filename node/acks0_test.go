@@ -18,9 +18,7 @@ func TestAcksNoneReportsOffsets(t *testing.T) {
 	tc := MustStartCluster(t, 1)
 	tc.waitAlive(1)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 1, MinISR: 1}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 1, MinISR: 1})
 	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksNone})
 	if err != nil {
 		t.Fatal(err)

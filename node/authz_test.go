@@ -162,9 +162,7 @@ func TestClusterAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
 	w := newPaymentWriter(t, c, 100)
 	w.produce(ctx, 0, 50)
 	w.flush(ctx)

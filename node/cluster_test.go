@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"paymentlog/client"
 	"paymentlog/node"
 	"paymentlog/node/metadata"
+	"paymentlog/wire"
 )
 
 // testCluster runs nodes in-process, each with its own endpoint on real QUIC
@@ -207,9 +209,7 @@ func TestMetadataAgreesSurvivesControllerKillAndRestart(t *testing.T) {
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	for i, name := range []string{"payments", "refunds"} {
-		if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: name, Partitions: int32(3 + i), ReplicationFactor: 3, MinISR: 2}); err != nil {
-			t.Fatalf("create %s: %v", name, err)
-		}
+		createTopic(ctx, t, tc, c, client.TopicSpec{Name: name, Partitions: int32(3 + i), ReplicationFactor: 3, MinISR: 2})
 	}
 	waitFor(t, "identical images", 10*time.Second, tc.converged)
 	if got := len(tc.image().TopicNames()); got != 2 {
@@ -285,9 +285,7 @@ func TestBrokerOnlyNodeJoinsAndGetsReplicas(t *testing.T) {
 		return false
 	})
 	tc.waitAlive(4)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 3, MinISR: 2})
 	img := tc.image()
 	if got := len(img.PartitionsOf(4)); got == 0 {
 		t.Fatalf("broker-only node 4 got no replicas of an 8-partition RF3 topic")
@@ -311,9 +309,7 @@ func TestSilentBrokerIsFencedAndLosesLeaderships(t *testing.T) {
 	tc := MustStartCluster(t, 3)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 6, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 6, ReplicationFactor: 3, MinISR: 2})
 	// Kill a broker that is not the controller, so only fencing is measured.
 	ctrl := tc.activeController()
 	victim := int32(1)
@@ -354,9 +350,7 @@ func TestProduceConsumeAcrossLeaderKill(t *testing.T) {
 	tc := MustStartCluster(t, 3)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
 	const total = 3000
 	w := newPaymentWriter(t, c, total)
 	w.produce(ctx, 0, total/2)
@@ -378,4 +372,26 @@ func waitLeader(t *testing.T, tc *testCluster, topic string, p int32) int32 {
 		return ok && leader > 0
 	})
 	return leader
+}
+
+// createTopic creates a topic for a test that is not about fencing. On a
+// loaded machine a stall longer than the 250 ms session can fence a broker
+// for a moment right after waitAlive saw it alive, and the controller then
+// refuses the topic (InvalidReplicationFactor: "exceeds the N available
+// brokers") as it should; the test waits for the brokers again and retries
+// that refusal only.
+func createTopic(ctx context.Context, t *testing.T, tc *testCluster, c *client.Client, spec client.TopicSpec) {
+	t.Helper()
+	for {
+		_, err := c.Admin().CreateTopic(ctx, spec)
+		var we *wire.Error
+		if err == nil || !errors.As(err, &we) || we.Code != wire.InvalidReplicationFactor || ctx.Err() != nil {
+			if err != nil {
+				t.Fatalf("create %s: %v", spec.Name, err)
+			}
+			return
+		}
+		t.Logf("create %s: %v; waiting for the brokers and retrying", spec.Name, err)
+		tc.waitAlive(int(spec.ReplicationFactor))
+	}
 }

@@ -21,9 +21,7 @@ func TestMetadataRepeatedTopicAnsweredOnce(t *testing.T) {
 	tc := MustStartCluster(t, 1)
 	tc.waitAlive(1)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 1, MinISR: 1}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 1, MinISR: 1})
 	waitFor(t, "the topic in the node's image", 15*time.Second, func() bool {
 		_, ok := tc.node(1).Store().Image().Topic("payments")
 		return ok

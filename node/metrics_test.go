@@ -35,9 +35,7 @@ func TestMetricsShowPartitionsAndTraffic(t *testing.T) {
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.MetricsAddr = addrs[cfg.ID] })
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 2})
 	p, err := c.NewProducer(client.ProducerConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -53,9 +53,7 @@ func TestWipedControllerVotesOnlyAfterCatchingUp(t *testing.T) {
 	})
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 2})
 	waitFor(t, "converged images with the topic", 15*time.Second, func() bool {
 		_, ok := tc.image().Topic("payments")
 		return ok && tc.converged()
@@ -118,9 +116,7 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 	tc := MustStartCluster(t, 3)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
 	w := newPaymentWriter(t, c, 100)
 	w.produce(ctx, 0, 50)
 	w.flush(ctx)

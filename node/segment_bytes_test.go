@@ -21,10 +21,8 @@ func TestTopicSegmentBytesAppliedByTheNodes(t *testing.T) {
 	tc := MustStartCluster(t, 3)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
-		Configs: map[string]string{"segment.bytes": "1048576"}}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
+		Configs: map[string]string{"segment.bytes": "1048576"}})
 	p, err := c.NewProducer(client.ProducerConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -24,9 +24,7 @@ func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.LogFS = fss[cfg.ID] })
 	tc.waitAlive(3)
 	c := tc.client(ctx)
-	if _, err := c.Admin().CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
 	const total = 400
 	w := newPaymentWriter(t, c, total)
 	w.produce(ctx, 0, total/2)
