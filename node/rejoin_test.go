@@ -120,11 +120,29 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 	w := newPaymentWriter(t, c, 100)
 	w.produce(ctx, 0, 50)
 	w.flush(ctx)
+	// Read the ISR from the active controller's image: a restarted node's
+	// image replays the log's history (an ISR of three from before the
+	// wipe) while it catches up.
 	fullISR := func() bool {
-		p, ok := tc.image().Partition("payments", 0)
-		return ok && len(p.ISR) == 3 && tc.activeController() != 0 && tc.converged()
+		a := tc.activeController()
+		if a == 0 || !tc.converged() {
+			return false
+		}
+		p, ok := tc.node(a).Store().Image().Partition("payments", 0)
+		return ok && len(p.ISR) == 3 && tc.converged()
 	}
 	waitFor(t, "full ISR and converged images", 15*time.Second, fullISR)
+	// The scenario is a formed cluster losing a disk: every controller has
+	// lifted its first-start guard (a slow one may still be guarded, and two
+	// guarded controllers of three wait for each other).
+	waitFor(t, "no controller vote-guarded", 15*time.Second, func() bool {
+		for _, n := range tc.running() {
+			if n.Raft().Status().VoteGuarded {
+				return false
+			}
+		}
+		return true
+	})
 	a := tc.activeController()
 	b := a%3 + 1
 
