@@ -49,8 +49,10 @@ func (n *Node) run() {
 			return
 		case <-tickC:
 			n.rn.Tick()
+			n.ticks++
 		case ack := <-n.tickc:
 			n.rn.Tick()
+			n.ticks++
 			it.acks = append(it.acks, ack)
 		case in := <-n.recvc:
 			n.step(in, &it)

@@ -84,6 +84,13 @@ func (n *Node) followerLostLog(m *pb.Message) bool {
 	return ok && m.GetRejectHint() < pr.Match
 }
 
+// lostLogRetryTicks, in election timeouts, is how long a leader waits
+// before it tries again the voters it already tried to hand leadership to
+// for a follower that lost its log: each failed transfer drops proposals
+// for up to an election timeout, so retrying at once blocked the metadata
+// log for as long as no voter could take over.
+const lostLogRetryTicks = 10
+
 // replaceLeaderForLostLog hands leadership to the most up-to-date voter
 // other than this node and lost (the follower that lost its log) that has
 // been heard from within the last election timeout (a transfer to a dead
@@ -121,6 +128,14 @@ func (n *Node) replaceLeaderForLostLog(lost uint64) {
 				return
 			}
 		}
+		// Every voter was tried and none took over: a failed transfer holds
+		// proposals up for an election timeout, so try again only after
+		// lostLogRetryTicks (a voter that is itself vote-guarded may stay so
+		// for long, e.g. until this follower catches up and answers it).
+		if n.ticks < n.lostLogRetry {
+			return
+		}
+		n.lostLogRetry = n.ticks + uint64(lostLogRetryTicks*n.cfg.ElectionTicks)
 		clear(n.lostLogTried)
 		target = pick()
 	}

@@ -81,7 +81,11 @@ type Node struct {
 	lostLogWarned uint64
 	lostLogStuck  uint64
 	lostLogTried  map[uint64]bool // transfer targets tried since the last reset
-	guard         voteGuard       // see Config.RejoinGuard
+	// lostLogRetry is the tick before which no voter is tried a second
+	// time (see lostLogRetryTicks); ticks counts raft ticks.
+	lostLogRetry uint64
+	ticks        uint64
+	guard        voteGuard // see Config.RejoinGuard
 
 	closeOnce sync.Once
 	closeErr  error

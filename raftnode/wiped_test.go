@@ -151,3 +151,64 @@ func TestWipedLearnerSurvivesAndCatchesUp(t *testing.T) {
 		t.Fatalf("learner status %+v", st)
 	}
 }
+
+// With three voters, one wiped and still guarded (no target set) and a
+// second wiped, the leader's only voter to hand leadership to is the
+// guarded one, which ignores the hand-over. Each failed transfer holds
+// proposals up for an election timeout; the leader retried at once, again
+// and again (about once an election timeout, so the metadata log took
+// proposals only between transfers). It now waits lostLogRetryTicks
+// election timeouts before trying again.
+func TestLeaderBacksOffHandingOverToAGuardedVoter(t *testing.T) {
+	guard := map[uint64]bool{}
+	var mu sync.Mutex
+	timeoutNow := map[uint64]int{} // MsgTimeoutNow sent, by recipient
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		guardFor(guard)(cfg)
+		queued := cfg.hooks.queued
+		cfg.hooks.queued = func(from uint64, m *pb.Message) {
+			if m.GetType() == pb.MsgTimeoutNow {
+				mu.Lock()
+				timeoutNow[m.GetTo()]++
+				mu.Unlock()
+			}
+			queued(from, m)
+		}
+	})
+	c.startVoters()
+	lead := c.leader()
+	c.waitApplied(c.propose(lead, "a"))
+	wipe := func(id uint64) {
+		c.kill(id)
+		c.disks[id] = nil
+		guard[id] = true
+		c.start(id)
+	}
+	first := c.others(lead)[0]
+	wipe(first)
+	lead = c.leader()
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	if !c.nodes[first].Status().VoteGuarded {
+		t.Fatalf("node %d: not guarded", first)
+	}
+	second := c.others(lead, first)[0]
+	mu.Lock()
+	clear(timeoutNow)
+	mu.Unlock()
+	wipe(second)
+	const ticks = 30 * 10 // 30 election timeouts
+	for range ticks {
+		c.tick()
+	}
+	mu.Lock()
+	n := timeoutNow[first]
+	mu.Unlock()
+	// At most one try, then one every lostLogRetryTicks election timeouts
+	// (and a first retry at once): 5 in 30 election timeouts.
+	if limit := 2 + 30/lostLogRetryTicks; n > limit {
+		t.Fatalf("leadership was handed to the guarded node %d %d times in %d ticks (limit %d)", first, n, ticks, limit)
+	}
+	if n == 0 {
+		t.Fatalf("the leader never tried to hand leadership over for the wiped node %d", second)
+	}
+}
