@@ -68,14 +68,17 @@ func TestWipedFollowerCatchesUpWithAVoterDown(t *testing.T) {
 	c.checkSame([]string{"a", "b", "c", "d"})
 }
 
-// Two wiped followers of five, the first still vote-guarded when the second
-// needs a new leader: a guarded voter ignores the transfer (guard.go), so
-// the leader must try another one rather than the same forever.
-func TestWipedFollowerCatchesUpPastAGuardedVoter(t *testing.T) {
+// guardedHandoverCluster starts n voters with the rejoin guard for wiped
+// nodes, proposes "a", wipes one follower (it catches up but stays
+// guarded: no target is set) and returns the cluster, that follower, and
+// a count of the MsgTimeoutNow (leadership hand-overs) sent to each node
+// from then on; wipe wipes another node.
+func guardedHandoverCluster(t *testing.T, n int) (c *testCluster, first uint64, handovers func(id uint64) int, wipe func(id uint64)) {
+	t.Helper()
 	guard := map[uint64]bool{}
 	var mu sync.Mutex
 	timeoutNow := map[uint64]int{} // MsgTimeoutNow sent, by recipient
-	c := newTestCluster(t, 5, func(cfg *Config) {
+	c = newTestCluster(t, n, func(cfg *Config) {
 		guardFor(guard)(cfg)
 		queued := cfg.hooks.queued
 		cfg.hooks.queued = func(from uint64, m *pb.Message) {
@@ -90,34 +93,43 @@ func TestWipedFollowerCatchesUpPastAGuardedVoter(t *testing.T) {
 	c.startVoters()
 	lead := c.leader()
 	c.waitApplied(c.propose(lead, "a"))
-	wipe := func(id uint64) {
+	wipe = func(id uint64) {
 		c.kill(id)
 		c.disks[id] = nil
 		guard[id] = true
 		c.start(id)
 	}
-	// The first wiped node catches up (its guard stays: no target is set).
-	first := c.others(lead)[0]
+	first = c.others(lead)[0]
 	wipe(first)
 	lead = c.leader()
 	c.waitApplied(c.nodes[lead].Status().Applied)
 	if !c.nodes[first].Status().VoteGuarded {
 		t.Fatalf("node %d: not guarded", first)
 	}
-	// The second: the leader's first choice is the guarded node (lowest id
-	// among equally up-to-date voters), which will not take over.
-	second := c.others(lead, first)[0]
 	mu.Lock()
 	clear(timeoutNow)
 	mu.Unlock()
-	wipe(second)
+	handovers = func(id uint64) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return timeoutNow[id]
+	}
+	return c, first, handovers, wipe
+}
+
+// Two wiped followers of five, the first still vote-guarded when the second
+// needs a new leader: a guarded voter ignores the transfer (guard.go), so
+// the leader must try another one rather than the same forever.
+func TestWipedFollowerCatchesUpPastAGuardedVoter(t *testing.T) {
+	c, first, handovers, wipe := guardedHandoverCluster(t, 5)
+	// The second: the leader's first choice is the guarded node (lowest id
+	// among equally up-to-date voters), which will not take over.
+	wipe(c.others(c.leader(), first)[0])
 	c.waitApplied(c.nodes[c.leader()].Status().Applied)
 	c.waitApplied(c.propose(c.leader(), "b"))
 	c.checkSame([]string{"a", "b"})
-	mu.Lock()
-	defer mu.Unlock()
-	if n := timeoutNow[first]; n > 1 {
-		t.Fatalf("leadership was handed to the guarded node %d %d times (transfers: %v)", first, n, timeoutNow)
+	if n := handovers(first); n > 1 {
+		t.Fatalf("leadership was handed to the guarded node %d %d times", first, n)
 	}
 }
 
@@ -152,7 +164,7 @@ func TestWipedLearnerSurvivesAndCatchesUp(t *testing.T) {
 	}
 }
 
-// With three voters, one wiped and still guarded (no target set) and a
+// With three voters, one wiped and still guarded (no target is set) and a
 // second wiped, the leader's only voter to hand leadership to is the
 // guarded one, which ignores the hand-over. Each failed transfer holds
 // proposals up for an election timeout; the leader retried at once, again
@@ -160,49 +172,14 @@ func TestWipedLearnerSurvivesAndCatchesUp(t *testing.T) {
 // proposals only between transfers). It now waits lostLogRetryTicks
 // election timeouts before trying again.
 func TestLeaderBacksOffHandingOverToAGuardedVoter(t *testing.T) {
-	guard := map[uint64]bool{}
-	var mu sync.Mutex
-	timeoutNow := map[uint64]int{} // MsgTimeoutNow sent, by recipient
-	c := newTestCluster(t, 3, func(cfg *Config) {
-		guardFor(guard)(cfg)
-		queued := cfg.hooks.queued
-		cfg.hooks.queued = func(from uint64, m *pb.Message) {
-			if m.GetType() == pb.MsgTimeoutNow {
-				mu.Lock()
-				timeoutNow[m.GetTo()]++
-				mu.Unlock()
-			}
-			queued(from, m)
-		}
-	})
-	c.startVoters()
-	lead := c.leader()
-	c.waitApplied(c.propose(lead, "a"))
-	wipe := func(id uint64) {
-		c.kill(id)
-		c.disks[id] = nil
-		guard[id] = true
-		c.start(id)
-	}
-	first := c.others(lead)[0]
-	wipe(first)
-	lead = c.leader()
-	c.waitApplied(c.nodes[lead].Status().Applied)
-	if !c.nodes[first].Status().VoteGuarded {
-		t.Fatalf("node %d: not guarded", first)
-	}
-	second := c.others(lead, first)[0]
-	mu.Lock()
-	clear(timeoutNow)
-	mu.Unlock()
+	c, first, handovers, wipe := guardedHandoverCluster(t, 3)
+	second := c.others(c.leader(), first)[0]
 	wipe(second)
 	const ticks = 30 * 10 // 30 election timeouts
 	for range ticks {
 		c.tick()
 	}
-	mu.Lock()
-	n := timeoutNow[first]
-	mu.Unlock()
+	n := handovers(first)
 	// At most one try, then one every lostLogRetryTicks election timeouts
 	// (and a first retry at once): 5 in 30 election timeouts.
 	if limit := 2 + 30/lostLogRetryTicks; n > limit {
