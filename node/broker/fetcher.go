@@ -505,6 +505,9 @@ func (f *fetcher) finishPartition(fp fetchedPart) {
 	if p.mu.r.FollowerHW(fp.leaderHW) {
 		f.b.ckptDirty.Store(true)
 	}
+	// The HW may have moved without records (the leader's last advance
+	// always comes so): batches below it are stable now.
+	p.producers.advance(p.mu.r.HW())
 }
 
 // replayProducers rebuilds p's producer state from its log, whose end is leo.
