@@ -17,23 +17,7 @@ func TestFlushDuringTruncation(t *testing.T) {
 	opts := Options{FS: fs, SegmentBytes: 1 << 20, Sync: SyncAlways}
 	l := mustOpen(t, "/p", opts)
 	appendSyncedThenUnsynced(t, l)
-	var mu sync.Mutex
-	armed := true
-	blocked, release := make(chan struct{}), make(chan struct{})
-	fs.SetFault(func(op FaultOp, path string) error {
-		if op != OpSync || !strings.HasSuffix(path, ".log") {
-			return nil
-		}
-		mu.Lock()
-		hit := armed
-		armed = false
-		mu.Unlock()
-		if hit {
-			close(blocked)
-			<-release
-		}
-		return nil
-	})
+	blocked, release := holdFirstLogSync(fs)
 	flushed := make(chan error, 1)
 	go func() { flushed <- l.Sync(ctx) }() // flushes offsets 4-7
 	select {

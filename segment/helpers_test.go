@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -87,3 +89,26 @@ func (l *Log) crashForTest() {
 func errNotExist() error { return osErrNotExist }
 
 var osErrNotExist = os.ErrNotExist
+
+// holdFirstLogSync makes the first fsync of a .log file on fs wait: blocked
+// is closed when it starts, and it returns once the caller closes release.
+func holdFirstLogSync(fs *MemFS) (blocked, release chan struct{}) {
+	var mu sync.Mutex
+	armed := true
+	blocked, release = make(chan struct{}), make(chan struct{})
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op != OpSync || !strings.HasSuffix(path, ".log") {
+			return nil
+		}
+		mu.Lock()
+		hit := armed
+		armed = false
+		mu.Unlock()
+		if hit {
+			close(blocked)
+			<-release
+		}
+		return nil
+	})
+	return blocked, release
+}

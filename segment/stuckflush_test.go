@@ -3,8 +3,6 @@ package segment
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -19,23 +17,7 @@ func TestWaitDurableHonoursContextWhileItsFlushIsStuck(t *testing.T) {
 	fs := NewMemFS()
 	l := mustOpen(t, "/p", Options{FS: fs, SegmentBytes: 1 << 20, Sync: SyncAlways})
 	mustAppend(t, l, testBatch(1, 3, 1000), 1)
-	var mu sync.Mutex
-	armed := true
-	blocked, release := make(chan struct{}), make(chan struct{})
-	fs.SetFault(func(op FaultOp, path string) error {
-		if op != OpSync || !strings.HasSuffix(path, ".log") {
-			return nil
-		}
-		mu.Lock()
-		hit := armed
-		armed = false
-		mu.Unlock()
-		if hit {
-			close(blocked)
-			<-release
-		}
-		return nil
-	})
+	blocked, release := holdFirstLogSync(fs)
 	defer func() {
 		select {
 		case <-release:
