@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -28,19 +27,7 @@ func TestParkedProduceAnsweredNotEnoughReplicasAfterAppend(t *testing.T) {
 	c.stopNode(3)
 	leader := c.node(1)
 
-	type answer struct {
-		r   wire.ProducePartitionResponse
-		err error
-		in  time.Duration
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		start := time.Now()
-		r, err := c.produceWithin(ctx, testKey, wire.AcksAll, 30000, buildBatch(-1, -1, []string{"b"}))
-		answered <- answer{r, err, time.Since(start)}
-	}()
+	answered := c.produceAsync(testKey, wire.AcksAll, 30000, 60*time.Second, buildBatch(-1, -1, []string{"b"}))
 	waitFor(t, "b appended on the leader", 10*time.Second, func() bool {
 		_, _, leo, _ := leader.b.PartitionInfo(testKey.topic, testKey.partition)
 		return leo == 2

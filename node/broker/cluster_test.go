@@ -442,3 +442,24 @@ func logBytes(t testing.TB, lg *segment.Log, limit int64) []byte {
 	}
 	return out
 }
+
+// timedAnswer is a produce answer with how long it took.
+type timedAnswer struct {
+	r   wire.ProducePartitionResponse
+	err error
+	in  time.Duration
+}
+
+// produceAsync sends a produce with the given request timeout (ms) from a
+// goroutine, giving up after within, and delivers its answer.
+func (c *testCluster) produceAsync(key tp, acks int8, timeoutMs int32, within time.Duration, batch []byte) <-chan timedAnswer {
+	answered := make(chan timedAnswer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		start := time.Now()
+		r, err := c.produceWithin(ctx, key, acks, timeoutMs, batch)
+		answered <- timedAnswer{r, err, time.Since(start)}
+	}()
+	return answered
+}

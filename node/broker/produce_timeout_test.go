@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -25,19 +24,7 @@ func TestProduceAnswersByItsTimeoutWhileItsFlushIsStuck(t *testing.T) {
 	gate := gateSyncs(t, leader.fs, "payments-0")
 	gate.arm()
 
-	type answer struct {
-		r   wire.ProducePartitionResponse
-		err error
-		in  time.Duration
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		start := time.Now()
-		r, err := c.produceWithin(ctx, testKey, wire.AcksAll, 300, buildBatch(-1, -1, []string{"b"}))
-		answered <- answer{r, err, time.Since(start)}
-	}()
+	answered := c.produceAsync(testKey, wire.AcksAll, 300, 30*time.Second, buildBatch(-1, -1, []string{"b"}))
 	gate.waitBlocked(t, "the leader never flushed b")
 	select {
 	case a := <-answered:
