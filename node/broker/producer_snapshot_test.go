@@ -50,13 +50,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 // below the snapshot, nor after that tail was rewritten with other batches.
 func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
 	ctx := context.Background()
-	fs := segment.NewMemFS()
-	dir := "/p"
-	lg, err := segment.Open(ctx, dir, segment.Options{FS: fs, Sync: segment.SyncNever, SegmentBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
+	fs, dir, lg := openSnapshotTestLog(t)
 	s := newProducerState()
 	for i := range 6 {
 		info, err := lg.Append(ctx, buildBatch(5, int32(i), []string{"v"}), 1)
@@ -96,13 +90,7 @@ func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
 // start is still checked against its anchor.
 func TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor(t *testing.T) {
 	ctx := context.Background()
-	fs := segment.NewMemFS()
-	dir := "/p"
-	lg, err := segment.Open(ctx, dir, segment.Options{FS: fs, Sync: segment.SyncNever, SegmentBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
+	fs, dir, lg := openSnapshotTestLog(t)
 	s := newProducerState()
 	for i := range 6 {
 		pid := int64(5)
@@ -181,4 +169,17 @@ func FuzzProducerSnapshot(f *testing.F) {
 			t.Fatalf("re-encoding: %v", err)
 		}
 	})
+}
+
+// openSnapshotTestLog opens an empty log in memory at "/p", closed when the
+// test ends.
+func openSnapshotTestLog(t *testing.T) (*segment.MemFS, string, *segment.Log) {
+	t.Helper()
+	fs := segment.NewMemFS()
+	lg, err := segment.Open(context.Background(), "/p", segment.Options{FS: fs, Sync: segment.SyncNever, SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lg.Close() })
+	return fs, "/p", lg
 }
