@@ -430,7 +430,6 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
 		}
 	})
-	p.producers.advance(p.hw())
 	if err != nil {
 		// Fetching the same bytes again at once would fail the same way: a
 		// full disk frees up on an operator's time, not the next round trip's.
@@ -505,8 +504,8 @@ func (f *fetcher) finishPartition(fp fetchedPart) {
 	if p.mu.r.FollowerHW(fp.leaderHW) {
 		f.b.ckptDirty.Store(true)
 	}
-	// The HW may have moved without records (the leader's last advance
-	// always comes so): batches below it are stable now.
+	// Batches below the HW are stable now, also when the HW moved without
+	// records (the leader's last advance always comes so).
 	p.producers.advance(p.mu.r.HW())
 }
 
