@@ -81,6 +81,7 @@ type Cluster struct {
 		moff       int64
 		topics     map[string]*topic
 		nextPID    int64
+		pidEpoch   int16 // the epoch InitProducerID answers with (SetProducerEpoch)
 		changed    chan struct{}                     // closed on every append
 		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
@@ -268,6 +269,14 @@ func (c *Cluster) ForgetProducers(topicName string, p int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.topics[topicName].parts[p].producers = map[int64]*producerState{}
+}
+
+// SetProducerEpoch makes InitProducerID answer fresh producer ids with epoch
+// e (0 until set).
+func (c *Cluster) SetProducerEpoch(e int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.pidEpoch = e
 }
 
 // TruncateLog drops every batch at or after the one containing offset (as a
@@ -534,7 +543,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.mu.nextPID++
-		return &wire.InitProducerIDResponse{ProducerID: c.mu.nextPID, ProducerEpoch: 0}, nil
+		return &wire.InitProducerIDResponse{ProducerID: c.mu.nextPID, ProducerEpoch: c.mu.pidEpoch}, nil
 	case *wire.CreateTopicRequest:
 		c.mu.Lock()
 		defer c.mu.Unlock()
