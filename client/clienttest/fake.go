@@ -81,7 +81,7 @@ type Cluster struct {
 		moff       int64
 		topics     map[string]*topic
 		nextPID    int64
-		pidEpoch   int16 // the epoch InitProducerID answers with (SetProducerEpoch)
+		pidEpoch   int16                             // the epoch InitProducerID answers with (SetProducerEpoch)
 		changed    chan struct{}                     // closed on every append
 		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
