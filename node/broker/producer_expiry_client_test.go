@@ -172,10 +172,12 @@ func TestClientProducerAfterItsIDExpiredEverywhere(t *testing.T) {
 // the producer id, the followers' did not. The client comes back (one
 // refused request), then leadership moves to a follower that remembered
 // the old sequence: it must accept what follows, not refuse it or take a
-// restarted sequence for a retry of an old batch.
+// restarted sequence for a retry of an old batch (a restart at sequence 0
+// under the same producer epoch: its next batch, sequence 1, was answered
+// as a duplicate of the old sequence 1, with that batch's offset).
 func TestClientProducerAfterOnlyTheLeaderForgotIt(t *testing.T) {
 	r := newExpiryRig(t, 0)
-	for range 8 {
+	for range 3 { // the followers remember all three batches, sequences 0-2
 		r.produce()
 	}
 	waitInSync(t, r.c, testKey)
