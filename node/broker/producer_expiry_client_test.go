@@ -37,8 +37,13 @@ type expiryRig struct {
 func newExpiryRig(t *testing.T, segBytes int64) *expiryRig {
 	r := &expiryRig{t: t}
 	r.clock.Store(time.Now().UnixMilli())
-	r.c = newTestCluster(t, clusterOptions{memFS: true, maxWait: 50 * time.Millisecond, lagTime: time.Minute,
+	return r.start(clusterOptions{memFS: true, maxWait: 50 * time.Millisecond, lagTime: time.Minute,
 		segBytes: segBytes, maxIndexBytes: 4096, now: func() time.Time { return time.UnixMilli(r.clock.Load()) }})
+}
+
+func (r *expiryRig) start(o clusterOptions) *expiryRig {
+	t := r.t
+	r.c = newTestCluster(t, o)
 	r.c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 	for _, n := range r.c.liveNodes() {
 		r.c.serveClient(n, &r.pids)
@@ -165,6 +170,32 @@ func TestClientProducerAfterItsIDExpiredEverywhere(t *testing.T) {
 	r.idle(1, 2, 3)
 	r.firstAfterIdle(2)
 	r.produce()
+	r.check()
+}
+
+// TestClientProducerAfterItsIDExpiredOnTheBrokersOwnPasses: the same on
+// the brokers' own clocks and retention passes (expiration 300 ms, a pass
+// every 50 ms on each broker, each on its own ticker): once every replica
+// has forgotten the producer id, the next record costs at most one refused
+// request, and nothing fails, is lost or is written twice.
+func TestClientProducerAfterItsIDExpiredOnTheBrokersOwnPasses(t *testing.T) {
+	r := (&expiryRig{t: t}).start(clusterOptions{memFS: true, maxWait: 50 * time.Millisecond, lagTime: time.Minute,
+		retentionCheck: 50 * time.Millisecond, producerIDExpiration: 300 * time.Millisecond})
+	for range 5 {
+		r.produce()
+	}
+	waitFor(t, "every replica expired the producer id", 10*time.Second, func() bool {
+		for _, n := range r.c.liveNodes() {
+			if n.b.Stats().ProducerIDsExpired == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	r.firstAfterIdle(2)
+	for range 5 {
+		r.produce()
+	}
 	r.check()
 }
 
