@@ -43,9 +43,13 @@ import (
 //     acknowledged with acks=all, and that replica truncates it away when it
 //     follows this leader. The resent batch gets this leader's offset, the
 //     only one it is ever acknowledged at.
-//   - An in-flight request of the old epoch that arrives after the new
-//     epoch's first batch is refused (InvalidProducerEpoch); one that
-//     arrives before it is refused (unknown producer id, sequence not 0).
+//   - The client restarts only once none of its requests is outstanding.
+//     A request it abandoned (the leader moved) that still arrives is
+//     refused: InvalidProducerEpoch after the new epoch's first batch,
+//     UnknownProducerID before it. The one exception, the old epoch's
+//     sequence 0, is the producer's very first batch: the client resends
+//     it under the old identity before any batch of the new epoch, and
+//     the leader answers that retry as a duplicate.
 //
 // What this does not cover, as in Kafka: a previous leader that keeps an
 // unacknowledged copy of the batch and becomes leader again before it
