@@ -37,7 +37,10 @@ type expiryRig struct {
 func newExpiryRig(t *testing.T, segBytes int64) *expiryRig {
 	r := &expiryRig{t: t}
 	r.clock.Store(time.Now().UnixMilli())
-	return r.start(clusterOptions{memFS: true, maxWait: 50 * time.Millisecond, lagTime: time.Minute,
+	// The replica lag time is on the same clock: longer than the jumps
+	// (idle), or a jump made the followers look a day behind and the ISR
+	// shrank under the first produce after it (NotEnoughReplicas).
+	return r.start(clusterOptions{memFS: true, maxWait: 50 * time.Millisecond, lagTime: 100 * time.Hour,
 		segBytes: segBytes, maxIndexBytes: 4096, now: func() time.Time { return time.UnixMilli(r.clock.Load()) }})
 }
 
