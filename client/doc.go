@@ -42,11 +42,24 @@
 // OutOfOrderSequence caused by requests overtaking each other, or by batches
 // lost with a dead leader, resolves by resending in order), then pipelines
 // again. If a batch fails for good and certainly was not written, the
-// partition's later batches are re-encoded under a fresh producer id (they
+// partition's later batches are re-encoded under a new identity (they
 // cannot have been written either) before they are sent. After a batch that
 // may have been written, later batches keep their sequences: the leader
 // answers a resent one with its original offsets if it has it, and with
-// OutOfOrderSequence if it does not, which restarts the sequence as above.
+// OutOfOrderSequence if it does not, which restarts the sequence as above
+// after three such answers.
+//
+// A leader with no state for the producer id (brokers forget one idle for
+// --producer-id-expiration, a day by default, and a replica that restarted
+// at its leader's log start never saw the batches that retention deleted)
+// answers UnknownProducerID: the partition restarts its sequence at once,
+// with no backoff and no error to the application, so the first record after
+// a quiet period costs one extra round trip. A new identity is the producer
+// id's next epoch on that partition (Kafka's local epoch bump for idempotent
+// producers, KIP-360): every replica accepts sequence 0 of a newer epoch,
+// and none can take it for a retry of the old epoch's first batches, as one
+// that still remembers them would take sequence 0 under the old epoch. Only
+// a producer id at epoch 32767 asks for a fresh id (InitProducerID).
 //
 // Delivery timeout: every batch queued (not in flight) past its
 // DeliveryTimeout fails with ErrDeliveryTimeout at once, the whole backlog in

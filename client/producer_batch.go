@@ -25,9 +25,9 @@ type pbatch struct {
 	deadline time.Time // delivery deadline
 
 	// Owned by the partition's sender goroutine.
-	encoded  segment.Batch // nil until first sent (or after a producer-id reset); aliases bld
-	order    int64         // encoding order within the partition; sequence order for one producer id
-	pid      int64
+	encoded  segment.Batch    // nil until first sent (or after a producer-id reset); aliases bld
+	order    int64            // encoding order within the partition; sequence order for one producer id
+	id       producerIdentity // what encoded is numbered under
 	attempts int
 	inFlight bool // a request carrying encoded may still be writing it
 	unknown  bool // some attempt's outcome is unknown: a leader may have written it

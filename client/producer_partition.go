@@ -18,7 +18,9 @@ const requestGrace = 2 * time.Second
 
 // maxHeadOOS is how many OutOfOrderSequence answers the oldest unresolved
 // batch may get (each after a metadata refresh and a backoff) before the
-// partition's sequence is declared broken and restarted under a new producer id.
+// partition's sequence is declared broken and restarted under a new identity
+// (renewIdentity). A leader that does not know the producer id at all answers
+// UnknownProducerID instead, which restarts it at once.
 const maxHeadOOS = 3
 
 // attemptResult is one Produce attempt's outcome, sent back to the partition's goroutine.
@@ -28,13 +30,13 @@ type attemptResult struct {
 	err  error // transport error: outcome unknown
 }
 
-// gap marks a batch encoded under pid that failed for good: batches encoded
-// after it under the same id would be refused (their sequences no longer
-// follow on), so they are re-encoded under a fresh producer id before they
-// are sent again.
+// gap marks a batch encoded under id that failed for good: batches encoded
+// after it under the same identity would be refused (their sequences no
+// longer follow on), so they are re-encoded under a new identity
+// (renewIdentity) before they are sent again.
 type gap struct {
-	order      int64 // batches with a larger order and the same pid need the reset
-	pid        int64
+	order      int64 // batches with a larger order and the same identity need the reset
+	id         producerIdentity
 	definitive bool // the failed batch certainly was not written
 	err        error
 }
@@ -65,8 +67,7 @@ type partProducer struct {
 	needMeta   bool
 	retryAt    time.Time
 	havePID    bool
-	pid        int64
-	pepoch     int16
+	id         producerIdentity
 	nextSeq    int32
 	order      int64
 	gap        *gap
@@ -82,7 +83,7 @@ func newPartProducer(p *Producer, topic string, part int32) *partProducer {
 		part:    part,
 		wake:    make(chan struct{}, 1),
 		results: make(chan attemptResult, p.cfg.MaxInFlight),
-		pid:     -1,
+		id:      noIdentity,
 	}
 }
 
@@ -281,22 +282,22 @@ func (pp *partProducer) pump(now time.Time) {
 			continue
 		}
 		if pp.idempotent() {
-			if b.encoded != nil && pp.gap != nil && b.pid == pp.gap.pid && b.order > pp.gap.order {
+			if b.encoded != nil && pp.gap != nil && b.id == pp.gap.id && b.order > pp.gap.order {
 				if len(pp.inflight) > 0 {
 					return // reset only once nothing is in flight
 				}
-				if !pp.resetPID(now) {
+				if !pp.renewIdentity(now) {
 					return
 				}
 				continue
 			}
-			if b.encoded == nil && pp.gap != nil && pp.gap.pid == pp.pid {
+			if b.encoded == nil && pp.gap != nil && pp.gap.id == pp.id {
 				// Sequences under this id stop at the gap: restart before
 				// encoding rather than be refused with OutOfOrderSequence.
 				if len(pp.inflight) > 0 {
 					return
 				}
-				if !pp.resetPID(now) {
+				if !pp.renewIdentity(now) {
 					return
 				}
 				continue
@@ -361,7 +362,7 @@ func (pp *partProducer) expire(now time.Time) {
 func (pp *partProducer) oldestUnresolved() (int64, bool) {
 	lo, ok := int64(math.MaxInt64), false
 	for _, b := range pp.inflight {
-		if b.pid == pp.pid && b.order < lo {
+		if b.id == pp.id && b.order < lo {
 			lo, ok = b.order, true
 		}
 	}
@@ -369,7 +370,7 @@ func (pp *partProducer) oldestUnresolved() (int64, bool) {
 		if b.encoded == nil {
 			break
 		}
-		if b.pid == pp.pid && b.order < lo {
+		if b.id == pp.id && b.order < lo {
 			lo, ok = b.order, true
 		}
 	}
@@ -388,30 +389,42 @@ func (pp *partProducer) ensurePID(now time.Time) bool {
 		pp.enterRecovery(now, 3)
 		return false
 	}
-	pp.pid, pp.pepoch, pp.havePID, pp.nextSeq = pid, epoch, true, 0
+	pp.id, pp.havePID, pp.nextSeq = producerIdentity{pid: pid, epoch: epoch}, true, 0
 	return true
 }
 
-// resetPID takes a fresh producer id after a sequence gap: batches the leader
-// certainly did not write are re-encoded under it, the others are failed.
-func (pp *partProducer) resetPID(now time.Time) bool {
-	ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.c.cfg.RequestTimeout)
-	pid, epoch, err := pp.p.c.initProducerID(ctx)
-	cancel()
-	if err != nil {
-		pp.p.c.log.Warn("producer id reset failed", "topic", pp.topic, "partition", pp.part, "err", err)
-		pp.queue[0].lastErr = err
-		pp.enterRecovery(now, 3)
-		return false
-	}
+// renewIdentity restarts the partition's sequence after a gap under an
+// identity no replica has seen a batch of on this partition: the next epoch
+// of its producer id, decided locally (producerIdentity.bumped, no round
+// trip), or a fresh producer id once the epochs are used up. Batches the
+// leader certainly did not write are re-encoded under it, the others are
+// failed.
+func (pp *partProducer) renewIdentity(now time.Time) bool {
 	g := pp.gap
+	id, ok := pp.id.bumped()
+	if !ok {
+		ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.c.cfg.RequestTimeout)
+		pid, epoch, err := pp.p.c.initProducerID(ctx)
+		cancel()
+		if err != nil {
+			pp.p.c.log.Warn("producer id reset failed", "topic", pp.topic, "partition", pp.part, "err", err)
+			pp.queue[0].lastErr = err
+			pp.enterRecovery(now, 3)
+			return false
+		}
+		id = producerIdentity{pid: pid, epoch: epoch}
+	}
 	pp.gap = nil
-	pp.p.c.log.Info("producer sequence restarted under a new producer id",
-		"topic", pp.topic, "partition", pp.part, "old_pid", g.pid, "pid", pid, "cause", g.err)
-	pp.pid, pp.pepoch, pp.nextSeq = pid, epoch, 0
+	// Info, not Warn: after a quiet period longer than the brokers'
+	// --producer-id-expiration (a day by default) this is the everyday
+	// way back (cause UnknownProducerID), and no delivery fails for it.
+	pp.p.c.log.Info("producer sequence restarted",
+		"topic", pp.topic, "partition", pp.part, "old_pid", g.id.pid, "old_producer_epoch", g.id.epoch,
+		"pid", id.pid, "producer_epoch", id.epoch, "cause", g.err)
+	pp.id, pp.nextSeq = id, 0
 	kept := pp.queue[:0]
 	for _, b := range pp.queue {
-		if b.encoded != nil && b.pid == g.pid && b.order > g.order {
+		if b.encoded != nil && b.id == g.id && b.order > g.order {
 			if b.unknown && !g.definitive {
 				pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: true,
 					Err: fmt.Errorf("an earlier batch failed (%w) and this one may have been written", g.err)})
@@ -429,11 +442,11 @@ func (pp *partProducer) resetPID(now time.Time) bool {
 func (pp *partProducer) encode(b *pbatch) {
 	opts := segment.BuilderOptions{}
 	if pp.idempotent() {
-		opts = segment.BuilderOptions{ProducerID: pp.pid, ProducerEpoch: pp.pepoch, BaseSequence: pp.nextSeq}
+		opts = segment.BuilderOptions{ProducerID: pp.id.pid, ProducerEpoch: pp.id.epoch, BaseSequence: pp.nextSeq}
 		pp.nextSeq = addSeq(pp.nextSeq, b.records())
 	}
 	b.encode(opts)
-	b.pid = pp.pid
+	b.id = pp.id
 	b.order = pp.order
 	pp.order++
 }
@@ -487,7 +500,7 @@ func (pp *partProducer) removeInflight(b *pbatch) {
 // isHead reports whether no batch encoded before b is still unresolved.
 func (pp *partProducer) isHead(b *pbatch) bool {
 	lo, ok := pp.oldestUnresolved()
-	return !ok || b.pid != pp.pid || b.order <= lo
+	return !ok || b.id != pp.id || b.order <= lo
 }
 
 // handle applies one attempt's outcome.
@@ -533,7 +546,7 @@ func (pp *partProducer) handle(r attemptResult) {
 		}
 		switch {
 		case b.oos >= maxHeadOOS:
-			pp.resequence(b, err, now)
+			pp.resequence(b, err, now, b.attempts)
 		case !head:
 			// It overtook an earlier batch still unresolved: resend in
 			// order as soon as everything in flight is back, no backoff.
@@ -541,8 +554,16 @@ func (pp *partProducer) handle(r attemptResult) {
 		default:
 			pp.retry(b, now, err, false, true)
 		}
-	case code == wire.UnknownProducerID || code == wire.InvalidProducerEpoch:
-		pp.resequence(b, err, now)
+	case code == wire.UnknownProducerID:
+		// The leader has no state for the producer id (it expired after a
+		// quiet period, or this replica never saw its batches): it did
+		// not write b. Restart the sequence under the next epoch and
+		// resend at once: one extra round trip, no backoff, no error to
+		// the application (node/broker/producer_expiry.go says why this
+		// cannot write a batch twice).
+		pp.resequence(b, err, now, 0)
+	case code == wire.InvalidProducerEpoch:
+		pp.resequence(b, err, now, b.attempts)
 	case code.Retriable():
 		// A leader that appended the batch and then lost its leadership
 		// while waiting for the ISR (acks=all) or for its flush (acks=1,
@@ -587,13 +608,14 @@ func (pp *partProducer) retryNow(b *pbatch, now time.Time, err error) {
 
 // resequence handles a leader that will never accept b's sequence (unknown
 // producer id, fenced epoch, persistent OutOfOrderSequence): the leader did
-// not write b, so b and the batches after it go out again under a new id.
-func (pp *partProducer) resequence(b *pbatch, err error, now time.Time) {
+// not write b, so b and the batches after it go out again under a new
+// identity (renewIdentity), after the backoff for attempt.
+func (pp *partProducer) resequence(b *pbatch, err error, now time.Time, attempt int) {
 	b.lastErr = err
 	b.oos = 0
-	pp.setGap(&gap{order: b.order - 1, pid: b.pid, definitive: true, err: err})
+	pp.setGap(&gap{order: b.order - 1, id: b.id, definitive: true, err: err})
 	pp.insertQueue(b)
-	pp.enterRecovery(now, b.attempts)
+	pp.enterRecovery(now, attempt)
 }
 
 // terminal fails b for good; definitive says the leader certainly did not write it.
@@ -604,14 +626,14 @@ func (pp *partProducer) terminal(b *pbatch, err error, definitive bool, now time
 	// later batches keep their sequences: the leader tells a duplicate from
 	// a gap (OutOfOrderSequence, and resequence) better than we can.
 	if pp.idempotent() && b.encoded != nil && definitive {
-		pp.setGap(&gap{order: b.order, pid: b.pid, definitive: true, err: err})
+		pp.setGap(&gap{order: b.order, id: b.id, definitive: true, err: err})
 	}
 	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
 	pp.enterRecovery(now, 0)
 }
 
 func (pp *partProducer) setGap(g *gap) {
-	if pp.gap == nil || pp.gap.pid != g.pid || g.order < pp.gap.order {
+	if pp.gap == nil || pp.gap.id != g.id || g.order < pp.gap.order {
 		pp.gap = g
 	}
 }

@@ -1,8 +1,11 @@
 // Package clienttest provides an in-process fake paymentlog cluster for
 // testing clients: brokers with in-memory partition logs (one replica each: the
 // high watermark is the log end), idempotent-producer checks like a real
-// leader's (last 5 batches per producer remembered; a retried batch gets its
-// original offset; a sequence gap is refused with OutOfOrderSequence),
+// leader's (last 5 batches per producer and epoch remembered; a retried
+// batch gets its original offset; a sequence gap is refused with
+// OutOfOrderSequence, a batch of a producer id with no state and a sequence
+// other than 0 with UnknownProducerID, an older epoch with
+// InvalidProducerEpoch; a newer epoch starts at sequence 0),
 // leader changes and log truncation under test control, and fault injection
 // per request (lose the request, lose the answer, hang, answer an error).
 //
@@ -78,6 +81,7 @@ type Cluster struct {
 		moff       int64
 		topics     map[string]*topic
 		nextPID    int64
+		pidEpoch   int16                             // the epoch InitProducerID answers with (SetProducerEpoch)
 		changed    chan struct{}                     // closed on every append
 		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
@@ -109,8 +113,10 @@ type partition struct {
 	acked int64
 }
 
-// producerState remembers a producer's last 5 batches on a partition.
+// producerState remembers a producer's epoch and its last 5 batches of that
+// epoch on a partition.
 type producerState struct {
+	epoch  int16
 	recent []seqEntry
 }
 
@@ -255,6 +261,24 @@ func (c *Cluster) DeleteBefore(topicName string, p int32, offset int64) {
 	pt.logStart = max(pt.logStart, min(offset, pt.next))
 }
 
+// ForgetProducers forgets every idempotent producer's state on a partition,
+// as a leader does that expired them after a quiet period (or that never
+// saw their batches): their next batch is answered UnknownProducerID unless
+// it starts a sequence at 0.
+func (c *Cluster) ForgetProducers(topicName string, p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.topics[topicName].parts[p].producers = map[int64]*producerState{}
+}
+
+// SetProducerEpoch makes InitProducerID answer fresh producer ids with epoch
+// e (0 until set).
+func (c *Cluster) SetProducerEpoch(e int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.pidEpoch = e
+}
+
 // TruncateLog drops every batch at or after the one containing offset (as a
 // new leader without those batches would have it) and rebuilds the producer
 // state from what is left.
@@ -336,8 +360,8 @@ func (c *Cluster) wakeLocked() {
 
 func (pt *partition) remember(h segment.Header, base int64) {
 	st := pt.producers[h.ProducerID]
-	if st == nil {
-		st = &producerState{}
+	if st == nil || h.ProducerEpoch > st.epoch {
+		st = &producerState{epoch: h.ProducerEpoch}
 		pt.producers[h.ProducerID] = st
 	}
 	st.recent = append(st.recent, seqEntry{first: h.BaseSequence, last: h.BaseSequence + h.RecordCount - 1, base: base})
@@ -519,7 +543,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.mu.nextPID++
-		return &wire.InitProducerIDResponse{ProducerID: c.mu.nextPID, ProducerEpoch: 0}, nil
+		return &wire.InitProducerIDResponse{ProducerID: c.mu.nextPID, ProducerEpoch: c.mu.pidEpoch}, nil
 	case *wire.CreateTopicRequest:
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -643,6 +667,14 @@ func (c *Cluster) appendLocked(pt *partition, raw []byte) (wire.ErrorCode, strin
 	}
 	if h.ProducerID >= 0 {
 		st := pt.producers[h.ProducerID]
+		switch {
+		case st == nil && h.BaseSequence != 0:
+			return wire.UnknownProducerID, fmt.Sprintf("no state for producer id %d", h.ProducerID), -1
+		case st != nil && h.ProducerEpoch < st.epoch:
+			return wire.InvalidProducerEpoch, fmt.Sprintf("producer epoch %d, the partition has %d", h.ProducerEpoch, st.epoch), -1
+		case st != nil && h.ProducerEpoch > st.epoch:
+			st = nil // a new epoch starts at sequence 0
+		}
 		if st != nil {
 			for _, e := range st.recent {
 				if e.first == h.BaseSequence {

@@ -53,6 +53,9 @@ type clusterOptions struct {
 	maxIndexBytes int
 	// now is every broker's Config.Now (nil: time.Now).
 	now func() time.Time
+	// retentionCheck and producerIDExpiration are Config.RetentionCheckInterval
+	// and Config.ProducerIDExpiration (0: the defaults).
+	retentionCheck, producerIDExpiration time.Duration
 }
 
 type testNode struct {
@@ -145,6 +148,8 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		ReplicaHWDelay:          c.opts.hwDelay,
 		ProducerSnapshotBatches: c.opts.snapshotBatches,
 		Now:                     c.opts.now,
+		RetentionCheckInterval:  c.opts.retentionCheck,
+		ProducerIDExpiration:    c.opts.producerIDExpiration,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

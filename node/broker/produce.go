@@ -167,6 +167,8 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 			return orig.baseOffset, orig.lastOffset, epoch, wire.None
 		case seqOutOfOrder:
 			return -1, -1, epoch, wire.OutOfOrderSequence
+		case seqUnknownProducer:
+			return -1, -1, epoch, wire.UnknownProducerID
 		case seqInvalidEpoch:
 			return -1, -1, epoch, wire.InvalidProducerEpoch
 		case seqUnknown:

@@ -11,10 +11,50 @@ import (
 // it has a batch above the HW still (pending). Without it every producer id
 // ever used stayed in memory, and in every producer snapshot, for as long as
 // the partition lived. A forgotten producer that comes back is a new one: a
-// batch at sequence 0 is accepted, any other is OutOfOrderSequence, as Kafka
-// answers an unknown producer id. Each replica expires on its own clock, as
-// Kafka's do; the checks run with the retention passes
-// (Config.RetentionCheckInterval).
+// batch at sequence 0 is accepted, any other is UnknownProducerID (Kafka's
+// UNKNOWN_PRODUCER_ID since KIP-360; it was OutOfOrderSequence, which the
+// client retried three times with backoffs before it restarted its
+// sequence). The client restarts at once: the batch and those after it go
+// out again under the next producer epoch from sequence 0. Each replica
+// expires on its own clock, as Kafka's do; the checks run with the
+// retention passes (Config.RetentionCheckInterval).
+//
+// Why answering UnknownProducerID cannot write a batch twice or move an
+// acknowledged one (the client resends the refused batch as a new one):
+//
+//   - The answer is given only when this leader has no entry for the
+//     producer id at all (producerState.check); a gap in a known producer's
+//     sequence stays OutOfOrderSequence, and a state that could not be
+//     rebuilt is a retriable StorageError (seqUnknown), never this.
+//   - Every batch in this replica's log went through producerState.update
+//     (appended as leader, copied as follower, replayed at open, or read
+//     from a snapshot taken before retention deleted it), so the replica
+//     has an entry for every producer id with a batch in its log, unless
+//     the entry expired. So the refused batch is not in this leader's log,
+//     unless it expired: its records' timestamps are a whole
+//     ProducerIDExpiration older than this broker's clock, while the
+//     client retries a batch only within its delivery timeout (2 minutes
+//     by default) of producing it. Only a client clock a day behind (or a
+//     Record.Timestamp set a day back) gets there, and then
+//     OutOfOrderSequence led to the same resend three attempts later.
+//   - A batch not in this leader's log is not committed: a committed batch
+//     is on every ISR member and the leader was elected from the ISR. A
+//     previous leader's copy (its answer lost, then its leadership) was not
+//     acknowledged with acks=all, and that replica truncates it away when it
+//     follows this leader. The resent batch gets this leader's offset, the
+//     only one it is ever acknowledged at.
+//   - The client restarts only once none of its requests is outstanding.
+//     A request it abandoned (the leader moved) that still arrives is
+//     refused: InvalidProducerEpoch after the new epoch's first batch,
+//     UnknownProducerID before it. The one exception, the old epoch's
+//     sequence 0, is the producer's very first batch: the client resends
+//     it under the old identity before any batch of the new epoch, and
+//     the leader answers that retry as a duplicate.
+//
+// What this does not cover, as in Kafka: a previous leader that keeps an
+// unacknowledged copy of the batch and becomes leader again before it
+// follows this one (two leader changes within one retry) has both copies.
+// The client's OutOfOrderSequence path restarted the sequence the same way.
 
 // expire removes the producers idle since before nowMs-ttlMs and returns how
 // many. One whose idle time is not known (lastTs -1, from a version 1

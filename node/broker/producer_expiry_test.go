@@ -23,7 +23,7 @@ func buildBatchAt(pid int64, seq int32, ts time.Time, vals ...string) []byte {
 
 // TestIdleProducerIDsExpire: a producer id whose last batch is older than
 // Config.ProducerIDExpiration (by the broker's clock) is forgotten: its
-// retry is then OutOfOrderSequence and it may start again at sequence 0,
+// retry is then UnknownProducerID and it may start again at sequence 0,
 // while a younger producer is still deduplicated. The last timestamps
 // survive a restart (producer snapshot, version 2), so the younger one
 // expires on time afterwards too.
@@ -48,8 +48,8 @@ func TestIdleProducerIDsExpire(t *testing.T) {
 	if n := c.node(1).b.ExpireProducers(context.Background()); n != 1 {
 		t.Fatalf("expired %d producers a day after producer 5's last batch, want 1", n)
 	}
-	if r := mustProduce(t, c, wire.AcksAll, old[1]); r.Err != wire.OutOfOrderSequence {
-		t.Fatalf("retry of an expired producer: %v at %d, want OutOfOrderSequence", r.Err, r.BaseOffset)
+	if r := mustProduce(t, c, wire.AcksAll, old[1]); r.Err != wire.UnknownProducerID {
+		t.Fatalf("retry of an expired producer: %v at %d, want UnknownProducerID", r.Err, r.BaseOffset)
 	}
 	wantOffset(t, "retry of the young producer", mustProduce(t, c, wire.AcksAll, young), 2)
 

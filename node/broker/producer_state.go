@@ -79,11 +79,12 @@ func newProducerState() *producerState {
 type seqVerdict uint8
 
 const (
-	seqOK           seqVerdict = iota // append it
-	seqDuplicate                      // a retry of a remembered batch: answer with its offsets
-	seqOutOfOrder                     // a gap or an unknown old batch
-	seqInvalidEpoch                   // an older producer epoch (a fenced zombie producer)
-	seqUnknown                        // the state is unknown (producerState.unknown)
+	seqOK              seqVerdict = iota // append it
+	seqDuplicate                         // a retry of a remembered batch: answer with its offsets
+	seqOutOfOrder                        // a gap or an unknown old batch
+	seqUnknownProducer                   // no state for the producer id, and not sequence 0 (producer_expiry.go)
+	seqInvalidEpoch                      // an older producer epoch (a fenced zombie producer)
+	seqUnknown                           // the state is unknown (producerState.unknown)
 )
 
 // nextSeq is seq+1 wrapping at MaxInt32 like Kafka.
@@ -103,6 +104,8 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta 
 	}
 	e := s.producers[pid]
 	switch {
+	case e == nil && firstSeq != 0:
+		return seqUnknownProducer, seqBatch{}
 	case e == nil || epoch > e.epoch:
 		// A new producer, or a new epoch of it, starts at sequence 0.
 		if firstSeq != 0 {

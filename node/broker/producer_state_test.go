@@ -14,7 +14,7 @@ func TestProducerStateSequences(t *testing.T) {
 		want        seqVerdict
 		base, dupAt int64
 	}{
-		{pid: 7, epoch: 0, seq: 3, delta: 0, want: seqOutOfOrder},            // new producer must start at 0
+		{pid: 7, epoch: 0, seq: 3, delta: 0, want: seqUnknownProducer},       // new producer must start at 0
 		{pid: 7, epoch: 0, seq: 0, delta: 4, want: seqOK, base: 100},         // seqs 0..4
 		{pid: 7, epoch: 0, seq: 0, delta: 4, want: seqDuplicate, dupAt: 100}, // retry
 		{pid: 7, epoch: 0, seq: 6, delta: 0, want: seqOutOfOrder},            // gap
