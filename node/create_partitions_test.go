@@ -247,3 +247,62 @@ func TestAddPartitionsEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestAddPartitionsAcrossControllerKill: the active controller is killed as
+// soon as it has committed new partitions, before or after its answer left
+// (whichever comes first decides which path the client takes: the answer,
+// or a retry at the next controller that finds the partitions in place).
+// Either way the call succeeds, every node ends with the partitions exactly
+// once under the same topic id, and they take records.
+func TestAddPartitionsAcrossControllerKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tc := MustStartCluster(t, 3)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	// Replication factor 2: two nodes are left after the kill.
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 2, ReplicationFactor: 2, MinISR: 1})
+	ctrl := tc.activeController()
+	before, _ := tc.node(ctrl).Store().Image().Topic("payments")
+	done := make(chan error, 1)
+	go func() { done <- c.Admin().CreatePartitions(ctx, "payments", 4) }()
+	var err error
+	returned := false
+	waitFor(t, "the partitions committed on the controller, or the call's end", 15*time.Second, func() bool {
+		select {
+		case err = <-done:
+			returned = true
+			return true
+		default:
+		}
+		tp, _ := tc.node(ctrl).Store().Image().Topic("payments")
+		return len(tp.Partitions) == 4
+	})
+	tc.kill(ctrl)
+	if !returned {
+		err = <-done
+	}
+	if err != nil {
+		t.Fatalf("add partitions with the controller killed (returned before the kill: %t): %v", returned, err)
+	}
+	t.Logf("the call returned before the kill: %t", returned)
+	waitFor(t, "every node with 4 partitions", 15*time.Second, func() bool {
+		for _, n := range tc.running() {
+			tp, ok := n.Store().Image().Topic("payments")
+			if !ok || len(tp.Partitions) != 4 || tp.ID != before.ID {
+				return false
+			}
+		}
+		return tc.converged()
+	})
+	for part := int32(2); part < 4; part++ {
+		d, err := c.NewProducer(client.ProducerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ProduceSync(ctx, &client.Record{Topic: "payments", Partition: part, PartitionSet: true, Value: []byte("x")}); err != nil {
+			t.Fatalf("produce to new partition %d after the controller kill: %v", part, err)
+		}
+		d.Close(ctx)
+	}
+}
