@@ -32,7 +32,9 @@ func consumeCommand() *ucli.Command {
 			"order within a partition. --exit-at-end stops once every partition is read up to the high\n" +
 			"watermark it had when consume started (right after a leader change: once the new leader's\n" +
 			"high watermark has caught up with the old one's). Without --exit-at-end or --max, consume\n" +
-			"follows the topic until interrupted (exit status 0).\n\n" +
+			"follows the topic until interrupted (exit status 0). Following every partition (no\n" +
+			"--partition, no --exit-at-end), it also reads partitions added to the topic meanwhile\n" +
+			"(`topic alter --partitions`), from their beginning, within --metadata-max-age.\n\n" +
 			"If a partition's leader no longer has records consume has printed (its log was truncated\n" +
 			"below them, after an unclean leader election or records lost under --fsync never), consume\n" +
 			"stops with exit status 1 and an error naming the partition, its position and the offset\n" +
@@ -193,7 +195,18 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		}
 		return true
 	}
+	// Following every partition (no --partition, no --exit-at-end): partitions
+	// added to the topic meanwhile are found within --metadata-max-age and
+	// read from their beginning, whatever --from says (their records were
+	// all written after consume started).
+	follow := opts.partition < 0 && !opts.exitAtEnd
 	for !atEnd() {
+		if follow {
+			for _, tp := range cons.AssignNewPartitions(opts.topic, client.SeekBeginning) {
+				tps = append(tps, tp)
+				fmt.Fprintf(stderr, "paymentlog: consume %s: partition %d was added; reading it from the beginning\n", opts.topic, tp.Partition)
+			}
+		}
 		// Poll returns records with a nil error (an error met beside them
 		// comes on the next Poll); printing whatever it returns before
 		// looking at the error stays correct either way.

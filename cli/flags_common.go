@@ -31,6 +31,9 @@ func clientFlags() []ucli.Flag {
 			EnvVars: envVar("CLIENT_CERT_NAME")},
 		&ucli.StringFlag{Name: "client-log-level", Value: "error", Usage: "client library log level: debug | info | warn | error",
 			EnvVars: envVar("CLIENT_LOG_LEVEL")},
+		&ucli.DurationFlag{Name: "metadata-max-age", Value: client.DefaultMetadataMaxAge,
+			Usage:   "refresh cluster metadata at least this often (a running produce or consume finds added partitions)",
+			EnvVars: envVar("METADATA_MAX_AGE")},
 	}
 }
 
@@ -45,13 +48,19 @@ type clientOptions struct {
 	tlsDir    string
 	certName  string
 	logLevel  slog.Level
+	// metadataMaxAge is client.Config.MetadataMaxAge (0: the default).
+	metadataMaxAge time.Duration
 }
 
 func parseClientOptions(c *ucli.Context) (clientOptions, error) {
 	o := clientOptions{
-		bootstrap: client.ParseBootstrap(c.String("bootstrap")),
-		tlsDir:    c.String("tls-dir"),
-		certName:  c.String("cert-name"),
+		bootstrap:      client.ParseBootstrap(c.String("bootstrap")),
+		tlsDir:         c.String("tls-dir"),
+		certName:       c.String("cert-name"),
+		metadataMaxAge: c.Duration("metadata-max-age"),
+	}
+	if o.metadataMaxAge < 0 {
+		return o, fmt.Errorf("--metadata-max-age must not be negative")
 	}
 	if len(o.bootstrap) == 0 {
 		return o, fmt.Errorf("--bootstrap: no addresses")
@@ -71,9 +80,10 @@ func parseClientOptions(c *ucli.Context) (clientOptions, error) {
 func (o clientOptions) newClient(ctx context.Context, stderr io.Writer) (*client.Client, error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	return client.New(ctx, client.Config{
-		Bootstrap: o.bootstrap,
-		TLS:       quic.TLSConfig{Dir: o.tlsDir, Name: o.certName},
-		Logger:    logger,
+		Bootstrap:      o.bootstrap,
+		TLS:            quic.TLSConfig{Dir: o.tlsDir, Name: o.certName},
+		Logger:         logger,
+		MetadataMaxAge: o.metadataMaxAge,
 	})
 }
 

@@ -22,7 +22,7 @@ const defaultAdminTimeout = 30 * time.Second
 func topicCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe and delete topics",
+		Usage: "create, list, describe, alter (add partitions) and delete topics",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "create",
@@ -104,6 +104,7 @@ func topicCommand() *ucli.Command {
 					return runTopicDelete(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
+			topicAlterCommand(),
 		},
 	}
 }

@@ -15,6 +15,7 @@ const (
 	DefaultRequestTimeout  = 10 * time.Second
 	DefaultMetadataTimeout = 5 * time.Second
 	DefaultHedgeDelay      = 300 * time.Millisecond
+	DefaultMetadataMaxAge  = 30 * time.Second
 	DefaultCertName        = "client"
 )
 
@@ -37,6 +38,13 @@ type Config struct {
 	// HedgeDelay is how long a metadata request waits for a node before also
 	// asking the next one; default 300ms.
 	HedgeDelay time.Duration
+	// MetadataMaxAge is how old the cached metadata may get before a
+	// producer (at its next record) or a consumer following a topic
+	// (Consumer.AssignNewPartitions) refreshes it in the background
+	// (Kafka's metadata.max.age.ms): the longest a running producer keeps
+	// writing to a topic's old partitions only after partitions were added;
+	// default 30s. Failures (a leader gone) refresh at once regardless.
+	MetadataMaxAge time.Duration
 }
 
 // ErrNoBootstrap is returned by New when Config.Bootstrap is empty.
@@ -62,6 +70,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HedgeDelay <= 0 {
 		c.HedgeDelay = DefaultHedgeDelay
+	}
+	if c.MetadataMaxAge <= 0 {
+		c.MetadataMaxAge = DefaultMetadataMaxAge
 	}
 	if c.TLS.Dir != "" && c.TLS.Name == "" {
 		c.TLS.Name = DefaultCertName

@@ -16,7 +16,10 @@
 // A Client owns one client-only QUIC endpoint shared by everything made from
 // it and a metadata cache (brokers, controller, partition leaders) refreshed on
 // demand: after NotLeader, UnknownTopicOrPartition, a fenced or unknown leader
-// epoch, or a lost connection. Metadata requests are hedged: if the first node
+// epoch, or a lost connection; and, in the background, when a producer (or
+// Consumer.AssignNewPartitions) finds it older than Config.MetadataMaxAge, so
+// partitions added to a topic (Admin.CreatePartitions) are used within that
+// interval. Metadata requests are hedged: if the first node
 // does not answer within a short delay the next one is asked as well, so a dead
 // node costs a few hundred milliseconds, not a connection timeout.
 //
@@ -24,7 +27,8 @@
 //
 // Records are assigned a partition (an explicit one, else the murmur2 hash of
 // the key exactly as Kafka's Java client computes it — toPositive(murmur2(key))
-// mod partitions — else a sticky partition that moves round-robin after each
+// mod partitions, with the partition count of the cached metadata: after a
+// topic gains partitions most keys move to another partition — else a sticky partition that moves round-robin after each
 // BatchBytes worth of records), copied into that partition's open batch, and the
 // batch is closed when it reaches BatchBytes or Linger has passed since its first
 // record. One goroutine per partition sends closed batches to the partition

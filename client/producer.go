@@ -183,6 +183,12 @@ func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) er
 	part := r.Partition
 	switch {
 	case r.PartitionSet:
+		if part >= n {
+			// The topic may have grown since the metadata was cached.
+			if n, err = p.freshPartitionCount(ctx, r.Topic, n); err != nil {
+				return err
+			}
+		}
 		if part < 0 || part >= n {
 			return wire.UnknownTopicOrPartition.Err(fmt.Sprintf("%s has %d partitions; no partition %d", r.Topic, n, part))
 		}
@@ -240,10 +246,15 @@ func (p *Producer) ProduceSync(ctx context.Context, r *Record) (Delivery, error)
 }
 
 // partitionCount returns the topic's partition count from the metadata,
-// refreshing while the topic is unknown, for up to MetadataWait.
+// refreshing while the topic is unknown, for up to MetadataWait. Metadata
+// older than the client's MetadataMaxAge is refreshed in the background
+// (the count of this record stays the cached one): partitions added to the
+// topic get records within that interval, and keyed records then go to
+// hash(key) % the new count.
 func (p *Producer) partitionCount(ctx context.Context, topic string) (int32, error) {
 	if s := p.c.meta.current(); s != nil {
 		if t, ok := s.topics[topic]; ok && len(t.Partitions) > 0 {
+			p.c.meta.refreshIfOlder(p.c.cfg.MetadataMaxAge)
 			return int32(len(t.Partitions)), nil
 		}
 	}
@@ -387,4 +398,20 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// freshPartitionCount refreshes the metadata and returns the topic's
+// partition count then; n (the cached count) when the refresh fails or the
+// topic is gone.
+func (p *Producer) freshPartitionCount(ctx context.Context, topic string, n int32) (int32, error) {
+	if err := p.c.meta.refresh(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return n, nil
+	}
+	if t, ok := p.c.meta.current().topics[topic]; ok && len(t.Partitions) > 0 {
+		return int32(len(t.Partitions)), nil
+	}
+	return n, nil
 }

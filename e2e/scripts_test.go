@@ -53,8 +53,17 @@ func TestClusterScript(t *testing.T) {
 	c.script(t, "resume", strconv.Itoa(other))
 	third := c.produce(t, env, "after-resume", 100)
 
+	// The README's `topic alter`: the topic grows from 3 to 5 partitions
+	// and everything reads back from all of them.
+	alter := exec.Command(binary, "topic", "alter", "payments", "--partitions", "5")
+	alter.Env = env
+	if out, err := alter.CombinedOutput(); err != nil || string(out) != "topic payments now has 5 partitions\n" {
+		t.Fatalf("topic alter: %v\n%s", err, out)
+	}
+	fourth := c.produce(t, env, "after-alter", 100)
+
 	got := c.consumeAll(t, env)
-	for _, acks := range []map[string]pos{first, second, third} {
+	for _, acks := range []map[string]pos{first, second, third, fourth} {
 		for value, at := range acks {
 			if g, ok := got[at]; !ok {
 				t.Errorf("%q acknowledged at %v is missing", value, at)
@@ -63,7 +72,7 @@ func TestClusterScript(t *testing.T) {
 			}
 		}
 	}
-	if want := len(first) + len(second) + len(third); len(got) != want {
+	if want := len(first) + len(second) + len(third) + len(fourth); len(got) != want {
 		t.Errorf("read back %d records, %d acknowledged", len(got), want)
 	}
 

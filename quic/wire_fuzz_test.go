@@ -31,6 +31,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.AllocateProducerIDsRequest) }, func() any { return new(wire.AllocateProducerIDsResponse) },
 	func() any { return new(wire.DescribeReplicaRequest) }, func() any { return new(wire.DescribeReplicaResponse) },
 	func() any { return new(wire.DescribeQuorumRequest) }, func() any { return new(wire.DescribeQuorumResponse) },
+	func() any { return new(wire.CreatePartitionsRequest) }, func() any { return new(wire.CreatePartitionsResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -51,6 +52,8 @@ func wireSeeds() []any {
 			Members: []wire.ISRMember{{BrokerID: 2, Incarnation: 1795998087883425915}}},
 		&wire.ReplicaFetchOpen{FollowerID: 2, Incarnation: 1795998087883425915},
 		&wire.BrokerHeartbeatRequest{BrokerID: 2, Incarnation: 99, MetadataOffset: 812},
+		&wire.CreatePartitionsRequest{Name: "payments", Count: 5},
+		&wire.CreatePartitionsResponse{Err: wire.InvalidPartitions, Message: `topic "payments" already has 5 partitions`, TopicID: "0f3a", Count: 5, ControllerID: 2},
 	}
 }
 

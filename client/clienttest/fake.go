@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -423,7 +424,12 @@ func assign(dst, src any) error {
 	case *wire.ListOffsetsResponse:
 		*d = *src.(*wire.ListOffsetsResponse)
 	default:
-		return fmt.Errorf("clienttest: unexpected response type %T", dst)
+		// Any other response of the request's own type (admin requests).
+		dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
+		if dv.Kind() != reflect.Pointer || dv.Type() != sv.Type() {
+			return fmt.Errorf("clienttest: unexpected response type %T", dst)
+		}
+		dv.Elem().Set(sv.Elem())
 	}
 	return nil
 }
@@ -567,6 +573,8 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		delete(c.mu.topics, r.Name)
 		c.mu.moff++
 		return &wire.DeleteTopicResponse{}, nil
+	case *wire.CreatePartitionsRequest:
+		return c.createPartitions(addr, r), nil
 	case *wire.ProduceRequest:
 		return c.produce(addr, r, answered), nil
 	case *wire.FetchRequest:

@@ -61,6 +61,7 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeInitProducerID, func() any { return &wire.InitProducerIDRequest{} })
 	h(wire.TypeCreateTopic, func() any { return &wire.CreateTopicRequest{} })
 	h(wire.TypeDeleteTopic, func() any { return &wire.DeleteTopicRequest{} })
+	h(wire.TypeCreatePartitions, func() any { return &wire.CreatePartitionsRequest{} })
 	h(wire.TypeProduce, func() any { return &wire.ProduceRequest{} })
 	h(wire.TypeFetch, func() any { return &wire.FetchRequest{} })
 	h(wire.TypeListOffsets, func() any { return &wire.ListOffsetsRequest{} })

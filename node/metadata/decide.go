@@ -218,19 +218,26 @@ func AssignReplicas(brokers []int32, n, rf int, seed uint64) [][]int32 {
 	}
 	start := int(seed % uint64(nb))
 	shift := int((seed / uint64(nb)) % uint64(nb))
+	return assignRange(brokers, 0, n, rf, start, shift)
+}
+
+// assignRange assigns partitions from..from+n-1 as AssignReplicas would
+// assign them in a topic of at least from+n partitions placed with start and
+// shift (the shift of partition p is shift + p/len(brokers)).
+func assignRange(brokers []int32, from, n, rf, start, shift int) [][]int32 {
+	nb := len(brokers)
 	out := make([][]int32, n)
-	for p := range n {
-		if p > 0 && p%nb == 0 {
-			shift++
-		}
+	for i := range n {
+		p := from + i
+		ps := shift + p/nb
 		first := (p + start) % nb
 		reps := make([]int32, 0, rf)
 		reps = append(reps, brokers[first])
 		for j := 0; j < rf-1; j++ {
-			s := 1 + (shift+j)%(nb-1)
+			s := 1 + (ps+j)%(nb-1)
 			reps = append(reps, brokers[(first+s)%nb])
 		}
-		out[p] = reps
+		out[i] = reps
 	}
 	return out
 }

@@ -34,6 +34,11 @@
 //	9  TopicDeleted            {name, id}
 //	10 ProducerIDBlock         {broker, start, len}
 //
+// A topic grows (CreatePartitions) by an entry of PartitionCreated records
+// alone, one per new partition in index order, for the topic's existing id:
+// no record type of its own, so logs and snapshots written before the
+// feature read as before (see create_partitions.go).
+//
 // # Applying records
 //
 // Records are conditional so that a decision based on a stale image (e.g. an

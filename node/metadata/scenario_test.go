@@ -26,6 +26,9 @@ import (
 //	                                        DecideAlterPartition (epochs and topic id default to current;
 //	                                        members' incarnations to the registered ones)
 //	preferred                               DecidePreferredLeaders
+//	add-partitions name=T count=N [seed=N]  DecideCreatePartitions
+//	reapply                                 apply the last decision's records again (a stale or
+//	                                        duplicated entry): prints the rejection
 //	pids id=N [n=N]                         DecideProducerIDs
 //	show                                    the image
 func TestScenarios(t *testing.T) {
@@ -40,6 +43,8 @@ func TestScenarios(t *testing.T) {
 type scenario struct {
 	t   *testing.T
 	img *Image
+	// last is the records of the last decision applied.
+	last []Record
 }
 
 func (s *scenario) apply(recs []Record, err error) string {
@@ -70,6 +75,7 @@ func (s *scenario) apply(recs []Record, err error) string {
 	}
 	checkInvariants(t, next)
 	s.img = next
+	s.last = dec
 	var out []string
 	for _, r := range recs {
 		out = append(out, FormatRecord(r))
@@ -145,6 +151,8 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		return out + fmt.Sprintf("\nreply: isr=%s epoch=%d pepoch=%d", ids(r.ISR), r.LeaderEpoch, r.PartitionEpoch)
 	case "preferred":
 		return s.apply(DecidePreferredLeaders(s.img), nil)
+	case "add-partitions", "reapply":
+		return s.execPartitions(t, c)
 	case "pids":
 		return s.apply(DecideProducerIDs(s.img, int32(c.Int(t, "id", 0)), c.Int(t, "n", DefaultProducerIDBlock)))
 	case "show":
