@@ -41,8 +41,15 @@ type Log struct {
 	fs     FS
 	logger *slog.Logger
 
-	// appendMu serializes every mutation (append, roll, truncation, retention)
-	// and is held across their I/O. Readers never take it.
+	// deleteMu serialises the changes that move the log start or cut the
+	// log (DeleteBefore, DeleteRetained, TruncateTo,
+	// TruncateFullyAndStartAt) and Close, and is held across their I/O.
+	// Appends never take it: a deletion does its fsyncs, renames and
+	// unlinks under deleteMu alone (deletion.go). Take it before appendMu.
+	deleteMu sync.Mutex
+	// appendMu serializes every mutation (append, roll, truncation, and
+	// the in-memory step of a deletion) and is held across the I/O of all
+	// but deletions. Readers never take it.
 	appendMu      sync.Mutex
 	recoveryPoint int64 // (appendMu) value stored in recovery-point
 	// epochsStale: the leader-epoch checkpoint on disk lags mu.epochs, because
@@ -863,6 +870,9 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.stopBackground()
+	// After a deletion in progress: its files are gone before the marker.
+	l.deleteMu.Lock()
+	defer l.deleteMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.mu.closed {
