@@ -1,0 +1,94 @@
+package segment
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCrashAtEachDeletionStep: a crash at every step of a deletion
+// (before and after each fsync, rename and unlink of DeleteBefore and of
+// DeleteRetained, with any of the directory operations not yet fsynced
+// durable or lost) leaves a log that opens without TruncateOnCorruption,
+// with no *.deleted file left after Open, a log start no lower than the
+// one readers could see when the crash came (nor than before the pass),
+// its log end, and every batch from its log start on. A deletion used to
+// publish the new log start before any of it was durable (DeleteRetained
+// wrote no log-start checkpoint at all): a crash then brought back a log
+// start that readers had already seen move past.
+func TestCrashAtEachDeletionStep(t *testing.T) {
+	for _, how := range []string{"DeleteBefore", "DeleteRetained"} {
+		t.Run(how, func(t *testing.T) {
+			fs, l, bs, opts := buildSealedLog(t, 5)
+			segs := l.Segments()
+			leo := l.LogEndOffset()
+			// A first pass moves the log start inside the first segment,
+			// so that "no lower than before" is not just "at least 0".
+			before := bs[1].BaseOffset()
+			if err := l.DeleteBefore(ctx, before); err != nil || l.LogStartOffset() != before {
+				t.Fatalf("DeleteBefore(%d): %v, log start %d", before, err, l.LogStartOffset())
+			}
+			upTo := segs[3]
+			states := recordDirCrashes(t, fs, l, func() {
+				var err error
+				if how == "DeleteBefore" {
+					err = l.DeleteBefore(ctx, upTo+1) // inside segment 3: segments 0-2 go
+				} else {
+					_, _, err = l.DeleteRetained(ctx, Retention{Bytes: 0, Age: -1, Now: time.Now(), Below: upTo})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			if segs := l.Segments(); segs[0] != upTo {
+				t.Fatalf("segments %v after the deletion, want from %d", segs, upTo)
+			}
+			l.crashForTest()
+			n := 0
+			seen := map[string]bool{}
+			for i, st := range states {
+				st.each(t, seen, func(fs *MemFS, what string) {
+					n++
+					o := opts
+					o.FS = fs.CrashClone()
+					l, err := Open(ctx, "/log", o)
+					if err != nil {
+						t.Fatalf("step %d, %s: Open: %v", i, what, err)
+					}
+					defer l.Close()
+					names, err := o.FS.ReadDir("/log")
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, name := range names {
+						if strings.HasSuffix(name, deletedSuffix) {
+							t.Fatalf("step %d, %s: %s left after Open (%v)", i, what, name, names)
+						}
+					}
+					start := l.LogStartOffset()
+					if start < before || start < st.start || start > upTo+1 || l.LogEndOffset() != leo {
+						t.Fatalf("step %d, %s: log [%d, %d), readers saw the start at %d before the crash (%d before the pass); want it no lower, and the end at %d",
+							i, what, start, l.LogEndOffset(), st.start, before, leo)
+					}
+					got := readAll(t, l, start)
+					var want []Batch
+					for _, b := range bs {
+						if b.LastOffset() >= start {
+							want = append(want, b)
+						}
+					}
+					if len(got) != len(want) {
+						t.Fatalf("step %d, %s: %d batches from %d, want %d", i, what, len(got), start, len(want))
+					}
+					for j := range want {
+						if !bytes.Equal(got[j], want[j]) {
+							t.Fatalf("step %d, %s: batch %d differs", i, what, j)
+						}
+					}
+				})
+			}
+			t.Logf("%d steps, %d crash states", len(states), n)
+		})
+	}
+}
