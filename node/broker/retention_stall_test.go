@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// holdPartitionIO makes the slow file operations in dir (fsyncs of
+// anything but segment data, directory fsyncs, renames, unlinks) wait one
+// at a time: each is sent on held (as "op path") and waits for a value on
+// release. Segment data flushes pass, so that a produce's own flush is
+// never held; while one operation is held the others pass too (the test
+// produces meanwhile), as they do after disarm().
+func holdPartitionIO(fs *segment.MemFS, dir string) (held chan string, release chan struct{}, disarm func()) {
+	var mu sync.Mutex
+	armed, busy := true, false
+	held, release = make(chan string), make(chan struct{})
+	fs.SetFault(func(op segment.FaultOp, path string) error {
+		switch {
+		case filepath.Dir(path) != dir && path != dir:
+			return nil
+		case op == segment.OpSync && strings.HasSuffix(path, ".log"):
+			return nil
+		case op != segment.OpSync && op != segment.OpSyncDir && op != segment.OpRename && op != segment.OpRemove:
+			return nil
+		}
+		mu.Lock()
+		hit := armed && !busy
+		busy = busy || hit
+		mu.Unlock()
+		if hit {
+			held <- fmt.Sprintf("%s %s", op, filepath.Base(path))
+			<-release
+			mu.Lock()
+			busy = false
+			mu.Unlock()
+		}
+		return nil
+	})
+	return held, release, func() {
+		mu.Lock()
+		armed = false
+		mu.Unlock()
+	}
+}
+
+// TestProduceDoesNotWaitForRetentionIO: while a retention pass on the
+// leader is held in each of its slow file operations in turn (the
+// producer snapshot's and the log-start checkpoint's fsyncs and renames,
+// the deleted segments' renames, unlinks and directory fsync), a produce
+// to the same partition completes. The pass used to hold the partition's
+// append lock across all of them, so every retention pass paused produce
+// for as long as the disk took.
+func TestProduceDoesNotWaitForRetentionIO(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, memFS: true, segBytes: retentionSegBytes, maxIndexBytes: 4096,
+		maxWait: 50 * time.Millisecond})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	// An idempotent batch: the pass writes a producer snapshot.
+	wantOffset(t, "producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
+	produceN(t, c, 30, wire.AcksAll)
+	c.setRetention(testKey, nil, ptr(retentionSegBytes))
+	n := c.node(1)
+	held, release, disarm := holdPartitionIO(n.fs, logOf(c, 1).Dir())
+	defer n.fs.SetFault(nil)
+	done := make(chan int, 1)
+	go func() { done <- n.b.ApplyRetention(context.Background()) }()
+	ops := 0
+	for {
+		var what string
+		select {
+		case d := <-done:
+			n.fs.SetFault(nil)
+			if d == 0 {
+				t.Fatalf("the pass deleted nothing (%d failures)", n.b.Stats().RetentionFailures)
+			}
+			if ops < 5 {
+				t.Fatalf("only %d slow operations held: the test tests little", ops)
+			}
+			t.Logf("%d slow operations held, a produce completed during each", ops)
+			if _, start, _ := infoOf(t, c, 1); start == 0 {
+				t.Fatal("log start still 0")
+			}
+			wantOffset(t, "retry of producer 9 after the pass", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
+			return
+		case what = <-held:
+		}
+		ops++
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		r, err := c.produce(ctx, testKey, 1, buildBatch(0, 0, []string{"during retention"}))
+		cancel()
+		if err != nil || r.Err != wire.None {
+			disarm()
+			release <- struct{}{}
+			<-done
+			t.Fatalf("a produce during the retention pass's %q (slow operation %d): %v %v; it waited for the pass", what, ops, err, r.Err)
+		}
+		release <- struct{}{}
+	}
+}
