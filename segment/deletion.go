@@ -94,10 +94,17 @@ func (l *Log) discardSegments(segs []*segment) error {
 		a, b, c := l.segPaths(s.base)
 		for _, p := range []string{a, b, c} {
 			err := l.fs.Rename(p, p+deletedSuffix)
-			if err == nil {
+			switch {
+			case err == nil:
 				renamed = append(renamed, p+deletedSuffix)
-			} else if !os.IsNotExist(err) { // an index may be missing
+			case !os.IsNotExist(err): // an index may be missing
 				keep(err)
+				// Free the name anyway: a segment created there later
+				// (a full truncation to this base) must be a new file,
+				// not this one, which Views may still map.
+				if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
+					keep(err)
+				}
 			}
 		}
 	}

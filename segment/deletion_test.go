@@ -92,3 +92,49 @@ func TestCrashAtEachDeletionStep(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletionWhoseRenamesFail: when the renames to *.deleted fail, the
+// deletion still moves the log start (it is durable before any of them)
+// and reports the error, the files are unlinked under their own names
+// (so that no later segment of the same base reuses a file a View may
+// map), and a reopened log starts where the deletion left it.
+func TestDeletionWhoseRenamesFail(t *testing.T) {
+	fs, l, bs, opts := buildSealedLog(t, 4)
+	upTo := l.Segments()[2]
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpRename && strings.HasSuffix(path, deletedSuffix) {
+			return errInjected
+		}
+		return nil
+	})
+	err := l.DeleteBefore(ctx, upTo)
+	fs.SetFault(nil)
+	if err == nil || l.LogStartOffset() != upTo {
+		t.Fatalf("DeleteBefore: %v, log start %d; want the injected error and %d", err, l.LogStartOffset(), upTo)
+	}
+	names, _ := fs.ReadDir("/log")
+	for _, name := range names {
+		if b, ok := parseSegmentName(name); ok && b < upTo {
+			t.Fatalf("%s still there: %v", name, names)
+		}
+	}
+	mustAppend(t, l, testBatch(1000, 1, 1), l.mu.epochs.latest())
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.crashForTest()
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	var want []Batch
+	for _, b := range bs {
+		if b.BaseOffset() >= upTo {
+			want = append(want, b)
+		}
+	}
+	got := readAll(t, l, l.LogStartOffset())
+	if l.LogStartOffset() != upTo || len(got) != len(want)+1 || !bytes.Equal(got[0], want[0]) {
+		t.Fatalf("reopened: log start %d with %d batches; want %d with %d", l.LogStartOffset(), len(got), upTo, len(want)+1)
+	}
+}
+
+var errInjected = errorString("injected error")
