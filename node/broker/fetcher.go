@@ -362,11 +362,28 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 	for _, fp := range done {
 		// The leader's retention moved its log start: follow it (retention.go).
 		if p := fp.t.p; fp.leaderStart > p.log.LogStartOffset() && p.log.Failed() == nil {
-			if err := p.raiseLogStart(f.ctx, f.leader, fp.t.epoch, fp.leaderStart); err != nil && f.ctx.Err() == nil {
-				p.lg.Warn("raising the log start to the leader's", "offset", fp.leaderStart, "err", err)
-			}
+			f.raiseLogStart(fp)
 		}
 	}
+}
+
+// raiseLogStart runs p.raiseLogStart for fp beside the fetch loop, at most
+// one at a time per partition (a later answer tries again): its producer
+// snapshot and deletion do disk I/O, and the loop must go on fetching (the
+// leader's HW moves with this replica's fetch offset) for every partition.
+func (f *fetcher) raiseLogStart(fp fetchedPart) {
+	p := fp.t.p
+	if !p.raising.CompareAndSwap(false, true) {
+		return
+	}
+	f.b.wg.Add(1) // f.run's own count is held: Close waits for this too
+	go func() {
+		defer f.b.wg.Done()
+		defer p.raising.Store(false)
+		if err := p.raiseLogStart(f.ctx, f.leader, fp.t.epoch, fp.leaderStart); err != nil && f.ctx.Err() == nil {
+			p.lg.Warn("raising the log start to the leader's", "offset", fp.leaderStart, "err", err)
+		}
+	}()
 }
 
 // fetchedPart is a partition whose records from one response are appended

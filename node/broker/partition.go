@@ -41,6 +41,9 @@ type partition struct {
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state. Guarded by appendMu.
 	producers *producerState
+	// raising is set while a follower raises its log start to its
+	// leader's, beside the fetch loop (fetcher.raiseLogStart).
+	raising atomic.Bool
 
 	mu struct {
 		sync.Mutex

@@ -44,7 +44,8 @@ import (
 // with snapMu alone held (the log locks appends out only to move its start
 // in memory; its checkpoint, renames, unlinks and fsyncs run beside
 // appends), then takes appendMu again to record the new start in the
-// replica.
+// replica. A follower raises its log start beside its fetch loop
+// (fetcher.raiseLogStart), which goes on fetching meanwhile.
 
 // retentionOf is a partition's retention limits: the topic's, else the
 // broker's defaults.

@@ -105,3 +105,101 @@ func TestProduceDoesNotWaitForRetentionIO(t *testing.T) {
 		release <- struct{}{}
 	}
 }
+
+// holdDeletionIO makes the fsyncs, renames and unlinks of a deletion in
+// dir (the producer snapshot, the log-start checkpoint, *.deleted files)
+// wait, one at a time, as holdPartitionIO does; the follower's own appends
+// (rolls included) are never held.
+func holdDeletionIO(fs *segment.MemFS, dir string) (held chan string, release chan struct{}, disarm func()) {
+	var mu sync.Mutex
+	armed, busy := true, false
+	held, release = make(chan string), make(chan struct{})
+	fs.SetFault(func(op segment.FaultOp, path string) error {
+		name := filepath.Base(path)
+		switch {
+		case filepath.Dir(path) != dir:
+			return nil
+		case op != segment.OpSync && op != segment.OpRename && op != segment.OpRemove:
+			return nil
+		case !strings.HasPrefix(name, ProducerSnapshotFile) && !strings.HasPrefix(name, "log-start-offset") &&
+			!strings.HasSuffix(name, ".deleted"):
+			return nil
+		}
+		mu.Lock()
+		hit := armed && !busy
+		busy = busy || hit
+		mu.Unlock()
+		if hit {
+			held <- fmt.Sprintf("%s %s", op, name)
+			<-release
+			mu.Lock()
+			busy = false
+			mu.Unlock()
+		}
+		return nil
+	})
+	return held, release, func() {
+		mu.Lock()
+		armed = false
+		mu.Unlock()
+	}
+}
+
+// TestAcksAllDoesNotWaitForAFollowersDeletion: while a follower raising
+// its log start to its leader's is held in each slow file operation of
+// its deletion in turn, acks=all produce on the leader completes: the
+// follower keeps fetching (the HW keeps moving). It used to raise the log
+// start on its fetch loop, which then stopped fetching from that leader,
+// for every partition, for as long as the deletion's disk I/O took.
+func TestAcksAllDoesNotWaitForAFollowersDeletion(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, segBytes: retentionSegBytes, maxIndexBytes: 4096,
+		maxWait: 50 * time.Millisecond, lagTime: time.Minute})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	wantOffset(t, "producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
+	produceN(t, c, 30, wire.AcksAll)
+	waitInSync(t, c, testKey)
+	c.setRetention(testKey, nil, ptr(retentionSegBytes))
+	f := c.node(2)
+	held, release, disarm := holdDeletionIO(f.fs, logOf(c, 2).Dir())
+	defer f.fs.SetFault(nil)
+	if n := c.node(1).b.ApplyRetention(context.Background()); n == 0 {
+		t.Fatal("the leader's pass deleted nothing")
+	}
+	_, start, _ := infoOf(t, c, 1)
+	k := 0 // the follower's segments to delete
+	for _, base := range logOf(c, 2).Segments()[1:] {
+		if base <= start {
+			k++
+		}
+	}
+	// The producer snapshot's and the log-start checkpoint's fsync and
+	// rename, then a rename and an unlink of each file of each segment.
+	want := 4 + 6*k
+	ops := 0
+	for ops < want {
+		var what string
+		select {
+		case what = <-held:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("after %d of %d operations held, the follower's deletion held nothing more for 5 s (log start %d, the leader's %d)",
+				ops, want, logOf(c, 2).LogStartOffset(), start)
+		}
+		ops++
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		r, err := c.produce(ctx, testKey, wire.AcksAll, buildBatch(0, 0, []string{"during the follower's deletion"}))
+		cancel()
+		if err != nil || r.Err != wire.None {
+			disarm()
+			release <- struct{}{}
+			t.Fatalf("acks=all produce during the follower's %q (slow operation %d): %v %v; the follower stopped fetching",
+				what, ops, err, r.Err)
+		}
+		release <- struct{}{}
+	}
+	disarm()
+	waitFor(t, "the follower's log start at the leader's", 10*time.Second, func() bool {
+		_, s, _ := infoOf(t, c, 2)
+		return s == start && logOf(c, 2).LogStartOffset() == start
+	})
+	t.Logf("%d slow operations held, an acks=all produce completed during each", ops)
+}
