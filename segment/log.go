@@ -29,9 +29,10 @@ type AppendInfo struct {
 // Log is a partition directory of segments. All methods are safe for concurrent use.
 //
 // Lifecycle: Open recovers the directory and starts a background flusher
-// (for SyncInterval and SyncNever); Close stops it, flushes everything,
-// trims the active segment, writes the clean-shutdown marker and drops the
-// log's references to every mapping. Views obtained before Close stay valid
+// (for SyncInterval and SyncNever); Close stops it, waits for a deletion in
+// progress (DeleteBefore, DeleteRetained) to remove its files, flushes
+// everything, trims the active segment, writes the clean-shutdown marker
+// and drops the log's references to every mapping. Views obtained before Close stay valid
 // until released; every other method returns ErrClosed afterwards. After an
 // I/O error that leaves durability unknown (a failed flush), writes return
 // ErrLogFailed; Close then skips the marker so that the next Open recovers.
