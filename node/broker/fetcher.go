@@ -535,7 +535,29 @@ func (f *fetcher) replayProducers(p *partition, leo int64) (*producerState, erro
 	}
 	// From the snapshot when it still applies: it also holds the producers
 	// whose batches retention deleted.
-	return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches, p.lg)
+	return replayUntilStartHolds(p.log, func() (*producerState, error) {
+		return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches, p.lg)
+	})
+}
+
+// replayUntilStartHolds runs replay (which reads the producer snapshot,
+// then the log from where it ends) until lg's log start is the same after
+// it as before. A retention pass deletes without the partition's appendMu,
+// which the replay's caller holds, so it may move the log start between
+// the replay's read of the snapshot and its read of the log: an old
+// snapshot then misses the producers of the deleted batches (or the log
+// read fails). The pass writes the snapshot for the new start before
+// moving it, so the next try reads one that matches; the log start only
+// rises while appendMu is held and is bounded by the log end, so the tries
+// end.
+func replayUntilStartHolds(lg *segment.Log, replay func() (*producerState, error)) (*producerState, error) {
+	for {
+		start := lg.LogStartOffset()
+		s, err := replay()
+		if lg.LogStartOffset() == start {
+			return s, err
+		}
+	}
 }
 
 // truncate cuts the follower's log (appendMu held) and rolls its producer

@@ -203,3 +203,35 @@ func TestAcksAllDoesNotWaitForAFollowersDeletion(t *testing.T) {
 	})
 	t.Logf("%d slow operations held, an acks=all produce completed during each", ops)
 }
+
+// TestReplayTriesAgainWhenRetentionMovesTheLogStart: a follower's
+// producer-state replay (after a truncation, appendMu held) can overlap a
+// retention pass's deletion, which no longer takes appendMu: when the log
+// start moved while it read, the replay runs again (with the snapshot the
+// pass wrote before moving it) instead of keeping a state built from an
+// older snapshot that lacks the deleted batches' producers.
+func TestReplayTriesAgainWhenRetentionMovesTheLogStart(t *testing.T) {
+	_, _, lg := openSnapshotTestLog(t)
+	for range 3 {
+		if _, err := lg.Append(context.Background(), segment.Batch(buildBatch(-1, -1, []string{bigValue})), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale, fresh := newProducerState(), newProducerState()
+	tries := 0
+	got, err := replayUntilStartHolds(lg, func() (*producerState, error) {
+		tries++
+		if tries == 1 {
+			// A pass moves the log start while this replay reads.
+			if err := lg.DeleteBefore(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+			return stale, nil
+		}
+		return fresh, nil
+	})
+	if err != nil || got != fresh || tries != 2 {
+		t.Fatalf("replay tried %d times and kept the stale state: %v (err %v); want 2 tries, the fresh state",
+			tries, got == stale, err)
+	}
+}
