@@ -172,12 +172,12 @@ func buildSealedLog(t *testing.T, n int) (*MemFS, *Log, []Batch, Options) {
 	return fs, l, bs, opts
 }
 
-// TestCrashDuringRetention: retention removes the files of several segments,
-// oldest first. A crash in between must leave a log that Open accepts, with
-// its end unchanged and every batch from its (possibly not yet advanced)
-// start on: a .log gone with its indexes left, indexes gone with their .log
-// left, and no gap in base offsets, whatever order the file system persisted
-// the removals in.
+// TestCrashDuringRetention: retention renames the files of several
+// segments to *.deleted and removes them. A crash in between must leave a
+// log that Open accepts, with its end unchanged and every batch from its
+// (possibly not yet advanced) start on: a .log gone or renamed with its
+// indexes left, indexes gone with their .log left, and no gap in base
+// offsets, whatever the file system persisted of the renames and removals.
 func TestCrashDuringRetention(t *testing.T) {
 	fs, l, bs, opts := buildSealedLog(t, 6)
 	segs := l.Segments()
