@@ -138,3 +138,40 @@ func TestDeletionWhoseRenamesFail(t *testing.T) {
 }
 
 var errInjected = errorString("injected error")
+
+// TestViewOutlivesDeletion: a View of a segment that a deletion removes
+// (real files, mapped) keeps its bytes after the files are renamed and
+// unlinked: the deletion drops only the log's reference to the mapping,
+// and the memory is unmapped at the View's release.
+func TestViewOutlivesDeletion(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, Options{SegmentBytes: 1024, IndexInterval: 200, MaxIndexBytes: 1024})
+	defer l.Close()
+	for i := 0; len(l.Segments()) < 3; i++ {
+		mustAppend(t, l, testBatch(i, 2, int64(i)), 1)
+	}
+	v, err := l.Read(0, 1<<20, -1)
+	if err != nil || len(v.Data) == 0 {
+		t.Fatalf("Read(0): %v", err)
+	}
+	defer v.Release()
+	want := append([]byte(nil), v.Data...)
+	if err := l.DeleteBefore(ctx, l.Segments()[2]); err != nil {
+		t.Fatal(err)
+	}
+	names, err := OSFS{}.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if b, ok := parseSegmentName(name); (ok && b == 0) || strings.HasSuffix(name, deletedSuffix) {
+			t.Fatalf("%s left after the deletion: %v", name, names)
+		}
+	}
+	if !bytes.Equal(v.Data, want) {
+		t.Fatal("the View's bytes changed when its segment was deleted")
+	}
+	if _, err := SplitBatches(v.Data, func(b Batch) error { return b.Validate() }); err != nil {
+		t.Fatalf("the View's batches after the deletion: %v", err)
+	}
+}
