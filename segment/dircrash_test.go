@@ -3,37 +3,65 @@ package segment
 import (
 	"bytes"
 	"fmt"
+	"hash/crc32"
+	"sort"
+	"strings"
 	"testing"
 )
 
-// dirCrash is the state a crash can leave while a log removes files: the
-// durable file system at that moment, plus removals not yet covered by a
-// directory fsync. POSIX does not order directory operations before an
-// fsync of the directory, so any subset of those may be durable.
+// dirCrash is the state a crash can leave while a log removes or renames
+// files: the durable file system at that moment, plus the directory
+// operations not yet covered by a directory fsync. POSIX does not order
+// directory operations before an fsync of the directory, so any subset of
+// those may be durable. start is the log start offset readers could see
+// at that moment.
 type dirCrash struct {
 	durable  *MemFS
-	unsynced []string
+	unsynced []dirOp
+	start    int64
 }
 
-// recordDirCrashes runs fn on a log over fs and returns every state a crash
-// could leave during it: before each removal, before each directory sync,
+// dirOp is a removal (to == "") or a rename of a file.
+type dirOp struct{ from, to string }
+
+func (o dirOp) String() string {
+	if o.to == "" {
+		return "remove " + o.from
+	}
+	return "rename " + o.from + " " + o.to
+}
+
+// renamedFrom is the old name of a rename to newname: the log renames
+// *.tmp over a file and a deleted segment's files to *.deleted.
+func renamedFrom(newname string) string {
+	if s, ok := strings.CutSuffix(newname, deletedSuffix); ok {
+		return s
+	}
+	return newname + ".tmp"
+}
+
+// recordDirCrashes runs fn on l over fs and returns every state a crash
+// could leave during it: before each removal, rename and directory sync,
 // and at the end.
-func recordDirCrashes(t *testing.T, fs *MemFS, fn func()) []dirCrash {
+func recordDirCrashes(t *testing.T, fs *MemFS, l *Log, fn func()) []dirCrash {
 	t.Helper()
 	var states []dirCrash
-	var unsynced []string
+	var unsynced []dirOp
 	synced := false // a directory sync started; it completed once the next operation starts
 	snapshot := func() {
 		if synced {
 			unsynced, synced = nil, false
 		}
-		states = append(states, dirCrash{fs.CrashClone(), append([]string(nil), unsynced...)})
+		states = append(states, dirCrash{fs.CrashClone(), append([]dirOp(nil), unsynced...), l.LogStartOffset()})
 	}
 	fs.SetFault(func(op FaultOp, path string) error {
 		switch op {
 		case OpRemove:
 			snapshot()
-			unsynced = append(unsynced, path)
+			unsynced = append(unsynced, dirOp{from: path})
+		case OpRename:
+			snapshot()
+			unsynced = append(unsynced, dirOp{from: renamedFrom(path), to: path})
 		case OpSyncDir:
 			snapshot()
 			synced = true
@@ -46,26 +74,84 @@ func recordDirCrashes(t *testing.T, fs *MemFS, fn func()) []dirCrash {
 	return states
 }
 
-// each calls fn with every file system the crash state can come back as.
-func (c dirCrash) each(t *testing.T, fn func(fs *MemFS, what string)) {
-	t.Helper()
-	if len(c.unsynced) > 12 {
-		t.Fatalf("%d unsynced removals: too many subsets", len(c.unsynced))
+// subsets returns the subsets of n unsynced operations a crash test
+// tries, as bit masks: all of them up to 12 operations; beyond, every
+// prefix and every operation missing (recovery treats each file on its
+// own: a *.deleted file or an index without its .log is removed, and so
+// is a segment wholly below the log-start checkpoint).
+func subsets(n int) []uint64 {
+	if n <= 12 {
+		out := make([]uint64, 0, 1<<n)
+		for mask := uint64(0); mask < 1<<n; mask++ {
+			out = append(out, mask)
+		}
+		return out
 	}
-	for mask := 0; mask < 1<<len(c.unsynced); mask++ {
+	all := uint64(1)<<n - 1
+	var out []uint64
+	for i := 0; i <= n; i++ {
+		out = append(out, uint64(1)<<i-1)
+	}
+	for i := 0; i < n; i++ {
+		out = append(out, all&^(1<<i))
+	}
+	return out
+}
+
+// each calls fn with every file system the crash state can come back as,
+// skipping those seen (with the same start) before, when seen is not nil.
+func (c dirCrash) each(t *testing.T, seen map[string]bool, fn func(fs *MemFS, what string)) {
+	t.Helper()
+	if len(c.unsynced) > 60 {
+		t.Fatalf("%d unsynced directory operations: too many", len(c.unsynced))
+	}
+	for _, mask := range subsets(len(c.unsynced)) {
 		fs := c.durable.CrashClone()
-		var gone []string
-		for i, p := range c.unsynced {
-			if mask&(1<<i) != 0 {
-				_ = fs.Remove(p) // absent if created after the last directory sync
-				gone = append(gone, p)
+		var done []string
+		for i, o := range c.unsynced {
+			if mask&(1<<i) == 0 {
+				continue
 			}
+			// Absent if created after the last directory sync.
+			if o.to == "" {
+				_ = fs.Remove(o.from)
+			} else {
+				_ = fs.Rename(o.from, o.to)
+			}
+			done = append(done, o.String())
 		}
 		if err := fs.SyncDir("/log"); err != nil {
 			t.Fatal(err)
 		}
-		fn(fs, fmt.Sprintf("durable removals %v", gone))
+		if seen != nil {
+			key := fmt.Sprintf("%d %s", c.start, fs.fingerprint())
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+		}
+		fn(fs, fmt.Sprintf("durable directory operations %v", done))
 	}
+}
+
+// fingerprint identifies the files of fs and their contents.
+func (fs *MemFS) fingerprint() string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	names := make([]string, 0, len(fs.mu.files))
+	for name := range fs.mu.files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := crc32.NewIEEE()
+	for _, name := range names {
+		f := fs.mu.files[name]
+		f.mu.Lock()
+		fmt.Fprintf(h, "%s %d\n", name, len(f.data))
+		h.Write(f.data)
+		f.mu.Unlock()
+	}
+	return fmt.Sprintf("%d %08x", len(names), h.Sum32())
 }
 
 // buildSealedLog writes batches until the log has n segments, all durable.
@@ -86,19 +172,19 @@ func buildSealedLog(t *testing.T, n int) (*MemFS, *Log, []Batch, Options) {
 	return fs, l, bs, opts
 }
 
-// TestCrashDuringRetention: retention removes the files of several segments,
-// oldest first. A crash in between must leave a log that Open accepts, with
-// its end unchanged and every batch from its (possibly not yet advanced)
-// start on: a .log gone with its indexes left, indexes gone with their .log
-// left, and no gap in base offsets, whatever order the file system persisted
-// the removals in.
+// TestCrashDuringRetention: retention renames the files of several
+// segments to *.deleted and removes them. A crash in between must leave a
+// log that Open accepts, with its end unchanged and every batch from its
+// (possibly not yet advanced) start on: a .log gone or renamed with its
+// indexes left, indexes gone with their .log left, and no gap in base
+// offsets, whatever the file system persisted of the renames and removals.
 func TestCrashDuringRetention(t *testing.T) {
 	fs, l, bs, opts := buildSealedLog(t, 6)
 	segs := l.Segments()
 	leo := l.LogEndOffset()
 	l.opts.RetentionBytes = 1 // delete every sealed segment
 	var deleted int
-	states := recordDirCrashes(t, fs, func() {
+	states := recordDirCrashes(t, fs, l, func() {
 		var err error
 		if deleted, err = l.ApplyRetention(ctx); err != nil {
 			t.Fatal(err)
@@ -113,8 +199,9 @@ func TestCrashDuringRetention(t *testing.T) {
 		starts[s] = true
 	}
 	n := 0
+	seen := map[string]bool{}
 	for _, st := range states {
-		st.each(t, func(fs *MemFS, what string) {
+		st.each(t, seen, func(fs *MemFS, what string) {
 			for _, truncate := range []bool{false, true} {
 				n++
 				o := opts
@@ -159,7 +246,7 @@ func TestCrashDuringTruncation(t *testing.T) {
 	fs, l, bs, opts := buildSealedLog(t, 6)
 	cut := bs[len(bs)/3].BaseOffset() + 1 // inside a sealed segment
 	var newLEO int64
-	states := recordDirCrashes(t, fs, func() {
+	states := recordDirCrashes(t, fs, l, func() {
 		var err error
 		if newLEO, err = l.TruncateTo(ctx, cut); err != nil {
 			t.Fatal(err)
@@ -167,8 +254,9 @@ func TestCrashDuringTruncation(t *testing.T) {
 	})
 	l.crashForTest()
 	n := 0
+	seen := map[string]bool{}
 	for _, st := range states {
-		st.each(t, func(fs *MemFS, what string) {
+		st.each(t, seen, func(fs *MemFS, what string) {
 			n++
 			o := opts
 			o.FS = fs.CrashClone()

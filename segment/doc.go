@@ -57,7 +57,8 @@
 //	00000000000000000000.log        record batches, back to back
 //	00000000000000000000.index      8-byte entries: relative offset uint32, position uint32
 //	00000000000000000000.timeindex  12-byte entries: timestamp int64, relative offset uint32
-//	log-start-offset                checkpoint: log start offset (after DeleteBefore)
+//	log-start-offset                checkpoint: log start offset (after a deletion)
+//	<segment file>.deleted          a deleted segment's file, renamed before its unlink
 //	recovery-point                  checkpoint: segments below this offset are flushed and sealed
 //	leader-epoch-checkpoint         checkpoint: leader-epoch cache
 //	.clean-shutdown                 marker: written by Close, removed by Open
@@ -131,10 +132,28 @@
 // segment is never deleted. RetentionPoint answers where a pass would leave
 // the log start without deleting, for a caller that must write state the
 // deleted batches held first (node/broker's producer snapshot) and then
-// calls DeleteBefore. Each segment's files are removed and the directory
-// fsynced before the next segment's, so a crash leaves a prefix of them
-// removed, and Open takes the first remaining segment's base (or the
-// log-start-offset checkpoint, if higher) as the log start.
+// calls DeleteBefore.
+//
+// A deletion (DeleteRetained, DeleteBefore) never makes appends wait for
+// the disk. In order:
+//
+//  1. the log-start-offset checkpoint is replaced with the new log start
+//     (WriteCheckpoint: fsynced, renamed, directory fsynced);
+//  2. under the append lock, in memory only: the segments leave the log,
+//     the log start moves and the epoch cache drops what is below it
+//     (the leader-epoch checkpoint is not rewritten; Open drops its
+//     entries below the log start);
+//  3. each deleted segment's files are renamed to <name>.deleted, the log's
+//     references to their mappings dropped, the renamed files unlinked and
+//     the directory fsynced.
+//
+// Deletions and truncations are serialised by a lock appends never take.
+// Open removes every *.deleted file and every segment wholly below the
+// log-start-offset checkpoint, and takes the first remaining segment's
+// base, or the checkpoint if higher, as the log start: a crash at any step
+// (with any of the unsynced renames and unlinks durable) leaves the log
+// start at or above what readers could see, which step 1 made durable
+// before step 2 published it, and never a gap.
 //
 // # Lifetimes
 //

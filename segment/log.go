@@ -29,9 +29,10 @@ type AppendInfo struct {
 // Log is a partition directory of segments. All methods are safe for concurrent use.
 //
 // Lifecycle: Open recovers the directory and starts a background flusher
-// (for SyncInterval and SyncNever); Close stops it, flushes everything,
-// trims the active segment, writes the clean-shutdown marker and drops the
-// log's references to every mapping. Views obtained before Close stay valid
+// (for SyncInterval and SyncNever); Close stops it, waits for a deletion in
+// progress (DeleteBefore, DeleteRetained) to remove its files, flushes
+// everything, trims the active segment, writes the clean-shutdown marker
+// and drops the log's references to every mapping. Views obtained before Close stay valid
 // until released; every other method returns ErrClosed afterwards. After an
 // I/O error that leaves durability unknown (a failed flush), writes return
 // ErrLogFailed; Close then skips the marker so that the next Open recovers.
@@ -41,8 +42,15 @@ type Log struct {
 	fs     FS
 	logger *slog.Logger
 
-	// appendMu serializes every mutation (append, roll, truncation, retention)
-	// and is held across their I/O. Readers never take it.
+	// deleteMu serialises the changes that move the log start or cut the
+	// log (DeleteBefore, DeleteRetained, TruncateTo,
+	// TruncateFullyAndStartAt) and Close, and is held across their I/O.
+	// Appends never take it: a deletion does its fsyncs, renames and
+	// unlinks under deleteMu alone (deletion.go). Take it before appendMu.
+	deleteMu sync.Mutex
+	// appendMu serializes every mutation (append, roll, truncation, and
+	// the in-memory step of a deletion) and is held across the I/O of all
+	// but deletions. Readers never take it.
 	appendMu      sync.Mutex
 	recoveryPoint int64 // (appendMu) value stored in recovery-point
 	// epochsStale: the leader-epoch checkpoint on disk lags mu.epochs, because
@@ -863,6 +871,9 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.stopBackground()
+	// After a deletion in progress: its files are gone before the marker.
+	l.deleteMu.Lock()
+	defer l.deleteMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.mu.closed {

@@ -41,22 +41,29 @@ func (l *Log) ApplyRetention(ctx context.Context) (deleted int, err error) {
 // stops at the first segment that is not (as Kafka does: retention never
 // leaves a gap). The active segment is never deleted. The log start offset
 // becomes the base offset of the first segment kept; it is returned with
-// the number of segments deleted. Each removal is made durable (a
-// directory fsync) before the next, so a crash leaves a prefix removed.
+// the number of segments deleted. The new log start is durable (the
+// log-start checkpoint) before anyone can read it, and appends go on while
+// the files are removed: see deleteFront.
 func (l *Log) DeleteRetained(ctx context.Context, r Retention) (deleted int, logStart int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, l.LogStartOffset(), err
 	}
+	l.deleteMu.Lock()
+	defer l.deleteMu.Unlock()
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
+		l.appendMu.Unlock()
 		return 0, l.LogStartOffset(), err
 	}
+	// Sealed segments stay as they are until deleteFront: only deletions
+	// and truncations change them, and both take deleteMu.
 	k, logStart := l.retentionPointLocked(r)
+	l.appendMu.Unlock()
 	if k == 0 {
 		return 0, logStart, nil
 	}
-	return k, logStart, l.deleteFrontLocked(k, logStart)
+	deleted, err = l.deleteFront(logStart)
+	return deleted, logStart, err
 }
 
 // RetentionPoint is the log start offset DeleteRetained(r) would leave and

@@ -19,6 +19,8 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	l.deleteMu.Lock()
+	defer l.deleteMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
@@ -241,6 +243,8 @@ func (l *Log) TruncateFullyAndStartAt(ctx context.Context, offset int64) error {
 	if offset < 0 {
 		return &OffsetOutOfRangeError{Requested: offset, Start: 0, End: 0}
 	}
+	l.deleteMu.Lock()
+	defer l.deleteMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
@@ -286,62 +290,6 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.epochsStale = false
 	if err := l.setRecoveryPointLocked(offset); err != nil {
 		return l.fail(err)
-	}
-	return nil
-}
-
-// DeleteBefore removes whole sealed segments entirely below offset and raises
-// the log start offset to offset (raft compaction, DeleteRecords). An offset
-// at or below the log start is a no-op; one beyond the log end is an
-// *OffsetOutOfRangeError.
-func (l *Log) DeleteBefore(ctx context.Context, offset int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.writableLocked(); err != nil {
-		return err
-	}
-	if offset <= l.mu.logStart {
-		return nil
-	}
-	if offset > l.mu.leo {
-		return &OffsetOutOfRangeError{Requested: offset, Start: l.mu.logStart, End: l.mu.leo}
-	}
-	if err := writeOffsetCheckpoint(l.fs, join(l.dir, logStartFile), offset); err != nil {
-		return l.ioErr(err)
-	}
-	k := 0
-	for k < len(l.mu.segs)-1 && l.mu.segs[k].next <= offset {
-		k++
-	}
-	return l.deleteFrontLocked(k, offset)
-}
-
-// deleteFrontLocked removes the first k segments and sets the log start.
-// appendMu held.
-func (l *Log) deleteFrontLocked(k int, logStart int64) error {
-	l.mu.Lock()
-	removed := append([]*segment(nil), l.mu.segs[:k]...)
-	l.mu.segs = l.mu.segs[k:]
-	if logStart > l.mu.logStart {
-		l.mu.logStart = logStart
-	}
-	changed := l.mu.epochs.truncateFromStart(l.mu.logStart)
-	enc := l.mu.epochs.encode()
-	l.mu.Unlock()
-	err := l.removeSegmentsLocked(removed)
-	for _, s := range removed {
-		s.closeFiles()
-	}
-	if err != nil {
-		return l.ioErr(err)
-	}
-	if changed {
-		if err := WriteCheckpoint(l.fs, join(l.dir, epochFile), enc); err != nil {
-			return l.ioErr(err)
-		}
 	}
 	return nil
 }

@@ -7,7 +7,8 @@
 //
 // Concurrency: each partition has an appendMu that serialises changes to the
 // log's contents (appends, follower copies and truncations, role transitions;
-// I/O happens under it) and a mu that guards the replica state machine and
+// I/O happens under it, but for retention's deletions, which hold only
+// snapMu across theirs) and a mu that guards the replica state machine and
 // waiters (no I/O under it). Lock order: snapMu (producer snapshots), appendMu, mu,
 // Broker.mu.
 //

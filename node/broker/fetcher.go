@@ -362,11 +362,28 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 	for _, fp := range done {
 		// The leader's retention moved its log start: follow it (retention.go).
 		if p := fp.t.p; fp.leaderStart > p.log.LogStartOffset() && p.log.Failed() == nil {
-			if err := p.raiseLogStart(f.ctx, f.leader, fp.t.epoch, fp.leaderStart); err != nil && f.ctx.Err() == nil {
-				p.lg.Warn("raising the log start to the leader's", "offset", fp.leaderStart, "err", err)
-			}
+			f.raiseLogStart(fp)
 		}
 	}
+}
+
+// raiseLogStart runs p.raiseLogStart for fp beside the fetch loop, at most
+// one at a time per partition (a later answer tries again): its producer
+// snapshot and deletion do disk I/O, and the loop must go on fetching (the
+// leader's HW moves with this replica's fetch offset) for every partition.
+func (f *fetcher) raiseLogStart(fp fetchedPart) {
+	p := fp.t.p
+	if !p.raising.CompareAndSwap(false, true) {
+		return
+	}
+	f.b.wg.Add(1) // f.run's own count is held: Close waits for this too
+	go func() {
+		defer f.b.wg.Done()
+		defer p.raising.Store(false)
+		if err := p.raiseLogStart(f.ctx, f.leader, fp.t.epoch, fp.leaderStart); err != nil && f.ctx.Err() == nil {
+			p.lg.Warn("raising the log start to the leader's", "offset", fp.leaderStart, "err", err)
+		}
+	}()
 }
 
 // fetchedPart is a partition whose records from one response are appended
@@ -518,7 +535,29 @@ func (f *fetcher) replayProducers(p *partition, leo int64) (*producerState, erro
 	}
 	// From the snapshot when it still applies: it also holds the producers
 	// whose batches retention deleted.
-	return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches, p.lg)
+	return replayUntilStartHolds(p.log, func() (*producerState, error) {
+		return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches, p.lg)
+	})
+}
+
+// replayUntilStartHolds runs replay (which reads the producer snapshot,
+// then the log from where it ends) until lg's log start is the same after
+// it as before. A retention pass deletes without the partition's appendMu,
+// which the replay's caller holds, so it may move the log start between
+// the replay's read of the snapshot and its read of the log: an old
+// snapshot then misses the producers of the deleted batches (or the log
+// read fails). The pass writes the snapshot for the new start before
+// moving it, so the next try reads one that matches; the log start only
+// rises while appendMu is held and is bounded by the log end, so the tries
+// end.
+func replayUntilStartHolds(lg *segment.Log, replay func() (*producerState, error)) (*producerState, error) {
+	for {
+		start := lg.LogStartOffset()
+		s, err := replay()
+		if lg.LogStartOffset() == start {
+			return s, err
+		}
+	}
 }
 
 // truncate cuts the follower's log (appendMu held) and rolls its producer

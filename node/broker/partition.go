@@ -35,10 +35,15 @@ type partition struct {
 
 	// appendMu serialises every change to the log's contents and to
 	// producers: leader appends, follower copies and truncations, role
-	// transitions. I/O happens under it; take it before mu.
+	// transitions. I/O happens under it, except a retention deletion's
+	// (retention.go: it holds snapMu across its I/O and appendMu only for
+	// memory work); take it before mu.
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state. Guarded by appendMu.
 	producers *producerState
+	// raising is set while a follower raises its log start to its
+	// leader's, beside the fetch loop (fetcher.raiseLogStart).
+	raising atomic.Bool
 
 	mu struct {
 		sync.Mutex

@@ -37,6 +37,15 @@ import (
 // with every idempotent batch below the HW in it: the in-memory state keeps
 // the producers whose batches are deleted, and the snapshot keeps them
 // across a restart (or a follower truncation that replays the log).
+//
+// Produce never waits for a pass's disk I/O: the pass takes the
+// partition's appendMu only to choose the new log start and encode the
+// snapshot (memory), writes the snapshot and calls segment.Log.DeleteBefore
+// with snapMu alone held (the log locks appends out only to move its start
+// in memory; its checkpoint, renames, unlinks and fsyncs run beside
+// appends), then takes appendMu again to record the new start in the
+// replica. A follower raises its log start beside its fetch loop
+// (fetcher.raiseLogStart), which goes on fetching meanwhile.
 
 // retentionOf is a partition's retention limits: the topic's, else the
 // broker's defaults.
@@ -93,25 +102,32 @@ func (b *Broker) ApplyRetention(ctx context.Context) (deleted int) {
 }
 
 // applyRetention deletes the segments the partition's retention limits
-// allow below its HW, at time now.
+// allow below its HW, at time now. The partition's append lock is held
+// only for memory work: see deleteBefore.
 func (p *partition) applyRetention(ctx context.Context, now time.Time) (int, error) {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
 	p.mu.Lock()
 	if p.mu.stopped {
 		p.mu.Unlock()
+		p.appendMu.Unlock()
 		return 0, nil
 	}
 	r := p.mu.retention
 	r.Now, r.Below = now, p.mu.r.HW()
 	p.mu.Unlock()
 	to, n := p.log.RetentionPoint(r)
-	if n == 0 {
-		return 0, nil
+	var snap *encodedSnapshot
+	var err error
+	if n > 0 {
+		snap, err = p.snapshotBeforeDeletingLocked()
 	}
-	if err := p.deleteBeforeLocked(ctx, to); err != nil {
+	p.appendMu.Unlock()
+	if n == 0 || err != nil {
+		return 0, err
+	}
+	if err := p.deleteBefore(ctx, to, snap); err != nil {
 		return 0, err
 	}
 	p.lg.Info("retention deleted segments", "segments", n, "offset", to,
@@ -121,54 +137,92 @@ func (p *partition) applyRetention(ctx context.Context, now time.Time) (int, err
 
 // raiseLogStart raises a follower's log start offset towards its leader's
 // (leaderStart), bounded by its own HW, after a fetch: whole segments below
-// it are deleted (Kafka's maybeIncrementLogStartOffset).
+// it are deleted (Kafka's maybeIncrementLogStartOffset). Like
+// applyRetention it holds the append lock only for memory work.
 func (p *partition) raiseLogStart(ctx context.Context, leader int32, epoch int32, leaderStart int64) error {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
 	p.mu.Lock()
 	r := p.mu.r
 	following := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == leader && r.LeaderEpoch() == epoch
 	to := min(leaderStart, r.HW(), r.LEO())
 	p.mu.Unlock()
 	if !following || to <= p.log.LogStartOffset() {
+		p.appendMu.Unlock()
 		return nil
 	}
 	before := len(p.log.Segments())
-	if err := p.deleteBeforeLocked(ctx, to); err != nil {
+	snap, err := p.snapshotBeforeDeletingLocked()
+	p.appendMu.Unlock()
+	if err != nil {
 		return err
 	}
+	err = p.deleteBefore(ctx, to, snap)
+	// Counted also after a failure: the log may have moved its start before it.
 	p.b.counters.retentionDeleted.Add(uint64(max(before-len(p.log.Segments()), 0)))
+	if err != nil {
+		return err
+	}
 	p.lg.Info("log start raised to the leader's", "offset", to, "leader", leader)
 	return nil
 }
 
-// deleteBeforeLocked makes off (at or below the HW) the log start offset,
-// deleting the whole segments below it, after snapshotting the producer
-// state so that the producers of the deleted batches survive a restart.
-// snapMu and appendMu held.
-func (p *partition) deleteBeforeLocked(ctx context.Context, off int64) error {
+// encodedSnapshot is a producer snapshot to write: its bytes and the
+// producer state's stableBatches it was taken at.
+type encodedSnapshot struct {
+	data []byte
+	at   uint64
+}
+
+// snapshotBeforeDeletingLocked encodes the producer state's snapshot that
+// must be on disk before batches below the HW are deleted (nil: nothing to
+// write), so that the producers of the deleted batches survive a restart.
+// Every idempotent batch below the HW moves to the stable part, which is
+// what the snapshot holds. snapMu and appendMu held; memory only.
+func (p *partition) snapshotBeforeDeletingLocked() (*encodedSnapshot, error) {
 	s := p.producers
 	if s.unknown != nil {
 		// The replay that rebuilds it (a reopen) needs the batches.
-		return fmt.Errorf("broker: producer state unknown, keeping the segments until it is rebuilt: %w", s.unknown)
+		return nil, fmt.Errorf("broker: producer state unknown, keeping the segments until it is rebuilt: %w", s.unknown)
 	}
-	// Every idempotent batch below the HW, hence below off, goes to the
-	// stable part, which is what the snapshot holds.
 	s.advance(p.hw())
-	if snap, ok := snapshotOf(s, p.log); ok {
-		if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), encodeProducerSnapshot(snap)); err != nil {
+	snap, ok := snapshotOf(s, p.log)
+	if !ok {
+		return nil, nil
+	}
+	return &encodedSnapshot{data: encodeProducerSnapshot(snap), at: s.stableBatches}, nil
+}
+
+// deleteBefore writes snap (the producer snapshot, unless nil), makes off
+// (at or below the HW when it was chosen) the log start offset, deleting
+// the whole segments below it, and records the new start in the replica.
+// snapMu held, appendMu not: the snapshot's fsyncs and the deletion's
+// (segment.Log.DeleteBefore, which itself locks appends out only to move
+// the log start in memory) run while appends go on. Between choosing off
+// and here, appends only add above the HW; a follower truncation waits for
+// the log's deletion, and one that ran first makes DeleteBefore fail (off
+// past the log end) or finds nothing to delete (off at or below a new
+// log start).
+func (p *partition) deleteBefore(ctx context.Context, off int64, snap *encodedSnapshot) error {
+	if snap != nil {
+		if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), snap.data); err != nil {
 			// Deleting without it would lose those producers at the next
 			// restart: keep the segments.
 			return fmt.Errorf("broker: producer snapshot before deleting segments: %w", err)
 		}
-		p.snapAt = s.stableBatches
 	}
 	err := p.log.DeleteBefore(ctx, off)
 	// Even after a failure: the log may have moved its start before it.
+	// Under appendMu, as every change of the replica's log bounds, so that
+	// a truncation that ran meanwhile is not undone by a stale start.
+	p.appendMu.Lock()
+	if snap != nil {
+		p.snapAt = snap.at
+	}
 	p.mu.Lock()
 	p.mu.r.SetLogStart(p.log.LogStartOffset())
 	p.mu.Unlock()
+	p.appendMu.Unlock()
 	return err
 }
