@@ -22,7 +22,7 @@ const defaultAdminTimeout = 30 * time.Second
 func topicCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe and delete topics",
+		Usage: "create, list, describe, alter and delete topics",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "create",
@@ -83,6 +83,7 @@ func topicCommand() *ucli.Command {
 					return runTopicDescribe(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
+			topicAlterConfigCommand(),
 			{
 				Name:      "delete",
 				Usage:     "delete a topic and wait until no node lists it",
@@ -231,6 +232,7 @@ func runTopicDescribe(ctx context.Context, opts topicOptions, stdout, stderr io.
 		}
 		fmt.Fprintf(stdout, "Topic: %s  Partitions: %d  Replication factor: %d  Min ISR: %d\n",
 			d.Name, len(d.Partitions), d.ReplicationFactor, d.MinISR)
+		fmt.Fprintf(stdout, "Configs: %s\n", formatConfigs(d.Configs))
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START")
 		for _, p := range d.Partitions {
