@@ -58,7 +58,11 @@ func parseTopicAlterConfig(c *ucli.Context) (topicAlterOptions, error) {
 		return topicAlterOptions{}, usageError("%v", err)
 	}
 	opts := topicAlterOptions{client: co, name: name, timeout: c.Duration("timeout")}
+	// An empty value (an empty PAYMENTLOG_TOPIC_ALTER_SET) is no change.
 	for _, kv := range c.StringSlice("set") {
+		if kv == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return opts, usageError("--set %q is not key=value", kv)
@@ -72,7 +76,10 @@ func parseTopicAlterConfig(c *ucli.Context) (topicAlterOptions, error) {
 		opts.change.Set[k] = v
 	}
 	for _, k := range c.StringSlice("delete") {
-		if k == "" || strings.Contains(k, "=") {
+		if k == "" {
+			continue
+		}
+		if strings.Contains(k, "=") {
 			return opts, usageError("--delete %q: give the key alone", k)
 		}
 		if _, both := opts.change.Set[k]; both {
