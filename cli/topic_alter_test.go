@@ -118,4 +118,3 @@ func TestTopicAlterConfig(t *testing.T) {
 		t.Fatalf("describe after deleting: %q", out)
 	}
 }
-
