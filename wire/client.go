@@ -61,7 +61,7 @@ type TopicMetadata struct {
 	Partitions        []PartitionMetadata `msgpack:"partitions"`
 	// Configs are the topic's configs as set (keys it does not set take
 	// their defaults; min ISR is MinISR). Absent from older nodes.
-	Configs map[string]string `msgpack:"configs,omitempty"`
+	Configs map[string]string `msgpack:"configs"`
 }
 
 // MetadataResponse is the answering node's view of the metadata image.
