@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -241,4 +242,44 @@ func TestAlterConfigsUncleanElectsOffline(t *testing.T) {
 		t.Fatalf("after unclean on: %s (records %v)", p, recs)
 	}
 	checkInvariants(t, img)
+}
+
+// randomConfigChange draws a config change of a random topic (or of a
+// missing one): known keys with good and bad values, deletes, and now and
+// then an unknown key or segment.bytes.
+func randomConfigChange(rng *rand.Rand, img *Image) AlterConfigsEvent {
+	names := img.TopicNames()
+	ev := AlterConfigsEvent{Topic: "missing"}
+	if len(names) > 0 {
+		ev.Topic = names[rng.IntN(len(names))]
+	}
+	keys := []string{ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigMinInsyncReplicas}
+	values := map[string][]string{
+		ConfigUncleanLeaderElection: {"true", "false", "yes"},
+		ConfigRetentionMs:           {"-1", "1000", "-2"},
+		ConfigRetentionBytes:        {"-1", "1048576", "x"},
+		ConfigMinInsyncReplicas:     {"1", "2", "3", "0"},
+	}
+	for _, k := range keys {
+		switch rng.IntN(4) {
+		case 0:
+			if ev.Set == nil {
+				ev.Set = map[string]string{}
+			}
+			vs := values[k]
+			ev.Set[k] = vs[rng.IntN(len(vs))]
+		case 1:
+			ev.Delete = append(ev.Delete, k)
+		}
+	}
+	switch rng.IntN(10) {
+	case 0:
+		ev.Delete = append(ev.Delete, "foo")
+	case 1:
+		if ev.Set == nil {
+			ev.Set = map[string]string{}
+		}
+		ev.Set[ConfigSegmentBytes] = "1048576"
+	}
+	return ev
 }
