@@ -134,9 +134,10 @@ func DecideAlterConfigs(img *Image, ev AlterConfigsEvent) ([]Record, error) {
 		if _, both := ev.Set[k]; both {
 			return nil, werr(wire.InvalidConfig, "config %s is both set and deleted", k)
 		}
-		_, held := t.Configs[k]
-		if !KnownConfig(k) && !held {
-			return nil, werr(wire.InvalidConfig, "%v", &UnknownConfigError{Key: k})
+		if _, held := t.Configs[k]; !held {
+			if err := checkNewConfigKey(k); err != nil {
+				return nil, werr(wire.InvalidConfig, "%v", err)
+			}
 		}
 		if !slices.Contains(del, k) {
 			del = append(del, k)

@@ -283,3 +283,20 @@ func randomConfigChange(rng *rand.Rand, img *Image) AlterConfigsEvent {
 	}
 	return ev
 }
+
+// A malformed key from the network is named quoted and cut short.
+func TestMalformedConfigKeyRefused(t *testing.T) {
+	img := seededImage(t)
+	long := strings.Repeat("A", 5000)
+	for _, ev := range []AlterConfigsEvent{
+		{Topic: "payments", Set: map[string]string{long: "1"}},
+		{Topic: "payments", Delete: []string{long}},
+		{Topic: "payments", Set: map[string]string{"a\nb": "1"}},
+	} {
+		_, err := DecideAlterConfigs(img, ev)
+		var we *wire.Error
+		if !errors.As(err, &we) || we.Code != wire.InvalidConfig || len(we.Message) > 300 || strings.Contains(we.Message, "\n") {
+			t.Errorf("%+v: %v", ev, err)
+		}
+	}
+}

@@ -44,9 +44,12 @@ func (e *UnknownConfigError) Error() string { return "Unknown topic config name:
 // and every key must be known (KnownConfig). Keys are checked in sorted
 // order, so the error names the same key every time.
 func ValidateNewConfigs(cfg map[string]string) error {
+	if len(cfg) > MaxConfigs {
+		return fmt.Errorf("more than %d configs", MaxConfigs)
+	}
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if !KnownConfig(k) {
-			return &UnknownConfigError{Key: k}
+		if err := checkNewConfigKey(k); err != nil {
+			return err
 		}
 	}
 	if err := ValidateConfigs(cfg); err != nil {
@@ -56,6 +59,18 @@ func ValidateNewConfigs(cfg map[string]string) error {
 		if _, err := parseMinISR(v); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkNewConfigKey refuses a key a request may not name: malformed (quoted
+// and cut short in the message: it comes from the network) or unknown.
+func checkNewConfigKey(k string) error {
+	if !configKeyRE.MatchString(k) {
+		return fmt.Errorf("config key %.128q: only lower-case letters, digits, '.' and '-' are allowed", k)
+	}
+	if !KnownConfig(k) {
+		return &UnknownConfigError{Key: k}
 	}
 	return nil
 }
@@ -115,7 +130,7 @@ func ValidateConfigs(cfg map[string]string) error {
 	}
 	for k, v := range cfg {
 		if !configKeyRE.MatchString(k) {
-			return fmt.Errorf("config key %q: only lower-case letters, digits, '.' and '-' are allowed", k)
+			return fmt.Errorf("config key %.128q: only lower-case letters, digits, '.' and '-' are allowed", k)
 		}
 		if len(v) > MaxConfigValueLen {
 			return fmt.Errorf("config %s: value longer than %d bytes", k, MaxConfigValueLen)
