@@ -91,18 +91,19 @@ func TestUncleanElectionTurnedOnBringsOfflinePartitionBack(t *testing.T) {
 	for _, id := range followers {
 		tc.start(id)
 	}
+	var img *metadata.Image // the active controller's, which the others may lag
 	waitFor(t, "the followers back and the old leader fenced", 30*time.Second, func() bool {
 		a := tc.activeController()
 		if a == 0 {
 			return false
 		}
-		img := tc.node(a).Store().Image()
+		img = tc.node(a).Store().Image()
 		b, _ := img.Broker(leader)
 		return b.Fenced && img.Live(followers[0]) && img.Live(followers[1])
 	})
 	// Fencing the leader and unfencing the followers each decided the
 	// partition's fate in the entry that made them: it stays offline.
-	p, _ := tc.image().Partition("payments", 0)
+	p, _ := img.Partition("payments", 0)
 	if p.Leader != metadata.NoLeader || !slices.Equal(p.ISR, []int32{leader}) {
 		t.Fatalf("with unclean election off: %s, want offline with ISR [%d]", p, leader)
 	}
@@ -192,6 +193,12 @@ func TestMinISRChangedAfterCreationAppliesAtOnce(t *testing.T) {
 	if err != nil || d.MinISR != 3 {
 		t.Fatalf("describe after raising: min ISR %d, %v", d.MinISR, err)
 	}
+	// The leader's broker applies the image a moment after the image shows
+	// it (its metadata watcher); no restart.
+	waitFor(t, "the leader counts the partition under min ISR", 10*time.Second, func() bool {
+		n := tc.node(waitLeader(t, tc, "payments", 0))
+		return n != nil && n.Broker().Stats().UnderMinISR == 1
+	})
 	_, err = produceOne(ctx, t, c, "payments", "refused", time.Second)
 	if client.ErrorCode(err) != wire.NotEnoughReplicas {
 		t.Fatalf("acks=all with 2 in sync and min ISR 3: %v, want NotEnoughReplicas", err)
