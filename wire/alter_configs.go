@@ -14,7 +14,7 @@ package wire
 // although it is unknown (stored before unknown keys were refused) is
 // allowed. segment.bytes cannot change after creation (InvalidConfig). The
 // answer comes once the change is committed to the metadata log; a request
-// that changes nothing succeeds at once.
+// that changes nothing succeeds without writing a record.
 type AlterConfigsRequest struct {
 	Topic  string            `msgpack:"topic"`
 	Set    map[string]string `msgpack:"set"`
