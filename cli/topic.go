@@ -22,7 +22,7 @@ const defaultAdminTimeout = 30 * time.Second
 func topicCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe, alter (add partitions) and delete topics",
+		Usage: "create, list, describe, alter (add partitions), alter-config and delete topics",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "create",
@@ -83,6 +83,8 @@ func topicCommand() *ucli.Command {
 					return runTopicDescribe(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
+			topicAlterCommand(),
+			topicAlterConfigCommand(),
 			{
 				Name:      "delete",
 				Usage:     "delete a topic and wait until no node lists it",
@@ -104,7 +106,6 @@ func topicCommand() *ucli.Command {
 					return runTopicDelete(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
-			topicAlterCommand(),
 		},
 	}
 }
@@ -232,6 +233,7 @@ func runTopicDescribe(ctx context.Context, opts topicOptions, stdout, stderr io.
 		}
 		fmt.Fprintf(stdout, "Topic: %s  Partitions: %d  Replication factor: %d  Min ISR: %d\n",
 			d.Name, len(d.Partitions), d.ReplicationFactor, d.MinISR)
+		fmt.Fprintf(stdout, "Configs: %s\n", formatConfigs(d.Configs))
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START")
 		for _, p := range d.Partitions {

@@ -76,7 +76,7 @@ type TopicSpec struct {
 	Partitions        int32             // 1
 	ReplicationFactor int32             // 3
 	MinISR            int32             // 2 (at most ReplicationFactor)
-	Configs           map[string]string // topic configs, passed to the controller as given
+	Configs           map[string]string // topic configs; an unknown key is refused (wire.InvalidConfig)
 }
 
 // CreateTopic creates a topic through the active controller and waits until
@@ -296,6 +296,9 @@ type TopicDescription struct {
 	ID                string          `json:"id,omitempty"`
 	ReplicationFactor int32           `json:"replication_factor"`
 	MinISR            int32           `json:"min_insync_replicas"`
+	// Configs are the topic's configs as set; keys it does not set take
+	// their defaults (the node's for retention, false for unclean election).
+	Configs map[string]string `json:"configs"`
 }
 
 // DescribeTopic returns a topic's partitions from fresh metadata, with each
@@ -308,7 +311,8 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescriptio
 	if !ok {
 		return TopicDescription{}, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", name))
 	}
-	d := TopicDescription{Name: t.Name, ID: t.ID, ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR}
+	d := TopicDescription{Name: t.Name, ID: t.ID, ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR,
+		Configs: topicConfigs(t)}
 	parts := make([]int32, 0, len(t.Partitions))
 	for _, p := range t.Partitions {
 		d.Partitions = append(d.Partitions, PartitionInfo{

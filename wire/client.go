@@ -59,6 +59,9 @@ type TopicMetadata struct {
 	ReplicationFactor int32               `msgpack:"rf"`
 	MinISR            int32               `msgpack:"min_isr"`
 	Partitions        []PartitionMetadata `msgpack:"partitions"`
+	// Configs are the topic's configs as set (keys it does not set take
+	// their defaults; min ISR is MinISR). Absent from older nodes.
+	Configs map[string]string `msgpack:"configs"`
 }
 
 // MetadataResponse is the answering node's view of the metadata image.

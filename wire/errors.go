@@ -41,6 +41,10 @@ const (
 	// made visible (Kafka's OFFSET_NOT_AVAILABLE, KIP-207). It passes once
 	// the leader's followers have fetched from it.
 	OffsetNotAvailable ErrorCode = 28
+	// InvalidConfig: a CreateTopic or AlterConfigs naming an unknown config
+	// key, a bad value, or a change that cannot be made (Kafka's
+	// INVALID_CONFIG). The message names the key.
+	InvalidConfig ErrorCode = 29
 )
 
 var codeNames = map[ErrorCode]string{
@@ -56,7 +60,7 @@ var codeNames = map[ErrorCode]string{
 	LeaderNotAvailable: "LeaderNotAvailable", BrokerNotAvailable: "BrokerNotAvailable",
 	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
-	OffsetNotAvailable: "OffsetNotAvailable",
+	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -17,6 +17,7 @@ const (
 	TypeProduce         = 6
 	TypeFetch           = 7
 	TypeListOffsets     = 8
+	TypeAlterConfigs    = 9 // a topic's configs and min ISR (alter_configs.go)
 
 	// Node-to-node.
 	TypeReplicaFetch        = 20 // session: follower fetch session

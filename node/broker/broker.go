@@ -170,11 +170,14 @@ type PartitionState struct {
 	MinISR                                         int32
 	// RetentionMs and RetentionBytes are the topic's retention.ms and
 	// retention.bytes (-1: forever, unlimited); nil: the broker's default
-	// (Config.RetentionMs, RetentionBytes).
+	// (Config.RetentionMs, RetentionBytes). They may change while the
+	// partition is open (AlterConfigs): each ApplyPartition sets them, and
+	// the next retention pass uses them. MinISR may change likewise.
 	RetentionMs, RetentionBytes *int64
 	// SegmentBytes is the topic's segment.bytes (0: the broker's
 	// Config.Log.SegmentBytes). It takes effect when the partition's log
-	// opens: topic configs are fixed when the topic is created.
+	// opens; it is fixed when the topic is created (AlterConfigs refuses
+	// to change it).
 	SegmentBytes int64
 }
 

@@ -46,12 +46,22 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	p.mu.retention = b.retentionOf(st)
 	r := p.mu.r
-	oldRole, oldLeader := r.Role(), r.Leader()
+	oldRole, oldLeader, oldMinISR := r.Role(), r.Leader(), r.MinISR()
 	leo := p.log.LogEndOffset()
 	tr, d := r.Apply(replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 		PartitionEpoch: st.PartitionEpoch, Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR),
 		MinISR: st.MinISR}, leo, b.cfg.Now())
 	prop := p.decideLocked(d)
+	if oldRole == replica.RoleLeader && r.Role() == replica.RoleLeader && r.MinISR() < oldMinISR {
+		// A lowered min ISR (AlterConfigs) may let the HW pass records the
+		// ISR already holds: recompute it now rather than at the followers'
+		// next fetch, a long-poll away. An append of nothing (the log end
+		// as it is) is the replica's way to recompute the HW and wake the
+		// fetchers.
+		if p2 := p.decideLocked(r.LocalAppend(r.LEO())); p2 != nil && prop == nil {
+			prop = p2
+		}
+	}
 	unsynced := tr == replica.ToLeader && r.Durable() < leo
 	p.mu.Unlock()
 	if unsynced {

@@ -126,6 +126,7 @@ func TestControllerScripts(t *testing.T) {
 //	create name=T partitions=N rf=N
 //	delete name=T
 //	alter id=N topic=T p=N isr=1,2 [epoch=N] [pepoch=N]
+//	configs topic=T [set=k=v,k=v] [del=k,k]   AlterConfigs
 //	pids id=N
 //	propose-error [err=dropped|none]
 //	learners                    raft learners added
@@ -185,6 +186,8 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 			LeaderEpoch: int32(c.Int(t, "epoch", int64(cur.LeaderEpoch))), PartitionEpoch: int32(c.Int(t, "pepoch", int64(cur.PartitionEpoch))),
 			NewISR: c.IDs(t, "isr"), Members: h.members(c.IDs(t, "isr"))})
 		out = append(out, fmt.Sprintf("alter: err=%v isr=%v epoch=%d pepoch=%d", r.Err, r.ISR, r.LeaderEpoch, r.PartitionEpoch))
+	case "configs":
+		out = append(out, h.alterConfigs(ctx, c))
 	case "pids":
 		start, n, err := h.c.AllocateProducerIDBlock(ctx, int32(c.Int(t, "id", 0)))
 		out = append(out, fmt.Sprintf("pids: start=%d n=%d err=%v", start, n, err))

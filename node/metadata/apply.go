@@ -63,7 +63,9 @@ type builder struct {
 	oldParts     map[partKey]*PartitionState
 	created      []TopicRef
 	deleted      []TopicRef
-	ctrl, pids   bool
+	// configsChanged lists the topics whose configs or min ISR changed.
+	configsChanged []TopicRef
+	ctrl, pids     bool
 }
 
 func newBuilder(base *Image, offset uint64) *builder {
@@ -160,6 +162,11 @@ func (b *builder) finish() (*Image, Delta) {
 		}
 	}
 	d.ControllerChanged, d.ProducerIDsChanged = b.ctrl, b.pids
+	for _, t := range b.configsChanged {
+		if !slices.Contains(d.TopicsConfigChanged, t) {
+			d.TopicsConfigChanged = append(d.TopicsConfigChanged, t)
+		}
+	}
 	return b.next, d
 }
 
@@ -249,6 +256,8 @@ func (b *builder) apply(r Record) string {
 		}
 		b.next.nextProducerID = r.Start + r.Len
 		b.pids = true
+	case TopicConfigChanged:
+		return b.applyTopicConfigChanged(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)
 	}

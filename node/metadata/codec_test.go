@@ -28,6 +28,8 @@ func allRecords() []Record {
 			ISR: []int32{2, 3}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 1},
 		TopicDeleted{Name: "payments", ID: "abc"},
 		ProducerIDBlock{Broker: 1, Start: 1000, Len: 1000},
+		TopicConfigChanged{Name: "payments", ID: "abc", Set: map[string]string{ConfigRetentionMs: "5"},
+			Delete: []string{ConfigUncleanLeaderElection}, MinISR: 3},
 	}
 }
 

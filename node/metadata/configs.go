@@ -2,19 +2,88 @@ package metadata
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 )
 
-// Topic config keys understood by paymentlog. Other keys made of lower-case
-// letters, digits, dots and dashes are stored as given.
+// Topic config keys understood by paymentlog. A new request (CreateTopic,
+// AlterConfigs) naming any other key is refused (ValidateNewConfigs); a
+// record or snapshot holding one (written before unknown keys were refused)
+// still applies, and the key is kept, shown and has no effect.
 const (
 	ConfigUncleanLeaderElection = "unclean.leader.election.enable" // "true" | "false" (default)
 	ConfigRetentionMs           = "retention.ms"                   // integer, -1 = forever
 	ConfigRetentionBytes        = "retention.bytes"                // integer, -1 = unlimited
 	ConfigSegmentBytes          = "segment.bytes"                  // integer in [1 MiB, MaxSegmentBytes]
+	// ConfigMinInsyncReplicas is accepted in requests only: it is stored as
+	// the topic's MinISR field (TopicCreated.MinISR, TopicConfigChanged.MinISR),
+	// never in Configs.
+	ConfigMinInsyncReplicas = "min.insync.replicas" // integer in [1, RF]
 )
+
+// KnownConfig reports whether key is a topic config paymentlog understands.
+func KnownConfig(key string) bool {
+	switch key {
+	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
+		ConfigMinInsyncReplicas:
+		return true
+	}
+	return false
+}
+
+// UnknownConfigError is a request naming a config key paymentlog does not
+// understand (Kafka's "Unknown topic config name").
+type UnknownConfigError struct{ Key string }
+
+func (e *UnknownConfigError) Error() string { return "Unknown topic config name: " + e.Key }
+
+// ValidateNewConfigs checks the configs of a new request: ValidateConfigs,
+// and every key must be known (KnownConfig). Keys are checked in sorted
+// order, so the error names the same key every time.
+func ValidateNewConfigs(cfg map[string]string) error {
+	if len(cfg) > MaxConfigs {
+		return fmt.Errorf("more than %d configs", MaxConfigs)
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if err := checkNewConfigKey(k); err != nil {
+			return err
+		}
+	}
+	if err := ValidateConfigs(cfg); err != nil {
+		return err
+	}
+	if v, ok := cfg[ConfigMinInsyncReplicas]; ok {
+		if _, err := parseMinISR(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNewConfigKey refuses a key a request may not name: malformed (quoted
+// and cut short in the message: it comes from the network) or unknown.
+func checkNewConfigKey(k string) error {
+	if !configKeyRE.MatchString(k) {
+		return fmt.Errorf("config key %.128q: only lower-case letters, digits, '.' and '-' are allowed", k)
+	}
+	if !KnownConfig(k) {
+		return &UnknownConfigError{Key: k}
+	}
+	return nil
+}
+
+// parseMinISR parses a min.insync.replicas value (its upper bound, the
+// replication factor, is the caller's to check).
+func parseMinISR(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 || n > MaxReplicas {
+		return 0, fmt.Errorf("config %s: want an integer from 1 to the replication factor, got %q", ConfigMinInsyncReplicas, v)
+	}
+	return int32(n), nil
+}
 
 // Limits on what a topic may ask for.
 const (
@@ -52,14 +121,16 @@ func ValidateTopicName(name string) error {
 	return nil
 }
 
-// ValidateConfigs checks topic configs.
+// ValidateConfigs checks topic configs as records and snapshots may hold
+// them: key syntax, value length, and the values of known keys. It accepts
+// unknown keys; requests use ValidateNewConfigs.
 func ValidateConfigs(cfg map[string]string) error {
 	if len(cfg) > MaxConfigs {
 		return fmt.Errorf("more than %d configs", MaxConfigs)
 	}
 	for k, v := range cfg {
 		if !configKeyRE.MatchString(k) {
-			return fmt.Errorf("config key %q: only lower-case letters, digits, '.' and '-' are allowed", k)
+			return fmt.Errorf("config key %.128q: only lower-case letters, digits, '.' and '-' are allowed", k)
 		}
 		if len(v) > MaxConfigValueLen {
 			return fmt.Errorf("config %s: value longer than %d bytes", k, MaxConfigValueLen)

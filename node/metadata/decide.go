@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"paymentlog/wire"
@@ -172,15 +173,27 @@ func DecideCreateTopic(img *Image, ev CreateTopicEvent) ([]Record, error) {
 	if ev.RF < 1 || ev.RF > MaxReplicas {
 		return nil, werr(wire.InvalidReplicationFactor, "replication factor %d: must be 1-%d", ev.RF, MaxReplicas)
 	}
+	if err := ValidateNewConfigs(ev.Configs); err != nil {
+		return nil, werr(wire.InvalidConfig, "%v", err)
+	}
+	configs := ev.Configs
 	minISR := ev.MinISR
+	if v, ok := configs[ConfigMinInsyncReplicas]; ok {
+		// The config key is another way to give the min ISR; it is stored
+		// as the topic's MinISR, not among its configs.
+		n, _ := parseMinISR(v) // validated above
+		if minISR != 0 && minISR != n {
+			return nil, werr(wire.InvalidConfig, "config %s=%s contradicts min in-sync replicas %d", ConfigMinInsyncReplicas, v, minISR)
+		}
+		minISR = n
+		configs = maps.Clone(configs)
+		delete(configs, ConfigMinInsyncReplicas)
+	}
 	if minISR == 0 {
 		minISR = min(DefaultMinISR, ev.RF)
 	}
 	if minISR < 1 || minISR > ev.RF {
-		return nil, werr(wire.InvalidRequest, "min in-sync replicas %d: must be 1-%d (the replication factor)", ev.MinISR, ev.RF)
-	}
-	if err := ValidateConfigs(ev.Configs); err != nil {
-		return nil, werr(wire.InvalidRequest, "%v", err)
+		return nil, werr(wire.InvalidRequest, "min in-sync replicas %d: must be 1-%d (the replication factor)", minISR, ev.RF)
 	}
 	if ev.ID == "" || len(ev.ID) > 64 {
 		return nil, werr(wire.InvalidRequest, "topic id must be 1-64 bytes")
@@ -197,7 +210,7 @@ func DecideCreateTopic(img *Image, ev CreateTopicEvent) ([]Record, error) {
 	assign := AssignReplicas(live, int(ev.Partitions), int(ev.RF), ev.Seed)
 	out := make([]Record, 0, 1+len(assign))
 	out = append(out, TopicCreated{Name: ev.Name, ID: ev.ID, Partitions: ev.Partitions, RF: ev.RF,
-		MinISR: minISR, Configs: ev.Configs})
+		MinISR: minISR, Configs: configs})
 	for p, reps := range assign {
 		out = append(out, PartitionCreated{Topic: ev.Name, TopicID: ev.ID, Partition: int32(p),
 			Replicas: reps, ISR: slices.Clone(reps), Leader: reps[0]})

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -15,6 +16,9 @@ type Delta struct {
 	TopicsCreated []TopicRef       // in creation order
 	TopicsDeleted []TopicRef       // in deletion order
 	Partitions    []PartitionDelta // sorted by topic, partition
+	// TopicsConfigChanged lists topics whose configs or min ISR changed
+	// (TopicConfigChanged), in order, each once.
+	TopicsConfigChanged []TopicRef
 	// ControllerChanged is set when a ControllerMarker was applied.
 	ControllerChanged bool
 	// ProducerIDsChanged is set when a producer-id block was allocated.
@@ -44,7 +48,7 @@ type PartitionDelta struct {
 // Empty reports whether nothing changed.
 func (d Delta) Empty() bool {
 	return len(d.Brokers) == 0 && len(d.TopicsCreated) == 0 && len(d.TopicsDeleted) == 0 &&
-		len(d.Partitions) == 0 && !d.ControllerChanged && !d.ProducerIDsChanged
+		len(d.Partitions) == 0 && !d.ControllerChanged && !d.ProducerIDsChanged && len(d.TopicsConfigChanged) == 0
 }
 
 type partKey struct {
@@ -115,6 +119,11 @@ func (d Delta) Merge(later Delta) Delta {
 		}
 	}
 	out.TopicsCreated = append(out.TopicsCreated, later.TopicsCreated...)
+	for _, t := range append(slices.Clone(d.TopicsConfigChanged), later.TopicsConfigChanged...) {
+		if !slices.Contains(out.TopicsConfigChanged, t) {
+			out.TopicsConfigChanged = append(out.TopicsConfigChanged, t)
+		}
+	}
 	return out
 }
 
@@ -164,6 +173,8 @@ func Diff(prev, next *Image) Delta {
 		n := next.topics[name]
 		if o, ok := prev.topics[name]; !ok || n.ID != o.ID {
 			d.TopicsCreated = append(d.TopicsCreated, TopicRef{n.Name, n.ID})
+		} else if o.MinISR != n.MinISR || !maps.Equal(o.Configs, n.Configs) {
+			d.TopicsConfigChanged = append(d.TopicsConfigChanged, TopicRef{n.Name, n.ID})
 		}
 	}
 	names := map[string]bool{}

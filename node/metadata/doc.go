@@ -33,6 +33,12 @@
 //	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch}
 //	9  TopicDeleted            {name, id}
 //	10 ProducerIDBlock         {broker, start, len}
+//	11 TopicConfigChanged      {name, id, set, del, min_isr}: configs set and deleted, min ISR (0 = unchanged)
+//
+// Record type 11 was added after the others; logs written before it hold
+// none and decode as before. A TopicCreated may hold config keys that new
+// requests refuse (ValidateNewConfigs): they were accepted before, and
+// apply, snapshot and load as they are.
 //
 // A topic grows (CreatePartitions) by an entry of PartitionCreated records
 // alone, one per new partition in index order, for the topic's existing id:
@@ -47,7 +53,9 @@
 // advances. A BrokerFenced/Unfenced record must name the broker's current
 // incarnation; a PartitionChange must carry partition epoch = current + 1 and
 // a leader epoch not below the current one; a ProducerIDBlock must start at
-// the next unallocated id; a TopicCreated must not reuse a live name.
+// the next unallocated id; a TopicCreated must not reuse a live name; a
+// TopicConfigChanged must name the topic's current id and keep min ISR
+// within [1, RF].
 //
 // # Snapshot format
 //

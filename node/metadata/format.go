@@ -34,6 +34,8 @@ func FormatRecord(r Record) string {
 		return fmt.Sprintf("TopicDeleted %s id=%s", r.Name, r.ID)
 	case ProducerIDBlock:
 		return fmt.Sprintf("ProducerIDBlock broker=%d start=%d len=%d", r.Broker, r.Start, r.Len)
+	case TopicConfigChanged:
+		return formatTopicConfigChanged(r)
 	}
 	return fmt.Sprintf("%T%+v", r, r)
 }

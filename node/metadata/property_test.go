@@ -122,6 +122,10 @@ func TestRandomWalkDeltas(t *testing.T) {
 				t.Logf("step %d: delta %+v != diff %+v", i, d, diff)
 				return false
 			}
+			if !sameRefs(d.TopicsConfigChanged, diff.TopicsConfigChanged) {
+				t.Logf("step %d: configs changed %v != diff %v", i, d.TopicsConfigChanged, diff.TopicsConfigChanged)
+				return false
+			}
 			merged = merged.Merge(d)
 			img = next
 		}
@@ -130,6 +134,14 @@ func TestRandomWalkDeltas(t *testing.T) {
 		if !deltaEqual(merged, whole) {
 			t.Logf("merged %+v != diff %+v", merged, whole)
 			return false
+		}
+		// A merged delta may list a topic whose configs changed and changed
+		// back; it never misses one that differs.
+		for _, r := range whole.TopicsConfigChanged {
+			if !slices.Contains(merged.TopicsConfigChanged, r) {
+				t.Logf("merged delta misses the config change of %v", r)
+				return false
+			}
 		}
 		// Every field, not only the hash: the hash is computed from the
 		// snapshot encoding, so a field the encoding left out would escape it.
@@ -162,7 +174,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	b, known := img.Broker(id)
 	var recs []Record
 	var err error
-	switch k := rng.IntN(10); {
+	switch k := rng.IntN(11); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4)})
 	case k <= 2:
@@ -211,6 +223,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 			NewISR: isr, Members: members})
 	case k == 8:
 		recs = DecidePreferredLeaders(img)
+	case k == 10:
+		recs, err = DecideAlterConfigs(img, randomConfigChange(rng, img))
 	default:
 		recs, err = DecideProducerIDs(img, id, 1+rng.Int64N(100))
 	}

@@ -180,6 +180,8 @@ func newRecord(t RecordType, v uint8) Record {
 		return &TopicDeleted{}
 	case TypeProducerIDBlock:
 		return &ProducerIDBlock{}
+	case TypeTopicConfigChanged:
+		return &TopicConfigChanged{}
 	}
 	return nil
 }
@@ -206,6 +208,8 @@ func deref(r Record) Record {
 	case *TopicDeleted:
 		return *x
 	case *ProducerIDBlock:
+		return *x
+	case *TopicConfigChanged:
 		return *x
 	}
 	return r

@@ -30,6 +30,8 @@ import (
 //	reapply                                 apply the last decision's records again (a stale or
 //	                                        duplicated entry): prints the rejection
 //	pids id=N [n=N]                         DecideProducerIDs
+//	configs topic=T [set=k=v,k=v] [del=k,k] DecideAlterConfigs
+//	topic name=T                            the topic's min ISR and configs
 //	show                                    the image
 func TestScenarios(t *testing.T) {
 	for _, f := range scripttest.Files(t, "testdata/scenarios") {
@@ -155,6 +157,10 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		return s.execPartitions(t, c)
 	case "pids":
 		return s.apply(DecideProducerIDs(s.img, int32(c.Int(t, "id", 0)), c.Int(t, "n", DefaultProducerIDBlock)))
+	case "configs":
+		return s.apply(DecideAlterConfigs(s.img, alterConfigsEvent(c)))
+	case "topic":
+		return formatTopic(s.img, c.Args["name"])
 	case "show":
 		return s.img.String()
 	}

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"maps"
 	"slices"
 
 	"paymentlog/wire"
@@ -40,7 +41,7 @@ func (p PartitionState) PartitionMetadata() wire.PartitionMetadata {
 // TopicMetadata converts a topic.
 func (t TopicState) TopicMetadata() wire.TopicMetadata {
 	tm := wire.TopicMetadata{Name: t.Name, ID: t.ID, ReplicationFactor: t.RF, MinISR: t.MinISR,
-		Partitions: make([]wire.PartitionMetadata, 0, len(t.Partitions))}
+		Partitions: make([]wire.PartitionMetadata, 0, len(t.Partitions)), Configs: maps.Clone(t.Configs)}
 	for _, p := range t.Partitions {
 		tm.Partitions = append(tm.Partitions, p.PartitionMetadata())
 	}

@@ -1,0 +1,23 @@
+package node
+
+import (
+	"context"
+
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// handleAlterConfigs answers an AlterConfigsRequest through the local
+// controller (NotController with a hint unless it is active), like
+// CreateTopic.
+func (n *Node) handleAlterConfigs(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.AlterConfigsRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeAlterConfigs, &wire.AlterConfigsResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.AlterConfigs(ctx, req)
+	return wire.TypeAlterConfigs, &resp, nil
+}
