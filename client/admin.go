@@ -106,15 +106,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error)
 		return "", err
 	}
 	err = a.waitTopic(ctx, spec.Name, func(t *wire.TopicMetadata) bool {
-		if t == nil || len(t.Partitions) != int(spec.Partitions) {
-			return false
-		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				return false
-			}
-		}
-		return true
+		return t != nil && len(t.Partitions) == int(spec.Partitions) && allLed(t)
 	})
 	if err != nil {
 		return resp.TopicID, fmt.Errorf("client: topic %q was created but is not ready: %w", spec.Name, err)
@@ -350,4 +342,14 @@ func nonNil(s []int32) []int32 {
 		return []int32{}
 	}
 	return s
+}
+
+// allLed reports whether every partition of t has a leader.
+func allLed(t *wire.TopicMetadata) bool {
+	for _, p := range t.Partitions {
+		if p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }

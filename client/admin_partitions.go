@@ -33,15 +33,7 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, count int32)
 		return err
 	}
 	err = a.waitTopic(ctx, topic, func(t *wire.TopicMetadata) bool {
-		if t == nil || len(t.Partitions) < int(count) {
-			return false
-		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				return false
-			}
-		}
-		return true
+		return t != nil && len(t.Partitions) >= int(count) && allLed(t)
 	})
 	if err != nil {
 		return fmt.Errorf("client: topic %q has %d partitions but they are not all ready: %w", topic, count, err)
