@@ -15,21 +15,30 @@ import (
 
 // holdPartitionIO makes the slow file operations in dir (fsyncs of
 // anything but segment data, directory fsyncs, renames, unlinks) wait one
-// at a time: each is sent on held (as "op path") and waits for a value on
-// release. Segment data flushes pass, so that a produce's own flush is
-// never held; while one operation is held the others pass too (the test
-// produces meanwhile), as they do after disarm().
+// at a time, as holdIO does. Segment data flushes pass, so that a
+// produce's own flush is never held.
 func holdPartitionIO(fs *segment.MemFS, dir string) (held chan string, release chan struct{}, disarm func()) {
+	return holdIO(fs, func(op segment.FaultOp, path string) bool {
+		switch {
+		case filepath.Dir(path) != dir && path != dir:
+			return false
+		case op == segment.OpSync && strings.HasSuffix(path, ".log"):
+			return false
+		}
+		return op == segment.OpSync || op == segment.OpSyncDir || op == segment.OpRename || op == segment.OpRemove
+	})
+}
+
+// holdIO makes the file operations pick chooses wait one at a time: each
+// is sent on held (as "op name") and waits for a value on release; while
+// one is held the others pass (the test produces meanwhile), as they all
+// do after disarm().
+func holdIO(fs *segment.MemFS, pick func(op segment.FaultOp, path string) bool) (held chan string, release chan struct{}, disarm func()) {
 	var mu sync.Mutex
 	armed, busy := true, false
 	held, release = make(chan string), make(chan struct{})
 	fs.SetFault(func(op segment.FaultOp, path string) error {
-		switch {
-		case filepath.Dir(path) != dir && path != dir:
-			return nil
-		case op == segment.OpSync && strings.HasSuffix(path, ".log"):
-			return nil
-		case op != segment.OpSync && op != segment.OpSyncDir && op != segment.OpRename && op != segment.OpRemove:
+		if !pick(op, path) {
 			return nil
 		}
 		mu.Lock()
@@ -108,41 +117,20 @@ func TestProduceDoesNotWaitForRetentionIO(t *testing.T) {
 
 // holdDeletionIO makes the fsyncs, renames and unlinks of a deletion in
 // dir (the producer snapshot, the log-start checkpoint, *.deleted files)
-// wait, one at a time, as holdPartitionIO does; the follower's own appends
-// (rolls included) are never held.
+// wait, one at a time, as holdIO does; the follower's own appends (rolls
+// included) are never held.
 func holdDeletionIO(fs *segment.MemFS, dir string) (held chan string, release chan struct{}, disarm func()) {
-	var mu sync.Mutex
-	armed, busy := true, false
-	held, release = make(chan string), make(chan struct{})
-	fs.SetFault(func(op segment.FaultOp, path string) error {
+	return holdIO(fs, func(op segment.FaultOp, path string) bool {
 		name := filepath.Base(path)
 		switch {
 		case filepath.Dir(path) != dir:
-			return nil
+			return false
 		case op != segment.OpSync && op != segment.OpRename && op != segment.OpRemove:
-			return nil
-		case !strings.HasPrefix(name, ProducerSnapshotFile) && !strings.HasPrefix(name, "log-start-offset") &&
-			!strings.HasSuffix(name, ".deleted"):
-			return nil
+			return false
 		}
-		mu.Lock()
-		hit := armed && !busy
-		busy = busy || hit
-		mu.Unlock()
-		if hit {
-			held <- fmt.Sprintf("%s %s", op, name)
-			<-release
-			mu.Lock()
-			busy = false
-			mu.Unlock()
-		}
-		return nil
+		return strings.HasPrefix(name, ProducerSnapshotFile) || strings.HasPrefix(name, "log-start-offset") ||
+			strings.HasSuffix(name, ".deleted")
 	})
-	return held, release, func() {
-		mu.Lock()
-		armed = false
-		mu.Unlock()
-	}
 }
 
 // TestAcksAllDoesNotWaitForAFollowersDeletion: while a follower raising
