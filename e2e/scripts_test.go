@@ -54,7 +54,10 @@ func TestClusterScript(t *testing.T) {
 	third := c.produce(t, env, "after-resume", 100)
 
 	// The README's `topic alter`: the topic grows from 3 to 5 partitions
-	// and everything reads back from all of them.
+	// and everything reads back from all of them. New partitions need RF
+	// live brokers: the resumed node was fenced while paused and may not
+	// be unfenced yet (produce above needed only min ISR).
+	c.waitAllAlive(t, env)
 	alter := exec.Command(binary, "topic", "alter", "payments", "--partitions", "5")
 	alter.Env = env
 	if out, err := alter.CombinedOutput(); err != nil || string(out) != "topic payments now has 5 partitions\n" {
@@ -320,6 +323,39 @@ func (c *scriptCluster) produce(t *testing.T, env []string, prefix string, n int
 		t.Fatalf("produce %s: %d acknowledgements for %d records\n%s", prefix, len(acks), n, stderr.String())
 	}
 	return acks
+}
+
+// waitAllAlive waits until `cluster status --json` shows every node alive.
+func (c *scriptCluster) waitAllAlive(t *testing.T, env []string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for {
+		cmd := exec.Command(binary, "cluster", "status", "--json")
+		cmd.Env = env
+		out, err := cmd.Output()
+		var st struct {
+			Nodes []struct {
+				State string `json:"state"`
+			} `json:"nodes"`
+		}
+		if err == nil && json.Unmarshal(out, &st) == nil && len(st.Nodes) == 3 {
+			alive := 0
+			for _, n := range st.Nodes {
+				if n.State == "alive" {
+					alive++
+				}
+			}
+			if alive == 3 {
+				return
+			}
+		}
+		last = fmt.Sprintf("%v %s", err, out)
+		if time.Now().After(deadline) {
+			t.Fatalf("not every node alive after 30s; last status: %s", last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // killLeader runs scripts/kill-leader.sh and returns the node it killed.
