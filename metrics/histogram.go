@@ -18,23 +18,47 @@ var LatencyBuckets = []time.Duration{
 	1 * time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
 }
 
+// MaxBuckets bounds the finite buckets of a Histogram.
+const MaxBuckets = 31
+
+// defaultBounds is LatencyBuckets in ns.
+var defaultBounds = func() []int64 {
+	b := make([]int64, len(LatencyBuckets))
+	for i, d := range LatencyBuckets {
+		b[i] = int64(d)
+	}
+	return b
+}()
+
 // Histogram counts durations in fixed buckets. Observe is lock-free: a
 // bucket search over a few bounds and two atomic adds. The zero value is
-// not usable; use NewHistogram.
+// ready to use with LatencyBuckets; NewHistogram sets other bounds.
 type Histogram struct {
-	bounds []int64         // upper bounds in ns, ascending; immutable
-	counts []atomic.Uint64 // counts[i]: observations <= bounds[i] and > bounds[i-1]; the last is +Inf
-	sum    atomic.Int64    // ns
+	bounds []int64 // upper bounds in ns, ascending; immutable; nil: defaultBounds
+	// counts[i]: observations <= bounds[i] and > bounds[i-1];
+	// counts[len(bounds)] is +Inf.
+	counts [MaxBuckets + 1]atomic.Uint64
+	sum    atomic.Int64 // ns
+}
+
+func (h *Histogram) bnds() []int64 {
+	if h.bounds == nil {
+		return defaultBounds
+	}
+	return h.bounds
 }
 
 // NewHistogram returns a histogram with the given upper bounds (ascending;
 // nil: LatencyBuckets). It panics on bounds that are not strictly ascending
-// and positive: they are the caller's constants.
+// and positive, or more than MaxBuckets: they are the caller's constants.
 func NewHistogram(bounds []time.Duration) *Histogram {
 	if bounds == nil {
-		bounds = LatencyBuckets
+		return &Histogram{}
 	}
-	h := &Histogram{bounds: make([]int64, len(bounds)), counts: make([]atomic.Uint64, len(bounds)+1)}
+	if len(bounds) > MaxBuckets {
+		panic("metrics: too many histogram buckets")
+	}
+	h := &Histogram{bounds: make([]int64, len(bounds))}
 	for i, b := range bounds {
 		if b <= 0 || (i > 0 && b <= bounds[i-1]) {
 			panic("metrics: histogram bounds must be positive and strictly ascending")
@@ -47,8 +71,9 @@ func NewHistogram(bounds []time.Duration) *Histogram {
 // Observe records one duration (negative ones count as 0).
 func (h *Histogram) Observe(d time.Duration) {
 	ns := max(int64(d), 0)
+	bounds := h.bnds()
 	i := 0
-	for i < len(h.bounds) && ns > h.bounds[i] {
+	for i < len(bounds) && ns > bounds[i] {
 		i++
 	}
 	h.counts[i].Add(1)
@@ -71,12 +96,13 @@ type HistogramSnapshot struct {
 // Sum and not yet in a bucket or the reverse; the buckets and Count always
 // agree (Count is the +Inf bucket).
 func (h *Histogram) Snapshot() HistogramSnapshot {
-	s := HistogramSnapshot{Bounds: make([]time.Duration, len(h.bounds)), Cumulative: make([]uint64, len(h.counts))}
-	for i, b := range h.bounds {
+	bounds := h.bnds()
+	s := HistogramSnapshot{Bounds: make([]time.Duration, len(bounds)), Cumulative: make([]uint64, len(bounds)+1)}
+	for i, b := range bounds {
 		s.Bounds[i] = time.Duration(b)
 	}
 	var c uint64
-	for i := range h.counts {
+	for i := range s.Cumulative {
 		c += h.counts[i].Load()
 		s.Cumulative[i] = c
 	}

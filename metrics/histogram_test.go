@@ -31,7 +31,7 @@ func TestHistogramBuckets(t *testing.T) {
 }
 
 func TestHistogramDefaultBuckets(t *testing.T) {
-	h := metrics.NewHistogram(nil)
+	var h metrics.Histogram // the zero value
 	s := h.Snapshot()
 	if len(s.Bounds) != len(metrics.LatencyBuckets) || s.Bounds[0] != 250*time.Microsecond || s.Bounds[len(s.Bounds)-1] != 10*time.Second {
 		t.Fatalf("default bounds %v", s.Bounds)
@@ -39,10 +39,16 @@ func TestHistogramDefaultBuckets(t *testing.T) {
 	if len(s.Cumulative) != len(s.Bounds)+1 || s.Count != 0 {
 		t.Fatalf("empty snapshot %+v", s)
 	}
+	h.Observe(time.Millisecond)
+	h.Observe(11 * time.Second)
+	s = h.Snapshot()
+	if s.Cumulative[1] != 0 || s.Cumulative[2] != 1 || s.Cumulative[len(s.Bounds)-1] != 1 || s.Count != 2 {
+		t.Fatalf("zero-value histogram after 1ms and 11s: %v", s.Cumulative)
+	}
 }
 
 func TestHistogramRejectsBadBounds(t *testing.T) {
-	for _, b := range [][]time.Duration{{0}, {2, 1}, {1, 1}} {
+	for _, b := range [][]time.Duration{{0}, {2, 1}, {1, 1}, make([]time.Duration, metrics.MaxBuckets+1)} {
 		func() {
 			defer func() {
 				if recover() == nil {
