@@ -46,11 +46,14 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	p.mu.retention = b.retentionOf(st)
 	r := p.mu.r
-	oldRole, oldLeader := r.Role(), r.Leader()
+	oldRole, oldLeader, oldISR := r.Role(), r.Leader(), r.ISR()
 	leo := p.log.LogEndOffset()
 	tr, d := r.Apply(replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 		PartitionEpoch: st.PartitionEpoch, Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR),
 		MinISR: st.MinISR}, leo, b.cfg.Now())
+	if tr == replica.Updated {
+		p.countISRChangeLocked(oldISR)
+	}
 	prop := p.decideLocked(d)
 	unsynced := tr == replica.ToLeader && r.Durable() < leo
 	p.mu.Unlock()
@@ -62,6 +65,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	switch tr {
 	case replica.ToLeader:
+		b.counters.leaderChanges.Add(1)
 		if oldRole == replica.RoleFollower {
 			b.detachFetcher(oldLeader, p)
 		}
