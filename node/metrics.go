@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -92,48 +91,4 @@ func (t *trackedHandler) stop() {
 	t.mu.stopped = true
 	t.mu.Unlock()
 	t.active.Wait()
-}
-
-func (n *Node) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	st := n.raft.Status()
-	n.mu.Lock()
-	fenced := n.mu.fenced
-	n.mu.Unlock()
-	b2i := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintf(w, "paymentlog_node_id %d\n", n.cfg.ID)
-	fmt.Fprintf(w, "paymentlog_metadata_offset %d\n", n.store.Image().Offset())
-	fmt.Fprintf(w, "paymentlog_raft_term %d\n", st.Term)
-	fmt.Fprintf(w, "paymentlog_raft_leader %d\n", st.Leader)
-	fmt.Fprintf(w, "paymentlog_active_controller %d\n", b2i(st.IsLeader))
-	// 1 while this controller started with an empty metadata log and has
-	// not caught up: it does not vote (node/rejoin.go).
-	fmt.Fprintf(w, "paymentlog_raft_vote_guarded %d\n", b2i(st.VoteGuarded))
-	fmt.Fprintf(w, "paymentlog_broker_fenced %d\n", b2i(fenced))
-	bs := n.broker.Stats()
-	fmt.Fprintf(w, "paymentlog_partitions{role=\"leader\"} %d\n", bs.Leaders)
-	fmt.Fprintf(w, "paymentlog_partitions{role=\"follower\"} %d\n", bs.Followers)
-	fmt.Fprintf(w, "paymentlog_under_replicated_partitions %d\n", bs.UnderReplicated)
-	fmt.Fprintf(w, "paymentlog_under_min_isr_partitions %d\n", bs.UnderMinISR)
-	fmt.Fprintf(w, "paymentlog_failed_partition_logs %d\n", bs.FailedLogs)
-	fmt.Fprintf(w, "paymentlog_produce_requests_total %d\n", bs.ProduceRequests)
-	fmt.Fprintf(w, "paymentlog_produce_bytes_total %d\n", bs.ProduceBytes)
-	fmt.Fprintf(w, "paymentlog_replica_fetch_responses_total %d\n", bs.ReplicaFetchResponses)
-	fmt.Fprintf(w, "paymentlog_retention_deleted_segments_total %d\n", bs.RetentionDeletedSegments)
-	fmt.Fprintf(w, "paymentlog_retention_failures_total %d\n", bs.RetentionFailures)
-	fmt.Fprintf(w, "paymentlog_producer_ids_expired_total %d\n", bs.ProducerIDsExpired)
-	ts := n.ep.Stats()
-	fmt.Fprintf(w, "paymentlog_quic_connections %d\n", ts.Conns)
-	fmt.Fprintf(w, "paymentlog_quic_packets_sent_total %d\n", ts.PacketsSent)
-	fmt.Fprintf(w, "paymentlog_quic_packets_lost_total %d\n", ts.PacketsLost)
-	fmt.Fprintf(w, "paymentlog_quic_bytes_sent_total %d\n", ts.BytesSent)
-	fmt.Fprintf(w, "go_goroutines %d\n", runtime.NumGoroutine())
-	fmt.Fprintf(w, "go_memstats_heap_inuse_bytes %d\n", ms.HeapInuse)
 }

@@ -647,6 +647,7 @@ func (l *Log) Sync(ctx context.Context) error {
 
 // flushAll makes every appended byte durable and returns the offset it covers.
 func (l *Log) flushAll() (int64, error) {
+	timer := l.startFlushTimer()
 	if err := l.flushPending(); err != nil {
 		return 0, err
 	}
@@ -673,6 +674,7 @@ func (l *Log) flushAll() (int64, error) {
 		if l.flushHook != nil {
 			l.flushHook(end - from)
 		}
+		timer.done(end - from)
 		// A truncation that cut the segment meanwhile lowered flushed to
 		// the cut; what was written after it is not covered (Log.mu
 		// orders this against TruncateTo's update).

@@ -41,6 +41,13 @@ type Options struct {
 	// with the log's directory and the error. It may run with the log's
 	// locks held: it must return at once and not call into the log.
 	OnFailure func(dir string, err error)
+	// OnFlush, if set, is called after each group-commit flush that wrote
+	// bytes (WaitDurable, Sync, the SyncInterval flusher), with how long the
+	// flush took (fsyncs of sealed segments and the msync of the active one)
+	// and the active segment's bytes it covered: once per flush, not per
+	// record (for /metrics). It runs on the flushing goroutine and must
+	// return at once.
+	OnFlush func(took time.Duration, bytes int64)
 }
 
 func (o Options) withDefaults() (Options, error) {

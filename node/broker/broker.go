@@ -245,6 +245,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: DataDir required")
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
+	b.cfg.Log.OnFlush = b.counters.onFlush(cfg.Log.OnFlush)
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.mu.parts = make(map[tp]*partition)
 	b.mu.addrs = make(map[int32]string)

@@ -71,6 +71,7 @@ func (b *Broker) handleFetch(ctx context.Context, _ quic.Peer, fr quic.Frame) (q
 // sendFetch answers with records aliasing the segment mapping: quic writes
 // them to the stream straight from the mapping, then the views are released.
 func (b *Broker) sendFetch(resp wire.FetchResponse, views []*segment.View) (quic.FrameType, any, error) {
+	b.counters.fetched(&resp)
 	return wire.TypeFetch, quic.Reply{Body: &resp, Done: func() { releaseAll(views) }}, nil
 }
 

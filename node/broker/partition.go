@@ -318,7 +318,9 @@ func (p *partition) propose(req *wire.AlterPartitionRequest) {
 				r := p.mu.r
 				if !p.mu.stopped && resp.LeaderEpoch == r.LeaderEpoch() && r.Role() == replica.RoleLeader {
 					// ISRCommitted never proposes, so there is nothing to send.
+					before := r.ISR()
 					p.decideLocked(r.ISRCommitted(resp.ISR, resp.PartitionEpoch, b.cfg.Now()))
+					p.countISRChangeLocked(before)
 				}
 				p.mu.Unlock()
 				return

@@ -20,6 +20,7 @@ const defaultMaxBatchBytes = 16<<20 - 1<<10
 // success only if the node has led without a break since the append
 // (NotLeader otherwise).
 func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+	start := time.Now()
 	var req wire.ProduceRequest
 	// The batches alias the request frame, which stays valid until the
 	// response is written: they are validated, stamped and copied into the
@@ -45,6 +46,7 @@ func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) 
 	for _, wait := range waits {
 		wait()
 	}
+	b.counters.produced(req.Acks, start, resp.Parts)
 	return wire.TypeProduce, resp, nil
 }
 

@@ -1,9 +1,14 @@
 package broker
 
 import (
+	"cmp"
+	"slices"
 	"sync/atomic"
+	"time"
 
+	"paymentlog/metrics"
 	"paymentlog/node/replica"
+	"paymentlog/wire"
 )
 
 // Stats is a snapshot of the broker's partitions and request counters (for
@@ -30,6 +35,102 @@ type Stats struct {
 	RetentionDeletedSegments uint64
 	RetentionFailures        uint64
 	ProducerIDsExpired       uint64 // idle producer ids forgotten
+
+	// LogSizeBytes is the bytes of every partition log's segments here.
+	LogSizeBytes int64
+	// MaxFollowerLag is the largest lag, in offsets, of a follower of a
+	// partition led here (Kafka's replica MaxLag, seen from the leader).
+	MaxFollowerLag int64
+	// ISRShrinks and ISRExpands count committed ISR changes of partitions
+	// led here that removed, or added, a member (one change may do both).
+	ISRShrinks, ISRExpands uint64
+	// LeaderChanges counts the times a partition became led here.
+	LeaderChanges uint64
+	// FetchRequests and FetchBytes count consumer fetches answered and the
+	// record bytes they carried (followers' fetches are not counted).
+	FetchRequests, FetchBytes uint64
+	// Flushes and FlushBytes count group-commit flushes of partition logs
+	// and the bytes they made durable.
+	Flushes, FlushBytes uint64
+}
+
+// Acks levels, the index of Latencies.Produce.
+const (
+	AcksLevelNone = iota
+	AcksLevelLeader
+	AcksLevelAll
+	acksLevels
+)
+
+// AcksLevelName is a level's label on /metrics ("0", "1", "all").
+var AcksLevelName = [acksLevels]string{"0", "1", "all"}
+
+// acksLevel maps a request's acks to its level (anything but 0 and -1
+// behaves as 1).
+func acksLevel(acks int8) int {
+	switch acks {
+	case wire.AcksNone:
+		return AcksLevelNone
+	case wire.AcksAll:
+		return AcksLevelAll
+	}
+	return AcksLevelLeader
+}
+
+// Latencies are the broker's latency histograms.
+type Latencies struct {
+	// Produce is by acks level: from the handler's start (before the
+	// request is decoded) to its answer (all partitions done), on the
+	// leader, for every request whose frame decoded.
+	Produce [acksLevels]metrics.HistogramSnapshot
+	// Flush is a group-commit flush of a partition log (segment.Options.OnFlush).
+	Flush metrics.HistogramSnapshot
+}
+
+// Latencies returns the latency histograms now.
+func (b *Broker) Latencies() Latencies {
+	var l Latencies
+	for i := range l.Produce {
+		l.Produce[i] = b.counters.produceLatency[i].Snapshot()
+	}
+	l.Flush = b.counters.flushLatency.Snapshot()
+	return l
+}
+
+// Requests whose answers' error codes are counted (ErrorCount.Request).
+const (
+	RequestProduce = iota
+	RequestFetch
+	countedRequests
+)
+
+// RequestName is a counted request's label on /metrics.
+var RequestName = [countedRequests]string{"produce", "fetch"}
+
+// errSlots bounds the error codes counted apart; larger ones share the last.
+const errSlots = 64
+
+// ErrorCount is how many partition answers of one request type carried one
+// error code.
+type ErrorCount struct {
+	Request int // RequestProduce, RequestFetch
+	Code    wire.ErrorCode
+	Other   bool // a code >= errSlots-1 (Code is then errSlots-1)
+	Count   uint64
+}
+
+// ErrorCounts lists the error codes answered so far (one per partition of a
+// request), only those seen.
+func (b *Broker) ErrorCounts() []ErrorCount {
+	var out []ErrorCount
+	for r := range countedRequests {
+		for c := range errSlots {
+			if n := b.counters.errors[r][c].Load(); n > 0 {
+				out = append(out, ErrorCount{Request: r, Code: wire.ErrorCode(c), Other: c == errSlots-1, Count: n})
+			}
+		}
+	}
+	return out
 }
 
 // counters are the broker's request counters.
@@ -43,6 +144,81 @@ type counters struct {
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
 	producerReplayBatches atomic.Uint64
+
+	produceLatency         [acksLevels]metrics.Histogram
+	flushLatency           metrics.Histogram
+	flushBytes             atomic.Uint64
+	isrShrinks, isrExpands atomic.Uint64
+	leaderChanges          atomic.Uint64
+	fetchRequests          atomic.Uint64
+	fetchBytes             atomic.Uint64
+	errors                 [countedRequests][errSlots]atomic.Uint64
+}
+
+// countError counts one partition answer's code (None is not counted).
+func (c *counters) countError(req int, code wire.ErrorCode) {
+	if code == wire.None {
+		return
+	}
+	i := int(code)
+	if i < 0 || i >= errSlots {
+		i = errSlots - 1
+	}
+	c.errors[req][i].Add(1)
+}
+
+// produced records a produce request answered: its latency since start,
+// and each partition's error code.
+func (c *counters) produced(acks int8, start time.Time, parts []wire.ProducePartitionResponse) {
+	c.produceLatency[acksLevel(acks)].Since(start)
+	for i := range parts {
+		c.countError(RequestProduce, parts[i].Err)
+	}
+}
+
+// fetched records a consumer fetch answered.
+func (c *counters) fetched(resp *wire.FetchResponse) {
+	c.fetchRequests.Add(1)
+	var n int
+	for i := range resp.Parts {
+		n += len(resp.Parts[i].Records)
+		c.countError(RequestFetch, resp.Parts[i].Err)
+	}
+	c.fetchBytes.Add(uint64(n))
+}
+
+// onFlush returns the partition logs' segment.Options.OnFlush: it times
+// each flush, then calls next (the configured one, if any).
+func (c *counters) onFlush(next func(time.Duration, int64)) func(time.Duration, int64) {
+	return func(d time.Duration, n int64) {
+		c.flushLatency.Observe(d)
+		c.flushBytes.Add(uint64(n))
+		if next != nil {
+			next(d, n)
+		}
+	}
+}
+
+// countISRChangeLocked counts a committed ISR change of a partition led
+// here, from before to the replica's ISR now; p.mu held.
+func (p *partition) countISRChangeLocked(before []int32) {
+	r := p.mu.r
+	if r.Role() != replica.RoleLeader {
+		return
+	}
+	after := r.ISR()
+	for _, id := range before {
+		if !slices.Contains(after, id) {
+			p.b.counters.isrShrinks.Add(1)
+			break
+		}
+	}
+	for _, id := range after {
+		if !slices.Contains(before, id) {
+			p.b.counters.isrExpands.Add(1)
+			break
+		}
+	}
 }
 
 // Stats returns the current snapshot.
@@ -55,10 +231,21 @@ func (b *Broker) Stats() Stats {
 		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
 		RetentionFailures:        b.counters.retentionFailures.Load(),
 		ProducerIDsExpired:       b.counters.producerIDsExpired.Load(),
+
+		ISRShrinks:    b.counters.isrShrinks.Load(),
+		ISRExpands:    b.counters.isrExpands.Load(),
+		LeaderChanges: b.counters.leaderChanges.Load(),
+		FetchRequests: b.counters.fetchRequests.Load(),
+		FetchBytes:    b.counters.fetchBytes.Load(),
+		Flushes:       b.counters.flushLatency.Snapshot().Count,
+		FlushBytes:    b.counters.flushBytes.Load(),
 	}
 	for _, p := range b.partitions() {
-		if p.log != nil && p.log.Failed() != nil {
-			s.FailedLogs++
+		if p.log != nil {
+			if p.log.Failed() != nil {
+				s.FailedLogs++
+			}
+			s.LogSizeBytes += p.log.Size()
 		}
 		p.mu.Lock()
 		stopped, r := p.mu.stopped, p.mu.r
@@ -66,6 +253,9 @@ func (b *Broker) Stats() Stats {
 		var isr, replicas, minISR int
 		if !stopped {
 			role, isr, replicas, minISR = r.Role(), len(r.ISR()), len(r.Replicas()), r.MinISR()
+			for _, l := range r.FollowerLags() {
+				s.MaxFollowerLag = max(s.MaxFollowerLag, l.Messages)
+			}
 		}
 		p.mu.Unlock()
 		switch {
@@ -83,4 +273,49 @@ func (b *Broker) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// PartitionStat is one local replica's state (for /metrics).
+type PartitionStat struct {
+	Topic     string
+	Partition int32
+	Role      replica.Role
+	// LogEnd, HW and LogStart are the replica's offsets: the log end
+	// offset, the high watermark and the log start offset.
+	LogEnd, HW, LogStart int64
+	SizeBytes            int64 // the log's segment bytes
+	ISR, Replicas        int   // sizes, as this replica knows them (the leader's view is the current one)
+	// Followers is the leader's view of each follower (leaders only).
+	Followers []replica.FollowerLag
+}
+
+// PartitionStats returns the state of the first limit local replicas in
+// order of topic and partition (all of them when limit <= 0), and how many
+// replicas there are in all. Stopped ones are left out.
+func (b *Broker) PartitionStats(limit int) ([]PartitionStat, int) {
+	parts := b.partitions()
+	slices.SortFunc(parts, func(x, y *partition) int {
+		return cmp.Or(cmp.Compare(x.key.topic, y.key.topic), cmp.Compare(x.key.partition, y.key.partition))
+	})
+	total := len(parts)
+	if limit > 0 && len(parts) > limit {
+		parts = parts[:limit]
+	}
+	out := make([]PartitionStat, 0, len(parts))
+	for _, p := range parts {
+		st := PartitionStat{Topic: p.key.topic, Partition: p.key.partition}
+		p.mu.Lock()
+		if p.mu.stopped {
+			p.mu.Unlock()
+			continue
+		}
+		r := p.mu.r
+		st.Role, st.LogEnd, st.HW, st.LogStart = r.Role(), r.LEO(), r.HW(), r.LogStart()
+		st.ISR, st.Replicas = len(r.ISR()), len(r.Replicas())
+		st.Followers = r.FollowerLags()
+		p.mu.Unlock()
+		st.SizeBytes = p.log.Size()
+		out = append(out, st)
+	}
+	return out, total
 }

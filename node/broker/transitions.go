@@ -46,11 +46,14 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	p.mu.retention = b.retentionOf(st)
 	r := p.mu.r
-	oldRole, oldLeader, oldMinISR := r.Role(), r.Leader(), r.MinISR()
+	oldRole, oldLeader, oldISR, oldMinISR := r.Role(), r.Leader(), r.ISR(), r.MinISR()
 	leo := p.log.LogEndOffset()
 	tr, d := r.Apply(replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 		PartitionEpoch: st.PartitionEpoch, Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR),
 		MinISR: st.MinISR}, leo, b.cfg.Now())
+	if tr == replica.Updated {
+		p.countISRChangeLocked(oldISR)
+	}
 	prop := p.decideLocked(d)
 	if oldRole == replica.RoleLeader && r.Role() == replica.RoleLeader && r.MinISR() < oldMinISR {
 		// A lowered min ISR (AlterConfigs) may let the HW pass records the
@@ -72,6 +75,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	switch tr {
 	case replica.ToLeader:
+		b.counters.leaderChanges.Add(1)
 		if oldRole == replica.RoleFollower {
 			b.detachFetcher(oldLeader, p)
 		}

@@ -157,11 +157,14 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 		err = c.notController()
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.ProposeTimeout)
+		proposed := commitClock()
 		idx, err = c.cfg.Raft.Propose(pctx, data)
 		cancel()
-	}
-	if err == nil {
-		img, err = c.waitApplied(ctx, idx)
+		if err == nil {
+			if img, err = c.waitApplied(ctx, idx); err == nil {
+				c.commitLatency.Since(proposed)
+			}
+		}
 	}
 	if err == nil && (img.ControllerID() != c.cfg.NodeID || img.ControllerTerm() != term) {
 		// Committed, but rejected on apply: another controller took over.

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"paymentlog/metrics"
 	"paymentlog/node/metadata"
 )
 
@@ -125,6 +126,8 @@ type Controller struct {
 	// lastCheck is when tick last ran in this tenure as active controller
 	// (or when it began); loop only.
 	lastCheck time.Time
+	// commitLatency times proposals to their local apply (stats.go).
+	commitLatency metrics.Histogram
 
 	mu struct {
 		sync.Mutex

@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"time"
+
+	"paymentlog/metrics"
+	"paymentlog/node/metadata"
+)
+
+// ClusterStats is the cluster as the metadata image shows it (for /metrics
+// on the active controller).
+type ClusterStats struct {
+	Brokers       int // registered
+	FencedBrokers int
+	Topics        int
+	Partitions    int
+	// OfflinePartitions have no leader: no live replica of their ISR
+	// (reads and writes fail until one returns).
+	OfflinePartitions int
+	// UnderMinISRPartitions have fewer ISR members than their topic's min
+	// ISR: they refuse acks=all writes.
+	UnderMinISRPartitions int
+	// UnderReplicatedPartitions have fewer ISR members than replicas.
+	UnderReplicatedPartitions int
+}
+
+// Cluster computes img's ClusterStats.
+func Cluster(img *metadata.Image) ClusterStats {
+	var s ClusterStats
+	for _, b := range img.Brokers() {
+		s.Brokers++
+		if b.Fenced {
+			s.FencedBrokers++
+		}
+	}
+	for _, t := range img.Topics() {
+		s.Topics++
+		for _, p := range t.Partitions {
+			s.Partitions++
+			if p.Leader == metadata.NoLeader {
+				s.OfflinePartitions++
+			}
+			if len(p.ISR) < int(t.MinISR) {
+				s.UnderMinISRPartitions++
+			}
+			if len(p.ISR) < len(p.Replicas) {
+				s.UnderReplicatedPartitions++
+			}
+		}
+	}
+	return s
+}
+
+// Stats returns the cluster's stats from the applied image while this node
+// is the active controller; ok is false otherwise (another node reports
+// them: alerting sums over nodes then counts each partition once).
+func (c *Controller) Stats() (s ClusterStats, ok bool) {
+	if !c.active() {
+		return ClusterStats{}, false
+	}
+	return Cluster(c.cfg.Store.Image()), true
+}
+
+// CommitLatency is how long this controller's entries took from proposal to
+// being applied locally (committed by a quorum of the metadata log, then
+// applied to the image), for every entry it proposed that applied.
+func (c *Controller) CommitLatency() metrics.HistogramSnapshot {
+	return c.commitLatency.Snapshot()
+}
+
+// commitClock reads the wall clock for CommitLatency (not Config.Now: a
+// test's injected clock would make every latency zero).
+func commitClock() time.Time { return time.Now() }

@@ -1,0 +1,228 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/metrics/promtest"
+	"paymentlog/node"
+	"paymentlog/node/metadata"
+)
+
+// scrape reads and strictly parses one node's /metrics (promtest: every
+// sample in a declared family, consistent types, cumulative histograms
+// ending with +Inf == _count).
+func scrape(t *testing.T, addr string) *promtest.Exposition {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET %s/metrics: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	e, err := promtest.Parse(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics of %s does not parse: %v", addr, err)
+	}
+	for name, f := range e.Families {
+		if f.Help == "" {
+			t.Fatalf("%s has no HELP", name)
+		}
+	}
+	return e
+}
+
+func value(t *testing.T, e *promtest.Exposition, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := e.Value(name, labels...)
+	if !ok {
+		t.Fatalf("no %s%v", name, labels)
+	}
+	return v
+}
+
+// TestMetricsForAlerts drives what an operator alerts on through a real
+// in-process cluster: acks=all produce latency counted once per request on
+// the leaders; consumer fetches and their errors; per-partition offsets;
+// then a follower killed: the leaders' ISR shrink counters, the new
+// leaders' leader-change counters, the follower's lag seen by the leaders,
+// NotEnoughReplicas answers counted by code, and the active controller's
+// offline, under-min-ISR and fenced-broker gauges.
+func TestMetricsForAlerts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addrs := map[int32]string{1: freeTCPAddr(t), 2: freeTCPAddr(t), 3: freeTCPAddr(t)}
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.MetricsAddr = addrs[cfg.ID] })
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	// payments refuses acks=all writes as soon as one replica is out;
+	// ledger has one replica per partition, so it goes offline with it.
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 3})
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "ledger", Partitions: 3, ReplicationFactor: 1, MinISR: 1})
+
+	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for i := range 200 {
+		rec := &client.Record{Topic: "payments", Key: []byte(fmt.Sprint(i)), Value: make([]byte, 100)}
+		if err := p.Produce(ctx, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i%20 == 19 {
+			if err := p.Flush(ctx); err != nil { // several requests per partition
+				t.Fatal(err)
+			}
+		}
+	}
+	cons := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
+	defer cons.Close()
+	cons.Assign([]client.TopicPartition{{Topic: "payments", Partition: 0}}, 0)
+	if _, err := cons.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A position past the log end: answered OffsetOutOfRange.
+	bad := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
+	defer bad.Close()
+	bad.Assign([]client.TopicPartition{{Topic: "payments", Partition: 1}}, 1_000_000)
+	waitFor(t, "a fetch past the log end to fail", 5*time.Second, func() bool {
+		_, err := bad.Poll(ctx)
+		return err != nil
+	})
+
+	// Every node: the histogram counts each acks=all request once, and
+	// nothing else; the ISRs are full.
+	var requests, observed, fetches, fetchBytes, outOfRange float64
+	for id := int32(1); id <= 3; id++ {
+		var e *promtest.Exposition
+		waitFor(t, "a full ISR on node "+fmt.Sprint(id), 10*time.Second, func() bool {
+			e = scrape(t, addrs[id])
+			return value(t, e, "paymentlog_under_replicated_partitions") == 0
+		})
+		requests += value(t, e, "paymentlog_produce_requests_total")
+		n, ok := e.HistogramCount("paymentlog_produce_latency_seconds", "acks", "all")
+		if !ok {
+			t.Fatalf("node %d: no acks=all produce latency histogram", id)
+		}
+		observed += n
+		for _, acks := range []string{"0", "1"} {
+			if n, _ := e.HistogramCount("paymentlog_produce_latency_seconds", "acks", acks); n != 0 {
+				t.Fatalf("node %d: %v acks=%s requests observed, none sent", id, n, acks)
+			}
+		}
+		fetches += value(t, e, "paymentlog_fetch_requests_total")
+		fetchBytes += value(t, e, "paymentlog_fetch_bytes_total")
+		outOfRange += e.Sum("paymentlog_request_errors_total", "request", "fetch", "code", "OffsetOutOfRange")
+		if n, _ := e.HistogramCount("paymentlog_log_flush_latency_seconds"); n == 0 {
+			t.Fatalf("node %d: no log flush observed (fsync always)", id)
+		}
+	}
+	if requests < 10 || observed != requests {
+		t.Fatalf("produce latency histograms count %v requests; the nodes handled %v (want equal, >= 10)", observed, requests)
+	}
+	if fetches == 0 || fetchBytes < 100 || outOfRange == 0 {
+		t.Fatalf("consumer fetches %v, bytes %v, OffsetOutOfRange answers %v; want all > 0", fetches, fetchBytes, outOfRange)
+	}
+
+	// The leader of payments-0 shows its offsets and its followers in sync.
+	img := tc.image()
+	pp, _ := img.Partition("payments", 0)
+	e := scrape(t, addrs[pp.Leader])
+	part := []string{"topic", "payments", "partition", "0"}
+	leo := value(t, e, "paymentlog_partition_log_end_offset", part...)
+	if leo == 0 || value(t, e, "paymentlog_partition_high_watermark", part...) != leo ||
+		value(t, e, "paymentlog_partition_log_start_offset", part...) != 0 ||
+		value(t, e, "paymentlog_partition_size_bytes", part...) == 0 ||
+		value(t, e, "paymentlog_partition_isr_size", part...) != 3 || value(t, e, "paymentlog_partition_replicas", part...) != 3 ||
+		value(t, e, "paymentlog_partition_is_leader", part...) != 1 {
+		t.Fatalf("payments-0 on its leader %d: unexpected offsets or sizes:\n%+v", pp.Leader, e.Families["paymentlog_partition_isr_size"])
+	}
+
+	// Kill a node that is not the active controller.
+	victim := int32(1)
+	for victim == tc.activeController() {
+		victim++
+	}
+	var wantShrinks, wantLeaderMoves, wantOffline float64
+	img.EachPartition(func(p metadata.PartitionState) bool {
+		switch {
+		case p.Topic == "ledger" && p.Leader == victim:
+			wantOffline++
+		case p.Topic == "payments" && p.Leader == victim:
+			wantLeaderMoves++
+		case p.Topic == "payments":
+			wantShrinks++
+		}
+		return true
+	})
+	sum := func(name string, ids []int32) float64 {
+		var t float64
+		for _, id := range ids {
+			t += value(tc.t.(*testing.T), scrape(tc.t.(*testing.T), addrs[id]), name)
+		}
+		return t
+	}
+	var survivors []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != victim {
+			survivors = append(survivors, id)
+		}
+	}
+	shrinksBefore := sum("paymentlog_isr_shrinks_total", survivors)
+	movesBefore := sum("paymentlog_leader_changes_total", survivors)
+	tc.kill(victim)
+
+	ctrl := tc.activeController()
+	waitFor(t, "the controller to see the dead broker's partitions", 15*time.Second, func() bool {
+		e := scrape(t, addrs[ctrl])
+		return value(t, e, "paymentlog_controller_fenced_brokers") == 1 &&
+			value(t, e, "paymentlog_controller_offline_partitions") == wantOffline &&
+			value(t, e, "paymentlog_controller_under_min_isr_partitions") == 3 &&
+			sum("paymentlog_isr_shrinks_total", survivors)-shrinksBefore == wantShrinks
+	})
+	if moves := sum("paymentlog_leader_changes_total", survivors) - movesBefore; moves != wantLeaderMoves {
+		t.Fatalf("leader changes on the survivors: %v, want %v (payments partitions the victim led)", moves, wantLeaderMoves)
+	}
+	for _, id := range survivors {
+		e := scrape(t, addrs[id])
+		if id != ctrl && value(t, e, "paymentlog_controller_offline_partitions") != 0 {
+			t.Fatalf("node %d, not the active controller, reports offline partitions", id)
+		}
+	}
+	if e := scrape(t, addrs[ctrl]); value(t, e, "paymentlog_controller_topics") != 2 || value(t, e, "paymentlog_controller_partitions") != 6 {
+		t.Fatalf("controller counts %v topics, %v partitions; want 2, 6",
+			value(t, e, "paymentlog_controller_topics"), value(t, e, "paymentlog_controller_partitions"))
+	}
+
+	// The survivors that lead payments partitions see the victim fall behind.
+	pp, _ = tc.image().Partition("payments", 0)
+	vl := []string{"topic", "payments", "partition", "0", "follower", strconv.Itoa(int(victim))}
+	waitFor(t, "the dead follower's lag to grow", 10*time.Second, func() bool {
+		return value(t, scrape(t, addrs[pp.Leader]), "paymentlog_partition_follower_lag_seconds", vl...) >= 0.5
+	})
+	if lag := value(t, scrape(t, addrs[pp.Leader]), "paymentlog_partition_follower_lag_seconds", vl...); math.IsNaN(lag) {
+		t.Fatalf("lag %v", lag)
+	}
+
+	// acks=all is refused now (min ISR 3): NotEnoughReplicas, counted by code.
+	p2, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll, DeliveryTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close(ctx)
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	p2.ProduceSync(pctx, &client.Record{Topic: "payments", Partition: 0, PartitionSet: true, Value: []byte("refused")})
+	pcancel()
+	waitFor(t, "NotEnoughReplicas answers counted", 5*time.Second, func() bool {
+		return scrape(t, addrs[pp.Leader]).Sum("paymentlog_request_errors_total", "request", "produce", "code", "NotEnoughReplicas") > 0
+	})
+}

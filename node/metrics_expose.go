@@ -1,0 +1,215 @@
+package node
+
+import (
+	"math"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"paymentlog/metrics"
+	"paymentlog/node/broker"
+	"paymentlog/node/replica"
+)
+
+// MetricsMaxPartitions caps the partitions /metrics lists one by one
+// (paymentlog_partition_* series, in order of topic and partition): a node
+// with more replicas lists the first ones and reports how many it left out in
+// paymentlog_partition_metrics_omitted. The node-wide gauges (log size, max
+// follower lag, under-replicated and under-min-ISR counts) cover every
+// partition regardless. 1000 partitions are about 10,000 series, a few
+// hundred KiB per scrape.
+const MetricsMaxPartitions = 1000
+
+// serveMetrics writes every metric in the Prometheus text format (README,
+// "Metrics"). Series names of earlier versions keep their names and
+// meanings (bench/ scrapes some of them).
+func (n *Node) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", metrics.ContentType)
+	mw := metrics.NewWriter(w)
+	n.writeMetrics(mw)
+	if err := mw.Flush(); err != nil {
+		n.log.Warn("writing /metrics", "err", err)
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (n *Node) writeMetrics(w *metrics.Writer) {
+	st := n.raft.Status()
+	n.mu.Lock()
+	fenced := n.mu.fenced
+	n.mu.Unlock()
+	img := n.store.Image()
+
+	w.Gauge("paymentlog_node_id", "This node's id.", int64(n.cfg.ID))
+
+	// The metadata log (raft).
+	w.Gauge("paymentlog_metadata_offset", "Raft index of the last metadata entry applied to this node's image.", int64(img.Offset()))
+	w.Gauge("paymentlog_metadata_lag_entries", "Metadata entries committed (as this node knows) and not yet applied to its image.",
+		max(int64(st.Commit)-int64(img.Offset()), 0))
+	w.Gauge("paymentlog_raft_term", "Raft term of the metadata log.", int64(st.Term))
+	w.Gauge("paymentlog_raft_leader", "Raft leader of the metadata log (the active controller); 0 when unknown.", int64(st.Leader))
+	w.Gauge("paymentlog_raft_commit_index", "Raft commit index of the metadata log as this node knows it.", int64(st.Commit))
+	w.Gauge("paymentlog_raft_applied_index", "Raft index this node has applied.", int64(st.Applied))
+	w.Gauge("paymentlog_raft_last_index", "Last raft index in this node's metadata log on disk.", int64(st.LastIndex))
+	w.Gauge("paymentlog_active_controller", "1 on the active controller (the metadata log's raft leader).", b2i(st.IsLeader))
+	// 1 while this controller started with an empty metadata log and has
+	// not caught up: it does not vote (node/rejoin.go).
+	w.Gauge("paymentlog_raft_vote_guarded", "1 while this controller withholds its vote until it has caught up (it restarted with an empty metadata log).", b2i(st.VoteGuarded))
+	w.Gauge("paymentlog_broker_fenced", "1 while the controller has fenced this broker (it leads nothing and refuses writes).", b2i(fenced))
+
+	n.writeControllerMetrics(w)
+	n.writeBrokerMetrics(w)
+
+	ts := n.ep.Stats()
+	w.Gauge("paymentlog_quic_connections", "QUIC connections open now.", int64(ts.Conns))
+	w.Counter("paymentlog_quic_packets_sent_total", "QUIC packets sent, retransmissions included.", ts.PacketsSent)
+	w.Counter("paymentlog_quic_packets_lost_total", "QUIC packets declared lost by this side (kernel or quic-go drops, reordering); their frames were sent again.", ts.PacketsLost)
+	w.Counter("paymentlog_quic_bytes_sent_total", "QUIC bytes sent.", ts.BytesSent)
+
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.Gauge("go_goroutines", "Goroutines now.", int64(runtime.NumGoroutine()))
+	w.Gauge("go_memstats_heap_inuse_bytes", "Heap bytes in use.", int64(ms.HeapInuse))
+}
+
+// writeControllerMetrics writes the cluster gauges: the image's state on the
+// active controller, 0 on every other node (so a sum or max over the nodes
+// counts each partition once), and this node's commit latency as
+// controller.
+func (n *Node) writeControllerMetrics(w *metrics.Writer) {
+	var cs struct {
+		offline, underMinISR, underReplicated, fenced, brokers, topics, partitions int
+	}
+	if n.ctrl != nil {
+		if s, ok := n.ctrl.Stats(); ok {
+			cs.offline, cs.underMinISR, cs.underReplicated = s.OfflinePartitions, s.UnderMinISRPartitions, s.UnderReplicatedPartitions
+			cs.fenced, cs.brokers, cs.topics, cs.partitions = s.FencedBrokers, s.Brokers, s.Topics, s.Partitions
+		}
+	}
+	const active = " On the active controller only (0 elsewhere)."
+	w.Gauge("paymentlog_controller_offline_partitions", "Partitions without a leader (no live ISR member): reads and writes fail."+active, int64(cs.offline))
+	w.Gauge("paymentlog_controller_under_min_isr_partitions", "Partitions whose ISR is below their topic's min ISR: acks=all writes are refused."+active, int64(cs.underMinISR))
+	w.Gauge("paymentlog_controller_under_replicated_partitions", "Partitions whose ISR is smaller than their replica set."+active, int64(cs.underReplicated))
+	w.Gauge("paymentlog_controller_fenced_brokers", "Registered brokers the controller has fenced (dead, or cut off)."+active, int64(cs.fenced))
+	w.Gauge("paymentlog_controller_brokers", "Registered brokers."+active, int64(cs.brokers))
+	w.Gauge("paymentlog_controller_topics", "Topics."+active, int64(cs.topics))
+	w.Gauge("paymentlog_controller_partitions", "Partitions."+active, int64(cs.partitions))
+	w.Family("paymentlog_controller_commit_latency_seconds", metrics.TypeHistogram,
+		"Time from this node's proposal of a metadata entry as controller to its local apply (quorum commit, then apply).")
+	var lat metrics.HistogramSnapshot
+	if n.ctrl != nil {
+		lat = n.ctrl.CommitLatency()
+	} else {
+		lat = (&metrics.Histogram{}).Snapshot()
+	}
+	w.Histogram(nil, lat)
+}
+
+func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
+	bs := n.broker.Stats()
+	w.Family("paymentlog_partitions", metrics.TypeGauge, "Partition replicas on this node by role.")
+	w.Int(metrics.Labels{"role", "leader"}, int64(bs.Leaders))
+	w.Int(metrics.Labels{"role", "follower"}, int64(bs.Followers))
+	w.Gauge("paymentlog_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", int64(bs.UnderReplicated))
+	w.Gauge("paymentlog_under_min_isr_partitions", "Partitions led here whose ISR is below min ISR: they refuse acks=all writes.", int64(bs.UnderMinISR))
+	w.Gauge("paymentlog_failed_partition_logs", "Partition logs that failed on an I/O error (the node stops on one).", int64(bs.FailedLogs))
+	w.Gauge("paymentlog_log_size_bytes", "Bytes of every partition log's segments on this node.", bs.LogSizeBytes)
+	w.Gauge("paymentlog_follower_max_lag_messages", "Largest lag, in offsets, of a follower of a partition led here.", bs.MaxFollowerLag)
+
+	w.Counter("paymentlog_produce_requests_total", "Produce requests handled.", bs.ProduceRequests)
+	w.Counter("paymentlog_produce_bytes_total", "Batch bytes appended as leader (retried duplicates not counted).", bs.ProduceBytes)
+	w.Counter("paymentlog_fetch_requests_total", "Consumer fetch requests answered (followers' fetches not counted).", bs.FetchRequests)
+	w.Counter("paymentlog_fetch_bytes_total", "Record bytes sent to consumers.", bs.FetchBytes)
+	w.Counter("paymentlog_replica_fetch_responses_total", "Answers sent to followers' fetches.", bs.ReplicaFetchResponses)
+	w.Counter("paymentlog_isr_shrinks_total", "Committed ISR changes of partitions led here that removed a member.", bs.ISRShrinks)
+	w.Counter("paymentlog_isr_expands_total", "Committed ISR changes of partitions led here that added a member.", bs.ISRExpands)
+	w.Counter("paymentlog_leader_changes_total", "Times a partition became led by this node (elections won here).", bs.LeaderChanges)
+	w.Counter("paymentlog_log_flush_bytes_total", "Bytes made durable by group-commit flushes of partition logs.", bs.FlushBytes)
+	w.Counter("paymentlog_retention_deleted_segments_total", "Segments deleted by retention (and by following a leader's log start).", bs.RetentionDeletedSegments)
+	w.Counter("paymentlog_retention_failures_total", "Retention passes that failed (the segments stay; the disk fills).", bs.RetentionFailures)
+	w.Counter("paymentlog_producer_ids_expired_total", "Idle producer ids forgotten.", bs.ProducerIDsExpired)
+
+	w.Family("paymentlog_request_errors_total", metrics.TypeCounter,
+		"Partition answers carrying an error code, by request (produce, fetch: consumers) and code.")
+	for _, e := range n.broker.ErrorCounts() {
+		code := e.Code.String()
+		if e.Other {
+			code = "other"
+		}
+		w.Uint(metrics.Labels{"request", broker.RequestName[e.Request], "code", code}, e.Count)
+	}
+
+	lat := n.broker.Latencies()
+	w.Family("paymentlog_produce_latency_seconds", metrics.TypeHistogram,
+		"Produce request time on the leader, from the request's arrival to its answer, by acks (0, 1, all).")
+	for i, s := range lat.Produce {
+		w.Histogram(metrics.Labels{"acks", broker.AcksLevelName[i]}, s)
+	}
+	w.Family("paymentlog_log_flush_latency_seconds", metrics.TypeHistogram,
+		"Group-commit flush time of a partition log (fsync of sealed segments and msync of the active one).")
+	w.Histogram(nil, lat.Flush)
+
+	n.writePartitionMetrics(w)
+}
+
+// writePartitionMetrics writes the per-partition gauges of the first
+// MetricsMaxPartitions replicas.
+func (n *Node) writePartitionMetrics(w *metrics.Writer) {
+	parts, total := n.broker.PartitionStats(MetricsMaxPartitions)
+	w.Gauge("paymentlog_partition_metrics_omitted",
+		"Partition replicas on this node left out of the paymentlog_partition_* series (more than "+strconv.Itoa(MetricsMaxPartitions)+").",
+		int64(max(total-MetricsMaxPartitions, 0)))
+	labels := make([]metrics.Labels, len(parts))
+	for i, p := range parts {
+		labels[i] = metrics.Labels{"topic", p.Topic, "partition", strconv.Itoa(int(p.Partition))}
+	}
+	gauge := func(name, help string, v func(p *broker.PartitionStat) int64) {
+		w.Family(name, metrics.TypeGauge, help)
+		for i := range parts {
+			w.Int(labels[i], v(&parts[i]))
+		}
+	}
+	gauge("paymentlog_partition_is_leader", "1 where this node leads the partition, 0 where it follows.",
+		func(p *broker.PartitionStat) int64 { return b2i(p.Role == replica.RoleLeader) })
+	gauge("paymentlog_partition_log_end_offset", "Log end offset of the local replica.",
+		func(p *broker.PartitionStat) int64 { return p.LogEnd })
+	gauge("paymentlog_partition_high_watermark", "High watermark of the local replica (on a follower, as last learnt from the leader).",
+		func(p *broker.PartitionStat) int64 { return p.HW })
+	gauge("paymentlog_partition_log_start_offset", "Log start offset of the local replica.",
+		func(p *broker.PartitionStat) int64 { return p.LogStart })
+	gauge("paymentlog_partition_size_bytes", "Bytes of the local replica's segments.",
+		func(p *broker.PartitionStat) int64 { return p.SizeBytes })
+	gauge("paymentlog_partition_isr_size", "ISR members as the local replica knows them (the leader's view is current).",
+		func(p *broker.PartitionStat) int64 { return int64(p.ISR) })
+	gauge("paymentlog_partition_replicas", "Replicas assigned to the partition.",
+		func(p *broker.PartitionStat) int64 { return int64(p.Replicas) })
+
+	now := time.Now()
+	w.Family("paymentlog_partition_follower_lag_messages", metrics.TypeGauge,
+		"On the leader: offsets each follower is behind the leader's log end (the whole log while it has not fetched since this leadership began).")
+	for i, p := range parts {
+		for _, f := range p.Followers {
+			w.Int(append(labels[i][:4:4], "follower", strconv.Itoa(int(f.ID))), f.Messages)
+		}
+	}
+	w.Family("paymentlog_partition_follower_lag_seconds", metrics.TypeGauge,
+		"On the leader: seconds since each follower last had every record the leader had (+Inf: not since this leadership began).")
+	for i, p := range parts {
+		for _, f := range p.Followers {
+			lag := inf
+			if !f.CaughtUp.IsZero() {
+				lag = max(now.Sub(f.CaughtUp).Seconds(), 0)
+			}
+			w.Float(append(labels[i][:4:4], "follower", strconv.Itoa(int(f.ID))), lag)
+		}
+	}
+}
+
+var inf = math.Inf(1)
