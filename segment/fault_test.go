@@ -523,3 +523,112 @@ func TestReplaceEmptyActiveSyncDirFailure(t *testing.T) {
 		t.Fatalf("live mappings of %s after Close: %d, want 0 (a segment leaked)", logPath, n)
 	}
 }
+
+// TestDiskFullAtRoll: an append that must roll a new segment finds the disk
+// full. Sealing the old segment writes its index files and the roll
+// rewrites the recovery point; neither may fail the log (a node whose disk
+// filled would stop at its next roll): the append fails with ErrDiskFull,
+// and once there is room the log rolls and goes on.
+func TestDiskFullAtRoll(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, IndexInterval: 64, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	var acked []Batch
+	for i := 0; len(l.Segments()) == 1; i++ {
+		b := testBatch(i, 4, int64(i))
+		if len(acked) > 0 && l.Size()+int64(len(b)) > opts.SegmentBytes {
+			break // the next append rolls
+		}
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if len(l.Segments()) != 1 {
+		t.Fatalf("rolled early: %v", l.Segments())
+	}
+	fs.SetCapacity(fs.Used())
+	_, err := l.Append(ctx, testBatch(len(acked), 4, 0), 1)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append that rolls on a full disk: want ErrDiskFull, got %v", err)
+	}
+	if err := l.Failed(); err != nil {
+		t.Fatalf("a full disk at a roll failed the log: %v", err)
+	}
+	checkBatches(t, readAll(t, l, 0), acked)
+	fs.SetCapacity(-1)
+	for i := range 3 {
+		b := testBatch(1000+i, 4, 0)
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if len(l.Segments()) < 2 {
+		t.Fatalf("no roll after room returned: %v", l.Segments())
+	}
+	checkBatches(t, readAll(t, l, 0), acked)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	checkBatches(t, readAll(t, l, 0), acked)
+}
+
+// TestDiskFullAtRecoveryPoint: a roll seals the old segment, creates the
+// new one, then raises the recovery point. If only that checkpoint finds
+// the disk full, the roll has happened: the log must stay healthy (the
+// recovery point on disk is lower, which only makes recovery scan more),
+// and a crash then must recover every batch.
+func TestDiskFullAtRecoveryPoint(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpWrite && strings.Contains(path, recoveryPointFile) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	var acked []Batch
+	for i := 0; len(l.Segments()) < 3; i++ {
+		b := testBatch(i, 4, int64(i))
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if err := l.Failed(); err != nil {
+		t.Fatalf("a full disk at the recovery point failed the log: %v", err)
+	}
+	fs.SetFault(nil)
+	crashed := fs.CrashClone()
+	opts.FS = crashed
+	l = mustOpen(t, "/log", opts)
+	checkBatches(t, readAll(t, l, 0), acked)
+}
+
+// TestENOSPCFromFsyncFailsTheLog: an fsync that reports ENOSPC (writeback
+// found no room: NFS, thin provisioning) lost written pages. It is a failed
+// flush, not a full disk that a retry gets past: the log fails.
+func TestENOSPCFromFsyncFailsTheLog(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, IndexInterval: 64, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpSync && strings.HasSuffix(path, ".index") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		_, err = l.Append(ctx, testBatch(i, 4, int64(i)), 1)
+	}
+	if !errors.Is(err, ErrLogFailed) || errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append after an fsync of the sealed index reported ENOSPC: %v, want ErrLogFailed", err)
+	}
+}

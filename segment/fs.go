@@ -201,10 +201,26 @@ func (m *osMapping) Flush(off, n int) error {
 
 func (m *osMapping) Unmap() error { return m.m.Unmap() }
 
-// isNoSpace reports whether err means the file system is full.
+// isNoSpace reports whether err means the file system is full: a write
+// refused for lack of space. A failed flush is never that, whatever errno it
+// carries (see flushError).
 func isNoSpace(err error) bool {
+	var fe *flushError
+	if errors.As(err, &fe) {
+		return false
+	}
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
+
+// flushError is a failed fsync or msync. Some file systems (NFS, thin
+// provisioning, ext4 without delayed-allocation reservations) report ENOSPC
+// there when writeback finds no room: the written pages are then lost, so
+// the log must fail like after any failed flush, not treat it as a full
+// disk that a later retry gets past.
+type flushError struct{ err error }
+
+func (e *flushError) Error() string { return e.err.Error() }
+func (e *flushError) Unwrap() error { return e.err }
 
 func fsOrDefault(fs FS) FS {
 	if fs == nil {

@@ -355,6 +355,12 @@ func (l *Log) rollLocked(n int64) error {
 	old := l.active()
 	if !old.sealed {
 		if err := l.sealLocked(old, l.opts.Sync != SyncNever); err != nil {
+			if isNoSpace(err) {
+				// Writing the sealed index found the disk full: nothing
+				// changed in memory, the segment stays active, and the
+				// next append tries the roll again.
+				return l.ioErr(err)
+			}
 			return l.fail(err)
 		}
 	}
@@ -434,7 +440,7 @@ func (l *Log) trimLocked(s *segment, sync bool) error {
 	if sync && s.mp != nil && s.size > s.flushed.Load() {
 		from := s.flushed.Load()
 		if err := s.mp.m.Flush(int(from), int(s.size-from)); err != nil {
-			return err
+			return &flushError{err}
 		}
 		s.flushed.Store(s.size)
 	}
@@ -458,7 +464,9 @@ func (l *Log) trimLocked(s *segment, sync bool) error {
 	}
 	s.capacity = s.size
 	if sync {
-		return s.file.f.Sync()
+		if err := s.file.f.Sync(); err != nil {
+			return &flushError{err}
+		}
 	}
 	return nil
 }
@@ -809,6 +817,13 @@ func (l *Log) setRecoveryPointLocked(off int64) error {
 		return nil
 	}
 	if err := writeOffsetCheckpoint(l.fs, join(l.dir, recoveryPointFile), off); err != nil {
+		if off > l.recoveryPoint && isNoSpace(err) {
+			// Raising the recovery point only spares recovery a scan:
+			// the lower one on disk stays true. Tried again at the next
+			// roll.
+			l.logger.Warn("segment: disk full; recovery point not advanced", "dir", l.dir, "offset", off, "err", err)
+			return nil
+		}
 		return err
 	}
 	l.recoveryPoint = off
