@@ -178,7 +178,17 @@ func (l *Log) Append(ctx context.Context, b Batch, leaderEpoch int32) (AppendInf
 	}
 	b.SetBaseOffset(base)
 	b.SetLeaderEpoch(leaderEpoch)
-	return l.appendOneLocked(b, base, last, leaderEpoch, h.MaxTimestamp)
+	info, err := l.appendOneLocked(b, base, last, leaderEpoch, h.MaxTimestamp)
+	return info, l.noteDiskFull(err)
+}
+
+// noteDiskFull reports err to Options.OnDiskFull if it is ErrDiskFull, and
+// returns it.
+func (l *Log) noteDiskFull(err error) error {
+	if err != nil && l.opts.OnDiskFull != nil && errors.Is(err, ErrDiskFull) {
+		l.opts.OnDiskFull(l.dir, err)
+	}
+	return err
 }
 
 // lastOffset returns base+delta for a batch (delta >= 0, checked by
@@ -538,7 +548,7 @@ func (l *Log) AppendVerbatim(ctx context.Context, batches []byte) (AppendInfo, e
 	for i, it := range items {
 		ai, err := l.appendOneLocked(it.b, it.h.BaseOffset, it.h.LastOffset(), it.h.LeaderEpoch, it.h.MaxTimestamp)
 		if err != nil {
-			return info, err
+			return info, l.noteDiskFull(err)
 		}
 		if i == 0 {
 			info = ai

@@ -41,6 +41,10 @@ type Options struct {
 	// with the log's directory and the error. It may run with the log's
 	// locks held: it must return at once and not call into the log.
 	OnFailure func(dir string, err error)
+	// OnDiskFull, if set, is called whenever an append (Append,
+	// AppendVerbatim) fails with ErrDiskFull, with the log's directory and
+	// the error. Like OnFailure it may run with the log's locks held.
+	OnDiskFull func(dir string, err error)
 }
 
 func (o Options) withDefaults() (Options, error) {
