@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -630,5 +631,37 @@ func TestENOSPCFromFsyncFailsTheLog(t *testing.T) {
 	}
 	if !errors.Is(err, ErrLogFailed) || errors.Is(err, ErrDiskFull) {
 		t.Fatalf("append after an fsync of the sealed index reported ENOSPC: %v, want ErrLogFailed", err)
+	}
+}
+
+// TestOnDiskFull: every append refused for lack of space is reported to
+// Options.OnDiskFull with the log's directory (a node holds back its
+// heartbeats on it); other failures are not.
+func TestOnDiskFull(t *testing.T) {
+	fs := NewMemFS()
+	var reports []string
+	opts := Options{FS: fs, SegmentBytes: 1 << 20, Logger: quietLogger,
+		OnDiskFull: func(dir string, err error) {
+			if !errors.Is(err, ErrDiskFull) {
+				t.Errorf("OnDiskFull with %v", err)
+			}
+			reports = append(reports, dir)
+		}}
+	l := mustOpen(t, "/log", opts)
+	mustAppend(t, l, testBatch(0, 4, 0), 1)
+	if _, err := l.Append(ctx, testBatch(1, 1, 0)[:10], 1); err == nil {
+		t.Fatal("a malformed batch was taken")
+	}
+	fs.SetCapacity(fs.Used())
+	if _, err := l.Append(ctx, testBatch(2, 4, 0), 1); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Append on a full disk: %v", err)
+	}
+	b := testBatch(3, 4, 0)
+	b.SetBaseOffset(l.LogEndOffset())
+	if _, err := l.AppendVerbatim(ctx, b); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("AppendVerbatim on a full disk: %v", err)
+	}
+	if !slices.Equal(reports, []string{"/log", "/log"}) {
+		t.Fatalf("OnDiskFull reports %v, want two for /log", reports)
 	}
 }
