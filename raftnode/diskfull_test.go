@@ -3,8 +3,11 @@ package raftnode
 import (
 	"context"
 	"errors"
+	"syscall"
 	"testing"
 	"time"
+
+	"paymentlog/segment"
 )
 
 // fillDisk leaves no free byte on node id's file system (writes that need
@@ -99,4 +102,30 @@ func TestDiskFullLeaderStallsAndOthersTakeOver(t *testing.T) {
 	// "refused" was appended to the stalled leader's log only; the new
 	// leader's entries replaced it.
 	c.checkSame([]string{"before", "during", "after"})
+}
+
+// Persisting a stalled Ready again hands append entries it already stored
+// (the first part of a Ready whose append ran out of space): they are
+// kept, not truncated and rewritten, which a full disk may refuse.
+func TestStorageAppendAgainKeepsStoredEntries(t *testing.T) {
+	requireSegment(t)
+	fs := segment.NewMemFS()
+	d := &testDisk{tb: t, dir: "/data/__cluster_metadata-0", fs: fs}
+	s := d.mustOpen()
+	mustAppend(t, s, ents(1, 10, 1, "e"))
+	fs.SetFault(func(op segment.FaultOp, path string) error {
+		if op == segment.OpTruncate || op == segment.OpRename {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	if err := s.append(context.Background(), ents(6, 10, 1, "e")); err != nil {
+		t.Fatalf("appending stored entries again: %v", err)
+	}
+	fs.SetFault(nil)
+	mustAppend(t, s, ents(6, 12, 1, "e"))
+	checkLog(t, s, 1, 12, constTerm(1), constStr("e"))
+	s = d.reopen(s)
+	checkLog(t, s, 1, 12, constTerm(1), constStr("e"))
+	_ = s.close()
 }
