@@ -308,8 +308,19 @@ func (dc *dfCluster) checkReplicas() {
 		}
 		if first == nil {
 			first = at
-		} else if len(first) != len(at) {
+			continue
+		}
+		if len(first) != len(at) {
 			dc.t.Errorf("node %d holds %d records, node %d holds %d", id, len(at), dc.c.IDs()[0], len(first))
+		}
+		differ := 0
+		for off, v := range at {
+			if w, ok := first[off]; ok && w != v {
+				differ++
+			}
+		}
+		if differ > 0 {
+			dc.t.Errorf("node %d and node %d hold different records at %d offsets", id, dc.c.IDs()[0], differ)
 		}
 	}
 	dc.t.Logf("%d acknowledged records read back from every replica; delivery errors: %v", len(dc.acked), dc.errs)

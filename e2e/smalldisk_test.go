@@ -125,7 +125,7 @@ func (d *smallDisk) path(p string) string {
 	return filepath.Join("/proc", strconv.Itoa(d.holder.Process.Pid), "root", p)
 }
 
-// avail is the free space an unprivileged... (any) writer has.
+// avail is the file system's free space (no blocks are reserved: mkfs -m 0).
 func (d *smallDisk) avail(t *testing.T) int64 {
 	t.Helper()
 	var st syscall.Statfs_t
