@@ -46,9 +46,21 @@ func requireDiskTools(t *testing.T) {
 // newSmallDisk makes an ext4 image of sizeMiB in dir and mounts it at mnt
 // in a new mount namespace. Cleanup kills the holder and waits for the loop
 // device to be released.
-func newSmallDisk(t *testing.T, dir, mnt string, sizeMiB int) *smallDisk {
+//
+// With fsType "tmpfs" (or PAYMENTLOG_E2E_DISK=tmpfs) the file system is a
+// tmpfs of that size instead (no image, no loop device). Both refuse a
+// write with ENOSPC (ext4 reserves blocks at write time); they differ on a
+// read through a mapping of a hole, which on a full tmpfs is SIGBUS.
+func newSmallDisk(t *testing.T, dir, mnt string, sizeMiB int, fsType string) *smallDisk {
 	t.Helper()
 	d := &smallDisk{img: filepath.Join(dir, filepath.Base(filepath.Dir(mnt))+".ext4"), mnt: mnt}
+	mount := `mount -o loop "$1" "$2"`
+	if fsType == "tmpfs" || os.Getenv("PAYMENTLOG_E2E_DISK") == "tmpfs" {
+		d.img = ""
+		mount = fmt.Sprintf(`mount -t tmpfs -o size=%dm tmpfs "$2"`, sizeMiB)
+		d.startHolder(t, mount)
+		return d
+	}
 	f, err := os.Create(d.img)
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +74,18 @@ func newSmallDisk(t *testing.T, dir, mnt string, sizeMiB int) *smallDisk {
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-m", "0", "-b", "4096", d.img).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
+	d.startHolder(t, mount)
+	return d
+}
+
+// startHolder runs the mount command (sh, with $1 the image and $2 the
+// mount point) in a new mount namespace held by a sleeping process.
+func (d *smallDisk) startHolder(t *testing.T, mount string) {
+	t.Helper()
+	if err := os.MkdirAll(d.mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", `mount -o loop "$1" "$2" && echo mounted && exec sleep 3600`, "sh", d.img, mnt)
+	cmd := exec.Command("sh", "-c", mount+` && echo mounted && exec sleep 3600`, "sh", d.img, d.mnt)
 	// Go makes / private (recursively) in the new namespace, so the mount
 	// does not propagate back.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
@@ -81,9 +101,8 @@ func newSmallDisk(t *testing.T, dir, mnt string, sizeMiB int) *smallDisk {
 	t.Cleanup(d.close)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != "mounted" {
-		t.Fatalf("mounting %s at %s in a new mount namespace: %q %v", d.img, mnt, line, err)
+		t.Fatalf("mounting %s at %s in a new mount namespace: %q %v", d.img, d.mnt, line, err)
 	}
-	return d
 }
 
 // close ends the namespace (unmounting the file system) and waits for the
@@ -95,6 +114,9 @@ func (d *smallDisk) close() {
 	_ = d.holder.Process.Kill()
 	_ = d.holder.Wait()
 	d.holder = nil
+	if d.img == "" {
+		return // tmpfs: nothing outlives the namespace
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		out, _ := exec.Command("losetup", "-j", d.img).Output()
@@ -157,7 +179,7 @@ func (d *smallDisk) fill(t *testing.T) {
 			t.Fatalf("fallocate %s: %v", name, err)
 		}
 	}
-	t.Logf("disk %s full: %d bytes of filler, %d bytes free", filepath.Base(d.img), off, d.avail(t))
+	t.Logf("disk of %s full: %d bytes of filler, %d bytes free", d.mnt, off, d.avail(t))
 }
 
 // free removes the filler files.
@@ -169,7 +191,7 @@ func (d *smallDisk) free(t *testing.T) {
 		}
 	}
 	d.filler = nil
-	t.Logf("disk %s freed: %d bytes free", filepath.Base(d.img), d.avail(t))
+	t.Logf("disk of %s freed: %d bytes free", d.mnt, d.avail(t))
 }
 
 // waitFor polls cond every 20ms until it holds or the deadline passes.

@@ -665,3 +665,38 @@ func TestOnDiskFull(t *testing.T) {
 		t.Fatalf("OnDiskFull reports %v, want two for /log", reports)
 	}
 }
+
+// TestDataEndStopsAtTheFirstHole: recovery reads a segment's mapping only
+// up to the first hole (on a full tmpfs, a read fault on a hole is
+// SIGBUS; e2e TestDiskFullControllerTmpfs). The OS file finds it with
+// SEEK_HOLE: a preallocated active segment with one batch has its data in
+// the first block(s) only.
+func TestDataEndStopsAtTheFirstHole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := OSFS{}.OpenFile(path, osCreate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("batch"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(8 << 20); err != nil {
+		t.Fatal(err)
+	}
+	end := dataEnd(f, 8<<20)
+	if end < 5 || end >= 8<<20 {
+		t.Fatalf("data of a sparse 8 MiB file with 5 bytes written ends at %d", end)
+	}
+	if got := dataEnd(NewMemFS().mustCreate(t, "/g"), 100); got != 100 {
+		t.Fatalf("dataEnd without SEEK_HOLE: %d, want the size", got)
+	}
+}
+
+func (fs *MemFS) mustCreate(t *testing.T, name string) File {
+	f, err := fs.OpenFile(name, osCreate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
