@@ -31,6 +31,15 @@ func (n *Node) heartbeatLoop(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
+		if n.holdHeartbeats() { // a full disk (diskfull.go)
+			n.checkSelfFence()
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
 		select {
 		case slots <- struct{}{}:
 			wg.Add(1)

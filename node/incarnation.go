@@ -1,11 +1,13 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -39,9 +41,34 @@ func nextIncarnation(dataDir string, now time.Time) (int64, error) {
 		return 0, fmt.Errorf("node: %w", err)
 	}
 	if err := writeFileSynced(path, []byte(strconv.FormatInt(inc, 10)+"\n")); err != nil {
+		if isNoSpace(err) {
+			// A full disk must not keep the node from starting (a
+			// supervisor would restart it in a loop). Unrecorded, the
+			// incarnation is still newer than every earlier one, by the
+			// clock or the file; only if the clock steps back before the
+			// next start can that start pick an older one, which the
+			// controller refuses until the clock passes it (a delay, never
+			// a stale registration accepted). The caller records it once
+			// there is room (diskfull.go).
+			return inc, fmt.Errorf("%w: %w", errIncarnationNotRecorded, err)
+		}
 		return 0, fmt.Errorf("node: recording incarnation: %w", err)
 	}
 	return inc, nil
+}
+
+// errIncarnationNotRecorded: nextIncarnation chose an incarnation but the
+// disk had no room to record it.
+var errIncarnationNotRecorded = errors.New("node: disk full: incarnation not recorded")
+
+// recordIncarnation writes inc to dataDir's incarnation file.
+func recordIncarnation(dataDir string, inc int64) error {
+	return writeFileSynced(filepath.Join(dataDir, IncarnationFile), []byte(strconv.FormatInt(inc, 10)+"\n"))
+}
+
+// isNoSpace reports whether err is a write refused for lack of space.
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // writeFileSynced replaces path with data durably: a synced temporary file

@@ -52,6 +52,7 @@ type Node struct {
 	broker *broker.Broker
 
 	pids producerIDs
+	disk diskFull // see diskfull.go
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -99,7 +100,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	inc, err := nextIncarnation(cfg.DataDir, time.Now())
-	if err != nil {
+	unrecorded := errors.Is(err, errIncarnationNotRecorded)
+	if err != nil && !unrecorded {
 		lock.unlock()
 		return nil, err
 	}
@@ -109,6 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		log:         cfg.Logger,
 		incarnation: inc,
 		done:        make(chan struct{}),
+	}
+	if unrecorded {
+		n.log.Error("disk full at start; the node starts and records its incarnation once there is room", "err", err)
+		n.partitionDiskFull(cfg.DataDir, err)
+		n.disk.incarnation = true
 	}
 	n.mu.applied = map[partKey]broker.PartitionState{}
 	n.pids.allocate = n.allocateProducerIDs
@@ -178,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DataDir:     cfg.DataDir,
 		Endpoint:    ep,
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
-			FS: cfg.LogFS, OnFailure: n.storageFailed,
+			FS: cfg.LogFS, OnFailure: n.storageFailed, OnDiskFull: n.partitionDiskFull,
 			// Without fsync before acknowledging, a crash can leave a bad batch
 			// anywhere after the last flush, sealed segments included: truncate
 			// there (loudly) and let replication refetch from the leader. With
@@ -209,6 +216,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.goRun(rctx, "metadata-watch", n.watchMetadata)
 	n.goRun(rctx, "metadata-log", n.watchRaft)
 	n.goRun(rctx, "heartbeat", n.heartbeatLoop)
+	n.goRun(rctx, "disk-probe", n.probeDisk)
 	if n.raft.Status().VoteGuarded {
 		n.goRun(rctx, "rejoin-guard", n.awaitRejoinTarget)
 	}

@@ -140,7 +140,7 @@ func (n *Node) restore(snap *pb.Snapshot) error {
 // entries and compacts the log, keeping CatchUpEntries entries behind the
 // snapshot for followers that lag a little.
 func (n *Node) maybeSnapshot(ctx context.Context) error {
-	if n.applied < n.st.snapshotIndex()+n.cfg.SnapshotEvery {
+	if n.applied < n.st.snapshotIndex()+n.cfg.SnapshotEvery || n.applied < n.snapRetry {
 		return nil
 	}
 	data, err := n.cfg.SM.Snapshot()
@@ -154,6 +154,8 @@ func (n *Node) maybeSnapshot(ctx context.Context) error {
 	env := encodeSnapshotData(snapshotData{peers: addrs, sm: data})
 	snap, err := n.st.createSnapshot(n.applied, proto.Clone(n.confState).(*pb.ConfState), env)
 	if err != nil {
+		// Not again for a while (a full disk refuses it every time).
+		n.snapRetry = n.applied + max(1, n.cfg.SnapshotEvery/8)
 		return err
 	}
 	idx := snap.GetMetadata().GetIndex()

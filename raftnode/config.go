@@ -20,6 +20,7 @@ const (
 	DefaultSnapshotEvery  = 10000
 	DefaultCatchUpEntries = 5000
 	DefaultSegmentBytes   = 8 << 20
+	DefaultDiskFullRetry  = time.Second
 	DefaultMaxSizePerMsg  = 1 << 20
 	DefaultMaxInflight    = 256
 	DefaultPeerQueue      = 4096
@@ -63,6 +64,10 @@ type Config struct {
 	// ManualTick turns the internal ticker off: time advances only through
 	// Node.Tick (tests drive elections deterministically this way).
 	ManualTick bool
+	// DiskFullRetry is how often a node whose metadata log found the disk
+	// full tries again to persist what it could not (default 1s; see
+	// diskfull.go).
+	DiskFullRetry time.Duration
 	// SegmentBytes is the metadata log's segment size (default 8 MiB).
 	SegmentBytes int64
 	// MaxSizePerMsg bounds the entries in one append message (default 1 MiB).
@@ -114,6 +119,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SegmentBytes == 0 {
 		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.DiskFullRetry == 0 {
+		c.DiskFullRetry = DefaultDiskFullRetry
 	}
 	if c.MaxSizePerMsg == 0 {
 		c.MaxSizePerMsg = DefaultMaxSizePerMsg

@@ -16,7 +16,9 @@
 //     StateMachine.Apply, EntryConfChange/V2 to RawNode.ApplyConfChange;
 //  4. Advance, and repeat while raft has more.
 //
-// raft's asynchronous-storage-writes mode is not used. PreVote and CheckQuorum
+// raft's asynchronous-storage-writes mode is not used. A Ready that the
+// disk has no room for freezes the node until it can be persisted
+// (diskfull.go); any other storage failure stops it. PreVote and CheckQuorum
 // are on. Defaults: a 50 ms tick, elections after 10–19 ticks (0.5–1 s without
 // a leader), a heartbeat every tick.
 //

@@ -42,6 +42,12 @@ func (n *Node) run() {
 		tickC = t.C
 	}
 	for {
+		if n.stall != nil {
+			if n.runStalled() {
+				return
+			}
+			continue
+		}
 		var it iteration
 		select {
 		case <-n.stopc:
@@ -96,11 +102,17 @@ func (n *Node) drain(it *iteration) {
 // process steps the proposals and handles every Ready until none is left.
 func (n *Node) process(it *iteration) error {
 	local := n.stepProposals(it.props)
-	for n.rn.HasReady() {
+	for n.stall == nil && n.rn.HasReady() {
 		if err := n.handleReady(local); err != nil {
 			return err
 		}
 		local = nil
+	}
+	if n.stall != nil {
+		// Nothing more until the stalled Ready is persisted.
+		n.publishStatus()
+		n.pending.flush()
+		return nil
 	}
 	n.sendLostLogNotes()
 	if err := n.maybeLiftGuard(); err != nil {
@@ -165,9 +177,22 @@ func (n *Node) stepProposals(props []*proposal) []*proposal {
 // handleReady handles one Ready (see run).
 func (n *Node) handleReady(local []*proposal) error {
 	rd := n.rn.Ready()
-	ctx := context.Background()
 	n.pending.locate(local, rd.Entries)
+	if err := n.persist(rd); err != nil {
+		if isDiskFull(err) {
+			n.stallOn(rd, err)
+			return nil
+		}
+		return err
+	}
+	return n.afterPersist(rd)
+}
 
+// persist is step 1 of handleReady. A step that fails for lack of space
+// leaves what it wrote in a state that persisting rd again completes (see
+// diskStorage.append), so a stalled Ready is persisted again whole.
+func (n *Node) persist(rd raft.Ready) error {
+	ctx := context.Background()
 	// 1. Persist. A snapshot was checked when its message was stepped; it
 	// is checked again before it is written, so that one the state machine
 	// would refuse stops the node with its previous state still on disk.
@@ -188,10 +213,12 @@ func (n *Node) handleReady(local []*proposal) error {
 			return err
 		}
 	}
-	if err := n.st.setHardState(rd.HardState); err != nil {
-		return err
-	}
+	return n.st.setHardState(rd.HardState)
+}
 
+// afterPersist is steps 2 to 4 of handleReady, once rd is persisted.
+func (n *Node) afterPersist(rd raft.Ready) error {
+	ctx := context.Background()
 	// 2. Send.
 	for _, m := range rd.Messages {
 		if !n.guardDrops(m) {
@@ -217,7 +244,15 @@ func (n *Node) handleReady(local []*proposal) error {
 	if rd.SoftState != nil && rd.SoftState.Lead != n.lead {
 		n.leaderChanged(rd.SoftState.Lead)
 	}
-	return n.maybeSnapshot(ctx)
+	if err := n.maybeSnapshot(ctx); err != nil {
+		if !isDiskFull(err) {
+			return err
+		}
+		// A snapshot is an optimisation: the log still holds everything.
+		// It is tried again after the next SnapshotEvery entries.
+		n.lg.Warn("raftnode: disk full; metadata snapshot not taken", "err", err)
+	}
+	return nil
 }
 
 // send marshals m here, in the loop (raft's messages alias its log), and

@@ -86,6 +86,12 @@ type Node struct {
 	lostLogRetry uint64
 	ticks        uint64
 	guard        voteGuard // see Config.RejoinGuard
+	// stall is the Ready the disk had no room for, nil while none
+	// (diskfull.go).
+	stall *stalledReady
+	// snapRetry is the applied index before which no snapshot is tried
+	// after one failed.
+	snapRetry uint64
 
 	closeOnce sync.Once
 	closeErr  error

@@ -25,6 +25,10 @@ type Status struct {
 	// refused (see SnapshotChecker); "" when none was since the last one
 	// installed.
 	RefusedSnapshot string
+	// DiskFull is why the node is stalled on a full disk ("" when it is
+	// not): it then takes part in nothing (diskfull.go), and Leader is 0
+	// and IsLeader false whatever raft last knew.
+	DiskFull string
 }
 
 // Status returns raft's current view (as of the last handled Ready).
@@ -66,6 +70,9 @@ func (n *Node) publishStatus() {
 	if n.refused.err != nil {
 		s.RefusedSnapshot = n.refused.err.Error()
 	}
+	if n.stall != nil {
+		s.Leader, s.IsLeader, s.DiskFull = 0, false, n.stall.err.Error()
+	}
 	slices.Sort(s.Voters)
 	slices.Sort(s.Learners)
 	n.mu.Lock()
@@ -82,5 +89,6 @@ func statusEqual(a, b Status) bool {
 	return a.ID == b.ID && a.Leader == b.Leader && a.Term == b.Term && a.Applied == b.Applied &&
 		a.Commit == b.Commit && a.IsLeader == b.IsLeader && a.LastIndex == b.LastIndex &&
 		a.VoteGuarded == b.VoteGuarded && slices.Equal(a.Voters, b.Voters) &&
-		slices.Equal(a.Learners, b.Learners) && a.RefusedSnapshot == b.RefusedSnapshot
+		slices.Equal(a.Learners, b.Learners) && a.RefusedSnapshot == b.RefusedSnapshot &&
+		a.DiskFull == b.DiskFull
 }

@@ -312,6 +312,20 @@ func (s *diskStorage) snapshotIndex() uint64 { return s.snap.GetMetadata().GetIn
 // ents[0]'s index: raft only rewrites uncommitted entries that conflict with
 // the leader's. Not durable until sync.
 func (s *diskStorage) append(ctx context.Context, ents []*pb.Entry) error {
+	// Entries already stored with the same term are the same entries (raft's
+	// log matching): skip them rather than truncate and rewrite. raft never
+	// hands those out, but persisting a Ready again after a full disk
+	// refused part of it does (diskfull.go), and a truncation needs room.
+	for len(ents) > 0 {
+		i := ents[0].GetIndex()
+		if i < s.first || i > s.lastIndex() {
+			break
+		}
+		if t, err := s.Term(i); err != nil || t != ents[0].GetTerm() {
+			break
+		}
+		ents = ents[1:]
+	}
 	if len(ents) == 0 {
 		return nil
 	}

@@ -98,13 +98,18 @@
 // new leader epoch is written, then the epoch checkpoint, and only then is the
 // batch published; when the checkpoint does not fit on a full disk the batch's
 // bytes are zeroed (the log ends before it, also for recovery) and the
-// append fails with ErrDiskFull, leaving the log healthy. Every append that
+// append fails with ErrDiskFull, leaving the log healthy (as does a roll
+// whose sealed index does not fit; Options.OnDiskFull hears of each). Every append that
 // fails after writing bytes zeroes them the same way: the bytes past the
 // active segment's end are zeros, so recovery, which scans past the last
 // flush, can never take a refused batch (or the remnant of one completed by
 // a later partial write) for a batch of the log.
 //
 // # Recovery
+//
+// Recovery reads a segment through its mapping only up to the file's
+// first hole (lseek SEEK_HOLE): appends leave no gaps, so what follows is
+// zeros never written, and on a full tmpfs a read fault on a hole is SIGBUS.
 //
 // Open after a clean shutdown trusts the files (and cheaply checks each
 // segment's tail against its index). After an unclean shutdown it scans every

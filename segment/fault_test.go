@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -522,4 +523,180 @@ func TestReplaceEmptyActiveSyncDirFailure(t *testing.T) {
 	if n := liveMappings(logPath); n != 0 {
 		t.Fatalf("live mappings of %s after Close: %d, want 0 (a segment leaked)", logPath, n)
 	}
+}
+
+// TestDiskFullAtRoll: an append that must roll a new segment finds the disk
+// full. Sealing the old segment writes its index files and the roll
+// rewrites the recovery point; neither may fail the log (a node whose disk
+// filled would stop at its next roll): the append fails with ErrDiskFull,
+// and once there is room the log rolls and goes on.
+func TestDiskFullAtRoll(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, IndexInterval: 64, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	var acked []Batch
+	for i := 0; len(l.Segments()) == 1; i++ {
+		b := testBatch(i, 4, int64(i))
+		if len(acked) > 0 && l.Size()+int64(len(b)) > opts.SegmentBytes {
+			break // the next append rolls
+		}
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if len(l.Segments()) != 1 {
+		t.Fatalf("rolled early: %v", l.Segments())
+	}
+	fs.SetCapacity(fs.Used())
+	_, err := l.Append(ctx, testBatch(len(acked), 4, 0), 1)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append that rolls on a full disk: want ErrDiskFull, got %v", err)
+	}
+	if err := l.Failed(); err != nil {
+		t.Fatalf("a full disk at a roll failed the log: %v", err)
+	}
+	checkBatches(t, readAll(t, l, 0), acked)
+	fs.SetCapacity(-1)
+	for i := range 3 {
+		b := testBatch(1000+i, 4, 0)
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if len(l.Segments()) < 2 {
+		t.Fatalf("no roll after room returned: %v", l.Segments())
+	}
+	checkBatches(t, readAll(t, l, 0), acked)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	checkBatches(t, readAll(t, l, 0), acked)
+}
+
+// TestDiskFullAtRecoveryPoint: a roll seals the old segment, creates the
+// new one, then raises the recovery point. If only that checkpoint finds
+// the disk full, the roll has happened: the log must stay healthy (the
+// recovery point on disk is lower, which only makes recovery scan more),
+// and a crash then must recover every batch.
+func TestDiskFullAtRecoveryPoint(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpWrite && strings.Contains(path, recoveryPointFile) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	var acked []Batch
+	for i := 0; len(l.Segments()) < 3; i++ {
+		b := testBatch(i, 4, int64(i))
+		info := mustAppend(t, l, b, 1)
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, append(Batch(nil), b...))
+	}
+	if err := l.Failed(); err != nil {
+		t.Fatalf("a full disk at the recovery point failed the log: %v", err)
+	}
+	fs.SetFault(nil)
+	crashed := fs.CrashClone()
+	opts.FS = crashed
+	l = mustOpen(t, "/log", opts)
+	checkBatches(t, readAll(t, l, 0), acked)
+}
+
+// TestENOSPCFromFsyncFailsTheLog: an fsync that reports ENOSPC (writeback
+// found no room: NFS, thin provisioning) lost written pages. It is a failed
+// flush, not a full disk that a retry gets past: the log fails.
+func TestENOSPCFromFsyncFailsTheLog(t *testing.T) {
+	fs := NewMemFS()
+	opts := Options{FS: fs, SegmentBytes: 8192, IndexInterval: 64, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	fs.SetFault(func(op FaultOp, path string) error {
+		if op == OpSync && strings.HasSuffix(path, ".index") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		_, err = l.Append(ctx, testBatch(i, 4, int64(i)), 1)
+	}
+	if !errors.Is(err, ErrLogFailed) || errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append after an fsync of the sealed index reported ENOSPC: %v, want ErrLogFailed", err)
+	}
+}
+
+// TestOnDiskFull: every append refused for lack of space is reported to
+// Options.OnDiskFull with the log's directory (a node holds back its
+// heartbeats on it); other failures are not.
+func TestOnDiskFull(t *testing.T) {
+	fs := NewMemFS()
+	var reports []string
+	opts := Options{FS: fs, SegmentBytes: 1 << 20, Logger: quietLogger,
+		OnDiskFull: func(dir string, err error) {
+			if !errors.Is(err, ErrDiskFull) {
+				t.Errorf("OnDiskFull with %v", err)
+			}
+			reports = append(reports, dir)
+		}}
+	l := mustOpen(t, "/log", opts)
+	mustAppend(t, l, testBatch(0, 4, 0), 1)
+	if _, err := l.Append(ctx, testBatch(1, 1, 0)[:10], 1); err == nil {
+		t.Fatal("a malformed batch was taken")
+	}
+	fs.SetCapacity(fs.Used())
+	if _, err := l.Append(ctx, testBatch(2, 4, 0), 1); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("Append on a full disk: %v", err)
+	}
+	b := testBatch(3, 4, 0)
+	b.SetBaseOffset(l.LogEndOffset())
+	if _, err := l.AppendVerbatim(ctx, b); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("AppendVerbatim on a full disk: %v", err)
+	}
+	if !slices.Equal(reports, []string{"/log", "/log"}) {
+		t.Fatalf("OnDiskFull reports %v, want two for /log", reports)
+	}
+}
+
+// TestDataEndStopsAtTheFirstHole: recovery reads a segment's mapping only
+// up to the first hole (on a full tmpfs, a read fault on a hole is
+// SIGBUS; e2e TestDiskFullControllerTmpfs). The OS file finds it with
+// SEEK_HOLE: a preallocated active segment with one batch has its data in
+// the first block(s) only.
+func TestDataEndStopsAtTheFirstHole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := OSFS{}.OpenFile(path, osCreate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("batch"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(8 << 20); err != nil {
+		t.Fatal(err)
+	}
+	end := dataEnd(f, 8<<20)
+	if end < 5 || end >= 8<<20 {
+		t.Fatalf("data of a sparse 8 MiB file with 5 bytes written ends at %d", end)
+	}
+	if got := dataEnd(NewMemFS().mustCreate(t, "/g"), 100); got != 100 {
+		t.Fatalf("dataEnd without SEEK_HOLE: %d, want the size", got)
+	}
+}
+
+func (fs *MemFS) mustCreate(t *testing.T, name string) File {
+	f, err := fs.OpenFile(name, osCreate, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

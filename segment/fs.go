@@ -158,6 +158,36 @@ func (f *osFile) Allocate(off, n int64) error {
 	}
 }
 
+// DataEnd implements dataEnder with lseek(SEEK_HOLE).
+func (f *osFile) DataEnd() (int64, error) {
+	for {
+		off, err := unix.Seek(int(f.f.Fd()), 0, unix.SEEK_HOLE)
+		if err != syscall.EINTR {
+			return off, err
+		}
+	}
+}
+
+// dataEnder is implemented by files that can tell where their data ends:
+// the first hole (a never-written range of a sparse file), or the size.
+// Recovery does not read a mapping past it: on tmpfs a read fault on a
+// hole allocates a page, and on a full tmpfs that is SIGBUS, where ext4
+// maps the zero page. Appends write a segment from its start without gaps,
+// so everything past the first hole is zeros that were never written.
+type dataEnder interface {
+	DataEnd() (int64, error)
+}
+
+// dataEnd returns where f's data ends, at most size.
+func dataEnd(f File, size int64) int64 {
+	if d, ok := f.(dataEnder); ok {
+		if end, err := d.DataEnd(); err == nil && end >= 0 && end < size {
+			return end
+		}
+	}
+	return size
+}
+
 func (f *osFile) Map(size int, writable bool) (Mapping, error) {
 	if size <= 0 {
 		return nil, errors.New("segment: cannot map an empty file")
@@ -201,10 +231,26 @@ func (m *osMapping) Flush(off, n int) error {
 
 func (m *osMapping) Unmap() error { return m.m.Unmap() }
 
-// isNoSpace reports whether err means the file system is full.
+// isNoSpace reports whether err means the file system is full: a write
+// refused for lack of space. A failed flush is never that, whatever errno it
+// carries (see flushError).
 func isNoSpace(err error) bool {
+	var fe *flushError
+	if errors.As(err, &fe) {
+		return false
+	}
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
+
+// flushError is a failed fsync or msync. Some file systems (NFS, thin
+// provisioning, ext4 without delayed-allocation reservations) report ENOSPC
+// there when writeback finds no room: the written pages are then lost, so
+// the log must fail like after any failed flush, not treat it as a full
+// disk that a later retry gets past.
+type flushError struct{ err error }
+
+func (e *flushError) Error() string { return e.err.Error() }
+func (e *flushError) Unwrap() error { return e.err }
 
 func fsOrDefault(fs FS) FS {
 	if fs == nil {

@@ -118,7 +118,7 @@ func (ix *indexFile) persist(sync bool) (Mapping, error) {
 	}
 	if sync {
 		if err := ix.file.Sync(); err != nil {
-			return nil, err
+			return nil, &flushError{err}
 		}
 	}
 	if ix.buf == nil || size == 0 {

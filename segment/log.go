@@ -178,7 +178,17 @@ func (l *Log) Append(ctx context.Context, b Batch, leaderEpoch int32) (AppendInf
 	}
 	b.SetBaseOffset(base)
 	b.SetLeaderEpoch(leaderEpoch)
-	return l.appendOneLocked(b, base, last, leaderEpoch, h.MaxTimestamp)
+	info, err := l.appendOneLocked(b, base, last, leaderEpoch, h.MaxTimestamp)
+	return info, l.noteDiskFull(err)
+}
+
+// noteDiskFull reports err to Options.OnDiskFull if it is ErrDiskFull, and
+// returns it.
+func (l *Log) noteDiskFull(err error) error {
+	if err != nil && l.opts.OnDiskFull != nil && errors.Is(err, ErrDiskFull) {
+		l.opts.OnDiskFull(l.dir, err)
+	}
+	return err
 }
 
 // lastOffset returns base+delta for a batch (delta >= 0, checked by
@@ -355,6 +365,12 @@ func (l *Log) rollLocked(n int64) error {
 	old := l.active()
 	if !old.sealed {
 		if err := l.sealLocked(old, l.opts.Sync != SyncNever); err != nil {
+			if isNoSpace(err) {
+				// Writing the sealed index found the disk full: nothing
+				// changed in memory, the segment stays active, and the
+				// next append tries the roll again.
+				return l.ioErr(err)
+			}
 			return l.fail(err)
 		}
 	}
@@ -434,7 +450,7 @@ func (l *Log) trimLocked(s *segment, sync bool) error {
 	if sync && s.mp != nil && s.size > s.flushed.Load() {
 		from := s.flushed.Load()
 		if err := s.mp.m.Flush(int(from), int(s.size-from)); err != nil {
-			return err
+			return &flushError{err}
 		}
 		s.flushed.Store(s.size)
 	}
@@ -458,7 +474,9 @@ func (l *Log) trimLocked(s *segment, sync bool) error {
 	}
 	s.capacity = s.size
 	if sync {
-		return s.file.f.Sync()
+		if err := s.file.f.Sync(); err != nil {
+			return &flushError{err}
+		}
 	}
 	return nil
 }
@@ -530,7 +548,7 @@ func (l *Log) AppendVerbatim(ctx context.Context, batches []byte) (AppendInfo, e
 	for i, it := range items {
 		ai, err := l.appendOneLocked(it.b, it.h.BaseOffset, it.h.LastOffset(), it.h.LeaderEpoch, it.h.MaxTimestamp)
 		if err != nil {
-			return info, err
+			return info, l.noteDiskFull(err)
 		}
 		if i == 0 {
 			info = ai
@@ -811,6 +829,13 @@ func (l *Log) setRecoveryPointLocked(off int64) error {
 		return nil
 	}
 	if err := writeOffsetCheckpoint(l.fs, join(l.dir, recoveryPointFile), off); err != nil {
+		if off > l.recoveryPoint && isNoSpace(err) {
+			// Raising the recovery point only spares recovery a scan:
+			// the lower one on disk stays true. Tried again at the next
+			// roll.
+			l.logger.Warn("segment: disk full; recovery point not advanced", "dir", l.dir, "offset", off, "err", err)
+			return nil
+		}
 		return err
 	}
 	l.recoveryPoint = off

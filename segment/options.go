@@ -48,6 +48,10 @@ type Options struct {
 	// record (for /metrics). It runs on the flushing goroutine and must
 	// return at once.
 	OnFlush func(took time.Duration, bytes int64)
+	// OnDiskFull, if set, is called whenever an append (Append,
+	// AppendVerbatim) fails with ErrDiskFull, with the log's directory and
+	// the error. Like OnFailure it may run with the log's locks held.
+	OnDiskFull func(dir string, err error)
 }
 
 func (o Options) withDefaults() (Options, error) {

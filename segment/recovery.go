@@ -312,12 +312,15 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		data = s.mp.data[:size]
 	}
 	s.capacity, s.sealed = capacity, !last
+	// Never touch the mapping past the data (see dataEnder): the bytes
+	// there are zeros.
+	scanned := data[:dataEnd(f, int64(len(data)))]
 
 	if trusted {
 		if err := l.openIndexes(s, last, -1, -1); err == nil {
-			if err := l.checkTrusted(s, data, size); err == nil {
+			if err := l.checkTrusted(s, scanned, size); err == nil {
 				if rebuildEpochs {
-					walkHeaders(data, func(b Batch) {
+					walkHeaders(scanned, func(b Batch) {
 						if b.LastOffset() >= logStart {
 							epochs.assign(b.LeaderEpoch(), b.BaseOffset())
 						}
@@ -337,9 +340,9 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		}
 	}
 
-	res := scanBatches(data, base, l.opts.IndexInterval, epochs, logStart)
+	res := scanBatches(scanned, base, l.opts.IndexInterval, epochs, logStart)
 	if res.end < size && !last {
-		if !allZero(data[res.end:]) {
+		if !allZero(scanned[res.end:]) {
 			return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
 		}
 		// Zeros after the last whole batch: a seal (under SyncNever, without
@@ -355,7 +358,7 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		// access is below s.size.
 		size, s.capacity = res.end, res.end
 	}
-	if res.end < size && last && !allZero(data[res.end:min(size, res.end+HeaderSize)]) {
+	if res.end < size && last && !allZero(scanned[res.end:min(int64(len(scanned)), res.end+HeaderSize)]) {
 		l.logger.Info("segment: truncated torn tail", "file", logPath, "position", res.end,
 			"offset", res.next, "reason", res.err)
 	}
@@ -434,6 +437,9 @@ func (l *Log) checkTrusted(s *segment, data []byte, size int64) error {
 	}
 	maxTs := s.tidx.lastTimestamp()
 	for pos < size {
+		if pos >= int64(len(data)) {
+			return fmt.Errorf("data ends at byte %d (a hole follows), file size %d", len(data), size)
+		}
 		b, err := nextBatch(data, int(pos))
 		if err != nil {
 			return err

@@ -1,0 +1,56 @@
+package node_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/node"
+	"paymentlog/segment"
+)
+
+// TestLeaderDiskFullMovesLeadership: a partition leader's disk fills. It
+// does not stop; it holds back its heartbeats, so the controller fences it
+// and an in-sync replica takes over: every record is acknowledged once
+// and read back at its offset. Once there is room it is unfenced, catches
+// up and rejoins the ISR.
+func TestLeaderDiskFullMovesLeadership(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	fss := map[int32]*segment.MemFS{1: segment.NewMemFS(), 2: segment.NewMemFS(), 3: segment.NewMemFS()}
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.LogFS = fss[cfg.ID] })
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	const total = 400
+	w := newPaymentWriter(t, c, total)
+	w.produce(ctx, 0, total/2)
+	w.flush(ctx)
+	leader := waitLeader(t, tc, "payments", 0)
+	fss[leader].SetCapacity(fss[leader].Used())
+	w.produce(ctx, total/2, total)
+	// Without the leadership moving, nothing more is acknowledged.
+	actx, acancel := context.WithTimeout(ctx, 20*time.Second)
+	byOffset := w.acknowledged(actx)
+	acancel()
+
+	full := tc.node(leader)
+	select {
+	case <-full.Done():
+		t.Fatalf("node %d stopped on a full disk: %v", leader, full.Err())
+	default:
+	}
+	now, _ := tc.image().Partition("payments", 0)
+	if now.Leader == leader || slices.Contains(now.ISR, leader) {
+		t.Fatalf("node %d, whose disk is full, still leads or is in the ISR: leader %d isr %v", leader, now.Leader, now.ISR)
+	}
+	readBackPayments(ctx, t, tc.client(ctx), byOffset)
+
+	fss[leader].SetCapacity(-1)
+	waitFor(t, "the node back in the ISR", 30*time.Second, func() bool {
+		p, _ := tc.image().Partition("payments", 0)
+		return slices.Contains(p.ISR, leader)
+	})
+}
