@@ -5,10 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"paymentlog/client"
-	"paymentlog/node"
-	"paymentlog/segment"
 )
 
 // TestLeaderDiskFullMovesLeadership: a partition leader's disk fills. It
@@ -19,16 +15,8 @@ import (
 func TestLeaderDiskFullMovesLeadership(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	fss := map[int32]*segment.MemFS{1: segment.NewMemFS(), 2: segment.NewMemFS(), 3: segment.NewMemFS()}
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.LogFS = fss[cfg.ID] })
-	tc.waitAlive(3)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
 	const total = 400
-	w := newPaymentWriter(t, c, total)
-	w.produce(ctx, 0, total/2)
-	w.flush(ctx)
-	leader := waitLeader(t, tc, "payments", 0)
+	tc, fss, w, leader := halfWrittenOnMemFS(ctx, t, total)
 	fss[leader].SetCapacity(fss[leader].Used())
 	w.produce(ctx, total/2, total)
 	// Without the leadership moving, nothing more is acknowledged.

@@ -20,16 +20,8 @@ import (
 func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	fss := map[int32]*segment.MemFS{1: segment.NewMemFS(), 2: segment.NewMemFS(), 3: segment.NewMemFS()}
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.LogFS = fss[cfg.ID] })
-	tc.waitAlive(3)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
 	const total = 400
-	w := newPaymentWriter(t, c, total)
-	w.produce(ctx, 0, total/2)
-	w.flush(ctx)
-	leader := waitLeader(t, tc, "payments", 0)
+	tc, fss, w, leader := halfWrittenOnMemFS(ctx, t, total)
 	fss[leader].SetFault(func(op segment.FaultOp, path string) error {
 		if op == segment.OpSync && strings.HasSuffix(path, ".log") {
 			return syscall.EIO
@@ -61,4 +53,21 @@ func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
 	}
 	readBackPayments(ctx, t, tc.client(ctx), byOffset)
 	t.Logf("node %d stopped (%v); node %d leads; %d records acknowledged once each", leader, failed.Err(), now.Leader, total)
+}
+
+// halfWrittenOnMemFS starts three nodes, each on its own in-memory file
+// system, creates "payments" (1 partition, RF 3, min ISR 2) and writes the
+// first half of total payments through w; it returns the partition's
+// leader, whose file system the caller then breaks.
+func halfWrittenOnMemFS(ctx context.Context, t *testing.T, total int) (*testCluster, map[int32]*segment.MemFS, *paymentWriter, int32) {
+	t.Helper()
+	fss := map[int32]*segment.MemFS{1: segment.NewMemFS(), 2: segment.NewMemFS(), 3: segment.NewMemFS()}
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.LogFS = fss[cfg.ID] })
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	w := newPaymentWriter(t, c, total)
+	w.produce(ctx, 0, total/2)
+	w.flush(ctx)
+	return tc, fss, w, waitLeader(t, tc, "payments", 0)
 }
