@@ -10,6 +10,7 @@ package promtest
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -374,7 +375,7 @@ func checkHistogram(f *Family) error {
 		if !h.hasSum || !h.hasCount || len(h.buckets) == 0 {
 			return fmt.Errorf("%s{%s}: missing _sum, _count or buckets", f.Name, k)
 		}
-		if !slices.IsSortedFunc(h.buckets, func(a, b bucket) int { return cmpFloat(a.le, b.le) }) {
+		if !slices.IsSortedFunc(h.buckets, func(a, b bucket) int { return cmp.Compare(a.le, b.le) }) {
 			return fmt.Errorf("%s{%s}: bucket bounds out of order", f.Name, k)
 		}
 		for i := 1; i < len(h.buckets); i++ {
@@ -397,16 +398,6 @@ func checkHistogram(f *Family) error {
 		}
 	}
 	return nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Value returns the sample of family name (a counter or gauge) whose labels

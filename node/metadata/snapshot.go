@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -70,23 +71,13 @@ func (m *Image) toSnapshot() snapshotV1 {
 		for k, v := range t.Configs {
 			st.Configs = append(st.Configs, [2]string{k, v})
 		}
-		slices.SortFunc(st.Configs, func(a, b [2]string) int { return cmpString(a[0], b[0]) })
+		slices.SortFunc(st.Configs, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
 		for _, p := range t.Partitions {
 			st.Partitions = append(st.Partitions, PartitionCreated(p))
 		}
 		s.Topics = append(s.Topics, st)
 	}
 	return s
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func encodeSnapshot(s snapshotV1) []byte {
