@@ -134,19 +134,40 @@ func (b *Broker) checkpointLoop() {
 	defer b.wg.Done()
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-t.C:
 			if b.ckptDirty.Load() {
-				if err := b.writeCheckpoint(); err != nil {
-					b.log.Error("writing HW checkpoint", "err", err)
-				}
+				failing = b.checkpointOnce(failing)
 			}
 			for _, p := range b.partitions() {
 				p.maybeSnapshot(uint64(b.cfg.ProducerSnapshotBatches))
 			}
 		}
 	}
+}
+
+// checkpointOnce writes the HW checkpoint for checkpointLoop and returns
+// whether the write failed. A failed write (a full disk, an I/O error)
+// leaves the checkpoint dirty, so the next tick tries again even if no HW
+// moves meanwhile (on a full disk none does: produce is refused); it is
+// logged once when the writes start failing and once when they succeed
+// again, not at every tick. A stale checkpoint is safe (an HW read at
+// start only ever lags), only slower to recover from.
+func (b *Broker) checkpointOnce(failing bool) bool {
+	err := b.writeCheckpoint()
+	switch {
+	case err != nil:
+		b.ckptDirty.Store(true)
+		if !failing {
+			b.log.Error("writing HW checkpoint; retrying every tick (logged again once it succeeds)", "err", err)
+		}
+		return true
+	case failing:
+		b.log.Info("HW checkpoint written again")
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,8 @@ type clusterOptions struct {
 	// retentionCheck and producerIDExpiration are Config.RetentionCheckInterval
 	// and Config.ProducerIDExpiration (0: the defaults).
 	retentionCheck, producerIDExpiration time.Duration
+	// logger, when set, is every broker's Config.Logger (nil: testLogger).
+	logger *slog.Logger
 }
 
 type testNode struct {
@@ -153,7 +156,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},
-		Logger: testLogger(c.t).With("node", id),
+		Logger: cmp.Or(c.opts.logger, testLogger(c.t)).With("node", id),
 	})
 	if err != nil {
 		c.t.Fatal(err)
