@@ -122,14 +122,14 @@ func BenchmarkAppendSyncAlways32(b *testing.B) {
 	batch := batchOf(4<<10, 1<<10)
 	dir := benchTempDir(b)
 	defer os.RemoveAll(dir)
-	l := mustOpen(b, filepath.Join(dir, "log"), Options{Sync: SyncAlways, SegmentBytes: 256 << 20, Logger: quietLogger})
 	var groups []int64
 	var gmu sync.Mutex
-	l.flushHook = func(n int64) {
-		gmu.Lock()
-		groups = append(groups, n)
-		gmu.Unlock()
-	}
+	l := mustOpen(b, filepath.Join(dir, "log"), Options{Sync: SyncAlways, SegmentBytes: 256 << 20, Logger: quietLogger,
+		OnFlush: func(_ time.Duration, n int64) {
+			gmu.Lock()
+			groups = append(groups, n)
+			gmu.Unlock()
+		}})
 	f, err := os.Create(filepath.Join(dir, "baseline"))
 	if err != nil {
 		b.Fatal(err)

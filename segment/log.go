@@ -86,9 +86,8 @@ type Log struct {
 	bgDone     chan struct{}
 	bgKick     chan struct{}
 
-	flushHook    func(bytes int64) // tests and benchmarks: called after each group flush
-	truncateHook func()            // tests: called by TruncateTo once the cut is published, before its file I/O
-	syncWaitHook func()            // tests: called (pendingMu held; must not block) when a flushPending starts waiting for another's fsync
+	truncateHook func() // tests: called by TruncateTo once the cut is published, before its file I/O
+	syncWaitHook func() // tests: called (pendingMu held; must not block) when a flushPending starts waiting for another's fsync
 }
 
 // Dir returns the log's directory.
@@ -688,9 +687,6 @@ func (l *Log) flushAll() (int64, error) {
 	if end > from {
 		if err := mp.m.Flush(int(from), int(end-from)); err != nil {
 			return 0, l.fail(err)
-		}
-		if l.flushHook != nil {
-			l.flushHook(end - from)
 		}
 		timer.done(end - from)
 		// A truncation that cut the segment meanwhile lowered flushed to
