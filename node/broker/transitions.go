@@ -46,7 +46,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	p.mu.retention = b.retentionOf(st)
 	r := p.mu.r
-	oldRole, oldLeader, oldISR, oldMinISR := r.Role(), r.Leader(), r.ISR(), r.MinISR()
+	oldRole, oldLeader, oldISR := r.Role(), r.Leader(), r.ISR()
 	leo := p.log.LogEndOffset()
 	tr, d := r.Apply(replica.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 		PartitionEpoch: st.PartitionEpoch, Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR),
@@ -55,16 +55,6 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 		p.countISRChangeLocked(oldISR)
 	}
 	prop := p.decideLocked(d)
-	if oldRole == replica.RoleLeader && r.Role() == replica.RoleLeader && r.MinISR() < oldMinISR {
-		// A lowered min ISR (AlterConfigs) may let the HW pass records the
-		// ISR already holds: recompute it now rather than at the followers'
-		// next fetch, a long-poll away. An append of nothing (the log end
-		// as it is) is the replica's way to recompute the HW and wake the
-		// fetchers.
-		if p2 := p.decideLocked(r.LocalAppend(r.LEO())); p2 != nil && prop == nil {
-			prop = p2
-		}
-	}
 	unsynced := tr == replica.ToLeader && r.Durable() < leo
 	p.mu.Unlock()
 	if unsynced {

@@ -211,8 +211,8 @@ func (r *Replica) Apply(st State, leo int64, now time.Time) (Transition, Decisio
 			r.minISR = int(st.MinISR)
 			r.replicas = slices.Clone(st.Replicas)
 			if st.PartitionEpoch == r.partitionEpoch {
-				d := r.decisions()
-				d.Complete = r.answerUnderMinISR() // a raised minimum ISR
+				d := r.maybeAdvanceHW()                                   // a lowered minimum ISR
+				d.Complete = append(d.Complete, r.answerUnderMinISR()...) // a raised one
 				return Unchanged, d
 			}
 			return Updated, r.ISRCommitted(st.ISR, st.PartitionEpoch, now)
