@@ -76,7 +76,10 @@ func TestConsumeFollowsAddedPartitions(t *testing.T) {
 	// Wait until consume has its end offsets (it fetched metadata), then grow
 	// the topic and write one record to each partition.
 	waitCalls := time.Now().Add(10 * time.Second)
-	for fc.Calls(wire.TypeListOffsets) == 0 && time.Now().Before(waitCalls) {
+	for fc.Calls(wire.TypeListOffsets) == 0 {
+		if time.Now().After(waitCalls) {
+			t.Fatal("consume did not ask for its end offsets within 10s")
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	fc.AddPartitions("payments", 4)
