@@ -23,6 +23,11 @@ type Config struct {
 	Sync         segment.SyncPolicy // default SyncAlways
 	SyncInterval time.Duration      // with SyncInterval; default 200ms
 	SegmentBytes int64              // default 256 MiB
+	// PageCacheBytes is how much of each partition's newest segment stays
+	// in the page cache after a flush (segment.Options.CacheBytes); older
+	// durable bytes are dropped from it; default 16 MiB, at least 1 MiB;
+	// -1: never drop.
+	PageCacheBytes int64
 
 	// RetentionCheckInterval paces the retention passes (Kafka's
 	// log.retention.check.interval.ms); default 5m.
@@ -95,6 +100,7 @@ func DefaultConfig() Config {
 		Sync:                   segment.SyncAlways,
 		SyncInterval:           200 * time.Millisecond,
 		SegmentBytes:           DefaultSegmentBytes,
+		PageCacheBytes:         segment.DefaultCacheBytes,
 		RetentionCheckInterval: DefaultRetentionCheckInterval,
 		RetentionMs:            -1,
 		RetentionBytes:         -1,
@@ -137,6 +143,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"election-ticks", errors.New("must be >= 2")}
 	case c.SegmentBytes < 1<<20:
 		return &ConfigError{"segment-bytes", errors.New("must be >= 1 MiB")}
+	case c.PageCacheBytes != -1 && c.PageCacheBytes < 1<<20:
+		return &ConfigError{"page-cache-bytes", errors.New("must be -1 (never drop) or >= 1 MiB")}
 	case c.RetentionCheckInterval < 0:
 		return &ConfigError{"retention-check-interval", errors.New("must be > 0")}
 	case c.ProducerIDExpiration < 0:

@@ -185,7 +185,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DataDir:     cfg.DataDir,
 		Endpoint:    ep,
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
-			FS: cfg.LogFS, OnFailure: n.storageFailed, OnDiskFull: n.partitionDiskFull,
+			CacheBytes: cfg.PageCacheBytes,
+			FS:         cfg.LogFS, OnFailure: n.storageFailed, OnDiskFull: n.partitionDiskFull,
 			// Without fsync before acknowledging, a crash can leave a bad batch
 			// anywhere after the last flush, sealed segments included: truncate
 			// there (loudly) and let replication refetch from the leader. With

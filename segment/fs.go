@@ -114,7 +114,13 @@ func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 func (f *osFile) Truncate(size int64) error { return f.f.Truncate(size) }
-func (f *osFile) Close() error              { return f.f.Close() }
+
+// DropCache asks the kernel to drop the clean page cache of [off, off+n).
+func (f *osFile) DropCache(off, n int64) error {
+	return unix.Fadvise(int(f.f.Fd()), off, n, unix.FADV_DONTNEED)
+}
+
+func (f *osFile) Close() error { return f.f.Close() }
 
 func (f *osFile) Size() (int64, error) {
 	fi, err := f.f.Stat()
@@ -230,6 +236,15 @@ func (m *osMapping) Flush(off, n int) error {
 }
 
 func (m *osMapping) Unmap() error { return m.m.Unmap() }
+
+// DropPages drops this mapping's pages of [off, off+n) (page aligned):
+// the next access faults them in again from the page cache or the file.
+func (m *osMapping) DropPages(off, n int) error {
+	if n <= 0 || off < 0 || off+n > len(m.m) {
+		return nil
+	}
+	return unix.Madvise(m.m[off:off+n], unix.MADV_DONTNEED)
+}
 
 // isNoSpace reports whether err means the file system is full: a write
 // refused for lack of space. A failed flush is never that, whatever errno it

@@ -693,13 +693,17 @@ func (l *Log) flushAll() (int64, error) {
 		// the cut; what was written after it is not covered (Log.mu
 		// orders this against TruncateTo's update).
 		l.mu.RLock()
-		for s.cuts == cuts {
+		uncut := s.cuts == cuts
+		for uncut {
 			cur := s.flushed.Load()
 			if cur >= end || s.flushed.CompareAndSwap(cur, end) {
 				break
 			}
 		}
 		l.mu.RUnlock()
+		if uncut {
+			l.dropCache(s, mp, end)
+		}
 	}
 	return target, nil
 }

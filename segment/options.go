@@ -15,6 +15,7 @@ const (
 	DefaultRollAge       = 7 * 24 * time.Hour
 	DefaultMaxBatchBytes = 16<<20 - 1<<10
 	DefaultSyncInterval  = 200 * time.Millisecond
+	DefaultCacheBytes    = 16 << 20
 	// MaxSegmentBytes bounds a segment so that positions fit the index's uint32.
 	MaxSegmentBytes = math.MaxInt32
 )
@@ -48,6 +49,10 @@ type Options struct {
 	// record (for /metrics). It runs on the flushing goroutine and must
 	// return at once.
 	OnFlush func(took time.Duration, bytes int64)
+	// CacheBytes is how much of the active segment's end stays in the page
+	// cache after a flush; durable bytes before it are dropped from the
+	// cache (pagecache.go). Default DefaultCacheBytes; < 0: never drop.
+	CacheBytes int64
 	// OnDiskFull, if set, is called whenever an append (Append,
 	// AppendVerbatim) fails with ErrDiskFull, with the log's directory and
 	// the error. Like OnFailure it may run with the log's locks held.
@@ -75,6 +80,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = DefaultSyncInterval

@@ -56,6 +56,7 @@ type segment struct {
 	rollTime   time.Time // (w) when the segment got its first batch, or was found non-empty by Open
 
 	flushed  atomic.Int64 // bytes known durable
+	uncached atomic.Int64 // bytes from the start dropped from the page cache (dropCache)
 	badIndex atomic.Bool  // an index entry failed its check (indexedPos)
 }
 

@@ -65,6 +65,9 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	if s.flushed.Load() > pos {
 		s.flushed.Store(pos)
 	}
+	if page := pos &^ int64(pageSize-1); s.uncached.Load() > page {
+		s.uncached.Store(page) // the rewritten range is dropped again after its flush
+	}
 	s.idx.n, s.tidx.n = k, k
 	s.maxTs = s.recomputeMaxTs()
 	l.mu.leo = newLEO
