@@ -19,6 +19,7 @@ type Report struct {
 	Seconds            float64           `json:"seconds"`
 	Config             ReportConfig      `json:"config"`
 	Transport          *TransportResult  `json:"transport,omitempty"`
+	Disk               *DiskResult       `json:"disk,omitempty"`
 	Throughput         *ThroughputResult `json:"throughput,omitempty"`
 	Failover           *FailoverResult   `json:"failover,omitempty"`
 	ControllerFailover *ControllerResult `json:"controller_failover,omitempty"`
@@ -156,6 +157,11 @@ func (r *Report) WriteTable(out io.Writer) {
 		fmt.Fprintf(w, "\nTRANSPORT\traw QUIC, %d stream(s), %s%s\n", t.Streams, t.Cipher, gro)
 		fmt.Fprintf(w, "  throughput\t%.1f MB/s (median of %d rounds: %s)\n", t.MBPerSec, len(t.Rounds), floats(t.Rounds))
 	}
+	if d := r.Disk; d != nil {
+		fmt.Fprintf(w, "\nDISK\traw writes of %d KiB, each made durable (fdatasync), in %s\n", d.ChunkB>>10, d.Dir)
+		fmt.Fprintf(w, "  throughput\t%.1f MB/s (median of %d rounds: %s), dropping durable pages from the page cache as the nodes do\n", d.MBPerSec, len(d.Rounds), floats(d.Rounds))
+		fmt.Fprintf(w, "  page cache left to the OS\t%.1f MB/s (median of %s)\n", d.LeftCachedMBPerSec, floats(d.LeftCachedRounds))
+	}
 	if t := r.Throughput; t != nil {
 		tc := r.Config.Throughput
 		fmt.Fprintf(w, "\nTHROUGHPUT\t%d B records, acks=%s, RF %d, min ISR %d, fsync %s, %d partitions, %d producers, idempotence %v, batch %d B, linger %v\n",
@@ -164,6 +170,9 @@ func (r *Report) WriteTable(out io.Writer) {
 		fmt.Fprintf(w, "  throughput\t%.0f records/s, %.1f MB/s payload (%.1f MB/s replicated)\n", t.RecordsPerSec, t.MBPerSec, t.ReplicatedMBPerSec)
 		if t.TransportRatio > 0 {
 			fmt.Fprintf(w, "  transport ceiling\t%.2f of raw QUIC ÷ RF\n", t.TransportRatio)
+		}
+		if t.DiskRatio > 0 {
+			fmt.Fprintf(w, "  disk ceiling\t%.2f of raw disk write (replicated MB/s ÷ raw disk MB/s)\n", t.DiskRatio)
 		}
 		fmt.Fprintf(w, "  produce latency (full load)\t%s\n", lat(t.ProduceLatency))
 		if c := t.Consume; c != nil {

@@ -66,6 +66,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 
+	// The raw disk baseline, also before the cluster starts.
+	if cfg.Mode.runs(ModeTransport) || cfg.Mode.runs(ModeThroughput) {
+		bar := r.progress.steps("disk", cfg.Transport.Rounds, "rounds")
+		dk, err := runDisk(ctx, cfg.BaseDir, cfg.Transport.Duration, cfg.Transport.Rounds, func(done, _ int) { bar.step(done) })
+		bar.done()
+		if err != nil {
+			fail("disk", err)
+		} else {
+			rep.Disk = &dk
+		}
+	}
+
 	var clusterInfo map[string]any
 	if cfg.Mode != ModeTransport && ctx.Err() == nil {
 		if err := r.open(ctx); err != nil {
@@ -82,6 +94,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		t, err := r.runThroughput(ctx)
 		if t != nil && rep.Transport != nil && rep.Transport.MBPerSec > 0 {
 			t.TransportRatio = t.MBPerSec / (rep.Transport.MBPerSec / float64(cfg.Throughput.ReplicationFactor))
+		}
+		if t != nil && rep.Disk != nil && rep.Disk.MBPerSec > 0 {
+			t.DiskRatio = t.ReplicatedMBPerSec / rep.Disk.MBPerSec
 		}
 		rep.Throughput = t
 		if err != nil {

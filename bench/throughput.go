@@ -25,7 +25,12 @@ type ThroughputResult struct {
 	ReplicatedMBPerSec float64 `json:"replicated_mb_per_sec"`
 	// TransportRatio is MBPerSec ÷ (raw QUIC MB/s ÷ replication factor), when
 	// the transport baseline ran in the same invocation.
-	TransportRatio float64     `json:"transport_ceiling_ratio,omitempty"`
+	TransportRatio float64 `json:"transport_ceiling_ratio,omitempty"`
+	// DiskRatio is ReplicatedMBPerSec ÷ raw disk MB/s: every replica of the
+	// local cluster writes to the same disk, so the replicated bytes are
+	// what the disk takes (with --bootstrap it only says how this machine's
+	// disk compares).
+	DiskRatio      float64     `json:"disk_ceiling_ratio,omitempty"`
 	ProduceLatency Percentiles `json:"produce_latency_ms"` // at full load: mostly queueing
 	HalfLoad       *HalfLoad   `json:"half_load,omitempty"`
 	Consume        *Consume    `json:"consume,omitempty"`

@@ -62,8 +62,8 @@ func benchCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "consume-check", Value: t.ConsumeCheck, Usage: "read the full-load run back (consume throughput)", EnvVars: benchEnv("CONSUME_CHECK")},
 			&ucli.BoolFlag{Name: "cpu-probe", Value: t.CPUProbe, Usage: "during the latency run, time a fixed 10 µs piece of arithmetic every 2 ms to find windows where the machine's CPU itself ran slowly; reports them and the latency of the records clear of them (--cpu-probe=false to turn off)", EnvVars: benchEnv("CPU_PROBE")},
 			// Transport.
-			&ucli.DurationFlag{Name: "transport-duration", Value: d.Transport.Duration, Usage: "raw QUIC round length", EnvVars: benchEnv("TRANSPORT_DURATION")},
-			&ucli.IntFlag{Name: "transport-rounds", Value: d.Transport.Rounds, Usage: "raw QUIC rounds (median reported)", EnvVars: benchEnv("TRANSPORT_ROUNDS")},
+			&ucli.DurationFlag{Name: "transport-duration", Value: d.Transport.Duration, Usage: "raw QUIC and raw disk round length", EnvVars: benchEnv("TRANSPORT_DURATION")},
+			&ucli.IntFlag{Name: "transport-rounds", Value: d.Transport.Rounds, Usage: "raw QUIC and raw disk rounds (median reported)", EnvVars: benchEnv("TRANSPORT_ROUNDS")},
 			&ucli.IntFlag{Name: "transport-streams", Value: d.Transport.Streams, Usage: "raw QUIC parallel streams", EnvVars: benchEnv("TRANSPORT_STREAMS")},
 			// Failover.
 			&ucli.IntFlag{Name: "trials", Value: f.Trials, Usage: "failover (and controller-failover) trials", EnvVars: benchEnv("TRIALS")},

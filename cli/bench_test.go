@@ -96,6 +96,10 @@ func TestBenchTiny(t *testing.T) {
 		Transport struct {
 			MBPerSec float64 `json:"mb_per_sec"`
 		} `json:"transport"`
+		Disk struct {
+			MBPerSec float64 `json:"mb_per_sec"`
+			Dir      string  `json:"dir"`
+		} `json:"disk"`
 		Failover struct {
 			Trials        []map[string]any   `json:"trials"`
 			UnavailableMs map[string]float64 `json:"unavailable_ms"`
@@ -117,6 +121,8 @@ func TestBenchTiny(t *testing.T) {
 		t.Errorf("produce latency %v", rep.Throughput.ProduceLatency)
 	case rep.Transport.MBPerSec <= 0:
 		t.Errorf("transport %+v", rep.Transport)
+	case rep.Disk.MBPerSec <= 0 || rep.Disk.Dir != dir:
+		t.Errorf("disk %+v (want it measured in %s)", rep.Disk, dir)
 	case len(rep.Failover.Trials) != 1 || rep.Failover.UnavailableMs["max"] <= 0:
 		t.Errorf("failover %+v", rep.Failover)
 	case rep.Failover.LostRecords == nil || *rep.Failover.LostRecords != 0 || rep.Failover.Verified == 0:
