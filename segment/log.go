@@ -700,9 +700,14 @@ func (l *Log) flushAll() (int64, error) {
 				break
 			}
 		}
+		var file *fileRef // for dropCache: s.file changes under Log.mu
+		if uncut && l.dropDue(s, end) && s.file.tryAcquire() {
+			file = s.file
+		}
 		l.mu.RUnlock()
-		if uncut {
-			l.dropCache(s, mp, end)
+		if file != nil {
+			l.dropCache(s, mp, file, end)
+			file.release()
 		}
 	}
 	return target, nil

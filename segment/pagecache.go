@@ -24,11 +24,13 @@ package segment
 // a truncation) is never dropped by either. Tail readers (followers, caught
 // up consumers) read within the kept window; a consumer further behind reads
 // from disk, with readahead (the mapping is MADV_SEQUENTIAL).
-
+//
 // Nothing depends on the drop for correctness: a range dropped twice, or
 // never (a flush that a truncation cut, a sealed segment's last window), only
 // costs a system call or leaves pages for the kernel to evict. uncached is a
-// hint, kept page aligned and lowered by truncations.
+// hint, kept page aligned and lowered by truncations. The drop runs on the
+// flushing goroutine before the flush's waiters are released: measured here,
+// ~4 µs for the madvise and ~40 µs for the fadvise of 1 MiB, once per MiB.
 
 // dropStep is the least a drop covers: two system calls per MiB.
 const dropStep = 1 << 20
@@ -43,16 +45,19 @@ type cacheDropper interface {
 	DropCache(off, n int64) error
 }
 
-// dropCache drops the page cache of s below durable-CacheBytes (page
-// aligned), from where the last drop ended. mp is s's mapping, held by the
-// caller (the flush). Errors are ignored: the pages stay cached, as without
-// the drop.
-func (l *Log) dropCache(s *segment, mp *mapping, durable int64) {
+// dropDue reports whether a flush that made s durable up to durable has a
+// drop to do.
+func (l *Log) dropDue(s *segment, durable int64) bool {
 	keep := l.opts.CacheBytes
-	if keep < 0 {
-		return
-	}
-	upto := (durable - keep) &^ int64(pageSize-1)
+	return keep >= 0 && (durable-keep)&^int64(pageSize-1)-s.uncached.Load() >= dropStep
+}
+
+// dropCache drops the page cache of s below durable-CacheBytes (page
+// aligned), from where the last drop ended. mp is s's mapping and file its
+// file, both held by the caller (the flush). Errors are ignored: the pages
+// stay cached, as without the drop.
+func (l *Log) dropCache(s *segment, mp *mapping, file *fileRef, durable int64) {
+	upto := (durable - l.opts.CacheBytes) &^ int64(pageSize-1)
 	from := s.uncached.Load()
 	if upto-from < dropStep || !s.uncached.CompareAndSwap(from, upto) {
 		return
@@ -60,11 +65,7 @@ func (l *Log) dropCache(s *segment, mp *mapping, durable int64) {
 	if pd, ok := mp.m.(pageDropper); ok {
 		_ = pd.DropPages(int(from), int(upto-from))
 	}
-	if !s.file.tryAcquire() { // deleted meanwhile
-		return
-	}
-	if cd, ok := s.file.f.(cacheDropper); ok {
+	if cd, ok := file.f.(cacheDropper); ok {
 		_ = cd.DropCache(from, upto-from)
 	}
-	s.file.release()
 }
