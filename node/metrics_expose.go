@@ -132,6 +132,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_isr_expands_total", "Committed ISR changes of partitions led here that added a member.", bs.ISRExpands)
 	w.Counter("paymentlog_leader_changes_total", "Times a partition became led by this node (elections won here).", bs.LeaderChanges)
 	w.Counter("paymentlog_log_flush_bytes_total", "Bytes made durable by group-commit flushes of partition logs.", bs.FlushBytes)
+	w.Counter("paymentlog_log_page_cache_dropped_bytes_total", "Durable bytes of partition logs dropped from the page cache behind --page-cache-bytes.", bs.PageCacheDroppedBytes)
 	w.Counter("paymentlog_retention_deleted_segments_total", "Segments deleted by retention (and by following a leader's log start).", bs.RetentionDeletedSegments)
 	w.Counter("paymentlog_retention_failures_total", "Retention passes that failed (the segments stay; the disk fills).", bs.RetentionFailures)
 	w.Counter("paymentlog_producer_ids_expired_total", "Idle producer ids forgotten.", bs.ProducerIDsExpired)

@@ -53,6 +53,10 @@ type Options struct {
 	// cache after a flush; durable bytes before it are dropped from the
 	// cache (pagecache.go). Default DefaultCacheBytes; < 0: never drop.
 	CacheBytes int64
+	// OnCacheDrop, if set, is called after each page cache drop with the
+	// bytes it covered (for /metrics). It runs on the flushing goroutine
+	// and must return at once.
+	OnCacheDrop func(bytes int64)
 	// OnDiskFull, if set, is called whenever an append (Append,
 	// AppendVerbatim) fails with ErrDiskFull, with the log's directory and
 	// the error. Like OnFailure it may run with the log's locks held.

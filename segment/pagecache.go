@@ -68,4 +68,7 @@ func (l *Log) dropCache(s *segment, mp *mapping, file *fileRef, durable int64) {
 	if cd, ok := file.f.(cacheDropper); ok {
 		_ = cd.DropCache(from, upto-from)
 	}
+	if l.opts.OnCacheDrop != nil {
+		l.opts.OnCacheDrop(upto - from)
+	}
 }

@@ -67,7 +67,8 @@ func TestFlushDropsDurableBytesFromThePageCache(t *testing.T) {
 	for _, keep := range []int64{1 << 20, -1} {
 		dir := t.TempDir()
 		skipUnlessDropsPageCache(t, dir)
-		l := mustOpen(t, dir, Options{SegmentBytes: 64 << 20, CacheBytes: keep})
+		var reported int64
+		l := mustOpen(t, dir, Options{SegmentBytes: 64 << 20, CacheBytes: keep, OnCacheDrop: func(n int64) { reported += n }})
 		var want []Batch
 		var size int64
 		for i := 0; size < 8<<20; i++ {
@@ -99,6 +100,9 @@ func TestFlushDropsDurableBytesFromThePageCache(t *testing.T) {
 		}
 		if keep < 0 && dropped > 0 {
 			t.Errorf("keep -1: %d pages dropped", dropped)
+		}
+		if reported < int64(dropped*pageSize) || (keep < 0) != (reported == 0) {
+			t.Errorf("keep %d: OnCacheDrop reported %d bytes, %d pages were dropped", keep, reported, dropped)
 		}
 		t.Logf("keep %d: %d pages dropped, %d cached, of %d bytes", keep, dropped, kept, size)
 		got := readAll(t, l, 0)

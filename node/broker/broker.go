@@ -246,6 +246,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
 	b.cfg.Log.OnFlush = b.counters.onFlush(cfg.Log.OnFlush)
+	b.cfg.Log.OnCacheDrop = b.counters.onCacheDrop(cfg.Log.OnCacheDrop)
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.mu.parts = make(map[tp]*partition)
 	b.mu.addrs = make(map[int32]string)

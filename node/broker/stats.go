@@ -52,6 +52,9 @@ type Stats struct {
 	// Flushes and FlushBytes count group-commit flushes of partition logs
 	// and the bytes they made durable.
 	Flushes, FlushBytes uint64
+	// PageCacheDroppedBytes counts the durable bytes of partition logs
+	// dropped from the page cache (segment.Options.CacheBytes).
+	PageCacheDroppedBytes uint64
 }
 
 // Acks levels, the index of Latencies.Produce.
@@ -148,6 +151,7 @@ type counters struct {
 	produceLatency         [acksLevels]metrics.Histogram
 	flushLatency           metrics.Histogram
 	flushBytes             atomic.Uint64
+	cacheDropped           atomic.Uint64
 	isrShrinks, isrExpands atomic.Uint64
 	leaderChanges          atomic.Uint64
 	fetchRequests          atomic.Uint64
@@ -199,6 +203,17 @@ func (c *counters) onFlush(next func(time.Duration, int64)) func(time.Duration, 
 	}
 }
 
+// onCacheDrop returns the partition logs' segment.Options.OnCacheDrop: it
+// counts the bytes, then calls next (the configured one, if any).
+func (c *counters) onCacheDrop(next func(int64)) func(int64) {
+	return func(n int64) {
+		c.cacheDropped.Add(uint64(n))
+		if next != nil {
+			next(n)
+		}
+	}
+}
+
 // countISRChangeLocked counts a committed ISR change of a partition led
 // here, from before to the replica's ISR now; p.mu held.
 func (p *partition) countISRChangeLocked(before []int32) {
@@ -239,6 +254,8 @@ func (b *Broker) Stats() Stats {
 		FetchBytes:    b.counters.fetchBytes.Load(),
 		Flushes:       b.counters.flushLatency.Snapshot().Count,
 		FlushBytes:    b.counters.flushBytes.Load(),
+
+		PageCacheDroppedBytes: b.counters.cacheDropped.Load(),
 	}
 	for _, p := range b.partitions() {
 		if p.log != nil {
