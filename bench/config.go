@@ -96,7 +96,7 @@ type ThroughputConfig struct {
 	Fsync             string        // local cluster's --fsync: always
 	Idempotence       bool          // true
 	BatchBytes        int           // producer batch size; 1 MiB
-	Linger            time.Duration // 2ms
+	Linger            time.Duration // the client's default, 5ms
 	MaxInFlight       int           // per partition; 5
 	// BufferBytes bounds each producer's unacknowledged records; 16 MiB. At
 	// full load the queue it allows is what produce latency mostly measures.
@@ -156,7 +156,7 @@ func DefaultConfig() Config {
 			Fsync:             "always",
 			Idempotence:       true,
 			BatchBytes:        1 << 20,
-			Linger:            2 * time.Millisecond,
+			Linger:            client.DefaultLinger,
 			MaxInFlight:       5,
 			BufferBytes:       16 << 20,
 			HalfLoadDuration:  4 * time.Second,
