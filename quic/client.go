@@ -110,6 +110,8 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 		})
 		defer stop()
 	}
+	ent.calls.Add(1) // a call waiting long without an answer nudges conn (connPool.watch)
+	defer ent.calls.Add(-1)
 	// The request goes out without FIN: closing our side after reading the
 	// whole response tells the server it was delivered (see serveUnary).
 	werr := writeGated(ctx, ent.bulk, str, parts)
@@ -121,6 +123,9 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: buf}
 	f, err := fr.next()
 	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
+	if err == nil {
+		ent.answers.Add(1)
+	}
 	if err != nil {
 		str.CancelWrite(StreamCodeCanceled)
 		if ctx.Err() != nil {

@@ -122,3 +122,89 @@ func TestIdempotentCallNotResentOnOtherErrors(t *testing.T) {
 		t.Fatalf("RequestsResent = %d, want 0", n)
 	}
 }
+
+// typeHang never answers on the first server; the restarted one answers it.
+const typeHang FrameType = 7
+
+// inFlightAtRestart starts a call of typeHang (marked per ctx) that the first
+// server holds unanswered, kills that server while the call waits, starts a
+// new one on the same address and returns the call's result. The call's
+// deadline (4 s) is below the idle timeout (5 s): only a stateless reset
+// ends it in time, and the waiting call sends nothing that could draw one.
+func inFlightAtRestart(t *testing.T, mark func(context.Context) context.Context) (err error, served *atomic.Int64) {
+	t.Helper()
+	srv1, done1 := startServer(t, "127.0.0.1:0", Config{})
+	held := make(chan struct{}, 1)
+	srv1.Handle(typeHang, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
+		held <- struct{}{}
+		<-ctx.Done()
+		return 0, nil, ctx.Err()
+	})
+	addr := srv1.Addr()
+	cli := mustClient(t, Config{IdleTimeout: 30 * time.Second, KeepAlivePeriod: 200 * time.Millisecond})
+	// A path MTU probe is a large packet: one sent after the restart would
+	// draw the reset by itself, whenever quic-go happens to send it.
+	cli.dialCfg.DisablePathMTUDiscovery = true
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	if err := cli.Call(ctx, addr, typeEcho, echoMsg{N: 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- cli.Call(mark(ctx), addr, typeHang, echoMsg{N: 1}, nil) }()
+	select {
+	case <-held:
+	case err := <-errc:
+		t.Fatalf("call ended before the server held it: %v", err)
+	}
+	// Any packet the server sends from now on acknowledges the held
+	// request: once one arrived nothing is left to retransmit (a
+	// retransmission of the request would draw the reset by itself). The
+	// server's keep-alive sends one within a second at the latest.
+	conn := pooledConn(cli, addr)
+	rcv := conn.ConnectionStats().PacketsReceived
+	waitFor(t, 2*time.Second, "a packet from the server after it held the request", func() bool {
+		return conn.ConnectionStats().PacketsReceived > rcv
+	})
+	kill(srv1)
+	<-done1
+	var n atomic.Int64
+	srv2, err := New(context.Background(), Config{Addr: addr, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2.Handle(typeHang, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
+		n.Add(1)
+		return typeHang, echoMsg{N: 2}, nil
+	})
+	done2 := make(chan error, 1)
+	go func() { done2 <- srv2.Serve(context.Background()) }()
+	shutdownAtEnd(t, srv2, done2)
+	return <-errc, &n
+}
+
+// A call waiting on a peer that is killed and restarts meanwhile learns it
+// within a keep-alive period (the connection is nudged with a ping large
+// enough to draw the stateless reset), not at the idle timeout: an
+// Idempotent one is answered by the new process...
+func TestIdempotentCallInFlightAtRestartIsAnsweredByTheNewProcess(t *testing.T) {
+	err, served := inFlightAtRestart(t, Idempotent)
+	if err != nil {
+		t.Fatalf("idempotent call in flight across the restart: %v", err)
+	}
+	if n := served.Load(); n != 1 {
+		t.Fatalf("the new process processed %d requests, want 1", n)
+	}
+}
+
+// ...and a plain one fails with the reset (its outcome is unknown: the old
+// process held it), without reaching the new process.
+func TestCallInFlightAtRestartFailsWithTheReset(t *testing.T) {
+	err, served := inFlightAtRestart(t, func(ctx context.Context) context.Context { return ctx })
+	if !isStatelessReset(err) {
+		t.Fatalf("plain call in flight across the restart: %v, want a stateless reset", err)
+	}
+	if n := served.Load(); n != 0 {
+		t.Fatalf("the new process processed %d requests, want 0", n)
+	}
+}
