@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	qgo "github.com/quic-go/quic-go"
 )
@@ -124,7 +125,7 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 	f, err := fr.next()
 	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
 	if err == nil {
-		ent.answers.Add(1)
+		ent.lastAnswer.Store(time.Now().UnixNano())
 	}
 	if err != nil {
 		str.CancelWrite(StreamCodeCanceled)

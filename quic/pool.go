@@ -49,12 +49,12 @@ type poolEntry struct {
 	// Both guarded by connPool.mu.
 	probe chan struct{}
 	stale bool
-	// calls counts the Calls waiting for an answer on conn, answers the
-	// answers they received; nudging is set while a nudge ping runs (see
-	// connPool.watch).
-	calls   atomic.Int32
-	answers atomic.Uint64
-	nudging atomic.Bool
+	// calls counts the Calls waiting for an answer on conn; lastAnswer is
+	// when one last got its answer (UnixNano; the dial's end before any);
+	// nudging is set while a nudge ping runs (see connPool.watch).
+	calls      atomic.Int32
+	lastAnswer atomic.Int64
+	nudging    atomic.Bool
 }
 
 func newConnPool(e *Endpoint) *connPool {
@@ -161,6 +161,7 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 		}
 	}
 	p.e.stats.watch(conn)
+	ent.lastAnswer.Store(ent.dialedAt.UnixNano())
 	close(ent.ready)
 	go p.watch(addr, ent)
 }
@@ -175,30 +176,30 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 // the idle timeout (measured: 6 s with the default 5 s). So when calls wait
 // and none was answered for a keep-alive period, the connection gets a
 // liveness ping (reconnect.go), padded to draw the reset: the waiting calls
-// then fail within a period and a round trip (an Idempotent one is sent
-// again to the new process; see resend.go). The ping's own outcome is
-// ignored: a peer slow to answer is not dead, and a dead one that did not
-// restart is left to the idle timeout.
+// then fail within 1.25 periods and a round trip of the last answer (an
+// Idempotent one is sent again to the new process; see resend.go). The
+// ping's own outcome is ignored: a peer slow to answer is not dead, and a
+// dead one that did not restart is left to the idle timeout. A busy
+// connection, answered all the time, is never pinged.
 func (p *connPool) watch(addr string, ent *poolEntry) {
 	conn := ent.conn
-	t := time.NewTicker(p.e.cfg.KeepAlivePeriod)
+	period := p.e.cfg.KeepAlivePeriod
+	t := time.NewTicker(period / 4)
 	defer t.Stop()
-	var seen uint64
 	for {
 		select {
 		case <-conn.Context().Done():
 			p.remove(addr, ent)
 			p.e.log.Debug("quic: connection closed", "peer", addr, "err", describe(context.Cause(conn.Context())))
 			return
-		case <-t.C:
-			n := ent.answers.Load()
-			if n == seen && ent.calls.Load() > 0 && !ent.nudging.Swap(true) {
+		case now := <-t.C:
+			silent := now.Sub(time.Unix(0, ent.lastAnswer.Load()))
+			if silent >= period && ent.calls.Load() > 0 && !ent.nudging.Swap(true) {
 				go func() {
 					defer ent.nudging.Store(false)
 					_ = p.e.ping(conn, p.e.cfg.HandshakeTimeout)
 				}()
 			}
-			seen = n
 		}
 	}
 }

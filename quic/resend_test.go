@@ -60,9 +60,11 @@ func TestIdempotentCallToRestartedPeerSucceedsFirstTime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	var got echoMsg
+	start := time.Now()
 	if err := cli.Call(Idempotent(ctx), addr, typeCount, echoMsg{N: 2, Data: make([]byte, 100)}, &got); err != nil {
 		t.Fatalf("first idempotent call to the restarted peer: %v", err)
 	}
+	t.Logf("first call after the restart answered in %s (reset, redial, resend)", time.Since(start))
 	if got.N != 2 {
 		t.Fatalf("answer N = %d, want 2", got.N)
 	}
@@ -168,6 +170,7 @@ func inFlightAtRestart(t *testing.T, mark func(context.Context) context.Context)
 	})
 	kill(srv1)
 	<-done1
+	defer func(start time.Time) { t.Logf("the call ended %s after the restart", time.Since(start)) }(time.Now())
 	var n atomic.Int64
 	srv2, err := New(context.Background(), Config{Addr: addr, Logger: quietLogger()})
 	if err != nil {
