@@ -64,7 +64,9 @@ func (e *Endpoint) CallRaw(ctx context.Context, addr string, t FrameType, body [
 // resend.go).
 func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, error) {
 	f, conn, err := e.roundTripOnce(ctx, addr, parts, buf)
-	if err == nil || conn == nil || ctx.Err() != nil || !isIdempotent(ctx) || !peerLostConn(conn, err) {
+	var answer *RemoteError // the peer answered: processed, whatever happened to conn since
+	if err == nil || conn == nil || ctx.Err() != nil || !isIdempotent(ctx) || errors.As(err, &answer) ||
+		!peerLostConn(conn, err) {
 		return f, err
 	}
 	e.pool.drop(addr, conn)

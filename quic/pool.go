@@ -184,7 +184,7 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 func (p *connPool) watch(addr string, ent *poolEntry) {
 	conn := ent.conn
 	period := p.e.cfg.KeepAlivePeriod
-	t := time.NewTicker(period / 4)
+	t := time.NewTicker(max(period/4, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
