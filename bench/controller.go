@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"paymentlog/quic"
 	"paymentlog/wire"
 )
 
@@ -173,7 +174,10 @@ func (r *runner) createUntilCommitted(ctx context.Context, addrs []string, name 
 				defer ccancel()
 				var resp wire.CreateTopicResponse
 				req := &wire.CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1, MinISR: 1}
-				err := r.ep.Call(cctx, addr, wire.TypeCreateTopic, req, &resp)
+				// Idempotent for this loop: TopicAlreadyExists counts as
+				// committed, so a resend to a node restarted since the
+				// connection was made (see quic.Idempotent) changes nothing.
+				err := r.ep.Call(quic.Idempotent(cctx), addr, wire.TypeCreateTopic, req, &resp)
 				if err == nil && resp.Err != wire.None && resp.Err != wire.TopicAlreadyExists {
 					err = resp.Err.Err(resp.Message)
 				}

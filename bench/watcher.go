@@ -80,7 +80,7 @@ func (w *watcher) poll(addr string) {
 	for {
 		ctx, cancel := context.WithTimeout(w.ctx, w.timeout)
 		var md wire.MetadataResponse
-		err := w.tr.Call(ctx, addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: w.topics}, &md)
+		err := w.tr.Call(quic.Idempotent(ctx), addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: w.topics}, &md)
 		cancel()
 		if err == nil && md.Err == wire.None {
 			w.offer(view{at: time.Now(), from: addr, md: &md})

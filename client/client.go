@@ -87,11 +87,26 @@ func (c *Client) isClosed() bool {
 }
 
 // call sends one request and decodes the response, bounded by timeout.
+// Read-only requests go out marked quic.Idempotent: when the node restarted
+// since the pooled connection was made, the transport sends them again to
+// the new process instead of failing them.
 func (c *Client) call(ctx context.Context, addr string, t quic.FrameType, req, resp any) error {
 	if c.isClosed() {
 		return ErrClientClosed
 	}
+	if readOnly(t) {
+		ctx = quic.Idempotent(ctx)
+	}
 	return c.tr.Call(ctx, addr, t, req, resp)
+}
+
+// readOnly reports whether requests of type t change nothing on the node.
+func readOnly(t quic.FrameType) bool {
+	switch t {
+	case wire.TypeMetadata, wire.TypeDescribeCluster, wire.TypeFetch, wire.TypeListOffsets:
+		return true
+	}
+	return false
 }
 
 // Bootstrap returns the configured bootstrap addresses.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"paymentlog/quic"
 	"paymentlog/segment"
 	"paymentlog/wire"
 )
@@ -470,6 +471,15 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 		TimeoutMs: int32(pp.p.cfg.RequestTimeout / time.Millisecond),
 		Topic:     pp.topic,
 		Parts:     []wire.ProducePartition{{Partition: pp.part, LeaderEpoch: ld.epoch, Batch: wire.Bytes(b.encoded)}},
+	}
+	if pp.p.cfg.idempotent() {
+		// The partition deduplicates the batch by producer id and sequence,
+		// so a second copy changes nothing: the transport may send it again
+		// to a leader that restarted since the connection was made, as this
+		// producer's own retry would (see quic.Idempotent). A batch without
+		// a producer id may have been appended by the process that died: it
+		// is left to the retry policy.
+		ctx = quic.Idempotent(ctx)
 	}
 	go func() {
 		var resp wire.ProduceResponse

@@ -97,7 +97,7 @@ func checkControllerMembership(ctx context.Context, ep *quic.Endpoint, cfg Confi
 	for _, id := range others {
 		go func() {
 			var resp wire.DescribeQuorumResponse
-			err := ep.Call(quic.ExpectNode(ctx, id), cfg.Controllers[id], wire.TypeDescribeQuorum, wire.DescribeQuorumRequest{}, &resp)
+			err := ep.Call(quic.Idempotent(quic.ExpectNode(ctx, id)), cfg.Controllers[id], wire.TypeDescribeQuorum, wire.DescribeQuorumRequest{}, &resp)
 			answers <- answer{id, resp, err}
 		}()
 	}

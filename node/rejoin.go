@@ -77,7 +77,7 @@ func describeControllers(ctx context.Context, n *Node, timeout time.Duration) []
 	for _, id := range others {
 		go func() {
 			var resp wire.DescribeQuorumResponse
-			err := n.ep.Call(quic.ExpectNode(ctx, id), n.cfg.Controllers[id], wire.TypeDescribeQuorum, wire.DescribeQuorumRequest{}, &resp)
+			err := n.ep.Call(quic.Idempotent(quic.ExpectNode(ctx, id)), n.cfg.Controllers[id], wire.TypeDescribeQuorum, wire.DescribeQuorumRequest{}, &resp)
 			answers <- quorumAnswer{id, resp, err}
 		}()
 	}

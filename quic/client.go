@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	qgo "github.com/quic-go/quic-go"
 )
@@ -57,32 +58,52 @@ func (e *Endpoint) CallRaw(ctx context.Context, addr string, t FrameType, body [
 
 // roundTrip writes one request frame on a new stream and reads the response
 // into buf (grown as needed). A connection found dead before the request was
-// written is replaced once.
+// written is replaced once. A request marked Idempotent whose connection
+// turned out to belong to a process that no longer exists (a stateless
+// reset: the peer restarted) is sent once more on a new connection (see
+// resend.go).
 func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, error) {
+	f, conn, err := e.roundTripOnce(ctx, addr, parts, buf)
+	var answer *RemoteError // the peer answered: processed, whatever happened to conn since
+	if err == nil || conn == nil || ctx.Err() != nil || !isIdempotent(ctx) || errors.As(err, &answer) ||
+		!peerLostConn(conn, err) {
+		return f, err
+	}
+	e.pool.drop(addr, conn)
+	e.stats.resent.Add(1)
+	e.log.Debug("quic: resending an idempotent request: the peer restarted", "peer", addr, "err", describe(err))
+	f, _, err = e.roundTripOnce(ctx, addr, parts, buf)
+	return f, err
+}
+
+// roundTripOnce is one attempt of roundTrip. conn is the connection the
+// request was written to (nil if it never was).
+func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, *qgo.Conn, error) {
 	if err := ctx.Err(); err != nil {
-		return Frame{}, &OpError{Op: "call", Addr: addr, Err: err}
+		return Frame{}, nil, &OpError{Op: "call", Addr: addr, Err: err}
 	}
 	var (
-		str *qgo.Stream
-		ent *poolEntry
+		str  *qgo.Stream
+		ent  *poolEntry
+		conn *qgo.Conn
 	)
 	for attempt := 0; ; attempt++ {
 		var err error
 		ent, err = e.pool.entry(ctx, addr)
 		if err != nil {
-			return Frame{}, err
+			return Frame{}, nil, err
 		}
-		conn := ent.conn
+		conn = ent.conn
 		str, err = conn.OpenStreamSync(ctx)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			return Frame{}, &OpError{Op: "call", Addr: addr, Err: ctx.Err()}
+			return Frame{}, nil, &OpError{Op: "call", Addr: addr, Err: ctx.Err()}
 		}
 		e.pool.drop(addr, conn)
 		if attempt > 0 || !isConnGone(err) {
-			return Frame{}, opError("call", addr, err)
+			return Frame{}, nil, opError("call", addr, err)
 		}
 	}
 	if ctx.Done() != nil {
@@ -92,6 +113,8 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, b
 		})
 		defer stop()
 	}
+	ent.calls.Add(1) // a call waiting long without an answer nudges conn (connPool.watch)
+	defer ent.calls.Add(-1)
 	// The request goes out without FIN: closing our side after reading the
 	// whole response tells the server it was delivered (see serveUnary).
 	werr := writeGated(ctx, ent.bulk, str, parts)
@@ -103,26 +126,29 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, b
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: buf}
 	f, err := fr.next()
 	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
+	if err == nil {
+		ent.lastAnswer.Store(time.Now().UnixNano())
+	}
 	if err != nil {
 		str.CancelWrite(StreamCodeCanceled)
 		if ctx.Err() != nil {
-			return Frame{}, &OpError{Op: "call", Addr: addr, Err: ctx.Err()}
+			return Frame{}, conn, &OpError{Op: "call", Addr: addr, Err: ctx.Err()}
 		}
 		if werr != nil {
 			err = werr
 		} else if errIsEOF(err) {
 			err = errors.New("peer closed the stream without a response")
 		}
-		return Frame{}, opError("call", addr, err)
+		return Frame{}, conn, opError("call", addr, err)
 	}
 	if werr == nil {
 		str.Close()
 	}
 	if f.Type == FrameError {
 		rerr := remoteErrorFrom(addr, f)
-		return Frame{}, rerr
+		return Frame{}, conn, rerr
 	}
-	return f, nil
+	return f, conn, nil
 }
 
 // OpenSession opens a long-lived stream to addr whose first frame is (t,

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"sync"
+	"sync/atomic"
 
 	qgo "github.com/quic-go/quic-go"
 )
@@ -18,6 +19,9 @@ type TransportStats struct {
 	// loss thresholds. Their frames were sent again.
 	PacketsLost uint64
 	BytesSent   uint64
+	// RequestsResent counts Idempotent requests sent a second time because
+	// their connection's peer had restarted (see resend.go).
+	RequestsResent uint64
 }
 
 // connStats keeps the live connections and the totals of closed ones.
@@ -25,6 +29,7 @@ type connStats struct {
 	mu      sync.Mutex
 	live    map[*qgo.Conn]struct{}
 	retired TransportStats
+	resent  atomic.Uint64
 }
 
 // watch counts c from now until it closes.
@@ -55,6 +60,7 @@ func (s *connStats) snapshot() TransportStats {
 	defer s.mu.Unlock()
 	t := s.retired
 	t.Conns = len(s.live)
+	t.RequestsResent = s.resent.Load()
 	for c := range s.live {
 		t.add(c.ConnectionStats())
 	}

@@ -486,7 +486,7 @@ func (n *Nemesis) DescribeReplica(ctx context.Context, id, p int32) (*wire.Descr
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var resp wire.DescribeReplicaResponse
-	if err := ep.Call(ctx, n.C.Node(id).Addr, wire.TypeDescribeReplica, &wire.DescribeReplicaRequest{Topic: n.Topic, Partition: p}, &resp); err != nil {
+	if err := ep.Call(quic.Idempotent(ctx), n.C.Node(id).Addr, wire.TypeDescribeReplica, &wire.DescribeReplicaRequest{Topic: n.Topic, Partition: p}, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Err != wire.None {

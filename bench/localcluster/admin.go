@@ -88,7 +88,7 @@ func (c *Cluster) NodeMetadata(ctx context.Context, id int32, topics ...string) 
 	ctx, cancel := context.WithTimeout(ctx, metadataCallTimeout)
 	defer cancel()
 	var resp wire.MetadataResponse
-	if err := ep.Call(ctx, n.addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: topics}, &resp); err != nil {
+	if err := ep.Call(quic.Idempotent(ctx), n.addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: topics}, &resp); err != nil {
 		return nil, fmt.Errorf("localcluster: node %d: metadata: %w", id, err)
 	}
 	if resp.Err != wire.None {
