@@ -50,6 +50,13 @@ func startDiskFullCluster(t *testing.T, ctx context.Context) *dfCluster {
 // startDiskFullClusterOn is startDiskFullCluster on fsType (ext4 or tmpfs).
 func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *dfCluster {
 	t.Helper()
+	return startDiskFullClusterSized(t, ctx, fsType, dfDiskMiB)
+}
+
+// startDiskFullClusterSized is startDiskFullClusterOn with disks of
+// diskMiB and extra arguments for every node.
+func startDiskFullClusterSized(t *testing.T, ctx context.Context, fsType string, diskMiB int, extra ...string) *dfCluster {
+	t.Helper()
 	requireDiskTools(t)
 	base, imgs := t.TempDir(), t.TempDir()
 	dc := &dfCluster{t: t, disks: map[int32]*smallDisk{}, acked: map[int64]string{}, errs: map[string]int{}}
@@ -64,7 +71,7 @@ func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *d
 		if len(dirs) != 1 {
 			return nil, fmt.Errorf("data dir of node %d: found %v", id, dirs)
 		}
-		d := newSmallDisk(t, imgs, dirs[0], dfDiskMiB, fsType)
+		d := newSmallDisk(t, imgs, dirs[0], diskMiB, fsType)
 		dc.disks[id] = d
 		return d, nil
 	}
@@ -72,11 +79,11 @@ func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *d
 		Binary:   binary,
 		BaseDir:  base,
 		Insecure: true,
-		ExtraArgs: []string{
+		ExtraArgs: append([]string{
 			"--segment-bytes", fmt.Sprint(1 << 20),
 			"--replica-lag-time", "1s",
 			"--log-level", "info",
-		},
+		}, extra...),
 		BeforeStart: func(ctx context.Context, id int32) error {
 			_, err := disk(id)
 			return err
