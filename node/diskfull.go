@@ -59,6 +59,7 @@ type diskFull struct {
 	// incarnation: the node's incarnation is still to be recorded (the
 	// disk was full at start).
 	incarnation bool
+	raftStalled bool       // the metadata log was stalled on a full disk at the last look
 	resume      diskResume // when a full disk lets the node resume
 	whyLogged   time.Time  // when the resume rule's refusal was last logged
 
@@ -73,9 +74,14 @@ type diskFull struct {
 // partitionDiskFull is segment.Options.OnDiskFull: it may run with a log's
 // locks held, so it only records.
 func (n *Node) partitionDiskFull(dir string, err error) {
+	n.disk.mu.Lock()
+	defer n.disk.mu.Unlock()
+	n.filledLocked(err)
+}
+
+// filledLocked marks the disk full (disk.mu held).
+func (n *Node) filledLocked(err error) {
 	d := &n.disk
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if !d.full {
 		d.full, d.since, d.err = true, time.Now(), err
 		d.resume.filled(d.since)
@@ -85,14 +91,21 @@ func (n *Node) partitionDiskFull(dir string, err error) {
 // diskFullReason says why this node's disk counts as full ("" when it does
 // not).
 func (n *Node) diskFullReason() string {
-	if s := n.raft.Status().DiskFull; s != "" {
-		// Resuming then also waits for the probe and the resume rule.
-		n.partitionDiskFull(n.cfg.DataDir, errors.New("metadata log: "+s))
-		return "metadata log: " + s
-	}
+	s := n.raft.Status().DiskFull
 	d := &n.disk
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	stalled := s != ""
+	if stalled && !d.raftStalled {
+		// A stall that starts counts as a filling: resuming then also waits
+		// for the probe and the resume rule. Only when it starts: the stall
+		// outlives the probe's verdict by up to a raft retry.
+		n.filledLocked(errors.New("metadata log: " + s))
+	}
+	d.raftStalled = stalled
+	if stalled {
+		return "metadata log: " + s
+	}
 	if d.full {
 		return d.err.Error()
 	}
