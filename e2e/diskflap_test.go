@@ -114,13 +114,7 @@ func TestDiskNearlyFullDoesNotFlap(t *testing.T) {
 	// Real room: it recovers as before.
 	disk.free(t)
 	start := time.Now()
-	waitFor(ctx, t, 20*time.Second, fmt.Sprintf("node %d back in the ISR", victim), func() (bool, string) {
-		pm, _, err := dc.partition(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return slices.Contains(pm.ISR, victim), fmt.Sprintf("isr %v", pm.ISR)
-	})
+	dc.waitISR(ctx, victim, true, 20*time.Second)
 	t.Logf("node %d back in the ISR %v after the disk was freed", victim, time.Since(start).Round(time.Millisecond))
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after space returned")
 	stop()

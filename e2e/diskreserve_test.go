@@ -25,12 +25,7 @@ func TestDiskFullRetentionFreesSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var victim int32 = -1
-	for _, id := range pm.Replicas {
-		if id != pm.Leader && (victim < 0 || id != ctrl) {
-			victim = id
-		}
-	}
+	victim := follower(pm, ctrl)
 	t.Logf("leader %d, controller %d, filling follower %d", pm.Leader, ctrl, victim)
 	stop := dc.producer(ctx)
 	defer func() {
@@ -43,13 +38,7 @@ func TestDiskFullRetentionFreesSpace(t *testing.T) {
 	disk := dc.disks[victim]
 	disk.fill(t)
 	filled := time.Now()
-	waitFor(ctx, t, 15*time.Second, fmt.Sprintf("node %d out of the ISR", victim), func() (bool, string) {
-		pm, _, err := dc.partition(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return !slices.Contains(pm.ISR, victim), fmt.Sprintf("isr %v", pm.ISR)
-	})
+	dc.waitISR(ctx, victim, false, 15*time.Second)
 	dc.requireLog(victim, "disk full: holding back broker heartbeats")
 	stop()
 	stop = nil
