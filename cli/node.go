@@ -49,6 +49,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.Int64Flag{Name: "retention-ms", Value: d.RetentionMs, Usage: "default retention.ms for topics that set none (-1: forever)", EnvVars: envs("RETENTION_MS")},
 				&ucli.Int64Flag{Name: "retention-bytes", Value: d.RetentionBytes, Usage: "default retention.bytes per partition for topics that set none (-1: unlimited)", EnvVars: envs("RETENTION_BYTES")},
 				&ucli.DurationFlag{Name: "producer-id-expiration", Value: d.ProducerIDExpiration, Usage: "forget an idempotent producer id idle this long (checked every --retention-check-interval)", EnvVars: envs("PRODUCER_ID_EXPIRATION")},
+				&ucli.IntFlag{Name: "disk-resume-free-percent", Value: d.DiskResumeFreePercent, Usage: "a node whose disk filled resumes only once this percentage of the data directory's file system is free (0: as soon as 1 MiB fits)", EnvVars: envs("DISK_RESUME_FREE_PERCENT")},
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
 				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
 				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
@@ -117,6 +118,7 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	if cfg.ProducerIDExpiration <= 0 {
 		return nodeOptions{}, fmt.Errorf("--producer-id-expiration: must be > 0")
 	}
+	cfg.DiskResumeFreePercent = c.Int("disk-resume-free-percent")
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	cfg.ReplicaLagTime = c.Duration("replica-lag-time")

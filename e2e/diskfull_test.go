@@ -50,6 +50,13 @@ func startDiskFullCluster(t *testing.T, ctx context.Context) *dfCluster {
 // startDiskFullClusterOn is startDiskFullCluster on fsType (ext4 or tmpfs).
 func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *dfCluster {
 	t.Helper()
+	return startDiskFullClusterSized(t, ctx, fsType, dfDiskMiB)
+}
+
+// startDiskFullClusterSized is startDiskFullClusterOn with disks of
+// diskMiB and extra arguments for every node.
+func startDiskFullClusterSized(t *testing.T, ctx context.Context, fsType string, diskMiB int, extra ...string) *dfCluster {
+	t.Helper()
 	requireDiskTools(t)
 	base, imgs := t.TempDir(), t.TempDir()
 	dc := &dfCluster{t: t, disks: map[int32]*smallDisk{}, acked: map[int64]string{}, errs: map[string]int{}}
@@ -64,7 +71,7 @@ func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *d
 		if len(dirs) != 1 {
 			return nil, fmt.Errorf("data dir of node %d: found %v", id, dirs)
 		}
-		d := newSmallDisk(t, imgs, dirs[0], dfDiskMiB, fsType)
+		d := newSmallDisk(t, imgs, dirs[0], diskMiB, fsType)
 		dc.disks[id] = d
 		return d, nil
 	}
@@ -72,11 +79,11 @@ func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *d
 		Binary:   binary,
 		BaseDir:  base,
 		Insecure: true,
-		ExtraArgs: []string{
+		ExtraArgs: append([]string{
 			"--segment-bytes", fmt.Sprint(1 << 20),
 			"--replica-lag-time", "1s",
 			"--log-level", "info",
-		},
+		}, extra...),
 		BeforeStart: func(ctx context.Context, id int32) error {
 			_, err := disk(id)
 			return err
@@ -343,14 +350,7 @@ func TestDiskFullFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The follower: not the leader, and not the active controller if it can
-	// be helped (a full controller is TestDiskFullController's case).
-	var victim int32 = -1
-	for _, id := range pm.Replicas {
-		if id != pm.Leader && (victim < 0 || id != ctrl) {
-			victim = id
-		}
-	}
+	victim := follower(pm, ctrl)
 	t.Logf("leader %d, controller %d, filling follower %d", pm.Leader, ctrl, victim)
 	stop := dc.producer(ctx)
 	defer func() {
@@ -360,13 +360,7 @@ func TestDiskFullFollower(t *testing.T) {
 	}()
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes before the disk fills")
 	dc.disks[victim].fill(t)
-	waitFor(ctx, t, 15*time.Second, fmt.Sprintf("node %d out of the ISR", victim), func() (bool, string) {
-		pm, _, err := dc.partition(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return !slices.Contains(pm.ISR, victim), fmt.Sprintf("isr %v", pm.ISR)
-	})
+	dc.waitISR(ctx, victim, false, 15*time.Second)
 	// Metadata changes while the disk is full (the full node is fenced:
 	// two brokers are available).
 	dc.createTopics(ctx, 3, 2)
@@ -379,13 +373,7 @@ func TestDiskFullFollower(t *testing.T) {
 		t.Fatalf("node %d is not running with its disk full", victim)
 	}
 	dc.disks[victim].free(t)
-	waitFor(ctx, t, 20*time.Second, fmt.Sprintf("node %d back in the ISR", victim), func() (bool, string) {
-		pm, _, err := dc.partition(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return slices.Contains(pm.ISR, victim), fmt.Sprintf("isr %v", pm.ISR)
-	})
+	dc.waitISR(ctx, victim, true, 20*time.Second)
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after space returned")
 	stop()
 	stop = nil
@@ -554,4 +542,33 @@ func (dc *dfCluster) requireLog(id int32, s string) {
 	if !strings.Contains(string(b), s) {
 		dc.t.Errorf("node %d never logged %q", id, s)
 	}
+}
+
+// follower picks partition pm's follower to fill: not the leader, and not
+// the active controller ctrl if that can be helped (a full controller is
+// TestDiskFullController's case).
+func follower(pm wire.PartitionMetadata, ctrl int32) int32 {
+	var victim int32 = -1
+	for _, id := range pm.Replicas {
+		if id != pm.Leader && (victim < 0 || id != ctrl) {
+			victim = id
+		}
+	}
+	return victim
+}
+
+// waitISR waits until node id is in partition 0's ISR (in) or out of it.
+func (dc *dfCluster) waitISR(ctx context.Context, id int32, in bool, d time.Duration) {
+	dc.t.Helper()
+	what := fmt.Sprintf("node %d out of the ISR", id)
+	if in {
+		what = fmt.Sprintf("node %d back in the ISR", id)
+	}
+	waitFor(ctx, dc.t, d, what, func() (bool, string) {
+		pm, _, err := dc.partition(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(pm.ISR, id) == in, fmt.Sprintf("isr %v", pm.ISR)
+	})
 }

@@ -213,3 +213,20 @@ func waitFor(ctx context.Context, t *testing.T, d time.Duration, what string, co
 		}
 	}
 }
+
+// release frees n bytes of the newest filler file (its tail), as when
+// something else on the disk frees a little room.
+func (d *smallDisk) release(t *testing.T, n int64) {
+	t.Helper()
+	if len(d.filler) == 0 {
+		t.Fatal("release: the disk was not filled")
+	}
+	name := d.filler[len(d.filler)-1]
+	fi, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(name, max(fi.Size()-n, 0)); err != nil {
+		t.Fatal(err)
+	}
+}

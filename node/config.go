@@ -40,6 +40,12 @@ type Config struct {
 	// idempotent producer (Kafka's producer.id.expiration.ms); default 24h.
 	ProducerIDExpiration time.Duration
 
+	// DiskResumeFreePercent: a node whose disk filled resumes (heartbeats
+	// again, so that the controller unfences it) only once its data
+	// directory's file system has at least this share of its size free
+	// (diskresume.go); default 10, 0..90; 0: as soon as the 1 MiB probe fits.
+	DiskResumeFreePercent int
+
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
 	ReplicaLagTime    time.Duration // default 2s
@@ -78,6 +84,7 @@ const (
 	DefaultReplicaLagTime         = 2 * time.Second
 	DefaultRaftTick               = 25 * time.Millisecond
 	DefaultElectionTicks          = 10
+	DefaultDiskResumeFreePercent  = 10
 )
 
 // Why these timings: a dead broker is noticed only by silence (a SIGKILLed
@@ -110,6 +117,7 @@ func DefaultConfig() Config {
 		ReplicaLagTime:         DefaultReplicaLagTime,
 		RaftTick:               DefaultRaftTick,
 		ElectionTicks:          DefaultElectionTicks,
+		DiskResumeFreePercent:  DefaultDiskResumeFreePercent,
 	}
 }
 
@@ -153,6 +161,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-ms", errors.New("must be >= -1")}
 	case c.RetentionBytes < -1:
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
+	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
+		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
 	}
 	if a, ok := c.Controllers[c.ID]; ok && a != c.Addr {
 		return &ConfigError{"controllers", fmt.Errorf("lists node %d at %s but --addr is %s", c.ID, a, c.Addr)}

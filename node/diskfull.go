@@ -28,13 +28,16 @@ import (
 // and it keeps serving reads.
 //
 // The disk counts as full from the first append refused for lack of space
-// (segment.Options.OnDiskFull) until a probe, every diskProbeInterval,
-// manages to write and fsync diskProbeBytes in the data directory; and
-// while the metadata log is stalled on it (raftnode Status.DiskFull), until
-// that log has persisted what it could not. Then heartbeats resume: the
-// controller unfences the node once it has applied the metadata log, its
-// followers catch up and rejoin the ISR, and preferred-leader election
-// gives its leaderships back.
+// (segment.Options.OnDiskFull), or the first time the metadata log is
+// stalled on it (raftnode Status.DiskFull), until a probe, every
+// diskProbeInterval, manages to write and fsync diskProbeBytes in the data
+// directory and the resume rule (diskresume.go: enough free space, no
+// backoff after a relapse) lets it go; and while the metadata log is
+// stalled, until that log has persisted what it could not. Then heartbeats
+// resume: the controller unfences the node once it has applied the metadata
+// log, its followers catch up and rejoin the ISR, and preferred-leader
+// election gives its leaderships back. The probe loop also keeps the disk
+// reserve (diskreserve.go) in place whenever there is room for it.
 
 const (
 	diskProbeInterval = time.Second
@@ -56,28 +59,53 @@ type diskFull struct {
 	// incarnation: the node's incarnation is still to be recorded (the
 	// disk was full at start).
 	incarnation bool
+	raftStalled bool       // the metadata log was stalled on a full disk at the last look
+	resume      diskResume // when a full disk lets the node resume
+	whyLogged   time.Time  // when the resume rule's refusal was last logged
+
+	// reserve guards the disk reserve file (diskreserve.go); not mu: the
+	// reserve is created and removed (I/O) with it held.
+	reserve struct {
+		sync.Mutex
+		present bool
+	}
 }
 
 // partitionDiskFull is segment.Options.OnDiskFull: it may run with a log's
 // locks held, so it only records.
 func (n *Node) partitionDiskFull(dir string, err error) {
+	n.disk.mu.Lock()
+	defer n.disk.mu.Unlock()
+	n.filledLocked(err)
+}
+
+// filledLocked marks the disk full (disk.mu held).
+func (n *Node) filledLocked(err error) {
 	d := &n.disk
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if !d.full {
 		d.full, d.since, d.err = true, time.Now(), err
+		d.resume.filled(d.since)
 	}
 }
 
 // diskFullReason says why this node's disk counts as full ("" when it does
 // not).
 func (n *Node) diskFullReason() string {
-	if s := n.raft.Status().DiskFull; s != "" {
-		return "metadata log: " + s
-	}
+	s := n.raft.Status().DiskFull
 	d := &n.disk
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	stalled := s != ""
+	if stalled && !d.raftStalled {
+		// A stall that starts counts as a filling: resuming then also waits
+		// for the probe and the resume rule. Only when it starts: the stall
+		// outlives the probe's verdict by up to a raft retry.
+		n.filledLocked(errors.New("metadata log: " + s))
+	}
+	d.raftStalled = stalled
+	if stalled {
+		return "metadata log: " + s
+	}
 	if d.full {
 		return d.err.Error()
 	}
@@ -103,15 +131,13 @@ func (n *Node) holdHeartbeats() bool {
 	return reason != ""
 }
 
-// probeDisk clears the partition logs' full state once the data directory
-// takes diskProbeBytes again.
+// probeDisk clears the full state once the data directory takes
+// diskProbeBytes again and the resume rule allows it, and keeps the disk
+// reserve in place whenever there is room for it.
 func (n *Node) probeDisk(ctx context.Context) error {
 	t := time.NewTicker(diskProbeInterval)
 	defer t.Stop()
-	fs := n.cfg.LogFS
-	if fs == nil {
-		fs = segment.OSFS{}
-	}
+	fs := n.logFS()
 	path := filepath.Join(n.cfg.DataDir, diskProbeFile)
 	buf := make([]byte, diskProbeBytes)
 	for {
@@ -120,6 +146,7 @@ func (n *Node) probeDisk(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		n.keepDiskReserve()
 		d := &n.disk
 		d.mu.Lock()
 		full := d.full
@@ -137,11 +164,54 @@ func (n *Node) probeDisk(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
+		sp, serr := segment.SpaceOf(fs, n.cfg.DataDir)
+		now := time.Now()
 		d.mu.Lock()
 		d.incarnation = false
+		ok, why := d.resume.may(now, sp, serr == nil)
+		if !ok {
+			logIt := now.Sub(d.whyLogged) >= time.Minute
+			if logIt {
+				d.whyLogged = now
+			}
+			d.mu.Unlock()
+			if logIt {
+				n.log.Warn("disk full: the probe fits but the node does not resume yet", "why", why)
+			}
+			continue
+		}
+		d.resume.resumed(now)
 		since := d.since
-		d.full, d.err = false, nil
+		d.full, d.err, d.whyLogged = false, nil, time.Time{}
 		d.mu.Unlock()
-		n.log.Info("disk full: room again in the data directory", "full_for", time.Since(since).Round(time.Millisecond))
+		n.log.Info("disk full: room again in the data directory", "full_for", time.Since(since).Round(time.Millisecond),
+			"free_bytes", sp.Avail, "total_bytes", sp.Total)
 	}
+}
+
+// keepDiskReserve creates the disk reserve again when it is missing and
+// the file system has room for it on top of what the resume rule asks for
+// (so that a reserve just released for a deletion is not taken back before
+// the deletion has freed segments).
+func (n *Node) keepDiskReserve() {
+	d := &n.disk
+	d.reserve.Lock()
+	present := d.reserve.present
+	d.reserve.Unlock()
+	if present {
+		return
+	}
+	if sp, err := segment.SpaceOf(n.logFS(), n.cfg.DataDir); err == nil {
+		d.mu.Lock()
+		need := max(d.resume.need(sp), diskProbeBytes)
+		d.mu.Unlock()
+		if sp.Avail < diskReserveBytes+need {
+			return
+		}
+	}
+	if err := n.ensureDiskReserve(); err != nil {
+		n.log.Debug("disk reserve not created yet", "err", err)
+		return
+	}
+	n.log.Info("disk reserve in place", "path", filepath.Join(n.cfg.DataDir, diskReserveFile), "bytes", diskReserveBytes)
 }

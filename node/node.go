@@ -112,10 +112,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		incarnation: inc,
 		done:        make(chan struct{}),
 	}
+	n.disk.resume.freePercent = cfg.DiskResumeFreePercent
 	if unrecorded {
 		n.log.Error("disk full at start; the node starts and records its incarnation once there is room", "err", err)
 		n.partitionDiskFull(cfg.DataDir, err)
 		n.disk.incarnation = true
+	} else if err := n.ensureDiskReserve(); err != nil {
+		n.log.Warn("disk reserve not created at start; created once there is room", "err", err)
 	}
 	n.mu.applied = map[partKey]broker.PartitionState{}
 	n.pids.allocate = n.allocateProducerIDs
@@ -197,6 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		RetentionMs:            cfg.RetentionMs,
 		RetentionBytes:         cfg.RetentionBytes,
 		ProducerIDExpiration:   cfg.ProducerIDExpiration,
+		ReleaseDiskReserve:     n.releaseDiskReserve,
 		AlterPartition:         n.alterPartition,
 		Logger:                 n.log.With("component", "broker"),
 	})

@@ -120,6 +120,12 @@ type Config struct {
 	RetentionMs, RetentionBytes int64
 	// ProducerIDExpiration: producer_expiry.go.
 	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
+	// ReleaseDiskReserve, when set, is called when a deletion of segments
+	// (retention, a follower raising its log start) could not write what
+	// must precede it for lack of space; it frees the node's disk reserve
+	// and reports whether it did, in which case the deletion is tried once
+	// more (node/diskreserve.go).
+	ReleaseDiskReserve func() bool
 	// AlterPartition sends an ISR change to the active controller (routed by node).
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now

@@ -59,6 +59,8 @@ type clusterOptions struct {
 	retentionCheck, producerIDExpiration time.Duration
 	// logger, when set, is every broker's Config.Logger (nil: testLogger).
 	logger *slog.Logger
+	// releaseDiskReserve is every broker's Config.ReleaseDiskReserve.
+	releaseDiskReserve func() bool
 }
 
 type testNode struct {
@@ -153,6 +155,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		Now:                     c.opts.now,
 		RetentionCheckInterval:  c.opts.retentionCheck,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,
+		ReleaseDiskReserve:      c.opts.releaseDiskReserve,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

@@ -204,15 +204,19 @@ func (p *partition) snapshotBeforeDeletingLocked() (*encodedSnapshot, error) {
 // the log's deletion, and one that ran first makes DeleteBefore fail (off
 // past the log end) or finds nothing to delete (off at or below a new
 // log start).
+//
+// On a disk with no free block the snapshot and the log-start checkpoint
+// cannot be written: then the node's disk reserve is released
+// (Config.ReleaseDiskReserve) and both are tried once more, so that
+// retention frees space on a full disk without the operator's help.
 func (p *partition) deleteBefore(ctx context.Context, off int64, snap *encodedSnapshot) error {
-	if snap != nil {
-		if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), snap.data); err != nil {
-			// Deleting without it would lose those producers at the next
-			// restart: keep the segments.
-			return fmt.Errorf("broker: producer snapshot before deleting segments: %w", err)
+	err := p.writeAndDelete(ctx, off, snap)
+	if segment.IsDiskFull(err) && p.b.cfg.ReleaseDiskReserve != nil && p.b.cfg.ReleaseDiskReserve() {
+		err = p.writeAndDelete(ctx, off, snap)
+		if err == nil {
+			p.lg.Info("deleted segments on a full disk with the room of the disk reserve", "offset", off)
 		}
 	}
-	err := p.log.DeleteBefore(ctx, off)
 	// Even after a failure: the log may have moved its start before it.
 	// Under appendMu, as every change of the replica's log bounds, so that
 	// a truncation that ran meanwhile is not undone by a stale start.
@@ -225,4 +229,17 @@ func (p *partition) deleteBefore(ctx context.Context, off int64, snap *encodedSn
 	p.mu.Unlock()
 	p.appendMu.Unlock()
 	return err
+}
+
+// writeAndDelete is deleteBefore's disk work: the producer snapshot, then
+// the log's deletion.
+func (p *partition) writeAndDelete(ctx context.Context, off int64, snap *encodedSnapshot) error {
+	if snap != nil {
+		if err := segment.WriteCheckpoint(p.fs(), filepath.Join(p.dir, ProducerSnapshotFile), snap.data); err != nil {
+			// Deleting without it would lose those producers at the next
+			// restart: keep the segments.
+			return fmt.Errorf("broker: producer snapshot before deleting segments: %w", err)
+		}
+	}
+	return p.log.DeleteBefore(ctx, off)
 }

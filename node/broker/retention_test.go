@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -405,5 +407,50 @@ func TestRetentionKeepsSegmentsWhenTheProducerSnapshotFails(t *testing.T) {
 	if d := n.b.ApplyRetention(context.Background()); d == 0 {
 		t.Fatal("the next pass deleted nothing")
 	}
+	wantOffset(t, "retry of producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
+}
+
+// TestRetentionOnAFullDiskReleasesTheReserve: on a disk with no room left
+// (a MemFS at its capacity) the producer snapshot and the log-start
+// checkpoint that precede a deletion cannot be written; the broker then
+// releases the disk reserve (Config.ReleaseDiskReserve) and deletes.
+func TestRetentionOnAFullDiskReleasesTheReserve(t *testing.T) {
+	var (
+		reserveFS *segment.MemFS
+		reserve   string
+		released  atomic.Int32
+	)
+	c := newTestCluster(t, clusterOptions{nodes: 1, memFS: true, segBytes: retentionSegBytes, maxIndexBytes: 4096,
+		maxWait: 50 * time.Millisecond, releaseDiskReserve: func() bool {
+			if reserveFS.Remove(reserve) != nil {
+				return false
+			}
+			released.Add(1)
+			return true
+		}})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	wantOffset(t, "producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
+	produceN(t, c, 30, wire.AcksAll)
+	n := c.node(1)
+	reserveFS, reserve = n.fs, filepath.Join(n.dir, ".disk-reserve")
+	f, err := n.fs.OpenFile(reserve, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Allocate(0, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	n.fs.SetCapacity(n.fs.Used()) // not one byte free
+	c.setRetention(testKey, nil, ptr(retentionSegBytes))
+	d := n.b.ApplyRetention(context.Background())
+	if d == 0 || released.Load() != 1 {
+		t.Fatalf("deleted %d segments on a full disk, released the reserve %d times; want some, once (failures: %d)",
+			d, released.Load(), n.b.Stats().RetentionFailures)
+	}
+	if _, start, _ := infoOf(t, c, 1); start == 0 {
+		t.Fatal("log start still 0")
+	}
+	// The producer survived the deletion (the snapshot was written).
 	wantOffset(t, "retry of producer 9", mustProduce(t, c, wire.AcksAll, buildBatch(9, 0, []string{bigValue})), 0)
 }
