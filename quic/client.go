@@ -101,7 +101,9 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, b
 	// Even if the write failed (the server may have refused the stream early),
 	// its error frame may be waiting: read it.
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: buf}
+	done := nudged(ent)
 	f, err := fr.next()
+	done()
 	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
 	if err != nil {
 		str.CancelWrite(StreamCodeCanceled)
@@ -141,12 +143,14 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	var (
 		str  *qgo.Stream
 		conn *qgo.Conn
+		ent  *poolEntry
 	)
 	for attempt := 0; ; attempt++ {
-		conn, err = e.pool.get(ctx, addr)
+		ent, err = e.pool.entry(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
+		conn = ent.conn
 		str, err = conn.OpenStreamSync(ctx)
 		if err == nil {
 			break
@@ -162,6 +166,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	peer := peerOf(addr, conn.ConnectionState().TLS, e.verifiesServers)
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget}
 	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
+	s.ent = ent
 	if err := s.write(ctx, parts); err != nil {
 		s.abort(StreamCodeCanceled)
 		var oe *OpError

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	qgo "github.com/quic-go/quic-go"
@@ -21,6 +22,9 @@ type connPool struct {
 	// probeHook, when set (by tests, before use), is called after each
 	// liveness probe with its result (see peerConnected).
 	probeHook func(addr string, err error)
+	// nudgeHook, when set (by tests, before use), is called before each
+	// nudging probe (see nudge.go).
+	nudgeHook func()
 	mu        struct {
 		sync.Mutex
 		closed bool
@@ -48,6 +52,9 @@ type poolEntry struct {
 	// Both guarded by connPool.mu.
 	probe chan struct{}
 	stale bool
+	// waiting counts the calls and sessions on conn waiting for a response
+	// frame (see nudge.go).
+	waiting atomic.Int32
 }
 
 func newConnPool(e *Endpoint) *connPool {
@@ -155,6 +162,7 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 	}
 	p.e.stats.watch(conn)
 	close(ent.ready)
+	go p.nudge(ent)
 	go func() {
 		<-conn.Context().Done()
 		p.remove(addr, ent)
