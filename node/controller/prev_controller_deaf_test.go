@@ -25,14 +25,7 @@ func TestDeafPreviousControllerFencedSoon(t *testing.T) {
 		t.Run(fmt.Sprintf("deaf=%t", deaf), func(t *testing.T) {
 			h := newHarness(t)
 			ctx := context.Background()
-			entry := func(recs ...metadata.Record) []byte {
-				t.Helper()
-				data, err := metadata.EncodeEntry(recs...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return data
-			}
+			entry := func(recs ...metadata.Record) []byte { return mustEntry(t, recs...) }
 			marker := metadata.ControllerMarker{ControllerID: 2, Term: 1}
 			h.raft.commitForeign(entry(marker))
 			for id := int32(1); id <= 3; id++ {
