@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	qgo "github.com/quic-go/quic-go"
 )
@@ -113,8 +112,6 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 		})
 		defer stop()
 	}
-	ent.calls.Add(1) // a call waiting long without an answer nudges conn (connPool.watch)
-	defer ent.calls.Add(-1)
 	// The request goes out without FIN: closing our side after reading the
 	// whole response tells the server it was delivered (see serveUnary).
 	werr := writeGated(ctx, ent.bulk, str, parts)
@@ -124,11 +121,10 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 	// Even if the write failed (the server may have refused the stream early),
 	// its error frame may be waiting: read it.
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: buf}
+	done := nudged(ent)
 	f, err := fr.next()
+	done()
 	str.CancelRead(StreamCodeDone) // a no-op once FIN was read
-	if err == nil {
-		ent.lastAnswer.Store(time.Now().UnixNano())
-	}
 	if err != nil {
 		str.CancelWrite(StreamCodeCanceled)
 		if ctx.Err() != nil {
@@ -167,12 +163,14 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	var (
 		str  *qgo.Stream
 		conn *qgo.Conn
+		ent  *poolEntry
 	)
 	for attempt := 0; ; attempt++ {
-		conn, err = e.pool.get(ctx, addr)
+		ent, err = e.pool.entry(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
+		conn = ent.conn
 		str, err = conn.OpenStreamSync(ctx)
 		if err == nil {
 			break
@@ -188,6 +186,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 	peer := peerOf(addr, conn.ConnectionState().TLS, e.verifiesServers)
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget}
 	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
+	s.ent = ent
 	if err := s.write(ctx, parts); err != nil {
 		s.abort(StreamCodeCanceled)
 		var oe *OpError

@@ -22,6 +22,9 @@ type connPool struct {
 	// probeHook, when set (by tests, before use), is called after each
 	// liveness probe with its result (see peerConnected).
 	probeHook func(addr string, err error)
+	// nudgeHook, when set (by tests, before use), is called before each
+	// nudging probe (see nudge.go).
+	nudgeHook func()
 	mu        struct {
 		sync.Mutex
 		closed bool
@@ -49,12 +52,9 @@ type poolEntry struct {
 	// Both guarded by connPool.mu.
 	probe chan struct{}
 	stale bool
-	// calls counts the Calls waiting for an answer on conn; lastAnswer is
-	// when one last got its answer (UnixNano; the dial's end before any);
-	// nudging is set while a nudge ping runs (see connPool.watch).
-	calls      atomic.Int32
-	lastAnswer atomic.Int64
-	nudging    atomic.Bool
+	// waiting counts the calls and sessions on conn waiting for a response
+	// frame (see nudge.go).
+	waiting atomic.Int32
 }
 
 func newConnPool(e *Endpoint) *connPool {
@@ -161,47 +161,13 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 		}
 	}
 	p.e.stats.watch(conn)
-	ent.lastAnswer.Store(ent.dialedAt.UnixNano())
 	close(ent.ready)
-	go p.watch(addr, ent)
-}
-
-// watch removes ent from the pool when its connection dies, and meanwhile
-// nudges a connection whose calls wait without an answer.
-//
-// A peer SIGKILLed while our calls wait on it, and started again on the same
-// address, answers our packets with a stateless reset, but only packets of
-// more than 42 bytes (quic-go's minimum): quic-go's keep-alive PINGs are
-// smaller, so the waiting calls, sending nothing more, used to end only at
-// the idle timeout (measured: 6 s with the default 5 s). So when calls wait
-// and none was answered for a keep-alive period, the connection gets a
-// liveness ping (reconnect.go), padded to draw the reset: the waiting calls
-// then fail within 1.25 periods and a round trip of the last answer (an
-// Idempotent one is sent again to the new process; see resend.go). The
-// ping's own outcome is ignored: a peer slow to answer is not dead, and a
-// dead one that did not restart is left to the idle timeout. A busy
-// connection, answered all the time, is never pinged.
-func (p *connPool) watch(addr string, ent *poolEntry) {
-	conn := ent.conn
-	period := p.e.cfg.KeepAlivePeriod
-	t := time.NewTicker(max(period/4, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-conn.Context().Done():
-			p.remove(addr, ent)
-			p.e.log.Debug("quic: connection closed", "peer", addr, "err", describe(context.Cause(conn.Context())))
-			return
-		case now := <-t.C:
-			silent := now.Sub(time.Unix(0, ent.lastAnswer.Load()))
-			if silent >= period && ent.calls.Load() > 0 && !ent.nudging.Swap(true) {
-				go func() {
-					defer ent.nudging.Store(false)
-					_ = p.e.ping(conn, p.e.cfg.HandshakeTimeout)
-				}()
-			}
-		}
-	}
+	go p.nudge(ent)
+	go func() {
+		<-conn.Context().Done()
+		p.remove(addr, ent)
+		p.e.log.Debug("quic: connection closed", "peer", addr, "err", describe(context.Cause(conn.Context())))
+	}()
 }
 
 // drop removes conn's entry if it is still the current one for addr. An

@@ -187,8 +187,8 @@ func inFlightAtRestart(t *testing.T, mark func(context.Context) context.Context)
 }
 
 // A call waiting on a peer that is killed and restarts meanwhile learns it
-// within a keep-alive period (the connection is nudged with a ping large
-// enough to draw the stateless reset), not at the idle timeout: an
+// within a nudge period (nudge.go: the connection is nudged with a ping
+// large enough to draw the stateless reset), not at the idle timeout: an
 // Idempotent one is answered by the new process...
 func TestIdempotentCallInFlightAtRestartIsAnsweredByTheNewProcess(t *testing.T) {
 	err, served := inFlightAtRestart(t, Idempotent)

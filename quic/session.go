@@ -33,6 +33,9 @@ type Session struct {
 	sendMu   sync.Mutex
 	closed   atomic.Bool
 	aborted  atomic.Bool
+	// ent is the pool entry of a dialed session's connection (nil for a
+	// served one): Recv counts as a response awaited (see nudge.go).
+	ent *poolEntry
 }
 
 func newSession(str *qgo.Stream, peer Peer, fr frameReader, maxFrame int, stall time.Duration) *Session {
@@ -103,7 +106,9 @@ func (s *Session) Recv(ctx context.Context) (Frame, error) {
 		stop := context.AfterFunc(ctx, func() { s.abort(StreamCodeCanceled) })
 		defer stop()
 	}
+	done := nudged(s.ent)
 	f, err := s.fr.next()
+	done()
 	if err != nil {
 		if errIsEOF(err) && ctx.Err() == nil {
 			return Frame{}, io.EOF

@@ -9,12 +9,17 @@ import (
 )
 
 // WriteFiles saves the run for later diagnosis into dir: schedule.txt (the
-// faults as they ran), writes.tsv (every record: producer, seq, partition,
+// faults as they ran, after the wall-clock time of t+0), writes.tsv (every record: producer, seq, partition,
 // sent and done as milliseconds since the start, outcome, offset, error),
 // reads.tsv (consumer, partition, offset, value, ms) and report.txt.
 func (r *Result) WriteFiles(dir string) error {
 	if err := writeLines(filepath.Join(dir, "schedule.txt"), func(w *bufio.Writer) {
 		fmt.Fprintf(w, "seed %d plan %+v\n", r.Seed, r.Plan)
+		if r.History != nil {
+			// t+0 of the schedule and the *_ms columns, to line them up
+			// with the node logs' timestamps.
+			fmt.Fprintf(w, "start %s\n", r.History.Start.UTC().Format(time.RFC3339Nano))
+		}
 		for _, e := range r.Events {
 			fmt.Fprintf(w, "%s\t%s\n", e.Fault, e)
 		}

@@ -288,6 +288,16 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 		// only a few heartbeats of grace instead of a whole session, which
 		// keeps the partitions it led from waiting election + session.
 		c.mu.sessions.shorten(prevController, c.cfg.Now().Add(c.cfg.PrevControllerGrace))
+		// The same holds when its heartbeats keep arriving: raft also
+		// moves leadership away from a controller that can send but not
+		// receive (CheckQuorum), and such a broker would otherwise be
+		// found deaf only 1.5 sessions after its first heartbeat here,
+		// long after the partitions it leads stopped. Given the grace
+		// plus the half session a heartbeat waits for its answer
+		// (node.heartbeatOnce: both of its heartbeats may be waiting on
+		// the controller it was), it must confirm one of our answers.
+		c.mu.sessions.expectConfirmation(prevController,
+			c.cfg.Now().Add(c.cfg.PrevControllerGrace+c.cfg.SessionTimeout/2))
 	}
 	c.mu.Unlock()
 	for _, b := range img.Brokers() {
@@ -347,7 +357,7 @@ func (c *Controller) tick(ctx context.Context) {
 		fence(b)
 	}
 	for _, b := range deaf {
-		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers for 1.5 session timeouts (it cannot receive); fencing",
+		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers (for 1.5 session timeouts, or since it was the controller this one replaced; it cannot receive); fencing",
 			"broker", b.ID, "incarnation", b.Incarnation)
 		fence(b)
 	}

@@ -19,14 +19,7 @@ import (
 // intervals while node 3's got a whole session.
 func TestShortGraceGoesToTheControllerJustReplaced(t *testing.T) {
 	h := newHarness(t)
-	entry := func(recs ...metadata.Record) []byte {
-		t.Helper()
-		data, err := metadata.EncodeEntry(recs...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	entry := func(recs ...metadata.Record) []byte { return mustEntry(t, recs...) }
 	// Node 2's long tenure: brokers 1-3 registered and unfenced.
 	h.raft.commitForeign(entry(metadata.ControllerMarker{ControllerID: 2, Term: 1}))
 	for id := int32(1); id <= 3; id++ {
@@ -62,4 +55,14 @@ func TestShortGraceGoesToTheControllerJustReplaced(t *testing.T) {
 			t.Errorf("broker %d not fenced after a whole session", id)
 		}
 	}
+}
+
+// mustEntry encodes recs as one metadata log entry.
+func mustEntry(t *testing.T, recs ...metadata.Record) []byte {
+	t.Helper()
+	data, err := metadata.EncodeEntry(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

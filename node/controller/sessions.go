@@ -25,6 +25,10 @@ type session struct {
 	// unanswered).
 	pendingSeq int64
 	pendingAt  time.Time
+	// confirmBy, when set, is when the broker must have confirmed an
+	// answer of this tenure by, sooner than unansweredAfter would ask
+	// (expectConfirmation); zero once it has.
+	confirmBy time.Time
 }
 
 func newSessions(timeout time.Duration) *sessions {
@@ -59,6 +63,9 @@ func (s *sessions) extendAll(deadline time.Time) {
 		if ss.pendingSeq > 0 && ss.pendingAt.Before(deadline.Add(-s.timeout)) {
 			ss.pendingAt = deadline.Add(-s.timeout)
 		}
+		if !ss.confirmBy.IsZero() && ss.confirmBy.Before(deadline) {
+			ss.confirmBy = deadline
+		}
 		s.m[id] = ss
 	}
 }
@@ -88,7 +95,7 @@ func (s *sessions) answered(id int32, incarnation, seq, acked int64, fenced bool
 		return
 	}
 	if fenced || (ss.pendingSeq > 0 && acked >= ss.pendingSeq) {
-		ss.pendingSeq, ss.pendingAt = 0, time.Time{}
+		ss.pendingSeq, ss.pendingAt, ss.confirmBy = 0, time.Time{}, time.Time{}
 	}
 	if ss.pendingSeq == 0 {
 		ss.pendingSeq, ss.pendingAt = seq, now
@@ -118,7 +125,26 @@ func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.Broker
 // fenced: see answered).
 func (s *sessions) forgetAnswers(id int32) {
 	if ss, ok := s.m[id]; ok {
-		ss.pendingSeq, ss.pendingAt = 0, time.Time{}
+		ss.pendingSeq, ss.pendingAt, ss.confirmBy = 0, time.Time{}, time.Time{}
+		s.m[id] = ss
+	}
+}
+
+// missedConfirmBy reports whether ss has not confirmed an answer by its
+// confirmBy. The first answer it has had to confirm gets at least the half
+// session a broker waits for an answer (node.heartbeatOnce) either way: a
+// broker whose first heartbeat arrives late is not found deaf on it.
+func (s *sessions) missedConfirmBy(ss session, now time.Time) bool {
+	return !ss.confirmBy.IsZero() && now.After(ss.confirmBy) && now.After(ss.pendingAt.Add(s.timeout/2))
+}
+
+// expectConfirmation asks broker id, whose heartbeats keep arriving, to
+// confirm one of this tenure's answers by the given time, or be found
+// deaf then (unanswered), without waiting unansweredAfter from its first
+// answer. For the previous controller's broker (see Controller.activate).
+func (s *sessions) expectConfirmation(id int32, by time.Time) {
+	if ss, ok := s.m[id]; ok {
+		ss.confirmBy = by
 		s.m[id] = ss
 	}
 }
@@ -134,8 +160,9 @@ func (s *sessions) unansweredAfter() time.Duration { return s.timeout + s.timeou
 
 // unanswered returns the unfenced brokers of img, in id order, whose
 // session is alive but who have not confirmed an answer sent more than
-// unansweredAfter ago: their heartbeats arrive, the answers (and so the
-// metadata, fetches and produce requests sent to them) do not.
+// unansweredAfter ago, or any answer by the time expectConfirmation set:
+// their heartbeats arrive, the answers (and so the metadata, fetches and
+// produce requests sent to them) do not.
 func (s *sessions) unanswered(img *metadata.Image, now time.Time) []metadata.BrokerState {
 	var out []metadata.BrokerState
 	for _, b := range img.Brokers() {
@@ -143,7 +170,7 @@ func (s *sessions) unanswered(img *metadata.Image, now time.Time) []metadata.Bro
 		if !ok || ss.incarnation != b.Incarnation || b.Fenced || ss.pendingSeq == 0 || now.After(ss.deadline) {
 			continue
 		}
-		if now.After(ss.pendingAt.Add(s.unansweredAfter())) {
+		if now.After(ss.pendingAt.Add(s.unansweredAfter())) || s.missedConfirmBy(ss, now) {
 			out = append(out, b)
 		}
 	}

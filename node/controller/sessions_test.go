@@ -81,3 +81,32 @@ func TestUnansweredToleratesLoss(t *testing.T) {
 		t.Fatalf("unnumbered heartbeats: unanswered = %v", got)
 	}
 }
+
+// TestExpectConfirmation: a broker asked to confirm an answer by a time
+// (the previous controller's) is unanswered once that passes without a
+// confirmation, but never before its first answer has been out for half a
+// session; a confirmation lifts the requirement.
+func TestExpectConfirmation(t *testing.T) {
+	img := sessionsImage(t)
+	const timeout = time.Second
+	start := time.Unix(1000, 0)
+	s := newSessions(timeout)
+	s.reset(img, start, timeout)
+	s.expectConfirmation(2, start.Add(650*time.Millisecond))
+	// Its first heartbeat arrives late, 600ms in.
+	s.touch(2, 1, start.Add(600*time.Millisecond))
+	s.answered(2, 1, 1, 0, false, start.Add(600*time.Millisecond))
+	if got := s.unanswered(img, start.Add(700*time.Millisecond)); len(got) != 0 {
+		t.Fatalf("unanswered 100ms after its first answer: %v", got)
+	}
+	s.touch(2, 1, start.Add(1100*time.Millisecond))
+	s.answered(2, 1, 2, 0, false, start.Add(1100*time.Millisecond))
+	if got := s.unanswered(img, start.Add(1101*time.Millisecond)); len(got) != 1 {
+		t.Fatalf("no confirmation for half a session past the deadline: unanswered = %v", got)
+	}
+	// Confirmed: only the usual 1.5 sessions apply from then on.
+	s.answered(2, 1, 3, 2, false, start.Add(1150*time.Millisecond))
+	if got := s.unanswered(img, start.Add(2*time.Second)); len(got) != 0 {
+		t.Fatalf("unanswered after a confirmation: %v", got)
+	}
+}
