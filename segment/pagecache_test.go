@@ -85,24 +85,37 @@ func TestFlushDropsDurableBytesFromThePageCache(t *testing.T) {
 			size += int64(len(batch))
 		}
 		res := residentPages(t, filepath.Join(dir, segmentName(0)+".log"), int(size))
-		var dropped, kept int
+		// The kernel may evict a few clean pages of its own (other tests
+		// on a busy machine): pages that must stay cached are counted, and
+		// 90% is enough; a page the drop covered must not be cached (only
+		// a read brings it back, and nothing reads it here).
+		var dropped, kept, shouldKeep, evicted int
 		for i, r := range res {
-			switch pos := int64(i * pageSize); {
-			case !r && pos >= size-1<<20:
-				t.Errorf("keep %d: page at %d, within the last MiB, is not cached", keep, pos)
-			case !r:
-				dropped++
-			case keep > 0 && pos+int64(pageSize) <= size-keep-dropStep:
+			pos := int64(i * pageSize)
+			mayDrop := keep > 0 && pos+int64(pageSize) <= size-keep-dropStep
+			switch {
+			case mayDrop && r:
 				t.Errorf("keep %d: page at %d of %d, durable and %d bytes behind the end, is still cached", keep, pos, size, size-pos)
-			default:
+			case mayDrop:
+				dropped++
+			case keep < 0 || pos >= size-1<<20:
+				shouldKeep++
+				if !r {
+					evicted++
+				}
+			}
+			if r {
 				kept++
 			}
 		}
-		if keep < 0 && dropped > 0 {
-			t.Errorf("keep -1: %d pages dropped", dropped)
+		if evicted*10 > shouldKeep {
+			t.Errorf("keep %d: %d of the %d pages that the drop leaves cached are not cached", keep, evicted, shouldKeep)
 		}
-		if reported < int64(dropped*pageSize) || (keep < 0) != (reported == 0) {
-			t.Errorf("keep %d: OnCacheDrop reported %d bytes, %d pages were dropped", keep, reported, dropped)
+		if keep < 0 && reported != 0 || keep > 0 && reported < int64(dropped*pageSize) {
+			t.Errorf("keep %d: OnCacheDrop reported %d bytes, %d pages behind the window are not cached", keep, reported, dropped)
+		}
+		if keep > 0 && dropped == 0 {
+			t.Errorf("keep %d: nothing was dropped", keep)
 		}
 		t.Logf("keep %d: %d pages dropped, %d cached, of %d bytes", keep, dropped, kept, size)
 		got := readAll(t, l, 0)
