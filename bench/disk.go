@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"paymentlog/segment"
 )
 
 // DiskResult is the raw disk baseline: one writer appending to a fresh file
@@ -31,7 +32,7 @@ type DiskResult struct {
 
 const (
 	diskChunk     = 256 << 10
-	diskKeep      = 16 << 20 // as segment.DefaultCacheBytes
+	diskKeep      = segment.DefaultCacheBytes
 	diskDropStep  = 1 << 20
 	diskFileBytes = 4 << 30 // the file wraps around at this size
 )
@@ -101,13 +102,4 @@ func diskRound(ctx context.Context, dir string, d time.Duration, drop bool) (flo
 		}
 	}
 	return float64(written) / time.Since(start).Seconds() / 1e6, nil
-}
-
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"math/big"
 	"net"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,9 +99,7 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 			progress(r+1, cfg.Rounds)
 		}
 	}
-	s := append([]float64(nil), res.Rounds...)
-	sort.Float64s(s)
-	res.MBPerSec = s[len(s)/2]
+	res.MBPerSec = medianOf(res.Rounds)
 	return res, nil
 }
 

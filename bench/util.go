@@ -24,3 +24,13 @@ func perSec(n int64, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// medianOf returns the median of v (the upper one of an even count), 0 when empty.
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
