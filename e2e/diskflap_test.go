@@ -32,11 +32,7 @@ func TestDiskNearlyFullDoesNotFlap(t *testing.T) {
 	victim := pm.Leader
 	t.Logf("leader %d (epoch %d), controller %d: filling the leader's disk", victim, pm.LeaderEpoch, ctrl)
 	stop := dc.producer(ctx)
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
+	defer stop()
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes before the disk fills")
 	disk := dc.disks[victim]
 	disk.fill(t)
@@ -118,7 +114,6 @@ func TestDiskNearlyFullDoesNotFlap(t *testing.T) {
 	t.Logf("node %d back in the ISR %v after the disk was freed", victim, time.Since(start).Round(time.Millisecond))
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after space returned")
 	stop()
-	stop = nil
 	dc.waitInSync(ctx, 20*time.Second)
 	dc.noCrashes()
 	dc.checkReplicas()

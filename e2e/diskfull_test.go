@@ -169,14 +169,16 @@ func (dc *dfCluster) producer(ctx context.Context) (stop func()) {
 			}
 		}
 	}()
-	return func() {
+	// Idempotent: a test stops the producer where it needs to and defers
+	// the same call for its failure paths.
+	return sync.OnceFunc(func() {
 		fctx, fcancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer fcancel()
 		_ = p.Flush(fctx)
 		cancel()
 		<-done
 		_ = p.Close(fctx)
-	}
+	})
 }
 
 func (dc *dfCluster) ackedCount() int {
@@ -353,11 +355,7 @@ func TestDiskFullFollower(t *testing.T) {
 	victim := follower(pm, ctrl)
 	t.Logf("leader %d, controller %d, filling follower %d", pm.Leader, ctrl, victim)
 	stop := dc.producer(ctx)
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
+	defer stop()
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes before the disk fills")
 	dc.disks[victim].fill(t)
 	dc.waitISR(ctx, victim, false, 15*time.Second)
@@ -376,7 +374,6 @@ func TestDiskFullFollower(t *testing.T) {
 	dc.waitISR(ctx, victim, true, 20*time.Second)
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after space returned")
 	stop()
-	stop = nil
 	dc.waitInSync(ctx, 20*time.Second)
 	dc.noCrashes()
 	dc.checkReplicas()
@@ -441,11 +438,7 @@ func TestDiskFullLeader(t *testing.T) {
 	victim := pm.Leader
 	t.Logf("leader %d (epoch %d), controller %d: filling the leader's disk", pm.Leader, pm.LeaderEpoch, ctrl)
 	stop := dc.producer(ctx)
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
+	defer stop()
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes before the disk fills")
 	dc.disks[victim].fill(t)
 	start := time.Now()
@@ -461,7 +454,6 @@ func TestDiskFullLeader(t *testing.T) {
 	dc.disks[victim].free(t)
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after space returned")
 	stop()
-	stop = nil
 	dc.waitInSync(ctx, 20*time.Second)
 	dc.noCrashes()
 	dc.checkReplicas()
@@ -489,11 +481,7 @@ func diskFullController(t *testing.T, fsType string) {
 	}
 	t.Logf("filling the active controller's (node %d) disk", ctrl)
 	stop := dc.producer(ctx)
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
+	defer stop()
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes before the disk fills")
 	dc.disks[ctrl].fill(t)
 	// The first record needs a new block in the full node's metadata log.
@@ -523,7 +511,6 @@ func diskFullController(t *testing.T, fsType string) {
 	dc.disks[ctrl].free(t)
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after space returned")
 	stop()
-	stop = nil
 	dc.waitInSync(ctx, 20*time.Second)
 	dc.createTopics(ctx, 1, 3) // all three brokers alive again
 	dc.noCrashes()

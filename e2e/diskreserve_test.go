@@ -28,11 +28,7 @@ func TestDiskFullRetentionFreesSpace(t *testing.T) {
 	victim := follower(pm, ctrl)
 	t.Logf("leader %d, controller %d, filling follower %d", pm.Leader, ctrl, victim)
 	stop := dc.producer(ctx)
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
+	defer stop()
 	// About 8 MB: several 1 MiB segments for retention to delete.
 	dc.waitAcks(ctx, 35000, 30*time.Second, "writes before the disk fills")
 	disk := dc.disks[victim]
@@ -41,7 +37,6 @@ func TestDiskFullRetentionFreesSpace(t *testing.T) {
 	dc.waitISR(ctx, victim, false, 15*time.Second)
 	dc.requireLog(victim, "disk full: holding back broker heartbeats")
 	stop()
-	stop = nil
 	t.Logf("writes stopped %v after the disk filled; %d bytes free", time.Since(filled).Round(time.Millisecond), disk.avail(t))
 
 	// Nobody frees anything: retention has to.
@@ -55,10 +50,10 @@ func TestDiskFullRetentionFreesSpace(t *testing.T) {
 	t.Logf("node %d back in the ISR %v after its disk filled; %d bytes free", victim, time.Since(filled).Round(time.Millisecond), disk.avail(t))
 	dc.requireLog(victim, "released the disk reserve")
 	dc.requireLog(victim, "retention deleted segments")
-	stop = dc.producer(ctx)
+	stopAgain := dc.producer(ctx)
+	defer stopAgain()
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after the node recovered")
-	stop()
-	stop = nil
+	stopAgain()
 	dc.waitInSync(ctx, 20*time.Second)
 	dc.noCrashes()
 	dc.logNotable(victim)
