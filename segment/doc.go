@@ -60,6 +60,7 @@
 //	log-start-offset                checkpoint: log start offset (after a deletion)
 //	<segment file>.deleted          a deleted segment's file, renamed before its unlink
 //	recovery-point                  checkpoint: segments below this offset are flushed and sealed
+//	active-recovery-point           checkpoint: how far the active segment is durable and indexed (activepoint.go)
 //	leader-epoch-checkpoint         checkpoint: leader-epoch cache
 //	.clean-shutdown                 marker: written by Close, removed by Open
 //
@@ -115,6 +116,10 @@
 // segment's tail against its index). After an unclean shutdown it scans every
 // segment from the recovery point on, batch by batch, checking length, magic,
 // CRC and offset continuity, and rebuilds their indexes and the epoch cache.
+// In the active segment the scan starts at its own recovery point when one
+// matches (activepoint.go: written every Options.ActivePointBytes of durable
+// bytes, with the index entries below it), so a restart reads about that
+// much instead of the whole segment.
 // The first bad batch of the last segment is a torn tail: it and everything
 // after it are removed (logged at info when it was not just preallocated
 // zeros). Zeros after the last whole batch of an earlier, sealed segment are

@@ -77,7 +77,7 @@ func FuzzRecoveryScan(f *testing.F) {
 		_ = file.Sync()
 		_ = file.Close()
 		_ = fs.SyncDir("/log")
-		want := scanBatches(content, 0, 64, nil, 0)
+		want := scanBatches(content, 0, 0, 0, 0, -1, 64, nil, 0)
 		opts := Options{FS: fs, SegmentBytes: 1 << 17, IndexInterval: 64, MaxIndexBytes: 1024, Logger: quietLogger}
 		l, err := Open(ctx, "/log", opts)
 		if err != nil {
@@ -266,7 +266,7 @@ func TestTimeIndexPairedWithOffsetIndex(t *testing.T) {
 }
 
 // FuzzCheckpointFiles feeds arbitrary bytes to the parsers of the
-// leader-epoch and offset checkpoints (read from disk at every open): no
+// leader-epoch, offset and active recovery point checkpoints (read from disk at every open): no
 // panic, and whatever parses re-encodes to something that parses the same.
 func FuzzCheckpointFiles(f *testing.F) {
 	f.Add([]byte("0\n2\n1 0\n3 120\n"))
@@ -275,7 +275,18 @@ func FuzzCheckpointFiles(f *testing.F) {
 	f.Add([]byte("0\n1\n1 0"))
 	f.Add([]byte("1\n-5\n"))
 	f.Add([]byte{})
+	f.Add([]byte("0\n0 40960 812 1700000000000 9 40000 3735928559\n"))
+	f.Add([]byte("0\n5 100 6 -1 0 0 0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if p, err := decodeActivePoint("fuzz", data); err == nil {
+			again, err := decodeActivePoint("fuzz", p.encode())
+			if err != nil || again != p {
+				t.Fatalf("active point %+v re-encoded as %+v, %v", p, again, err)
+			}
+			if p.anchorPos >= p.pos || p.entries < 0 || p.next <= p.base {
+				t.Fatalf("accepted inconsistent active point %+v", p)
+			}
+		}
 		if c, err := decodeEpochCache("fuzz", data); err == nil {
 			again, err := decodeEpochCache("fuzz", c.encode())
 			if err != nil || len(again.entries) != len(c.entries) {

@@ -77,6 +77,7 @@ func (l *Log) crashForTest() {
 	l.stopBackground()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.closePoint()
 	l.mu.Lock()
 	l.mu.closed = true
 	segs := l.mu.segs

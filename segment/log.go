@@ -70,6 +70,11 @@ type Log struct {
 
 	gc     groupCommit
 	failed atomic.Pointer[error]
+	point  pointState // the active segment's recovery point (activepoint.go)
+	// opened describes what Open did (for its log line and tests): the
+	// bytes it scanned batch by batch, and the position in the active
+	// segment it resumed its scan from (-1: from the start, or trusted).
+	opened struct{ scanned, resumedAt int64 }
 
 	pendingMu sync.Mutex
 	pending   []*segment // SyncNever: sealed segments not yet fsynced
@@ -403,6 +408,11 @@ func (l *Log) rollLocked(n int64) error {
 func (l *Log) replaceEmptyActiveLocked(n int64) error {
 	old := l.active()
 	base := old.base
+	if err := l.dropPointLocked(base, 0); err != nil {
+		l.point.mu.Unlock()
+		return l.fail(err)
+	}
+	defer l.point.mu.Unlock()
 	l.mu.Lock()
 	l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
 	l.mu.Unlock()
@@ -675,6 +685,7 @@ func (l *Log) flushAll() (int64, error) {
 	}
 	s := l.active()
 	end, target, mp, cuts := s.size, l.mu.leo, s.mp, s.cuts
+	point := pointCapture{seg: s, cuts: cuts, pos: end, next: s.next, maxTs: s.maxTs, entries: s.idx.n}
 	if mp != nil {
 		mp.acquire()
 	}
@@ -704,10 +715,14 @@ func (l *Log) flushAll() (int64, error) {
 		if uncut && l.dropDue(s, end) && s.file.tryAcquire() {
 			file = s.file
 		}
+		pointDue := uncut && l.pointDue(s, end)
 		l.mu.RUnlock()
 		if file != nil {
 			l.dropCache(s, mp, file, end)
 			file.release()
+		}
+		if pointDue {
+			l.startPointWrite(point)
 		}
 	}
 	return target, nil
@@ -911,6 +926,7 @@ func (l *Log) Close() error {
 	if l.mu.closed {
 		return ErrClosed
 	}
+	l.closePoint()
 	var err error
 	if l.failErr() == nil {
 		err = l.flushPending()

@@ -122,7 +122,8 @@ func runModel(t *testing.T, seed int64, steps int, osfs bool) {
 		fs, dir = OSFS{}, t.TempDir()
 	}
 	opts := Options{FS: fs, SegmentBytes: 1024 + rng.Int63n(4096), IndexInterval: rng.Intn(512),
-		MaxIndexBytes: 64 + rng.Intn(256), InitialOffset: rng.Int63n(3), Sync: SyncAlways}
+		MaxIndexBytes: 64 + rng.Intn(256), InitialOffset: rng.Int63n(3), Sync: SyncAlways,
+		ActivePointBytes: 1 + rng.Int63n(2048)}
 	l := mustOpen(t, dir, opts)
 	m := &model{logStart: opts.InitialOffset, leo: opts.InitialOffset}
 	epoch := int32(0)

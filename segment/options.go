@@ -16,6 +16,8 @@ const (
 	DefaultMaxBatchBytes = 16<<20 - 1<<10
 	DefaultSyncInterval  = 200 * time.Millisecond
 	DefaultCacheBytes    = 16 << 20
+	// DefaultActivePointBytes: see Options.ActivePointBytes.
+	DefaultActivePointBytes = 8 << 20
 	// MaxSegmentBytes bounds a segment so that positions fit the index's uint32.
 	MaxSegmentBytes = math.MaxInt32
 )
@@ -57,6 +59,12 @@ type Options struct {
 	// bytes it covered (for /metrics). It runs on the flushing goroutine
 	// and must return at once.
 	OnCacheDrop func(bytes int64)
+	// ActivePointBytes is how many durable bytes the active segment gains
+	// between two writes of its recovery point (activepoint.go): after an
+	// unclean shutdown Open scans only what follows it, about this much
+	// plus what was not yet flushed, instead of the whole active segment.
+	// Default DefaultActivePointBytes; < 0: never written (a full scan).
+	ActivePointBytes int64
 	// OnDiskFull, if set, is called whenever an append (Append,
 	// AppendVerbatim) fails with ErrDiskFull, with the log's directory and
 	// the error. Like OnFailure it may run with the log's locks held.
@@ -87,6 +95,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.ActivePointBytes == 0 {
+		o.ActivePointBytes = DefaultActivePointBytes
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = DefaultSyncInterval

@@ -21,6 +21,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With("dir", dir)}
+	l.opened.resumedAt = -1
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("segment: open %s: %w", dir, err)
 	}
@@ -32,7 +33,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.logger.Debug("segment: log opened", "start", l.mu.logStart, "end", l.mu.leo,
-		"segments", len(l.mu.segs), "took", time.Since(started))
+		"segments", len(l.mu.segs), "scanned_bytes", l.opened.scanned, "resumed_at", l.opened.resumedAt,
+		"took", time.Since(started))
 	if opts.Sync != SyncAlways {
 		l.bgStop, l.bgDone, l.bgKick = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		var tick <-chan struct{}
@@ -103,6 +105,7 @@ func (l *Log) load() error {
 		l.logger.Warn("segment: unreadable recovery point; scanning every segment", "err", err)
 		hasRP = false
 	}
+	point := l.readPoint()
 	rebuildEpochs := false
 	var epochs epochCache
 	// fileEpochs is what the checkpoint says; it is rewritten below whenever
@@ -196,11 +199,17 @@ func (l *Log) load() error {
 			}
 		}
 		trusted := clean || (!last && base < rp)
-		if !trusted && !truncatedEpochs && !rebuildEpochs {
+		// The active recovery point stands in for the epochs below it
+		// only if no earlier segment was scanned.
+		var from *activePoint
+		if last && !trusted && !truncatedEpochs && !rebuildEpochs && point != nil && point.base == base {
+			from = point
+		}
+		if !trusted && !truncatedEpochs && !rebuildEpochs && from == nil {
 			epochs.truncateFromEnd(max(base, knownStart+1))
 			truncatedEpochs = true
 		}
-		s, err := l.loadSegment(base, last, trusted, &epochs, rebuildEpochs, knownStart)
+		s, err := l.loadSegment(base, last, trusted, from, &epochs, rebuildEpochs, knownStart)
 		var cerr *CorruptionError
 		if errors.As(err, &cerr) && l.opts.TruncateOnCorruption && !last {
 			l.logger.Error("segment: corruption; truncating", "err", cerr)
@@ -212,7 +221,7 @@ func (l *Log) load() error {
 				epochs.truncateFromEnd(max(base, knownStart+1))
 				truncatedEpochs = true
 			}
-			s, err = l.loadSegment(base, true, false, &epochs, rebuildEpochs, knownStart)
+			s, err = l.loadSegment(base, true, false, nil, &epochs, rebuildEpochs, knownStart)
 		}
 		if err != nil {
 			return err
@@ -258,6 +267,7 @@ func (l *Log) load() error {
 	if err := l.setRecoveryPointLocked(l.active().base); err != nil {
 		return err
 	}
+	l.keepPoint(point)
 	l.gc.set(l.mu.leo)
 	return nil
 }
@@ -276,7 +286,7 @@ func (l *Log) removeSegmentFiles(base int64) {
 // fully only if that fails; an untrusted one is scanned batch by batch. The
 // last segment becomes the writable active segment: its invalid tail is
 // removed. In an earlier segment an invalid batch is a *CorruptionError.
-func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, rebuildEpochs bool, logStart int64) (*segment, error) {
+func (l *Log) loadSegment(base int64, last, trusted bool, from *activePoint, epochs *epochCache, rebuildEpochs bool, logStart int64) (*segment, error) {
 	logPath, _, _ := l.segPaths(base)
 	f, err := l.fs.OpenFile(logPath, os.O_RDWR, 0)
 	if err != nil {
@@ -340,7 +350,20 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		}
 	}
 
-	res := scanBatches(scanned, base, l.opts.IndexInterval, epochs, logStart)
+	var res scanResult
+	resumed := false
+	if from != nil {
+		if res, resumed = l.resumeScan(s, scanned, *from, epochs, logStart); !resumed {
+			epochs.truncateFromEnd(max(base, logStart+1))
+		}
+	}
+	if resumed {
+		l.opened.resumedAt = from.pos
+		l.opened.scanned += res.end - from.pos
+	} else {
+		res = scanBatches(scanned, base, 0, base, 0, -1, l.opts.IndexInterval, epochs, logStart)
+		l.opened.scanned += res.end
+	}
 	if res.end < size && !last {
 		if !allZero(scanned[res.end:]) {
 			return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
@@ -363,9 +386,11 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 			"offset", res.next, "reason", res.err)
 	}
 	s.size, s.next, s.maxTs = res.end, res.next, res.maxTs
-	// Rebuild the indexes.
-	if err := l.openIndexes(s, true, 0, 0); err != nil {
-		return fail(err)
+	// Rebuild the indexes (after the entries a resumed scan kept).
+	if !resumed {
+		if err := l.openIndexes(s, true, 0, 0); err != nil {
+			return fail(err)
+		}
 	}
 	for i := range res.idxRel {
 		if err := s.idx.add(res.idxRel[i], res.idxPos[i]); err != nil {
@@ -409,6 +434,10 @@ func (l *Log) loadSegment(base int64, last, trusted bool, epochs *epochCache, re
 		return fail(err)
 	}
 	s.flushed.Store(res.end)
+	if resumed {
+		s.pointDue.Store(from.pos + l.opts.ActivePointBytes)
+		l.point.seg, l.point.written = s, from.entries
+	}
 	return s, nil
 }
 
@@ -498,13 +527,14 @@ type scanResult struct {
 	sinceIndex int64
 }
 
-// scanBatches validates data batch by batch (length, header, CRC, offset
-// continuity from base), collecting index entries every interval bytes and
-// assigning leader epochs of batches reaching logStart. It stops at the
-// first invalid batch.
-func scanBatches(data []byte, base int64, interval int, epochs *epochCache, logStart int64) scanResult {
-	r := scanResult{next: base, maxTs: -1}
-	pos := 0
+// scanBatches validates data (a segment with base offset base) batch by
+// batch from byte pos, where offset next starts (length, header, CRC,
+// offset continuity), collecting index entries every interval bytes
+// (sinceIndex bytes after the previous entry at pos; maxTs the largest
+// timestamp before pos) and assigning leader epochs of batches reaching
+// logStart. It stops at the first invalid batch.
+func scanBatches(data []byte, base int64, pos int, next, sinceIndex, maxTs int64, interval int, epochs *epochCache, logStart int64) scanResult {
+	r := scanResult{next: next, maxTs: maxTs, sinceIndex: sinceIndex}
 	for pos < len(data) {
 		b, err := nextBatch(data, pos)
 		if err == nil {

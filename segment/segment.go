@@ -58,6 +58,7 @@ type segment struct {
 	flushed  atomic.Int64 // bytes known durable
 	uncached atomic.Int64 // bytes from the start dropped from the page cache (dropCache)
 	badIndex atomic.Bool  // an index entry failed its check (indexedPos)
+	pointDue atomic.Int64 // position at which the next active recovery point is due (activepoint.go)
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -101,6 +102,7 @@ func (l *Log) createSegment(base, capacity int64) (*segment, error) {
 	}
 	s.setMapping(m)
 	s.capacity = capacity
+	s.pointDue.Store(l.opts.ActivePointBytes)
 	if err := l.openIndexes(s, true, 0, 0); err != nil {
 		return fail(err)
 	}

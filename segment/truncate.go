@@ -11,7 +11,8 @@ import (
 // until released. An offset below the log start empties the log and restarts
 // it at offset.
 //
-// Crash safety: the recovery point is lowered first, then later segments are
+// Crash safety: the recovery point is lowered first (and the active
+// segment's recovery point removed if past the cut), then later segments are
 // deleted newest first (each removal made durable before the next), then the
 // segment containing offset is truncated; a crash in between leaves a prefix
 // of the old log, never a mix or a gap.
@@ -54,6 +55,12 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	if err := l.setRecoveryPointLocked(min(l.recoveryPoint, s.base)); err != nil {
 		return 0, l.fail(err)
 	}
+	// Held until the cut is published and done (activepoint.go).
+	if err := l.dropPointLocked(s.base, pos); err != nil {
+		l.point.mu.Unlock()
+		return 0, l.fail(err)
+	}
+	defer l.point.mu.Unlock()
 
 	// Publish the truncated state: readers stop seeing the removed batches.
 	k, _ := s.idx.lastBefore(pos)
@@ -235,6 +242,7 @@ func (l *Log) reactivateLocked(s *segment, pos int64, inPlace, wasSealed bool) e
 	s.capacity = capacity
 	s.sinceIndex = l.sinceLastIndex(s)
 	s.rollTime = l.opts.Now()
+	s.pointDue.Store(0) // a new active recovery point after the next flush
 	return nil
 }
 
@@ -258,6 +266,11 @@ func (l *Log) TruncateFullyAndStartAt(ctx context.Context, offset int64) error {
 
 // truncateFullyLocked: appendMu held (or called from Open).
 func (l *Log) truncateFullyLocked(offset int64) error {
+	if err := l.dropPointLocked(-1, 0); err != nil {
+		l.point.mu.Unlock()
+		return l.fail(err)
+	}
+	defer l.point.mu.Unlock()
 	old := l.mu.segs
 	newestFirst := slices.Clone(old)
 	slices.Reverse(newestFirst)

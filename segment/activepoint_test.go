@@ -1,0 +1,217 @@
+package segment
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// pointOpts: a log that records an active recovery point every 16 KiB.
+func pointOpts(fs FS) Options {
+	return Options{FS: fs, SegmentBytes: 1 << 20, IndexInterval: 512, Sync: SyncAlways,
+		ActivePointBytes: 16 << 10, Logger: quietLogger}
+}
+
+// appendDurable appends n batches of a few records (epoch changes every 7
+// batches) and waits until they are durable.
+func appendDurable(tb testing.TB, l *Log, from, n int) {
+	tb.Helper()
+	for i := from; i < from+n; i++ {
+		info := mustAppend(tb, l, testBatch(i, 1+i%9, int64(1000+i)), int32(1+i/7))
+		if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// waitPoint waits until no point write is running and returns the point on
+// disk, which must be at or past pos.
+func waitPoint(tb testing.TB, l *Log, pos int64) activePoint {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for l.point.running.Load() {
+		if time.Now().After(deadline) {
+			tb.Fatal("active recovery point write still running after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.point.mu.Lock()
+	p := l.point.onDisk
+	l.point.mu.Unlock()
+	if p.pos < pos {
+		tb.Fatalf("no active recovery point at or past %d (have %+v)", pos, p)
+	}
+	return p
+}
+
+// logState is what recovery rebuilds, for comparing two recoveries.
+type logState struct {
+	leo, start, maxTs, since int64
+	epochs                   string
+	idx, tidx                []byte
+	batches                  []Batch
+}
+
+func stateOf(tb testing.TB, l *Log) logState {
+	tb.Helper()
+	l.mu.RLock()
+	s := l.active()
+	st := logState{leo: l.mu.leo, start: l.mu.logStart, maxTs: s.maxTs, since: s.sinceIndex,
+		epochs: fmt.Sprint(l.mu.epochs.entries),
+		idx:    append([]byte(nil), s.idx.data[:s.idx.n*offsetEntrySize]...),
+		tidx:   append([]byte(nil), s.tidx.data[:s.tidx.n*timeEntrySize]...)}
+	l.mu.RUnlock()
+	st.batches = readAll(tb, l, st.start)
+	return st
+}
+
+func sameState(tb testing.TB, got, want logState) {
+	tb.Helper()
+	switch {
+	case got.leo != want.leo || got.start != want.start:
+		tb.Fatalf("log [%d, %d), want [%d, %d)", got.start, got.leo, want.start, want.leo)
+	case got.maxTs != want.maxTs || got.since != want.since:
+		tb.Fatalf("maxTs %d sinceIndex %d, want %d %d", got.maxTs, got.since, want.maxTs, want.since)
+	case got.epochs != want.epochs:
+		tb.Fatalf("epochs %s, want %s", got.epochs, want.epochs)
+	case !bytes.Equal(got.idx, want.idx) || !bytes.Equal(got.tidx, want.tidx):
+		tb.Fatalf("index %d/%d bytes, want %d/%d (or contents differ)", len(got.idx), len(got.tidx), len(want.idx), len(want.tidx))
+	case len(got.batches) != len(want.batches):
+		tb.Fatalf("%d batches, want %d", len(got.batches), len(want.batches))
+	}
+	for i := range got.batches {
+		if !bytes.Equal(got.batches[i], want.batches[i]) {
+			tb.Fatalf("batch %d differs", i)
+		}
+	}
+}
+
+// crashed returns the durable state of fs after a power cut, and the same
+// without the active recovery point (what recovery did before it existed).
+func crashed(tb testing.TB, l *Log, fs *MemFS) (withPoint, without *MemFS) {
+	tb.Helper()
+	l.crashForTest()
+	withPoint, without = fs.CrashClone(), fs.CrashClone()
+	if err := without.Remove("/log/" + activePointFile); err != nil {
+		tb.Fatalf("no point file: %v", err)
+	}
+	return withPoint, without
+}
+
+// Recovery from the active recovery point scans only the bytes after it and
+// rebuilds exactly what a scan of the whole segment rebuilds: batches,
+// index entries, time index, max timestamp, epochs; a torn tail after the
+// point is cut as before.
+func TestCrashResumesFromActivePoint(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/log", pointOpts(fs))
+	appendDurable(t, l, 0, 400)
+	p := waitPoint(t, l, 40<<10)
+	appendDurable(t, l, 400, 30) // durable, after the point
+	size := l.Size()
+	torn := testBatch(999, 5, 1)
+	torn.SetBaseOffset(l.LogEndOffset())
+	if _, err := l.active().file.f.WriteAt(torn[:len(torn)-3], size); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.active().file.f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	withPoint, without := crashed(t, l, fs)
+
+	opts := pointOpts(without)
+	full := mustOpen(t, "/log", opts)
+	if full.opened.resumedAt != -1 || full.opened.scanned != size {
+		t.Fatalf("without a point: resumed at %d, scanned %d of %d", full.opened.resumedAt, full.opened.scanned, size)
+	}
+	want := stateOf(t, full)
+
+	opts.FS = withPoint
+	l = mustOpen(t, "/log", opts)
+	if l.opened.resumedAt < p.pos || l.opened.scanned != size-l.opened.resumedAt {
+		t.Fatalf("resumed at %d (point %d), scanned %d of %d", l.opened.resumedAt, p.pos, l.opened.scanned, size)
+	}
+	sameState(t, stateOf(t, l), want)
+	// Both go on alike.
+	appendDurable(t, l, 430, 50)
+	appendDurable(t, full, 430, 50)
+	sameState(t, stateOf(t, l), stateOf(t, full))
+	l.Close()
+	full.Close()
+}
+
+// A point that does not match its segment is not used: the whole segment
+// is scanned and nothing is lost.
+func TestActivePointMismatchScansAll(t *testing.T) {
+	cases := map[string]func(fs *MemFS, p activePoint) error{
+		"anchor crc": func(fs *MemFS, p activePoint) error {
+			p.anchorCRC ^= 1
+			return WriteCheckpoint(fs, "/log/"+activePointFile, p.encode())
+		},
+		"anchor position": func(fs *MemFS, p activePoint) error {
+			p.anchorPos++
+			return WriteCheckpoint(fs, "/log/"+activePointFile, p.encode())
+		},
+		"index file short": func(fs *MemFS, p activePoint) error {
+			return fs.Corrupt("/log/"+segmentName(0)+".index", func(b []byte) []byte { return b[:len(b)-offsetEntrySize] })
+		},
+		"index entry out of order": func(fs *MemFS, p activePoint) error {
+			return fs.Corrupt("/log/"+segmentName(0)+".index", func(b []byte) []byte {
+				copy(b[offsetEntrySize:], b[:offsetEntrySize])
+				return b
+			})
+		},
+		"garbage": func(fs *MemFS, p activePoint) error {
+			return WriteCheckpoint(fs, "/log/"+activePointFile, []byte("0\n1 2\n"))
+		},
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			fs := NewMemFS()
+			l := mustOpen(t, "/log", pointOpts(fs))
+			appendDurable(t, l, 0, 300)
+			p := waitPoint(t, l, 16<<10)
+			withPoint, without := crashed(t, l, fs)
+			want := stateOf(t, mustOpen(t, "/log", pointOpts(without)))
+			if err := damage(withPoint, p); err != nil {
+				t.Fatal(err)
+			}
+			l = mustOpen(t, "/log", pointOpts(withPoint))
+			defer l.Close()
+			if l.opened.resumedAt != -1 {
+				t.Fatalf("resumed at %d from a damaged point", l.opened.resumedAt)
+			}
+			sameState(t, stateOf(t, l), want)
+		})
+	}
+}
+
+// A truncation below the point removes it before cutting (durably), so
+// that batches written after the cut are never taken for the old ones; a
+// truncation above it keeps it.
+func TestTruncationBelowActivePointRemovesIt(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/log", pointOpts(fs))
+	appendDurable(t, l, 0, 300)
+	p := waitPoint(t, l, 16<<10)
+	if _, err := l.TruncateTo(ctx, p.next); err != nil { // at the point: kept
+		t.Fatal(err)
+	}
+	if _, err := fs.CrashClone().OpenFile("/log/"+activePointFile, os.O_RDONLY, 0); err != nil {
+		t.Fatalf("a truncation at the point removed it: %v", err)
+	}
+	if _, err := l.TruncateTo(ctx, p.next-1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.CrashClone().OpenFile("/log/"+activePointFile, os.O_RDONLY, 0); !os.IsNotExist(err) {
+		t.Fatalf("after a truncation below the point, its file is still durable (err %v)", err)
+	}
+	appendDurable(t, l, 1000, 200) // other batches where the old ones were
+	want := stateOf(t, l)
+	l.crashForTest()
+	l = mustOpen(t, "/log", pointOpts(fs.CrashClone()))
+	defer l.Close()
+	sameState(t, stateOf(t, l), want)
+}
