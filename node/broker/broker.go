@@ -79,6 +79,13 @@ const (
 	// partition to rebuild its producer state, and a snapshot costs an
 	// encoding of the partition's producers and one small file write.
 	DefaultProducerSnapshotBatches = 100_000
+	// DefaultProducerSnapshotBytes: a partition's log growing this much
+	// since its last producer snapshot also makes one due (when a batch
+	// became stable meanwhile). Batches of 64 KiB reach 100 000 only
+	// after 6 GB, which a restart after a crash would then read from disk
+	// to rebuild the state; the segment's own recovery point is paced the
+	// same (segment.DefaultActivePointBytes).
+	DefaultProducerSnapshotBytes = 8 << 20
 	// DefaultRetentionCheckInterval is how often each partition's retention
 	// is applied (Kafka's log.retention.check.interval.ms).
 	DefaultRetentionCheckInterval = 5 * time.Minute
@@ -110,8 +117,10 @@ type Config struct {
 	ReplicaFetchMaxWait  time.Duration // DefaultReplicaFetchMaxWait
 	ReplicaFetchMaxBytes int32         // DefaultReplicaFetchMaxBytes
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
-	// ProducerSnapshotBatches paces the producer snapshots (ProducerSnapshotFile).
-	ProducerSnapshotBatches int // DefaultProducerSnapshotBatches
+	// ProducerSnapshotBatches and ProducerSnapshotBytes pace the producer
+	// snapshots (ProducerSnapshotFile): whichever comes first.
+	ProducerSnapshotBatches int   // DefaultProducerSnapshotBatches
+	ProducerSnapshotBytes   int64 // DefaultProducerSnapshotBytes
 	// RetentionCheckInterval paces the retention passes (retention.go).
 	RetentionCheckInterval time.Duration // DefaultRetentionCheckInterval
 	// RetentionMs and RetentionBytes are the node's defaults for a topic
@@ -147,6 +156,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ProducerSnapshotBatches <= 0 {
 		c.ProducerSnapshotBatches = DefaultProducerSnapshotBatches
+	}
+	if c.ProducerSnapshotBytes <= 0 {
+		c.ProducerSnapshotBytes = DefaultProducerSnapshotBytes
 	}
 	if c.RetentionCheckInterval <= 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval

@@ -144,7 +144,7 @@ func (b *Broker) checkpointLoop() {
 				failing = b.checkpointOnce(failing)
 			}
 			for _, p := range b.partitions() {
-				p.maybeSnapshot(uint64(b.cfg.ProducerSnapshotBatches))
+				p.maybeSnapshot(uint64(b.cfg.ProducerSnapshotBatches), b.cfg.ProducerSnapshotBytes)
 			}
 		}
 	}

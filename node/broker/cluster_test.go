@@ -45,8 +45,10 @@ type clusterOptions struct {
 	sync     segment.SyncPolicy
 	segBytes int64
 	memFS    bool // every node on its own segment.MemFS (crashes keep only synced bytes)
-	// snapshotBatches is Config.ProducerSnapshotBatches (0: the default).
+	// snapshotBatches and snapshotBytes are Config.ProducerSnapshotBatches
+	// and ProducerSnapshotBytes (0: the default).
 	snapshotBatches int
+	snapshotBytes   int64
 	// idleTimeout, when set, is every node endpoint's quic IdleTimeout (its
 	// keep-alive period a fifth of it).
 	idleTimeout time.Duration
@@ -152,6 +154,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		ReplicaFetchMaxWait:     c.opts.maxWait,
 		ReplicaHWDelay:          c.opts.hwDelay,
 		ProducerSnapshotBatches: c.opts.snapshotBatches,
+		ProducerSnapshotBytes:   c.opts.snapshotBytes,
 		Now:                     c.opts.now,
 		RetentionCheckInterval:  c.opts.retentionCheck,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,

@@ -319,13 +319,21 @@ func TestCleanRestartDoesNotReplayTheLog(t *testing.T) {
 
 // TestCrashRestartReplaysOnlyRecentBatches: a node killed without closing
 // its logs restarts from the producer snapshot it wrote while running (one
-// per ProducerSnapshotBatches batches that became stable) and replays only
+// per ProducerSnapshotBatches batches that became stable, or per
+// ProducerSnapshotBytes the log grew) and replays only
 // the batches after it; before, a crash left no snapshot and the restart
 // replayed every batch header of every log. The state it starts with is the
 // other replica's, and a retry of the last batch is still a duplicate.
 func TestCrashRestartReplaysOnlyRecentBatches(t *testing.T) {
+	// Paced by batches, or by bytes (the log's growth) with the batch
+	// count out of reach.
+	t.Run("batches", func(t *testing.T) { testCrashRestartReplay(t, 50, 0) })
+	t.Run("bytes", func(t *testing.T) { testCrashRestartReplay(t, 1<<30, 4<<10) })
+}
+
+func testCrashRestartReplay(t *testing.T, snapshotBatches int, snapshotBytes int64) {
 	c := newTestCluster(t, clusterOptions{nodes: 2, memFS: true, maxWait: 50 * time.Millisecond, lagTime: time.Minute,
-		snapshotBatches: 50})
+		snapshotBatches: snapshotBatches, snapshotBytes: snapshotBytes})
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
 	const committed = 200
 	var last []byte

@@ -29,9 +29,11 @@ type partition struct {
 	// snapMu serialises producer snapshot writes (the periodic ones and
 	// the one at close); take it before appendMu.
 	snapMu sync.Mutex
-	// snapAt is producers.stableBatches when the last snapshot was taken.
-	// Guarded by snapMu and appendMu.
-	snapAt uint64
+	// snapAt is producers.stableBatches when the last snapshot was taken,
+	// snapSize the log's size then (lowered when the log shrinks). Guarded
+	// by snapMu and appendMu.
+	snapAt   uint64
+	snapSize int64
 
 	// appendMu serialises every change to the log's contents and to
 	// producers: leader appends, follower copies and truncations, role

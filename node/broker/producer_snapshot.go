@@ -241,18 +241,22 @@ func loadProducerSnapshot(fs segment.FS, dir string, lg *segment.Log) (*producer
 }
 
 // maybeSnapshot writes the producer snapshot when at least every batches
-// have become stable since the last one, so that a restart after a crash
-// replays about that many batches at most (plus those above the HW). The
-// snapshot is encoded under appendMu (memory only) and written after.
-func (p *partition) maybeSnapshot(every uint64) {
+// have become stable since the last one, or some have and the log grew by
+// everyBytes, so that a restart after a crash replays about that many
+// batches or bytes at most (plus those above the HW). The snapshot is
+// encoded under appendMu (memory only) and written after.
+func (p *partition) maybeSnapshot(every uint64, everyBytes int64) {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
 	var data []byte
-	if s := p.producers; s.stableBatches >= p.snapAt+every {
+	size := p.log.Size()
+	p.snapSize = min(p.snapSize, size) // truncated, or retention deleted segments
+	s := p.producers
+	if s.stableBatches >= p.snapAt+every || (s.stableBatches > p.snapAt && size >= p.snapSize+everyBytes) {
 		if snap, ok := snapshotOf(s, p.log); ok {
 			data = encodeProducerSnapshot(snap)
-			p.snapAt = s.stableBatches
+			p.snapAt, p.snapSize = s.stableBatches, size
 		}
 	}
 	p.appendMu.Unlock()
