@@ -30,10 +30,11 @@ type partition struct {
 	// the one at close); take it before appendMu.
 	snapMu sync.Mutex
 	// snapAt is producers.stableBatches when the last snapshot was taken,
-	// snapSize the log's size then (lowered when the log shrinks). Guarded
-	// by snapMu and appendMu.
+	// snapSize the log's size and snapEnd the snapshot's stable end
+	// (both lowered when the log shrinks). Guarded by snapMu and appendMu.
 	snapAt   uint64
 	snapSize int64
+	snapEnd  int64
 
 	// appendMu serialises every change to the log's contents and to
 	// producers: leader appends, follower copies and truncations, role
@@ -414,7 +415,7 @@ func (p *partition) close(deleteData bool) error {
 	p.mu.Unlock()
 	if !deleteData && p.log.Failed() == nil {
 		// The next open starts from it instead of replaying the log.
-		if err := writeProducerSnapshot(p.fs(), p.dir, p.producers, p.log); err != nil && !errors.Is(err, segment.ErrClosed) {
+		if err := writeProducerSnapshot(p.fs(), p.dir, p.producers, p.log, p.hw()); err != nil && !errors.Is(err, segment.ErrClosed) {
 			p.lg.Warn("writing the producer snapshot", "err", err)
 		}
 	}

@@ -12,7 +12,8 @@ import (
 
 // ProducerSnapshotFile is the producer-state snapshot in a partition
 // directory: the stable part of producerState (every batch below its stable
-// end, which is at or below the HW), written when the partition is closed
+// end, which is at or below the HW; the snapshot may end further, up to the
+// HW, when only batches without a producer id follow: snapshotEnd), written when the partition is closed
 // cleanly and, while it runs, whenever Config.ProducerSnapshotBatches more
 // batches have become stable (maybeSnapshot). Opening the partition loads it
 // and replays only the batches from the stable end on, instead of every
@@ -171,17 +172,34 @@ func decodeProducerSnapshot(data []byte) (producerSnapshot, error) {
 	return s, nil
 }
 
-// snapshotOf returns the stable part of s as a snapshot anchored in lg, or
-// ok=false when there is nothing worth writing (no stable batch).
-func snapshotOf(s *producerState, lg *segment.Log) (producerSnapshot, bool) {
-	if s.stableEnd <= 0 {
+// snapshotOf returns the stable part of s as a snapshot anchored in lg and
+// ending at snapshotEnd(s, hw, lg), or ok=false when there is nothing worth
+// writing (it would end at 0) or the state is unknown.
+func snapshotOf(s *producerState, lg *segment.Log, hw int64) (producerSnapshot, bool) {
+	end := snapshotEnd(s, hw, lg.LogEndOffset())
+	if end <= 0 || s.unknown != nil {
 		return producerSnapshot{}, false
 	}
-	a, ok := anchorAt(lg, s.stableEnd)
+	a, ok := anchorAt(lg, end)
 	if !ok {
 		return producerSnapshot{}, false
 	}
-	return producerSnapshot{stableEnd: s.stableEnd, anchor: a, producers: s.stable}, true
+	return producerSnapshot{stableEnd: end, anchor: a, producers: s.stable}, true
+}
+
+// snapshotEnd is where a snapshot of s may end: its stable end, or beyond
+// it up to the HW (and the log end) as long as no idempotent batch lies in
+// between (every one at or above the stable end is pending): a stretch of
+// other batches changes no producer's state, so the stable state is the
+// log's up to there too. Without it a log written without idempotence
+// would never get a snapshot, and every restart would replay every batch
+// header from the log start.
+func snapshotEnd(s *producerState, hw, leo int64) int64 {
+	end := min(hw, leo)
+	if len(s.pending) > 0 {
+		end = min(end, s.pending[0].baseOffset)
+	}
+	return max(s.stableEnd, end)
 }
 
 // anchorAt identifies the batch of lg that ends at end-1 (ok=false if none).
@@ -203,8 +221,8 @@ func anchorAt(lg *segment.Log, end int64) (snapshotAnchor, bool) {
 
 // writeProducerSnapshot stores the stable part of s in dir (nothing when
 // there is none).
-func writeProducerSnapshot(fs segment.FS, dir string, s *producerState, lg *segment.Log) error {
-	snap, ok := snapshotOf(s, lg)
+func writeProducerSnapshot(fs segment.FS, dir string, s *producerState, lg *segment.Log, hw int64) error {
+	snap, ok := snapshotOf(s, lg, hw)
 	if !ok {
 		return nil
 	}
@@ -240,23 +258,24 @@ func loadProducerSnapshot(fs segment.FS, dir string, lg *segment.Log) (*producer
 	return s, true, nil
 }
 
-// maybeSnapshot writes the producer snapshot when at least every batches
-// have become stable since the last one, or some have and the log grew by
-// everyBytes, so that a restart after a crash replays about that many
-// batches or bytes at most (plus those above the HW). The snapshot is
-// encoded under appendMu (memory only) and written after.
+// maybeSnapshot writes the producer snapshot when it would end further than
+// the last one and at least every batches have become stable since, or the
+// log grew by everyBytes, so that a restart after a crash replays about
+// that many batches or bytes at most (plus those above the HW). The
+// snapshot is encoded under appendMu (memory only) and written after.
 func (p *partition) maybeSnapshot(every uint64, everyBytes int64) {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
 	var data []byte
-	size := p.log.Size()
-	p.snapSize = min(p.snapSize, size) // truncated, or retention deleted segments
+	// Both lowered when the log shrinks (a truncation, a retention pass).
+	size, leo, hw := p.log.Size(), p.log.LogEndOffset(), p.hw()
+	p.snapSize, p.snapEnd = min(p.snapSize, size), min(p.snapEnd, leo)
 	s := p.producers
-	if s.stableBatches >= p.snapAt+every || (s.stableBatches > p.snapAt && size >= p.snapSize+everyBytes) {
-		if snap, ok := snapshotOf(s, p.log); ok {
+	if snapshotEnd(s, hw, leo) > p.snapEnd && (s.stableBatches >= p.snapAt+every || size >= p.snapSize+everyBytes) {
+		if snap, ok := snapshotOf(s, p.log, hw); ok {
 			data = encodeProducerSnapshot(snap)
-			p.snapAt, p.snapSize = s.stableBatches, size
+			p.snapAt, p.snapSize, p.snapEnd = s.stableBatches, size, snap.stableEnd
 		}
 	}
 	p.appendMu.Unlock()

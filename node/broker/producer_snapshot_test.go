@@ -60,7 +60,7 @@ func TestProducerSnapshotAppliesOnlyToItsLog(t *testing.T) {
 		s.update(5, 0, int32(i), 0, info.BaseOffset, 0)
 	}
 	s.advance(4) // batches 0-3 stable
-	if err := writeProducerSnapshot(fs, dir, s, lg); err != nil {
+	if err := writeProducerSnapshot(fs, dir, s, lg, 4); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := loadProducerSnapshot(fs, dir, lg)
@@ -105,8 +105,8 @@ func TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor(t *testing.T) {
 			s.update(pid, 0, int32(i), 0, info.BaseOffset, 0)
 		}
 	}
-	s.advance(6) // batches 0-3 of producer 5 stable: stable end 4
-	if err := writeProducerSnapshot(fs, dir, s, lg); err != nil {
+	s.advance(6)                                                     // batches 0-3 of producer 5 stable: stable end 4
+	if err := writeProducerSnapshot(fs, dir, s, lg, 4); err != nil { // an HW of 4: the snapshot ends there
 		t.Fatal(err)
 	}
 	if err := lg.DeleteBefore(ctx, 5); err != nil { // past the anchor (offset 3) and a batch more
@@ -115,6 +115,51 @@ func TestProducerSnapshotLoadsAfterRetentionDeletedItsAnchor(t *testing.T) {
 	got, ok, err := loadProducerSnapshot(fs, dir, lg)
 	if err != nil || !ok || render(got.producers) != render(s.stable) {
 		t.Fatalf("after retention: ok %v err %v state %s, want %s", ok, err, render(got.producers), render(s.stable))
+	}
+}
+
+// TestProducerSnapshotSpansBatchesWithoutProducerIDs: a snapshot ends past
+// the stable end, at the HW, when only batches without a producer id lie
+// between (so that a log written without idempotence gets snapshots too),
+// but never past an idempotent batch still pending, nor past the log end,
+// and a state that is unknown gets none.
+func TestProducerSnapshotSpansBatchesWithoutProducerIDs(t *testing.T) {
+	ctx := context.Background()
+	fs, dir, lg := openSnapshotTestLog(t)
+	s := newProducerState()
+	for i := range 8 {
+		pid := int64(0) // not idempotent
+		if i == 2 || i == 6 {
+			pid = 5
+		}
+		info, err := lg.Append(ctx, buildBatch(pid, int32(i), []string{"v"}), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid > 0 {
+			s.update(pid, 0, int32(i), 0, info.BaseOffset, 0)
+		}
+	}
+	for _, c := range []struct {
+		advanced, hw, want int64 // the HW the state has advanced to, the HW at the snapshot
+	}{
+		{advanced: 2, hw: 2, want: 2},   // the HW
+		{advanced: 5, hw: 5, want: 5},   // past the stable batch 2, before the pending one at 6
+		{advanced: 5, hw: 7, want: 6},   // not past the batch at 6, still pending
+		{advanced: 7, hw: 7, want: 7},   // once it is stable, past it
+		{advanced: 99, hw: 99, want: 8}, // never past the log end
+	} {
+		s.advance(c.advanced)
+		if err := writeProducerSnapshot(fs, dir, s, lg, c.hw); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := loadProducerSnapshot(fs, dir, lg)
+		if err != nil || !ok || got.stableEnd != c.want || render(got.producers) != render(s.stable) {
+			t.Fatalf("HW %d: ok %v err %v end %d state %s, want end %d state %s", c.hw, ok, err, got.stableEnd, render(got.producers), c.want, render(s.stable))
+		}
+	}
+	if _, ok := snapshotOf(unknownProducerState(errors.New("x")), lg, 8); ok {
+		t.Fatal("a snapshot of an unknown producer state")
 	}
 }
 

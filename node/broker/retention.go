@@ -186,8 +186,9 @@ func (p *partition) snapshotBeforeDeletingLocked() (*encodedSnapshot, error) {
 		// The replay that rebuilds it (a reopen) needs the batches.
 		return nil, fmt.Errorf("broker: producer state unknown, keeping the segments until it is rebuilt: %w", s.unknown)
 	}
-	s.advance(p.hw())
-	snap, ok := snapshotOf(s, p.log)
+	hw := p.hw()
+	s.advance(hw)
+	snap, ok := snapshotOf(s, p.log, hw)
 	if !ok {
 		return nil, nil
 	}
