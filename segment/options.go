@@ -63,7 +63,8 @@ type Options struct {
 	// between two writes of its recovery point (activepoint.go): after an
 	// unclean shutdown Open scans only what follows it, about this much
 	// plus what was not yet flushed, instead of the whole active segment.
-	// Default DefaultActivePointBytes; < 0: never written (a full scan).
+	// Default DefaultActivePointBytes, or an eighth of SegmentBytes (at
+	// least 64 KiB) if less; < 0: never written (a full scan).
 	ActivePointBytes int64
 	// OnDiskFull, if set, is called whenever an append (Append,
 	// AppendVerbatim) fails with ErrDiskFull, with the log's directory and
@@ -97,7 +98,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.ActivePointBytes == 0 {
-		o.ActivePointBytes = DefaultActivePointBytes
+		o.ActivePointBytes = min(DefaultActivePointBytes, max(o.SegmentBytes/8, 64<<10))
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = DefaultSyncInterval
