@@ -29,7 +29,11 @@ import (
 // anchor batch, and scans only from that position on. Anything that does
 // not match (another segment, entries missing or out of order, an anchor
 // batch with another CRC or end) makes it scan the whole segment, as
-// before: the point only ever saves work.
+// before: the point only ever saves work. A torn tail that reaches below
+// the point destroys its anchor batch, so it is found as before. Other
+// damage below the point is not looked for at Open, as for sealed segments
+// below the recovery point (Kafka's trust model): a follower copying those
+// batches (AppendVerbatim) and a consumer reading them check every CRC.
 //
 // Format (checkpoint version 0, one line of decimal fields after it):
 //

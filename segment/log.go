@@ -72,9 +72,13 @@ type Log struct {
 	failed atomic.Pointer[error]
 	point  pointState // the active segment's recovery point (activepoint.go)
 	// opened describes what Open did (for its log line and tests): the
-	// bytes it scanned batch by batch, and the position in the active
-	// segment it resumed its scan from (-1: from the start, or trusted).
-	opened struct{ scanned, resumedAt int64 }
+	// bytes it scanned batch by batch, the position in the active segment
+	// it resumed its scan from (-1: from the start, or trusted), and
+	// whether the last shutdown was unclean.
+	opened struct {
+		scanned, resumedAt int64
+		unclean            bool
+	}
 
 	pendingMu sync.Mutex
 	pending   []*segment // SyncNever: sealed segments not yet fsynced

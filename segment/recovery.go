@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -32,9 +33,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
-	l.logger.Debug("segment: log opened", "start", l.mu.logStart, "end", l.mu.leo,
-		"segments", len(l.mu.segs), "scanned_bytes", l.opened.scanned, "resumed_at", l.opened.resumedAt,
-		"took", time.Since(started))
+	level := slog.LevelDebug
+	if l.opened.unclean && l.mu.leo > l.mu.logStart {
+		level = slog.LevelInfo // explains a slow restart
+	}
+	l.logger.Log(ctx, level, "segment: log opened", "start", l.mu.logStart, "end", l.mu.leo,
+		"segments", len(l.mu.segs), "unclean", l.opened.unclean, "scanned_bytes", l.opened.scanned,
+		"resumed_at", l.opened.resumedAt, "took", time.Since(started))
 	if opts.Sync != SyncAlways {
 		l.bgStop, l.bgDone, l.bgKick = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		var tick <-chan struct{}
@@ -122,6 +127,7 @@ func (l *Log) load() error {
 	} else {
 		return err
 	}
+	l.opened.unclean = !clean
 	if clean {
 		if err := l.fs.Remove(join(l.dir, cleanShutdownFile)); err != nil {
 			return err
