@@ -57,22 +57,31 @@ func TestMetricsShowPartitionsAndTraffic(t *testing.T) {
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		return v
 	}
+	// One view of all three nodes: a leadership that moves between two
+	// reads (a loaded machine) counts twice or not at all.
 	var leaders, followers, produced int64
-	for id := int32(1); id <= 3; id++ {
-		var body string
-		waitFor(t, "an in-sync view", 10*time.Second, func() bool {
+	bodies := map[int32]string{}
+	waitFor(t, "an in-sync view of every partition, with one leader each", 10*time.Second, func() bool {
+		leaders, followers, produced = 0, 0, 0
+		for id := int32(1); id <= 3; id++ {
 			resp, err := http.Get("http://" + addrs[id] + "/metrics")
 			if err != nil {
 				return false
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			body = string(b)
-			return metric(body, "paymentlog_under_replicated_partitions") == 0
-		})
-		leaders += metric(body, `paymentlog_partitions{role="leader"}`)
-		followers += metric(body, `paymentlog_partitions{role="follower"}`)
-		produced += metric(body, "paymentlog_produce_bytes_total")
+			body := string(b)
+			if metric(body, "paymentlog_under_replicated_partitions") != 0 {
+				return false
+			}
+			bodies[id] = body
+			leaders += metric(body, `paymentlog_partitions{role="leader"}`)
+			followers += metric(body, `paymentlog_partitions{role="follower"}`)
+			produced += metric(body, "paymentlog_produce_bytes_total")
+		}
+		return leaders == 3 && followers == 6
+	})
+	for id, body := range bodies {
 		if metric(body, "paymentlog_quic_packets_sent_total") == 0 || metric(body, "paymentlog_quic_connections") == 0 {
 			t.Fatalf("node %d shows no QUIC traffic:\n%s", id, body)
 		}
