@@ -442,9 +442,10 @@ func (f *fetcher) appendPartition(t fetchTarget, pr *wire.ReplicaFetchPartitionR
 		// the HW, so that prefix is synced and recorded like a whole answer.
 		leo = p.log.LogEndOffset()
 	}
+	now := f.b.cfg.Now()
 	_ = walkHeaders(pr.Records, func(h segment.Header) {
 		if h.BaseOffset+int64(h.LastOffsetDelta) < leo {
-			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
+			p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, seenAt(h, now))
 		}
 	})
 	if err != nil {
@@ -536,7 +537,7 @@ func (f *fetcher) replayProducers(p *partition, leo int64) (*producerState, erro
 	// From the snapshot when it still applies: it also holds the producers
 	// whose batches retention deleted.
 	return replayUntilStartHolds(p.log, func() (*producerState, error) {
-		return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), &f.b.counters.producerReplayBatches, p.lg)
+		return openProducers(p.fs(), p.dir, p.log, min(p.hw(), leo), f.b.cfg.Now(), &f.b.counters.producerReplayBatches, p.lg)
 	})
 }
 

@@ -123,7 +123,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segB
 	p.mu.retention = segment.Retention{Bytes: -1, Age: -1}
 	p.mu.reqs = make(map[uint64]chan replica.Code)
 	p.mu.waiters = make(map[*waiter]struct{})
-	if p.producers, err = openProducers(fs, dir, lg, hw, &b.counters.producerReplayBatches, p.lg); err != nil {
+	if p.producers, err = openProducers(fs, dir, lg, hw, b.cfg.Now(), &b.counters.producerReplayBatches, p.lg); err != nil {
 		lg.Close()
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segB
 // still holds the batch it ends with or retention deleted it, else from
 // every batch of the log. The batches below hw are its stable part
 // (producerState.advance).
-func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, replayed *atomic.Uint64, plog *slog.Logger) (*producerState, error) {
+func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, now time.Time, replayed *atomic.Uint64, plog *slog.Logger) (*producerState, error) {
 	s, ok, err := loadProducerSnapshot(fs, dir, lg)
 	switch {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
@@ -149,7 +149,7 @@ func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, replaye
 	} else {
 		s = newProducerState()
 	}
-	if err := replayProducers(s, lg, from, replayed); err != nil {
+	if err := replayProducers(s, lg, from, now, replayed); err != nil {
 		return nil, err
 	}
 	s.advance(hw)
@@ -157,8 +157,9 @@ func openProducers(fs segment.FS, dir string, lg *segment.Log, hw int64, replaye
 }
 
 // replayProducers applies the batch headers of lg from offset off (a batch
-// boundary) to its end to s, counting them in replayed.
-func replayProducers(s *producerState, lg *segment.Log, off int64, replayed *atomic.Uint64) error {
+// boundary) to its end to s, counting them in replayed; when each batch was
+// appended is not in the log, so they count as seen now (seenAt).
+func replayProducers(s *producerState, lg *segment.Log, off int64, now time.Time, replayed *atomic.Uint64) error {
 	end := lg.LogEndOffset()
 	for off < end {
 		v, err := lg.Read(off, 4<<20, -1)
@@ -171,7 +172,7 @@ func replayProducers(s *producerState, lg *segment.Log, off int64, replayed *ato
 		}
 		err = walkHeaders(v.Data, func(h segment.Header) {
 			replayed.Add(1)
-			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, h.MaxTimestamp)
+			s.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, h.BaseOffset, seenAt(h, now))
 		})
 		next := v.Next
 		v.Release()

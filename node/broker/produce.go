@@ -182,7 +182,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 		p.lg.Error("append failed", "epoch", epoch, "err", err)
 		return -1, -1, epoch, appendErrCode(err)
 	}
-	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, h.MaxTimestamp)
+	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, seenAt(h, p.b.cfg.Now()))
 	p.producers.advance(hw)
 	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })

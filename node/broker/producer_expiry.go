@@ -3,12 +3,24 @@ package broker
 import (
 	"context"
 	"time"
+
+	"paymentlog/segment"
 )
 
 // Producer id expiry (Kafka's producer.id.expiration.ms): a partition
-// forgets a producer id whose newest batch's largest record timestamp is
-// Config.ProducerIDExpiration or more older than the broker's clock, unless
-// it has a batch above the HW still (pending). Without it every producer id
+// forgets a producer id whose newest batch it appended (or copied, or
+// replayed at open) Config.ProducerIDExpiration or more ago by its own
+// clock, unless it has a batch above the HW still (pending). Kafka counts
+// from the batch's largest record timestamp, which the producer sets: a
+// payment service that stamps records with when the payment happened
+// (a backfill of yesterday's settlement file) had its producer id
+// forgotten at every expiry pass while it was still producing, and a
+// batch retried across such a pass (its answer lost to a leader change)
+// was refused as unknown and resent by the client as a new batch: written
+// twice. The time kept (lastTs) is the later of the record timestamp and
+// the broker's clock when it saw the batch (seenAt); a replay at open
+// cannot know when a batch was appended and counts it as seen then, which
+// only keeps an idle producer id up to one more ProducerIDExpiration. Without it every producer id
 // ever used stayed in memory, and in every producer snapshot, for as long as
 // the partition lived. A forgotten producer that comes back is a new one: a
 // batch at sequence 0 is accepted, any other is UnknownProducerID (Kafka's
@@ -31,12 +43,11 @@ import (
 //     from a snapshot taken before retention deleted it), so the replica
 //     has an entry for every producer id with a batch in its log, unless
 //     the entry expired. So the refused batch is not in this leader's log,
-//     unless it expired: its records' timestamps are a whole
-//     ProducerIDExpiration older than this broker's clock, while the
-//     client retries a batch only within its delivery timeout (2 minutes
-//     by default) of producing it. Only a client clock a day behind (or a
-//     Record.Timestamp set a day back) gets there, and then
-//     OutOfOrderSequence led to the same resend three attempts later.
+//     unless it expired: this replica saw the producer's last batch a
+//     whole ProducerIDExpiration ago (seenAt), while the client retries a
+//     batch only within its delivery timeout (2 minutes by default) of
+//     producing it. Only a broker clock that jumps a day ahead gets
+//     there.
 //   - A batch not in this leader's log is not committed: a committed batch
 //     is on every ISR member and the leader was elected from the ISR. A
 //     previous leader's copy (its answer lost, then its leadership) was not
@@ -86,6 +97,13 @@ func (s *producerState) expire(nowMs, ttlMs int64) int {
 		}
 	}
 	return n
+}
+
+// seenAt is the time a batch counts as last seen for expiry: its largest
+// record timestamp, or now (the broker's clock when it appends, copies or
+// replays the batch) when that is later.
+func seenAt(h segment.Header, now time.Time) int64 {
+	return max(h.MaxTimestamp, now.UnixMilli())
 }
 
 // ExpireProducers forgets, on every partition, the producer ids idle for

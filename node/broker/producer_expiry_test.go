@@ -74,3 +74,41 @@ func TestIdleProducerIDsExpire(t *testing.T) {
 	}
 	wantOffset(t, "producer 5 starting again at 0", mustProduce(t, c, wire.AcksAll, buildBatchAt(5, 0, now(), "d")), 3)
 }
+
+// TestProducerWithOldRecordTimestampsIsNotForgotten: records stamped with
+// when the payment happened, two days back (a backfill), do not make their
+// producer id expire while it produces: expiry counts from when the replica
+// saw its last batch. Counting from the record timestamps, as Kafka does,
+// forgot it at the first expiry pass, and a retry of its last batch across
+// that pass was refused as unknown (the client then resends it as a new
+// batch: written twice).
+func TestProducerWithOldRecordTimestampsIsNotForgotten(t *testing.T) {
+	t0 := time.UnixMilli(1_800_000_000_000)
+	var clock atomic.Int64
+	clock.Store(t0.UnixMilli())
+	now := func() time.Time { return time.UnixMilli(clock.Load()) }
+	c := newTestCluster(t, clusterOptions{nodes: 2, maxWait: 50 * time.Millisecond, lagTime: 100 * time.Hour, now: now})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 2)
+	paid := t0.Add(-48 * time.Hour)
+	last := buildBatchAt(5, 1, paid, "b")
+	wantOffset(t, "backfilled payment", mustProduce(t, c, wire.AcksAll, buildBatchAt(5, 0, paid, "a")), 0)
+	wantOffset(t, "backfilled payment", mustProduce(t, c, wire.AcksAll, last), 1)
+	waitInSync(t, c, testKey)
+
+	clock.Store(t0.Add(time.Hour).UnixMilli())
+	for _, n := range c.liveNodes() {
+		if got := n.b.ExpireProducers(context.Background()); got != 0 {
+			t.Fatalf("node %d forgot %d producers an hour after their last batch", n.id, got)
+		}
+	}
+	wantOffset(t, "retry of the last payment after an expiry pass", mustProduce(t, c, wire.AcksAll, last), 1)
+	c.electNode(testKey, 2) // the follower remembers it as well
+	wantOffset(t, "retry on the new leader", mustProduce(t, c, wire.AcksAll, last), 1)
+
+	clock.Store(t0.Add(25 * time.Hour).UnixMilli())
+	for _, n := range c.liveNodes() {
+		if got := n.b.ExpireProducers(context.Background()); got != 1 {
+			t.Fatalf("node %d forgot %d producers a day after their last batch, want 1", n.id, got)
+		}
+	}
+}
