@@ -66,18 +66,21 @@ func topicCommand() *ucli.Command {
 			{
 				Name:      "describe",
 				Usage:     "show partitions: leader, epoch, replicas, ISR, high watermark, log start",
-				UsageText: "paymentlog topic describe NAME [--json]",
-				Flags: withFlags(clientFlags(), []ucli.Flag{
-					&ucli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: envVar("TOPIC_JSON")},
+				UsageText: "paymentlog topic describe [NAME] [--under-replicated | --under-min-isr | --unavailable] [--json]\n" +
+					"   Without NAME: every topic. With a filter: only the partitions it matches, and only topics that have one.",
+				Flags: withFlags(clientFlags(), healthFlags(), []ucli.Flag{
+					&ucli.BoolFlag{Name: "json", Usage: "print JSON (an object with NAME; an array of them without)", EnvVars: envVar("TOPIC_JSON")},
 					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
 				}),
 				Action: func(c *ucli.Context) error {
-					name, err := oneArg(c, "topic name")
+					if c.NArg() > 1 {
+						return usageError("expected at most one topic name, got %d arguments: %s", c.NArg(), strings.Join(c.Args().Slice(), " "))
+					}
+					opts, err := parseTopicCommon(c, c.Args().First())
 					if err != nil {
 						return err
 					}
-					opts, err := parseTopicCommon(c, name)
-					if err != nil {
+					if opts.health, err = parseHealthFilter(c); err != nil {
 						return err
 					}
 					return runTopicDescribe(c.Context, opts, c.App.Writer, c.App.ErrWriter)
@@ -119,6 +122,7 @@ type topicOptions struct {
 	ifExists    bool
 	json        bool
 	timeout     time.Duration
+	health      healthFilter // describe: nil for every partition
 }
 
 func parseTopicCommon(c *ucli.Context, name string) (topicOptions, error) {
@@ -219,33 +223,70 @@ func runTopicList(ctx context.Context, opts topicOptions, stdout, stderr io.Writ
 
 func runTopicDescribe(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {
 	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
-		d, err := a.DescribeTopic(ctx, opts.name)
-		if err != nil {
-			return fmt.Errorf("describe topic %s: %w", opts.name, err)
+		names := []string{opts.name}
+		if opts.name == "" {
+			var err error
+			if names, err = a.ListTopics(ctx); err != nil {
+				return fmt.Errorf("list topics: %w", err)
+			}
+		}
+		all := make([]client.TopicDescription, 0, len(names))
+		var totals []int
+		for _, name := range names {
+			d, err := a.DescribeTopic(ctx, name)
+			if opts.name == "" && client.ErrorCode(err) == wire.UnknownTopicOrPartition {
+				continue // deleted since the list
+			}
+			if err != nil {
+				return fmt.Errorf("describe topic %s: %w", name, err)
+			}
+			total := len(d.Partitions)
+			if d = filterPartitions(d, opts.health); opts.name == "" && total > 0 && len(d.Partitions) == 0 {
+				continue
+			}
+			all, totals = append(all, d), append(totals, total)
 		}
 		if opts.json {
-			b, err := json.Marshal(d)
+			var v any = all
+			if opts.name != "" {
+				v = all[0]
+			}
+			b, err := json.Marshal(v)
 			if err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(stdout, "%s\n", b)
 			return err
 		}
-		fmt.Fprintf(stdout, "Topic: %s  Partitions: %d  Replication factor: %d  Min ISR: %d\n",
-			d.Name, len(d.Partitions), d.ReplicationFactor, d.MinISR)
-		fmt.Fprintf(stdout, "Configs: %s\n", formatConfigs(d.Configs))
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START")
-		for _, p := range d.Partitions {
-			leader := fmt.Sprint(p.Leader)
-			if p.Leader < 0 {
-				leader = "none (offline)"
+		for i, d := range all {
+			if i > 0 {
+				fmt.Fprintln(stdout)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
-				joinIDs(p.Replicas), joinIDs(p.ISR), unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+			if err := printTopic(stdout, d, totals[i]); err != nil {
+				return err
+			}
 		}
-		return tw.Flush()
+		return nil
 	})
+}
+
+// printTopic prints d, whose partitions a filter may have thinned out of
+// total.
+func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
+	fmt.Fprintf(stdout, "Topic: %s  Partitions: %d  Replication factor: %d  Min ISR: %d\n",
+		d.Name, total, d.ReplicationFactor, d.MinISR)
+	fmt.Fprintf(stdout, "Configs: %s\n", formatConfigs(d.Configs))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START")
+	for _, p := range d.Partitions {
+		leader := fmt.Sprint(p.Leader)
+		if p.Leader < 0 {
+			leader = "none (offline)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
+			joinIDs(p.Replicas), joinIDs(p.ISR), unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+	}
+	return tw.Flush()
 }
 
 func runTopicDelete(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {

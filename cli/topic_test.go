@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -177,5 +178,66 @@ func TestTopicCreateConfigValueWithCommas(t *testing.T) {
 	got, errOut, code = parse("retention.ms=1,000")
 	if code != 0 || len(got) != 1 || got["retention.ms"] != "1,000" {
 		t.Errorf("PAYMENTLOG_TOPIC_CONFIG=retention.ms=1,000: exit %d, configs %q, stderr %q", code, got, errOut)
+	}
+}
+
+// TestTopicDescribeHealthFilters: describe without a name covers every
+// topic; --under-replicated, --under-min-isr and --unavailable keep only the
+// partitions they match (and the topics that have one), in text and JSON.
+func TestTopicDescribeHealthFilters(t *testing.T) {
+	fc := startFakeCluster(t)
+	bs := "--bootstrap=" + fc.Bootstrap()
+	fc.CreateTopic("payments", 3) // RF 3, min ISR 2
+	fc.CreateTopic("refunds", 2)
+	fc.SetISR("payments", 1, []int32{2, 3}) // under-replicated, not under min ISR
+	fc.SetISR("refunds", 0, []int32{1})     // under min ISR too
+	fc.SetLeader("refunds", 1, -1)          // offline
+	partitions := func(args ...string) map[string][]int32 {
+		t.Helper()
+		out, errOut, code := runClientCLI(t, nil, append([]string{"topic", "describe", "--json", bs}, args...)...)
+		if code != 0 {
+			t.Fatalf("describe %v: %d %q", args, code, errOut)
+		}
+		var got []struct {
+			Name       string `json:"name"`
+			Partitions []struct {
+				Partition int32 `json:"partition"`
+			} `json:"partitions"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("describe %v --json: %v: %s", args, err, out)
+		}
+		m := map[string][]int32{}
+		for _, d := range got {
+			m[d.Name] = []int32{}
+			for _, p := range d.Partitions {
+				m[d.Name] = append(m[d.Name], p.Partition)
+			}
+		}
+		return m
+	}
+	for _, c := range []struct {
+		flag string
+		want string
+	}{
+		{"", "map[payments:[0 1 2] refunds:[0 1]]"},
+		{"--under-replicated", "map[payments:[1] refunds:[0]]"},
+		{"--under-min-isr", "map[refunds:[0]]"},
+		{"--unavailable", "map[refunds:[1]]"},
+	} {
+		var args []string
+		if c.flag != "" {
+			args = append(args, c.flag)
+		}
+		if got := fmt.Sprint(partitions(args...)); got != c.want {
+			t.Errorf("describe %s: %s, want %s", c.flag, got, c.want)
+		}
+	}
+	out, _, code := runClientCLI(t, nil, "topic", "describe", "payments", "--under-min-isr", bs)
+	if code != 0 || !strings.Contains(out, "Topic: payments  Partitions: 3") || strings.Contains(out, "\n0 ") {
+		t.Fatalf("describe payments --under-min-isr: %d %q", code, out)
+	}
+	if _, errOut, code := runClientCLI(t, nil, "topic", "describe", "--unavailable", "--under-replicated", bs); code != 2 || !strings.Contains(errOut, "one partition filter") {
+		t.Fatalf("two filters: %d %q", code, errOut)
 	}
 }

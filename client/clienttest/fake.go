@@ -101,6 +101,7 @@ type partition struct {
 	leader    int32
 	epoch     int32
 	replicas  []int32
+	isr       []int32 // nil: every replica (SetISR)
 	batches   []segment.Batch
 	next      int64 // log end offset (= high watermark)
 	logStart  int64 // raised by DeleteBefore (retention)
@@ -200,6 +201,15 @@ func (c *Cluster) SetLeader(topicName string, p int32, leader int32) {
 	pt.epoch++
 	c.mu.moff++
 	c.wakeLocked()
+}
+
+// SetISR sets the ISR a partition's metadata shows (nil: every replica);
+// nothing else follows it.
+func (c *Cluster) SetISR(topicName string, p int32, isr []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.topics[topicName].parts[p].isr = isr
+	c.mu.moff++
 }
 
 // SetHWUnknown makes a partition's leader behave as a new leader whose HW
@@ -604,8 +614,12 @@ func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
 		}
 		tm := wire.TopicMetadata{Name: n, ID: t.id, ReplicationFactor: t.rf, MinISR: t.minISR}
 		for i, pt := range t.parts {
+			isr := pt.isr
+			if isr == nil {
+				isr = pt.replicas
+			}
 			tm.Partitions = append(tm.Partitions, wire.PartitionMetadata{Partition: int32(i), Leader: pt.leader, LeaderEpoch: pt.epoch,
-				Replicas: append([]int32(nil), pt.replicas...), ISR: append([]int32(nil), pt.replicas...), HighWatermark: -1, LogStartOffset: -1})
+				Replicas: append([]int32(nil), pt.replicas...), ISR: append([]int32(nil), isr...), HighWatermark: -1, LogStartOffset: -1})
 		}
 		resp.Topics = append(resp.Topics, tm)
 	}
