@@ -195,6 +195,12 @@ func (l *Log) writePoint(c pointCapture) {
 	}
 	if err != nil {
 		l.logger.Warn("segment: active recovery point not written; an unclean restart scans more of the active segment", "err", err)
+		// A failure after the rename (the directory fsync) may leave
+		// either point in the file: truncations must take the later one
+		// into account.
+		if p.pos > st.onDisk.pos {
+			st.onDisk = p
+		}
 		return
 	}
 	st.onDisk = p

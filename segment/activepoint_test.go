@@ -108,7 +108,7 @@ func TestCrashResumesFromActivePoint(t *testing.T) {
 	fs := NewMemFS()
 	l := mustOpen(t, "/log", pointOpts(fs))
 	appendDurable(t, l, 0, 400)
-	p := waitPoint(t, l, 40<<10)
+	p := waitPoint(t, l, 16<<10)
 	appendDurable(t, l, 400, 30) // durable, after the point
 	size := l.Size()
 	torn := testBatch(999, 5, 1)
