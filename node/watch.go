@@ -76,6 +76,15 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 	n.mu.Lock()
 	prev := n.mu.applied
 	n.mu.Unlock()
+	// Logs not yet open (a restart: every one) are opened several at a
+	// time first; applying the states stays one by one.
+	var changed []broker.PartitionState
+	for k, st := range want {
+		if old, ok := prev[k]; !ok || !samePartitionState(old, st) {
+			changed = append(changed, st)
+		}
+	}
+	n.broker.OpenPartitions(ctx, changed)
 	next := make(map[partKey]broker.PartitionState, len(want))
 	for k, st := range want {
 		if old, ok := prev[k]; ok && samePartitionState(old, st) {

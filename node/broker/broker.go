@@ -225,7 +225,6 @@ type Broker struct {
 	counters  counters
 	ckptDirty atomic.Bool
 	ckptMu    sync.Mutex // serialises checkpoint writes
-	openMu    sync.Mutex // serialises partition opens (I/O under it)
 
 	// hooks are test hooks: nil outside tests.
 	hooks struct {
@@ -242,6 +241,8 @@ type Broker struct {
 		// into a new producer state; an error it returns fails the replay
 		// (as a read error of the log would).
 		producerReplay atomic.Pointer[func() error]
+		// opened runs in getOrOpen after each partition log open.
+		opened atomic.Pointer[func(key tp)]
 	}
 
 	mu struct {
@@ -251,6 +252,9 @@ type Broker struct {
 		addrs    map[int32]string
 		fetchers map[int32]*fetcher // by leader id
 		ckpt     map[tp]int64       // HWs read from the checkpoint at start, for partitions not yet opened
+		// opening holds a channel per partition whose log is being opened,
+		// closed when the open ends (open.go).
+		opening map[tp]chan struct{}
 	}
 }
 
@@ -267,6 +271,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b.cfg.Log.OnCacheDrop = b.counters.onCacheDrop(cfg.Log.OnCacheDrop)
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.mu.parts = make(map[tp]*partition)
+	b.mu.opening = make(map[tp]chan struct{})
 	b.mu.addrs = make(map[int32]string)
 	b.mu.fetchers = make(map[int32]*fetcher)
 	ck, err := readCheckpoint(cfg.Log.FS, filepath.Join(cfg.DataDir, CheckpointFile))

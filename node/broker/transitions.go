@@ -88,37 +88,6 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	return nil
 }
 
-// getOrOpen returns the partition, opening its log on first use.
-func (b *Broker) getOrOpen(ctx context.Context, key tp, st PartitionState) (*partition, error) {
-	// openMu makes check-open-insert atomic so a directory is never opened
-	// twice; the open itself is I/O, so it cannot happen under b.mu.
-	b.openMu.Lock()
-	defer b.openMu.Unlock()
-	b.mu.Lock()
-	if b.mu.closed {
-		b.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if p := b.mu.parts[key]; p != nil {
-		b.mu.Unlock()
-		return p, nil
-	}
-	hw := b.mu.ckpt[key]
-	b.mu.Unlock()
-	p, err := b.openPartition(ctx, key, st.TopicID, st.SegmentBytes, hw)
-	if err != nil {
-		return nil, err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.mu.closed {
-		p.close(false)
-		return nil, ErrClosed
-	}
-	b.mu.parts[key] = p
-	return p, nil
-}
-
 // StopPartition stops serving a partition (no longer a replica, or the topic
 // was deleted) and closes its log; deleteData removes its directory.
 func (b *Broker) StopPartition(ctx context.Context, topic string, partition int32, deleteData bool) error {
