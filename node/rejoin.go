@@ -89,29 +89,60 @@ func describeControllers(ctx context.Context, n *Node, timeout time.Duration) []
 }
 
 // awaitRejoinTarget runs while this controller's raft node is vote-guarded:
-// it gathers the other controllers' answers and sets the catch-up target
+// it gathers the other controllers' answers and sets the catch-up target, or
+// lifts the guard at once when a first-start witness vouches for this node
 // (see the comment at the top of this file). It returns once the target is
-// set, or when ctx ends.
+// set or the guard lifted, or when ctx ends.
 func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 	var g rejoinAnswers
 	others := len(n.cfg.Controllers)
 	if n.cfg.ControllerEligible() {
 		others-- // a guarded node is a voter, listed or not
 	}
-	g.init(others+1, n.cfg.FirstStartWithMajority)
+	g.init(n.cfg.ID, n.raft.Status().GuardNonce, others+1, n.cfg.FirstStartWithMajority)
 	reported := ""
+	confirmed := false
 	t := time.NewTicker(rejoinPollInterval)
 	defer t.Stop()
 	for {
+		if n.cfg.rejoinGate != nil {
+			n.cfg.rejoinGate(ctx)
+		}
+		g.newRound()
 		for _, a := range describeControllers(ctx, n, membershipCheckTimeout) {
 			if a.err == nil && a.resp.Err == wire.None {
 				g.add(a.id, a.resp)
 			}
 		}
-		if index, term, how, ok := g.target(); ok {
-			n.log.Info("rejoin guard: the other controllers answered; catching up before voting",
-				"answered", g.unguardedIDs(), "guarded", g.guardedIDs(), "how", how, "target_offset", index, "target_epoch", term)
-			err := n.raft.CatchUpTo(ctx, index, term)
+		index, term, how, ok := g.target()
+		var own map[int32]string
+		if ok && how == howFirstStart {
+			own = g.witnesses(n.raft.Status().Term)
+			if len(own) < g.nonced() && !confirmed {
+				// Some guarded controller's nonce was first seen in this
+				// round: ask everyone once more, at once, so that the
+				// answers that make the first start come after it.
+				confirmed = true
+				continue
+			}
+		}
+		if ok {
+			// Published in this node's answers once its guard is lifted.
+			if w := g.vouchFor(own); w != nil {
+				n.firstStartWitnesses.Store(&w)
+				n.log.Info("rejoin guard: vouching for the guarded controllers seen at the cluster's first start", "witnessed", sortedKeys(w))
+			}
+			var err error
+			if how == howWitnessed {
+				by, _ := g.vouchedBy()
+				n.log.Info("rejoin guard: a controller that saw this metadata log at the cluster's first start vouches for it; voting again",
+					"witness", by, "nonce", g.nonce)
+				err = n.raft.LiftGuard(ctx, g.nonce)
+			} else {
+				n.log.Info("rejoin guard: the other controllers answered; catching up before voting",
+					"answered", g.unguardedIDs(), "guarded", g.guardedIDs(), "how", how, "target_offset", index, "target_epoch", term)
+				err = n.raft.CatchUpTo(ctx, index, term)
+			}
 			if err != nil && !errors.Is(err, raftnode.ErrStopped) && ctx.Err() == nil {
 				return err
 			}
