@@ -36,6 +36,16 @@ import (
 // nothing survives) and the bootstrap entries are the target
 // (rejoin_answers.go).
 //
+// At a first start, a controller whose questions come late finds the
+// others already elected and past term 1, and must catch up from their
+// leader; if that leader dies first, the others cannot elect without its
+// vote. So a controller that lifts its guard as a first start vouches for
+// the guarded controllers it saw then, by the nonce in their marker
+// (raftnode.Status.GuardNonce), and says so in its DescribeQuorum answers
+// (Witnessed); a guarded controller named there with its own nonce lifts
+// its guard at once (raftnode.LiftGuard). Why that is safe, and for which
+// nonces a controller vouches: rejoinAnswers.witnesses.
+//
 // The cost: a controller that starts empty cannot vote until that many
 // unguarded controllers answer, and a new cluster forms only once every
 // controller is up (Config.FirstStartWithMajority relaxes the latter, at a
