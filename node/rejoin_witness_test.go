@@ -3,13 +3,11 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,17 +23,9 @@ import (
 // node, and returns the per-node logs.
 func lateGuardCluster(ctx context.Context, t *testing.T, late int32, release <-chan struct{}) (*testCluster, func(int32) string) {
 	t.Helper()
-	logs := map[int32]*syncBuffer{}
-	var mu sync.Mutex
+	logs := &logCapture{}
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
-		mu.Lock()
-		defer mu.Unlock()
-		w := &syncBuffer{}
-		logs[cfg.ID] = w
-		cfg.Logger = slog.New(slog.NewTextHandler(w, nil)).With("node", cfg.ID)
-		if os.Getenv("PAYMENTLOG_TEST_LOG") != "" {
-			cfg.Logger = testLogger(t).With("node", cfg.ID)
-		}
+		logs.configure(cfg)
 		if cfg.ID == late {
 			node.SetRejoinGate(cfg, func(ctx context.Context) {
 				select {
@@ -45,11 +35,6 @@ func lateGuardCluster(ctx context.Context, t *testing.T, late int32, release <-c
 			})
 		}
 	})
-	logOf := func(id int32) string {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs[id].String()
-	}
 	waitFor(t, "an active controller and three unfenced brokers", 15*time.Second, func() bool {
 		a := tc.activeController()
 		return a != 0 && len(tc.node(a).Store().Image().UnfencedBrokers()) >= 3
@@ -67,7 +52,7 @@ func lateGuardCluster(ctx context.Context, t *testing.T, late int32, release <-c
 	if !tc.node(late).Raft().Status().VoteGuarded {
 		t.Fatalf("node %d lifted its guard without asking", late)
 	}
-	return tc, logOf
+	return tc, logs.of
 }
 
 // The first start's window: a controller whose questions come late (slow
@@ -133,25 +118,6 @@ func TestWipedControllerIsNotVouchedForByItsOldNonce(t *testing.T) {
 	}
 	tc.kill(old)
 	close(release)
-	nl := tc.start(late)
-	waitFor(t, "the wiped controller to hear from the one other controller up", 15*time.Second, func() bool {
-		l := logOf(late)
-		return strings.Contains(l, fmt.Sprintf("answered=[%d] needed=2", other)) || strings.Contains(l, "vouches for it")
-	})
-	if !nl.Raft().Status().VoteGuarded {
-		t.Fatalf("node %d votes with an empty log, vouched for by its old nonce", late)
-	}
-	for _, id := range []int32{late, other} {
-		if st := tc.node(id).Raft().Status(); st.IsLeader {
-			t.Fatalf("node %d leads with the wiped node's vote: %+v", id, st)
-		}
-	}
-
-	tc.start(old)
-	waitFor(t, "the wiped controller caught up and voting", 30*time.Second, func() bool {
-		return !nl.Raft().Status().VoteGuarded
-	})
-	if _, ok := nl.Store().Image().Topic("payments"); !ok {
-		t.Fatalf("node %d caught up without the topic", late)
-	}
+	tc.start(late)
+	waitGuardedUntilBack(t, tc, logOf, late, other, old)
 }
