@@ -61,29 +61,44 @@ func lateGuardCluster(ctx context.Context, t *testing.T, late int32, release <-c
 // first, the remaining unguarded controller cannot be elected without the
 // guarded one's vote. The survivor saw the late one's guard nonce at the
 // first start and vouches for it, so it votes at once and the two elect a
-// controller.
+// controller; also when the late one restarted meanwhile (its marker, and
+// so its nonce, kept).
 func TestLateGuardedControllerVotesAfterActiveControllerDies(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	const late = 3
-	release := make(chan struct{})
-	tc, logOf := lateGuardCluster(ctx, t, late, release)
-	old := tc.activeController()
-	tc.kill(old)
-	close(release)
-	waitFor(t, "a controller elected by the survivor and the late controller", 10*time.Second, func() bool {
-		a := tc.activeController()
-		return a != 0 && a != old
-	})
-	if tc.node(late).Raft().Status().VoteGuarded {
-		t.Fatalf("node %d still guarded", late)
-	}
-	if !strings.Contains(logOf(late), "vouches for it") {
-		t.Fatalf("node %d lifted its guard another way:\n%s", late, logOf(late))
-	}
-	a := tc.activeController()
-	if _, ok := tc.node(a).Store().Image().Topic("payments"); !ok {
-		t.Fatalf("topic lost on the new controller %d", a)
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restarted=%t", restart), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			const late = 3
+			release := make(chan struct{})
+			tc, logOf := lateGuardCluster(ctx, t, late, release)
+			if restart {
+				tc.kill(late)
+				if nl := tc.start(late); !nl.Raft().Status().VoteGuarded {
+					t.Fatalf("node %d restarted unguarded", late)
+				}
+			}
+			var old int32
+			waitFor(t, "every node following the active controller", 10*time.Second, func() bool {
+				old = tc.activeController()
+				return old != 0
+			})
+			tc.kill(old)
+			close(release)
+			waitFor(t, "a controller elected by the survivor and the late controller", 10*time.Second, func() bool {
+				a := tc.activeController()
+				return a != 0 && a != old
+			})
+			if tc.node(late).Raft().Status().VoteGuarded {
+				t.Fatalf("node %d still guarded", late)
+			}
+			if !strings.Contains(logOf(late), "vouches for it") {
+				t.Fatalf("node %d lifted its guard another way:\n%s", late, logOf(late))
+			}
+			a := tc.activeController()
+			if _, ok := tc.node(a).Store().Image().Topic("payments"); !ok {
+				t.Fatalf("topic lost on the new controller %d", a)
+			}
+		})
 	}
 }
 
