@@ -138,7 +138,8 @@ func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 		}
 		if ok {
 			// Published in this node's answers once its guard is lifted.
-			if w := g.vouchFor(own); w != nil {
+			known := func(id int32) bool { _, ok := n.cfg.Controllers[id]; return ok }
+			if w := g.vouchFor(own, known); w != nil {
 				n.firstStartWitnesses.Store(&w)
 				n.log.Info("rejoin guard: vouching for the guarded controllers seen at the cluster's first start", "witnessed", sortedKeys(w))
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"paymentlog/raftnode"
 	"paymentlog/wire"
 )
 
@@ -175,17 +176,19 @@ func (g *rejoinAnswers) witnesses(ownTerm uint64) map[int32]string {
 
 // vouchFor returns what this node vouches for once its guard lifts: own
 // (its first-start witnesses, see witnesses) and the first-start witnesses
-// of every unguarded controller's latest answer, without its own id. Each
+// of every unguarded controller's latest answer, without its own id, ids
+// that are not controllers (known, from --controllers) and strings that are
+// not nonces (what it passes on it keeps in memory). Each
 // entry is a fact about the cluster's first start, true whoever tells it,
 // so a controller that another vouched for, or that caught up, passes the
 // witnesses on: the one that made them may be the controller that died. For
 // an id named with different nonces, own wins, then the lowest answering
 // id. nil if there is none.
-func (g *rejoinAnswers) vouchFor(own map[int32]string) map[int32]string {
+func (g *rejoinAnswers) vouchFor(own map[int32]string, known func(int32) bool) map[int32]string {
 	var out map[int32]string
 	merge := func(w map[int32]string) {
 		for id, nonce := range w {
-			if _, ok := out[id]; ok || id == g.self || nonce == "" {
+			if _, ok := out[id]; ok || id == g.self || !known(id) || !raftnode.IsGuardNonce(nonce) {
 				continue
 			}
 			if out == nil {

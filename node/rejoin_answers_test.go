@@ -205,8 +205,10 @@ func TestRejoinAnswersVouchFor(t *testing.T) {
 	g.add(2, wire.DescribeQuorumResponse{Term: 2, Witnessed: map[int32]string{1: nonceA, 3: nonceB, 4: nonceA}})
 	g.add(3, wire.DescribeQuorumResponse{Term: 2, Witnessed: map[int32]string{4: nonceB, 5: nonceB}})
 	g.add(4, wire.DescribeQuorumResponse{Term: 1, Guarded: true, GuardNonce: nonceB, Witnessed: map[int32]string{5: nonceA, 6: nonceA}})
-	got := g.vouchFor(map[int32]string{5: nonceA, 6: ""})
-	want := map[int32]string{3: nonceB, 4: nonceA, 5: nonceA}
+	g.add(5, wire.DescribeQuorumResponse{Term: 2, Witnessed: map[int32]string{6: nonceA, 99: nonceB, 2: "not a nonce"}})
+	known := func(id int32) bool { return id >= 1 && id <= 6 }
+	got := g.vouchFor(map[int32]string{5: nonceA, 6: ""}, known)
+	want := map[int32]string{3: nonceB, 4: nonceA, 5: nonceA, 6: nonceA}
 	if len(got) != len(want) {
 		t.Fatalf("vouchFor = %v, want %v", got, want)
 	}
@@ -217,7 +219,7 @@ func TestRejoinAnswersVouchFor(t *testing.T) {
 	}
 	var none rejoinAnswers
 	none.init(1, nonceA, 3, false)
-	if got := none.vouchFor(nil); got != nil {
+	if got := none.vouchFor(nil, known); got != nil {
 		t.Fatalf("vouchFor with nothing to pass on = %v, want nil", got)
 	}
 }

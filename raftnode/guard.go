@@ -98,6 +98,9 @@ func parseGuardNonce(b []byte) string {
 	return string(b)
 }
 
+// IsGuardNonce reports whether s is a guard nonce as a marker holds it.
+func IsGuardNonce(s string) bool { return s != "" && parseGuardNonce([]byte(s)) == s }
+
 // LiftGuard lifts the rejoin guard at once, without a catch-up target, if
 // the node is guarded and nonce is the nonce in its marker (see
 // GuardNonce). The caller (node/rejoin.go) does so when another voter that

@@ -99,5 +99,8 @@ func TestParseGuardNonce(t *testing.T) {
 		if got := parseGuardNonce([]byte(in)); got != want {
 			t.Errorf("parseGuardNonce(%q) = %q, want %q", in, got, want)
 		}
+		if got := IsGuardNonce(in); got != (want != "") {
+			t.Errorf("IsGuardNonce(%q) = %t", in, got)
+		}
 	}
 }
