@@ -111,7 +111,7 @@ func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 	}
 	g.init(n.cfg.ID, n.raft.Status().GuardNonce, others+1, n.cfg.FirstStartWithMajority)
 	reported := ""
-	confirmed := false
+	confirming := false // this round confirms the previous one's first start
 	t := time.NewTicker(rejoinPollInterval)
 	defer t.Stop()
 	for {
@@ -128,11 +128,12 @@ func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 		var own map[int32]string
 		if ok && how == howFirstStart {
 			own = g.witnesses(n.raft.Status().Term)
-			if len(own) < g.nonced() && !confirmed {
+			if len(own) < g.nonced() && !confirming {
 				// Some guarded controller's nonce was first seen in this
 				// round: ask everyone once more, at once, so that the
-				// answers that make the first start come after it.
-				confirmed = true
+				// answers that make the first start come after it. Once:
+				// after that round it lifts with what it can vouch for.
+				confirming = true
 				continue
 			}
 		}
@@ -164,6 +165,7 @@ func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 			n.log.Warn("rejoin guard: this controller's metadata log was empty at start; it will not vote until enough of the other controllers answer with theirs",
 				"answered", g.unguardedIDs(), "needed", g.need, "guarded", g.guardedIDs())
 		}
+		confirming = false
 		select {
 		case <-ctx.Done():
 			return nil
