@@ -184,10 +184,12 @@ func (tc *testCluster) waitAlive(n int) {
 		return a != 0 && len(tc.node(a).Store().Image().UnfencedBrokers()) >= n
 	})
 	// A cluster's first start leaves every controller vote-guarded until it
-	// has caught up with the first leader's log (node/rejoin.go). Killing
-	// the active controller before that leaves the others unable to elect
-	// (a known limit of the guard, in the README's operator section): a
-	// test that kills a controller is about what follows, not about that.
+	// has caught up with the first leader's log or another controller
+	// vouches for it (node/rejoin.go); a controller vouches only for what it
+	// saw a round before the answers that made the first start, so under
+	// load one may still wait for a leader. A test that kills a controller is
+	// about what follows, not about that
+	// (TestLateGuardedControllerVotesAfterActiveControllerDies is).
 	waitFor(tc.t, "no vote-guarded controller", 15*time.Second, func() bool {
 		for _, nd := range tc.running() {
 			if nd.Raft().Status().VoteGuarded {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,6 +73,11 @@ type Config struct {
 	MetadataFS segment.FS
 
 	Logger *slog.Logger
+
+	// rejoinGate, if set, is called before each round of a vote-guarded
+	// controller's questions (rejoin.go); tests hold a round back with it
+	// (SetRejoinGate in export_test.go).
+	rejoinGate func(context.Context)
 }
 
 // Defaults.

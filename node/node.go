@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/node/broker"
@@ -53,6 +54,10 @@ type Node struct {
 
 	pids producerIDs
 	disk diskFull // see diskfull.go
+	// firstStartWitnesses is what this controller vouches for once its
+	// rejoin guard lifted as a cluster's first start (rejoin.go): guarded
+	// controllers' ids -> guard nonces. Set once, never modified.
+	firstStartWitnesses atomic.Pointer[map[int32]string]
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -35,6 +35,11 @@ func (n *Node) handleDescribeQuorum(ctx context.Context, _ quic.Peer, f quic.Fra
 	st := n.raft.Status()
 	resp := wire.DescribeQuorumResponse{Controllers: formatControllers(n.cfg.Controllers), Term: st.Term, Commit: st.Commit,
 		LastIndex: st.LastIndex, Guarded: st.VoteGuarded}
+	if st.VoteGuarded {
+		resp.GuardNonce = st.GuardNonce
+	} else if w := n.firstStartWitnesses.Load(); w != nil {
+		resp.Witnessed = *w
+	}
 	for _, v := range st.Voters {
 		resp.Voters = append(resp.Voters, int32(v))
 	}

@@ -36,6 +36,16 @@ import (
 // nothing survives) and the bootstrap entries are the target
 // (rejoin_answers.go).
 //
+// At a first start, a controller whose questions come late finds the
+// others already elected and past term 1, and must catch up from their
+// leader; if that leader dies first, the others cannot elect without its
+// vote. So a controller that lifts its guard as a first start vouches for
+// the guarded controllers it saw then, by the nonce in their marker
+// (raftnode.Status.GuardNonce), and says so in its DescribeQuorum answers
+// (Witnessed); a guarded controller named there with its own nonce lifts
+// its guard at once (raftnode.LiftGuard). Why that is safe, and for which
+// nonces a controller vouches: rejoinAnswers.witnesses.
+//
 // The cost: a controller that starts empty cannot vote until that many
 // unguarded controllers answer, and a new cluster forms only once every
 // controller is up (Config.FirstStartWithMajority relaxes the latter, at a
@@ -89,29 +99,62 @@ func describeControllers(ctx context.Context, n *Node, timeout time.Duration) []
 }
 
 // awaitRejoinTarget runs while this controller's raft node is vote-guarded:
-// it gathers the other controllers' answers and sets the catch-up target
+// it gathers the other controllers' answers and sets the catch-up target, or
+// lifts the guard at once when a first-start witness vouches for this node
 // (see the comment at the top of this file). It returns once the target is
-// set, or when ctx ends.
+// set or the guard lifted, or when ctx ends.
 func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 	var g rejoinAnswers
 	others := len(n.cfg.Controllers)
 	if n.cfg.ControllerEligible() {
 		others-- // a guarded node is a voter, listed or not
 	}
-	g.init(others+1, n.cfg.FirstStartWithMajority)
+	g.init(n.cfg.ID, n.raft.Status().GuardNonce, others+1, n.cfg.FirstStartWithMajority)
 	reported := ""
+	confirming := false // this round confirms the previous one's first start
 	t := time.NewTicker(rejoinPollInterval)
 	defer t.Stop()
 	for {
+		if n.cfg.rejoinGate != nil {
+			n.cfg.rejoinGate(ctx)
+		}
+		g.newRound()
 		for _, a := range describeControllers(ctx, n, membershipCheckTimeout) {
 			if a.err == nil && a.resp.Err == wire.None {
 				g.add(a.id, a.resp)
 			}
 		}
-		if index, term, how, ok := g.target(); ok {
-			n.log.Info("rejoin guard: the other controllers answered; catching up before voting",
-				"answered", g.unguardedIDs(), "guarded", g.guardedIDs(), "how", how, "target_offset", index, "target_epoch", term)
-			err := n.raft.CatchUpTo(ctx, index, term)
+		index, term, how, ok := g.target()
+		var own map[int32]string
+		if ok && how == howFirstStart {
+			own = g.witnesses(n.raft.Status().Term)
+			if len(own) < g.nonced() && !confirming {
+				// Some guarded controller's nonce was first seen in this
+				// round: ask everyone once more, at once, so that the
+				// answers that make the first start come after it. Once:
+				// after that round it lifts with what it can vouch for.
+				confirming = true
+				continue
+			}
+		}
+		if ok {
+			// Published in this node's answers once its guard is lifted.
+			known := func(id int32) bool { _, ok := n.cfg.Controllers[id]; return ok }
+			if w := g.vouchFor(own, known); w != nil {
+				n.firstStartWitnesses.Store(&w)
+				n.log.Info("rejoin guard: vouching for the guarded controllers seen at the cluster's first start", "witnessed", sortedKeys(w))
+			}
+			var err error
+			if how == howWitnessed {
+				by, _ := g.vouchedBy()
+				n.log.Info("rejoin guard: a controller that saw this metadata log at the cluster's first start vouches for it; voting again",
+					"witness", by, "nonce", g.nonce)
+				err = n.raft.LiftGuard(ctx, g.nonce)
+			} else {
+				n.log.Info("rejoin guard: the other controllers answered; catching up before voting",
+					"answered", g.unguardedIDs(), "guarded", g.guardedIDs(), "how", how, "target_offset", index, "target_epoch", term)
+				err = n.raft.CatchUpTo(ctx, index, term)
+			}
 			if err != nil && !errors.Is(err, raftnode.ErrStopped) && ctx.Err() == nil {
 				return err
 			}
@@ -122,6 +165,7 @@ func (n *Node) awaitRejoinTarget(ctx context.Context) error {
 			n.log.Warn("rejoin guard: this controller's metadata log was empty at start; it will not vote until enough of the other controllers answer with theirs",
 				"answered", g.unguardedIDs(), "needed", g.need, "guarded", g.guardedIDs())
 		}
+		confirming = false
 		select {
 		case <-ctx.Done():
 			return nil

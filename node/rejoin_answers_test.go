@@ -50,7 +50,7 @@ func TestRejoinAnswersTarget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var g rejoinAnswers
-			g.init(tc.controllers, tc.majority)
+			g.init(1, "", tc.controllers, tc.majority)
 			for _, a := range tc.answers {
 				g.add(a.id, a.resp)
 			}
@@ -59,5 +59,167 @@ func TestRejoinAnswersTarget(t *testing.T) {
 				t.Fatalf("target() = %d, %d, %v; want %d, %d, %v", index, term, ok, tc.index, tc.term, tc.ok)
 			}
 		})
+	}
+}
+
+const (
+	nonceA = "0123456789abcdef0123456789abcdef"
+	nonceB = "fedcba9876543210fedcba9876543210"
+)
+
+// A guarded controller lifts its guard at once when an unguarded controller
+// lists it, with the nonce in its own marker, among its first-start
+// witnesses; anything less does not.
+func TestRejoinAnswersWitnessed(t *testing.T) {
+	guarded := func(nonce string) wire.DescribeQuorumResponse {
+		return wire.DescribeQuorumResponse{LastIndex: 3, Term: 1, Guarded: true, GuardNonce: nonce}
+	}
+	unguarded := func(w map[int32]string) wire.DescribeQuorumResponse {
+		return wire.DescribeQuorumResponse{LastIndex: 40, Term: 2, Witnessed: w}
+	}
+	type ans struct {
+		id   int32
+		resp wire.DescribeQuorumResponse
+	}
+	for _, tc := range []struct {
+		name    string
+		nonce   string // this node's (id 3)
+		answers []ans
+		how     string // "" = no target
+	}{
+		{"its own nonce lifts", nonceA, []ans{{1, unguarded(map[int32]string{3: nonceA})}}, howWitnessed},
+		{"its own nonce among others", nonceA, []ans{{2, unguarded(map[int32]string{1: nonceB, 3: nonceA})}}, howWitnessed},
+		{"another nonce (wiped since)", nonceA, []ans{{1, unguarded(map[int32]string{3: nonceB})}}, ""},
+		{"its nonce under another id", nonceA, []ans{{1, unguarded(map[int32]string{2: nonceA})}}, ""},
+		{"no nonce of its own (older marker)", "", []ans{{1, unguarded(map[int32]string{3: ""})}}, ""},
+		{"an empty witness list", nonceA, []ans{{1, unguarded(nil)}}, ""},
+		{"a witness itself guarded", nonceA, []ans{{1, wire.DescribeQuorumResponse{Term: 1, LastIndex: 3, Guarded: true, GuardNonce: nonceB,
+			Witnessed: map[int32]string{3: nonceA}}}}, ""},
+		{"the witness's latest answer no longer lists it", nonceA, []ans{{1, unguarded(map[int32]string{3: nonceA})}, {1, unguarded(nil)}}, ""},
+		{"caught-up peers as before", nonceA, []ans{{1, unguarded(nil)}, {2, unguarded(map[int32]string{3: nonceB})}}, howCaughtUpPeers},
+		{"a guarded answer with its nonce is not a witness", nonceA, []ans{{1, guarded(nonceA)}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g rejoinAnswers
+			g.init(3, tc.nonce, 3, false)
+			for _, a := range tc.answers {
+				g.newRound()
+				g.add(a.id, a.resp)
+			}
+			index, term, how, ok := g.target()
+			if ok != (tc.how != "") || how != tc.how {
+				t.Fatalf("target() = %d, %d, %q, %v; want %q", index, term, how, ok, tc.how)
+			}
+			if how == howWitnessed && (index != 0 || term != 0) {
+				t.Fatalf("a witnessed node got target %d, %d; want none", index, term)
+			}
+		})
+	}
+}
+
+// A controller that lifts its guard as a first start vouches only for the
+// guarded controllers whose nonce it saw before every other answer it
+// counted (a round earlier), and only when every other controller answered
+// and no log, its own included, is past term 1.
+func TestRejoinAnswersWitnesses(t *testing.T) {
+	g1 := func(nonce string) wire.DescribeQuorumResponse {
+		return wire.DescribeQuorumResponse{LastIndex: 3, Term: 1, Guarded: true, GuardNonce: nonce}
+	}
+	u1 := wire.DescribeQuorumResponse{LastIndex: 3, Term: 1} // lifted, no election yet
+	type ans struct {
+		id   int32
+		resp wire.DescribeQuorumResponse
+	}
+	for _, tc := range []struct {
+		name        string
+		controllers int
+		majority    bool
+		ownTerm     uint64
+		rounds      [][]ans // this node is 1
+		want        map[int32]string
+	}{
+		{"two rounds: both vouched for", 3, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}, {{2, g1(nonceA)}, {3, g1(nonceB)}}},
+			map[int32]string{2: nonceA, 3: nonceB}},
+		{"one round: none (its nonce may be newer than the other answer)", 3, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}}, nil},
+		{"seen earlier than the other's only answer", 3, false, 1,
+			[][]ans{{{3, g1(nonceB)}}, {{2, g1(nonceA)}}},
+			map[int32]string{3: nonceB}},
+		{"a stale answer does not vouch for a newer nonce", 3, false, 1,
+			[][]ans{{{2, g1(nonceA)}}, {{3, g1(nonceB)}}, {{3, g1(nonceB)}}},
+			map[int32]string{2: nonceA}},
+		{"a nonce changed (wiped) is vouched for from its own first round", 3, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}, {{2, g1(nonceA)}, {3, g1(nonceA)}}},
+			map[int32]string{2: nonceA}},
+		{"one that lifted meanwhile needs nothing", 3, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}, {{2, u1}, {3, g1(nonceB)}}},
+			map[int32]string{3: nonceB}},
+		{"no nonce (older build): nothing to vouch for", 3, false, 1,
+			[][]ans{{{2, g1("")}, {3, g1(nonceB)}}, {{2, g1("")}, {3, g1(nonceB)}}},
+			map[int32]string{3: nonceB}},
+		{"its own log past term 1", 3, false, 2,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}, {{2, g1(nonceA)}, {3, g1(nonceB)}}}, nil},
+		{"not a first start", 3, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}, {{2, g1(nonceA)}, {3, wire.DescribeQuorumResponse{LastIndex: 9, Term: 2}}}}, nil},
+		{"a majority first start vouches for no one", 3, true, 1,
+			[][]ans{{{2, g1(nonceA)}}, {{2, g1(nonceA)}}}, nil},
+		{"a majority first start with everyone answering does", 3, true, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}}, {{2, g1(nonceA)}, {3, g1(nonceB)}}},
+			map[int32]string{2: nonceA, 3: nonceB}},
+		{"five: all four others, two rounds", 5, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}, {4, u1}, {5, g1("")}}, {{2, g1(nonceA)}, {3, g1(nonceB)}, {4, u1}, {5, g1("")}}},
+			map[int32]string{2: nonceA, 3: nonceB}},
+		{"five: one not asked again", 5, false, 1,
+			[][]ans{{{2, g1(nonceA)}, {3, g1(nonceB)}, {4, u1}, {5, u1}}, {{2, g1(nonceA)}, {3, g1(nonceB)}, {4, u1}}},
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g rejoinAnswers
+			g.init(1, nonceA, tc.controllers, tc.majority)
+			for _, round := range tc.rounds {
+				g.newRound()
+				for _, a := range round {
+					g.add(a.id, a.resp)
+				}
+			}
+			got := g.witnesses(tc.ownTerm)
+			if len(got) != len(tc.want) {
+				t.Fatalf("witnesses = %v, want %v", got, tc.want)
+			}
+			for id, nonce := range tc.want {
+				if got[id] != nonce {
+					t.Fatalf("witnesses = %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A controller whose guard lifts passes on the first-start witnesses it was
+// told, its own first: the controller that made them may be the one to die.
+func TestRejoinAnswersVouchFor(t *testing.T) {
+	var g rejoinAnswers
+	g.init(1, nonceA, 5, false)
+	g.newRound()
+	g.add(2, wire.DescribeQuorumResponse{Term: 2, Witnessed: map[int32]string{1: nonceA, 3: nonceB, 4: nonceA}})
+	g.add(3, wire.DescribeQuorumResponse{Term: 2, Witnessed: map[int32]string{4: nonceB, 5: nonceB}})
+	g.add(4, wire.DescribeQuorumResponse{Term: 1, Guarded: true, GuardNonce: nonceB, Witnessed: map[int32]string{5: nonceA, 6: nonceA}})
+	g.add(5, wire.DescribeQuorumResponse{Term: 2, Witnessed: map[int32]string{6: nonceA, 99: nonceB, 2: "not a nonce"}})
+	known := func(id int32) bool { return id >= 1 && id <= 6 }
+	got := g.vouchFor(map[int32]string{5: nonceA, 6: ""}, known)
+	want := map[int32]string{3: nonceB, 4: nonceA, 5: nonceA, 6: nonceA}
+	if len(got) != len(want) {
+		t.Fatalf("vouchFor = %v, want %v", got, want)
+	}
+	for id, nonce := range want {
+		if got[id] != nonce {
+			t.Fatalf("vouchFor = %v, want %v", got, want)
+		}
+	}
+	var none rejoinAnswers
+	none.init(1, nonceA, 3, false)
+	if got := none.vouchFor(nil, known); got != nil {
+		t.Fatalf("vouchFor with nothing to pass on = %v, want nil", got)
 	}
 }

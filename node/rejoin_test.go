@@ -34,6 +34,31 @@ func (w *syncBuffer) String() string {
 	return w.b.String()
 }
 
+// logCapture keeps every node's log for the test to read.
+type logCapture struct {
+	mu   sync.Mutex
+	logs map[int32]*syncBuffer
+}
+
+// configure sends the log of the node started with cfg to a new buffer.
+func (lc *logCapture) configure(cfg *node.Config) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.logs == nil {
+		lc.logs = map[int32]*syncBuffer{}
+	}
+	w := &syncBuffer{}
+	lc.logs[cfg.ID] = w
+	cfg.Logger = slog.New(slog.NewTextHandler(w, nil)).With("node", cfg.ID)
+}
+
+// of returns what node id's latest start has logged.
+func (lc *logCapture) of(id int32) string {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.logs[id].String()
+}
+
 // A controller whose metadata log was wiped restarts while the active
 // controller is down. With only one other controller answering it must not
 // vote (that controller may lack entries only the dead one and the wiped
@@ -42,15 +67,8 @@ func (w *syncBuffer) String() string {
 func TestWipedControllerVotesOnlyAfterCatchingUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	logs := map[int32]*syncBuffer{}
-	var mu sync.Mutex
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
-		mu.Lock()
-		defer mu.Unlock()
-		w := &syncBuffer{}
-		logs[cfg.ID] = w
-		cfg.Logger = slog.New(slog.NewTextHandler(w, nil)).With("node", cfg.ID)
-	})
+	var logs logCapture
+	tc := mustStartClusterWith(t, 3, logs.configure)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 2})
@@ -73,34 +91,41 @@ func TestWipedControllerVotesOnlyAfterCatchingUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.kill(a)
-	nb := tc.start(b)
-	waitFor(t, "the wiped controller to hear from the one other controller up", 15*time.Second, func() bool {
-		mu.Lock()
-		w := logs[b]
-		mu.Unlock()
-		return strings.Contains(w.String(), fmt.Sprintf("answered=[%d] needed=2", other))
-	})
-	if !nb.Raft().Status().VoteGuarded {
-		t.Fatalf("node %d votes with an empty log and one other controller answering", b)
-	}
-	for _, id := range []int32{b, other} {
-		if st := tc.node(id).Raft().Status(); st.IsLeader {
-			t.Fatalf("node %d leads with the wiped node's vote: %+v", id, st)
-		}
-	}
-
-	tc.start(a)
-	waitFor(t, "the wiped controller caught up and voting", 30*time.Second, func() bool {
-		return !nb.Raft().Status().VoteGuarded
-	})
-	if _, ok := nb.Store().Image().Topic("payments"); !ok {
-		t.Fatalf("node %d caught up without the topic", b)
-	}
+	tc.start(b)
+	waitGuardedUntilBack(t, tc, logs.of, b, other, a)
 	// Its vote counts again: without a, b and the other elect a controller.
 	tc.kill(a)
 	waitFor(t, "a controller elected by the two others", 15*time.Second, func() bool { return tc.activeController() != 0 })
 	if _, ok := tc.image().Topic("payments"); !ok {
 		t.Fatal("topic lost")
+	}
+}
+
+// waitGuardedUntilBack checks that controller wiped, restarted with an
+// empty metadata log while controller dead is down, hears from other alone
+// and stays vote-guarded, with no controller elected; then it restarts dead
+// and waits until wiped has caught up, the topic "payments" included.
+func waitGuardedUntilBack(t *testing.T, tc *testCluster, logOf func(int32) string, wiped, other, dead int32) {
+	t.Helper()
+	nw := tc.node(wiped)
+	waitFor(t, "the wiped controller to hear from the one other controller up", 15*time.Second, func() bool {
+		l := logOf(wiped)
+		return strings.Contains(l, fmt.Sprintf("answered=[%d] needed=2", other)) || strings.Contains(l, "vouches for it")
+	})
+	if !nw.Raft().Status().VoteGuarded {
+		t.Fatalf("node %d votes with an empty log and one other controller answering", wiped)
+	}
+	for _, id := range []int32{wiped, other} {
+		if st := tc.node(id).Raft().Status(); st.IsLeader {
+			t.Fatalf("node %d leads with the wiped node's vote: %+v", id, st)
+		}
+	}
+	tc.start(dead)
+	waitFor(t, "the wiped controller caught up and voting", 30*time.Second, func() bool {
+		return !nw.Raft().Status().VoteGuarded
+	})
+	if _, ok := nw.Store().Image().Topic("payments"); !ok {
+		t.Fatalf("node %d caught up without the topic", wiped)
 	}
 }
 

@@ -52,6 +52,10 @@ func wireSeeds() []any {
 			Members: []wire.ISRMember{{BrokerID: 2, Incarnation: 1795998087883425915}}},
 		&wire.ReplicaFetchOpen{FollowerID: 2, Incarnation: 1795998087883425915},
 		&wire.BrokerHeartbeatRequest{BrokerID: 2, Incarnation: 99, MetadataOffset: 812},
+		&wire.DescribeQuorumResponse{Voters: []int32{1, 2, 3}, Controllers: "1@127.0.0.1:7101", Term: 1, LastIndex: 3, Guarded: true,
+			GuardNonce: "00112233445566778899aabbccddeeff"},
+		&wire.DescribeQuorumResponse{Voters: []int32{1, 2, 3}, Term: 2, Commit: 9, LastIndex: 9,
+			Witnessed: map[int32]string{2: "00112233445566778899aabbccddeeff", 3: "ffeeddccbbaa99887766554433221100"}},
 		&wire.CreatePartitionsRequest{Name: "payments", Count: 5},
 		&wire.CreatePartitionsResponse{Err: wire.InvalidPartitions, Message: `topic "payments" already has 5 partitions`, TopicID: "0f3a", Count: 5, ControllerID: 2},
 	}

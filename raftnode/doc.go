@@ -75,8 +75,10 @@
 //	  raft-hardstate                raft HardState (term, vote, commit)
 //	  snapshot-<index>-<term>.snap  state machine snapshots, the newest two;
 //	                                index and term are 20-digit decimals
-//	  rejoin-guard                  present while the rejoin guard is on
-//	                                (empty; see Lost storage below)
+//	  rejoin-guard                  present while the rejoin guard is on;
+//	                                holds its nonce, 32 lowercase hex
+//	                                characters (empty from older builds;
+//	                                see Lost storage below)
 //
 // Entry log: each raft entry is one record batch holding one record. The
 // batch's base offset is the entry's index, its leader-epoch field the entry's
@@ -156,6 +158,15 @@
 // marker keeps a node guarded across restarts until lifted (its removal is
 // not synced: a crash can only make the node catch up once more).
 //
+// The marker holds a nonce, 16 random bytes drawn when the guard starts
+// (Status.GuardNonce): it names this storage. LiftGuard lifts the guard at
+// once, with no target, for the node's own nonce only: the caller does so
+// when another voter vouches that it saw this nonce at the cluster's first
+// start, before any leader was elected (node/rejoin_answers.go). The storage
+// then held only the bootstrap entries, and an unchanged marker means the
+// storage has been kept since, so it holds everything the node acknowledged.
+// A wipe draws a new nonce; a marker without a valid nonce never matches.
+//
 // A voter whose log was lost also breaks etcd raft's assumption that a
 // follower's match index never goes back (lostlog.go): the leader's heartbeat
 // commit index beyond the follower's log is clamped (raft panics on it) and
@@ -167,7 +178,8 @@
 // learners (brokers) that lost their log too.
 //
 // Not covered: storage lost partially (a log cut short but not empty, a
-// missing hard state next to a log); a majority of voters losing storage;
+// missing hard state next to a log, a log removed with the marker kept); a
+// majority of voters losing storage;
 // the marker's own directory being restored from an old backup (a restored
 // log is not empty and is trusted as it is).
 package raftnode

@@ -19,8 +19,12 @@ type Status struct {
 	// VoteGuarded: the node withholds its vote until it has caught up (see
 	// Config.RejoinGuard).
 	VoteGuarded bool
-	Voters      []uint64
-	Learners    []uint64
+	// GuardNonce is the nonce in the rejoin guard's marker while
+	// VoteGuarded ("" otherwise, and for an older build's marker; see
+	// LiftGuard).
+	GuardNonce string
+	Voters     []uint64
+	Learners   []uint64
 	// RefusedSnapshot says why the last snapshot from the leader was
 	// refused (see SnapshotChecker); "" when none was since the last one
 	// installed.
@@ -64,6 +68,7 @@ func (n *Node) publishStatus() {
 		IsLeader:    bs.RaftState == raft.StateLeader,
 		LastIndex:   n.st.lastIndex(),
 		VoteGuarded: n.guard.on,
+		GuardNonce:  n.guard.nonce,
 		Voters:      slices.Clone(n.confState.GetVoters()),
 		Learners:    slices.Clone(n.confState.GetLearners()),
 	}
@@ -88,7 +93,7 @@ func (n *Node) publishStatus() {
 func statusEqual(a, b Status) bool {
 	return a.ID == b.ID && a.Leader == b.Leader && a.Term == b.Term && a.Applied == b.Applied &&
 		a.Commit == b.Commit && a.IsLeader == b.IsLeader && a.LastIndex == b.LastIndex &&
-		a.VoteGuarded == b.VoteGuarded && slices.Equal(a.Voters, b.Voters) &&
+		a.VoteGuarded == b.VoteGuarded && a.GuardNonce == b.GuardNonce && slices.Equal(a.Voters, b.Voters) &&
 		slices.Equal(a.Learners, b.Learners) && a.RefusedSnapshot == b.RefusedSnapshot &&
 		a.DiskFull == b.DiskFull
 }

@@ -199,4 +199,18 @@ type DescribeQuorumResponse struct {
 	// up yet, so its log may lack committed entries; its answer does not
 	// count towards another node's catch-up target.
 	Guarded bool `msgpack:"guarded"`
+	// GuardNonce is, while Guarded, the nonce in the node's rejoin-guard
+	// marker (32 lowercase hex characters; "" from an older build or an
+	// older marker): it names the guarded metadata log (raftnode.LiftGuard).
+	GuardNonce string `msgpack:"nonce,omitempty"`
+	// Witnessed are the first-start witnesses, id -> GuardNonce, sent only
+	// when not Guarded: a node that lifted its own guard as a cluster's
+	// first start lists the guarded controllers whose answers made that
+	// first start and whose nonces it saw before every other answer it
+	// counted (no leader had been elected yet); every node whose guard
+	// lifted also passes on those it read in the others' answers. A guarded
+	// controller that finds its own id with its own nonce here votes at once
+	// (node/rejoin_answers.go). Kept in memory only: empty after that node
+	// restarts. Older nodes send and read neither field.
+	Witnessed map[int32]string `msgpack:"witnessed"`
 }
