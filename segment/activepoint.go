@@ -108,9 +108,11 @@ type pointState struct {
 	// removes or replaces the active segment from before it removes the
 	// file until the cut is published. Lock order: appendMu, then mu, then
 	// Log.mu.
-	mu      sync.Mutex
-	closed  bool        // (mu) Close or a crash: no more writes
-	onDisk  activePoint // (mu) what the file holds; none when onDisk.pos == 0
+	mu     sync.Mutex
+	closed bool // (mu) Close or a crash: no more writes
+	// onDisk is what the file holds, or may hold after a failed write
+	// (the further of the two); none when onDisk.pos == 0.
+	onDisk  activePoint // (mu)
 	seg     *segment    // (mu) whose first written index entries are in its files
 	written int         // (mu)
 	// running: a writer goroutine is started and has not finished.
@@ -192,6 +194,12 @@ func (l *Log) writePoint(c pointCapture) {
 	if err == nil {
 		st.seg, st.written = s, c.entries
 		err = WriteCheckpoint(l.fs, join(l.dir, activePointFile), p.encode())
+		if err != nil {
+			// It may have failed after its rename (in the directory
+			// fsync): the file may hold p, which the next directory fsync
+			// makes durable, so truncations must treat it as on disk.
+			st.onDisk = further(st.onDisk, p)
+		}
 	}
 	if err != nil {
 		l.logger.Warn("segment: active recovery point not written; an unclean restart scans more of the active segment", "err", err)
@@ -199,6 +207,15 @@ func (l *Log) writePoint(c pointCapture) {
 	}
 	st.onDisk = p
 	s.pointDue.Store(p.pos + l.opts.ActivePointBytes)
+}
+
+// further returns whichever of a and b a truncation removes in more cases
+// (dropPointLocked): the one in the later segment, or further in it.
+func further(a, b activePoint) activePoint {
+	if b.base > a.base || (b.base == a.base && b.pos > a.pos) {
+		return b
+	}
+	return a
 }
 
 // anchorOf finds the last batch below pos in s, walking from the last of

@@ -2,8 +2,11 @@ package segment
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -214,4 +217,98 @@ func TestTruncationBelowActivePointRemovesIt(t *testing.T) {
 	l = mustOpen(t, "/log", pointOpts(fs.CrashClone()))
 	defer l.Close()
 	sameState(t, stateOf(t, l), want)
+}
+
+// A point write that fails after its rename (the directory fsync) may
+// still leave the new point in the file, and a later directory fsync (the
+// truncation's own recovery-point write) makes it durable. A truncation
+// below that point must remove it like one it knows of: otherwise batches
+// written after the cut, ending with a batch equal to the old anchor (a
+// producer's retry copied from a new leader: the CRC does not cover the
+// leader epoch), make Open trust the old point's index entries and max
+// timestamp for other batches.
+func TestFailedPointWriteStillRemovedBelowCut(t *testing.T) {
+	fs := NewMemFS()
+	opts := pointOpts(fs)
+	opts.ActivePointBytes, opts.IndexInterval = 1, 1
+	l := mustOpen(t, "/log", opts)
+	a, x := testBatch(1, 3, 100), testBatch(3, 3, 200)
+	y, yy := testBatch(2, 3, 150), testBatch(4, 3, 9000) // same size, other records
+	if len(y) != len(yy) {
+		t.Fatalf("test batches of %d and %d bytes", len(y), len(yy))
+	}
+	var mu sync.Mutex
+	armed, renamed, capture := false, false, false
+	var image *MemFS
+	fs.SetFault(func(op FaultOp, path string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case op == OpRename && armed && path == "/log/"+activePointFile:
+			renamed = true
+		case op == OpSyncDir && renamed:
+			renamed = false
+			return errors.New("injected directory fsync failure")
+		case op == OpWrite && capture && strings.HasSuffix(path, ".index"):
+			capture = false
+			image = fs.CrashClone()
+		}
+		return nil
+	})
+	// appendVerbatim appends b at base, durably when sync (one flush, so
+	// one point write, for what was appended since the last).
+	appendVerbatim := func(b Batch, base int64, epoch int32, sync bool) {
+		t.Helper()
+		b.SetBaseOffset(base)
+		b.SetLeaderEpoch(epoch)
+		if _, err := l.AppendVerbatim(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if !sync {
+			return
+		}
+		if err := l.WaitDurable(ctx, base+3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendVerbatim(a, 0, 1, true)
+	p := waitPoint(t, l, int64(len(a))) // a point at the end of a: known
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	appendVerbatim(y, 3, 1, false)
+	appendVerbatim(x, 6, 1, true) // a point at its end: renamed, its directory fsync fails
+	waitPoint(t, l, p.pos)
+	// At the known point, below the other; the recovery-point write in the
+	// truncation fsyncs the directory, making the other one durable.
+	if _, err := l.TruncateTo(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	// Other batches where y was, then x again (a producer's retry, copied
+	// from a new leader); the power fails as the next point write begins.
+	mu.Lock()
+	capture = true
+	mu.Unlock()
+	appendVerbatim(yy, 3, 2, false)
+	appendVerbatim(x, 6, 2, true)
+	waitPoint(t, l, 0)
+	fs.SetFault(nil)
+	l.crashForTest()
+	if image == nil {
+		t.Fatal("no point write after the truncation")
+	}
+	without := image.CrashClone()
+	_ = without.Remove("/log/" + activePointFile)
+	o := opts
+	o.FS = without
+	want := stateOf(t, mustOpen(t, "/log", o))
+	o.FS = image
+	got := mustOpen(t, "/log", o)
+	defer got.Close()
+	if err := diffState(stateOf(t, got), want); err != nil {
+		t.Fatalf("resumed at %d: %v", got.opened.resumedAt, err)
+	}
+	if off, err := got.OffsetForTimestamp(5000); err != nil || off != 3 {
+		t.Fatalf("OffsetForTimestamp(5000) = %d, %v; want 3", off, err)
+	}
 }
