@@ -1,22 +1,29 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
+	"syscall"
 	"testing"
 )
 
 // crashImages collects power-cut images of a MemFS taken before randomly
 // chosen file-system operations (including those of a point write in
-// flight, of Open, of a truncation), up to max of them.
+// flight, of Open, of a truncation), up to max of them. With failEvery > 0
+// it also fails about one operation in failEvery while faults is set (an
+// I/O error, or ENOSPC), the operation's effects not applied.
 type crashImages struct {
-	mu     sync.Mutex
-	rng    *rand.Rand
-	every  int // one operation in every, on average
-	max    int
-	images []*MemFS
-	ops    []string // the operation each image was taken before
+	mu        sync.Mutex
+	rng       *rand.Rand
+	every     int // one operation in every, on average
+	max       int
+	failEvery int
+	faults    bool
+	failed    int
+	images    []*MemFS
+	ops       []string // the operation each image was taken before
 }
 
 // watch installs the capturing hook on fs.
@@ -24,41 +31,60 @@ func (c *crashImages) watch(fs *MemFS) {
 	fs.SetFault(func(op FaultOp, path string) error {
 		c.mu.Lock()
 		take := len(c.images) < c.max && c.rng.Intn(c.every) == 0
-		c.mu.Unlock()
-		if !take {
-			return nil
+		var fail error
+		if c.faults && c.failEvery > 0 && c.rng.Intn(c.failEvery) == 0 {
+			fail = errors.New("injected I/O error")
+			if c.rng.Intn(2) == 0 {
+				fail = syscall.ENOSPC
+			}
+			c.failed++
 		}
-		img := fs.CrashClone()
-		c.mu.Lock()
-		c.images = append(c.images, img)
-		c.ops = append(c.ops, fmt.Sprintf("%s %s", op, path))
 		c.mu.Unlock()
-		return nil
+		if take {
+			img := fs.CrashClone()
+			c.mu.Lock()
+			c.images = append(c.images, img)
+			c.ops = append(c.ops, fmt.Sprintf("%s %s", op, path))
+			c.mu.Unlock()
+		}
+		return fail
 	})
+}
+
+// setFaults turns the injected failures on or off.
+func (c *crashImages) setFaults(on bool) {
+	c.mu.Lock()
+	c.faults = on
+	c.mu.Unlock()
 }
 
 // TestActivePointCrashImages runs random workloads (appends with
 // timestamps out of order and leader epochs, truncations into the active
 // and into sealed segments, deletions, retention, full truncations,
 // clean reopens, crashes, and reopens after a crash whose point no longer
-// matches its index files so that Open scans all and rewrites them), takes
-// power-cut images before random file-system operations, and opens each
-// image twice: as it is and without its active recovery point (a scan of
-// the whole active segment, what recovery did before the point). Whatever
-// the point lets Open skip must come out the same: batches, log start and
-// end, leader epochs, index and time index entries, max timestamp.
+// matches its index files so that Open scans all and rewrites them; half
+// of the seeds also fail random file-system operations, a failed
+// operation being followed by a crash), takes power-cut images before
+// random file-system operations, and opens each image twice: as it is and
+// without its active recovery point (a scan of the whole active segment,
+// what recovery did before the point). Whatever the point lets Open skip
+// must come out the same: batches, log start and end, leader epochs,
+// index and time index entries, max timestamp.
 func TestActivePointCrashImages(t *testing.T) {
 	for seed := int64(1); seed <= 24; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			runPointCrashImages(t, seed, 250)
+			runPointCrashImages(t, seed, 250, seed%2 == 0)
 		})
 	}
 }
 
-func runPointCrashImages(t *testing.T, seed int64, steps int) {
+func runPointCrashImages(t *testing.T, seed int64, steps int, faults bool) {
 	rng := rand.New(rand.NewSource(seed))
 	imgs := &crashImages{rng: rand.New(rand.NewSource(seed)), every: 12, max: 150}
+	if faults {
+		imgs.failEvery = 100
+	}
 	fs := NewMemFS()
 	imgs.watch(fs)
 	syncs := []SyncPolicy{SyncAlways, SyncInterval, SyncNever}
@@ -68,7 +94,25 @@ func runPointCrashImages(t *testing.T, seed int64, steps int) {
 	opts.TruncateOnCorruption = opts.Sync != SyncAlways // as node.go sets it
 	l := mustOpen(t, "/log", opts)
 	epoch := int32(0)
+	// crash cuts the power and opens what survived; corrupt: the active
+	// segment's index files no longer match the point, so that Open scans
+	// all of it and truncates them.
+	crash := func(corrupt bool) {
+		segs := l.Segments()
+		l.crashForTest()
+		imgs.setFaults(false)
+		fs = fs.CrashClone()
+		if corrupt {
+			idx := "/log/" + segmentName(segs[len(segs)-1]) + ".index"
+			_ = fs.Corrupt(idx, func(b []byte) []byte { return b[:max(0, len(b)-offsetEntrySize)] })
+		}
+		imgs.watch(fs)
+		opts.FS = fs
+		l = mustOpen(t, "/log", opts)
+	}
 	for step := 0; step < steps; step++ {
+		imgs.setFaults(true)
+		var err error
 		switch p := rng.Intn(100); {
 		case p < 55:
 			if rng.Intn(8) == 0 {
@@ -78,7 +122,6 @@ func runPointCrashImages(t *testing.T, seed int64, steps int) {
 			// largest so far).
 			b := testBatch(step, 1+rng.Intn(5), int64(1000+step*10-rng.Intn(40)))
 			var info AppendInfo
-			var err error
 			if rng.Intn(3) == 0 {
 				b.SetBaseOffset(l.LogEndOffset())
 				b.SetLeaderEpoch(epoch)
@@ -86,67 +129,47 @@ func runPointCrashImages(t *testing.T, seed int64, steps int) {
 			} else {
 				info, err = l.Append(ctx, b, epoch)
 			}
-			if err != nil {
-				t.Fatalf("step %d: append: %v", step, err)
-			}
-			if err := l.WaitDurable(ctx, info.LastOffset+1); err != nil {
-				t.Fatal(err)
+			if err == nil {
+				err = l.WaitDurable(ctx, info.LastOffset+1)
 			}
 		case p < 70:
-			if err := l.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if rng.Intn(2) == 0 {
+			if err = l.Sync(ctx); err == nil && rng.Intn(2) == 0 {
 				waitPoint(t, l, 0)
 			}
 		case p < 80:
 			start, end := l.LogStartOffset(), l.LogEndOffset()
-			if end == start {
-				continue
-			}
-			if _, err := l.TruncateTo(ctx, start+rng.Int63n(end-start)); err != nil {
-				t.Fatalf("step %d: truncate: %v", step, err)
+			if end > start {
+				_, err = l.TruncateTo(ctx, start+rng.Int63n(end-start))
 			}
 		case p < 83:
 			start, end := l.LogStartOffset(), l.LogEndOffset()
-			if err := l.DeleteBefore(ctx, start+rng.Int63n(end-start+1)); err != nil {
-				t.Fatal(err)
-			}
+			err = l.DeleteBefore(ctx, start+rng.Int63n(end-start+1))
 		case p < 85:
 			l.opts.RetentionBytes = rng.Int63n(8000)
-			if _, err := l.ApplyRetention(ctx); err != nil {
-				t.Fatal(err)
-			}
+			_, err = l.ApplyRetention(ctx)
 			l.opts.RetentionBytes = -1
 		case p < 86:
-			if err := l.TruncateFullyAndStartAt(ctx, max(0, l.LogEndOffset()+rng.Int63n(40)-10)); err != nil {
-				t.Fatal(err)
-			}
+			err = l.TruncateFullyAndStartAt(ctx, max(0, l.LogEndOffset()+rng.Int63n(40)-10))
 		case p < 90:
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
+			if err = l.Close(); err == nil {
+				imgs.setFaults(false)
+				l = mustOpen(t, "/log", opts)
 			}
-			l = mustOpen(t, "/log", opts)
 		default:
-			segs := l.Segments()
-			l.crashForTest()
-			fs = fs.CrashClone()
-			if rng.Intn(2) == 0 {
-				// The active segment's index files no longer match the
-				// point: Open scans all of it and truncates them.
-				idx := "/log/" + segmentName(segs[len(segs)-1]) + ".index"
-				_ = fs.Corrupt(idx, func(b []byte) []byte { return b[:max(0, len(b)-offsetEntrySize)] })
+			crash(rng.Intn(2) == 0)
+		}
+		if err != nil {
+			if !faults {
+				t.Fatalf("step %d: %v", step, err)
 			}
-			imgs.watch(fs)
-			opts.FS = fs
-			l = mustOpen(t, "/log", opts)
+			crash(false)
 		}
 	}
 	l.crashForTest()
 	fs.SetFault(nil)
 
 	imgs.mu.Lock()
-	images, ops := imgs.images, imgs.ops
+	images, ops, failed := imgs.images, imgs.ops, imgs.failed
 	imgs.mu.Unlock()
 	var withPoint, resumes int
 	for i, img := range images {
@@ -178,7 +201,7 @@ func runPointCrashImages(t *testing.T, seed int64, steps int) {
 			t.Fatalf("image %d (before %s; point file %v, resumed at %d): %v", i, ops[i], hasPoint, resumed, err)
 		}
 	}
-	t.Logf("%d images, %d with a point file, %d resumed from it", len(images), withPoint, resumes)
+	t.Logf("%d images, %d with a point file, %d resumed from it; %d failed operations", len(images), withPoint, resumes, failed)
 }
 
 // diffState is sameState as an error.
