@@ -363,19 +363,21 @@ func (l *Log) resumeScan(s *segment, data []byte, p activePoint, epochs *epochCa
 
 // keepPoint records, after Open, which point the file holds; one past the
 // recovered active segment (a scan that found less than the point claimed)
-// is removed. The removal is not made durable: a point that comes back
-// after a crash fails its anchor check.
-func (l *Log) keepPoint(p *activePoint) {
+// is removed, durably: appends follow, and a point that came back after a
+// crash would be checked only by its anchor batch, which a batch written
+// since can equal (the CRC does not cover the leader epoch).
+func (l *Log) keepPoint(p *activePoint) error {
 	if p == nil {
-		return
+		return nil
 	}
 	act := l.active()
 	if p.base > act.base || (p.base == act.base && p.pos > act.size) {
 		err := l.fs.Remove(join(l.dir, activePointFile))
-		if err == nil || os.IsNotExist(err) {
-			return
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("segment: remove stale active recovery point: %w", err)
 		}
-		l.logger.Warn("segment: stale active recovery point not removed", "err", err)
+		return l.fs.SyncDir(l.dir)
 	}
 	l.point.onDisk = *p
+	return nil
 }

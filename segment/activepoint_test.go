@@ -312,3 +312,91 @@ func TestFailedPointWriteStillRemovedBelowCut(t *testing.T) {
 		t.Fatalf("OffsetForTimestamp(5000) = %d, %v; want 3", off, err)
 	}
 }
+
+// A point past the end Open recovered (a batch below it found damaged) is
+// removed durably before anything is appended: a removal that a crash
+// undid would bring it back over the batches written since, and a batch
+// equal to its anchor at its anchor position would make the next Open
+// trust its max timestamp and index entries for other batches.
+func TestStalePointRemovedDurablyAtOpen(t *testing.T) {
+	fs := NewMemFS()
+	opts := pointOpts(fs)
+	opts.ActivePointBytes, opts.IndexInterval = 1, 1
+	l := mustOpen(t, "/log", opts)
+	a, x := testBatch(1, 3, 100), testBatch(3, 3, 200)
+	y, yy := testBatch(2, 3, 150), testBatch(4, 3, 9000) // same size, other records
+	appendVerbatim := func(l *Log, b Batch, base int64, sync bool) {
+		t.Helper()
+		b.SetBaseOffset(base)
+		b.SetLeaderEpoch(1)
+		if _, err := l.AppendVerbatim(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if !sync {
+			return
+		}
+		if err := l.WaitDurable(ctx, base+3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendVerbatim(l, a, 0, true)
+	waitPoint(t, l, int64(len(a)))
+	appendVerbatim(l, y, 3, false)
+	appendVerbatim(l, x, 6, true)
+	p := waitPoint(t, l, int64(len(a)+len(y)+len(x)))
+	l.crashForTest()
+	// y rots on disk, and the leader-epoch checkpoint is lost, so Open
+	// scans the whole segment (to rebuild the epochs) and cuts it before y.
+	fs = fs.CrashClone()
+	seg := "/log/" + segmentName(0)
+	if err := fs.Corrupt(seg+".log", func(b []byte) []byte { b[len(a)+len(y)-1] ^= 0xff; return b }); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Remove("/log/" + epochFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("/log"); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	capture := false
+	var image *MemFS
+	fs.SetFault(func(op FaultOp, path string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == OpWrite && capture && strings.HasSuffix(path, ".index") {
+			capture = false
+			image = fs.CrashClone()
+		}
+		return nil
+	})
+	opts.FS = fs
+	l = mustOpen(t, "/log", opts)
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("recovered log end %d, want 3 (cut before the damaged batch)", l.LogEndOffset())
+	}
+	// Other batches where y was, then x again; the power fails as the
+	// next point write begins.
+	mu.Lock()
+	capture = true
+	mu.Unlock()
+	appendVerbatim(l, yy, 3, false)
+	appendVerbatim(l, x, 6, true)
+	waitPoint(t, l, 0)
+	fs.SetFault(nil)
+	l.crashForTest()
+	if image == nil {
+		t.Fatal("no point write after the reopen")
+	}
+	without := image.CrashClone()
+	_ = without.Remove("/log/" + activePointFile)
+	o := opts
+	o.FS = without
+	want := stateOf(t, mustOpen(t, "/log", o))
+	o.FS = image
+	got := mustOpen(t, "/log", o)
+	defer got.Close()
+	if err := diffState(stateOf(t, got), want); err != nil {
+		t.Fatalf("resumed at %d (the old point at %d): %v", got.opened.resumedAt, p.pos, err)
+	}
+}

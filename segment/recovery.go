@@ -273,7 +273,9 @@ func (l *Log) load() error {
 	if err := l.setRecoveryPointLocked(l.active().base); err != nil {
 		return err
 	}
-	l.keepPoint(point)
+	if err := l.keepPoint(point); err != nil {
+		return err
+	}
 	l.gc.set(l.mu.leo)
 	return nil
 }
