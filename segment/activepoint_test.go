@@ -49,6 +49,26 @@ func waitPoint(tb testing.TB, l *Log, pos int64) activePoint {
 	return p
 }
 
+// appendUntilPoint appends durable batches (from seed from on) until the
+// point on disk is at or past pos, and returns it and the next seed. A
+// flush that finds the previous point write still running starts none (the
+// next flush does), so on a loaded machine the point after a given number
+// of appends is not known in advance.
+func appendUntilPoint(tb testing.TB, l *Log, from int, pos int64) (activePoint, int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p := waitPoint(tb, l, 0); p.pos >= pos {
+			return p, from
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no active recovery point at or past %d after 10 s of appends", pos)
+		}
+		appendDurable(tb, l, from, 1)
+		from++
+	}
+}
+
 // logState is what recovery rebuilds, for comparing two recoveries.
 type logState struct {
 	leo, start, maxTs, since int64
@@ -111,8 +131,8 @@ func TestCrashResumesFromActivePoint(t *testing.T) {
 	fs := NewMemFS()
 	l := mustOpen(t, "/log", pointOpts(fs))
 	appendDurable(t, l, 0, 400)
-	p := waitPoint(t, l, 40<<10)
-	appendDurable(t, l, 400, 30) // durable, after the point
+	p, n := appendUntilPoint(t, l, 400, 40<<10)
+	appendDurable(t, l, n, 30) // durable, after the point
 	size := l.Size()
 	torn := testBatch(999, 5, 1)
 	torn.SetBaseOffset(l.LogEndOffset())
@@ -138,8 +158,8 @@ func TestCrashResumesFromActivePoint(t *testing.T) {
 	}
 	sameState(t, stateOf(t, l), want)
 	// Both go on alike.
-	appendDurable(t, l, 430, 50)
-	appendDurable(t, full, 430, 50)
+	appendDurable(t, l, n+30, 50)
+	appendDurable(t, full, n+30, 50)
 	sameState(t, stateOf(t, l), stateOf(t, full))
 	l.Close()
 	full.Close()
@@ -175,7 +195,7 @@ func TestActivePointMismatchScansAll(t *testing.T) {
 			fs := NewMemFS()
 			l := mustOpen(t, "/log", pointOpts(fs))
 			appendDurable(t, l, 0, 300)
-			p := waitPoint(t, l, 16<<10)
+			p, _ := appendUntilPoint(t, l, 300, 16<<10)
 			withPoint, without := crashed(t, l, fs)
 			want := stateOf(t, mustOpen(t, "/log", pointOpts(without)))
 			if err := damage(withPoint, p); err != nil {
@@ -198,7 +218,7 @@ func TestTruncationBelowActivePointRemovesIt(t *testing.T) {
 	fs := NewMemFS()
 	l := mustOpen(t, "/log", pointOpts(fs))
 	appendDurable(t, l, 0, 300)
-	p := waitPoint(t, l, 16<<10)
+	p, _ := appendUntilPoint(t, l, 300, 16<<10)
 	if _, err := l.TruncateTo(ctx, p.next); err != nil { // at the point: kept
 		t.Fatal(err)
 	}
