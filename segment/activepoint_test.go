@@ -239,6 +239,79 @@ func TestTruncationBelowActivePointRemovesIt(t *testing.T) {
 	sameState(t, stateOf(t, l), want)
 }
 
+// appendAt appends b (3 records) at base with epoch, durably when sync
+// (one flush, so one point write, for what was appended since the last).
+func appendAt(tb testing.TB, l *Log, b Batch, base int64, epoch int32, sync bool) {
+	tb.Helper()
+	b.SetBaseOffset(base)
+	b.SetLeaderEpoch(epoch)
+	if _, err := l.AppendVerbatim(ctx, b); err != nil {
+		tb.Fatal(err)
+	}
+	if sync {
+		if err := l.WaitDurable(ctx, base+3); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// powerCutAtPointWrite takes a power-cut image of fs as the next point
+// write begins (its first index write), once armed.
+type powerCutAtPointWrite struct {
+	mu     sync.Mutex
+	armed  bool
+	image  *MemFS
+	target *MemFS
+}
+
+// before is called by fs's fault hook before each operation.
+func (c *powerCutAtPointWrite) before(op FaultOp, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if op == OpWrite && c.armed && strings.HasSuffix(path, ".index") {
+		c.armed = false
+		c.image = c.target.CrashClone()
+	}
+}
+
+// rewriteAndCut writes, where y was (offset 3), a batch of the same size
+// with other records and a later timestamp, then x again at offset 6 (a
+// producer's retry copied from a new leader, its CRC the same), and
+// returns the image taken as the point write after them begins.
+func (c *powerCutAtPointWrite) rewriteAndCut(tb testing.TB, l *Log, x Batch, epoch int32) *MemFS {
+	tb.Helper()
+	c.mu.Lock()
+	c.armed = true
+	c.mu.Unlock()
+	appendAt(tb, l, testBatch(4, 3, 9000), 3, epoch, false)
+	appendAt(tb, l, x, 6, epoch, true)
+	waitPoint(tb, l, 0)
+	l.crashForTest()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.image == nil {
+		tb.Fatal("no point write after the batches")
+	}
+	return c.image
+}
+
+// sameWithoutPoint opens image as it is and without its active recovery
+// point, and compares what the two recoveries rebuild; it returns where
+// the first resumed its scan (-1: it did not).
+func sameWithoutPoint(tb testing.TB, image *MemFS, opts Options) (int64, error) {
+	tb.Helper()
+	without := image.CrashClone()
+	_ = without.Remove("/log/" + activePointFile)
+	opts.FS = without
+	full := mustOpen(tb, "/log", opts)
+	want := stateOf(tb, full)
+	full.Close()
+	opts.FS = image
+	l := mustOpen(tb, "/log", opts)
+	defer l.Close()
+	return l.opened.resumedAt, diffState(stateOf(tb, l), want)
+}
+
 // A point write that fails after its rename (the directory fsync) may
 // still leave the new point in the file, and a later directory fsync (the
 // truncation's own recovery-point write) makes it durable. A truncation
@@ -253,14 +326,15 @@ func TestFailedPointWriteStillRemovedBelowCut(t *testing.T) {
 	opts.ActivePointBytes, opts.IndexInterval = 1, 1
 	l := mustOpen(t, "/log", opts)
 	a, x := testBatch(1, 3, 100), testBatch(3, 3, 200)
-	y, yy := testBatch(2, 3, 150), testBatch(4, 3, 9000) // same size, other records
-	if len(y) != len(yy) {
+	y := testBatch(2, 3, 150)
+	if yy := testBatch(4, 3, 9000); len(y) != len(yy) { // rewriteAndCut's
 		t.Fatalf("test batches of %d and %d bytes", len(y), len(yy))
 	}
+	cut := &powerCutAtPointWrite{target: fs}
 	var mu sync.Mutex
-	armed, renamed, capture := false, false, false
-	var image *MemFS
+	armed, renamed := false, false
 	fs.SetFault(func(op FaultOp, path string) error {
+		cut.before(op, path)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -269,67 +343,26 @@ func TestFailedPointWriteStillRemovedBelowCut(t *testing.T) {
 		case op == OpSyncDir && renamed:
 			renamed = false
 			return errors.New("injected directory fsync failure")
-		case op == OpWrite && capture && strings.HasSuffix(path, ".index"):
-			capture = false
-			image = fs.CrashClone()
 		}
 		return nil
 	})
-	// appendVerbatim appends b at base, durably when sync (one flush, so
-	// one point write, for what was appended since the last).
-	appendVerbatim := func(b Batch, base int64, epoch int32, sync bool) {
-		t.Helper()
-		b.SetBaseOffset(base)
-		b.SetLeaderEpoch(epoch)
-		if _, err := l.AppendVerbatim(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		if !sync {
-			return
-		}
-		if err := l.WaitDurable(ctx, base+3); err != nil {
-			t.Fatal(err)
-		}
-	}
-	appendVerbatim(a, 0, 1, true)
+	appendAt(t, l, a, 0, 1, true)
 	p := waitPoint(t, l, int64(len(a))) // a point at the end of a: known
 	mu.Lock()
 	armed = true
 	mu.Unlock()
-	appendVerbatim(y, 3, 1, false)
-	appendVerbatim(x, 6, 1, true) // a point at its end: renamed, its directory fsync fails
+	appendAt(t, l, y, 3, 1, false)
+	appendAt(t, l, x, 6, 1, true) // a point at its end: renamed, its directory fsync fails
 	waitPoint(t, l, p.pos)
 	// At the known point, below the other; the recovery-point write in the
 	// truncation fsyncs the directory, making the other one durable.
 	if _, err := l.TruncateTo(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	// Other batches where y was, then x again (a producer's retry, copied
-	// from a new leader); the power fails as the next point write begins.
-	mu.Lock()
-	capture = true
-	mu.Unlock()
-	appendVerbatim(yy, 3, 2, false)
-	appendVerbatim(x, 6, 2, true)
-	waitPoint(t, l, 0)
-	fs.SetFault(nil)
-	l.crashForTest()
-	if image == nil {
-		t.Fatal("no point write after the truncation")
-	}
-	without := image.CrashClone()
-	_ = without.Remove("/log/" + activePointFile)
-	o := opts
-	o.FS = without
-	want := stateOf(t, mustOpen(t, "/log", o))
-	o.FS = image
-	got := mustOpen(t, "/log", o)
-	defer got.Close()
-	if err := diffState(stateOf(t, got), want); err != nil {
-		t.Fatalf("resumed at %d: %v", got.opened.resumedAt, err)
-	}
-	if off, err := got.OffsetForTimestamp(5000); err != nil || off != 3 {
-		t.Fatalf("OffsetForTimestamp(5000) = %d, %v; want 3", off, err)
+	// The power fails as the point write after y's replacement and x begins.
+	image := cut.rewriteAndCut(t, l, x, 2)
+	if resumed, err := sameWithoutPoint(t, image, opts); err != nil {
+		t.Fatalf("resumed at %d: %v", resumed, err)
 	}
 }
 
@@ -344,25 +377,11 @@ func TestStalePointRemovedDurablyAtOpen(t *testing.T) {
 	opts.ActivePointBytes, opts.IndexInterval = 1, 1
 	l := mustOpen(t, "/log", opts)
 	a, x := testBatch(1, 3, 100), testBatch(3, 3, 200)
-	y, yy := testBatch(2, 3, 150), testBatch(4, 3, 9000) // same size, other records
-	appendVerbatim := func(l *Log, b Batch, base int64, sync bool) {
-		t.Helper()
-		b.SetBaseOffset(base)
-		b.SetLeaderEpoch(1)
-		if _, err := l.AppendVerbatim(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		if !sync {
-			return
-		}
-		if err := l.WaitDurable(ctx, base+3); err != nil {
-			t.Fatal(err)
-		}
-	}
-	appendVerbatim(l, a, 0, true)
+	y := testBatch(2, 3, 150)
+	appendAt(t, l, a, 0, 1, true)
 	waitPoint(t, l, int64(len(a)))
-	appendVerbatim(l, y, 3, false)
-	appendVerbatim(l, x, 6, true)
+	appendAt(t, l, y, 3, 1, false)
+	appendAt(t, l, x, 6, 1, true)
 	p := waitPoint(t, l, int64(len(a)+len(y)+len(x)))
 	l.crashForTest()
 	// y rots on disk, and the leader-epoch checkpoint is lost, so Open
@@ -378,16 +397,9 @@ func TestStalePointRemovedDurablyAtOpen(t *testing.T) {
 	if err := fs.SyncDir("/log"); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	capture := false
-	var image *MemFS
+	cut := &powerCutAtPointWrite{target: fs}
 	fs.SetFault(func(op FaultOp, path string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if op == OpWrite && capture && strings.HasSuffix(path, ".index") {
-			capture = false
-			image = fs.CrashClone()
-		}
+		cut.before(op, path)
 		return nil
 	})
 	opts.FS = fs
@@ -395,28 +407,9 @@ func TestStalePointRemovedDurablyAtOpen(t *testing.T) {
 	if l.LogEndOffset() != 3 {
 		t.Fatalf("recovered log end %d, want 3 (cut before the damaged batch)", l.LogEndOffset())
 	}
-	// Other batches where y was, then x again; the power fails as the
-	// next point write begins.
-	mu.Lock()
-	capture = true
-	mu.Unlock()
-	appendVerbatim(l, yy, 3, false)
-	appendVerbatim(l, x, 6, true)
-	waitPoint(t, l, 0)
-	fs.SetFault(nil)
-	l.crashForTest()
-	if image == nil {
-		t.Fatal("no point write after the reopen")
-	}
-	without := image.CrashClone()
-	_ = without.Remove("/log/" + activePointFile)
-	o := opts
-	o.FS = without
-	want := stateOf(t, mustOpen(t, "/log", o))
-	o.FS = image
-	got := mustOpen(t, "/log", o)
-	defer got.Close()
-	if err := diffState(stateOf(t, got), want); err != nil {
-		t.Fatalf("resumed at %d (the old point at %d): %v", got.opened.resumedAt, p.pos, err)
+	// The power fails as the point write after y's replacement and x begins.
+	image := cut.rewriteAndCut(t, l, x, 1)
+	if resumed, err := sameWithoutPoint(t, image, opts); err != nil {
+		t.Fatalf("resumed at %d (the old point at %d): %v", resumed, p.pos, err)
 	}
 }
