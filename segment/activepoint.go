@@ -108,9 +108,11 @@ type pointState struct {
 	// removes or replaces the active segment from before it removes the
 	// file until the cut is published. Lock order: appendMu, then mu, then
 	// Log.mu.
-	mu      sync.Mutex
-	closed  bool        // (mu) Close or a crash: no more writes
-	onDisk  activePoint // (mu) what the file holds; none when onDisk.pos == 0
+	mu     sync.Mutex
+	closed bool // (mu) Close or a crash: no more writes
+	// onDisk is what the file holds, or may hold after a failed write
+	// (the further of the two); none when onDisk.pos == 0.
+	onDisk  activePoint // (mu)
 	seg     *segment    // (mu) whose first written index entries are in its files
 	written int         // (mu)
 	// running: a writer goroutine is started and has not finished.
@@ -192,19 +194,28 @@ func (l *Log) writePoint(c pointCapture) {
 	if err == nil {
 		st.seg, st.written = s, c.entries
 		err = WriteCheckpoint(l.fs, join(l.dir, activePointFile), p.encode())
+		if err != nil {
+			// It may have failed after its rename (in the directory
+			// fsync): the file may hold p, which the next directory fsync
+			// makes durable, so truncations must treat it as on disk.
+			st.onDisk = further(st.onDisk, p)
+		}
 	}
 	if err != nil {
 		l.logger.Warn("segment: active recovery point not written; an unclean restart scans more of the active segment", "err", err)
-		// A failure after the rename (the directory fsync) may leave
-		// either point in the file: truncations must take the later one
-		// into account.
-		if p.pos > st.onDisk.pos {
-			st.onDisk = p
-		}
 		return
 	}
 	st.onDisk = p
 	s.pointDue.Store(p.pos + l.opts.ActivePointBytes)
+}
+
+// further returns whichever of a and b a truncation removes in more cases
+// (dropPointLocked): the one in the later segment, or further in it.
+func further(a, b activePoint) activePoint {
+	if b.base > a.base || (b.base == a.base && b.pos > a.pos) {
+		return b
+	}
+	return a
 }
 
 // anchorOf finds the last batch below pos in s, walking from the last of
@@ -352,19 +363,21 @@ func (l *Log) resumeScan(s *segment, data []byte, p activePoint, epochs *epochCa
 
 // keepPoint records, after Open, which point the file holds; one past the
 // recovered active segment (a scan that found less than the point claimed)
-// is removed. The removal is not made durable: a point that comes back
-// after a crash fails its anchor check.
-func (l *Log) keepPoint(p *activePoint) {
+// is removed, durably: appends follow, and a point that came back after a
+// crash would be checked only by its anchor batch, which a batch written
+// since can equal (the CRC does not cover the leader epoch).
+func (l *Log) keepPoint(p *activePoint) error {
 	if p == nil {
-		return
+		return nil
 	}
 	act := l.active()
 	if p.base > act.base || (p.base == act.base && p.pos > act.size) {
 		err := l.fs.Remove(join(l.dir, activePointFile))
-		if err == nil || os.IsNotExist(err) {
-			return
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("segment: remove stale active recovery point: %w", err)
 		}
-		l.logger.Warn("segment: stale active recovery point not removed", "err", err)
+		return l.fs.SyncDir(l.dir)
 	}
 	l.point.onDisk = *p
+	return nil
 }

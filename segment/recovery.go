@@ -273,18 +273,30 @@ func (l *Log) load() error {
 	if err := l.setRecoveryPointLocked(l.active().base); err != nil {
 		return err
 	}
-	l.keepPoint(point)
+	if err := l.keepPoint(point); err != nil {
+		return err
+	}
 	l.gc.set(l.mu.leo)
 	return nil
 }
 
 func (l *Log) removeSegmentFiles(base int64) {
+	if err := l.removeSegmentFilesErr(base); err != nil {
+		l.logger.Warn("segment: remove failed", "err", err)
+	}
+}
+
+// removeSegmentFilesErr removes a segment's files (those that exist) and
+// returns the first failure, after trying all three.
+func (l *Log) removeSegmentFilesErr(base int64) error {
 	a, b, c := l.segPaths(base)
+	var first error
 	for _, p := range []string{a, b, c} {
-		if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
-			l.logger.Warn("segment: remove failed", "file", p, "err", err)
+		if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) && first == nil {
+			first = err
 		}
 	}
+	return first
 }
 
 // loadSegment opens one segment. A trusted segment's files are checked

@@ -317,10 +317,15 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // must treat as corruption (Open fails, or truncates the log at the gap).
 // One per segment leaves a crash with a prefix of segs removed and at most
 // one segment partly removed: a .log without some of its indexes (rebuilt)
-// or indexes without their .log (deleted). appendMu held.
+// or indexes without their .log (deleted). A removal that fails stops it:
+// the caller fails the log before cutting anything else, as a segment file
+// left behind would come back at the next Open after the cut one (a gap in
+// base offsets). appendMu held.
 func (l *Log) removeSegmentsLocked(segs []*segment) error {
 	for _, s := range segs {
-		l.removeSegmentFiles(s.base)
+		if err := l.removeSegmentFilesErr(s.base); err != nil {
+			return err
+		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return err
 		}
