@@ -520,15 +520,19 @@ func diskFullController(t *testing.T, fsType string) {
 
 // requireLog fails the test unless node id's log has a line containing s
 // (the scenario did reach the path it is about).
-func (dc *dfCluster) requireLog(id int32, s string) {
+// requireLog fails the test unless node id logged one of the lines.
+func (dc *dfCluster) requireLog(id int32, lines ...string) {
 	dc.t.Helper()
 	b, err := os.ReadFile(dc.c.Node(id).LogPath)
 	if err != nil {
 		dc.t.Fatal(err)
 	}
-	if !strings.Contains(string(b), s) {
-		dc.t.Errorf("node %d never logged %q", id, s)
+	for _, s := range lines {
+		if strings.Contains(string(b), s) {
+			return
+		}
 	}
+	dc.t.Errorf("node %d never logged %q", id, strings.Join(lines, `" or "`))
 }
 
 // follower picks partition pm's follower to fill: not the leader, and not
