@@ -64,8 +64,8 @@ func topicCommand() *ucli.Command {
 				},
 			},
 			{
-				Name:      "describe",
-				Usage:     "show partitions: leader, epoch, replicas, ISR, high watermark, log start",
+				Name:  "describe",
+				Usage: "show partitions: leader, epoch, replicas, ISR, high watermark, log start",
 				UsageText: "paymentlog topic describe [NAME] [--under-replicated | --under-min-isr | --unavailable] [--json]\n" +
 					"   Without NAME: every topic. With a filter: only the partitions it matches, and only topics that have one.",
 				Flags: withFlags(clientFlags(), healthFlags(), []ucli.Flag{
