@@ -28,7 +28,7 @@ import (
 // unclean shutdown then loads those index entries, checks them and the
 // anchor batch, and scans only from that position on. Anything that does
 // not match (another segment, entries missing or out of order, an anchor
-// batch with another CRC or end) makes it scan the whole segment, as
+// batch with another CRC, leader epoch or end) makes it scan the whole segment, as
 // before: the point only ever saves work. A torn tail that reaches below
 // the point destroys its anchor batch, so it is found as before. Other
 // damage below the point is not looked for at Open, as for sealed segments
@@ -38,14 +38,16 @@ import (
 // Format (checkpoint version 0, one line of decimal fields after it):
 //
 //	0
-//	<base> <position> <next offset> <max timestamp> <index entries> <anchor position> <anchor crc>
+//	<base> <position> <next offset> <max timestamp> <index entries> <anchor position> <anchor crc> <anchor leader epoch>
 //
 // base is the active segment's base offset; every byte below position is
 // durable and ends with a whole batch; next offset is the offset after that
 // batch and max timestamp the largest batch MaxTimestamp below position (-1
 // if none); the first <index entries> entries of both index files are
 // durable and describe batches below position; the anchor is the last batch
-// below position: where it starts and its CRC field.
+// below position: where it starts, its CRC field and its leader epoch (which
+// the CRC does not cover: a producer's retry copied from a new leader is the
+// same batch under another epoch).
 //
 // Truncations keep the point true: one that cuts the active segment below
 // the point, or removes or replaces its segment, removes the file (and
@@ -66,11 +68,12 @@ type activePoint struct {
 	entries                int
 	anchorPos              int64
 	anchorCRC              uint32
+	anchorEpoch            int32
 }
 
 func (p activePoint) encode() []byte {
-	return fmt.Appendf(nil, "%d\n%d %d %d %d %d %d %d\n", checkpointVersion,
-		p.base, p.pos, p.next, p.maxTs, p.entries, p.anchorPos, p.anchorCRC)
+	return fmt.Appendf(nil, "%d\n%d %d %d %d %d %d %d %d\n", checkpointVersion,
+		p.base, p.pos, p.next, p.maxTs, p.entries, p.anchorPos, p.anchorCRC, p.anchorEpoch)
 }
 
 func decodeActivePoint(path string, data []byte) (activePoint, error) {
@@ -82,20 +85,20 @@ func decodeActivePoint(path string, data []byte) (activePoint, error) {
 		return activePoint{}, corruptf("checkpoint %s: want 1 line, have %d", path, len(lines))
 	}
 	f := strings.Fields(string(lines[0]))
-	if len(f) != 7 {
-		return activePoint{}, corruptf("checkpoint %s: want 7 fields, have %d", path, len(f))
+	if len(f) != 8 {
+		return activePoint{}, corruptf("checkpoint %s: want 8 fields, have %d", path, len(f))
 	}
-	var v [7]int64
+	var v [8]int64
 	for i, s := range f {
 		if v[i], err = strconv.ParseInt(s, 10, 64); err != nil {
 			return activePoint{}, corruptf("checkpoint %s: field %d: %q", path, i+1, s)
 		}
 	}
-	p := activePoint{base: v[0], pos: v[1], next: v[2], maxTs: v[3], entries: int(v[4]), anchorPos: v[5], anchorCRC: uint32(v[6])}
+	p := activePoint{base: v[0], pos: v[1], next: v[2], maxTs: v[3], entries: int(v[4]), anchorPos: v[5], anchorCRC: uint32(v[6]), anchorEpoch: int32(v[7])}
 	switch {
 	case p.base < 0 || p.pos <= 0 || p.pos > MaxSegmentBytes || p.next <= p.base,
 		p.entries < 0 || int64(p.entries) > p.pos, p.anchorPos < 0 || p.anchorPos >= p.pos,
-		v[6] < 0 || v[6] > 1<<32-1:
+		v[6] < 0 || v[6] > 1<<32-1, v[7] < -1<<31 || v[7] > 1<<31-1:
 		return activePoint{}, corruptf("checkpoint %s: inconsistent fields %q", path, lines[0])
 	}
 	return p, nil
@@ -167,7 +170,7 @@ func (l *Log) writePoint(c pointCapture) {
 	if ok {
 		idx = append(idx, s.idx.data[from*offsetEntrySize:c.entries*offsetEntrySize]...)
 		tidx = append(tidx, s.tidx.data[from*timeEntrySize:c.entries*timeEntrySize]...)
-		p.anchorPos, p.anchorCRC, ok = anchorOf(s, c.pos, c.entries)
+		p.anchorPos, p.anchorCRC, p.anchorEpoch, ok = anchorOf(s, c.pos, c.entries)
 	}
 	if ok {
 		files = [2]*fileRef{s.idx.fileRef(), s.tidx.fileRef()}
@@ -220,7 +223,7 @@ func further(a, b activePoint) activePoint {
 
 // anchorOf finds the last batch below pos in s, walking from the last of
 // its first entries index entries. Log.mu held (read).
-func anchorOf(s *segment, pos int64, entries int) (int64, uint32, bool) {
+func anchorOf(s *segment, pos int64, entries int) (int64, uint32, int32, bool) {
 	var at int64
 	if entries > 0 {
 		_, p := s.idx.at(entries - 1)
@@ -230,14 +233,14 @@ func anchorOf(s *segment, pos int64, entries int) (int64, uint32, bool) {
 	for at < pos {
 		b, err := nextBatch(data, int(at))
 		if err != nil {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		if at+int64(len(b)) == pos {
-			return at, be.Uint32(b[offCRC:]), true
+			return at, be.Uint32(b[offCRC:]), b.LeaderEpoch(), true
 		}
 		at += int64(len(b))
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }
 
 // writeEntries writes index entries at off and fsyncs the file (nothing to
@@ -329,7 +332,7 @@ func (l *Log) resumeScan(s *segment, data []byte, p activePoint, epochs *epochCa
 	if err != nil {
 		return mismatch("anchor batch: " + err.Error())
 	}
-	if p.anchorPos+int64(len(b)) != p.pos || b.LastOffset()+1 != p.next || be.Uint32(b[offCRC:]) != p.anchorCRC {
+	if p.anchorPos+int64(len(b)) != p.pos || b.LastOffset()+1 != p.next || be.Uint32(b[offCRC:]) != p.anchorCRC || b.LeaderEpoch() != p.anchorEpoch {
 		return mismatch("another batch at the anchor position")
 	}
 	if err := l.openIndexes(s, true, p.entries, p.entries); err != nil {

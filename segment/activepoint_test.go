@@ -173,6 +173,10 @@ func TestActivePointMismatchScansAll(t *testing.T) {
 			p.anchorCRC ^= 1
 			return WriteCheckpoint(fs, "/log/"+activePointFile, p.encode())
 		},
+		"anchor leader epoch": func(fs *MemFS, p activePoint) error {
+			p.anchorEpoch++ // the CRC does not cover it
+			return WriteCheckpoint(fs, "/log/"+activePointFile, p.encode())
+		},
 		"anchor position": func(fs *MemFS, p activePoint) error {
 			p.anchorPos++
 			return WriteCheckpoint(fs, "/log/"+activePointFile, p.encode())

@@ -275,8 +275,9 @@ func FuzzCheckpointFiles(f *testing.F) {
 	f.Add([]byte("0\n1\n1 0"))
 	f.Add([]byte("1\n-5\n"))
 	f.Add([]byte{})
-	f.Add([]byte("0\n0 40960 812 1700000000000 9 40000 3735928559\n"))
-	f.Add([]byte("0\n5 100 6 -1 0 0 0\n"))
+	f.Add([]byte("0\n0 40960 812 1700000000000 9 40000 3735928559 7\n"))
+	f.Add([]byte("0\n5 100 6 -1 0 0 0 -1\n"))
+	f.Add([]byte("0\n5 100 6 -1 0 0 0\n")) // seven fields: refused
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if p, err := decodeActivePoint("fuzz", data); err == nil {
 			again, err := decodeActivePoint("fuzz", p.encode())
