@@ -316,6 +316,21 @@ func sameWithoutPoint(tb testing.TB, image *MemFS, opts Options) (int64, error) 
 	return l.opened.resumedAt, diffState(stateOf(tb, l), want)
 }
 
+// openPointEveryBatch opens a log on a MemFS that indexes every batch and
+// writes a point after every flush.
+func openPointEveryBatch(tb testing.TB) (*MemFS, Options, *Log) {
+	fs := NewMemFS()
+	opts := pointOpts(fs)
+	opts.ActivePointBytes, opts.IndexInterval = 1, 1
+	return fs, opts, mustOpen(tb, "/log", opts)
+}
+
+// pointBatches are the stale-point tests' batches: a, then y (replaced
+// after a truncation), then x.
+func pointBatches() (a, y, x Batch) {
+	return testBatch(1, 3, 100), testBatch(2, 3, 150), testBatch(3, 3, 200)
+}
+
 // A point write that fails after its rename (the directory fsync) may
 // still leave the new point in the file, and a later directory fsync (the
 // truncation's own recovery-point write) makes it durable. A truncation
@@ -325,12 +340,8 @@ func sameWithoutPoint(tb testing.TB, image *MemFS, opts Options) (int64, error) 
 // leader epoch), make Open trust the old point's index entries and max
 // timestamp for other batches.
 func TestFailedPointWriteStillRemovedBelowCut(t *testing.T) {
-	fs := NewMemFS()
-	opts := pointOpts(fs)
-	opts.ActivePointBytes, opts.IndexInterval = 1, 1
-	l := mustOpen(t, "/log", opts)
-	a, x := testBatch(1, 3, 100), testBatch(3, 3, 200)
-	y := testBatch(2, 3, 150)
+	fs, opts, l := openPointEveryBatch(t)
+	a, y, x := pointBatches()
 	if yy := testBatch(4, 3, 9000); len(y) != len(yy) { // rewriteAndCut's
 		t.Fatalf("test batches of %d and %d bytes", len(y), len(yy))
 	}
@@ -376,12 +387,8 @@ func TestFailedPointWriteStillRemovedBelowCut(t *testing.T) {
 // equal to its anchor at its anchor position would make the next Open
 // trust its max timestamp and index entries for other batches.
 func TestStalePointRemovedDurablyAtOpen(t *testing.T) {
-	fs := NewMemFS()
-	opts := pointOpts(fs)
-	opts.ActivePointBytes, opts.IndexInterval = 1, 1
-	l := mustOpen(t, "/log", opts)
-	a, x := testBatch(1, 3, 100), testBatch(3, 3, 200)
-	y := testBatch(2, 3, 150)
+	fs, opts, l := openPointEveryBatch(t)
+	a, y, x := pointBatches()
 	appendAt(t, l, a, 0, 1, true)
 	waitPoint(t, l, int64(len(a)))
 	appendAt(t, l, y, 3, 1, false)

@@ -80,8 +80,8 @@ const (
 	// encoding of the partition's producers and one small file write.
 	DefaultProducerSnapshotBatches = 100_000
 	// DefaultProducerSnapshotBytes: a partition's log growing this much
-	// since its last producer snapshot also makes one due (when a batch
-	// became stable meanwhile). Batches of 64 KiB reach 100 000 only
+	// since its last producer snapshot also makes one due (when it would
+	// end further than the last one). Batches of 64 KiB reach 100 000 only
 	// after 6 GB, which a restart after a crash would then read from disk
 	// to rebuild the state; the segment's own recovery point is paced the
 	// same (segment.DefaultActivePointBytes).

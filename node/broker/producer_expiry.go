@@ -20,9 +20,10 @@ import (
 // twice. The time kept (lastTs) is the later of the record timestamp and
 // the broker's clock when it saw the batch (seenAt); a replay at open
 // cannot know when a batch was appended and counts it as seen then, which
-// only keeps an idle producer id up to one more ProducerIDExpiration. Without it every producer id
-// ever used stayed in memory, and in every producer snapshot, for as long as
-// the partition lived. A forgotten producer that comes back is a new one: a
+// only keeps an idle producer id up to one more ProducerIDExpiration.
+//
+// Without expiry every producer id ever used stayed in memory, and in every
+// producer snapshot, for as long as the partition lived. A forgotten producer that comes back is a new one: a
 // batch at sequence 0 is accepted, any other is UnknownProducerID (Kafka's
 // UNKNOWN_PRODUCER_ID since KIP-360; it was OutOfOrderSequence, which the
 // client retried three times with backoffs before it restarted its

@@ -13,9 +13,10 @@ import (
 // ProducerSnapshotFile is the producer-state snapshot in a partition
 // directory: the stable part of producerState (every batch below its stable
 // end, which is at or below the HW; the snapshot may end further, up to the
-// HW, when only batches without a producer id follow: snapshotEnd), written when the partition is closed
-// cleanly and, while it runs, whenever Config.ProducerSnapshotBatches more
-// batches have become stable (maybeSnapshot). Opening the partition loads it
+// HW, when only batches without a producer id follow: snapshotEnd), written
+// when the partition is closed cleanly and, while it runs, whenever
+// Config.ProducerSnapshotBatches more batches have become stable or the log
+// grew by Config.ProducerSnapshotBytes (maybeSnapshot). Opening the partition loads it
 // and replays only the batches from the stable end on, instead of every
 // batch header from the log start.
 //
