@@ -22,7 +22,7 @@ const defaultAdminTimeout = 30 * time.Second
 func topicCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe, alter (add partitions), alter-config and delete topics",
+		Usage: "create, list, describe, alter (add partitions), alter-config, reassign and delete topics",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "create",
@@ -88,6 +88,7 @@ func topicCommand() *ucli.Command {
 			},
 			topicAlterCommand(),
 			topicAlterConfigCommand(),
+			topicReassignCommand(),
 			{
 				Name:      "delete",
 				Usage:     "delete a topic and wait until no node lists it",
@@ -284,7 +285,7 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 			leader = "none (offline)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
-			joinIDs(p.Replicas), joinIDs(p.ISR), unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+			replicasText(p), joinIDs(p.ISR), unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
 	}
 	return tw.Flush()
 }

@@ -21,7 +21,7 @@ var healthFilters = []struct {
 	match       healthFilter
 }{
 	{"under-replicated", "only partitions whose ISR lacks a replica",
-		func(p client.PartitionInfo, _ int32) bool { return len(p.ISR) < len(p.Replicas) }},
+		func(p client.PartitionInfo, _ int32) bool { return len(p.ISR) < len(p.Replicas)-len(p.AddingReplicas) }},
 	{"under-min-isr", "only partitions whose ISR is below the topic's min ISR (acks=all writes are refused)",
 		func(p client.PartitionInfo, minISR int32) bool { return int32(len(p.ISR)) < minISR }},
 	{"unavailable", "only partitions without a leader (offline)",

@@ -279,6 +279,10 @@ type PartitionInfo struct {
 	ISR            []int32 `json:"isr"`
 	HighWatermark  int64   `json:"high_watermark"`   // -1 if the leader did not answer
 	LogStartOffset int64   `json:"log_start_offset"` // -1 if the leader did not answer
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (Admin.ReassignPartition).
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // TopicDescription is `paymentlog topic describe NAME --json`.
@@ -310,6 +314,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescriptio
 		d.Partitions = append(d.Partitions, PartitionInfo{
 			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), HighWatermark: -1, LogStartOffset: -1,
+			AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 		})
 		if p.Leader >= 0 {
 			parts = append(parts, p.Partition)

@@ -55,6 +55,11 @@ type Config struct {
 
 	// NoRaftSync skips fsync of the metadata log (tests only).
 	NoRaftSync bool
+	// MetadataSnapshotEvery and MetadataCatchUpEntries override raftnode's
+	// snapshot spacing and the entries kept behind a snapshot (0: its
+	// defaults); tests use them to make a restarted node catch up from a
+	// snapshot.
+	MetadataSnapshotEvery, MetadataCatchUpEntries uint64
 	// FirstStartWithMajority lets a controller whose metadata log is empty
 	// treat answers from a majority of the controllers (itself included),
 	// all with nothing past the bootstrap entries, as a cluster's first

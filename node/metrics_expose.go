@@ -86,18 +86,20 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 // controller.
 func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	var cs struct {
-		offline, underMinISR, underReplicated, fenced, brokers, topics, partitions int
+		offline, underMinISR, underReplicated, reassigning, fenced, brokers, topics, partitions int
 	}
 	if n.ctrl != nil {
 		if s, ok := n.ctrl.Stats(); ok {
 			cs.offline, cs.underMinISR, cs.underReplicated = s.OfflinePartitions, s.UnderMinISRPartitions, s.UnderReplicatedPartitions
 			cs.fenced, cs.brokers, cs.topics, cs.partitions = s.FencedBrokers, s.Brokers, s.Topics, s.Partitions
+			cs.reassigning = s.ReassigningPartitions
 		}
 	}
 	const active = " On the active controller only (0 elsewhere)."
 	w.Gauge("paymentlog_controller_offline_partitions", "Partitions without a leader (no live ISR member): reads and writes fail."+active, int64(cs.offline))
 	w.Gauge("paymentlog_controller_under_min_isr_partitions", "Partitions whose ISR is below their topic's min ISR: acks=all writes are refused."+active, int64(cs.underMinISR))
-	w.Gauge("paymentlog_controller_under_replicated_partitions", "Partitions whose ISR is smaller than their replica set."+active, int64(cs.underReplicated))
+	w.Gauge("paymentlog_controller_under_replicated_partitions", "Partitions whose ISR is smaller than their replica set (replicas a reassignment is adding not counted)."+active, int64(cs.underReplicated))
+	w.Gauge("paymentlog_controller_reassigning_partitions", "Partitions being moved to other replicas (topic reassign)."+active, int64(cs.reassigning))
 	w.Gauge("paymentlog_controller_fenced_brokers", "Registered brokers the controller has fenced (dead, or cut off)."+active, int64(cs.fenced))
 	w.Gauge("paymentlog_controller_brokers", "Registered brokers."+active, int64(cs.brokers))
 	w.Gauge("paymentlog_controller_topics", "Topics."+active, int64(cs.topics))
@@ -118,7 +120,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Family("paymentlog_partitions", metrics.TypeGauge, "Partition replicas on this node by role.")
 	w.Int(metrics.Labels{"role", "leader"}, int64(bs.Leaders))
 	w.Int(metrics.Labels{"role", "follower"}, int64(bs.Followers))
-	w.Gauge("paymentlog_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set.", int64(bs.UnderReplicated))
+	w.Gauge("paymentlog_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set (replicas a reassignment is adding not counted).", int64(bs.UnderReplicated))
 	w.Gauge("paymentlog_under_min_isr_partitions", "Partitions led here whose ISR is below min ISR: they refuse acks=all writes.", int64(bs.UnderMinISR))
 	w.Gauge("paymentlog_failed_partition_logs", "Partition logs that failed on an I/O error (the node stops on one).", int64(bs.FailedLogs))
 	w.Gauge("paymentlog_log_size_bytes", "Bytes of every partition log's segments on this node.", bs.LogSizeBytes)

@@ -59,6 +59,9 @@ type Node struct {
 	// controllers' ids -> guard nonces. Set once, never modified.
 	firstStartWitnesses atomic.Pointer[map[int32]string]
 
+	// sweptCopies: removeUnassignedCopies has run (watcher goroutine only).
+	sweptCopies bool
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	done   chan struct{}
@@ -159,17 +162,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		voters[uint64(id)] = a
 	}
 	n.raft, err = raftnode.Start(ctx, raftnode.Config{
-		ID:            uint64(cfg.ID),
-		Voters:        voters,
-		Addr:          cfg.Addr,
-		DataDir:       filepath.Join(cfg.DataDir, MetadataDirName),
-		Endpoint:      ep,
-		TickInterval:  cfg.RaftTick,
-		ElectionTicks: cfg.ElectionTicks,
-		NoSync:        cfg.NoRaftSync,
-		FS:            cfg.MetadataFS,
-		SM:            n.store,
-		Logger:        n.log.With("component", "raft"),
+		ID:             uint64(cfg.ID),
+		Voters:         voters,
+		Addr:           cfg.Addr,
+		DataDir:        filepath.Join(cfg.DataDir, MetadataDirName),
+		Endpoint:       ep,
+		TickInterval:   cfg.RaftTick,
+		ElectionTicks:  cfg.ElectionTicks,
+		NoSync:         cfg.NoRaftSync,
+		SnapshotEvery:  cfg.MetadataSnapshotEvery,
+		CatchUpEntries: cfg.MetadataCatchUpEntries,
+		FS:             cfg.MetadataFS,
+		SM:             n.store,
+		Logger:         n.log.With("component", "raft"),
 		// A controller starting with an empty metadata log votes only once
 		// it has caught up with the others (rejoin.go).
 		RejoinGuard: true,

@@ -55,6 +55,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 				Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR), MinISR: t.MinISR,
+				Adding: slices.Clone(p.Adding),
 			}
 			if ms, ok, bytes, bok := t.Retention(); ok || bok {
 				if ok {
@@ -111,12 +112,38 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 	n.mu.Lock()
 	n.mu.applied = next
 	n.mu.Unlock()
+	if current && !self.Fenced && !n.sweptCopies {
+		n.removeUnassignedCopies(want)
+	}
+}
+
+// removeUnassignedCopies deletes, once per process, the partition copies on
+// disk that the image no longer assigns to this node (moved away or deleted
+// while it was down; see broker.RemoveUnassigned). It runs once this
+// incarnation is unfenced: the controller unfences it only after it has
+// applied the metadata log up to its registration, so want holds every
+// assignment made before. Later removals stop their partitions as they
+// come (reconcile).
+func (n *Node) removeUnassignedCopies(want map[partKey]broker.PartitionState) {
+	removed, err := n.broker.RemoveUnassigned(func(topic string, partition int32) bool {
+		_, ok := want[partKey{topic, partition}]
+		return ok
+	})
+	for _, name := range removed {
+		n.log.Info("removed a partition copy no longer assigned to this node", "dir", name)
+	}
+	if err != nil {
+		n.log.Error("removing partition copies no longer assigned to this node", "err", err)
+		return // tried again on the next change
+	}
+	n.sweptCopies = true
 }
 
 func samePartitionState(a, b broker.PartitionState) bool {
 	return a.Topic == b.Topic && a.TopicID == b.TopicID && a.Partition == b.Partition &&
 		a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR &&
+		slices.Equal(a.Adding, b.Adding) &&
 		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes) &&
 		a.SegmentBytes == b.SegmentBytes
 }

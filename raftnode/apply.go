@@ -139,8 +139,20 @@ func (n *Node) restore(snap *pb.Snapshot) error {
 // maybeSnapshot snapshots the state machine every SnapshotEvery applied
 // entries and compacts the log, keeping CatchUpEntries entries behind the
 // snapshot for followers that lag a little.
+//
+// It also snapshots as soon as a conf change has been applied since the
+// last snapshot: a node added to the group (a broker-only learner) after
+// the log was compacted can only catch up from a snapshot, and raft refuses
+// to restore one whose ConfState does not list it ("not in the ConfState"),
+// so with only the older snapshot to send it would wait SnapshotEvery more
+// entries.
 func (n *Node) maybeSnapshot(ctx context.Context) error {
-	if n.applied < n.st.snapshotIndex()+n.cfg.SnapshotEvery || n.applied < n.snapRetry {
+	if n.applied < n.snapRetry {
+		return nil
+	}
+	confChanged := n.st.snapshotIndex() > 0 && n.applied > n.st.snapshotIndex() &&
+		!proto.Equal(n.st.snap.GetMetadata().GetConfState(), n.confState)
+	if n.applied < n.st.snapshotIndex()+n.cfg.SnapshotEvery && !confChanged {
 		return nil
 	}
 	data, err := n.cfg.SM.Snapshot()

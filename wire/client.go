@@ -49,6 +49,11 @@ type PartitionMetadata struct {
 	ISR            []int32 `msgpack:"isr"`
 	HighWatermark  int64   `msgpack:"hw"`  // filled by the leader in DescribeTopic paths; -1 if unknown
 	LogStartOffset int64   `msgpack:"lso"` // likewise
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (ReassignPartitionRequest): Replicas is then the
+	// target followed by the replicas being removed.
+	AddingReplicas   []int32 `msgpack:"adding,omitempty"`
+	RemovingReplicas []int32 `msgpack:"removing,omitempty"`
 }
 
 // TopicMetadata is one topic.

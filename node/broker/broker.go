@@ -186,6 +186,9 @@ type PartitionState struct {
 	Partition, Leader, LeaderEpoch, PartitionEpoch int32
 	Replicas, ISR                                  []int32
 	MinISR                                         int32
+	// Adding are the replicas a reassignment in progress adds (they count
+	// toward the replicas, but not yet toward under-replication).
+	Adding []int32
 	// RetentionMs and RetentionBytes are the topic's retention.ms and
 	// retention.bytes (-1: forever, unlimited); nil: the broker's default
 	// (Config.RetentionMs, RetentionBytes). They may change while the

@@ -58,6 +58,10 @@ type partition struct {
 		// retention is the partition's retention limits (Now and Below
 		// unset), from the last ApplyPartition.
 		retention segment.Retention
+		// adding is how many replicas a reassignment in progress is
+		// adding (not yet in sync: they do not make the partition
+		// under-replicated), from the last ApplyPartition.
+		adding int
 		// waiters are long-polling fetches (consumers and follower sessions)
 		// to wake when data arrives or the HW moves.
 		waiters map[*waiter]struct{}
@@ -188,8 +192,11 @@ func replayProducers(s *producerState, lg *segment.Log, off int64, now time.Time
 }
 
 // fs is the file system the partition's files are on.
-func (p *partition) fs() segment.FS {
-	if fs := p.b.cfg.Log.FS; fs != nil {
+func (p *partition) fs() segment.FS { return p.b.fs() }
+
+// fs is the file system partition files are on.
+func (b *Broker) fs() segment.FS {
+	if fs := b.cfg.Log.FS; fs != nil {
 		return fs
 	}
 	return segment.OSFS{}

@@ -269,7 +269,7 @@ func (b *Broker) Stats() Stats {
 		var role replica.Role
 		var isr, replicas, minISR int
 		if !stopped {
-			role, isr, replicas, minISR = r.Role(), len(r.ISR()), len(r.Replicas()), r.MinISR()
+			role, isr, replicas, minISR = r.Role(), len(r.ISR()), len(r.Replicas())-p.mu.adding, r.MinISR()
 			for _, l := range r.FollowerLags() {
 				s.MaxFollowerLag = max(s.MaxFollowerLag, l.Messages)
 			}

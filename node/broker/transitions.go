@@ -45,6 +45,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 		return ErrClosed
 	}
 	p.mu.retention = b.retentionOf(st)
+	p.mu.adding = len(st.Adding)
 	r := p.mu.r
 	oldRole, oldLeader, oldISR := r.Role(), r.Leader(), r.ISR()
 	leo := p.log.LogEndOffset()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,51 @@ func TestCreatePartitionsProposalLostThenRetried(t *testing.T) {
 	}
 	if got := partitionCount(h, "t"); got != 4 {
 		t.Fatalf("%d partitions, want 4", got)
+	}
+}
+
+// TestReassignThroughTheController: a reassignment commits one
+// PartitionChange and answers with the partition's state after it; a retry
+// commits nothing and succeeds; a refusal answers with the current state.
+func TestReassignThroughTheController(t *testing.T) {
+	h := newHarness(t)
+	partitionsUp(t, h, 1)
+	ctx := h.ctx()
+	h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: 4, Addr: "127.0.0.1:7104", Incarnation: 1})
+	h.c.Heartbeat(ctx, wire.BrokerHeartbeatRequest{BrokerID: 4, Incarnation: 1, MetadataOffset: int64(h.store.Image().Offset())})
+	p, _ := h.store.Image().Partition("t", 0)
+	target := []int32{4, p.Replicas[1], p.Replicas[2]}
+	h.raft.takeCommitted()
+	r := h.c.ReassignPartition(ctx, wire.ReassignPartitionRequest{Topic: "t", Partition: 0, Replicas: target})
+	if r.Err != wire.None || r.ControllerID != 1 || !slices.Equal(r.Partition.Replicas, append(slices.Clone(target), p.Replicas[0])) ||
+		!slices.Equal(r.Partition.AddingReplicas, []int32{4}) || !slices.Equal(r.Partition.RemovingReplicas, p.Replicas[:1]) {
+		t.Fatalf("reassign: %+v", r)
+	}
+	changes := func() (out []string) {
+		for _, rec := range h.raft.takeCommitted() {
+			if !strings.HasPrefix(rec, "ControllerMarker") {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
+	if got := changes(); len(got) != 1 || !strings.HasPrefix(got[0], "PartitionChange t-0 ") {
+		t.Fatalf("committed %q, want one PartitionChange", got)
+	}
+	if r := h.c.ReassignPartition(ctx, wire.ReassignPartitionRequest{Topic: "t", Partition: 0, Replicas: target}); r.Err != wire.None {
+		t.Fatalf("retry: %+v", r)
+	}
+	if got := changes(); len(got) != 0 {
+		t.Fatalf("a retry committed %q", got)
+	}
+	r = h.c.ReassignPartition(ctx, wire.ReassignPartitionRequest{Topic: "t", Partition: 0, Replicas: []int32{4, 4, 1}})
+	if r.Err != wire.InvalidRequest || !strings.Contains(r.Message, "broker 4 listed twice") || len(r.Partition.AddingReplicas) != 1 {
+		t.Fatalf("refusal: %+v", r)
+	}
+	// The original replicas come back in the target's order where they
+	// are in it (as in Kafka), then the removed ones.
+	if r := h.c.ReassignPartition(ctx, wire.ReassignPartitionRequest{Topic: "t", Partition: 0, Cancel: true}); r.Err != wire.None ||
+		!slices.Equal(r.Partition.Replicas, append(slices.Clone(p.Replicas[1:]), p.Replicas[0])) || len(r.Partition.AddingReplicas) != 0 {
+		t.Fatalf("cancel: %+v (replicas before %v)", r, p.Replicas)
 	}
 }

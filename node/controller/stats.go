@@ -20,8 +20,11 @@ type ClusterStats struct {
 	// UnderMinISRPartitions have fewer ISR members than their topic's min
 	// ISR: they refuse acks=all writes.
 	UnderMinISRPartitions int
-	// UnderReplicatedPartitions have fewer ISR members than replicas.
+	// UnderReplicatedPartitions have fewer ISR members than replicas
+	// (not counting those a reassignment is still adding).
 	UnderReplicatedPartitions int
+	// ReassigningPartitions are being moved to other replicas.
+	ReassigningPartitions int
 }
 
 // Cluster computes img's ClusterStats.
@@ -43,8 +46,11 @@ func Cluster(img *metadata.Image) ClusterStats {
 			if len(p.ISR) < int(t.MinISR) {
 				s.UnderMinISRPartitions++
 			}
-			if len(p.ISR) < len(p.Replicas) {
+			if len(p.ISR) < len(p.Replicas)-len(p.Adding) {
 				s.UnderReplicatedPartitions++
+			}
+			if p.Reassigning() {
+				s.ReassigningPartitions++
 			}
 		}
 	}

@@ -319,6 +319,9 @@ func (b *builder) applyPartition(topic, topicID string, p PartitionState, create
 		if n >= MaxPartitions {
 			return "too many partitions"
 		}
+		if p.Reassigning() {
+			return "a partition is created without a reassignment"
+		}
 		b.touchPartition(topic, p.Partition)
 		mt := b.mutableTopic(topic)
 		mt.Partitions = append(mt.Partitions, clonePartition(p))
@@ -374,11 +377,13 @@ func validatePartition(p PartitionState) string {
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 		return "negative epoch"
 	}
-	return ""
+	return validateReassignment(p)
 }
 
 func clonePartition(p PartitionState) PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.Adding = slices.Clone(p.Adding)
+	p.Removing = slices.Clone(p.Removing)
 	return p
 }

@@ -326,6 +326,13 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 				req.Topic, req.Partition, r, req.MemberIncarnation(r), b.Incarnation)
 		}
 	}
+	if p.Reassigning() {
+		// The change that brings the last target replica into the ISR
+		// completes the reassignment (reassign.go).
+		if c, ok := completeOnISR(img, p, isr); ok {
+			return []Record{c}, nil
+		}
+	}
 	c, _ := changeTo(p, isr, p.Leader)
 	return []Record{c}, nil
 }

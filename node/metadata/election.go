@@ -11,7 +11,8 @@ import "slices"
 //   - Otherwise the first replica, in assignment order, that is in the target
 //     ISR and eligible leads.
 //   - Otherwise, if unclean election is allowed, the first eligible replica
-//     outside the ISR leads and the ISR becomes just that replica.
+//     outside the ISR (not one being added by a reassignment) leads and the
+//     ISR becomes just that replica.
 //   - Otherwise the partition goes offline (leader NoLeader).
 //
 // The leader epoch is bumped when the leader changes; the partition epoch on
@@ -34,7 +35,8 @@ func partitionChange(p PartitionState, targetISR []int32, eligible func(int32) b
 		}
 		if leader == NoLeader && unclean {
 			for _, r := range p.Replicas {
-				if eligible(r) {
+				// A replica being added may not have a single record yet.
+				if eligible(r) && !slices.Contains(p.Adding, r) {
 					leader, isr = r, []int32{r}
 					break
 				}
@@ -54,6 +56,7 @@ func changeTo(p PartitionState, isr []int32, leader int32) (PartitionChange, boo
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(isr), Leader: leader,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		Adding: slices.Clone(p.Adding), Removing: slices.Clone(p.Removing),
 	}
 	if leader != p.Leader {
 		c.LeaderEpoch++

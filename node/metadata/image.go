@@ -79,6 +79,12 @@ type PartitionState struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// Adding and Removing are set while the partition is being reassigned
+	// (reassign.go): Replicas is then the target followed by the replicas
+	// being removed; Adding are target replicas that were not replicas
+	// before, Removing are replicas not in the target. Both nil otherwise.
+	Adding   []int32
+	Removing []int32
 }
 
 // Preferred is the preferred leader (first assigned replica).
@@ -99,7 +105,8 @@ func (p PartitionState) HasReplica(id int32) bool { return slices.Contains(p.Rep
 func (p PartitionState) Equal(q PartitionState) bool {
 	return p.Topic == q.Topic && p.TopicID == q.TopicID && p.Partition == q.Partition &&
 		slices.Equal(p.Replicas, q.Replicas) && slices.Equal(p.ISR, q.ISR) && p.Leader == q.Leader &&
-		p.LeaderEpoch == q.LeaderEpoch && p.PartitionEpoch == q.PartitionEpoch
+		p.LeaderEpoch == q.LeaderEpoch && p.PartitionEpoch == q.PartitionEpoch &&
+		slices.Equal(p.Adding, q.Adding) && slices.Equal(p.Removing, q.Removing)
 }
 
 // Image is the metadata as of one offset of the metadata log. An *Image is

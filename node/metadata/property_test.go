@@ -174,7 +174,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	b, known := img.Broker(id)
 	var recs []Record
 	var err error
-	switch k := rng.IntN(11); {
+	switch k := rng.IntN(13); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4)})
 	case k <= 2:
@@ -225,6 +225,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		recs = DecidePreferredLeaders(img)
 	case k == 10:
 		recs, err = DecideAlterConfigs(img, randomConfigChange(rng, img))
+	case k >= 11:
+		recs, err = DecideReassign(img, randomReassign(rng, img))
 	default:
 		recs, err = DecideProducerIDs(img, id, 1+rng.Int64N(100))
 	}
@@ -232,4 +234,26 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		return nil
 	}
 	return recs
+}
+
+// randomReassign draws a reassignment of a random partition: a cancel, or a
+// target of the topic's replication factor over brokers 1-5 (sometimes
+// unregistered ones, which is refused).
+func randomReassign(rng *rand.Rand, img *Image) ReassignEvent {
+	var parts []PartitionState
+	img.EachPartition(func(p PartitionState) bool { parts = append(parts, p); return true })
+	if len(parts) == 0 {
+		return ReassignEvent{Topic: "none"}
+	}
+	p := parts[rng.IntN(len(parts))]
+	ev := ReassignEvent{Topic: p.Topic, Partition: p.Partition}
+	if rng.IntN(4) == 0 {
+		ev.Cancel = true
+		return ev
+	}
+	t, _ := img.Topic(p.Topic)
+	for _, i := range rng.Perm(5)[:min(int(t.RF), 5)] {
+		ev.Target = append(ev.Target, int32(i+1))
+	}
+	return ev
 }

@@ -102,6 +102,11 @@ type PartitionCreated struct {
 	Leader         int32   `msgpack:"leader"`
 	LeaderEpoch    int32   `msgpack:"epoch"`
 	PartitionEpoch int32   `msgpack:"pepoch"`
+	// Adding and Removing describe a reassignment in progress (see
+	// reassign.go); absent otherwise, so records without one encode as
+	// before.
+	Adding   []int32 `msgpack:"adding,omitempty"`
+	Removing []int32 `msgpack:"removing,omitempty"`
 }
 
 // PartitionChange replaces a partition's state. It applies only when
@@ -116,6 +121,11 @@ type PartitionChange struct {
 	Leader         int32   `msgpack:"leader"`
 	LeaderEpoch    int32   `msgpack:"epoch"`
 	PartitionEpoch int32   `msgpack:"pepoch"`
+	// Adding and Removing describe a reassignment in progress (see
+	// reassign.go); absent otherwise, so records without one encode as
+	// before.
+	Adding   []int32 `msgpack:"adding,omitempty"`
+	Removing []int32 `msgpack:"removing,omitempty"`
 }
 
 // TopicDeleted removes a topic and all its partitions.

@@ -35,6 +35,7 @@ func (p PartitionState) PartitionMetadata() wire.PartitionMetadata {
 		Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 		PartitionEpoch: p.PartitionEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
 		HighWatermark: -1, LogStartOffset: -1,
+		AddingReplicas: slices.Clone(p.Adding), RemovingReplicas: slices.Clone(p.Removing),
 	}
 }
 

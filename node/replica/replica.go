@@ -210,6 +210,11 @@ func (r *Replica) Apply(st State, leo int64, now time.Time) (Transition, Decisio
 		if r.role == RoleLeader && sameEpoch {
 			r.minISR = int(st.MinISR)
 			r.replicas = slices.Clone(st.Replicas)
+			for id := range r.followers {
+				if !slices.Contains(r.replicas, id) {
+					delete(r.followers, id) // removed by a reassignment
+				}
+			}
 			if st.PartitionEpoch == r.partitionEpoch {
 				d := r.maybeAdvanceHW()                                   // a lowered minimum ISR
 				d.Complete = append(d.Complete, r.answerUnderMinISR()...) // a raised one

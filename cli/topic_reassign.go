@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// topicReassignCommand is `paymentlog topic reassign` (Kafka's
+// kafka-reassign-partitions): it moves partitions onto other brokers, for
+// example off a broker that is being retired or that died for good.
+func topicReassignCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "reassign",
+		Usage: "move a topic's partitions onto other brokers, and wait until they are copied",
+		UsageText: "paymentlog topic reassign NAME --partition N --replicas 4,2,3\n" +
+			"   paymentlog topic reassign NAME --replace 1=4 [--partition N]\n" +
+			"   paymentlog topic reassign NAME --partition N --cancel\n\n" +
+			"--replicas gives a partition's new replicas in preference order (the first is its preferred\n" +
+			"leader), as many as the topic's replication factor. --replace OLD=NEW puts broker NEW in\n" +
+			"OLD's place in every partition of the topic that OLD holds (or only in --partition N).\n" +
+			"The new replicas copy the log from the partition's leader while the old ones stay in sync\n" +
+			"and the partition keeps taking writes; once every new replica is in sync, the old ones\n" +
+			"leave and delete their copies, and leadership moves if the leader was one of them.\n" +
+			"The command waits for that (--no-wait returns once the move has started; `topic describe`\n" +
+			"shows moves under way). --cancel undoes a move in progress: the added replicas leave.",
+		Flags: withFlags(clientFlags(), []ucli.Flag{
+			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "the partition to move (required with --replicas and --cancel)", EnvVars: envVar("TOPIC_REASSIGN_PARTITION")},
+			&ucli.StringFlag{Name: "replicas", Usage: "the new replicas, comma-separated broker ids in preference order", EnvVars: envVar("TOPIC_REASSIGN_REPLICAS")},
+			&ucli.StringFlag{Name: "replace", Usage: "OLD=NEW: broker NEW takes broker OLD's replicas", EnvVars: envVar("TOPIC_REASSIGN_REPLACE")},
+			&ucli.BoolFlag{Name: "cancel", Usage: "undo the partition's move in progress", EnvVars: envVar("TOPIC_REASSIGN_CANCEL")},
+			&ucli.BoolFlag{Name: "no-wait", Usage: "return once the move has started", EnvVars: envVar("TOPIC_REASSIGN_NO_WAIT")},
+			timeoutFlag("TOPIC_REASSIGN_TIMEOUT", time.Hour),
+		}),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseTopicReassign(c)
+			if err != nil {
+				return err
+			}
+			return runTopicReassign(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// topicReassignOptions are the flags of `paymentlog topic reassign`.
+type topicReassignOptions struct {
+	client    clientOptions
+	name      string
+	partition int32 // -1: every partition (--replace only)
+	replicas  []int32
+	old, new  int32 // --replace
+	cancel    bool
+	noWait    bool
+	timeout   time.Duration
+}
+
+func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
+	name, err := oneArg(c, "topic name")
+	if err != nil {
+		return topicReassignOptions{}, err
+	}
+	co, err := parseClientOptions(c)
+	if err != nil {
+		return topicReassignOptions{}, usageError("%v", err)
+	}
+	o := topicReassignOptions{client: co, name: name, cancel: c.Bool("cancel"), noWait: c.Bool("no-wait"),
+		timeout: c.Duration("timeout"), partition: -1}
+	if p := c.Int("partition"); c.IsSet("partition") {
+		if p < 0 || p > 1<<31-1 {
+			return o, usageError("--partition must be 0 or more")
+		}
+		o.partition = int32(p)
+	}
+	modes := 0
+	for _, f := range []string{"replicas", "replace", "cancel"} {
+		if c.IsSet(f) {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return o, usageError("topic reassign %s: give exactly one of --replicas, --replace and --cancel", name)
+	}
+	switch {
+	case c.IsSet("replicas"):
+		if o.replicas, err = parseBrokerIDs(c.String("replicas")); err != nil {
+			return o, usageError("--replicas: %v", err)
+		}
+	case c.IsSet("replace"):
+		oldS, newS, ok := strings.Cut(c.String("replace"), "=")
+		ids, err := parseBrokerIDs(oldS + "," + newS)
+		if !ok || err != nil || ids[0] == ids[1] {
+			return o, usageError("--replace wants OLD=NEW, two different broker ids, not %q", c.String("replace"))
+		}
+		o.old, o.new = ids[0], ids[1]
+	}
+	if (c.IsSet("replicas") || o.cancel) && o.partition < 0 {
+		return o, usageError("topic reassign %s: --partition is required with --replicas and --cancel", name)
+	}
+	return o, nil
+}
+
+// parseBrokerIDs parses "4,2,3".
+func parseBrokerIDs(s string) ([]int32, error) {
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("%q is not a broker id", f)
+		}
+		out = append(out, int32(id))
+	}
+	return out, nil
+}
+
+func runTopicReassign(ctx context.Context, opts topicReassignOptions, stdout, stderr io.Writer) error {
+	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
+		d, err := a.DescribeTopic(ctx, opts.name)
+		if err != nil {
+			return fmt.Errorf("reassign %s: %w", opts.name, err)
+		}
+		if opts.cancel {
+			if err := a.CancelReassignment(ctx, opts.name, opts.partition); err != nil {
+				return fmt.Errorf("cancel the reassignment of %s-%d: %w", opts.name, opts.partition, err)
+			}
+			fmt.Fprintf(stdout, "%s-%d: reassignment cancelled\n", opts.name, opts.partition)
+			return waitReassigned(ctx, a, opts, []int32{opts.partition}, stdout)
+		}
+		moves, err := planMoves(d, opts)
+		if err != nil {
+			return err
+		}
+		for _, m := range moves {
+			if err := a.ReassignPartition(ctx, opts.name, m.partition, m.target); err != nil {
+				return fmt.Errorf("reassign %s-%d to %s: %w", opts.name, m.partition, joinIDs(m.target), err)
+			}
+			fmt.Fprintf(stdout, "%s-%d: replicas %s -> %s\n", opts.name, m.partition, joinIDs(m.from), joinIDs(m.target))
+		}
+		parts := make([]int32, len(moves))
+		for i, m := range moves {
+			parts[i] = m.partition
+		}
+		return waitReassigned(ctx, a, opts, parts, stdout)
+	})
+}
+
+type move struct {
+	partition    int32
+	from, target []int32
+}
+
+// planMoves turns the options into one target per partition to move.
+func planMoves(d client.TopicDescription, opts topicReassignOptions) ([]move, error) {
+	var out []move
+	for _, p := range d.Partitions {
+		if opts.partition >= 0 && p.Partition != opts.partition {
+			continue
+		}
+		cur := slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) })
+		if opts.replicas != nil {
+			out = append(out, move{p.Partition, cur, opts.replicas})
+			continue
+		}
+		i := slices.Index(cur, opts.old)
+		if i < 0 {
+			continue
+		}
+		if slices.Contains(cur, opts.new) {
+			return nil, fmt.Errorf("reassign %s-%d: broker %d already holds a replica (replicas %s)", d.Name, p.Partition, opts.new, joinIDs(cur))
+		}
+		target := slices.Clone(cur)
+		target[i] = opts.new
+		out = append(out, move{p.Partition, cur, target})
+	}
+	if len(out) == 0 {
+		if opts.partition >= 0 && opts.replicas == nil {
+			return nil, fmt.Errorf("reassign %s-%d: broker %d holds no replica of it", d.Name, opts.partition, opts.old)
+		}
+		if opts.partition >= 0 {
+			return nil, fmt.Errorf("reassign %s-%d: %w", d.Name, opts.partition, wire.UnknownTopicOrPartition.Err("no such partition"))
+		}
+		return nil, fmt.Errorf("reassign %s: broker %d holds no replica of it", d.Name, opts.old)
+	}
+	return out, nil
+}
+
+// waitReassigned waits until no partition in parts is being moved, saying
+// so for each; nothing with --no-wait.
+func waitReassigned(ctx context.Context, a *client.Admin, opts topicReassignOptions, parts []int32, stdout io.Writer) error {
+	if opts.noWait {
+		return nil
+	}
+	for _, p := range parts {
+		var last wire.PartitionMetadata
+		err := a.WaitReassignment(ctx, opts.name, p, func(m wire.PartitionMetadata) { last = m })
+		if err != nil {
+			return fmt.Errorf("wait for the reassignment of %s-%d (replicas %s, in sync %s): %w",
+				opts.name, p, joinIDs(last.Replicas), joinIDs(last.ISR), err)
+		}
+		fmt.Fprintf(stdout, "%s-%d: done: replicas %s, in sync %s, leader %d\n", opts.name, p,
+			joinIDs(last.Replicas), joinIDs(last.ISR), last.Leader)
+	}
+	return nil
+}
+
+// replicasText is a partition's REPLICAS column: its replicas, and what a
+// reassignment in progress adds and removes.
+func replicasText(p client.PartitionInfo) string {
+	s := joinIDs(p.Replicas)
+	if len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0 {
+		s += fmt.Sprintf(" (adding %s, removing %s)", joinIDs(p.AddingReplicas), joinIDs(p.RemovingReplicas))
+	}
+	return s
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"paymentlog/node"
+)
+
+// startControllerAndBroker runs node 1 (controller and broker) and node 2
+// (broker only) in process on 127.0.0.1 and returns node 1's address.
+func startControllerAndBroker(t *testing.T) string {
+	t.Helper()
+	addrs := map[int32]string{}
+	for id := int32(1); id <= 2; id++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[id] = pc.LocalAddr().String()
+		pc.Close()
+	}
+	for id := int32(1); id <= 2; id++ {
+		cfg := node.DefaultConfig()
+		cfg.ID, cfg.Addr, cfg.DataDir = id, addrs[id], t.TempDir()
+		cfg.Controllers = map[int32]string{1: addrs[1]}
+		cfg.NoRaftSync = true
+		cfg.SegmentBytes = 1 << 20
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		n, err := node.Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Kill)
+	}
+	return addrs[1]
+}
+
+// topic reassign against real nodes: --replace moves a partition from one
+// broker to the other and waits for it (flags before or after the name),
+// --replicas moves it back; records written before stay readable; usage
+// errors exit 2 and refusals 1, each with one line.
+func TestTopicReassign(t *testing.T) {
+	bs := "--bootstrap=" + startControllerAndBroker(t)
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runClientCLI(t, nil, append(args, bs, "--timeout", "30s")...)
+	}
+	// Both brokers must be alive for a placement over either.
+	waitForCLI(t, "two alive nodes", func() bool {
+		out, _, code := run("cluster", "status", "--json")
+		return code == 0 && strings.Count(out, `"state":"alive"`) == 2
+	})
+	if out, errOut, code := run("topic", "create", "t", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1"); code != 0 {
+		t.Fatalf("create: %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := runClientCLI(t, strings.NewReader("a\nb\nc\n"), "produce", "t", bs); code != 0 {
+		t.Fatalf("produce: %d %q %q", code, out, errOut)
+	}
+	holder := func() int32 {
+		out, errOut, code := run("topic", "describe", "t", "--json")
+		var d struct {
+			Partitions []struct {
+				Leader   int32   `json:"leader"`
+				Replicas []int32 `json:"replicas"`
+			} `json:"partitions"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &d) != nil || len(d.Partitions) != 1 || len(d.Partitions[0].Replicas) != 1 {
+			t.Fatalf("describe: %d %q %q", code, out, errOut)
+		}
+		return d.Partitions[0].Replicas[0]
+	}
+	from := holder()
+	to := 3 - from
+	out, errOut, code := run("topic", "reassign", "t", "--replace", fmt1(from)+"="+fmt1(to))
+	want := "t-0: replicas " + fmt1(from) + " -> " + fmt1(to) + "\nt-0: done: replicas " + fmt1(to) + ", in sync " + fmt1(to) + ", leader " + fmt1(to) + "\n"
+	if code != 0 || out != want {
+		t.Fatalf("reassign --replace: %d %q %q, want %q", code, out, errOut, want)
+	}
+	if got := holder(); got != to {
+		t.Fatalf("after the move the replica is on %d, want %d", got, to)
+	}
+	if out, errOut, code := run("topic", "reassign", "--replicas", fmt1(from), "--partition", "0", "t"); code != 0 || !strings.Contains(out, "done: replicas "+fmt1(from)) {
+		t.Fatalf("reassign --replicas back: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runClientCLI(t, nil, "consume", "t", "--from", "beginning", "--exit-at-end", bs)
+	if code != 0 || out != "a\nb\nc\n" {
+		t.Fatalf("consume after two moves: %d %q %q", code, out, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"t", "--partition", "0", "--cancel"}, 1, "no reassignment in progress"},
+		{[]string{"t", "--partition", "0", "--replicas", "9"}, 1, "broker 9 is not registered"},
+		{[]string{"t", "--partition", "0", "--replicas", "1,2"}, 1, "the topic's replication factor is 1"},
+		{[]string{"t", "--replace", fmt1(to) + "=" + fmt1(from)}, 1, "broker " + fmt1(to) + " holds no replica of it"},
+		{[]string{"nope", "--replace", "1=2"}, 1, `topic "nope" does not exist`},
+		{[]string{"t", "--replicas", "1"}, 2, "--partition is required"},
+		{[]string{"t", "--replace", "1=1"}, 2, "--replace wants OLD=NEW"},
+		{[]string{"t", "--partition", "0"}, 2, "give exactly one of --replicas, --replace and --cancel"},
+		{[]string{"t", "--partition", "0", "--replicas", "x"}, 2, `--replicas: "x" is not a broker id`},
+	} {
+		_, errOut, code := run(append([]string{"topic", "reassign"}, c.args...)...)
+		oneErrorLine(t, "topic reassign "+strings.Join(c.args, " "), code, errOut, c.code, c.want)
+	}
+}
+
+func fmt1(id int32) string { return strconv.Itoa(int(id)) }
+
+// waitForCLI polls cond every 20 ms for up to 15 s.
+func waitForCLI(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,157 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/node"
+)
+
+// Moving a partition off its leader's broker onto a new broker while
+// acks=all writes continue: broker 4 copies the log, joins the ISR, takes
+// leadership, and the old broker stops the replica and deletes its copy.
+// Then one of the two remaining old replicas is killed, and every record
+// acknowledged before, during and after the move is read back at its offset.
+func TestReassignMovesPartitionUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tc := MustStartCluster(t, 3)
+	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
+	tc.start(4) // broker-only: the new home
+	tc.waitAlive(4)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	// Place the partition on 1-3, led by 1, whatever the random placement
+	// was: a reorder (no new replica) completes at once.
+	admin := c.Admin()
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "payments-0 led by 1 on 1,2,3", 15*time.Second, func() bool {
+		p, ok := tc.image().Partition("payments", 0)
+		return ok && p.Leader == 1 && slices.Equal(p.Replicas, []int32{1, 2, 3}) && len(p.ISR) == 3
+	})
+
+	const total = 3000
+	w := newPaymentWriter(t, c, total)
+	w.produce(ctx, 0, 1000)
+	w.flush(ctx)
+	// Writes go on, 50 records at a time, throughout the move.
+	stop := make(chan struct{})
+	next := make(chan int)
+	go func() {
+		i := 1000
+		defer func() { next <- i }()
+		for i < 2000 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.produce(ctx, i, i+50)
+			w.flush(ctx)
+			i += 50
+		}
+	}()
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{4, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	moved := <-next
+	t.Logf("%d records written during the move", moved-1000)
+	if p, _ := tc.image().Partition("payments", 0); !slices.Equal(p.Replicas, []int32{4, 2, 3}) || p.Leader != 4 || p.Reassigning() {
+		t.Fatalf("after the move: %s", p)
+	}
+	waitFor(t, "node 1 deleted its copy", 15*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(tc.dir, "node1", "payments-0"))
+		_, _, _, open := tc.node(1).Broker().PartitionInfo("payments", 0)
+		return os.IsNotExist(err) && !open
+	})
+	w.produce(ctx, moved, 2500)
+	w.flush(ctx)
+	tc.kill(2)
+	w.produce(ctx, 2500, total)
+	byOffset := w.acknowledged(ctx)
+	readBackPayments(ctx, t, tc.client(ctx), byOffset)
+	// Node 4 holds the whole log from offset 0 (it copied what was written
+	// before it was added).
+	if _, start, end, ok := tc.node(4).Broker().PartitionInfo("payments", 0); !ok || start != 0 || end != total {
+		t.Fatalf("node 4's copy: log start %d, end %d, open %v; want 0, %d", start, end, ok, total)
+	}
+}
+
+// The use a reassignment is for: a broker dies, its replicas move to a new
+// broker, and nothing acknowledged is lost. When the dead broker comes back,
+// its copy (no longer assigned to it) is deleted once it is unfenced,
+// instead of holding its disk forever — here even though it never applies
+// the change that removed its replica: its metadata log was lost with it,
+// and it catches up from a snapshot taken after the move (small snapshot
+// spacing), so its image never assigns it the partition.
+func TestReassignAwayFromDeadBroker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+		cfg.MetadataSnapshotEvery, cfg.MetadataCatchUpEntries = 8, 1
+	})
+	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
+	tc.start(4) // broker-only nodes: 4 dies, 5 replaces it
+	tc.start(5)
+	tc.waitAlive(5)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	admin := c.Admin()
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "payments-0 on 1,2,4 in sync", 15*time.Second, func() bool {
+		p, ok := tc.image().Partition("payments", 0)
+		return ok && slices.Equal(p.Replicas, []int32{1, 2, 4}) && len(p.ISR) == 3
+	})
+	const total = 1000
+	w := newPaymentWriter(t, c, total)
+	w.produce(ctx, 0, 500)
+	w.flush(ctx)
+	copy4 := filepath.Join(tc.dir, "node4", "payments-0")
+	if _, err := os.Stat(copy4); err != nil {
+		t.Fatalf("node 4's copy: %v", err)
+	}
+	tc.kill(4)
+	if err := os.RemoveAll(filepath.Join(tc.dir, "node4", node.MetadataDirName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.produce(ctx, 500, total)
+	w.flush(ctx)
+	// Enough metadata entries for a snapshot past the move.
+	for i := range 4 {
+		createTopic(ctx, t, tc, c, client.TopicSpec{Name: fmt.Sprintf("filler%d", i), Partitions: 1, ReplicationFactor: 2, MinISR: 1})
+	}
+	tc.start(4)
+	waitFor(t, "node 4 unfenced and its copy removed", 30*time.Second, func() bool {
+		b, ok := tc.image().Broker(4)
+		_, err := os.Stat(copy4)
+		return ok && !b.Fenced && os.IsNotExist(err)
+	})
+	byOffset := w.acknowledged(ctx)
+	readBackPayments(ctx, t, tc.client(ctx), byOffset)
+	if _, start, end, ok := tc.node(5).Broker().PartitionInfo("payments", 0); !ok || start != 0 || end != total {
+		t.Fatalf("node 5's copy: log start %d, end %d, open %v; want 0, %d", start, end, ok, total)
+	}
+}
