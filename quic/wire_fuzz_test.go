@@ -32,6 +32,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.DescribeReplicaRequest) }, func() any { return new(wire.DescribeReplicaResponse) },
 	func() any { return new(wire.DescribeQuorumRequest) }, func() any { return new(wire.DescribeQuorumResponse) },
 	func() any { return new(wire.CreatePartitionsRequest) }, func() any { return new(wire.CreatePartitionsResponse) },
+	func() any { return new(wire.ReassignPartitionRequest) }, func() any { return new(wire.ReassignPartitionResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -58,6 +59,11 @@ func wireSeeds() []any {
 			Witnessed: map[int32]string{2: "00112233445566778899aabbccddeeff", 3: "ffeeddccbbaa99887766554433221100"}},
 		&wire.CreatePartitionsRequest{Name: "payments", Count: 5},
 		&wire.CreatePartitionsResponse{Err: wire.InvalidPartitions, Message: `topic "payments" already has 5 partitions`, TopicID: "0f3a", Count: 5, ControllerID: 2},
+		&wire.ReassignPartitionRequest{Topic: "payments", Partition: 2, Replicas: []int32{4, 2, 3}},
+		&wire.ReassignPartitionRequest{Topic: "payments", Cancel: true},
+		&wire.ReassignPartitionResponse{Err: wire.InvalidRequest, Message: "payments-0: broker 9 is not registered", ControllerID: 1,
+			Partition: wire.PartitionMetadata{Leader: 1, Replicas: []int32{4, 2, 3, 1}, ISR: []int32{2, 3, 1},
+				AddingReplicas: []int32{4}, RemovingReplicas: []int32{1}, HighWatermark: -1, LogStartOffset: -1}},
 	}
 }
 

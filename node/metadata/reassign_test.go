@@ -3,9 +3,12 @@ package metadata
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"paymentlog/node/metadata/scripttest"
 	"paymentlog/wire"
 )
 
@@ -287,4 +290,52 @@ func TestReassignRandomWalk(t *testing.T) {
 		t.Fatalf("walks started %d and completed %d reassignments; want at least 50 and 10", started, completed)
 	}
 	t.Logf("%d reassignments started, %d completed", started, completed)
+}
+
+// reassignSeeds are the fuzz seeds of a reassignment: the entry starting
+// one on seededImage's payments-0 (it applies there), and the snapshot of
+// the image with it in progress.
+func reassignSeeds(tb testing.TB) (entry, snapshot []byte) {
+	tb.Helper()
+	img := seededImage(tb)
+	img, _, err := img.ApplyEntry(img.Offset()+1, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, _ := img.Partition("payments", 0)
+	recs, err := DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{4, p.Replicas[1], p.Replicas[2]}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if entry, err = EncodeEntry(recs...); err != nil {
+		tb.Fatal(err)
+	}
+	next, _, err := img.ApplyEntry(img.Offset()+1, recs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return entry, next.MarshalSnapshot()
+}
+
+// TestWriteReassignFuzzSeeds keeps the reassignment seeds of
+// FuzzDecodeEntry and FuzzUnmarshalSnapshot in sync (run with -rewrite).
+func TestWriteReassignFuzzSeeds(t *testing.T) {
+	entry, snap := reassignSeeds(t)
+	for _, s := range []struct {
+		fuzz, name string
+		b          []byte
+	}{{"FuzzDecodeEntry", "seed-reassign", entry}, {"FuzzUnmarshalSnapshot", "seed-image-reassigning", snap}} {
+		path := filepath.Join("testdata", "fuzz", s.fuzz, s.name)
+		content := "go test fuzz v1\n[]byte(" + quoteBytes(s.b) + ")\n"
+		if scripttest.Rewrite() {
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != content {
+			t.Errorf("%s is missing or stale (run the test with -rewrite): %v", path, err)
+		}
+	}
 }
