@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,4 +155,85 @@ func TestReassignAwayFromDeadBroker(t *testing.T) {
 	if _, start, end, ok := tc.node(5).Broker().PartitionInfo("payments", 0); !ok || start != 0 || end != total {
 		t.Fatalf("node 5's copy: log start %d, end %d, open %v; want 0, %d", start, end, ok, total)
 	}
+}
+
+// Reassignments mixed with crashes while acks=all writes go on: every round
+// restarts the node killed in the round before, moves one random replica of
+// the partition to the broker that holds none, and kills a random node
+// while the copy is under way (the leader, the replica being added, one
+// being removed, the active controller: whichever comes). The moves all
+// complete once the killed node is back, and every acknowledged record is
+// read back at its offset.
+func TestReassignWithCrashesRandomized(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 13))
+	tc := MustStartCluster(t, 3)
+	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
+	tc.start(4)
+	tc.waitAlive(4)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	admin := c.Admin()
+
+	const total = 6000
+	w := newPaymentWriter(t, c, total)
+	stop := make(chan struct{})
+	next := make(chan int)
+	go func() {
+		i := 0
+		defer func() { next <- i }()
+		for i < total-500 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.produce(ctx, i, i+50)
+			w.flush(ctx)
+			i += 50
+		}
+	}()
+	dead := int32(0)
+	for round := range 5 {
+		if dead != 0 {
+			tc.start(dead)
+			dead = 0
+		}
+		tc.waitAlive(4)
+		p, ok := tc.image().Partition("payments", 0)
+		if !ok {
+			t.Fatal("payments-0 missing")
+		}
+		target := slices.Clone(p.Target())
+		var spare int32
+		for id := int32(1); id <= 4; id++ {
+			if !slices.Contains(target, id) {
+				spare = id
+			}
+		}
+		moved := target[rng.IntN(len(target))]
+		target[slices.Index(target, moved)] = spare
+		if err := admin.ReassignPartition(ctx, "payments", 0, target); err != nil {
+			t.Fatalf("round %d: reassign %v: %v", round, target, err)
+		}
+		dead = int32(1 + rng.IntN(4))
+		tc.kill(dead)
+		t.Logf("round %d: %v -> %v (moving %d to %d), killed %d", round, p.Replicas, target, moved, spare, dead)
+	}
+	tc.start(dead)
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	if err := admin.WaitReassignment(wctx, "payments", 0, nil); err != nil {
+		t.Fatalf("the last reassignment did not complete: %v (%s)", err, tc.image())
+	}
+	close(stop)
+	from := <-next
+	w.produce(ctx, from, total)
+	byOffset := w.acknowledged(ctx)
+	readBackPayments(ctx, t, tc.client(ctx), byOffset)
+	p, _ := tc.image().Partition("payments", 0)
+	t.Logf("final %s; %d records", p, len(byOffset))
 }
