@@ -24,10 +24,13 @@ func topicReassignCommand() *ucli.Command {
 		Usage: "move a topic's partitions onto other brokers, and wait until they are copied",
 		UsageText: "paymentlog topic reassign NAME --partition N --replicas 4,2,3\n" +
 			"   paymentlog topic reassign NAME --replace 1=4 [--partition N]\n" +
+			"   paymentlog topic reassign NAME --drain 1 [--partition N]\n" +
 			"   paymentlog topic reassign NAME --partition N --cancel\n\n" +
 			"--replicas gives a partition's new replicas in preference order (the first is its preferred\n" +
 			"leader), as many as the topic's replication factor. --replace OLD=NEW puts broker NEW in\n" +
 			"OLD's place in every partition of the topic that OLD holds (or only in --partition N).\n" +
+			"--drain OLD does the same with, for each partition, the alive broker outside it that holds\n" +
+			"the fewest of the topic's replicas (to retire a broker without a replacement).\n" +
 			"The new replicas copy the log from the partition's leader while the old ones stay in sync\n" +
 			"and the partition keeps taking writes; once every new replica is in sync, the old ones\n" +
 			"leave and delete their copies, and leadership moves if the leader was one of them.\n" +
@@ -37,6 +40,7 @@ func topicReassignCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "the partition to move (required with --replicas and --cancel)", EnvVars: envVar("TOPIC_REASSIGN_PARTITION")},
 			&ucli.StringFlag{Name: "replicas", Usage: "the new replicas, comma-separated broker ids in preference order", EnvVars: envVar("TOPIC_REASSIGN_REPLICAS")},
 			&ucli.StringFlag{Name: "replace", Usage: "OLD=NEW: broker NEW takes broker OLD's replicas", EnvVars: envVar("TOPIC_REASSIGN_REPLACE")},
+			&ucli.IntFlag{Name: "drain", Usage: "move broker OLD's replicas to the other alive brokers, evenly", EnvVars: envVar("TOPIC_REASSIGN_DRAIN")},
 			&ucli.BoolFlag{Name: "cancel", Usage: "undo the partition's move in progress", EnvVars: envVar("TOPIC_REASSIGN_CANCEL")},
 			&ucli.BoolFlag{Name: "no-wait", Usage: "return once the move has started", EnvVars: envVar("TOPIC_REASSIGN_NO_WAIT")},
 			timeoutFlag("TOPIC_REASSIGN_TIMEOUT", time.Hour),
@@ -57,7 +61,7 @@ type topicReassignOptions struct {
 	name      string
 	partition int32 // -1: every partition (--replace only)
 	replicas  []int32
-	old, new  int32 // --replace
+	old, new  int32 // --replace; --drain: new is 0
 	cancel    bool
 	noWait    bool
 	timeout   time.Duration
@@ -81,13 +85,13 @@ func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
 		o.partition = int32(p)
 	}
 	modes := 0
-	for _, f := range []string{"replicas", "replace", "cancel"} {
+	for _, f := range []string{"replicas", "replace", "drain", "cancel"} {
 		if c.IsSet(f) {
 			modes++
 		}
 	}
 	if modes != 1 {
-		return o, usageError("topic reassign %s: give exactly one of --replicas, --replace and --cancel", name)
+		return o, usageError("topic reassign %s: give exactly one of --replicas, --replace, --drain and --cancel", name)
 	}
 	switch {
 	case c.IsSet("replicas"):
@@ -101,6 +105,12 @@ func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
 			return o, usageError("--replace wants OLD=NEW, two different broker ids, not %q", c.String("replace"))
 		}
 		o.old, o.new = ids[0], ids[1]
+	case c.IsSet("drain"):
+		d := c.Int("drain")
+		if d <= 0 || d > 1<<31-1 {
+			return o, usageError("--drain wants a broker id, not %d", d)
+		}
+		o.old = int32(d)
 	}
 	if (c.IsSet("replicas") || o.cancel) && o.partition < 0 {
 		return o, usageError("topic reassign %s: --partition is required with --replicas and --cancel", name)
@@ -134,7 +144,19 @@ func runTopicReassign(ctx context.Context, opts topicReassignOptions, stdout, st
 			fmt.Fprintf(stdout, "%s-%d: reassignment cancelled\n", opts.name, opts.partition)
 			return waitReassigned(ctx, a, opts, []int32{opts.partition}, stdout)
 		}
-		moves, err := planMoves(d, opts)
+		var alive []int32
+		if opts.replicas == nil && opts.new == 0 { // --drain
+			st, err := a.DescribeCluster(ctx)
+			if err != nil {
+				return fmt.Errorf("reassign %s: %w", opts.name, err)
+			}
+			for _, n := range st.Nodes {
+				if n.State == "alive" {
+					alive = append(alive, n.ID)
+				}
+			}
+		}
+		moves, err := planMoves(d, opts, alive)
 		if err != nil {
 			return err
 		}
@@ -157,9 +179,18 @@ type move struct {
 	from, target []int32
 }
 
-// planMoves turns the options into one target per partition to move.
-func planMoves(d client.TopicDescription, opts topicReassignOptions) ([]move, error) {
+// planMoves turns the options into one target per partition to move;
+// alive are the alive brokers (for --drain).
+func planMoves(d client.TopicDescription, opts topicReassignOptions, alive []int32) ([]move, error) {
 	var out []move
+	held := map[int32]int{} // --drain: the topic's replicas per broker, as planned so far
+	for _, p := range d.Partitions {
+		for _, r := range p.Replicas {
+			if !slices.Contains(p.RemovingReplicas, r) {
+				held[r]++
+			}
+		}
+	}
 	for _, p := range d.Partitions {
 		if opts.partition >= 0 && p.Partition != opts.partition {
 			continue
@@ -173,11 +204,25 @@ func planMoves(d client.TopicDescription, opts topicReassignOptions) ([]move, er
 		if i < 0 {
 			continue
 		}
-		if slices.Contains(cur, opts.new) {
-			return nil, fmt.Errorf("reassign %s-%d: broker %d already holds a replica (replicas %s)", d.Name, p.Partition, opts.new, joinIDs(cur))
+		to := opts.new
+		if to == 0 { // --drain: the alive broker outside the partition holding the fewest
+			for _, b := range alive {
+				if b != opts.old && !slices.Contains(cur, b) && (to == 0 || held[b] < held[to]) {
+					to = b
+				}
+			}
+			if to == 0 {
+				return nil, fmt.Errorf("reassign %s-%d: no alive broker outside its replicas %s to move broker %d's replica to",
+					d.Name, p.Partition, joinIDs(cur), opts.old)
+			}
+			held[to]++
+			held[opts.old]--
+		}
+		if slices.Contains(cur, to) {
+			return nil, fmt.Errorf("reassign %s-%d: broker %d already holds a replica (replicas %s)", d.Name, p.Partition, to, joinIDs(cur))
 		}
 		target := slices.Clone(cur)
-		target[i] = opts.new
+		target[i] = to
 		out = append(out, move{p.Partition, cur, target})
 	}
 	if len(out) == 0 {

@@ -3,14 +3,17 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"paymentlog/client"
 	"paymentlog/node"
 )
 
@@ -45,7 +48,7 @@ func startControllerAndBroker(t *testing.T) string {
 
 // topic reassign against real nodes: --replace moves a partition from one
 // broker to the other and waits for it (flags before or after the name),
-// --replicas moves it back; records written before stay readable; usage
+// --replicas moves it back, --drain moves it away again; records written before stay readable; usage
 // errors exit 2 and refusals 1, each with one line.
 func TestTopicReassign(t *testing.T) {
 	bs := "--bootstrap=" + startControllerAndBroker(t)
@@ -90,9 +93,16 @@ func TestTopicReassign(t *testing.T) {
 	if out, errOut, code := run("topic", "reassign", "--replicas", fmt1(from), "--partition", "0", "t"); code != 0 || !strings.Contains(out, "done: replicas "+fmt1(from)) {
 		t.Fatalf("reassign --replicas back: %d %q %q", code, out, errOut)
 	}
+	out, errOut, code = run("topic", "reassign", "t", "--drain", fmt1(from))
+	if code != 0 || !strings.Contains(out, "t-0: replicas "+fmt1(from)+" -> "+fmt1(to)+"\n") {
+		t.Fatalf("reassign --drain: %d %q %q", code, out, errOut)
+	}
+	if got := holder(); got != to {
+		t.Fatalf("after the drain the replica is on %d, want %d", got, to)
+	}
 	out, errOut, code = runClientCLI(t, nil, "consume", "t", "--from", "beginning", "--exit-at-end", bs)
 	if code != 0 || out != "a\nb\nc\n" {
-		t.Fatalf("consume after two moves: %d %q %q", code, out, errOut)
+		t.Fatalf("consume after three moves: %d %q %q", code, out, errOut)
 	}
 	for _, c := range []struct {
 		args []string
@@ -102,11 +112,13 @@ func TestTopicReassign(t *testing.T) {
 		{[]string{"t", "--partition", "0", "--cancel"}, 1, "no reassignment in progress"},
 		{[]string{"t", "--partition", "0", "--replicas", "9"}, 1, "broker 9 is not registered"},
 		{[]string{"t", "--partition", "0", "--replicas", "1,2"}, 1, "the topic's replication factor is 1"},
-		{[]string{"t", "--replace", fmt1(to) + "=" + fmt1(from)}, 1, "broker " + fmt1(to) + " holds no replica of it"},
+		{[]string{"t", "--replace", fmt1(from) + "=" + fmt1(to)}, 1, "broker " + fmt1(from) + " holds no replica of it"},
 		{[]string{"nope", "--replace", "1=2"}, 1, `topic "nope" does not exist`},
 		{[]string{"t", "--replicas", "1"}, 2, "--partition is required"},
 		{[]string{"t", "--replace", "1=1"}, 2, "--replace wants OLD=NEW"},
-		{[]string{"t", "--partition", "0"}, 2, "give exactly one of --replicas, --replace and --cancel"},
+		{[]string{"t", "--partition", "0"}, 2, "give exactly one of --replicas, --replace, --drain and --cancel"},
+		{[]string{"t", "--drain", "0"}, 2, "--drain wants a broker id"},
+		{[]string{"t", "--drain", fmt1(from)}, 1, "broker " + fmt1(from) + " holds no replica of it"},
 		{[]string{"t", "--partition", "0", "--replicas", "x"}, 2, `--replicas: "x" is not a broker id`},
 	} {
 		_, errOut, code := run(append([]string{"topic", "reassign"}, c.args...)...)
@@ -125,5 +137,34 @@ func waitForCLI(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// --drain spreads the drained broker's replicas over the alive brokers
+// outside each partition, fewest of the topic's replicas first (ties: the
+// lowest id), and keeps the drained replica's place in the preference order.
+func TestPlanDrainSpreadsEvenly(t *testing.T) {
+	d := client.TopicDescription{Name: "t", Partitions: []client.PartitionInfo{
+		{Partition: 0, Replicas: []int32{1, 2, 3}},
+		{Partition: 1, Replicas: []int32{2, 1, 4}},
+		{Partition: 2, Replicas: []int32{3, 4, 1}},
+		{Partition: 3, Replicas: []int32{4, 2, 3}},
+		{Partition: 4, Replicas: []int32{1, 3, 4}},
+	}}
+	moves, err := planMoves(d, topicReassignOptions{old: 1, partition: -1}, []int32{1, 2, 3, 4, 5, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range moves {
+		got = append(got, fmt.Sprintf("%d:%s", m.partition, joinIDs(m.target)))
+	}
+	want := []string{"0:5,2,3", "1:2,6,4", "2:3,4,5", "4:6,3,4"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("moves %v, want %v", got, want)
+	}
+	if _, err := planMoves(d, topicReassignOptions{old: 1, partition: -1}, []int32{1, 2, 3}); err == nil ||
+		!strings.Contains(err.Error(), "no alive broker outside its replicas 1,2,3") {
+		t.Fatalf("drain with no room: %v", err)
 	}
 }
