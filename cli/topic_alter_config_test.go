@@ -15,26 +15,35 @@ import (
 
 // startOneNode runs a one-node cluster (controller and broker) in process on
 // 127.0.0.1 and returns its address.
-func startOneNode(t *testing.T) string {
+func startOneNode(t *testing.T) string { return startNodes(t, 1) }
+
+// startNodes runs node 1 (controller and broker) and nodes 2..n (brokers
+// only) in process on 127.0.0.1 and returns node 1's address.
+func startNodes(t *testing.T, n int32) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := map[int32]string{}
+	for id := int32(1); id <= n; id++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[id] = pc.LocalAddr().String()
+		pc.Close()
 	}
-	addr := pc.LocalAddr().String()
-	pc.Close()
-	cfg := node.DefaultConfig()
-	cfg.ID, cfg.Addr, cfg.DataDir = 1, addr, t.TempDir()
-	cfg.Controllers = map[int32]string{1: addr}
-	cfg.NoRaftSync = true
-	cfg.SegmentBytes = 1 << 20
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := node.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
+	for id := int32(1); id <= n; id++ {
+		cfg := node.DefaultConfig()
+		cfg.ID, cfg.Addr, cfg.DataDir = id, addrs[id], t.TempDir()
+		cfg.Controllers = map[int32]string{1: addrs[1]}
+		cfg.NoRaftSync = true
+		cfg.SegmentBytes = 1 << 20
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		nd, err := node.Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nd.Kill)
 	}
-	t.Cleanup(n.Kill)
-	return addr
+	return addrs[1]
 }
 
 // oneErrorLine checks a failed command: exit status code and a single

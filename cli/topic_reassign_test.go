@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,44 +10,15 @@ import (
 	"time"
 
 	"paymentlog/client"
-	"paymentlog/node"
 )
-
-// startControllerAndBroker runs node 1 (controller and broker) and node 2
-// (broker only) in process on 127.0.0.1 and returns node 1's address.
-func startControllerAndBroker(t *testing.T) string {
-	t.Helper()
-	addrs := map[int32]string{}
-	for id := int32(1); id <= 2; id++ {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[id] = pc.LocalAddr().String()
-		pc.Close()
-	}
-	for id := int32(1); id <= 2; id++ {
-		cfg := node.DefaultConfig()
-		cfg.ID, cfg.Addr, cfg.DataDir = id, addrs[id], t.TempDir()
-		cfg.Controllers = map[int32]string{1: addrs[1]}
-		cfg.NoRaftSync = true
-		cfg.SegmentBytes = 1 << 20
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		n, err := node.Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(n.Kill)
-	}
-	return addrs[1]
-}
 
 // topic reassign against real nodes: --replace moves a partition from one
 // broker to the other and waits for it (flags before or after the name),
-// --replicas moves it back, --drain moves it away again; records written before stay readable; usage
-// errors exit 2 and refusals 1, each with one line.
+// --replicas moves it back, --drain moves it away again; records written
+// before stay readable; usage errors exit 2 and refusals 1, each with one
+// line.
 func TestTopicReassign(t *testing.T) {
-	bs := "--bootstrap=" + startControllerAndBroker(t)
+	bs := "--bootstrap=" + startNodes(t, 2)
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		return runClientCLI(t, nil, append(args, bs, "--timeout", "30s")...)

@@ -37,6 +37,14 @@ func newPaymentWriter(t *testing.T, c *client.Client, total int) *paymentWriter 
 // produce queues records from..to-1 without waiting for them.
 func (w *paymentWriter) produce(ctx context.Context, from, to int) {
 	w.t.Helper()
+	if _, err := w.tryProduce(ctx, from, to); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// tryProduce is produce returning the first record not queued and the
+// error, for goroutines other than the test's.
+func (w *paymentWriter) tryProduce(ctx context.Context, from, to int) (int, error) {
 	for i := from; i < to; i++ {
 		w.wg.Add(1)
 		err := w.p.Produce(ctx, &client.Record{Topic: "payments", Value: []byte(fmt.Sprintf("payment-%d", i))}, func(d client.Delivery) {
@@ -44,8 +52,43 @@ func (w *paymentWriter) produce(ctx context.Context, from, to int) {
 			w.wg.Done()
 		})
 		if err != nil {
-			w.t.Fatal(err)
+			w.wg.Done()
+			return i, err
 		}
+	}
+	return to, nil
+}
+
+// background produces from..to-1 in the background, 50 records at a time,
+// each group flushed before the next; the returned stop ends it after the
+// group under way and returns the first record not produced. An error
+// fails the test (Errorf) and ends the writer.
+func (w *paymentWriter) background(ctx context.Context, from, to int) (stop func() int) {
+	quit := make(chan struct{})
+	next := make(chan int)
+	go func() {
+		i := from
+		defer func() { next <- i }()
+		for i < to {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			n, err := w.tryProduce(ctx, i, min(i+50, to))
+			i = n
+			if err == nil {
+				err = w.p.Flush(ctx)
+			}
+			if err != nil {
+				w.t.Errorf("background writer at record %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	return func() int {
+		close(quit)
+		return <-next
 	}
 }
 

@@ -44,30 +44,14 @@ func TestReassignMovesPartitionUnderLoad(t *testing.T) {
 	w.produce(ctx, 0, 1000)
 	w.flush(ctx)
 	// Writes go on, 50 records at a time, throughout the move.
-	stop := make(chan struct{})
-	next := make(chan int)
-	go func() {
-		i := 1000
-		defer func() { next <- i }()
-		for i < 2000 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			w.produce(ctx, i, i+50)
-			w.flush(ctx)
-			i += 50
-		}
-	}()
+	stop := w.background(ctx, 1000, 2000)
 	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{4, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	moved := <-next
+	moved := stop()
 	t.Logf("%d records written during the move", moved-1000)
 	if p, _ := tc.image().Partition("payments", 0); !slices.Equal(p.Replicas, []int32{4, 2, 3}) || p.Leader != 4 || p.Reassigning() {
 		t.Fatalf("after the move: %s", p)
@@ -85,8 +69,14 @@ func TestReassignMovesPartitionUnderLoad(t *testing.T) {
 	readBackPayments(ctx, t, tc.client(ctx), byOffset)
 	// Node 4 holds the whole log from offset 0 (it copied what was written
 	// before it was added).
-	if _, start, end, ok := tc.node(4).Broker().PartitionInfo("payments", 0); !ok || start != 0 || end != total {
-		t.Fatalf("node 4's copy: log start %d, end %d, open %v; want 0, %d", start, end, ok, total)
+	wantWholeCopy(t, tc, 4, total)
+}
+
+// wantWholeCopy checks that node id holds payments-0 from offset 0 to end.
+func wantWholeCopy(t *testing.T, tc *testCluster, id int32, end int64) {
+	t.Helper()
+	if _, start, got, ok := tc.node(id).Broker().PartitionInfo("payments", 0); !ok || start != 0 || got != end {
+		t.Fatalf("node %d's copy: log start %d, end %d, open %v; want 0, %d", id, start, got, ok, end)
 	}
 }
 
@@ -152,9 +142,7 @@ func TestReassignAwayFromDeadBroker(t *testing.T) {
 	})
 	byOffset := w.acknowledged(ctx)
 	readBackPayments(ctx, t, tc.client(ctx), byOffset)
-	if _, start, end, ok := tc.node(5).Broker().PartitionInfo("payments", 0); !ok || start != 0 || end != total {
-		t.Fatalf("node 5's copy: log start %d, end %d, open %v; want 0, %d", start, end, ok, total)
-	}
+	wantWholeCopy(t, tc, 5, total)
 }
 
 // Reassignments mixed with crashes while acks=all writes go on: every round
@@ -180,22 +168,7 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 
 	const total = 6000
 	w := newPaymentWriter(t, c, total)
-	stop := make(chan struct{})
-	next := make(chan int)
-	go func() {
-		i := 0
-		defer func() { next <- i }()
-		for i < total-500 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			w.produce(ctx, i, i+50)
-			w.flush(ctx)
-			i += 50
-		}
-	}()
+	stop := w.background(ctx, 0, total-500)
 	dead := int32(0)
 	for round := range 5 {
 		if dead != 0 {
@@ -229,9 +202,7 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 	if err := admin.WaitReassignment(wctx, "payments", 0, nil); err != nil {
 		t.Fatalf("the last reassignment did not complete: %v (%s)", err, tc.image())
 	}
-	close(stop)
-	from := <-next
-	w.produce(ctx, from, total)
+	w.produce(ctx, stop(), total)
 	byOffset := w.acknowledged(ctx)
 	readBackPayments(ctx, t, tc.client(ctx), byOffset)
 	p, _ := tc.image().Partition("payments", 0)

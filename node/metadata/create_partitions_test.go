@@ -216,10 +216,18 @@ func addPartitionsSeeds(tb testing.TB) (entry, snapshot []byte) {
 // FuzzDecodeEntry and FuzzUnmarshalSnapshot in sync (run with -rewrite).
 func TestWriteCreatePartitionsFuzzSeeds(t *testing.T) {
 	entry, snap := addPartitionsSeeds(t)
+	checkSeedFiles(t, "seed-add-partitions", entry, "seed-image-grown-topic", snap)
+}
+
+// checkSeedFiles compares an entry seed of FuzzDecodeEntry and a snapshot
+// seed of FuzzUnmarshalSnapshot with the committed files, or with -rewrite
+// writes them.
+func checkSeedFiles(t *testing.T, entryName string, entry []byte, snapName string, snap []byte) {
+	t.Helper()
 	for _, s := range []struct {
 		fuzz, name string
 		b          []byte
-	}{{"FuzzDecodeEntry", "seed-add-partitions", entry}, {"FuzzUnmarshalSnapshot", "seed-image-grown-topic", snap}} {
+	}{{"FuzzDecodeEntry", entryName, entry}, {"FuzzUnmarshalSnapshot", snapName, snap}} {
 		path := filepath.Join("testdata", "fuzz", s.fuzz, s.name)
 		content := "go test fuzz v1\n[]byte(" + quoteBytes(s.b) + ")\n"
 		if scripttest.Rewrite() {

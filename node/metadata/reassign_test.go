@@ -3,12 +3,9 @@ package metadata
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
-	"paymentlog/node/metadata/scripttest"
 	"paymentlog/wire"
 )
 
@@ -321,21 +318,5 @@ func reassignSeeds(tb testing.TB) (entry, snapshot []byte) {
 // FuzzDecodeEntry and FuzzUnmarshalSnapshot in sync (run with -rewrite).
 func TestWriteReassignFuzzSeeds(t *testing.T) {
 	entry, snap := reassignSeeds(t)
-	for _, s := range []struct {
-		fuzz, name string
-		b          []byte
-	}{{"FuzzDecodeEntry", "seed-reassign", entry}, {"FuzzUnmarshalSnapshot", "seed-image-reassigning", snap}} {
-		path := filepath.Join("testdata", "fuzz", s.fuzz, s.name)
-		content := "go test fuzz v1\n[]byte(" + quoteBytes(s.b) + ")\n"
-		if scripttest.Rewrite() {
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || string(got) != content {
-			t.Errorf("%s is missing or stale (run the test with -rewrite): %v", path, err)
-		}
-	}
+	checkSeedFiles(t, "seed-reassign", entry, "seed-image-reassigning", snap)
 }
