@@ -50,8 +50,15 @@ type Config struct {
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
 	ReplicaLagTime    time.Duration // default 2s
-	RaftTick          time.Duration // default 25ms
-	ElectionTicks     int           // default 10 (raft randomizes to 10–20 ticks)
+	// ReassignmentThrottle: bytes per second this node may copy for
+	// replicas a reassignment adds to it, until each is in sync (0:
+	// unlimited, the default).
+	ReassignmentThrottle int64
+	// ReplicaFetchMaxBytes bounds one replica fetch answer (0: the
+	// broker's default, 8 MiB); tests lower it.
+	ReplicaFetchMaxBytes int32
+	RaftTick             time.Duration // default 25ms
+	ElectionTicks        int           // default 10 (raft randomizes to 10–20 ticks)
 
 	// NoRaftSync skips fsync of the metadata log (tests only).
 	NoRaftSync bool

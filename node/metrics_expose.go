@@ -139,6 +139,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_retention_deleted_segments_total", "Segments deleted by retention (and by following a leader's log start).", bs.RetentionDeletedSegments)
 	w.Counter("paymentlog_retention_failures_total", "Retention passes that failed (the segments stay; the disk fills).", bs.RetentionFailures)
 	w.Counter("paymentlog_producer_ids_expired_total", "Idle producer ids forgotten.", bs.ProducerIDsExpired)
+	w.Counter("paymentlog_reassignment_copied_bytes_total", "Bytes copied here for replicas a reassignment is adding (until each is in sync); --reassignment-throttle limits their rate.", bs.ReassignCopyBytes)
 
 	w.Family("paymentlog_request_errors_total", metrics.TypeCounter,
 		"Partition answers carrying an error code, by request (produce, fetch: consumers) and code.")

@@ -206,6 +206,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			// fsync always such a batch is real corruption and stops the replica.
 			TruncateOnCorruption: cfg.Sync != segment.SyncAlways},
 		ReplicaLagTime:         cfg.ReplicaLagTime,
+		ReassignmentThrottle:   cfg.ReassignmentThrottle,
+		ReplicaFetchMaxBytes:   cfg.ReplicaFetchMaxBytes,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		RetentionMs:            cfg.RetentionMs,
 		RetentionBytes:         cfg.RetentionBytes,

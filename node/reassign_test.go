@@ -208,3 +208,60 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 	p, _ := tc.image().Partition("payments", 0)
 	t.Logf("final %s; %d records", p, len(byOffset))
 }
+
+// --reassignment-throttle holds the copy for a replica being added to its
+// rate (plus a second's worth, plus one fetch answer, 256 KiB here): 4 MiB
+// at 1 MiB/s takes at least 4-1-0.25 = 2.75 s, where unthrottled it takes a
+// fraction of a second. A lower bound only: a slow machine makes it
+// slower, never faster.
+func TestReassignThrottled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const rate = 1 << 20
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+		cfg.ReassignmentThrottle, cfg.ReplicaFetchMaxBytes = rate, 256<<10
+	})
+	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
+	tc.start(4)
+	tc.waitAlive(4)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	admin := c.Admin()
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.NewProducer(client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	value := make([]byte, 1024)
+	const total = 4 << 10
+	for i := range total {
+		if err := p.Produce(ctx, &client.Record{Topic: "payments", Partition: 0, Value: value}, nil); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	copied := tc.node(4).Broker().Stats().ReassignCopyBytes
+	t.Logf("copied %d bytes in %v (%.1f MB/s, throttle %d B/s)", copied, took, float64(copied)/took.Seconds()/1e6, rate)
+	if copied < total*1024 {
+		t.Fatalf("node 4 counted %d bytes copied, want at least %d", copied, total*1024)
+	}
+	if took < 2750*time.Millisecond {
+		t.Fatalf("a copy of %d bytes at %d B/s took %v, want at least 2.75s", copied, rate, took)
+	}
+}

@@ -116,6 +116,10 @@ type Config struct {
 	ReplicaLagTime       time.Duration // DefaultReplicaLagTime
 	ReplicaFetchMaxWait  time.Duration // DefaultReplicaFetchMaxWait
 	ReplicaFetchMaxBytes int32         // DefaultReplicaFetchMaxBytes
+	// ReassignmentThrottle limits, in bytes per second over all its
+	// partitions, how fast this node copies partitions a reassignment is
+	// adding it to, until each is in the ISR (throttle.go); 0: unlimited.
+	ReassignmentThrottle int64
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
 	// ProducerSnapshotBatches and ProducerSnapshotBytes pace the producer
 	// snapshots (ProducerSnapshotFile): whichever comes first.
@@ -225,6 +229,7 @@ type Broker struct {
 
 	fenced    atomic.Bool
 	reqSeq    atomic.Uint64
+	throttle  *copyThrottle // nil: unlimited
 	counters  counters
 	ckptDirty atomic.Bool
 	ckptMu    sync.Mutex // serialises checkpoint writes
@@ -270,6 +275,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: DataDir required")
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
+	b.throttle = newCopyThrottle(cfg.ReassignmentThrottle)
 	b.cfg.Log.OnFlush = b.counters.onFlush(cfg.Log.OnFlush)
 	b.cfg.Log.OnCacheDrop = b.counters.onCacheDrop(cfg.Log.OnCacheDrop)
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))

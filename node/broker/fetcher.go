@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,6 +148,7 @@ type fetchTarget struct {
 	p           *partition
 	fetchOffset int64
 	epoch       int32 // the leader epoch the request was built under
+	adding      bool  // a copy for a reassignment (counted, and charged to the throttle)
 }
 
 func (f *fetcher) run() {
@@ -290,9 +292,18 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 		r := p.mu.r
 		ok := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader
 		epoch, hw, topicID := r.LeaderEpoch(), r.HW(), p.mu.topicID
+		adding := p.mu.beingAdded && !slices.Contains(r.ISR(), f.b.cfg.NodeID)
 		p.mu.Unlock()
 		if !ok {
 			continue
+		}
+		if adding {
+			if w := f.b.throttle.wait(now); w > 0 {
+				if at := now.Add(w); retryAt.IsZero() || at.Before(retryAt) {
+					retryAt = at
+				}
+				continue
+			}
 		}
 		if err := p.log.Failed(); err != nil {
 			// Its end offset may include records a failed flush lost: fetching
@@ -324,7 +335,7 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 		}
 		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, TopicID: topicID, Partition: p.key.partition,
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
-		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch})
+		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch, adding: adding})
 	}
 	return req, targets, retryAt
 }
@@ -345,6 +356,10 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 		t, ok := byKey[tp{pr.Topic, pr.Partition}]
 		if !ok {
 			continue
+		}
+		if t.adding {
+			f.b.throttle.charge(len(pr.Records), time.Now())
+			f.b.counters.reassignCopyBytes.Add(uint64(len(pr.Records)))
 		}
 		if fp, ok := f.appendPartition(t, pr); ok {
 			done = append(done, fp)

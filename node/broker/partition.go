@@ -60,8 +60,10 @@ type partition struct {
 		retention segment.Retention
 		// adding is how many replicas a reassignment in progress is
 		// adding (not yet in sync: they do not make the partition
-		// under-replicated), from the last ApplyPartition.
-		adding int
+		// under-replicated), from the last ApplyPartition; beingAdded
+		// says this node is one of them (its copy may be throttled).
+		adding     int
+		beingAdded bool
 		// waiters are long-polling fetches (consumers and follower sessions)
 		// to wake when data arrives or the HW moves.
 		waiters map[*waiter]struct{}

@@ -35,6 +35,9 @@ type Stats struct {
 	RetentionDeletedSegments uint64
 	RetentionFailures        uint64
 	ProducerIDsExpired       uint64 // idle producer ids forgotten
+	// ReassignCopyBytes counts the bytes fetched for replicas a
+	// reassignment is adding here, until each is in the ISR.
+	ReassignCopyBytes uint64
 
 	// LogSizeBytes is the bytes of every partition log's segments here.
 	LogSizeBytes int64
@@ -147,6 +150,9 @@ type counters struct {
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
 	producerReplayBatches atomic.Uint64
+	// reassignCopyBytes counts the bytes fetched for replicas a
+	// reassignment is adding to this node, until they are in the ISR.
+	reassignCopyBytes atomic.Uint64
 
 	produceLatency         [acksLevels]metrics.Histogram
 	flushLatency           metrics.Histogram
@@ -246,6 +252,7 @@ func (b *Broker) Stats() Stats {
 		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
 		RetentionFailures:        b.counters.retentionFailures.Load(),
 		ProducerIDsExpired:       b.counters.producerIDsExpired.Load(),
+		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
 
 		ISRShrinks:    b.counters.isrShrinks.Load(),
 		ISRExpands:    b.counters.isrExpands.Load(),

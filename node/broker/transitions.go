@@ -46,6 +46,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	}
 	p.mu.retention = b.retentionOf(st)
 	p.mu.adding = len(st.Adding)
+	p.mu.beingAdded = slices.Contains(st.Adding, b.cfg.NodeID)
 	r := p.mu.r
 	oldRole, oldLeader, oldISR := r.Role(), r.Leader(), r.ISR()
 	leo := p.log.LogEndOffset()
