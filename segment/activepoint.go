@@ -166,7 +166,8 @@ func (l *Log) writePoint(c pointCapture) {
 	var files [2]*fileRef
 	l.mu.RLock()
 	ok := !l.mu.closed && !s.sealed && s.cuts == c.cuts && l.active() == s && s.size >= c.pos &&
-		s.idx.n >= c.entries && s.tidx.n >= c.entries
+		s.idx.n >= c.entries && s.tidx.n >= c.entries &&
+		s.idx.mp == nil && s.tidx.mp == nil // not being sealed: readers read the index from memory
 	if ok {
 		idx = append(idx, s.idx.data[from*offsetEntrySize:c.entries*offsetEntrySize]...)
 		tidx = append(tidx, s.tidx.data[from*timeEntrySize:c.entries*timeEntrySize]...)
@@ -184,13 +185,29 @@ func (l *Log) writePoint(c pointCapture) {
 			}
 		}
 	}
+	// The entries are written while the segment is still active and its
+	// index in memory (Log.mu held): once a seal has mapped its index files,
+	// readers read them through the mapping, and the point no longer
+	// matters. The bytes are those the
+	// files hold or will hold, but a write racing a reader of the mapping
+	// is still a race (the race detector sees it through MemFS). The
+	// fsyncs come after.
+	var err error
+	if ok {
+		err = writeEntries(files[0], idx, int64(from*offsetEntrySize))
+		if err == nil {
+			err = writeEntries(files[1], tidx, int64(from*timeEntrySize))
+		}
+	}
 	l.mu.RUnlock()
 	if !ok {
 		return
 	}
-	err := writeEntries(files[0], idx, int64(from*offsetEntrySize))
-	if err == nil {
-		err = writeEntries(files[1], tidx, int64(from*timeEntrySize))
+	if err == nil && len(idx) > 0 {
+		err = files[0].f.Sync()
+	}
+	if err == nil && len(tidx) > 0 {
+		err = files[1].f.Sync()
 	}
 	files[0].release()
 	files[1].release()
@@ -243,16 +260,14 @@ func anchorOf(s *segment, pos int64, entries int) (int64, uint32, int32, bool) {
 	return 0, 0, 0, false
 }
 
-// writeEntries writes index entries at off and fsyncs the file (nothing to
-// do when there are none: earlier ones were fsynced when written).
+// writeEntries writes index entries at off (nothing to do when there are
+// none: earlier ones were fsynced when written); the caller fsyncs.
 func writeEntries(f *fileRef, b []byte, off int64) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if _, err := f.f.WriteAt(b, off); err != nil {
-		return err
-	}
-	return f.f.Sync()
+	_, err := f.f.WriteAt(b, off)
+	return err
 }
 
 // dropPointLocked removes the point before a truncation cuts segment base
