@@ -79,12 +79,16 @@ func (n *Node) partitionDiskFull(dir string, err error) {
 	n.filledLocked(err)
 }
 
-// filledLocked marks the disk full (disk.mu held).
+// filledLocked marks the disk full (disk.mu held), which pauses the
+// followers' fetching (broker.SetDiskFull).
 func (n *Node) filledLocked(err error) {
 	d := &n.disk
 	if !d.full {
 		d.full, d.since, d.err = true, time.Now(), err
 		d.resume.filled(d.since)
+		if n.broker != nil {
+			n.broker.SetDiskFull(true)
+		}
 	}
 }
 
@@ -184,6 +188,7 @@ func (n *Node) probeDisk(ctx context.Context) error {
 		since := d.since
 		d.full, d.err, d.whyLogged = false, nil, time.Time{}
 		d.mu.Unlock()
+		n.broker.SetDiskFull(false)
 		n.log.Info("disk full: room again in the data directory", "full_for", time.Since(since).Round(time.Millisecond),
 			"free_bytes", sp.Avail, "total_bytes", sp.Total)
 	}

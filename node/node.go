@@ -219,6 +219,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: broker: %w", err)
 	}
+	n.disk.mu.Lock()
+	n.broker.SetDiskFull(n.disk.full) // full at start (its incarnation not recorded)
+	n.disk.mu.Unlock()
 	n.registerHandlers()
 
 	n.goRun(rctx, "serve", func(ctx context.Context) error {

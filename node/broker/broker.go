@@ -228,6 +228,7 @@ type Broker struct {
 	wg     sync.WaitGroup
 
 	fenced    atomic.Bool
+	diskFull  atomic.Bool // SetDiskFull: followers do not fetch
 	reqSeq    atomic.Uint64
 	throttle  *copyThrottle // nil: unlimited
 	counters  counters
@@ -334,6 +335,28 @@ func (b *Broker) addr(id int32) string {
 func (b *Broker) SetFenced(fenced bool) {
 	if b.fenced.Swap(fenced) != fenced {
 		b.log.Info("broker fencing changed", "fenced", fenced)
+	}
+}
+
+// SetDiskFull tells the broker whether the node's disk counts as full. While
+// it does (the node holds back its heartbeats, so it is fenced and out of
+// every ISR), its followers fetch only what leaves diskFullHeadroom free
+// (fetchRoom): what retention, or the disk reserve released for it, frees
+// stays for retention's next deletions and the node's probe. Copied records
+// took it all before, under load, and left retention unable to write the
+// producer snapshot a deletion needs: the node stayed fenced for good.
+// They still fill the rest while fenced, so that room an operator frees
+// little by little does not make the node resume and fill it at once.
+func (b *Broker) SetDiskFull(full bool) {
+	if b.diskFull.Swap(full) != full {
+		b.log.Info("followers' fetching", "disk_full_headroom", full)
+		if !full {
+			b.mu.Lock()
+			for _, f := range b.mu.fetchers {
+				f.poke()
+			}
+			b.mu.Unlock()
+		}
 	}
 }
 

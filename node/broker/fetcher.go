@@ -46,6 +46,30 @@ type fetcher struct {
 // fetchErrorBackoff is how long a partition sits out after an error answer.
 const fetchErrorBackoff = 50 * time.Millisecond
 
+// diskFullFetchPause is how often a fetcher paused by a full disk looks
+// again (besides being poked when the disk has room).
+const diskFullFetchPause = time.Second
+
+// diskFullHeadroom is the free space followers leave on a disk that counts
+// as full (Broker.SetDiskFull): room for retention's producer snapshots and
+// checkpoints, the node's 1 MiB probe and its 1 MiB disk reserve.
+const diskFullHeadroom = 4 << 20
+
+// fetchRoom is the most a fetch may bring: the configured maximum, or on a
+// disk that counts as full what leaves diskFullHeadroom free (ok false when
+// that is nothing, or the room cannot be told).
+func (b *Broker) fetchRoom() (maxBytes int32, ok bool) {
+	maxBytes = b.cfg.ReplicaFetchMaxBytes
+	if !b.diskFull.Load() {
+		return maxBytes, true
+	}
+	sp, err := segment.SpaceOf(b.fs(), b.cfg.DataDir)
+	if err != nil || sp.Avail-diskFullHeadroom < 64<<10 {
+		return 0, false
+	}
+	return int32(min(int64(maxBytes), sp.Avail-diskFullHeadroom)), true
+}
+
 // diskFullBackoff is how long a partition sits out after its append failed
 // for lack of room.
 const diskFullBackoff = time.Second
@@ -269,6 +293,10 @@ func (f *fetcher) roundTrip(sess *quic.Session, req wire.ReplicaFetchRequest) (r
 // Partitions sitting out an error backoff are skipped; retryAt is the
 // earliest time one of them may rejoin (zero if none is waiting).
 func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, targets []fetchTarget, retryAt time.Time) {
+	maxBytes, ok := f.b.fetchRoom()
+	if !ok {
+		return req, nil, now.Add(diskFullFetchPause) // Broker.SetDiskFull pokes
+	}
 	f.mu.Lock()
 	parts := make([]*partition, 0, len(f.mu.parts))
 	for _, p := range f.mu.parts {
@@ -276,7 +304,7 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 	}
 	f.mu.Unlock()
 	req = wire.ReplicaFetchRequest{MaxWaitMs: int32(f.b.cfg.ReplicaFetchMaxWait / time.Millisecond),
-		MaxBytes: f.b.cfg.ReplicaFetchMaxBytes}
+		MaxBytes: maxBytes}
 	targets = make([]fetchTarget, 0, len(parts))
 	for _, p := range parts {
 		if until, ok := f.errUntil[p.key]; ok {
