@@ -66,7 +66,9 @@ func value(t *testing.T, e *promtest.Exposition, name string, labels ...string) 
 // active controller is read from the nodes' own gauges at each scrape,
 // never once: it may change at any time.
 func TestMetricsForAlerts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Unloaded it takes 3-5 s; four -race copies beside two CPU burners
+	// took up to 58 s (fsync always: 200 acks=all records in ten rounds).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
 		withMetrics(cfg)
@@ -82,6 +84,7 @@ func TestMetricsForAlerts(t *testing.T) {
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 3})
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "ledger", Partitions: 3, ReplicationFactor: 1, MinISR: 1})
 
+	t.Logf("%v: cluster up, topics created", time.Since(start).Round(time.Millisecond))
 	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
 	if err != nil {
 		t.Fatal(err)
