@@ -157,17 +157,28 @@ func TestMetricsForAlerts(t *testing.T) {
 	}
 
 	// The leader of payments-0 shows its offsets and its followers in sync.
-	// (An ISR member may have fallen behind for a moment on a loaded
-	// machine: wait for it to be back.)
+	// The counts after the kill are exact, so first the cluster settles:
+	// every partition led by its preferred replica with its full ISR, in
+	// every node's image (on a loaded machine a broker may have been fenced
+	// meanwhile; the controller then moves its leaderships back once it is
+	// in sync, which would count as leader changes after the kill).
 	var img *metadata.Image
 	var pp metadata.PartitionState
 	var e *promtest.Exposition
 	part := []string{"topic", "payments", "partition", "0"}
-	waitFor(t, "payments-0's leader to report its full ISR", 10*time.Second, func() bool {
+	waitFor(t, "every partition on its preferred leader with a full ISR", 30*time.Second, func() bool {
 		if !tc.converged() {
 			return false
 		}
 		img = tc.image()
+		settled := true
+		img.EachPartition(func(p metadata.PartitionState) bool {
+			settled = p.Leader == p.Preferred() && len(p.ISR) == len(p.Replicas)
+			return settled
+		})
+		if !settled {
+			return false
+		}
 		pp, _ = img.Partition("payments", 0)
 		e = scrape(t, addrs[pp.Leader])
 		return value(t, e, "paymentlog_partition_is_leader", part...) == 1 &&
