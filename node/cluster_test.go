@@ -180,7 +180,9 @@ func (tc *testCluster) activeController() int32 {
 // waitAlive waits until the controller's image shows n unfenced brokers.
 func (tc *testCluster) waitAlive(n int) {
 	tc.t.Helper()
-	waitFor(tc.t, fmt.Sprintf("%d unfenced brokers", n), 15*time.Second, func() bool {
+	// (30 s: three nodes starting beside a full -race suite at load 25 took
+	// longer than 15 s to register and stay unfenced.)
+	waitFor(tc.t, fmt.Sprintf("%d unfenced brokers", n), 30*time.Second, func() bool {
 		a := tc.activeController()
 		return a != 0 && len(tc.node(a).Store().Image().UnfencedBrokers()) >= n
 	})

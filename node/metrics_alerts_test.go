@@ -62,9 +62,11 @@ func value(t *testing.T, e *promtest.Exposition, name string, labels ...string) 
 // replica lag time that a loaded machine's late heartbeats and fetches do
 // not reach (at the defaults, 250 ms and 2 s, five -race copies and two CPU
 // burners fenced live brokers and shrank live followers out in about half
-// the runs, which moved leaders and added ISR shrinks). Which node is the
-// active controller is read from the nodes' own gauges at each scrape,
-// never once: it may change at any time.
+// the runs, which moved leaders and added ISR shrinks). Should the metadata
+// log still show a survivor fenced or a leadership moved that the victim
+// did not hold (seen at load 25), those two counts are logged, not checked.
+// Which node is the active controller is read from the nodes' own gauges
+// at each scrape, never once: it may change at any time.
 func TestMetricsForAlerts(t *testing.T) {
 	// Unloaded it takes 3-5 s; four -race copies beside two CPU burners
 	// took up to 58 s (fsync always: 200 acks=all records in ten rounds).
@@ -201,8 +203,11 @@ func TestMetricsForAlerts(t *testing.T) {
 	if victim == active {
 		victim++
 	}
+	// What the victim's death alone changes, from the image as it dies.
+	waitFor(t, "identical images", 10*time.Second, tc.converged)
+	before := tc.image()
 	var wantShrinks, wantLeaderMoves, wantOffline float64
-	img.EachPartition(func(p metadata.PartitionState) bool {
+	before.EachPartition(func(p metadata.PartitionState) bool {
 		switch {
 		case p.Topic == "ledger" && p.Leader == victim:
 			wantOffline++
@@ -230,6 +235,33 @@ func TestMetricsForAlerts(t *testing.T) {
 	movesBefore := sum("paymentlog_leader_changes_total", survivors)
 	tc.kill(victim)
 	t.Logf("%v: node %d killed", time.Since(start).Round(time.Millisecond), victim)
+	// disturbed says what else the metadata log recorded since the kill: a
+	// survivor fenced (or registered again), or a leadership moved that the
+	// victim did not hold. A machine loaded far past the full suite's load
+	// (25 on two cores) did so even at a 2 s session; the ISR shrink and
+	// leader change counts are then not the victim's alone and are not
+	// checked (everything else is).
+	disturbed := func() string {
+		now := tc.image()
+		for _, id := range survivors {
+			b, _ := before.Broker(id)
+			if n, _ := now.Broker(id); n.CatchUpOffset != b.CatchUpOffset {
+				return fmt.Sprintf("node %d was fenced or registered again", id)
+			}
+		}
+		var why string
+		before.EachPartition(func(p metadata.PartitionState) bool {
+			want := p.LeaderEpoch
+			if p.Leader == victim {
+				want++
+			}
+			if q, _ := now.Partition(p.Topic, p.Partition); q.LeaderEpoch > want {
+				why = fmt.Sprintf("%s-%d moved from leader epoch %d to %d", p.Topic, p.Partition, p.LeaderEpoch, q.LeaderEpoch)
+			}
+			return why == ""
+		})
+		return why
+	}
 
 	// The controller gauges as the active controller reports them: the
 	// survivor whose paymentlog_active_controller is 1 in that scrape (the
@@ -271,7 +303,8 @@ func TestMetricsForAlerts(t *testing.T) {
 		var unsettled string
 		cv, unsettled = controllerView()
 		shrinks := sum("paymentlog_isr_shrinks_total", survivors) - shrinksBefore
-		if unsettled == "" && cv.fenced == 1 && cv.offline == wantOffline && cv.underMinISR == 3 && shrinks == wantShrinks {
+		if unsettled == "" && cv.fenced == 1 && cv.offline == wantOffline && cv.underMinISR == 3 &&
+			(shrinks == wantShrinks || tc.converged() && disturbed() != "") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -285,8 +318,13 @@ func TestMetricsForAlerts(t *testing.T) {
 				victim, wantOffline, wantShrinks, unsettled, cv, shrinks, raft)
 		}
 	}
-	if moves := sum("paymentlog_leader_changes_total", survivors) - movesBefore; moves != wantLeaderMoves {
+	waitFor(t, "identical images", 10*time.Second, tc.converged)
+	if why := disturbed(); why != "" {
+		t.Logf("ISR shrink and leader change counts not checked: besides node %d's death, %s", victim, why)
+	} else if moves := sum("paymentlog_leader_changes_total", survivors) - movesBefore; moves != wantLeaderMoves {
 		t.Fatalf("leader changes on the survivors: %v, want %v (payments partitions the victim led)", moves, wantLeaderMoves)
+	} else if shrinks := sum("paymentlog_isr_shrinks_total", survivors) - shrinksBefore; shrinks != wantShrinks {
+		t.Fatalf("ISR shrinks on the survivors: %v, want %v", shrinks, wantShrinks)
 	}
 	if cv.topics != 2 || cv.partitions != 6 {
 		t.Fatalf("controller %d counts %v topics, %v partitions; want 2, 6", cv.id, cv.topics, cv.partitions)
@@ -299,7 +337,9 @@ func TestMetricsForAlerts(t *testing.T) {
 	pp, _ = tc.image().Partition("payments", 0)
 	vl := []string{"topic", "payments", "partition", "0", "follower", strconv.Itoa(int(victim))}
 	waitFor(t, "the dead follower's lag to grow", 10*time.Second, func() bool {
-		return value(t, scrape(t, addrs[pp.Leader]), "paymentlog_partition_follower_lag_seconds", vl...) >= 0.5
+		// (Absent while the leader named by the image has not yet taken over.)
+		lag, ok := scrape(t, addrs[pp.Leader]).Value("paymentlog_partition_follower_lag_seconds", vl...)
+		return ok && lag >= 0.5
 	})
 	if lag := value(t, scrape(t, addrs[pp.Leader]), "paymentlog_partition_follower_lag_seconds", vl...); math.IsNaN(lag) {
 		t.Fatalf("lag %v", lag)
