@@ -135,8 +135,11 @@ func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 // controller id and broker list), refreshing and retrying on NotController,
 // an unknown controller or a failed call, until ctx ends. newResp returns a
 // fresh response to decode into; code reads its error. unsure reports that
-// an earlier attempt failed in transit or answered Timeout, so it may have
-// been applied: a refusal that follows (TopicAlreadyExists) may be its doing.
+// an earlier attempt failed in transit or answered Timeout or NotController,
+// so it may have been applied: a refusal that follows (TopicAlreadyExists)
+// may be its doing. NotController counts: a controller that loses its role
+// after proposing the request's records answers it, and the records may
+// still commit under the next one (node/controller/batch.go).
 func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType, req any, newResp func() any, code func() (wire.ErrorCode, string)) (unsure bool, _ error) {
 	backoff := 25 * time.Millisecond
 	var last error
@@ -181,7 +184,7 @@ func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType,
 			return unsure, nil
 		case wire.NotController, wire.Timeout, wire.BrokerNotAvailable, wire.LeaderNotAvailable:
 			last = c.Err(msg)
-			if c == wire.Timeout {
+			if c == wire.Timeout || c == wire.NotController {
 				unsure = true
 			}
 			continue

@@ -19,6 +19,7 @@ func (n *Node) startMetrics(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node: metrics listen: %w", err)
 	}
+	n.metricsAddr = ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -29,6 +30,10 @@ func (n *Node) startMetrics(ctx context.Context) error {
 	n.serveHTTP(ctx, "metrics", ln, mux)
 	return nil
 }
+
+// MetricsAddr is the address /metrics is served on: Config.MetricsAddr with
+// its port resolved (port 0 picks a free one), or "" when metrics are off.
+func (n *Node) MetricsAddr() string { return n.metricsAddr }
 
 // metricsShutdownGrace is how long a stopping metrics server lets requests
 // in progress finish before it closes their connections.

@@ -56,11 +56,29 @@ func value(t *testing.T, e *promtest.Exposition, name string, labels ...string) 
 // leaders' leader-change counters, the follower's lag seen by the leaders,
 // NotEnoughReplicas answers counted by code, and the active controller's
 // offline, under-min-ISR and fenced-broker gauges.
+//
+// The counts are exact, so no broker may be fenced and no follower shrunk
+// out but the one killed: the cluster runs with a session timeout and a
+// replica lag time that a loaded machine's late heartbeats and fetches do
+// not reach (at the defaults, 250 ms and 2 s, five -race copies and two CPU
+// burners fenced live brokers and shrank live followers out in about half
+// the runs, which moved leaders and added ISR shrinks). Should the metadata
+// log still show a survivor fenced or a leadership moved that the victim
+// did not hold (seen at load 25), those two counts are logged, not checked.
+// Which node is the active controller is read from the nodes' own gauges
+// at each scrape, never once: it may change at any time.
 func TestMetricsForAlerts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Unloaded it takes 3-5 s; four -race copies beside two CPU burners
+	// took up to 58 s (fsync always: 200 acks=all records in ten rounds).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addrs := map[int32]string{1: freeTCPAddr(t), 2: freeTCPAddr(t), 3: freeTCPAddr(t)}
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.MetricsAddr = addrs[cfg.ID] })
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+		withMetrics(cfg)
+		cfg.SessionTimeout = alertsSessionTimeout
+		cfg.ReplicaLagTime = time.Minute
+	})
+	addrs := metricsAddrs(tc)
+	start := time.Now()
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	// payments refuses acks=all writes as soon as one replica is out;
@@ -68,6 +86,7 @@ func TestMetricsForAlerts(t *testing.T) {
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 3})
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "ledger", Partitions: 3, ReplicationFactor: 1, MinISR: 1})
 
+	t.Logf("%v: cluster up, topics created", time.Since(start).Round(time.Millisecond))
 	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
 	if err != nil {
 		t.Fatal(err)
@@ -84,12 +103,18 @@ func TestMetricsForAlerts(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%v: 200 records produced", time.Since(start).Round(time.Millisecond))
 	cons := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
 	defer cons.Close()
 	cons.Assign([]client.TopicPartition{{Topic: "payments", Partition: 0}}, 0)
-	if _, err := cons.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// A poll returns nothing once MaxWait passes: poll until records come.
+	waitFor(t, "records from payments-0", 10*time.Second, func() bool {
+		msgs, err := cons.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(msgs) > 0
+	})
 	// A position past the log end: answered OffsetOutOfRange.
 	bad := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
 	defer bad.Close()
@@ -134,10 +159,33 @@ func TestMetricsForAlerts(t *testing.T) {
 	}
 
 	// The leader of payments-0 shows its offsets and its followers in sync.
-	img := tc.image()
-	pp, _ := img.Partition("payments", 0)
-	e := scrape(t, addrs[pp.Leader])
+	// The counts after the kill are exact, so first the cluster settles:
+	// every partition led by its preferred replica with its full ISR, in
+	// every node's image (on a loaded machine a broker may have been fenced
+	// meanwhile; the controller then moves its leaderships back once it is
+	// in sync, which would count as leader changes after the kill).
+	var img *metadata.Image
+	var pp metadata.PartitionState
+	var e *promtest.Exposition
 	part := []string{"topic", "payments", "partition", "0"}
+	waitFor(t, "every partition on its preferred leader with a full ISR", 30*time.Second, func() bool {
+		if !tc.converged() {
+			return false
+		}
+		img = tc.image()
+		settled := true
+		img.EachPartition(func(p metadata.PartitionState) bool {
+			settled = p.Leader == p.Preferred() && len(p.ISR) == len(p.Replicas)
+			return settled
+		})
+		if !settled {
+			return false
+		}
+		pp, _ = img.Partition("payments", 0)
+		e = scrape(t, addrs[pp.Leader])
+		return value(t, e, "paymentlog_partition_is_leader", part...) == 1 &&
+			value(t, e, "paymentlog_partition_isr_size", part...) == 3
+	})
 	leo := value(t, e, "paymentlog_partition_log_end_offset", part...)
 	if leo == 0 || value(t, e, "paymentlog_partition_high_watermark", part...) != leo ||
 		value(t, e, "paymentlog_partition_log_start_offset", part...) != 0 ||
@@ -147,13 +195,19 @@ func TestMetricsForAlerts(t *testing.T) {
 		t.Fatalf("payments-0 on its leader %d: unexpected offsets or sizes:\n%+v", pp.Leader, e.Families["paymentlog_partition_isr_size"])
 	}
 
-	// Kill a node that is not the active controller.
+	// Kill a node that is not the active controller (0 while the nodes do
+	// not agree on one).
+	var active int32
+	waitFor(t, "an active controller", 10*time.Second, func() bool { active = tc.activeController(); return active != 0 })
 	victim := int32(1)
-	for victim == tc.activeController() {
+	if victim == active {
 		victim++
 	}
+	// What the victim's death alone changes, from the image as it dies.
+	waitFor(t, "identical images", 10*time.Second, tc.converged)
+	before := tc.image()
 	var wantShrinks, wantLeaderMoves, wantOffline float64
-	img.EachPartition(func(p metadata.PartitionState) bool {
+	before.EachPartition(func(p metadata.PartitionState) bool {
 		switch {
 		case p.Topic == "ledger" && p.Leader == victim:
 			wantOffline++
@@ -180,49 +234,132 @@ func TestMetricsForAlerts(t *testing.T) {
 	shrinksBefore := sum("paymentlog_isr_shrinks_total", survivors)
 	movesBefore := sum("paymentlog_leader_changes_total", survivors)
 	tc.kill(victim)
-
-	ctrl := tc.activeController()
-	waitFor(t, "the controller to see the dead broker's partitions", 15*time.Second, func() bool {
-		e := scrape(t, addrs[ctrl])
-		return value(t, e, "paymentlog_controller_fenced_brokers") == 1 &&
-			value(t, e, "paymentlog_controller_offline_partitions") == wantOffline &&
-			value(t, e, "paymentlog_controller_under_min_isr_partitions") == 3 &&
-			sum("paymentlog_isr_shrinks_total", survivors)-shrinksBefore == wantShrinks
-	})
-	if moves := sum("paymentlog_leader_changes_total", survivors) - movesBefore; moves != wantLeaderMoves {
-		t.Fatalf("leader changes on the survivors: %v, want %v (payments partitions the victim led)", moves, wantLeaderMoves)
+	t.Logf("%v: node %d killed", time.Since(start).Round(time.Millisecond), victim)
+	// disturbed says what else the metadata log recorded since the kill: a
+	// survivor fenced (or registered again), or a leadership moved that the
+	// victim did not hold. A machine loaded far past the full suite's load
+	// (25 on two cores) did so even at a 2 s session; the ISR shrink and
+	// leader change counts are then not the victim's alone and are not
+	// checked (everything else is).
+	disturbed := func() string {
+		now := tc.image()
+		for _, id := range survivors {
+			b, _ := before.Broker(id)
+			if n, _ := now.Broker(id); n.CatchUpOffset != b.CatchUpOffset {
+				return fmt.Sprintf("node %d was fenced or registered again", id)
+			}
+		}
+		var why string
+		before.EachPartition(func(p metadata.PartitionState) bool {
+			want := p.LeaderEpoch
+			if p.Leader == victim {
+				want++
+			}
+			if q, _ := now.Partition(p.Topic, p.Partition); q.LeaderEpoch > want {
+				why = fmt.Sprintf("%s-%d moved from leader epoch %d to %d", p.Topic, p.Partition, p.LeaderEpoch, q.LeaderEpoch)
+			}
+			return why == ""
+		})
+		return why
 	}
-	for _, id := range survivors {
-		e := scrape(t, addrs[id])
-		if id != ctrl && value(t, e, "paymentlog_controller_offline_partitions") != 0 {
-			t.Fatalf("node %d, not the active controller, reports offline partitions", id)
+
+	// The controller gauges as the active controller reports them: the
+	// survivor whose paymentlog_active_controller is 1 in that scrape (the
+	// test's view, activeController, is 0 until the survivors agree on the
+	// raft leader, which may also change after the kill). Every other
+	// survivor must report 0 (a sum over the nodes counts a partition once).
+	type ctrlView struct {
+		id                                               int32
+		fenced, offline, underMinISR, topics, partitions float64
+	}
+	// A scrape reads raft's leadership and the controller's state one after
+	// the other, so a view is taken only when exactly one survivor claims
+	// the role and the others report 0; the wait's deadline fails one that
+	// never settles, with the last view.
+	controllerView := func() (v ctrlView, unsettled string) {
+		for _, id := range survivors {
+			e := scrape(t, addrs[id])
+			if value(t, e, "paymentlog_active_controller") != 1 {
+				if n := value(t, e, "paymentlog_controller_offline_partitions"); n != 0 {
+					return v, fmt.Sprintf("node %d, not the active controller, reports %v offline partitions", id, n)
+				}
+				continue
+			}
+			if v.id != 0 {
+				return v, fmt.Sprintf("nodes %d and %d both report being the active controller", v.id, id)
+			}
+			v = ctrlView{id: id, fenced: value(t, e, "paymentlog_controller_fenced_brokers"),
+				offline:     value(t, e, "paymentlog_controller_offline_partitions"),
+				underMinISR: value(t, e, "paymentlog_controller_under_min_isr_partitions"),
+				topics:      value(t, e, "paymentlog_controller_topics"), partitions: value(t, e, "paymentlog_controller_partitions")}
+		}
+		if v.id == 0 {
+			return v, "no survivor reports being the active controller"
+		}
+		return v, ""
+	}
+	var cv ctrlView
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var unsettled string
+		cv, unsettled = controllerView()
+		shrinks := sum("paymentlog_isr_shrinks_total", survivors) - shrinksBefore
+		if unsettled == "" && cv.fenced == 1 && cv.offline == wantOffline && cv.underMinISR == 3 &&
+			(shrinks == wantShrinks || tc.converged() && disturbed() != "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			var raft []string
+			for _, id := range survivors {
+				e := scrape(t, addrs[id])
+				raft = append(raft, fmt.Sprintf("node %d: raft leader %v term %v", id,
+					value(t, e, "paymentlog_raft_leader"), value(t, e, "paymentlog_raft_term")))
+			}
+			t.Fatalf("timed out waiting for the controller to see the dead broker %d's partitions (want 1 fenced, %v offline, 3 under min ISR, %v ISR shrinks): %s; controller view %+v; %v ISR shrinks; %v",
+				victim, wantOffline, wantShrinks, unsettled, cv, shrinks, raft)
 		}
 	}
-	if e := scrape(t, addrs[ctrl]); value(t, e, "paymentlog_controller_topics") != 2 || value(t, e, "paymentlog_controller_partitions") != 6 {
-		t.Fatalf("controller counts %v topics, %v partitions; want 2, 6",
-			value(t, e, "paymentlog_controller_topics"), value(t, e, "paymentlog_controller_partitions"))
+	waitFor(t, "identical images", 10*time.Second, tc.converged)
+	if why := disturbed(); why != "" {
+		t.Logf("ISR shrink and leader change counts not checked: besides node %d's death, %s", victim, why)
+	} else if moves := sum("paymentlog_leader_changes_total", survivors) - movesBefore; moves != wantLeaderMoves {
+		t.Fatalf("leader changes on the survivors: %v, want %v (payments partitions the victim led)", moves, wantLeaderMoves)
+	} else if shrinks := sum("paymentlog_isr_shrinks_total", survivors) - shrinksBefore; shrinks != wantShrinks {
+		t.Fatalf("ISR shrinks on the survivors: %v, want %v", shrinks, wantShrinks)
+	}
+	if cv.topics != 2 || cv.partitions != 6 {
+		t.Fatalf("controller %d counts %v topics, %v partitions; want 2, 6", cv.id, cv.topics, cv.partitions)
 	}
 
+	t.Logf("%v: controller %d reports the dead broker's partitions", time.Since(start).Round(time.Millisecond), cv.id)
+
 	// The survivors that lead payments partitions see the victim fall behind.
+	waitFor(t, "identical images", 10*time.Second, tc.converged)
 	pp, _ = tc.image().Partition("payments", 0)
 	vl := []string{"topic", "payments", "partition", "0", "follower", strconv.Itoa(int(victim))}
 	waitFor(t, "the dead follower's lag to grow", 10*time.Second, func() bool {
-		return value(t, scrape(t, addrs[pp.Leader]), "paymentlog_partition_follower_lag_seconds", vl...) >= 0.5
+		// (Absent while the leader named by the image has not yet taken over.)
+		lag, ok := scrape(t, addrs[pp.Leader]).Value("paymentlog_partition_follower_lag_seconds", vl...)
+		return ok && lag >= 0.5
 	})
 	if lag := value(t, scrape(t, addrs[pp.Leader]), "paymentlog_partition_follower_lag_seconds", vl...); math.IsNaN(lag) {
 		t.Fatalf("lag %v", lag)
 	}
 
 	// acks=all is refused now (min ISR 3): NotEnoughReplicas, counted by code.
+	// A loaded machine may take longer than one try to reach the leader.
 	p2, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll, DeliveryTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p2.Close(ctx)
-	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
-	p2.ProduceSync(pctx, &client.Record{Topic: "payments", Partition: 0, PartitionSet: true, Value: []byte("refused")})
-	pcancel()
-	waitFor(t, "NotEnoughReplicas answers counted", 5*time.Second, func() bool {
+	waitFor(t, "NotEnoughReplicas answers counted", 15*time.Second, func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+		p2.ProduceSync(pctx, &client.Record{Topic: "payments", Partition: 0, PartitionSet: true, Value: []byte("refused")})
+		pcancel()
 		return scrape(t, addrs[pp.Leader]).Sum("paymentlog_request_errors_total", "request", "produce", "code", "NotEnoughReplicas") > 0
 	})
 }
+
+// alertsSessionTimeout is TestMetricsForAlerts' broker session timeout:
+// the killed broker is fenced after it.
+const alertsSessionTimeout = 2 * time.Second

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -15,14 +14,19 @@ import (
 	"paymentlog/node"
 )
 
-func freeTCPAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// withMetrics is a configure function for mustStartClusterWith: every node
+// serves /metrics on a port of its own choosing (a port picked free
+// beforehand may be taken by another process before the node binds it: seen
+// under load as "bind: address already in use").
+func withMetrics(cfg *node.Config) { cfg.MetricsAddr = "127.0.0.1:0" }
+
+// metricsAddrs returns each running node's /metrics address.
+func metricsAddrs(tc *testCluster) map[int32]string {
+	addrs := map[int32]string{}
+	for _, n := range tc.running() {
+		addrs[n.ID()] = n.MetricsAddr()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // TestMetricsShowPartitionsAndTraffic: /metrics on every node reports the
@@ -31,8 +35,8 @@ func freeTCPAddr(t *testing.T) string {
 func TestMetricsShowPartitionsAndTraffic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	addrs := map[int32]string{1: freeTCPAddr(t), 2: freeTCPAddr(t), 3: freeTCPAddr(t)}
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.MetricsAddr = addrs[cfg.ID] })
+	tc := mustStartClusterWith(t, 3, withMetrics)
+	addrs := metricsAddrs(tc)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 3, MinISR: 2})

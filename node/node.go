@@ -51,6 +51,9 @@ type Node struct {
 	raft   *raftnode.Node
 	ctrl   *controller.Controller // nil on broker-only nodes
 	broker *broker.Broker
+	// metricsAddr is the /metrics listener's address ("" when off); set
+	// before Start returns.
+	metricsAddr string
 
 	pids producerIDs
 	disk diskFull // see diskfull.go
@@ -246,7 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.log.Info("node started", "addr", ep.Addr(), "controller_eligible", cfg.ControllerEligible(),
-		"incarnation", n.incarnation, "data_dir", cfg.DataDir)
+		"incarnation", n.incarnation, "data_dir", cfg.DataDir, "metrics_addr", n.metricsAddr)
 	ok = true
 	return n, nil
 }

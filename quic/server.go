@@ -288,8 +288,8 @@ func (e *Endpoint) serveUnary(pc *peerConn, str *qgo.Stream, req Frame, h UnaryH
 	}
 }
 
-// stallChunk is how much of a unary response or session frame is written
-// under one write deadline.
+// stallChunk is how much of a unary response or session frame one Write
+// hands to the stream.
 const stallChunk = 1 << 20
 
 // writeStallBounded writes a unary response or a session frame, giving up
@@ -297,19 +297,24 @@ const stallChunk = 1 << 20
 // bytes for stall: a peer that does not read its stream (flow control stops
 // the write) would otherwise hold the writer and what the bytes pin
 // (Reply.Done, a fetch answer's segment views) for as long as its
-// connection lives. A slow but reading peer is fine: the deadline restarts
-// with every chunk. The caller cancels the stream after a failure (the
-// frame was cut short).
+// connection lives. A slow but reading peer is fine, however slow: each
+// Write runs under a deadline stall ahead, and one that expires having
+// handed some bytes to the stream goes on with the rest under a new one. So
+// the write fails only after a whole stall in which the peer accepted
+// nothing, at most twice stall after its last byte accepted. (The deadline
+// once restarted only per stallChunk written: a peer reading less than a
+// MiB per stall was cut off while it read.) The caller cancels the stream
+// after a failure (the frame was cut short).
 func writeStallBounded(str *qgo.Stream, parts [][]byte, stall time.Duration) error {
 	defer str.SetWriteDeadline(time.Time{})
 	for _, p := range parts {
 		for len(p) > 0 {
-			n := min(len(p), stallChunk)
 			_ = str.SetWriteDeadline(time.Now().Add(stall))
-			if _, err := str.Write(p[:n]); err != nil {
+			n, err := str.Write(p[:min(len(p), stallChunk)])
+			p = p[n:]
+			if err != nil && (n == 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
 				return err
 			}
-			p = p[n:]
 		}
 	}
 	return nil

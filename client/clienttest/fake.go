@@ -44,10 +44,12 @@ const (
 	DropRequest              // fail the call without handling it (request lost)
 	DropResponse             // handle it, then fail the call (answer lost)
 	Hang                     // never answer: block until the caller gives up
-	Refuse                   // answer every partition with Code, without handling (Produce, Fetch)
+	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, CreateTopic, CreatePartitions)
 	// HandleThenRefuse handles it, then answers every partition with Code
 	// (Produce, Fetch): a leader that appended a batch and then lost its
-	// leadership (NotLeader) or timed out waiting for the ISR (Timeout).
+	// leadership (NotLeader) or timed out waiting for the ISR (Timeout);
+	// or answers with Code (CreateTopic, CreatePartitions): a controller
+	// that proposed the records and lost its role before they committed.
 	HandleThenRefuse
 	// HandleThenHang handles it, then never answers: a leader that
 	// appended a batch and then waits on (the ISR, a flush) until the
@@ -526,8 +528,12 @@ func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
 			resp.Parts = append(resp.Parts, wire.FetchPartitionResponse{Partition: p.Partition, Err: code, LeaderHint: -1})
 		}
 		return resp
+	case *wire.CreateTopicRequest:
+		return &wire.CreateTopicResponse{Err: code}
+	case *wire.CreatePartitionsRequest:
+		return &wire.CreatePartitionsResponse{Err: code}
 	}
-	panic(fmt.Sprintf("clienttest: Refuse is for Produce and Fetch, not %T", req))
+	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic and CreatePartitions, not %T", req))
 }
 
 func (c *Cluster) brokerAt(addr string) int32 {

@@ -441,8 +441,20 @@ func runLossTest(t *testing.T, lt lossTest) {
 // With fsync always, a follower whose flush fails must not report the
 // records as its own: the leader may not acknowledge acks=all on the
 // strength of bytes that replica may lose.
+//
+// The brokers' clock (Config.Now, which the ISR's lag rule reads) moves only
+// when the test moves it: however slowly a loaded machine opens the fetch
+// sessions or schedules the fetchers, no follower leaves the ISR before the
+// fault (a 500 ms real lag time once did, and the first produce was refused).
+// Once both followers have failed their flush of "b", the test moves the
+// clock past the lag time: the leader drops the silent followers from the
+// ISR, below min ISR 3, and answers the parked produce.
 func TestFollowerSyncFailureIsNotAcknowledged(t *testing.T) {
-	c := newTestCluster(t, clusterOptions{memFS: true, lagTime: 500 * time.Millisecond})
+	const lag = 500 * time.Millisecond
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	c := newTestCluster(t, clusterOptions{memFS: true, lagTime: lag, now: now})
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 3)
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"a"})); r.Err != wire.None {
 		t.Fatalf("produce before the fault: %+v", r)
@@ -456,10 +468,31 @@ func TestFollowerSyncFailureIsNotAcknowledged(t *testing.T) {
 			return nil
 		})
 	}
-	r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"b"}))
-	t.Logf("answer with the followers' flushes failing: %v %s", r.Err, r.Message)
-	if r.Err == wire.None {
-		t.Fatalf("acks=all acknowledged although no follower could make the batch durable: %+v", r)
+	answered := c.produceAsync(testKey, wire.AcksAll, 30_000, 40*time.Second, buildBatch(-1, -1, []string{"b"}))
+	waitFor(t, "both followers' flush of the batch to fail", 10*time.Second, func() bool {
+		for _, id := range []int32{2, 3} {
+			if c.node(id).b.partition(testKey.topic, testKey.partition).log.Failed() == nil {
+				return false
+			}
+		}
+		return true
+	})
+	clock.Add(int64(lag + time.Millisecond))
+	a := <-answered
+	t.Logf("answer with the followers' flushes failing: %+v %v", a.r, a.err)
+	if a.err != nil {
+		t.Fatalf("produce: %v", a.err)
+	}
+	if a.r.Err == wire.None {
+		t.Fatalf("acks=all acknowledged although no follower could make the batch durable: %+v", a.r)
+	}
+	// Refused for the right reason: appended at offset 1, then not
+	// committed (not refused up front, which would test nothing here).
+	if a.r.Err != wire.NotEnoughReplicasAfterAppend || a.r.BaseOffset != 1 {
+		t.Fatalf("answer %+v; want NotEnoughReplicasAfterAppend for the batch at offset 1", a.r)
+	}
+	if hw, _, _, _ := c.node(1).b.PartitionInfo(testKey.topic, testKey.partition); hw != 1 {
+		t.Fatalf("leader HW %d; only offset 0 is on every replica's disk", hw)
 	}
 }
 
