@@ -219,6 +219,9 @@ func TestAlterConfigsUncleanElectsOffline(t *testing.T) {
 		}
 		img = next
 	}
+	// Min ISR 1: the replicas the shrink below drops are not eligible
+	// leader replicas (an ELR member would be elected cleanly).
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMinInsyncReplicas: "1"}}))
 	// Shrink payments-0's ISR to its leader, then fence that leader.
 	p, _ := img.Partition("payments", 0)
 	ldr := p.Leader

@@ -30,6 +30,9 @@ type RegisterEvent struct {
 	Addr               string
 	Incarnation        int64
 	ControllerEligible bool
+	// NewStorage: the broker's data directory was new at this start (wiped
+	// or replaced, or its first start): see dropRestartedReplica.
+	NewStorage bool
 }
 
 // DecideRegister registers a broker incarnation. The same incarnation again is
@@ -37,6 +40,8 @@ type RegisterEvent struct {
 // still unfenced first fences the old one (its leaderships move away and it
 // leaves every ISR: the restarted process may have lost unflushed data). The
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
+// The new incarnation leaves every ELR, and if its storage is new every ISR
+// it is still named in (dropRestartedReplica).
 //
 // Incarnations grow with every process start of a broker (the node derives
 // them from the clock and never reuses a smaller one on the same data
@@ -53,7 +58,8 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 		return nil, werr(wire.InvalidRequest, "broker %d: address must be 1-255 bytes", ev.ID)
 	}
 	var out []Record
-	if b, ok := img.Broker(ev.ID); ok {
+	b, known := img.Broker(ev.ID)
+	if known {
 		if b.Incarnation == ev.Incarnation {
 			if b.Addr != ev.Addr || b.ControllerEligible != ev.ControllerEligible {
 				return nil, werr(wire.InvalidRequest, "broker %d incarnation %d is registered at %s", ev.ID, ev.Incarnation, b.Addr)
@@ -66,8 +72,16 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 		}
 		out = DecideFence(img, b.ID, b.Incarnation)
 	}
-	return append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
-		ControllerEligible: ev.ControllerEligible}), nil
+	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
+		ControllerEligible: ev.ControllerEligible})
+	if known || ev.NewStorage {
+		after, _, err := img.ApplyEntry(img.Offset(), out)
+		if err != nil {
+			panic(fmt.Sprintf("metadata: registration of a new incarnation rejected: %v", err))
+		}
+		out = append(out, dropRestartedReplica(after, ev.ID, after.Live, ev.NewStorage)...)
+	}
+	return out, nil
 }
 
 // DecideFence fences a broker incarnation (its session expired): it leaves
@@ -326,7 +340,8 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 				req.Topic, req.Partition, r, req.MemberIncarnation(r), b.Incarnation)
 		}
 	}
-	c, _ := changeTo(p, isr, p.Leader)
+	t, _ := img.Topic(p.Topic)
+	c, _ := changeTo(p, isr, p.Leader, nextELR(p, isr, t.MinISR))
 	return []Record{c}, nil
 }
 
@@ -373,7 +388,7 @@ func DecidePreferredLeaders(img *Image) []Record {
 	img.EachPartition(func(p PartitionState) bool {
 		pref := p.Preferred()
 		if p.Leader != pref && p.InISR(pref) && img.Live(pref) {
-			c, _ := changeTo(p, p.ISR, pref)
+			c, _ := changeTo(p, p.ISR, pref, p.ELR)
 			out = append(out, c)
 		}
 		return true

@@ -41,8 +41,12 @@ func FormatRecord(r Record) string {
 }
 
 func formatPartition(p PartitionState) string {
-	return fmt.Sprintf("%s-%d replicas=%s isr=%s leader=%d epoch=%d pepoch=%d",
+	s := fmt.Sprintf("%s-%d replicas=%s isr=%s leader=%d epoch=%d pepoch=%d",
 		p.Topic, p.Partition, ids(p.Replicas), ids(p.ISR), p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+	if len(p.ELR) > 0 {
+		s += " elr=" + ids(p.ELR)
+	}
+	return s
 }
 
 func ids(s []int32) string {
