@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -79,6 +80,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			Incarnation:        n.incarnation,
 			ControllerEligible: n.cfg.ControllerEligible(),
 			NewStorage:         newStorage,
+			UnsyncedLogs:       n.cfg.Sync != segment.SyncAlways,
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
 			var we *wire.Error

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"paymentlog/client"
 	"paymentlog/node"
 	"paymentlog/node/metadata"
 )
@@ -42,12 +41,7 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 		id := cfg.ID
 		node.SetHeartbeatHold(cfg, func() bool { return held[id].Load() })
 	})
-	tc.waitAlive(3)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	w := newPaymentWriter(t, c, 100)
-	w.produce(ctx, 0, 50)
-	w.flush(ctx)
+	w := startPayments(ctx, t, tc)
 	image := func() *metadata.Image {
 		if a := tc.activeController(); a != 0 {
 			return tc.node(a).Store().Image()

@@ -139,12 +139,7 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
-	tc.waitAlive(3)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	w := newPaymentWriter(t, c, 100)
-	w.produce(ctx, 0, 50)
-	w.flush(ctx)
+	w := startPayments(ctx, t, tc)
 	// Read the ISR from the active controller's image: a restarted node's
 	// image replays the log's history (an ISR of three from before the
 	// wipe) while it catches up.

@@ -119,6 +119,10 @@ type BrokerRegisterRequest struct {
 	// start): the controller takes it out of the ISRs its earlier
 	// incarnations left it in. Omitted when false (older builds).
 	NewStorage bool `msgpack:"new,omitempty"`
+	// UnsyncedLogs says that the node runs with --fsync interval or never:
+	// a restart may have cut its logs below what it fetched, so it is no
+	// longer an eligible leader replica (KIP-966). Omitted when false.
+	UnsyncedLogs bool `msgpack:"unsynced,omitempty"`
 }
 type BrokerRegisterResponse struct {
 	Err          ErrorCode `msgpack:"err"`

@@ -33,6 +33,9 @@ type RegisterEvent struct {
 	// NewStorage: the broker's data directory was new at this start (wiped
 	// or replaced, or its first start): see dropRestartedReplica.
 	NewStorage bool
+	// UnsyncedLogs: the broker runs with --fsync interval or never, so a
+	// restart may have cut its logs below what it reported as fetched.
+	UnsyncedLogs bool
 }
 
 // DecideRegister registers a broker incarnation. The same incarnation again is
@@ -40,8 +43,9 @@ type RegisterEvent struct {
 // still unfenced first fences the old one (its leaderships move away and it
 // leaves every ISR: the restarted process may have lost unflushed data). The
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
-// The new incarnation leaves every ELR, and if its storage is new every ISR
-// it is still named in (dropRestartedReplica).
+// A new incarnation whose logs may be shorter than its previous one's
+// (UnsyncedLogs, NewStorage) leaves every ELR, and one with new storage
+// every ISR it is still named in (dropRestartedReplica).
 //
 // Incarnations grow with every process start of a broker (the node derives
 // them from the clock and never reuses a smaller one on the same data
@@ -74,7 +78,7 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 	}
 	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
 		ControllerEligible: ev.ControllerEligible})
-	if known || ev.NewStorage {
+	if known && (ev.NewStorage || ev.UnsyncedLogs) {
 		after, _, err := img.ApplyEntry(img.Offset(), out)
 		if err != nil {
 			panic(fmt.Sprintf("metadata: registration of a new incarnation rejected: %v", err))

@@ -148,9 +148,11 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 }
 
 // dropRestartedReplica takes broker id, which has registered a new
-// incarnation, out of every ELR: under --fsync interval or never its log
-// may have lost a tail (KIP-966 drops a replica from the ELR on an unclean
-// shutdown; an incarnation does not tell which). If its storage is new
+// incarnation whose logs may be shorter than its previous one's, out of
+// every ELR (KIP-966 drops a replica from the ELR on an unclean shutdown):
+// under --fsync interval or never a restart may have lost a tail below what
+// it reported as fetched (RegisterEvent.UnsyncedLogs); under --fsync always
+// it kept them and stays. If its storage is new
 // (storageLost: its data directory was wiped or replaced,
 // RegisterEvent.NewStorage), it holds nothing of what its earlier
 // incarnations had, and it also leaves every ISR it was kept in as the last

@@ -176,7 +176,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	var err error
 	switch k := rng.IntN(11); {
 	case k == 0 || !known:
-		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0})
+		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0})
 	case k <= 2:
 		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
 			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(8) == 0})
