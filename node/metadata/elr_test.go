@@ -21,17 +21,7 @@ func TestRestartKeepsELRUnlessLogsMayBeShort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := seededImage(t)
-			apply := func(recs []Record, err error) {
-				t.Helper()
-				if err != nil {
-					t.Fatal(err)
-				}
-				next, _, err := img.ApplyEntry(img.Offset()+1, recs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				img = next
-			}
+			apply := applier(t, &img)
 			// Fence payments-0's followers one by one: the second leaves
 			// an ISR going below min ISR 2 and enters the ELR.
 			p, _ := img.Partition("payments", 0)
@@ -54,5 +44,21 @@ func TestRestartKeepsELRUnlessLogsMayBeShort(t *testing.T) {
 			}
 			checkInvariants(t, img)
 		})
+	}
+}
+
+// applier returns a function that applies a decision's records to *img as
+// its next entry, failing the test on an error.
+func applier(t *testing.T, img **Image) func([]Record, error) {
+	return func(recs []Record, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, _, err := (*img).ApplyEntry((*img).Offset()+1, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*img = next
 	}
 }
