@@ -40,6 +40,10 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
 		id := cfg.ID
 		node.SetHeartbeatHold(cfg, func() bool { return held[id].Load() })
+		// Only held heartbeats fence: a loaded machine's stalls (which
+		// fence at the default 250 ms) would move the leadership or the
+		// ISR this test sets up.
+		cfg.SessionTimeout = time.Second
 	})
 	w := startPayments(ctx, t, tc)
 	image := func() *metadata.Image {
@@ -76,7 +80,7 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 			held[id].Store(true)
 		}
 	}
-	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 15*time.Second, func() bool {
+	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 30*time.Second, func() bool {
 		p := partition()
 		return p.Leader == b && slices.Equal(p.ISR, []int32{b})
 	})
@@ -86,12 +90,12 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 	if err := os.RemoveAll(filepath.Join(tc.dir, fmt.Sprintf("node%d", b))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the partition offline", 15*time.Second, func() bool { return partition().Leader == metadata.NoLeader })
+	waitFor(t, "the partition offline", 30*time.Second, func() bool { return partition().Leader == metadata.NoLeader })
 	release := func() {
 		for _, id := range others {
 			held[id].Store(false)
 		}
-		waitFor(t, "the stalled nodes unfenced", 15*time.Second, func() bool { return live(others...) })
+		waitFor(t, "the stalled nodes unfenced", 30*time.Second, func() bool { return live(others...) })
 		t.Logf("stalled nodes unfenced: %v", partition())
 	}
 	if !wipedFirst {
