@@ -284,8 +284,12 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 		if p.Leader < 0 {
 			leader = "none (offline)"
 		}
+		isr := joinIDs(p.ISR)
+		if len(p.ELR) > 0 {
+			isr += " (eligible: " + joinIDs(p.ELR) + ")"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
-			replicasText(p), joinIDs(p.ISR), unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+			replicasText(p), isr, unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
 	}
 	return tw.Flush()
 }

@@ -241,3 +241,29 @@ func TestTopicDescribeHealthFilters(t *testing.T) {
 		t.Fatalf("two filters: %d %q", code, errOut)
 	}
 }
+
+// TestTopicDescribeShowsEligibleLeaderReplicas: an offline partition's
+// eligible leader replicas (KIP-966) are shown beside its ISR, and as elr in
+// JSON; a partition without any shows neither.
+func TestTopicDescribeShowsEligibleLeaderReplicas(t *testing.T) {
+	fc := startFakeCluster(t)
+	bs := "--bootstrap=" + fc.Bootstrap()
+	fc.CreateTopic("payments", 2) // RF 3, min ISR 2
+	fc.SetISR("payments", 0, []int32{1})
+	fc.SetELR("payments", 0, []int32{2, 3})
+	fc.SetLeader("payments", 0, -1)
+	out, errOut, code := runClientCLI(t, nil, "topic", "describe", "payments", bs)
+	if code != 0 || !strings.Contains(out, "1 (eligible: 2,3)") || strings.Count(out, "eligible") != 1 {
+		t.Fatalf("describe: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runClientCLI(t, nil, "topic", "describe", "payments", "--json", bs)
+	var got struct {
+		Partitions []struct {
+			ELR []int32 `json:"elr"`
+		} `json:"partitions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got.Partitions) != 2 ||
+		fmt.Sprint(got.Partitions[0].ELR) != "[2 3]" || got.Partitions[1].ELR != nil || strings.Count(out, "elr") != 1 {
+		t.Fatalf("describe --json: %d %q %q", code, out, errOut)
+	}
+}

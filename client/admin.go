@@ -275,11 +275,14 @@ func (a *Admin) ListTopics(ctx context.Context) ([]string, error) {
 
 // PartitionInfo is one partition in `topic describe --json` (DESIGN §7).
 type PartitionInfo struct {
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"` // -1 while offline
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	Replicas       []int32 `json:"replicas"`
-	ISR            []int32 `json:"isr"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"` // -1 while offline
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	// ELR: the eligible leader replicas (out of the ISR, holding every
+	// record below the HW; elected when no ISR member is live).
+	ELR            []int32 `json:"elr,omitempty"`
 	HighWatermark  int64   `json:"high_watermark"`   // -1 if the leader did not answer
 	LogStartOffset int64   `json:"log_start_offset"` // -1 if the leader did not answer
 	// AddingReplicas and RemovingReplicas are set while the partition is
@@ -316,7 +319,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescriptio
 	for _, p := range t.Partitions {
 		d.Partitions = append(d.Partitions, PartitionInfo{
 			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), HighWatermark: -1, LogStartOffset: -1,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), ELR: p.ELR, HighWatermark: -1, LogStartOffset: -1,
 			AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 		})
 		if p.Leader >= 0 {

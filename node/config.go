@@ -90,6 +90,10 @@ type Config struct {
 	// controller's questions (rejoin.go); tests hold a round back with it
 	// (SetRejoinGate in export_test.go).
 	rejoinGate func(context.Context)
+	// heartbeatHold, if set, holds this broker's heartbeats back while it
+	// returns true, as a full disk does (a test stands in for a stalled
+	// broker with it: SetHeartbeatHold in export_test.go).
+	heartbeatHold func() bool
 }
 
 // Defaults.

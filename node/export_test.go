@@ -6,3 +6,7 @@ import "context"
 // of its rejoin guard's DescribeQuorum questions (a test holds a round back
 // until gate returns).
 func SetRejoinGate(cfg *Config, gate func(context.Context)) { cfg.rejoinGate = gate }
+
+// SetHeartbeatHold makes the node started with cfg hold back its broker
+// heartbeats while hold returns true (the controller then fences it).
+func SetHeartbeatHold(cfg *Config, hold func() bool) { cfg.heartbeatHold = hold }

@@ -3,9 +3,12 @@ package node
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -31,7 +34,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		if n.holdHeartbeats() { // a full disk (diskfull.go)
+		if n.holdHeartbeats() || (n.cfg.heartbeatHold != nil && n.cfg.heartbeatHold()) { // a full disk (diskfull.go), or a test
 			n.checkSelfFence()
 			select {
 			case <-ctx.Done():
@@ -65,7 +68,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	hctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTimeout/2)
 	defer cancel()
 	n.mu.Lock()
-	registered := n.mu.registered
+	registered, newStorage := n.mu.registered, n.mu.newStorage
 	n.mu.hbSeq++
 	seq, acked := n.mu.hbSeq, n.mu.hbAcked
 	n.mu.Unlock()
@@ -76,6 +79,8 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			Addr:               n.ep.Addr(),
 			Incarnation:        n.incarnation,
 			ControllerEligible: n.cfg.ControllerEligible(),
+			NewStorage:         newStorage,
+			UnsyncedLogs:       n.cfg.Sync != segment.SyncAlways,
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
 			var we *wire.Error
@@ -96,10 +101,20 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			n.checkSelfFence()
 			return wire.BrokerHeartbeatResponse{}, false
 		}
-		n.log.Info("registered with controller")
+		n.log.Info("registered with controller", "new_storage", newStorage)
 		n.mu.Lock()
 		n.mu.registered = true
+		n.mu.newStorage = false
 		n.mu.Unlock()
+		if newStorage {
+			// Not synced: a crash that brings the marker back only says
+			// so once more, which takes this broker out of ISRs it was
+			// taken out of already (or, kept as a partition's last member,
+			// made the partition wait for its ELR).
+			if err := os.Remove(filepath.Join(n.cfg.DataDir, NewStorageFile)); err != nil && !os.IsNotExist(err) {
+				n.log.Warn("removing the new-storage marker", "err", err)
+			}
+		}
 	}
 	var resp wire.BrokerHeartbeatResponse
 	err := n.callController(hctx, wire.TypeBrokerHeartbeat, wire.BrokerHeartbeatRequest{

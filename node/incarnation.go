@@ -57,6 +57,37 @@ func nextIncarnation(dataDir string, now time.Time) (int64, error) {
 	return inc, nil
 }
 
+// NewStorageFile in the data directory marks storage that held no earlier
+// process's data at a start (no incarnation file: a wiped or replaced disk,
+// or the node's first start) until a registration saying so has been
+// accepted: the controller then takes this broker out of the ISRs that its
+// earlier incarnations were left in (metadata.dropRestartedReplica),
+// so that its empty logs are never elected on their strength. The marker
+// outlives a crash before that registration; it is empty.
+const NewStorageFile = "new-storage"
+
+// markNewStorage runs before nextIncarnation: it writes the marker when
+// dataDir has no incarnation file, and reports whether the marker is there.
+// A full disk that has no room for the marker has none for the incarnation
+// either, so the next start finds the directory new again.
+func markNewStorage(dataDir string) (bool, error) {
+	marker := filepath.Join(dataDir, NewStorageFile)
+	if _, err := os.Stat(marker); err == nil {
+		return true, nil
+	} else if !os.IsNotExist(err) {
+		return false, fmt.Errorf("node: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, IncarnationFile)); err == nil {
+		return false, nil
+	} else if !os.IsNotExist(err) {
+		return false, fmt.Errorf("node: %w", err)
+	}
+	if err := writeFileSynced(marker, nil); err != nil && !isNoSpace(err) {
+		return false, fmt.Errorf("node: recording new storage: %w", err)
+	}
+	return true, nil
+}
+
 // errIncarnationNotRecorded: nextIncarnation chose an incarnation but the
 // disk had no room to record it.
 var errIncarnationNotRecorded = errors.New("node: disk full: incarnation not recorded")

@@ -74,6 +74,9 @@ type Node struct {
 		err        error
 		applied    map[partKey]broker.PartitionState // what the broker was last told
 		registered bool
+		// newStorage: the data directory was new at this start and no
+		// registration saying so has been accepted yet (NewStorageFile).
+		newStorage bool
 		staleReg   bool      // the last registration was refused: our incarnation is older than the registered one
 		lastHB     time.Time // last successful heartbeat
 		hbSeq      uint64    // heartbeats started
@@ -110,6 +113,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	newStorage, err := markNewStorage(cfg.DataDir)
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	inc, err := nextIncarnation(cfg.DataDir, time.Now())
 	unrecorded := errors.Is(err, errIncarnationNotRecorded)
 	if err != nil && !unrecorded {
@@ -132,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.log.Warn("disk reserve not created at start; created once there is room", "err", err)
 	}
 	n.mu.applied = map[partKey]broker.PartitionState{}
+	n.mu.newStorage = newStorage
 	n.pids.allocate = n.allocateProducerIDs
 	rctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel

@@ -24,6 +24,20 @@ type ack struct {
 	err error
 }
 
+// startPayments waits for tc's three nodes, creates the topic payments
+// (one partition, RF 3, min ISR 2) and returns a writer of 100 records whose
+// first 50 are produced and acknowledged.
+func startPayments(ctx context.Context, t *testing.T, tc *testCluster) *paymentWriter {
+	t.Helper()
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	w := newPaymentWriter(t, c, 100)
+	w.produce(ctx, 0, 50)
+	w.flush(ctx)
+	return w
+}
+
 func newPaymentWriter(t *testing.T, c *client.Client, total int) *paymentWriter {
 	t.Helper()
 	p, err := c.NewProducer(client.ProducerConfig{})

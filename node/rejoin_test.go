@@ -139,12 +139,7 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
-	tc.waitAlive(3)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	w := newPaymentWriter(t, c, 100)
-	w.produce(ctx, 0, 50)
-	w.flush(ctx)
+	w := startPayments(ctx, t, tc)
 	// Read the ISR from the active controller's image: a restarted node's
 	// image replays the log's history (an ISR of three from before the
 	// wipe) while it catches up.
@@ -170,6 +165,17 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 	})
 	a := tc.activeController()
 	b := a%3 + 1
+	// The partition's state at each step, for a failure's output (leader,
+	// epochs, ISR and ELR as the active controller has them).
+	logState := func(step string) {
+		if c := tc.activeController(); c != 0 {
+			p, _ := tc.node(c).Store().Image().Partition("payments", 0)
+			t.Logf("%s: controller %d: %v", step, c, p)
+		} else {
+			t.Logf("%s: no controller", step)
+		}
+	}
+	logState(fmt.Sprintf("before node %d is wiped", b))
 
 	tc.kill(b)
 	if err := os.RemoveAll(filepath.Join(tc.dir, fmt.Sprintf("node%d", b))); err != nil {
@@ -180,8 +186,10 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 		return !nb.Raft().Status().VoteGuarded
 	})
 	waitFor(t, "the wiped node back in the ISR", 30*time.Second, fullISR)
+	logState("wiped node back in the ISR")
 	w.produce(ctx, 50, 100)
 	w.flush(ctx)
+	logState("records 50..99 flushed")
 
 	// Kill the node that is the active controller, and the partition's
 	// leader if that is another node (never b): b's vote is needed for the
@@ -197,6 +205,7 @@ func TestControllerWithWipedDataDirRejoins(t *testing.T) {
 		p, ok := tc.image().Partition("payments", 0)
 		return ok && tc.activeController() != 0 && p.Leader > 0 && tc.node(p.Leader) != nil
 	})
+	logState("after the controller's death")
 	byOffset := w.acknowledged(ctx)
 	readBackPayments(ctx, t, tc.client(ctx), byOffset)
 }

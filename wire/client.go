@@ -47,6 +47,9 @@ type PartitionMetadata struct {
 	PartitionEpoch int32   `msgpack:"pepoch"`
 	Replicas       []int32 `msgpack:"replicas"`
 	ISR            []int32 `msgpack:"isr"`
+	// ELR holds the eligible leader replicas (KIP-966: out of the ISR,
+	// holding every record below the HW); omitted when empty.
+	ELR            []int32 `msgpack:"elr,omitempty"`
 	HighWatermark  int64   `msgpack:"hw"`  // filled by the leader in DescribeTopic paths; -1 if unknown
 	LogStartOffset int64   `msgpack:"lso"` // likewise
 	// AddingReplicas and RemovingReplicas are set while the partition is

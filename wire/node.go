@@ -114,6 +114,15 @@ type BrokerRegisterRequest struct {
 	Addr               string `msgpack:"addr"`
 	Incarnation        int64  `msgpack:"inc"` // unique per process start
 	ControllerEligible bool   `msgpack:"ctrl"`
+	// NewStorage says that the node's data directory held none of an
+	// earlier process's data at this start (wiped, replaced, or its first
+	// start): the controller takes it out of the ISRs its earlier
+	// incarnations left it in. Omitted when false (older builds).
+	NewStorage bool `msgpack:"new,omitempty"`
+	// UnsyncedLogs says that the node runs with --fsync interval or never:
+	// a restart may have cut its logs below what it fetched, so it is no
+	// longer an eligible leader replica (KIP-966). Omitted when false.
+	UnsyncedLogs bool `msgpack:"unsynced,omitempty"`
 }
 type BrokerRegisterResponse struct {
 	Err          ErrorCode `msgpack:"err"`

@@ -104,6 +104,7 @@ type partition struct {
 	epoch     int32
 	replicas  []int32
 	isr       []int32 // nil: every replica (SetISR)
+	elr       []int32 // eligible leader replicas the metadata shows (SetELR)
 	batches   []segment.Batch
 	next      int64 // log end offset (= high watermark)
 	logStart  int64 // raised by DeleteBefore (retention)
@@ -211,6 +212,15 @@ func (c *Cluster) SetISR(topicName string, p int32, isr []int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.topics[topicName].parts[p].isr = isr
+	c.mu.moff++
+}
+
+// SetELR sets the eligible leader replicas a partition's metadata shows;
+// nothing else follows it.
+func (c *Cluster) SetELR(topicName string, p int32, elr []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.topics[topicName].parts[p].elr = elr
 	c.mu.moff++
 }
 
@@ -625,7 +635,8 @@ func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
 				isr = pt.replicas
 			}
 			tm.Partitions = append(tm.Partitions, wire.PartitionMetadata{Partition: int32(i), Leader: pt.leader, LeaderEpoch: pt.epoch,
-				Replicas: append([]int32(nil), pt.replicas...), ISR: append([]int32(nil), isr...), HighWatermark: -1, LogStartOffset: -1})
+				Replicas: append([]int32(nil), pt.replicas...), ISR: append([]int32(nil), isr...), ELR: append([]int32(nil), pt.elr...),
+				HighWatermark: -1, LogStartOffset: -1})
 		}
 		resp.Topics = append(resp.Topics, tm)
 	}

@@ -374,6 +374,16 @@ func validatePartition(p PartitionState) string {
 	if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
 		return fmt.Sprintf("leader %d is not in the ISR", p.Leader)
 	}
+	for i, r := range p.ELR {
+		switch {
+		case !slices.Contains(p.Replicas, r):
+			return fmt.Sprintf("ELR member %d is not a replica", r)
+		case slices.Contains(p.ELR[:i], r):
+			return fmt.Sprintf("ELR member %d listed twice", r)
+		case slices.Contains(p.ISR, r):
+			return fmt.Sprintf("ELR member %d is in the ISR", r)
+		}
+	}
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 		return "negative epoch"
 	}
@@ -383,6 +393,7 @@ func validatePartition(p PartitionState) string {
 func clonePartition(p PartitionState) PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.ELR = slices.Clone(p.ELR)
 	p.Adding = slices.Clone(p.Adding)
 	p.Removing = slices.Clone(p.Removing)
 	return p

@@ -189,12 +189,16 @@ func DecideAlterConfigs(img *Image, ev AlterConfigsEvent) ([]Record, error) {
 	}
 	out := []Record{rec}
 	at, _ := after.Topic(t.Name)
-	if at.UncleanLeaderElection() {
-		for _, p := range at.Partitions {
-			if p.Leader != NoLeader {
-				continue
+	for _, p := range at.Partitions {
+		switch {
+		case at.UncleanLeaderElection() && p.Leader == NoLeader:
+			if c, ok := partitionChange(p, p.ISR, after.Live, true, at.MinISR); ok {
+				out = append(out, c)
 			}
-			if c, ok := partitionChange(p, p.ISR, after.Live, true); ok {
+		case len(p.ELR) > 0:
+			// A lower min ISR lets the HW move again with the ISR alone:
+			// the ELR would fall behind it (nextELR).
+			if c, ok := changeTo(p, p.ISR, p.Leader, nextELR(p, p.ISR, at.MinISR)); ok {
 				out = append(out, c)
 			}
 		}

@@ -208,17 +208,10 @@ func TestTopicConfigChangedRejected(t *testing.T) {
 // off, or a partition with no live replica, stays offline.
 func TestAlterConfigsUncleanElectsOffline(t *testing.T) {
 	img := seededImage(t)
-	apply := func(recs []Record, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		next, _, err := img.ApplyEntry(img.Offset()+1, recs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img = next
-	}
+	apply := applier(t, &img)
+	// Min ISR 1: the replicas the shrink below drops are not eligible
+	// leader replicas (an ELR member would be elected cleanly).
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMinInsyncReplicas: "1"}}))
 	// Shrink payments-0's ISR to its leader, then fence that leader.
 	p, _ := img.Partition("payments", 0)
 	ldr := p.Leader

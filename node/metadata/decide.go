@@ -30,6 +30,12 @@ type RegisterEvent struct {
 	Addr               string
 	Incarnation        int64
 	ControllerEligible bool
+	// NewStorage: the broker's data directory was new at this start (wiped
+	// or replaced, or its first start): see dropRestartedReplica.
+	NewStorage bool
+	// UnsyncedLogs: the broker runs with --fsync interval or never, so a
+	// restart may have cut its logs below what it reported as fetched.
+	UnsyncedLogs bool
 }
 
 // DecideRegister registers a broker incarnation. The same incarnation again is
@@ -37,6 +43,9 @@ type RegisterEvent struct {
 // still unfenced first fences the old one (its leaderships move away and it
 // leaves every ISR: the restarted process may have lost unflushed data). The
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
+// A new incarnation whose logs may be shorter than its previous one's
+// (UnsyncedLogs, NewStorage) leaves every ELR, and one with new storage
+// every ISR it is still named in (dropRestartedReplica).
 //
 // Incarnations grow with every process start of a broker (the node derives
 // them from the clock and never reuses a smaller one on the same data
@@ -53,7 +62,8 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 		return nil, werr(wire.InvalidRequest, "broker %d: address must be 1-255 bytes", ev.ID)
 	}
 	var out []Record
-	if b, ok := img.Broker(ev.ID); ok {
+	b, known := img.Broker(ev.ID)
+	if known {
 		if b.Incarnation == ev.Incarnation {
 			if b.Addr != ev.Addr || b.ControllerEligible != ev.ControllerEligible {
 				return nil, werr(wire.InvalidRequest, "broker %d incarnation %d is registered at %s", ev.ID, ev.Incarnation, b.Addr)
@@ -66,8 +76,16 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 		}
 		out = DecideFence(img, b.ID, b.Incarnation)
 	}
-	return append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
-		ControllerEligible: ev.ControllerEligible}), nil
+	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
+		ControllerEligible: ev.ControllerEligible})
+	if known && (ev.NewStorage || ev.UnsyncedLogs) {
+		after, _, err := img.ApplyEntry(img.Offset(), out)
+		if err != nil {
+			panic(fmt.Sprintf("metadata: registration of a new incarnation rejected: %v", err))
+		}
+		out = append(out, dropRestartedReplica(after, ev.ID, after.Live, ev.NewStorage)...)
+	}
+	return out, nil
 }
 
 // DecideFence fences a broker incarnation (its session expired): it leaves
@@ -326,6 +344,7 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 				req.Topic, req.Partition, r, req.MemberIncarnation(r), b.Incarnation)
 		}
 	}
+	t, _ := img.Topic(p.Topic)
 	if p.Reassigning() {
 		// The change that brings the last target replica into the ISR
 		// completes the reassignment (reassign.go).
@@ -333,7 +352,7 @@ func DecideAlterPartition(img *Image, req wire.AlterPartitionRequest) ([]Record,
 			return []Record{c}, nil
 		}
 	}
-	c, _ := changeTo(p, isr, p.Leader)
+	c, _ := changeTo(p, isr, p.Leader, nextELR(p, isr, t.MinISR))
 	return []Record{c}, nil
 }
 
@@ -380,7 +399,7 @@ func DecidePreferredLeaders(img *Image) []Record {
 	img.EachPartition(func(p PartitionState) bool {
 		pref := p.Preferred()
 		if p.Leader != pref && p.InISR(pref) && img.Live(pref) {
-			c, _ := changeTo(p, p.ISR, pref)
+			c, _ := changeTo(p, p.ISR, pref, p.ELR)
 			out = append(out, c)
 		}
 		return true

@@ -29,8 +29,8 @@
 //	4  BrokerUnfenced          {id, inc}
 //	5  BrokerControlledShutdown{id, inc}
 //	6  TopicCreated            {name, id, partitions, rf, min_isr, configs}
-//	7  PartitionCreated        {t, tid, p, replicas, isr, leader, epoch, pepoch}
-//	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch}
+//	7  PartitionCreated        {t, tid, p, replicas, isr, leader, epoch, pepoch, elr}
+//	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch, elr}
 //	9  TopicDeleted            {name, id}
 //	10 ProducerIDBlock         {broker, start, len}
 //	11 TopicConfigChanged      {name, id, set, del, min_isr}: configs set and deleted, min ISR (0 = unchanged)
@@ -44,6 +44,10 @@
 // alone, one per new partition in index order, for the topic's existing id:
 // no record type of its own, so logs and snapshots written before the
 // feature read as before (see create_partitions.go).
+//
+// The elr field of partition records (eligible leader replicas, KIP-966;
+// election.go) was added later and is omitted when empty: logs and
+// snapshots written before it decode as partitions without one.
 //
 // # Applying records
 //

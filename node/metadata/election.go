@@ -10,18 +10,23 @@ import "slices"
 //   - The current leader stays if it is in the target ISR and eligible.
 //   - Otherwise the first replica, in assignment order, that is in the target
 //     ISR and eligible leads.
+//   - Otherwise the first eligible replica, in assignment order, of the ELR
+//     the change leaves (nextELR) leads, and the ISR becomes just that
+//     replica: it holds every record below the HW (KIP-966).
 //   - Otherwise, if unclean election is allowed, the first eligible replica
-//     outside the ISR (not one being added by a reassignment) leads and the
-//     ISR becomes just that replica.
+//     outside the ISR (not one being added by a reassignment) leads, the ISR
+//     becomes just that replica and the ELR is emptied.
 //   - Otherwise the partition goes offline (leader NoLeader).
 //
+// The ELR follows the new ISR (nextELR, with the topic's min ISR minISR).
 // The leader epoch is bumped when the leader changes; the partition epoch on
 // any change. ok is false when nothing would change.
-func partitionChange(p PartitionState, targetISR []int32, eligible func(int32) bool, unclean bool) (PartitionChange, bool) {
+func partitionChange(p PartitionState, targetISR []int32, eligible func(int32) bool, unclean bool, minISR int32) (PartitionChange, bool) {
 	isr := targetISR
 	if len(isr) == 0 {
 		isr = p.ISR
 	}
+	elr := nextELR(p, isr, minISR)
 	leader := NoLeader
 	switch {
 	case p.Leader != NoLeader && slices.Contains(isr, p.Leader) && eligible(p.Leader):
@@ -33,29 +38,63 @@ func partitionChange(p PartitionState, targetISR []int32, eligible func(int32) b
 				break
 			}
 		}
+		if leader == NoLeader {
+			for _, r := range elr {
+				if eligible(r) {
+					leader, isr = r, []int32{r}
+					elr = nextELR(p, isr, minISR)
+					break
+				}
+			}
+		}
 		if leader == NoLeader && unclean {
 			for _, r := range p.Replicas {
 				// A replica being added may not have a single record yet.
 				if eligible(r) && !slices.Contains(p.Adding, r) {
-					leader, isr = r, []int32{r}
+					leader, isr, elr = r, []int32{r}, nil
 					break
 				}
 			}
 		}
 	}
-	return changeTo(p, isr, leader)
+	return changeTo(p, isr, leader, elr)
 }
 
-// changeTo builds the record moving p to (isr, leader), or ok=false if that
-// is p's current state.
-func changeTo(p PartitionState, isr []int32, leader int32) (PartitionChange, bool) {
-	if leader == p.Leader && slices.Equal(isr, p.ISR) {
+// nextELR is p's ELR once its ISR becomes isr, under min ISR minISR. While
+// isr has minISR members or more it is empty: the HW moves again without
+// the replicas outside it, which may then fall behind it. Otherwise it is
+// p's ELR and the members of p's ISR that isr drops, less the members of
+// isr, in assignment order: a replica that leaves an ISR going below min
+// ISR holds every record below the HW (its log end was counted in the HW,
+// whose rule, replica.NextHW, then stops it until the ISR is back at min
+// ISR), and so do the ELR's replicas as long as the ISR stays below.
+// Acknowledged acks=all records all lie below that HW.
+func nextELR(p PartitionState, isr []int32, minISR int32) []int32 {
+	if int32(len(isr)) >= minISR {
+		return nil
+	}
+	var out []int32
+	for _, r := range p.Replicas {
+		if !slices.Contains(isr, r) && (p.InISR(r) || p.InELR(r)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// changeTo builds the record moving p to (isr, leader, elr), or ok=false if
+// that is p's current state.
+func changeTo(p PartitionState, isr []int32, leader int32, elr []int32) (PartitionChange, bool) {
+	if leader == p.Leader && slices.Equal(isr, p.ISR) && slices.Equal(elr, p.ELR) {
 		return PartitionChange{}, false
+	}
+	if len(elr) == 0 {
+		elr = nil // as decoded: the field is omitted when empty
 	}
 	c := PartitionChange{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(isr), Leader: leader,
-		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ELR: slices.Clone(elr),
 		Adding: slices.Clone(p.Adding), Removing: slices.Clone(p.Removing),
 	}
 	if leader != p.Leader {
@@ -85,7 +124,7 @@ func removeFromPartitions(img *Image, id int32, eligible func(int32) bool) []Rec
 			return true
 		}
 		t, _ := img.Topic(p.Topic)
-		if c, ok := partitionChange(p, without(p.ISR, id), eligible, t.UncleanLeaderElection()); ok {
+		if c, ok := partitionChange(p, without(p.ISR, id), eligible, t.UncleanLeaderElection(), t.MinISR); ok {
 			out = append(out, c)
 		}
 		return true
@@ -102,7 +141,57 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 			return true
 		}
 		t, _ := img.Topic(p.Topic)
-		if c, ok := partitionChange(p, p.ISR, eligible, t.UncleanLeaderElection()); ok {
+		if c, ok := partitionChange(p, p.ISR, eligible, t.UncleanLeaderElection(), t.MinISR); ok {
+			out = append(out, c)
+		}
+		return true
+	})
+	return out
+}
+
+// dropRestartedReplica takes broker id, which has registered a new
+// incarnation whose logs may be shorter than its previous one's, out of
+// every ELR (KIP-966 drops a replica from the ELR on an unclean shutdown):
+// under --fsync interval or never a restart may have lost a tail below what
+// it reported as fetched (RegisterEvent.UnsyncedLogs); under --fsync always
+// it kept them and stays. If its storage is new
+// (storageLost: its data directory was wiped or replaced,
+// RegisterEvent.NewStorage), it holds nothing of what its earlier
+// incarnations had, and it also leaves every ISR it was kept in as the last
+// member of an offline partition (fencing the earlier incarnation took it
+// out of the others).
+// Such a partition's ISR becomes one replica of its ELR (which all hold
+// every record below the HW): the first eligible one in assignment order,
+// which leads, else the first; the others stay in the ELR. Without an ELR
+// (min ISR 1, or RF 1) nothing else is known to hold the partition's
+// records and the replica stays named, as before: what only it held is
+// lost.
+func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, storageLost bool) []Record {
+	var out []Record
+	img.EachPartition(func(p PartitionState) bool {
+		if !(storageLost && p.InISR(id)) && !p.InELR(id) {
+			return true
+		}
+		isr, leader, elr := p.ISR, p.Leader, without(p.ELR, id)
+		if storageLost && p.InISR(id) {
+			if isr = without(p.ISR, id); len(isr) == 0 {
+				if len(elr) == 0 {
+					return true
+				}
+				next := elr[0]
+				if i := slices.IndexFunc(elr, eligible); i >= 0 {
+					next = elr[i]
+				}
+				isr, elr = []int32{next}, without(elr, next)
+			}
+			if leader == id {
+				leader = NoLeader
+			}
+			if i := slices.IndexFunc(isr, eligible); leader == NoLeader && i >= 0 {
+				leader = isr[i]
+			}
+		}
+		if c, ok := changeTo(p, isr, leader, elr); ok {
 			out = append(out, c)
 		}
 		return true

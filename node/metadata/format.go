@@ -43,6 +43,9 @@ func FormatRecord(r Record) string {
 func formatPartition(p PartitionState) string {
 	s := fmt.Sprintf("%s-%d replicas=%s isr=%s leader=%d epoch=%d pepoch=%d",
 		p.Topic, p.Partition, ids(p.Replicas), ids(p.ISR), p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+	if len(p.ELR) > 0 {
+		s += " elr=" + ids(p.ELR)
+	}
 	if p.Reassigning() {
 		s += fmt.Sprintf(" adding=%s removing=%s", ids(p.Adding), ids(p.Removing))
 	}

@@ -69,7 +69,8 @@ func configInt(cfg map[string]string, key string) (int64, bool) {
 // PartitionState is one partition's assignment and leadership. The slices are
 // shared between image versions and must not be modified.
 //
-// Invariants: ISR ⊆ Replicas, len(ISR) >= 1, Leader == NoLeader or Leader ∈ ISR.
+// Invariants: ISR ⊆ Replicas, len(ISR) >= 1, Leader == NoLeader or Leader ∈ ISR,
+// ELR ⊆ Replicas, ELR ∩ ISR = ∅, ELR in assignment order.
 type PartitionState struct {
 	Topic          string
 	TopicID        string
@@ -79,6 +80,11 @@ type PartitionState struct {
 	Leader         int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// ELR holds the eligible leader replicas (KIP-966): replicas that left
+	// the ISR while it went below the topic's min ISR, when the HW stopped
+	// (replica.NextHW), so they hold every record below it. A partition
+	// whose ISR has no live member elects one of them (election.go).
+	ELR []int32
 	// Adding and Removing are set while the partition is being reassigned
 	// (reassign.go): Replicas is then the target followed by the replicas
 	// being removed; Adding are target replicas that were not replicas
@@ -98,6 +104,9 @@ func (p PartitionState) Preferred() int32 {
 // InISR reports whether id is in the ISR.
 func (p PartitionState) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
 
+// InELR reports whether id is an eligible leader replica.
+func (p PartitionState) InELR(id int32) bool { return slices.Contains(p.ELR, id) }
+
 // HasReplica reports whether id is assigned a replica.
 func (p PartitionState) HasReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
 
@@ -105,7 +114,7 @@ func (p PartitionState) HasReplica(id int32) bool { return slices.Contains(p.Rep
 func (p PartitionState) Equal(q PartitionState) bool {
 	return p.Topic == q.Topic && p.TopicID == q.TopicID && p.Partition == q.Partition &&
 		slices.Equal(p.Replicas, q.Replicas) && slices.Equal(p.ISR, q.ISR) && p.Leader == q.Leader &&
-		p.LeaderEpoch == q.LeaderEpoch && p.PartitionEpoch == q.PartitionEpoch &&
+		p.LeaderEpoch == q.LeaderEpoch && p.PartitionEpoch == q.PartitionEpoch && slices.Equal(p.ELR, q.ELR) &&
 		slices.Equal(p.Adding, q.Adding) && slices.Equal(p.Removing, q.Removing)
 }
 

@@ -137,7 +137,8 @@ func randomDecisionFew(rng *rand.Rand, img *Image) []Record {
 	var err error
 	switch k := rng.IntN(9); {
 	case k == 0 || !known:
-		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: b.Incarnation + int64(rng.IntN(2))})
+		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: b.Incarnation + int64(rng.IntN(2)),
+			NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0})
 	case k <= 3:
 		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
 			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(10) == 0})
@@ -170,8 +171,8 @@ func badTransition(old, next *Image) string {
 			return true // created in this step
 		}
 		switch {
-		case p.Leader != o.Leader && p.Leader != NoLeader && !o.InISR(p.Leader):
-			why = fmt.Sprintf("%s: leader %d elected from outside the ISR of %s", p, p.Leader, o)
+		case p.Leader != o.Leader && p.Leader != NoLeader && !o.InISR(p.Leader) && !o.InELR(p.Leader):
+			why = fmt.Sprintf("%s: leader %d elected from outside the ISR and ELR of %s", p, p.Leader, o)
 		case (p.Leader != o.Leader) != (p.LeaderEpoch != o.LeaderEpoch):
 			why = fmt.Sprintf("%s: leader epoch moved wrongly from %s", p, o)
 		case p.LeaderEpoch < o.LeaderEpoch || p.PartitionEpoch < o.PartitionEpoch:

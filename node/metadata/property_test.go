@@ -80,7 +80,7 @@ func TestFenceProperties(t *testing.T) {
 			case (p.Leader != old.Leader) != (p.LeaderEpoch != old.LeaderEpoch):
 				t.Logf("%s leader epoch moved wrongly (was %s)", p, old)
 				ok = false
-			case old.Leader == id && p.Leader != NoLeader && !old.InISR(p.Leader):
+			case old.Leader == id && p.Leader != NoLeader && !old.InISR(p.Leader) && !old.InELR(p.Leader):
 				if tp, _ := img.Topic(p.Topic); !tp.UncleanLeaderElection() {
 					t.Logf("%s: unclean election without the config (was %s)", p, old)
 					ok = false
@@ -176,7 +176,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	var err error
 	switch k := rng.IntN(13); {
 	case k == 0 || !known:
-		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4)})
+		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0})
 	case k <= 2:
 		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
 			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(8) == 0})

@@ -131,9 +131,10 @@ func validateTarget(img *Image, t TopicState, partition int32, target []int32) e
 
 // settle builds the change from p to next (whose ISR must already be
 // restricted to next's replicas, in their order), completing next's
-// reassignment when every target replica is in the ISR, and electing a
-// leader when p's leader is no longer an ISR member (a removed replica, or
-// an added one dropped by a cancel). p's leader epoch is bumped when the
+// reassignment when every target replica is in the ISR, keeping the ELR
+// (nextELR) within the new replicas, and electing a leader when p's leader
+// is no longer an ISR member (a removed replica, or an added one dropped by
+// a cancel). p's leader epoch is bumped when the
 // leader changes; an offline partition stays offline. It fails when the ISR
 // would be empty or no live ISR member could lead.
 func settle(img *Image, p, next PartitionState) (PartitionChange, error) {
@@ -145,6 +146,10 @@ func settle(img *Image, p, next PartitionState) (PartitionChange, error) {
 	if len(next.ISR) == 0 {
 		return PartitionChange{}, fmt.Errorf("no in-sync replica would be left (in sync: %v)", p.ISR)
 	}
+	// The ELR follows the new ISR (election.go), among the new replicas
+	// only: a replica leaving the partition leaves its ELR too.
+	t, _ := img.Topic(p.Topic)
+	next.ELR = nilIfEmpty(inOrder(next.Replicas, nextELR(p, next.ISR, t.MinISR)))
 	next.Leader = p.Leader
 	if p.Leader != NoLeader && !slices.Contains(next.ISR, p.Leader) {
 		next.Leader = NoLeader

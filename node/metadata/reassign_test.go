@@ -9,10 +9,13 @@ import (
 	"paymentlog/wire"
 )
 
-// reassignFixture is brokers 1-4 up, topic payments (RF 3, one partition)
-// on brokers 1-3 led by 1, and an unclean-election topic "u" placed alike.
+// reassignFixture is brokers 1-4 up, topic payments (RF 3, min ISR 2, one
+// partition) on brokers 1-3 led by 1, and an unclean-election topic "u"
+// placed alike with min ISR 1 (so that no ELR forms and elections past the
+// ISR are unclean).
 func reassignFixture(t *testing.T) *Image {
 	t.Helper()
+	minISR := map[string]int32{"payments": 2, "u": 1}
 	img := upImage(t, 3)
 	for _, name := range []string{"payments", "u"} {
 		var cfg map[string]string
@@ -20,7 +23,7 @@ func reassignFixture(t *testing.T) *Image {
 			cfg = map[string]string{ConfigUncleanLeaderElection: "true"}
 		}
 		img = mustApply(t, img, []Record{
-			TopicCreated{Name: name, ID: name + "-id", Partitions: 1, RF: 3, MinISR: 2, Configs: cfg},
+			TopicCreated{Name: name, ID: name + "-id", Partitions: 1, RF: 3, MinISR: minISR[name], Configs: cfg},
 			PartitionCreated{Topic: name, TopicID: name + "-id", Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1},
 		})
 	}
@@ -182,7 +185,7 @@ func TestReassignCancelKeepsAnInSyncReplica(t *testing.T) {
 	for _, id := range []int32{1} {
 		img = mustApply(t, img, DecideFence(img, id, 1))
 	}
-	wantPartition(t, img, "payments", "payments-0 replicas=[4,2,3,1] isr=[4] leader=4 epoch=1 pepoch=4 adding=[4] removing=[1]")
+	wantPartition(t, img, "payments", "payments-0 replicas=[4,2,3,1] isr=[4] leader=4 epoch=1 pepoch=4 elr=[1] adding=[4] removing=[1]")
 	_, err := DecideReassign(img, ReassignEvent{Topic: "payments", Cancel: true})
 	wantCode(t, err, wire.IneligibleReplica, "no in-sync replica would be left")
 }
@@ -233,9 +236,9 @@ func TestReassignFieldsValidated(t *testing.T) {
 }
 
 // TestReassignRandomWalk: over random decision sequences that include
-// reassignments, a new leader always comes from the previous ISR, or from
-// the ISR of the AlterPartition completing a reassignment (or, with unclean
-// election, is not a replica being added), a partition not being
+// reassignments, a new leader always comes from the previous ISR or ELR, or
+// from the ISR of the AlterPartition completing a reassignment (or, with
+// unclean election, is not a replica being added), a partition not being
 // reassigned has exactly its topic's replication factor of replicas, and
 // reassignments both start and complete.
 func TestReassignRandomWalk(t *testing.T) {
@@ -273,7 +276,7 @@ func TestReassignRandomWalk(t *testing.T) {
 				// caught up and counted it for the HW while the change
 				// was pending.
 				completing := old.Reassigning() && !p.Reassigning() && p.InISR(p.Leader)
-				if p.Leader != old.Leader && p.Leader != NoLeader && !old.InISR(p.Leader) && !completing {
+				if p.Leader != old.Leader && p.Leader != NoLeader && !old.InISR(p.Leader) && !old.InELR(p.Leader) && !completing {
 					if !tp.UncleanLeaderElection() || slices.Contains(old.Adding, p.Leader) {
 						t.Fatalf("seed %d: %s elected from outside the ISR of %s", seed, p, old)
 					}

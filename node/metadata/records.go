@@ -102,6 +102,10 @@ type PartitionCreated struct {
 	Leader         int32   `msgpack:"leader"`
 	LeaderEpoch    int32   `msgpack:"epoch"`
 	PartitionEpoch int32   `msgpack:"pepoch"`
+	// ELR (eligible leader replicas, KIP-966): replicas out of the ISR
+	// that hold every record below the HW (election.go); omitted when
+	// empty, so records and snapshots without it read as before.
+	ELR []int32 `msgpack:"elr,omitempty"`
 	// Adding and Removing describe a reassignment in progress (see
 	// reassign.go); absent otherwise, so records without one encode as
 	// before.
@@ -121,6 +125,10 @@ type PartitionChange struct {
 	Leader         int32   `msgpack:"leader"`
 	LeaderEpoch    int32   `msgpack:"epoch"`
 	PartitionEpoch int32   `msgpack:"pepoch"`
+	// ELR (eligible leader replicas, KIP-966): replicas out of the ISR
+	// that hold every record below the HW (election.go); omitted when
+	// empty, so records and snapshots without it read as before.
+	ELR []int32 `msgpack:"elr,omitempty"`
 	// Adding and Removing describe a reassignment in progress (see
 	// reassign.go); absent otherwise, so records without one encode as
 	// before.

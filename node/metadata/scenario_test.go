@@ -99,7 +99,7 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 			addr = fmt.Sprintf("127.0.0.1:71%02d", id)
 		}
 		return s.apply(DecideRegister(s.img, RegisterEvent{ID: id, Addr: addr,
-			Incarnation: c.Int(t, "inc", 1), ControllerEligible: c.Flags["ctrl"]}))
+			Incarnation: c.Int(t, "inc", 1), ControllerEligible: c.Flags["ctrl"], NewStorage: c.Flags["new"], UnsyncedLogs: c.Flags["unsynced"]}))
 	case "heartbeat":
 		id := int32(c.Int(t, "id", 0))
 		ev := HeartbeatEvent{ID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),

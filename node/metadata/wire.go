@@ -34,7 +34,7 @@ func (p PartitionState) PartitionMetadata() wire.PartitionMetadata {
 	return wire.PartitionMetadata{
 		Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 		PartitionEpoch: p.PartitionEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
-		HighWatermark: -1, LogStartOffset: -1,
+		ELR: slices.Clone(p.ELR), HighWatermark: -1, LogStartOffset: -1,
 		AddingReplicas: slices.Clone(p.Adding), RemovingReplicas: slices.Clone(p.Removing),
 	}
 }

@@ -1,0 +1,64 @@
+package metadata
+
+import (
+	"slices"
+	"testing"
+)
+
+// A broker that restarts stays an eligible leader replica when its logs are
+// synced (--fsync always keeps what it fetched); under --fsync interval or
+// never, or with new storage, it leaves every ELR.
+func TestRestartKeepsELRUnlessLogsMayBeShort(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		unsynced bool
+		new      bool
+		keep     bool
+	}{
+		{"synced", false, false, true},
+		{"unsynced", true, false, false},
+		{"new storage", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := seededImage(t)
+			apply := applier(t, &img)
+			// Fence payments-0's followers one by one: the second leaves
+			// an ISR going below min ISR 2 and enters the ELR.
+			p, _ := img.Partition("payments", 0)
+			var last int32
+			for _, r := range p.Replicas {
+				if r != p.Leader {
+					b, _ := img.Broker(r)
+					apply(DecideFence(img, r, b.Incarnation), nil)
+					last = r
+				}
+			}
+			if p, _ = img.Partition("payments", 0); !slices.Equal(p.ELR, []int32{last}) {
+				t.Fatalf("ELR after fencing: %s", p)
+			}
+			apply(DecideRegister(img, RegisterEvent{ID: last, Addr: "127.0.0.1:1", Incarnation: 2,
+				ControllerEligible: last < 3, NewStorage: tc.new, UnsyncedLogs: tc.unsynced}))
+			p, _ = img.Partition("payments", 0)
+			if p.InELR(last) != tc.keep {
+				t.Fatalf("after broker %d restarted: %s", last, p)
+			}
+			checkInvariants(t, img)
+		})
+	}
+}
+
+// applier returns a function that applies a decision's records to *img as
+// its next entry, failing the test on an error.
+func applier(t *testing.T, img **Image) func([]Record, error) {
+	return func(recs []Record, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, _, err := (*img).ApplyEntry((*img).Offset()+1, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*img = next
+	}
+}
