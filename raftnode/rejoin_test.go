@@ -52,8 +52,16 @@ func TestWipedVoterDoesNotLoseCommittedEntry(t *testing.T) {
 
 	c.nw.setCut(addrOf(cc), true)
 	acked := c.propose(a, "acked") // applied on A: committed on A and B
-	if got := c.nodes[b].Status().LastIndex; got < acked {
-		t.Fatalf("node %d has last index %d, below the committed %d", b, got, acked)
+	// B stored it before A could commit it; B's Status is published by its
+	// loop after it answered, so it may lag a moment.
+	for deadline := time.Now().Add(5 * time.Second); c.nodes[b].Status().LastIndex < acked; {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d has last index %d, below the committed %d", b, c.nodes[b].Status().LastIndex, acked)
+		}
+		select {
+		case <-c.nodes[b].statusChanged():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 
 	c.kill(b)
