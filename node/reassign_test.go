@@ -22,22 +22,9 @@ import (
 func TestReassignMovesPartitionUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	tc := MustStartCluster(t, 3)
-	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
-	tc.start(4) // broker-only: the new home
-	tc.waitAlive(4)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	// Place the partition on 1-3, led by 1, whatever the random placement
-	// was: a reorder (no new replica) completes at once.
+	// Node 4 (broker-only) is the new home; the partition starts on 1-3, led by 1.
+	tc, c := reassignCluster(ctx, t, 4, nil, []int32{1, 2, 3})
 	admin := c.Admin()
-	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "payments-0 led by 1 on 1,2,3", 15*time.Second, func() bool {
-		p, ok := tc.image().Partition("payments", 0)
-		return ok && p.Leader == 1 && slices.Equal(p.Replicas, []int32{1, 2, 3}) && len(p.ISR) == 3
-	})
 
 	const total = 3000
 	w := newPaymentWriter(t, c, total)
@@ -80,6 +67,33 @@ func wantWholeCopy(t *testing.T, tc *testCluster, id int32, end int64) {
 	}
 }
 
+// reassignCluster starts controllers 1-3 and broker-only nodes 4..last
+// (configure, if not nil, applied to every node), creates payments (one
+// partition, RF 3, min ISR 2) and, when place is not nil, moves it onto
+// place and waits until all of place is in sync and place[0] leads.
+func reassignCluster(ctx context.Context, t *testing.T, last int32, configure func(*node.Config), place []int32) (*testCluster, *client.Client) {
+	t.Helper()
+	tc := mustStartClusterWith(t, 3, configure)
+	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
+	for id := int32(4); id <= last; id++ {
+		tc.start(id)
+	}
+	tc.waitAlive(int(last))
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	if place == nil {
+		return tc, c
+	}
+	if err := c.Admin().ReassignPartition(ctx, "payments", 0, place); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, fmt.Sprintf("payments-0 on %v, in sync, led by %d", place, place[0]), 15*time.Second, func() bool {
+		p, ok := tc.image().Partition("payments", 0)
+		return ok && p.Leader == place[0] && slices.Equal(p.Replicas, place) && len(p.ISR) == len(place)
+	})
+	return tc, c
+}
+
 // The use a reassignment is for: a broker dies, its replicas move to a new
 // broker, and nothing acknowledged is lost. When the dead broker comes back,
 // its copy (no longer assigned to it) is deleted once it is unfenced,
@@ -90,26 +104,11 @@ func wantWholeCopy(t *testing.T, tc *testCluster, id int32, end int64) {
 func TestReassignAwayFromDeadBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+	// Broker-only nodes: 4 dies, 5 replaces it.
+	tc, c := reassignCluster(ctx, t, 5, func(cfg *node.Config) {
 		cfg.MetadataSnapshotEvery, cfg.MetadataCatchUpEntries = 8, 1
-	})
-	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
-	tc.start(4) // broker-only nodes: 4 dies, 5 replaces it
-	tc.start(5)
-	tc.waitAlive(5)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	}, []int32{1, 2, 4})
 	admin := c.Admin()
-	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 4}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "payments-0 on 1,2,4 in sync", 15*time.Second, func() bool {
-		p, ok := tc.image().Partition("payments", 0)
-		return ok && slices.Equal(p.Replicas, []int32{1, 2, 4}) && len(p.ISR) == 3
-	})
 	const total = 1000
 	w := newPaymentWriter(t, c, total)
 	w.produce(ctx, 0, 500)
@@ -158,12 +157,7 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 13))
-	tc := MustStartCluster(t, 3)
-	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
-	tc.start(4)
-	tc.waitAlive(4)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	tc, c := reassignCluster(ctx, t, 4, nil, nil)
 	admin := c.Admin()
 
 	const total = 6000
@@ -218,21 +212,10 @@ func TestReassignThrottled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const rate = 1 << 20
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+	tc, c := reassignCluster(ctx, t, 4, func(cfg *node.Config) {
 		cfg.ReassignmentThrottle, cfg.ReplicaFetchMaxBytes = rate, 256<<10
-	})
-	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
-	tc.start(4)
-	tc.waitAlive(4)
-	c := tc.client(ctx)
-	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	}, []int32{1, 2, 3})
 	admin := c.Admin()
-	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
-		t.Fatal(err)
-	}
 	p, err := c.NewProducer(client.ProducerConfig{})
 	if err != nil {
 		t.Fatal(err)
