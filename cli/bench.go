@@ -32,8 +32,10 @@ func benchCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			// Cluster.
 			&ucli.StringFlag{Name: "bootstrap", Usage: "run against this existing cluster (host:port,...) instead of a local one", EnvVars: benchEnv("BOOTSTRAP")},
-			&ucli.StringFlag{Name: "tls-dir", Usage: "with --bootstrap: directory with ca.crt and the client certificate", EnvVars: benchEnv("TLS_DIR")},
-			&ucli.StringFlag{Name: "cert-name", Value: client.DefaultCertName, Usage: "with --tls-dir: certificate name", EnvVars: benchEnv("CERT_NAME")},
+			// The client commands' variables too (what `scripts/cluster.sh env`
+			// exports): only used with --bootstrap.
+			&ucli.StringFlag{Name: "tls-dir", Usage: "with --bootstrap: directory with ca.crt and the client certificate", EnvVars: append(benchEnv("TLS_DIR"), envVar("TLS_DIR")...)},
+			&ucli.StringFlag{Name: "cert-name", Value: client.DefaultCertName, Usage: "with --tls-dir: certificate name", EnvVars: append(benchEnv("CERT_NAME"), envVar("CLIENT_CERT_NAME")...)},
 			&ucli.StringFlag{Name: "kill-cmd", Usage: "with --bootstrap: command that SIGKILLs node {id}, e.g. 'scripts/cluster.sh kill {id}'", EnvVars: benchEnv("KILL_CMD")},
 			&ucli.StringFlag{Name: "restart-cmd", Usage: "with --bootstrap: command that starts node {id} again, e.g. 'scripts/cluster.sh restart {id}'", EnvVars: benchEnv("RESTART_CMD")},
 			&ucli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "local cluster size", EnvVars: benchEnv("NODES")},
