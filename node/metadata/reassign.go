@@ -35,12 +35,12 @@ import (
 // original replicas stay those before the first); cancelling returns to the
 // original replicas, in the target's order where they are in it and then
 // the removed ones (as in Kafka, whose records do not keep the original
-// order either): a cancel may change the preferred leader. Either drops added replicas not in the new target from
-// the replicas and the ISR. The replication factor of a topic is fixed, so
-// a target has exactly that many replicas; the order of the target is the
-// new preference order (its first replica is the preferred leader), which
-// also makes a reassignment that only reorders a partition's replicas
-// complete at once.
+// order either): a cancel may change the preferred leader. Either drops
+// added replicas not in the new target from the replicas, the ISR and the
+// ELR. The replication factor of a topic is fixed, so a target has exactly
+// that many replicas; the order of the target is the new preference order
+// (its first replica is the preferred leader), which also makes a
+// reassignment that only reorders a partition's replicas complete at once.
 
 // ReassignEvent asks that a partition's replicas become Target, or with
 // Cancel that a reassignment in progress be undone.
