@@ -116,13 +116,18 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error)
 
 // DeleteTopic deletes a topic through the active controller and waits until
 // no node that answers lists it. A missing topic yields an error matching
-// wire.UnknownTopicOrPartition.
+// wire.UnknownTopicOrPartition, except on a retry after an attempt that may
+// have deleted it (its answer lost, or NotController or Timeout), which
+// succeeds.
 func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 	var resp wire.DeleteTopicResponse
-	_, err := a.toController(ctx, "delete topic", wire.TypeDeleteTopic, &wire.DeleteTopicRequest{Name: name},
+	unsure, err := a.toController(ctx, "delete topic", wire.TypeDeleteTopic, &wire.DeleteTopicRequest{Name: name},
 		func() any { resp = wire.DeleteTopicResponse{}; return &resp },
 		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
-	if err != nil {
+	// An earlier attempt whose answer was lost (or answered NotController
+	// or Timeout) may have deleted the topic: the retry then finds none,
+	// which is what was asked.
+	if err != nil && !(unsure && resp.Err == wire.UnknownTopicOrPartition) {
 		return err
 	}
 	if err := a.waitTopic(ctx, name, func(t *wire.TopicMetadata) bool { return t == nil }); err != nil {

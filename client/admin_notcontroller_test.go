@@ -61,3 +61,23 @@ func TestAdminCreateTopicAfterNotControllerThatCommitted(t *testing.T) {
 		t.Fatal("no answer was refused")
 	}
 }
+
+// DeleteTopic retried after such a NotController finds no topic and
+// succeeds: its own first attempt deleted it. A topic that does not exist
+// is still refused when nothing was retried.
+func TestAdminDeleteTopicAfterNotControllerThatCommitted(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 2)
+	refused := refuseFirst(fc, wire.TypeDeleteTopic)
+	c := mustFakeClient(t, fc)
+	ctx := testCtx(t)
+	if err := c.Admin().DeleteTopic(ctx, "t"); err != nil {
+		t.Fatalf("DeleteTopic whose first attempt applied before a NotController answer: %v", err)
+	}
+	if !refused.Load() {
+		t.Fatal("no answer was refused")
+	}
+	if err := c.Admin().DeleteTopic(ctx, "t"); ErrorCode(err) != wire.UnknownTopicOrPartition {
+		t.Fatalf("deleting it again: %v, want UnknownTopicOrPartition", err)
+	}
+}

@@ -44,7 +44,7 @@ const (
 	DropRequest              // fail the call without handling it (request lost)
 	DropResponse             // handle it, then fail the call (answer lost)
 	Hang                     // never answer: block until the caller gives up
-	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, CreateTopic, CreatePartitions)
+	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic)
 	// HandleThenRefuse handles it, then answers every partition with Code
 	// (Produce, Fetch): a leader that appended a batch and then lost its
 	// leadership (NotLeader) or timed out waiting for the ISR (Timeout);
@@ -542,8 +542,10 @@ func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
 		return &wire.CreateTopicResponse{Err: code}
 	case *wire.CreatePartitionsRequest:
 		return &wire.CreatePartitionsResponse{Err: code}
+	case *wire.DeleteTopicRequest:
+		return &wire.DeleteTopicResponse{Err: code}
 	}
-	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic and CreatePartitions, not %T", req))
+	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic, CreatePartitions and DeleteTopic, not %T", req))
 }
 
 func (c *Cluster) brokerAt(addr string) int32 {
