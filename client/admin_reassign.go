@@ -39,7 +39,7 @@ func (a *Admin) CancelReassignment(ctx context.Context, topic string, partition 
 	if err != nil {
 		return err
 	}
-	original := minusIDs(before.Replicas, before.AddingReplicas)
+	original := slices.DeleteFunc(slices.Clone(before.Replicas), func(r int32) bool { return slices.Contains(before.AddingReplicas, r) })
 	req := &wire.ReassignPartitionRequest{Topic: topic, Partition: partition, Cancel: true}
 	var resp wire.ReassignPartitionResponse
 	unsure, err := a.toController(ctx, "cancel reassignment", wire.TypeReassignPartition, req,
@@ -94,16 +94,6 @@ func findPartition(ps []wire.PartitionMetadata, partition int32) (wire.Partition
 		}
 	}
 	return wire.PartitionMetadata{}, false
-}
-
-func minusIDs(s, drop []int32) []int32 {
-	var out []int32
-	for _, x := range s {
-		if !slices.Contains(drop, x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // sameIDs compares two id sets, ignoring order.

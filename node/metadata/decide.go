@@ -373,13 +373,7 @@ func normalizeISR(p PartitionState, isr []int32) ([]int32, string) {
 	if !slices.Contains(isr, p.Leader) {
 		return nil, fmt.Sprintf("ISR must contain the leader %d", p.Leader)
 	}
-	out := make([]int32, 0, len(isr))
-	for _, r := range p.Replicas {
-		if slices.Contains(isr, r) {
-			out = append(out, r)
-		}
-	}
-	return out, ""
+	return inOrder(p.Replicas, isr), ""
 }
 
 // AlterPartitionResponse is the reply to req as of img.

@@ -88,13 +88,11 @@ func changeTo(p PartitionState, isr []int32, leader int32, elr []int32) (Partiti
 	if leader == p.Leader && slices.Equal(isr, p.ISR) && slices.Equal(elr, p.ELR) {
 		return PartitionChange{}, false
 	}
-	if len(elr) == 0 {
-		elr = nil // as decoded: the field is omitted when empty
-	}
 	c := PartitionChange{
 		Topic: p.Topic, TopicID: p.TopicID, Partition: p.Partition,
 		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(isr), Leader: leader,
-		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ELR: slices.Clone(elr),
+		// An empty ELR is nil, as decoded: the field is omitted when empty.
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ELR: nilIfEmpty(slices.Clone(elr)),
 		Adding: slices.Clone(p.Adding), Removing: slices.Clone(p.Removing),
 	}
 	if leader != p.Leader {
@@ -104,15 +102,7 @@ func changeTo(p PartitionState, isr []int32, leader int32, elr []int32) (Partiti
 }
 
 // without returns s minus id, in order (a new slice).
-func without(s []int32, id int32) []int32 {
-	out := make([]int32, 0, len(s))
-	for _, x := range s {
-		if x != id {
-			out = append(out, x)
-		}
-	}
-	return out
-}
+func without(s []int32, id int32) []int32 { return minus(s, []int32{id}) }
 
 // removeFromPartitions takes broker id out of every ISR and leadership,
 // electing replacements (the shared core of fencing and controlled shutdown).
