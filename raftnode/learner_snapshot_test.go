@@ -26,7 +26,9 @@ func TestLearnerAddedAfterCompactionCatchesUp(t *testing.T) {
 	}
 	ln := c.nodes[lead]
 	var first uint64
-	_ = ln.do(context.Background(), func() { first = ln.st.first })
+	if err := ln.do(context.Background(), func() { first = ln.st.first }); err != nil {
+		t.Fatal(err)
+	}
 	if first <= 1 {
 		t.Fatalf("log not compacted (first index %d)", first)
 	}
@@ -42,7 +44,9 @@ func TestLearnerAddedAfterCompactionCatchesUp(t *testing.T) {
 	c.checkSame(want)
 	// Once a snapshot lists the learner, snapshots are spaced as before.
 	var snap uint64
-	_ = ln.do(context.Background(), func() { snap = ln.st.snapshotIndex() })
+	if err := ln.do(context.Background(), func() { snap = ln.st.snapshotIndex() }); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		want = append(want, fmt.Sprintf("d%d", i))
 		c.propose(lead, want[len(want)-1])
@@ -50,7 +54,9 @@ func TestLearnerAddedAfterCompactionCatchesUp(t *testing.T) {
 	c.waitApplied(ln.Status().Applied)
 	c.checkSame(want)
 	var again uint64
-	_ = ln.do(context.Background(), func() { again = ln.st.snapshotIndex() })
+	if err := ln.do(context.Background(), func() { again = ln.st.snapshotIndex() }); err != nil {
+		t.Fatal(err)
+	}
 	if again != snap {
 		t.Fatalf("snapshot moved from %d to %d within 5 entries (SnapshotEvery 20)", snap, again)
 	}
