@@ -96,7 +96,7 @@ type ThroughputConfig struct {
 	Fsync             string        // local cluster's --fsync: always
 	Idempotence       bool          // true
 	BatchBytes        int           // producer batch size; 1 MiB
-	Linger            time.Duration // the client's default, 5ms
+	Linger            time.Duration // the client's default, 5ms; 0: send at once
 	MaxInFlight       int           // per partition; 5
 	// BufferBytes bounds each producer's unacknowledged records; 16 MiB. At
 	// full load the queue it allows is what produce latency mostly measures.

@@ -82,11 +82,15 @@ type Consume struct {
 // producerConfig turns the flags into a client.ProducerConfig.
 func (t ThroughputConfig) producerConfig() client.ProducerConfig {
 	acks, _ := client.ParseAcks(t.Acks)
+	linger := t.Linger
+	if linger == 0 {
+		linger = -1 // --linger 0: send at once, as `paymentlog produce --linger 0` (the client reads 0 as its default)
+	}
 	return client.ProducerConfig{
 		Acks:               acks,
 		DisableIdempotence: !t.Idempotence,
 		BatchBytes:         t.BatchBytes,
-		Linger:             t.Linger,
+		Linger:             linger,
 		MaxInFlight:        t.MaxInFlight,
 		BufferBytes:        t.BufferBytes,
 	}
