@@ -285,6 +285,9 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 			leader = "none (offline)"
 		}
 		isr := joinIDs(p.ISR)
+		if len(p.ISR) == 0 {
+			isr = "none (its last in-sync replica lost its storage: only an unclean election can elect a leader)"
+		}
 		if len(p.ELR) > 0 {
 			isr += " (eligible: " + joinIDs(p.ELR) + ")"
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"paymentlog/client"
 	"paymentlog/node"
 	"paymentlog/node/metadata"
 )
@@ -115,4 +116,106 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 	w.produce(ctx, 50, 100)
 	byOffset := w.acknowledged(ctx)
 	readBackPayments(ctx, t, tc.client(ctx), byOffset)
+}
+
+// With min ISR 1 no other replica is known to hold every acknowledged
+// record once the ISR is the leader alone (the followers that left it fell
+// behind the HW, which went on without them): there is no eligible leader
+// replica. When that last member comes back wiped, the partition stays
+// offline with an empty ISR, the wiped node live and the others too, until
+// the operator allows an unclean election. Before, the wiped node was
+// elected and acknowledged new records at the offsets of lost ones.
+func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var held [4]atomic.Bool
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+		id := cfg.ID
+		node.SetHeartbeatHold(cfg, func() bool { return held[id].Load() })
+		cfg.SessionTimeout = time.Second // only held heartbeats fence (see above)
+	})
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 1})
+	w := newPaymentWriter(t, c, 60)
+	w.produce(ctx, 0, 50)
+	w.flush(ctx)
+	partition := func() (metadata.PartitionState, bool) {
+		if a := tc.activeController(); a != 0 {
+			return tc.node(a).Store().Image().Partition("payments", 0)
+		}
+		return metadata.PartitionState{}, false
+	}
+	live := func(ids ...int32) bool {
+		a := tc.activeController()
+		if a == 0 {
+			return false
+		}
+		img := tc.node(a).Store().Image()
+		return !slices.ContainsFunc(ids, func(id int32) bool { return !img.Live(id) })
+	}
+	waitFor(t, "full ISR", 15*time.Second, func() bool { p, _ := partition(); return len(p.ISR) == 3 })
+	p, _ := partition()
+	b := p.Leader
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != b {
+			others = append(others, id)
+			held[id].Store(true)
+		}
+	}
+	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 30*time.Second, func() bool {
+		p, _ := partition()
+		return p.Leader == b && slices.Equal(p.ISR, []int32{b}) && len(p.ELR) == 0
+	})
+	// Min ISR 1: the leader alone acknowledges these.
+	w.produce(ctx, 50, 60)
+	w.flush(ctx)
+
+	tc.kill(b)
+	if err := os.RemoveAll(filepath.Join(tc.dir, fmt.Sprintf("node%d", b))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partition offline", 30*time.Second, func() bool { p, _ := partition(); return p.Leader == metadata.NoLeader })
+	for _, id := range others {
+		held[id].Store(false)
+	}
+	tc.start(b)
+	waitFor(t, "every node unfenced", 30*time.Second, func() bool { return live(1, 2, 3) })
+	p, _ = partition()
+	t.Logf("all three live: %v", p)
+	if p.Leader != metadata.NoLeader || len(p.ISR) != 0 {
+		t.Fatalf("the wiped last ISR member %d is back, with no eligible leader replica: want the partition offline with an empty ISR, got %v", b, p)
+	}
+	// Every node serves the offline partition as such (no leader).
+	for id := int32(1); id <= 3; id++ {
+		waitFor(t, fmt.Sprintf("node %d's image shows the empty ISR", id), 15*time.Second, func() bool {
+			q, ok := tc.node(id).Store().Image().Partition("payments", 0)
+			return ok && len(q.ISR) == 0 && q.Leader == metadata.NoLeader
+		})
+	}
+
+	if err := c.Admin().AlterTopicConfigs(ctx, "payments", client.ConfigChange{
+		Set: map[string]string{metadata.ConfigUncleanLeaderElection: "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an unclean leader", 30*time.Second, func() bool { p, _ := partition(); return p.Leader > 0 })
+	p, _ = partition()
+	t.Logf("after unclean election: %v", p)
+	if p.Leader == b {
+		t.Fatalf("the unclean election took the wiped node %d while the others were live: %v", b, p)
+	}
+	// The unclean leader was in the ISR when records 0..49 were
+	// acknowledged: they keep their offsets; only what the wiped node
+	// alone acknowledged (50..59) is lost.
+	first := map[int64]string{}
+	for off, v := range w.acknowledged(ctx) {
+		if off < 50 {
+			first[off] = v
+		}
+	}
+	if len(first) != 50 {
+		t.Fatalf("%d of records 0..49 at offsets below 50", len(first))
+	}
+	readBackPayments(ctx, t, tc.client(ctx), first)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"paymentlog/node/metadata"
 	"paymentlog/wire"
@@ -34,7 +35,15 @@ func (c *Controller) Register(ctx context.Context, req wire.BrokerRegisterReques
 	ev := metadata.RegisterEvent{ID: req.BrokerID, Addr: req.Addr, Incarnation: req.Incarnation,
 		ControllerEligible: req.ControllerEligible, NewStorage: req.NewStorage, UnsyncedLogs: req.UnsyncedLogs}
 	_, err := c.submit(ctx, "register", func(img *metadata.Image) ([]metadata.Record, error) {
-		return metadata.DecideRegister(img, ev)
+		recs, err := metadata.DecideRegister(img, ev)
+		for _, r := range recs {
+			if pc, ok := r.(metadata.PartitionChange); ok && len(pc.ISR) == 0 && slices.Contains(pc.Lost, ev.ID) {
+				c.log.Warn("a partition's last in-sync replica came back with new storage and no other replica is known to hold its acknowledged records; "+
+					"it stays offline until unclean.leader.election.enable=true on its topic accepts losing them",
+					"topic", pc.Topic, "partition", pc.Partition, "broker", ev.ID, "replicas", pc.Replicas)
+			}
+		}
+		return recs, err
 	})
 	code, msg, hint := c.errorCode(err)
 	if err == nil {

@@ -322,6 +322,9 @@ func (b *builder) applyPartition(topic, topicID string, p PartitionState, create
 		if p.Reassigning() {
 			return "a partition is created without a reassignment"
 		}
+		if len(p.ISR) == 0 {
+			return "empty ISR"
+		}
 		b.touchPartition(topic, p.Partition)
 		mt := b.mutableTopic(topic)
 		mt.Partitions = append(mt.Partitions, clonePartition(p))
@@ -360,8 +363,11 @@ func validatePartition(p PartitionState) string {
 			return fmt.Sprintf("replica %d listed twice", r)
 		}
 	}
-	if len(p.ISR) == 0 {
-		return "empty ISR"
+	// An empty ISR is an offline partition whose last in-sync replica lost
+	// its storage with no eligible leader replica to take its place
+	// (dropRestartedReplica): only an unclean election gives it a leader.
+	if len(p.ISR) == 0 && p.Leader != NoLeader {
+		return "empty ISR with a leader"
 	}
 	for i, r := range p.ISR {
 		if !slices.Contains(p.Replicas, r) {
@@ -384,6 +390,16 @@ func validatePartition(p PartitionState) string {
 			return fmt.Sprintf("ELR member %d is in the ISR", r)
 		}
 	}
+	for i, r := range p.Lost {
+		switch {
+		case len(p.ISR) > 0:
+			return "lost replicas named with an ISR"
+		case !slices.Contains(p.Replicas, r):
+			return fmt.Sprintf("lost replica %d is not a replica", r)
+		case slices.Contains(p.Lost[:i], r):
+			return fmt.Sprintf("lost replica %d listed twice", r)
+		}
+	}
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 		return "negative epoch"
 	}
@@ -396,5 +412,6 @@ func clonePartition(p PartitionState) PartitionState {
 	p.ELR = slices.Clone(p.ELR)
 	p.Adding = slices.Clone(p.Adding)
 	p.Removing = slices.Clone(p.Removing)
+	p.Lost = slices.Clone(p.Lost)
 	return p
 }

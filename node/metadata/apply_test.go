@@ -35,9 +35,16 @@ func TestApplyRejects(t *testing.T) {
 		"leader change, same epoch": change(func(c *PartitionChange) {
 			c.Leader = p0.ISR[1]
 		}),
-		"leader outside ISR":     change(func(c *PartitionChange) { c.ISR = []int32{p0.ISR[1]}; c.LeaderEpoch++ }),
-		"ISR not a subset":       change(func(c *PartitionChange) { c.ISR = []int32{p0.Leader, 9} }),
-		"empty ISR":              change(func(c *PartitionChange) { c.ISR = nil; c.Leader = NoLeader; c.LeaderEpoch++ }),
+		"leader outside ISR":      change(func(c *PartitionChange) { c.ISR = []int32{p0.ISR[1]}; c.LeaderEpoch++ }),
+		"ISR not a subset":        change(func(c *PartitionChange) { c.ISR = []int32{p0.Leader, 9} }),
+		"empty ISR with a leader": change(func(c *PartitionChange) { c.ISR = nil }),
+		"partition created with an empty ISR": PartitionCreated{Topic: "payments", TopicID: p0.TopicID, Partition: 3,
+			Replicas: []int32{1}, Leader: NoLeader},
+		"lost replica with an ISR": change(func(c *PartitionChange) { c.Lost = []int32{p0.ISR[1]} }),
+		"lost replica not a replica": change(func(c *PartitionChange) {
+			c.ISR, c.Leader, c.Lost = nil, NoLeader, []int32{9}
+			c.LeaderEpoch++
+		}),
 		"duplicate replica":      change(func(c *PartitionChange) { c.Replicas = []int32{1, 1} }),
 		"no such partition":      PartitionChange{Topic: "payments", TopicID: p0.TopicID, Partition: 3, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, PartitionEpoch: 1},
 		"delete wrong id":        TopicDeleted{Name: "payments", ID: "nope"},

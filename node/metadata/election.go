@@ -48,16 +48,28 @@ func partitionChange(p PartitionState, targetISR []int32, eligible func(int32) b
 			}
 		}
 		if leader == NoLeader && unclean {
-			for _, r := range p.Replicas {
-				// A replica being added may not have a single record yet.
-				if eligible(r) && !slices.Contains(p.Adding, r) {
-					leader, isr, elr = r, []int32{r}, nil
-					break
-				}
+			if r, ok := uncleanCandidate(p, eligible); ok {
+				leader, isr, elr = r, []int32{r}, nil
 			}
 		}
 	}
 	return changeTo(p, isr, leader, elr)
+}
+
+// uncleanCandidate is the replica an unclean election of p takes: the first
+// eligible one in assignment order that is not being added by a
+// reassignment (which may not hold a single record yet).
+// A replica that lost its storage as the last ISR member (p.Lost) comes
+// last: it holds nothing of the partition.
+func uncleanCandidate(p PartitionState, eligible func(int32) bool) (int32, bool) {
+	for _, lost := range []bool{false, true} {
+		for _, r := range p.Replicas {
+			if eligible(r) && !slices.Contains(p.Adding, r) && p.InLost(r) == lost {
+				return r, true
+			}
+		}
+	}
+	return NoLeader, false
 }
 
 // nextELR is p's ELR once its ISR becomes isr, under min ISR minISR. While
@@ -94,6 +106,9 @@ func changeTo(p PartitionState, isr []int32, leader int32, elr []int32) (Partiti
 		// An empty ELR is nil, as decoded: the field is omitted when empty.
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ELR: nilIfEmpty(slices.Clone(elr)),
 		Adding: slices.Clone(p.Adding), Removing: slices.Clone(p.Removing),
+	}
+	if len(isr) == 0 {
+		c.Lost = slices.Clone(p.Lost) // an ISR again ends it (PartitionState.Lost)
 	}
 	if leader != p.Leader {
 		c.LeaderEpoch++
@@ -153,9 +168,15 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 // Such a partition's ISR becomes one replica of its ELR (which all hold
 // every record below the HW): the first eligible one in assignment order,
 // which leads, else the first; the others stay in the ELR. Without an ELR
-// (min ISR 1, or RF 1) nothing else is known to hold the partition's
-// records and the replica stays named, as before: what only it held is
-// lost.
+// (min ISR 1, or RF 1) no replica is known to hold the partition's
+// acknowledged records: the ISR becomes empty and the partition stays
+// offline (KIP-966) until an unclean election (when the topic's
+// unclean.leader.election.enable is set, or at the next unfencing once it
+// is: electOffline) takes a live replica and with it the loss of what only
+// the lost storage held. (With unclean election already allowed, a live
+// replica would have led before the partition went offline.) Electing
+// the wiped replica as before would have handed out the offsets of
+// acknowledged records a second time.
 func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, storageLost bool) []Record {
 	var out []Record
 	img.EachPartition(func(p PartitionState) bool {
@@ -164,10 +185,7 @@ func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, stora
 		}
 		isr, leader, elr := p.ISR, p.Leader, without(p.ELR, id)
 		if storageLost && p.InISR(id) {
-			if isr = without(p.ISR, id); len(isr) == 0 {
-				if len(elr) == 0 {
-					return true
-				}
+			if isr = without(p.ISR, id); len(isr) == 0 && len(elr) > 0 {
 				next := elr[0]
 				if i := slices.IndexFunc(elr, eligible); i >= 0 {
 					next = elr[i]
@@ -181,7 +199,13 @@ func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, stora
 				leader = isr[i]
 			}
 		}
-		if c, ok := changeTo(p, isr, leader, elr); ok {
+		c, ok := changeTo(p, isr, leader, elr)
+		if ok && storageLost && len(isr) == 0 {
+			// id was the ISR, so not yet in p.Lost (set only while the
+			// ISR is empty).
+			c.Lost = append(slices.Clone(p.Lost), id)
+		}
+		if ok {
 			out = append(out, c)
 		}
 		return true

@@ -62,3 +62,47 @@ func applier(t *testing.T, img **Image) func([]Record, error) {
 		*img = next
 	}
 }
+
+// lostSeeds are the fuzz seeds of a lost last ISR member: the entry of its
+// registration with new storage, which empties payments-0's ISR (min ISR
+// 1, so no ELR), and the snapshot of the image after it.
+func lostSeeds(tb testing.TB) (entry, snapshot []byte) {
+	tb.Helper()
+	img := seededImage(tb)
+	step := func(recs []Record, err error) []Record {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		next, _, err := img.ApplyEntry(img.Offset()+1, recs)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		img = next
+		return recs
+	}
+	step(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMinInsyncReplicas: "1"}}))
+	p, _ := img.Partition("payments", 0)
+	for _, r := range append(slices.Clone(p.Replicas[1:]), p.Replicas[0]) {
+		b, _ := img.Broker(r)
+		step(DecideFence(img, r, b.Incarnation), nil)
+	}
+	leader, _ := img.Broker(p.Replicas[0])
+	recs := step(DecideRegister(img, RegisterEvent{ID: leader.ID, Addr: leader.Addr, Incarnation: leader.Incarnation + 1,
+		ControllerEligible: leader.ControllerEligible, NewStorage: true}))
+	if q, _ := img.Partition("payments", 0); len(q.ISR) != 0 || !q.InLost(leader.ID) {
+		tb.Fatalf("payments-0 after its last ISR member %d came back wiped: %s", leader.ID, q)
+	}
+	var err error
+	if entry, err = EncodeEntry(recs...); err != nil {
+		tb.Fatal(err)
+	}
+	return entry, img.MarshalSnapshot()
+}
+
+// TestWriteLostFuzzSeeds keeps the lost-storage seeds of FuzzDecodeEntry
+// and FuzzUnmarshalSnapshot in sync (run with -rewrite).
+func TestWriteLostFuzzSeeds(t *testing.T) {
+	entry, snap := lostSeeds(t)
+	checkSeedFiles(t, "seed-lost", entry, "seed-image-lost", snap)
+}

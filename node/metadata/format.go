@@ -49,6 +49,9 @@ func formatPartition(p PartitionState) string {
 	if p.Reassigning() {
 		s += fmt.Sprintf(" adding=%s removing=%s", ids(p.Adding), ids(p.Removing))
 	}
+	if len(p.Lost) > 0 {
+		s += " lost=" + ids(p.Lost)
+	}
 	return s
 }
 

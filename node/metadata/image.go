@@ -91,6 +91,13 @@ type PartitionState struct {
 	// before, Removing are replicas not in the target. Both nil otherwise.
 	Adding   []int32
 	Removing []int32
+	// Lost is set while the ISR is empty: the replicas that lost their
+	// storage (a wiped or replaced data directory) as the partition's last
+	// in-sync replica, with no ELR to take over (dropRestartedReplica). The
+	// partition waits for an unclean election, which takes another live
+	// replica before any of these: theirs hold nothing of the partition.
+	// Nil once the partition has an ISR again.
+	Lost []int32
 }
 
 // Preferred is the preferred leader (first assigned replica).
@@ -107,6 +114,9 @@ func (p PartitionState) InISR(id int32) bool { return slices.Contains(p.ISR, id)
 // InELR reports whether id is an eligible leader replica.
 func (p PartitionState) InELR(id int32) bool { return slices.Contains(p.ELR, id) }
 
+// InLost reports whether id lost its storage as the last ISR member (Lost).
+func (p PartitionState) InLost(id int32) bool { return slices.Contains(p.Lost, id) }
+
 // HasReplica reports whether id is assigned a replica.
 func (p PartitionState) HasReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
 
@@ -115,7 +125,7 @@ func (p PartitionState) Equal(q PartitionState) bool {
 	return p.Topic == q.Topic && p.TopicID == q.TopicID && p.Partition == q.Partition &&
 		slices.Equal(p.Replicas, q.Replicas) && slices.Equal(p.ISR, q.ISR) && p.Leader == q.Leader &&
 		p.LeaderEpoch == q.LeaderEpoch && p.PartitionEpoch == q.PartitionEpoch && slices.Equal(p.ELR, q.ELR) &&
-		slices.Equal(p.Adding, q.Adding) && slices.Equal(p.Removing, q.Removing)
+		slices.Equal(p.Adding, q.Adding) && slices.Equal(p.Removing, q.Removing) && slices.Equal(p.Lost, q.Lost)
 }
 
 // Image is the metadata as of one offset of the metadata log. An *Image is

@@ -111,6 +111,10 @@ type PartitionCreated struct {
 	// before.
 	Adding   []int32 `msgpack:"adding,omitempty"`
 	Removing []int32 `msgpack:"removing,omitempty"`
+	// Lost names replicas that lost their storage while they were the
+	// partition's last in-sync replica, which left the ISR empty (see
+	// PartitionState.Lost); omitted when empty.
+	Lost []int32 `msgpack:"lost,omitempty"`
 }
 
 // PartitionChange replaces a partition's state. It applies only when
@@ -134,6 +138,10 @@ type PartitionChange struct {
 	// before.
 	Adding   []int32 `msgpack:"adding,omitempty"`
 	Removing []int32 `msgpack:"removing,omitempty"`
+	// Lost names replicas that lost their storage while they were the
+	// partition's last in-sync replica, which left the ISR empty (see
+	// PartitionState.Lost); omitted when empty.
+	Lost []int32 `msgpack:"lost,omitempty"`
 }
 
 // TopicDeleted removes a topic and all its partitions.
