@@ -47,40 +47,11 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 		cfg.SessionTimeout = time.Second
 	})
 	w := startPayments(ctx, t, tc)
-	image := func() *metadata.Image {
-		if a := tc.activeController(); a != 0 {
-			return tc.node(a).Store().Image()
-		}
-		return nil
-	}
-	partition := func() metadata.PartitionState {
-		if img := image(); img != nil {
-			p, _ := img.Partition("payments", 0)
-			return p
-		}
-		return metadata.PartitionState{}
-	}
-	live := func(ids ...int32) bool {
-		img := image()
-		if img == nil {
-			return false
-		}
-		for _, id := range ids {
-			if !img.Live(id) {
-				return false
-			}
-		}
-		return true
-	}
+	partition := func() metadata.PartitionState { return paymentsPartition(tc) }
+	live := func(ids ...int32) bool { return liveIn(tc, ids...) }
 	waitFor(t, "full ISR", 15*time.Second, func() bool { return len(partition().ISR) == 3 })
 	b := partition().Leader
-	var others []int32
-	for id := int32(1); id <= 3; id++ {
-		if id != b {
-			others = append(others, id)
-			held[id].Store(true)
-		}
-	}
+	others := holdFollowers(&held, b)
 	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 30*time.Second, func() bool {
 		p := partition()
 		return p.Leader == b && slices.Equal(p.ISR, []int32{b})
@@ -140,32 +111,12 @@ func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 	w := newPaymentWriter(t, c, 60)
 	w.produce(ctx, 0, 50)
 	w.flush(ctx)
-	partition := func() (metadata.PartitionState, bool) {
-		if a := tc.activeController(); a != 0 {
-			return tc.node(a).Store().Image().Partition("payments", 0)
-		}
-		return metadata.PartitionState{}, false
-	}
-	live := func(ids ...int32) bool {
-		a := tc.activeController()
-		if a == 0 {
-			return false
-		}
-		img := tc.node(a).Store().Image()
-		return !slices.ContainsFunc(ids, func(id int32) bool { return !img.Live(id) })
-	}
-	waitFor(t, "full ISR", 15*time.Second, func() bool { p, _ := partition(); return len(p.ISR) == 3 })
-	p, _ := partition()
-	b := p.Leader
-	var others []int32
-	for id := int32(1); id <= 3; id++ {
-		if id != b {
-			others = append(others, id)
-			held[id].Store(true)
-		}
-	}
+	partition := func() metadata.PartitionState { return paymentsPartition(tc) }
+	waitFor(t, "full ISR", 15*time.Second, func() bool { return len(partition().ISR) == 3 })
+	b := partition().Leader
+	others := holdFollowers(&held, b)
 	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 30*time.Second, func() bool {
-		p, _ := partition()
+		p := partition()
 		return p.Leader == b && slices.Equal(p.ISR, []int32{b}) && len(p.ELR) == 0
 	})
 	// Min ISR 1: the leader alone acknowledges these.
@@ -176,13 +127,13 @@ func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(tc.dir, fmt.Sprintf("node%d", b))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the partition offline", 30*time.Second, func() bool { p, _ := partition(); return p.Leader == metadata.NoLeader })
+	waitFor(t, "the partition offline", 30*time.Second, func() bool { return partition().Leader == metadata.NoLeader })
 	for _, id := range others {
 		held[id].Store(false)
 	}
 	tc.start(b)
-	waitFor(t, "every node unfenced", 30*time.Second, func() bool { return live(1, 2, 3) })
-	p, _ = partition()
+	waitFor(t, "every node unfenced", 30*time.Second, func() bool { return liveIn(tc, 1, 2, 3) })
+	p := partition()
 	t.Logf("all three live: %v", p)
 	if p.Leader != metadata.NoLeader || len(p.ISR) != 0 {
 		t.Fatalf("the wiped last ISR member %d is back, with no eligible leader replica: want the partition offline with an empty ISR, got %v", b, p)
@@ -199,8 +150,8 @@ func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 		Set: map[string]string{metadata.ConfigUncleanLeaderElection: "true"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an unclean leader", 30*time.Second, func() bool { p, _ := partition(); return p.Leader > 0 })
-	p, _ = partition()
+	waitFor(t, "an unclean leader", 30*time.Second, func() bool { return partition().Leader > 0 })
+	p = partition()
 	t.Logf("after unclean election: %v", p)
 	if p.Leader == b {
 		t.Fatalf("the unclean election took the wiped node %d while the others were live: %v", b, p)
@@ -218,4 +169,37 @@ func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 		t.Fatalf("%d of records 0..49 at offsets below 50", len(first))
 	}
 	readBackPayments(ctx, t, tc.client(ctx), first)
+}
+
+// paymentsPartition is payments-0 in the active controller's image (zero
+// without an active controller).
+func paymentsPartition(tc *testCluster) metadata.PartitionState {
+	if a := tc.activeController(); a != 0 {
+		p, _ := tc.node(a).Store().Image().Partition("payments", 0)
+		return p
+	}
+	return metadata.PartitionState{}
+}
+
+// liveIn reports whether the active controller's image has every id live.
+func liveIn(tc *testCluster, ids ...int32) bool {
+	a := tc.activeController()
+	if a == 0 {
+		return false
+	}
+	img := tc.node(a).Store().Image()
+	return !slices.ContainsFunc(ids, func(id int32) bool { return !img.Live(id) })
+}
+
+// holdFollowers holds the heartbeats of nodes 1..3 other than leader and
+// returns them.
+func holdFollowers(held *[4]atomic.Bool, leader int32) []int32 {
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != leader {
+			others = append(others, id)
+			held[id].Store(true)
+		}
+	}
+	return others
 }

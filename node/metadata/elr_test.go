@@ -49,7 +49,7 @@ func TestRestartKeepsELRUnlessLogsMayBeShort(t *testing.T) {
 
 // applier returns a function that applies a decision's records to *img as
 // its next entry, failing the test on an error.
-func applier(t *testing.T, img **Image) func([]Record, error) {
+func applier(t testing.TB, img **Image) func([]Record, error) {
 	return func(recs []Record, err error) {
 		t.Helper()
 		if err != nil {
@@ -69,31 +69,20 @@ func applier(t *testing.T, img **Image) func([]Record, error) {
 func lostSeeds(tb testing.TB) (entry, snapshot []byte) {
 	tb.Helper()
 	img := seededImage(tb)
-	step := func(recs []Record, err error) []Record {
-		tb.Helper()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		next, _, err := img.ApplyEntry(img.Offset()+1, recs)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		img = next
-		return recs
-	}
-	step(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMinInsyncReplicas: "1"}}))
+	apply := applier(tb, &img)
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMinInsyncReplicas: "1"}}))
 	p, _ := img.Partition("payments", 0)
 	for _, r := range append(slices.Clone(p.Replicas[1:]), p.Replicas[0]) {
 		b, _ := img.Broker(r)
-		step(DecideFence(img, r, b.Incarnation), nil)
+		apply(DecideFence(img, r, b.Incarnation), nil)
 	}
 	leader, _ := img.Broker(p.Replicas[0])
-	recs := step(DecideRegister(img, RegisterEvent{ID: leader.ID, Addr: leader.Addr, Incarnation: leader.Incarnation + 1,
-		ControllerEligible: leader.ControllerEligible, NewStorage: true}))
+	recs, err := DecideRegister(img, RegisterEvent{ID: leader.ID, Addr: leader.Addr, Incarnation: leader.Incarnation + 1,
+		ControllerEligible: leader.ControllerEligible, NewStorage: true})
+	apply(recs, err)
 	if q, _ := img.Partition("payments", 0); len(q.ISR) != 0 || !q.InLost(leader.ID) {
 		tb.Fatalf("payments-0 after its last ISR member %d came back wiped: %s", leader.ID, q)
 	}
-	var err error
 	if entry, err = EncodeEntry(recs...); err != nil {
 		tb.Fatal(err)
 	}
