@@ -44,6 +44,7 @@ func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUIC
 	cpu := m.cpu.stop()
 	now := r.readCounters(ctx)
 	loss, msgs := now.since(m.counters), now.messagesSince(m.counters, time.Since(m.start))
+	msgs.addCPU(cpu)
 	if m.prof != nil {
 		if err := m.prof.stop(ctx); err != nil {
 			r.log.Warn("profiling", "err", err)

@@ -37,6 +37,21 @@ type Messages struct {
 	// Per second of the phase, and follower answers per produce request.
 	ProduceRequestsPerSec float64 `json:"produce_requests_per_sec"`
 	AnswersPerProduce     float64 `json:"answers_per_produce"`
+	// CPU milliseconds per produce request over the phase (CPUUsage
+	// divided by ProduceRequests), of the nodes and of this process: below
+	// full load the machine's CPU goes mostly by the number of requests,
+	// not by their bytes. Zero when the CPU was not measured.
+	NodeCPUMsPerProduce  float64 `json:"node_cpu_ms_per_produce,omitempty"`
+	BenchCPUMsPerProduce float64 `json:"bench_cpu_ms_per_produce,omitempty"`
+}
+
+// addCPU fills the per-request CPU figures from the phase's CPU usage.
+func (m *Messages) addCPU(u *CPUUsage) {
+	if m == nil || u == nil || m.ProduceRequests == 0 {
+		return
+	}
+	m.NodeCPUMsPerProduce = 1000 * u.NodesSeconds / float64(m.ProduceRequests)
+	m.BenchCPUMsPerProduce = 1000 * u.BenchSeconds / float64(m.ProduceRequests)
 }
 
 // scrapeNodes sums the nodes' counters; nil without metrics addresses, and
@@ -158,4 +173,7 @@ func messagesLine(w io.Writer, phase string, m *Messages, records int64) {
 	}
 	fmt.Fprintf(w, "  messages (%s)\t%.0f produce requests/s (%.1f records each), %.2f follower fetch answers per produce request\n",
 		phase, m.ProduceRequestsPerSec, float64(records)/float64(m.ProduceRequests), m.AnswersPerProduce)
+	if m.NodeCPUMsPerProduce > 0 {
+		fmt.Fprintf(w, "  CPU per produce request (%s)\tnodes %.2f ms + bench %.2f ms\n", phase, m.NodeCPUMsPerProduce, m.BenchCPUMsPerProduce)
+	}
 }

@@ -40,6 +40,12 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 	if m == nil || m.ProduceRequests != 100 || m.ReplicaFetchAnswers != 400 || m.ProduceRequestsPerSec != 50 || m.AnswersPerProduce != 4 {
 		t.Fatalf("messages %+v, want 100 produce requests (50/s), 400 answers (4 per produce)", m)
 	}
+	m.addCPU(&CPUUsage{NodesSeconds: 0.25, BenchSeconds: 0.05})
+	if m.NodeCPUMsPerProduce != 2.5 || m.BenchCPUMsPerProduce != 0.5 {
+		t.Fatalf("CPU per produce request %+v, want nodes 2.5 ms, bench 0.5 ms", m)
+	}
+	var none *Messages
+	none.addCPU(&CPUUsage{NodesSeconds: 1}) // no messages measured: nothing to do
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "paymentlog_node_id 2")
 	}))
