@@ -73,6 +73,10 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	seq, acked := n.mu.hbSeq, n.mu.hbAcked
 	n.mu.Unlock()
 	if !registered {
+		var empty []wire.PartitionRef
+		if !newStorage { // (with new storage every partition is empty)
+			empty = n.emptyReplicas(hctx)
+		}
 		var resp wire.BrokerRegisterResponse
 		err := n.callController(hctx, wire.TypeBrokerRegister, wire.BrokerRegisterRequest{
 			BrokerID:           n.cfg.ID,
@@ -81,6 +85,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			ControllerEligible: n.cfg.ControllerEligible(),
 			NewStorage:         newStorage,
 			UnsyncedLogs:       n.cfg.Sync != segment.SyncAlways,
+			EmptyReplicas:      empty,
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
 			var we *wire.Error
@@ -101,7 +106,10 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			n.checkSelfFence()
 			return wire.BrokerHeartbeatResponse{}, false
 		}
-		n.log.Info("registered with controller", "new_storage", newStorage)
+		n.log.Info("registered with controller", "new_storage", newStorage, "empty_replicas", len(empty))
+		if err := n.broker.Registered(); err != nil {
+			n.log.Warn("removing the empty-replica marks", "err", err)
+		}
 		n.mu.Lock()
 		n.mu.registered = true
 		n.mu.newStorage = false
@@ -112,6 +120,8 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			// taken out of already (or, kept as a partition's last member,
 			// made the partition wait for its ELR).
 			if err := os.Remove(filepath.Join(n.cfg.DataDir, NewStorageFile)); err != nil && !os.IsNotExist(err) {
+				n.log.Warn("removing the new-storage marker", "err", err)
+			} else if err := (segment.OSFS{}).SyncDir(n.cfg.DataDir); err != nil {
 				n.log.Warn("removing the new-storage marker", "err", err)
 			}
 		}
@@ -175,4 +185,25 @@ func (n *Node) checkSelfFence() {
 		n.log.Warn("no controller contact for a session timeout: fencing myself")
 		n.broker.SetFenced(true)
 	}
+}
+
+// emptyReplicas lists the partitions this node's metadata image assigns to
+// it whose logs hold nothing from before this process (broker.HoldsNothing):
+// its registration names them (wire.BrokerRegisterRequest.EmptyReplicas).
+// It first waits, within ctx, until the metadata log on disk at start is
+// applied: before, the image may not show every assignment yet.
+func (n *Node) emptyReplicas(ctx context.Context) []wire.PartitionRef {
+	if err := n.raft.WaitApplied(ctx, n.startCommit); err != nil {
+		n.log.Warn("registering before the metadata log on disk is applied: partitions whose logs are lost may go unnamed",
+			"applied", n.raft.Status().Applied, "commit_at_start", n.startCommit, "err", err)
+	}
+	var out []wire.PartitionRef
+	for _, t := range n.store.Image().Topics() {
+		for _, p := range t.Partitions {
+			if p.HasReplica(n.cfg.ID) && n.broker.HoldsNothing(p.Topic, p.TopicID, p.Partition) {
+				out = append(out, wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition})
+			}
+		}
+	}
+	return out
 }

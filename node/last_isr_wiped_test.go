@@ -30,11 +30,27 @@ func TestWipedLastISRMemberDoesNotLead(t *testing.T) {
 	// The ELR elects a stalled replica once it is back; the wiped node's
 	// registration (its storage new) names the ELR as the ISR when it comes
 	// back first.
-	t.Run("stalled replicas back first", func(t *testing.T) { wipedLastISRMember(t, false) })
-	t.Run("wiped node back first", func(t *testing.T) { wipedLastISRMember(t, true) })
+	t.Run("stalled replicas back first", func(t *testing.T) { wipedLastISRMember(t, false, wipeDataDir) })
+	t.Run("wiped node back first", func(t *testing.T) { wipedLastISRMember(t, true, wipeDataDir) })
+	// Only the partition's directory is wiped, the data directory (with
+	// its incarnation file) kept: the registration names the partition
+	// (EmptyReplicas) and the same holds for it.
+	t.Run("partition directory wiped, wiped node back first", func(t *testing.T) {
+		wipedLastISRMember(t, true, wipePartitionDir)
+	})
 }
 
-func wipedLastISRMember(t *testing.T, wipedFirst bool) {
+// wipeDataDir and wipePartitionDir give what a test wipes of node id's data
+// in tc: its whole data directory, or payments-0's directory.
+func wipeDataDir(tc *testCluster, id int32) string {
+	return filepath.Join(tc.dir, fmt.Sprintf("node%d", id))
+}
+
+func wipePartitionDir(tc *testCluster, id int32) string {
+	return filepath.Join(tc.dir, fmt.Sprintf("node%d", id), "payments-0")
+}
+
+func wipedLastISRMember(t *testing.T, wipedFirst bool, wipe func(*testCluster, int32) string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var held [4]atomic.Bool
@@ -59,7 +75,7 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool) {
 	t.Logf("ISR down to the leader %d: %v", b, partition())
 
 	tc.kill(b)
-	if err := os.RemoveAll(filepath.Join(tc.dir, fmt.Sprintf("node%d", b))); err != nil {
+	if err := os.RemoveAll(wipe(tc, b)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the partition offline", 30*time.Second, func() bool { return partition().Leader == metadata.NoLeader })

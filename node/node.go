@@ -46,11 +46,15 @@ type Node struct {
 	incarnation int64
 	lock        *dirLock // the data directory's, held until closeAll
 
-	ep     *quic.Endpoint
-	store  *metadata.Store
-	raft   *raftnode.Node
-	ctrl   *controller.Controller // nil on broker-only nodes
-	broker *broker.Broker
+	ep    *quic.Endpoint
+	store *metadata.Store
+	raft  *raftnode.Node
+	// startCommit is the metadata log's commit index on disk at start: the
+	// first registration waits (briefly) until it is applied, so the image
+	// names the partitions assigned to this node (emptyReplicas).
+	startCommit uint64
+	ctrl        *controller.Controller // nil on broker-only nodes
+	broker      *broker.Broker
 	// metricsAddr is the /metrics listener's address ("" when off); set
 	// before Start returns.
 	metricsAddr string
@@ -194,6 +198,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: metadata log: %w", err)
 	}
+	n.startCommit = n.raft.Status().Commit
 	if cfg.ControllerEligible() {
 		n.ctrl = controller.New(controller.Config{
 			NodeID:            cfg.ID,

@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"context"
 	"slices"
 
 	"go.etcd.io/raft/v3"
@@ -96,4 +97,22 @@ func statusEqual(a, b Status) bool {
 		a.VoteGuarded == b.VoteGuarded && a.GuardNonce == b.GuardNonce && slices.Equal(a.Voters, b.Voters) &&
 		slices.Equal(a.Learners, b.Learners) && a.RefusedSnapshot == b.RefusedSnapshot &&
 		a.DiskFull == b.DiskFull
+}
+
+// WaitApplied returns once this node has applied the log up to index
+// (Status().Applied >= index), or with ctx's error, or ErrStopped.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := n.statusChanged()
+		if n.Status().Applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.donec:
+			return ErrStopped
+		}
+	}
 }

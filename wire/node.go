@@ -123,7 +123,20 @@ type BrokerRegisterRequest struct {
 	// a restart may have cut its logs below what it fetched, so it is no
 	// longer an eligible leader replica (KIP-966). Omitted when false.
 	UnsyncedLogs bool `msgpack:"unsynced,omitempty"`
+	// EmptyReplicas lists the partitions the node's metadata image assigns
+	// to it whose logs it does not hold from before this start (their
+	// directory missing or holding another topic's data, or created by a
+	// process of this incarnation): for these partitions the controller
+	// treats it as NewStorage. Omitted when empty.
+	EmptyReplicas []PartitionRef `msgpack:"empty,omitempty"`
 }
+
+// PartitionRef names one partition of a topic by the topic's id.
+type PartitionRef struct {
+	TopicID   string `msgpack:"tid"`
+	Partition int32  `msgpack:"p"`
+}
+
 type BrokerRegisterResponse struct {
 	Err          ErrorCode `msgpack:"err"`
 	Message      string    `msgpack:"msg"`

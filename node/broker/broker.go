@@ -227,8 +227,13 @@ type Broker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	fenced    atomic.Bool
-	diskFull  atomic.Bool // SetDiskFull: followers do not fetch
+	fenced   atomic.Bool
+	diskFull atomic.Bool // SetDiskFull: followers do not fetch
+	// empty orders markEmpty against Registered (empty_replica.go).
+	empty struct {
+		sync.Mutex
+		registered bool
+	}
 	reqSeq    atomic.Uint64
 	throttle  *copyThrottle // nil: unlimited
 	counters  counters

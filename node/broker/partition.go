@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,7 +84,7 @@ func (w *waiter) wake() {
 // segBytes (0: the broker's default), seeds its HW from the checkpoint and
 // rebuilds its producer state from the batch headers.
 func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segBytes, hw int64) (*partition, error) {
-	dir := filepath.Join(b.cfg.DataDir, key.topic+"-"+strconv.Itoa(int(key.partition)))
+	dir := b.partitionDir(key.topic, key.partition)
 	opts := b.cfg.Log
 	if segBytes > 0 {
 		opts.SegmentBytes = min(segBytes, segment.MaxSegmentBytes)
@@ -98,6 +96,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segB
 	if fs == nil {
 		fs = segment.OSFS{}
 	}
+	fresh := !looksLikePartition(fs, dir)
 	if discarded, err := discardOtherTopic(fs, dir, topicID); err != nil {
 		return nil, fmt.Errorf("broker: %s: checking the topic id: %w", key, err)
 	} else if discarded {
@@ -105,6 +104,12 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segB
 		b.log.Info("discarded the data of a deleted topic of the same name", "topic", key.topic,
 			"partition", key.partition, "id", topicID)
 		hw = 0
+		fresh = true
+	}
+	if fresh {
+		if err := b.markEmpty(fs, dir); err != nil {
+			return nil, fmt.Errorf("broker: %s: marking the new log empty: %w", key, err)
+		}
 	}
 	lg, err := segment.Open(ctx, dir, opts)
 	if err != nil {

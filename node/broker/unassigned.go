@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"paymentlog/segment"
 	"strconv"
 	"strings"
 )
@@ -39,7 +40,7 @@ func (b *Broker) RemoveUnassigned(keep func(topic string, partition int32) bool)
 		busy := b.mu.parts[key] != nil || b.mu.opening[key] != nil
 		b.mu.Unlock()
 		dir := filepath.Join(b.cfg.DataDir, e.Name())
-		if busy || !looksLikePartition(dir) {
+		if busy || !looksLikePartition(b.fs(), dir) {
 			continue
 		}
 		if err := removePartitionFiles(b.fs(), dir); err != nil {
@@ -75,13 +76,13 @@ func partitionDirName(name string) (string, int32, bool) {
 
 // looksLikePartition reports whether dir holds the topic-id file or a
 // segment.
-func looksLikePartition(dir string) bool {
-	ents, err := os.ReadDir(dir)
+func looksLikePartition(fs segment.FS, dir string) bool {
+	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return false
 	}
-	for _, e := range ents {
-		if e.Name() == TopicIDFile || strings.HasSuffix(e.Name(), ".log") {
+	for _, name := range names {
+		if name == TopicIDFile || strings.HasSuffix(name, ".log") {
 			return true
 		}
 	}

@@ -36,6 +36,16 @@ type RegisterEvent struct {
 	// UnsyncedLogs: the broker runs with --fsync interval or never, so a
 	// restart may have cut its logs below what it reported as fetched.
 	UnsyncedLogs bool
+	// EmptyReplicas: partitions whose logs the broker does not hold from
+	// before this start (a partition directory wiped while the data
+	// directory was kept): NewStorage for these partitions only.
+	EmptyReplicas []wire.PartitionRef
+}
+
+// lostStorage reports whether the registering broker holds nothing of p
+// from its earlier incarnations (NewStorage, or p among EmptyReplicas).
+func (ev RegisterEvent) lostStorage(p PartitionState) bool {
+	return ev.NewStorage || slices.Contains(ev.EmptyReplicas, wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition})
 }
 
 // DecideRegister registers a broker incarnation. The same incarnation again is
@@ -45,7 +55,8 @@ type RegisterEvent struct {
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
 // A new incarnation whose logs may be shorter than its previous one's
 // (UnsyncedLogs, NewStorage) leaves every ELR, and one with new storage
-// every ISR it is still named in (dropRestartedReplica).
+// every ISR it is still named in (dropRestartedReplica); EmptyReplicas
+// does both for the partitions it names.
 //
 // Incarnations grow with every process start of a broker (the node derives
 // them from the clock and never reuses a smaller one on the same data
@@ -78,12 +89,12 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 	}
 	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
 		ControllerEligible: ev.ControllerEligible})
-	if known && (ev.NewStorage || ev.UnsyncedLogs) {
+	if known && (ev.NewStorage || ev.UnsyncedLogs || len(ev.EmptyReplicas) > 0) {
 		after, _, err := img.ApplyEntry(img.Offset(), out)
 		if err != nil {
 			panic(fmt.Sprintf("metadata: registration of a new incarnation rejected: %v", err))
 		}
-		out = append(out, dropRestartedReplica(after, ev.ID, after.Live, ev.NewStorage)...)
+		out = append(out, dropRestartedReplica(after, ev.ID, after.Live, ev.UnsyncedLogs, ev.lostStorage)...)
 	}
 	return out, nil
 }

@@ -156,15 +156,16 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 
 // dropRestartedReplica takes broker id, which has registered a new
 // incarnation whose logs may be shorter than its previous one's, out of
-// every ELR (KIP-966 drops a replica from the ELR on an unclean shutdown):
-// under --fsync interval or never a restart may have lost a tail below what
-// it reported as fetched (RegisterEvent.UnsyncedLogs); under --fsync always
-// it kept them and stays. If its storage is new
-// (storageLost: its data directory was wiped or replaced,
-// RegisterEvent.NewStorage), it holds nothing of what its earlier
-// incarnations had, and it also leaves every ISR it was kept in as the last
-// member of an offline partition (fencing the earlier incarnation took it
-// out of the others).
+// ELRs (KIP-966 drops a replica from the ELR on an unclean shutdown): out
+// of every one under --fsync interval or never (unsynced), where a restart
+// may have lost a tail below what it reported as fetched
+// (RegisterEvent.UnsyncedLogs); under --fsync always it kept them and
+// stays. Where its storage is new (lost(p): its data directory was wiped
+// or replaced, RegisterEvent.NewStorage, or that partition's directory,
+// RegisterEvent.EmptyReplicas), it holds nothing of what its earlier
+// incarnations had: it leaves that ELR, and the ISR it was kept in as the
+// last member of an offline partition (fencing the earlier incarnation
+// took it out of the others).
 // Such a partition's ISR becomes one replica of its ELR (which all hold
 // every record below the HW): the first eligible one in assignment order,
 // which leads, else the first; the others stay in the ELR. Without an ELR
@@ -177,10 +178,11 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 // replica would have led before the partition went offline.) Electing
 // the wiped replica as before would have handed out the offsets of
 // acknowledged records a second time.
-func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, storageLost bool) []Record {
+func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, unsynced bool, lost func(PartitionState) bool) []Record {
 	var out []Record
 	img.EachPartition(func(p PartitionState) bool {
-		if !(storageLost && p.InISR(id)) && !p.InELR(id) {
+		storageLost := lost(p)
+		if !(storageLost && p.InISR(id)) && !(p.InELR(id) && (unsynced || storageLost)) {
 			return true
 		}
 		isr, leader, elr := p.ISR, p.Leader, without(p.ELR, id)

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,8 +99,19 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		if addr == "" {
 			addr = fmt.Sprintf("127.0.0.1:71%02d", id)
 		}
+		var empty []wire.PartitionRef
+		for _, tp := range strings.Split(c.Args["empty"], ",") {
+			if tp == "" {
+				continue
+			}
+			topic, part, _ := strings.Cut(tp, ":")
+			tt, _ := s.img.Topic(topic)
+			n, _ := strconv.Atoi(part)
+			empty = append(empty, wire.PartitionRef{TopicID: tt.ID, Partition: int32(n)})
+		}
 		return s.apply(DecideRegister(s.img, RegisterEvent{ID: id, Addr: addr,
-			Incarnation: c.Int(t, "inc", 1), ControllerEligible: c.Flags["ctrl"], NewStorage: c.Flags["new"], UnsyncedLogs: c.Flags["unsynced"]}))
+			Incarnation: c.Int(t, "inc", 1), ControllerEligible: c.Flags["ctrl"], NewStorage: c.Flags["new"], UnsyncedLogs: c.Flags["unsynced"],
+			EmptyReplicas: empty}))
 	case "heartbeat":
 		id := int32(c.Int(t, "id", 0))
 		ev := HeartbeatEvent{ID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
