@@ -202,7 +202,7 @@ func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, unsyn
 			}
 		}
 		c, ok := changeTo(p, isr, leader, elr)
-		if ok && storageLost && len(isr) == 0 {
+		if ok && storageLost && p.InISR(id) && len(isr) == 0 {
 			// id was the ISR, so not yet in p.Lost (set only while the
 			// ISR is empty).
 			c.Lost = append(slices.Clone(p.Lost), id)

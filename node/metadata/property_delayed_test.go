@@ -138,7 +138,7 @@ func randomDecisionFew(rng *rand.Rand, img *Image) []Record {
 	switch k := rng.IntN(9); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: b.Incarnation + int64(rng.IntN(2)),
-			NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0})
+			NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0, EmptyReplicas: randomEmptyReplicas(rng, img)})
 	case k <= 3:
 		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
 			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(10) == 0})

@@ -176,7 +176,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	var err error
 	switch k := rng.IntN(13); {
 	case k == 0 || !known:
-		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0})
+		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0,
+			EmptyReplicas: randomEmptyReplicas(rng, img)})
 	case k <= 2:
 		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
 			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(8) == 0})
@@ -256,4 +257,17 @@ func randomReassign(rng *rand.Rand, img *Image) ReassignEvent {
 		ev.Target = append(ev.Target, int32(i+1))
 	}
 	return ev
+}
+
+// randomEmptyReplicas names each partition of img with probability 1/4 (a
+// registration after its directory was wiped, RegisterEvent.EmptyReplicas).
+func randomEmptyReplicas(rng *rand.Rand, img *Image) []wire.PartitionRef {
+	var out []wire.PartitionRef
+	img.EachPartition(func(p PartitionState) bool {
+		if rng.IntN(4) == 0 {
+			out = append(out, wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition})
+		}
+		return true
+	})
+	return out
 }
