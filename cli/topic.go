@@ -286,7 +286,7 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 		}
 		isr := joinIDs(p.ISR)
 		if len(p.ISR) == 0 {
-			isr = "none (its last in-sync replica lost its storage: only an unclean election can elect a leader)"
+			isr = "none (" + joinIDs(p.LostReplicas) + " lost its storage as the last in-sync replica: only an unclean election can elect a leader)"
 		}
 		if len(p.ELR) > 0 {
 			isr += " (eligible: " + joinIDs(p.ELR) + ")"

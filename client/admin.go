@@ -294,6 +294,9 @@ type PartitionInfo struct {
 	// being reassigned (Admin.ReassignPartition).
 	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	// LostReplicas, with an empty ISR: the replicas that lost their storage
+	// as its last in-sync replica; an unclean election takes them last.
+	LostReplicas []int32 `json:"lost_replicas,omitempty"`
 }
 
 // TopicDescription is `paymentlog topic describe NAME --json`.
@@ -325,7 +328,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescriptio
 		d.Partitions = append(d.Partitions, PartitionInfo{
 			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), ELR: p.ELR, HighWatermark: -1, LogStartOffset: -1,
-			AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+			AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas, LostReplicas: p.LostReplicas,
 		})
 		if p.Leader >= 0 {
 			parts = append(parts, p.Partition)

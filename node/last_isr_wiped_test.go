@@ -162,6 +162,12 @@ func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 		})
 	}
 
+	// Describe names the replica that lost its storage.
+	waitFor(t, "describe shows the empty ISR and the lost replica", 15*time.Second, func() bool {
+		d, err := c.Admin().DescribeTopic(ctx, "payments")
+		return err == nil && len(d.Partitions) == 1 && len(d.Partitions[0].ISR) == 0 &&
+			slices.Equal(d.Partitions[0].LostReplicas, []int32{b})
+	})
 	if err := c.Admin().AlterTopicConfigs(ctx, "payments", client.ConfigChange{
 		Set: map[string]string{metadata.ConfigUncleanLeaderElection: "true"}}); err != nil {
 		t.Fatal(err)

@@ -57,6 +57,9 @@ type PartitionMetadata struct {
 	// target followed by the replicas being removed.
 	AddingReplicas   []int32 `msgpack:"adding,omitempty"`
 	RemovingReplicas []int32 `msgpack:"removing,omitempty"`
+	// LostReplicas, with an empty ISR, name the replicas that lost their
+	// storage as the partition's last in-sync replica; omitted when empty.
+	LostReplicas []int32 `msgpack:"lost,omitempty"`
 }
 
 // TopicMetadata is one topic.

@@ -36,6 +36,7 @@ func (p PartitionState) PartitionMetadata() wire.PartitionMetadata {
 		PartitionEpoch: p.PartitionEpoch, Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR),
 		ELR: slices.Clone(p.ELR), HighWatermark: -1, LogStartOffset: -1,
 		AddingReplicas: slices.Clone(p.Adding), RemovingReplicas: slices.Clone(p.Removing),
+		LostReplicas: slices.Clone(p.Lost),
 	}
 }
 
