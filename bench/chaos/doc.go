@@ -33,7 +33,8 @@
 // restart after Hold. pause: SIGSTOP for longer than the session timeout,
 // then SIGCONT. partition: the node's link goes down for Hold, then up.
 // torn-tail rides on a kill: before the restart, the last segment of one of
-// the dead node's partitions (or of its metadata log) is damaged.
+// the dead node's partitions (or of its metadata log) is damaged, or (mode
+// wipe) one partition's directory is removed whole.
 //
 // Link faults (NetKinds; only when asked for: --kinds net or by name, not in
 // the default "all"), made with tc in the victim's namespace

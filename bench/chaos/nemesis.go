@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -333,8 +334,8 @@ func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, s
 		return n.applyTorn(filepath.Join(data, "__cluster_metadata-0"), t, 0)
 	}
 	note := ""
-	if t.Mode == TornCutAcked || t.Mode == TornOverwrite {
-		if ok, why := n.othersInISR(ctx, victim, int32(t.Partition)); !ok {
+	if t.Mode == TornCutAcked || t.Mode == TornOverwrite || t.Mode == TornWipe {
+		if ok, why := n.othersInISR(ctx, victim, int32(t.Partition), t.Mode == TornWipe); !ok {
 			note = fmt.Sprintf("%s downgraded to %s: %s", t.Mode, TornCutUnacked, why)
 			t.Mode = TornCutUnacked
 		}
@@ -351,8 +352,8 @@ func (n *Nemesis) applyTorn(dir string, t Torn, from int64) (TornResult, string,
 }
 
 // othersInISR reports whether a running node other than victim is in the
-// partition's ISR.
-func (n *Nemesis) othersInISR(ctx context.Context, victim, p int32) (bool, string) {
+// partition's ISR, or (withELR) in its ELR.
+func (n *Nemesis) othersInISR(ctx context.Context, victim, p int32, withELR bool) (bool, string) {
 	v, err := n.C.Metadata(ctx, n.Topic)
 	if err != nil {
 		return false, "no metadata: " + err.Error()
@@ -361,10 +362,17 @@ func (n *Nemesis) othersInISR(ctx context.Context, victim, p int32) (bool, strin
 	if !ok {
 		return false, "partition unknown"
 	}
-	for _, id := range pm.ISR {
+	holders := pm.ISR
+	if withELR {
+		holders = append(slices.Clone(pm.ISR), pm.ELR...)
+	}
+	for _, id := range holders {
 		if id != victim && n.C.Node(id).Running && !n.C.Node(id).Paused {
 			return true, ""
 		}
+	}
+	if withELR {
+		return false, fmt.Sprintf("isr %v and elr %v have no other running member", pm.ISR, pm.ELR)
 	}
 	return false, fmt.Sprintf("isr %v has no other running member", pm.ISR)
 }

@@ -94,6 +94,14 @@ const (
 	// TornOverwrite overwrites the last bytes of the data with garbage (a
 	// corrupted sector). Same precondition and fallback as TornCutAcked.
 	TornOverwrite TornMode = "overwrite"
+	// TornWipe removes the partition's whole directory (a directory lost
+	// or replaced; the rest of the data directory, its incarnation file
+	// included, stays): the node restarts holding nothing of the
+	// partition, and its registration says so (EmptyReplicas). Applied
+	// only when another running node is in the partition's ISR or ELR
+	// (the victim may be the ISR's last member); otherwise it degrades to
+	// TornCutUnacked.
+	TornWipe TornMode = "wipe"
 )
 
 // Special Torn.Partition values.
@@ -345,6 +353,12 @@ func (s *Schedule) torn1() *Torn {
 		t.Mode = TornGarbage
 	case x < 0.75:
 		t.Mode = TornCutAcked
+		if t.Seed%3 == 0 {
+			// A third of them wipe the directory instead, decided from
+			// the seed already drawn so that every seed's schedule (the
+			// generator's draws) stays what it was before wipes existed.
+			t.Mode = TornWipe
+		}
 	default:
 		t.Mode = TornOverwrite
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -46,6 +48,9 @@ func (r TornResult) String() string {
 // inside batches at or after it (and falls back to TornGarbage without
 // such batches). The caller has checked the precondition of the acked modes.
 func ApplyTorn(dir string, t Torn, unackedFrom int64) (TornResult, error) {
+	if t.Mode == TornWipe {
+		return wipe(dir)
+	}
 	s, err := ScanPartition(dir, false)
 	if err != nil {
 		return TornResult{}, err
@@ -215,4 +220,26 @@ func shortPath(p string) string {
 		parts = parts[len(parts)-4:]
 	}
 	return strings.Join(parts, string(os.PathSeparator))
+}
+
+// wipe removes dir whole (TornWipe); Changed counts the bytes its files held.
+func wipe(dir string) (TornResult, error) {
+	res := TornResult{Mode: TornWipe, File: dir, Action: "wipe", FirstOffset: 0}
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if info, ierr := d.Info(); ierr == nil && !d.IsDir() {
+			res.Len += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("chaos: wipe: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return res, fmt.Errorf("chaos: wipe: %w", err)
+	}
+	res.Changed = res.Len
+	return res, nil
 }

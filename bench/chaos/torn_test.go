@@ -223,3 +223,49 @@ func TestTornTailThatChangedNothingIsNotApplied(t *testing.T) {
 		t.Fatal("no case changed nothing: the test proves nothing")
 	}
 }
+
+// A wipe removes the partition directory whole and counts its bytes.
+func TestApplyTornWipe(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "payments-0")
+	makeLog(t, dir, 10)
+	var size int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil {
+			size += info.Size()
+		}
+	}
+	res, err := ApplyTorn(dir, Torn{Mode: TornWipe}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s still there: %v", dir, err)
+	}
+	if !res.Applied() || res.Changed != size || res.Mode != TornWipe || res.Action != "wipe" {
+		t.Fatalf("result %+v, want a wipe of %d bytes", res, size)
+	}
+	if !strings.Contains(res.String(), "wipe") {
+		t.Fatalf("result reads %q", res)
+	}
+}
+
+// Some seeds' schedules wipe a partition directory, drawn without changing
+// the generator's draws: the wipes' seeds are those of cut-acked faults.
+func TestScheduleWipes(t *testing.T) {
+	wipes := 0
+	for seed := int64(1); seed <= 40 && wipes == 0; seed++ {
+		s := NewSchedule(Plan{Seed: seed})
+		for _, f := range s.Take(300) {
+			if f.Torn != nil && f.Torn.Mode == TornWipe {
+				if f.Torn.Seed%3 != 0 || f.Torn.Partition == MetadataLog {
+					t.Fatalf("seed %d: wipe %+v", seed, f.Torn)
+				}
+				wipes++
+			}
+		}
+	}
+	if wipes == 0 {
+		t.Fatal("no wipe in 40 seeds' schedules")
+	}
+}
