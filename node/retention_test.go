@@ -74,6 +74,7 @@ func TestTopicRetentionBytesAppliedByTheNodes(t *testing.T) {
 	defer cons.Close()
 	cons.Assign([]client.TopicPartition{{Topic: "payments", Partition: 0}}, client.SeekBeginning)
 	next := start
+	first := true // the first record read from the beginning
 	for moved := 0; next < total; {
 		msgs, err := cons.Poll(ctx)
 		var oor *client.OffsetOutOfRangeError
@@ -89,6 +90,13 @@ func TestTopicRetentionBytesAppliedByTheNodes(t *testing.T) {
 			t.Fatalf("poll at %d: %v", next, err)
 		}
 		for _, m := range msgs {
+			if first && m.Offset > next && m.Offset < total {
+				// The next retention pass moved the start up before the
+				// consumer asked where the beginning is.
+				t.Logf("the log start moved from %d to %d before the first read", next, m.Offset)
+				next = m.Offset
+			}
+			first = false
 			if m.Offset != next {
 				t.Fatalf("read offset %d, want %d", m.Offset, next)
 			}
