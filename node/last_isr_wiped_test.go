@@ -53,21 +53,13 @@ func wipePartitionDir(tc *testCluster, id int32) string {
 func wipedLastISRMember(t *testing.T, wipedFirst bool, wipe func(*testCluster, int32) string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var held [4]atomic.Bool
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
-		id := cfg.ID
-		node.SetHeartbeatHold(cfg, func() bool { return held[id].Load() })
-		// Only held heartbeats fence: a loaded machine's stalls (which
-		// fence at the default 250 ms) would move the leadership or the
-		// ISR this test sets up.
-		cfg.SessionTimeout = time.Second
-	})
+	tc, held := heldCluster(t)
 	w := startPayments(ctx, t, tc)
 	partition := func() metadata.PartitionState { return paymentsPartition(tc) }
 	live := func(ids ...int32) bool { return liveIn(tc, ids...) }
 	waitFor(t, "full ISR", 15*time.Second, func() bool { return len(partition().ISR) == 3 })
 	b := partition().Leader
-	others := holdFollowers(&held, b)
+	others := holdFollowers(held, b)
 	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 30*time.Second, func() bool {
 		p := partition()
 		return p.Leader == b && slices.Equal(p.ISR, []int32{b})
@@ -115,12 +107,7 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool, wipe func(*testCluster, i
 func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var held [4]atomic.Bool
-	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
-		id := cfg.ID
-		node.SetHeartbeatHold(cfg, func() bool { return held[id].Load() })
-		cfg.SessionTimeout = time.Second // only held heartbeats fence (see above)
-	})
+	tc, held := heldCluster(t)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 1})
@@ -130,7 +117,7 @@ func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
 	partition := func() metadata.PartitionState { return paymentsPartition(tc) }
 	waitFor(t, "full ISR", 15*time.Second, func() bool { return len(partition().ISR) == 3 })
 	b := partition().Leader
-	others := holdFollowers(&held, b)
+	others := holdFollowers(held, b)
 	waitFor(t, fmt.Sprintf("the ISR down to the leader %d", b), 30*time.Second, func() bool {
 		p := partition()
 		return p.Leader == b && slices.Equal(p.ISR, []int32{b}) && len(p.ELR) == 0
@@ -224,4 +211,18 @@ func holdFollowers(held *[4]atomic.Bool, leader int32) []int32 {
 		}
 	}
 	return others
+}
+
+// heldCluster starts three nodes whose heartbeats the test can hold back
+// (held[id]), with a 1 s session: only held heartbeats fence, where a
+// loaded machine's stalls (which fence at the default 250 ms) would move
+// the leadership or the ISR a test sets up.
+func heldCluster(t *testing.T) (*testCluster, *[4]atomic.Bool) {
+	held := new([4]atomic.Bool)
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {
+		id := cfg.ID
+		node.SetHeartbeatHold(cfg, func() bool { return held[id].Load() })
+		cfg.SessionTimeout = time.Second
+	})
+	return tc, held
 }
