@@ -65,18 +65,20 @@ func (n *Node) heartbeatLoop(ctx context.Context) error {
 // heartbeatOnce registers if needed and sends one heartbeat. It returns the
 // controller's answer (zero value on failure).
 func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.BrokerHeartbeatResponse, bool) {
+	n.mu.Lock()
+	registered, newStorage := n.mu.registered, n.mu.newStorage
+	n.mu.Unlock()
+	var empty []wire.PartitionRef
+	if !registered && !newStorage { // (with new storage every partition is empty)
+		empty = n.emptyReplicas(ctx)
+	}
 	hctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTimeout/2)
 	defer cancel()
 	n.mu.Lock()
-	registered, newStorage := n.mu.registered, n.mu.newStorage
 	n.mu.hbSeq++
 	seq, acked := n.mu.hbSeq, n.mu.hbAcked
 	n.mu.Unlock()
 	if !registered {
-		var empty []wire.PartitionRef
-		if !newStorage { // (with new storage every partition is empty)
-			empty = n.emptyReplicas(hctx)
-		}
 		var resp wire.BrokerRegisterResponse
 		err := n.callController(hctx, wire.TypeBrokerRegister, wire.BrokerRegisterRequest{
 			BrokerID:           n.cfg.ID,
@@ -187,23 +189,41 @@ func (n *Node) checkSelfFence() {
 	}
 }
 
+// localLogWait bounds how long the first registration waits for the local
+// metadata log to be applied (emptyReplicas); it takes milliseconds.
+const localLogWait = 5 * time.Second
+
 // emptyReplicas lists the partitions this node's metadata image assigns to
 // it whose logs hold nothing from before this process (broker.HoldsNothing):
 // its registration names them (wire.BrokerRegisterRequest.EmptyReplicas).
-// It first waits, within ctx, until the metadata log on disk at start is
-// applied: before, the image may not show every assignment yet.
+// It first waits, up to localLogWait, until the metadata log on disk at
+// start is applied: before, the image may not show every assignment yet.
 func (n *Node) emptyReplicas(ctx context.Context) []wire.PartitionRef {
-	if err := n.raft.WaitApplied(ctx, n.startCommit); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, localLogWait)
+	defer cancel()
+	if err := n.raft.WaitApplied(wctx, n.startCommit); err != nil {
 		n.log.Warn("registering before the metadata log on disk is applied: partitions whose logs are lost may go unnamed",
 			"applied", n.raft.Status().Applied, "commit_at_start", n.startCommit, "err", err)
 	}
+	img := n.store.Image()
+	n.mu.Lock()
+	if n.mu.emptyAt != 0 && n.mu.emptyAt == img.Offset() {
+		// A retry: a log found before holds what it held, and one found
+		// empty stays marked until a registration is accepted.
+		defer n.mu.Unlock()
+		return n.mu.empty
+	}
+	n.mu.Unlock()
 	var out []wire.PartitionRef
-	for _, t := range n.store.Image().Topics() {
+	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {
 			if p.HasReplica(n.cfg.ID) && n.broker.HoldsNothing(p.Topic, p.TopicID, p.Partition) {
 				out = append(out, wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition})
 			}
 		}
 	}
+	n.mu.Lock()
+	n.mu.empty, n.mu.emptyAt = out, img.Offset()
+	n.mu.Unlock()
 	return out
 }

@@ -30,6 +30,7 @@ import (
 	"paymentlog/quic"
 	"paymentlog/raftnode"
 	"paymentlog/segment"
+	"paymentlog/wire"
 )
 
 // MetadataDirName is the metadata log's directory under the data dir.
@@ -81,13 +82,17 @@ type Node struct {
 		// newStorage: the data directory was new at this start and no
 		// registration saying so has been accepted yet (NewStorageFile).
 		newStorage bool
-		staleReg   bool      // the last registration was refused: our incarnation is older than the registered one
-		lastHB     time.Time // last successful heartbeat
-		hbSeq      uint64    // heartbeats started
-		hbApplied  uint64    // the newest heartbeat whose answer was applied
-		hbAcked    uint64    // the newest heartbeat whose answer arrived (sent as AckedSeq)
-		fenced     bool
-		closing    bool
+		// empty and emptyAt: emptyReplicas's last answer and the image
+		// offset it was computed at (a retried registration reuses it).
+		empty     []wire.PartitionRef
+		emptyAt   uint64
+		staleReg  bool      // the last registration was refused: our incarnation is older than the registered one
+		lastHB    time.Time // last successful heartbeat
+		hbSeq     uint64    // heartbeats started
+		hbApplied uint64    // the newest heartbeat whose answer was applied
+		hbAcked   uint64    // the newest heartbeat whose answer arrived (sent as AckedSeq)
+		fenced    bool
+		closing   bool
 		// ctrlContact: when an active controller last answered a
 		// heartbeat (zero: never). Unlike lastHB it is not set at start.
 		ctrlContact time.Time
