@@ -241,6 +241,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: broker: %w", err)
 	}
+	if newStorage {
+		n.broker.NewStorage() // no empty-replica marks: the registration covers all
+	}
 	n.disk.mu.Lock()
 	n.broker.SetDiskFull(n.disk.full) // full at start (its incarnation not recorded)
 	n.disk.mu.Unlock()

@@ -229,10 +229,11 @@ type Broker struct {
 
 	fenced   atomic.Bool
 	diskFull atomic.Bool // SetDiskFull: followers do not fetch
-	// empty orders markEmpty against Registered (empty_replica.go).
+	// empty orders markEmpty (read lock: several logs open at once)
+	// against Registered (empty_replica.go).
 	empty struct {
-		sync.Mutex
-		registered bool
+		sync.RWMutex
+		registered bool // or the node's storage is new: no marks
 	}
 	reqSeq    atomic.Uint64
 	throttle  *copyThrottle // nil: unlimited

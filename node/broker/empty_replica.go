@@ -47,8 +47,8 @@ func (b *Broker) HoldsNothing(topic, topicID string, partition int32) bool {
 // markEmpty records, before its log is created, that dir's log starts empty
 // (EmptyReplicaFile), unless this incarnation is registered already.
 func (b *Broker) markEmpty(fs segment.FS, dir string) error {
-	b.empty.Lock()
-	defer b.empty.Unlock()
+	b.empty.RLock()
+	defer b.empty.RUnlock()
 	if b.empty.registered {
 		return nil
 	}
@@ -59,6 +59,15 @@ func (b *Broker) markEmpty(fs segment.FS, dir string) error {
 		return err
 	}
 	return fs.SyncDir(b.cfg.DataDir)
+}
+
+// NewStorage tells the broker that the node's whole data directory is new
+// (its registration says so, which covers every partition): logs it
+// creates are not marked.
+func (b *Broker) NewStorage() {
+	b.empty.Lock()
+	b.empty.registered = true
+	b.empty.Unlock()
 }
 
 // Registered tells the broker that its incarnation's registration was

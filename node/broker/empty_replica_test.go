@@ -72,4 +72,16 @@ func TestEmptyReplicaMarks(t *testing.T) {
 	}
 	check(b, "pay", "id-pay", 0, false)
 	check(b, "pay", "id-pay", 1, true)
+
+	// A node with new storage marks nothing: its registration covers all.
+	fresh, err := New(ctx, Config{NodeID: 1, DataDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	fresh.NewStorage()
+	if err := fresh.ApplyPartition(ctx, state("pay", 0)); err != nil {
+		t.Fatal(err)
+	}
+	check(fresh, "pay", "id-pay", 0, false)
 }
