@@ -117,10 +117,10 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 		n.mu.newStorage = false
 		n.mu.Unlock()
 		if newStorage {
-			// Not synced: a crash that brings the marker back only says
-			// so once more, which takes this broker out of ISRs it was
-			// taken out of already (or, kept as a partition's last member,
-			// made the partition wait for its ELR).
+			// Synced: a marker back after a power cut would say so once
+			// more, when this broker may have rejoined ISRs by fetching
+			// everything, and take it out of them again (as the last
+			// member, leaving its partition offline).
 			if err := os.Remove(filepath.Join(n.cfg.DataDir, NewStorageFile)); err != nil && !os.IsNotExist(err) {
 				n.log.Warn("removing the new-storage marker", "err", err)
 			} else if err := (segment.OSFS{}).SyncDir(n.cfg.DataDir); err != nil {
@@ -207,13 +207,13 @@ func (n *Node) emptyReplicas(ctx context.Context) []wire.PartitionRef {
 	}
 	img := n.store.Image()
 	n.mu.Lock()
-	if n.mu.emptyAt != 0 && n.mu.emptyAt == img.Offset() {
+	cached, at := n.mu.empty, n.mu.emptyAt
+	n.mu.Unlock()
+	if at != 0 && at == img.Offset() {
 		// A retry: a log found before holds what it held, and one found
 		// empty stays marked until a registration is accepted.
-		defer n.mu.Unlock()
-		return n.mu.empty
+		return cached
 	}
-	n.mu.Unlock()
 	var out []wire.PartitionRef
 	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {

@@ -124,10 +124,10 @@ type BrokerRegisterRequest struct {
 	// longer an eligible leader replica (KIP-966). Omitted when false.
 	UnsyncedLogs bool `msgpack:"unsynced,omitempty"`
 	// EmptyReplicas lists the partitions the node's metadata image assigns
-	// to it whose logs it does not hold from before this start (their
-	// directory missing or holding another topic's data, or created by a
-	// process of this incarnation): for these partitions the controller
-	// treats it as NewStorage. Omitted when empty.
+	// to it whose logs hold nothing from before this start (their
+	// directory missing, holding another topic's data, or marked as created
+	// empty by a process not yet registered): for these partitions the
+	// controller treats it as NewStorage. Omitted when empty.
 	EmptyReplicas []PartitionRef `msgpack:"empty,omitempty"`
 }
 

@@ -34,14 +34,12 @@ func (b *Broker) partitionDir(topic string, partition int32) string {
 // EmptyReplicaFile by this or an earlier unregistered process.
 func (b *Broker) HoldsNothing(topic, topicID string, partition int32) bool {
 	fs, dir := b.fs(), b.partitionDir(topic, partition)
-	if !looksLikePartition(fs, dir) {
+	names, err := fs.ReadDir(dir)
+	if err != nil || !holdsPartitionFiles(names) || slices.Contains(names, EmptyReplicaFile) {
 		return true
 	}
-	if id, err := readTopicID(fs, dir); err == nil && id != "" && topicID != "" && id != topicID {
-		return true
-	}
-	names, _ := fs.ReadDir(dir)
-	return slices.Contains(names, EmptyReplicaFile)
+	id, err := readTopicID(fs, dir)
+	return err == nil && id != "" && topicID != "" && id != topicID
 }
 
 // markEmpty records, before its log is created, that dir's log starts empty

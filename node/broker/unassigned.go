@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"paymentlog/segment"
+	"slices"
 	"strconv"
 	"strings"
+
+	"paymentlog/segment"
 )
 
 // RemoveUnassigned deletes the partition copies in the data directory that
@@ -78,13 +80,13 @@ func partitionDirName(name string) (string, int32, bool) {
 // segment.
 func looksLikePartition(fs segment.FS, dir string) bool {
 	names, err := fs.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, name := range names {
-		if name == TopicIDFile || strings.HasSuffix(name, ".log") {
-			return true
-		}
-	}
-	return false
+	return err == nil && holdsPartitionFiles(names)
+}
+
+// holdsPartitionFiles reports whether a directory's file names include the
+// topic-id file or a segment.
+func holdsPartitionFiles(names []string) bool {
+	return slices.ContainsFunc(names, func(name string) bool {
+		return name == TopicIDFile || strings.HasSuffix(name, ".log")
+	})
 }

@@ -29,8 +29,8 @@
 //	4  BrokerUnfenced          {id, inc}
 //	5  BrokerControlledShutdown{id, inc}
 //	6  TopicCreated            {name, id, partitions, rf, min_isr, configs}
-//	7  PartitionCreated        {t, tid, p, replicas, isr, leader, epoch, pepoch, elr}
-//	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch, elr}
+//	7  PartitionCreated        {t, tid, p, replicas, isr, leader, epoch, pepoch, elr, adding, removing, lost}
+//	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch, elr, adding, removing, lost}
 //	9  TopicDeleted            {name, id}
 //	10 ProducerIDBlock         {broker, start, len}
 //	11 TopicConfigChanged      {name, id, set, del, min_isr}: configs set and deleted, min ISR (0 = unchanged)
@@ -45,9 +45,12 @@
 // no record type of its own, so logs and snapshots written before the
 // feature read as before (see create_partitions.go).
 //
-// The elr field of partition records (eligible leader replicas, KIP-966;
-// election.go) was added later and is omitted when empty: logs and
-// snapshots written before it decode as partitions without one.
+// The elr (eligible leader replicas, KIP-966; election.go), adding and
+// removing (a reassignment in progress; reassign.go) and lost (replicas
+// that lost their storage as the last ISR member, only with an empty ISR;
+// election.go) fields of partition records were added later and are
+// omitted when empty: logs and snapshots written before them decode as
+// partitions without them.
 //
 // # Applying records
 //

@@ -69,8 +69,10 @@ func configInt(cfg map[string]string, key string) (int64, bool) {
 // PartitionState is one partition's assignment and leadership. The slices are
 // shared between image versions and must not be modified.
 //
-// Invariants: ISR ⊆ Replicas, len(ISR) >= 1, Leader == NoLeader or Leader ∈ ISR,
-// ELR ⊆ Replicas, ELR ∩ ISR = ∅, ELR in assignment order.
+// Invariants: ISR ⊆ Replicas, Leader == NoLeader or Leader ∈ ISR (so an
+// empty ISR, which only a lost last member leaves, has no leader),
+// ELR ⊆ Replicas, ELR ∩ ISR = ∅, ELR in assignment order, Lost ⊆ Replicas
+// and empty unless the ISR is.
 type PartitionState struct {
 	Topic          string
 	TopicID        string
