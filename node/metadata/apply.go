@@ -63,7 +63,7 @@ type builder struct {
 	oldParts     map[partKey]*PartitionState
 	created      []TopicRef
 	deleted      []TopicRef
-	// configsChanged lists the topics whose configs or min ISR changed.
+	// configsChanged lists the topics whose configs, min ISR or replication factor changed.
 	configsChanged []TopicRef
 	ctrl, pids     bool
 }

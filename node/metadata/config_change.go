@@ -8,23 +8,28 @@ import (
 	"paymentlog/wire"
 )
 
-// TopicConfigChanged (record type 11) changes the configs and/or the min ISR
-// of one topic incarnation after its creation: Set keys are set, Delete keys
-// removed (their defaults apply again), and MinISR, when not 0, becomes the
-// topic's min ISR. The change is a delta, not the whole config map, so two
+// TopicConfigChanged (record type 11) changes the configs, the min ISR
+// and/or the replication factor of one topic incarnation after its
+// creation: Set keys are set, Delete keys removed (their defaults apply
+// again), MinISR, when not 0, becomes the topic's min ISR, and RF, when not
+// 0, its replication factor (DecideReplicationFactor: the same entry carries
+// the partitions' reassignments to that many replicas). The change is a delta, not the whole config map, so two
 // changes decided one after the other both take effect.
 //
 // It applies when the topic exists with ID, no key is both set and deleted,
 // the resulting configs pass ValidateConfigs (which accepts unknown keys:
-// a request refuses them, a record does not) and MinISR is 0 or within
-// [1, RF]. The entry that carries it may also carry PartitionChanges that the
-// change made possible (unclean leader elections).
+// a request refuses them, a record does not), RF is 0 or within [1,
+// MaxReplicas] and MinISR is 0 or within [1, RF] (the new RF when both
+// change). The entry that carries it may also carry PartitionChanges that
+// the change made possible (unclean leader elections) or asks for
+// (reassignments to the new replication factor).
 type TopicConfigChanged struct {
 	Name   string            `msgpack:"name"`
 	ID     string            `msgpack:"id"`
 	Set    map[string]string `msgpack:"set"`
 	Delete []string          `msgpack:"del"`
-	MinISR int32             `msgpack:"min_isr"` // 0: unchanged
+	MinISR int32             `msgpack:"min_isr"`      // 0: unchanged
+	RF     int32             `msgpack:"rf,omitempty"` // 0: unchanged
 }
 
 // TypeTopicConfigChanged is TopicConfigChanged's record type. Part of the
@@ -51,8 +56,18 @@ func (b *builder) applyTopicConfigChanged(r TopicConfigChanged) string {
 			return fmt.Sprintf("config %s both set and deleted", k)
 		}
 	}
-	if r.MinISR != 0 && (r.MinISR < 1 || r.MinISR > t.RF) {
+	rf := t.RF
+	if r.RF != 0 {
+		if r.RF < 1 || r.RF > MaxReplicas {
+			return fmt.Sprintf("replication factor %d out of range", r.RF)
+		}
+		rf = r.RF
+	}
+	if r.MinISR != 0 && (r.MinISR < 1 || r.MinISR > rf) {
 		return fmt.Sprintf("min ISR %d out of range", r.MinISR)
+	}
+	if r.MinISR == 0 && t.MinISR > rf {
+		return fmt.Sprintf("replication factor %d is below the min ISR %d", rf, t.MinISR)
 	}
 	cfg := maps.Clone(t.Configs)
 	if cfg == nil {
@@ -73,6 +88,9 @@ func (b *builder) applyTopicConfigChanged(r TopicConfigChanged) string {
 	if r.MinISR != 0 {
 		mt.MinISR = r.MinISR
 	}
+	if r.RF != 0 {
+		mt.RF = r.RF
+	}
 	b.configsChanged = append(b.configsChanged, TopicRef{r.Name, r.ID})
 	return ""
 }
@@ -82,6 +100,9 @@ func formatTopicConfigChanged(r TopicConfigChanged) string {
 	s := fmt.Sprintf("TopicConfigChanged %s id=%s", r.Name, r.ID)
 	if r.MinISR != 0 {
 		s += fmt.Sprintf(" min_isr=%d", r.MinISR)
+	}
+	if r.RF != 0 {
+		s += fmt.Sprintf(" rf=%d", r.RF)
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Set)) {
 		s += fmt.Sprintf(" %s=%s", k, r.Set[k])
@@ -154,6 +175,10 @@ func DecideAlterConfigs(img *Image, ev AlterConfigsEvent) ([]Record, error) {
 	if minISR > t.RF {
 		return nil, werr(wire.InvalidConfig, "config %s: %d exceeds the replication factor %d of topic %q",
 			ConfigMinInsyncReplicas, minISR, t.RF, t.Name)
+	}
+	if n, p, ok := fewestReplicas(t); ok && minISR > t.MinISR && minISR > int32(n) {
+		return nil, werr(wire.InvalidConfig, "config %s: %d exceeds the %d replicas of %s-%d (a cancelled change of the replication factor left it there; reassign it first)",
+			ConfigMinInsyncReplicas, minISR, n, t.Name, p)
 	}
 	if minISR != t.MinISR {
 		rec.MinISR = minISR

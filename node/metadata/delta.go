@@ -16,8 +16,8 @@ type Delta struct {
 	TopicsCreated []TopicRef       // in creation order
 	TopicsDeleted []TopicRef       // in deletion order
 	Partitions    []PartitionDelta // sorted by topic, partition
-	// TopicsConfigChanged lists topics whose configs or min ISR changed
-	// (TopicConfigChanged), in order, each once.
+	// TopicsConfigChanged lists topics whose configs, min ISR or replication factor
+	// changed (TopicConfigChanged), in order, each once.
 	TopicsConfigChanged []TopicRef
 	// ControllerChanged is set when a ControllerMarker was applied.
 	ControllerChanged bool
@@ -173,7 +173,7 @@ func Diff(prev, next *Image) Delta {
 		n := next.topics[name]
 		if o, ok := prev.topics[name]; !ok || n.ID != o.ID {
 			d.TopicsCreated = append(d.TopicsCreated, TopicRef{n.Name, n.ID})
-		} else if o.MinISR != n.MinISR || !maps.Equal(o.Configs, n.Configs) {
+		} else if o.MinISR != n.MinISR || o.RF != n.RF || !maps.Equal(o.Configs, n.Configs) {
 			d.TopicsConfigChanged = append(d.TopicsConfigChanged, TopicRef{n.Name, n.ID})
 		}
 	}

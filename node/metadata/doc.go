@@ -33,7 +33,7 @@
 //	8  PartitionChange         {t, tid, p, replicas, isr, leader, epoch, pepoch, elr, adding, removing, lost}
 //	9  TopicDeleted            {name, id}
 //	10 ProducerIDBlock         {broker, start, len}
-//	11 TopicConfigChanged      {name, id, set, del, min_isr}: configs set and deleted, min ISR (0 = unchanged)
+//	11 TopicConfigChanged      {name, id, set, del, min_isr, rf}: configs set and deleted, min ISR, replication factor (0 = unchanged)
 //
 // Record type 11 was added after the others; logs written before it hold
 // none and decode as before. A TopicCreated may hold config keys that new
@@ -62,7 +62,7 @@
 // a leader epoch not below the current one; a ProducerIDBlock must start at
 // the next unallocated id; a TopicCreated must not reuse a live name; a
 // TopicConfigChanged must name the topic's current id and keep min ISR
-// within [1, RF].
+// within [1, RF] (RF within [1, 16]).
 //
 // # Snapshot format
 //

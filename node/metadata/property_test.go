@@ -226,6 +226,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		recs = DecidePreferredLeaders(img)
 	case k == 10:
 		recs, err = DecideAlterConfigs(img, randomConfigChange(rng, img))
+	case k >= 11 && rng.IntN(4) == 0:
+		recs, err = DecideReplicationFactor(img, ReplicationFactorEvent{Topic: fmt.Sprintf("t%d", rng.IntN(4)), RF: int32(1 + rng.IntN(4))})
 	case k >= 11:
 		recs, err = DecideReassign(img, randomReassign(rng, img))
 	default:

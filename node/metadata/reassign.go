@@ -37,8 +37,8 @@ import (
 // the removed ones (as in Kafka, whose records do not keep the original
 // order either): a cancel may change the preferred leader. Either drops
 // added replicas not in the new target from the replicas, the ISR and the
-// ELR. The replication factor of a topic is fixed, so a target has exactly
-// that many replicas; the order of the target is the new preference order
+// ELR. A target has exactly the topic's replication factor of replicas
+// (DecideReplicationFactor changes it for every partition at once); the order of the target is the new preference order
 // (its first replica is the preferred leader), which also makes a
 // reassignment that only reorders a partition's replicas complete at once.
 
@@ -87,29 +87,40 @@ func DecideReassign(img *Image, ev ReassignEvent) ([]Record, error) {
 		return nil, werr(wire.UnknownTopicOrPartition, "%s-%d does not exist", ev.Topic, ev.Partition)
 	}
 	p := t.Partitions[ev.Partition]
-	orig := p.Original()
 	target := ev.Target
 	if ev.Cancel {
 		if !p.Reassigning() {
 			return nil, werr(wire.InvalidRequest, "%s-%d: no reassignment in progress", ev.Topic, ev.Partition)
 		}
-		target = orig
+		target = p.Original()
 	} else if err := validateTarget(img, t, ev.Partition, target); err != nil {
 		return nil, err
 	}
-	if slices.Equal(target, p.Target()) {
+	c, changed, err := retarget(img, p, target)
+	if err != nil {
+		return nil, werr(wire.IneligibleReplica, "%s-%d: %v", ev.Topic, ev.Partition, err)
+	}
+	if !changed {
 		return nil, nil
 	}
+	return []Record{c}, nil
+}
+
+// retarget returns the change that starts, replaces or undoes p's
+// reassignment so that its target becomes target; false when that is
+// already its target.
+func retarget(img *Image, p PartitionState, target []int32) (PartitionChange, bool, error) {
+	if slices.Equal(target, p.Target()) {
+		return PartitionChange{}, false, nil
+	}
+	orig := p.Original()
 	next := p
 	next.Replicas = append(slices.Clone(target), minus(orig, target)...)
 	next.Adding = nilIfEmpty(minus(target, orig))
 	next.Removing = nilIfEmpty(minus(orig, target))
 	next.ISR = inOrder(next.Replicas, p.ISR)
 	c, err := settle(img, p, next)
-	if err != nil {
-		return nil, werr(wire.IneligibleReplica, "%s-%d: %v", ev.Topic, ev.Partition, err)
-	}
-	return []Record{c}, nil
+	return c, err == nil, err
 }
 
 // validateTarget checks a reassignment target.

@@ -242,10 +242,11 @@ func TestReassignFieldsValidated(t *testing.T) {
 // reassigned has exactly its topic's replication factor of replicas, and
 // reassignments both start and complete.
 func TestReassignRandomWalk(t *testing.T) {
-	started, completed := 0, 0
+	started, completed, rfChanges := 0, 0, 0
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		img := EmptyImage()
+		rfChanged := map[string]bool{} // topics whose replication factor changed
 		for range 120 {
 			recs := randomDecision(rng, img)
 			if len(recs) == 0 {
@@ -256,10 +257,26 @@ func TestReassignRandomWalk(t *testing.T) {
 				t.Fatalf("seed %d: decision rejected: %v", seed, err)
 			}
 			checkInvariants(t, next)
+			for _, r := range recs {
+				if c, ok := r.(TopicConfigChanged); ok && c.RF != 0 {
+					rfChanged[c.Name] = true
+					rfChanges++
+				}
+				if c, ok := r.(TopicCreated); ok {
+					delete(rfChanged, c.Name)
+				}
+			}
 			next.EachPartition(func(p PartitionState) bool {
 				tp, _ := next.Topic(p.Topic)
-				if !p.Reassigning() && len(p.Replicas) != int(tp.RF) {
+				// A partition has its topic's replication factor of
+				// replicas unless a reassignment is under way or one
+				// that changed the replication factor was cancelled;
+				// never fewer than the min ISR.
+				if !p.Reassigning() && len(p.Replicas) != int(tp.RF) && !rfChanged[p.Topic] {
 					t.Fatalf("seed %d: %s: %d replicas, replication factor %d", seed, p, len(p.Replicas), tp.RF)
+				}
+				if min(len(p.Original()), len(p.Target())) < int(tp.MinISR) {
+					t.Fatalf("seed %d: %s: fewer replicas than the min ISR %d", seed, p, tp.MinISR)
 				}
 				old, ok := img.Partition(p.Topic, p.Partition)
 				if !ok || old.TopicID != p.TopicID {
@@ -286,10 +303,11 @@ func TestReassignRandomWalk(t *testing.T) {
 			img = next
 		}
 	}
-	if started < 50 || completed < 10 {
-		t.Fatalf("walks started %d and completed %d reassignments; want at least 50 and 10", started, completed)
+	if started < 50 || completed < 10 || rfChanges < 20 {
+		t.Fatalf("walks started %d and completed %d reassignments and changed %d replication factors; want at least 50, 10 and 20",
+			started, completed, rfChanges)
 	}
-	t.Logf("%d reassignments started, %d completed", started, completed)
+	t.Logf("%d reassignments started, %d completed, %d replication factors changed", started, completed, rfChanges)
 }
 
 // reassignSeeds are the fuzz seeds of a reassignment: the entry starting
