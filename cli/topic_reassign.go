@@ -25,7 +25,8 @@ func topicReassignCommand() *ucli.Command {
 		UsageText: "paymentlog topic reassign NAME --partition N --replicas 4,2,3\n" +
 			"   paymentlog topic reassign NAME --replace 1=4 [--partition N]\n" +
 			"   paymentlog topic reassign NAME --drain 1 [--partition N]\n" +
-			"   paymentlog topic reassign NAME --partition N --cancel\n\n" +
+			"   paymentlog topic reassign NAME --partition N --cancel\n" +
+			"   paymentlog topic reassign NAME --replication-factor 4\n\n" +
 			"--replicas gives a partition's new replicas in preference order (the first is its preferred\n" +
 			"leader), as many as the topic's replication factor. --replace OLD=NEW puts broker NEW in\n" +
 			"OLD's place in every partition of the topic that OLD holds (or only in --partition N).\n" +
@@ -35,13 +36,19 @@ func topicReassignCommand() *ucli.Command {
 			"and the partition keeps taking writes; once every new replica is in sync, the old ones\n" +
 			"leave and delete their copies, and leadership moves if the leader was one of them.\n" +
 			"The command waits for that (--no-wait returns once the move has started; `topic describe`\n" +
-			"shows moves under way). --cancel undoes a move in progress: the added replicas leave.",
+			"shows moves under way). --cancel undoes a move in progress: the added replicas leave.\n" +
+			"--replication-factor N gives every partition N replicas (and partitions added later): raising\n" +
+			"it adds the alive brokers holding the fewest of the topic's replicas at the end of each\n" +
+			"partition's preference order; lowering it removes replicas on brokers that are not alive,\n" +
+			"then out of sync, then the last in preference order, never the leader. Lower\n" +
+			"min.insync.replicas (topic alter-config) first to go below it.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "the partition to move (required with --replicas and --cancel)", EnvVars: envVar("TOPIC_REASSIGN_PARTITION")},
 			&ucli.StringFlag{Name: "replicas", Usage: "the new replicas, comma-separated broker ids in preference order", EnvVars: envVar("TOPIC_REASSIGN_REPLICAS")},
 			&ucli.StringFlag{Name: "replace", Usage: "OLD=NEW: broker NEW takes broker OLD's replicas", EnvVars: envVar("TOPIC_REASSIGN_REPLACE")},
 			&ucli.IntFlag{Name: "drain", Usage: "move broker OLD's replicas to the other alive brokers, evenly", EnvVars: envVar("TOPIC_REASSIGN_DRAIN")},
 			&ucli.BoolFlag{Name: "cancel", Usage: "undo the partition's move in progress", EnvVars: envVar("TOPIC_REASSIGN_CANCEL")},
+			&ucli.IntFlag{Name: "replication-factor", Usage: "give every partition this many replicas", EnvVars: envVar("TOPIC_REASSIGN_REPLICATION_FACTOR")},
 			&ucli.BoolFlag{Name: "no-wait", Usage: "return once the move has started", EnvVars: envVar("TOPIC_REASSIGN_NO_WAIT")},
 			timeoutFlag("TOPIC_REASSIGN_TIMEOUT", time.Hour),
 		}),
@@ -62,6 +69,7 @@ type topicReassignOptions struct {
 	partition int32 // -1: every partition (--replace only)
 	replicas  []int32
 	old, new  int32 // --replace; --drain: new is 0
+	rf        int32 // --replication-factor
 	cancel    bool
 	noWait    bool
 	timeout   time.Duration
@@ -85,13 +93,13 @@ func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
 		o.partition = int32(p)
 	}
 	modes := 0
-	for _, f := range []string{"replicas", "replace", "drain", "cancel"} {
+	for _, f := range []string{"replicas", "replace", "drain", "cancel", "replication-factor"} {
 		if c.IsSet(f) {
 			modes++
 		}
 	}
 	if modes != 1 {
-		return o, usageError("topic reassign %s: give exactly one of --replicas, --replace, --drain and --cancel", name)
+		return o, usageError("topic reassign %s: give exactly one of --replicas, --replace, --drain, --cancel and --replication-factor", name)
 	}
 	switch {
 	case c.IsSet("replicas"):
@@ -111,6 +119,15 @@ func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
 			return o, usageError("--drain wants a broker id, not %d", d)
 		}
 		o.old = int32(d)
+	case c.IsSet("replication-factor"):
+		rf := c.Int("replication-factor")
+		if rf < 1 || rf > 16 {
+			return o, usageError("--replication-factor must be 1-16, not %d", rf)
+		}
+		if o.partition >= 0 {
+			return o, usageError("topic reassign %s: --replication-factor applies to every partition; leave out --partition", name)
+		}
+		o.rf = int32(rf)
 	}
 	if (c.IsSet("replicas") || o.cancel) && o.partition < 0 {
 		return o, usageError("topic reassign %s: --partition is required with --replicas and --cancel", name)
@@ -136,6 +153,9 @@ func runTopicReassign(ctx context.Context, opts topicReassignOptions, stdout, st
 		d, err := a.DescribeTopic(ctx, opts.name)
 		if err != nil {
 			return fmt.Errorf("reassign %s: %w", opts.name, err)
+		}
+		if opts.rf > 0 {
+			return changeReplicationFactor(ctx, a, opts, d, stdout)
 		}
 		if opts.cancel {
 			if err := a.CancelReassignment(ctx, opts.name, opts.partition); err != nil {
@@ -172,6 +192,34 @@ func runTopicReassign(ctx context.Context, opts topicReassignOptions, stdout, st
 		}
 		return waitReassigned(ctx, a, opts, parts, stdout)
 	})
+}
+
+// changeReplicationFactor is --replication-factor: it asks for the change,
+// then waits until every partition has that many replicas in sync.
+func changeReplicationFactor(ctx context.Context, a *client.Admin, opts topicReassignOptions, d client.TopicDescription, stdout io.Writer) error {
+	if err := a.AlterReplicationFactor(ctx, opts.name, opts.rf); err != nil {
+		return fmt.Errorf("change the replication factor of %s to %d: %w", opts.name, opts.rf, err)
+	}
+	fmt.Fprintf(stdout, "%s: replication factor %d -> %d: every partition's replicas are being changed\n",
+		opts.name, d.ReplicationFactor, opts.rf)
+	if opts.noWait {
+		return nil
+	}
+	err := a.WaitReplicationFactor(ctx, opts.name, opts.rf, func(done, total int) {
+		fmt.Fprintf(stdout, "%s: %d of %d partitions have %d replicas in place\n", opts.name, done, total, opts.rf)
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s's partitions to have %d replicas: %w", opts.name, opts.rf, err)
+	}
+	after, err := a.DescribeTopic(ctx, opts.name)
+	if err != nil {
+		return err
+	}
+	for _, p := range after.Partitions {
+		fmt.Fprintf(stdout, "%s-%d: done: replicas %s, in sync %s, leader %d\n", opts.name, p.Partition,
+			joinIDs(p.Replicas), joinIDs(p.ISR), p.Leader)
+	}
+	return nil
 }
 
 type move struct {

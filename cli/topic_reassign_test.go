@@ -14,7 +14,8 @@ import (
 
 // topic reassign against real nodes: --replace moves a partition from one
 // broker to the other and waits for it (flags before or after the name),
-// --replicas moves it back, --drain moves it away again; records written
+// --replicas moves it back, --drain moves it away again,
+// --replication-factor adds a replica and takes it away; records written
 // before stay readable; usage errors exit 2 and refusals 1, each with one
 // line.
 func TestTopicReassign(t *testing.T) {
@@ -67,9 +68,21 @@ func TestTopicReassign(t *testing.T) {
 	if got := holder(); got != to {
 		t.Fatalf("after the drain the replica is on %d, want %d", got, to)
 	}
+	// Up to two replicas and back down to one (the leader's stays).
+	out, errOut, code = run("topic", "reassign", "t", "--replication-factor", "2")
+	if code != 0 || !strings.HasPrefix(out, "t: replication factor 1 -> 2: ") || !strings.Contains(out, "t-0: done: replicas "+fmt1(to)+","+fmt1(from)+", in sync ") {
+		t.Fatalf("reassign --replication-factor 2: %d %q %q", code, out, errOut)
+	}
+	if out, errOut, code := run("topic", "describe", "t"); code != 0 || !strings.Contains(out, "Replication factor: 2") {
+		t.Fatalf("describe after raising: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = run("topic", "reassign", "--replication-factor", "1", "t")
+	if code != 0 || !strings.Contains(out, "t-0: done: replicas "+fmt1(to)+", in sync "+fmt1(to)+", leader "+fmt1(to)+"\n") {
+		t.Fatalf("reassign --replication-factor 1: %d %q %q", code, out, errOut)
+	}
 	out, errOut, code = runClientCLI(t, nil, "consume", "t", "--from", "beginning", "--exit-at-end", bs)
 	if code != 0 || out != "a\nb\nc\n" {
-		t.Fatalf("consume after three moves: %d %q %q", code, out, errOut)
+		t.Fatalf("consume after five moves: %d %q %q", code, out, errOut)
 	}
 	for _, c := range []struct {
 		args []string
@@ -83,7 +96,11 @@ func TestTopicReassign(t *testing.T) {
 		{[]string{"nope", "--replace", "1=2"}, 1, `topic "nope" does not exist`},
 		{[]string{"t", "--replicas", "1"}, 2, "--partition is required"},
 		{[]string{"t", "--replace", "1=1"}, 2, "--replace wants OLD=NEW"},
-		{[]string{"t", "--partition", "0"}, 2, "give exactly one of --replicas, --replace, --drain and --cancel"},
+		{[]string{"t", "--partition", "0"}, 2, "give exactly one of --replicas, --replace, --drain, --cancel and --replication-factor"},
+		{[]string{"t", "--replication-factor", "0"}, 2, "--replication-factor must be 1-16, not 0"},
+		{[]string{"t", "--replication-factor", "2", "--partition", "0"}, 2, "leave out --partition"},
+		{[]string{"t", "--replication-factor", "3"}, 1, "t-0 can have at most 2 replicas on the live brokers (it has [" + fmt1(to) + "])"},
+		{[]string{"nope", "--replication-factor", "1"}, 1, `topic "nope" does not exist`},
 		{[]string{"t", "--drain", "0"}, 2, "--drain wants a broker id"},
 		{[]string{"t", "--drain", fmt1(from)}, 1, "broker " + fmt1(from) + " holds no replica of it"},
 		{[]string{"t", "--partition", "0", "--replicas", "x"}, 2, `--replicas: "x" is not a broker id`},

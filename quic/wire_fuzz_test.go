@@ -33,6 +33,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.DescribeQuorumRequest) }, func() any { return new(wire.DescribeQuorumResponse) },
 	func() any { return new(wire.CreatePartitionsRequest) }, func() any { return new(wire.CreatePartitionsResponse) },
 	func() any { return new(wire.ReassignPartitionRequest) }, func() any { return new(wire.ReassignPartitionResponse) },
+	func() any { return new(wire.AlterReplicationFactorRequest) }, func() any { return new(wire.AlterReplicationFactorResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -66,6 +67,9 @@ func wireSeeds() []any {
 		&wire.ReassignPartitionResponse{Err: wire.InvalidRequest, Message: "payments-0: broker 9 is not registered", ControllerID: 1,
 			Partition: wire.PartitionMetadata{Leader: 1, Replicas: []int32{4, 2, 3, 1}, ISR: []int32{2, 3, 1},
 				AddingReplicas: []int32{4}, RemovingReplicas: []int32{1}, HighWatermark: -1, LogStartOffset: -1}},
+		&wire.AlterReplicationFactorRequest{Topic: "payments", ReplicationFactor: 4},
+		&wire.AlterReplicationFactorResponse{Err: wire.InvalidReplicationFactor, ControllerID: 1, ReplicationFactor: 3,
+			Message: `replication factor 1 is below topic "payments"'s min.insync.replicas 2: lower that first`},
 	}
 }
 

@@ -62,8 +62,8 @@ func DecideReplicationFactor(img *Image, ev ReplicationFactorEvent) ([]Record, e
 		case len(target) < int(ev.RF):
 			add, ok := pl.pick(p, int(ev.RF)-len(target))
 			if !ok {
-				return nil, werr(wire.InvalidReplicationFactor, "replication factor %d: %s-%d has replicas %s and only %d live brokers are outside them",
-					ev.RF, t.Name, p.Partition, ids(target), len(add))
+				return nil, werr(wire.InvalidReplicationFactor, "replication factor %d: %s-%d can have at most %d replicas on the live brokers (it has %s)",
+					ev.RF, t.Name, p.Partition, len(target)+len(add), ids(target))
 			}
 			target = append(target, add...)
 		case len(target) > int(ev.RF):

@@ -100,7 +100,7 @@ func TestReplicationFactorRefusals(t *testing.T) {
 		{ReplicationFactorEvent{Topic: "payments", RF: 0}, wire.InvalidReplicationFactor, "must be 1-16"},
 		{ReplicationFactorEvent{Topic: "payments", RF: 17}, wire.InvalidReplicationFactor, "must be 1-16"},
 		{ReplicationFactorEvent{Topic: "payments", RF: 1}, wire.InvalidReplicationFactor, "below topic \"payments\"'s min.insync.replicas 2"},
-		{ReplicationFactorEvent{Topic: "payments", RF: 5}, wire.InvalidReplicationFactor, "payments-0 has replicas [1,2,3] and only 1 live brokers are outside them"},
+		{ReplicationFactorEvent{Topic: "payments", RF: 5}, wire.InvalidReplicationFactor, "payments-0 can have at most 4 replicas on the live brokers (it has [1,2,3])"},
 	} {
 		_, err := DecideReplicationFactor(img, c.ev)
 		wantCode(t, err, c.code, c.msg)
@@ -108,7 +108,7 @@ func TestReplicationFactorRefusals(t *testing.T) {
 	// A fenced broker is not a candidate.
 	img = mustApply(t, img, DecideFence(img, 4, 1))
 	_, err := DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4})
-	wantCode(t, err, wire.InvalidReplicationFactor, "only 0 live brokers")
+	wantCode(t, err, wire.InvalidReplicationFactor, "payments-0 can have at most 3 replicas")
 }
 
 // Added replicas spread over the brokers holding the fewest of the topic's
@@ -171,4 +171,23 @@ func TestReplicationFactorRecordValidated(t *testing.T) {
 	if tp, _ := img.Topic("payments"); tp.RF != 4 || tp.MinISR != 4 {
 		t.Fatalf("rf %d min ISR %d", tp.RF, tp.MinISR)
 	}
+}
+
+// TestWriteReplicationFactorFuzzSeeds keeps the fuzz seeds of a replication
+// factor change in sync (run with -rewrite): the entry raising seededImage's
+// payments topic to 4 replicas, and the image with it under way.
+func TestWriteReplicationFactorFuzzSeeds(t *testing.T) {
+	img := seededImage(t)
+	img = mustApply(t, img, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1}})
+	img = mustApply(t, img, []Record{BrokerUnfenced{ID: 4, Incarnation: 1}})
+	tp, _ := img.Topic("payments")
+	recs, err := DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: tp.RF + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := EncodeEntry(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeedFiles(t, "seed-rf", entry, "seed-image-rf", mustApply(t, img, recs).MarshalSnapshot())
 }
