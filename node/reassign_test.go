@@ -146,7 +146,8 @@ func TestReassignAwayFromDeadBroker(t *testing.T) {
 
 // Reassignments mixed with crashes while acks=all writes go on: every round
 // restarts the node killed in the round before, moves one random replica of
-// the partition to the broker that holds none, and kills a random node
+// the partition to a broker that holds none (or, one round in three,
+// changes the replication factor to 2, 3 or 4), and kills a random node
 // while the copy is under way (the leader, the replica being added, one
 // being removed, the active controller: whichever comes). The moves all
 // complete once the killed node is back, and every acknowledged record is
@@ -174,6 +175,17 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 		if !ok {
 			t.Fatal("payments-0 missing")
 		}
+		if rng.IntN(3) == 0 {
+			// Change the replication factor instead: 2, 3 or 4 (min ISR 2).
+			rf := int32(2 + rng.IntN(3))
+			if err := admin.AlterReplicationFactor(ctx, "payments", rf); err != nil {
+				t.Fatalf("round %d: replication factor %d: %v", round, rf, err)
+			}
+			dead = int32(1 + rng.IntN(4))
+			tc.kill(dead)
+			t.Logf("round %d: %v -> replication factor %d, killed %d", round, p.Replicas, rf, dead)
+			continue
+		}
 		target := slices.Clone(p.Target())
 		var spare int32
 		for id := int32(1); id <= 4; id++ {
@@ -181,14 +193,19 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 				spare = id
 			}
 		}
-		moved := target[rng.IntN(len(target))]
-		target[slices.Index(target, moved)] = spare
+		if spare == 0 { // four replicas: reorder them instead
+			spare = target[0]
+			target = append(target[1:], spare)
+		} else {
+			moved := target[rng.IntN(len(target))]
+			target[slices.Index(target, moved)] = spare
+		}
 		if err := admin.ReassignPartition(ctx, "payments", 0, target); err != nil {
 			t.Fatalf("round %d: reassign %v: %v", round, target, err)
 		}
 		dead = int32(1 + rng.IntN(4))
 		tc.kill(dead)
-		t.Logf("round %d: %v -> %v (moving %d to %d), killed %d", round, p.Replicas, target, moved, spare, dead)
+		t.Logf("round %d: %v -> %v, killed %d", round, p.Replicas, target, dead)
 	}
 	tc.start(dead)
 	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)

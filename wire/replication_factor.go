@@ -11,9 +11,9 @@ const TypeAlterReplicationFactor = 12
 // node: a node that is not the active controller answers NotController with
 // the hint.
 //
-// Raising it adds, per partition, live brokers outside its replicas (those
-// holding the fewest of the topic's replicas first) at the end of its
-// preference order; they copy the log from the leader and join the ISR when
+// Raising it adds, per partition, live brokers outside its target (one a
+// reassignment in progress is removing first, then those holding the
+// fewest of the topic's replicas) at the end of its preference order; they copy the log from the leader and join the ISR when
 // caught up, and the partition keeps its replicas in sync meanwhile.
 // Lowering it removes replicas whose broker is not live, then those out of
 // the ISR, then the last in preference order, never the leader; they leave

@@ -17,9 +17,10 @@ import (
 // removes replicas at once when the ones kept are all in sync (every
 // acknowledged record is on each of them), else when they are.
 //
-// The replicas added are live brokers outside the partition, each time the
-// one holding the fewest of the topic's replicas, then the fewest of all
-// replicas in the cluster, then the lowest id; they go to the end of the
+// The replicas added are live brokers outside the partition's target, each
+// time one that a reassignment in progress is removing (it holds a copy),
+// else the one holding the fewest of the topic's replicas, then the fewest
+// of all replicas in the cluster, then the lowest id; they go to the end of the
 // preference order, so preferred leaders do not move. The replicas removed
 // are, in this order: those whose broker is not live, those out of the ISR,
 // then the last in preference order; never the leader.
@@ -131,17 +132,25 @@ func newPlacement(img *Image, t TopicState) *placement {
 	return pl
 }
 
-// pick returns n live brokers outside p's replicas, counting them as
-// placed; false (with those found) when there are fewer.
+// pick returns n live brokers outside p's target, counting them as
+// placed; false (with those found) when there are fewer. A replica that a
+// reassignment in progress is removing comes first: it holds a copy.
 func (pl *placement) pick(p PartitionState, n int) ([]int32, bool) {
+	target := p.Target()
 	var out []int32
 	for range n {
 		best := int32(0)
+		better := func(b int32) bool {
+			if rb, rbest := slices.Contains(p.Removing, b), slices.Contains(p.Removing, best); rb != rbest {
+				return rb
+			}
+			return pl.topic[b] < pl.topic[best] || (pl.topic[b] == pl.topic[best] && pl.all[b] < pl.all[best])
+		}
 		for _, b := range pl.live {
-			if p.HasReplica(b) || slices.Contains(out, b) {
+			if slices.Contains(target, b) || slices.Contains(out, b) {
 				continue
 			}
-			if best == 0 || pl.topic[b] < pl.topic[best] || (pl.topic[b] == pl.topic[best] && pl.all[b] < pl.all[best]) {
+			if best == 0 || better(b) {
 				best = b
 			}
 		}

@@ -191,3 +191,14 @@ func TestWriteReplicationFactorFuzzSeeds(t *testing.T) {
 	}
 	checkSeedFiles(t, "seed-rf", entry, "seed-image-rf", mustApply(t, img, recs).MarshalSnapshot())
 }
+
+// A replica that a reassignment in progress is removing is the first one
+// a raise keeps: it holds a copy, and it is no longer removed.
+func TestReplicationFactorRaisedKeepsAReplicaBeingRemoved(t *testing.T) {
+	img := reassignFixture(t)
+	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1}})
+	img = mustApply(t, img, []Record{BrokerUnfenced{ID: 5, Incarnation: 1}})
+	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{4, 2, 3}}))
+	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4}))
+	wantPartition(t, img, "payments", "payments-0 replicas=[4,2,3,1] isr=[2,3,1] leader=1 epoch=0 pepoch=2 adding=[4] removing=[]")
+}
