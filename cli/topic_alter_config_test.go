@@ -21,6 +21,14 @@ func startOneNode(t *testing.T) string { return startNodes(t, 1) }
 // only) in process on 127.0.0.1 and returns node 1's address.
 func startNodes(t *testing.T, n int32) string {
 	t.Helper()
+	bs, _ := startNodeSet(t, n)
+	return bs
+}
+
+// startNodeSet is startNodes that also returns the nodes, by id - 1.
+func startNodeSet(t *testing.T, n int32) (string, []*node.Node) {
+	t.Helper()
+	var nodes []*node.Node
 	addrs := map[int32]string{}
 	for id := int32(1); id <= n; id++ {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -42,8 +50,9 @@ func startNodes(t *testing.T, n int32) string {
 			t.Fatal(err)
 		}
 		t.Cleanup(nd.Kill)
+		nodes = append(nodes, nd)
 	}
-	return addrs[1]
+	return addrs[1], nodes
 }
 
 // oneErrorLine checks a failed command: exit status code and a single

@@ -26,7 +26,9 @@ func topicReassignCommand() *ucli.Command {
 			"   paymentlog topic reassign NAME --replace 1=4 [--partition N]\n" +
 			"   paymentlog topic reassign NAME --drain 1 [--partition N]\n" +
 			"   paymentlog topic reassign NAME --partition N --cancel\n" +
-			"   paymentlog topic reassign NAME --replication-factor 4\n\n" +
+			"   paymentlog topic reassign NAME --replication-factor 4\n" +
+			"   paymentlog topic reassign NAME[,NAME...] --generate --brokers 1,2,4 > plan.json\n" +
+			"   paymentlog topic reassign --plan plan.json [--rollback-file FILE] [--verify | --cancel]\n\n" +
 			"--replicas gives a partition's new replicas in preference order (the first is its preferred\n" +
 			"leader), as many as the topic's replication factor. --replace OLD=NEW puts broker NEW in\n" +
 			"OLD's place in every partition of the topic that OLD holds (or only in --partition N).\n" +
@@ -41,7 +43,14 @@ func topicReassignCommand() *ucli.Command {
 			"it adds the alive brokers holding the fewest of the topic's replicas at the end of each\n" +
 			"partition's preference order; lowering it removes replicas on brokers that are not alive,\n" +
 			"then out of sync, then the last in preference order, never the leader. Lower\n" +
-			"min.insync.replicas (topic alter-config) first to go below it.",
+			"min.insync.replicas (topic alter-config) first to go below it.\n" +
+			"--plan FILE executes Kafka's reassignment JSON ({\"version\":1,\"partitions\":[{\"topic\":\"t\",\n" +
+			"\"partition\":0,\"replicas\":[4,2,3]},...]}) over any number of topics: it first prints the\n" +
+			"current assignment of those partitions as a plan (keep it to roll back; --rollback-file also\n" +
+			"writes it), changes a topic's replication factor when the plan gives all its partitions another\n" +
+			"count, and waits for every partition. --verify says per partition whether it is done, --cancel\n" +
+			"undoes the moves still under way. --generate prints a plan spreading the topics round-robin\n" +
+			"over --brokers (and their current assignment to stderr).",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "the partition to move (required with --replicas and --cancel)", EnvVars: envVar("TOPIC_REASSIGN_PARTITION")},
 			&ucli.StringFlag{Name: "replicas", Usage: "the new replicas, comma-separated broker ids in preference order", EnvVars: envVar("TOPIC_REASSIGN_REPLICAS")},
@@ -49,6 +58,11 @@ func topicReassignCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "drain", Usage: "move broker OLD's replicas to the other alive brokers, evenly", EnvVars: envVar("TOPIC_REASSIGN_DRAIN")},
 			&ucli.BoolFlag{Name: "cancel", Usage: "undo the partition's move in progress", EnvVars: envVar("TOPIC_REASSIGN_CANCEL")},
 			&ucli.IntFlag{Name: "replication-factor", Usage: "give every partition this many replicas", EnvVars: envVar("TOPIC_REASSIGN_REPLICATION_FACTOR")},
+			&ucli.StringFlag{Name: "plan", Usage: "a reassignment plan (Kafka's reassignment JSON) to execute, --verify or --cancel", EnvVars: envVar("TOPIC_REASSIGN_PLAN")},
+			&ucli.StringFlag{Name: "rollback-file", Usage: "with --plan: also write the current assignment to this new file", EnvVars: envVar("TOPIC_REASSIGN_ROLLBACK_FILE")},
+			&ucli.BoolFlag{Name: "verify", Usage: "with --plan: say whether each partition is where the plan puts it", EnvVars: envVar("TOPIC_REASSIGN_VERIFY")},
+			&ucli.BoolFlag{Name: "generate", Usage: "print the topics' current assignment and one over --brokers, as plans", EnvVars: envVar("TOPIC_REASSIGN_GENERATE")},
+			&ucli.StringFlag{Name: "brokers", Usage: "with --generate: the brokers to spread the topics over", EnvVars: envVar("TOPIC_REASSIGN_BROKERS")},
 			&ucli.BoolFlag{Name: "no-wait", Usage: "return once the move has started", EnvVars: envVar("TOPIC_REASSIGN_NO_WAIT")},
 			timeoutFlag("TOPIC_REASSIGN_TIMEOUT", time.Hour),
 		}),
@@ -71,11 +85,25 @@ type topicReassignOptions struct {
 	old, new  int32 // --replace; --drain: new is 0
 	rf        int32 // --replication-factor
 	cancel    bool
-	noWait    bool
-	timeout   time.Duration
+	// --plan, --generate
+	plan             *plan
+	rollbackFile     string
+	verify, generate bool
+	topics           []string // --generate: the topics named
+	brokers          []int32  // --generate
+	noWait           bool
+	timeout          time.Duration
 }
 
 func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
+	if c.IsSet("plan") {
+		return parsePlanOptions(c)
+	}
+	for _, f := range []string{"verify", "rollback-file"} {
+		if c.IsSet(f) {
+			return topicReassignOptions{}, usageError("--%s goes with --plan", f)
+		}
+	}
 	name, err := oneArg(c, "topic name")
 	if err != nil {
 		return topicReassignOptions{}, err
@@ -83,6 +111,9 @@ func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
 	co, err := parseClientOptions(c)
 	if err != nil {
 		return topicReassignOptions{}, usageError("%v", err)
+	}
+	if c.IsSet("generate") || c.IsSet("brokers") {
+		return parseGenerateOptions(c, co, name)
 	}
 	o := topicReassignOptions{client: co, name: name, cancel: c.Bool("cancel"), noWait: c.Bool("no-wait"),
 		timeout: c.Duration("timeout"), partition: -1}
@@ -135,6 +166,65 @@ func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
 	return o, nil
 }
 
+// parsePlanOptions parses --plan FILE [--rollback-file F] [--verify |
+// --cancel] [--no-wait] (no topic name, no other mode).
+func parsePlanOptions(c *ucli.Context) (topicReassignOptions, error) {
+	co, err := parseClientOptions(c)
+	if err != nil {
+		return topicReassignOptions{}, usageError("%v", err)
+	}
+	o := topicReassignOptions{client: co, partition: -1, cancel: c.Bool("cancel"), verify: c.Bool("verify"),
+		noWait: c.Bool("no-wait"), timeout: c.Duration("timeout"), rollbackFile: c.String("rollback-file")}
+	if c.NArg() > 0 {
+		return o, usageError("topic reassign --plan: the plan names the topics; got arguments %s", strings.Join(c.Args().Slice(), " "))
+	}
+	for _, f := range []string{"replicas", "replace", "drain", "replication-factor", "partition", "generate", "brokers"} {
+		if c.IsSet(f) {
+			return o, usageError("topic reassign --plan: --%s does not go with --plan", f)
+		}
+	}
+	if o.cancel && o.verify {
+		return o, usageError("topic reassign --plan: give at most one of --verify and --cancel")
+	}
+	if o.rollbackFile != "" && (o.cancel || o.verify) {
+		return o, usageError("topic reassign --plan: --rollback-file goes with executing a plan, not with --verify or --cancel")
+	}
+	p, err := readPlan(c.String("plan"))
+	if err != nil {
+		return o, usageError("--plan: %v", err)
+	}
+	o.plan = &p
+	return o, nil
+}
+
+// parseGenerateOptions parses NAME[,NAME...] --generate --brokers 1,2,3.
+func parseGenerateOptions(c *ucli.Context, co clientOptions, names string) (topicReassignOptions, error) {
+	o := topicReassignOptions{client: co, partition: -1, generate: true, timeout: c.Duration("timeout")}
+	if !c.IsSet("generate") || !c.IsSet("brokers") {
+		return o, usageError("topic reassign: --generate and --brokers go together")
+	}
+	for _, f := range []string{"replicas", "replace", "drain", "replication-factor", "partition", "cancel", "no-wait"} {
+		if c.IsSet(f) {
+			return o, usageError("topic reassign --generate: --%s does not go with --generate", f)
+		}
+	}
+	var err error
+	if o.brokers, err = parseBrokerIDs(c.String("brokers")); err != nil {
+		return o, usageError("--brokers: %v", err)
+	}
+	for i, b := range o.brokers {
+		if slices.Contains(o.brokers[:i], b) {
+			return o, usageError("--brokers: broker %d listed twice", b)
+		}
+	}
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(o.topics, n) {
+			o.topics = append(o.topics, n)
+		}
+	}
+	return o, nil
+}
+
 // parseBrokerIDs parses "4,2,3".
 func parseBrokerIDs(s string) ([]int32, error) {
 	var out []int32
@@ -150,6 +240,16 @@ func parseBrokerIDs(s string) ([]int32, error) {
 
 func runTopicReassign(ctx context.Context, opts topicReassignOptions, stdout, stderr io.Writer) error {
 	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
+		switch {
+		case opts.generate:
+			return runGeneratePlan(ctx, a, opts, stdout, stderr)
+		case opts.plan != nil && opts.verify:
+			return runVerifyPlan(ctx, a, *opts.plan, stdout)
+		case opts.plan != nil && opts.cancel:
+			return runCancelPlan(ctx, a, *opts.plan, stdout)
+		case opts.plan != nil:
+			return runExecutePlan(ctx, a, opts, *opts.plan, stdout)
+		}
 		d, err := a.DescribeTopic(ctx, opts.name)
 		if err != nil {
 			return fmt.Errorf("reassign %s: %w", opts.name, err)
