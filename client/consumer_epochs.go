@@ -1,0 +1,88 @@
+package client
+
+import (
+	"sort"
+	"time"
+
+	"paymentlog/wire"
+)
+
+type cpart struct {
+	tp        TopicPartition
+	pos       int64 // next offset to return; SeekBeginning/SeekEnd while a seek is pending
+	gen       int   // bumped by Seek: answers to older fetches are dropped
+	fetching  bool
+	hw        int64 // highest high watermark fetches reported (-1 unknown)
+	lso       int64
+	failures  int
+	notBefore time.Time
+	// epochs is the leader-epoch history of the records returned since
+	// the partition was assigned or sought outside them: the offset of the
+	// first record returned in each epoch. The last entry's epoch is the
+	// last fetched epoch every fetch carries (KIP-320); none: -1.
+	// Invariant: epochs and offsets strictly increase; every offset < pos.
+	epochs []epochStart
+}
+
+// epochStart is where a leader epoch begins in the records returned.
+type epochStart struct {
+	epoch int32
+	start int64
+}
+
+// lastEpoch is the leader epoch of the last record returned (-1: unknown).
+func (cp *cpart) lastEpoch() int32 {
+	if len(cp.epochs) == 0 {
+		return -1
+	}
+	return cp.epochs[len(cp.epochs)-1].epoch
+}
+
+// returned records the leader epochs of msgs, this partition's records
+// just returned in offset order.
+func (cp *cpart) returned(msgs []Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.LeaderEpoch < 0 {
+			continue
+		}
+		if n := len(cp.epochs); n == 0 || m.LeaderEpoch > cp.epochs[n-1].epoch {
+			cp.epochs = append(cp.epochs, epochStart{m.LeaderEpoch, m.Offset})
+		}
+	}
+}
+
+// seekEpochs keeps the history below offset when the seek stays within the
+// records returned (offset-1 was returned, so the epoch it had is known),
+// and forgets it otherwise.
+func (cp *cpart) seekEpochs(offset int64) {
+	if offset < 0 || cp.pos < 0 || offset > cp.pos || len(cp.epochs) == 0 || offset <= cp.epochs[0].start {
+		cp.epochs = nil
+		return
+	}
+	i := sort.Search(len(cp.epochs), func(i int) bool { return cp.epochs[i].start >= offset })
+	cp.epochs = cp.epochs[:i]
+}
+
+// divergence is where the records returned part from a leader's log that
+// answered a fetch at pos with d: the leader's end offset for d.Epoch,
+// lowered to where the records returned left that epoch (a follower's
+// truncation offset, replica.TruncationOffset): when the leader knows the
+// epoch only as an older one than the consumer's last, its end offset may
+// lie past the consumer's records of later epochs.
+func (cp *cpart) divergence(pos int64, d wire.EpochEndOffset) int64 {
+	end := min(d.EndOffset, pos)
+	if d.Epoch < 0 || len(cp.epochs) == 0 {
+		return max(end, 0)
+	}
+	i := sort.Search(len(cp.epochs), func(i int) bool { return cp.epochs[i].epoch > d.Epoch })
+	switch {
+	case i == 0:
+		// Every record returned is of a later epoch than any the
+		// leader knows up to ours: they all part from its log.
+		end = min(end, cp.epochs[0].start)
+	case i < len(cp.epochs):
+		end = min(end, cp.epochs[i].start)
+	}
+	return max(end, 0)
+}

@@ -1,0 +1,64 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"paymentlog/wire"
+)
+
+// HighWatermark returns the highest high watermark fetches reported for tp
+// (-1 if none yet). It never goes backwards: a new leader whose HW has not
+// yet caught up with its predecessor's reports none (KIP-207), and the last
+// known one stands.
+func (cs *Consumer) HighWatermark(tp TopicPartition) int64 {
+	if cp, ok := cs.parts[tp]; ok {
+		return cp.hw
+	}
+	return -1
+}
+
+// EndOffsets returns each partition's high watermark, asking the leaders.
+func (cs *Consumer) EndOffsets(ctx context.Context, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return cs.c.offsetsFor(ctx, tps, wire.Latest)
+}
+
+// BeginningOffsets returns each partition's log start offset, asking the leaders.
+func (cs *Consumer) BeginningOffsets(ctx context.Context, tps []TopicPartition) (map[TopicPartition]int64, error) {
+	return cs.c.offsetsFor(ctx, tps, wire.Earliest)
+}
+
+func (c *Client) offsetsFor(ctx context.Context, tps []TopicPartition, ts int64) (map[TopicPartition]int64, error) {
+	byTopic := map[string][]int32{}
+	for _, tp := range tps {
+		byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+	}
+	out := make(map[TopicPartition]int64, len(tps))
+	for topic, parts := range byTopic {
+		offs, _, err := c.listOffsets(ctx, topic, parts, ts, true)
+		if err != nil {
+			return nil, err
+		}
+		for p, o := range offs {
+			out[TopicPartition{topic, p}] = o
+		}
+	}
+	return out, nil
+}
+
+// PartitionCount returns a topic's partition count, refreshing the metadata
+// if the topic is not in the cache. A missing topic yields an error matching
+// wire.UnknownTopicOrPartition.
+func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) {
+	for i := 0; i < 2; i++ {
+		if i > 0 || c.meta.current() == nil {
+			if err := c.meta.refresh(ctx); err != nil {
+				return 0, err
+			}
+		}
+		if t, ok := c.meta.current().topics[topic]; ok && len(t.Partitions) > 0 {
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", topic))
+}

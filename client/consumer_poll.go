@@ -1,0 +1,388 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// fetchCall is one fetch in flight to one leader.
+type fetchCall struct {
+	leader  int32
+	epochs  map[int32]int32 // partition -> leader epoch it was sent with
+	topic   string
+	started time.Time
+	cancel  context.CancelFunc
+}
+
+type fetchResult struct {
+	call  *fetchCall
+	addr  string
+	topic string
+	parts []fetchedPart
+	resp  *wire.FetchResponse
+	err   error
+}
+
+type fetchedPart struct {
+	cp  *cpart
+	gen int
+	off int64
+}
+
+// Poll returns the next records of the assigned partitions. It waits until a
+// fetch answers with records, an error that needs the caller occurs, about
+// MaxWait passes with nothing new (returning no records and a nil error), or
+// ctx ends. It never returns records together with an error: records
+// fetched along with an error (another partition's, or a corrupt record
+// after them) are returned first, with a nil error, and the error comes
+// with the next call.
+func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
+	if cs.closed {
+		return nil, errors.New("client: consumer closed")
+	}
+	if err := cs.owed; err != nil {
+		cs.owed = nil
+		return nil, err
+	}
+	if len(cs.order) == 0 {
+		return nil, ErrNoAssignment
+	}
+	start := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if err := cs.resolveSeeks(ctx); err != nil {
+			return nil, err
+		}
+		wait := cs.startFetches(time.Now())
+		if len(cs.inflight) == 0 {
+			if wait <= 0 {
+				wait = cs.cfg.RetryBackoff
+			}
+			timer.Reset(wait)
+		} else {
+			timer.Reset(min(leaderCheckEvery, max(cs.cfg.MaxWait+cs.cfg.MaxWait/2-time.Since(start), time.Millisecond)))
+		}
+		select {
+		case r := <-cs.results:
+			msgs, err := cs.apply(r, nil)
+			for more := true; more && err == nil; {
+				select {
+				case r := <-cs.results:
+					msgs, err = cs.apply(r, msgs)
+				default:
+					more = false
+				}
+			}
+			if len(msgs) > 0 {
+				// Their positions have moved past them: a caller that
+				// drops results with an error would never see them.
+				cs.owed = err
+				return msgs, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+		case <-timer.C:
+			cs.checkLeaders(true)
+		case <-cs.c.meta.changed():
+			cs.checkLeaders(false)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if time.Since(start) >= cs.cfg.MaxWait {
+			return nil, nil
+		}
+	}
+}
+
+// resolveSeeks turns pending SeekBeginning/SeekEnd positions into offsets.
+// A partition whose leader cannot answer now (offline, moved) stays pending
+// and is asked again after a backoff: retrying it here until ctx ends would
+// stall every other partition's records.
+func (cs *Consumer) resolveSeeks(ctx context.Context) error {
+	type key struct {
+		topic string
+		ts    int64
+	}
+	now := time.Now()
+	groups := map[key][]*cpart{}
+	for _, cp := range cs.order {
+		if cp.pos < 0 && !now.Before(cp.notBefore) {
+			groups[key{cp.tp.Topic, cp.pos}] = append(groups[key{cp.tp.Topic, cp.pos}], cp)
+		}
+	}
+	for k, cps := range groups {
+		parts := make([]int32, len(cps))
+		for i, cp := range cps {
+			parts[i] = cp.tp.Partition
+		}
+		offs, _, err := cs.c.listOffsets(ctx, k.topic, parts, k.ts, false)
+		if err != nil {
+			return err
+		}
+		for _, cp := range cps {
+			if o, ok := offs[cp.tp.Partition]; ok {
+				cp.pos, cp.failures = o, 0
+			} else {
+				cs.backoff(cp, now)
+			}
+		}
+	}
+	return nil
+}
+
+// startFetches sends a fetch to each leader for its idle partitions and
+// returns how long until a partition in backoff may be fetched again.
+func (cs *Consumer) startFetches(now time.Time) time.Duration {
+	snap := cs.c.meta.current()
+	if snap == nil {
+		ctx, cancel := context.WithTimeout(cs.ctx, cs.c.cfg.MetadataTimeout)
+		err := cs.c.meta.refresh(ctx)
+		cancel()
+		if err != nil {
+			return cs.cfg.RetryBackoff
+		}
+		snap = cs.c.meta.current()
+	}
+	type key struct{ addr, topic string }
+	groups := map[key][]*cpart{}
+	var wait time.Duration
+	for _, cp := range cs.order {
+		if cp.fetching || cp.pos < 0 {
+			continue
+		}
+		if d := cp.notBefore.Sub(now); d > 0 {
+			if wait == 0 || d < wait {
+				wait = d
+			}
+			continue
+		}
+		ld, ok := snap.leaderOf(cp.tp.Topic, cp.tp.Partition)
+		if !ok {
+			cs.backoff(cp, now)
+			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
+			continue
+		}
+		k := key{ld.addr, cp.tp.Topic}
+		groups[k] = append(groups[k], cp)
+	}
+	for k, cps := range groups {
+		req := &wire.FetchRequest{
+			MaxWaitMs: int32(cs.cfg.MaxWait / time.Millisecond),
+			MinBytes:  cs.cfg.MinBytes,
+			MaxBytes:  cs.cfg.MaxBytes,
+			Topic:     k.topic,
+		}
+		fps := make([]fetchedPart, len(cps))
+		ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.MaxWait+cs.c.cfg.RequestTimeout)
+		call := &fetchCall{epochs: map[int32]int32{}, topic: k.topic, started: now, cancel: cancel}
+		for i, cp := range cps {
+			pm, _ := snap.partition(cp.tp.Topic, cp.tp.Partition)
+			req.Parts = append(req.Parts, wire.FetchPartition{Partition: cp.tp.Partition, Offset: cp.pos, MaxBytes: cs.cfg.PartitionMaxBytes,
+				LeaderEpoch: pm.LeaderEpoch, LastFetchedEpoch: cp.lastEpoch()})
+			fps[i] = fetchedPart{cp: cp, gen: cp.gen, off: cp.pos}
+			cp.fetching = true
+			call.leader = pm.Leader
+			call.epochs[cp.tp.Partition] = pm.LeaderEpoch
+		}
+		cs.inflight[call] = struct{}{}
+		cs.wg.Add(1)
+		go func(addr, topic string) {
+			defer cs.wg.Done()
+			defer cancel()
+			var resp wire.FetchResponse
+			err := cs.c.call(ctx, addr, wire.TypeFetch, req, &resp)
+			select {
+			case cs.results <- fetchResult{call: call, addr: addr, topic: topic, parts: fps, resp: &resp, err: err}:
+			case <-cs.ctx.Done():
+			}
+		}(k.addr, k.topic)
+	}
+	return wait
+}
+
+// leaderCheckEvery is how often Poll looks for fetches stuck at a replaced leader.
+const leaderCheckEvery = 250 * time.Millisecond
+
+// checkLeaders abandons fetches sent to a leader the metadata says has been
+// replaced (their partitions are then fetched from the new leader). With
+// refresh it also asks for fresher metadata when a fetch has been outstanding
+// well past MaxWait (a dead leader never answers).
+func (cs *Consumer) checkLeaders(refresh bool) {
+	snap := cs.c.meta.current()
+	now := time.Now()
+	for call := range cs.inflight {
+		if refresh && now.Sub(call.started) > cs.cfg.MaxWait+leaderCheckEvery {
+			cs.c.meta.refreshIfOlder(leaderCheckEvery)
+		}
+		for p, epoch := range call.epochs {
+			if pm, ok := snap.partition(call.topic, p); ok && (pm.LeaderEpoch > epoch || pm.Leader != call.leader) {
+				call.cancel()
+				break
+			}
+		}
+	}
+}
+
+func (cs *Consumer) backoff(cp *cpart, now time.Time) {
+	cp.failures++
+	d := cs.cfg.RetryBackoff
+	for i := 1; i < cp.failures && d < cs.cfg.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	cp.notBefore = now.Add(min(d, cs.cfg.RetryBackoffMax))
+}
+
+// apply turns one fetch answer into messages (appended to out) and new positions.
+func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
+	delete(cs.inflight, r.call)
+	now := time.Now()
+	byPart := map[int32]*wire.FetchPartitionResponse{}
+	if r.err == nil {
+		for i := range r.resp.Parts {
+			byPart[r.resp.Parts[i].Partition] = &r.resp.Parts[i]
+		}
+	}
+	var firstErr error
+	for _, fp := range r.parts {
+		cp := fp.cp
+		cp.fetching = false
+		if fp.gen != cp.gen || cs.parts[cp.tp] != cp {
+			continue // sought or unassigned meanwhile
+		}
+		pr := byPart[cp.tp.Partition]
+		if r.err != nil || pr == nil {
+			cs.c.log.Debug("fetch failed", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", r.err)
+			cs.backoff(cp, now)
+			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
+			continue
+		}
+		switch code := pr.Err; {
+		case code == wire.None && pr.Diverging != nil:
+			// The leader's log parts from the records returned: stay
+			// put and let the application choose where to go on.
+			if firstErr == nil {
+				firstErr = &LogTruncatedError{TopicPartition: cp.tp, Position: fp.off, LastFetchedEpoch: cp.lastEpoch(),
+					DivergingEpoch: pr.Diverging.Epoch, DivergingEndOffset: cp.divergence(fp.off, *pr.Diverging)}
+			}
+			cs.c.log.Debug("log truncated below the consumer's position", "topic", cp.tp.Topic, "partition", cp.tp.Partition,
+				"offset", fp.off, "epoch", cp.lastEpoch(), "diverging_epoch", pr.Diverging.Epoch,
+				"diverging_end_offset", pr.Diverging.EndOffset, "addr", r.addr)
+			cs.backoff(cp, now)
+		case code == wire.None:
+			cp.failures = 0
+			cp.hw = max(cp.hw, pr.HighWatermark) // -1: the leader does not know it yet
+			if pr.LogStart >= 0 {
+				cp.lso = pr.LogStart
+			}
+			var next int64
+			var err error
+			n := len(out)
+			out, next, err = decodeFetched(cp.tp, pr.Records, fp.off, out)
+			cp.returned(out[n:])
+			cp.pos = max(cp.pos, next)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		case code == wire.OffsetOutOfRange && cs.cfg.OnOffsetReset != nil && pr.LogStart > fp.off:
+			// Deleted by retention: go on at the log start.
+			cs.c.log.Debug("position below the log start: resetting to it", "topic", cp.tp.Topic,
+				"partition", cp.tp.Partition, "offset", fp.off, "log_start", pr.LogStart)
+			cs.seek(cp, pr.LogStart)
+			cs.cfg.OnOffsetReset(cp.tp, fp.off, pr.LogStart)
+		case code == wire.OffsetOutOfRange:
+			if firstErr == nil {
+				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: max(cp.hw, pr.HighWatermark)}
+			}
+			cs.backoff(cp, now)
+		case code.Retriable():
+			cs.c.log.Debug("fetch refused, retrying", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", code)
+			cs.backoff(cp, now)
+			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
+		default:
+			if firstErr == nil {
+				firstErr = fmt.Errorf("client: fetch %s from %s: %w", cp.tp, r.addr, code.Err(pr.Message))
+			}
+			cs.backoff(cp, now)
+		}
+	}
+	return out, firstErr
+}
+
+// decodeFetched appends the records of whole batches to out, skipping
+// records below from, and returns the offset after the last whole batch (from
+// if none). A partial batch at the end (a fetch cut at MaxBytes) is ignored.
+// At a corrupt batch or record it stops with an error, returning the offset
+// after the last record it returned: the position never passes a record that
+// was not delivered.
+func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
+	out = slices.Grow(out, countRecords(records))
+	next := from
+	prevLast := int64(-1) // the last offset of the previous batch
+	// The iterator reuses its Headers slice from record to record: messages
+	// get theirs from hdrs, each capped so that later appends never reach it.
+	var hdrs []segment.RecordHeader
+	_, err := segment.SplitBatches(records, func(b segment.Batch) error {
+		// Offsets only grow along a log; a batch that goes back (each batch's
+		// CRC leaves its base offset out) would deliver records out of order.
+		if b.BaseOffset() <= prevLast {
+			return fmt.Errorf("%w: batch at offset %d follows one ending at offset %d", segment.ErrCorrupt, b.BaseOffset(), prevLast)
+		}
+		prevLast = b.LastOffset()
+		if b.LastOffset() < from {
+			return nil
+		}
+		epoch := b.LeaderEpoch()
+		it := b.Iter()
+		for it.Next() {
+			r := it.Record()
+			if r.Offset < from {
+				continue
+			}
+			var h []segment.RecordHeader
+			if len(r.Headers) > 0 {
+				i := len(hdrs)
+				hdrs = append(hdrs, r.Headers...)
+				h = hdrs[i:len(hdrs):len(hdrs)]
+			}
+			out = append(out, Message{
+				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
+				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: h,
+				LeaderEpoch: epoch,
+			})
+			next = r.Offset + 1
+		}
+		if err := it.Err(); err != nil {
+			return err // the position stays at the bad record: never skip past it
+		}
+		next = b.LastOffset() + 1
+		return nil
+	})
+	if err != nil && !errors.Is(err, segment.ErrTornTail) {
+		return out, next, fmt.Errorf("client: %s: %w", tp, err)
+	}
+	return out, next, nil
+}
+
+// countRecords sums the record counts of the batch headers in buf (no CRC
+// checks: it only sizes the output), at most one per 16 bytes.
+func countRecords(buf []byte) int {
+	n := 0
+	for len(buf) >= segment.HeaderSize {
+		h, err := segment.ParseHeader(buf)
+		size := 12 + int(h.Length)
+		if err != nil || h.Length <= 0 || size > len(buf) || h.RecordCount <= 0 {
+			break
+		}
+		n += min(int(h.RecordCount), size/16)
+		buf = buf[size:]
+	}
+	return n
+}

@@ -1,0 +1,251 @@
+package client
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// handle applies one attempt's outcome.
+func (pp *partProducer) handle(r attemptResult) {
+	b := r.b
+	b.cancel()
+	b.inFlight = false // its request has returned
+	pp.removeInflight(b)
+	now := time.Now()
+	if r.err != nil {
+		pp.p.c.log.Debug("produce attempt failed", "topic", pp.topic, "partition", pp.part,
+			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", r.err)
+		if b.moved {
+			// Abandoned by checkLeaders: the metadata in hand already names
+			// the new leader, so neither a backoff nor another refresh buys
+			// anything. The old leader may have written it: unknown.
+			b.moved = false
+			b.unknown = true
+			pp.retryNow(b, now, r.err)
+			return
+		}
+		pp.retry(b, now, r.err, true, true)
+		return
+	}
+	code := r.resp.Err
+	err := code.Err(r.resp.Message)
+	switch {
+	case code == wire.None:
+		pp.succeed(b, r.resp.BaseOffset)
+	case code == wire.DuplicateSequence:
+		if r.resp.BaseOffset >= 0 {
+			pp.succeed(b, r.resp.BaseOffset)
+		} else {
+			// Written, so no sequence gap: later batches carry on. The
+			// delivery fails for want of offsets, but it must not read as
+			// "not written": Unknown says it is (may be) in the log.
+			pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: true, Err: ErrDuplicateNoOffset})
+		}
+	case code == wire.OutOfOrderSequence:
+		head := pp.isHead(b)
+		if head {
+			b.oos++
+		}
+		switch {
+		case b.oos >= maxHeadOOS:
+			pp.resequence(b, err, now, b.attempts)
+		case !head:
+			// It overtook an earlier batch still unresolved: resend in
+			// order as soon as everything in flight is back, no backoff.
+			pp.retryNow(b, now, err)
+		default:
+			pp.retry(b, now, err, false, true)
+		}
+	case code == wire.UnknownProducerID:
+		// The leader has no state for the producer id (it expired after a
+		// quiet period, or this replica never saw its batches): it did
+		// not write b. Restart the sequence under the next epoch and
+		// resend at once: one extra round trip, no backoff, no error to
+		// the application (node/broker/producer_expiry.go says why this
+		// cannot write a batch twice).
+		pp.resequence(b, err, now, 0)
+	case code == wire.InvalidProducerEpoch:
+		pp.resequence(b, err, now, b.attempts)
+	case code.Retriable():
+		// A leader that appended the batch and then lost its leadership
+		// while waiting for the ISR (acks=all) or for its flush (acks=1,
+		// and acks=all too) answers NotLeader: the batch may survive on
+		// the new leader.
+		unknown := code == wire.Timeout || code == wire.NotEnoughReplicasAfterAppend || code == wire.KafkaStorageError ||
+			(code == wire.NotLeader && pp.p.cfg.Acks != AcksNone)
+		needMeta := code != wire.NotEnoughReplicas && code != wire.NotEnoughReplicasAfterAppend && code != wire.Timeout
+		pp.p.c.log.Debug("produce refused, retrying", "topic", pp.topic, "partition", pp.part,
+			"node", b.sentTo.id, "epoch", b.sentTo.epoch, "err", err)
+		pp.retry(b, now, err, unknown, needMeta)
+	default:
+		// The refusal says this attempt wrote nothing; an earlier attempt
+		// whose answer was lost may have written the batch all the same.
+		pp.terminal(b, err, !b.unknown, now)
+	}
+}
+
+// retry queues b for a resend after the partition recovers.
+func (pp *partProducer) retry(b *pbatch, now time.Time, err error, unknown, needMeta bool) {
+	b.lastErr = err
+	b.unknown = b.unknown || unknown
+	pp.needMeta = pp.needMeta || needMeta
+	if now.After(b.deadline) {
+		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+		return
+	}
+	pp.insertQueue(b)
+	pp.enterRecovery(now, b.attempts)
+}
+
+// retryNow queues b for a resend without a backoff.
+func (pp *partProducer) retryNow(b *pbatch, now time.Time, err error) {
+	b.lastErr = err
+	if now.After(b.deadline) {
+		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+		return
+	}
+	pp.insertQueue(b)
+	pp.enterRecovery(now, 0)
+}
+
+// resequence handles a leader that will never accept b's sequence (unknown
+// producer id, fenced epoch, persistent OutOfOrderSequence): the leader did
+// not write b, so b and the batches after it go out again under a new
+// identity (renewIdentity), after the backoff for attempt.
+func (pp *partProducer) resequence(b *pbatch, err error, now time.Time, attempt int) {
+	b.lastErr = err
+	b.oos = 0
+	pp.setGap(&gap{order: b.order - 1, id: b.id, definitive: true, err: err})
+	pp.insertQueue(b)
+	pp.enterRecovery(now, attempt)
+}
+
+// terminal fails b for good; definitive says the leader certainly did not write it.
+func (pp *partProducer) terminal(b *pbatch, err error, definitive bool, now time.Time) {
+	pp.p.c.log.Warn("produce failed", "topic", pp.topic, "partition", pp.part, "records", b.records(), "err", err)
+	// Only a batch certainly not written leaves a gap (finish forgets b's
+	// encoding, so decide first). After one that may have been written the
+	// later batches keep their sequences: the leader tells a duplicate from
+	// a gap (OutOfOrderSequence, and resequence) better than we can.
+	if pp.idempotent() && b.encoded != nil && definitive {
+		pp.setGap(&gap{order: b.order, id: b.id, definitive: true, err: err})
+	}
+	pp.finish(b, -1, &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown && !definitive, Err: err})
+	pp.enterRecovery(now, 0)
+}
+
+func (pp *partProducer) setGap(g *gap) {
+	if pp.gap == nil || pp.gap.id != g.id || g.order < pp.gap.order {
+		pp.gap = g
+	}
+}
+
+func (pp *partProducer) insertQueue(b *pbatch) {
+	i := 0
+	for i < len(pp.queue) && pp.queue[i].encoded != nil && pp.queue[i].order < b.order {
+		i++
+	}
+	pp.queue = append(pp.queue, nil)
+	copy(pp.queue[i+1:], pp.queue[i:])
+	pp.queue[i] = b
+}
+
+func (pp *partProducer) enterRecovery(now time.Time, attempts int) {
+	at := now.Add(pp.p.backoff(attempts))
+	if !pp.recovering || at.After(pp.retryAt) {
+		pp.retryAt = at
+	}
+	pp.recovering = true
+}
+
+func (pp *partProducer) succeed(b *pbatch, base int64) {
+	pp.probe = false
+	pp.finish(b, base, nil)
+}
+
+// finish resolves b: callbacks, then its budget is released.
+func (pp *partProducer) finish(b *pbatch, base int64, err error) {
+	b.deliver(pp.topic, pp.part, base, err)
+	pp.p.budget.release(b.budgetBytes(), b.gens)
+	b.release()
+}
+
+// checkLeaders abandons requests sent to a leader the metadata says has been
+// replaced. On the timer it also asks for fresher metadata when a request has
+// been outstanding for LeaderCheckInterval.
+func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
+	if len(pp.inflight) == 0 {
+		return
+	}
+	ivl := pp.p.cfg.LeaderCheckInterval
+	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
+		pp.checkedAt = now
+		pp.p.c.meta.refreshIfOlderHedged(ivl/2, min(ivl/2, pp.p.c.cfg.HedgeDelay))
+	}
+	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
+	if !ok {
+		return
+	}
+	for _, b := range pp.inflight {
+		if pm.LeaderEpoch > b.sentTo.epoch || (pm.LeaderEpoch == b.sentTo.epoch && pm.Leader != b.sentTo.id) {
+			pp.p.c.log.Debug("abandoning request to a replaced leader", "topic", pp.topic, "partition", pp.part,
+				"node", b.sentTo.id, "epoch", b.sentTo.epoch, "new_epoch", pm.LeaderEpoch)
+			b.moved = true
+			b.cancel()
+		}
+	}
+}
+
+// abort fails everything left (Close after its flush gave up). Requests in
+// flight are cancelled and their outcomes awaited, not guessed: one may have
+// been written (its answer may even be a success on its way), so each is
+// handled as any answer is, and what is then left fails with
+// ErrProducerClosed, saying "may have been written" (a DeliveryError with
+// Unknown) for every batch some attempt of which may have been written.
+func (pp *partProducer) abort() {
+	for _, b := range pp.inflight {
+		b.cancel()
+	}
+	for len(pp.inflight) > 0 {
+		pp.handle(<-pp.results)
+	}
+	for _, b := range pp.queue {
+		pp.finish(b, -1, pp.closedErr(b))
+	}
+	pp.queue = nil
+	pp.mu.Lock()
+	left := append(pp.mu.closed, pp.mu.open)
+	pp.mu.closed, pp.mu.open = nil, nil
+	pp.mu.Unlock()
+	for _, b := range left {
+		if b != nil {
+			pp.finish(b, -1, ErrProducerClosed)
+		}
+	}
+}
+
+// closedErr is the error of a batch failed by Close: ErrProducerClosed,
+// wrapped in a DeliveryError once it has been sent.
+func (pp *partProducer) closedErr(b *pbatch) error {
+	if b.attempts == 0 {
+		return ErrProducerClosed
+	}
+	return &DeliveryError{Topic: pp.topic, Partition: pp.part, Attempts: b.attempts, Unknown: b.unknown, Err: ErrProducerClosed}
+}
+
+// backoff is the delay before retry number attempt: RetryBackoff doubled
+// per attempt up to RetryBackoffMax, ±20% jitter.
+func (p *Producer) backoff(attempt int) time.Duration {
+	if attempt <= 0 {
+		return 0
+	}
+	d := p.cfg.RetryBackoff
+	for i := 1; i < attempt && d < p.cfg.RetryBackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.RetryBackoffMax)
+	return d*4/5 + rand.N(d*2/5+1)
+}
