@@ -13,8 +13,9 @@ import (
 // creation: Set keys are set, Delete keys removed (their defaults apply
 // again), MinISR, when not 0, becomes the topic's min ISR, and RF, when not
 // 0, its replication factor (DecideReplicationFactor: the same entry carries
-// the partitions' reassignments to that many replicas). The change is a delta, not the whole config map, so two
-// changes decided one after the other both take effect.
+// the partitions' reassignments to that many replicas). The change is a
+// delta, not the whole config map, so two changes decided one after the
+// other both take effect.
 //
 // It applies when the topic exists with ID, no key is both set and deleted,
 // the resulting configs pass ValidateConfigs (which accepts unknown keys:

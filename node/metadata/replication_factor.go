@@ -20,8 +20,8 @@ import (
 // The replicas added are live brokers outside the partition's target, each
 // time one that a reassignment in progress is removing (it holds a copy),
 // else the one holding the fewest of the topic's replicas, then the fewest
-// of all replicas in the cluster, then the lowest id; they go to the end of the
-// preference order, so preferred leaders do not move. The replicas removed
+// of all replicas in the cluster, then the lowest id; they go to the end
+// of the preference order, so preferred leaders do not move. The replicas removed
 // are, in this order: those whose broker is not live, those out of the ISR,
 // then the last in preference order; never the leader.
 
