@@ -70,7 +70,10 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	n.mu.Unlock()
 	var empty []wire.PartitionRef
 	if !registered && !newStorage { // (with new storage every partition is empty)
-		empty = n.emptyReplicas(ctx)
+		var ok bool
+		if empty, ok = n.emptyReplicas(ctx); !ok {
+			return wire.BrokerHeartbeatResponse{}, false
+		}
 	}
 	hctx, cancel := context.WithTimeout(ctx, n.cfg.SessionTimeout/2)
 	defer cancel()
@@ -189,21 +192,28 @@ func (n *Node) checkSelfFence() {
 	}
 }
 
-// localLogWait bounds how long the first registration waits for the local
-// metadata log to be applied (emptyReplicas); it takes milliseconds.
+// localLogWait is how long one registration attempt waits for the local
+// metadata log to be applied (emptyReplicas) before it gives up, warns,
+// and leaves it to the next attempt; applying it takes milliseconds.
 const localLogWait = 5 * time.Second
 
 // emptyReplicas lists the partitions this node's metadata image assigns to
 // it whose logs hold nothing from before this process (broker.HoldsNothing):
 // its registration names them (wire.BrokerRegisterRequest.EmptyReplicas).
 // It first waits, up to localLogWait, until the metadata log on disk at
-// start is applied: before, the image may not show every assignment yet.
-func (n *Node) emptyReplicas(ctx context.Context) []wire.PartitionRef {
+// start is applied; false if it is not by then. Before, the image may not
+// show every assignment, and a registration that did not name a partition
+// whose log was lost could see that replica elected with nothing: the node
+// stays unregistered (and fenced) instead.
+func (n *Node) emptyReplicas(ctx context.Context) ([]wire.PartitionRef, bool) {
 	wctx, cancel := context.WithTimeout(ctx, localLogWait)
 	defer cancel()
 	if err := n.raft.WaitApplied(wctx, n.startCommit); err != nil {
-		n.log.Warn("registering before the metadata log on disk is applied: partitions whose logs are lost may go unnamed",
-			"applied", n.raft.Status().Applied, "commit_at_start", n.startCommit, "err", err)
+		if ctx.Err() == nil {
+			n.log.Warn("not registering yet: the metadata log on disk is not applied, and a registration now could not name the partitions whose logs are lost",
+				"applied", n.raft.Status().Applied, "commit_at_start", n.startCommit, "waited", localLogWait)
+		}
+		return nil, false
 	}
 	img := n.store.Image()
 	n.mu.Lock()
@@ -212,7 +222,7 @@ func (n *Node) emptyReplicas(ctx context.Context) []wire.PartitionRef {
 	if at != 0 && at == img.Offset() {
 		// A retry: a log found before holds what it held, and one found
 		// empty stays marked until a registration is accepted.
-		return cached
+		return cached, true
 	}
 	var out []wire.PartitionRef
 	for _, t := range img.Topics() {
@@ -225,5 +235,5 @@ func (n *Node) emptyReplicas(ctx context.Context) []wire.PartitionRef {
 	n.mu.Lock()
 	n.mu.empty, n.mu.emptyAt = out, img.Offset()
 	n.mu.Unlock()
-	return out
+	return out, true
 }
