@@ -177,11 +177,23 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 // the lost storage held. (With unclean election already allowed, a live
 // replica would have led before the partition went offline.) Electing
 // the wiped replica as before would have handed out the offsets of
-// acknowledged records a second time.
+// acknowledged records a second time. A replica whose storage is lost while
+// the partition is offline this way joins Lost as well.
 func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, unsynced bool, lost func(PartitionState) bool) []Record {
 	var out []Record
 	img.EachPartition(func(p PartitionState) bool {
 		storageLost := lost(p)
+		if storageLost && len(p.ISR) == 0 && p.HasReplica(id) && !p.InLost(id) {
+			// Offline, waiting for an unclean election: that election
+			// now takes id last (uncleanCandidate), like the replicas
+			// that lost their storage as the last ISR member.
+			c := PartitionChange(clonePartition(p))
+			c.ELR = nilIfEmpty(without(p.ELR, id))
+			c.Lost = append(c.Lost, id)
+			c.PartitionEpoch++
+			out = append(out, c)
+			return true
+		}
 		if !(storageLost && p.InISR(id)) && !(p.InELR(id) && (unsynced || storageLost)) {
 			return true
 		}

@@ -94,11 +94,12 @@ type PartitionState struct {
 	Adding   []int32
 	Removing []int32
 	// Lost is set while the ISR is empty: the replicas that lost their
-	// storage (a wiped or replaced data directory) as the partition's last
-	// in-sync replica, with no ELR to take over (dropRestartedReplica). The
-	// partition waits for an unclean election, which takes another live
-	// replica before any of these: theirs hold nothing of the partition.
-	// Nil once the partition has an ISR again.
+	// storage (a wiped or replaced data directory, or the partition's
+	// directory) as the partition's last in-sync replica, with no ELR to
+	// take over, or while the partition was offline this way
+	// (dropRestartedReplica). The partition waits for an unclean election,
+	// which takes another live replica before any of these: theirs hold
+	// nothing of the partition. Nil once the partition has an ISR again.
 	Lost []int32
 }
 

@@ -112,8 +112,8 @@ type PartitionCreated struct {
 	Adding   []int32 `msgpack:"adding,omitempty"`
 	Removing []int32 `msgpack:"removing,omitempty"`
 	// Lost names replicas that lost their storage while they were the
-	// partition's last in-sync replica, which left the ISR empty (see
-	// PartitionState.Lost); omitted when empty.
+	// partition's last in-sync replica, which left the ISR empty, or while
+	// it was empty (see PartitionState.Lost); omitted when empty.
 	Lost []int32 `msgpack:"lost,omitempty"`
 }
 
@@ -139,8 +139,8 @@ type PartitionChange struct {
 	Adding   []int32 `msgpack:"adding,omitempty"`
 	Removing []int32 `msgpack:"removing,omitempty"`
 	// Lost names replicas that lost their storage while they were the
-	// partition's last in-sync replica, which left the ISR empty (see
-	// PartitionState.Lost); omitted when empty.
+	// partition's last in-sync replica, which left the ISR empty, or while
+	// it was empty (see PartitionState.Lost); omitted when empty.
 	Lost []int32 `msgpack:"lost,omitempty"`
 }
 
