@@ -36,7 +36,8 @@ func chaosCommand() *ucli.Command {
 			&ucli.Int64Flag{Name: "seed", Usage: "schedule seed (0: random, printed)", EnvVars: chaosEnv("SEED")},
 			&ucli.IntFlag{Name: "per-kind", Value: 20, Usage: "faults of each kind per deck", EnvVars: chaosEnv("PER_KIND")},
 			&ucli.StringFlag{Name: "kinds", Aliases: []string{"faults"}, Value: "all", Usage: "fault kinds, comma-separated: kill-node,kill-leader,kill-controller,pause,partition,torn-tail (all: these six, the default), " +
-				"one-way (a node cannot send, or cannot receive), bridge (two nodes lose each other, both reach the third), degrade (loss, duplication, a slow queue and reordering on one node's link); net: the last three. " +
+				"one-way (a node cannot send, or cannot receive), bridge (two nodes lose each other, both reach the third), degrade (loss, duplication, a slow queue and reordering on one node's link); net: those three; " +
+				"shrink (the topic's replication factor down to 2 for a while, then back to 3: the dropped replicas copy their partitions again). " +
 				"Network faults need root and iproute2 (ip, tc)", EnvVars: chaosEnv("KINDS")},
 			&ucli.DurationFlag{Name: "session-timeout", Value: time.Second, Usage: "the nodes' --session-timeout", EnvVars: chaosEnv("SESSION_TIMEOUT")},
 			&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "the nodes' --fsync policy: always, interval=DURATION or never (torn tails then model a power loss that takes acknowledged records from one node)", EnvVars: chaosEnv("FSYNC")},

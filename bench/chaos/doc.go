@@ -50,6 +50,13 @@
 // gives, by kind, the longest unavailability window that began while one of
 // its faults was in effect.
 //
+// shrink (only when asked for by name) lowers the topic's replication
+// factor to 2 for Hold (0.5–2.5 session timeouts) and raises it back to 3
+// (HealAll too, should a run end in between): each partition drops a
+// replica once the ones it keeps are in sync, never its leader, and later
+// copies its whole log onto that broker again while writes go on and the
+// next faults come.
+//
 // Faults are counted by what they did (Result.Counts): a kill-leader or
 // kill-controller that finds no leader or controller kills a random node and
 // counts as a kill-node; such fallbacks (pauses and partitions aimed at a

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"paymentlog/bench/localcluster"
+	"paymentlog/client"
 	"paymentlog/quic"
 	"paymentlog/wire"
 )
@@ -44,6 +45,9 @@ type Event struct {
 
 func (e Event) String() string {
 	s := fmt.Sprintf("t+%-8v %-16s", e.At.Round(time.Millisecond), e.Fault.Kind)
+	if e.Fault.Kind == Shrink && !e.skipped() {
+		s += fmt.Sprintf(" replication factor %d -> %d for %v", shrinkFrom, shrinkTo, e.Fault.Hold.Round(time.Millisecond))
+	}
 	if e.Victim > 0 {
 		s += fmt.Sprintf(" node %d (%s) for %v", e.Victim, e.Target, e.Fault.Hold.Round(time.Millisecond))
 		switch {
@@ -92,11 +96,15 @@ type Nemesis struct {
 	Logger     *slog.Logger
 	// ReadyTimeout bounds the wait for a ready cluster after each fault; default 20s.
 	ReadyTimeout time.Duration
+	// Admin changes the topic's replication factor (Shrink); nil: Shrink
+	// faults are skipped.
+	Admin *client.Admin
 
 	ep      *quic.Endpoint
 	mu      sync.Mutex
 	events  []Event
-	crashes int // crashes already handled
+	crashes int  // crashes already handled
+	shrunk  bool // a Shrink fault's replication factor is not restored yet
 }
 
 // Events returns the faults run so far.
@@ -129,10 +137,19 @@ func (e Event) applied() Kind {
 	return e.Fault.Kind
 }
 
+// skipped reports whether the fault did not run at all (no victim; a
+// Shrink has none, and runs unless its Note says it was skipped).
+func (e Event) skipped() bool {
+	if e.Fault.Kind == Shrink {
+		return e.At == 0
+	}
+	return e.Victim == 0
+}
+
 func countFaults(events []Event) map[Kind]int {
 	out := map[Kind]int{}
 	for _, e := range events {
-		if e.Victim == 0 || e.NotApplied {
+		if e.skipped() || e.NotApplied {
 			continue
 		}
 		out[e.applied()]++
@@ -196,6 +213,9 @@ func wait(ctx context.Context, d time.Duration) bool {
 
 // inject runs one fault to its end (the victim healed) and waits for a ready cluster.
 func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
+	if f.Kind == Shrink {
+		return n.shrink(ctx, f)
+	}
 	ch := chooseVictim(f, n.C.IDs(), n.Partitions,
 		func(p int32) (int32, error) {
 			l, _, err := n.C.PartitionLeader(ctx, n.Topic, p)
@@ -439,8 +459,8 @@ func (n *Nemesis) restartCrashed(ctx context.Context) {
 }
 
 // HealAll undoes every fault still in effect: restores impaired links,
-// reconnects isolated nodes, resumes paused ones and starts any that are
-// down.
+// reconnects isolated nodes, resumes paused ones, starts any that are
+// down and gives the topic its replication factor back.
 func (n *Nemesis) HealAll(ctx context.Context) error {
 	errs := []error{n.HealNetwork(ctx)}
 	for _, info := range n.C.Nodes() {
@@ -451,6 +471,7 @@ func (n *Nemesis) HealAll(ctx context.Context) error {
 			errs = append(errs, n.C.StartNode(ctx, info.ID))
 		}
 	}
+	errs = append(errs, n.restoreReplicas(ctx))
 	return errors.Join(errs...)
 }
 

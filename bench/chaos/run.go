@@ -187,7 +187,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, err
 	}
 	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers}
-	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: topicPartitions, Workload: wl, Start: start, Out: out, Logger: cfg.Logger}
+	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: topicPartitions, Workload: wl, Start: start, Out: out, Logger: cfg.Logger,
+		Admin: adminCl.Admin()}
 	defer nem.Close()
 
 	deck := sched.DeckSize()

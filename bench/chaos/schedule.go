@@ -27,6 +27,12 @@ const (
 	OneWay  Kind = "one-way" // a node's packets in one direction (Fault.Dir) are dropped for Hold
 	Bridge  Kind = "bridge"  // a node and one peer lose each other for Hold; both still reach the third
 	Degrade Kind = "degrade" // a node's link loses, duplicates, delays and reorders packets (Fault.Link) for Hold
+
+	// Shrink lowers the topic's replication factor to 2 for Hold, then
+	// raises it back to 3: each partition drops a replica (out of the ISR
+	// first, never the leader) and later copies its whole log onto that
+	// broker again, while writes go on and the next faults come.
+	Shrink Kind = "shrink"
 )
 
 // AllKinds lists the kinds a run schedules by default ("all"), in report
@@ -38,8 +44,9 @@ var AllKinds = []Kind{KillNode, KillLeader, KillController, Pause, NetPartition,
 // NetKinds are the link faults short of a partition ("net" in ParseKinds).
 var NetKinds = []Kind{OneWay, Bridge, Degrade}
 
-// KnownKinds is every kind, in report order.
-var KnownKinds = append(append([]Kind(nil), AllKinds...), NetKinds...)
+// KnownKinds is every kind, in report order. Shrink, like the link faults,
+// runs only when asked for by name.
+var KnownKinds = append(append(append([]Kind(nil), AllKinds...), NetKinds...), Shrink)
 
 // IsKill reports whether the kind kills a process (and may carry a torn tail).
 func (k Kind) IsKill() bool { return k == KillNode || k == KillLeader || k == KillController }
@@ -322,6 +329,8 @@ func (s *Schedule) deal() {
 				f.Target = []Target{TargetRandom, TargetController, TargetLeader}[rng.IntN(3)]
 			case k.IsLink():
 				s.link(&f)
+			case k == Shrink:
+				f.Hold = p.PartitionHold.pick(rng)
 			}
 			deck = append(deck, f)
 		}

@@ -1,0 +1,53 @@
+package chaos
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// shrink is known by name and not in the default mix; a deck deals it
+// PerKind times with holds of 0.5–2.5 session timeouts; an event that ran
+// counts (it has no victim node) and says what it did, one that was skipped
+// does not count.
+func TestShrinkKind(t *testing.T) {
+	k, err := ParseKinds("all,shrink")
+	if err != nil || !slices.Contains(k, Shrink) || len(k) != len(AllKinds)+1 {
+		t.Fatalf("%v %v", k, err)
+	}
+	if all, _ := ParseKinds("all"); slices.Contains(all, Shrink) {
+		t.Fatal("all includes shrink")
+	}
+	if Shrink.IsKill() || Shrink.NeedsNetNS() {
+		t.Fatal("shrink classified as a kill or a network fault")
+	}
+	plan := Plan{Seed: 3, PerKind: 25, Kinds: []Kind{Shrink, KillNode}, SessionTimeout: time.Second}
+	faults := NewSchedule(plan).Take(50)
+	if again := NewSchedule(plan).Take(50); !reflect.DeepEqual(faults, again) {
+		t.Fatal("same seed, different schedules")
+	}
+	n := 0
+	for _, f := range faults {
+		if f.Kind != Shrink {
+			continue
+		}
+		n++
+		if f.Hold < 500*time.Millisecond || f.Hold > 2500*time.Millisecond || f.Torn != nil {
+			t.Fatalf("shrink fault %s", f)
+		}
+	}
+	if n != 25 {
+		t.Fatalf("%d shrink faults in a deck of 25 per kind", n)
+	}
+	ran := Event{Fault: Fault{Kind: Shrink, Hold: time.Second}, Kind: Shrink, At: 3 * time.Second, Healthy: 40 * time.Millisecond}
+	skipped := Event{Fault: Fault{Kind: Shrink}, Kind: Shrink, Note: "skipped: no admin client"}
+	failed := Event{Fault: Fault{Kind: Shrink}, Kind: Shrink, At: time.Second, NotApplied: true}
+	if c := countFaults([]Event{ran, skipped, failed}); c[Shrink] != 1 {
+		t.Fatalf("counts %v, want one shrink", c)
+	}
+	if s := ran.String(); !strings.Contains(s, "shrink           replication factor 3 -> 2 for 1s; ready again after 40ms") {
+		t.Fatalf("event line %q", s)
+	}
+}
