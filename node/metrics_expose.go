@@ -140,6 +140,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_retention_failures_total", "Retention passes that failed (the segments stay; the disk fills).", bs.RetentionFailures)
 	w.Counter("paymentlog_producer_ids_expired_total", "Idle producer ids forgotten.", bs.ProducerIDsExpired)
 	w.Counter("paymentlog_reassignment_copied_bytes_total", "Bytes copied here for replicas a reassignment is adding (until each is in sync); --reassignment-throttle limits their rate.", bs.ReassignCopyBytes)
+	w.Gauge("paymentlog_reassignment_throttle_bytes_per_second", "The rate those copies are held to (the cluster's reassignment.throttle.bytes, else --reassignment-throttle); 0: unlimited.", bs.ReassignThrottle)
 
 	w.Family("paymentlog_request_errors_total", metrics.TypeCounter,
 		"Partition answers carrying an error code, by request (produce, fetch: consumers) and code.")

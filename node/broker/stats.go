@@ -38,6 +38,9 @@ type Stats struct {
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
+	// ReassignThrottle is the rate those copies are held to, in bytes per
+	// second (0: unlimited; SetReassignmentThrottle).
+	ReassignThrottle int64
 
 	// LogSizeBytes is the bytes of every partition log's segments here.
 	LogSizeBytes int64
@@ -253,6 +256,7 @@ func (b *Broker) Stats() Stats {
 		RetentionFailures:        b.counters.retentionFailures.Load(),
 		ProducerIDsExpired:       b.counters.producerIDsExpired.Load(),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
+		ReassignThrottle:         b.throttle.limit(),
 
 		ISRShrinks:    b.counters.isrShrinks.Load(),
 		ISRExpands:    b.counters.isrExpands.Load(),

@@ -14,22 +14,51 @@ import (
 //
 // Only replicas being added and not yet in the ISR are throttled: an ISR
 // member holds back the HW of acks=all writes if it stops fetching.
+//
+// The rate may change at any time (setRate: the cluster's
+// reassignment.throttle.bytes, applied without a restart); 0 is
+// unlimited.
 type copyThrottle struct {
-	rate int64 // bytes per second; > 0
 	mu   sync.Mutex
+	rate int64 // bytes per second; <= 0: unlimited
 	// tokens is in bytes; last is when it was last brought up to date.
 	tokens float64
 	last   time.Time
 }
 
 func newCopyThrottle(rate int64) *copyThrottle {
-	if rate <= 0 {
-		return nil
-	}
-	return &copyThrottle{rate: rate, tokens: float64(rate)}
+	t := &copyThrottle{}
+	t.setRate(rate, time.Time{})
+	return t
 }
 
-// refill brings tokens up to now; callers hold mu.
+// setRate changes the rate. From or to unlimited the bucket starts full;
+// otherwise it keeps what it holds, at most a second's worth of the new
+// rate (a debt stays, to be paid at the new rate).
+func (t *copyThrottle) setRate(rate int64, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rate = max(rate, 0)
+	if rate == t.rate {
+		return
+	}
+	if t.rate == 0 || rate == 0 {
+		t.tokens, t.last = float64(rate), now
+	} else {
+		t.refill(now)
+		t.tokens = min(t.tokens, float64(rate))
+	}
+	t.rate = rate
+}
+
+// limit returns the rate (0: unlimited).
+func (t *copyThrottle) limit() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rate
+}
+
+// refill brings tokens up to now; callers hold mu and the rate is > 0.
 func (t *copyThrottle) refill(now time.Time) {
 	if !t.last.IsZero() && now.After(t.last) {
 		t.tokens = min(t.tokens+now.Sub(t.last).Seconds()*float64(t.rate), float64(t.rate))
@@ -40,13 +69,13 @@ func (t *copyThrottle) refill(now time.Time) {
 }
 
 // wait is how long throttled partitions must sit out before fetching again
-// (0: they may fetch now). A nil throttle never waits.
+// (0: they may fetch now). An unlimited throttle never waits.
 func (t *copyThrottle) wait(now time.Time) time.Duration {
-	if t == nil {
-		return 0
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.rate <= 0 {
+		return 0
+	}
 	t.refill(now)
 	if t.tokens >= 0 {
 		return 0
@@ -56,11 +85,24 @@ func (t *copyThrottle) wait(now time.Time) time.Duration {
 
 // charge takes n copied bytes from the bucket.
 func (t *copyThrottle) charge(n int, now time.Time) {
-	if t == nil || n <= 0 {
+	if n <= 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.rate <= 0 {
+		return
+	}
 	t.refill(now)
 	t.tokens -= float64(n)
+}
+
+// SetReassignmentThrottle sets the rate, in bytes per second, at which this
+// node copies partitions it is being added to by a reassignment (0:
+// unlimited). It takes effect at once, for copies under way too.
+func (b *Broker) SetReassignmentThrottle(rate int64) {
+	if old := b.throttle.limit(); old != max(rate, 0) {
+		b.throttle.setRate(rate, time.Now())
+		b.log.Info("reassignment throttle changed", "bytes_per_sec", max(rate, 0), "was", old)
+	}
 }

@@ -7,15 +7,15 @@ import (
 
 // The bucket starts with a second's worth, lets a fetch overdraw it, then
 // holds throttled partitions back until the deficit is paid at the rate;
-// it never saves more than a second's worth. A nil throttle never waits.
+// it never saves more than a second's worth. An unlimited throttle never
+// waits.
 func TestCopyThrottle(t *testing.T) {
-	if newCopyThrottle(0) != nil || newCopyThrottle(-1) != nil {
-		t.Fatal("a throttle for an unlimited rate")
-	}
-	var none *copyThrottle
-	none.charge(1<<30, time.Now())
-	if none.wait(time.Now()) != 0 {
-		t.Fatal("nil throttle waits")
+	for _, r := range []int64{0, -1} {
+		none := newCopyThrottle(r)
+		none.charge(1<<30, time.Now())
+		if none.wait(time.Now()) != 0 || none.limit() != 0 {
+			t.Fatalf("rate %d: unlimited throttle waits", r)
+		}
 	}
 	now := time.Unix(100, 0)
 	th := newCopyThrottle(1000)
@@ -45,5 +45,36 @@ func TestCopyThrottle(t *testing.T) {
 	// A clock that steps back does not refill.
 	if w := th.wait(now.Add(-time.Minute)); w != time.Second {
 		t.Fatalf("clock stepped back: wait %v, want 1s", w)
+	}
+}
+
+// The rate changes at run time: from unlimited the bucket starts full, a
+// lower rate keeps a debt and pays it at the new rate, and back to
+// unlimited nothing waits.
+func TestCopyThrottleRateChanges(t *testing.T) {
+	now := time.Unix(100, 0)
+	th := newCopyThrottle(0)
+	th.charge(1<<20, now) // unlimited: not counted
+	th.setRate(1000, now)
+	if w := th.wait(now); w != 0 || th.limit() != 1000 {
+		t.Fatalf("just throttled: wait %v, limit %d", w, th.limit())
+	}
+	th.charge(3000, now) // 2 s in debt at 1000 B/s
+	th.setRate(500, now)
+	if w := th.wait(now); w != 4*time.Second {
+		t.Fatalf("after halving the rate: wait %v, want 4s", w)
+	}
+	th.setRate(500, now.Add(time.Hour)) // the same rate: nothing changes
+	th.setRate(0, now)
+	if w := th.wait(now); w != 0 {
+		t.Fatalf("unlimited again: wait %v", w)
+	}
+	th.setRate(2000, now)
+	if w := th.wait(now); w != 0 {
+		t.Fatalf("throttled again: a fresh bucket waits %v", w)
+	}
+	th.charge(2000+1000, now)
+	if w := th.wait(now); w != 500*time.Millisecond {
+		t.Fatalf("wait %v, want 0.5s", w)
 	}
 }

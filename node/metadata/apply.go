@@ -66,6 +66,7 @@ type builder struct {
 	// configsChanged lists the topics whose configs, min ISR or replication factor changed.
 	configsChanged []TopicRef
 	ctrl, pids     bool
+	clusterConfigs bool // a ClusterConfigChanged was applied
 }
 
 func newBuilder(base *Image, offset uint64) *builder {
@@ -162,6 +163,7 @@ func (b *builder) finish() (*Image, Delta) {
 		}
 	}
 	d.ControllerChanged, d.ProducerIDsChanged = b.ctrl, b.pids
+	d.ClusterConfigsChanged = b.clusterConfigs && !maps.Equal(b.base.clusterConfigs, b.next.clusterConfigs)
 	for _, t := range b.configsChanged {
 		if !slices.Contains(d.TopicsConfigChanged, t) {
 			d.TopicsConfigChanged = append(d.TopicsConfigChanged, t)
@@ -258,6 +260,8 @@ func (b *builder) apply(r Record) string {
 		b.pids = true
 	case TopicConfigChanged:
 		return b.applyTopicConfigChanged(r)
+	case ClusterConfigChanged:
+		return b.applyClusterConfigChanged(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)
 	}

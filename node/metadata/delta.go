@@ -23,6 +23,9 @@ type Delta struct {
 	ControllerChanged bool
 	// ProducerIDsChanged is set when a producer-id block was allocated.
 	ProducerIDsChanged bool
+	// ClusterConfigsChanged is set when the cluster configs changed
+	// (ClusterConfigChanged).
+	ClusterConfigsChanged bool
 }
 
 // TopicRef names one topic incarnation.
@@ -48,7 +51,8 @@ type PartitionDelta struct {
 // Empty reports whether nothing changed.
 func (d Delta) Empty() bool {
 	return len(d.Brokers) == 0 && len(d.TopicsCreated) == 0 && len(d.TopicsDeleted) == 0 &&
-		len(d.Partitions) == 0 && !d.ControllerChanged && !d.ProducerIDsChanged && len(d.TopicsConfigChanged) == 0
+		len(d.Partitions) == 0 && !d.ControllerChanged && !d.ProducerIDsChanged && len(d.TopicsConfigChanged) == 0 &&
+		!d.ClusterConfigsChanged
 }
 
 type partKey struct {
@@ -61,6 +65,8 @@ func (d Delta) Merge(later Delta) Delta {
 	out := Delta{
 		ControllerChanged:  d.ControllerChanged || later.ControllerChanged,
 		ProducerIDsChanged: d.ProducerIDsChanged || later.ProducerIDsChanged,
+		// Possibly changed and changed back, as TopicsConfigChanged.
+		ClusterConfigsChanged: d.ClusterConfigsChanged || later.ClusterConfigsChanged,
 	}
 	bs := map[int32]BrokerDelta{}
 	for _, b := range d.Brokers {
@@ -148,6 +154,7 @@ func Diff(prev, next *Image) Delta {
 	var d Delta
 	d.ControllerChanged = prev.controllerID != next.controllerID || prev.controllerTerm != next.controllerTerm
 	d.ProducerIDsChanged = prev.nextProducerID != next.nextProducerID
+	d.ClusterConfigsChanged = !maps.Equal(prev.clusterConfigs, next.clusterConfigs)
 	ids := map[int32]bool{}
 	for id := range prev.brokers {
 		ids[id] = true

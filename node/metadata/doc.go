@@ -34,6 +34,7 @@
 //	9  TopicDeleted            {name, id}
 //	10 ProducerIDBlock         {broker, start, len}
 //	11 TopicConfigChanged      {name, id, set, del, min_isr, rf}: configs set and deleted, min ISR, replication factor (0 = unchanged)
+//	12 ClusterConfigChanged    {set, del}: cluster configs (cluster_config.go) set and deleted
 //
 // Record type 11 was added after the others; logs written before it hold
 // none and decode as before. A TopicCreated may hold config keys that new
@@ -68,6 +69,7 @@
 //
 // Snapshot bytes are a 1-byte format version (1) followed by the msgpack
 // encoding of snapshotV1: brokers sorted by id, topics sorted by name, configs
-// as sorted key/value pairs. The encoding is canonical, so Image.Hash (SHA-256
+// (a topic's, and the cluster's, omitted when there are none) as sorted
+// key/value pairs. The encoding is canonical, so Image.Hash (SHA-256
 // of the snapshot encoding with the offset zeroed) is stable across nodes.
 package metadata

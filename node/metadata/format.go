@@ -36,6 +36,8 @@ func FormatRecord(r Record) string {
 		return fmt.Sprintf("ProducerIDBlock broker=%d start=%d len=%d", r.Broker, r.Start, r.Len)
 	case TopicConfigChanged:
 		return formatTopicConfigChanged(r)
+	case ClusterConfigChanged:
+		return formatClusterConfigChanged(r)
 	}
 	return fmt.Sprintf("%T%+v", r, r)
 }

@@ -142,9 +142,12 @@ type Image struct {
 	// controller (or term) replaced, -1 before any such change.
 	prevControllerID int32
 	nextProducerID   int64
-	brokers          map[int32]*BrokerState
-	topics           map[string]*TopicState
-	partitionCount   int
+	// clusterConfigs are the cluster configs as set (cluster_config.go); nil
+	// when none.
+	clusterConfigs map[string]string
+	brokers        map[int32]*BrokerState
+	topics         map[string]*TopicState
+	partitionCount int
 }
 
 // EmptyImage is the image before any record.

@@ -131,6 +131,13 @@ func TestRandomWalkDeltas(t *testing.T) {
 		}
 		whole := Diff(start, img)
 		whole.ControllerChanged = merged.ControllerChanged
+		// Like topic configs, the cluster configs may have changed and
+		// changed back; a merged delta never misses a difference.
+		if whole.ClusterConfigsChanged && !merged.ClusterConfigsChanged {
+			t.Logf("merged delta misses the cluster config change")
+			return false
+		}
+		whole.ClusterConfigsChanged = merged.ClusterConfigsChanged
 		if !deltaEqual(merged, whole) {
 			t.Logf("merged %+v != diff %+v", merged, whole)
 			return false
@@ -224,6 +231,12 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 			NewISR: isr, Members: members})
 	case k == 8:
 		recs = DecidePreferredLeaders(img)
+	case k == 10 && rng.IntN(4) == 0:
+		ev := AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: fmt.Sprint(rng.IntN(3) << 20)}}
+		if rng.IntN(3) == 0 {
+			ev = AlterClusterConfigsEvent{Delete: []string{ConfigReassignmentThrottle}}
+		}
+		recs, err = DecideAlterClusterConfigs(img, ev)
 	case k == 10:
 		recs, err = DecideAlterConfigs(img, randomConfigChange(rng, img))
 	case k >= 11 && rng.IntN(4) == 0:

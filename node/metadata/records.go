@@ -208,6 +208,8 @@ func newRecord(t RecordType, v uint8) Record {
 		return &ProducerIDBlock{}
 	case TypeTopicConfigChanged:
 		return &TopicConfigChanged{}
+	case TypeClusterConfigChanged:
+		return &ClusterConfigChanged{}
 	}
 	return nil
 }
@@ -236,6 +238,8 @@ func deref(r Record) Record {
 	case *ProducerIDBlock:
 		return *x
 	case *TopicConfigChanged:
+		return *x
+	case *ClusterConfigChanged:
 		return *x
 	}
 	return r

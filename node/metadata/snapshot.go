@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -34,6 +35,9 @@ type snapshotV1 struct {
 	// PrevControllerID: 0 when absent (snapshots written before it
 	// existed) reads as -1, none; node ids are > 0.
 	PrevControllerID int32 `msgpack:"prev_controller"`
+	// ClusterConfigs, sorted by key; omitted when none (so images without
+	// any encode, and hash, as before they existed).
+	ClusterConfigs [][2]string `msgpack:"cluster_configs,omitempty"`
 }
 
 type snapBroker struct {
@@ -76,6 +80,9 @@ func (m *Image) toSnapshot() snapshotV1 {
 			st.Partitions = append(st.Partitions, PartitionCreated(p))
 		}
 		s.Topics = append(s.Topics, st)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.clusterConfigs)) {
+		s.ClusterConfigs = append(s.ClusterConfigs, [2]string{k, m.clusterConfigs[k]})
 	}
 	return s
 }
@@ -128,6 +135,21 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 	}
 	if m.nextProducerID < 0 {
 		return nil, fmt.Errorf("%w: negative next producer id", ErrCorruptSnapshot)
+	}
+	if len(s.ClusterConfigs) > MaxConfigs {
+		return nil, fmt.Errorf("%w: %d cluster configs", ErrCorruptSnapshot, len(s.ClusterConfigs))
+	}
+	for i, kv := range s.ClusterConfigs {
+		if i > 0 && kv[0] <= s.ClusterConfigs[i-1][0] {
+			return nil, fmt.Errorf("%w: cluster configs not sorted or repeated", ErrCorruptSnapshot)
+		}
+		if m.clusterConfigs == nil {
+			m.clusterConfigs = map[string]string{}
+		}
+		m.clusterConfigs[kv[0]] = kv[1]
+	}
+	if err := ValidateClusterConfigs(m.clusterConfigs); err != nil {
+		return nil, fmt.Errorf("%w: cluster configs: %v", ErrCorruptSnapshot, err)
 	}
 	for _, sb := range s.Brokers {
 		if sb.ID <= 0 || m.brokers[sb.ID] != nil {
