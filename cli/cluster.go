@@ -18,7 +18,7 @@ func init() { commands = append(commands, clusterCommand) }
 func clusterCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "cluster",
-		Usage: "inspect the cluster",
+		Usage: "inspect the cluster and set its dynamic configs",
 		Subcommands: []*ucli.Command{{
 			Name:      "status",
 			Usage:     "nodes (alive/fenced), controller eligibility, the active controller",
@@ -37,7 +37,7 @@ func clusterCommand() *ucli.Command {
 				}
 				return runClusterStatus(c.Context, clusterOptions{client: co, json: c.Bool("json"), timeout: c.Duration("timeout")}, c.App.Writer, c.App.ErrWriter)
 			},
-		}},
+		}, clusterAlterConfigCommand()},
 	}
 }
 
@@ -84,6 +84,9 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			alive = fmt.Sprintf("unknown (last known %s)", alive)
 		}
 		fmt.Fprintf(stdout, "Active controller: %s  Metadata offset: %d  Alive: %s\n", ctrl, st.MetadataOffset, alive)
+		if len(st.Configs) > 0 {
+			fmt.Fprintf(stdout, "Cluster configs: %s\n", formatConfigs(st.Configs))
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER")
 		for _, n := range st.Nodes {

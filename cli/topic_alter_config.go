@@ -58,39 +58,47 @@ func parseTopicAlterConfig(c *ucli.Context) (topicAlterConfigOptions, error) {
 		return topicAlterConfigOptions{}, usageError("%v", err)
 	}
 	opts := topicAlterConfigOptions{client: co, name: name, timeout: c.Duration("timeout")}
-	// An empty value (an empty PAYMENTLOG_TOPIC_ALTER_SET) is no change.
+	opts.change, err = parseConfigChange(c)
+	return opts, err
+}
+
+// parseConfigChange reads --set key=value and --delete key (each repeated
+// at will) into a change; a usage error when malformed or empty.
+func parseConfigChange(c *ucli.Context) (client.ConfigChange, error) {
+	var ch client.ConfigChange
+	// An empty value (an empty PAYMENTLOG_*_SET) is no change.
 	for _, kv := range c.StringSlice("set") {
 		if kv == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return opts, usageError("--set %q is not key=value", kv)
+			return ch, usageError("--set %q is not key=value", kv)
 		}
-		if _, dup := opts.change.Set[k]; dup {
-			return opts, usageError("--set %s given twice", k)
+		if _, dup := ch.Set[k]; dup {
+			return ch, usageError("--set %s given twice", k)
 		}
-		if opts.change.Set == nil {
-			opts.change.Set = map[string]string{}
+		if ch.Set == nil {
+			ch.Set = map[string]string{}
 		}
-		opts.change.Set[k] = v
+		ch.Set[k] = v
 	}
 	for _, k := range c.StringSlice("delete") {
 		if k == "" {
 			continue
 		}
 		if strings.Contains(k, "=") {
-			return opts, usageError("--delete %q: give the key alone", k)
+			return ch, usageError("--delete %q: give the key alone", k)
 		}
-		if _, both := opts.change.Set[k]; both {
-			return opts, usageError("%s is both set and deleted", k)
+		if _, both := ch.Set[k]; both {
+			return ch, usageError("%s is both set and deleted", k)
 		}
-		opts.change.Delete = append(opts.change.Delete, k)
+		ch.Delete = append(ch.Delete, k)
 	}
-	if len(opts.change.Set) == 0 && len(opts.change.Delete) == 0 {
-		return opts, usageError("nothing to change: give --set key=value or --delete key")
+	if len(ch.Set) == 0 && len(ch.Delete) == 0 {
+		return ch, usageError("nothing to change: give --set key=value or --delete key")
 	}
-	return opts, nil
+	return ch, nil
 }
 
 func runTopicAlterConfig(ctx context.Context, opts topicAlterConfigOptions, stdout, stderr io.Writer) error {

@@ -31,6 +31,8 @@ type ClusterStatus struct {
 	ControllerID   int32        `json:"controller_id"` // -1 while there is none
 	MetadataOffset int64        `json:"metadata_offset"`
 	Nodes          []NodeStatus `json:"nodes"`
+	// Configs are the cluster configs as set (AlterClusterConfigs).
+	Configs map[string]string `json:"configs,omitempty"`
 }
 
 // Alive counts nodes in state "alive".
@@ -61,7 +63,8 @@ func (a *Admin) DescribeCluster(ctx context.Context) (ClusterStatus, error) {
 	if err != nil {
 		return ClusterStatus{}, err
 	}
-	st := ClusterStatus{ControllerID: r.ControllerID, MetadataOffset: r.MetadataOffset, Nodes: make([]NodeStatus, 0, len(r.Brokers))}
+	st := ClusterStatus{ControllerID: r.ControllerID, MetadataOffset: r.MetadataOffset, Nodes: make([]NodeStatus, 0, len(r.Brokers)),
+		Configs: r.Configs}
 	for _, b := range r.Brokers {
 		st.Nodes = append(st.Nodes, NodeStatus{ID: b.ID, Addr: b.Addr, State: b.State, ControllerEligible: b.ControllerEligible})
 	}

@@ -233,21 +233,8 @@ func TestReassignThrottled(t *testing.T) {
 		cfg.ReassignmentThrottle, cfg.ReplicaFetchMaxBytes = rate, 256<<10
 	}, []int32{1, 2, 3})
 	admin := c.Admin()
-	p, err := c.NewProducer(client.ProducerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(context.Background())
-	value := make([]byte, 1024)
 	const total = 4 << 10
-	for i := range total {
-		if err := p.Produce(ctx, &client.Record{Topic: "payments", Partition: 0, Value: value}, nil); err != nil {
-			t.Fatalf("record %d: %v", i, err)
-		}
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	produceKiB(ctx, t, c, total)
 	start := time.Now()
 	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 4}); err != nil {
 		t.Fatal(err)
@@ -263,5 +250,66 @@ func TestReassignThrottled(t *testing.T) {
 	}
 	if took < 2750*time.Millisecond {
 		t.Fatalf("a copy of %d bytes at %d B/s took %v, want at least 2.75s", copied, rate, took)
+	}
+}
+
+// The cluster's reassignment.throttle.bytes, set while the nodes run, holds
+// a copy to its rate like --reassignment-throttle (here 1 MiB/s on nodes
+// started unthrottled), every node reports it, and deleting it brings each
+// node back to its own flag.
+func TestReassignThrottledByClusterConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const rate = 1 << 20
+	tc, c := reassignCluster(ctx, t, 4, func(cfg *node.Config) { cfg.ReplicaFetchMaxBytes = 256 << 10 }, []int32{1, 2, 3})
+	admin := c.Admin()
+	produceKiB(ctx, t, c, 4<<10)
+	if err := admin.AlterClusterConfigs(ctx, client.ConfigChange{Set: map[string]string{"reassignment.throttle.bytes": fmt.Sprint(rate)}}); err != nil {
+		t.Fatal(err)
+	}
+	for id := int32(1); id <= 4; id++ {
+		if got := tc.node(id).Broker().Stats().ReassignThrottle; got != rate {
+			t.Fatalf("node %d's throttle %d, want %d", id, got, rate)
+		}
+	}
+	start := time.Now()
+	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.WaitReassignment(ctx, "payments", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	copied := tc.node(4).Broker().Stats().ReassignCopyBytes
+	t.Logf("copied %d bytes in %v (%.1f MB/s, throttle %d B/s)", copied, took, float64(copied)/took.Seconds()/1e6, rate)
+	if took < 2750*time.Millisecond {
+		t.Fatalf("a copy of %d bytes at %d B/s took %v, want at least 2.75s", copied, rate, took)
+	}
+	if err := admin.AlterClusterConfigs(ctx, client.ConfigChange{Delete: []string{"reassignment.throttle.bytes"}}); err != nil {
+		t.Fatal(err)
+	}
+	for id := int32(1); id <= 4; id++ {
+		if got := tc.node(id).Broker().Stats().ReassignThrottle; got != 0 {
+			t.Fatalf("node %d's throttle %d after the delete, want 0 (its flag)", id, got)
+		}
+	}
+}
+
+// produceKiB writes n records of 1 KiB to payments-0 and flushes them.
+func produceKiB(ctx context.Context, t *testing.T, c *client.Client, n int) {
+	t.Helper()
+	p, err := c.NewProducer(client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	value := make([]byte, 1024)
+	for i := range n {
+		if err := p.Produce(ctx, &client.Record{Topic: "payments", Partition: 0, Value: value}, nil); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -37,6 +37,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 		addrs[b.ID] = b.Addr
 	}
 	n.broker.SetBrokerAddrs(addrs)
+	n.applyClusterConfigs(img)
 
 	// Until this incarnation is registered, leadership the image gives this
 	// node belongs to a previous incarnation, whose log may have lost its tail

@@ -34,6 +34,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.CreatePartitionsRequest) }, func() any { return new(wire.CreatePartitionsResponse) },
 	func() any { return new(wire.ReassignPartitionRequest) }, func() any { return new(wire.ReassignPartitionResponse) },
 	func() any { return new(wire.AlterReplicationFactorRequest) }, func() any { return new(wire.AlterReplicationFactorResponse) },
+	func() any { return new(wire.AlterClusterConfigsRequest) }, func() any { return new(wire.AlterClusterConfigsResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -70,6 +71,10 @@ func wireSeeds() []any {
 		&wire.AlterReplicationFactorRequest{Topic: "payments", ReplicationFactor: 4},
 		&wire.AlterReplicationFactorResponse{Err: wire.InvalidReplicationFactor, ControllerID: 1, ReplicationFactor: 3,
 			Message: `replication factor 1 is below topic "payments"'s min.insync.replicas 2: lower that first`},
+		&wire.AlterClusterConfigsRequest{Set: map[string]string{"reassignment.throttle.bytes": "10485760"}, Delete: []string{"x"}},
+		&wire.AlterClusterConfigsResponse{Err: wire.InvalidConfig, Message: `unknown cluster config "x"`, MetadataOffset: 812, ControllerID: 1},
+		&wire.DescribeClusterResponse{ControllerID: 1, MetadataOffset: 812, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
+			Configs: map[string]string{"reassignment.throttle.bytes": "0"}},
 	}
 }
 

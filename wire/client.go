@@ -119,6 +119,9 @@ type DescribeClusterResponse struct {
 	ControllerID   int32        `msgpack:"ctrl"`
 	MetadataOffset int64        `msgpack:"moff"`
 	Brokers        []BrokerInfo `msgpack:"brokers"`
+	// Configs are the cluster configs as set (AlterClusterConfigsRequest);
+	// omitted when none.
+	Configs map[string]string `msgpack:"configs,omitempty"`
 }
 
 // InitProducerIDRequest asks for a cluster-unique producer id (allocated from

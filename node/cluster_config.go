@@ -1,0 +1,34 @@
+package node
+
+import (
+	"context"
+
+	"paymentlog/node/metadata"
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// handleAlterClusterConfigs answers an AlterClusterConfigsRequest through
+// the local controller (NotController with the hint unless it is the
+// active one).
+func (n *Node) handleAlterClusterConfigs(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.AlterClusterConfigsRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeAlterClusterConfigs, &wire.AlterClusterConfigsResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.AlterClusterConfigs(ctx, req)
+	return wire.TypeAlterClusterConfigs, &resp, nil
+}
+
+// applyClusterConfigs applies the cluster configs of img to this node: the
+// reassignment throttle (the cluster's when set, else --reassignment-throttle).
+func (n *Node) applyClusterConfigs(img *metadata.Image) {
+	rate := n.cfg.ReassignmentThrottle
+	if r, ok := img.ReassignmentThrottle(); ok {
+		rate = r
+	}
+	n.broker.SetReassignmentThrottle(rate)
+}

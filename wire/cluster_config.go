@@ -1,0 +1,32 @@
+package wire
+
+// TypeAlterClusterConfigs is the frame type of AlterClusterConfigs (Kafka's
+// IncrementalAlterConfigs for the cluster-wide broker default,
+// `kafka-configs --entity-type brokers --entity-default --alter`). Part of
+// the wire format: never renumber.
+const TypeAlterClusterConfigs = 13
+
+// AlterClusterConfigsRequest asks the active controller to set and delete
+// cluster configs, which every node applies without a restart. It may be
+// sent to any node: a node that is not the active controller answers
+// NotController with the hint.
+//
+// Keys: reassignment.throttle.bytes (bytes per second each node copies for
+// replicas a reassignment is adding; 0 unlimited; deleted: each node's
+// --reassignment-throttle). An unknown key, a bad value or a key both set
+// and deleted is refused whole with InvalidConfig; a change that changes
+// nothing is accepted (a retry).
+type AlterClusterConfigsRequest struct {
+	Set    map[string]string `msgpack:"set"`
+	Delete []string          `msgpack:"del"`
+}
+
+// AlterClusterConfigsResponse answers once the change is committed.
+// MetadataOffset is the metadata offset it is in (a node whose
+// DescribeCluster answer shows that offset or a later one applies it).
+type AlterClusterConfigsResponse struct {
+	Err            ErrorCode `msgpack:"err"`
+	Message        string    `msgpack:"msg"`
+	MetadataOffset int64     `msgpack:"moff"`
+	ControllerID   int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+}
