@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"paymentlog/node/metadata"
 	"paymentlog/segment"
 	"paymentlog/wire"
 )
@@ -91,6 +92,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			NewStorage:         newStorage,
 			UnsyncedLogs:       n.cfg.Sync != segment.SyncAlways,
 			EmptyReplicas:      empty,
+			MetadataVersion:    metadata.MetadataVersion,
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
 			var we *wire.Error

@@ -52,3 +52,29 @@ func TestFreshNodeAddedToControllersIsRefused(t *testing.T) {
 	tc.start(4)
 	tc.waitAlive(4)
 }
+
+// A committed metadata entry with a record type this build does not know
+// (one written by a newer paymentlog) stops every node with an error that
+// says so, instead of letting them skip it while the newer nodes apply it.
+func TestUnknownMetadataRecordStopsTheNode(t *testing.T) {
+	tc := mustStartClusterWith(t, 3, nil)
+	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
+	leader := tc.node(tc.activeController())
+	// Record type 99, version 1, an empty msgpack map as its body.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := leader.Raft().Propose(ctx, []byte{99, 1, 0, 0, 0, 1, 0x80}); err != nil {
+		t.Fatal(err)
+	}
+	for id := int32(1); id <= 3; id++ {
+		nd := tc.node(id)
+		select {
+		case <-nd.Done():
+		case <-time.After(15 * time.Second):
+			t.Fatalf("node %d still runs", id)
+		}
+		if err := nd.Err(); err == nil || !strings.Contains(err.Error(), "written by a newer paymentlog: upgrade this node") {
+			t.Fatalf("node %d stopped with %v", id, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"paymentlog/node/broker"
@@ -25,6 +26,12 @@ func (n *Node) watchMetadata(ctx context.Context) error {
 				return nil
 			}
 			return err
+		}
+		if err := n.store.Err(); errors.Is(err, metadata.ErrUnknownRecord) {
+			// Written by a newer build (metadata_version.go): applying
+			// the entries around it would leave this node's image apart
+			// from the others', acting on it worse than stopping.
+			return fmt.Errorf("the metadata log holds a record this build does not know, written by a newer paymentlog: upgrade this node (%w)", err)
 		}
 		n.reconcile(ctx, ch.Next)
 	}

@@ -56,7 +56,7 @@ func wireSeeds() []any {
 		&wire.ReplicaFetchOpen{FollowerID: 2, Incarnation: 1795998087883425915},
 		&wire.BrokerHeartbeatRequest{BrokerID: 2, Incarnation: 99, MetadataOffset: 812},
 		&wire.BrokerRegisterRequest{BrokerID: 2, Addr: "127.0.0.1:7102", Incarnation: 99, UnsyncedLogs: true,
-			EmptyReplicas: []wire.PartitionRef{{TopicID: "0f3a", Partition: 2}, {TopicID: "77b1", Partition: 0}}},
+			EmptyReplicas: []wire.PartitionRef{{TopicID: "0f3a", Partition: 2}, {TopicID: "77b1", Partition: 0}}, MetadataVersion: 2},
 		&wire.DescribeQuorumResponse{Voters: []int32{1, 2, 3}, Controllers: "1@127.0.0.1:7101", Term: 1, LastIndex: 3, Guarded: true,
 			GuardNonce: "00112233445566778899aabbccddeeff"},
 		&wire.DescribeQuorumResponse{Voters: []int32{1, 2, 3}, Term: 2, Commit: 9, LastIndex: 9,

@@ -45,6 +45,10 @@ const (
 	// key, a bad value, or a change that cannot be made (Kafka's
 	// INVALID_CONFIG). The message names the key.
 	InvalidConfig ErrorCode = 29
+	// UnsupportedVersion: a change whose records some registered node's
+	// version could not apply (a rolling upgrade not finished; Kafka's
+	// UNSUPPORTED_VERSION / feature levels). The message names the nodes.
+	UnsupportedVersion ErrorCode = 30
 )
 
 var codeNames = map[ErrorCode]string{
@@ -60,7 +64,7 @@ var codeNames = map[ErrorCode]string{
 	LeaderNotAvailable: "LeaderNotAvailable", BrokerNotAvailable: "BrokerNotAvailable",
 	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
-	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig",
+	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -129,6 +129,10 @@ type BrokerRegisterRequest struct {
 	// empty by a process not yet registered): for these partitions the
 	// controller treats it as NewStorage. Omitted when empty.
 	EmptyReplicas []PartitionRef `msgpack:"empty,omitempty"`
+	// MetadataVersion is the highest metadata version this node's build
+	// applies (metadata.MetadataVersion); absent (0) from builds before
+	// versions existed, which apply version 1.
+	MetadataVersion int32 `msgpack:"mv,omitempty"`
 }
 
 // PartitionRef names one partition of a topic by the topic's id.

@@ -19,7 +19,8 @@ func partitionsUp(t *testing.T, h *harness, term uint64) {
 	h.tick()
 	ctx := h.ctx()
 	for id := int32(1); id <= 3; id++ {
-		h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: id, Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1, ControllerEligible: true})
+		h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: id, Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1, ControllerEligible: true,
+			MetadataVersion: metadata.MetadataVersion})
 		h.c.Heartbeat(ctx, wire.BrokerHeartbeatRequest{BrokerID: id, Incarnation: 1, MetadataOffset: int64(h.store.Image().Offset())})
 	}
 	if r := h.c.CreateTopic(ctx, wire.CreateTopicRequest{Name: "t", Partitions: 2, ReplicationFactor: 3}); r.Err != wire.None {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
 
@@ -15,7 +16,7 @@ func TestReplicationFactorAndClusterConfigsThroughTheController(t *testing.T) {
 	h := newHarness(t)
 	partitionsUp(t, h, 1)
 	ctx := h.ctx()
-	h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: 4, Addr: "127.0.0.1:7104", Incarnation: 1})
+	h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: 4, Addr: "127.0.0.1:7104", Incarnation: 1, MetadataVersion: metadata.MetadataVersion})
 	h.c.Heartbeat(ctx, wire.BrokerHeartbeatRequest{BrokerID: 4, Incarnation: 1, MetadataOffset: int64(h.store.Image().Offset())})
 	committed := func() (out []string) {
 		for _, rec := range h.raft.takeCommitted() {

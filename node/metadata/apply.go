@@ -194,8 +194,12 @@ func (b *builder) apply(r Record) string {
 		if cur, ok := b.next.brokers[r.ID]; ok && cur.Incarnation == r.Incarnation {
 			return "incarnation already registered"
 		}
+		if r.MetadataVersion < 0 {
+			return "negative metadata version"
+		}
 		b.setBroker(BrokerState{ID: r.ID, Addr: r.Addr, Incarnation: r.Incarnation,
-			ControllerEligible: r.ControllerEligible, Fenced: true, CatchUpOffset: b.next.offset})
+			ControllerEligible: r.ControllerEligible, Fenced: true, CatchUpOffset: b.next.offset,
+			MetadataVersion: r.MetadataVersion})
 	case BrokerFenced:
 		cur, why := b.brokerIncarnation(r.ID, r.Incarnation)
 		if why != "" {
@@ -259,8 +263,12 @@ func (b *builder) apply(r Record) string {
 		b.next.nextProducerID = r.Start + r.Len
 		b.pids = true
 	case TopicConfigChanged:
+		if r.RF != 0 {
+			b.useVersion(2)
+		}
 		return b.applyTopicConfigChanged(r)
 	case ClusterConfigChanged:
+		b.useVersion(2)
 		return b.applyClusterConfigChanged(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)

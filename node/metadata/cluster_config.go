@@ -144,6 +144,9 @@ func DecideAlterClusterConfigs(img *Image, ev AlterClusterConfigsEvent) ([]Recor
 	if err := ValidateClusterConfigs(ev.Set); err != nil {
 		return nil, werr(wire.InvalidConfig, "%v", err)
 	}
+	if err := requireVersion(img, 2, "changing cluster configs"); err != nil {
+		return nil, err
+	}
 	var rec ClusterConfigChanged
 	for k, v := range ev.Set {
 		if cur, ok := img.clusterConfigs[k]; !ok || cur != v {

@@ -39,8 +39,8 @@ func TestClusterConfigs(t *testing.T) {
 	if _, ok := next.ReassignmentThrottle(); ok || next.ClusterConfigs() != nil {
 		t.Fatalf("deleted: %v", next.ClusterConfigs())
 	}
-	if next.Hash() != img.Hash() {
-		t.Fatal("an image whose configs were deleted hashes unlike one that never had any")
+	if next.Version() != 2 || img.Version() != 1 {
+		t.Fatalf("metadata version %d after a cluster config change (%d before), want 2 (1)", next.Version(), img.Version())
 	}
 	if recs, err := DecideAlterClusterConfigs(next, del); err != nil || recs != nil {
 		t.Fatalf("deleting what is not set: %v %v", recs, err)

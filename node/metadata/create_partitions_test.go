@@ -165,7 +165,7 @@ func upImage(t *testing.T, n int) *Image {
 	t.Helper()
 	img := EmptyImage()
 	for id := int32(1); id <= int32(n); id++ {
-		img = mustApply(t, img, []Record{BrokerRegistered{ID: id, Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1}})
+		img = mustApply(t, img, []Record{BrokerRegistered{ID: id, Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1, MetadataVersion: MetadataVersion}})
 		img = mustApply(t, img, []Record{BrokerUnfenced{ID: id, Incarnation: 1}})
 	}
 	return img

@@ -40,6 +40,9 @@ type RegisterEvent struct {
 	// before this start (a partition directory wiped while the data
 	// directory was kept): NewStorage for these partitions only.
 	EmptyReplicas []wire.PartitionRef
+	// MetadataVersion is the highest metadata version the broker's build
+	// applies (0: version 1, a build from before versions existed).
+	MetadataVersion int32
 }
 
 // lostStorage reports whether the registering broker holds nothing of p
@@ -87,7 +90,11 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 		}
 		out = DecideFence(img, b.ID, b.Incarnation)
 	}
-	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation,
+	if v := versionOf(ev.MetadataVersion); v < img.metadataVersion {
+		return nil, werr(wire.UnsupportedVersion, "broker %d runs a build that applies metadata version %d; the cluster uses version %d: upgrade it",
+			ev.ID, v, img.metadataVersion)
+	}
+	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation, MetadataVersion: ev.MetadataVersion,
 		ControllerEligible: ev.ControllerEligible})
 	if known && (ev.NewStorage || ev.UnsyncedLogs || len(ev.EmptyReplicas) > 0) {
 		after, _, err := img.ApplyEntry(img.Offset(), out)

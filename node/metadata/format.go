@@ -13,7 +13,11 @@ func FormatRecord(r Record) string {
 	case ControllerMarker:
 		return fmt.Sprintf("ControllerMarker controller=%d term=%d", r.ControllerID, r.Term)
 	case BrokerRegistered:
-		return fmt.Sprintf("BrokerRegistered id=%d inc=%d addr=%s ctrl=%t", r.ID, r.Incarnation, r.Addr, r.ControllerEligible)
+		s := fmt.Sprintf("BrokerRegistered id=%d inc=%d addr=%s ctrl=%t", r.ID, r.Incarnation, r.Addr, r.ControllerEligible)
+		if r.MetadataVersion != 0 {
+			s += fmt.Sprintf(" mv=%d", r.MetadataVersion)
+		}
+		return s
 	case BrokerFenced:
 		return fmt.Sprintf("BrokerFenced id=%d inc=%d", r.ID, r.Incarnation)
 	case BrokerUnfenced:

@@ -23,6 +23,9 @@ type BrokerState struct {
 	// BrokerFenced record: it is unfenced only after reporting (in a
 	// heartbeat) a metadata offset at least this large.
 	CatchUpOffset uint64
+	// MetadataVersion is the highest metadata version the broker's build
+	// applies, as registered (0: version 1; metadata_version.go).
+	MetadataVersion int32
 }
 
 // TopicState is one topic. Partitions[i].Partition == i.
@@ -142,6 +145,10 @@ type Image struct {
 	// controller (or term) replaced, -1 before any such change.
 	prevControllerID int32
 	nextProducerID   int64
+	// metadataVersion is the version of the records the cluster uses: the
+	// highest version of any record applied (metadata_version.go); 1 before
+	// any record of a later version.
+	metadataVersion int32
 	// clusterConfigs are the cluster configs as set (cluster_config.go); nil
 	// when none.
 	clusterConfigs map[string]string
@@ -155,6 +162,7 @@ func EmptyImage() *Image {
 	return &Image{
 		controllerID:     -1,
 		prevControllerID: -1,
+		metadataVersion:  1,
 		brokers:          map[int32]*BrokerState{},
 		topics:           map[string]*TopicState{},
 	}

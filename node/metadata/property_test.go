@@ -184,7 +184,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	switch k := rng.IntN(13); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0,
-			EmptyReplicas: randomEmptyReplicas(rng, img)})
+			EmptyReplicas: randomEmptyReplicas(rng, img), MetadataVersion: randomVersion(rng)})
 	case k <= 2:
 		recs, err = DecideHeartbeat(img, HeartbeatEvent{ID: id, Incarnation: b.Incarnation,
 			MetadataOffset: int64(img.Offset()), WantShutdown: rng.IntN(8) == 0})
@@ -285,4 +285,14 @@ func randomEmptyReplicas(rng *rand.Rand, img *Image) []wire.PartitionRef {
 		return true
 	})
 	return out
+}
+
+// randomVersion is a registration's metadata version: mostly this build's,
+// sometimes none (a build from before versions: refused once the cluster
+// uses version 2, and holding version-2 changes back while registered).
+func randomVersion(rng *rand.Rand) int32 {
+	if rng.IntN(10) == 0 {
+		return 0
+	}
+	return MetadataVersion
 }

@@ -27,7 +27,7 @@ func reassignFixture(t *testing.T) *Image {
 			PartitionCreated{Topic: name, TopicID: name + "-id", Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1},
 		})
 	}
-	img = mustApply(t, img, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1}})
+	img = mustApply(t, img, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1, MetadataVersion: MetadataVersion}})
 	return mustApply(t, img, []Record{BrokerUnfenced{ID: 4, Incarnation: 1}})
 }
 
@@ -140,7 +140,7 @@ func TestReassignCancel(t *testing.T) {
 // those from before the first.
 func TestReassignReplacesTheOneInProgress(t *testing.T) {
 	img := reassignFixture(t)
-	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1}})
+	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1, MetadataVersion: MetadataVersion}})
 	img = mustApply(t, img, []Record{BrokerUnfenced{ID: 5, Incarnation: 1}})
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{4, 2, 3}}))
 	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 4)) // 3 lags

@@ -58,6 +58,9 @@ type BrokerRegistered struct {
 	Addr               string `msgpack:"addr"`
 	Incarnation        int64  `msgpack:"inc"`
 	ControllerEligible bool   `msgpack:"ctrl"`
+	// MetadataVersion is the highest metadata version the broker's build
+	// applies (metadata_version.go); omitted when 0 (version 1).
+	MetadataVersion int32 `msgpack:"mv,omitempty"`
 }
 
 // BrokerFenced marks an incarnation fenced: it may lead nothing and is in no

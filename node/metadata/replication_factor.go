@@ -52,6 +52,9 @@ func DecideReplicationFactor(img *Image, ev ReplicationFactorEvent) ([]Record, e
 		return nil, werr(wire.InvalidReplicationFactor, "replication factor %d is below topic %q's min.insync.replicas %d: lower that first",
 			ev.RF, t.Name, t.MinISR)
 	}
+	if err := requireVersion(img, 2, "changing a replication factor"); err != nil {
+		return nil, err
+	}
 	var out []Record
 	if ev.RF != t.RF {
 		out = append(out, TopicConfigChanged{Name: t.Name, ID: t.ID, RF: ev.RF})

@@ -77,7 +77,7 @@ func TestReplicationFactorLowered(t *testing.T) {
 // dropped replica stays a full member until then.
 func TestReplicationFactorLoweredWaitsForKeptReplicas(t *testing.T) {
 	img := reassignFixture(t)
-	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1}})
+	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1, MetadataVersion: MetadataVersion}})
 	img = mustApply(t, img, []Record{BrokerUnfenced{ID: 5, Incarnation: 1}})
 	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 5}))
 	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 3, 4, 5))
@@ -174,12 +174,11 @@ func TestReplicationFactorRecordValidated(t *testing.T) {
 }
 
 // TestWriteReplicationFactorFuzzSeeds keeps the fuzz seeds of a replication
-// factor change in sync (run with -rewrite): the entry raising seededImage's
-// payments topic to 4 replicas, and the image with it under way.
+// factor change in sync (run with -rewrite): the entry raising a 3-replica
+// topic to 4 replicas on four brokers, and the image with it under way.
 func TestWriteReplicationFactorFuzzSeeds(t *testing.T) {
-	img := seededImage(t)
-	img = mustApply(t, img, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1}})
-	img = mustApply(t, img, []Record{BrokerUnfenced{ID: 4, Incarnation: 1}})
+	img := upImage(t, 4) // this build on every broker
+	img = decide(t, img)(DecideCreateTopic(img, CreateTopicEvent{Name: "payments", ID: "0f3a", Partitions: 3, RF: 3, Seed: 5}))
 	tp, _ := img.Topic("payments")
 	recs, err := DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: tp.RF + 1})
 	if err != nil {
@@ -196,7 +195,7 @@ func TestWriteReplicationFactorFuzzSeeds(t *testing.T) {
 // a raise keeps: it holds a copy, and it is no longer removed.
 func TestReplicationFactorRaisedKeepsAReplicaBeingRemoved(t *testing.T) {
 	img := reassignFixture(t)
-	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1}})
+	img = mustApply(t, img, []Record{BrokerRegistered{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1, MetadataVersion: MetadataVersion}})
 	img = mustApply(t, img, []Record{BrokerUnfenced{ID: 5, Incarnation: 1}})
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{4, 2, 3}}))
 	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4}))

@@ -111,7 +111,7 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		}
 		return s.apply(DecideRegister(s.img, RegisterEvent{ID: id, Addr: addr,
 			Incarnation: c.Int(t, "inc", 1), ControllerEligible: c.Flags["ctrl"], NewStorage: c.Flags["new"], UnsyncedLogs: c.Flags["unsynced"],
-			EmptyReplicas: empty}))
+			EmptyReplicas: empty, MetadataVersion: int32(c.Int(t, "mv", 0))}))
 	case "heartbeat":
 		id := int32(c.Int(t, "id", 0))
 		ev := HeartbeatEvent{ID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
@@ -123,7 +123,7 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		var out []string
 		for _, id := range c.IDs(t, "ids") {
 			out = append(out, s.apply(DecideRegister(s.img, RegisterEvent{ID: id,
-				Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1})))
+				Addr: fmt.Sprintf("127.0.0.1:71%02d", id), Incarnation: 1, MetadataVersion: int32(c.Int(t, "mv", 0))})))
 			out = append(out, s.apply(DecideHeartbeat(s.img, HeartbeatEvent{ID: id, Incarnation: 1,
 				MetadataOffset: int64(s.img.Offset())})))
 		}
@@ -171,6 +171,18 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		return s.apply(DecideProducerIDs(s.img, int32(c.Int(t, "id", 0)), c.Int(t, "n", DefaultProducerIDBlock)))
 	case "configs":
 		return s.apply(DecideAlterConfigs(s.img, alterConfigsEvent(c)))
+	case "rf":
+		return s.apply(DecideReplicationFactor(s.img, ReplicationFactorEvent{Topic: c.Args["name"], RF: int32(c.Int(t, "rf", 0))}))
+	case "cluster-configs":
+		ev := AlterClusterConfigsEvent{}
+		if kv := c.Args["set"]; kv != "" {
+			k, v, _ := strings.Cut(kv, "=")
+			ev.Set = map[string]string{k: v}
+		}
+		if k := c.Args["del"]; k != "" {
+			ev.Delete = []string{k}
+		}
+		return s.apply(DecideAlterClusterConfigs(s.img, ev))
 	case "topic":
 		return formatTopic(s.img, c.Args["name"])
 	case "show":

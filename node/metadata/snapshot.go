@@ -38,6 +38,8 @@ type snapshotV1 struct {
 	// ClusterConfigs, sorted by key; omitted when none (so images without
 	// any encode, and hash, as before they existed).
 	ClusterConfigs [][2]string `msgpack:"cluster_configs,omitempty"`
+	// MetadataVersion: omitted while 1, read as 1 when absent.
+	MetadataVersion int32 `msgpack:"metadata_version,omitempty"`
 }
 
 type snapBroker struct {
@@ -48,6 +50,7 @@ type snapBroker struct {
 	Fenced             bool   `msgpack:"fenced"`
 	ShuttingDown       bool   `msgpack:"shutdown"`
 	CatchUpOffset      uint64 `msgpack:"catchup"`
+	MetadataVersion    int32  `msgpack:"mv,omitempty"` // 0 (version 1) omitted, as before versions existed
 }
 
 type snapTopic struct {
@@ -80,6 +83,9 @@ func (m *Image) toSnapshot() snapshotV1 {
 			st.Partitions = append(st.Partitions, PartitionCreated(p))
 		}
 		s.Topics = append(s.Topics, st)
+	}
+	if m.metadataVersion > 1 {
+		s.MetadataVersion = m.metadataVersion
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.clusterConfigs)) {
 		s.ClusterConfigs = append(s.ClusterConfigs, [2]string{k, m.clusterConfigs[k]})
@@ -135,6 +141,15 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 	}
 	if m.nextProducerID < 0 {
 		return nil, fmt.Errorf("%w: negative next producer id", ErrCorruptSnapshot)
+	}
+	switch {
+	case s.MetadataVersion > MetadataVersion:
+		return nil, fmt.Errorf("%w: %w: metadata version %d (this build applies up to %d: upgrade it)",
+			ErrCorruptSnapshot, ErrSnapshotVersion, s.MetadataVersion, MetadataVersion)
+	case s.MetadataVersion < 0:
+		return nil, fmt.Errorf("%w: metadata version %d", ErrCorruptSnapshot, s.MetadataVersion)
+	case s.MetadataVersion > 1:
+		m.metadataVersion = s.MetadataVersion
 	}
 	if len(s.ClusterConfigs) > MaxConfigs {
 		return nil, fmt.Errorf("%w: %d cluster configs", ErrCorruptSnapshot, len(s.ClusterConfigs))

@@ -50,9 +50,10 @@ func (s *Store) Image() *Image {
 	return s.mu.img
 }
 
-// Err returns the first decode failure of a committed entry, if any. Such an
-// entry (written by a newer binary, or corrupt) is skipped on every node alike;
-// the node should report it loudly.
+// Err returns the first decode failure of a committed entry, if any. A
+// corrupt entry is skipped on every node alike. One with a record type or
+// version this build does not know (ErrUnknownRecord) was written by a
+// newer build, which the others apply: the node stops on it (watchMetadata).
 func (s *Store) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
