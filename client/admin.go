@@ -213,6 +213,32 @@ func (a *Admin) giveUp(what string, cause, last error) error {
 // node that answers (at least one), or ctx ends. ok gets nil when the node
 // does not list the topic.
 func (a *Admin) waitTopic(ctx context.Context, topic string, ok func(*wire.TopicMetadata) bool) error {
+	err := a.untilEveryNode(ctx, func(ctx context.Context, addr string) func() bool {
+		var r wire.MetadataResponse
+		if err := a.c.call(ctx, addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: []string{topic}}, &r); err != nil || r.Err != wire.None {
+			return nil
+		}
+		var tm *wire.TopicMetadata
+		for i := range r.Topics {
+			if r.Topics[i].Name == topic && r.Topics[i].Err == wire.None {
+				tm = &r.Topics[i]
+			}
+		}
+		return func() bool { return ok(tm) }
+	})
+	if err != nil {
+		return err
+	}
+	return a.c.meta.refresh(ctx)
+}
+
+// untilEveryNode asks every node not known to be fenced (the bootstrap
+// nodes when none is known), in parallel with a 1 s limit each, until the
+// answer of each that answers (at least one) is good, backing off between
+// rounds, or ctx ends. ask returns nil when the node did not answer, else
+// the function judging its answer, which is called with the others' judges
+// serialized.
+func (a *Admin) untilEveryNode(ctx context.Context, ask func(ctx context.Context, addr string) (judge func() bool)) error {
 	backoff := 20 * time.Millisecond
 	for {
 		snap, err := a.c.meta.get(ctx)
@@ -232,32 +258,24 @@ func (a *Admin) waitTopic(ctx context.Context, topic string, ok func(*wire.Topic
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, addr := range addrs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
-				var r wire.MetadataResponse
-				if err := a.c.call(cctx, addr, wire.TypeMetadata, &wire.MetadataRequest{Topics: []string{topic}}, &r); err != nil || r.Err != wire.None {
+				judge := ask(cctx, addr)
+				if judge == nil {
 					return
-				}
-				var tm *wire.TopicMetadata
-				for i := range r.Topics {
-					if r.Topics[i].Name == topic && r.Topics[i].Err == wire.None {
-						tm = &r.Topics[i]
-					}
 				}
 				mu.Lock()
 				defer mu.Unlock()
 				answered++
-				if ok(tm) {
+				if judge() {
 					good++
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		if answered > 0 && good == answered {
-			return a.c.meta.refresh(ctx)
+			return nil
 		}
 		if err := sleepCtx(ctx, backoff); err != nil {
 			return err

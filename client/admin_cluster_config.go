@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"paymentlog/wire"
 )
@@ -29,50 +27,14 @@ func (a *Admin) AlterClusterConfigs(ctx context.Context, ch ConfigChange) error 
 	return nil
 }
 
-// waitMetadataOffset polls every alive node's DescribeCluster until each
-// that answers (at least one) has applied metadata offset off, or ctx ends.
+// waitMetadataOffset waits until every alive node that answers (at least
+// one) has applied metadata offset off, or ctx ends.
 func (a *Admin) waitMetadataOffset(ctx context.Context, off int64) error {
-	backoff := 20 * time.Millisecond
-	for {
-		snap, err := a.c.meta.get(ctx)
-		if err != nil {
-			return err
-		}
-		var addrs []string
-		for _, b := range snap.brokerList() {
-			if b.State != "fenced" && b.Addr != "" {
-				addrs = append(addrs, b.Addr)
-			}
-		}
-		if len(addrs) == 0 {
-			addrs = a.c.cfg.Bootstrap
-		}
-		answered, behind := 0, 0
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, addr := range addrs {
-			wg.Go(func() {
-				cctx, cancel := context.WithTimeout(ctx, time.Second)
-				defer cancel()
-				var r wire.DescribeClusterResponse
-				if err := a.c.call(cctx, addr, wire.TypeDescribeCluster, &wire.DescribeClusterRequest{}, &r); err != nil || r.Err != wire.None {
-					return
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				answered++
-				if r.MetadataOffset < off {
-					behind++
-				}
-			})
-		}
-		wg.Wait()
-		if answered > 0 && behind == 0 {
+	return a.untilEveryNode(ctx, func(ctx context.Context, addr string) func() bool {
+		var r wire.DescribeClusterResponse
+		if err := a.c.call(ctx, addr, wire.TypeDescribeCluster, &wire.DescribeClusterRequest{}, &r); err != nil || r.Err != wire.None {
 			return nil
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
-			return err
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
-	}
+		return func() bool { return r.MetadataOffset >= off }
+	})
 }
