@@ -83,7 +83,11 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 		if stale {
 			alive = fmt.Sprintf("unknown (last known %s)", alive)
 		}
-		fmt.Fprintf(stdout, "Active controller: %s  Metadata offset: %d  Alive: %s\n", ctrl, st.MetadataOffset, alive)
+		fmt.Fprintf(stdout, "Active controller: %s  Metadata offset: %d  Alive: %s", ctrl, st.MetadataOffset, alive)
+		if st.MetadataVersion > 0 {
+			fmt.Fprintf(stdout, "  Metadata version: %d", st.MetadataVersion)
+		}
+		fmt.Fprintln(stdout)
 		if len(st.Configs) > 0 {
 			fmt.Fprintf(stdout, "Cluster configs: %s\n", formatConfigs(st.Configs))
 		}

@@ -18,11 +18,12 @@ func TestClusterAlterConfig(t *testing.T) {
 	if code != 0 || out != "altered cluster configs: reassignment.throttle.bytes=10485760\n" {
 		t.Fatalf("set: %d %q %q", code, out, errOut)
 	}
-	if out, errOut, code := run("cluster", "status"); code != 0 || !strings.Contains(out, "Cluster configs: reassignment.throttle.bytes=10485760\n") {
+	if out, errOut, code := run("cluster", "status"); code != 0 || !strings.Contains(out, "Cluster configs: reassignment.throttle.bytes=10485760\n") ||
+		!strings.Contains(out, "  Metadata version: 2\n") {
 		t.Fatalf("status: %d %q %q", code, out, errOut)
 	}
 	st := clusterStatusJSONOf(t, bs)
-	if cfg, _ := st["configs"].(map[string]any); cfg["reassignment.throttle.bytes"] != "10485760" {
+	if cfg, _ := st["configs"].(map[string]any); cfg["reassignment.throttle.bytes"] != "10485760" || st["metadata_version"] != float64(2) {
 		t.Fatalf("status --json: %v", st)
 	}
 	out, errOut, code = run("cluster", "alter-config", "--delete", "reassignment.throttle.bytes")

@@ -33,6 +33,9 @@ type ClusterStatus struct {
 	Nodes          []NodeStatus `json:"nodes"`
 	// Configs are the cluster configs as set (AlterClusterConfigs).
 	Configs map[string]string `json:"configs,omitempty"`
+	// MetadataVersion is the metadata version the cluster uses (0 from a
+	// node of a build without versions).
+	MetadataVersion int32 `json:"metadata_version,omitempty"`
 }
 
 // Alive counts nodes in state "alive".
@@ -64,7 +67,7 @@ func (a *Admin) DescribeCluster(ctx context.Context) (ClusterStatus, error) {
 		return ClusterStatus{}, err
 	}
 	st := ClusterStatus{ControllerID: r.ControllerID, MetadataOffset: r.MetadataOffset, Nodes: make([]NodeStatus, 0, len(r.Brokers)),
-		Configs: r.Configs}
+		Configs: r.Configs, MetadataVersion: r.MetadataVersion}
 	for _, b := range r.Brokers {
 		st.Nodes = append(st.Nodes, NodeStatus{ID: b.ID, Addr: b.Addr, State: b.State, ControllerEligible: b.ControllerEligible})
 	}

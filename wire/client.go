@@ -122,6 +122,9 @@ type DescribeClusterResponse struct {
 	// Configs are the cluster configs as set (AlterClusterConfigsRequest);
 	// omitted when none.
 	Configs map[string]string `msgpack:"configs,omitempty"`
+	// MetadataVersion is the metadata version the cluster uses (1 until a
+	// change needing a later one; absent from older builds).
+	MetadataVersion int32 `msgpack:"mv,omitempty"`
 }
 
 // InitProducerIDRequest asks for a cluster-unique producer id (allocated from

@@ -74,5 +74,5 @@ func (m *Image) MetadataResponse(topics []string) wire.MetadataResponse {
 // MetadataResponse.
 func (m *Image) DescribeClusterResponse() wire.DescribeClusterResponse {
 	return wire.DescribeClusterResponse{ControllerID: m.controllerID, MetadataOffset: int64(m.offset),
-		Brokers: m.BrokerInfos(), Configs: m.ClusterConfigs()}
+		Brokers: m.BrokerInfos(), Configs: m.ClusterConfigs(), MetadataVersion: m.metadataVersion}
 }
