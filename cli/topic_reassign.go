@@ -50,7 +50,8 @@ func topicReassignCommand() *ucli.Command {
 			"writes it), changes a topic's replication factor when the plan gives all its partitions another\n" +
 			"count, and waits for every partition. --verify says per partition whether it is done, --cancel\n" +
 			"undoes the moves still under way. --generate prints a plan spreading the topics round-robin\n" +
-			"over --brokers (and their current assignment to stderr).",
+			"over --brokers (and their current assignment to stderr). --throttle N sets the cluster's\n" +
+			"reassignment.throttle.bytes for the moves and removes it once they are done.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "the partition to move (required with --replicas and --cancel)", EnvVars: envVar("TOPIC_REASSIGN_PARTITION")},
 			&ucli.StringFlag{Name: "replicas", Usage: "the new replicas, comma-separated broker ids in preference order", EnvVars: envVar("TOPIC_REASSIGN_REPLICAS")},
@@ -64,6 +65,7 @@ func topicReassignCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "generate", Usage: "print the topics' current assignment and one over --brokers, as plans", EnvVars: envVar("TOPIC_REASSIGN_GENERATE")},
 			&ucli.StringFlag{Name: "brokers", Usage: "with --generate: the brokers to spread the topics over", EnvVars: envVar("TOPIC_REASSIGN_BROKERS")},
 			&ucli.BoolFlag{Name: "no-wait", Usage: "return once the move has started", EnvVars: envVar("TOPIC_REASSIGN_NO_WAIT")},
+			&ucli.Int64Flag{Name: "throttle", Usage: "bytes per second each node may copy for the moves (the cluster's reassignment.throttle.bytes, set before they start and removed once they are done)", EnvVars: envVar("TOPIC_REASSIGN_THROTTLE")},
 			timeoutFlag("TOPIC_REASSIGN_TIMEOUT", time.Hour),
 		}),
 		Action: func(c *ucli.Context) error {
@@ -91,11 +93,29 @@ type topicReassignOptions struct {
 	verify, generate bool
 	topics           []string // --generate: the topics named
 	brokers          []int32  // --generate
+	throttle         int64    // --throttle; -1: not given
 	noWait           bool
 	timeout          time.Duration
 }
 
 func parseTopicReassign(c *ucli.Context) (topicReassignOptions, error) {
+	o, err := parseTopicReassignModes(c)
+	if err != nil {
+		return o, err
+	}
+	o.throttle = -1
+	if c.IsSet("throttle") {
+		if o.generate || o.verify || o.cancel {
+			return o, usageError("--throttle goes with a move, not with --generate, --verify or --cancel")
+		}
+		if o.throttle = c.Int64("throttle"); o.throttle < 0 {
+			return o, usageError("--throttle wants bytes per second, 0 or more (0: unlimited), not %d", o.throttle)
+		}
+	}
+	return o, nil
+}
+
+func parseTopicReassignModes(c *ucli.Context) (topicReassignOptions, error) {
 	if c.IsSet("plan") {
 		return parsePlanOptions(c)
 	}
@@ -240,58 +260,98 @@ func parseBrokerIDs(s string) ([]int32, error) {
 
 func runTopicReassign(ctx context.Context, opts topicReassignOptions, stdout, stderr io.Writer) error {
 	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
-		switch {
-		case opts.generate:
-			return runGeneratePlan(ctx, a, opts, stdout, stderr)
-		case opts.plan != nil && opts.verify:
-			return runVerifyPlan(ctx, a, *opts.plan, stdout)
-		case opts.plan != nil && opts.cancel:
-			return runCancelPlan(ctx, a, *opts.plan, stdout)
-		case opts.plan != nil:
-			return runExecutePlan(ctx, a, opts, *opts.plan, stdout)
+		if opts.throttle < 0 {
+			return reassign(ctx, a, opts, stdout, stderr)
 		}
-		d, err := a.DescribeTopic(ctx, opts.name)
+		return withThrottle(ctx, a, opts, stdout, func() error { return reassign(ctx, a, opts, stdout, stderr) })
+	})
+}
+
+// withThrottle is --throttle: the cluster's reassignment throttle is set
+// before the moves start and, once they are done, removed unless it was
+// changed meanwhile; with --no-wait it stays (the output says how to
+// remove it).
+func withThrottle(ctx context.Context, a *client.Admin, opts topicReassignOptions, stdout io.Writer, moves func() error) error {
+	val := strconv.FormatInt(opts.throttle, 10)
+	set := client.ConfigChange{Set: map[string]string{throttleKey: val}}
+	if err := a.AlterClusterConfigs(ctx, set); err != nil {
+		return fmt.Errorf("set the reassignment throttle: %w", err)
+	}
+	fmt.Fprintf(stdout, "reassignment throttle: %s bytes/s on every node\n", val)
+	if err := moves(); err != nil {
+		return err
+	}
+	if opts.noWait {
+		fmt.Fprintf(stdout, "the throttle stays until: paymentlog cluster alter-config --delete %s\n", throttleKey)
+		return nil
+	}
+	st, err := a.DescribeCluster(ctx)
+	if err != nil || st.Configs[throttleKey] != val {
+		return err // changed by someone else meanwhile: theirs now
+	}
+	if err := a.AlterClusterConfigs(ctx, client.ConfigChange{Delete: []string{throttleKey}}); err != nil {
+		return fmt.Errorf("remove the reassignment throttle: %w", err)
+	}
+	fmt.Fprintln(stdout, "reassignment throttle removed")
+	return nil
+}
+
+// throttleKey is the cluster config --throttle sets.
+const throttleKey = "reassignment.throttle.bytes"
+
+// reassign runs the mode the options name.
+func reassign(ctx context.Context, a *client.Admin, opts topicReassignOptions, stdout, stderr io.Writer) error {
+	switch {
+	case opts.generate:
+		return runGeneratePlan(ctx, a, opts, stdout, stderr)
+	case opts.plan != nil && opts.verify:
+		return runVerifyPlan(ctx, a, *opts.plan, stdout)
+	case opts.plan != nil && opts.cancel:
+		return runCancelPlan(ctx, a, *opts.plan, stdout)
+	case opts.plan != nil:
+		return runExecutePlan(ctx, a, opts, *opts.plan, stdout)
+	}
+	d, err := a.DescribeTopic(ctx, opts.name)
+	if err != nil {
+		return fmt.Errorf("reassign %s: %w", opts.name, err)
+	}
+	if opts.rf > 0 {
+		return changeReplicationFactor(ctx, a, opts, d, stdout)
+	}
+	if opts.cancel {
+		if err := a.CancelReassignment(ctx, opts.name, opts.partition); err != nil {
+			return fmt.Errorf("cancel the reassignment of %s-%d: %w", opts.name, opts.partition, err)
+		}
+		fmt.Fprintf(stdout, "%s-%d: reassignment cancelled\n", opts.name, opts.partition)
+		return waitReassigned(ctx, a, opts, []int32{opts.partition}, stdout)
+	}
+	var alive []int32
+	if opts.replicas == nil && opts.new == 0 { // --drain
+		st, err := a.DescribeCluster(ctx)
 		if err != nil {
 			return fmt.Errorf("reassign %s: %w", opts.name, err)
 		}
-		if opts.rf > 0 {
-			return changeReplicationFactor(ctx, a, opts, d, stdout)
-		}
-		if opts.cancel {
-			if err := a.CancelReassignment(ctx, opts.name, opts.partition); err != nil {
-				return fmt.Errorf("cancel the reassignment of %s-%d: %w", opts.name, opts.partition, err)
-			}
-			fmt.Fprintf(stdout, "%s-%d: reassignment cancelled\n", opts.name, opts.partition)
-			return waitReassigned(ctx, a, opts, []int32{opts.partition}, stdout)
-		}
-		var alive []int32
-		if opts.replicas == nil && opts.new == 0 { // --drain
-			st, err := a.DescribeCluster(ctx)
-			if err != nil {
-				return fmt.Errorf("reassign %s: %w", opts.name, err)
-			}
-			for _, n := range st.Nodes {
-				if n.State == "alive" {
-					alive = append(alive, n.ID)
-				}
+		for _, n := range st.Nodes {
+			if n.State == "alive" {
+				alive = append(alive, n.ID)
 			}
 		}
-		moves, err := planMoves(d, opts, alive)
-		if err != nil {
-			return err
+	}
+	moves, err := planMoves(d, opts, alive)
+	if err != nil {
+		return err
+	}
+	for _, m := range moves {
+		if err := a.ReassignPartition(ctx, opts.name, m.partition, m.target); err != nil {
+			return fmt.Errorf("reassign %s-%d to %s: %w", opts.name, m.partition, joinIDs(m.target), err)
 		}
-		for _, m := range moves {
-			if err := a.ReassignPartition(ctx, opts.name, m.partition, m.target); err != nil {
-				return fmt.Errorf("reassign %s-%d to %s: %w", opts.name, m.partition, joinIDs(m.target), err)
-			}
-			fmt.Fprintf(stdout, "%s-%d: replicas %s -> %s\n", opts.name, m.partition, joinIDs(m.from), joinIDs(m.target))
-		}
-		parts := make([]int32, len(moves))
-		for i, m := range moves {
-			parts[i] = m.partition
-		}
-		return waitReassigned(ctx, a, opts, parts, stdout)
-	})
+		fmt.Fprintf(stdout, "%s-%d: replicas %s -> %s\n", opts.name, m.partition, joinIDs(m.from), joinIDs(m.target))
+	}
+	parts := make([]int32, len(moves))
+	for i, m := range moves {
+		parts[i] = m.partition
+	}
+	return waitReassigned(ctx, a, opts, parts, stdout)
 }
 
 // changeReplicationFactor is --replication-factor: it asks for the change,

@@ -61,9 +61,13 @@ func TestTopicReassign(t *testing.T) {
 	if out, errOut, code := run("topic", "reassign", "--replicas", fmt1(from), "--partition", "0", "t"); code != 0 || !strings.Contains(out, "done: replicas "+fmt1(from)) {
 		t.Fatalf("reassign --replicas back: %d %q %q", code, out, errOut)
 	}
-	out, errOut, code = run("topic", "reassign", "t", "--drain", fmt1(from))
-	if code != 0 || !strings.Contains(out, "t-0: replicas "+fmt1(from)+" -> "+fmt1(to)+"\n") {
-		t.Fatalf("reassign --drain: %d %q %q", code, out, errOut)
+	out, errOut, code = run("topic", "reassign", "t", "--drain", fmt1(from), "--throttle", "1048576")
+	if code != 0 || !strings.Contains(out, "t-0: replicas "+fmt1(from)+" -> "+fmt1(to)+"\n") ||
+		!strings.HasPrefix(out, "reassignment throttle: 1048576 bytes/s on every node\n") || !strings.HasSuffix(out, "reassignment throttle removed\n") {
+		t.Fatalf("reassign --drain --throttle: %d %q %q", code, out, errOut)
+	}
+	if st := clusterStatusJSONOf(t, bs); st["configs"] != nil {
+		t.Fatalf("the throttle stayed: %v", st)
 	}
 	if got := holder(); got != to {
 		t.Fatalf("after the drain the replica is on %d, want %d", got, to)
@@ -102,6 +106,8 @@ func TestTopicReassign(t *testing.T) {
 		{[]string{"t", "--replication-factor", "3"}, 1, "t-0 can have at most 2 replicas on the live brokers (it has [" + fmt1(to) + "])"},
 		{[]string{"nope", "--replication-factor", "1"}, 1, `topic "nope" does not exist`},
 		{[]string{"t", "--drain", "0"}, 2, "--drain wants a broker id"},
+		{[]string{"t", "--drain", "1", "--throttle", "-5"}, 2, "--throttle wants bytes per second"},
+		{[]string{"t", "--partition", "0", "--cancel", "--throttle", "5"}, 2, "--throttle goes with a move"},
 		{[]string{"t", "--drain", fmt1(from)}, 1, "broker " + fmt1(from) + " holds no replica of it"},
 		{[]string{"t", "--partition", "0", "--replicas", "x"}, 2, `--replicas: "x" is not a broker id`},
 	} {
