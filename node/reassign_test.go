@@ -12,6 +12,7 @@ import (
 
 	"paymentlog/client"
 	"paymentlog/node"
+	"paymentlog/wire"
 )
 
 // Moving a partition off its leader's broker onto a new broker while
@@ -178,7 +179,15 @@ func TestReassignWithCrashesRandomized(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			// Change the replication factor instead: 2, 3 or 4 (min ISR 2).
 			rf := int32(2 + rng.IntN(3))
-			if err := admin.AlterReplicationFactor(ctx, "payments", rf); err != nil {
+			// A raise needs the restarted node live, and waitAlive may
+			// have counted its previous incarnation, still unfenced
+			// then: retry while too few brokers are live.
+			var err error
+			waitFor(t, fmt.Sprintf("round %d: replication factor %d accepted", round, rf), 15*time.Second, func() bool {
+				err = admin.AlterReplicationFactor(ctx, "payments", rf)
+				return client.ErrorCode(err) != wire.InvalidReplicationFactor
+			})
+			if err != nil {
 				t.Fatalf("round %d: replication factor %d: %v", round, rf, err)
 			}
 			dead = int32(1 + rng.IntN(4))
