@@ -95,7 +95,6 @@ func runExecutePlan(ctx context.Context, a *client.Admin, opts topicReassignOpti
 			fmt.Fprintf(stdout, "%s: replication factor %d -> %d\n", name, topics[name].ReplicationFactor, rf)
 		}
 	}
-	var started []planPartition
 	for i, pp := range p.Partitions {
 		pi, _ := findInfo(topics[pp.Topic], pp.Partition)
 		if err := a.ReassignPartition(ctx, pp.Topic, pp.Partition, pp.Replicas); err != nil {
@@ -103,23 +102,11 @@ func runExecutePlan(ctx context.Context, a *client.Admin, opts topicReassignOpti
 				pp.Topic, pp.Partition, joinIDs(pp.Replicas), i, len(p.Partitions), err)
 		}
 		fmt.Fprintf(stdout, "%s-%d: replicas %s -> %s\n", pp.Topic, pp.Partition, joinIDs(target(pi)), joinIDs(pp.Replicas))
-		started = append(started, pp)
 	}
-	if opts.noWait {
-		return nil
-	}
-	for _, pp := range started {
-		var last client.PartitionInfo
-		err := a.WaitReassignment(ctx, pp.Topic, pp.Partition, nil)
-		if d, derr := a.DescribeTopic(ctx, pp.Topic); derr == nil {
-			last, _ = findInfo(d, pp.Partition)
+	for _, pp := range p.Partitions {
+		if err := waitReassigned(ctx, a, opts, pp.Topic, []int32{pp.Partition}, stdout); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("wait for the reassignment of %s-%d (replicas %s, in sync %s): %w",
-				pp.Topic, pp.Partition, joinIDs(last.Replicas), joinIDs(last.ISR), err)
-		}
-		fmt.Fprintf(stdout, "%s-%d: done: replicas %s, in sync %s, leader %d\n", pp.Topic, pp.Partition,
-			joinIDs(last.Replicas), joinIDs(last.ISR), last.Leader)
 	}
 	return nil
 }

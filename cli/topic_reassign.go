@@ -323,7 +323,7 @@ func reassign(ctx context.Context, a *client.Admin, opts topicReassignOptions, s
 			return fmt.Errorf("cancel the reassignment of %s-%d: %w", opts.name, opts.partition, err)
 		}
 		fmt.Fprintf(stdout, "%s-%d: reassignment cancelled\n", opts.name, opts.partition)
-		return waitReassigned(ctx, a, opts, []int32{opts.partition}, stdout)
+		return waitReassigned(ctx, a, opts, opts.name, []int32{opts.partition}, stdout)
 	}
 	var alive []int32
 	if opts.replicas == nil && opts.new == 0 { // --drain
@@ -351,7 +351,7 @@ func reassign(ctx context.Context, a *client.Admin, opts topicReassignOptions, s
 	for i, m := range moves {
 		parts[i] = m.partition
 	}
-	return waitReassigned(ctx, a, opts, parts, stdout)
+	return waitReassigned(ctx, a, opts, opts.name, parts, stdout)
 }
 
 // changeReplicationFactor is --replication-factor: it asks for the change,
@@ -403,7 +403,7 @@ func planMoves(d client.TopicDescription, opts topicReassignOptions, alive []int
 		if opts.partition >= 0 && p.Partition != opts.partition {
 			continue
 		}
-		cur := slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) })
+		cur := target(p)
 		if opts.replicas != nil {
 			out = append(out, move{p.Partition, cur, opts.replicas})
 			continue
@@ -445,20 +445,20 @@ func planMoves(d client.TopicDescription, opts topicReassignOptions, alive []int
 	return out, nil
 }
 
-// waitReassigned waits until no partition in parts is being moved, saying
-// so for each; nothing with --no-wait.
-func waitReassigned(ctx context.Context, a *client.Admin, opts topicReassignOptions, parts []int32, stdout io.Writer) error {
+// waitReassigned waits until no partition in parts of topic is being
+// moved, saying so for each; nothing with --no-wait.
+func waitReassigned(ctx context.Context, a *client.Admin, opts topicReassignOptions, topic string, parts []int32, stdout io.Writer) error {
 	if opts.noWait {
 		return nil
 	}
 	for _, p := range parts {
 		var last wire.PartitionMetadata
-		err := a.WaitReassignment(ctx, opts.name, p, func(m wire.PartitionMetadata) { last = m })
+		err := a.WaitReassignment(ctx, topic, p, func(m wire.PartitionMetadata) { last = m })
 		if err != nil {
 			return fmt.Errorf("wait for the reassignment of %s-%d (replicas %s, in sync %s): %w",
-				opts.name, p, joinIDs(last.Replicas), joinIDs(last.ISR), err)
+				topic, p, joinIDs(last.Replicas), joinIDs(last.ISR), err)
 		}
-		fmt.Fprintf(stdout, "%s-%d: done: replicas %s, in sync %s, leader %d\n", opts.name, p,
+		fmt.Fprintf(stdout, "%s-%d: done: replicas %s, in sync %s, leader %d\n", topic, p,
 			joinIDs(last.Replicas), joinIDs(last.ISR), last.Leader)
 	}
 	return nil
