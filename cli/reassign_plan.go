@@ -64,7 +64,11 @@ func parsePlan(data []byte) (plan, error) {
 	if len(p.Partitions) == 0 {
 		return plan{}, errors.New("plan: no partitions")
 	}
-	seen := map[string]bool{}
+	type key struct {
+		topic     string
+		partition int32
+	}
+	seen := map[key]bool{}
 	for i, pp := range p.Partitions {
 		name := fmt.Sprintf("%s-%d", pp.Topic, pp.Partition)
 		switch {
@@ -74,12 +78,12 @@ func parsePlan(data []byte) (plan, error) {
 			return plan{}, fmt.Errorf("plan: %s: partition must be 0 or more", name)
 		case len(pp.Replicas) == 0 || len(pp.Replicas) > 16:
 			return plan{}, fmt.Errorf("plan: %s: %d replicas, want 1-16", name, len(pp.Replicas))
-		case seen[pp.Topic+"\x00"+fmt.Sprint(pp.Partition)]:
+		case seen[key{pp.Topic, pp.Partition}]:
 			return plan{}, fmt.Errorf("plan: %s listed twice", name)
 		case pp.LogDirs != nil && len(pp.LogDirs) != len(pp.Replicas):
 			return plan{}, fmt.Errorf("plan: %s: %d log_dirs for %d replicas", name, len(pp.LogDirs), len(pp.Replicas))
 		}
-		seen[pp.Topic+"\x00"+fmt.Sprint(pp.Partition)] = true
+		seen[key{pp.Topic, pp.Partition}] = true
 		for j, r := range pp.Replicas {
 			if r <= 0 {
 				return plan{}, fmt.Errorf("plan: %s: %d is not a broker id", name, r)

@@ -34,13 +34,14 @@ func newCopyThrottle(rate int64) *copyThrottle {
 
 // setRate changes the rate. From or to unlimited the bucket starts full;
 // otherwise it keeps what it holds, at most a second's worth of the new
-// rate (a debt stays, to be paid at the new rate).
-func (t *copyThrottle) setRate(rate int64, now time.Time) {
+// rate (a debt stays, to be paid at the new rate). It returns the rate
+// before.
+func (t *copyThrottle) setRate(rate int64, now time.Time) (old int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rate = max(rate, 0)
-	if rate == t.rate {
-		return
+	rate, old = max(rate, 0), t.rate
+	if rate == old {
+		return old
 	}
 	if t.rate == 0 || rate == 0 {
 		t.tokens, t.last = float64(rate), now
@@ -49,6 +50,7 @@ func (t *copyThrottle) setRate(rate int64, now time.Time) {
 		t.tokens = min(t.tokens, float64(rate))
 	}
 	t.rate = rate
+	return old
 }
 
 // limit returns the rate (0: unlimited).
@@ -101,8 +103,7 @@ func (t *copyThrottle) charge(n int, now time.Time) {
 // node copies partitions it is being added to by a reassignment (0:
 // unlimited). It takes effect at once, for copies under way too.
 func (b *Broker) SetReassignmentThrottle(rate int64) {
-	if old := b.throttle.limit(); old != max(rate, 0) {
-		b.throttle.setRate(rate, time.Now())
+	if old := b.throttle.setRate(rate, time.Now()); old != max(rate, 0) {
 		b.log.Info("reassignment throttle changed", "bytes_per_sec", max(rate, 0), "was", old)
 	}
 }
