@@ -137,8 +137,8 @@ func (e Event) applied() Kind {
 	return e.Fault.Kind
 }
 
-// skipped reports whether the fault did not run at all (no victim; a
-// Shrink has none, and runs unless its Note says it was skipped).
+// skipped reports whether the fault did not run at all: no victim, or for
+// a Shrink (which has none) no start time.
 func (e Event) skipped() bool {
 	if e.Fault.Kind == Shrink {
 		return e.At == 0
@@ -182,9 +182,7 @@ func (n *Nemesis) Run(ctx context.Context, s Source, stop func(done int) bool) e
 	if n.Logger == nil {
 		n.Logger = slog.New(slog.DiscardHandler)
 	}
-	if n.ReadyTimeout <= 0 {
-		n.ReadyTimeout = 20 * time.Second
-	}
+	n.ReadyTimeout = n.readyTimeout()
 	for done := 0; !stop(done) && ctx.Err() == nil; done++ {
 		f := s.Next()
 		if !wait(ctx, f.Gap) {

@@ -68,7 +68,7 @@ func (n *Nemesis) restoreReplicas(ctx context.Context) error {
 	return nil
 }
 
-// readyTimeout is ReadyTimeout, or its default before Run set it.
+// readyTimeout is ReadyTimeout, or its default (20 s) when not set.
 func (n *Nemesis) readyTimeout() time.Duration {
 	if n.ReadyTimeout > 0 {
 		return n.ReadyTimeout
