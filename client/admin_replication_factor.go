@@ -11,7 +11,7 @@ import (
 // topic rf for partitions added later) through the active controller. It
 // returns once the change is committed: added replicas then copy the log
 // from their leaders and the partitions keep their replicas in sync
-// meanwhile; WaitReassignment waits for each partition. Replicas are
+// meanwhile; WaitReplicationFactor waits for them all. Replicas are
 // removed once those kept are in sync. Refused: rf outside 1-16, below the
 // topic's min ISR, or above the live brokers (wire.InvalidReplicationFactor);
 // a partition with no in-sync replica (wire.IneligibleReplica); an unknown
