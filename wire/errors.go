@@ -49,6 +49,9 @@ const (
 	// version could not apply (a rolling upgrade not finished; Kafka's
 	// UNSUPPORTED_VERSION / feature levels). The message names the nodes.
 	UnsupportedVersion ErrorCode = 30
+	// BrokerNotRegistered: an UnregisterBroker naming a broker id the
+	// cluster does not have registered (Kafka's BROKER_ID_NOT_REGISTERED).
+	BrokerNotRegistered ErrorCode = 31
 )
 
 var codeNames = map[ErrorCode]string{
@@ -65,6 +68,7 @@ var codeNames = map[ErrorCode]string{
 	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
 	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
+	BrokerNotRegistered: "BrokerNotRegistered",
 }
 
 var retriable = map[ErrorCode]bool{

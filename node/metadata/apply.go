@@ -270,6 +270,8 @@ func (b *builder) apply(r Record) string {
 	case ClusterConfigChanged:
 		b.useVersion(2)
 		return b.applyClusterConfigChanged(r)
+	case BrokerUnregistered:
+		return b.applyBrokerUnregistered(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)
 	}

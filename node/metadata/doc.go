@@ -35,6 +35,7 @@
 //	10 ProducerIDBlock         {broker, start, len}
 //	11 TopicConfigChanged      {name, id, set, del, min_isr, rf}: configs set and deleted, min ISR, replication factor (0 = unchanged)
 //	12 ClusterConfigChanged    {set, del}: cluster configs (cluster_config.go) set and deleted
+//	13 BrokerUnregistered      {id, inc}: a fenced broker holding no replica removed (unregister.go)
 //
 // Record type 11 was added after the others; logs written before it hold
 // none and decode as before. A TopicCreated may hold config keys that new

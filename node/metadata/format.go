@@ -42,6 +42,8 @@ func FormatRecord(r Record) string {
 		return formatTopicConfigChanged(r)
 	case ClusterConfigChanged:
 		return formatClusterConfigChanged(r)
+	case BrokerUnregistered:
+		return fmt.Sprintf("BrokerUnregistered id=%d inc=%d", r.ID, r.Incarnation)
 	}
 	return fmt.Sprintf("%T%+v", r, r)
 }

@@ -22,7 +22,8 @@ import (
 //	   registrations naming empty replicas, ...): builds without versions.
 //	2: TopicConfigChanged.rf (replication factor changes) and
 //	   ClusterConfigChanged (cluster configs).
-const MetadataVersion int32 = 2
+//	3: BrokerUnregistered (unregister.go).
+const MetadataVersion int32 = 3
 
 // versionOf reads a registered version: 0 is a build from before versions.
 func versionOf(v int32) int32 { return max(v, 1) }
@@ -39,9 +40,15 @@ func (b *builder) useVersion(v int32) {
 // requireVersion refuses a change needing version v while a registered
 // broker's build applies less (fenced ones included: they may come back).
 func requireVersion(img *Image, v int32, what string) error {
+	return requireVersionSkipping(img, v, what, func(BrokerState) bool { return false })
+}
+
+// requireVersionSkipping is requireVersion not counting the brokers skip
+// reports.
+func requireVersionSkipping(img *Image, v int32, what string, skip func(BrokerState) bool) error {
 	var old []string
 	for _, b := range img.Brokers() {
-		if versionOf(b.MetadataVersion) < v {
+		if !skip(b) && versionOf(b.MetadataVersion) < v {
 			old = append(old, fmt.Sprintf("%d (version %d)", b.ID, versionOf(b.MetadataVersion)))
 		}
 	}

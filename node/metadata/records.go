@@ -213,6 +213,8 @@ func newRecord(t RecordType, v uint8) Record {
 		return &TopicConfigChanged{}
 	case TypeClusterConfigChanged:
 		return &ClusterConfigChanged{}
+	case TypeBrokerUnregistered:
+		return &BrokerUnregistered{}
 	}
 	return nil
 }
@@ -243,6 +245,8 @@ func deref(r Record) Record {
 	case *TopicConfigChanged:
 		return *x
 	case *ClusterConfigChanged:
+		return *x
+	case *BrokerUnregistered:
 		return *x
 	}
 	return r

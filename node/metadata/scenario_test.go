@@ -183,6 +183,14 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 			ev.Delete = []string{k}
 		}
 		return s.apply(DecideAlterClusterConfigs(s.img, ev))
+	case "unregister":
+		return s.apply(DecideUnregisterBroker(s.img, UnregisterBrokerEvent{ID: int32(c.Int(t, "id", 0))}))
+	case "brokers":
+		var out []string
+		for _, b := range s.img.Brokers() {
+			out = append(out, fmt.Sprintf("%d inc=%d fenced=%t mv=%d", b.ID, b.Incarnation, b.Fenced, b.MetadataVersion))
+		}
+		return strings.Join(out, "\n") + fmt.Sprintf("\nversion %d", s.img.Version())
 	case "topic":
 		return formatTopic(s.img, c.Args["name"])
 	case "show":
