@@ -64,6 +64,9 @@
 // in Voters starts with no configuration and does nothing until the leader
 // adds it with AddLearner (ConfChangeAddLearnerNode carrying its address);
 // it then receives the log (or a snapshot) like any follower, but never votes.
+// RemoveLearner (ConfChangeRemoveNode) takes a learner out again (an
+// unregistered broker); the removed node is not told, and a later
+// AddLearner of the same id catches it up from where its log ends.
 // TransferLeadership hands leadership to another voter (controlled shutdown).
 //
 // # On-disk layout of __cluster_metadata-0

@@ -27,37 +27,65 @@ func (n *Node) AddLearner(ctx context.Context, id uint64, addr string) error {
 	if len(addr) > maxAddrLen {
 		return fmt.Errorf("raftnode: add learner: address longer than %d bytes", maxAddrLen)
 	}
+	return n.changeMembership(ctx, "add learner", id, []byte(addr), pb.ConfChangeAddLearnerNode,
+		func(voter, learner bool) (bool, error) {
+			if voter || learner {
+				n.peers.setAddr(id, addr)
+				return true, nil
+			}
+			return false, nil
+		})
+}
+
+// RemoveLearner proposes a conf change removing learner id: the leader
+// stops replicating to it and forgets its address (idempotent: an id that
+// is no member returns at once). A voter is refused: the voters are fixed.
+// Like AddLearner it must be called on the leader and returns once the
+// change is applied here.
+func (n *Node) RemoveLearner(ctx context.Context, id uint64) error {
+	return n.changeMembership(ctx, "remove learner", id, nil, pb.ConfChangeRemoveNode,
+		func(voter, learner bool) (bool, error) {
+			if voter {
+				return false, fmt.Errorf("raftnode: remove learner: %d is a voter", id)
+			}
+			return !learner, nil
+		})
+}
+
+// changeMembership proposes the conf change typ of id, carrying payload,
+// until done (called on the loop with id's current membership) reports it
+// made, or an error. Only the leader proposes (ErrNotLeader otherwise); a
+// proposal raft drops because another conf change is still being applied
+// is retried once the status changes, until ctx ends.
+func (n *Node) changeMembership(ctx context.Context, what string, id uint64, payload []byte, typ pb.ConfChangeType,
+	done func(voter, learner bool) (bool, error)) error {
 	for {
 		changed := n.statusChanged()
-		var member, leader bool
-		if err := n.do(ctx, func() {
-			member = slices.Contains(n.confState.GetVoters(), id) || slices.Contains(n.confState.GetLearners(), id)
+		var ok, leader bool
+		var err error
+		if derr := n.do(ctx, func() {
+			ok, err = done(slices.Contains(n.confState.GetVoters(), id), slices.Contains(n.confState.GetLearners(), id))
 			leader = n.rn.BasicStatus().RaftState == raft.StateLeader
-		}); err != nil {
-			return err
+		}); derr != nil {
+			return derr
 		}
-		if member {
-			n.peers.setAddr(id, addr)
-			return nil
+		if ok || err != nil {
+			return err
 		}
 		if !leader {
 			return ErrNotLeader
 		}
 		pid := proposalID{node: n.id, seq: n.seq.Add(1)}
-		cc := &pb.ConfChange{
-			Type:    pb.ConfChangeAddLearnerNode.Enum(),
-			NodeId:  new(id),
-			Context: encodeEnvelope(pid, []byte(addr)),
-		}
+		cc := &pb.ConfChange{Type: typ.Enum(), NodeId: new(id), Context: encodeEnvelope(pid, payload)}
 		data, err := proto.Marshal(cc)
 		if err != nil {
-			return fmt.Errorf("raftnode: add learner: %w", err)
+			return fmt.Errorf("raftnode: %s: %w", what, err)
 		}
 		_, err = n.propose(ctx, newProposal(pid, &pb.Entry{Type: pb.EntryConfChange.Enum(), Data: data}))
 		if !errors.Is(err, ErrProposalDropped) {
 			return err
 		}
-		n.lg.Debug("raftnode: add learner dropped, retrying", "peer", id)
+		n.lg.Debug("raftnode: conf change dropped, retrying", "change", what, "peer", id)
 		select {
 		case <-changed:
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,6 +148,43 @@ func TestLearnerReceivesLog(t *testing.T) {
 		c.start(4)
 		c.waitApplied(c.nodes[lead].Status().Applied)
 		c.checkSame(want)
+
+		// Removed (an unregistered broker), it gets no more entries; the
+		// voters are not removed this way.
+		if err := c.nodes[follower].RemoveLearner(ctx, 4); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("RemoveLearner on a follower: %v, want ErrNotLeader", err)
+		}
+		if err := c.nodes[lead].RemoveLearner(ctx, uint64(follower)); err == nil || !strings.Contains(err.Error(), "is a voter") {
+			t.Fatalf("RemoveLearner of a voter: %v", err)
+		}
+		if err := c.nodes[lead].RemoveLearner(ctx, 4); err != nil {
+			t.Fatalf("RemoveLearner: %v", err)
+		}
+		if err := c.nodes[lead].RemoveLearner(ctx, 4); err != nil { // idempotent
+			t.Fatalf("RemoveLearner again: %v", err)
+		}
+		if st := c.nodes[lead].Status(); len(st.Learners) != 0 || !slices.Equal(st.Voters, []uint64{1, 2, 3}) {
+			t.Fatalf("status after removing the learner: %+v", st)
+		}
+		// (It does not learn of its own removal: the leader stops
+		// replicating to it with that entry.)
+		removedAt := c.nodes[4].Status().Applied
+		c.propose(lead, "after-removal")
+		idx := c.nodes[lead].Status().Applied
+		c.tickUntil("the voters apply past the removal", 200, func() bool {
+			for _, id := range []uint64{1, 2, 3} {
+				if c.nodes[id].Status().Applied < idx {
+					return false
+				}
+			}
+			return true
+		})
+		for range 10 { // heartbeats, and appends the learner would get
+			c.tick()
+		}
+		if got := c.nodes[4].Status().Applied; got != removedAt {
+			t.Fatalf("the removed learner applied up to %d after its removal at %d", got, removedAt)
+		}
 	})
 }
 
