@@ -27,6 +27,7 @@ func (n *Node) registerHandlers() {
 	n.ep.Handle(wire.TypeReassignPartition, n.handleReassignPartition)
 	n.ep.Handle(wire.TypeAlterReplicationFactor, n.handleAlterReplicationFactor)
 	n.ep.Handle(wire.TypeAlterClusterConfigs, n.handleAlterClusterConfigs)
+	n.ep.Handle(wire.TypeUnregisterBroker, n.handleUnregisterBroker)
 	n.ep.Handle(wire.TypeAlterConfigs, n.handleAlterConfigs)
 	n.ep.Handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
 	n.ep.Handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)

@@ -35,6 +35,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.ReassignPartitionRequest) }, func() any { return new(wire.ReassignPartitionResponse) },
 	func() any { return new(wire.AlterReplicationFactorRequest) }, func() any { return new(wire.AlterReplicationFactorResponse) },
 	func() any { return new(wire.AlterClusterConfigsRequest) }, func() any { return new(wire.AlterClusterConfigsResponse) },
+	func() any { return new(wire.UnregisterBrokerRequest) }, func() any { return new(wire.UnregisterBrokerResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -73,6 +74,9 @@ func wireSeeds() []any {
 			Message: `replication factor 1 is below topic "payments"'s min.insync.replicas 2: lower that first`},
 		&wire.AlterClusterConfigsRequest{Set: map[string]string{"reassignment.throttle.bytes": "10485760"}, Delete: []string{"x"}},
 		&wire.AlterClusterConfigsResponse{Err: wire.InvalidConfig, Message: `unknown cluster config "x"`, MetadataOffset: 812, ControllerID: 1},
+		&wire.UnregisterBrokerRequest{BrokerID: 4},
+		&wire.UnregisterBrokerResponse{Err: wire.InvalidRequest, ControllerID: 1,
+			Message: "broker 4 still holds replicas of 1 partitions (payments-2): move them to other brokers first (topic reassign)"},
 		&wire.DescribeClusterResponse{ControllerID: 1, MetadataOffset: 812, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
 			Configs: map[string]string{"reassignment.throttle.bytes": "0"}},
 	}

@@ -18,8 +18,9 @@ const (
 	TypeFetch           = 7
 	TypeListOffsets     = 8
 	TypeAlterConfigs    = 9 // a topic's configs and min ISR (alter_configs.go)
-	// 10 CreatePartitions, 11 ReassignPartition, 12 AlterReplicationFactor
-	// and 13 AlterClusterConfigs are declared in their own files.
+	// 10 CreatePartitions, 11 ReassignPartition, 12 AlterReplicationFactor,
+	// 13 AlterClusterConfigs and 14 UnregisterBroker are declared in their
+	// own files.
 
 	// Node-to-node.
 	TypeReplicaFetch        = 20 // session: follower fetch session

@@ -96,6 +96,16 @@ func (f *fakeRaft) AddLearner(ctx context.Context, id uint64, addr string) error
 	return nil
 }
 
+func (f *fakeRaft) RemoveLearner(ctx context.Context, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.mu.status.IsLeader {
+		return raftnode.ErrNotLeader
+	}
+	delete(f.mu.learners, id)
+	return nil
+}
+
 func (f *fakeRaft) SetPeerAddr(id uint64, addr string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -16,6 +16,7 @@ type Raft interface {
 	// Status on every check tick, so a missed signal only delays it).
 	LeaderChanges() <-chan uint64
 	AddLearner(ctx context.Context, id uint64, addr string) error
+	RemoveLearner(ctx context.Context, id uint64) error
 	SetPeerAddr(id uint64, addr string)
 }
 

@@ -121,6 +121,9 @@ func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.Broker
 	return out
 }
 
+// forget drops broker id's session (it was unregistered).
+func (s *sessions) forget(id int32) { delete(s.m, id) }
+
 // forgetAnswers stops tracking broker id's unconfirmed answer (it is
 // fenced: see answered).
 func (s *sessions) forgetAnswers(id int32) {

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// cluster unregister against real nodes: the refusals (a live broker, an
+// id not registered) exit 1 and usage errors 2, each with one line. The
+// removal itself is node.TestUnregisterDecommissionedBroker.
+func TestClusterUnregister(t *testing.T) {
+	bs := "--bootstrap=" + startNodes(t, 2)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--id", "2"}, 1, "unregister broker 2: InvalidRequest: broker 2 is alive"},
+		{[]string{"--id", "9"}, 1, "unregister broker 9: BrokerNotRegistered: broker 9 is not registered"},
+		{[]string{}, 2, "--id N (a broker id > 0) is required"},
+		{[]string{"--id", "0"}, 2, "--id N (a broker id > 0) is required"},
+		{[]string{"3"}, 2, "takes no arguments"},
+	} {
+		_, errOut, code := runClientCLI(t, nil, append(append([]string{"cluster", "unregister"}, c.args...), bs, "--timeout", "30s")...)
+		oneErrorLine(t, "cluster unregister "+strings.Join(c.args, " "), code, errOut, c.code, c.want)
+	}
+}
