@@ -67,3 +67,17 @@ func TestBrokerUnregisteredApply(t *testing.T) {
 		t.Fatalf("snapshot round trip: %v", err)
 	}
 }
+
+// TestWriteUnregisterFuzzSeeds keeps a BrokerUnregistered entry and the
+// version-3 image after it among the decoders' fuzz seeds (-rewrite writes
+// them).
+func TestWriteUnregisterFuzzSeeds(t *testing.T) {
+	img := upImage(t, 4)
+	img = mustApply(t, img, mustDecide(t)(DecideFence(img, 4, 1), nil))
+	recs := mustDecide(t)(DecideUnregisterBroker(img, UnregisterBrokerEvent{ID: 4}))
+	entry, err := EncodeEntry(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeedFiles(t, "seed-unregister", entry, "seed-image-unregister", mustApply(t, img, recs).MarshalSnapshot())
+}
