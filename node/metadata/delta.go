@@ -79,7 +79,8 @@ func (d Delta) Merge(later Delta) Delta {
 		bs[b.ID] = b
 	}
 	for _, b := range bs {
-		if b.Old != nil && b.New != nil && *b.Old == *b.New {
+		// Unchanged, or registered and unregistered within the span.
+		if (b.Old != nil && b.New != nil && *b.Old == *b.New) || (b.Old == nil && b.New == nil) {
 			continue
 		}
 		out.Brokers = append(out.Brokers, b)

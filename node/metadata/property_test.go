@@ -231,6 +231,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 			NewISR: isr, Members: members})
 	case k == 8:
 		recs = DecidePreferredLeaders(img)
+	case k == 9 && rng.IntN(3) == 0:
+		recs, err = DecideUnregisterBroker(img, UnregisterBrokerEvent{ID: id})
 	case k == 10 && rng.IntN(4) == 0:
 		ev := AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: fmt.Sprint(rng.IntN(3) << 20)}}
 		if rng.IntN(3) == 0 {

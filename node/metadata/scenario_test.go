@@ -207,6 +207,11 @@ func checkInvariants(t *testing.T, img *Image) {
 		if why := validatePartition(p); why != "" {
 			t.Fatalf("invariant: %s: %s", p, why)
 		}
+		for _, r := range p.Replicas {
+			if _, ok := img.Broker(r); !ok {
+				t.Fatalf("invariant: %s has a replica on unregistered broker %d", p, r)
+			}
+		}
 		if p.Leader != NoLeader {
 			b, ok := img.Broker(p.Leader)
 			if !ok || b.Fenced {
