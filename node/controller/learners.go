@@ -22,7 +22,8 @@ func (c *Controller) kickLearners() {
 // registered broker-only nodes: one is not yet a raft member, or a learner
 // is no longer registered (unregistered).
 func (c *Controller) learnersMissing(img *metadata.Image) bool {
-	add, remove := learnerChanges(c.cfg.Raft.Status().Voters, c.cfg.Raft.Status().Learners, img)
+	st := c.cfg.Raft.Status()
+	add, remove := learnerChanges(st.Voters, st.Learners, img)
 	return len(add) > 0 || len(remove) > 0
 }
 
