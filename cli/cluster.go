@@ -92,7 +92,9 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			fmt.Fprintf(stdout, "Cluster configs: %s\n", formatConfigs(st.Configs))
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER")
+		// MAX VERSION: the highest metadata version the node's build
+		// applies ("-" from an answering node older than the field).
+		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER\tMAX VERSION")
 		for _, n := range st.Nodes {
 			role := "-"
 			switch {
@@ -105,7 +107,11 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			if stale {
 				state += " (stale)"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", n.ID, n.Addr, state, role)
+			mv := "-"
+			if n.MetadataVersion > 0 {
+				mv = fmt.Sprint(n.MetadataVersion)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", n.ID, n.Addr, state, role, mv)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -7,9 +7,24 @@ import (
 
 // cluster unregister against real nodes: the refusals (a live broker, an
 // id not registered) exit 1 and usage errors 2, each with one line. The
-// removal itself is node.TestUnregisterDecommissionedBroker.
+// removal itself is node.TestUnregisterDecommissionedBroker. cluster status
+// shows the metadata version each node's build applies, the figure that
+// decides which nodes hold a version change back.
 func TestClusterUnregister(t *testing.T) {
 	bs := "--bootstrap=" + startNodes(t, 2)
+	var out string
+	waitForCLI(t, "both nodes alive in cluster status", func() bool {
+		out, _, _ = runClientCLI(t, nil, "cluster", "status", bs)
+		return strings.Contains(out, "Alive: 2/2")
+	})
+	if !strings.Contains(out, "CONTROLLER  MAX VERSION\n") || strings.Count(out, "  3\n") != 2 {
+		t.Fatalf("cluster status: %q", out)
+	}
+	for _, n := range clusterStatusJSONOf(t, bs)["nodes"].([]any) {
+		if mv := n.(map[string]any)["metadata_version"]; mv != float64(3) {
+			t.Fatalf("cluster status --json: node metadata_version %v, want 3", mv)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		code int

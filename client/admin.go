@@ -24,6 +24,11 @@ type NodeStatus struct {
 	Addr               string `json:"addr"`
 	State              string `json:"state"` // "alive" or "fenced"
 	ControllerEligible bool   `json:"controller_eligible"`
+	// MetadataVersion is the highest metadata version the node's build
+	// applies (a change needing more is refused while it is alive or, for
+	// most changes, registered at all; see `cluster unregister`); omitted
+	// when the answering node is older than the field.
+	MetadataVersion int32 `json:"metadata_version,omitempty"`
 }
 
 // ClusterStatus is `paymentlog cluster status --json`.
@@ -69,7 +74,8 @@ func (a *Admin) DescribeCluster(ctx context.Context) (ClusterStatus, error) {
 	st := ClusterStatus{ControllerID: r.ControllerID, MetadataOffset: r.MetadataOffset, Nodes: make([]NodeStatus, 0, len(r.Brokers)),
 		Configs: r.Configs, MetadataVersion: r.MetadataVersion}
 	for _, b := range r.Brokers {
-		st.Nodes = append(st.Nodes, NodeStatus{ID: b.ID, Addr: b.Addr, State: b.State, ControllerEligible: b.ControllerEligible})
+		st.Nodes = append(st.Nodes, NodeStatus{ID: b.ID, Addr: b.Addr, State: b.State, ControllerEligible: b.ControllerEligible,
+			MetadataVersion: b.MetadataVersion})
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].ID < st.Nodes[j].ID })
 	return st, nil

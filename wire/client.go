@@ -37,6 +37,10 @@ type BrokerInfo struct {
 	// shows as a new FencedAt (or a new Incarnation) although its State
 	// looks unchanged.
 	FencedAt uint64 `msgpack:"fenced_at"`
+	// MetadataVersion is the highest metadata version the broker's build
+	// applies, as registered (1 for builds from before versions); 0 from
+	// nodes older than the field.
+	MetadataVersion int32 `msgpack:"mv,omitempty"`
 }
 
 // PartitionMetadata is one partition's current leadership.

@@ -23,7 +23,8 @@ func (m *Image) BrokerInfos() []wire.BrokerInfo {
 			st = StateFenced
 		}
 		out = append(out, wire.BrokerInfo{ID: b.ID, Addr: b.Addr, State: st,
-			ControllerEligible: b.ControllerEligible, Incarnation: b.Incarnation, FencedAt: b.CatchUpOffset})
+			ControllerEligible: b.ControllerEligible, Incarnation: b.Incarnation, FencedAt: b.CatchUpOffset,
+			MetadataVersion: versionOf(b.MetadataVersion)})
 	}
 	return out
 }
