@@ -68,9 +68,9 @@ func runGeneratePlan(ctx context.Context, a *client.Admin, opts topicReassignOpt
 
 // runExecutePlan is --plan FILE: it prints the current assignment of the
 // plan's partitions (the plan to roll back with; also written to
-// --rollback-file), changes the replication factors the plan changes,
-// starts every partition's reassignment and, unless --no-wait, waits for
-// them all.
+// --rollback-file), changes the replication factors the plan changes (to
+// the plan's replicas at once), starts every partition's reassignment and,
+// unless --no-wait, waits for them all.
 func runExecutePlan(ctx context.Context, a *client.Admin, opts topicReassignOptions, p plan, stdout io.Writer) error {
 	topics, _, err := describeAll(ctx, a, planTopics(p))
 	if err != nil {
@@ -89,7 +89,15 @@ func runExecutePlan(ctx context.Context, a *client.Admin, opts topicReassignOpti
 	fmt.Fprintf(stdout, "Current partition replica assignment (save it to roll back with --plan)\n%s\n", rollback)
 	for _, name := range planTopics(p) {
 		if rf, ok := rfs[name]; ok {
-			if err := a.AlterReplicationFactor(ctx, name, rf); err != nil {
+			// One change gives every partition the plan's replicas (the
+			// plan lists them all): none is picked, copied to, then moved.
+			assignment := make([][]int32, len(topics[name].Partitions))
+			for _, pp := range p.Partitions {
+				if pp.Topic == name && pp.Partition >= 0 && int(pp.Partition) < len(assignment) {
+					assignment[pp.Partition] = pp.Replicas
+				}
+			}
+			if err := a.AlterReplicationFactorAssigned(ctx, name, assignment); err != nil {
 				return fmt.Errorf("change the replication factor of %s to %d: %w", name, rf, err)
 			}
 			fmt.Fprintf(stdout, "%s: replication factor %d -> %d\n", name, topics[name].ReplicationFactor, rf)

@@ -18,10 +18,25 @@ import (
 // topic (wire.UnknownTopicOrPartition). A call retried after a lost answer
 // finds its change in place and succeeds.
 func (a *Admin) AlterReplicationFactor(ctx context.Context, topic string, rf int32) error {
+	return a.alterReplicationFactor(ctx, topic, rf, nil)
+}
+
+// AlterReplicationFactorAssigned is AlterReplicationFactor with every
+// partition's new replicas given (assignment[i] for partition i, all of one
+// size, the new replication factor), as a reassignment plan that changes
+// the count does: one change, with no replica picked and then moved again.
+func (a *Admin) AlterReplicationFactorAssigned(ctx context.Context, topic string, assignment [][]int32) error {
+	if len(assignment) == 0 {
+		return wire.InvalidRequest.Err("an assignment of no partitions")
+	}
+	return a.alterReplicationFactor(ctx, topic, int32(len(assignment[0])), assignment)
+}
+
+func (a *Admin) alterReplicationFactor(ctx context.Context, topic string, rf int32, assignment [][]int32) error {
 	if rf < 1 {
 		return wire.InvalidReplicationFactor.Err(fmt.Sprintf("replication factor %d: must be at least 1", rf))
 	}
-	req := &wire.AlterReplicationFactorRequest{Topic: topic, ReplicationFactor: rf}
+	req := &wire.AlterReplicationFactorRequest{Topic: topic, ReplicationFactor: rf, Assignment: assignment}
 	var resp wire.AlterReplicationFactorResponse
 	_, err := a.toController(ctx, "alter replication factor", wire.TypeAlterReplicationFactor, req,
 		func() any { resp = wire.AlterReplicationFactorResponse{}; return &resp },

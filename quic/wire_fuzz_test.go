@@ -70,6 +70,7 @@ func wireSeeds() []any {
 			Partition: wire.PartitionMetadata{Leader: 1, Replicas: []int32{4, 2, 3, 1}, ISR: []int32{2, 3, 1},
 				AddingReplicas: []int32{4}, RemovingReplicas: []int32{1}, HighWatermark: -1, LogStartOffset: -1}},
 		&wire.AlterReplicationFactorRequest{Topic: "payments", ReplicationFactor: 4},
+		&wire.AlterReplicationFactorRequest{Topic: "payments", ReplicationFactor: 2, Assignment: [][]int32{{1, 2}, {2, 3}, {3, 1}}},
 		&wire.AlterReplicationFactorResponse{Err: wire.InvalidReplicationFactor, ControllerID: 1, ReplicationFactor: 3,
 			Message: `replication factor 1 is below topic "payments"'s min.insync.replicas 2: lower that first`},
 		&wire.AlterClusterConfigsRequest{Set: map[string]string{"reassignment.throttle.bytes": "10485760"}, Delete: []string{"x"}},

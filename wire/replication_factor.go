@@ -25,9 +25,18 @@ const TypeAlterReplicationFactor = 12
 // partition can use (InvalidReplicationFactor); a partition with no in-sync
 // replica or none live to lead (IneligibleReplica). A factor already in
 // place on every partition is accepted and changes nothing (a retry).
+//
+// Assignment, when set, names every partition's new replicas instead
+// (index: partition; ReplicationFactor distinct registered brokers each,
+// the first the preferred leader), as a reassignment plan that changes
+// the count does: the replicas are not picked and then moved again.
+// Refused with InvalidRequest unless it names every partition; with
+// InvalidReplicationFactor for a list of another size. Nodes older than
+// the field ignore it and pick the replicas.
 type AlterReplicationFactorRequest struct {
-	Topic             string `msgpack:"topic"`
-	ReplicationFactor int32  `msgpack:"rf"`
+	Topic             string    `msgpack:"topic"`
+	ReplicationFactor int32     `msgpack:"rf"`
+	Assignment        [][]int32 `msgpack:"assign,omitempty"`
 }
 
 // AlterReplicationFactorResponse answers once the change is committed (the

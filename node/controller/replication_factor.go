@@ -13,7 +13,7 @@ import (
 // retried after a controller failover finds its first attempt in place and
 // is answered with no new record.
 func (c *Controller) AlterReplicationFactor(ctx context.Context, req wire.AlterReplicationFactorRequest) wire.AlterReplicationFactorResponse {
-	ev := metadata.ReplicationFactorEvent{Topic: req.Topic, RF: req.ReplicationFactor}
+	ev := metadata.ReplicationFactorEvent{Topic: req.Topic, RF: req.ReplicationFactor, Assignment: req.Assignment}
 	img, err := c.submit(ctx, "alter-replication-factor", func(m *metadata.Image) ([]metadata.Record, error) {
 		return metadata.DecideReplicationFactor(m, ev)
 	})

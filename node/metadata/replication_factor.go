@@ -29,6 +29,11 @@ import (
 type ReplicationFactorEvent struct {
 	Topic string
 	RF    int32
+	// Assignment, when set, names every partition's new replicas (index:
+	// partition; each RF distinct registered brokers, the first the
+	// preferred leader), as a reassignment plan does, instead of letting
+	// the decision pick the replicas added and dropped.
+	Assignment [][]int32
 }
 
 // DecideReplicationFactor sets a topic's replication factor and reassigns
@@ -39,7 +44,10 @@ type ReplicationFactorEvent struct {
 // of live brokers when a partition needs more (InvalidReplicationFactor); a
 // partition that has no in-sync replica or no live one to lead
 // (IneligibleReplica). When the topic already has that RF and every target
-// that size, there are no records (a retry of a committed change).
+// that size, there are no records (a retry of a committed change). With an
+// Assignment, each partition's target becomes the one it names (refused
+// unless it names every partition, each with RF distinct registered
+// brokers), so no replica is added only to be moved again.
 func DecideReplicationFactor(img *Image, ev ReplicationFactorEvent) ([]Record, error) {
 	t, ok := img.Topic(ev.Topic)
 	if !ok {
@@ -55,6 +63,19 @@ func DecideReplicationFactor(img *Image, ev ReplicationFactorEvent) ([]Record, e
 	if err := requireVersion(img, 2, "changing a replication factor"); err != nil {
 		return nil, err
 	}
+	if ev.Assignment != nil {
+		if len(ev.Assignment) != len(t.Partitions) {
+			return nil, werr(wire.InvalidRequest, "replication factor %d: the assignment names %d partitions; topic %q has %d",
+				ev.RF, len(ev.Assignment), t.Name, len(t.Partitions))
+		}
+		sized := t
+		sized.RF = ev.RF
+		for i, target := range ev.Assignment {
+			if err := validateTarget(img, sized, int32(i), target); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var out []Record
 	if ev.RF != t.RF {
 		out = append(out, TopicConfigChanged{Name: t.Name, ID: t.ID, RF: ev.RF})
@@ -63,6 +84,11 @@ func DecideReplicationFactor(img *Image, ev ReplicationFactorEvent) ([]Record, e
 	for _, p := range t.Partitions {
 		target := p.Target()
 		switch {
+		case ev.Assignment != nil:
+			if slices.Equal(target, ev.Assignment[p.Partition]) {
+				continue
+			}
+			target = ev.Assignment[p.Partition]
 		case len(target) < int(ev.RF):
 			add, ok := pl.pick(p, int(ev.RF)-len(target))
 			if !ok {

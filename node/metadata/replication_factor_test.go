@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"slices"
 	"testing"
 
 	"paymentlog/wire"
@@ -200,4 +201,44 @@ func TestReplicationFactorRaisedKeepsAReplicaBeingRemoved(t *testing.T) {
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{4, 2, 3}}))
 	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4}))
 	wantPartition(t, img, "payments", "payments-0 replicas=[4,2,3,1] isr=[2,3,1] leader=1 epoch=0 pepoch=2 adding=[4] removing=[]")
+}
+
+// A replication factor change with every partition's replicas given (a
+// reassignment plan that changes the count) moves each partition straight
+// to them, in one entry; an assignment that misses a partition, has
+// another size, or names an unregistered broker is refused whole.
+func TestReplicationFactorWithAssignment(t *testing.T) {
+	img := upImage(t, 5)
+	img = decide(t, img)(DecideCreateTopic(img, CreateTopicEvent{Name: "payments", ID: "0f3a", Partitions: 2, RF: 3}))
+	assignment := [][]int32{{5, 1, 2, 3}, {4, 5, 1, 2}}
+	recs, err := DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4, Assignment: assignment})
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	next := mustApply(t, img, recs)
+	for i, want := range assignment {
+		p, _ := next.Partition("payments", int32(i))
+		if !slices.Equal(p.Target(), want) {
+			t.Fatalf("partition %d: target %v, want %v (%s)", i, p.Target(), want, p)
+		}
+	}
+	if tp, _ := next.Topic("payments"); tp.RF != 4 {
+		t.Fatalf("RF %d", tp.RF)
+	}
+	if recs, err := DecideReplicationFactor(next, ReplicationFactorEvent{Topic: "payments", RF: 4, Assignment: assignment}); err != nil || recs != nil {
+		t.Fatalf("a retry: %v %v", recs, err)
+	}
+	for _, c := range []struct {
+		assignment [][]int32
+		code       wire.ErrorCode
+		msg        string
+	}{
+		{[][]int32{{5, 1, 2, 3}}, wire.InvalidRequest, "the assignment names 1 partitions; topic \"payments\" has 2"},
+		{[][]int32{{5, 1, 2, 3}, {4, 5, 1}}, wire.InvalidReplicationFactor, "payments-1: 3 replicas given"},
+		{[][]int32{{5, 1, 2, 3}, {4, 5, 1, 9}}, wire.InvalidRequest, "payments-1: broker 9 is not registered"},
+		{[][]int32{{5, 1, 2, 5}, {4, 5, 1, 2}}, wire.InvalidRequest, "payments-0: broker 5 listed twice"},
+	} {
+		_, err := DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4, Assignment: c.assignment})
+		wantCode(t, err, c.code, c.msg)
+	}
 }
