@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,5 +91,5 @@ func TestUnregisterDecommissionedBroker(t *testing.T) {
 	w.produce(ctx, 450, total)
 	w.flush(ctx)
 	readBackPayments(ctx, t, tc.client(ctx), w.acknowledged(ctx))
-	t.Log(fmt.Sprintf("%d records read back", total))
+	t.Logf("%d records read back", total)
 }

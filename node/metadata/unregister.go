@@ -51,8 +51,8 @@ const maxNamedPartitions = 5
 
 // DecideUnregisterBroker returns the BrokerUnregistered that removes
 // broker ev.ID. It is refused with BrokerNotRegistered when the id is not
-// registered (also after a committed unregister: the caller reports that
-// as done), with InvalidRequest when the broker is alive, a controller, or
+// registered (also after a committed unregister: a client whose earlier
+// attempt may have been applied takes that as done), with InvalidRequest when the broker is alive, a controller, or
 // holds replicas (naming up to five of the partitions), and with
 // UnsupportedVersion while an alive broker's build applies less than
 // version 3. Fenced brokers do not count, unlike for other version-3
