@@ -291,8 +291,14 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 		if len(p.ELR) > 0 {
 			isr += " (eligible: " + joinIDs(p.ELR) + ")"
 		}
+		replicas := replicasText(p)
+		if n := len(target(p)); n != int(d.ReplicationFactor) {
+			// A replication factor change whose move was cancelled on
+			// this partition left it another count.
+			replicas += fmt.Sprintf(" (%d, not the topic's replication factor %d)", n, d.ReplicationFactor)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
-			replicasText(p), isr, unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+			replicas, isr, unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
 	}
 	return tw.Flush()
 }
