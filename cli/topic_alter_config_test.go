@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
 
+	"paymentlog/internal/freeport"
 	"paymentlog/node"
 )
 
@@ -31,12 +31,7 @@ func startNodeSet(t *testing.T, n int32) (string, []*node.Node) {
 	var nodes []*node.Node
 	addrs := map[int32]string{}
 	for id := int32(1); id <= n; id++ {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[id] = pc.LocalAddr().String()
-		pc.Close()
+		addrs[id] = freeport.UDPAddr(t)
 	}
 	for id := int32(1); id <= n; id++ {
 		cfg := node.DefaultConfig()

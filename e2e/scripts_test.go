@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"paymentlog/internal/freeport"
 )
 
 // TestClusterScript drives scripts/cluster.sh and scripts/kill-leader.sh
@@ -206,7 +207,7 @@ func newScriptCluster(t *testing.T) *scriptCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &scriptCluster{root: root, dir: filepath.Join(t.TempDir(), "cluster"), port: freePortRun(t, 3)}
+	c := &scriptCluster{root: root, dir: filepath.Join(t.TempDir(), "cluster"), port: freeport.Run(t, 3)}
 	t.Cleanup(func() {
 		if out, err := c.run(t, "down"); err != nil {
 			t.Logf("cleanup: cluster.sh down: %v\n%s", err, out)
@@ -448,34 +449,6 @@ func processAlive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// freePortRun finds n consecutive UDP ports on 127.0.0.1 that are free now,
-// below Linux's default ephemeral range (32768-60999), so that the sockets
-// other tests open on port 0 meanwhile cannot take them.
-func freePortRun(t *testing.T, n int) int {
-	t.Helper()
-	for range 50 {
-		base := 20000 + rand.IntN(12000)
-		var held []net.PacketConn
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, pc)
-		}
-		for _, pc := range held {
-			pc.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no run of free UDP ports found")
-	return 0
 }
 
 // TestBenchAgainstScriptCluster runs the README's `paymentlog bench

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"paymentlog/client"
+	"paymentlog/internal/freeport"
 	"paymentlog/node"
 	"paymentlog/node/metadata"
 	"paymentlog/wire"
@@ -32,14 +32,12 @@ type testCluster struct {
 	nodes     map[int32]*node.Node
 }
 
+// freeUDPAddr picks a node address (freeport: outside the range port-0
+// sockets draw from, so a dial elsewhere cannot take it before the node
+// binds it).
 func freeUDPAddr(t testing.TB) string {
 	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().String()
+	return freeport.UDPAddr(t)
 }
 
 // MustStartCluster starts controllers 1..n (all controller-eligible).
