@@ -81,14 +81,20 @@ func newBuilder(base *Image, offset uint64) *builder {
 }
 
 func (b *builder) setBroker(s BrokerState) {
-	if _, seen := b.oldBrokers[s.ID]; !seen {
-		b.oldBrokers[s.ID] = copyBroker(b.base.brokers[s.ID])
+	b.touchBroker(s.ID)
+	b.next.brokers[s.ID] = &s
+}
+
+// touchBroker notes broker id's state before this entry (for the delta)
+// and makes the next image's broker map its own, before a change to it.
+func (b *builder) touchBroker(id int32) {
+	if _, seen := b.oldBrokers[id]; !seen {
+		b.oldBrokers[id] = copyBroker(b.base.brokers[id])
 	}
 	if !b.brokersOwned {
 		b.next.brokers = maps.Clone(b.next.brokers)
 		b.brokersOwned = true
 	}
-	b.next.brokers[s.ID] = &s
 }
 
 func (b *builder) touchPartition(topic string, p int32) {

@@ -2,7 +2,6 @@ package metadata
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 
 	"paymentlog/wire"
@@ -52,8 +51,9 @@ const maxNamedPartitions = 5
 // DecideUnregisterBroker returns the BrokerUnregistered that removes
 // broker ev.ID. It is refused with BrokerNotRegistered when the id is not
 // registered (also after a committed unregister: a client whose earlier
-// attempt may have been applied takes that as done), with InvalidRequest when the broker is alive, a controller, or
-// holds replicas (naming up to five of the partitions), and with
+// attempt may have been applied takes that as done), with InvalidRequest
+// when the broker is alive, a controller, or holds replicas (naming up to
+// five of the partitions), and with
 // UnsupportedVersion while an alive broker's build applies less than
 // version 3. Fenced brokers do not count, unlike for other version-3
 // changes, so that several decommissioned brokers of old builds can all be
@@ -69,8 +69,8 @@ func DecideUnregisterBroker(img *Image, ev UnregisterBrokerEvent) ([]Record, err
 	if why := unregisterBlocker(img, b); why != "" {
 		return nil, werr(wire.InvalidRequest, "broker %d %s", ev.ID, why)
 	}
-	live := func(x BrokerState) bool { return x.ID == ev.ID || x.Fenced }
-	if err := requireVersionSkipping(img, 3, "unregistering a broker", live); err != nil {
+	gone := func(x BrokerState) bool { return x.ID == ev.ID || x.Fenced }
+	if err := requireVersionSkipping(img, 3, "unregistering a broker", gone); err != nil {
 		return nil, err
 	}
 	return []Record{BrokerUnregistered{ID: b.ID, Incarnation: b.Incarnation}}, nil
@@ -110,20 +110,8 @@ func (b *builder) applyBrokerUnregistered(r BrokerUnregistered) string {
 	if why := unregisterBlocker(b.next, cur); why != "" {
 		return why
 	}
-	b.removeBroker(r.ID)
+	b.touchBroker(r.ID) // the delta shows it with New nil
+	delete(b.next.brokers, r.ID)
 	b.useVersion(3)
 	return ""
-}
-
-// removeBroker deletes broker id from the next image (the delta shows it
-// with New nil).
-func (b *builder) removeBroker(id int32) {
-	if _, seen := b.oldBrokers[id]; !seen {
-		b.oldBrokers[id] = copyBroker(b.base.brokers[id])
-	}
-	if !b.brokersOwned {
-		b.next.brokers = maps.Clone(b.next.brokers)
-		b.brokersOwned = true
-	}
-	delete(b.next.brokers, id)
 }
