@@ -105,8 +105,7 @@ func dumpFile(path string, opts segment.DumpOptions, stdout io.Writer) (bad bool
 	}
 	defer f.Close()
 	fmt.Fprintf(stdout, "Dumping %s\n", path)
-	switch ext {
-	case ".log":
+	if ext == ".log" {
 		st, err := f.Stat()
 		if err != nil {
 			return false, fmt.Errorf("log dump: %w", err)
@@ -134,20 +133,18 @@ func dumpFile(path string, opts segment.DumpOptions, stdout io.Writer) (bad bool
 		}
 		fmt.Fprintln(stdout)
 		return bad || s.Corrupt || s.Gaps > 0, nil
-	case ".index", ".timeindex":
-		if perr != nil {
-			return false, fmt.Errorf("log dump: %s: the name is not a segment's base offset (20 digits)", path)
-		}
-		kind := segment.OffsetIndex
-		if ext == ".timeindex" {
-			kind = segment.TimeIndex
-		}
-		n, disorder, err := segment.DumpIndex(stdout, f, kind, base)
-		if err != nil {
-			return false, fmt.Errorf("log dump: %s: %w", path, err)
-		}
-		fmt.Fprintf(stdout, "Summary: %d entries, %d out of order\n", n, disorder)
-		return disorder > 0, nil
 	}
-	return false, fmt.Errorf("log dump: %s: not a .log, .index or .timeindex file", path)
+	if perr != nil {
+		return false, fmt.Errorf("log dump: %s: the name is not a segment's base offset (20 digits)", path)
+	}
+	kind := segment.OffsetIndex
+	if ext == ".timeindex" {
+		kind = segment.TimeIndex
+	}
+	n, disorder, err := segment.DumpIndex(stdout, f, kind, base)
+	if err != nil {
+		return false, fmt.Errorf("log dump: %s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "Summary: %d entries, %d out of order\n", n, disorder)
+	return disorder > 0, nil
 }

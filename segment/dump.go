@@ -87,16 +87,11 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 		if _, err := r.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
 			return s, fmt.Errorf("segment: read at byte %d: %w", pos, err)
 		}
-		h, herr := ParseHeader(b)
-		verr := b.Validate()
-		if herr != nil || verr != nil {
-			err := herr
-			if err == nil {
-				err = verr
-			}
+		if err := b.Validate(); err != nil {
 			s.End, s.Corrupt = fmt.Sprintf("corrupt: batch at byte %d: %v", pos, err), true
 			break
 		}
+		h, _ := ParseHeader(b) // Validate parsed it
 		gap := ""
 		if s.LastOffset >= 0 && h.BaseOffset != s.LastOffset+1 {
 			gap = fmt.Sprintf(" OFFSET-GAP(expected %d)", s.LastOffset+1)

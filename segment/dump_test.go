@@ -10,8 +10,7 @@ import (
 )
 
 // dumpOf appends batches of 3 records at offsets 0, 3, 6 into one buffer.
-func dumpOf(t *testing.T) []byte {
-	t.Helper()
+func dumpOf() []byte {
 	var buf []byte
 	for i := range 3 {
 		b := testBatch(i, 3, 1_700_000_000_000)
@@ -25,7 +24,7 @@ func dumpOf(t *testing.T) []byte {
 // DumpLog on whole, zero-padded, torn, corrupt and gapped segment bytes:
 // it prints every valid batch and says where and why the valid data ends.
 func TestDumpLog(t *testing.T) {
-	good := dumpOf(t)
+	good := dumpOf()
 	one := len(good) / 3
 	gapped := bytes.Clone(good)
 	Batch(gapped[2*one:]).SetBaseOffset(7)
@@ -128,7 +127,7 @@ func TestDumpIndexOutOfOrder(t *testing.T) {
 // FuzzDumpLog: no input makes DumpLog or DumpIndex panic or fail for
 // anything but a read error, and the valid bytes never exceed the file.
 func FuzzDumpLog(f *testing.F) {
-	good := dumpOf(&testing.T{})
+	good := dumpOf()
 	f.Add(good)
 	f.Add(append(bytes.Clone(good), make([]byte, 100)...))
 	f.Add(good[:len(good)-7])
