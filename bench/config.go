@@ -107,6 +107,10 @@ type ThroughputConfig struct {
 	// LatencyRate, when > 0, paces the latency run at this many records/s
 	// instead of half the measured rate.
 	LatencyRate float64
+	// Rounds repeats the full-load run, its read-back and the half-load run
+	// on a fresh topic each time; the figures reported (and judged against
+	// the targets) are then the medians of the rounds; 1.
+	Rounds int
 	// ConsumeCheck reads the first run back with one consumer, for consume throughput; true.
 	ConsumeCheck bool
 	// CPUProbe times a fixed 10 µs piece of arithmetic every 2 ms during the
@@ -160,6 +164,7 @@ func DefaultConfig() Config {
 			MaxInFlight:       5,
 			BufferBytes:       16 << 20,
 			HalfLoadDuration:  4 * time.Second,
+			Rounds:            1,
 			ConsumeCheck:      true,
 			CPUProbe:          true,
 		},
@@ -206,6 +211,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"replication-factor", "must be between 1 and the number of nodes"}
 	case t.MinISR < 1 || t.MinISR > t.ReplicationFactor:
 		return &ConfigError{"min-insync-replicas", "must be between 1 and the replication factor"}
+	case t.Rounds < 1:
+		return &ConfigError{"rounds", "must be >= 1"}
 	case t.Producers < 1:
 		return &ConfigError{"producers", "must be >= 1"}
 	case t.MaxInFlight < 1:

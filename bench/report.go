@@ -166,6 +166,21 @@ func (r *Report) WriteTable(out io.Writer) {
 		tc := r.Config.Throughput
 		fmt.Fprintf(w, "\nTHROUGHPUT\t%d B records, acks=%s, RF %d, min ISR %d, fsync %s, %d partitions, %d producers, idempotence %v, batch %d B, linger %v\n",
 			t.RecordSize, tc.Acks, tc.ReplicationFactor, tc.MinISR, tc.Fsync, tc.Partitions, tc.Producers, tc.Idempotence, tc.BatchBytes, tc.Linger)
+		if len(t.Rounds) > 1 {
+			fmt.Fprintf(w, "  rounds\t%d, each on a fresh topic; the figures below are the medians of each figure (latency max: the largest), counts are summed, CPU, messages and QUIC loss are the median round's\n", len(t.Rounds))
+			for _, rd := range t.Rounds {
+				half := ""
+				if rd.HalfLoad != nil {
+					half = fmt.Sprintf(", half load %.0f records/s p50 %s p99 %s ms", rd.HalfLoadRate, f2(rd.HalfLoad.P50), f2(rd.HalfLoad.P99))
+				}
+				ratio := ""
+				if rd.TransportRatio > 0 {
+					ratio = fmt.Sprintf(" (%.2f of the transport ceiling)", rd.TransportRatio)
+				}
+				c := rd.Changes
+				fmt.Fprintf(w, "  round %d\t%.1f MB/s%s%s, %d ISR shrinks, %d fencings\n", rd.Round, rd.MBPerSec, ratio, half, c.ISRShrinks, c.Fencings)
+			}
+		}
 		fmt.Fprintf(w, "  produced\t%d records in %.1fs (%d failed)\n", t.Records, t.Seconds, t.Failed)
 		fmt.Fprintf(w, "  throughput\t%.0f records/s, %.1f MB/s payload (%.1f MB/s replicated)\n", t.RecordsPerSec, t.MBPerSec, t.ReplicatedMBPerSec)
 		if t.TransportRatio > 0 {

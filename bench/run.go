@@ -20,6 +20,7 @@ type runner struct {
 	admin    *client.Admin
 	adminCl  *client.Client
 	progress *progress
+	round    int // the throughput round running (1-based) with --rounds; 0 otherwise
 }
 
 // Run runs the benchmarks cfg.Mode selects and returns the report. Without
@@ -91,9 +92,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Config = reportConfig(cfg, clusterInfo)
 
 	if cfg.Mode.runs(ModeThroughput) && ctx.Err() == nil {
-		t, err := r.runThroughput(ctx)
+		t, err := r.runThroughputRounds(ctx)
 		if t != nil && rep.Transport != nil && rep.Transport.MBPerSec > 0 {
-			t.TransportRatio = t.MBPerSec / (rep.Transport.MBPerSec / float64(cfg.Throughput.ReplicationFactor))
+			ceiling := rep.Transport.MBPerSec / float64(cfg.Throughput.ReplicationFactor)
+			t.TransportRatio = t.MBPerSec / ceiling
+			for i := range t.Rounds {
+				t.Rounds[i].TransportRatio = t.Rounds[i].MBPerSec / ceiling
+			}
 		}
 		if t != nil && rep.Disk != nil && rep.Disk.MBPerSec > 0 {
 			t.DiskRatio = t.ReplicatedMBPerSec / rep.Disk.MBPerSec

@@ -39,6 +39,9 @@ type ThroughputResult struct {
 	QUICLoss       *QUICLoss   `json:"quic_loss,omitempty"` // during the full-load run (local cluster)
 	Messages       *Messages   `json:"messages,omitempty"`  // during the full-load run (local cluster)
 	FirstError     string      `json:"first_error,omitempty"`
+	// Rounds is each round's figures with --rounds N > 1; the figures above
+	// are then their medians (combineRounds says which are medians).
+	Rounds []ThroughputRound `json:"rounds,omitempty"`
 }
 
 // HalfLoad is a paced run at half the measured rate: the latency figures.
@@ -120,11 +123,11 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	defer ps.close()
 
 	// Full load.
-	phase, err := r.startPhase(ctx, "", tc.Duration)
+	phase, err := r.startPhase(ctx, r.roundPrefix(), tc.Duration)
 	if err != nil {
 		return nil, err
 	}
-	bar := r.progress.phase("throughput", tc.Duration, tc.Records)
+	bar := r.progress.phase(r.roundLabel("throughput"), tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
 		duration: tc.Duration, records: tc.Records,
@@ -253,11 +256,11 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		}
 		consErr <- nil
 	}()
-	phase, err := r.startPhase(ctx, "latency.", tc.HalfLoadDuration)
+	phase, err := r.startPhase(ctx, r.roundPrefix()+"latency.", tc.HalfLoadDuration)
 	if err != nil {
 		return nil, err
 	}
-	bar := r.progress.phase("latency", tc.HalfLoadDuration, 0)
+	bar := r.progress.phase(r.roundLabel("latency"), tc.HalfLoadDuration, 0)
 	var onSample atomic.Int64 // acknowledged records on the sampled partition
 	var trace *latencyTrace
 	switch {
@@ -293,7 +296,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		<-consErr
 	}
 	if r.cfg.LatencyTracePath != "" {
-		if err := trace.writeFile(r.cfg.LatencyTracePath); err != nil {
+		if err := trace.writeFile(r.roundPath(r.cfg.LatencyTracePath)); err != nil {
 			return nil, err
 		}
 	}

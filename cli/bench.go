@@ -61,6 +61,7 @@ func benchCommand() *ucli.Command {
 			&ucli.Int64Flag{Name: "buffer-bytes", Value: t.BufferBytes, Usage: "unacknowledged bytes per producer before Produce blocks", EnvVars: benchEnv("BUFFER_BYTES")},
 			&ucli.Float64Flag{Name: "latency-rate", Usage: "records/s of the paced latency run (0: half the measured full-load rate)", EnvVars: benchEnv("LATENCY_RATE")},
 			&ucli.DurationFlag{Name: "half-load-duration", Value: t.HalfLoadDuration, Usage: "latency run at half the measured rate (0: skip)", EnvVars: benchEnv("HALF_LOAD_DURATION")},
+			&ucli.IntFlag{Name: "rounds", Value: t.Rounds, Usage: "repeat the throughput benchmark (full load, read-back, half load) this many times on fresh topics and report the median of each figure (a noisy machine scatters single runs)", EnvVars: benchEnv("ROUNDS")},
 			&ucli.BoolFlag{Name: "consume-check", Value: t.ConsumeCheck, Usage: "read the full-load run back (consume throughput)", EnvVars: benchEnv("CONSUME_CHECK")},
 			&ucli.BoolFlag{Name: "cpu-probe", Value: t.CPUProbe, Usage: "during the latency run, time a fixed 10 µs piece of arithmetic every 2 ms to find windows where the machine's CPU itself ran slowly; reports them and the latency of the records clear of them (--cpu-probe=false to turn off)", EnvVars: benchEnv("CPU_PROBE")},
 			// Transport.
@@ -135,6 +136,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	t.BufferBytes = c.Int64("buffer-bytes")
 	t.HalfLoadDuration = c.Duration("half-load-duration")
 	t.LatencyRate = c.Float64("latency-rate")
+	t.Rounds = c.Int("rounds")
 	t.ConsumeCheck = c.Bool("consume-check")
 	t.CPUProbe = c.Bool("cpu-probe")
 

@@ -52,6 +52,7 @@ func TestBenchRefusesEmptyCounts(t *testing.T) {
 		{[]string{"bench", "throughput", "--records", "-5"}, "--records"},
 		{[]string{"bench", "failover", "--failover-partitions", "0"}, "--failover-partitions"},
 		{[]string{"bench", "transport", "--transport-rounds", "0"}, "--transport-rounds"},
+		{[]string{"bench", "throughput", "--rounds", "0"}, "--rounds"},
 	} {
 		out, stderr, code := runClientCLI(t, nil, c.args...)
 		if code != 2 || out != "" || !strings.HasPrefix(stderr, "paymentlog: bench: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 {
@@ -75,7 +76,7 @@ func TestBenchTiny(t *testing.T) {
 	code := RunContext(ctx, []string{"paymentlog", "bench",
 		"--base-dir", dir,
 		"--duration", "1s", "--half-load-duration", "500ms", "--partitions", "2", "--producers", "1",
-		"--transport-duration", "200ms", "--transport-rounds", "1",
+		"--transport-duration", "200ms", "--transport-rounds", "1", "--rounds", "2",
 		"--trials", "1", "--failover-rate", "300", "--failover-timeout", "20s",
 		"--json", jsonPath, "--plot", plotPath,
 	}, &stdout, &stderr)
@@ -92,6 +93,12 @@ func TestBenchTiny(t *testing.T) {
 			RecordsPerSec  float64            `json:"records_per_sec"`
 			MBPerSec       float64            `json:"mb_per_sec"`
 			ProduceLatency map[string]float64 `json:"produce_latency_ms"`
+			Rounds         []struct {
+				MBPerSec float64 `json:"mb_per_sec"`
+				HalfLoad *struct {
+					P99 float64 `json:"p99"`
+				} `json:"half_load_produce_latency_ms"`
+			} `json:"rounds"`
 		} `json:"throughput"`
 		Transport struct {
 			MBPerSec float64 `json:"mb_per_sec"`
@@ -117,6 +124,11 @@ func TestBenchTiny(t *testing.T) {
 	switch {
 	case rep.Throughput.RecordsPerSec <= 0 || rep.Throughput.MBPerSec <= 0:
 		t.Errorf("throughput %+v", rep.Throughput)
+	case len(rep.Throughput.Rounds) != 2 || rep.Throughput.Rounds[1].HalfLoad == nil ||
+		rep.Throughput.MBPerSec != max(rep.Throughput.Rounds[0].MBPerSec, rep.Throughput.Rounds[1].MBPerSec):
+		t.Errorf("rounds %+v: want 2, reported MB/s %v the upper median", rep.Throughput.Rounds, rep.Throughput.MBPerSec)
+	case !strings.Contains(stdout.String(), "  round 2 "):
+		t.Errorf("the table lists no round 2")
 	case rep.Throughput.ProduceLatency["p999"] <= 0:
 		t.Errorf("produce latency %v", rep.Throughput.ProduceLatency)
 	case rep.Transport.MBPerSec <= 0:
