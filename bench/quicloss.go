@@ -43,6 +43,17 @@ type Messages struct {
 	// not by their bytes. Zero when the CPU was not measured.
 	NodeCPUMsPerProduce  float64 `json:"node_cpu_ms_per_produce,omitempty"`
 	BenchCPUMsPerProduce float64 `json:"bench_cpu_ms_per_produce,omitempty"`
+	// RecordsPerProduce is the phase's acknowledged records per produce
+	// request.
+	RecordsPerProduce float64 `json:"records_per_produce,omitempty"`
+}
+
+// addRecords fills RecordsPerProduce from the phase's acknowledged records.
+func (m *Messages) addRecords(records int64) {
+	if m == nil || m.ProduceRequests == 0 {
+		return
+	}
+	m.RecordsPerProduce = float64(records) / float64(m.ProduceRequests)
 }
 
 // addCPU fills the per-request CPU figures from the phase's CPU usage.
@@ -167,12 +178,12 @@ func quicLossLine(w io.Writer, phase string, q *QUICLoss) {
 }
 
 // messagesLine writes one phase's message counts, if they were measured.
-func messagesLine(w io.Writer, phase string, m *Messages, records int64) {
+func messagesLine(w io.Writer, phase string, m *Messages) {
 	if m == nil || m.ProduceRequests == 0 {
 		return
 	}
 	fmt.Fprintf(w, "  messages (%s)\t%.0f produce requests/s (%.1f records each), %.2f follower fetch answers per produce request\n",
-		phase, m.ProduceRequestsPerSec, float64(records)/float64(m.ProduceRequests), m.AnswersPerProduce)
+		phase, m.ProduceRequestsPerSec, m.RecordsPerProduce, m.AnswersPerProduce)
 	if m.NodeCPUMsPerProduce > 0 {
 		fmt.Fprintf(w, "  CPU per produce request (%s)\tnodes %.2f ms + bench %.2f ms\n", phase, m.NodeCPUMsPerProduce, m.BenchCPUMsPerProduce)
 	}

@@ -210,11 +210,11 @@ func (r *Report) WriteTable(out io.Writer) {
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
 			cpuLine(w, "half load", h.CPU)
 			quicLossLine(w, "half load", h.QUICLoss)
-			messagesLine(w, "half load", h.Messages, h.Records)
+			messagesLine(w, "half load", h.Messages)
 		}
 		cpuLine(w, "full load", t.CPU)
 		quicLossLine(w, "full load", t.QUICLoss)
-		messagesLine(w, "full load", t.Messages, t.Records)
+		messagesLine(w, "full load", t.Messages)
 		c := t.Changes
 		fmt.Fprintf(w, "  cluster changes\t%d ISR shrinks, %d expands, %d leader changes, %d fencings, %d partition changes between two polls (not seen)\n", c.ISRShrinks, c.ISRExpands, c.LeaderChanges, c.Fencings, c.Unseen)
 		if t.FirstError != "" {

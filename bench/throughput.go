@@ -136,6 +136,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	bar.done()
 	res.CPU, res.QUICLoss, res.Messages = r.stopPhase(ctx, phase)
 	res.Records, res.Failed = full.acked, full.failed
+	res.Messages.addRecords(full.acked)
 	res.Seconds = full.elapsed().Seconds()
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())
 	res.MBPerSec = mbps(full.ackedBytes, full.elapsed())
@@ -285,6 +286,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	bar.done()
 	slow := probe.stop()
 	cpu, loss, msgs := r.stopPhase(ctx, phase)
+	msgs.addRecords(lr.acked)
 	produced <- onSample.Load()
 	select {
 	case err := <-consErr:
