@@ -24,7 +24,7 @@ func consumeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "consume",
 		Usage: "print a topic's records",
-		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET] [--exit-at-end|--max N] [--json]\n" +
+		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET|TIME] [--exit-at-end|--max N] [--json]\n" +
 			"    [--on-truncation fail|rewind]\n\n" +
 			"Prints each record's value on its own line, or with --json one line\n" +
 			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
@@ -35,6 +35,10 @@ func consumeCommand() *ucli.Command {
 			"follows the topic until interrupted (exit status 0). Following every partition (no\n" +
 			"--partition, no --exit-at-end), it also reads partitions added to the topic meanwhile\n" +
 			"(`topic alter --partitions`), from their beginning, within --metadata-max-age.\n\n" +
+			"--from TIME starts each partition at its first record stamped at or after TIME (RFC 3339,\n" +
+			"e.g. 2026-12-01T09:30:00Z, or @ and Unix milliseconds), at its end where no record is yet:\n" +
+			"to replay from just before an incident. Stamps are the producers' (the time of produce\n" +
+			"unless the producer set one); the time index finds them without reading the whole log.\n\n" +
 			"If a partition's leader no longer has records consume has printed (its log was truncated\n" +
 			"below them, after an unclean leader election or records lost under --fsync never), consume\n" +
 			"stops with exit status 1 and an error naming the partition, its position and the offset\n" +
@@ -44,7 +48,7 @@ func consumeCommand() *ucli.Command {
 			"again as the leader now has them.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
-			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET (for every partition read)", EnvVars: envVar("CONSUME_FROM")},
+			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET | TIME (for every partition read); TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped at or after it, its end where none is yet", EnvVars: envVar("CONSUME_FROM")},
 			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once caught up with the high watermarks seen at start", EnvVars: envVar("CONSUME_EXIT_AT_END")},
 			&ucli.Int64Flag{Name: "max", Usage: "exit after this many records (0: no limit)", EnvVars: envVar("CONSUME_MAX")},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
@@ -67,6 +71,9 @@ type consumeOptions struct {
 	topic     string
 	partition int32 // -1: all
 	from      int64 // an offset, client.SeekBeginning or client.SeekEnd
+	// fromTime, when not zero, replaces from: each partition starts at its
+	// first record stamped at or after it (--from TIME).
+	fromTime  time.Time
 	exitAtEnd bool
 	max       int64
 	json      bool
@@ -87,7 +94,7 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 	}
 	o := consumeOptions{client: co, topic: topic, partition: int32(c.Int("partition")), exitAtEnd: c.Bool("exit-at-end"),
 		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait")}
-	if o.from, err = parseFrom(c.String("from")); err != nil {
+	if o.from, o.fromTime, err = parseFrom(c.String("from")); err != nil {
 		return o, usageError("--from: %v", err)
 	}
 	switch strings.ToLower(strings.TrimSpace(c.String("on-truncation"))) {
@@ -106,18 +113,38 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 	return o, nil
 }
 
-func parseFrom(s string) (int64, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+// parseFrom reads --from: beginning, end, an offset, or a time (RFC 3339,
+// or @ and Unix milliseconds), which is returned instead of an offset.
+func parseFrom(s string) (int64, time.Time, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
 	case "beginning", "earliest", "start":
-		return client.SeekBeginning, nil
+		return client.SeekBeginning, time.Time{}, nil
 	case "end", "latest":
-		return client.SeekEnd, nil
+		return client.SeekEnd, time.Time{}, nil
+	}
+	if ms, ok := strings.CutPrefix(s, "@"); ok {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || n < 0 {
+			return 0, time.Time{}, fmt.Errorf("%q is not @ and a non-negative number of Unix milliseconds", s)
+		}
+		return 0, time.UnixMilli(n), nil
+	}
+	if strings.Contains(s, "T") {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("%q is not an RFC 3339 time such as 2026-12-01T09:30:00Z: %v", s, err)
+		}
+		if t.UnixMilli() < 0 {
+			return 0, time.Time{}, fmt.Errorf("%q is before 1970", s)
+		}
+		return 0, t, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not beginning, end or a non-negative offset", s)
+		return 0, time.Time{}, fmt.Errorf("%q is not beginning, end, a non-negative offset or a time (RFC 3339, or @UNIX_MS)", s)
 	}
-	return n, nil
+	return n, time.Time{}, nil
 }
 
 // runConsume prints records until --max, --exit-at-end or an interrupt.
@@ -128,8 +155,8 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 	}
 	defer closeClient(cl)
 	ccfg := client.ConsumerConfig{MaxWait: opts.maxWait}
-	if opts.from < 0 {
-		// --from beginning or end: records retention deletes before this
+	if opts.from < 0 || !opts.fromTime.IsZero() {
+		// --from beginning, end or a time: records retention deletes before this
 		// consumer reaches them are skipped (Kafka's auto.offset.reset=
 		// earliest), with a note; an explicit --from OFFSET below the log
 		// start stays an error.
@@ -156,7 +183,23 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 	if len(tps) == 0 {
 		return fmt.Errorf("consume %s: topic has %d partitions; no partition %d", opts.topic, n, opts.partition)
 	}
-	cons.Assign(tps, opts.from)
+	if opts.fromTime.IsZero() {
+		cons.Assign(tps, opts.from)
+	} else {
+		offs, err := cons.OffsetsForTimes(setupCtx, tps, opts.fromTime)
+		if err != nil {
+			return fmt.Errorf("consume %s: offsets for %s: %w", opts.topic, opts.fromTime.UTC().Format(time.RFC3339Nano), err)
+		}
+		for _, tp := range tps {
+			// No record stamped at or after the time yet: the ones
+			// produced from now on are.
+			o, ok := offs[tp]
+			if !ok || o < 0 {
+				o = client.SeekEnd
+			}
+			cons.Assign([]client.TopicPartition{tp}, o)
+		}
+	}
 
 	// --exit-at-end: the high watermarks now are the goal.
 	ends := make([]int64, n) // by partition
@@ -172,7 +215,7 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		// report it; without this check the partition counted as read to its
 		// end and consume exited 0 having read nothing.
 		for _, tp := range tps {
-			if opts.from >= 0 && opts.from > ends[tp.Partition] {
+			if opts.fromTime.IsZero() && opts.from >= 0 && opts.from > ends[tp.Partition] {
 				return fmt.Errorf("consume %s: partition %d has offsets up to %d; %d is outside them", opts.topic, tp.Partition, ends[tp.Partition], opts.from)
 			}
 		}

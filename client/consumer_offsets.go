@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"paymentlog/wire"
 )
@@ -26,6 +27,22 @@ func (cs *Consumer) EndOffsets(ctx context.Context, tps []TopicPartition) (map[T
 // BeginningOffsets returns each partition's log start offset, asking the leaders.
 func (cs *Consumer) BeginningOffsets(ctx context.Context, tps []TopicPartition) (map[TopicPartition]int64, error) {
 	return cs.c.offsetsFor(ctx, tps, wire.Earliest)
+}
+
+// OffsetsForTimes returns, for each partition, the first offset whose
+// record's timestamp is at or after t (Kafka's offsetsForTimes), asking the
+// leaders; -1 for a partition with no such record below its high watermark
+// (seek it to SeekEnd: the records that come later are the ones after t).
+// Timestamps are the records' own (the producer's Record.Timestamp, else the
+// time of Produce), so with producers whose clocks disagree the answer is
+// the first record stamped at or after t, not the first appended after it.
+// A t before the Unix epoch is an error.
+func (cs *Consumer) OffsetsForTimes(ctx context.Context, tps []TopicPartition, t time.Time) (map[TopicPartition]int64, error) {
+	ts := t.UnixMilli()
+	if ts < 0 {
+		return nil, fmt.Errorf("client: offsets for times: %s is before 1970", t.UTC().Format(time.RFC3339))
+	}
+	return cs.c.offsetsFor(ctx, tps, ts)
 }
 
 func (c *Client) offsetsFor(ctx context.Context, tps []TopicPartition, ts int64) (map[TopicPartition]int64, error) {

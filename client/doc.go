@@ -82,7 +82,8 @@
 // # Consumer
 //
 // A Consumer is assigned partitions, each with a position (SeekBeginning,
-// SeekEnd or an offset). Poll keeps one long-poll Fetch outstanding per
+// SeekEnd or an offset; OffsetsForTimes finds the offset of the first record
+// stamped at or after a time, for a replay from it). Poll keeps one long-poll Fetch outstanding per
 // leader and returns as soon as any of them answers; fetches continue in the
 // background between polls. Records below the position inside the first
 // batch are skipped. Leader changes are followed: after NotLeader or a failed

@@ -873,10 +873,30 @@ func (c *Cluster) listOffsets(addr string, req *wire.ListOffsetsRequest) *wire.L
 			r.Err = wire.OffsetNotAvailable
 		case lp.Timestamp == wire.Latest:
 			r.Offset = pt.next
-		default:
+		case lp.Timestamp < 0:
 			r.Err = wire.InvalidRequest
+		default:
+			r.Offset = pt.offsetForTimestamp(lp.Timestamp)
 		}
 		resp.Parts = append(resp.Parts, r)
 	}
 	return resp
+}
+
+// offsetForTimestamp is the first offset at or above the log start whose
+// record's timestamp is at least ts, or -1 (a broker's answer to a
+// ListOffsets by timestamp; the fake's high watermark is its log end).
+func (pt *partition) offsetForTimestamp(ts int64) int64 {
+	for _, b := range pt.batches {
+		if b.MaxTimestamp() < ts || b.LastOffset() < pt.logStart {
+			continue
+		}
+		it := b.Iter()
+		for it.Next() {
+			if r := it.Record(); r.Timestamp >= ts && r.Offset >= pt.logStart {
+				return r.Offset
+			}
+		}
+	}
+	return -1
 }
