@@ -18,7 +18,7 @@ func init() { commands = append(commands, clusterCommand) }
 func clusterCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "cluster",
-		Usage: "inspect the cluster, set its dynamic configs, unregister decommissioned brokers",
+		Usage: "inspect the cluster and its metadata quorum, set its dynamic configs, unregister decommissioned brokers",
 		Subcommands: []*ucli.Command{{
 			Name:      "status",
 			Usage:     "nodes (alive/fenced), controller eligibility, the active controller",
@@ -37,7 +37,7 @@ func clusterCommand() *ucli.Command {
 				}
 				return runClusterStatus(c.Context, clusterOptions{client: co, json: c.Bool("json"), timeout: c.Duration("timeout")}, c.App.Writer, c.App.ErrWriter)
 			},
-		}, clusterAlterConfigCommand(), clusterUnregisterCommand()},
+		}, clusterQuorumCommand(), clusterAlterConfigCommand(), clusterUnregisterCommand()},
 	}
 }
 

@@ -43,6 +43,10 @@ func (n *Node) handleDescribeQuorum(ctx context.Context, _ quic.Peer, f quic.Fra
 	for _, v := range st.Voters {
 		resp.Voters = append(resp.Voters, int32(v))
 	}
+	for _, l := range st.Learners {
+		resp.Learners = append(resp.Learners, int32(l))
+	}
+	resp.Applied = st.Applied
 	return wire.TypeDescribeQuorum, &resp, nil
 }
 

@@ -200,8 +200,9 @@ type DescribeReplicaResponse struct {
 	IsLeader      bool      `msgpack:"leader"`
 }
 
-// DescribeQuorumRequest asks a node for its view of the controller quorum:
-// a fresh controller-eligible node asks the other listed controllers before
+// DescribeQuorumRequest asks a node for its view of the controller quorum
+// (`paymentlog cluster quorum` asks every node): a fresh controller-eligible
+// node asks the other listed controllers before
 // bootstrapping, to refuse joining a cluster whose voters do not include it
 // (controller membership changes are not supported), and, once started
 // vote-guarded, until enough of them have told it how far their logs go. Read-only, like
@@ -214,8 +215,14 @@ type DescribeQuorumResponse struct {
 	Voters []int32 `msgpack:"voters"`
 	// Controllers is the node's --controllers flag, id@addr,... in id order.
 	Controllers string `msgpack:"ctrls"`
-	Term        uint64 `msgpack:"term"`
-	Commit      uint64 `msgpack:"commit"`
+	// Learners are the raft learners (broker-only nodes, Kafka's observers)
+	// in the node's applied configuration; Applied is the last metadata log
+	// index the node applied to its image. Both for `cluster quorum`;
+	// omitted by older nodes.
+	Learners []int32 `msgpack:"learners,omitempty"`
+	Applied  uint64  `msgpack:"applied,omitempty"`
+	Term     uint64  `msgpack:"term"`
+	Commit   uint64  `msgpack:"commit"`
 	// LastIndex is the last index of the node's metadata log on disk; a
 	// controller that starts with an empty log must catch up to the highest
 	// its peers report before it votes (node/rejoin.go). Commit is not

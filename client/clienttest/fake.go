@@ -573,6 +573,15 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return &wire.DescribeClusterResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, Brokers: append([]wire.BrokerInfo(nil), c.mu.brokers...)}, nil
+	case *wire.DescribeQuorumRequest:
+		// Every broker a voter in term 1, every log at the metadata offset.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		resp := &wire.DescribeQuorumResponse{Term: 1, LastIndex: uint64(c.mu.moff), Commit: uint64(c.mu.moff), Applied: uint64(c.mu.moff)}
+		for _, b := range c.mu.brokers {
+			resp.Voters = append(resp.Voters, b.ID)
+		}
+		return resp, nil
 	case *wire.InitProducerIDRequest:
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -65,6 +65,7 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeProduce, func() any { return &wire.ProduceRequest{} })
 	h(wire.TypeFetch, func() any { return &wire.FetchRequest{} })
 	h(wire.TypeListOffsets, func() any { return &wire.ListOffsetsRequest{} })
+	h(wire.TypeDescribeQuorum, func() any { return &wire.DescribeQuorumRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.
