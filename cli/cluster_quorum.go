@@ -63,7 +63,7 @@ func runClusterQuorum(ctx context.Context, opts clusterOptions, stdout, stderr i
 		if st.LeaderID >= 0 {
 			leader = fmt.Sprint(st.LeaderID)
 		}
-		fmt.Fprintf(stdout, "Leader: %s  Term: %d  Voters: %s  Observers: %s\n", leader, st.Term, idList(st.Voters), idList(st.Observers))
+		fmt.Fprintf(stdout, "Leader: %s  Term: %d  Voters: %s  Observers: %s\n", leader, st.Term, joinIDs(st.Voters), joinIDs(st.Observers))
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tADDRESS\tROLE\tTERM\tLAST INDEX\tCOMMIT\tAPPLIED\tLAG\tSTATUS")
 		for _, m := range st.Members {
@@ -96,18 +96,6 @@ func runClusterQuorum(ctx context.Context, opts clusterOptions, stdout, stderr i
 		}
 		return tw.Flush()
 	})
-}
-
-// idList prints ids as 1,2,3 ("-" for none).
-func idList(ids []int32) string {
-	if len(ids) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = fmt.Sprint(id)
-	}
-	return strings.Join(parts, ",")
 }
 
 // oneLine keeps an error message on its table row.

@@ -65,11 +65,14 @@ func topicCommand() *ucli.Command {
 			},
 			{
 				Name:  "describe",
-				Usage: "show partitions: leader, epoch, replicas, ISR, high watermark, log start",
-				UsageText: "paymentlog topic describe [NAME] [--under-replicated | --under-min-isr | --unavailable] [--json]\n" +
-					"   Without NAME: every topic. With a filter: only the partitions it matches, and only topics that have one.",
+				Usage: "show partitions: leader, epoch, replicas, ISR, high watermark, log start (--replicas: each replica's offsets, lag and size)",
+				UsageText: "paymentlog topic describe [NAME] [--under-replicated | --under-min-isr | --unavailable] [--replicas] [--json]\n" +
+					"   Without NAME: every topic. With a filter: only the partitions it matches, and only topics that have one.\n" +
+					"   --replicas also asks every replica's broker for its own log start, log end, high watermark, size\n" +
+					"   and segment count, and shows its lag behind the leader's log end (Kafka's kafka-log-dirs).",
 				Flags: withFlags(clientFlags(), healthFlags(), []ucli.Flag{
 					&ucli.BoolFlag{Name: "json", Usage: "print JSON (an object with NAME; an array of them without)", EnvVars: envVar("TOPIC_JSON")},
+					&ucli.BoolFlag{Name: "replicas", Usage: "also each replica's own log start and end, high watermark, lag behind the leader, size and segments, asked of its broker (replica_states in --json)", EnvVars: envVar("TOPIC_REPLICAS")},
 					timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
 				}),
 				Action: func(c *ucli.Context) error {
@@ -83,6 +86,7 @@ func topicCommand() *ucli.Command {
 					if opts.health, err = parseHealthFilter(c); err != nil {
 						return err
 					}
+					opts.replicas = c.Bool("replicas")
 					return runTopicDescribe(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
@@ -124,6 +128,7 @@ type topicOptions struct {
 	json        bool
 	timeout     time.Duration
 	health      healthFilter // describe: nil for every partition
+	replicas    bool         // describe: ask every replica (--replicas)
 }
 
 func parseTopicCommon(c *ucli.Context, name string) (topicOptions, error) {
@@ -234,7 +239,11 @@ func runTopicDescribe(ctx context.Context, opts topicOptions, stdout, stderr io.
 		all := make([]client.TopicDescription, 0, len(names))
 		var totals []int
 		for _, name := range names {
-			d, err := a.DescribeTopic(ctx, name)
+			describe := a.DescribeTopic
+			if opts.replicas {
+				describe = a.DescribeTopicReplicas
+			}
+			d, err := describe(ctx, name)
 			if opts.name == "" && client.ErrorCode(err) == wire.UnknownTopicOrPartition {
 				continue // deleted since the list
 			}
@@ -300,7 +309,10 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
 			replicas, isr, unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printReplicaStates(stdout, d)
 }
 
 func runTopicDelete(ctx context.Context, opts topicOptions, stdout, stderr io.Writer) error {

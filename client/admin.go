@@ -327,6 +327,9 @@ type PartitionInfo struct {
 	// LostReplicas, with an empty ISR: the replicas that lost their storage
 	// as its last in-sync replica; an unclean election takes them last.
 	LostReplicas []int32 `json:"lost_replicas,omitempty"`
+	// ReplicaStates is each replica's own view, filled in only by
+	// DescribeTopicReplicas (`topic describe --replicas`).
+	ReplicaStates []ReplicaState `json:"replica_states,omitempty"`
 }
 
 // TopicDescription is `paymentlog topic describe NAME --json`.

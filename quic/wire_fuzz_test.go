@@ -63,6 +63,8 @@ func wireSeeds() []any {
 		&wire.DescribeQuorumResponse{Voters: []int32{1, 2, 3}, Term: 2, Commit: 9, LastIndex: 9,
 			Witnessed: map[int32]string{2: "00112233445566778899aabbccddeeff", 3: "ffeeddccbbaa99887766554433221100"}},
 		&wire.DescribeQuorumResponse{Voters: []int32{1, 2, 3}, Learners: []int32{4, 5}, Term: 3, Commit: 12, LastIndex: 12, Applied: 11},
+		&wire.DescribeReplicaRequest{Topic: "payments", Partition: 2},
+		&wire.DescribeReplicaResponse{LogStart: 10, LogEnd: 812, HighWatermark: 800, LeaderEpoch: 4, IsLeader: true, Size: 1 << 30, Segments: 3},
 		&wire.CreatePartitionsRequest{Name: "payments", Count: 5},
 		&wire.CreatePartitionsResponse{Err: wire.InvalidPartitions, Message: `topic "payments" already has 5 partitions`, TopicID: "0f3a", Count: 5, ControllerID: 2},
 		&wire.ReassignPartitionRequest{Topic: "payments", Partition: 2, Replicas: []int32{4, 2, 3}},

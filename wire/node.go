@@ -186,7 +186,8 @@ type AllocateProducerIDsResponse struct {
 	ControllerID int32     `msgpack:"ctrl"`
 }
 
-// DescribeReplicaRequest asks a node for its local replica state (tests, checkers).
+// DescribeReplicaRequest asks a node for its local replica state (`topic
+// describe --replicas`, tests, checkers).
 type DescribeReplicaRequest struct {
 	Topic     string `msgpack:"t"`
 	Partition int32  `msgpack:"p"`
@@ -198,6 +199,11 @@ type DescribeReplicaResponse struct {
 	HighWatermark int64     `msgpack:"hw"`
 	LeaderEpoch   int32     `msgpack:"epoch"`
 	IsLeader      bool      `msgpack:"leader"`
+	// Size is the bytes of the replica's segment files (what it holds on
+	// disk, Kafka's log-dirs size) and Segments how many there are; both
+	// for `topic describe --replicas`, omitted by older nodes.
+	Size     int64 `msgpack:"size,omitempty"`
+	Segments int   `msgpack:"segs,omitempty"`
 }
 
 // DescribeQuorumRequest asks a node for its view of the controller quorum

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -573,6 +574,22 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return &wire.DescribeClusterResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, Brokers: append([]wire.BrokerInfo(nil), c.mu.brokers...)}, nil
+	case *wire.DescribeReplicaRequest:
+		// Every replica holds the leader's log (the fake replicates at
+		// once), in one segment.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		t, ok := c.mu.topics[r.Topic]
+		if !ok || r.Partition < 0 || int(r.Partition) >= len(t.parts) || !slices.Contains(t.parts[r.Partition].replicas, c.brokerAt(addr)) {
+			return &wire.DescribeReplicaResponse{Err: wire.UnknownTopicOrPartition}, nil
+		}
+		pt := t.parts[r.Partition]
+		var size int64
+		for _, b := range pt.batches {
+			size += int64(len(b))
+		}
+		return &wire.DescribeReplicaResponse{LogStart: pt.logStart, LogEnd: pt.next, HighWatermark: pt.next, LeaderEpoch: pt.epoch,
+			IsLeader: pt.leader == c.brokerAt(addr), Size: size, Segments: 1}, nil
 	case *wire.DescribeQuorumRequest:
 		// Every broker a voter in term 1, every log at the metadata offset.
 		c.mu.Lock()

@@ -66,6 +66,7 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeFetch, func() any { return &wire.FetchRequest{} })
 	h(wire.TypeListOffsets, func() any { return &wire.ListOffsetsRequest{} })
 	h(wire.TypeDescribeQuorum, func() any { return &wire.DescribeQuorumRequest{} })
+	h(wire.TypeDescribeReplica, func() any { return &wire.DescribeReplicaRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.

@@ -274,5 +274,6 @@ func (b *Broker) handleDescribeReplica(ctx context.Context, _ quic.Peer, fr quic
 	defer p.mu.Unlock()
 	r := p.mu.r
 	return wire.TypeDescribeReplica, wire.DescribeReplicaResponse{LogStart: r.LogStart(), LogEnd: r.LEO(),
-		HighWatermark: r.HW(), LeaderEpoch: r.LeaderEpoch(), IsLeader: r.Role() == replica.RoleLeader}, nil
+		HighWatermark: r.HW(), LeaderEpoch: r.LeaderEpoch(), IsLeader: r.Role() == replica.RoleLeader,
+		Size: p.log.Size(), Segments: len(p.log.Segments())}, nil
 }
