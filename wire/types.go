@@ -29,7 +29,7 @@ const (
 	TypeBrokerHeartbeat     = 23
 	TypeRaftMessage         = 24 // session: raft peer stream
 	TypeControlledShutdown  = 25
-	TypeDescribeReplica     = 26 // a replica's log state, for checkers and tests
+	TypeDescribeReplica     = 26 // a replica's log state (topic describe --replicas, checkers, tests)
 	TypeAllocateProducerIDs = 27 // a producer-id block from the active controller
 	TypeDescribeQuorum      = 28 // a node's view of the controller quorum (read-only)
 )
