@@ -22,7 +22,7 @@ const defaultAdminTimeout = 30 * time.Second
 func topicCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe, alter (add partitions), alter-config, reassign and delete topics",
+		Usage: "create, list, describe, alter (add partitions), alter-config, reassign and delete topics; list their offsets",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "create",
@@ -90,6 +90,7 @@ func topicCommand() *ucli.Command {
 					return runTopicDescribe(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
+			topicOffsetsCommand(),
 			topicAlterCommand(),
 			topicAlterConfigCommand(),
 			topicReassignCommand(),

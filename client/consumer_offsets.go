@@ -79,3 +79,23 @@ func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) 
 	}
 	return 0, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", topic))
 }
+
+// ListOffsets returns every partition's offset at a point of the topic
+// (Kafka's kafka-get-offsets): at is SeekBeginning (the log start),
+// SeekEnd (the high watermark) or a timestamp in Unix milliseconds (the
+// first record stamped at or after it; -1 for a partition with none yet).
+func (a *Admin) ListOffsets(ctx context.Context, topic string, at int64) (map[int32]int64, error) {
+	if at < 0 && at != SeekBeginning && at != SeekEnd {
+		return nil, fmt.Errorf("client: list offsets at %d: not SeekBeginning, SeekEnd or a time in Unix ms", at)
+	}
+	n, err := a.c.PartitionCount(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	offs, _, err := a.c.listOffsets(ctx, topic, parts, at, true)
+	return offs, err
+}
