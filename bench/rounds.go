@@ -84,8 +84,8 @@ func (r *runner) roundPath(path string) string {
 // failures, seconds and cluster changes are summed over the rounds (the
 // no-fault target counts every change in any round). CPU, message counts,
 // QUIC loss and CPU slowdowns are those of the round whose MB/s is the
-// median. Latency maxima are the largest of any round. Rounds lists each
-// round's figures.
+// median. Latency maxima are the largest of any round. Topic lists the
+// rounds' topics, comma-separated. Rounds lists each round's figures.
 func combineRounds(rounds []*ThroughputResult) *ThroughputResult {
 	if len(rounds) == 1 {
 		return rounds[0]
