@@ -73,8 +73,10 @@
 // after the deadline.
 //
 // While requests are outstanding the partition checks the metadata every
-// LeaderCheckInterval; when the partition's leader or leader epoch has moved
-// on, requests to the old leader are abandoned and resent to the new one at
+// LeaderCheckInterval, and once one has been out that long the client keeps
+// one long-poll Metadata request (a watch) at a node other than that
+// leader, answered the moment the node applies newer metadata; when the
+// partition's leader or leader epoch has moved on, requests to the old leader are abandoned and resent to the new one at
 // once (no retry backoff, no further metadata round trip: the metadata in
 // hand names it), so a killed leader does not hold writes up until a
 // transport timeout.

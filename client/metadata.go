@@ -118,7 +118,12 @@ type metadata struct {
 		rotate    int           // answers that were not news: where the broker list starts
 		rejected  int           // answers refused as older than the cached snapshot since one was taken
 		changed   chan struct{} // closed and replaced when a snapshot is stored
+		// noWatch are nodes that answered a watch at once without news:
+		// older builds that ignore the long poll (see watch).
+		noWatch   map[string]bool
+		watchTurn int // watches that waited in vain: which eligible node the next asks
 	}
+	watching atomic.Bool // a watch is running
 }
 
 type refreshCall struct {

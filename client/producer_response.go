@@ -181,9 +181,16 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 		return
 	}
 	ivl := pp.p.cfg.LeaderCheckInterval
-	if refresh && now.Sub(pp.inflight[0].sentAt) >= ivl {
+	stalled := now.Sub(pp.inflight[0].sentAt) >= ivl
+	if refresh && stalled {
 		pp.checkedAt = now
 		pp.p.c.meta.refreshIfOlderHedged(ivl/2, min(ivl/2, pp.p.c.cfg.HedgeDelay))
+	}
+	if stalled {
+		// And a long poll elsewhere (one per client): the news of a new
+		// leader arrives when a node applies it, not at the next of
+		// these checks.
+		pp.p.c.meta.watch(pp.inflight[0].sentTo.addr)
 	}
 	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
 	if !ok {

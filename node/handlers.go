@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"paymentlog/node/metadata"
 	"paymentlog/quic"
 	"paymentlog/wire"
 )
@@ -51,6 +52,16 @@ func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (q
 	names, err := metadataTopics(req.Topics)
 	if err != nil {
 		return wire.TypeMetadata, &wire.MetadataResponse{Err: wire.InvalidRequest, Message: err.Error(), ControllerID: -1}, nil
+	}
+	if req.MaxWaitMs > 0 {
+		// A long poll: hold the answer until the image moves past
+		// WaitAbove (or the wait ends; then answer with what there is).
+		wait := time.Duration(min(req.MaxWaitMs, wire.MaxMetadataWaitMs)) * time.Millisecond
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		stop := context.AfterFunc(n.runCtx, cancel) // a stopping node answers at once
+		_, _ = n.store.WaitFor(wctx, func(img *metadata.Image) bool { return int64(img.Offset()) > req.WaitAbove })
+		stop()
+		cancel()
 	}
 	resp := n.store.Image().MetadataResponse(names)
 	resp.ControllerID = n.activeControllerID()

@@ -71,6 +71,9 @@ type Node struct {
 	sweptCopies bool
 
 	cancel context.CancelFunc
+	// runCtx is canceled when the node stops (cancel): handlers that
+	// hold a request (the Metadata long poll) end their wait with it.
+	runCtx context.Context
 	wg     sync.WaitGroup
 	done   chan struct{}
 
@@ -152,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.mu.newStorage = newStorage
 	n.pids.allocate = n.allocateProducerIDs
 	rctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	n.cancel, n.runCtx = cancel, rctx
 	ok := false
 	defer func() {
 		if !ok {

@@ -42,6 +42,7 @@ var wireMessages = []func() any{
 func wireSeeds() []any {
 	return []any{
 		&wire.MetadataRequest{Topics: []string{"payments"}},
+		&wire.MetadataRequest{WaitAbove: 812, MaxWaitMs: 1000},
 		&wire.MetadataResponse{ControllerID: 1, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
 			Topics: []wire.TopicMetadata{{Name: "payments", Partitions: []wire.PartitionMetadata{{Partition: 0, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}}}}},
 		&wire.CreateTopicRequest{Name: "t", Partitions: 3, ReplicationFactor: 3, Configs: map[string]string{"retention.ms": "1000"}},

@@ -12,7 +12,19 @@ import "github.com/vmihailenco/msgpack/v5"
 // longer than MaxTopicNameLen, is refused whole with InvalidRequest.
 type MetadataRequest struct {
 	Topics []string `msgpack:"topics"`
+	// WaitAbove and MaxWaitMs make the request a long poll: the node
+	// answers once its metadata offset is above WaitAbove, or after
+	// MaxWaitMs (at most MaxMetadataWaitMs) with what it has. A producer
+	// whose request to a leader stalls sends one to another node, so it
+	// learns of the leader change the moment that node applies it. Zero
+	// MaxWaitMs: answer at once. Older nodes ignore both fields and answer
+	// at once.
+	WaitAbove int64 `msgpack:"wait,omitempty"`
+	MaxWaitMs int32 `msgpack:"maxwait,omitempty"`
 }
+
+// MaxMetadataWaitMs caps MetadataRequest.MaxWaitMs.
+const MaxMetadataWaitMs = 5000
 
 // Limits on a MetadataRequest's topic names. With them, the answer for
 // names that are no topic (each echoed with its error) stays far below the

@@ -1,0 +1,89 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// metadataWatchWait is how long a watch waits at a node for metadata newer
+// than the cache before it ends (a stalled producer starts the next one at
+// its next leader check).
+const metadataWatchWait = time.Second
+
+// watch starts a long-poll Metadata request (wire.MetadataRequest.WaitAbove)
+// for news past the cached snapshot, at a candidate node other than avoid
+// (the leader a stalled request went to, which may be dead): the first one,
+// or the next after each watch that waited in vain. Unless a watch is
+// already running. The node answers the moment it applies a newer
+// metadata offset, such as the change that moves the stalled partition's
+// leadership; the answer is stored as a refresh's is, which wakes the
+// producers waiting on the leaders (metadata.changed). Polling refreshes go
+// on meanwhile: a watch only makes the news arrive sooner. It never blocks.
+func (m *metadata) watch(avoid string) {
+	cur := m.current()
+	if cur == nil || !m.watching.CompareAndSwap(false, true) {
+		return
+	}
+	var eligible []string
+	for _, a := range m.candidates() {
+		if a != avoid && !m.watchRefused(a) {
+			eligible = append(eligible, a)
+		}
+	}
+	if len(eligible) == 0 {
+		m.watching.Store(false)
+		return
+	}
+	m.mu.Lock()
+	addr := eligible[m.mu.watchTurn%len(eligible)]
+	m.mu.Unlock()
+	go m.runWatch(addr, cur.offset)
+}
+
+func (m *metadata) runWatch(addr string, above int64) {
+	defer m.watching.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), metadataWatchWait+m.c.cfg.RequestTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.c.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	var r wire.MetadataResponse
+	req := &wire.MetadataRequest{WaitAbove: above, MaxWaitMs: int32(metadataWatchWait / time.Millisecond)}
+	if err := m.c.call(ctx, addr, wire.TypeMetadata, req, &r); err != nil || r.Err != wire.None {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.MetadataOffset <= above {
+		// No news. Within half the wait, the node did not wait at all:
+		// an older build, which ignores the long poll; watch others.
+		// Else it waited in vain (it may be cut off from the
+		// controller): the next watch goes to the next node.
+		if time.Since(start) < metadataWatchWait/2 {
+			if m.mu.noWatch == nil {
+				m.mu.noWatch = map[string]bool{}
+			}
+			m.mu.noWatch[addr] = true
+		} else {
+			m.mu.watchTurn++
+		}
+		return
+	}
+	if cur := m.snap.Load(); cur == nil || r.MetadataOffset > cur.offset {
+		m.storeLocked(&r, addr)
+	}
+}
+
+// watchRefused reports whether addr answered a watch without waiting.
+func (m *metadata) watchRefused(addr string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.noWatch[addr]
+}

@@ -1,0 +1,70 @@
+package client
+
+import (
+	"testing"
+	"time"
+
+	"paymentlog/client/clienttest"
+)
+
+// waitWatchDone waits until no metadata watch runs.
+func waitWatchDone(tb testing.TB, m *metadata) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.watching.Load() {
+		if time.Now().After(deadline) {
+			tb.Fatal("metadata watch still running")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A watch stores news as a refresh does (waking those waiting on
+// changed), and avoids the node it is told to avoid.
+func TestMetadataWatchStoresNews(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("a", 1)
+	c := mustFakeClient(t, fc)
+	if err := c.meta.refresh(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := c.meta.current().offset
+	fc.CreateTopic("b", 1) // news: a higher metadata offset
+	changed := c.meta.changed()
+	avoid := fc.Addrs()[0]
+	c.meta.watch(avoid)
+	waitWatchDone(t, c.meta)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the watch's news did not wake those waiting on changed")
+	}
+	s := c.meta.current()
+	if _, ok := s.topics["b"]; !ok || s.offset <= before || s.from == avoid {
+		t.Fatalf("snapshot offset %d (was %d) from %s, topics %v; want b, from a node other than %s", s.offset, before, s.from, s.topics, avoid)
+	}
+}
+
+// A node that answers a watch at once without news ignores the long poll
+// (an older build): it is not watched again, the others are.
+func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
+	fc := clienttest.New(3) // the fake answers every Metadata at once
+	fc.CreateTopic("a", 1)
+	c := mustFakeClient(t, fc)
+	if err := c.meta.refresh(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		c.meta.watch("")
+		waitWatchDone(t, c.meta)
+	}
+	for _, a := range fc.Addrs() {
+		if !c.meta.watchRefused(a) {
+			t.Errorf("node %s answered at once without news and is still watched", a)
+		}
+	}
+	c.meta.watch("") // no node left: nothing starts
+	if c.meta.watching.Load() {
+		t.Fatal("a watch started with every node refusing to wait")
+	}
+}
