@@ -67,14 +67,19 @@ type Config struct {
 	PrevControllerGrace time.Duration
 	// CheckInterval is the period of session expiry checks, preferred-leader
 	// elections and learner reconciliation; default HeartbeatInterval/2.
-	// Detection time is at most SessionTimeout + CheckInterval + one commit.
+	// With the real clock a timer also checks expiry at the earliest
+	// session deadline, so detection takes SessionTimeout + one commit;
+	// with Ticks or another Now, up to CheckInterval more.
 	CheckInterval   time.Duration
 	ProposeTimeout  time.Duration // bound on one raft proposal; default 5s
 	ProducerIDBlock int64         // producer ids per block; default metadata.DefaultProducerIDBlock
 
 	Now   func() time.Time // default time.Now
 	Ticks <-chan time.Time // drives checks (tests); default a ticker at CheckInterval
-	Rand  func() uint64    // topic ids and assignment seeds, safe for concurrent use; default math/rand/v2
+	// realClock: Now is time.Now (set by defaults). Only then does a timer
+	// at the earliest session deadline check expiry between ticks.
+	realClock bool
+	Rand      func() uint64 // topic ids and assignment seeds, safe for concurrent use; default math/rand/v2
 	// Logger; default slog.Default(). It should name the node (the node's
 	// logger carries node=ID); the controller adds nothing.
 	Logger *slog.Logger
@@ -103,7 +108,7 @@ func (c *Config) defaults() {
 		c.ProducerIDBlock = metadata.DefaultProducerIDBlock
 	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now, c.realClock = time.Now, true
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Uint64
@@ -178,6 +183,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		defer t.Stop()
 		ticks = t.C
 	}
+	// With the real clock and ticker, a timer also fires at the earliest
+	// broker session deadline: a dead broker is fenced when its session
+	// runs out, not up to a CheckInterval later.
+	var expiry *time.Timer
+	var expiryC <-chan time.Time
+	if c.cfg.Ticks == nil && c.cfg.realClock {
+		expiry = time.NewTimer(time.Hour)
+		defer expiry.Stop()
+		expiryC = expiry.C
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); c.learnerLoop(ctx) }()
@@ -185,6 +200,9 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	c.checkLeadership(ctx)
 	for {
+		if expiry != nil {
+			expiry.Reset(c.untilExpiry())
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -194,10 +212,32 @@ func (c *Controller) Run(ctx context.Context) error {
 			if c.checkLeadership(ctx) {
 				c.tick(ctx)
 			}
+		case <-expiryC:
+			if c.checkLeadership(ctx) {
+				c.checkSessions(ctx)
+			}
 		case r := <-c.reqs:
 			c.handleBatch(ctx, r)
 		}
 	}
+}
+
+// untilExpiry is how long until just after the earliest session deadline
+// of an unfenced broker (an hour while inactive or with none). Heartbeats
+// move deadlines on outside the loop, so the timer may fire at a deadline
+// that has moved since: that check finds nothing and the loop re-arms.
+func (c *Controller) untilExpiry() time.Duration {
+	if !c.active() {
+		return time.Hour
+	}
+	img := c.cfg.Store.Image()
+	c.mu.Lock()
+	at := c.mu.sessions.nextDeadline(img)
+	c.mu.Unlock()
+	if at.IsZero() {
+		return time.Hour
+	}
+	return max(at.Sub(c.cfg.Now())+time.Millisecond, time.Millisecond)
 }
 
 // failPending answers requests left in the queue when Run ends.
@@ -329,6 +369,29 @@ func (c *Controller) waitApplied(ctx context.Context, idx uint64) (*metadata.Ima
 
 // tick runs the periodic checks; loop only, active controller only.
 func (c *Controller) tick(ctx context.Context) {
+	reqs := c.sessionChecks()
+	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
+		return metadata.DecidePreferredLeaders(m), nil
+	}})
+	c.decideAndPropose(ctx, reqs)
+	if c.learnersMissing(c.cfg.Store.Image()) {
+		c.kickLearners()
+	}
+}
+
+// checkSessions fences the brokers whose sessions ran out (the expiry
+// timer's check: tick without preferred leaders and learners).
+func (c *Controller) checkSessions(ctx context.Context) {
+	if reqs := c.sessionChecks(); len(reqs) > 0 {
+		c.decideAndPropose(ctx, reqs)
+	}
+}
+
+// sessionChecks returns a fence request for every broker whose session ran
+// out or that confirms none of the answers (sessions.unanswered), after the
+// stall check: a check after this controller itself stood still re-arms
+// every session instead.
+func (c *Controller) sessionChecks() []*request {
 	now := c.cfg.Now()
 	img := c.cfg.Store.Image()
 	c.mu.Lock()
@@ -361,11 +424,5 @@ func (c *Controller) tick(ctx context.Context) {
 			"broker", b.ID, "incarnation", b.Incarnation)
 		fence(b)
 	}
-	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
-		return metadata.DecidePreferredLeaders(m), nil
-	}})
-	c.decideAndPropose(ctx, reqs)
-	if c.learnersMissing(c.cfg.Store.Image()) {
-		c.kickLearners()
-	}
+	return reqs
 }

@@ -121,6 +121,23 @@ func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.Broker
 	return out
 }
 
+// nextDeadline returns the earliest session deadline of an unfenced broker
+// of img with a session for its current incarnation (zero if none): when
+// expired will next have something to return.
+func (s *sessions) nextDeadline(img *metadata.Image) time.Time {
+	var at time.Time
+	for _, b := range img.Brokers() {
+		ss, ok := s.m[b.ID]
+		if !ok || ss.incarnation != b.Incarnation || b.Fenced {
+			continue
+		}
+		if at.IsZero() || ss.deadline.Before(at) {
+			at = ss.deadline
+		}
+	}
+	return at
+}
+
 // forget drops broker id's session (it was unregistered).
 func (s *sessions) forget(id int32) { delete(s.m, id) }
 

@@ -110,3 +110,31 @@ func TestExpectConfirmation(t *testing.T) {
 		t.Fatalf("unanswered after a confirmation: %v", got)
 	}
 }
+
+// nextDeadline is the earliest deadline of an unfenced broker's current
+// session: none without a session, the touched one after a heartbeat, none
+// once the broker is fenced or its session is of another incarnation.
+func TestNextDeadline(t *testing.T) {
+	img := sessionsImage(t)
+	now := time.Unix(1000, 0)
+	s := newSessions(time.Second)
+	if at := s.nextDeadline(img); !at.IsZero() {
+		t.Fatalf("no session yet: %v", at)
+	}
+	s.touch(2, 1, now)
+	if at := s.nextDeadline(img); !at.Equal(now.Add(time.Second)) {
+		t.Fatalf("after a heartbeat: %v, want %v", at, now.Add(time.Second))
+	}
+	s.touch(2, 7, now) // another incarnation than the image's
+	if at := s.nextDeadline(img); !at.IsZero() {
+		t.Fatalf("session of another incarnation: %v", at)
+	}
+	s.touch(2, 1, now)
+	fenced, _, err := img.ApplyEntry(img.Offset()+1, []metadata.Record{metadata.BrokerFenced{ID: 2, Incarnation: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := s.nextDeadline(fenced); !at.IsZero() {
+		t.Fatalf("fenced broker: %v", at)
+	}
+}

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"paymentlog/node/metadata"
+	"paymentlog/wire"
+)
+
+// With the real clock, a silent broker is fenced when its session runs out,
+// by the timer at the earliest session deadline, not at the next periodic
+// check: here the checks are an hour apart and the session is 100 ms.
+func TestSessionExpiryFencesBetweenChecks(t *testing.T) {
+	store := metadata.NewStore()
+	raft := newFakeRaft(store, 1, 1, 2, 3)
+	c := New(Config{NodeID: 1, Raft: raft, Store: store, HeartbeatInterval: 20 * time.Millisecond,
+		SessionTimeout: 100 * time.Millisecond, CheckInterval: time.Hour, // real clock and ticker
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	raft.setLeader(1, 1)
+	waitUntil(t, "node 1 active", c.Active)
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	r := c.Register(rctx, wire.BrokerRegisterRequest{BrokerID: 4, Addr: "127.0.0.1:7104", Incarnation: 1})
+	hb := c.Heartbeat(rctx, wire.BrokerHeartbeatRequest{BrokerID: 4, Incarnation: 1, MetadataOffset: int64(store.Image().Offset())})
+	if r.Err != wire.None || hb.Err != wire.None || hb.Fenced {
+		t.Fatalf("register %v, heartbeat %v fenced=%t", r.Err, hb.Err, hb.Fenced)
+	}
+	// Broker 4 now goes silent (brokers 1-3 never registered here).
+	waitUntil(t, "broker 4 fenced without a periodic check", func() bool {
+		b, ok := store.Image().Broker(4)
+		return ok && b.Fenced
+	})
+}
