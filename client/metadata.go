@@ -202,15 +202,8 @@ func (m *metadata) start(hedge time.Duration) *refreshCall {
 }
 
 func (m *metadata) run(call *refreshCall) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.c.cfg.MetadataTimeout)
+	ctx, cancel := m.backgroundCtx(m.c.cfg.MetadataTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-m.c.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	resp, from, err := m.fetch(ctx, call.hedge)
 	m.mu.Lock()
 	if err == nil {
@@ -220,6 +213,20 @@ func (m *metadata) run(call *refreshCall) {
 	m.mu.Unlock()
 	call.err = err
 	close(call.done)
+}
+
+// backgroundCtx is a context for a background request of the metadata
+// cache: it ends after d or when the client closes.
+func (m *metadata) backgroundCtx(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-m.c.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // errStaleMetadata is a node's answer older than the cached snapshot.

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"time"
 
 	"paymentlog/wire"
@@ -44,15 +43,8 @@ func (m *metadata) watch(avoid string) {
 
 func (m *metadata) runWatch(addr string, above int64) {
 	defer m.watching.Store(false)
-	ctx, cancel := context.WithTimeout(context.Background(), metadataWatchWait+m.c.cfg.RequestTimeout)
+	ctx, cancel := m.backgroundCtx(metadataWatchWait + m.c.cfg.RequestTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-m.c.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	start := time.Now()
 	var r wire.MetadataResponse
 	req := &wire.MetadataRequest{WaitAbove: above, MaxWaitMs: int32(metadataWatchWait / time.Millisecond)}

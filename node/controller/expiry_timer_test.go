@@ -20,15 +20,7 @@ func TestSessionExpiryFencesBetweenChecks(t *testing.T) {
 	c := New(Config{NodeID: 1, Raft: raft, Store: store, HeartbeatInterval: 20 * time.Millisecond,
 		SessionTimeout: 100 * time.Millisecond, CheckInterval: time.Hour, // real clock and ticker
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	ctx := runController(t, c)
 	raft.setLeader(1, 1)
 	waitUntil(t, "node 1 active", c.Active)
 	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)

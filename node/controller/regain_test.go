@@ -12,6 +12,21 @@ import (
 	"paymentlog/wire"
 )
 
+// runController runs c until the test ends; an error from Run fails the
+// test.
+func runController(t *testing.T, c *Controller) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return ctx
+}
+
 // waitUntil waits for cond with a real-time deadline.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -39,15 +54,7 @@ func TestRegainedLeadershipKeepsShortGraceForPreviousController(t *testing.T) {
 	c := New(Config{NodeID: 1, Raft: raft, Store: store, HeartbeatInterval: 100 * time.Millisecond,
 		SessionTimeout: time.Second, CheckInterval: time.Millisecond, Now: clock.Now, // real ticker
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	ctx := runController(t, c)
 
 	raft.setLeader(1, 1)
 	waitUntil(t, "node 1 active", c.Active)
