@@ -128,7 +128,8 @@ type Controller struct {
 	// stopped is closed when Run returns.
 	stopped chan struct{}
 
-	// lastCheck is when tick last ran in this tenure as active controller
+	// lastCheck is when the sessions were last checked (tick, or the expiry
+	// timer) in this tenure as active controller
 	// (or when it began); loop only.
 	lastCheck time.Time
 	// commitLatency times proposals to their local apply (stats.go).
@@ -225,7 +226,11 @@ func (c *Controller) Run(ctx context.Context) error {
 // untilExpiry is how long until just after the earliest session deadline
 // of an unfenced broker (an hour while inactive or with none). Heartbeats
 // move deadlines on outside the loop, so the timer may fire at a deadline
-// that has moved since: that check finds nothing and the loop re-arms.
+// that has moved since: that check finds nothing and the loop re-arms. A
+// deadline that a check has already seen is left to the periodic checks,
+// so the timer can never fire over and over for one (a fence that fails
+// deactivates this controller, and reactivation gives fresh grace, but the
+// timer does not rely on that). Loop only.
 func (c *Controller) untilExpiry() time.Duration {
 	if !c.active() {
 		return time.Hour
@@ -234,7 +239,7 @@ func (c *Controller) untilExpiry() time.Duration {
 	c.mu.Lock()
 	at := c.mu.sessions.nextDeadline(img)
 	c.mu.Unlock()
-	if at.IsZero() {
+	if at.IsZero() || !at.After(c.lastCheck) {
 		return time.Hour
 	}
 	return max(at.Sub(c.cfg.Now())+time.Millisecond, time.Millisecond)
