@@ -14,6 +14,7 @@ import (
 // fetchCall is one fetch in flight to one leader.
 type fetchCall struct {
 	leader  int32
+	addr    string          // the leader's
 	epochs  map[int32]int32 // partition -> leader epoch it was sent with
 	topic   string
 	started time.Time
@@ -61,13 +62,14 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 			return nil, err
 		}
 		wait := cs.startFetches(time.Now())
+		cs.watchLeaders(time.Now())
 		if len(cs.inflight) == 0 {
 			if wait <= 0 {
 				wait = cs.cfg.RetryBackoff
 			}
 			timer.Reset(wait)
 		} else {
-			timer.Reset(min(leaderCheckEvery, max(cs.cfg.MaxWait+cs.cfg.MaxWait/2-time.Since(start), time.Millisecond)))
+			timer.Reset(min(leaderCheckEvery, max(cs.cfg.MaxWait+cs.cfg.MaxWait/2-time.Since(start), time.Millisecond), cs.untilOverdue(time.Now())))
 		}
 		select {
 		case r := <-cs.results:
@@ -182,7 +184,7 @@ func (cs *Consumer) startFetches(now time.Time) time.Duration {
 		}
 		fps := make([]fetchedPart, len(cps))
 		ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.MaxWait+cs.c.cfg.RequestTimeout)
-		call := &fetchCall{epochs: map[int32]int32{}, topic: k.topic, started: now, cancel: cancel}
+		call := &fetchCall{addr: k.addr, epochs: map[int32]int32{}, topic: k.topic, started: now, cancel: cancel}
 		for i, cp := range cps {
 			pm, _ := snap.partition(cp.tp.Topic, cp.tp.Partition)
 			req.Parts = append(req.Parts, wire.FetchPartition{Partition: cp.tp.Partition, Offset: cp.pos, MaxBytes: cs.cfg.PartitionMaxBytes,
@@ -211,16 +213,61 @@ func (cs *Consumer) startFetches(now time.Time) time.Duration {
 // leaderCheckEvery is how often Poll looks for fetches stuck at a replaced leader.
 const leaderCheckEvery = 250 * time.Millisecond
 
+// fetchOverdue is how long past MaxWait a fetch may stay unanswered before
+// its leader is suspected: a live leader answers a long poll at MaxWait.
+const fetchOverdue = 50 * time.Millisecond
+
+// overdue reports whether call has been outstanding past MaxWait + fetchOverdue.
+func (cs *Consumer) overdue(call *fetchCall, now time.Time) bool {
+	return now.Sub(call.started) > cs.cfg.MaxWait+fetchOverdue
+}
+
+// untilOverdue is how long until the next fetch in flight becomes overdue
+// (leaderCheckEvery when none is about to): Poll wakes then to start looking
+// for the partition's new leader at once.
+func (cs *Consumer) untilOverdue(now time.Time) time.Duration {
+	wait := leaderCheckEvery
+	for call := range cs.inflight {
+		if d := call.started.Add(cs.cfg.MaxWait + fetchOverdue).Sub(now); d > 0 {
+			wait = min(wait, d+time.Millisecond)
+		}
+	}
+	return wait
+}
+
+// watchLeaders keeps one metadata watch (metadata.watch) going while fetches
+// are in flight: a leader that dies is replaced when the controller fences
+// it, and the watch brings that news the moment a node applies it instead
+// of after the fetch is overdue. It avoids the leaders of overdue fetches
+// and prefers a node that serves none of this consumer's fetches: a dead
+// node would hold the watch unanswered.
+func (cs *Consumer) watchLeaders(now time.Time) {
+	if len(cs.inflight) == 0 {
+		return
+	}
+	var avoid, spare []string
+	for call := range cs.inflight {
+		if cs.overdue(call, now) {
+			avoid = append(avoid, call.addr)
+		}
+		spare = append(spare, call.addr)
+	}
+	cs.c.meta.watch(avoid, spare)
+}
+
 // checkLeaders abandons fetches sent to a leader the metadata says has been
-// replaced (their partitions are then fetched from the new leader). With
-// refresh it also asks for fresher metadata when a fetch has been outstanding
-// well past MaxWait (a dead leader never answers).
+// replaced (their partitions are then fetched from the new leader), keeps
+// the metadata watch going (watchLeaders), and with refresh polls for fresher
+// metadata while a fetch is overdue (a dead leader never answers), giving
+// each node it asks only fetchOverdue before asking the next too (the first
+// may be the dead leader).
 func (cs *Consumer) checkLeaders(refresh bool) {
 	snap := cs.c.meta.current()
 	now := time.Now()
+	cs.watchLeaders(now)
 	for call := range cs.inflight {
-		if refresh && now.Sub(call.started) > cs.cfg.MaxWait+leaderCheckEvery {
-			cs.c.meta.refreshIfOlder(leaderCheckEvery)
+		if refresh && cs.overdue(call, now) {
+			cs.c.meta.refreshIfOlderHedged(leaderCheckEvery, min(fetchOverdue, cs.c.cfg.HedgeDelay))
 		}
 		for p, epoch := range call.epochs {
 			if pm, ok := snap.partition(call.topic, p); ok && (pm.LeaderEpoch > epoch || pm.Leader != call.leader) {

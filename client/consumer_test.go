@@ -470,3 +470,52 @@ func TestPollNeverReturnsRecordsWithAnError(t *testing.T) {
 		t.Fatalf("second poll: %d records, %v; want the OffsetOutOfRange of partition 1", len(msgs), err)
 	}
 }
+
+// A consumer whose fetch hangs at a leader that died learns of the new
+// leader from its metadata watch the moment the change is applied, not
+// after the fetch is overdue (TestConsumeAbandonsFetchToDeadLeader): here
+// MaxWait is an hour, so without the watch it would wait that long.
+func TestConsumeWatchFindsNewLeaderOfAHungFetch(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	c := mustFakeClient(t, fc)
+	produceValues(t, c, "t", 0, "a")
+	cs := c.NewConsumer(ConsumerConfig{MaxWait: time.Hour, RetryBackoff: 5 * time.Millisecond})
+	defer cs.Close()
+	cs.Assign([]TopicPartition{{"t", 0}}, SeekBeginning)
+	pollN(t, cs, 1)
+	old, _ := fc.Leader("t", 0)
+	dead := fc.Addrs()[old-1]
+	var hung atomic.Int64
+	fc.SetIntercept(func(addr string, ft quic.FrameType, _ any) clienttest.Action {
+		if ft == wire.TypeFetch && addr == dead {
+			hung.Add(1)
+			return clienttest.Action{Kind: clienttest.Hang}
+		}
+		return clienttest.Action{}
+	})
+	type polled struct {
+		msgs []Message
+		err  error
+	}
+	got := make(chan polled, 1)
+	go func() {
+		var p polled
+		for len(p.msgs) == 0 && p.err == nil {
+			p.msgs, p.err = cs.Poll(testCtx(t))
+		}
+		got <- p
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for hung.Load() == 0 { // the consumer's fetch now hangs at the dead leader
+		if time.Now().After(deadline) {
+			t.Fatal("no fetch reached the dead leader")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fc.SetLeader("t", 0, old%3+1)
+	produceValues(t, mustFakeClient(t, fc), "t", 0, "b") // its metadata is not the consumer's
+	if p := <-got; p.err != nil || len(p.msgs) != 1 || string(p.msgs[0].Value) != "b" {
+		t.Fatalf("poll: %v, %d messages", p.err, len(p.msgs))
+	}
+}

@@ -93,6 +93,13 @@
 // metadata says has been replaced (or one overstaying MaxWait, as a dead
 // leader's does) is abandoned and sent to the new leader.
 //
+// While fetches are in flight the consumer keeps one metadata watch (a
+// long-poll Metadata request) at a node that serves none of them where it
+// can: a leader that dies is replaced when the controller fences it, and
+// the watch brings that news the moment a node applies it, so the fetch
+// stuck at the dead leader is abandoned then rather than once it is
+// overdue (MaxWait + 50 ms, when the metadata is polled as well).
+//
 // Log divergence (KIP-320): every fetch carries the leader epoch of the last
 // record Poll returned for the partition. A leader whose log no longer has
 // the history the consumer read (truncated below the position and maybe

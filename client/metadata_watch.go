@@ -1,6 +1,7 @@
 package client
 
 import (
+	"slices"
 	"time"
 
 	"paymentlog/wire"
@@ -12,24 +13,33 @@ import (
 const metadataWatchWait = time.Second
 
 // watch starts a long-poll Metadata request (wire.MetadataRequest.WaitAbove)
-// for news past the cached snapshot, at a candidate node other than avoid
-// (the leader a stalled request went to, which may be dead): the first one,
-// or the next after each watch that waited in vain. Unless a watch is
-// already running. The node answers the moment it applies a newer
-// metadata offset, such as the change that moves the stalled partition's
-// leadership; the answer is stored as a refresh's is, which wakes the
-// producers waiting on the leaders (metadata.changed). Polling refreshes go
-// on meanwhile: a watch only makes the news arrive sooner. It never blocks.
-func (m *metadata) watch(avoid string) {
+// for news past the cached snapshot, unless a watch is already running. It
+// goes to a candidate node that is not in avoid (nodes suspected dead: the
+// leader a stalled request went to), preferably one not in spare either
+// (nodes that may die unnoticed while they serve the caller's long polls);
+// among those the first, or the next after each watch that waited in vain.
+// The node answers the moment it applies a newer metadata offset, such as
+// the change that moves a partition's leadership; the answer is stored as a
+// refresh's is, which wakes producers and consumers waiting on leaders
+// (metadata.changed). Polling refreshes go on meanwhile: a watch only makes
+// the news arrive sooner. It never blocks.
+func (m *metadata) watch(avoid, spare []string) {
 	cur := m.current()
 	if cur == nil || !m.watching.CompareAndSwap(false, true) {
 		return
 	}
-	var eligible []string
+	var eligible, preferred []string
 	for _, a := range m.candidates() {
-		if a != avoid && !m.watchRefused(a) {
-			eligible = append(eligible, a)
+		if slices.Contains(avoid, a) || m.watchRefused(a) {
+			continue
 		}
+		eligible = append(eligible, a)
+		if !slices.Contains(spare, a) {
+			preferred = append(preferred, a)
+		}
+	}
+	if len(preferred) > 0 {
+		eligible = preferred
 	}
 	if len(eligible) == 0 {
 		m.watching.Store(false)

@@ -32,7 +32,7 @@ func TestMetadataWatchStoresNews(t *testing.T) {
 	fc.CreateTopic("b", 1) // news: a higher metadata offset
 	changed := c.meta.changed()
 	avoid := fc.Addrs()[0]
-	c.meta.watch(avoid)
+	c.meta.watch([]string{avoid}, nil)
 	waitWatchDone(t, c.meta)
 	select {
 	case <-changed:
@@ -48,14 +48,15 @@ func TestMetadataWatchStoresNews(t *testing.T) {
 // A node that answers a watch at once without news ignores the long poll
 // (an older build): it is not watched again, the others are.
 func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
-	fc := clienttest.New(3) // the fake answers every Metadata at once
+	fc := clienttest.New(3)
+	fc.IgnoreMetadataWait.Store(true)
 	fc.CreateTopic("a", 1)
 	c := mustFakeClient(t, fc)
 	if err := c.meta.refresh(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		c.meta.watch("")
+		c.meta.watch(nil, nil)
 		waitWatchDone(t, c.meta)
 	}
 	for _, a := range fc.Addrs() {
@@ -63,7 +64,7 @@ func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
 			t.Errorf("node %s answered at once without news and is still watched", a)
 		}
 	}
-	c.meta.watch("") // no node left: nothing starts
+	c.meta.watch(nil, nil) // no node left: nothing starts
 	if c.meta.watching.Load() {
 		t.Fatal("a watch started with every node refusing to wait")
 	}

@@ -190,7 +190,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 		// And a long poll elsewhere (one per client): the news of a new
 		// leader arrives when a node applies it, not at the next of
 		// these checks.
-		pp.p.c.meta.watch(pp.inflight[0].sentTo.addr)
+		pp.p.c.meta.watch([]string{pp.inflight[0].sentTo.addr}, nil)
 	}
 	pm, ok := pp.p.c.meta.current().partition(pp.topic, pp.part)
 	if !ok {

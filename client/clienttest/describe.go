@@ -1,7 +1,9 @@
 package clienttest
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"paymentlog/wire"
 )
@@ -53,4 +55,30 @@ func (pt *partition) offsetForTimestamp(ts int64) int64 {
 		}
 	}
 	return -1
+}
+
+// waitMetadata holds a long-poll Metadata request (WaitAbove, MaxWaitMs)
+// until the metadata offset passes WaitAbove, the wait ends or ctx does, as
+// a node does.
+func (c *Cluster) waitMetadata(ctx context.Context, r *wire.MetadataRequest) {
+	if r.MaxWaitMs <= 0 || c.IgnoreMetadataWait.Load() {
+		return
+	}
+	deadline := time.NewTimer(time.Duration(min(r.MaxWaitMs, wire.MaxMetadataWaitMs)) * time.Millisecond)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		done, ch := c.mu.moff > r.WaitAbove, c.mu.changed
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -73,6 +73,9 @@ type Cluster struct {
 	intercept atomic.Pointer[InterceptFunc]
 	// Logger receives the QUIC endpoints' logs (Serve); default: discarded.
 	Logger *slog.Logger
+	// IgnoreMetadataWait makes every node answer a long-poll Metadata
+	// request at once, as a build older than the long poll does.
+	IgnoreMetadataWait atomic.Bool
 
 	calls    [256]atomic.Int64
 	inflight atomic.Int64 // dispatch calls running (WaitIdle)
@@ -192,7 +195,7 @@ func (c *Cluster) createLocked(name string, partitions, rf, minISR int32) {
 		t.parts = append(t.parts, &partition{leader: reps[0], replicas: reps, producers: map[int64]*producerState{}})
 	}
 	c.mu.topics[name] = t
-	c.mu.moff++
+	c.bumpLocked()
 }
 
 // SetLeader moves a partition's leadership (leader -1: offline) and bumps its epoch.
@@ -202,8 +205,7 @@ func (c *Cluster) SetLeader(topicName string, p int32, leader int32) {
 	pt := c.mu.topics[topicName].parts[p]
 	pt.leader = leader
 	pt.epoch++
-	c.mu.moff++
-	c.wakeLocked()
+	c.bumpLocked()
 }
 
 // SetISR sets the ISR a partition's metadata shows (nil: every replica);
@@ -212,7 +214,7 @@ func (c *Cluster) SetISR(topicName string, p int32, isr []int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.topics[topicName].parts[p].isr = isr
-	c.mu.moff++
+	c.bumpLocked()
 }
 
 // SetELR sets the eligible leader replicas a partition's metadata shows;
@@ -221,7 +223,7 @@ func (c *Cluster) SetELR(topicName string, p int32, elr []int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.topics[topicName].parts[p].elr = elr
-	c.mu.moff++
+	c.bumpLocked()
 }
 
 // SetHWUnknown makes a partition's leader behave as a new leader whose HW
@@ -270,7 +272,7 @@ func (c *Cluster) SetController(id int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.controller = id
-	c.mu.moff++
+	c.bumpLocked()
 }
 
 // DeleteBefore drops the batches wholly below offset and makes offset the
@@ -325,7 +327,7 @@ func (c *Cluster) truncateLocked(pt *partition, offset int64) {
 			pt.remember(h, b.BaseOffset())
 		}
 	}
-	c.mu.moff++
+	c.bumpLocked()
 }
 
 // TruncateUnacked drops the batches after the last one a Produce answer
@@ -374,6 +376,13 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte{}, b...)
+}
+
+// bumpLocked moves the metadata offset on (a metadata change) and wakes
+// the requests waiting for one.
+func (c *Cluster) bumpLocked() {
+	c.mu.moff++
+	c.wakeLocked()
 }
 
 func (c *Cluster) wakeLocked() {
@@ -562,6 +571,7 @@ func (c *Cluster) brokerAt(addr string) int32 {
 func (c *Cluster) handle(ctx context.Context, addr string, req any, answered bool) (any, error) {
 	switch r := req.(type) {
 	case *wire.MetadataRequest:
+		c.waitMetadata(ctx, r)
 		c.mu.Lock()
 		fr := c.mu.frozen[addr]
 		c.mu.Unlock()
@@ -603,7 +613,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 			return &wire.DeleteTopicResponse{Err: wire.UnknownTopicOrPartition}, nil
 		}
 		delete(c.mu.topics, r.Name)
-		c.mu.moff++
+		c.bumpLocked()
 		return &wire.DeleteTopicResponse{}, nil
 	case *wire.CreatePartitionsRequest:
 		return c.createPartitions(addr, r), nil
