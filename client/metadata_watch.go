@@ -12,12 +12,18 @@ import (
 // its next leader check).
 const metadataWatchWait = time.Second
 
+// metadataWatchGrace is how long past metadataWatchWait a watch waits for
+// the answer before it gives the node up (and the next watch goes to the
+// next node).
+const metadataWatchGrace = 500 * time.Millisecond
+
 // watch starts a long-poll Metadata request (wire.MetadataRequest.WaitAbove)
 // for news past the cached snapshot, unless a watch is already running. It
 // goes to a candidate node that is not in avoid (nodes suspected dead: the
 // leader a stalled request went to), preferably one not in spare either
 // (nodes that may die unnoticed while they serve the caller's long polls);
-// among those the first, or the next after each watch that waited in vain.
+// among those the first, or the next after each watch that waited in vain
+// or got no answer at all.
 // The node answers the moment it applies a newer metadata offset, such as
 // the change that moves a partition's leadership; the answer is stored as a
 // refresh's is, which wakes producers and consumers waiting on leaders
@@ -53,12 +59,17 @@ func (m *metadata) watch(avoid, spare []string) {
 
 func (m *metadata) runWatch(addr string, above int64) {
 	defer m.watching.Store(false)
-	ctx, cancel := m.backgroundCtx(metadataWatchWait + m.c.cfg.RequestTimeout)
+	// A node that has not answered half a second after the wait is
+	// likely dead: give up on it and watch the next one.
+	ctx, cancel := m.backgroundCtx(metadataWatchWait + metadataWatchGrace)
 	defer cancel()
 	start := time.Now()
 	var r wire.MetadataResponse
 	req := &wire.MetadataRequest{WaitAbove: above, MaxWaitMs: int32(metadataWatchWait / time.Millisecond)}
 	if err := m.c.call(ctx, addr, wire.TypeMetadata, req, &r); err != nil || r.Err != wire.None {
+		m.mu.Lock()
+		m.mu.watchTurn++
+		m.mu.Unlock()
 		return
 	}
 	m.mu.Lock()

@@ -1,10 +1,13 @@
 package client
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	"paymentlog/client/clienttest"
+	"paymentlog/quic"
+	"paymentlog/wire"
 )
 
 // waitWatchDone waits until no metadata watch runs.
@@ -67,5 +70,54 @@ func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
 	c.meta.watch(nil, nil) // no node left: nothing starts
 	if c.meta.watching.Load() {
 		t.Fatal("a watch started with every node refusing to wait")
+	}
+}
+
+// A watch at a node that never answers (dead) gives it up soon after the
+// wait, and the next watch goes to another node.
+func TestMetadataWatchGivesUpASilentNode(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("a", 1)
+	c := mustFakeClient(t, fc)
+	if err := c.meta.refresh(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	silent := ""
+	fc.SetIntercept(func(addr string, ft quic.FrameType, req any) clienttest.Action {
+		if r, ok := req.(*wire.MetadataRequest); ft == wire.TypeMetadata && ok && r.MaxWaitMs > 0 {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, addr)
+			if silent == "" {
+				silent = addr
+			}
+			if addr == silent {
+				return clienttest.Action{Kind: clienttest.Hang}
+			}
+		}
+		return clienttest.Action{}
+	})
+	c.meta.watch(nil, nil)
+	waitWatchDone(t, c.meta) // about metadataWatchWait + metadataWatchGrace
+	c.meta.watch(nil, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(asked)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second watch")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked[1] == asked[0] {
+		t.Fatalf("the second watch went to %s again, which never answered the first", asked[1])
 	}
 }
