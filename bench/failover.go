@@ -30,7 +30,12 @@ type FailoverTrial struct {
 	// count as the new leader's).
 	UnavailableMs float64 `json:"unavailable_ms"`
 	RejoinMs      float64 `json:"rejoin_isr_ms"` // restart until the victim is back in every ISR it belongs to
-	OldEpoch      int32   `json:"victim_leader_epoch"`
+	// ConsumerResumeMs runs from the kill until a consumer following
+	// partition 0 (its own client) received the first record produced
+	// after the kill: the reader's leader discovery and the writer's
+	// together (-1: none within --failover-timeout).
+	ConsumerResumeMs float64 `json:"consumer_resume_ms"`
+	OldEpoch         int32   `json:"victim_leader_epoch"`
 	// VictimWasController: the victim was also the active controller, so
 	// its fencing first waited for a new controller's election.
 	VictimWasController bool `json:"victim_was_controller"`
@@ -54,6 +59,8 @@ type FailoverResult struct {
 	NewLeaderMs   Summary         `json:"new_leader_ms"`
 	UnavailableMs Summary         `json:"unavailable_ms"`
 	RejoinMs      Summary         `json:"rejoin_isr_ms"`
+	// ConsumerResumeMs summarizes the trials' ConsumerResumeMs.
+	ConsumerResumeMs Summary `json:"consumer_resume_ms"`
 	// KillInstant says what the trials' times run from: KillInstantSignal
 	// (exact) or KillInstantCmdStart (upper bounds; KillCmdMs says by how
 	// much at most).
@@ -124,6 +131,12 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 	}
 	defer ps.close()
 
+	rw, err := r.startResumeWatch(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	defer rw.close()
+
 	tl := &ackTimeline{}
 	res.timeline = tl
 	var killAt, firstAck atomic.Int64 // unix nanos; 0 = not armed / none yet
@@ -158,7 +171,7 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		tr := r.failoverTrial(ctx, w, topic, i+1, &killAt, &firstAck)
+		tr := r.failoverTrial(ctx, w, rw, topic, i+1, &killAt, &firstAck)
 		res.Trials = append(res.Trials, tr)
 		bar.step(i + 1)
 		if tr.Error != "" {
@@ -190,8 +203,9 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 
 // summarize computes the p50/p99/max figures over the trials.
 func (res *FailoverResult) summarize() {
-	var fence, leader, unavail, rejoin, kill []float64
+	var fence, leader, unavail, rejoin, kill, resume []float64
 	for _, t := range res.Trials {
+		resume = append(resume, t.ConsumerResumeMs)
 		fence = append(fence, t.FenceMs)
 		leader = append(leader, t.NewLeaderMs)
 		unavail = append(unavail, t.UnavailableMs)
@@ -200,6 +214,7 @@ func (res *FailoverResult) summarize() {
 	}
 	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarizeTrials(fence), summarizeTrials(leader), summarizeTrials(unavail), summarizeTrials(rejoin)
 	res.KillCmdMs = summarizeTrials(kill)
+	res.ConsumerResumeMs = summarizeTrials(resume)
 }
 
 // waitHealthy waits until a controller is elected, every broker is alive and
@@ -217,9 +232,10 @@ func (r *runner) waitHealthy(ctx context.Context, w *watcher, topic string, time
 }
 
 // failoverTrial kills partition 0's leader once and measures the recovery.
-func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n int, killAt, firstAck *atomic.Int64) FailoverTrial {
+func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch, topic string, n int, killAt, firstAck *atomic.Int64) FailoverTrial {
 	fc := r.cfg.Failover
-	tr := FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1, KillCmdMs: -1}
+	tr := FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1, KillCmdMs: -1,
+		ConsumerResumeMs: -1}
 	v, err := r.waitHealthy(ctx, w, topic, fc.Timeout)
 	if err != nil {
 		tr.Error = err.Error()
@@ -241,6 +257,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 	firstAck.Store(0)
 	tr.killAt = time.Now()
 	killAt.Store(tr.killAt.UnixNano())
+	rw.arm(tr.killAt)
 	err = r.target.kill(ctx, tr.Victim)
 	tr.KillCmdMs = ms(time.Since(tr.killAt))
 	if err != nil {
@@ -287,7 +304,13 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, topic string, n 
 		tr.ackAt = time.Unix(0, a)
 		tr.UnavailableMs = ms(tr.ackAt.Sub(tr.killAt))
 	}
+	if at := rw.wait(sctx); !at.IsZero() {
+		tr.ConsumerResumeMs = ms(at.Sub(tr.killAt))
+	}
 	var errs []string
+	if tr.ConsumerResumeMs < 0 {
+		errs = append(errs, "the consumer received no record produced after the kill")
+	}
 	if tr.FenceMs < 0 {
 		errs = append(errs, "victim never fenced")
 	}

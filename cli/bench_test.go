@@ -110,6 +110,7 @@ func TestBenchTiny(t *testing.T) {
 		Failover struct {
 			Trials        []map[string]any   `json:"trials"`
 			UnavailableMs map[string]float64 `json:"unavailable_ms"`
+			ResumeMs      map[string]float64 `json:"consumer_resume_ms"`
 			LostRecords   *int64             `json:"lost_records"`
 			Verified      int64              `json:"verified"`
 		} `json:"failover"`
@@ -135,7 +136,7 @@ func TestBenchTiny(t *testing.T) {
 		t.Errorf("transport %+v", rep.Transport)
 	case rep.Disk.MBPerSec <= 0 || rep.Disk.Dir != dir:
 		t.Errorf("disk %+v (want it measured in %s)", rep.Disk, dir)
-	case len(rep.Failover.Trials) != 1 || rep.Failover.UnavailableMs["max"] <= 0:
+	case len(rep.Failover.Trials) != 1 || rep.Failover.UnavailableMs["max"] <= 0 || rep.Failover.ResumeMs["max"] <= 0:
 		t.Errorf("failover %+v", rep.Failover)
 	case rep.Failover.LostRecords == nil || *rep.Failover.LostRecords != 0 || rep.Failover.Verified == 0:
 		t.Errorf("failover readback: lost %v, verified %d", rep.Failover.LostRecords, rep.Failover.Verified)
