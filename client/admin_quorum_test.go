@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"paymentlog/wire"
@@ -51,4 +52,19 @@ func TestQuorumStatusAssemblesAnswers(t *testing.T) {
 	if got := parseControllerList("1@h:1, 2@h:2,x@h:3,4@,5"); len(got) != 2 || got[1] != "h:1" || got[2] != "h:2" {
 		t.Errorf("parseControllerList: %v", got)
 	}
+}
+
+// parseControllerList reads a string a node sent: whatever it holds, every
+// entry returned has a positive id and an address, and nothing panics.
+func FuzzParseControllerList(f *testing.F) {
+	for _, s := range []string{"", "1@127.0.0.1:7101,2@127.0.0.1:7102,3@127.0.0.1:7103", "1@h:1, 2@h:2,x@h:3,4@,5", "@@,,-1@a,2147483648@b", "0@a,1@a@b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for id, addr := range parseControllerList(s) {
+			if id <= 0 || addr == "" || !strings.Contains(s, addr) {
+				t.Fatalf("%q: entry %d@%q", s, id, addr)
+			}
+		}
+	})
 }
