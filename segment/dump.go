@@ -188,12 +188,12 @@ func DumpIndex(w io.Writer, r io.Reader, kind IndexKind, base int64) (entries, d
 	var prevRel uint32
 	var prevPos int64
 	for i := 0; ; i++ {
-		if _, err := io.ReadFull(r, buf); err != nil {
+		if got, err := io.ReadFull(r, buf); err != nil {
 			if errors.Is(err, io.EOF) {
 				return entries, disorder, nil
 			}
 			if errors.Is(err, io.ErrUnexpectedEOF) {
-				fmt.Fprintf(w, "torn entry: the file ends %d bytes into entry %d\n", len(buf), i)
+				fmt.Fprintf(w, "torn entry: the file ends %d bytes into entry %d\n", got, i)
 				return entries, disorder + 1, nil
 			}
 			return entries, disorder, err
