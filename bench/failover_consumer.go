@@ -37,7 +37,13 @@ func (r *runner) startResumeWatch(ctx context.Context, topic string) (*resumeWat
 		for cctx.Err() == nil {
 			msgs, err := cons.Poll(cctx)
 			if err != nil && cctx.Err() == nil {
+				// An error that repeats at every Poll (one a seek would
+				// clear) must not spin this loop.
 				r.log.Warn("failover: consumer", "err", err)
+				select {
+				case <-cctx.Done():
+				case <-time.After(50 * time.Millisecond):
+				}
 				continue
 			}
 			now := time.Now().UnixNano()

@@ -242,8 +242,8 @@ func (cs *Consumer) untilOverdue(now time.Time) time.Duration {
 // and prefers a node that serves none of this consumer's fetches: a dead
 // node would hold the watch unanswered.
 func (cs *Consumer) watchLeaders(now time.Time) {
-	if len(cs.inflight) == 0 {
-		return
+	if len(cs.inflight) == 0 || cs.c.meta.watching.Load() {
+		return // nothing to watch for, or a watch runs (watch would return at once)
 	}
 	var avoid, spare []string
 	for call := range cs.inflight {
