@@ -135,6 +135,10 @@ type FailoverConfig struct {
 	Partitions int           // 3; the victim is always partition 0's leader
 	Timeout    time.Duration // per step of a trial; 15s
 	Poll       time.Duration // metadata watcher interval; 5ms
+	// KeepSlowOver keeps the local nodes' log lines of every failover and
+	// controller-failover trial that took longer than this, or failed
+	// (slowtrial.go); 1s, the p99 target; 0: never.
+	KeepSlowOver time.Duration
 }
 
 // ControllerFailoverConfig is the controller failover benchmark.
@@ -171,7 +175,7 @@ func DefaultConfig() Config {
 		Transport: TransportConfig{Duration: time.Second, Rounds: 3, Streams: 1, Chunk: 64 << 10},
 		Failover: FailoverConfig{
 			Trials: 10, Rate: 3000, RecordSize: 256, Partitions: 3,
-			Timeout: 15 * time.Second, Poll: 5 * time.Millisecond,
+			Timeout: 15 * time.Second, Poll: 5 * time.Millisecond, KeepSlowOver: time.Second,
 		},
 		Controller: ControllerFailoverConfig{Trials: 10, Timeout: 15 * time.Second, Attempt: time.Second},
 	}

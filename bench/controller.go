@@ -24,6 +24,8 @@ type ControllerTrial struct {
 	// with --kill-cmd each time is at most this much above the true one.
 	KillCmdMs float64 `json:"kill_cmd_ms"`
 	Error     string  `json:"error,omitempty"`
+	// LogsKept: as FailoverTrial.LogsKept.
+	LogsKept string `json:"logs_kept,omitempty"`
 }
 
 // ControllerResult is the controller failover benchmark's output.
@@ -85,9 +87,9 @@ func (r *runner) runControllerFailover(ctx context.Context) (*ControllerResult, 
 	return res, ctx.Err()
 }
 
-func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (ControllerTrial, string) {
+func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (tr ControllerTrial, topic string) {
 	cc := r.cfg.Controller
-	tr := ControllerTrial{Trial: n, Victim: -1, NewController: -1, ElectedMs: -1, Ms: -1, KillCmdMs: -1}
+	tr = ControllerTrial{Trial: n, Victim: -1, NewController: -1, ElectedMs: -1, Ms: -1, KillCmdMs: -1}
 	if _, err := r.waitHealthy(ctx, w, "", cc.Timeout); err != nil {
 		tr.Error = err.Error()
 		return tr, ""
@@ -102,6 +104,10 @@ func (r *runner) controllerTrial(ctx context.Context, w *watcher, n int) (Contro
 			addrs = append(addrs, b.Addr)
 		}
 	}
+	logs := r.markTrialLogs()
+	defer func() {
+		tr.LogsKept = r.keepIfSlow(logs, "controller-failover", n, longestMs(tr.ElectedMs, tr.Ms), tr.Error != "")
+	}()
 	killAt := time.Now()
 	if err := r.target.kill(ctx, tr.Victim); err != nil {
 		tr.Error = err.Error()

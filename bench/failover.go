@@ -44,6 +44,10 @@ type FailoverTrial struct {
 	// each time above is at most KillCmdMs above the true figure.
 	KillCmdMs float64 `json:"kill_cmd_ms"`
 	Error     string  `json:"error,omitempty"`
+	// LogsKept names the directory holding the nodes' log lines of this
+	// trial when it took longer than --keep-slow-trials or failed
+	// (slowtrial.go).
+	LogsKept string `json:"logs_kept,omitempty"`
 
 	killAt, fenceAt, leaderAt, ackAt time.Time
 }
@@ -232,9 +236,9 @@ func (r *runner) waitHealthy(ctx context.Context, w *watcher, topic string, time
 }
 
 // failoverTrial kills partition 0's leader once and measures the recovery.
-func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch, topic string, n int, killAt, firstAck *atomic.Int64) FailoverTrial {
+func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch, topic string, n int, killAt, firstAck *atomic.Int64) (tr FailoverTrial) {
 	fc := r.cfg.Failover
-	tr := FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1, KillCmdMs: -1,
+	tr = FailoverTrial{Trial: n, Victim: -1, NewLeader: -1, FenceMs: -1, NewLeaderMs: -1, UnavailableMs: -1, RejoinMs: -1, KillCmdMs: -1,
 		ConsumerResumeMs: -1}
 	v, err := r.waitHealthy(ctx, w, topic, fc.Timeout)
 	if err != nil {
@@ -255,6 +259,11 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch,
 	tr.VictimWasController = v.md.ControllerID == pm.Leader
 
 	firstAck.Store(0)
+	logs := r.markTrialLogs()
+	defer func() {
+		failed := tr.Error != ""
+		tr.LogsKept = r.keepIfSlow(logs, "failover", n, longestMs(tr.FenceMs, tr.NewLeaderMs, tr.UnavailableMs, tr.ConsumerResumeMs), failed)
+	}()
 	tr.killAt = time.Now()
 	killAt.Store(tr.killAt.UnixNano())
 	rw.arm(tr.killAt)

@@ -251,6 +251,9 @@ func (r *Report) WriteTable(out io.Writer) {
 			if t.Error != "" {
 				fmt.Fprintf(w, "  trial %d\t%s\n", t.Trial, t.Error)
 			}
+			if t.LogsKept != "" {
+				fmt.Fprintf(w, "  node logs of trial %d (slow or failed)\t%s\n", t.Trial, t.LogsKept)
+			}
 		}
 	}
 	if c := r.ControllerFailover; c != nil {
@@ -263,6 +266,9 @@ func (r *Report) WriteTable(out io.Writer) {
 		for _, t := range c.Trials {
 			if t.Error != "" {
 				fmt.Fprintf(w, "  trial %d\t%s\n", t.Trial, t.Error)
+			}
+			if t.LogsKept != "" {
+				fmt.Fprintf(w, "  node logs of trial %d (slow or failed)\t%s\n", t.Trial, t.LogsKept)
 			}
 		}
 	}

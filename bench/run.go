@@ -20,7 +20,8 @@ type runner struct {
 	admin    *client.Admin
 	adminCl  *client.Client
 	progress *progress
-	round    int // the throughput round running (1-based) with --rounds; 0 otherwise
+	round    int    // the throughput round running (1-based) with --rounds; 0 otherwise
+	slowDir  string // where slow trials' node logs go (slowtrial.go); made on first use
 }
 
 // Run runs the benchmarks cfg.Mode selects and returns the report. Without

@@ -75,6 +75,7 @@ func benchCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "failover-record-size", Value: f.RecordSize, Usage: "failover: record value size", EnvVars: benchEnv("FAILOVER_RECORD_SIZE")},
 			&ucli.IntFlag{Name: "failover-partitions", Value: f.Partitions, Usage: "failover topic partitions", EnvVars: benchEnv("FAILOVER_PARTITIONS")},
 			&ucli.DurationFlag{Name: "failover-timeout", Value: f.Timeout, Usage: "give up on a failover step after this long", EnvVars: benchEnv("FAILOVER_TIMEOUT")},
+			&ucli.DurationFlag{Name: "keep-slow-trials", Value: f.KeepSlowOver, Usage: "local cluster: keep the node log lines of every failover or controller-failover trial slower than this (or failed) in a directory the report names (0: never)", EnvVars: benchEnv("KEEP_SLOW_TRIALS")},
 			&ucli.DurationFlag{Name: "poll-interval", Value: f.Poll, Usage: "metadata watcher interval (event time resolution)", EnvVars: benchEnv("POLL_INTERVAL")},
 			// Output.
 			&ucli.StringFlag{Name: "json", Usage: "write every figure, the configuration and versions to this JSON `FILE`", EnvVars: benchEnv("JSON")},
@@ -151,6 +152,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	f.Partitions = c.Int("failover-partitions")
 	f.Timeout = c.Duration("failover-timeout")
 	f.Poll = c.Duration("poll-interval")
+	f.KeepSlowOver = c.Duration("keep-slow-trials")
 	cfg.Controller.Trials = f.Trials
 	if n := c.Int("controller-trials"); n >= 0 {
 		cfg.Controller.Trials = n

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,7 @@ func TestBenchTiny(t *testing.T) {
 		"--transport-duration", "200ms", "--transport-rounds", "1", "--rounds", "2",
 		"--trials", "1", "--failover-rate", "300", "--failover-timeout", "20s",
 		"--json", jsonPath, "--plot", plotPath,
+		"--keep-slow-trials", "1ns", // every trial is slow: its node logs are kept
 	}, &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
@@ -115,7 +117,11 @@ func TestBenchTiny(t *testing.T) {
 			Verified      int64              `json:"verified"`
 		} `json:"failover"`
 		ControllerFailover struct {
-			Ms map[string]float64 `json:"ms"`
+			Ms     map[string]float64 `json:"ms"`
+			Trials []struct {
+				Victim   int32  `json:"victim"`
+				LogsKept string `json:"logs_kept"`
+			} `json:"trials"`
 		} `json:"controller_failover"`
 		Config map[string]any `json:"config"`
 	}
@@ -144,6 +150,31 @@ func TestBenchTiny(t *testing.T) {
 		t.Errorf("controller failover %+v", rep.ControllerFailover)
 	case rep.Config["versions"] == nil:
 		t.Errorf("config %v", rep.Config)
+	}
+	// Every trial took longer than --keep-slow-trials: each one's node logs
+	// are kept, from just before its kill (the victim's restart is in them,
+	// its first start is not).
+	kept := map[string]int32{}
+	if len(rep.Failover.Trials) == 1 {
+		lk, _ := rep.Failover.Trials[0]["logs_kept"].(string)
+		v, _ := rep.Failover.Trials[0]["victim"].(float64)
+		kept[lk] = int32(v)
+	}
+	for _, tr := range rep.ControllerFailover.Trials {
+		kept[tr.LogsKept] = tr.Victim
+	}
+	if len(kept) != 2 {
+		t.Errorf("kept node logs: %v, want a directory for each of 2 trials", kept)
+	}
+	for d, victim := range kept {
+		if !strings.HasPrefix(d, dir) || !strings.Contains(stdout.String(), d) {
+			t.Errorf("kept logs %q: not under %s, or not in the report", d, dir)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, fmt.Sprintf("node%d.log", victim)))
+		if log := string(b); err != nil || !strings.Contains(log, "start #2") || strings.Contains(log, "start #1") {
+			t.Errorf("victim's kept log in %s (%v):\n%s", d, err, log)
+		}
 	}
 	if svg, err := os.ReadFile(plotPath); err != nil || !strings.Contains(string(svg), "<svg") {
 		t.Errorf("plot: %v", err)

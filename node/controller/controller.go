@@ -412,6 +412,10 @@ func (c *Controller) sessionChecks() []*request {
 	}
 	c.lastCheck = now
 	expired := c.mu.sessions.expired(img, now)
+	overdue := make([]time.Duration, len(expired))
+	for i, b := range expired {
+		overdue[i] = now.Sub(c.mu.sessions.m[b.ID].deadline)
+	}
 	deaf := c.mu.sessions.unanswered(img, now)
 	c.mu.Unlock()
 	var reqs []*request
@@ -420,8 +424,10 @@ func (c *Controller) sessionChecks() []*request {
 			return metadata.DecideFence(m, b.ID, b.Incarnation), nil
 		}})
 	}
-	for _, b := range expired {
-		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation)
+	for i, b := range expired {
+		// overdue: how long after the deadline this check ran (a late
+		// timer or a busy controller loop shows here).
+		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation, "overdue", overdue[i])
 		fence(b)
 	}
 	for _, b := range deaf {

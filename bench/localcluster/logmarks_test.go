@@ -1,0 +1,53 @@
+package localcluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCopyLogsSinceMarks(t *testing.T) {
+	c := startFake(t, "1", Options{Nodes: 2})
+	ctx := context.Background()
+	for _, id := range []int32{1, 2} {
+		if err := c.WaitFor(ctx, logContains(c, id, "listening on")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marks := c.LogMarks()
+	if len(marks) != 2 || marks[1] == 0 || marks[2] == 0 {
+		t.Fatalf("marks %v", marks)
+	}
+	if err := c.Restart(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFor(ctx, logContains(c, 1, "start #2")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "trial-1")
+	if err := c.CopyLogsSince(marks, dir); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read("node1.log"); !strings.Contains(got, "start #2") || strings.Contains(got, "start #1") {
+		t.Fatalf("node1.log since the mark:\n%s", got)
+	}
+	if got := read("node2.log"); strings.Contains(got, "start #1") {
+		t.Fatalf("node2.log since the mark has lines from before it:\n%s", got)
+	}
+	// Without a mark a log is copied whole.
+	if err := c.CopyLogsSince(LogMarks{}, dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("node2.log"); !strings.Contains(got, "start #1") {
+		t.Fatalf("node2.log without a mark:\n%s", got)
+	}
+}
