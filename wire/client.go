@@ -53,6 +53,8 @@ type BrokerInfo struct {
 	// applies, as registered (1 for builds from before versions); 0 from
 	// nodes older than the field.
 	MetadataVersion int32 `msgpack:"mv,omitempty"`
+	// Rack is the broker's --rack as registered; omitted when not set.
+	Rack string `msgpack:"rack,omitempty"`
 }
 
 // PartitionMetadata is one partition's current leadership.

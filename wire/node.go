@@ -133,6 +133,10 @@ type BrokerRegisterRequest struct {
 	// applies (metadata.MetadataVersion); absent (0) from builds before
 	// versions existed, which apply version 1.
 	MetadataVersion int32 `msgpack:"mv,omitempty"`
+	// Rack is the failure domain the node runs in (--rack: a rack, a
+	// zone): the controller places a partition's replicas in different
+	// racks where it can. Omitted when not set (and by older builds).
+	Rack string `msgpack:"rack,omitempty"`
 }
 
 // PartitionRef names one partition of a topic by the topic's id.

@@ -203,9 +203,12 @@ func (b *builder) apply(r Record) string {
 		if r.MetadataVersion < 0 {
 			return "negative metadata version"
 		}
+		if why := CheckRack(r.Rack); why != "" {
+			return why
+		}
 		b.setBroker(BrokerState{ID: r.ID, Addr: r.Addr, Incarnation: r.Incarnation,
 			ControllerEligible: r.ControllerEligible, Fenced: true, CatchUpOffset: b.next.offset,
-			MetadataVersion: r.MetadataVersion})
+			MetadataVersion: r.MetadataVersion, Rack: r.Rack})
 	case BrokerFenced:
 		cur, why := b.brokerIncarnation(r.ID, r.Incarnation)
 		if why != "" {

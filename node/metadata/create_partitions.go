@@ -68,12 +68,11 @@ func DecideCreatePartitions(img *Image, ev CreatePartitionsEvent) ([]Record, err
 	if int(t.RF) > len(live) {
 		return nil, werr(wire.InvalidReplicationFactor, "replication factor %d exceeds the %d available brokers", t.RF, len(live))
 	}
-	var first []int32
-	if cur > 0 {
-		first = t.Partitions[0].Replicas
+	existing := make([][]int32, 0, cur)
+	for _, p := range t.Partitions {
+		existing = append(existing, p.Replicas)
 	}
-	start, shift := continuePlacement(live, first, ev.Seed)
-	assign := assignRange(live, int(cur), int(ev.Count-cur), int(t.RF), start, shift)
+	assign := assignPartitions(img, live, existing, int(cur), int(ev.Count-cur), int(t.RF), ev.Seed)
 	out := make([]Record, 0, len(assign))
 	for i, reps := range assign {
 		out = append(out, PartitionCreated{Topic: t.Name, TopicID: t.ID, Partition: cur + int32(i),

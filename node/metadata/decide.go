@@ -43,6 +43,8 @@ type RegisterEvent struct {
 	// MetadataVersion is the highest metadata version the broker's build
 	// applies (0: version 1, a build from before versions existed).
 	MetadataVersion int32
+	// Rack is the broker's failure domain ("": none; racks.go).
+	Rack string
 }
 
 // lostStorage reports whether the registering broker holds nothing of p
@@ -75,11 +77,14 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 	if ev.Addr == "" || len(ev.Addr) > 255 {
 		return nil, werr(wire.InvalidRequest, "broker %d: address must be 1-255 bytes", ev.ID)
 	}
+	if why := CheckRack(ev.Rack); why != "" {
+		return nil, werr(wire.InvalidRequest, "broker %d: %s", ev.ID, why)
+	}
 	var out []Record
 	b, known := img.Broker(ev.ID)
 	if known {
 		if b.Incarnation == ev.Incarnation {
-			if b.Addr != ev.Addr || b.ControllerEligible != ev.ControllerEligible {
+			if b.Addr != ev.Addr || b.ControllerEligible != ev.ControllerEligible || b.Rack != ev.Rack {
 				return nil, werr(wire.InvalidRequest, "broker %d incarnation %d is registered at %s", ev.ID, ev.Incarnation, b.Addr)
 			}
 			return nil, nil
@@ -95,7 +100,7 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 			ev.ID, v, img.metadataVersion)
 	}
 	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation, MetadataVersion: ev.MetadataVersion,
-		ControllerEligible: ev.ControllerEligible})
+		ControllerEligible: ev.ControllerEligible, Rack: ev.Rack})
 	if known && (ev.NewStorage || ev.UnsyncedLogs || len(ev.EmptyReplicas) > 0) {
 		after, _, err := img.ApplyEntry(img.Offset(), out)
 		if err != nil {
@@ -243,7 +248,7 @@ func DecideCreateTopic(img *Image, ev CreateTopicEvent) ([]Record, error) {
 	if int(ev.RF) > len(live) {
 		return nil, werr(wire.InvalidReplicationFactor, "replication factor %d exceeds the %d available brokers", ev.RF, len(live))
 	}
-	assign := AssignReplicas(live, int(ev.Partitions), int(ev.RF), ev.Seed)
+	assign := assignPartitions(img, live, nil, 0, int(ev.Partitions), int(ev.RF), ev.Seed)
 	out := make([]Record, 0, 1+len(assign))
 	out = append(out, TopicCreated{Name: ev.Name, ID: ev.ID, Partitions: ev.Partitions, RF: ev.RF,
 		MinISR: minISR, Configs: configs})

@@ -17,6 +17,9 @@ func FormatRecord(r Record) string {
 		if r.MetadataVersion != 0 {
 			s += fmt.Sprintf(" mv=%d", r.MetadataVersion)
 		}
+		if r.Rack != "" {
+			s += fmt.Sprintf(" rack=%q", r.Rack)
+		}
 		return s
 	case BrokerFenced:
 		return fmt.Sprintf("BrokerFenced id=%d inc=%d", r.ID, r.Incarnation)

@@ -26,6 +26,8 @@ type BrokerState struct {
 	// MetadataVersion is the highest metadata version the broker's build
 	// applies, as registered (0: version 1; metadata_version.go).
 	MetadataVersion int32
+	// Rack is the broker's failure domain as registered ("": none).
+	Rack string
 }
 
 // TopicState is one topic. Partitions[i].Partition == i.

@@ -61,6 +61,9 @@ type BrokerRegistered struct {
 	// MetadataVersion is the highest metadata version the broker's build
 	// applies (metadata_version.go); omitted when 0 (version 1).
 	MetadataVersion int32 `msgpack:"mv,omitempty"`
+	// Rack is the broker's failure domain (--rack; racks.go); omitted when
+	// not set. Older builds ignore it (they place replicas without racks).
+	Rack string `msgpack:"rack,omitempty"`
 }
 
 // BrokerFenced marks an incarnation fenced: it may lead nothing and is in no

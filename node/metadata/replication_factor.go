@@ -115,7 +115,8 @@ func DecideReplicationFactor(img *Image, ev ReplicationFactorEvent) ([]Record, e
 }
 
 // droppedReplicas returns the replicas of target to drop so that n remain:
-// brokers that are not live first, then replicas out of the ISR, then the
+// brokers that are not live first, then replicas out of the ISR, then (with
+// racks) a replica whose rack another remaining replica shares, then the
 // last in target's order; never p's leader.
 func droppedReplicas(img *Image, p PartitionState, target []int32, n int) []int32 {
 	rank := func(r int32) int {
@@ -129,10 +130,30 @@ func droppedReplicas(img *Image, p PartitionState, target []int32, n int) []int3
 		}
 		return 2
 	}
-	order := slices.Clone(target)
-	slices.Reverse(order) // among equals, the last in preference order goes first
-	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(rank(a), rank(b)) })
-	return order[:len(target)-n]
+	racks := img.Racks(target)
+	keep := slices.Clone(target)
+	shared := func(r int32) int { // 0: another kept replica is in r's rack
+		for _, o := range keep {
+			if o != r && racks != nil && racks[o] == racks[r] {
+				return 0
+			}
+		}
+		return 1
+	}
+	var out []int32
+	for len(keep) > n {
+		// Among equals, the last in preference order goes first.
+		drop := len(keep) - 1
+		for i := len(keep) - 2; i >= 0; i-- {
+			a, b := keep[i], keep[drop]
+			if c := cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(shared(a), shared(b))); c < 0 {
+				drop = i
+			}
+		}
+		out = append(out, keep[drop])
+		keep = slices.Delete(keep, drop, drop+1)
+	}
+	return out
 }
 
 // placement tracks, while a decision adds replicas, how many replicas each
@@ -140,15 +161,19 @@ func droppedReplicas(img *Image, p PartitionState, target []int32, n int) []int3
 type placement struct {
 	live       []int32
 	topic, all map[int32]int
+	racks      map[int32]string // every broker's failure domain; nil: no racks (racks.go)
 }
 
 func newPlacement(img *Image, t TopicState) *placement {
 	pl := &placement{topic: map[int32]int{}, all: map[int32]int{}}
+	var every []int32
 	for _, b := range img.Brokers() {
+		every = append(every, b.ID)
 		if img.Live(b.ID) {
 			pl.live = append(pl.live, b.ID)
 		}
 	}
+	pl.racks = img.Racks(every)
 	img.EachPartition(func(p PartitionState) bool {
 		for _, r := range p.Target() {
 			pl.all[r]++
@@ -162,14 +187,30 @@ func newPlacement(img *Image, t TopicState) *placement {
 }
 
 // pick returns n live brokers outside p's target, counting them as
-// placed; false (with those found) when there are fewer. A replica that a
-// reassignment in progress is removing comes first: it holds a copy.
+// placed; false (with those found) when there are fewer. A broker in a rack
+// that holds none of p's replicas yet comes first; then a replica that a
+// reassignment in progress is removing (it holds a copy); then the broker
+// with the fewest replicas of the topic, then in all.
 func (pl *placement) pick(p PartitionState, n int) ([]int32, bool) {
 	target := p.Target()
 	var out []int32
 	for range n {
 		best := int32(0)
+		newRack := func(b int32) bool {
+			if pl.racks == nil {
+				return false
+			}
+			for _, r := range append(slices.Clone(target), out...) {
+				if pl.racks[r] == pl.racks[b] {
+					return false
+				}
+			}
+			return true
+		}
 		better := func(b int32) bool {
+			if nb, nbest := newRack(b), newRack(best); nb != nbest {
+				return nb
+			}
 			if rb, rbest := slices.Contains(p.Removing, b), slices.Contains(p.Removing, best); rb != rbest {
 				return rb
 			}

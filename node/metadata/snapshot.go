@@ -51,6 +51,7 @@ type snapBroker struct {
 	ShuttingDown       bool   `msgpack:"shutdown"`
 	CatchUpOffset      uint64 `msgpack:"catchup"`
 	MetadataVersion    int32  `msgpack:"mv,omitempty"` // 0 (version 1) omitted, as before versions existed
+	Rack               string `msgpack:"rack,omitempty"` // "" omitted, as before racks existed
 }
 
 type snapTopic struct {
@@ -169,6 +170,9 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 	for _, sb := range s.Brokers {
 		if sb.ID <= 0 || m.brokers[sb.ID] != nil {
 			return nil, fmt.Errorf("%w: broker id %d invalid or repeated", ErrCorruptSnapshot, sb.ID)
+		}
+		if why := CheckRack(sb.Rack); why != "" {
+			return nil, fmt.Errorf("%w: broker %d: %s", ErrCorruptSnapshot, sb.ID, why)
 		}
 		bs := BrokerState(sb)
 		m.brokers[sb.ID] = &bs

@@ -24,7 +24,7 @@ func (m *Image) BrokerInfos() []wire.BrokerInfo {
 		}
 		out = append(out, wire.BrokerInfo{ID: b.ID, Addr: b.Addr, State: st,
 			ControllerEligible: b.ControllerEligible, Incarnation: b.Incarnation, FencedAt: b.CatchUpOffset,
-			MetadataVersion: versionOf(b.MetadataVersion)})
+			MetadataVersion: versionOf(b.MetadataVersion), Rack: b.Rack})
 	}
 	return out
 }
