@@ -50,7 +50,7 @@ type snapBroker struct {
 	Fenced             bool   `msgpack:"fenced"`
 	ShuttingDown       bool   `msgpack:"shutdown"`
 	CatchUpOffset      uint64 `msgpack:"catchup"`
-	MetadataVersion    int32  `msgpack:"mv,omitempty"` // 0 (version 1) omitted, as before versions existed
+	MetadataVersion    int32  `msgpack:"mv,omitempty"`   // 0 (version 1) omitted, as before versions existed
 	Rack               string `msgpack:"rack,omitempty"` // "" omitted, as before racks existed
 }
 
