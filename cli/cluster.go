@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -94,7 +95,18 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		// MAX VERSION: the highest metadata version the node's build
 		// applies ("-" from an answering node older than the field).
-		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER\tMAX VERSION")
+		// RACK only when some node has one.
+		racks := slices.ContainsFunc(st.Nodes, func(n client.NodeStatus) bool { return n.Rack != "" })
+		rackCol := func(r string) string {
+			switch {
+			case !racks:
+				return ""
+			case r == "":
+				return "\t-"
+			}
+			return "\t" + r
+		}
+		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER\tMAX VERSION"+map[bool]string{true: "\tRACK"}[racks])
 		for _, n := range st.Nodes {
 			role := "-"
 			switch {
@@ -111,7 +123,7 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			if n.MetadataVersion > 0 {
 				mv = fmt.Sprint(n.MetadataVersion)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", n.ID, n.Addr, state, role, mv)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s%s\n", n.ID, n.Addr, state, role, mv, rackCol(n.Rack))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -69,3 +69,29 @@ func TestClusterStatusMarksStatesStaleWithoutController(t *testing.T) {
 		t.Fatalf("without a controller: %d %q", code, out)
 	}
 }
+
+// Racks show in cluster status: a RACK column once any node has one ("-"
+// for a node without), and "rack" in JSON.
+func TestClusterStatusShowsRacks(t *testing.T) {
+	fc := startFakeCluster(t)
+	bs := "--bootstrap=" + fc.Bootstrap()
+	out, _, code := runClientCLI(t, nil, "cluster", "status", bs)
+	if code != 0 || strings.Contains(out, "RACK") {
+		t.Fatalf("without racks: %d %q", code, out)
+	}
+	fc.SetRack(1, "eu-1a")
+	fc.SetRack(2, "eu-1b")
+	out, _, code = runClientCLI(t, nil, "cluster", "status", bs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 5 || !strings.HasSuffix(strings.TrimSpace(lines[1]), "RACK") ||
+		!strings.HasSuffix(lines[2], "eu-1a") || !strings.HasSuffix(lines[3], "eu-1b") || !strings.HasSuffix(strings.TrimSpace(lines[4]), "-") {
+		t.Fatalf("with racks: %d\n%s", code, out)
+	}
+	nodes := clusterStatusJSONOf(t, bs)["nodes"].([]any)
+	if r := nodes[0].(map[string]any)["rack"]; r != "eu-1a" {
+		t.Fatalf("JSON rack of node 0: %v", r)
+	}
+	if _, ok := nodes[2].(map[string]any)["rack"]; ok {
+		t.Fatalf("JSON of a node without a rack: %v", nodes[2])
+	}
+}

@@ -37,6 +37,7 @@ func nodeCommand() *ucli.Command {
 			Flags: []ucli.Flag{
 				&ucli.IntFlag{Name: "id", Usage: "node id (unique, > 0)", EnvVars: envs("ID")},
 				&ucli.StringFlag{Name: "addr", Usage: "UDP address to listen on (host:port)", EnvVars: envs("ADDR")},
+				&ucli.StringFlag{Name: "rack", Usage: "the failure domain this node runs in (a rack, an availability zone; letters, digits, . _ : -): new replicas of a partition go to different racks", EnvVars: envs("RACK")},
 				&ucli.StringFlag{Name: "data-dir", Usage: "data directory", EnvVars: envs("DATA_DIR")},
 				&ucli.StringFlag{Name: "controllers", Usage: "controller quorum: id@host:port,...", EnvVars: envs("CONTROLLERS")},
 				&ucli.StringFlag{Name: "metrics-addr", Usage: "HTTP address for /metrics and /debug/pprof (empty: off)", EnvVars: envs("METRICS_ADDR")},
@@ -90,6 +91,7 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg := node.DefaultConfig()
 	cfg.ID = int32(c.Int("id"))
 	cfg.Addr = c.String("addr")
+	cfg.Rack = c.String("rack")
 	cfg.DataDir = c.String("data-dir")
 	ctrls, err := ParseControllers(c.String("controllers"))
 	if err != nil {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"paymentlog/client"
+	"paymentlog/node/metadata"
 )
 
 // A reassignment plan is Kafka's reassignment JSON file, as written by
@@ -133,9 +135,17 @@ func currentPlan(p plan, topics map[string]client.TopicDescription) plan {
 // generatePlan proposes moving every partition of topics onto brokers,
 // keeping each topic's replica count: partition i's replicas are brokers
 // i, i+1, ... (mod len(brokers)), with each topic starting after the last
-// one's first broker so that leaders spread over several topics too.
-func generatePlan(topics []client.TopicDescription, brokers []int32) (plan, error) {
+// one's first broker so that leaders spread over several topics too. When
+// rack gives any broker a rack, the brokers are taken in rack-alternated
+// order (metadata.RackAlternated) and a broker whose rack already holds one
+// of the partition's replicas is skipped while another rack holds none.
+func generatePlan(topics []client.TopicDescription, brokers []int32, rack func(int32) string) (plan, error) {
 	out := plan{Version: 1}
+	racks := metadata.RackKeys(brokers, rack)
+	if racks != nil {
+		brokers = metadata.RackAlternated(brokers, racks)
+	}
+	nr := len(slices.Compact(slices.Sorted(maps.Values(racks))))
 	start := 0
 	for _, t := range topics {
 		for _, pi := range t.Partitions {
@@ -143,9 +153,15 @@ func generatePlan(topics []client.TopicDescription, brokers []int32) (plan, erro
 			if n > len(brokers) {
 				return plan{}, fmt.Errorf("%s-%d has %d replicas and only %d brokers were given", t.Name, pi.Partition, n, len(brokers))
 			}
-			reps := make([]int32, n)
-			for j := range n {
-				reps[j] = brokers[(start+int(pi.Partition)+j)%len(brokers)]
+			reps := make([]int32, 0, n)
+			used := map[string]bool{}
+			for k := 0; len(reps) < n; k++ {
+				b := brokers[(start+int(pi.Partition)+k)%len(brokers)]
+				if slices.Contains(reps, b) || (racks != nil && used[racks[b]] && len(used) < nr) {
+					continue
+				}
+				reps = append(reps, b)
+				used[racks[b]] = true
 			}
 			out.Partitions = append(out.Partitions, planPartition{Topic: t.Name, Partition: pi.Partition, Replicas: reps})
 		}

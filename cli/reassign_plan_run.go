@@ -57,7 +57,15 @@ func runGeneratePlan(ctx context.Context, a *client.Admin, opts topicReassignOpt
 			all = append(all, planPartition{Topic: t.Name, Partition: pi.Partition, Replicas: target(pi)})
 		}
 	}
-	proposed, err := generatePlan(list, opts.brokers)
+	st, err := a.DescribeCluster(ctx)
+	if err != nil {
+		return err
+	}
+	racks := map[int32]string{}
+	for _, n := range st.Nodes {
+		racks[n.ID] = n.Rack
+	}
+	proposed, err := generatePlan(list, opts.brokers, func(id int32) string { return racks[id] })
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,8 @@ func TestGeneratePlan(t *testing.T) {
 		{Name: "a", Partitions: []client.PartitionInfo{{Partition: 0, Replicas: []int32{1, 2}}, {Partition: 1, Replicas: []int32{2, 1}}}},
 		{Name: "b", Partitions: []client.PartitionInfo{{Partition: 0, Replicas: []int32{1, 2, 3}, RemovingReplicas: []int32{3}}}},
 	}
-	p, err := generatePlan(topics, []int32{4, 5, 6})
+	noRacks := func(int32) string { return "" }
+	p, err := generatePlan(topics, []int32{4, 5, 6}, noRacks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +97,33 @@ func TestGeneratePlan(t *testing.T) {
 	if got := marshalPlan(p); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if _, err := generatePlan(topics, []int32{4}); err == nil || !strings.Contains(err.Error(), "a-0 has 2 replicas and only 1 brokers were given") {
+	if _, err := generatePlan(topics, []int32{4}, noRacks); err == nil || !strings.Contains(err.Error(), "a-0 has 2 replicas and only 1 brokers were given") {
 		t.Fatalf("too few brokers: %v", err)
+	}
+}
+
+// With racks, --generate takes the brokers rack-alternated and puts each
+// partition's replicas in different racks, even with racks of unequal size.
+func TestGeneratePlanRacks(t *testing.T) {
+	rack := map[int32]string{1: "a", 2: "a", 3: "a", 4: "b", 5: "b"}
+	var parts []client.PartitionInfo
+	for p := range int32(5) {
+		parts = append(parts, client.PartitionInfo{Partition: p, Replicas: []int32{1, 2}})
+	}
+	p, err := generatePlan([]client.TopicDescription{{Name: "a", Partitions: parts}}, []int32{1, 2, 3, 4, 5},
+		func(id int32) string { return rack[id] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]bool{}
+	for _, pp := range p.Partitions {
+		if len(pp.Replicas) != 2 || rack[pp.Replicas[0]] == rack[pp.Replicas[1]] {
+			t.Fatalf("%s-%d: replicas %v in one rack", pp.Topic, pp.Partition, pp.Replicas)
+		}
+		leaders[pp.Replicas[0]] = true
+	}
+	if len(leaders) != 5 {
+		t.Fatalf("5 partitions over 5 brokers led by %v", leaders)
 	}
 }
 

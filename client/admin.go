@@ -29,6 +29,8 @@ type NodeStatus struct {
 	// most changes, registered at all; see `cluster unregister`); omitted
 	// when the answering node is older than the field.
 	MetadataVersion int32 `json:"metadata_version,omitempty"`
+	// Rack is the node's --rack (its failure domain); omitted when none.
+	Rack string `json:"rack,omitempty"`
 }
 
 // ClusterStatus is `paymentlog cluster status --json`.
@@ -75,7 +77,7 @@ func (a *Admin) DescribeCluster(ctx context.Context) (ClusterStatus, error) {
 		Configs: r.Configs, MetadataVersion: r.MetadataVersion}
 	for _, b := range r.Brokers {
 		st.Nodes = append(st.Nodes, NodeStatus{ID: b.ID, Addr: b.Addr, State: b.State, ControllerEligible: b.ControllerEligible,
-			MetadataVersion: b.MetadataVersion})
+			MetadataVersion: b.MetadataVersion, Rack: b.Rack})
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].ID < st.Nodes[j].ID })
 	return st, nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"paymentlog/node/metadata"
 	"paymentlog/segment"
 )
 
@@ -15,6 +16,7 @@ import (
 type Config struct {
 	ID          int32            // node id, > 0
 	Addr        string           // UDP listen address
+	Rack        string           // failure domain (--rack: a rack, a zone); "" none (metadata/racks.go)
 	DataDir     string           // holds __cluster_metadata-0 and <topic>-<partition> directories
 	Controllers map[int32]string // controller-eligible nodes: id -> addr
 	MetricsAddr string           // HTTP /metrics and /debug/pprof; empty = off
@@ -185,6 +187,9 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
 		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
+	}
+	if why := metadata.CheckRack(c.Rack); why != "" {
+		return &ConfigError{"rack", errors.New(why)}
 	}
 	if a, ok := c.Controllers[c.ID]; ok && a != c.Addr {
 		return &ConfigError{"controllers", fmt.Errorf("lists node %d at %s but --addr is %s", c.ID, a, c.Addr)}

@@ -93,6 +93,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			UnsyncedLogs:       n.cfg.Sync != segment.SyncAlways,
 			EmptyReplicas:      empty,
 			MetadataVersion:    metadata.MetadataVersion,
+			Rack:               n.cfg.Rack,
 		}, &resp, func() wire.ErrorCode { return resp.Err })
 		if err != nil {
 			var we *wire.Error

@@ -275,6 +275,18 @@ func (c *Cluster) SetController(id int32) {
 	c.bumpLocked()
 }
 
+// SetRack sets broker id's rack (as node start --rack registers it).
+func (c *Cluster) SetRack(id int32, rack string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.mu.brokers {
+		if c.mu.brokers[i].ID == id {
+			c.mu.brokers[i].Rack = rack
+		}
+	}
+	c.bumpLocked()
+}
+
 // DeleteBefore drops the batches wholly below offset and makes offset the
 // log start, as retention (or DeleteRecords) on a real broker does.
 func (c *Cluster) DeleteBefore(topicName string, p int32, offset int64) {

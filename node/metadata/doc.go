@@ -24,7 +24,7 @@
 // Record types (RecordType) and their current version (all 1):
 //
 //	1  ControllerMarker        {controller, term}: written by a newly elected controller
-//	2  BrokerRegistered        {id, addr, inc, ctrl}
+//	2  BrokerRegistered        {id, addr, inc, ctrl, mv, rack}
 //	3  BrokerFenced            {id, inc}
 //	4  BrokerUnfenced          {id, inc}
 //	5  BrokerControlledShutdown{id, inc}

@@ -234,3 +234,19 @@ func TestRegisterRack(t *testing.T) {
 		t.Fatal("a record with a bad rack applied")
 	}
 }
+
+// TestWriteRackFuzzSeeds keeps fuzz seeds of a registration with a rack and
+// of an image whose brokers have racks and a rack-aware topic.
+func TestWriteRackFuzzSeeds(t *testing.T) {
+	img := rackImage(t, []string{"z1", "z2", "z1"})
+	recs, err := DecideCreateTopic(img, CreateTopicEvent{Name: "t", ID: "tid", Partitions: 3, RF: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mustApply(t, img, recs)
+	entry, err := EncodeEntry(BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1, MetadataVersion: MetadataVersion, Rack: "z2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeedFiles(t, "seed-rack", entry, "seed-image-racks", img.MarshalSnapshot())
+}
