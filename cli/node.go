@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,9 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 		return nodeOptions{}, fmt.Errorf("node start: missing %s (or their PAYMENTLOG_* environment variables)", strings.Join(missing, ", "))
 	}
 	cfg := node.DefaultConfig()
+	if id := c.Int("id"); id <= 0 || id > math.MaxInt32 {
+		return nodeOptions{}, fmt.Errorf("--id %d: must be 1-%d", id, math.MaxInt32)
+	}
 	cfg.ID = int32(c.Int("id"))
 	cfg.Addr = c.String("addr")
 	cfg.Rack = c.String("rack")
@@ -148,9 +152,9 @@ func ParseControllers(s string) (map[int32]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("--controllers: %q is not id@host:port", part)
 		}
-		n, err := strconv.Atoi(id)
+		n, err := strconv.ParseInt(id, 10, 32)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("--controllers: bad node id %q", id)
+			return nil, fmt.Errorf("--controllers: bad node id %q (1-%d)", id, math.MaxInt32)
 		}
 		if _, dup := out[int32(n)]; dup {
 			return nil, fmt.Errorf("--controllers: node id %d listed twice", n)

@@ -21,6 +21,10 @@ func TestNodeStartUsageErrors(t *testing.T) {
 		{[]string{"node", "start"}, "--id, --addr, --data-dir, --controllers"},
 		{[]string{"node", "start", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir}, "missing --controllers"},
 		{[]string{"node", "start", "extra", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "1@127.0.0.1:1"}, "no arguments"},
+		// Ids beyond int32 are refused, not wrapped onto another node's id.
+		{[]string{"node", "start", "--id", "4294967297", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "1@127.0.0.1:1"}, "--id 4294967297: must be 1-2147483647"},
+		{[]string{"node", "start", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "4294967297@127.0.0.1:1"}, `bad node id "4294967297"`},
+		{[]string{"node", "start", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "1@127.0.0.1:1", "--rack", "a/b"}, "rack"},
 	} {
 		out, errOut, code := runClientCLI(t, nil, c.args...)
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
