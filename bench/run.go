@@ -20,8 +20,9 @@ type runner struct {
 	admin    *client.Admin
 	adminCl  *client.Client
 	progress *progress
-	round    int    // the throughput round running (1-based) with --rounds; 0 otherwise
-	slowDir  string // where slow trials' node logs go (slowtrial.go); made on first use
+	round    int      // the throughput round running (1-based) with --rounds; 0 otherwise
+	slowDir  string   // where slow trials' node logs go (slowtrial.go); made on first use
+	ring     *ringLog // the bench's debug log, for slow trials; nil when none are kept
 }
 
 // Run runs the benchmarks cfg.Mode selects and returns the report. Without
@@ -38,6 +39,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &runner{cfg: cfg, log: cfg.Logger, progress: newProgress(cfg.Progress)}
+	if cfg.Failover.KeepSlowOver > 0 && cfg.Bootstrap == nil &&
+		(cfg.Mode.runs(ModeFailover) || cfg.Mode.runs(ModeControllerFailover)) {
+		// A slow trial's evidence includes the bench's own debug log.
+		r.ring = &ringLog{}
+		r.log = slog.New(newTeeHandler(cfg.Logger.Handler(), r.ring))
+	}
 	rep := &Report{StartedAt: time.Now()}
 	fail := func(phase string, err error) {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", phase, err))

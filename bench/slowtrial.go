@@ -13,14 +13,17 @@ import (
 // kept when it happens: with a local cluster, every trial that took longer
 // than FailoverConfig.KeepSlowOver (or failed) gets the lines each node
 // logged from just before its kill until the trial ended, copied into
-// <base dir>/paymentlog-bench-slow-<time>/<kind>-trial-<n>/nodeN.log. The
-// report and the trial's JSON (logs_kept) name the directory.
+// <base dir>/paymentlog-bench-slow-<time>/<kind>-trial-<n>/nodeN.log, with
+// the bench's own debug log of the same span (its clients: retries,
+// metadata watches, leader changes) in bench.log. The report and the
+// trial's JSON (logs_kept) name the directory.
 
 // trialLogs marks the node logs before one trial's kill. Its zero value
 // (no local cluster, or keeping disabled) keeps nothing.
 type trialLogs struct {
 	lt    *localTarget
 	marks localcluster.LogMarks
+	at    time.Time
 }
 
 // markTrialLogs is called just before a trial's kill.
@@ -29,7 +32,7 @@ func (r *runner) markTrialLogs() trialLogs {
 	if !ok || r.cfg.Failover.KeepSlowOver <= 0 {
 		return trialLogs{}
 	}
-	return trialLogs{lt: lt, marks: lt.c.LogMarks()}
+	return trialLogs{lt: lt, marks: lt.c.LogMarks(), at: time.Now()}
 }
 
 // keepIfSlow copies the trial's node logs when took exceeds the bound or
@@ -49,6 +52,11 @@ func (r *runner) keepIfSlow(tl trialLogs, kind string, n int, took time.Duration
 	if err := tl.lt.c.CopyLogsSince(tl.marks, dir); err != nil {
 		r.log.Warn("could not keep a slow trial's node logs", "dir", dir, "err", err)
 		return ""
+	}
+	if r.ring != nil {
+		if err := os.WriteFile(filepath.Join(dir, "bench.log"), r.ring.since(tl.at), 0o644); err != nil {
+			r.log.Warn("could not keep a slow trial's bench log", "dir", dir, "err", err)
+		}
 	}
 	return dir
 }

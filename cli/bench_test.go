@@ -175,6 +175,12 @@ func TestBenchTiny(t *testing.T) {
 		if log := string(b); err != nil || !strings.Contains(log, "start #2") || strings.Contains(log, "start #1") {
 			t.Errorf("victim's kept log in %s (%v):\n%s", d, err, log)
 		}
+		// The bench's own log of the trial, at debug although the run
+		// logs at error.
+		b, err = os.ReadFile(filepath.Join(d, "bench.log"))
+		if log := string(b); err != nil || !strings.Contains(log, "level=INFO msg=\"node killed\"") || !strings.Contains(log, fmt.Sprintf("node=%d", victim)) {
+			t.Errorf("bench log kept in %s (%v):\n%s", d, err, log)
+		}
 	}
 	if svg, err := os.ReadFile(plotPath); err != nil || !strings.Contains(string(svg), "<svg") {
 		t.Errorf("plot: %v", err)
