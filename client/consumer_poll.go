@@ -242,8 +242,8 @@ func (cs *Consumer) untilOverdue(now time.Time) time.Duration {
 // and prefers a node that serves none of this consumer's fetches: a dead
 // node would hold the watch unanswered.
 func (cs *Consumer) watchLeaders(now time.Time) {
-	if len(cs.inflight) == 0 || cs.c.meta.watching.Load() {
-		return // nothing to watch for, or a watch runs (watch would return at once)
+	if len(cs.inflight) == 0 {
+		return // nothing to watch for
 	}
 	var avoid, spare []string
 	for call := range cs.inflight {
@@ -251,6 +251,9 @@ func (cs *Consumer) watchLeaders(now time.Time) {
 			avoid = append(avoid, call.addr)
 		}
 		spare = append(spare, call.addr)
+	}
+	if len(avoid) == 0 && cs.c.meta.watching() {
+		return // a watch runs and no node is suspected: watch would return at once
 	}
 	cs.c.meta.watch(avoid, spare)
 }

@@ -121,9 +121,10 @@ type metadata struct {
 		// noWatch are nodes that answered a watch at once without news:
 		// older builds that ignore the long poll (see watch).
 		noWatch   map[string]bool
-		watchTurn int // watches that waited in vain: which eligible node the next asks
+		watchTurn int             // watches that waited in vain: which eligible node the next asks
+		watches   map[string]bool // nodes a watch runs at
 	}
-	watching atomic.Bool // a watch is running
+	watchCount atomic.Int32 // len(mu.watches), read without the lock
 }
 
 type refreshCall struct {

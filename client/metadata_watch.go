@@ -17,13 +17,20 @@ const metadataWatchWait = time.Second
 // next node).
 const metadataWatchGrace = 500 * time.Millisecond
 
+// maxMetadataWatches bounds the watches a client runs at once.
+const maxMetadataWatches = 3
+
 // watch starts a long-poll Metadata request (wire.MetadataRequest.WaitAbove)
-// for news past the cached snapshot, unless a watch is already running. It
-// goes to a candidate node that is not in avoid (nodes suspected dead: the
-// leader a stalled request went to), preferably one not in spare either
-// (nodes that may die unnoticed while they serve the caller's long polls);
-// among those the first, or the next after each watch that waited in vain
-// or got no answer at all.
+// for news past the cached snapshot, unless a watch already runs at a node
+// outside avoid (nodes suspected dead: the leader a stalled request went
+// to), which serves this caller too. So a watch that went to a node that
+// has since died (a stalled acks=all request avoids only its leader, not
+// the follower whose death stalls it) does not hold back the watch of the
+// caller that suspects that node. The new watch goes to a candidate node
+// outside avoid without a watch, preferably one not in spare either (nodes
+// that may die unnoticed while they serve the caller's long polls); among
+// those the first, or the next after each watch that waited in vain or got
+// no answer at all.
 // The node answers the moment it applies a newer metadata offset, such as
 // the change that moves a partition's leadership; the answer is stored as a
 // refresh's is, which wakes producers and consumers waiting on leaders
@@ -31,12 +38,23 @@ const metadataWatchGrace = 500 * time.Millisecond
 // the news arrive sooner. It never blocks.
 func (m *metadata) watch(avoid, spare []string) {
 	cur := m.current()
-	if cur == nil || !m.watching.CompareAndSwap(false, true) {
+	if cur == nil {
+		return
+	}
+	cands := m.candidates()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for a := range m.mu.watches {
+		if !slices.Contains(avoid, a) {
+			return
+		}
+	}
+	if len(m.mu.watches) >= maxMetadataWatches {
 		return
 	}
 	var eligible, preferred []string
-	for _, a := range m.candidates() {
-		if slices.Contains(avoid, a) || m.watchRefused(a) {
+	for _, a := range cands {
+		if slices.Contains(avoid, a) || m.mu.noWatch[a] || m.mu.watches[a] {
 			continue
 		}
 		eligible = append(eligible, a)
@@ -48,17 +66,21 @@ func (m *metadata) watch(avoid, spare []string) {
 		eligible = preferred
 	}
 	if len(eligible) == 0 {
-		m.watching.Store(false)
 		return
 	}
-	m.mu.Lock()
 	addr := eligible[m.mu.watchTurn%len(eligible)]
-	m.mu.Unlock()
+	if m.mu.watches == nil {
+		m.mu.watches = map[string]bool{}
+	}
+	m.mu.watches[addr] = true
+	m.watchCount.Add(1)
 	go m.runWatch(addr, cur.offset)
 }
 
+// watching reports whether any watch runs.
+func (m *metadata) watching() bool { return m.watchCount.Load() > 0 }
+
 func (m *metadata) runWatch(addr string, above int64) {
-	defer m.watching.Store(false)
 	// A node that has not answered half a second after the wait is
 	// likely dead: give up on it and watch the next one.
 	ctx, cancel := m.backgroundCtx(metadataWatchWait + metadataWatchGrace)
@@ -66,14 +88,19 @@ func (m *metadata) runWatch(addr string, above int64) {
 	start := time.Now()
 	var r wire.MetadataResponse
 	req := &wire.MetadataRequest{WaitAbove: above, MaxWaitMs: int32(metadataWatchWait / time.Millisecond)}
-	if err := m.c.call(ctx, addr, wire.TypeMetadata, req, &r); err != nil || r.Err != wire.None {
-		m.mu.Lock()
-		m.mu.watchTurn++
-		m.mu.Unlock()
-		return
-	}
+	err := m.c.call(ctx, addr, wire.TypeMetadata, req, &r)
+	m.c.log.Debug("metadata watch answered", "addr", addr, "above", above, "offset", r.MetadataOffset,
+		"waited", time.Since(start), "err", err)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Ended before the news is stored: a caller it wakes may start the
+	// next watch at once.
+	delete(m.mu.watches, addr)
+	m.watchCount.Add(-1)
+	if err != nil || r.Err != wire.None {
+		m.mu.watchTurn++
+		return
+	}
 	if r.MetadataOffset <= above {
 		// No news. Within half the wait, the node did not wait at all:
 		// an older build, which ignores the long poll; watch others.

@@ -14,7 +14,7 @@ import (
 func waitWatchDone(tb testing.TB, m *metadata) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for m.watching.Load() {
+	for m.watching() {
 		if time.Now().After(deadline) {
 			tb.Fatal("metadata watch still running")
 		}
@@ -68,7 +68,7 @@ func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
 		}
 	}
 	c.meta.watch(nil, nil) // no node left: nothing starts
-	if c.meta.watching.Load() {
+	if c.meta.watching() {
 		t.Fatal("a watch started with every node refusing to wait")
 	}
 }
@@ -120,4 +120,58 @@ func TestMetadataWatchGivesUpASilentNode(t *testing.T) {
 	if asked[1] == asked[0] {
 		t.Fatalf("the second watch went to %s again, which never answered the first", asked[1])
 	}
+}
+
+// A watch stuck at a node that died (it went there before anything was
+// suspected) does not hold back the watch of a caller that suspects that
+// node: that caller's watch goes elsewhere and brings the news.
+func TestMetadataWatchBesideOneAtASuspectedNode(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("a", 1)
+	c := mustFakeClient(t, fc)
+	if err := c.meta.refresh(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	dead := ""
+	fc.SetIntercept(func(addr string, ft quic.FrameType, req any) clienttest.Action {
+		if r, ok := req.(*wire.MetadataRequest); ft == wire.TypeMetadata && ok && r.MaxWaitMs > 0 {
+			mu.Lock()
+			defer mu.Unlock()
+			if dead == "" {
+				dead = addr
+			}
+			if addr == dead {
+				return clienttest.Action{Kind: clienttest.Hang}
+			}
+		}
+		return clienttest.Action{}
+	})
+	c.meta.watch(nil, nil) // goes to the node that will hang
+	var stuck string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		stuck = dead
+		mu.Unlock()
+		if stuck != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first watch was never sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	changed := c.meta.changed()
+	c.meta.watch([]string{stuck}, nil) // a caller whose request stalled at that node
+	fc.CreateTopic("b", 1)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no news: the second watch did not start beside the stuck one")
+	}
+	if s := c.meta.current(); s.from == stuck {
+		t.Fatalf("news from the stuck node %s", stuck)
+	}
+	waitWatchDone(t, c.meta)
 }
