@@ -39,12 +39,27 @@ type fetcher struct {
 	// for a moment, so it neither spins nor defeats the long-poll of the
 	// others. Owned by the run goroutine.
 	errUntil map[tp]time.Time
+	// behind counts a partition's UnknownLeaderEpoch answers in a row (the
+	// leader has not applied the metadata this follower has): the retry
+	// comes sooner than after other errors (behindBackoff). Owned by the
+	// run goroutine.
+	behind map[tp]int
 	// failedLogged: partitions whose failed log has been reported (once).
 	failedLogged map[tp]bool
 }
 
 // fetchErrorBackoff is how long a partition sits out after an error answer.
 const fetchErrorBackoff = 50 * time.Millisecond
+
+// behindBackoff is how long a partition sits out after its n-th
+// UnknownLeaderEpoch answer in a row (n from 0): 1 ms doubling up to
+// fetchErrorBackoff. A new leader applies the metadata that made it one
+// within milliseconds of its followers; sitting out the full error backoff
+// held acks=all writes after a failover for 50 ms whenever the follower
+// (often the controller itself) applied it first.
+func behindBackoff(n int) time.Duration {
+	return min(time.Millisecond<<min(n, 10), fetchErrorBackoff)
+}
 
 // diskFullFetchPause is how often a fetcher paused by a full disk looks
 // again (besides being poked when the disk has room).
@@ -198,6 +213,7 @@ func (f *fetcher) run() {
 		}
 	}
 	f.errUntil = make(map[tp]time.Time)
+	f.behind = make(map[tp]int)
 	f.failedLogged = make(map[tp]bool)
 	for f.ctx.Err() == nil {
 		req, targets, retryAt := f.buildRequest(time.Now())
@@ -365,6 +381,13 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
 		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch, adding: adding})
 	}
+	if len(targets) > 0 && !retryAt.IsZero() {
+		// A partition sitting out rejoins with the next request: the
+		// long poll of the others must not outlast its wait (after an
+		// UnknownLeaderEpoch, a millisecond or so).
+		ms := int32((retryAt.Sub(now) + time.Millisecond - 1) / time.Millisecond)
+		req.MaxWaitMs = max(min(req.MaxWaitMs, ms), 1)
+	}
 	return req, targets, retryAt
 }
 
@@ -392,7 +415,15 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 		if fp, ok := f.appendPartition(t, pr); ok {
 			done = append(done, fp)
 		}
-		if pr.Err != wire.None && pr.Err != wire.OffsetOutOfRange {
+		switch pr.Err {
+		case wire.None, wire.OffsetOutOfRange:
+			delete(f.behind, t.p.key)
+		case wire.UnknownLeaderEpoch:
+			wait := behindBackoff(f.behind[t.p.key])
+			f.behind[t.p.key]++
+			f.errUntil[t.p.key] = time.Now().Add(wait)
+		default:
+			delete(f.behind, t.p.key)
 			f.errUntil[t.p.key] = time.Now().Add(fetchErrorBackoff)
 		}
 	}

@@ -72,6 +72,14 @@ func (r *Replica) CheckProduce(requestEpoch int32, acksAll bool) Code {
 func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchCheck, Decisions) {
 	chk := FetchCheck{Code: OK, DivergingEpoch: -1, DivergingEndOffset: -1}
 	d := r.decisions()
+	if r.role != RoleLeader && f.CurrentLeaderEpoch > r.leaderEpoch {
+		// The follower has applied the metadata that makes this replica
+		// the leader and this node has not yet (it will within moments):
+		// UnknownLeaderEpoch, which the follower retries soon, not
+		// NotLeader (Kafka checks the epoch before the leadership too).
+		chk.Code = UnknownLeaderEpoch
+		return chk, d
+	}
 	if chk.Code = r.CheckEpoch(f.CurrentLeaderEpoch); chk.Code != OK {
 		return chk, d
 	}
