@@ -63,6 +63,7 @@ type partProducer struct {
 	recovering bool      // after an error: no sends until inflight drains and retryAt passes
 	probe      bool      // after a recovery with resends: one request at a time until a success
 	needMeta   bool
+	behind     int // UnknownLeaderEpoch answers in a row from the leader the metadata names
 	retryAt    time.Time
 	havePID    bool
 	id         producerIdentity

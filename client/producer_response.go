@@ -69,6 +69,21 @@ func (pp *partProducer) handle(r attemptResult) {
 		pp.resequence(b, err, now, 0)
 	case code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now, b.attempts)
+	case code == wire.UnknownLeaderEpoch && pp.metadataNames(b.sentTo):
+		// Our metadata names that node the leader at that epoch and the
+		// node has not applied it yet (it will within moments; it wrote
+		// nothing): resend soon, without a refresh, unless it goes on.
+		pp.behind++
+		pp.p.c.log.Debug("produce reached its leader before the leader's own metadata did; resending soon", "topic", pp.topic,
+			"partition", pp.part, "node", b.sentTo.id, "epoch", b.sentTo.epoch, "tries", pp.behind)
+		b.lastErr = err
+		pp.needMeta = pp.needMeta || pp.behind > behindRefreshAfter
+		if now.After(b.deadline) {
+			pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
+			return
+		}
+		pp.insertQueue(b)
+		pp.enterRecoveryIn(now, min(time.Millisecond<<min(pp.behind-1, 10), pp.p.cfg.RetryBackoff))
 	case code.Retriable():
 		// A leader that appended the batch and then lost its leadership
 		// while waiting for the ISR (acks=all) or for its flush (acks=1,
@@ -154,7 +169,12 @@ func (pp *partProducer) insertQueue(b *pbatch) {
 }
 
 func (pp *partProducer) enterRecovery(now time.Time, attempts int) {
-	at := now.Add(pp.p.backoff(attempts))
+	pp.enterRecoveryIn(now, pp.p.backoff(attempts))
+}
+
+// enterRecoveryIn stops sending until inflight drains and wait has passed.
+func (pp *partProducer) enterRecoveryIn(now time.Time, wait time.Duration) {
+	at := now.Add(wait)
 	if !pp.recovering || at.After(pp.retryAt) {
 		pp.retryAt = at
 	}
@@ -163,6 +183,7 @@ func (pp *partProducer) enterRecovery(now time.Time, attempts int) {
 
 func (pp *partProducer) succeed(b *pbatch, base int64) {
 	pp.probe = false
+	pp.behind = 0
 	pp.finish(b, base, nil)
 }
 
@@ -204,6 +225,23 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 			b.cancel()
 		}
 	}
+}
+
+// behindRefreshAfter is how many UnknownLeaderEpoch answers in a row from
+// the leader our metadata names are resent without a metadata refresh
+// (1, 2, 4, ... ms apart): if that node is still behind by then, maybe
+// ours is what changed since.
+const behindRefreshAfter = 5
+
+// metadataNames reports whether the cached metadata names to's node as the
+// partition's leader at to's epoch.
+func (pp *partProducer) metadataNames(to leader) bool {
+	s := pp.p.c.meta.current()
+	if s == nil {
+		return false
+	}
+	pm, ok := s.partition(pp.topic, pp.part)
+	return ok && pm.Leader == to.id && pm.LeaderEpoch == to.epoch
 }
 
 // abort fails everything left (Close after its flush gave up). Requests in

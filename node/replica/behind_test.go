@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// A follower fetch naming a newer leader epoch than a replica that does
-// not lead (yet) is answered UnknownLeaderEpoch: this node has not applied
+// A follower fetch or a produce naming a newer leader epoch than a replica
+// that does not lead (yet) is answered UnknownLeaderEpoch: this node has not applied
 // the metadata that makes it the leader, and the follower retries soon. An
 // older or equal epoch still gets NotLeader.
 func TestFollowerFetchAheadOfALeaderToBe(t *testing.T) {
@@ -22,6 +22,9 @@ func TestFollowerFetchAheadOfALeaderToBe(t *testing.T) {
 		chk, _ := r.FollowerFetch(log, Fetch{ReplicaID: 3, Incarnation: 1, CurrentLeaderEpoch: c.epoch}, now)
 		if chk.Code != c.want {
 			t.Errorf("fetch with epoch %d from a follower at epoch 4: %v, want %v", c.epoch, chk.Code, c.want)
+		}
+		if got := r.CheckProduce(c.epoch, true); got != c.want {
+			t.Errorf("produce with epoch %d to a follower at epoch 4: %v, want %v", c.epoch, got, c.want)
 		}
 	}
 	// Once it leads at that epoch, the fetch is taken.

@@ -51,12 +51,26 @@ func (r *Replica) CheckEpoch(requestEpoch int32) Code {
 	}
 }
 
+// checkEpochAhead is CheckEpoch for a follower's fetch or a produce, whose
+// sender may have applied the metadata that makes this replica the leader
+// before this node has (it will within moments): a request naming a newer
+// epoch than a replica that does not lead is answered UnknownLeaderEpoch,
+// which the sender retries soon (it wrote nothing), not NotLeader, which
+// sends it to refresh its metadata and back off (Kafka checks the epoch
+// before the leadership too).
+func (r *Replica) checkEpochAhead(requestEpoch int32) Code {
+	if r.role != RoleLeader && requestEpoch > r.leaderEpoch {
+		return UnknownLeaderEpoch
+	}
+	return r.CheckEpoch(requestEpoch)
+}
+
 // CheckProduce says whether a produce with the client's leader epoch may be
 // appended now. acksAll requests are refused up front while the committed ISR
 // is below the minimum ISR (Kafka refuses only acks=all; acks=1 records are
 // kept but stay invisible until the ISR recovers, since the HW cannot move).
 func (r *Replica) CheckProduce(requestEpoch int32, acksAll bool) Code {
-	if c := r.CheckEpoch(requestEpoch); c != OK {
+	if c := r.checkEpochAhead(requestEpoch); c != OK {
 		return c
 	}
 	if acksAll && len(r.isr) < r.minISR {
@@ -72,15 +86,7 @@ func (r *Replica) CheckProduce(requestEpoch int32, acksAll bool) Code {
 func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchCheck, Decisions) {
 	chk := FetchCheck{Code: OK, DivergingEpoch: -1, DivergingEndOffset: -1}
 	d := r.decisions()
-	if r.role != RoleLeader && f.CurrentLeaderEpoch > r.leaderEpoch {
-		// The follower has applied the metadata that makes this replica
-		// the leader and this node has not yet (it will within moments):
-		// UnknownLeaderEpoch, which the follower retries soon, not
-		// NotLeader (Kafka checks the epoch before the leadership too).
-		chk.Code = UnknownLeaderEpoch
-		return chk, d
-	}
-	if chk.Code = r.CheckEpoch(f.CurrentLeaderEpoch); chk.Code != OK {
+	if chk.Code = r.checkEpochAhead(f.CurrentLeaderEpoch); chk.Code != OK {
 		return chk, d
 	}
 	if f.ReplicaID == r.cfg.ID || !slices.Contains(r.replicas, f.ReplicaID) {
