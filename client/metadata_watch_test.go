@@ -1,6 +1,7 @@
 package client
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -82,41 +83,11 @@ func TestMetadataWatchGivesUpASilentNode(t *testing.T) {
 	if err := c.meta.refresh(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var asked []string
-	silent := ""
-	fc.SetIntercept(func(addr string, ft quic.FrameType, req any) clienttest.Action {
-		if r, ok := req.(*wire.MetadataRequest); ft == wire.TypeMetadata && ok && r.MaxWaitMs > 0 {
-			mu.Lock()
-			defer mu.Unlock()
-			asked = append(asked, addr)
-			if silent == "" {
-				silent = addr
-			}
-			if addr == silent {
-				return clienttest.Action{Kind: clienttest.Hang}
-			}
-		}
-		return clienttest.Action{}
-	})
+	sw := hangFirstWatchedNode(fc)
 	c.meta.watch(nil, nil)
 	waitWatchDone(t, c.meta) // about metadataWatchWait + metadataWatchGrace
 	c.meta.watch(nil, nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		n := len(asked)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no second watch")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	asked := sw.waitAsked(t, 2)
 	if asked[1] == asked[0] {
 		t.Fatalf("the second watch went to %s again, which never answered the first", asked[1])
 	}
@@ -132,36 +103,9 @@ func TestMetadataWatchBesideOneAtASuspectedNode(t *testing.T) {
 	if err := c.meta.refresh(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	dead := ""
-	fc.SetIntercept(func(addr string, ft quic.FrameType, req any) clienttest.Action {
-		if r, ok := req.(*wire.MetadataRequest); ft == wire.TypeMetadata && ok && r.MaxWaitMs > 0 {
-			mu.Lock()
-			defer mu.Unlock()
-			if dead == "" {
-				dead = addr
-			}
-			if addr == dead {
-				return clienttest.Action{Kind: clienttest.Hang}
-			}
-		}
-		return clienttest.Action{}
-	})
+	sw := hangFirstWatchedNode(fc)
 	c.meta.watch(nil, nil) // goes to the node that will hang
-	var stuck string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		stuck = dead
-		mu.Unlock()
-		if stuck != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first watch was never sent")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	stuck := sw.waitAsked(t, 1)[0]
 	changed := c.meta.changed()
 	c.meta.watch([]string{stuck}, nil) // a caller whose request stalled at that node
 	fc.CreateTopic("b", 1)
@@ -174,4 +118,45 @@ func TestMetadataWatchBesideOneAtASuspectedNode(t *testing.T) {
 		t.Fatalf("news from the stuck node %s", stuck)
 	}
 	waitWatchDone(t, c.meta)
+}
+
+// silentWatches makes the first node asked for a watch never answer one,
+// and records every node asked for a watch, in order.
+type silentWatches struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func hangFirstWatchedNode(fc *clienttest.Cluster) *silentWatches {
+	sw := &silentWatches{}
+	fc.SetIntercept(func(addr string, ft quic.FrameType, req any) clienttest.Action {
+		if r, ok := req.(*wire.MetadataRequest); ft == wire.TypeMetadata && ok && r.MaxWaitMs > 0 {
+			sw.mu.Lock()
+			defer sw.mu.Unlock()
+			sw.asked = append(sw.asked, addr)
+			if addr == sw.asked[0] {
+				return clienttest.Action{Kind: clienttest.Hang}
+			}
+		}
+		return clienttest.Action{}
+	})
+	return sw
+}
+
+// waitAsked waits until n watches were asked for and returns the nodes.
+func (sw *silentWatches) waitAsked(tb testing.TB, n int) []string {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sw.mu.Lock()
+		asked := slices.Clone(sw.asked)
+		sw.mu.Unlock()
+		if len(asked) >= n {
+			return asked
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d watches asked for, want %d", len(asked), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
