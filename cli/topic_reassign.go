@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/client"
+	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
 
@@ -33,7 +34,8 @@ func topicReassignCommand() *ucli.Command {
 			"leader), as many as the topic's replication factor. --replace OLD=NEW puts broker NEW in\n" +
 			"OLD's place in every partition of the topic that OLD holds (or only in --partition N).\n" +
 			"--drain OLD does the same with, for each partition, the alive broker outside it that holds\n" +
-			"the fewest of the topic's replicas (to retire a broker without a replacement).\n" +
+			"the fewest of the topic's replicas (to retire a broker without a replacement; with racks,\n" +
+			"one in a rack none of the partition's other replicas is in comes first).\n" +
 			"The new replicas copy the log from the partition's leader while the old ones stay in sync\n" +
 			"and the partition keeps taking writes; once every new replica is in sync, the old ones\n" +
 			"leave and delete their copies, and leadership moves if the leader was one of them.\n" +
@@ -326,18 +328,24 @@ func reassign(ctx context.Context, a *client.Admin, opts topicReassignOptions, s
 		return waitReassigned(ctx, a, opts, opts.name, []int32{opts.partition}, stdout)
 	}
 	var alive []int32
+	var racks map[int32]string
 	if opts.replicas == nil && opts.new == 0 { // --drain
 		st, err := a.DescribeCluster(ctx)
 		if err != nil {
 			return fmt.Errorf("reassign %s: %w", opts.name, err)
 		}
+		rack := map[int32]string{}
+		var all []int32
 		for _, n := range st.Nodes {
 			if n.State == "alive" {
 				alive = append(alive, n.ID)
 			}
+			rack[n.ID] = n.Rack
+			all = append(all, n.ID)
 		}
+		racks = metadata.RackKeys(all, func(id int32) string { return rack[id] })
 	}
-	moves, err := planMoves(d, opts, alive)
+	moves, err := planMoves(d, opts, alive, racks)
 	if err != nil {
 		return err
 	}
@@ -388,8 +396,9 @@ type move struct {
 }
 
 // planMoves turns the options into one target per partition to move;
-// alive are the alive brokers (for --drain).
-func planMoves(d client.TopicDescription, opts topicReassignOptions, alive []int32) ([]move, error) {
+// alive are the alive brokers and racks every broker's failure domain (nil:
+// no racks; metadata.RackKeys), for --drain.
+func planMoves(d client.TopicDescription, opts topicReassignOptions, alive []int32, racks map[int32]string) ([]move, error) {
 	var out []move
 	held := map[int32]int{} // --drain: the topic's replicas per broker, as planned so far
 	for _, p := range d.Partitions {
@@ -414,8 +423,19 @@ func planMoves(d client.TopicDescription, opts topicReassignOptions, alive []int
 		}
 		to := opts.new
 		if to == 0 { // --drain: the alive broker outside the partition holding the fewest
+			// With racks, one in a rack none of the partition's other
+			// replicas is in comes first.
+			newRack := func(b int32) bool {
+				return racks != nil && !slices.ContainsFunc(cur, func(r int32) bool { return r != opts.old && racks[r] == racks[b] })
+			}
+			better := func(b int32) bool {
+				if nb, nt := newRack(b), newRack(to); nb != nt {
+					return nb
+				}
+				return held[b] < held[to]
+			}
 			for _, b := range alive {
-				if b != opts.old && !slices.Contains(cur, b) && (to == 0 || held[b] < held[to]) {
+				if b != opts.old && !slices.Contains(cur, b) && (to == 0 || better(b)) {
 					to = b
 				}
 			}

@@ -141,7 +141,7 @@ func TestPlanDrainSpreadsEvenly(t *testing.T) {
 		{Partition: 3, Replicas: []int32{4, 2, 3}},
 		{Partition: 4, Replicas: []int32{1, 3, 4}},
 	}}
-	moves, err := planMoves(d, topicReassignOptions{old: 1, partition: -1}, []int32{1, 2, 3, 4, 5, 6})
+	moves, err := planMoves(d, topicReassignOptions{old: 1, partition: -1}, []int32{1, 2, 3, 4, 5, 6}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +153,46 @@ func TestPlanDrainSpreadsEvenly(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("moves %v, want %v", got, want)
 	}
-	if _, err := planMoves(d, topicReassignOptions{old: 1, partition: -1}, []int32{1, 2, 3}); err == nil ||
+	if _, err := planMoves(d, topicReassignOptions{old: 1, partition: -1}, []int32{1, 2, 3}, nil); err == nil ||
 		!strings.Contains(err.Error(), "no alive broker outside its replicas 1,2,3") {
 		t.Fatalf("drain with no room: %v", err)
+	}
+}
+
+// With racks, --drain puts each replica it moves in a rack none of the
+// partition's other replicas is in, before counting replicas held.
+func TestPlanDrainKeepsRacksApart(t *testing.T) {
+	// Racks a: 1, 2; b: 3, 4; c: 5, 6. Broker 6, the only other broker in
+	// rack c, holds the most replicas.
+	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+	d := client.TopicDescription{Name: "t", Partitions: []client.PartitionInfo{
+		{Partition: 0, Replicas: []int32{5, 1, 3}},
+		{Partition: 1, Replicas: []int32{6, 1, 3}},
+		{Partition: 2, Replicas: []int32{6, 2, 4}},
+		{Partition: 3, Replicas: []int32{6, 1, 4}},
+	}}
+	moves, err := planMoves(d, topicReassignOptions{old: 5, partition: -1}, []int32{1, 2, 3, 4, 5, 6}, racks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 1 || joinIDs(moves[0].target) != "6,1,3" {
+		t.Fatalf("moves %v, want partition 0 to 6,1,3", moves)
+	}
+	for _, m := range moves {
+		seen := map[string]bool{}
+		for _, r := range m.target {
+			if seen[racks[r]] {
+				t.Fatalf("partition %d: %s puts two replicas in rack %s", m.partition, joinIDs(m.target), racks[r])
+			}
+			seen[racks[r]] = true
+		}
+	}
+	// Without racks, the fewest held wins whatever the rack.
+	moves, err = planMoves(d, topicReassignOptions{old: 5, partition: -1}, []int32{1, 2, 3, 4, 5, 6}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := joinIDs(moves[0].target); got != "2,1,3" {
+		t.Fatalf("partition 0 without racks: %s, want 2,1,3 (broker 2 holds the fewest)", got)
 	}
 }
