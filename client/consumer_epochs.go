@@ -15,6 +15,7 @@ type cpart struct {
 	hw        int64 // highest high watermark fetches reported (-1 unknown)
 	lso       int64
 	failures  int
+	behind    int // UnknownLeaderEpoch answers in a row from the leader the metadata names
 	notBefore time.Time
 	// epochs is the leader-epoch history of the records returned since
 	// the partition was assigned or sought outside them: the offset of the

@@ -281,6 +281,17 @@ func (cs *Consumer) checkLeaders(refresh bool) {
 	}
 }
 
+// metadataNames reports whether the cached metadata names leader as tp's
+// leader at epoch.
+func (cs *Consumer) metadataNames(tp TopicPartition, leader, epoch int32) bool {
+	s := cs.c.meta.current()
+	if s == nil {
+		return false
+	}
+	pm, ok := s.partition(tp.Topic, tp.Partition)
+	return ok && pm.Leader == leader && pm.LeaderEpoch == epoch
+}
+
 func (cs *Consumer) backoff(cp *cpart, now time.Time) {
 	cp.failures++
 	d := cs.cfg.RetryBackoff
@@ -327,7 +338,7 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 				"diverging_end_offset", pr.Diverging.EndOffset, "addr", r.addr)
 			cs.backoff(cp, now)
 		case code == wire.None:
-			cp.failures = 0
+			cp.failures, cp.behind = 0, 0
 			cp.hw = max(cp.hw, pr.HighWatermark) // -1: the leader does not know it yet
 			if pr.LogStart >= 0 {
 				cp.lso = pr.LogStart
@@ -352,6 +363,14 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: max(cp.hw, pr.HighWatermark)}
 			}
 			cs.backoff(cp, now)
+		case code == wire.UnknownLeaderEpoch && r.call != nil && cs.metadataNames(cp.tp, r.call.leader, r.call.epochs[cp.tp.Partition]):
+			// The leader our metadata names has not applied it yet (it
+			// will within moments): fetch again after 1 ms doubling, up to
+			// the retry backoff, without a refresh.
+			cp.behind++
+			cs.c.log.Debug("fetch reached its leader before the leader's own metadata did; retrying soon", "topic", cp.tp.Topic,
+				"partition", cp.tp.Partition, "addr", r.addr, "tries", cp.behind)
+			cp.notBefore = now.Add(min(time.Millisecond<<min(cp.behind-1, 10), cs.cfg.RetryBackoff))
 		case code.Retriable():
 			cs.c.log.Debug("fetch refused, retrying", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", code)
 			cs.backoff(cp, now)

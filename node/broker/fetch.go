@@ -91,7 +91,7 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		}
 		p.mu.Lock()
 		r := p.mu.r
-		code := r.CheckEpoch(fp.LeaderEpoch)
+		code := r.CheckEpochAhead(fp.LeaderEpoch)
 		if p.mu.stopped {
 			code = replica.NotLeader
 		}

@@ -26,6 +26,9 @@ func TestFollowerFetchAheadOfALeaderToBe(t *testing.T) {
 		if got := r.CheckProduce(c.epoch, true); got != c.want {
 			t.Errorf("produce with epoch %d to a follower at epoch 4: %v, want %v", c.epoch, got, c.want)
 		}
+		if got := r.CheckEpochAhead(c.epoch); got != c.want { // a consumer's fetch
+			t.Errorf("consumer fetch with epoch %d from a follower at epoch 4: %v, want %v", c.epoch, got, c.want)
+		}
 	}
 	// Once it leads at that epoch, the fetch is taken.
 	r.BecomeLeader(State{Leader: 2, LeaderEpoch: 5, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, MinISR: 2}, leo, now)

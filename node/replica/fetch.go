@@ -51,14 +51,14 @@ func (r *Replica) CheckEpoch(requestEpoch int32) Code {
 	}
 }
 
-// checkEpochAhead is CheckEpoch for a follower's fetch or a produce, whose
-// sender may have applied the metadata that makes this replica the leader
+// CheckEpochAhead is CheckEpoch for a follower's or consumer's fetch or a
+// produce, whose sender may have applied the metadata that makes this replica the leader
 // before this node has (it will within moments): a request naming a newer
 // epoch than a replica that does not lead is answered UnknownLeaderEpoch,
 // which the sender retries soon (it wrote nothing), not NotLeader, which
 // sends it to refresh its metadata and back off (Kafka checks the epoch
 // before the leadership too).
-func (r *Replica) checkEpochAhead(requestEpoch int32) Code {
+func (r *Replica) CheckEpochAhead(requestEpoch int32) Code {
 	if r.role != RoleLeader && requestEpoch > r.leaderEpoch {
 		return UnknownLeaderEpoch
 	}
@@ -70,7 +70,7 @@ func (r *Replica) checkEpochAhead(requestEpoch int32) Code {
 // is below the minimum ISR (Kafka refuses only acks=all; acks=1 records are
 // kept but stay invisible until the ISR recovers, since the HW cannot move).
 func (r *Replica) CheckProduce(requestEpoch int32, acksAll bool) Code {
-	if c := r.checkEpochAhead(requestEpoch); c != OK {
+	if c := r.CheckEpochAhead(requestEpoch); c != OK {
 		return c
 	}
 	if acksAll && len(r.isr) < r.minISR {
@@ -86,7 +86,7 @@ func (r *Replica) CheckProduce(requestEpoch int32, acksAll bool) Code {
 func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchCheck, Decisions) {
 	chk := FetchCheck{Code: OK, DivergingEpoch: -1, DivergingEndOffset: -1}
 	d := r.decisions()
-	if chk.Code = r.checkEpochAhead(f.CurrentLeaderEpoch); chk.Code != OK {
+	if chk.Code = r.CheckEpochAhead(f.CurrentLeaderEpoch); chk.Code != OK {
 		return chk, d
 	}
 	if f.ReplicaID == r.cfg.ID || !slices.Contains(r.replicas, f.ReplicaID) {
