@@ -363,14 +363,16 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 				firstErr = &OffsetOutOfRangeError{TopicPartition: cp.tp, Requested: fp.off, Start: pr.LogStart, End: max(cp.hw, pr.HighWatermark)}
 			}
 			cs.backoff(cp, now)
-		case code == wire.UnknownLeaderEpoch && r.call != nil && cs.metadataNames(cp.tp, r.call.leader, r.call.epochs[cp.tp.Partition]):
+		case code == wire.UnknownLeaderEpoch && cp.behind < behindRefreshAfter && r.call != nil &&
+			cs.metadataNames(cp.tp, r.call.leader, r.call.epochs[cp.tp.Partition]):
 			// The leader our metadata names has not applied it yet (it
-			// will within moments): fetch again after 1 ms doubling, up to
-			// the retry backoff, without a refresh.
+			// will within moments): fetch again after 1 ms doubling
+			// without a refresh, a few times (then as any refusal: maybe
+			// ours is what changed since).
 			cp.behind++
 			cs.c.log.Debug("fetch reached its leader before the leader's own metadata did; retrying soon", "topic", cp.tp.Topic,
 				"partition", cp.tp.Partition, "addr", r.addr, "tries", cp.behind)
-			cp.notBefore = now.Add(min(time.Millisecond<<min(cp.behind-1, 10), cs.cfg.RetryBackoff))
+			cp.notBefore = now.Add(min(time.Millisecond<<(cp.behind-1), cs.cfg.RetryBackoff))
 		case code.Retriable():
 			cs.c.log.Debug("fetch refused, retrying", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", code)
 			cs.backoff(cp, now)

@@ -52,3 +52,45 @@ func TestProduceResendsSoonToALeaderBehindItsMetadata(t *testing.T) {
 		t.Fatalf("%d metadata requests while resending to the leader the metadata names", n)
 	}
 }
+
+// A leader that stays behind past behindRefreshAfter answers gets the
+// usual treatment: a metadata refresh (maybe ours is what changed) and the
+// retry backoff, until a success.
+func TestProduceRefreshesWhenTheLeaderStaysBehind(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.CreateTopic("t", 1)
+	var produces, refreshes atomic.Int32
+	fc.SetIntercept(func(_ string, ty quic.FrameType, req any) clienttest.Action {
+		switch ty {
+		case wire.TypeMetadata:
+			if r, ok := req.(*wire.MetadataRequest); ok && r.MaxWaitMs == 0 {
+				refreshes.Add(1)
+			}
+		case wire.TypeProduce:
+			if produces.Add(1) <= behindRefreshAfter+2 {
+				return clienttest.Action{Kind: clienttest.Refuse, Code: wire.UnknownLeaderEpoch}
+			}
+		}
+		return clienttest.Action{}
+	})
+	c := mustFakeClient(t, fc)
+	if err := c.meta.refresh(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := refreshes.Load()
+	p, err := c.NewProducer(ProducerConfig{Linger: time.Millisecond, RetryBackoff: time.Millisecond, RetryBackoffMax: 2 * time.Millisecond,
+		LeaderCheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := produceN(t, p, "t", 1, 0)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if got := d.got[0]; got.Err != nil || produces.Load() != behindRefreshAfter+3 {
+		t.Fatalf("delivery %+v after %d produce requests", got, produces.Load())
+	}
+	if n := refreshes.Load() - before; n < 2 {
+		t.Fatalf("%d metadata refreshes after %d UnknownLeaderEpoch answers in a row; want one per answer past %d",
+			n, behindRefreshAfter+2, behindRefreshAfter)
+	}
+}

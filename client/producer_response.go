@@ -69,21 +69,21 @@ func (pp *partProducer) handle(r attemptResult) {
 		pp.resequence(b, err, now, 0)
 	case code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now, b.attempts)
-	case code == wire.UnknownLeaderEpoch && pp.metadataNames(b.sentTo):
+	case code == wire.UnknownLeaderEpoch && pp.behind < behindRefreshAfter && pp.metadataNames(b.sentTo):
 		// Our metadata names that node the leader at that epoch and the
 		// node has not applied it yet (it will within moments; it wrote
-		// nothing): resend soon, without a refresh, unless it goes on.
+		// nothing): resend soon, without a refresh, a few times (then as
+		// any refusal: maybe ours is what changed since).
 		pp.behind++
 		pp.p.c.log.Debug("produce reached its leader before the leader's own metadata did; resending soon", "topic", pp.topic,
 			"partition", pp.part, "node", b.sentTo.id, "epoch", b.sentTo.epoch, "tries", pp.behind)
 		b.lastErr = err
-		pp.needMeta = pp.needMeta || pp.behind > behindRefreshAfter
 		if now.After(b.deadline) {
 			pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
 			return
 		}
 		pp.insertQueue(b)
-		pp.enterRecoveryIn(now, min(time.Millisecond<<min(pp.behind-1, 10), pp.p.cfg.RetryBackoff))
+		pp.enterRecoveryIn(now, min(time.Millisecond<<(pp.behind-1), pp.p.cfg.RetryBackoff))
 	case code.Retriable():
 		// A leader that appended the batch and then lost its leadership
 		// while waiting for the ISR (acks=all) or for its flush (acks=1,
@@ -228,9 +228,10 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 }
 
 // behindRefreshAfter is how many UnknownLeaderEpoch answers in a row from
-// the leader our metadata names are resent without a metadata refresh
-// (1, 2, 4, ... ms apart): if that node is still behind by then, maybe
-// ours is what changed since.
+// the leader our metadata names are retried soon (1, 2, 4, ... ms apart)
+// without a metadata refresh, by producers and consumers: if that node is
+// still behind by then, maybe ours is what changed since, and the usual
+// refresh and backoff follow until a success.
 const behindRefreshAfter = 5
 
 // metadataNames reports whether the cached metadata names to's node as the
