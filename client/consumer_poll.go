@@ -281,17 +281,6 @@ func (cs *Consumer) checkLeaders(refresh bool) {
 	}
 }
 
-// metadataNames reports whether the cached metadata names leader as tp's
-// leader at epoch.
-func (cs *Consumer) metadataNames(tp TopicPartition, leader, epoch int32) bool {
-	s := cs.c.meta.current()
-	if s == nil {
-		return false
-	}
-	pm, ok := s.partition(tp.Topic, tp.Partition)
-	return ok && pm.Leader == leader && pm.LeaderEpoch == epoch
-}
-
 func (cs *Consumer) backoff(cp *cpart, now time.Time) {
 	cp.failures++
 	d := cs.cfg.RetryBackoff
@@ -364,7 +353,7 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			}
 			cs.backoff(cp, now)
 		case code == wire.UnknownLeaderEpoch && cp.behind < behindRefreshAfter && r.call != nil &&
-			cs.metadataNames(cp.tp, r.call.leader, r.call.epochs[cp.tp.Partition]):
+			cs.c.meta.current().leads(cp.tp.Topic, cp.tp.Partition, r.call.leader, r.call.epochs[cp.tp.Partition]):
 			// The leader our metadata names has not applied it yet (it
 			// will within moments): fetch again after 1 ms doubling
 			// without a refresh, a few times (then as any refusal: maybe
@@ -372,7 +361,7 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			cp.behind++
 			cs.c.log.Debug("fetch reached its leader before the leader's own metadata did; retrying soon", "topic", cp.tp.Topic,
 				"partition", cp.tp.Partition, "addr", r.addr, "tries", cp.behind)
-			cp.notBefore = now.Add(min(time.Millisecond<<(cp.behind-1), cs.cfg.RetryBackoff))
+			cp.notBefore = now.Add(behindRetry(cp.behind, cs.cfg.RetryBackoff))
 		case code.Retriable():
 			cs.c.log.Debug("fetch refused, retrying", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", code)
 			cs.backoff(cp, now)

@@ -69,7 +69,8 @@ func (pp *partProducer) handle(r attemptResult) {
 		pp.resequence(b, err, now, 0)
 	case code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now, b.attempts)
-	case code == wire.UnknownLeaderEpoch && pp.behind < behindRefreshAfter && pp.metadataNames(b.sentTo):
+	case code == wire.UnknownLeaderEpoch && pp.behind < behindRefreshAfter &&
+		pp.p.c.meta.current().leads(pp.topic, pp.part, b.sentTo.id, b.sentTo.epoch):
 		// Our metadata names that node the leader at that epoch and the
 		// node has not applied it yet (it will within moments; it wrote
 		// nothing): resend soon, without a refresh, a few times (then as
@@ -83,7 +84,7 @@ func (pp *partProducer) handle(r attemptResult) {
 			return
 		}
 		pp.insertQueue(b)
-		pp.enterRecoveryIn(now, min(time.Millisecond<<(pp.behind-1), pp.p.cfg.RetryBackoff))
+		pp.enterRecoveryIn(now, behindRetry(pp.behind, pp.p.cfg.RetryBackoff))
 	case code.Retriable():
 		// A leader that appended the batch and then lost its leadership
 		// while waiting for the ISR (acks=all) or for its flush (acks=1,
@@ -234,15 +235,10 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 // refresh and backoff follow until a success.
 const behindRefreshAfter = 5
 
-// metadataNames reports whether the cached metadata names to's node as the
-// partition's leader at to's epoch.
-func (pp *partProducer) metadataNames(to leader) bool {
-	s := pp.p.c.meta.current()
-	if s == nil {
-		return false
-	}
-	pm, ok := s.partition(pp.topic, pp.part)
-	return ok && pm.Leader == to.id && pm.LeaderEpoch == to.epoch
+// behindRetry is the wait before the n-th quick retry (n from 1) of a
+// leader behind its metadata: 1 ms doubling, at most limit.
+func behindRetry(n int, limit time.Duration) time.Duration {
+	return min(time.Millisecond<<min(n-1, 20), limit)
 }
 
 // abort fails everything left (Close after its flush gave up). Requests in
