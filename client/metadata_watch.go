@@ -38,18 +38,13 @@ const maxMetadataWatches = 3
 // the news arrive sooner. It never blocks.
 func (m *metadata) watch(avoid, spare []string) {
 	cur := m.current()
-	if cur == nil {
+	if cur == nil || m.watchServes(avoid) {
 		return
 	}
-	cands := m.candidates()
+	cands := m.candidates() // takes the lock itself
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for a := range m.mu.watches {
-		if !slices.Contains(avoid, a) {
-			return
-		}
-	}
-	if len(m.mu.watches) >= maxMetadataWatches {
+	if m.watchServesLocked(avoid) {
 		return
 	}
 	var eligible, preferred []string
@@ -75,6 +70,24 @@ func (m *metadata) watch(avoid, spare []string) {
 	m.mu.watches[addr] = true
 	m.watchCount.Add(1)
 	go m.runWatch(addr, cur.offset)
+}
+
+// watchServes reports whether a running watch serves a caller that
+// suspects avoid (one runs at a node outside it), or no other may start
+// (maxMetadataWatches run).
+func (m *metadata) watchServes(avoid []string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.watchServesLocked(avoid)
+}
+
+func (m *metadata) watchServesLocked(avoid []string) bool {
+	for a := range m.mu.watches {
+		if !slices.Contains(avoid, a) {
+			return true
+		}
+	}
+	return len(m.mu.watches) >= maxMetadataWatches
 }
 
 // watching reports whether any watch runs.
