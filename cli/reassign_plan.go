@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -145,7 +144,7 @@ func generatePlan(topics []client.TopicDescription, brokers []int32, rack func(i
 	if racks != nil {
 		brokers = metadata.RackAlternated(brokers, racks)
 	}
-	nr := len(slices.Compact(slices.Sorted(maps.Values(racks))))
+	nr := metadata.DistinctRacks(brokers, racks)
 	start := 0
 	for _, t := range topics {
 		for _, pi := range t.Partitions {

@@ -98,8 +98,8 @@ func RackAlternated(brokers []int32, racks map[int32]string) []int32 {
 	return out
 }
 
-// distinctRacks counts the racks of brokers.
-func distinctRacks(brokers []int32, racks map[int32]string) int {
+// DistinctRacks counts the racks of brokers.
+func DistinctRacks(brokers []int32, racks map[int32]string) int {
 	seen := map[string]bool{}
 	for _, b := range brokers {
 		seen[racks[b]] = true
@@ -114,7 +114,7 @@ func distinctRacks(brokers []int32, racks map[int32]string) int {
 // whose rack already holds one of p's replicas until every rack holds one.
 func assignRangeRacks(arranged []int32, racks map[int32]string, from, n, rf, start, shift int) [][]int32 {
 	nb := len(arranged)
-	nr := distinctRacks(arranged, racks)
+	nr := DistinctRacks(arranged, racks)
 	out := make([][]int32, n)
 	for i := range n {
 		p := from + i
