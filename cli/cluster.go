@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,16 +98,11 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 		// applies ("-" from an answering node older than the field).
 		// RACK only when some node has one.
 		racks := slices.ContainsFunc(st.Nodes, func(n client.NodeStatus) bool { return n.Rack != "" })
-		rackCol := func(r string) string {
-			switch {
-			case !racks:
-				return ""
-			case r == "":
-				return "\t-"
-			}
-			return "\t" + r
+		header := "ID\tADDRESS\tSTATE\tCONTROLLER\tMAX VERSION"
+		if racks {
+			header += "\tRACK"
 		}
-		fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tCONTROLLER\tMAX VERSION"+map[bool]string{true: "\tRACK"}[racks])
+		fmt.Fprintln(tw, header)
 		for _, n := range st.Nodes {
 			role := "-"
 			switch {
@@ -123,7 +119,11 @@ func runClusterStatus(ctx context.Context, opts clusterOptions, stdout, stderr i
 			if n.MetadataVersion > 0 {
 				mv = fmt.Sprint(n.MetadataVersion)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s%s\n", n.ID, n.Addr, state, role, mv, rackCol(n.Rack))
+			row := fmt.Sprintf("%d\t%s\t%s\t%s\t%s", n.ID, n.Addr, state, role, mv)
+			if racks {
+				row += "\t" + cmp.Or(n.Rack, "-")
+			}
+			fmt.Fprintln(tw, row)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
