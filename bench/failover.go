@@ -35,6 +35,11 @@ type FailoverTrial struct {
 	// after the kill: the reader's leader discovery and the writer's
 	// together (-1: none within --failover-timeout).
 	ConsumerResumeMs float64 `json:"consumer_resume_ms"`
+	// AckAfterLeaderMs is UnavailableMs less NewLeaderMs: from the new
+	// leader showing in the metadata to the first acknowledged write, the
+	// clients' and the new leader's part of the failover (-1 when either
+	// is missing).
+	AckAfterLeaderMs float64 `json:"ack_after_new_leader_ms"`
 	OldEpoch         int32   `json:"victim_leader_epoch"`
 	// VictimWasController: the victim was also the active controller, so
 	// its fencing first waited for a new controller's election.
@@ -65,6 +70,8 @@ type FailoverResult struct {
 	RejoinMs      Summary         `json:"rejoin_isr_ms"`
 	// ConsumerResumeMs summarizes the trials' ConsumerResumeMs.
 	ConsumerResumeMs Summary `json:"consumer_resume_ms"`
+	// AckAfterLeaderMs summarizes the trials' AckAfterLeaderMs.
+	AckAfterLeaderMs Summary `json:"ack_after_new_leader_ms"`
 	// KillInstant says what the trials' times run from: KillInstantSignal
 	// (exact) or KillInstantCmdStart (upper bounds; KillCmdMs says by how
 	// much at most).
@@ -207,8 +214,14 @@ func (r *runner) runFailover(ctx context.Context) (*FailoverResult, error) {
 
 // summarize computes the p50/p99/max figures over the trials.
 func (res *FailoverResult) summarize() {
-	var fence, leader, unavail, rejoin, kill, resume []float64
-	for _, t := range res.Trials {
+	var fence, leader, unavail, rejoin, kill, resume, after []float64
+	for i := range res.Trials {
+		t := &res.Trials[i]
+		t.AckAfterLeaderMs = -1
+		if t.UnavailableMs >= 0 && t.NewLeaderMs >= 0 {
+			t.AckAfterLeaderMs = max(t.UnavailableMs-t.NewLeaderMs, 0) // the watcher polls: it may see the leader after the ack
+		}
+		after = append(after, t.AckAfterLeaderMs)
 		resume = append(resume, t.ConsumerResumeMs)
 		fence = append(fence, t.FenceMs)
 		leader = append(leader, t.NewLeaderMs)
@@ -219,6 +232,7 @@ func (res *FailoverResult) summarize() {
 	res.FenceMs, res.NewLeaderMs, res.UnavailableMs, res.RejoinMs = summarizeTrials(fence), summarizeTrials(leader), summarizeTrials(unavail), summarizeTrials(rejoin)
 	res.KillCmdMs = summarizeTrials(kill)
 	res.ConsumerResumeMs = summarizeTrials(resume)
+	res.AckAfterLeaderMs = summarizeTrials(after)
 }
 
 // waitHealthy waits until a controller is elected, every broker is alive and

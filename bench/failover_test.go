@@ -237,6 +237,10 @@ func TestFailoverTargetsNeedEveryTrial(t *testing.T) {
 	if u := res.UnavailableMs; u.N != 3 || u.Missing != 1 || u.Max != 120 {
 		t.Fatalf("unavailability summary %+v", u)
 	}
+	// From the new leader (60 ms) to the first ack: 40, 60, none, 50 ms.
+	if a := res.AckAfterLeaderMs; a.N != 3 || a.Missing != 1 || a.P50 != 50 || a.Max != 60 || res.Trials[2].AckAfterLeaderMs != -1 {
+		t.Fatalf("new leader → first ack summary %+v, trial 3 %v", a, res.Trials[2].AckAfterLeaderMs)
+	}
 	var rep Report
 	rep.Failover = res
 	rep.checkTargets(Config{})

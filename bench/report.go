@@ -229,6 +229,7 @@ func (r *Report) WriteTable(out io.Writer) {
 		fmt.Fprintf(w, "  time to fence\t%s\n", sum(f.FenceMs))
 		fmt.Fprintf(w, "  time to new leader\t%s\n", sum(f.NewLeaderMs))
 		fmt.Fprintf(w, "  unavailability\t%s\n", sum(f.UnavailableMs))
+		fmt.Fprintf(w, "  new leader → first ack\t%s\n", sum(f.AckAfterLeaderMs))
 		fmt.Fprintf(w, "  consumer resumes\t%s\n", sum(f.ConsumerResumeMs))
 		fmt.Fprintf(w, "  rejoin ISR after restart\t%s\n", sum(f.RejoinMs))
 		fmt.Fprintf(w, "  records\t%d acknowledged, %d verified, %d lost, %d unverified, %d duplicates, %d failed deliveries\n", f.Acked, f.Verified, f.LostRecords, f.Unverified, f.Duplicates, f.Failed)
