@@ -39,7 +39,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &runner{cfg: cfg, log: cfg.Logger, progress: newProgress(cfg.Progress)}
-	if cfg.Failover.KeepSlowOver > 0 && cfg.Bootstrap == nil &&
+	if cfg.Failover.KeepSlowOver > 0 && len(cfg.Bootstrap) == 0 &&
 		(cfg.Mode.runs(ModeFailover) || cfg.Mode.runs(ModeControllerFailover)) {
 		// A slow trial's evidence includes the bench's own debug log.
 		r.ring = &ringLog{}
