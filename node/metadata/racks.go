@@ -12,7 +12,8 @@ import (
 // live broker has one, new replicas are placed so that a partition's
 // replicas sit in as many different racks as its replica count allows
 // (topic creation, added partitions, a higher replication factor), so
-// losing a whole rack leaves every partition an in-sync replica elsewhere.
+// losing a whole rack leaves every partition whose ISR spans racks an
+// in-sync replica elsewhere (nothing keeps the ISR itself spread).
 // A broker without a rack counts as a rack of its own. Placement is
 // decided by the active controller and recorded as explicit replica lists,
 // so builds that ignore racks still apply the same records.
