@@ -48,6 +48,16 @@ func mustFakeClient(tb testing.TB, fc *clienttest.Cluster) *Client {
 	return c
 }
 
+// refreshedFakeClient is mustFakeClient with its metadata already read.
+func refreshedFakeClient(tb testing.TB, fc *clienttest.Cluster) *Client {
+	tb.Helper()
+	c := mustFakeClient(tb, fc)
+	if err := c.meta.refresh(testCtx(tb)); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 func testCtx(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	tb.Cleanup(cancel)

@@ -28,10 +28,7 @@ func waitWatchDone(tb testing.TB, m *metadata) {
 func TestMetadataWatchStoresNews(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("a", 1)
-	c := mustFakeClient(t, fc)
-	if err := c.meta.refresh(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := refreshedFakeClient(t, fc)
 	before := c.meta.current().offset
 	fc.CreateTopic("b", 1) // news: a higher metadata offset
 	changed := c.meta.changed()
@@ -55,10 +52,7 @@ func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.IgnoreMetadataWait.Store(true)
 	fc.CreateTopic("a", 1)
-	c := mustFakeClient(t, fc)
-	if err := c.meta.refresh(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := refreshedFakeClient(t, fc)
 	for i := 0; i < 3; i++ {
 		c.meta.watch(nil, nil)
 		waitWatchDone(t, c.meta)
@@ -79,10 +73,7 @@ func TestMetadataWatchSkipsNodesThatDoNotWait(t *testing.T) {
 func TestMetadataWatchGivesUpASilentNode(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("a", 1)
-	c := mustFakeClient(t, fc)
-	if err := c.meta.refresh(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := refreshedFakeClient(t, fc)
 	sw := hangFirstWatchedNode(fc)
 	c.meta.watch(nil, nil)
 	waitWatchDone(t, c.meta) // about metadataWatchWait + metadataWatchGrace
@@ -99,10 +90,7 @@ func TestMetadataWatchGivesUpASilentNode(t *testing.T) {
 func TestMetadataWatchBesideOneAtASuspectedNode(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.CreateTopic("a", 1)
-	c := mustFakeClient(t, fc)
-	if err := c.meta.refresh(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	c := refreshedFakeClient(t, fc)
 	sw := hangFirstWatchedNode(fc)
 	c.meta.watch(nil, nil) // goes to the node that will hang
 	stuck := sw.waitAsked(t, 1)[0]
