@@ -245,15 +245,18 @@ func (cs *Consumer) watchLeaders(now time.Time) {
 	if len(cs.inflight) == 0 {
 		return // nothing to watch for
 	}
-	var avoid, spare []string
+	var avoid []string
 	for call := range cs.inflight {
 		if cs.overdue(call, now) {
 			avoid = append(avoid, call.addr)
 		}
-		spare = append(spare, call.addr)
 	}
 	if len(avoid) == 0 && cs.c.meta.watching() {
 		return // a watch runs and no node is suspected: watch would return at once
+	}
+	spare := make([]string, 0, len(cs.inflight))
+	for call := range cs.inflight {
+		spare = append(spare, call.addr)
 	}
 	cs.c.meta.watch(avoid, spare)
 }

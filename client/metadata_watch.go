@@ -133,10 +133,3 @@ func (m *metadata) runWatch(addr string, above int64) {
 		m.storeLocked(&r, addr)
 	}
 }
-
-// watchRefused reports whether addr answered a watch without waiting.
-func (m *metadata) watchRefused(addr string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.mu.noWatch[addr]
-}

@@ -148,3 +148,10 @@ func (sw *silentWatches) waitAsked(tb testing.TB, n int) []string {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// watchRefused reports whether addr answered a watch without waiting.
+func (m *metadata) watchRefused(addr string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.noWatch[addr]
+}
