@@ -78,13 +78,7 @@ func (pp *partProducer) handle(r attemptResult) {
 		pp.behind++
 		pp.p.c.log.Debug("produce reached its leader before the leader's own metadata did; resending soon", "topic", pp.topic,
 			"partition", pp.part, "node", b.sentTo.id, "epoch", b.sentTo.epoch, "tries", pp.behind)
-		b.lastErr = err
-		if now.After(b.deadline) {
-			pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
-			return
-		}
-		pp.insertQueue(b)
-		pp.enterRecoveryIn(now, behindRetry(pp.behind, pp.p.cfg.RetryBackoff))
+		pp.retryIn(b, now, err, behindRetry(pp.behind, pp.p.cfg.RetryBackoff))
 	case code.Retriable():
 		// A leader that appended the batch and then lost its leadership
 		// while waiting for the ISR (acks=all) or for its flush (acks=1,
@@ -105,26 +99,26 @@ func (pp *partProducer) handle(r attemptResult) {
 
 // retry queues b for a resend after the partition recovers.
 func (pp *partProducer) retry(b *pbatch, now time.Time, err error, unknown, needMeta bool) {
-	b.lastErr = err
 	b.unknown = b.unknown || unknown
 	pp.needMeta = pp.needMeta || needMeta
-	if now.After(b.deadline) {
-		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
-		return
-	}
-	pp.insertQueue(b)
-	pp.enterRecovery(now, b.attempts)
+	pp.retryIn(b, now, err, pp.p.backoff(b.attempts))
 }
 
 // retryNow queues b for a resend without a backoff.
 func (pp *partProducer) retryNow(b *pbatch, now time.Time, err error) {
+	pp.retryIn(b, now, err, 0)
+}
+
+// retryIn queues b for a resend once wait has passed (and inflight
+// drained), or fails it when its delivery deadline has passed.
+func (pp *partProducer) retryIn(b *pbatch, now time.Time, err error, wait time.Duration) {
 	b.lastErr = err
 	if now.After(b.deadline) {
 		pp.terminal(b, fmt.Errorf("%w: %w", ErrDeliveryTimeout, err), !b.unknown, now)
 		return
 	}
 	pp.insertQueue(b)
-	pp.enterRecovery(now, 0)
+	pp.enterRecoveryIn(now, wait)
 }
 
 // resequence handles a leader that will never accept b's sequence (unknown
