@@ -31,8 +31,9 @@ const (
 // speedSample is one timed chunk: when it started (unix µs) and how long it
 // took (ns).
 type speedSample struct {
-	start int64
-	ns    int64
+	start     int64
+	ns        int64
+	reclaimNs int64 // the kdamond threads' CPU time so far (reclaimWatch); 0 without any
 }
 
 // SlowWindow is one window in which the CPU ran slowly. JSON names are part
@@ -57,6 +58,9 @@ type CPUSlowdowns struct {
 	Fraction    float64      `json:"fraction"` // Seconds over the phase
 	MaxSlowdown float64      `json:"max_slowdown"`
 	Windows     []SlowWindow `json:"windows"`
+	// Reclaim is what the kernel reclaim watch saw (reclaim.go); nil on a
+	// machine without a kdamond thread.
+	Reclaim *KernelReclaim `json:"kernel_reclaim,omitempty"`
 }
 
 // speedProbe runs until stop.
@@ -65,6 +69,7 @@ type speedProbe struct {
 	done     chan struct{}
 	samples  []speedSample
 	realtime bool         // written by run before the first sample
+	watch    *reclaimWatch // kdamond threads, or nil; opened by run before the first sample
 	taken    atomic.Int64 // len(samples), for tests to wait on
 	begin    time.Time
 }
@@ -112,6 +117,7 @@ func (p *speedProbe) run() {
 	// goroutine's exit ends the thread rather than return it to the pool.
 	runtime.LockOSThread()
 	p.realtime = raiseProbePriority()
+	p.watch = newReclaimWatch("/proc")
 	n := calibrate(probeChunk)
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
@@ -123,7 +129,11 @@ func (p *speedProbe) run() {
 		}
 		start := time.Now()
 		spin(n)
-		p.samples = append(p.samples, speedSample{start: start.UnixMicro(), ns: int64(time.Since(start))})
+		s := speedSample{start: start.UnixMicro(), ns: int64(time.Since(start))}
+		if p.watch != nil {
+			s.reclaimNs = p.watch.cpuNs()
+		}
+		p.samples = append(p.samples, s)
 		p.taken.Add(1)
 	}
 }
@@ -136,8 +146,13 @@ func (p *speedProbe) stop() *CPUSlowdowns {
 	}
 	close(p.quit)
 	<-p.done
-	s := summarizeSlowdowns(p.samples, time.Since(p.begin))
+	phase := time.Since(p.begin)
+	s := summarizeSlowdowns(p.samples, phase)
 	s.Realtime = p.realtime
+	if p.watch != nil {
+		s.Reclaim = summarizeReclaim(p.watch, p.samples, phase.Seconds(), damonConfig("/sys/kernel/mm/damon/admin"))
+		p.watch.close()
+	}
 	return s
 }
 

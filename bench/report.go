@@ -199,13 +199,18 @@ func (r *Report) WriteTable(out io.Writer) {
 			if s := h.CPUSlowdowns; s != nil {
 				fmt.Fprintf(w, "  CPU slowdowns (half load)\t%d windows, %.2fs in all (%.1f%% of the run), the CPU up to %.1f× slower (a %.0f µs piece of arithmetic timed every %v)\n",
 					len(s.Windows), s.Seconds, 100*s.Fraction, s.MaxSlowdown, s.ChunkUs, probeEvery)
+				reclaimLine(w, "half load", s.Reclaim)
 			}
 			if c := h.ClearLatency; c != nil && h.ClearOf > 0 {
 				of := "records"
 				if h.ClearOf < h.Records {
 					of = fmt.Sprintf("the first %d records", h.ClearOf)
 				}
-				fmt.Fprintf(w, "  produce latency (half load, clear of slowdowns)\t%s (%.1f%% of %s)\n", lat(*c), 100*float64(c.Count)/float64(h.ClearOf), of)
+				of2 := "slowdowns"
+				if s := h.CPUSlowdowns; s != nil && s.Reclaim != nil {
+					of2 = "slowdowns and reclaim"
+				}
+				fmt.Fprintf(w, "  produce latency (half load, clear of %s)\t%s (%.1f%% of %s)\n", of2, lat(*c), 100*float64(c.Count)/float64(h.ClearOf), of)
 			}
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
 			cpuLine(w, "half load", h.CPU)
@@ -280,6 +285,12 @@ func (r *Report) WriteTable(out io.Writer) {
 		for i, win := range s.Windows {
 			fmt.Fprintf(w, "  window %d\t%s, %.0f ms, %.1f× slower\n", i+1, time.UnixMicro(int64(win.StartUnixMs*1e3)).Format("15:04:05.000"), win.Ms, win.Slowdown)
 		}
+		reclaimLine(w, "", s.Reclaim)
+		if r := s.Reclaim; r != nil {
+			for i, win := range r.Windows {
+				fmt.Fprintf(w, "  reclaim window %d\t%s, %.0f ms, kdamond on the CPU %.1f ms\n", i+1, time.UnixMicro(int64(win.StartUnixMs*1e3)).Format("15:04:05.000"), win.Ms, win.CPUMs)
+			}
+		}
 	}
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "\nTARGETS\n")
@@ -324,4 +335,22 @@ func cpuLine(w io.Writer, phase string, u *CPUUsage) {
 	}
 	fmt.Fprintf(w, "  CPU (%s)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
 		phase, u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
+}
+
+// reclaimLine prints what the kernel reclaim watch saw (nothing without a
+// kdamond thread); phase labels the line, as cpuLine's does.
+func reclaimLine(w io.Writer, phase string, r *KernelReclaim) {
+	if r == nil {
+		return
+	}
+	label := "kernel reclaim"
+	if phase != "" {
+		label += " (" + phase + ")"
+	}
+	cfg := ""
+	if r.DAMON != "" {
+		cfg = " [DAMON " + r.DAMON + "]"
+	}
+	fmt.Fprintf(w, "  %s\t%s on the CPU %.2fs; %d windows, %.2fs in all (%.1f%% of the run)%s\n",
+		label, strings.Join(r.Threads, ", "), r.CPUSeconds, len(r.Windows), r.Seconds, 100*r.Fraction, cfg)
 }

@@ -307,7 +307,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		looked   int64
 	)
 	if slow != nil {
-		c, n := trace.clearOf(slow.Windows)
+		c, n := trace.clearOf(slow.excluded())
 		clearLat, looked = &c, n
 	}
 	return &HalfLoad{
