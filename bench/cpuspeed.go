@@ -68,9 +68,9 @@ type speedProbe struct {
 	quit     chan struct{}
 	done     chan struct{}
 	samples  []speedSample
-	realtime bool         // written by run before the first sample
+	realtime bool          // written by run before the first sample
 	watch    *reclaimWatch // kdamond threads, or nil; opened by run before the first sample
-	taken    atomic.Int64 // len(samples), for tests to wait on
+	taken    atomic.Int64  // len(samples), for tests to wait on
 	begin    time.Time
 }
 
