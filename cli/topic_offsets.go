@@ -23,7 +23,9 @@ func topicOffsetsCommand() *ucli.Command {
 		UsageText: "paymentlog topic offsets NAME [--time earliest|latest|TIME] [--json]\n\n" +
 			"TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped\n" +
 			"at or after it, \"none\" (-1 in --json) where no record is yet. Each leader answers for its\n" +
-			"partitions; latest is the high watermark, the next offset a committed record will get.",
+			"partitions; latest is the high watermark, the next offset a committed record will get.\n" +
+			"A partition that still has no leader after 3s (every replica down) is printed as\n" +
+			"\"unavailable\" (in --json: offset -1 and an error), with the reason on stderr and exit status 1.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringFlag{Name: "time", Value: "latest", Usage: "earliest | latest | TIME (RFC 3339 or @UNIX_MS)", EnvVars: envVar("TOPIC_OFFSETS_TIME")},
 			&ucli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: envVar("TOPIC_JSON")},
@@ -70,41 +72,69 @@ type topicOffsetsJSON struct {
 }
 
 type partitionOffsetJS struct {
-	Partition int32 `json:"partition"`
-	Offset    int64 `json:"offset"` // -1: no record stamped at or after the time
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`          // -1: no record stamped at or after the time, or unavailable
+	Error     string `json:"error,omitempty"` // why the partition has no offset (no leader)
 }
+
+// offsetsUnavailableWait is how long topic offsets retries a partition
+// without a leader before it reports the partition unavailable.
+const offsetsUnavailableWait = 3 * time.Second
 
 func runTopicOffsets(ctx context.Context, co clientOptions, name string, at int64, asJSON bool, timeout time.Duration, stdout, stderr io.Writer) error {
 	return withAdmin(ctx, co, timeout, stderr, func(ctx context.Context, a *client.Admin) error {
-		offs, err := a.ListOffsets(ctx, name, at)
+		offs, unavailable, err := a.ListOffsetsAvailable(ctx, name, at, offsetsUnavailableWait)
 		if err != nil {
 			return fmt.Errorf("topic offsets %s: %w", name, err)
 		}
-		parts := make([]int32, 0, len(offs))
+		parts := make([]int32, 0, len(offs)+len(unavailable))
 		for p := range offs {
+			parts = append(parts, p)
+		}
+		for p := range unavailable {
 			parts = append(parts, p)
 		}
 		slices.Sort(parts)
 		if asJSON {
 			out := topicOffsetsJSON{Topic: name, Time: offsetsTimeName(at), Offsets: []partitionOffsetJS{}}
 			for _, p := range parts {
+				if e := unavailable[p]; e != nil {
+					out.Offsets = append(out.Offsets, partitionOffsetJS{Partition: p, Offset: -1, Error: e.Error()})
+					continue
+				}
 				out.Offsets = append(out.Offsets, partitionOffsetJS{Partition: p, Offset: offs[p]})
 			}
 			b, err := json.Marshal(out)
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(stdout, "%s\n", b)
-			return err
-		}
-		for _, p := range parts {
-			o := fmt.Sprint(offs[p])
-			if offs[p] < 0 {
-				o = "none"
+			if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+				return err
 			}
-			fmt.Fprintf(stdout, "%s:%d:%s\n", name, p, o)
+		} else {
+			for _, p := range parts {
+				o := fmt.Sprint(offs[p])
+				switch {
+				case unavailable[p] != nil:
+					o = "unavailable"
+				case offs[p] < 0:
+					o = "none"
+				}
+				fmt.Fprintf(stdout, "%s:%d:%s\n", name, p, o)
+			}
 		}
-		return nil
+		if len(unavailable) == 0 {
+			return nil
+		}
+		var first int32 = -1
+		for _, p := range parts {
+			if unavailable[p] != nil {
+				first = p
+				break
+			}
+		}
+		return fmt.Errorf("topic offsets %s: %d of %d partitions unavailable after %v (partition %d: %v)",
+			name, len(unavailable), len(parts), offsetsUnavailableWait, first, unavailable[first])
 	})
 }
 

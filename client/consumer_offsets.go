@@ -99,3 +99,45 @@ func (a *Admin) ListOffsets(ctx context.Context, topic string, at int64) (map[in
 	offs, _, err := a.c.listOffsets(ctx, topic, parts, at, true)
 	return offs, err
 }
+
+// ListOffsetsAvailable is ListOffsets for an operator looking at a topic
+// with partitions offline: it retries failing partitions for at most wait
+// (a leader election takes well under a second), then returns the offsets
+// it has and, in unavailable, why each other partition has none (no
+// leader: every replica is down). A failure that retrying cannot mend (an
+// unknown topic, a refused request) and ctx ending are errors, as in
+// ListOffsets.
+func (a *Admin) ListOffsetsAvailable(ctx context.Context, topic string, at int64, wait time.Duration) (offs map[int32]int64, unavailable map[int32]error, err error) {
+	if at < 0 && at != SeekBeginning && at != SeekEnd {
+		return nil, nil, fmt.Errorf("client: list offsets at %d: not SeekBeginning, SeekEnd or a time in Unix ms", at)
+	}
+	n, err := a.c.PartitionCount(ctx, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	offs, errs, err := a.c.listOffsets(wctx, topic, parts, at, true)
+	if err == nil {
+		return offs, nil, nil
+	}
+	if ctx.Err() != nil || wctx.Err() == nil {
+		return nil, nil, err // ctx ended, or a failure retrying cannot mend
+	}
+	unavailable = map[int32]error{}
+	for _, p := range parts {
+		if _, ok := offs[p]; ok {
+			continue
+		}
+		if e := errs[p]; e != nil {
+			unavailable[p] = e
+		} else {
+			unavailable[p] = fmt.Errorf("%s/%d: no answer within %v", topic, p, wait)
+		}
+	}
+	return offs, unavailable, nil
+}
