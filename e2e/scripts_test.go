@@ -30,6 +30,7 @@ func TestClusterScript(t *testing.T) {
 		t.Skip("bash not installed")
 	}
 	c := newScriptCluster(t)
+	c.racks = []string{"az1", "az2", "az1"} // PAYMENTLOG_RACKS: kept across restart
 
 	c.script(t, "up")
 	env := c.clientEnv(t)
@@ -131,20 +132,23 @@ func TestClusterScriptErrors(t *testing.T) {
 	}
 	c := newScriptCluster(t)
 	for _, tc := range []struct {
-		args []string
-		code int
-		want string
+		args  []string
+		code  int
+		want  string
+		racks []string
 	}{
-		{[]string{"kill", "4"}, 2, "node must be 1, 2 or 3 (got '4')"},
-		{[]string{"kill"}, 2, "node must be 1, 2 or 3"},
-		{[]string{"pause", "x"}, 2, "node must be 1, 2 or 3 (got 'x')"},
-		{[]string{"restart", "0"}, 2, "node must be 1, 2 or 3 (got '0')"},
-		{[]string{"leader", "payments"}, 2, "usage: cluster.sh leader TOPIC PARTITION"},
-		{[]string{"start"}, 2, "unknown command 'start'"},
-		{[]string{"kill", "3"}, 1, "node 3 is not running"},
-		{[]string{"pause", "2"}, 1, "node 2 is not running"},
-		{[]string{"resume", "1"}, 1, "node 1 is not running"},
+		{[]string{"kill", "4"}, 2, "node must be 1, 2 or 3 (got '4')", nil},
+		{[]string{"kill"}, 2, "node must be 1, 2 or 3", nil},
+		{[]string{"pause", "x"}, 2, "node must be 1, 2 or 3 (got 'x')", nil},
+		{[]string{"restart", "0"}, 2, "node must be 1, 2 or 3 (got '0')", nil},
+		{[]string{"leader", "payments"}, 2, "usage: cluster.sh leader TOPIC PARTITION", nil},
+		{[]string{"start"}, 2, "unknown command 'start'", nil},
+		{[]string{"kill", "3"}, 1, "node 3 is not running", nil},
+		{[]string{"pause", "2"}, 1, "node 2 is not running", nil},
+		{[]string{"resume", "1"}, 1, "node 1 is not running", nil},
+		{[]string{"up"}, 2, "PAYMENTLOG_RACKS names 4 racks for 3 nodes", []string{"a", "b", "c", "d"}},
 	} {
+		c.racks = tc.racks
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, filepath.Join(c.root, "scripts", "cluster.sh"), tc.args...)
 		cmd.Dir, cmd.Env = c.root, c.scriptEnv()
@@ -163,6 +167,7 @@ func TestClusterScriptErrors(t *testing.T) {
 				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
 		}
 	}
+	c.racks = nil
 	// status of a cluster that is not running: every node stopped, no pid,
 	// and a hint instead of a client error about missing certificates.
 	out := c.script(t, "status")
@@ -196,9 +201,10 @@ type pos struct {
 func (p pos) String() string { return fmt.Sprintf("partition %d offset %d", p.Partition, p.Offset) }
 
 type scriptCluster struct {
-	root string // the module root (scripts/ lives there)
-	dir  string // PAYMENTLOG_CLUSTER_DIR
-	port int    // PAYMENTLOG_CLUSTER_PORT
+	root  string   // the module root (scripts/ lives there)
+	dir   string   // PAYMENTLOG_CLUSTER_DIR
+	port  int      // PAYMENTLOG_CLUSTER_PORT
+	racks []string // PAYMENTLOG_RACKS, when set: waitAllAlive checks each node's
 }
 
 func newScriptCluster(t *testing.T) *scriptCluster {
@@ -259,10 +265,14 @@ func (c *scriptCluster) bench(t *testing.T, mode string, trials int, out string)
 
 // scriptEnv is the environment that points the scripts at this cluster.
 func (c *scriptCluster) scriptEnv() []string {
-	return append(os.Environ(),
+	env := append(os.Environ(),
 		"PAYMENTLOG_BIN="+binary, "PAYMENTLOG_NO_BUILD=1",
 		"PAYMENTLOG_CLUSTER_DIR="+c.dir, "PAYMENTLOG_CLUSTER_PORT="+strconv.Itoa(c.port),
 		"PAYMENTLOG_READY_TIMEOUT=60", "PAYMENTLOG_STOP_TIMEOUT=20")
+	if c.racks != nil {
+		env = append(env, "PAYMENTLOG_RACKS="+strings.Join(c.racks, ","))
+	}
+	return env
 }
 
 // script runs a script that must succeed.
@@ -337,7 +347,9 @@ func (c *scriptCluster) waitAllAlive(t *testing.T, env []string) {
 		out, err := cmd.Output()
 		var st struct {
 			Nodes []struct {
+				ID    int    `json:"id"`
 				State string `json:"state"`
+				Rack  string `json:"rack"`
 			} `json:"nodes"`
 		}
 		if err == nil && json.Unmarshal(out, &st) == nil && len(st.Nodes) == 3 {
@@ -348,6 +360,11 @@ func (c *scriptCluster) waitAllAlive(t *testing.T, env []string) {
 				}
 			}
 			if alive == 3 {
+				for _, n := range st.Nodes {
+					if c.racks != nil && (n.ID < 1 || n.ID > len(c.racks) || n.Rack != c.racks[n.ID-1]) {
+						t.Errorf("node %d registered rack %q; PAYMENTLOG_RACKS=%s", n.ID, n.Rack, strings.Join(c.racks, ","))
+					}
+				}
 				return
 			}
 		}

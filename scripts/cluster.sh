@@ -27,7 +27,9 @@
 # Environment: PAYMENTLOG_BIN (binary; default ./paymentlog, rebuilt by up and
 # restart unless PAYMENTLOG_NO_BUILD=1), PAYMENTLOG_CLUSTER_DIR (default ./data),
 # PAYMENTLOG_READY_TIMEOUT (seconds, default 60), PAYMENTLOG_NODE_ARGS (extra
-# `node start` flags, e.g. "--fsync never").
+# `node start` flags, e.g. "--fsync never"), PAYMENTLOG_RACKS (each node's
+# `--rack`, in node order: "az1,az2,az1" puts nodes 1 and 3 in az1; an empty
+# entry starts that node without one; applies to up and restart).
 #
 # Usage errors (a node other than 1, 2 or 3, an unknown command) exit with
 # status 2 and one line on stderr; a failure (e.g. kill of a node that is not
@@ -53,6 +55,19 @@ usage_die() { echo "cluster.sh: $*" >&2; exit 2; }
 say() { echo "cluster.sh: $*"; }
 
 client_args() { echo --bootstrap "$BOOTSTRAP" --tls-dir "$CERTS" --cert-name client; }
+
+# RACKS: PAYMENTLOG_RACKS split at commas, one entry per node (at most 3).
+RACKS=()
+if [ -n "${PAYMENTLOG_RACKS:-}" ]; then
+	IFS=, read -r -a RACKS <<<"$PAYMENTLOG_RACKS"
+	[ "${#RACKS[@]}" -le 3 ] || usage_die "PAYMENTLOG_RACKS names ${#RACKS[@]} racks for 3 nodes (got '$PAYMENTLOG_RACKS')"
+fi
+
+# rack_args N: node N's --rack flag from PAYMENTLOG_RACKS, or nothing.
+rack_args() {
+	local r="${RACKS[$(($1 - 1))]:-}"
+	if [ -n "$r" ]; then echo --rack "$r"; fi
+}
 
 check_node() {
 	case "${1:-}" in
@@ -147,10 +162,10 @@ start() {
 	fi
 	mkdir -p "$DIR/node$n"
 	echo "$START_MARK $n $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$(logfile "$n")"
-	# shellcheck disable=SC2086 # PAYMENTLOG_NODE_ARGS is a list of flags
+	# shellcheck disable=SC2086,SC2046 # PAYMENTLOG_NODE_ARGS and rack_args are lists of flags
 	nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
 		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" \
-		${PAYMENTLOG_NODE_ARGS:-} >>"$(logfile "$n")" 2>&1 </dev/null &
+		$(rack_args "$n") ${PAYMENTLOG_NODE_ARGS:-} >>"$(logfile "$n")" 2>&1 </dev/null &
 	echo $! >"$(pidfile "$n")"
 	say "started node $n (pid $!, log $(logfile "$n"))"
 }
