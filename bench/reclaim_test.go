@@ -147,3 +147,36 @@ func TestDAMONConfig(t *testing.T) {
 		t.Fatalf("no sysfs: %q", got)
 	}
 }
+
+// The report names kdamond, its windows and DAMON's configuration, and the
+// clear latency says it leaves reclaim out too; bench cpu lists at most
+// maxReclaimWindowsListed windows.
+func TestReclaimInReport(t *testing.T) {
+	rec := &KernelReclaim{Threads: []string{"kdamond.0 (pid 78)"}, DAMON: "paddr, sampled every 500ms", CPUSeconds: 0.25, Seconds: 0.5, Fraction: 0.05}
+	for i := 0; i < maxReclaimWindowsListed+3; i++ {
+		rec.Windows = append(rec.Windows, ReclaimWindow{StartUnixMs: float64(1_700_000_000_000 + 500*i), Ms: 30, CPUMs: 25})
+	}
+	slow := &CPUSlowdowns{ChunkUs: 10, Windows: []SlowWindow{}, Reclaim: rec}
+	lat := Percentiles{Count: 90, P50: 7, P99: 13}
+	rep := &Report{
+		Throughput: &ThroughputResult{HalfLoad: &HalfLoad{Records: 100, CPUSlowdowns: slow, ClearLatency: &lat, ClearOf: 100}},
+		CPUProbe:   slow,
+	}
+	var out strings.Builder
+	rep.WriteTable(&out)
+	s := out.String()
+	for _, want := range []string{
+		"kernel reclaim (half load)",
+		"kdamond.0 (pid 78) on the CPU 0.25s; 23 windows, 0.50s in all (5.0% of the run) [DAMON paddr, sampled every 500ms]",
+		"produce latency (half load, clear of slowdowns and reclaim)",
+		"reclaim window 20 ",
+		"3 more in the JSON",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "reclaim window 21") {
+		t.Errorf("report lists more than %d reclaim windows:\n%s", maxReclaimWindowsListed, s)
+	}
+}

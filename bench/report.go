@@ -288,6 +288,10 @@ func (r *Report) WriteTable(out io.Writer) {
 		reclaimLine(w, "", s.Reclaim)
 		if r := s.Reclaim; r != nil {
 			for i, win := range r.Windows {
+				if i == maxReclaimWindowsListed {
+					fmt.Fprintf(w, "  reclaim windows\t%d more in the JSON\n", len(r.Windows)-i)
+					break
+				}
 				fmt.Fprintf(w, "  reclaim window %d\t%s, %.0f ms, kdamond on the CPU %.1f ms\n", i+1, time.UnixMicro(int64(win.StartUnixMs*1e3)).Format("15:04:05.000"), win.Ms, win.CPUMs)
 			}
 		}
@@ -336,6 +340,10 @@ func cpuLine(w io.Writer, phase string, u *CPUUsage) {
 	fmt.Fprintf(w, "  CPU (%s)\tnodes %.1fs + bench %.1fs in %.1fs = %.2f CPUs; whole machine %.0f%% busy\n",
 		phase, u.NodesSeconds, u.BenchSeconds, u.WallSeconds, u.Utilization, 100*u.MachineBusy)
 }
+
+// maxReclaimWindowsListed bounds the reclaim windows `bench cpu` lists (a
+// kdamond sampling every 500 ms makes two a second).
+const maxReclaimWindowsListed = 20
 
 // reclaimLine prints what the kernel reclaim watch saw (nothing without a
 // kdamond thread); phase labels the line, as cpuLine's does.
