@@ -56,9 +56,13 @@ type Config struct {
 	Binary     string         // paymentlog binary for the local cluster; default os.Executable()
 	Nodes      int            // local cluster size; 3
 	NodeArgs   []string       // extra `node start` flags for the local cluster
-	KeepDir    bool           // keep the local cluster's directory
-	BaseDir    string         // where the local cluster's directory goes; default os.TempDir()
-	Metrics    bool           // give local nodes --metrics-addr (/metrics: QUIC loss; pprof: --profile-dir); reported in the output
+	// NodeGOMAXPROCS is each local node's GOMAXPROCS: > 0 that many, 0 Go's
+	// default (every CPU), < 0 the node's share of the machine,
+	// nodeGOMAXPROCS (DefaultConfig).
+	NodeGOMAXPROCS int
+	KeepDir        bool   // keep the local cluster's directory
+	BaseDir        string // where the local cluster's directory goes; default os.TempDir()
+	Metrics        bool   // give local nodes --metrics-addr (/metrics: QUIC loss; pprof: --profile-dir); reported in the output
 
 	Throughput ThroughputConfig
 	Transport  TransportConfig
@@ -151,8 +155,9 @@ type ControllerFailoverConfig struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Mode:  ModeAll,
-		Nodes: 3,
+		Mode:           ModeAll,
+		Nodes:          3,
+		NodeGOMAXPROCS: -1,
 		Throughput: ThroughputConfig{
 			RecordSize:        1024,
 			Duration:          8 * time.Second,

@@ -148,7 +148,11 @@ func (r *Report) WriteTable(out io.Writer) {
 		}
 		return fmt.Sprintf("p50 %.0f  p99 %.0f  max %.0f ms  (n=%d%s)", s.P50, s.P99, s.Max, s.N, m)
 	}
-	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs, load average at start %s)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"], r.Config.Machine["load_avg_at_start"])
+	procs := ""
+	if p, ok := r.Config.Cluster["node_gomaxprocs"].(int); ok && p > 0 {
+		procs = fmt.Sprintf(", local nodes at GOMAXPROCS %d", p)
+	}
+	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs%s, load average at start %s)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"], procs, r.Config.Machine["load_avg_at_start"])
 	if t := r.Transport; t != nil {
 		gro := ""
 		if t.ReceiveOffload {

@@ -209,3 +209,20 @@ func TestReportNamesControllerVictims(t *testing.T) {
 		t.Fatalf("table names a controller victim that was not:\n%s", out.String())
 	}
 }
+
+// --node-gomaxprocs: -1 gives each local node its share of the CPUs (at
+// least 1), 0 leaves Go's default, N is taken as it is.
+func TestNodeGOMAXPROCS(t *testing.T) {
+	for _, c := range []struct{ setting, cpus, nodes, want int }{
+		{-1, 2, 3, 1},
+		{-1, 8, 3, 2},
+		{-1, 16, 3, 5},
+		{-1, 4, 0, 4},
+		{0, 2, 3, 0},
+		{3, 2, 3, 3},
+	} {
+		if got := nodeGOMAXPROCS(c.setting, c.cpus, c.nodes); got != c.want {
+			t.Errorf("nodeGOMAXPROCS(%d, %d CPUs, %d nodes) = %d, want %d", c.setting, c.cpus, c.nodes, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,10 @@ func TestBenchTiny(t *testing.T) {
 		t.Errorf("controller failover %+v", rep.ControllerFailover)
 	case rep.Config["versions"] == nil:
 		t.Errorf("config %v", rep.Config)
+	}
+	// The local nodes ran at their share of the CPUs (--node-gomaxprocs -1).
+	if cl, _ := rep.Config["cluster"].(map[string]any); cl["node_gomaxprocs"] != float64(max(1, runtime.NumCPU()/3)) {
+		t.Errorf("config.cluster.node_gomaxprocs = %v, want %d", cl["node_gomaxprocs"], max(1, runtime.NumCPU()/3))
 	}
 	// Every trial took longer than --keep-slow-trials: each one's node logs
 	// are kept, from just before its kill (the victim's restart is in them,
