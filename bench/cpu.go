@@ -23,15 +23,23 @@ type CPUUsage struct {
 	// MachineBusy is the whole machine's non-idle share over the phase
 	// (from /proc/stat), other processes included; 1 = every CPU busy.
 	MachineBusy float64 `json:"machine_busy"`
+	// NodesSwitches and BenchSwitches count context switches (voluntary and
+	// not) over the phase: of every thread of the local nodes (from
+	// /proc/PID/task/*/status; a thread that ends meanwhile is not counted),
+	// and of this process (getrusage). Every wakeup of a sleeping thread is
+	// two; on a VM each is dear (README, "Local nodes share the CPUs").
+	NodesSwitches uint64 `json:"nodes_context_switches"`
+	BenchSwitches uint64 `json:"bench_context_switches"`
 }
 
 // cpuMeter samples CPU counters at the start of a phase.
 type cpuMeter struct {
-	start      time.Time
-	pids       []int
-	nodes      float64
-	self       float64
-	busy, idle uint64
+	start                    time.Time
+	pids                     []int
+	nodes                    float64
+	self                     float64
+	busy, idle               uint64
+	nodeSwitches, selfSwitch uint64
 }
 
 // userHZ is Linux's clock-tick rate for /proc CPU times (fixed at 100 on
@@ -43,6 +51,7 @@ func startCPU(pids []int) *cpuMeter {
 	m.nodes = procCPU(pids)
 	m.self = selfCPU()
 	m.busy, m.idle = machineCPU()
+	m.nodeSwitches, m.selfSwitch = procSwitches("/proc", pids), selfSwitches()
 	return m
 }
 
@@ -60,7 +69,46 @@ func (m *cpuMeter) stop() *CPUUsage {
 	if d := (busy - m.busy) + (idle - m.idle); d > 0 {
 		u.MachineBusy = float64(busy-m.busy) / float64(d)
 	}
+	if n := procSwitches("/proc", m.pids); n > m.nodeSwitches {
+		u.NodesSwitches = n - m.nodeSwitches
+	}
+	if n := selfSwitches(); n > m.selfSwitch {
+		u.BenchSwitches = n - m.selfSwitch
+	}
 	return &u
+}
+
+// procSwitches sums the context switches of every thread of pids under
+// procDir (voluntary_ctxt_switches + nonvoluntary_ctxt_switches of
+// /proc/PID/task/*/status; 0 for what it cannot read).
+func procSwitches(procDir string, pids []int) uint64 {
+	var total uint64
+	for _, pid := range pids {
+		tasks, _ := os.ReadDir(fmt.Sprintf("%s/%d/task", procDir, pid))
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("%s/%d/task/%s/status", procDir, pid, t.Name()))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				name, v, ok := strings.Cut(line, ":")
+				if ok && (name == "voluntary_ctxt_switches" || name == "nonvoluntary_ctxt_switches") {
+					n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+					total += n
+				}
+			}
+		}
+	}
+	return total
+}
+
+// selfSwitches is this process's context switches, all threads included.
+func selfSwitches() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Nvcsw + ru.Nivcsw)
 }
 
 // procCPU sums utime+stime of pids in seconds (0 for any it cannot read).

@@ -43,6 +43,10 @@ type Messages struct {
 	// not by their bytes. Zero when the CPU was not measured.
 	NodeCPUMsPerProduce  float64 `json:"node_cpu_ms_per_produce,omitempty"`
 	BenchCPUMsPerProduce float64 `json:"bench_cpu_ms_per_produce,omitempty"`
+	// Context switches per produce request (CPUUsage's counts divided by
+	// ProduceRequests), of the nodes and of this process.
+	NodeSwitchesPerProduce  float64 `json:"node_context_switches_per_produce,omitempty"`
+	BenchSwitchesPerProduce float64 `json:"bench_context_switches_per_produce,omitempty"`
 	// RecordsPerProduce is the phase's acknowledged records per produce
 	// request.
 	RecordsPerProduce float64 `json:"records_per_produce,omitempty"`
@@ -63,6 +67,8 @@ func (m *Messages) addCPU(u *CPUUsage) {
 	}
 	m.NodeCPUMsPerProduce = 1000 * u.NodesSeconds / float64(m.ProduceRequests)
 	m.BenchCPUMsPerProduce = 1000 * u.BenchSeconds / float64(m.ProduceRequests)
+	m.NodeSwitchesPerProduce = float64(u.NodesSwitches) / float64(m.ProduceRequests)
+	m.BenchSwitchesPerProduce = float64(u.BenchSwitches) / float64(m.ProduceRequests)
 }
 
 // scrapeNodes sums the nodes' counters; nil without metrics addresses, and
@@ -185,6 +191,7 @@ func messagesLine(w io.Writer, phase string, m *Messages) {
 	fmt.Fprintf(w, "  messages (%s)\t%.0f produce requests/s (%.1f records each), %.2f follower fetch answers per produce request\n",
 		phase, m.ProduceRequestsPerSec, m.RecordsPerProduce, m.AnswersPerProduce)
 	if m.NodeCPUMsPerProduce > 0 {
-		fmt.Fprintf(w, "  CPU per produce request (%s)\tnodes %.2f ms + bench %.2f ms\n", phase, m.NodeCPUMsPerProduce, m.BenchCPUMsPerProduce)
+		fmt.Fprintf(w, "  CPU per produce request (%s)\tnodes %.2f ms + bench %.2f ms; context switches nodes %.0f + bench %.0f\n",
+			phase, m.NodeCPUMsPerProduce, m.BenchCPUMsPerProduce, m.NodeSwitchesPerProduce, m.BenchSwitchesPerProduce)
 	}
 }

@@ -40,9 +40,9 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 	if m == nil || m.ProduceRequests != 100 || m.ReplicaFetchAnswers != 400 || m.ProduceRequestsPerSec != 50 || m.AnswersPerProduce != 4 {
 		t.Fatalf("messages %+v, want 100 produce requests (50/s), 400 answers (4 per produce)", m)
 	}
-	m.addCPU(&CPUUsage{NodesSeconds: 0.25, BenchSeconds: 0.05})
-	if m.NodeCPUMsPerProduce != 2.5 || m.BenchCPUMsPerProduce != 0.5 {
-		t.Fatalf("CPU per produce request %+v, want nodes 2.5 ms, bench 0.5 ms", m)
+	m.addCPU(&CPUUsage{NodesSeconds: 0.25, BenchSeconds: 0.05, NodesSwitches: 11000, BenchSwitches: 3500})
+	if m.NodeCPUMsPerProduce != 2.5 || m.BenchCPUMsPerProduce != 0.5 || m.NodeSwitchesPerProduce != 110 || m.BenchSwitchesPerProduce != 35 {
+		t.Fatalf("CPU per produce request %+v, want nodes 2.5 ms and 110 switches, bench 0.5 ms and 35", m)
 	}
 	var none *Messages
 	none.addCPU(&CPUUsage{NodesSeconds: 1}) // no messages measured: nothing to do

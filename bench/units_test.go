@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -224,5 +227,37 @@ func TestNodeGOMAXPROCS(t *testing.T) {
 		if got := nodeGOMAXPROCS(c.setting, c.cpus, c.nodes); got != c.want {
 			t.Errorf("nodeGOMAXPROCS(%d, %d CPUs, %d nodes) = %d, want %d", c.setting, c.cpus, c.nodes, got, c.want)
 		}
+	}
+}
+
+// procSwitches sums voluntary and involuntary context switches over every
+// thread of every pid; what it cannot read counts nothing.
+func TestProcSwitches(t *testing.T) {
+	proc := t.TempDir()
+	status := func(v, nv int) string {
+		return fmt.Sprintf("Name:\tpaymentlog\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n", v, nv)
+	}
+	for path, body := range map[string]string{
+		"10/task/10/status": status(100, 5),
+		"10/task/11/status": status(40, 1),
+		"20/task/20/status": status(7, 0),
+		"20/task/21/status": "Name:\tgone\n", // no counters
+	} {
+		p := filepath.Join(proc, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := procSwitches(proc, []int{10, 20, 30}); got != 153 {
+		t.Fatalf("procSwitches = %d, want 153", got)
+	}
+	if got := procSwitches("/proc", []int{os.Getpid()}); got == 0 {
+		t.Fatal("no context switches read for this process")
+	}
+	if selfSwitches() == 0 {
+		t.Fatal("no context switches from getrusage")
 	}
 }
