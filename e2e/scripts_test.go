@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +39,17 @@ func TestClusterScript(t *testing.T) {
 
 	first := c.produce(t, env, "before", 200)
 	before := c.pids(t)
+	// Three nodes share the machine: each runs at its share of the CPUs
+	// (or at the GOMAXPROCS this test runs with).
+	want := fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/3))
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		want = "GOMAXPROCS=" + v
+	}
+	for n, p := range before {
+		if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p)); err == nil && !slices.Contains(strings.Split(string(environ), "\x00"), want) {
+			t.Errorf("node %d (pid %d) runs without %s", n, p, want)
+		}
+	}
 	victim := c.killLeader(t, "payments", 0)
 	if processAlive(before[victim]) {
 		t.Fatalf("node %d (pid %d) still runs after kill-leader.sh", victim, before[victim])

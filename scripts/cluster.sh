@@ -29,7 +29,9 @@
 # PAYMENTLOG_READY_TIMEOUT (seconds, default 60), PAYMENTLOG_NODE_ARGS (extra
 # `node start` flags, e.g. "--fsync never"), PAYMENTLOG_RACKS (each node's
 # `--rack`, in node order: "az1,az2,az1" puts nodes 1 and 3 in az1; an empty
-# entry starts that node without one; applies to up and restart).
+# entry starts that node without one; applies to up and restart). Each node
+# runs with GOMAXPROCS at its share of the machine (the CPUs / 3, at least 1),
+# as `paymentlog bench` runs its own local nodes; set GOMAXPROCS to override.
 #
 # Usage errors (a node other than 1, 2 or 3, an unknown command) exit with
 # status 2 and one line on stderr; a failure (e.g. kill of a node that is not
@@ -62,6 +64,11 @@ if [ -n "${PAYMENTLOG_RACKS:-}" ]; then
 	IFS=, read -r -a RACKS <<<"$PAYMENTLOG_RACKS"
 	[ "${#RACKS[@]}" -le 3 ] || usage_die "PAYMENTLOG_RACKS names ${#RACKS[@]} racks for 3 nodes (got '$PAYMENTLOG_RACKS')"
 fi
+
+# NODE_PROCS: each node's GOMAXPROCS, its share of the machine's CPUs (three
+# nodes share them), unless GOMAXPROCS is set.
+NODE_PROCS="${GOMAXPROCS:-$(($(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) / 3))}"
+[ "$NODE_PROCS" -ge 1 ] 2>/dev/null || NODE_PROCS=1
 
 # rack_args N: node N's --rack flag from PAYMENTLOG_RACKS, or nothing.
 rack_args() {
@@ -163,7 +170,7 @@ start() {
 	mkdir -p "$DIR/node$n"
 	echo "$START_MARK $n $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$(logfile "$n")"
 	# shellcheck disable=SC2086,SC2046 # PAYMENTLOG_NODE_ARGS and rack_args are lists of flags
-	nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
+	GOMAXPROCS="$NODE_PROCS" nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
 		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" \
 		$(rack_args "$n") ${PAYMENTLOG_NODE_ARGS:-} >>"$(logfile "$n")" 2>&1 </dev/null &
 	echo $! >"$(pidfile "$n")"
