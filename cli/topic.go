@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -288,7 +289,13 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 		d.Name, total, d.ReplicationFactor, d.MinISR)
 	fmt.Fprintf(stdout, "Configs: %s\n", formatConfigs(d.Configs))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START")
+	// RACKS (each replica's, in replica order) only when a replica's broker
+	// has one, as cluster status's RACK column.
+	header := "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tHIGH WATERMARK\tLOG START"
+	if len(d.Racks) > 0 {
+		header += "\tRACKS"
+	}
+	fmt.Fprintln(tw, header)
 	for _, p := range d.Partitions {
 		leader := fmt.Sprint(p.Leader)
 		if p.Leader < 0 {
@@ -307,8 +314,12 @@ func printTopic(stdout io.Writer, d client.TopicDescription, total int) error {
 			// this partition left it another count.
 			replicas += fmt.Sprintf(" (%d, not the topic's replication factor %d)", n, d.ReplicationFactor)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Partition, leader, p.LeaderEpoch,
+		row := fmt.Sprintf("%d\t%s\t%d\t%s\t%s\t%s\t%s", p.Partition, leader, p.LeaderEpoch,
 			replicas, isr, unknownIfNeg(p.HighWatermark), unknownIfNeg(p.LogStartOffset))
+		if len(d.Racks) > 0 {
+			row += "\t" + racksText(p.Replicas, d.Racks)
+		}
+		fmt.Fprintln(tw, row)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -350,4 +361,14 @@ func unknownIfNeg(v int64) string {
 		return "?"
 	}
 	return fmt.Sprint(v)
+}
+
+// racksText is a partition's RACKS column: its replicas' racks in replica
+// order, "-" for a broker without one.
+func racksText(replicas []int32, racks map[int32]string) string {
+	names := make([]string, len(replicas))
+	for i, id := range replicas {
+		names[i] = cmp.Or(racks[id], "-")
+	}
+	return strings.Join(names, ",")
 }

@@ -267,3 +267,36 @@ func TestTopicDescribeShowsEligibleLeaderReplicas(t *testing.T) {
 		t.Fatalf("describe --json: %d %q %q", code, out, errOut)
 	}
 }
+
+// Once a replica's broker has a rack, topic describe adds a RACKS column:
+// each replica's rack in replica order, "-" for a broker without one;
+// --json gives the racks by broker. Without racks the table keeps its
+// columns.
+func TestTopicDescribeShowsRacks(t *testing.T) {
+	fc := startFakeCluster(t)
+	bs := "--bootstrap=" + fc.Bootstrap()
+	fc.CreateTopic("payments", 2) // replicas 1,2,3 and 2,3,1
+	out, errOut, code := runClientCLI(t, nil, "topic", "describe", "payments", bs)
+	if code != 0 || strings.Contains(out, "RACKS") {
+		t.Fatalf("describe without racks: %d %q %q", code, out, errOut)
+	}
+	fc.SetRack(1, "az1")
+	fc.SetRack(2, "az1")
+	out, errOut, code = runClientCLI(t, nil, "topic", "describe", "payments", bs)
+	if code != 0 || !strings.Contains(out, "RACKS") || !strings.Contains(out, "az1,az1,-\n") || !strings.Contains(out, "az1,-,az1\n") {
+		t.Fatalf("describe with racks: %d %q %q", code, out, errOut)
+	}
+	fc.SetRack(3, "az2")
+	fc.SetRack(2, "az3")
+	out, errOut, code = runClientCLI(t, nil, "topic", "describe", "payments", bs)
+	if code != 0 || !strings.Contains(out, "az1,az3,az2\n") || !strings.Contains(out, "az3,az2,az1\n") {
+		t.Fatalf("describe over three racks: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runClientCLI(t, nil, "topic", "describe", "payments", "--json", bs)
+	var got struct {
+		Racks map[string]string `json:"racks"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || fmt.Sprint(got.Racks) != "map[1:az1 2:az3 3:az2]" {
+		t.Fatalf("describe --json: %d %q %q", code, out, errOut)
+	}
+}

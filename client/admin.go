@@ -344,6 +344,9 @@ type TopicDescription struct {
 	// Configs are the topic's configs as set; keys it does not set take
 	// their defaults (the node's for retention, false for unclean election).
 	Configs map[string]string `json:"configs"`
+	// Racks maps each replica's broker to its --rack, for the brokers that
+	// have one; omitted when none has.
+	Racks map[int32]string `json:"racks,omitempty"`
 }
 
 // DescribeTopic returns a topic's partitions from fresh metadata, with each
@@ -358,8 +361,17 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescriptio
 	}
 	d := TopicDescription{Name: t.Name, ID: t.ID, ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR,
 		Configs: topicConfigs(t)}
+	brokers := a.c.meta.current().brokers
 	parts := make([]int32, 0, len(t.Partitions))
 	for _, p := range t.Partitions {
+		for _, id := range p.Replicas {
+			if r := brokers[id].Rack; r != "" {
+				if d.Racks == nil {
+					d.Racks = map[int32]string{}
+				}
+				d.Racks[id] = r
+			}
+		}
 		d.Partitions = append(d.Partitions, PartitionInfo{
 			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), ELR: p.ELR, HighWatermark: -1, LogStartOffset: -1,
