@@ -46,13 +46,13 @@ func newSnapshot(r *wire.MetadataResponse, from string, now time.Time) *snapshot
 	return s
 }
 
-// partition returns a partition's metadata.
 // leads reports whether s names leader as the partition's leader at epoch.
 func (s *snapshot) leads(topic string, p, leader, epoch int32) bool {
 	pm, ok := s.partition(topic, p)
 	return ok && pm.Leader == leader && pm.LeaderEpoch == epoch
 }
 
+// partition returns a partition's metadata.
 func (s *snapshot) partition(topic string, p int32) (wire.PartitionMetadata, bool) {
 	if s == nil {
 		return wire.PartitionMetadata{}, false

@@ -46,7 +46,10 @@ func TestClusterScript(t *testing.T) {
 		want = "GOMAXPROCS=" + v
 	}
 	for n, p := range before {
-		if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p)); err == nil && !slices.Contains(strings.Split(string(environ), "\x00"), want) {
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if err != nil {
+			t.Errorf("node %d (pid %d): %v", n, p, err)
+		} else if !slices.Contains(strings.Split(string(environ), "\x00"), want) {
 			t.Errorf("node %d (pid %d) runs without %s", n, p, want)
 		}
 	}
