@@ -460,3 +460,53 @@ func BenchmarkUnaryConcurrent(b *testing.B) { benchUnary(b, 64, 1<<10) }
 
 // BenchmarkUnarySmall: one caller, 16-byte requests: the round-trip latency.
 func BenchmarkUnarySmall(b *testing.B) { benchUnary(b, 1, 16) }
+
+// BenchmarkUnaryLarge: 4 concurrent unary echoes of 600 KiB, the size of a
+// produce request at full load, alternating batches with the endpoints' body
+// budget (each body read into one allocation of its length) and without it
+// (each body's buffer grown as its bytes arrive, copying what it holds at
+// every doubling). budget/growing is the median ratio of the batches' rates.
+func BenchmarkUnaryLarge(b *testing.B) {
+	srv, cli := benchPair(b)
+	budgets := [2]*bodyBudget{srv.bodyBudget, cli.bodyBudget}
+	setBudget := func(on bool) {
+		if on {
+			srv.bodyBudget, cli.bodyBudget = budgets[0], budgets[1]
+		} else {
+			srv.bodyBudget, cli.bodyBudget = nil, nil
+		}
+	}
+	defer setBudget(true)
+	ctx := context.Background()
+	const size = 600 << 10
+	req := make([]byte, size)
+	call := func() error {
+		f, err := cli.CallRaw(ctx, srv.Addr(), typeBenchEcho, req)
+		if err == nil && len(f.Body) != size {
+			err = fmt.Errorf("echo of %d bytes returned %d", size, len(f.Body))
+		}
+		return err
+	}
+	runConcurrent(b, 4, 100, call) // warm up
+	const batch = 100
+	var rateOn, rateOff []float64
+	var tOn time.Duration
+	var nOn int
+	b.ResetTimer()
+	for done, k := 0, 0; done < b.N; k++ {
+		n := min(batch, b.N-done)
+		for _, on := range [2]bool{k%2 == 0, k%2 != 0} {
+			setBudget(on)
+			_, d := runConcurrent(b, 4, n, call)
+			if on {
+				rateOn, tOn, nOn = append(rateOn, float64(n)/d.Seconds()), tOn+d, nOn+n
+			} else {
+				rateOff = append(rateOff, float64(n)/d.Seconds())
+			}
+		}
+		done += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(nOn)*2*size/tOn.Seconds()/1e6, "MB/s")
+	b.ReportMetric(medianRatio(rateOn, rateOff), "budget/growing")
+}

@@ -120,7 +120,7 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 	}
 	// Even if the write failed (the server may have refused the stream early),
 	// its error frame may be waiting: read it.
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: buf}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, bodies: e.bodyBudget, buf: buf}
 	done := nudged(ent)
 	f, err := fr.next()
 	done()
@@ -184,7 +184,7 @@ func (e *Endpoint) OpenSession(ctx context.Context, addr string, t FrameType, fi
 		}
 	}
 	peer := peerOf(addr, conn.ConnectionState().TLS, e.verifiesServers)
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, bodies: e.bodyBudget}
 	s := newSession(str, peer, fr, e.cfg.MaxFrameSize, e.cfg.IdleTimeout)
 	s.ent = ent
 	if err := s.write(ctx, parts); err != nil {

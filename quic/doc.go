@@ -36,8 +36,10 @@
 //
 // # Hostile input
 //
-// A frame's body grows only as its bytes arrive, so a peer announcing 16 MiB
-// and sending nothing costs nothing. [Frame.Decode] walks the msgpack bytes
+// A frame's body is allocated whole on the strength of its length prefix
+// only within an endpoint's body budget (64 MiB of bodies still to arrive;
+// see bodyBudget); beyond it a body grows only as its bytes arrive, so
+// peers announcing 16 MiB frames and sending nothing cost at most the budget. [Frame.Decode] walks the msgpack bytes
 // before decoding and rejects any string, binary, extension, array or map whose
 // declared length does not fit in the bytes that follow (an array element needs
 // at least one byte, a map entry two), more than MaxListItems list elements and

@@ -85,6 +85,8 @@ type Endpoint struct {
 	pool    *connPool
 	// decodeBudget bounds the list elements its frames decode at once.
 	decodeBudget *decodeBudget
+	// bodyBudget bounds the bytes allocated for frame bodies yet to arrive.
+	bodyBudget *bodyBudget
 
 	// mutualTLS: accepted peers present a certificate verified against the
 	// cluster CA, so their roles are trusted and cfg.Authorize applies.
@@ -167,6 +169,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	e.active.init()
 	e.pool = newConnPool(e)
 	e.decodeBudget = newDecodeBudget(cfg.MaxListItems)
+	e.bodyBudget = newBodyBudget(defaultBodyBudget)
 	return e, nil
 }
 

@@ -58,6 +58,7 @@ type frameReader struct {
 	maxFrame int
 	maxItems int
 	budget   *decodeBudget
+	bodies   *bodyBudget // nil: grow only as bytes arrive
 	hdr      [frameHeaderLen]byte
 	buf      []byte
 }
@@ -93,10 +94,24 @@ func (fr *frameReader) next() (Frame, error) {
 	return Frame{Type: t, Body: body, maxItems: fr.maxItems, budget: fr.budget}, nil
 }
 
-// readBody reads n bytes into the reader's buffer. A buffer too small grows
-// only as bytes arrive, so a peer's length prefix alone never allocates more
-// than growChunk.
+// readBody reads n bytes into the reader's buffer. A buffer too small is
+// replaced by one of the whole length when the endpoint's body budget has
+// room for it (see bodyBudget; a body of up to growChunk takes one
+// allocation either way); otherwise it grows only as bytes arrive, so
+// that a peer's length prefix alone never allocates more than growChunk.
 func (fr *frameReader) readBody(n int) ([]byte, error) {
+	if n > cap(fr.buf) && n > growChunk {
+		if c := bodyCap(n, fr.maxFrame); fr.bodies.take(c) {
+			b := make([]byte, n, c)
+			got, err := io.ReadFull(fr.r, b)
+			fr.bodies.give(c)
+			if err != nil {
+				return nil, truncated(err, got, n)
+			}
+			fr.buf = b
+			return b, nil
+		}
+	}
 	if n <= cap(fr.buf) {
 		b := fr.buf[:n]
 		if got, err := io.ReadFull(fr.r, b); err != nil {

@@ -143,7 +143,7 @@ func putReadBuf(b []byte) {
 // registered for its type.
 func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 	peer := pc.Peer
-	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, buf: getReadBuf()}
+	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, bodies: e.bodyBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
 	f, err := fr.next()
 	if err != nil {
