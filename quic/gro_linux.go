@@ -48,6 +48,20 @@ type groConn struct {
 	oobN int // msgs[next]'s control messages for quic-go (oob[:oobN])
 
 	trains uint64 // coalesced reads so far (tests look at it)
+
+	// send and recv make the system calls without the Go scheduler's
+	// hand-off (see rawsyscall_linux.go); nil: the embedded socket's
+	// WriteMsgUDP, and ipv4.PacketConn's ReadBatch.
+	send *rawSender
+	recv *rawReceiver
+}
+
+// WriteMsgUDP is what quic-go sends every packet and GSO train with.
+func (g *groConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+	if g.send == nil {
+		return g.UDPConn.WriteMsgUDP(b, oob, addr)
+	}
+	return g.send.writeMsgUDP(b, oob, addr)
 }
 
 // withGRO turns on UDP_GRO and returns the socket wrapped for quic-go, or
@@ -64,10 +78,12 @@ func withGRO(c *net.UDPConn) (net.PacketConn, bool) {
 		return c, false
 	}
 	g := &groConn{UDPConn: c, pc: ipv4.NewPacketConn(c), msgs: make([]ipv4.Message, groTrains), oob: make([]byte, groOOBBuf)}
+	g.send, _ = newRawSender(c)
 	for i := range g.msgs {
 		g.msgs[i].Buffers = [][]byte{make([]byte, groTrainBuf)}
 		g.msgs[i].OOB = make([]byte, groOOBBuf)
 	}
+	g.recv, _ = newRawReceiver(c, g.msgs)
 	return g, true
 }
 
@@ -76,7 +92,13 @@ func withGRO(c *net.UDPConn) (net.PacketConn, bool) {
 // slot is truncated (quic-go then fails to decrypt it and drops it).
 func (g *groConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	if g.next >= g.n {
-		n, err := g.pc.ReadBatch(g.msgs, flags)
+		var n int
+		var err error
+		if g.recv != nil {
+			n, err = g.recv.read(g.msgs)
+		} else {
+			n, err = g.pc.ReadBatch(g.msgs, flags)
+		}
 		if n <= 0 || err != nil {
 			return 0, err
 		}

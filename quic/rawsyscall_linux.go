@@ -1,0 +1,276 @@
+//go:build linux
+
+package quic
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// The socket's system calls without the scheduler's hand-off.
+//
+// A goroutine entering a system call through package syscall tells the Go
+// scheduler it may block; when the call takes longer than sysmon's tick
+// (20 µs) the scheduler gives its P to another thread, and the calling
+// thread, back from the kernel, has to queue the goroutine and sleep until
+// a P is free again. On a virtual machine where a thread wakeup costs tens
+// of µs, and with a node's GOMAXPROCS at its share of the CPUs (often 1),
+// that hand-off costs more than the call: a sendmsg of a GSO train on
+// loopback runs the receiver's network stack inline (~50 µs here), and a
+// recvmmsg of eight 64 KiB trains copies half a MiB. Neither can block: the
+// socket is non-blocking, and EAGAIN waits in the netpoller as before
+// (syscall.RawConn's Read and Write). So groConn makes both with
+// RawSyscall. At full load this halved the context switches of the nodes
+// and the bench and cut their CPU per produce request (README,
+// Transport).
+
+// rawSender sends datagrams with a raw sendmsg.
+type rawSender struct {
+	raw   syscall.RawConn
+	inet6 bool // the socket is AF_INET6 (IPv4 peers as v4-mapped addresses)
+	local net.Addr
+}
+
+func newRawSender(c *net.UDPConn) (*rawSender, bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	var sa unix.Sockaddr
+	var serr error
+	if err := raw.Control(func(fd uintptr) { sa, serr = unix.Getsockname(int(fd)) }); err != nil || serr != nil {
+		return nil, false
+	}
+	s := &rawSender{raw: raw, local: c.LocalAddr()}
+	switch sa.(type) {
+	case *unix.SockaddrInet4:
+	case *unix.SockaddrInet6:
+		s.inet6 = true
+	default:
+		return nil, false
+	}
+	return s, true
+}
+
+// sendCall is one sendmsg's arguments, pooled: the kernel reads them by
+// address, so they live on the heap, and a call allocates nothing.
+type sendCall struct {
+	msg   unix.Msghdr
+	sa4   unix.RawSockaddrInet4
+	sa6   unix.RawSockaddrInet6
+	iov   unix.Iovec
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // c.send, bound once
+}
+
+var sendCalls = sync.Pool{New: func() any {
+	c := &sendCall{}
+	c.fn = c.send
+	return c
+}}
+
+// send is syscall.RawConn.Write's callback: false (wait until writable) on
+// EAGAIN.
+func (c *sendCall) send(fd uintptr) bool {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&c.msg)), 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		c.n, c.errno = int(r), e
+		return true
+	}
+}
+
+// writeMsgUDP is net.UDPConn.WriteMsgUDP without the scheduler's
+// system-call hand-off.
+func (s *rawSender) writeMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+	c := sendCalls.Get().(*sendCall)
+	defer func() {
+		c.msg, c.iov, c.n, c.errno = unix.Msghdr{}, unix.Iovec{}, 0, 0 // keep no caller's buffer
+		sendCalls.Put(c)
+	}()
+	ip4 := addr.IP.To4()
+	switch {
+	case !s.inet6 && ip4 != nil:
+		c.sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET}
+		putPort(&c.sa4.Port, addr.Port)
+		copy(c.sa4.Addr[:], ip4)
+		c.msg.Name = (*byte)(unsafe.Pointer(&c.sa4))
+		c.msg.Namelen = unix.SizeofSockaddrInet4
+	case s.inet6 && len(addr.IP) > 0:
+		c.sa6 = unix.RawSockaddrInet6{Family: unix.AF_INET6, Scope_id: zoneIndex(addr.Zone)}
+		putPort(&c.sa6.Port, addr.Port)
+		copy(c.sa6.Addr[:], addr.IP.To16())
+		c.msg.Name = (*byte)(unsafe.Pointer(&c.sa6))
+		c.msg.Namelen = unix.SizeofSockaddrInet6
+	default:
+		return 0, 0, &net.OpError{Op: "write", Net: "udp", Source: s.local, Addr: addr, Err: os.NewSyscallError("sendmsg", unix.EAFNOSUPPORT)}
+	}
+	if len(b) > 0 {
+		c.iov.Base = &b[0]
+		c.iov.SetLen(len(b))
+	}
+	c.msg.Iov = &c.iov
+	c.msg.Iovlen = 1
+	if len(oob) > 0 {
+		c.msg.Control = &oob[0]
+		c.msg.SetControllen(len(oob))
+	}
+	werr := s.raw.Write(c.fn)
+	if werr == nil && c.errno != 0 {
+		werr = os.NewSyscallError("sendmsg", c.errno)
+	}
+	if werr != nil {
+		return 0, 0, &net.OpError{Op: "write", Net: "udp", Source: s.local, Addr: addr, Err: werr}
+	}
+	return c.n, len(oob), nil
+}
+
+// zoneIndex is the interface index of an IPv6 zone (a name or a number).
+func zoneIndex(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return uint32(ifi.Index)
+	}
+	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return uint32(n)
+	}
+	return 0
+}
+
+// putPort stores a port in network byte order, as a sockaddr holds it.
+func putPort(dst *uint16, port int) {
+	b := (*[2]byte)(unsafe.Pointer(dst))
+	b[0], b[1] = byte(port>>8), byte(port)
+}
+
+// port reads a sockaddr's port, stored in network byte order.
+func port(src *uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(src))
+	return uint16(b[0])<<8 | uint16(b[1])
+}
+
+// mmsghdr is struct mmsghdr of recvmmsg(2).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+}
+
+// rawReceiver reads trains with a raw recvmmsg into a groConn's messages,
+// without the scheduler's system-call hand-off.
+type rawReceiver struct {
+	raw   syscall.RawConn
+	local net.Addr
+	hdrs  []mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6 // large enough for either family
+	// addrs caches the peer address objects by address, so that a read
+	// allocates nothing for a peer seen before.
+	addrs map[netip.AddrPort]*net.UDPAddr
+}
+
+// maxCachedPeers bounds rawReceiver.addrs (it starts over when full).
+const maxCachedPeers = 256
+
+func newRawReceiver(c *net.UDPConn, msgs []ipv4.Message) (*rawReceiver, bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	r := &rawReceiver{raw: raw, local: c.LocalAddr(), hdrs: make([]mmsghdr, len(msgs)), iovs: make([]unix.Iovec, len(msgs)),
+		names: make([]unix.RawSockaddrInet6, len(msgs)), addrs: make(map[netip.AddrPort]*net.UDPAddr)}
+	for i := range msgs {
+		r.iovs[i].Base = &msgs[i].Buffers[0][0]
+		r.iovs[i].SetLen(len(msgs[i].Buffers[0]))
+		h := &r.hdrs[i].hdr
+		h.Iov = &r.iovs[i]
+		h.Iovlen = 1
+		h.Control = &msgs[i].OOB[0]
+	}
+	return r, true
+}
+
+// read fills msgs (the ones given to newRawReceiver) like
+// ipv4.PacketConn.ReadBatch.
+func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
+	for i := range r.hdrs {
+		h := &r.hdrs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.SetControllen(len(msgs[i].OOB))
+		h.Flags = 0
+	}
+	var n int
+	var errno syscall.Errno
+	err := r.raw.Read(func(fd uintptr) bool {
+		for {
+			m, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			}
+			n, errno = int(m), e
+			return true
+		}
+	})
+	if err == nil && errno != 0 {
+		err = os.NewSyscallError("recvmmsg", errno)
+	}
+	if err != nil {
+		return 0, &net.OpError{Op: "read", Net: "udp", Source: r.local, Err: err}
+	}
+	for i := range n {
+		h := &r.hdrs[i]
+		m := &msgs[i]
+		m.N = int(h.n)
+		m.NN = int(h.hdr.Controllen)
+		m.Flags = int(h.hdr.Flags)
+		m.Addr = r.addr(&r.names[i])
+	}
+	return n, nil
+}
+
+func (r *rawReceiver) addr(sa *unix.RawSockaddrInet6) net.Addr {
+	var ap netip.AddrPort
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		ap = netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port(&sa4.Port))
+	case unix.AF_INET6:
+		a := netip.AddrFrom16(sa.Addr)
+		if sa.Scope_id != 0 {
+			if ifi, err := net.InterfaceByIndex(int(sa.Scope_id)); err == nil {
+				a = a.WithZone(ifi.Name)
+			}
+		}
+		ap = netip.AddrPortFrom(a, port(&sa.Port))
+	default:
+		return nil
+	}
+	if u, ok := r.addrs[ap]; ok {
+		return u
+	}
+	if len(r.addrs) >= maxCachedPeers {
+		clear(r.addrs)
+	}
+	u := net.UDPAddrFromAddrPort(ap)
+	r.addrs[ap] = u
+	return u
+}

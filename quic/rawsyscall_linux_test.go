@@ -1,0 +1,149 @@
+//go:build linux
+
+package quic
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawPeer is a plain socket on ip that the raw paths talk to.
+func rawPeer(t *testing.T, ip net.IP) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+	if err != nil {
+		t.Skipf("no %s socket: %v", ip, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestRawSendReachesThePeer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		local    string
+		peer     net.IP
+		wantFrom net.IP
+	}{
+		{"ipv4", "127.0.0.1:0", net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 1)},
+		{"ipv6", "[::1]:0", net.IPv6loopback, net.IPv6loopback},
+		{"dual-stack socket to ipv4", ":0", net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			udp, pc, gro, err := listenUDP(tc.local, quietLogger())
+			if err != nil {
+				t.Skipf("no socket on %s: %v", tc.local, err)
+			}
+			defer udp.Close()
+			if !gro {
+				t.Skip("kernel without UDP_GRO")
+			}
+			g := pc.(*groConn)
+			if g.send == nil {
+				t.Fatal("groConn sends through the scheduler's system calls")
+			}
+			peer := rawPeer(t, tc.peer)
+			dst := peer.LocalAddr().(*net.UDPAddr)
+			const seg = 1000
+			train := make([]byte, 3*seg+10)
+			for i := range train {
+				train[i] = byte(i / seg)
+			}
+			if n, oobn, err := g.WriteMsgUDP([]byte("single"), nil, dst); err != nil || n != 6 || oobn != 0 {
+				t.Fatalf("WriteMsgUDP = %d, %d, %v", n, oobn, err)
+			}
+			if n, _, err := g.WriteMsgUDP(train, gsoControl(seg), dst); err != nil || n != len(train) {
+				t.Fatalf("WriteMsgUDP of a train = %d, %v", n, err)
+			}
+			want := [][]byte{[]byte("single"), train[:seg], train[seg : 2*seg], train[2*seg : 3*seg], train[3*seg:]}
+			port := udp.LocalAddr().(*net.UDPAddr).Port
+			buf := make([]byte, 2000)
+			peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for i, w := range want {
+				n, from, err := peer.ReadFromUDP(buf)
+				if err != nil {
+					t.Fatalf("datagram %d: %v", i, err)
+				}
+				if !bytes.Equal(buf[:n], w) {
+					t.Fatalf("datagram %d: %d bytes, want %d", i, n, len(w))
+				}
+				if from.Port != port || !from.IP.Equal(tc.wantFrom) {
+					t.Fatalf("datagram %d from %v, want %v port %d", i, from, tc.wantFrom, port)
+				}
+			}
+		})
+	}
+}
+
+func TestRawSendRefusesTheWrongFamily(t *testing.T) {
+	g := newGRO(t, net.IPv4(127, 0, 0, 1))
+	_, _, err := g.WriteMsgUDP([]byte("x"), nil, &net.UDPAddr{IP: net.IPv6loopback, Port: 9})
+	var serr *os.SyscallError
+	if !errors.As(err, &serr) || serr.Err != unix.EAFNOSUPPORT {
+		t.Fatalf("got %v, want a sendmsg error EAFNOSUPPORT", err)
+	}
+}
+
+func TestRawSendAllocatesNothing(t *testing.T) {
+	g := newGRO(t, net.IPv4(127, 0, 0, 1))
+	peer := rawPeer(t, net.IPv4(127, 0, 0, 1))
+	dst := peer.LocalAddr().(*net.UDPAddr)
+	b := []byte("payload")
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, _, err := g.WriteMsgUDP(b, nil, dst); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 0 {
+		t.Fatalf("%v allocations per send", allocs)
+	}
+}
+
+// Each packet read names its sender, for IPv4 and IPv6, and a sender seen
+// before costs no allocation.
+func TestRawReceiveNamesTheSender(t *testing.T) {
+	for _, ip := range []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} {
+		t.Run(ip.String(), func(t *testing.T) {
+			g := newGRO(t, ip)
+			if g.recv == nil {
+				t.Fatal("groConn reads through the scheduler's system calls")
+			}
+			dst := g.LocalAddr().(*net.UDPAddr)
+			senders := []*net.UDPConn{rawPeer(t, ip), rawPeer(t, ip)}
+			for round := range 3 {
+				for i, s := range senders {
+					if _, err := s.WriteToUDP([]byte{byte(i), byte(round)}, dst); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			g.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for k := 0; k < 6; {
+				ms := slots(4)
+				n, err := g.ReadBatch(ms, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range ms[:n] {
+					from, ok := m.Addr.(*net.UDPAddr)
+					if !ok {
+						t.Fatalf("source address %T", m.Addr)
+					}
+					want := senders[m.Buffers[0][0]].LocalAddr().(*net.UDPAddr)
+					if from.Port != want.Port || !from.IP.Equal(want.IP) {
+						t.Fatalf("packet from %v, want %v", from, want)
+					}
+					k++
+				}
+			}
+			if len(g.recv.addrs) != 2 {
+				t.Fatalf("%d peer addresses cached, want 2", len(g.recv.addrs))
+			}
+		})
+	}
+}
