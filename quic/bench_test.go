@@ -468,15 +468,17 @@ func BenchmarkUnarySmall(b *testing.B) { benchUnary(b, 1, 16) }
 // every doubling). budget/growing is the median ratio of the batches' rates.
 func BenchmarkUnaryLarge(b *testing.B) {
 	srv, cli := benchPair(b)
-	budgets := [2]*bodyBudget{srv.bodyBudget, cli.bodyBudget}
+	// Without: an exhausted budget (no call is in flight between batches,
+	// so no body holds any of it).
 	setBudget := func(on bool) {
-		if on {
-			srv.bodyBudget, cli.bodyBudget = budgets[0], budgets[1]
-		} else {
-			srv.bodyBudget, cli.bodyBudget = nil, nil
+		for _, e := range []*Endpoint{srv, cli} {
+			if on {
+				e.bodyBudget.avail.Store(defaultBodyBudget)
+			} else {
+				e.bodyBudget.avail.Store(0)
+			}
 		}
 	}
-	defer setBudget(true)
 	ctx := context.Background()
 	const size = 600 << 10
 	req := make([]byte, size)
