@@ -305,6 +305,29 @@ func (f *fetcher) roundTrip(sess *quic.Session, req wire.ReplicaFetchRequest) (r
 	return resp, false, nil
 }
 
+// forgetDetachedLocked drops the run goroutine's per-partition state
+// (backoffs, UnknownLeaderEpoch streaks, failed logs reported) of the
+// partitions no longer followed here, so that it neither accumulates over
+// reassignments and deletions nor carries over to a later attach. Called by
+// the run goroutine with f.mu held.
+func (f *fetcher) forgetDetachedLocked() {
+	for k := range f.errUntil {
+		if f.mu.parts[k] == nil {
+			delete(f.errUntil, k)
+		}
+	}
+	for k := range f.behind {
+		if f.mu.parts[k] == nil {
+			delete(f.behind, k)
+		}
+	}
+	for k := range f.failedLogged {
+		if f.mu.parts[k] == nil {
+			delete(f.failedLogged, k)
+		}
+	}
+}
+
 // buildRequest snapshots the partitions followed on this leader.
 // Partitions sitting out an error backoff are skipped; retryAt is the
 // earliest time one of them may rejoin (zero if none is waiting).
@@ -318,6 +341,7 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 	for _, p := range f.mu.parts {
 		parts = append(parts, p)
 	}
+	f.forgetDetachedLocked()
 	f.mu.Unlock()
 	req = wire.ReplicaFetchRequest{MaxWaitMs: int32(f.b.cfg.ReplicaFetchMaxWait / time.Millisecond),
 		MaxBytes: maxBytes}
