@@ -43,6 +43,46 @@ func FuzzFrameReader(f *testing.F) {
 	})
 }
 
+// FuzzFrameReaderBudget reads frames of up to 1 MiB through a body budget
+// (the first input byte picks its size, from none to several frames) from
+// a reader that hands out at most 1200 bytes at a time: whatever the
+// stream, every body read is what the stream held, and the whole budget
+// comes back.
+func FuzzFrameReaderBudget(f *testing.F) {
+	f.Add([]byte{3, 0, 0, 0, 2, 1, 0xc0})
+	f.Add(append([]byte{1, 0, 2, 0, 0, 1}, make([]byte, 300)...)) // announces 128 KiB, sends 300 B
+	f.Add(append([]byte{200, 0, 1, 0, 2, 1}, make([]byte, 1<<16+1)...))
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff, 1})
+	const limit = 1 << 20
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		budget := int64(data[0]) * 64 << 10
+		bb := newBodyBudget(budget)
+		stream := data[1:]
+		fr := frameReader{r: &packetReader{data: stream}, maxFrame: limit, maxItems: 1 << 12, bodies: bb}
+		off := 0
+		for {
+			fr0, err := fr.next()
+			if err != nil {
+				if err != io.EOF && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrFrameTooLarge) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				break
+			}
+			off += frameHeaderLen
+			if off+len(fr0.Body) > len(stream) || !bytes.Equal(fr0.Body, stream[off:off+len(fr0.Body)]) {
+				t.Fatalf("body of %d bytes at %d differs from the stream (%d bytes)", len(fr0.Body), off, len(stream))
+			}
+			off += len(fr0.Body)
+		}
+		if got := bb.avail.Load(); got != budget {
+			t.Fatalf("budget %d after reading, want all %d back", got, budget)
+		}
+	})
+}
+
 // FuzzDecode checks the msgpack validator against the decoder: whatever the
 // validator accepts must decode without panicking into interface{} and into
 // typed targets, and re-encoding a value decoded into interface{} must pass
