@@ -107,14 +107,21 @@ func TestRawSendAllocatesNothing(t *testing.T) {
 // Each packet read names its sender, for IPv4 and IPv6, and a sender seen
 // before costs no allocation.
 func TestRawReceiveNamesTheSender(t *testing.T) {
-	for _, ip := range []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} {
-		t.Run(ip.String(), func(t *testing.T) {
-			g := newGRO(t, ip)
+	for _, tc := range []struct {
+		name        string
+		local, peer net.IP
+	}{
+		{"ipv4", net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 1)},
+		{"ipv6", net.IPv6loopback, net.IPv6loopback},
+		{"dual-stack socket from ipv4", net.IPv6unspecified, net.IPv4(127, 0, 0, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGRO(t, tc.local)
 			if g.recv == nil {
 				t.Fatal("groConn reads through the scheduler's system calls")
 			}
-			dst := g.LocalAddr().(*net.UDPAddr)
-			senders := []*net.UDPConn{rawPeer(t, ip), rawPeer(t, ip)}
+			dst := &net.UDPAddr{IP: tc.peer, Port: g.LocalAddr().(*net.UDPAddr).Port}
+			senders := []*net.UDPConn{rawPeer(t, tc.peer), rawPeer(t, tc.peer)}
 			for round := range 3 {
 				for i, s := range senders {
 					if _, err := s.WriteToUDP([]byte{byte(i), byte(round)}, dst); err != nil {
