@@ -81,12 +81,28 @@ func TestRawSendReachesThePeer(t *testing.T) {
 	}
 }
 
-func TestRawSendRefusesTheWrongFamily(t *testing.T) {
+// Errors keep the shape quic-go inspects: a *os.SyscallError named
+// "sendmsg" (its GSO and permission checks), matching the errno with
+// errors.Is (its check for a packet too large for the path).
+func TestRawSendErrors(t *testing.T) {
 	g := newGRO(t, net.IPv4(127, 0, 0, 1))
-	_, _, err := g.WriteMsgUDP([]byte("x"), nil, &net.UDPAddr{IP: net.IPv6loopback, Port: 9})
-	var serr *os.SyscallError
-	if !errors.As(err, &serr) || serr.Err != unix.EAFNOSUPPORT {
-		t.Fatalf("got %v, want a sendmsg error EAFNOSUPPORT", err)
+	peer := rawPeer(t, net.IPv4(127, 0, 0, 1)).LocalAddr().(*net.UDPAddr)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		dst  *net.UDPAddr
+		want unix.Errno
+	}{
+		{"ipv6 peer of an ipv4 socket", []byte("x"), &net.UDPAddr{IP: net.IPv6loopback, Port: 9}, unix.EAFNOSUPPORT},
+		{"datagram too large", make([]byte, 70000), peer, unix.EMSGSIZE},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := g.WriteMsgUDP(tc.b, nil, tc.dst)
+			var serr *os.SyscallError
+			if !errors.As(err, &serr) || serr.Syscall != "sendmsg" || !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want a sendmsg error %v", err, tc.want)
+			}
+		})
 	}
 }
 
