@@ -181,7 +181,7 @@ type rawReceiver struct {
 	names []unix.RawSockaddrInet6 // large enough for either family
 	// addrs caches the peer address objects by address, so that a read
 	// allocates nothing for a peer seen before.
-	addrs map[netip.AddrPort]*net.UDPAddr
+	addrs map[peerKey]*net.UDPAddr
 }
 
 // maxCachedPeers bounds rawReceiver.addrs (it starts over when full).
@@ -193,7 +193,7 @@ func newRawReceiver(c *net.UDPConn, msgs []ipv4.Message) (*rawReceiver, bool) {
 		return nil, false
 	}
 	r := &rawReceiver{raw: raw, local: c.LocalAddr(), hdrs: make([]mmsghdr, len(msgs)), iovs: make([]unix.Iovec, len(msgs)),
-		names: make([]unix.RawSockaddrInet6, len(msgs)), addrs: make(map[netip.AddrPort]*net.UDPAddr)}
+		names: make([]unix.RawSockaddrInet6, len(msgs)), addrs: make(map[peerKey]*net.UDPAddr)}
 	for i := range msgs {
 		r.iovs[i].Base = &msgs[i].Buffers[0][0]
 		r.iovs[i].SetLen(len(msgs[i].Buffers[0]))
@@ -247,30 +247,47 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 	return n, nil
 }
 
+// peerKey is a sender's address as the kernel gave it.
+type peerKey struct {
+	ip    [16]byte
+	port  uint16
+	scope uint32
+	v4    bool
+}
+
+// addr returns the sender's address, from the cache when seen before.
 func (r *rawReceiver) addr(sa *unix.RawSockaddrInet6) net.Addr {
-	var ap netip.AddrPort
+	var k peerKey
 	switch sa.Family {
 	case unix.AF_INET:
 		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		ap = netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port(&sa4.Port))
+		k = peerKey{port: port(&sa4.Port), v4: true}
+		copy(k.ip[:], sa4.Addr[:])
 	case unix.AF_INET6:
-		a := netip.AddrFrom16(sa.Addr)
-		if sa.Scope_id != 0 {
-			if ifi, err := net.InterfaceByIndex(int(sa.Scope_id)); err == nil {
-				a = a.WithZone(ifi.Name)
-			}
-		}
-		ap = netip.AddrPortFrom(a, port(&sa.Port))
+		k = peerKey{ip: sa.Addr, port: port(&sa.Port), scope: sa.Scope_id}
 	default:
 		return nil
 	}
-	if u, ok := r.addrs[ap]; ok {
+	if u, ok := r.addrs[k]; ok {
 		return u
+	}
+	var a netip.Addr
+	if k.v4 {
+		a = netip.AddrFrom4([4]byte(k.ip[:4]))
+	} else {
+		a = netip.AddrFrom16(k.ip)
+		if k.scope != 0 {
+			if ifi, err := net.InterfaceByIndex(int(k.scope)); err == nil {
+				a = a.WithZone(ifi.Name)
+			} else {
+				a = a.WithZone(strconv.FormatUint(uint64(k.scope), 10))
+			}
+		}
 	}
 	if len(r.addrs) >= maxCachedPeers {
 		clear(r.addrs)
 	}
-	u := net.UDPAddrFromAddrPort(ap)
-	r.addrs[ap] = u
+	u := net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, k.port))
+	r.addrs[k] = u
 	return u
 }
