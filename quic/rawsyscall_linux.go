@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -37,6 +38,7 @@ type rawSender struct {
 	raw   syscall.RawConn
 	inet6 bool // the socket is AF_INET6 (IPv4 peers as v4-mapped addresses)
 	local net.Addr
+	sends atomic.Uint64 // sendmsg calls made (tests check that quic-go sends through here)
 }
 
 func newRawSender(c *net.UDPConn) (*rawSender, bool) {
@@ -130,6 +132,7 @@ func (s *rawSender) writeMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, 
 		c.msg.SetControllen(len(oob))
 	}
 	werr := s.raw.Write(c.fn)
+	s.sends.Add(1)
 	if werr == nil && c.errno != 0 {
 		werr = os.NewSyscallError("sendmsg", c.errno)
 	}
@@ -182,6 +185,7 @@ type rawReceiver struct {
 	// addrs caches the peer address objects by address, so that a read
 	// allocates nothing for a peer seen before.
 	addrs map[peerKey]*net.UDPAddr
+	reads atomic.Uint64 // recvmmsg calls that returned packets (tests look at it)
 }
 
 // maxCachedPeers bounds rawReceiver.addrs (it starts over when full).
@@ -236,6 +240,7 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 	if err != nil {
 		return 0, &net.OpError{Op: "read", Net: "udp", Source: r.local, Err: err}
 	}
+	r.reads.Add(1)
 	for i := range n {
 		h := &r.hdrs[i]
 		m := &msgs[i]

@@ -4,6 +4,7 @@ package quic
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -168,5 +169,30 @@ func TestRawReceiveNamesTheSender(t *testing.T) {
 				t.Fatalf("%d peer addresses cached, want 2", len(g.recv.addrs))
 			}
 		})
+	}
+}
+
+// quic-go sends and reads every packet of an endpoint through the raw
+// paths: were it to stop calling groConn's WriteMsgUDP or ReadBatch (an
+// interface change in an upgrade), the endpoints would still work, only
+// slower, and this test would say so.
+func TestEndpointsUseTheRawPaths(t *testing.T) {
+	srv := mustServe(t, Config{})
+	cli := mustClient(t, Config{})
+	var m echoMsg
+	if err := cli.Call(context.Background(), srv.Addr(), typeEcho, echoMsg{N: 7}, &m); err != nil || m.N != 7 {
+		t.Fatalf("Call = %+v, %v", m, err)
+	}
+	for name, e := range map[string]*Endpoint{"server": srv, "client": cli} {
+		g, ok := e.tr.Conn.(*groConn)
+		if !ok {
+			t.Skipf("%s socket without receive offload (%T)", name, e.tr.Conn)
+		}
+		if g.send == nil || g.send.sends.Load() == 0 {
+			t.Errorf("%s: quic-go sent nothing through the raw sendmsg", name)
+		}
+		if g.recv == nil || g.recv.reads.Load() == 0 {
+			t.Errorf("%s: quic-go read nothing through the raw recvmmsg", name)
+		}
 	}
 }
