@@ -72,6 +72,14 @@
 // finish as late as the last one and the server's readers would wake once
 // per packet.
 //
+// # The socket
+//
+// On Linux an endpoint's UDP socket has receive offload (UDP_GRO) on, and
+// its sendmsg and recvmmsg are made with RawSyscall, without the Go
+// scheduler's system-call hand-off (gro_linux.go, rawsyscall_linux.go);
+// elsewhere, or where the kernel refuses GRO, quic-go uses the socket as
+// is.
+//
 // # Error codes
 //
 // Stream cancellations carry a StreamCode*, connection closes a ConnCode*,
