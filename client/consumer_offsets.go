@@ -85,6 +85,17 @@ func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) 
 // SeekEnd (the high watermark) or a timestamp in Unix milliseconds (the
 // first record stamped at or after it; -1 for a partition with none yet).
 func (a *Admin) ListOffsets(ctx context.Context, topic string, at int64) (map[int32]int64, error) {
+	parts, err := a.offsetsPartitions(ctx, topic, at)
+	if err != nil {
+		return nil, err
+	}
+	offs, _, err := a.c.listOffsets(ctx, topic, parts, at, true)
+	return offs, err
+}
+
+// offsetsPartitions checks at and lists every partition of topic, for
+// ListOffsets and ListOffsetsAvailable.
+func (a *Admin) offsetsPartitions(ctx context.Context, topic string, at int64) ([]int32, error) {
 	if at < 0 && at != SeekBeginning && at != SeekEnd {
 		return nil, fmt.Errorf("client: list offsets at %d: not SeekBeginning, SeekEnd or a time in Unix ms", at)
 	}
@@ -96,8 +107,7 @@ func (a *Admin) ListOffsets(ctx context.Context, topic string, at int64) (map[in
 	for i := range parts {
 		parts[i] = int32(i)
 	}
-	offs, _, err := a.c.listOffsets(ctx, topic, parts, at, true)
-	return offs, err
+	return parts, nil
 }
 
 // ListOffsetsAvailable is ListOffsets for an operator looking at a topic
@@ -108,16 +118,9 @@ func (a *Admin) ListOffsets(ctx context.Context, topic string, at int64) (map[in
 // unknown topic, a refused request) and ctx ending are errors, as in
 // ListOffsets.
 func (a *Admin) ListOffsetsAvailable(ctx context.Context, topic string, at int64, wait time.Duration) (offs map[int32]int64, unavailable map[int32]error, err error) {
-	if at < 0 && at != SeekBeginning && at != SeekEnd {
-		return nil, nil, fmt.Errorf("client: list offsets at %d: not SeekBeginning, SeekEnd or a time in Unix ms", at)
-	}
-	n, err := a.c.PartitionCount(ctx, topic)
+	parts, err := a.offsetsPartitions(ctx, topic, at)
 	if err != nil {
 		return nil, nil, err
-	}
-	parts := make([]int32, n)
-	for i := range parts {
-		parts[i] = int32(i)
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
