@@ -98,6 +98,10 @@ type Producer struct {
 
 	flushing atomic.Int32 // > 0 while a Flush or Close waits: batches close at once
 
+	// spareBytes is the capacity of the builders partitions keep as spares
+	// (partProducer.keepBuilder), at most half of BufferBytes.
+	spareBytes atomic.Int64
+
 	closeMu sync.RWMutex // Produce holds R while appending; Close takes W to set closed
 	closed  bool
 

@@ -40,11 +40,16 @@ type pbatch struct {
 }
 
 // builderPool recycles the builders (and their batch-sized buffers) of
-// resolved batches.
+// resolved batches that no partition keeps as a spare (see
+// partProducer.keepBuilder).
 var builderPool sync.Pool
 
-func newBatch(capHint, recsHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
-	bld, _ := builderPool.Get().(*segment.Builder)
+// newBatch starts a batch in bld (nil: one from the pool or a new one),
+// whose buffer holds at least capHint bytes of records.
+func newBatch(bld *segment.Builder, capHint, recsHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
+	if bld == nil {
+		bld, _ = builderPool.Get().(*segment.Builder)
+	}
 	if bld == nil {
 		bld = segment.NewBuilder(segment.BuilderOptions{})
 	}
@@ -86,13 +91,15 @@ func (b *pbatch) encode(opts segment.BuilderOptions) {
 	b.encoded = b.bld.Build()
 }
 
-// release gives the batch's buffer back for reuse; the batch must be
-// resolved and no request may be writing its bytes any more.
-func (b *pbatch) release() {
-	if b.bld != nil && !b.inFlight {
-		builderPool.Put(b.bld)
+// release drops the resolved batch's state and returns its builder for
+// reuse, or nil while a request may still be writing its bytes.
+func (b *pbatch) release() *segment.Builder {
+	bld := b.bld
+	if b.inFlight {
+		bld = nil
 	}
 	b.bld, b.cbs, b.gens, b.encoded = nil, nil, nil, nil
+	return bld
 }
 
 // deliver calls every record's callback: with offsets base+i on success

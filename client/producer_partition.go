@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"paymentlog/segment"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ type partProducer struct {
 		closed   []*pbatch // full, waiting for run to take them
 		lastLen  int       // encoded bytes of the last closed batch: sizes the next one
 		lastRecs int       // records in it
+		// spare holds builders of resolved batches for the next ones. Kept
+		// here rather than only in builderPool, which every other garbage
+		// collection empties: a new builder sized from lastLen grows
+		// (copying what it holds) whenever a batch outgrows the last one.
+		spare []*segment.Builder
 	}
 
 	// Owned by run.
@@ -105,7 +111,17 @@ func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb fun
 		b, wake = nil, true
 	}
 	if b == nil {
-		b = newBatch(min(cfg.BatchBytes, max(2*size+1024, pp.mu.lastLen)), max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
+		var bld *segment.Builder
+		if n := len(pp.mu.spare); n > 0 {
+			bld = pp.mu.spare[n-1]
+			pp.mu.spare[n-1] = nil
+			pp.mu.spare = pp.mu.spare[:n-1]
+			pp.p.spareBytes.Add(-int64(bld.Cap()))
+		}
+		// A quarter more than the last batch: a batch that outgrows its
+		// buffer copies what it holds.
+		capHint := min(cfg.BatchBytes, max(2*size+1024, pp.mu.lastLen+pp.mu.lastLen/4))
+		b = newBatch(bld, capHint, max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
 		pp.mu.open = b
 		wake = true // arms the linger timer
 	}
@@ -117,6 +133,28 @@ func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb fun
 	pp.mu.Unlock()
 	if wake {
 		pp.signal()
+	}
+}
+
+// spareBuilders bounds the builders a partition keeps: one per request in
+// flight and one filling covers a steady stream.
+const spareBuilders = 4
+
+// keepBuilder keeps bld, no longer used by any batch, for the partition's
+// next batches while the producer's spares stay within half of its buffer
+// budget, or else gives it to the shared pool.
+func (pp *partProducer) keepBuilder(bld *segment.Builder) {
+	size := int64(bld.Cap())
+	pp.mu.Lock()
+	if len(pp.mu.spare) < spareBuilders && pp.p.spareBytes.Add(size) <= pp.p.cfg.BufferBytes/2 {
+		pp.mu.spare = append(pp.mu.spare, bld)
+		bld = nil
+	} else if len(pp.mu.spare) < spareBuilders {
+		pp.p.spareBytes.Add(-size)
+	}
+	pp.mu.Unlock()
+	if bld != nil {
+		builderPool.Put(bld)
 	}
 }
 

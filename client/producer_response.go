@@ -186,7 +186,9 @@ func (pp *partProducer) succeed(b *pbatch, base int64) {
 func (pp *partProducer) finish(b *pbatch, base int64, err error) {
 	b.deliver(pp.topic, pp.part, base, err)
 	pp.p.budget.release(b.budgetBytes(), b.gens)
-	b.release()
+	if bld := b.release(); bld != nil {
+		pp.keepBuilder(bld)
+	}
 }
 
 // checkLeaders abandons requests sent to a leader the metadata says has been

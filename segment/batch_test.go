@@ -202,3 +202,28 @@ func TestEpochCache(t *testing.T) {
 		t.Fatalf("decode: %v %v", d, err)
 	}
 }
+
+func TestBuilderGrowsByDoubling(t *testing.T) {
+	b := NewBuilder(BuilderOptions{})
+	value := make([]byte, 1000)
+	grows, last := 0, b.Cap()
+	for range 1000 { // ~1 MiB from a 4 KiB buffer
+		b.Add(1, nil, value, nil)
+		if c := b.Cap(); c != last {
+			if c < 2*last {
+				t.Fatalf("grew from %d to %d, less than double", last, c)
+			}
+			grows, last = grows+1, c
+		}
+	}
+	if grows > 9 {
+		t.Fatalf("%d reallocations to reach %d bytes", grows, b.Size())
+	}
+	batch := b.Build()
+	if err := batch.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch.RecordCount(); got != 1000 {
+		t.Fatalf("%d records, want 1000", got)
+	}
+}

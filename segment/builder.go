@@ -66,6 +66,13 @@ func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHead
 		body += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
 	}
 	buf := b.buf
+	if need := len(buf) + varintLen(int64(body)) + body; need > cap(buf) {
+		// Double, rather than append's quarter steps for large slices: a
+		// batch filled from a small buffer copies its bytes about once.
+		nb := make([]byte, len(buf), max(need, 2*cap(buf)))
+		copy(nb, buf)
+		buf = nb
+	}
 	buf = binary.AppendVarint(buf, int64(body))
 	buf = append(buf, 0) // attributes
 	buf = binary.AppendVarint(buf, tsDelta)
