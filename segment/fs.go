@@ -10,6 +10,8 @@ import (
 
 	mmap "github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
+
+	"paymentlog/internal/uring"
 )
 
 // FS is the file-system interface all file access goes through, so that tests
@@ -208,12 +210,14 @@ func (f *osFile) Map(size int, writable bool) (Mapping, error) {
 	}
 	// Segment access is mostly sequential.
 	_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
-	return &osMapping{m: m, name: f.f.Name()}, nil
+	return &osMapping{m: m, name: f.f.Name(), f: f.f, ring: flushRing()}, nil
 }
 
 type osMapping struct {
 	m    mmap.MMap
 	name string
+	f    *os.File    // the mapped file, for ring flushes
+	ring *uring.Ring // nil: msync
 }
 
 var pageSize = os.Getpagesize()
@@ -228,6 +232,14 @@ func (m *osMapping) Flush(off, n int) error {
 	end := off + n
 	if end > len(m.m) {
 		end = len(m.m)
+	}
+	if m.ring != nil {
+		// The same vfs_fsync_range as msync(MS_SYNC) runs for a shared
+		// mapping, without holding this thread (flushring.go).
+		err := m.ring.Fsync(m.f, int64(start), int64(end-start))
+		if !errors.Is(err, os.ErrClosed) && !errors.Is(err, uring.ErrClosed) {
+			return err
+		}
 	}
 	if err := unix.Msync(m.m[start:end], unix.MS_SYNC); err != nil {
 		return &os.PathError{Op: "msync", Path: m.name, Err: err}

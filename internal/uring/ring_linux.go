@@ -1,0 +1,256 @@
+package uring
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrClosed is returned by Fsync on a closed ring.
+var ErrClosed = errors.New("uring: ring closed")
+
+// Ring is one io_uring instance used for range fdatasyncs. It is safe for
+// concurrent use.
+type Ring struct {
+	fd      int
+	rings   []byte // the submission and completion rings, one mapping
+	sqes    []byte // the submission entries
+	entries uint32 // submission ring size: the bound on operations in flight
+
+	sqTail  *uint32
+	sqMask  uint32
+	sqArray []uint32
+	cqHead  *uint32
+	cqTail  *uint32
+	cqMask  uint32
+	cqes    []byte
+
+	efd    *os.File      // the eventfd the kernel signals on each completion
+	reaped chan struct{} // closed when the reaper has stopped
+
+	free chan uint32  // slots not in use; a slot is its operation's user data
+	done []chan int32 // per slot: the completion's result
+
+	mu       sync.Mutex // submissions and closed
+	closed   bool
+	inflight sync.WaitGroup
+
+	submitted atomic.Int64 // operations handed to the kernel (tests look at it)
+}
+
+// New sets up a ring with room for entries operations in flight (the
+// kernel rounds up to a power of two).
+func New(entries uint32) (*Ring, error) {
+	// Every completed request is freed through task work queued on the
+	// thread that submitted it. By default that wakes the thread, or
+	// interrupts it with an IPI while it runs; with COOP_TASKRUN the work
+	// waits for the thread's next system call, which a Go thread makes
+	// soon enough (or never needs, when parked: the work is only a free).
+	p := params{flags: setupCoopTask}
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	if errno == unix.EINVAL { // older than 5.19
+		p = params{}
+		fd, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	}
+	if errno != 0 {
+		return nil, fmt.Errorf("uring: io_uring_setup: %w", errno)
+	}
+	r := &Ring{fd: int(fd), entries: p.sqEntries, reaped: make(chan struct{})}
+	if err := r.setup(&p); err != nil {
+		r.unmap()
+		return nil, err
+	}
+	go r.reap()
+	return r, nil
+}
+
+// setup maps the rings and registers the eventfd.
+func (r *Ring) setup(p *params) error {
+	if p.features&featSingleMmap == 0 {
+		return errors.New("uring: the kernel lacks IORING_FEAT_SINGLE_MMAP (older than 5.4)")
+	}
+	size := max(p.sqOff.array+p.sqEntries*4, p.cqOff.cqes+p.cqEntries*cqeSize)
+	rings, err := unix.Mmap(r.fd, offSQRing, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("uring: mmap rings: %w", err)
+	}
+	r.rings = rings
+	sqes, err := unix.Mmap(r.fd, offSQEs, int(p.sqEntries*sqeSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("uring: mmap submission entries: %w", err)
+	}
+	r.sqes = sqes
+	r.sqTail = r.word(p.sqOff.tail)
+	r.sqMask = *r.word(p.sqOff.ringMask)
+	r.sqArray = unsafe.Slice(r.word(p.sqOff.array), p.sqEntries)
+	r.cqHead = r.word(p.cqOff.head)
+	r.cqTail = r.word(p.cqOff.tail)
+	r.cqMask = *r.word(p.cqOff.ringMask)
+	r.cqes = rings[p.cqOff.cqes : p.cqOff.cqes+p.cqEntries*cqeSize]
+
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("uring: eventfd: %w", err)
+	}
+	arg := int32(efd)
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerEventfd, uintptr(unsafe.Pointer(&arg)), 1, 0, 0); errno != 0 {
+		unix.Close(efd)
+		return fmt.Errorf("uring: register eventfd: %w", errno)
+	}
+	// Non-blocking, so os.NewFile puts it in the netpoller: the reaper's
+	// reads park a goroutine, not a thread.
+	r.efd = os.NewFile(uintptr(efd), "io_uring eventfd")
+
+	r.free = make(chan uint32, r.entries)
+	r.done = make([]chan int32, r.entries)
+	for i := range r.done {
+		r.done[i] = make(chan int32, 1)
+		r.free <- uint32(i)
+	}
+	return nil
+}
+
+// word is the ring's 32-bit field at off.
+func (r *Ring) word(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&r.rings[off])) }
+
+// Fsync makes f's bytes [off, off+n) durable as fdatasync does (n <= 0:
+// to the end of the file). It blocks the calling goroutine until the
+// kernel is done. f must stay open until Fsync returns.
+func (r *Ring) Fsync(f *os.File, off, n int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	slot := <-r.free
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = r.submit(slot, int32(fd), off, n) }); err != nil {
+		serr = err
+	}
+	if serr != nil {
+		r.free <- slot
+		return serr
+	}
+	res := <-r.done[slot]
+	r.free <- slot
+	r.inflight.Done()
+	runtime.KeepAlive(f)
+	if res < 0 {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res)}
+	}
+	return nil
+}
+
+// submit queues one fsync and hands it to the kernel.
+func (r *Ring) submit(slot uint32, fd int32, off, n int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	tail := atomic.LoadUint32(r.sqTail)
+	idx := tail & r.sqMask
+	e := r.sqes[idx*sqeSize : (idx+1)*sqeSize]
+	clear(e)
+	e[sqeOpcode] = opFsync
+	ne := binary.NativeEndian
+	ne.PutUint32(e[sqeFd:], uint32(fd))
+	ne.PutUint64(e[sqeOff:], uint64(max(off, 0)))
+	if n > 0 && n <= math.MaxUint32 {
+		ne.PutUint32(e[sqeLen:], uint32(n))
+	} // else 0: to the end of the file
+	ne.PutUint32(e[sqeFsyncFlags:], fsyncDatasync)
+	ne.PutUint64(e[sqeUserData:], uint64(slot))
+	r.sqArray[idx] = idx
+	atomic.StoreUint32(r.sqTail, tail+1)
+	r.inflight.Add(1)
+	for {
+		// The kernel consumes the entry within this call and punts the
+		// fsync to an io-wq worker (fsync always needs a blocking
+		// context), so the call is short: no scheduler hand-off.
+		got, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 1, 0, 0, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || got != 1 {
+			// Nothing was consumed (the kernel reports an error only
+			// when it submitted nothing): take the entry back.
+			atomic.StoreUint32(r.sqTail, tail)
+			r.inflight.Done()
+			if errno == 0 {
+				errno = unix.EAGAIN
+			}
+			return fmt.Errorf("uring: io_uring_enter: %w", errno)
+		}
+		r.submitted.Add(1)
+		return nil
+	}
+}
+
+// reap delivers completions until the eventfd is closed.
+func (r *Ring) reap() {
+	defer close(r.reaped)
+	var buf [8]byte
+	for {
+		_, err := r.efd.Read(buf[:])
+		r.drain()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain hands every posted completion to its slot's waiter.
+func (r *Ring) drain() {
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail)
+	ne := binary.NativeEndian
+	for ; head != tail; head++ {
+		c := r.cqes[(head&r.cqMask)*cqeSize:]
+		slot := ne.Uint64(c[cqeUserData:])
+		res := int32(ne.Uint32(c[cqeRes:]))
+		if slot < uint64(len(r.done)) {
+			r.done[slot] <- res
+		}
+	}
+	atomic.StoreUint32(r.cqHead, head)
+}
+
+// Submitted is the number of operations handed to the kernel so far.
+func (r *Ring) Submitted() int64 { return r.submitted.Load() }
+
+// Close waits for the operations in flight, then releases the ring. Later
+// Fsyncs return ErrClosed.
+func (r *Ring) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.inflight.Wait()
+	err := r.efd.Close()
+	<-r.reaped
+	r.unmap()
+	return err
+}
+
+// unmap releases the mappings and the ring's descriptor.
+func (r *Ring) unmap() {
+	if r.sqes != nil {
+		_ = unix.Munmap(r.sqes)
+	}
+	if r.rings != nil {
+		_ = unix.Munmap(r.rings)
+	}
+	_ = unix.Close(r.fd)
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package uring
+
+import (
+	"errors"
+	"os"
+)
+
+// ErrClosed is returned by Fsync on a closed ring.
+var ErrClosed = errors.New("uring: ring closed")
+
+// Ring is unavailable outside Linux; New always fails.
+type Ring struct{}
+
+// New fails: io_uring is Linux's.
+func New(entries uint32) (*Ring, error) { return nil, errors.ErrUnsupported }
+
+func (r *Ring) Fsync(f *os.File, off, n int64) error { return errors.ErrUnsupported }
+func (r *Ring) Submitted() int64                     { return 0 }
+func (r *Ring) Close() error                         { return nil }
