@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"paymentlog/segment"
 	"sync"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -146,11 +146,14 @@ const spareBuilders = 4
 func (pp *partProducer) keepBuilder(bld *segment.Builder) {
 	size := int64(bld.Cap())
 	pp.mu.Lock()
-	if len(pp.mu.spare) < spareBuilders && pp.p.spareBytes.Add(size) <= pp.p.cfg.BufferBytes/2 {
+	keep := len(pp.mu.spare) < spareBuilders
+	if keep && pp.p.spareBytes.Add(size) > pp.p.cfg.BufferBytes/2 {
+		pp.p.spareBytes.Add(-size)
+		keep = false
+	}
+	if keep {
 		pp.mu.spare = append(pp.mu.spare, bld)
 		bld = nil
-	} else if len(pp.mu.spare) < spareBuilders {
-		pp.p.spareBytes.Add(-size)
 	}
 	pp.mu.Unlock()
 	if bld != nil {

@@ -237,7 +237,7 @@ func (m *osMapping) Flush(off, n int) error {
 		// The same vfs_fsync_range as msync(MS_SYNC) runs for a shared
 		// mapping, without holding this thread (flushring.go).
 		err := m.ring.Fsync(m.f, int64(start), int64(end-start))
-		if !errors.Is(err, os.ErrClosed) && !errors.Is(err, uring.ErrClosed) {
+		if !errors.Is(err, uring.ErrNotSubmitted) {
 			return err
 		}
 	}

@@ -15,8 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrClosed is returned by Fsync on a closed ring.
-var ErrClosed = errors.New("uring: ring closed")
+var (
+	// ErrNotSubmitted wraps every error of an Fsync that never reached the
+	// kernel (the ring or the file closed, io_uring_enter refused): the
+	// caller may sync another way.
+	ErrNotSubmitted = errors.New("uring: not submitted")
+	// ErrClosed is returned (wrapped in ErrNotSubmitted) on a closed ring.
+	ErrClosed = errors.New("uring: ring closed")
+)
 
 // Ring is one io_uring instance used for range fdatasyncs. It is safe for
 // concurrent use.
@@ -128,16 +134,16 @@ func (r *Ring) word(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&r.rin
 func (r *Ring) Fsync(f *os.File, off, n int64) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrNotSubmitted, err)
 	}
 	slot := <-r.free
 	var serr error
 	if err := rc.Control(func(fd uintptr) { serr = r.submit(slot, int32(fd), off, n) }); err != nil {
-		serr = err
+		serr = err // the file is closed
 	}
 	if serr != nil {
 		r.free <- slot
-		return serr
+		return fmt.Errorf("%w: %w", ErrNotSubmitted, serr)
 	}
 	res := <-r.done[slot]
 	r.free <- slot

@@ -110,8 +110,20 @@ func TestClosedRingRefuses(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := r.Fsync(f, 0, 0); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Fsync after Close: %v, want ErrClosed", err)
+	if err := r.Fsync(f, 0, 0); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotSubmitted) {
+		t.Fatalf("Fsync after Close: %v, want ErrClosed and ErrNotSubmitted", err)
+	}
+}
+
+func TestFsyncOfAClosedFileIsNotSubmitted(t *testing.T) {
+	r := newRing(t, 4)
+	f := tempFile(t, 4096)
+	f.Close()
+	if err := r.Fsync(f, 0, 0); !errors.Is(err, ErrNotSubmitted) {
+		t.Fatalf("Fsync of a closed file: %v, want ErrNotSubmitted", err)
+	}
+	if got := r.Submitted(); got != 0 {
+		t.Fatalf("submitted %d", got)
 	}
 }
 

@@ -7,8 +7,13 @@ import (
 	"os"
 )
 
-// ErrClosed is returned by Fsync on a closed ring.
-var ErrClosed = errors.New("uring: ring closed")
+var (
+	// ErrNotSubmitted wraps every error of an Fsync that never reached the
+	// kernel: the caller may sync another way.
+	ErrNotSubmitted = errors.New("uring: not submitted")
+	// ErrClosed is returned (wrapped in ErrNotSubmitted) on a closed ring.
+	ErrClosed = errors.New("uring: ring closed")
+)
 
 // Ring is unavailable outside Linux; New always fails.
 type Ring struct{}
@@ -16,6 +21,6 @@ type Ring struct{}
 // New fails: io_uring is Linux's.
 func New(entries uint32) (*Ring, error) { return nil, errors.ErrUnsupported }
 
-func (r *Ring) Fsync(f *os.File, off, n int64) error { return errors.ErrUnsupported }
+func (r *Ring) Fsync(f *os.File, off, n int64) error { return ErrNotSubmitted }
 func (r *Ring) Submitted() int64                     { return 0 }
 func (r *Ring) Close() error                         { return nil }
