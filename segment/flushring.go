@@ -33,7 +33,7 @@ func flushRing() *uring.Ring {
 		}
 		r, err := uring.Shared()
 		if err != nil {
-			slog.Debug("segment: flushing with msync", "reason", err)
+			slog.Info("segment: io_uring unavailable, flushing with msync", "reason", err)
 			return
 		}
 		flushRingOnce.r = r
