@@ -27,10 +27,9 @@ var (
 // Ring is one io_uring instance used for range fdatasyncs. It is safe for
 // concurrent use.
 type Ring struct {
-	fd      int
-	rings   []byte // the submission and completion rings, one mapping
-	sqes    []byte // the submission entries
-	entries uint32 // submission ring size: the bound on operations in flight
+	fd    int
+	rings []byte // the submission and completion rings, one mapping
+	sqes  []byte // the submission entries
 
 	sqTail  *uint32
 	sqMask  uint32
@@ -70,7 +69,7 @@ func New(entries uint32) (*Ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("uring: io_uring_setup: %w", errno)
 	}
-	r := &Ring{fd: int(fd), entries: p.sqEntries, reaped: make(chan struct{})}
+	r := &Ring{fd: int(fd), reaped: make(chan struct{})}
 	if err := r.setup(&p); err != nil {
 		r.unmap()
 		return nil, err
@@ -116,8 +115,9 @@ func (r *Ring) setup(p *params) error {
 	// reads park a goroutine, not a thread.
 	r.efd = os.NewFile(uintptr(efd), "io_uring eventfd")
 
-	r.free = make(chan uint32, r.entries)
-	r.done = make([]chan int32, r.entries)
+	// One slot per submission entry: the bound on operations in flight.
+	r.free = make(chan uint32, p.sqEntries)
+	r.done = make([]chan int32, p.sqEntries)
 	for i := range r.done {
 		r.done[i] = make(chan int32, 1)
 		r.free <- uint32(i)

@@ -311,19 +311,16 @@ func (f *fetcher) roundTrip(sess *quic.Session, req wire.ReplicaFetchRequest) (r
 // reassignments and deletions nor carries over to a later attach. Called by
 // the run goroutine with f.mu held.
 func (f *fetcher) forgetDetachedLocked() {
-	for k := range f.errUntil {
-		if f.mu.parts[k] == nil {
-			delete(f.errUntil, k)
-		}
-	}
-	for k := range f.behind {
-		if f.mu.parts[k] == nil {
-			delete(f.behind, k)
-		}
-	}
-	for k := range f.failedLogged {
-		if f.mu.parts[k] == nil {
-			delete(f.failedLogged, k)
+	forgetUnfollowed(f.errUntil, f.mu.parts)
+	forgetUnfollowed(f.behind, f.mu.parts)
+	forgetUnfollowed(f.failedLogged, f.mu.parts)
+}
+
+// forgetUnfollowed deletes m's entries for partitions not in parts.
+func forgetUnfollowed[V any](m map[tp]V, parts map[tp]*partition) {
+	for k := range m {
+		if parts[k] == nil {
+			delete(m, k)
 		}
 	}
 }
