@@ -124,6 +124,22 @@ func damage(sf *SegmentFile, res *TornResult, do func() error) error {
 	return nil
 }
 
+// lastNonZero is the position of the last nonzero byte among the 4 KiB
+// before end, or -1 when they are all zeros.
+func lastNonZero(path string, end int64) (int64, error) {
+	from := max(end-4096, 0)
+	b, err := readRegion(path, from, end-from)
+	if err != nil {
+		return -1, err
+	}
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0 {
+			return from + int64(i), nil
+		}
+	}
+	return -1, nil
+}
+
 // readRegion reads n bytes at pos; bytes past the end of the file read as 0.
 func readRegion(path string, pos, n int64) ([]byte, error) {
 	b := make([]byte, n)
@@ -143,6 +159,15 @@ func readRegion(path string, pos, n int64) ([]byte, error) {
 // zeroed. It returns the change, for damage.
 func cut(sf *SegmentFile, pos int64, rng *rand.Rand, res *TornResult) func() error {
 	pos = min(max(pos, 0), sf.End)
+	// A cut that drops only zeros damages nothing: they read back as zeros
+	// (a truncated active segment is extended again on open), and a batch
+	// often ends in one (a record's header count). Such a cut starts at the
+	// last nonzero byte instead, still inside the last batch.
+	if pos < sf.End {
+		if nz, err := lastNonZero(sf.Path, sf.End); err == nil && nz >= 0 && nz < pos {
+			pos = nz
+		}
+	}
 	res.Pos, res.Len = pos, sf.End-pos
 	res.FirstOffset = offsetAt(sf, pos)
 	if rng.IntN(2) == 0 {

@@ -224,6 +224,45 @@ func TestTornTailThatChangedNothingIsNotApplied(t *testing.T) {
 	}
 }
 
+// TestCutInTrailingZerosStillDamages: a cut drawn inside the zeros a batch
+// ends with (its last record's header count) used to change no byte, so
+// the dealt torn tail did not count (a chaos run once dealt 20 and counted
+// 19). It now starts at the last nonzero byte and tears the last batch.
+func TestCutInTrailingZerosStillDamages(t *testing.T) {
+	src := t.TempDir()
+	makeLog(t, src, 40)
+	orig, _ := ScanPartition(src, false)
+	last := orig.Last()
+	tail, err := readRegion(last.Path, last.End-1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail[0] != 0 {
+		t.Fatalf("the data ends in %#x, not a zero: the test proves nothing", tail[0])
+	}
+	for _, mode := range []TornMode{TornCutUnacked, TornCutAcked} {
+		for seed := range uint64(4) { // both truncate and zero
+			dir := copyDir(t, src)
+			// Frac that puts the cut at the data's last byte.
+			frac := (float64(last.End) - 0.5) / float64(last.End)
+			if mode == TornCutUnacked {
+				lo := last.Batches[len(last.Batches)-1]
+				frac = (float64(last.End-1-lo) + 0.5) / float64(last.End-lo)
+			}
+			res, err := ApplyTorn(dir, Torn{Mode: mode, Frac: frac, Seed: seed}, 114)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Applied() {
+				t.Fatalf("%s seed %d: %v changed nothing", mode, seed, res)
+			}
+			if leo := reopenLEO(t, dir); leo != 117 {
+				t.Fatalf("%s seed %d: LEO %d after %v, want 117 (the last batch torn)", mode, seed, leo, res)
+			}
+		}
+	}
+}
+
 // A wipe removes the partition directory whole and counts its bytes.
 func TestApplyTornWipe(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "payments-0")
