@@ -45,8 +45,9 @@ type pbatch struct {
 var builderPool sync.Pool
 
 // newBatch starts a batch in bld (nil: one from the pool or a new one),
-// whose buffer holds at least capHint bytes of records.
-func newBatch(bld *segment.Builder, capHint, recsHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
+// whose buffer holds at least capHint bytes of records and grows to at most
+// maxBytes of them (unless one record is larger).
+func newBatch(bld *segment.Builder, capHint, maxBytes, recsHint int, now time.Time, deliveryTimeout time.Duration) *pbatch {
 	if bld == nil {
 		bld, _ = builderPool.Get().(*segment.Builder)
 	}
@@ -54,6 +55,7 @@ func newBatch(bld *segment.Builder, capHint, recsHint int, now time.Time, delive
 		bld = segment.NewBuilder(segment.BuilderOptions{})
 	}
 	bld.Recycle(segment.BuilderOptions{}, capHint+segment.HeaderSize)
+	bld.LimitGrowth(maxBytes + segment.HeaderSize)
 	return &pbatch{
 		bld:      bld,
 		cbs:      make([]func(Delivery), 0, recsHint),

@@ -121,7 +121,7 @@ func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb fun
 		// A quarter more than the last batch: a batch that outgrows its
 		// buffer copies what it holds.
 		capHint := min(cfg.BatchBytes, max(2*size+1024, pp.mu.lastLen+pp.mu.lastLen/4))
-		b = newBatch(bld, capHint, max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
+		b = newBatch(bld, capHint, cfg.BatchBytes, max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
 		pp.mu.open = b
 		wake = true // arms the linger timer
 	}

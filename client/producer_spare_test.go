@@ -58,8 +58,25 @@ func TestNewBatchReusesTheSpareBuilder(t *testing.T) {
 	if b.release() != nil {
 		t.Fatal("release returned the builder of a batch still in flight")
 	}
-	b2 := newBatch(nil, 4096, 8, b.created, b.deadline.Sub(b.created))
+	b2 := newBatch(nil, 4096, 1<<20, 8, b.created, b.deadline.Sub(b.created))
 	if bld := b2.release(); bld == nil {
 		t.Fatal("release returned no builder for a resolved batch")
+	}
+}
+
+// A batch filled to BatchBytes sits in a buffer of BatchBytes (plus the
+// header), not in one doubled past it.
+func TestBatchBufferStopsAtBatchBytes(t *testing.T) {
+	const batchBytes = 300_000
+	p := &Producer{cfg: ProducerConfig{BufferBytes: 10 << 20, BatchBytes: batchBytes, MaxInFlight: 5, Linger: 1 << 40}}
+	pp := newPartProducer(p, "t", 0)
+	pp.keepBuilder(builderOfCap(4096)) // not one from the shared pool, which may be larger
+	r := &Record{Topic: "t", Value: make([]byte, 1000)}
+	for len(pp.mu.closed) == 0 {
+		pp.append(r, 0, recordSize(r), 0, nil)
+	}
+	b := pp.mu.closed[0]
+	if c := b.bld.Cap(); c > batchBytes+segment.HeaderSize {
+		t.Fatalf("a batch of %d bytes (limit %d) sits in a buffer of %d", b.bld.Size(), batchBytes, c)
 	}
 }

@@ -203,6 +203,24 @@ func TestEpochCache(t *testing.T) {
 	}
 }
 
+func TestBuilderGrowthStopsAtItsLimit(t *testing.T) {
+	const limit = 100_000
+	b := NewBuilder(BuilderOptions{})
+	b.LimitGrowth(limit)
+	value := make([]byte, 1000)
+	for b.Size()+1010 <= limit {
+		b.Add(1, nil, value, nil)
+	}
+	if b.Cap() != limit {
+		t.Fatalf("a batch of %d bytes grew to %d, want the limit %d", b.Size(), b.Cap(), limit)
+	}
+	b.Recycle(BuilderOptions{}, 0)
+	b.Add(1, nil, make([]byte, 2*limit), nil) // one record larger than the limit
+	if err := b.Build().Validate(); err != nil || b.Cap() < 2*limit {
+		t.Fatalf("oversized record: cap %d, %v", b.Cap(), err)
+	}
+}
+
 func TestBuilderGrowsByDoubling(t *testing.T) {
 	b := NewBuilder(BuilderOptions{})
 	value := make([]byte, 1000)

@@ -22,6 +22,7 @@ type Builder struct {
 	firstTs int64
 	maxTs   int64
 	built   bool // buf was handed out by Build; Reset must not reuse it
+	maxCap  int  // Add's doubling stops here (0: no limit); see LimitGrowth
 }
 
 // NewBuilder starts an empty batch.
@@ -69,7 +70,11 @@ func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHead
 	if need := len(buf) + varintLen(int64(body)) + body; need > cap(buf) {
 		// Double, rather than append's quarter steps for large slices: a
 		// batch filled from a small buffer copies its bytes about once.
-		nb := make([]byte, len(buf), max(need, 2*cap(buf)))
+		newCap := 2 * cap(buf)
+		if b.maxCap > 0 {
+			newCap = min(newCap, b.maxCap)
+		}
+		nb := make([]byte, len(buf), max(need, newCap))
 		copy(nb, buf)
 		buf = nb
 	}
@@ -107,6 +112,12 @@ func (b *Builder) Recycle(opts BuilderOptions, capHint int) {
 	b.buf = b.buf[:HeaderSize]
 	b.opts, b.n, b.firstTs, b.maxTs, b.built = opts, 0, 0, 0, false
 }
+
+// LimitGrowth caps the buffer Add grows by doubling at n bytes (0: no
+// limit), so that a batch that ends at its size limit does not sit in a
+// buffer up to twice as large. A record that does not fit in n still gets
+// the room it needs. The limit outlives Reset and Recycle.
+func (b *Builder) LimitGrowth(n int) { b.maxCap = n }
 
 // Cap is the capacity of the builder's buffer.
 func (b *Builder) Cap() int { return cap(b.buf) }
