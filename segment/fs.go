@@ -109,7 +109,16 @@ type osFile struct {
 
 func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
 func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
-	n, err := f.f.WriteAt(p, off)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var err error
+	if rawWrites {
+		n, err = pwriteRaw(f.f, p, off)
+	} else {
+		n, err = f.f.WriteAt(p, off)
+	}
 	if err == nil && n < len(p) {
 		err = io.ErrShortWrite
 	}
