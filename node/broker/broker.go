@@ -84,8 +84,8 @@ const (
 	// end further than the last one). Batches of 64 KiB reach 100 000 only
 	// after 6 GB, which a restart after a crash would then read from disk
 	// to rebuild the state; the segment's own recovery point is paced the
-	// same (segment.DefaultActivePointBytes).
-	DefaultProducerSnapshotBytes = 8 << 20
+	// same (segment.DefaultActivePointBytes, which says why 32 MiB).
+	DefaultProducerSnapshotBytes = 32 << 20
 	// DefaultRetentionCheckInterval is how often each partition's retention
 	// is applied (Kafka's log.retention.check.interval.ms).
 	DefaultRetentionCheckInterval = 5 * time.Minute
