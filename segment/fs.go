@@ -109,13 +109,10 @@ type osFile struct {
 
 func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
 func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
 	var n int
 	var err error
 	if rawWrites {
-		n, err = pwriteRaw(f.f, p, off)
+		n, err = pwriteRaw(f.f, p, off) // writes nothing for an empty p
 	} else {
 		n, err = f.f.WriteAt(p, off)
 	}

@@ -21,6 +21,9 @@ func TestPwriteRawWritesAtTheOffset(t *testing.T) {
 	for i := range big {
 		big[i] = byte(rand.Uint32())
 	}
+	if n, err := pwriteRaw(f, nil, 0); n != 0 || err != nil {
+		t.Fatalf("empty write: %d %v", n, err)
+	}
 	if n, err := pwriteRaw(f, []byte("hello"), 10); n != 5 || err != nil {
 		t.Fatalf("small write: %d %v", n, err)
 	}
