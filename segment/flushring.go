@@ -9,8 +9,9 @@ import (
 )
 
 // FlushEnv names the environment variable that picks how mappings are
-// flushed: "msync" forces the msync system call; anything else (the
-// default) uses the process's io_uring where the kernel offers one.
+// flushed: "msync" forces the msync system call (and the fadvise and
+// madvise system calls for page cache drops); anything else (the default)
+// uses the process's io_uring where the kernel offers one.
 const FlushEnv = "PAYMENTLOG_FLUSH"
 
 var flushRingOnce struct {

@@ -123,8 +123,13 @@ func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
 }
 func (f *osFile) Truncate(size int64) error { return f.f.Truncate(size) }
 
-// DropCache asks the kernel to drop the clean page cache of [off, off+n).
+// DropCache asks the kernel to drop the clean page cache of [off, off+n):
+// through the process's io_uring where flushes use it (flushring.go), else,
+// or when the ring refuses, with the system call.
 func (f *osFile) DropCache(off, n int64) error {
+	if r := flushRing(); r != nil && r.Fadvise(f.f, off, n, unix.FADV_DONTNEED) == nil {
+		return nil
+	}
 	return unix.Fadvise(int(f.f.Fd()), off, n, unix.FADV_DONTNEED)
 }
 
@@ -261,7 +266,11 @@ func (m *osMapping) DropPages(off, n int) error {
 	if n <= 0 || off < 0 || off+n > len(m.m) {
 		return nil
 	}
-	return unix.Madvise(m.m[off:off+n], unix.MADV_DONTNEED)
+	b := m.m[off : off+n]
+	if m.ring != nil && m.ring.Madvise(b, unix.MADV_DONTNEED) == nil {
+		return nil // see DropCache
+	}
+	return unix.Madvise(b, unix.MADV_DONTNEED)
 }
 
 // isNoSpace reports whether err means the file system is full: a write

@@ -1,10 +1,12 @@
 package uring
 
 // The kernel's io_uring ABI (include/uapi/linux/io_uring.h), as much of it
-// as Fsync needs.
+// as Fsync, Fadvise and Madvise need.
 
 const (
 	opFsync        = 3      // IORING_OP_FSYNC
+	opFadvise      = 24     // IORING_OP_FADVISE (5.6)
+	opMadvise      = 25     // IORING_OP_MADVISE (5.6)
 	fsyncDatasync  = 1 << 0 // IORING_FSYNC_DATASYNC
 	featSingleMmap = 1 << 0 // IORING_FEAT_SINGLE_MMAP
 	setupCoopTask  = 1 << 8 // IORING_SETUP_COOP_TASKRUN (5.19)
@@ -38,14 +40,15 @@ type params struct {
 	cqOff                                                                  cqringOffsets
 }
 
-// Offsets within struct io_uring_sqe of the fields an fsync sets.
+// Offsets within struct io_uring_sqe of the fields the operations set.
 const (
-	sqeOpcode     = 0  // u8
-	sqeFd         = 4  // s32
-	sqeOff        = 8  // u64: start of the range
-	sqeLen        = 24 // u32: length of the range, 0: to the end of the file
-	sqeFsyncFlags = 28 // u32
-	sqeUserData   = 32 // u64
+	sqeOpcode   = 0  // u8
+	sqeFd       = 4  // s32
+	sqeOff      = 8  // u64: file offset (fsync, fadvise)
+	sqeAddr     = 16 // u64: memory address (madvise)
+	sqeLen      = 24 // u32: length of the range (fsync: 0 is to the end of the file)
+	sqeOpFlags  = 28 // u32: fsync_flags, fadvise_advice (madvise's advice too)
+	sqeUserData = 32 // u64
 )
 
 // Offsets within struct io_uring_cqe.

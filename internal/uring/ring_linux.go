@@ -132,31 +132,100 @@ func (r *Ring) word(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&r.rin
 // to the end of the file). It blocks the calling goroutine until the
 // kernel is done. f must stay open until Fsync returns.
 func (r *Ring) Fsync(f *os.File, off, n int64) error {
+	o := op{opcode: opFsync, off: uint64(max(off, 0)), flags: fsyncDatasync}
+	if n > 0 && n <= math.MaxUint32 {
+		o.len = uint32(n)
+	} // else 0: to the end of the file
+	return r.fileOp(f, o, "fdatasync")
+}
+
+// Fadvise gives the kernel advice about f's bytes [off, off+n) as
+// posix_fadvise does (unix.FADV_*). The kernel's io-wq worker runs it:
+// POSIX_FADV_DONTNEED writes nothing back here (the bytes are durable) but
+// walks and frees every cached page of the range, ~40 µs a MiB, and can
+// wait for other CPUs to drain their page lists. n must be 1 to 4 GiB-1.
+func (r *Ring) Fadvise(f *os.File, off, n int64, advice uint32) error {
+	if off < 0 || n <= 0 || n > math.MaxUint32 {
+		return fmt.Errorf("%w: fadvise range [%d, +%d)", ErrNotSubmitted, off, n)
+	}
+	return r.fileOp(f, op{opcode: opFadvise, off: uint64(off), len: uint32(n), flags: advice}, "fadvise")
+}
+
+// Madvise gives the kernel advice about the pages of b (page aligned) as
+// madvise does (unix.MADV_*), from the kernel's io-wq worker, a thread of
+// this process. b must stay mapped until Madvise returns: the advice
+// applies to whatever is mapped at those addresses when the worker runs.
+// len(b) must be below 4 GiB.
+func (r *Ring) Madvise(b []byte, advice uint32) error {
+	if len(b) == 0 || len(b) > math.MaxUint32 {
+		return fmt.Errorf("%w: madvise of %d bytes", ErrNotSubmitted, len(b))
+	}
+	o := op{opcode: opMadvise, fd: -1, addr: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint32(len(b)), flags: advice}
+	res, err := r.do(o)
+	runtime.KeepAlive(b)
+	if err != nil {
+		return err
+	}
+	if res < 0 {
+		return os.NewSyscallError("madvise", syscall.Errno(-res))
+	}
+	return nil
+}
+
+// op is one submission entry's fields.
+type op struct {
+	opcode uint8
+	fd     int32
+	off    uint64 // the file offset
+	addr   uint64 // a memory address
+	len    uint32
+	flags  uint32 // the operation's own flags: fsync flags, advice
+}
+
+// fileOp runs o on f's descriptor; a failure the kernel reports is a
+// *os.PathError naming name.
+func (r *Ring) fileOp(f *os.File, o op, name string) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotSubmitted, err)
 	}
 	slot := <-r.free
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = r.submit(slot, int32(fd), off, n) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { o.fd = int32(fd); serr = r.submit(slot, o) }); err != nil {
 		serr = err // the file is closed
 	}
-	if serr != nil {
-		r.free <- slot
-		return fmt.Errorf("%w: %w", ErrNotSubmitted, serr)
-	}
-	res := <-r.done[slot]
-	r.free <- slot
-	r.inflight.Done()
+	res, err := r.complete(slot, serr)
 	runtime.KeepAlive(f)
+	if err != nil {
+		return err
+	}
 	if res < 0 {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-res)}
+		return &os.PathError{Op: name, Path: f.Name(), Err: syscall.Errno(-res)}
 	}
 	return nil
 }
 
-// submit queues one fsync and hands it to the kernel.
-func (r *Ring) submit(slot uint32, fd int32, off, n int64) error {
+// do submits o (which names no file) and waits for its result.
+func (r *Ring) do(o op) (int32, error) {
+	slot := <-r.free
+	return r.complete(slot, r.submit(slot, o))
+}
+
+// complete waits for slot's result, or frees it when its submission
+// failed (serr).
+func (r *Ring) complete(slot uint32, serr error) (int32, error) {
+	if serr != nil {
+		r.free <- slot
+		return 0, fmt.Errorf("%w: %w", ErrNotSubmitted, serr)
+	}
+	res := <-r.done[slot]
+	r.free <- slot
+	r.inflight.Done()
+	return res, nil
+}
+
+// submit queues one operation and hands it to the kernel.
+func (r *Ring) submit(slot uint32, o op) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -166,22 +235,22 @@ func (r *Ring) submit(slot uint32, fd int32, off, n int64) error {
 	idx := tail & r.sqMask
 	e := r.sqes[idx*sqeSize : (idx+1)*sqeSize]
 	clear(e)
-	e[sqeOpcode] = opFsync
+	e[sqeOpcode] = o.opcode
 	ne := binary.NativeEndian
-	ne.PutUint32(e[sqeFd:], uint32(fd))
-	ne.PutUint64(e[sqeOff:], uint64(max(off, 0)))
-	if n > 0 && n <= math.MaxUint32 {
-		ne.PutUint32(e[sqeLen:], uint32(n))
-	} // else 0: to the end of the file
-	ne.PutUint32(e[sqeFsyncFlags:], fsyncDatasync)
+	ne.PutUint32(e[sqeFd:], uint32(o.fd))
+	ne.PutUint64(e[sqeOff:], o.off)
+	ne.PutUint64(e[sqeAddr:], o.addr)
+	ne.PutUint32(e[sqeLen:], o.len)
+	ne.PutUint32(e[sqeOpFlags:], o.flags)
 	ne.PutUint64(e[sqeUserData:], uint64(slot))
 	r.sqArray[idx] = idx
 	atomic.StoreUint32(r.sqTail, tail+1)
 	r.inflight.Add(1)
 	for {
 		// The kernel consumes the entry within this call and punts the
-		// fsync to an io-wq worker (fsync always needs a blocking
-		// context), so the call is short: no scheduler hand-off.
+		// operation to an io-wq worker (fsync, fadvise and madvise all
+		// need a blocking context), so the call is short: no scheduler
+		// hand-off.
 		got, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 1, 0, 0, 0, 0)
 		if errno == unix.EINTR {
 			continue
@@ -204,12 +273,41 @@ func (r *Ring) submit(slot uint32, fd int32, off, n int64) error {
 // reap delivers completions until the eventfd is closed.
 func (r *Ring) reap() {
 	defer close(r.reaped)
-	var buf [8]byte
+	rc, err := r.efd.SyscallConn()
+	if err != nil {
+		return // closed already: Close waits for nothing in flight
+	}
 	for {
-		_, err := r.efd.Read(buf[:])
+		err := rc.Read(readEventfd)
 		r.drain()
 		if err != nil {
 			return
+		}
+	}
+}
+
+// readEventfd consumes the eventfd's counter for (*os.File).SyscallConn's
+// Read, reporting false (wait for the netpoller) when it is zero.
+//
+// The read is raw: os.File.Read goes through entersyscall, and a
+// goroutine entering a system call wakes sysmon from its deep sleep and
+// resets its poll interval to 20 µs. With one read per completion (two:
+// the second finds EAGAIN) a flushing node kept sysmon waking ~1 000
+// times a second, each a context switch; this read never blocks, so the
+// hand-off entersyscall prepares for cannot happen.
+func readEventfd(fd uintptr) bool {
+	var buf [8]byte
+	for {
+		_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		default:
+			// 0: the counter was read; anything else cannot happen to an
+			// eventfd read with an 8-byte buffer, and retrying would spin.
+			return true
 		}
 	}
 }

@@ -22,5 +22,9 @@ type Ring struct{}
 func New(entries uint32) (*Ring, error) { return nil, errors.ErrUnsupported }
 
 func (r *Ring) Fsync(f *os.File, off, n int64) error { return ErrNotSubmitted }
-func (r *Ring) Submitted() int64                     { return 0 }
-func (r *Ring) Close() error                         { return nil }
+func (r *Ring) Fadvise(f *os.File, off, n int64, advice uint32) error {
+	return ErrNotSubmitted
+}
+func (r *Ring) Madvise(b []byte, advice uint32) error { return ErrNotSubmitted }
+func (r *Ring) Submitted() int64                      { return 0 }
+func (r *Ring) Close() error                          { return nil }
