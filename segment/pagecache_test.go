@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,14 @@ func skipUnlessDropsPageCache(t *testing.T, dir string) {
 // batch reads back unchanged (from disk). With CacheBytes -1 nothing is
 // dropped.
 func TestFlushDropsDurableBytesFromThePageCache(t *testing.T) {
+	// Batches of 64 KiB, and of 960 KiB (the bench's producers send
+	// batches of up to 1 MiB, which the page cache holds in large folios).
+	for _, scale := range []int{1, 15} {
+		t.Run(fmt.Sprintf("batches of %d KiB", scale*64), func(t *testing.T) { testFlushDrops(t, scale) })
+	}
+}
+
+func testFlushDrops(t *testing.T, scale int) {
 	for _, keep := range []int64{1 << 20, -1} {
 		dir := t.TempDir()
 		skipUnlessDropsPageCache(t, dir)
@@ -73,7 +82,7 @@ func TestFlushDropsDurableBytesFromThePageCache(t *testing.T) {
 		var size int64
 		for i := 0; size < 8<<20; i++ {
 			b := NewBuilder(BuilderOptions{})
-			for j := 0; j < 16; j++ {
+			for j := 0; j < 16*scale; j++ {
 				b.Add(int64(i), nil, bytes.Repeat([]byte{byte(i), byte(j)}, 2048), nil)
 			}
 			batch := b.Build()
