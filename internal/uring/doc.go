@@ -10,10 +10,12 @@
 // thread keeps running network work, and a completion arrives as a read of
 // an eventfd in the netpoller.
 //
-// The package does one operation, IORING_OP_FSYNC with
-// IORING_FSYNC_DATASYNC over a byte range: the same vfs_fsync_range the
+// The package does three operations. Fsync: IORING_OP_FSYNC with
+// IORING_FSYNC_DATASYNC over a byte range, the same vfs_fsync_range the
 // kernel runs for msync(MS_SYNC) of a shared file mapping, or for
-// fdatasync when the range is the whole file.
+// fdatasync when the range is the whole file. Fadvise and Madvise:
+// IORING_OP_FADVISE and IORING_OP_MADVISE (5.6), which the page cache
+// drop after a flush uses (POSIX_FADV_DONTNEED can take milliseconds).
 //
 // Layout (include/uapi/linux/io_uring.h): one mmap of the submission and
 // completion rings (IORING_FEAT_SINGLE_MMAP, required), one of the 64-byte
@@ -22,7 +24,9 @@
 // entry during that call, so the ring never holds more than one. At most
 // Entries operations are in flight (a free list of slots, each with its
 // completion channel), so the completion ring (twice as large) cannot
-// overflow. One reaper goroutine reads the eventfd and drains completions.
+// overflow. One reaper goroutine reads the eventfd (with a raw read: a
+// system call entered through package os wakes sysmon) and drains
+// completions.
 //
 // New fails where io_uring is missing or disabled
 // (/proc/sys/kernel/io_uring_disabled, seccomp); callers fall back to the
