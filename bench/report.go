@@ -151,6 +151,12 @@ func (r *Report) WriteTable(out io.Writer) {
 	procs := ""
 	if p, ok := r.Config.Cluster["node_gomaxprocs"].(int); ok && p > 0 {
 		procs = fmt.Sprintf(", local nodes at GOMAXPROCS %d", p)
+		if b, ok := r.Config.Cluster["bench_gomaxprocs"].(int); ok && b > 0 {
+			procs = fmt.Sprintf(", local nodes and the bench's load at GOMAXPROCS %d", p)
+			if b != p {
+				procs = fmt.Sprintf(", local nodes at GOMAXPROCS %d, the bench's load at %d", p, b)
+			}
+		}
 	}
 	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs%s, load average at start %s)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"], procs, r.Config.Machine["load_avg_at_start"])
 	if t := r.Transport; t != nil {

@@ -39,7 +39,7 @@ func benchCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "kill-cmd", Usage: "with --bootstrap: command that SIGKILLs node {id}, e.g. 'scripts/cluster.sh kill {id}'", EnvVars: benchEnv("KILL_CMD")},
 			&ucli.StringFlag{Name: "restart-cmd", Usage: "with --bootstrap: command that starts node {id} again, e.g. 'scripts/cluster.sh restart {id}'", EnvVars: benchEnv("RESTART_CMD")},
 			&ucli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "local cluster size", EnvVars: benchEnv("NODES")},
-			&ucli.IntFlag{Name: "node-gomaxprocs", Value: d.NodeGOMAXPROCS, Usage: "GOMAXPROCS of each local node: -1 its share of this machine (CPUs ÷ nodes, at least 1, as in a container limited to that share), 0 Go's default (every CPU), or N", EnvVars: benchEnv("NODE_GOMAXPROCS")},
+			&ucli.IntFlag{Name: "node-gomaxprocs", Value: d.NodeGOMAXPROCS, Usage: "GOMAXPROCS of each local node: -1 its share of this machine (CPUs ÷ nodes, at least 1, as in a container limited to that share; the bench's own producers and consumers then get the same share), 0 Go's default (every CPU), or N", EnvVars: benchEnv("NODE_GOMAXPROCS")},
 			&ucli.StringSliceFlag{Name: "node-arg", Usage: "extra `node start` argument for the local cluster (repeat the flag for several, e.g. --node-arg=--session-timeout=500ms; each value is taken whole, commas included; PAYMENTLOG_BENCH_NODE_ARGS holds one)", EnvVars: benchEnv("NODE_ARGS")},
 			&ucli.BoolFlag{Name: "keep", Usage: "keep the local cluster's directory (data, logs, certificates)", EnvVars: benchEnv("KEEP")},
 			&ucli.StringFlag{Name: "base-dir", Usage: "where the local cluster's directory is made (default: the temp dir)", EnvVars: benchEnv("BASE_DIR")},

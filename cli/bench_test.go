@@ -75,6 +75,7 @@ func TestBenchTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
+	procs := runtime.GOMAXPROCS(0)
 	code := RunContext(ctx, []string{"paymentlog", "bench",
 		"--base-dir", dir,
 		"--duration", "1s", "--half-load-duration", "500ms", "--partitions", "2", "--producers", "1",
@@ -155,6 +156,13 @@ func TestBenchTiny(t *testing.T) {
 	// The local nodes ran at their share of the CPUs (--node-gomaxprocs -1).
 	if cl, _ := rep.Config["cluster"].(map[string]any); cl["node_gomaxprocs"] != float64(max(1, runtime.NumCPU()/3)) {
 		t.Errorf("config.cluster.node_gomaxprocs = %v, want %d", cl["node_gomaxprocs"], max(1, runtime.NumCPU()/3))
+	}
+	// So did the bench's own load, and the bench put its GOMAXPROCS back.
+	if cl, _ := rep.Config["cluster"].(map[string]any); cl["bench_gomaxprocs"] != float64(max(1, runtime.NumCPU()/3)) {
+		t.Errorf("config.cluster.bench_gomaxprocs = %v, want %d", cl["bench_gomaxprocs"], max(1, runtime.NumCPU()/3))
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after the bench, %d before", got, procs)
 	}
 	// Every trial took longer than --keep-slow-trials: each one's node logs
 	// are kept, from just before its kill (the victim's restart is in them,
