@@ -2,6 +2,7 @@ package segment
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"paymentlog/internal/uring"
@@ -67,5 +68,30 @@ func TestMappingFlushFallsBackToMsync(t *testing.T) {
 	om.ring = r
 	if err := om.Flush(100, 5000); err != nil {
 		t.Fatalf("Flush with a closed ring: %v", err)
+	}
+}
+
+// TestCheckpointSyncsGoThroughTheRing: a checkpoint's file fdatasync and its
+// directory's fsync (what every recovery point and producer snapshot
+// writes) are ring operations, and the checkpoint reads back.
+func TestCheckpointSyncsGoThroughTheRing(t *testing.T) {
+	if os.Getenv(FlushEnv) == "msync" {
+		t.Skip(FlushEnv + "=msync")
+	}
+	r := flushRing()
+	if r == nil {
+		t.Skip("no flush ring here (TestDurableFlushGoesThroughTheRing says why)")
+	}
+	path := filepath.Join(t.TempDir(), "point")
+	before := r.Submitted()
+	if err := WriteCheckpoint(OSFS{}, path, []byte("0\n1 2 3\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Submitted() - before; got < 2 {
+		t.Fatalf("%d ring operations for a checkpoint, want its file's and its directory's sync", got)
+	}
+	got, err := ReadCheckpoint(OSFS{}, path)
+	if err != nil || string(got) != "0\n1 2 3\n" {
+		t.Fatalf("read back %q, %v", got, err)
 	}
 }

@@ -139,6 +139,13 @@ func (r *Ring) Fsync(f *os.File, off, n int64) error {
 	return r.fileOp(f, o, "fdatasync")
 }
 
+// FsyncAll makes f durable as fsync does, metadata included: for a
+// directory, its entries (a rename or a removal in it). It blocks the
+// calling goroutine until the kernel is done.
+func (r *Ring) FsyncAll(f *os.File) error {
+	return r.fileOp(f, op{opcode: opFsync}, "fsync")
+}
+
 // Fadvise gives the kernel advice about f's bytes [off, off+n) as
 // posix_fadvise does (unix.FADV_*). The kernel's io-wq worker runs it:
 // POSIX_FADV_DONTNEED writes nothing back here (the bytes are durable) but

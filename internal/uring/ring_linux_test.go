@@ -152,3 +152,33 @@ func BenchmarkFsync64K(b *testing.B) {
 		run(b, func(f *os.File, off int64) error { return unix.Fdatasync(int(f.Fd())) })
 	})
 }
+
+func TestFsyncAllOfAFileAndADirectory(t *testing.T) {
+	r := newRing(t, 4)
+	f := tempFile(t, 4096)
+	if err := r.FsyncAll(f); err != nil {
+		t.Fatalf("FsyncAll of a file: %v", err)
+	}
+	d, err := os.Open(filepath.Dir(f.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := r.FsyncAll(d); err != nil {
+		t.Fatalf("FsyncAll of a directory: %v", err)
+	}
+	if got := r.Submitted(); got != 2 {
+		t.Fatalf("submitted %d, want 2", got)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	err = r.FsyncAll(pw) // fsync of a pipe: EINVAL
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Op != "fsync" || !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("got %v, want an fsync PathError wrapping EINVAL", err)
+	}
+}

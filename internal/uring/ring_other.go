@@ -22,6 +22,7 @@ type Ring struct{}
 func New(entries uint32) (*Ring, error) { return nil, errors.ErrUnsupported }
 
 func (r *Ring) Fsync(f *os.File, off, n int64) error { return ErrNotSubmitted }
+func (r *Ring) FsyncAll(f *os.File) error            { return ErrNotSubmitted }
 func (r *Ring) Fadvise(f *os.File, off, n int64, advice uint32) error {
 	return ErrNotSubmitted
 }
