@@ -312,8 +312,10 @@ func readEventfd(fd uintptr) bool {
 		case unix.EAGAIN:
 			return false
 		default:
-			// 0: the counter was read; anything else cannot happen to an
-			// eventfd read with an 8-byte buffer, and retrying would spin.
+			// 0: the counter was read. No other error can happen to an
+			// eventfd read with an 8-byte buffer while RawConn.Read holds
+			// the descriptor; if one did, reap would keep draining
+			// completions between failed reads (busy, but no flush hangs).
 			return true
 		}
 	}
