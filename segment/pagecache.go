@@ -30,8 +30,9 @@ package segment
 // costs a system call or leaves pages for the kernel to evict. uncached is a
 // hint, kept page aligned and lowered by truncations. The drop runs on the
 // flushing goroutine before the flush's waiters are released: measured here,
-// ~4 µs for the madvise and ~40 µs for the fadvise of 1 MiB, once per MiB
-// (under a node's full load 0.1 and 0.45 ms on average, up to 11 ms). Both
+// ~4 µs for the madvise and ~40 µs for the fadvise of 1 MiB, once per
+// dropStep (under a node's full load, per MiB, 0.1 and 0.45 ms on average,
+// up to 11 ms). Both
 // go through the process's io_uring when flushes do (flushring.go): a
 // blocking system call from Go wakes sysmon and, beyond 20 µs, hands the
 // thread's P to another thread; on the ring only the goroutine waits.
@@ -67,8 +68,8 @@ func (l *Log) dropDue(s *segment, durable int64) bool {
 // behind it, rounded down to dropStep.
 func dropEnd(durable, keep int64) int64 { return (durable - keep) &^ (dropStep - 1) }
 
-// dropCache drops the page cache of s below durable-CacheBytes (page
-// aligned), from where the last drop ended. mp is s's mapping and file its
+// dropCache drops the page cache of s below durable-CacheBytes (rounded
+// down to dropStep), from where the last drop ended. mp is s's mapping and file its
 // file, both held by the caller (the flush). Errors are ignored: the pages
 // stay cached, as without the drop.
 func (l *Log) dropCache(s *segment, mp *mapping, file *fileRef, durable int64) {
