@@ -46,7 +46,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
-				&ucli.Int64Flag{Name: "page-cache-bytes", Value: d.PageCacheBytes, Usage: "how much of each partition's newest segment stays in the page cache after a flush; older durable bytes are dropped from it (-1: leave the page cache to the OS)", EnvVars: envs("PAGE_CACHE_BYTES")},
+				&ucli.Int64Flag{Name: "page-cache-bytes", Value: d.PageCacheBytes, Usage: "how much of each partition's newest segment stays in the page cache after a flush; older durable bytes are dropped from it in whole 2 MiB stretches, so up to 2 MiB more stays (-1: leave the page cache to the OS)", EnvVars: envs("PAGE_CACHE_BYTES")},
 				&ucli.DurationFlag{Name: "retention-check-interval", Value: d.RetentionCheckInterval, Usage: "how often each partition's retention.ms/retention.bytes is applied", EnvVars: envs("RETENTION_CHECK_INTERVAL")},
 				&ucli.Int64Flag{Name: "retention-ms", Value: d.RetentionMs, Usage: "default retention.ms for topics that set none (-1: forever)", EnvVars: envs("RETENTION_MS")},
 				&ucli.Int64Flag{Name: "retention-bytes", Value: d.RetentionBytes, Usage: "default retention.bytes per partition for topics that set none (-1: unlimited)", EnvVars: envs("RETENTION_BYTES")},
