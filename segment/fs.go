@@ -95,17 +95,23 @@ func (OSFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = uring.ErrNotSubmitted
-	if r := flushRing(); r != nil {
-		err = r.FsyncAll(d) // see osFile.Sync
-	}
-	if errors.Is(err, uring.ErrNotSubmitted) {
-		err = d.Sync()
-	}
+	err = syncDir(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// syncDir fsyncs directory d through the process's io_uring, as
+// osFile.Sync does, else, or when the ring cannot take it, with the
+// system call.
+func syncDir(d *os.File) error {
+	if r := flushRing(); r != nil {
+		if err := r.FsyncAll(d); !errors.Is(err, uring.ErrNotSubmitted) {
+			return err
+		}
+	}
+	return d.Sync()
 }
 
 type osFile struct {
