@@ -13,6 +13,7 @@ type phaseMeter struct {
 	prof     *profiler
 	cpu      *cpuMeter
 	counters *nodeCounters // the nodes' counters at the start
+	end      *nodeCounters // and at the end (stopPhase)
 	start    time.Time
 }
 
@@ -43,6 +44,7 @@ func (r *runner) startPhase(ctx context.Context, profPrefix string, d time.Durat
 func (r *runner) stopPhase(ctx context.Context, m *phaseMeter) (*CPUUsage, *QUICLoss, *Messages) {
 	cpu := m.cpu.stop()
 	now := r.readCounters(ctx)
+	m.end = now
 	loss, msgs := now.since(m.counters), now.messagesSince(m.counters, time.Since(m.start))
 	msgs.addCPU(cpu)
 	if m.prof != nil {

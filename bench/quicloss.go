@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"paymentlog/metrics"
 )
 
 // QUICLoss is what the local nodes' QUIC loss detection saw during a phase
@@ -27,6 +29,9 @@ type QUICLoss struct {
 type nodeCounters struct {
 	loss QUICLoss
 	msgs Messages
+	// leader and flush are the acks=all produce and log flush latency
+	// histograms (LatencyStages); zero when a node lacks them.
+	leader, flush metrics.HistogramSnapshot
 }
 
 // Messages counts the requests a phase cost the cluster: produce requests
@@ -78,6 +83,7 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 		return nil, nil
 	}
 	var sum nodeCounters
+	sums := make([]nodeCounters, 0, len(addrs))
 	for _, a := range addrs {
 		c, err := scrapeCounters(ctx, a)
 		if err != nil {
@@ -87,8 +93,25 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 		sum.loss.PacketsLost += c.loss.PacketsLost
 		sum.msgs.ProduceRequests += c.msgs.ProduceRequests
 		sum.msgs.ReplicaFetchAnswers += c.msgs.ReplicaFetchAnswers
+		sums = append(sums, c)
 	}
+	sum.leader, sum.flush = sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.leader }),
+		sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.flush })
 	return &sum, nil
+}
+
+// sumHistograms adds one histogram of every node; zero unless every node
+// has it, with the same bounds.
+func sumHistograms(cs []nodeCounters, get func(nodeCounters) metrics.HistogramSnapshot) metrics.HistogramSnapshot {
+	var sum metrics.HistogramSnapshot
+	for _, c := range cs {
+		h := get(c)
+		var ok bool
+		if sum, ok = sum.Add(h); !ok || h.Bounds == nil {
+			return metrics.HistogramSnapshot{}
+		}
+	}
+	return sum
 }
 
 // since is the loss between an earlier reading and this one (nil if either
@@ -143,10 +166,26 @@ func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 	}
 	defer resp.Body.Close()
 	found := 0
+	var leader, flush promHistogram
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), " ")
 		if !ok {
+			continue
+		}
+		family, labels, _ := strings.Cut(name, "{")
+		labels = strings.TrimSuffix(labels, "}")
+		var h *promHistogram
+		suffix, ok := histogramSuffix(family, "paymentlog_produce_latency_seconds")
+		if acks, _ := labelValue(labels, "acks"); ok && acks == "all" {
+			h = &leader
+		} else if suffix, ok = histogramSuffix(family, "paymentlog_log_flush_latency_seconds"); ok {
+			h = &flush
+		}
+		if h != nil {
+			if err := h.sample(suffix, labels, val); err != nil {
+				return c, fmt.Errorf("bench: %s from %s: %w", name, addr, err)
+			}
 			continue
 		}
 		var dst *uint64
@@ -172,6 +211,8 @@ func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 	if found != 2 {
 		return c, fmt.Errorf("bench: %s/metrics has no QUIC packet counters", addr)
 	}
+	c.leader, _ = leader.snapshot()
+	c.flush, _ = flush.snapshot()
 	return c, nil
 }
 

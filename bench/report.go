@@ -222,6 +222,7 @@ func (r *Report) WriteTable(out io.Writer) {
 				}
 				fmt.Fprintf(w, "  produce latency (half load, clear of %s)\t%s (%.1f%% of %s)\n", of2, lat(*c), 100*float64(c.Count)/float64(h.ClearOf), of)
 			}
+			stagesLine(w, "half load", h.Stages)
 			fmt.Fprintf(w, "  end-to-end latency (half load, partition %d)\t%s\n", h.E2EPartition, lat(h.EndToEnd))
 			cpuLine(w, "half load", h.CPU)
 			quicLossLine(w, "half load", h.QUICLoss)

@@ -137,6 +137,7 @@ func combineHalfLoads(hs []*HalfLoad, base *HalfLoad) *HalfLoad {
 	out.RecordsPerSec = medianOf(mapRounds(hs, func(h *HalfLoad) float64 { return h.RecordsPerSec }))
 	out.ProduceLatency = medianPercentiles(mapRounds(hs, func(h *HalfLoad) Percentiles { return h.ProduceLatency }))
 	out.EndToEnd = medianPercentiles(mapRounds(hs, func(h *HalfLoad) Percentiles { return h.EndToEnd }))
+	out.Stages = combineStages(mapRounds(hs, func(h *HalfLoad) *LatencyStages { return h.Stages }))
 	out.Records, out.Failed, out.Consumed, out.ClearOf = 0, 0, 0, 0
 	var clear []Percentiles
 	for _, h := range hs {

@@ -72,6 +72,8 @@ type HalfLoad struct {
 	// ClearOf is how many acknowledged records ClearLatency was drawn from:
 	// all of them, or the first probeTraceLimit of a long run.
 	ClearOf int64 `json:"produce_latency_clear_of,omitempty"`
+	// Stages splits the produce latency by where the time went.
+	Stages *LatencyStages `json:"latency_stages,omitempty"`
 }
 
 // Consume is one consumer reading the full-load run back from the beginning.
@@ -274,6 +276,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	if tc.CPUProbe {
 		probe = startSpeedProbe(tc.HalfLoadDuration)
 	}
+	stages0 := readProducerStages(ps.producers)
 	lr := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
 		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records, trace: trace,
@@ -284,8 +287,10 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
+	stages1 := readProducerStages(ps.producers)
 	slow := probe.stop()
 	cpu, loss, msgs := r.stopPhase(ctx, phase)
+	stages := latencyStages(stages0, stages1, phase.counters, phase.end)
 	msgs.addRecords(lr.acked)
 	produced <- onSample.Load()
 	select {
@@ -313,7 +318,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	return &HalfLoad{
 		TargetRate: rate, RecordsPerSec: perSec(lr.acked, lr.elapsed()), Records: lr.acked, Failed: lr.failed,
 		ProduceLatency: lr.lat.percentiles(), EndToEnd: e2e.percentiles(), E2EPartition: sample, Consumed: consumed, CPU: cpu,
-		QUICLoss: loss, Messages: msgs, CPUSlowdowns: slow, ClearLatency: clearLat, ClearOf: looked,
+		QUICLoss: loss, Messages: msgs, CPUSlowdowns: slow, ClearLatency: clearLat, ClearOf: looked, Stages: stages,
 	}, nil
 }
 

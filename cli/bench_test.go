@@ -97,7 +97,13 @@ func TestBenchTiny(t *testing.T) {
 			RecordsPerSec  float64            `json:"records_per_sec"`
 			MBPerSec       float64            `json:"mb_per_sec"`
 			ProduceLatency map[string]float64 `json:"produce_latency_ms"`
-			Rounds         []struct {
+			HalfLoad       struct {
+				Stages map[string]struct {
+					Count uint64  `json:"count"`
+					P99   float64 `json:"p99"`
+				} `json:"latency_stages"`
+			} `json:"half_load"`
+			Rounds []struct {
 				MBPerSec float64 `json:"mb_per_sec"`
 				HalfLoad *struct {
 					P99 float64 `json:"p99"`
@@ -140,6 +146,9 @@ func TestBenchTiny(t *testing.T) {
 		t.Errorf("the table lists no round 2")
 	case rep.Throughput.ProduceLatency["p999"] <= 0:
 		t.Errorf("produce latency %v", rep.Throughput.ProduceLatency)
+	case len(rep.Throughput.HalfLoad.Stages) != 4 || rep.Throughput.HalfLoad.Stages["leader_ms"].Count == 0 ||
+		rep.Throughput.HalfLoad.Stages["batch_queue_ms"].P99 <= 0 || !strings.Contains(stdout.String(), "produce latency by stage (half load)"):
+		t.Errorf("half-load latency stages %+v: want batch queue, request, leader and flush", rep.Throughput.HalfLoad.Stages)
 	case rep.Transport.MBPerSec <= 0:
 		t.Errorf("transport %+v", rep.Transport)
 	case rep.Disk.MBPerSec <= 0 || rep.Disk.Dir != dir:

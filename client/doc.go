@@ -33,7 +33,9 @@
 // batch is closed when it reaches BatchBytes or Linger has passed since its first
 // record. One goroutine per partition sends closed batches to the partition
 // leader, one Produce request per batch, with up to MaxInFlight (5) requests
-// outstanding.
+// outstanding. Producer.Stats counts batches and requests and keeps two
+// latency histograms: each batch's queue time before its first send and
+// each request's round trip (Kafka's record-queue-time and request-latency).
 //
 // Idempotence (on by default with acks=1 or all): the producer obtains a
 // producer id (InitProducerID) and numbers records per partition. A batch is

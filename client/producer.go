@@ -98,6 +98,8 @@ type Producer struct {
 
 	flushing atomic.Int32 // > 0 while a Flush or Close waits: batches close at once
 
+	stats producerStats // Stats
+
 	// spareBytes is the capacity of the builders partitions keep as spares
 	// (partProducer.keepBuilder), at most half of BufferBytes.
 	spareBytes atomic.Int64

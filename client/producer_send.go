@@ -97,6 +97,9 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 	b.moved = false
 	b.sentTo = ld
 	b.sentAt = now
+	if b.attempts == 0 {
+		pp.p.stats.batchSent(b, now)
+	}
 	b.attempts++
 	pp.inflight = append(pp.inflight, b)
 	req := &wire.ProduceRequest{
@@ -117,6 +120,7 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 	go func() {
 		var resp wire.ProduceResponse
 		r := attemptResult{b: b}
+		start := time.Now()
 		r.err = pp.p.c.call(ctx, ld.addr, wire.TypeProduce, req, &resp)
 		if r.err == nil {
 			r.err = errMalformedResponse
@@ -127,6 +131,7 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 				}
 			}
 		}
+		pp.p.stats.requestDone(start, r.err != nil || r.resp.Err != wire.None)
 		pp.results <- r
 	}()
 }

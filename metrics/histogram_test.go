@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -42,8 +43,72 @@ func TestHistogramDefaultBuckets(t *testing.T) {
 	h.Observe(time.Millisecond)
 	h.Observe(11 * time.Second)
 	s = h.Snapshot()
-	if s.Cumulative[1] != 0 || s.Cumulative[2] != 1 || s.Cumulative[len(s.Bounds)-1] != 1 || s.Count != 2 {
+	ms := slices.Index(s.Bounds, time.Millisecond)
+	if ms < 1 || s.Cumulative[ms-1] != 0 || s.Cumulative[ms] != 1 || s.Cumulative[len(s.Bounds)-1] != 1 || s.Count != 2 {
 		t.Fatalf("zero-value histogram after 1ms and 11s: %v", s.Cumulative)
+	}
+	if len(metrics.LatencyBuckets) > metrics.MaxBuckets {
+		t.Fatalf("%d default buckets, more than MaxBuckets", len(metrics.LatencyBuckets))
+	}
+}
+
+// Every observation lands in the bucket of the first bound at or above it,
+// as a linear search over the bounds would put it.
+func TestHistogramObserveMatchesALinearSearch(t *testing.T) {
+	bounds := metrics.LatencyBuckets
+	var probes []time.Duration
+	for _, b := range bounds {
+		probes = append(probes, b-1, b, b+1)
+	}
+	probes = append(probes, 0, -1, 20*time.Second)
+	for _, d := range probes {
+		h := metrics.NewHistogram(nil)
+		h.Observe(d)
+		s := h.Snapshot()
+		want := len(bounds)
+		for i, b := range bounds {
+			if max(d, 0) <= b {
+				want = i
+				break
+			}
+		}
+		got := slices.IndexFunc(s.Cumulative, func(c uint64) bool { return c == 1 })
+		if got != want {
+			t.Fatalf("Observe(%v) counted in bucket %d, want %d", d, got, want)
+		}
+	}
+}
+
+// Sub gives what was observed between two snapshots, Add sums two
+// processes' histograms; both refuse snapshots they cannot combine.
+func TestHistogramSubAndAdd(t *testing.T) {
+	bounds := []time.Duration{time.Millisecond, 10 * time.Millisecond}
+	a, b := metrics.NewHistogram(bounds), metrics.NewHistogram(bounds)
+	a.Observe(time.Millisecond)
+	before := a.Snapshot()
+	a.Observe(5 * time.Millisecond)
+	a.Observe(time.Hour)
+	b.Observe(500 * time.Microsecond)
+	d, ok := a.Snapshot().Sub(before)
+	if !ok || d.Count != 2 || !slices.Equal(d.Cumulative, []uint64{0, 1, 2}) || d.Sum != 5*time.Millisecond+time.Hour {
+		t.Fatalf("Sub = %+v, %v", d, ok)
+	}
+	sum, ok := d.Add(b.Snapshot())
+	if !ok || sum.Count != 3 || !slices.Equal(sum.Cumulative, []uint64{1, 2, 3}) {
+		t.Fatalf("Add = %+v, %v", sum, ok)
+	}
+	if z, ok := (metrics.HistogramSnapshot{}).Add(sum); !ok || z.Count != 3 {
+		t.Fatalf("zero + sum = %+v, %v", z, ok)
+	}
+	if _, ok := before.Sub(a.Snapshot()); ok {
+		t.Fatal("Sub of a later snapshot (counts going down) ok")
+	}
+	other := metrics.NewHistogram(nil).Snapshot()
+	if _, ok := d.Sub(other); ok {
+		t.Fatal("Sub across different bounds ok")
+	}
+	if _, ok := d.Add(other); ok {
+		t.Fatal("Add across different bounds ok")
 	}
 }
 

@@ -1,0 +1,59 @@
+package client
+
+import (
+	"sync/atomic"
+	"time"
+
+	"paymentlog/metrics"
+)
+
+// ProducerStats is what a producer has done since it was created: the
+// client side of its records' latency, as Kafka's producer reports it in
+// record-queue-time and request-latency. A record's produce latency is
+// about its batch's queue time (less for the batch's later records) plus
+// its last request's round trip; the leader's share of the round trip is
+// the brokers' paymentlog_produce_latency_seconds.
+type ProducerStats struct {
+	// Batches counts batches sent at least once; Requests counts every
+	// produce request sent (first sends and retries), FailedRequests those
+	// that ended in a transport error or an error answer.
+	Batches, Requests, FailedRequests uint64
+	// QueueTime is how long each batch waited in the producer before its
+	// first send: from its first record, through Linger and any wait for a
+	// free in-flight slot or a leader. One observation per batch.
+	QueueTime metrics.HistogramSnapshot
+	// RequestLatency is each produce request's round trip, from its send
+	// to its answer (or failure): the request's transfer both ways and the
+	// leader's time (its flush, and with acks=all the followers').
+	RequestLatency metrics.HistogramSnapshot
+}
+
+// producerStats is the producer's side of ProducerStats.
+type producerStats struct {
+	batches, requests, failed atomic.Uint64
+	queue, request            metrics.Histogram
+}
+
+// batchSent counts a batch's first send at now.
+func (s *producerStats) batchSent(b *pbatch, now time.Time) {
+	s.batches.Add(1)
+	s.queue.Observe(now.Sub(b.created))
+}
+
+// requestDone counts one request sent at start; failed: no success answer.
+func (s *producerStats) requestDone(start time.Time, failed bool) {
+	s.request.Since(start)
+	s.requests.Add(1)
+	if failed {
+		s.failed.Add(1)
+	}
+}
+
+// Stats returns the producer's counts and latency histograms so far. Two
+// readings' difference (metrics.HistogramSnapshot.Sub) is a period's.
+func (p *Producer) Stats() ProducerStats {
+	return ProducerStats{
+		Batches: p.stats.batches.Load(), Requests: p.stats.requests.Load(), FailedRequests: p.stats.failed.Load(),
+		QueueTime: p.stats.queue.Snapshot(), RequestLatency: p.stats.request.Snapshot(),
+	}
+}
