@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -150,8 +151,7 @@ func (c *nodeCounters) messagesSince(before *nodeCounters, d time.Duration) *Mes
 	return m
 }
 
-// scrapeCounters reads one node's /metrics. The QUIC packet counters are
-// required; the message counters are taken when present.
+// scrapeCounters reads one node's /metrics (parseNodeMetrics).
 func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 	var c nodeCounters
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -165,9 +165,21 @@ func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 		return c, err
 	}
 	defer resp.Body.Close()
+	c, err = parseNodeMetrics(resp.Body)
+	if err != nil {
+		return c, fmt.Errorf("bench: %s/metrics: %w", addr, err)
+	}
+	return c, nil
+}
+
+// parseNodeMetrics reads a node's /metrics text: the QUIC packet counters
+// (required), the message counters and the stage histograms (taken when
+// present).
+func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
+	var c nodeCounters
 	found := 0
 	var leader, flush promHistogram
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), " ")
 		if !ok {
@@ -184,7 +196,7 @@ func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 		}
 		if h != nil {
 			if err := h.sample(suffix, labels, val); err != nil {
-				return c, fmt.Errorf("bench: %s from %s: %w", name, addr, err)
+				return c, fmt.Errorf("%s: %w", name, err)
 			}
 			continue
 		}
@@ -201,15 +213,16 @@ func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 		default:
 			continue
 		}
+		var err error
 		if *dst, err = strconv.ParseUint(val, 10, 64); err != nil {
-			return c, fmt.Errorf("bench: %s from %s: %w", name, addr, err)
+			return c, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return c, err
 	}
 	if found != 2 {
-		return c, fmt.Errorf("bench: %s/metrics has no QUIC packet counters", addr)
+		return c, errors.New("no QUIC packet counters")
 	}
 	c.leader, _ = leader.snapshot()
 	c.flush, _ = flush.snapshot()

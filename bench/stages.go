@@ -176,13 +176,22 @@ func (h *promHistogram) sample(suffix, labels, val string) error {
 		}
 		return h.bucket(le, v)
 	case "_sum":
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		d, ok := seconds(val)
+		if !ok {
 			return fmt.Errorf("sum %q", val)
 		}
-		h.sum = time.Duration(math.Round(f * 1e9))
+		h.sum = d
 	}
 	return nil
+}
+
+// seconds parses a non-negative number of seconds that fits a Duration.
+func seconds(s string) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f >= 0 && f*1e9 < math.MaxInt64) { // NaN fails too
+		return 0, false
+	}
+	return time.Duration(math.Round(f * 1e9)), true
 }
 
 // bucket adds the sample of one bucket line: le is its label's value.
@@ -191,11 +200,10 @@ func (h *promHistogram) bucket(le string, v uint64) error {
 		h.inf, h.seen = v, true
 		return nil
 	}
-	f, err := strconv.ParseFloat(le, 64)
-	if err != nil || f <= 0 || math.IsInf(f, 0) {
+	b, ok := seconds(le)
+	if !ok || b <= 0 {
 		return fmt.Errorf("bucket bound le=%q", le)
 	}
-	b := time.Duration(math.Round(f * 1e9))
 	if n := len(h.bounds); n > 0 && (b <= h.bounds[n-1] || v < h.cum[n-1]) {
 		return fmt.Errorf("bucket le=%q out of order", le)
 	}

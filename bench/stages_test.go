@@ -126,6 +126,9 @@ func TestLatencyStagesRefuseBadBuckets(t *testing.T) {
 		`paymentlog_log_flush_latency_seconds_bucket{le="0.001"} 2` + "\n" + `paymentlog_log_flush_latency_seconds_bucket{le="0.002"} 1`,
 		`paymentlog_produce_latency_seconds_bucket{acks="all"} 1`,
 		`paymentlog_produce_latency_seconds_sum{acks="all"} -1`,
+		`paymentlog_produce_latency_seconds_sum{acks="all"} 1e300`,
+		`paymentlog_log_flush_latency_seconds_bucket{le="1e-300"} 1`,
+		`paymentlog_log_flush_latency_seconds_bucket{le="NaN"} 1`,
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprintf(w, "paymentlog_quic_packets_sent_total 1\npaymentlog_quic_packets_lost_total 0\n%s\n", body)
@@ -154,4 +157,51 @@ func TestCombineStages(t *testing.T) {
 	if combineStages([]*LatencyStages{rounds[0], nil}) != nil || combineStages(nil) != nil {
 		t.Fatal("rounds without stages combined into some")
 	}
+}
+
+// FuzzParseNodeMetrics: whatever a node's /metrics holds, parsing it
+// neither panics nor yields a histogram that is not one (bounds ascending
+// and positive, counts cumulative up to Count), so that the stages'
+// quantiles stay within its bounds.
+func FuzzParseNodeMetrics(f *testing.F) {
+	n := newStagesNode()
+	for i := range 50 {
+		n.all.Observe(time.Duration(i) * 300 * time.Microsecond)
+		n.flush.Observe(time.Duration(i) * 50 * time.Microsecond)
+	}
+	rec := httptest.NewRecorder()
+	n.ServeHTTP(rec, nil)
+	f.Add(rec.Body.String())
+	f.Add("paymentlog_quic_packets_sent_total 1\npaymentlog_quic_packets_lost_total 0\n" +
+		`paymentlog_log_flush_latency_seconds_bucket{le="0.001"} 3` + "\n" +
+		`paymentlog_log_flush_latency_seconds_bucket{le="+Inf"} 2` + "\n")
+	f.Add("paymentlog_quic_packets_sent_total 1\npaymentlog_quic_packets_lost_total 0\n" +
+		`paymentlog_produce_latency_seconds_bucket{acks="all",le="1e-300"} 1` + "\n" +
+		`paymentlog_produce_latency_seconds_bucket{acks="all",le="1e300"} 1` + "\n" +
+		`paymentlog_produce_latency_seconds_sum{acks="all"} 1e300` + "\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := parseNodeMetrics(strings.NewReader(text))
+		if err != nil {
+			return
+		}
+		for _, h := range []metrics.HistogramSnapshot{c.leader, c.flush} {
+			if h.Count == 0 {
+				continue
+			}
+			if len(h.Cumulative) != len(h.Bounds)+1 || h.Cumulative[len(h.Bounds)] != h.Count {
+				t.Fatalf("histogram %+v: counts do not end at Count", h)
+			}
+			for i, b := range h.Bounds {
+				if b <= 0 || i > 0 && b <= h.Bounds[i-1] || h.Cumulative[i] > h.Cumulative[i+1] {
+					t.Fatalf("histogram %+v: bound or count %d out of order", h, i)
+				}
+			}
+			if q := h.Quantile(0.99); q < 0 || q > h.Bounds[len(h.Bounds)-1] {
+				t.Fatalf("p99 %v outside the bounds of %+v", q, h)
+			}
+			if s := stageOf(h); s == nil || s.P99 < 0 {
+				t.Fatalf("stage of %+v: %+v", h, s)
+			}
+		}
+	})
 }
