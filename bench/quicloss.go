@@ -1,17 +1,9 @@
 package bench
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"time"
-
-	"paymentlog/metrics"
 )
 
 // QUICLoss is what the local nodes' QUIC loss detection saw during a phase
@@ -23,16 +15,6 @@ type QUICLoss struct {
 	PacketsSent uint64  `json:"packets_sent"`
 	PacketsLost uint64  `json:"packets_lost"`
 	LostPercent float64 `json:"lost_percent"`
-}
-
-// nodeCounters is one reading of the local nodes' counters, summed over
-// the nodes: QUIC packets and the messages that carry replication.
-type nodeCounters struct {
-	loss QUICLoss
-	msgs Messages
-	// leader and flush are the acks=all produce and log flush latency
-	// histograms (LatencyStages); zero when a node lacks them.
-	leader, flush metrics.HistogramSnapshot
 }
 
 // Messages counts the requests a phase cost the cluster: produce requests
@@ -77,44 +59,6 @@ func (m *Messages) addCPU(u *CPUUsage) {
 	m.BenchSwitchesPerProduce = float64(u.BenchSwitches) / float64(m.ProduceRequests)
 }
 
-// scrapeNodes sums the nodes' counters; nil without metrics addresses, and
-// nil with the error when a node's cannot be read.
-func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, error) {
-	if len(addrs) == 0 {
-		return nil, nil
-	}
-	var sum nodeCounters
-	sums := make([]nodeCounters, 0, len(addrs))
-	for _, a := range addrs {
-		c, err := scrapeCounters(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		sum.loss.PacketsSent += c.loss.PacketsSent
-		sum.loss.PacketsLost += c.loss.PacketsLost
-		sum.msgs.ProduceRequests += c.msgs.ProduceRequests
-		sum.msgs.ReplicaFetchAnswers += c.msgs.ReplicaFetchAnswers
-		sums = append(sums, c)
-	}
-	sum.leader, sum.flush = sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.leader }),
-		sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.flush })
-	return &sum, nil
-}
-
-// sumHistograms adds one histogram of every node; zero unless every node
-// has it, with the same bounds.
-func sumHistograms(cs []nodeCounters, get func(nodeCounters) metrics.HistogramSnapshot) metrics.HistogramSnapshot {
-	var sum metrics.HistogramSnapshot
-	for _, c := range cs {
-		h := get(c)
-		var ok bool
-		if sum, ok = sum.Add(h); !ok || h.Bounds == nil {
-			return metrics.HistogramSnapshot{}
-		}
-	}
-	return sum
-}
-
 // since is the loss between an earlier reading and this one (nil if either
 // is missing).
 func (c *nodeCounters) since(before *nodeCounters) *QUICLoss {
@@ -149,84 +93,6 @@ func (c *nodeCounters) messagesSince(before *nodeCounters, d time.Duration) *Mes
 		m.AnswersPerProduce = float64(m.ReplicaFetchAnswers) / float64(m.ProduceRequests)
 	}
 	return m
-}
-
-// scrapeCounters reads one node's /metrics (parseNodeMetrics).
-func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
-	var c nodeCounters
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return c, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return c, err
-	}
-	defer resp.Body.Close()
-	c, err = parseNodeMetrics(resp.Body)
-	if err != nil {
-		return c, fmt.Errorf("bench: %s/metrics: %w", addr, err)
-	}
-	return c, nil
-}
-
-// parseNodeMetrics reads a node's /metrics text: the QUIC packet counters
-// (required), the message counters and the stage histograms (taken when
-// present).
-func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
-	var c nodeCounters
-	found := 0
-	var leader, flush promHistogram
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		family, labels, _ := strings.Cut(name, "{")
-		labels = strings.TrimSuffix(labels, "}")
-		var h *promHistogram
-		suffix, ok := histogramSuffix(family, "paymentlog_produce_latency_seconds")
-		if acks, _ := labelValue(labels, "acks"); ok && acks == "all" {
-			h = &leader
-		} else if suffix, ok = histogramSuffix(family, "paymentlog_log_flush_latency_seconds"); ok {
-			h = &flush
-		}
-		if h != nil {
-			if err := h.sample(suffix, labels, val); err != nil {
-				return c, fmt.Errorf("%s: %w", name, err)
-			}
-			continue
-		}
-		var dst *uint64
-		switch name {
-		case "paymentlog_quic_packets_sent_total":
-			dst, found = &c.loss.PacketsSent, found+1
-		case "paymentlog_quic_packets_lost_total":
-			dst, found = &c.loss.PacketsLost, found+1
-		case "paymentlog_produce_requests_total":
-			dst = &c.msgs.ProduceRequests
-		case "paymentlog_replica_fetch_responses_total":
-			dst = &c.msgs.ReplicaFetchAnswers
-		default:
-			continue
-		}
-		var err error
-		if *dst, err = strconv.ParseUint(val, 10, 64); err != nil {
-			return c, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return c, err
-	}
-	if found != 2 {
-		return c, errors.New("no QUIC packet counters")
-	}
-	c.leader, _ = leader.snapshot()
-	c.flush, _ = flush.snapshot()
-	return c, nil
 }
 
 // quicLossLine writes one phase's QUIC loss, if it was measured.

@@ -3,8 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -150,95 +148,4 @@ func combineStages(ss []*LatencyStages) *LatencyStages {
 		Leader:     stage(func(s *LatencyStages) *StageLatency { return s.Leader }),
 		Flush:      stage(func(s *LatencyStages) *StageLatency { return s.Flush }),
 	}
-}
-
-// promHistogram gathers one histogram's buckets from /metrics lines, in
-// the order the node writes them (ascending le, +Inf last).
-type promHistogram struct {
-	bounds []time.Duration
-	cum    []uint64
-	inf    uint64
-	seen   bool // the +Inf bucket
-	sum    time.Duration
-}
-
-// sample adds one line of the histogram: a bucket (le set) or its sum.
-func (h *promHistogram) sample(suffix, labels, val string) error {
-	switch suffix {
-	case "_bucket":
-		le, ok := labelValue(labels, "le")
-		if !ok {
-			return fmt.Errorf("bucket without le")
-		}
-		v, err := strconv.ParseUint(val, 10, 64)
-		if err != nil {
-			return err
-		}
-		return h.bucket(le, v)
-	case "_sum":
-		d, ok := seconds(val)
-		if !ok {
-			return fmt.Errorf("sum %q", val)
-		}
-		h.sum = d
-	}
-	return nil
-}
-
-// seconds parses a non-negative number of seconds that fits a Duration.
-func seconds(s string) (time.Duration, bool) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(f >= 0 && f*1e9 < math.MaxInt64) { // NaN fails too
-		return 0, false
-	}
-	return time.Duration(math.Round(f * 1e9)), true
-}
-
-// bucket adds the sample of one bucket line: le is its label's value.
-func (h *promHistogram) bucket(le string, v uint64) error {
-	if le == "+Inf" {
-		h.inf, h.seen = v, true
-		return nil
-	}
-	b, ok := seconds(le)
-	if !ok || b <= 0 {
-		return fmt.Errorf("bucket bound le=%q", le)
-	}
-	if n := len(h.bounds); n > 0 && (b <= h.bounds[n-1] || v < h.cum[n-1]) {
-		return fmt.Errorf("bucket le=%q out of order", le)
-	}
-	h.bounds, h.cum = append(h.bounds, b), append(h.cum, v)
-	return nil
-}
-
-// snapshot is the histogram read; ok is false when it was absent or lacks
-// its +Inf bucket.
-func (h *promHistogram) snapshot() (metrics.HistogramSnapshot, bool) {
-	if !h.seen || len(h.bounds) == 0 || h.inf < h.cum[len(h.cum)-1] {
-		return metrics.HistogramSnapshot{}, false
-	}
-	return metrics.HistogramSnapshot{Bounds: h.bounds, Cumulative: append(h.cum, h.inf), Count: h.inf, Sum: h.sum}, true
-}
-
-// histogramSuffix reports whether family is one of histogram base's
-// series (_bucket, _sum or _count), and which.
-func histogramSuffix(family, base string) (string, bool) {
-	rest, ok := strings.CutPrefix(family, base)
-	switch {
-	case !ok:
-		return "", false
-	case rest == "_bucket", rest == "_sum", rest == "_count":
-		return rest, true
-	}
-	return "", false
-}
-
-// labelValue returns the value of label k in a sample's {…} labels.
-func labelValue(labels, k string) (string, bool) {
-	for _, kv := range strings.Split(labels, ",") {
-		if name, v, ok := strings.Cut(kv, "="); ok && name == k {
-			return strings.Trim(v, `"`), true
-		}
-	}
-	return "", false
 }
