@@ -55,7 +55,6 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
 				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
 				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
-				&ucli.BoolFlag{Name: "replica-fetch-pipeline", Value: !d.SerialReplicaFetch, Usage: "followers fetch the next records while they flush the last ones and report what became durable in between (false: flush, then fetch)", EnvVars: envs("REPLICA_FETCH_PIPELINE")},
 				&ucli.Int64Flag{Name: "reassignment-throttle", Usage: "bytes per second this node may copy for replicas a reassignment adds to it, until each is in sync (0: unlimited)", EnvVars: envs("REASSIGNMENT_THROTTLE")},
 				&ucli.DurationFlag{Name: "raft-tick", Value: d.RaftTick, Usage: "raft tick interval", EnvVars: envs("RAFT_TICK")},
 				&ucli.IntFlag{Name: "election-ticks", Value: d.ElectionTicks, Usage: "raft election timeout in ticks", EnvVars: envs("ELECTION_TICKS")},
@@ -130,7 +129,6 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	cfg.ReplicaLagTime = c.Duration("replica-lag-time")
-	cfg.SerialReplicaFetch = !c.Bool("replica-fetch-pipeline")
 	if cfg.ReassignmentThrottle = c.Int64("reassignment-throttle"); cfg.ReassignmentThrottle < 0 {
 		return nodeOptions{}, fmt.Errorf("--reassignment-throttle: must be 0 (unlimited) or more bytes per second")
 	}

@@ -52,10 +52,6 @@ type Config struct {
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
 	ReplicaLagTime    time.Duration // default 2s
-	// SerialReplicaFetch: this node's followers flush each answer before
-	// they fetch again, instead of fetching the next records while they
-	// flush (broker.Config.SerialReplicaFetch; default false: pipelined).
-	SerialReplicaFetch bool
 	// ReassignmentThrottle: bytes per second this node may copy for
 	// replicas a reassignment adds to it, until each is in sync (0:
 	// unlimited, the default).

@@ -131,7 +131,6 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_fetch_requests_total", "Consumer fetch requests answered (followers' fetches not counted).", bs.FetchRequests)
 	w.Counter("paymentlog_fetch_bytes_total", "Record bytes sent to consumers.", bs.FetchBytes)
 	w.Counter("paymentlog_replica_fetch_responses_total", "Answers sent to followers' fetches.", bs.ReplicaFetchResponses)
-	w.Counter("paymentlog_replica_durable_reports_total", "Durable reports received from pipelined followers (between their fetches).", bs.ReplicaDurableReports)
 	w.Counter("paymentlog_isr_shrinks_total", "Committed ISR changes of partitions led here that removed a member.", bs.ISRShrinks)
 	w.Counter("paymentlog_isr_expands_total", "Committed ISR changes of partitions led here that added a member.", bs.ISRExpands)
 	w.Counter("paymentlog_leader_changes_total", "Times a partition became led by this node (elections won here).", bs.LeaderChanges)

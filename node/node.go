@@ -231,7 +231,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			// fsync always such a batch is real corruption and stops the replica.
 			TruncateOnCorruption: cfg.Sync != segment.SyncAlways},
 		ReplicaLagTime:         cfg.ReplicaLagTime,
-		SerialReplicaFetch:     cfg.SerialReplicaFetch,
 		ReassignmentThrottle:   cfg.ReassignmentThrottle,
 		ReplicaFetchMaxBytes:   cfg.ReplicaFetchMaxBytes,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,

@@ -19,17 +19,6 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	return l.gc.waitFor(ctx, offset, l.flushAll, l.LogEndOffset)
 }
 
-// DurableEnd is the end of the log's durable prefix as its sync policy
-// counts it: with SyncAlways, what completed flushes covered (lowered by
-// truncations); with the other policies, the log end (WaitDurable does not
-// wait for them either).
-func (l *Log) DurableEnd() int64 {
-	if l.opts.Sync != SyncAlways {
-		return l.LogEndOffset()
-	}
-	return min(l.gc.durableEnd(), l.LogEndOffset())
-}
-
 // Sync flushes everything now regardless of policy.
 func (l *Log) Sync(ctx context.Context) error {
 	if err := l.failErr(); err != nil {

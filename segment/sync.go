@@ -160,13 +160,6 @@ func (g *groupCommit) set(offset int64) {
 	g.mu.Unlock()
 }
 
-// durableEnd is the durable mark: every offset below it is durable.
-func (g *groupCommit) durableEnd() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.mu.durable
-}
-
 func (g *groupCommit) flushCount() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()

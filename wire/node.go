@@ -21,15 +21,7 @@ type ReplicaFetchRequest struct {
 	Parts     []ReplicaFetchPartition `msgpack:"parts"`
 }
 
-// ReplicaFetchPartition reports the follower's log end and last fetched epoch,
-// and how much of its log is durable.
-//
-// FetchOffset is where the leader reads from and what it checks for
-// divergence; Durable (<= FetchOffset) is what it counts toward the HW and
-// the ISR: below it the follower's log is on disk as its fsync policy
-// requires. A follower that flushes before each fetch sends both equal; a
-// pipelined follower fetches the next records while it flushes the last ones
-// and tells the leader what became durable with a ReplicaDurableReport.
+// ReplicaFetchPartition reports the follower's log end and last fetched epoch.
 // TopicID is the topic incarnation the follower's replica belongs to: a
 // leader whose partition has another id (the topic was deleted and
 // re-created, and one of the two has not applied it yet) answers
@@ -39,30 +31,9 @@ type ReplicaFetchPartition struct {
 	TopicID            string `msgpack:"tid"`
 	Partition          int32  `msgpack:"p"`
 	FetchOffset        int64  `msgpack:"off"`   // the follower's LEO
-	Durable            int64  `msgpack:"dur"`   // the end of the follower's durable prefix
 	LastFetchedEpoch   int32  `msgpack:"lfe"`   // epoch of the follower's last batch, -1 if none
 	CurrentLeaderEpoch int32  `msgpack:"epoch"` // the epoch the follower believes the leader has
 	HighWatermark      int64  `msgpack:"hw"`    // the follower's HW (informational)
-}
-
-// ReplicaDurableReport (frame TypeReplicaDurable, only inside a fetch
-// session, never answered) tells the leader that the follower's log became
-// durable below each part's Durable while its next fetch is already waiting
-// on the leader. The leader counts a part only under the leader epoch it
-// names, from the incarnation that opened the session, and never past the
-// follower's last fetch offset it checked (its log matches the leader's
-// below that).
-type ReplicaDurableReport struct {
-	Parts []ReplicaDurablePartition `msgpack:"parts"`
-}
-
-// ReplicaDurablePartition is one partition of a ReplicaDurableReport.
-type ReplicaDurablePartition struct {
-	Topic              string `msgpack:"t"`
-	TopicID            string `msgpack:"tid"`
-	Partition          int32  `msgpack:"p"`
-	CurrentLeaderEpoch int32  `msgpack:"epoch"` // the epoch the follower fetched under
-	Durable            int64  `msgpack:"dur"`
 }
 
 type ReplicaFetchResponse struct {

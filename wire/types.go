@@ -32,7 +32,6 @@ const (
 	TypeDescribeReplica     = 26 // a replica's log state (topic describe --replicas, checkers, tests)
 	TypeAllocateProducerIDs = 27 // a producer-id block from the active controller
 	TypeDescribeQuorum      = 28 // a node's view of the controller quorum (read-only)
-	TypeReplicaDurable      = 29 // inside a fetch session only: a follower's durable offsets (node.go)
 )
 
 // ClusterActionTypes are the frame types only a node may send (Kafka's
@@ -49,5 +48,5 @@ const (
 // chaos's nemesis) call it with a client certificate.
 var ClusterActionTypes = [...]uint8{
 	TypeReplicaFetch, TypeAlterPartition, TypeBrokerRegister, TypeBrokerHeartbeat,
-	TypeRaftMessage, TypeControlledShutdown, TypeAllocateProducerIDs, TypeReplicaDurable,
+	TypeRaftMessage, TypeControlledShutdown, TypeAllocateProducerIDs,
 }

@@ -121,11 +121,6 @@ type Config struct {
 	// adding it to, until each is in the ISR (throttle.go); 0: unlimited.
 	ReassignmentThrottle int64
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
-	// SerialReplicaFetch makes this node's followers flush each answer
-	// before they fetch again, instead of fetching the next records while
-	// they flush and reporting what became durable in between (the
-	// default under fsync always; fetch_flusher.go).
-	SerialReplicaFetch bool
 	// ProducerSnapshotBatches and ProducerSnapshotBytes pace the producer
 	// snapshots (ProducerSnapshotFile): whichever comes first.
 	ProducerSnapshotBatches int   // DefaultProducerSnapshotBatches

@@ -63,8 +63,6 @@ type clusterOptions struct {
 	logger *slog.Logger
 	// releaseDiskReserve is every broker's Config.ReleaseDiskReserve.
 	releaseDiskReserve func() bool
-	// serialFetch is every broker's Config.SerialReplicaFetch.
-	serialFetch bool
 }
 
 type testNode struct {
@@ -161,7 +159,6 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		RetentionCheckInterval:  c.opts.retentionCheck,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,
 		ReleaseDiskReserve:      c.opts.releaseDiskReserve,
-		SerialReplicaFetch:      c.opts.serialFetch,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

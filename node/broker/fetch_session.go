@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"paymentlog/node/replica"
@@ -18,13 +17,6 @@ import (
 // is held until some partition has records, an error or a divergence, an HW
 // the follower has not seen has waited ReplicaHWDelay for records to ride
 // with, or MaxWaitMs passes.
-//
-// A pipelined follower also sends ReplicaDurableReports while its next
-// fetch waits here: a reader goroutine takes every frame off the stream in
-// order, checks fetches and applies reports at once, and hands the checked
-// fetches to this goroutine, which holds and answers them. Checking a fetch
-// before the reports sent after it keeps a report from being counted
-// against an older fetch offset than the follower's.
 func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first quic.Frame, s *quic.Session) error {
 	var open wire.ReplicaFetchOpen
 	if err := first.Decode(&open); err != nil {
@@ -35,92 +27,23 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 	}
 	lg := b.log.With("follower", open.FollowerID, "incarnation", open.Incarnation)
 	lg.Debug("fetch session opened", "addr", peer.Addr)
-	rctx, cancel := context.WithCancel(ctx)
-	fetches := make(chan checkedFetch)
-	var readErr error // the reader's, read after readDone
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		defer cancel()
-		readErr = b.readReplicaSession(rctx, open, s, fetches)
-	}()
-	defer func() {
-		cancel() // aborts the reader's Recv
-		<-readDone
-	}()
+	w := newWaiter()
 	for {
-		var cf checkedFetch
-		select {
-		case cf = <-fetches:
-		case <-readDone:
-			return readErr // a frame it could not take closes the session with it
+		fr, err := s.Recv(ctx)
+		if err != nil {
+			return nil // the follower closed or reopened the session
 		}
-		resp, views := b.awaitReplicaFetch(rctx, cf)
-		if rctx.Err() != nil {
-			releaseAll(views)
-			<-readDone
-			return readErr
+		var req wire.ReplicaFetchRequest
+		if err := fr.Decode(&req); err != nil {
+			return err
 		}
-		err := s.Send(ctx, wire.TypeReplicaFetch, resp)
+		resp, views := b.answerReplicaFetch(ctx, open, &req, w)
+		err = s.Send(ctx, wire.TypeReplicaFetch, resp)
 		releaseAll(views)
 		if err != nil {
 			return nil
 		}
 		b.counters.replicaFetchResponses.Add(1)
-	}
-}
-
-// readReplicaSession reads a fetch session's frames in order: fetches are
-// checked and handed to the answering goroutine, durable reports applied.
-// It returns nil when the follower closes the session (or ctx ends), and an
-// error for a frame it cannot take, which closes the session.
-func (b *Broker) readReplicaSession(ctx context.Context, open wire.ReplicaFetchOpen, s *quic.Session, fetches chan<- checkedFetch) error {
-	for {
-		fr, err := s.Recv(ctx)
-		if err != nil {
-			return nil
-		}
-		switch fr.Type {
-		case wire.TypeReplicaFetch:
-			var req wire.ReplicaFetchRequest
-			if err := fr.Decode(&req); err != nil {
-				return err
-			}
-			cf := b.checkReplicaFetch(open, &req)
-			select {
-			case fetches <- cf:
-			case <-ctx.Done():
-				cf.unregister()
-				return nil
-			}
-		case wire.TypeReplicaDurable:
-			var rep wire.ReplicaDurableReport
-			if err := fr.Decode(&rep); err != nil {
-				return err
-			}
-			b.applyDurableReport(open, &rep)
-		default:
-			return fmt.Errorf("fetch session: frame type %d is neither a fetch nor a durable report", fr.Type)
-		}
-	}
-}
-
-// applyDurableReport records a pipelined follower's durable offsets. Parts
-// for partitions this node does not have, or has under another topic
-// incarnation, are dropped: the follower's next fetch finds out why.
-func (b *Broker) applyDurableReport(open wire.ReplicaFetchOpen, rep *wire.ReplicaDurableReport) {
-	now := b.cfg.Now()
-	b.counters.replicaDurableReports.Add(1)
-	for i := range rep.Parts {
-		rp := &rep.Parts[i]
-		p := b.partition(rp.Topic, rp.Partition)
-		if p == nil || p.topicID() != rp.TopicID {
-			continue
-		}
-		p.decide(func(r *replica.Replica) replica.Decisions {
-			return r.FollowerDurable(replica.DurableReport{ReplicaID: open.FollowerID, Incarnation: open.Incarnation,
-				Offset: rp.Durable, CurrentLeaderEpoch: rp.CurrentLeaderEpoch}, now)
-		})
 	}
 }
 
@@ -137,27 +60,8 @@ type replicaFetchPart struct {
 	chk replica.FetchCheck
 }
 
-// checkedFetch is a follower's fetch whose partitions were checked and its
-// progress recorded, registered to be woken by news for it.
-type checkedFetch struct {
-	req   *wire.ReplicaFetchRequest
-	parts []replicaFetchPart
-	w     *waiter
-}
-
-func (cf checkedFetch) unregister() {
-	for _, pt := range cf.parts {
-		if pt.p != nil {
-			pt.p.unregister(cf.w)
-		}
-	}
-}
-
-// checkReplicaFetch checks each partition of a follower's fetch and records
-// its progress, and registers the fetch to be woken by its partitions.
-func (b *Broker) checkReplicaFetch(open wire.ReplicaFetchOpen, req *wire.ReplicaFetchRequest) checkedFetch {
+func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchOpen, req *wire.ReplicaFetchRequest, w *waiter) (wire.ReplicaFetchResponse, []*segment.View) {
 	now := b.cfg.Now()
-	w := newWaiter()
 	parts := make([]replicaFetchPart, len(req.Parts))
 	for i := range req.Parts {
 		rp := &req.Parts[i]
@@ -175,20 +79,19 @@ func (b *Broker) checkReplicaFetch(open wire.ReplicaFetchOpen, req *wire.Replica
 		pt.p.decide(func(r *replica.Replica) replica.Decisions {
 			var d replica.Decisions
 			pt.chk, d = r.FollowerFetch(pt.p.log, replica.Fetch{ReplicaID: open.FollowerID, Incarnation: open.Incarnation,
-				FetchOffset: rp.FetchOffset, Durable: rp.Durable, LastFetchedEpoch: rp.LastFetchedEpoch,
+				FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch,
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch}, now)
 			return d
 		})
 		pt.p.register(w)
 	}
-	return checkedFetch{req: req, parts: parts, w: w}
-}
-
-// awaitReplicaFetch holds a checked fetch until it is worth answering (see
-// serveReplicaFetch) and builds the answer.
-func (b *Broker) awaitReplicaFetch(ctx context.Context, cf checkedFetch) (wire.ReplicaFetchResponse, []*segment.View) {
-	defer cf.unregister()
-	req, parts, w := cf.req, cf.parts, cf.w
+	defer func() {
+		for _, pt := range parts {
+			if pt.p != nil {
+				pt.p.unregister(w)
+			}
+		}
+	}()
 	deadline := time.NewTimer(time.Duration(max(req.MaxWaitMs, 0)) * time.Millisecond)
 	defer deadline.Stop()
 	var hwDue <-chan time.Time // armed when an HW the follower lacks is all there is to send

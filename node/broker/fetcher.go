@@ -46,11 +46,6 @@ type fetcher struct {
 	behind map[tp]int
 	// failedLogged: partitions whose failed log has been reported (once).
 	failedLogged map[tp]bool
-	// fl flushes beside the fetch loop (nil when the broker's
-	// SerialReplicaFetch is set); sess is the open session, for its durable
-	// reports (nil between sessions).
-	fl   *flusher
-	sess atomic.Pointer[quic.Session]
 }
 
 // fetchErrorBackoff is how long a partition sits out after an error answer.
@@ -190,9 +185,7 @@ func (f *fetcher) poke() {
 // fetchTarget is one partition in one request, with what the request said.
 type fetchTarget struct {
 	p           *partition
-	topicID     string
 	fetchOffset int64
-	durable     int64 // the durable end the request reported
 	epoch       int32 // the leader epoch the request was built under
 	adding      bool  // a copy for a reassignment (counted, and charged to the throttle)
 }
@@ -202,28 +195,11 @@ func (f *fetcher) run() {
 	defer close(f.done)
 	lg := f.b.log.With("leader", f.leader)
 	var sess *quic.Session
-	closeSession := func() {
-		f.sess.Store(nil)
-		sess.Close()
-		sess = nil
-	}
 	defer func() {
 		if sess != nil {
-			closeSession()
+			sess.Close()
 		}
 	}()
-	var handed uint64 // answers handed to the flusher
-	// Pipelined only when answers wait for a flush: under the other fsync
-	// policies a log's end is its durable end (WaitDurable returns at once).
-	if !f.b.cfg.SerialReplicaFetch && f.b.cfg.Log.Sync == segment.SyncAlways {
-		f.fl = newFlusher(f)
-		flushed := make(chan struct{})
-		go func() {
-			defer close(flushed)
-			f.fl.run(f.ctx)
-		}()
-		defer func() { <-flushed }() // f.ctx has ended: the round in progress returns
-	}
 	backoff := func() bool {
 		t := time.NewTimer(50 * time.Millisecond)
 		defer t.Stop()
@@ -240,10 +216,6 @@ func (f *fetcher) run() {
 	f.behind = make(map[tp]int)
 	f.failedLogged = make(map[tp]bool)
 	for f.ctx.Err() == nil {
-		// At most one answer ahead of the flushes (fetch_flusher.go).
-		if f.fl != nil && handed > 0 && f.fl.waitTaken(f.ctx, handed-1) != nil {
-			return
-		}
 		req, targets, retryAt := f.buildRequest(time.Now())
 		if len(targets) == 0 {
 			wait := time.Hour
@@ -280,22 +252,20 @@ func (f *fetcher) run() {
 				continue
 			}
 			sess = s
-			f.sess.Store(s)
 		}
 		resp, changed, err := f.roundTrip(sess, req)
 		if changed || err != nil {
 			if err != nil && f.ctx.Err() == nil {
 				lg.Debug("fetch session failed", "err", err)
 			}
-			closeSession()
+			sess.Close()
+			sess = nil
 			if err != nil && !backoff() {
 				return
 			}
 			continue
 		}
-		if parts := f.process(targets, resp); f.fl != nil {
-			handed = f.fl.hand(parts)
-		}
+		f.process(targets, resp)
 	}
 }
 
@@ -412,17 +382,13 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			}
 			continue
 		}
-		leo, durable := p.log.LogEndOffset(), p.log.DurableEnd()
-		// Serial: the leader will count the whole fetch offset toward the
-		// HW, so it must be durable under the fsync policy. This fetcher's
-		// own appends are (process syncs them before the next request), but
-		// the fetcher of a previous leader or epoch of this partition may
-		// have appended records and still be flushing them when leadership
-		// moved here. Pipelined: the flusher makes it durable and reports it.
-		if f.fl == nil {
-			durable = leo
-		}
-		if err := f.waitDurableSerial(p, leo); err != nil {
+		leo := p.log.LogEndOffset()
+		// The leader counts the fetch offset toward the HW, so it must be
+		// durable under the fsync policy. This fetcher's own appends are
+		// (process syncs them before the next request), but the fetcher of a
+		// previous leader or epoch of this partition may have appended
+		// records and still be flushing them when leadership moved here.
+		if err := p.log.WaitDurable(f.ctx, leo); err != nil {
 			if f.ctx.Err() == nil {
 				p.lg.Debug("follower log end not durable yet", "offset", leo, "err", err)
 				f.errUntil[p.key] = now.Add(fetchErrorBackoff)
@@ -433,8 +399,8 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			continue
 		}
 		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, TopicID: topicID, Partition: p.key.partition,
-			FetchOffset: leo, Durable: min(durable, leo), LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
-		targets = append(targets, fetchTarget{p: p, topicID: topicID, fetchOffset: leo, durable: min(durable, leo), epoch: epoch, adding: adding})
+			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
+		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch, adding: adding})
 	}
 	if len(targets) > 0 && !retryAt.IsZero() {
 		// A partition sitting out rejoins with the next request: the
@@ -446,22 +412,12 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 	return req, targets, retryAt
 }
 
-// waitDurableSerial makes p's log durable below leo before a serial fetch
-// reports it (nil at once for a pipelined one).
-func (f *fetcher) waitDurableSerial(p *partition, leo int64) error {
-	if f.fl != nil {
-		return nil
-	}
-	return p.log.WaitDurable(f.ctx, leo)
-}
-
-// process applies one response. Serial, in three steps, so that the fsyncs
-// of its partitions overlap instead of adding up on the path to the next
-// fetch (whose offsets move the leader's HW): append every partition's
-// records (each under its appendMu), wait until all of them are durable,
-// then record the new log end offsets and HWs in the replicas. Pipelined,
-// only the first step: it returns the partitions for the flusher.
-func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse) []fetchedPart {
+// process applies one response in three steps, so that the fsyncs of its
+// partitions overlap instead of adding up on the path to the next fetch
+// (whose offsets move the leader's HW): append every partition's records
+// (each under its appendMu), wait until all of them are durable, then
+// record the new log end offsets and HWs in the replicas.
+func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse) {
 	byKey := make(map[tp]fetchTarget, len(targets))
 	for _, t := range targets {
 		byKey[t.p.key] = t
@@ -492,10 +448,7 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 			f.errUntil[t.p.key] = time.Now().Add(fetchErrorBackoff)
 		}
 	}
-	if f.fl != nil {
-		return done
-	}
-	f.syncAll(done, false)
+	f.syncAll(done)
 	for _, fp := range done {
 		if fp.t.p.log.Failed() == nil { // a failed flush: not this replica's records
 			f.finishPartition(fp)
@@ -507,7 +460,6 @@ func (f *fetcher) process(targets []fetchTarget, resp wire.ReplicaFetchResponse)
 			f.raiseLogStart(fp)
 		}
 	}
-	return nil
 }
 
 // raiseLogStart runs p.raiseLogStart for fp beside the fetch loop, at most
@@ -618,11 +570,10 @@ func (f *fetcher) stillFollowing(t fetchTarget) bool {
 	return !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader && r.LeaderEpoch() == t.epoch
 }
 
-// syncAll applies the fsync policy to every appended partition (every
-// partition with all), the partitions' flushes running concurrently: the
-// durable end the next fetch or report carries is what the leader counts
-// toward the HW.
-func (f *fetcher) syncAll(parts []fetchedPart, all bool) {
+// syncAll applies the fsync policy to every appended partition, the
+// partitions' flushes running concurrently: the LEO the next fetch reports
+// is what the leader counts toward the HW.
+func (f *fetcher) syncAll(parts []fetchedPart) {
 	flush := func(fp fetchedPart) {
 		if err := fp.t.p.log.WaitDurable(f.ctx, fp.leo); err != nil {
 			fp.t.p.lg.Error("follower sync failed", "offset", fp.leo, "err", err)
@@ -632,7 +583,7 @@ func (f *fetcher) syncAll(parts []fetchedPart, all bool) {
 	var here *fetchedPart // flushed on this goroutine, the others beside it
 	for i := range parts {
 		switch {
-		case !parts[i].appended && !all:
+		case !parts[i].appended:
 		case here == nil:
 			here = &parts[i]
 		default:
@@ -649,23 +600,19 @@ func (f *fetcher) syncAll(parts []fetchedPart, all bool) {
 	wg.Wait()
 }
 
-// finishPartition records an applied (and flushed) response in the
-// replica: its new durable end and the leader's HW. It returns the log's
-// durable end, ok false when the replica moved on.
-func (f *fetcher) finishPartition(fp fetchedPart) (durable int64, ok bool) {
+// finishPartition records an applied response in the replica: its new log
+// end offset and the leader's HW.
+func (f *fetcher) finishPartition(fp fetchedPart) {
 	p := fp.t.p
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if !f.stillFollowing(fp.t) || p.log.LogEndOffset() < fp.leo {
-		return 0, false // moved on while the flush ran
+		return // moved on while the flush ran
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// What the flushes covered, read under appendMu: no truncation lowers
-	// it meanwhile (an answer appended since may lie beyond it).
-	durable = p.log.DurableEnd()
-	if durable > p.mu.r.LEO() {
-		p.mu.r.LocalAppend(durable)
+	if fp.leo > p.mu.r.LEO() {
+		p.mu.r.LocalAppend(fp.leo)
 	}
 	if p.mu.r.FollowerHW(fp.leaderHW) {
 		f.b.ckptDirty.Store(true)
@@ -673,7 +620,6 @@ func (f *fetcher) finishPartition(fp fetchedPart) (durable int64, ok bool) {
 	// Batches below the HW are stable now, also when the HW moved without
 	// records (the leader's last advance always comes so).
 	p.producers.advance(p.mu.r.HW())
-	return durable, true
 }
 
 // replayProducers rebuilds p's producer state from its log, whose end is leo.

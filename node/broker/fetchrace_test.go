@@ -74,10 +74,11 @@ func TestReplicaFetchReadAfterLeadershipLost(t *testing.T) {
 		})
 	}
 	n1.b.hooks.beforeReplicaRead.Store(&hook)
-	resp, views := n1.b.awaitReplicaFetch(c.ctx, n1.b.checkReplicaFetch(wire.ReplicaFetchOpen{FollowerID: 3, Incarnation: 1},
+	w := newWaiter()
+	resp, views := n1.b.answerReplicaFetch(c.ctx, wire.ReplicaFetchOpen{FollowerID: 3, Incarnation: 1},
 		&wire.ReplicaFetchRequest{MaxWaitMs: 0, MaxBytes: 1 << 20, Parts: []wire.ReplicaFetchPartition{{
-			Topic: testKey.topic, TopicID: "id-" + testKey.topic, Partition: testKey.partition, FetchOffset: 2, Durable: 2, LastFetchedEpoch: 1,
-			CurrentLeaderEpoch: 1, HighWatermark: 0}}}))
+			Topic: testKey.topic, TopicID: "id-" + testKey.topic, Partition: testKey.partition, FetchOffset: 2, LastFetchedEpoch: 1,
+			CurrentLeaderEpoch: 1, HighWatermark: 0}}}, w)
 	defer releaseAll(views)
 	n1.b.hooks.beforeReplicaRead.Store(nil)
 	if got := readAll(t, n1.b.partition(testKey.topic, testKey.partition).log, 5); got[2] != "y" {

@@ -29,7 +29,6 @@ type Stats struct {
 	ProduceRequests       uint64 // produce requests handled
 	ProduceBytes          uint64 // batch bytes appended as leader (duplicates not counted)
 	ReplicaFetchResponses uint64 // answers sent to followers' fetches
-	ReplicaDurableReports uint64 // durable reports received from pipelined followers
 	// RetentionDeletedSegments counts segments deleted by retention (and
 	// by following a leader's log start); RetentionFailures the partition
 	// passes that failed (the segments stay: the disk fills).
@@ -148,7 +147,6 @@ type counters struct {
 	produceRequests       atomic.Uint64
 	produceBytes          atomic.Uint64
 	replicaFetchResponses atomic.Uint64
-	replicaDurableReports atomic.Uint64
 	retentionDeleted      atomic.Uint64
 	retentionFailures     atomic.Uint64
 	producerIDsExpired    atomic.Uint64
@@ -253,7 +251,6 @@ func (b *Broker) Stats() Stats {
 		ProduceRequests:       b.counters.produceRequests.Load(),
 		ProduceBytes:          b.counters.produceBytes.Load(),
 		ReplicaFetchResponses: b.counters.replicaFetchResponses.Load(),
-		ReplicaDurableReports: b.counters.replicaDurableReports.Load(),
 
 		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
 		RetentionFailures:        b.counters.retentionFailures.Load(),

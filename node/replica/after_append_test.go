@@ -55,7 +55,7 @@ func TestParkedAnsweredWhenISRFallsBelowMin(t *testing.T) {
 	under.ISR = []int32{1}
 	r.BecomeLeader(under, 0, now)
 	leo := int64(0)
-	_, d := r.FollowerFetch(epochsUntil{&leo}, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 0, Durable: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1}, now)
+	_, d := r.FollowerFetch(epochsUntil{&leo}, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1}, now)
 	if !slices.Equal(d.ProposeISR, []int32{1, 2}) {
 		t.Fatalf("caught-up follower not proposed: %v", d.ProposeISR)
 	}

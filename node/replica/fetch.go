@@ -18,7 +18,6 @@ type Fetch struct {
 	ReplicaID          int32
 	Incarnation        int64 // the follower's registered incarnation (0 = unknown)
 	FetchOffset        int64 // the follower's LEO
-	Durable            int64 // the end of the follower's durable prefix (<= FetchOffset counts)
 	LastFetchedEpoch   int32 // epoch of the follower's last batch, -1 if its log is empty
 	CurrentLeaderEpoch int32 // the leader epoch the follower believes in
 }
@@ -96,8 +95,7 @@ func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchC
 	}
 	p := r.followers[f.ReplicaID]
 	if p == nil { // a replica added to the assignment while we lead
-		p = new(progress)
-		*p = newProgress()
+		p = &progress{leo: -1, lastFetchLeaderLEO: -1}
 		r.followers[f.ReplicaID] = p
 	}
 	if f.Incarnation != 0 && f.Incarnation < p.incarnation {
@@ -126,49 +124,13 @@ func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchC
 		chk.Code = OffsetOutOfRange
 		return chk, d
 	}
-	p.fetchedAt(f.FetchOffset, f.Durable, r.leo, now)
-	return chk, r.followerMoved(f.ReplicaID)
-}
-
-// followerMoved is what a follower's new durable end decides: the HW may
-// advance (completing parked produces), or the follower may return to the
-// ISR.
-func (r *Replica) followerMoved(id int32) Decisions {
-	d := r.maybeAdvanceHW()
-	if prop := r.maybeExpand(id); prop != nil {
+	p.update(f.FetchOffset, r.leo, now)
+	d = r.maybeAdvanceHW()
+	if prop := r.maybeExpand(f.ReplicaID); prop != nil {
 		d.ProposeISR = prop
 	}
 	d.HW = r.hw
-	return d
-}
-
-// DurableReport is a pipelined follower's report, between its fetches, that
-// its log is durable below Offset.
-type DurableReport struct {
-	ReplicaID          int32
-	Incarnation        int64 // the incarnation that opened the fetch session
-	Offset             int64
-	CurrentLeaderEpoch int32 // the epoch the follower fetched under
-}
-
-// FollowerDurable records a durable report. It counts only for this leader
-// epoch and for the follower incarnation whose fetches it checked, and only
-// up to the last fetch offset it checked (below it the follower's log is
-// ours): anything else is dropped (the follower's next fetch carries its
-// durable end too).
-func (r *Replica) FollowerDurable(rep DurableReport, now time.Time) Decisions {
-	d := r.decisions()
-	if rep.CurrentLeaderEpoch < 0 || r.CheckEpoch(rep.CurrentLeaderEpoch) != OK {
-		return d
-	}
-	p := r.followers[rep.ReplicaID]
-	if p == nil || rep.ReplicaID == r.cfg.ID || p.incarnation != rep.Incarnation {
-		return d
-	}
-	if !p.reportedDurable(rep.Offset, r.leo, now) {
-		return d
-	}
-	return r.followerMoved(rep.ReplicaID)
+	return chk, d
 }
 
 // TruncationOffset is where a follower truncates after its leader answered

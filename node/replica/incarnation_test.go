@@ -35,10 +35,10 @@ func TestNewIncarnationForgetsFetchState(t *testing.T) {
 	log := epochsUntil{&leo}
 	fetch := func(inc, off int64, lastEpoch int32) (FetchCheck, Decisions) {
 		t.Helper()
-		return r.FollowerFetch(log, Fetch{ReplicaID: 3, Incarnation: inc, FetchOffset: off, Durable: off,
+		return r.FollowerFetch(log, Fetch{ReplicaID: 3, Incarnation: inc, FetchOffset: off,
 			LastFetchedEpoch: lastEpoch, CurrentLeaderEpoch: 1}, now)
 	}
-	r.FollowerFetch(log, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 5, Durable: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+	r.FollowerFetch(log, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
 
 	// Incarnation 7 of node 3 catches up: proposed on incarnation 7.
 	_, d := fetch(7, 5, 1)
@@ -101,15 +101,15 @@ func TestNewIncarnationOfISRMemberMustCatchUp(t *testing.T) {
 		ISR: []int32{1, 2, 3}, MinISR: 2}, leo, now)
 	log := epochsUntil{&leo}
 	for _, id := range []int32{2, 3} {
-		r.FollowerFetch(log, Fetch{ReplicaID: id, Incarnation: 1, FetchOffset: 5, Durable: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+		r.FollowerFetch(log, Fetch{ReplicaID: id, Incarnation: 1, FetchOffset: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
 	}
 	now = now.Add(time.Second)
 	if d := r.Tick(now); d.ProposeISR != nil {
 		t.Fatalf("in-sync ISR shrunk: %v", d.ProposeISR)
 	}
 	// Node 3 restarts (incarnation 2) with 2 records.
-	r.FollowerFetch(log, Fetch{ReplicaID: 3, Incarnation: 2, FetchOffset: 2, Durable: 2, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
-	r.FollowerFetch(log, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 5, Durable: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+	r.FollowerFetch(log, Fetch{ReplicaID: 3, Incarnation: 2, FetchOffset: 2, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+	r.FollowerFetch(log, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
 	if d := r.Tick(now); !slices.Equal(d.ProposeISR, []int32{1, 2}) {
 		t.Fatalf("restarted member behind the leader not proposed for removal: %v", d.ProposeISR)
 	}

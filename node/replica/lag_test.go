@@ -15,7 +15,7 @@ func TestFollowerLags(t *testing.T) {
 	}
 	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 1}, 0, t0)
 	r.LocalAppend(100)
-	r.FollowerFetch(epochsAt(1), Fetch{ReplicaID: 2, FetchOffset: 60, Durable: 60, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1}, t0.Add(time.Second))
+	r.FollowerFetch(epochsAt(1), Fetch{ReplicaID: 2, FetchOffset: 60, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1}, t0.Add(time.Second))
 	lags := r.FollowerLags()
 	if len(lags) != 2 {
 		t.Fatalf("lags = %+v", lags)

@@ -18,7 +18,7 @@ func TestLeaderFollowsReassignedReplicas(t *testing.T) {
 	r.LocalAppend(leo)
 	fetch := func(id int32, off int64) FetchCheck {
 		t.Helper()
-		chk, d := r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: off, Durable: off, LastFetchedEpoch: 1,
+		chk, d := r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: off, LastFetchedEpoch: 1,
 			CurrentLeaderEpoch: 1}, now)
 		if d.ProposeISR != nil {
 			r.ISRCommitted(d.ProposeISR, r.PartitionEpoch()+1, now)

@@ -22,7 +22,7 @@ func TestRefusedExpansionLetsHWAdvance(t *testing.T) {
 	r.LocalAppend(leo)
 	log := epochsUntil{&leo}
 	// Follower 2 catches up to 5: its return to the ISR is proposed.
-	_, d := r.FollowerFetch(log, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 5, Durable: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+	_, d := r.FollowerFetch(log, Fetch{ReplicaID: 2, Incarnation: 1, FetchOffset: 5, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
 	if !slices.Equal(d.ProposeISR, []int32{1, 2}) {
 		t.Fatalf("caught-up follower not proposed: %v", d.ProposeISR)
 	}

@@ -169,21 +169,10 @@ func (r *Replica) FollowerIncarnation(id int32) int64 {
 	return 0
 }
 
-// FollowerLEO is the leader's view of follower id's LEO: the end of its
-// durable prefix, which counts toward the HW (-1 if unknown).
+// FollowerLEO is the leader's view of follower id's LEO (-1 if unknown).
 func (r *Replica) FollowerLEO(id int32) int64 {
 	if p := r.followers[id]; p != nil {
 		return p.leo
-	}
-	return -1
-}
-
-// FollowerFetched is the last fetch offset of follower id the leader
-// checked (-1 if unknown): a pipelined follower's runs ahead of its LEO as
-// FollowerLEO counts it (its durable end).
-func (r *Replica) FollowerFetched(id int32) int64 {
-	if p := r.followers[id]; p != nil {
-		return p.fetched
 	}
 	return -1
 }
@@ -287,8 +276,7 @@ func (r *Replica) BecomeLeader(st State, leo int64, now time.Time) Decisions {
 		if id == r.cfg.ID {
 			continue
 		}
-		p := new(progress)
-		*p = newProgress()
+		p := &progress{leo: -1, lastFetchLeaderLEO: -1}
 		if slices.Contains(st.ISR, id) {
 			p.lastCaughtUp = now
 		}

@@ -22,10 +22,7 @@ func (f fixedEpochs) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // the HW is above a committed ISR member's reported LEO that member's LEO is
 // unknown to be lower (i.e. every committed member has reported >= hw); the
 // HW never advanced while the effective ISR was below min ISR; every parked
-// request needs more than the HW; and the HW never passes what an ISR
-// member really has on disk. The followers are pipelined: they fetch ahead
-// of their flushes and report durable ends in between, some of them stale
-// (overtaken on the way, or for another epoch or incarnation).
+// request needs more than the HW.
 func TestLeaderInvariantsRandom(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -35,12 +32,11 @@ func TestLeaderInvariantsRandom(t *testing.T) {
 		st := State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: int32(rng.IntN(4))}
 		r.BecomeLeader(st, leo, now)
 		flw := map[int32]int64{2: 0, 3: 0} // followers' real logs
-		dur := map[int32]int64{2: 0, 3: 0} // and their durable prefixes
 		var reqID uint64
 		prevHW := r.HW()
 		for step := range 300 {
 			var d Decisions
-			switch rng.IntN(10) {
+			switch rng.IntN(7) {
 			case 0, 1:
 				leo += int64(rng.IntN(3))
 				d = r.LocalAppend(leo)
@@ -48,27 +44,9 @@ func TestLeaderInvariantsRandom(t *testing.T) {
 				id := int32(2 + rng.IntN(2))
 				flw[id] = min(leo, flw[id]+int64(rng.IntN(4)))
 				var chk FetchCheck
-				// A durable end read before a flush finished: at most the real one.
-				reported := dur[id] - int64(rng.IntN(2))
-				chk, d = r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: flw[id], Durable: reported, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+				chk, d = r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: flw[id], LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
 				if chk.Code != OK || chk.Diverged() {
 					t.Fatalf("seed %d step %d: fetch %+v", seed, step, chk)
-				}
-				// The answer's records, appended (not yet durable).
-				flw[id] = min(leo, flw[id]+int64(rng.IntN(4)))
-			case 7: // a flush
-				id := int32(2 + rng.IntN(2))
-				dur[id] = max(dur[id], flw[id]-int64(rng.IntN(2)))
-			case 8: // a durable report, maybe past the last fetch offset
-				id := int32(2 + rng.IntN(2))
-				d = r.FollowerDurable(DurableReport{ReplicaID: id, Offset: dur[id], CurrentLeaderEpoch: 1}, now)
-			case 9: // one for another epoch or incarnation: ignored
-				id := int32(2 + rng.IntN(2))
-				before := r.FollowerLEO(id)
-				d = r.FollowerDurable(DurableReport{ReplicaID: id, Incarnation: int64(rng.IntN(2)), Offset: flw[id],
-					CurrentLeaderEpoch: int32(rng.IntN(2)) * 2}, now)
-				if r.FollowerLEO(id) != before {
-					t.Fatalf("seed %d step %d: a stale report moved %d's durable end %d -> %d", seed, step, id, before, r.FollowerLEO(id))
 				}
 			case 4:
 				now = now.Add(time.Duration(rng.IntN(6)) * time.Second)
@@ -99,9 +77,6 @@ func TestLeaderInvariantsRandom(t *testing.T) {
 				for _, id := range set {
 					if id != 1 && r.FollowerLEO(id) < r.HW() {
 						t.Fatalf("seed %d step %d: hw %d above member %d's LEO %d", seed, step, r.HW(), id, r.FollowerLEO(id))
-					}
-					if id != 1 && dur[id] < r.HW() {
-						t.Fatalf("seed %d step %d: hw %d above member %d's durable end %d", seed, step, r.HW(), id, dur[id])
 					}
 				}
 				if !d.HWChanged || d.HW != r.HW() {
@@ -162,7 +137,7 @@ func TestParkCancelAndNotLeader(t *testing.T) {
 	if !r.Cancel(2) || r.Cancel(2) {
 		t.Fatal("cancel")
 	}
-	_, d := r.FollowerFetch(fixedEpochs{new(int64(3))}, Fetch{ReplicaID: 2, FetchOffset: 1, Durable: 1, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
+	_, d := r.FollowerFetch(fixedEpochs{new(int64(3))}, Fetch{ReplicaID: 2, FetchOffset: 1, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, now)
 	if !slices.Equal(d.Complete, []Completion{{3, OK}}) || d.HW != 1 {
 		t.Fatalf("completion: %+v", d)
 	}
@@ -221,7 +196,7 @@ func TestHWBelowEpochStart(t *testing.T) {
 	}
 	fetch := func(off int64) {
 		t.Helper()
-		if chk, _ := r.FollowerFetch(fixedEpochs{}, Fetch{ReplicaID: 2, FetchOffset: off, Durable: off, LastFetchedEpoch: -1, CurrentLeaderEpoch: 2}, now); chk.Code != OK {
+		if chk, _ := r.FollowerFetch(fixedEpochs{}, Fetch{ReplicaID: 2, FetchOffset: off, LastFetchedEpoch: -1, CurrentLeaderEpoch: 2}, now); chk.Code != OK {
 			t.Fatalf("fetch at %d: %+v", off, chk)
 		}
 	}
@@ -289,7 +264,7 @@ func TestLagRule(t *testing.T) {
 	slow := int64(0) // follower 3's log end: one record a second behind five
 	fetch := func(id int32, off int64) {
 		t.Helper()
-		if chk, _ := r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: off, Durable: off, LastFetchedEpoch: 1,
+		if chk, _ := r.FollowerFetch(fixedEpochs{&leo}, Fetch{ReplicaID: id, FetchOffset: off, LastFetchedEpoch: 1,
 			CurrentLeaderEpoch: 1}, now); chk.Code != OK || chk.Diverged() {
 			t.Fatalf("fetch by %d at %d: %+v", id, off, chk)
 		}

@@ -340,7 +340,7 @@ func (s *sim) fetch(out *strings.Builder, f *simNode) {
 		fmt.Fprintf(out, "%d: leader %d unreachable\n", f.id, f.r.Leader())
 		return
 	}
-	req := replica.Fetch{ReplicaID: f.id, Incarnation: f.inc, FetchOffset: f.log.leo(), Durable: f.log.leo(),
+	req := replica.Fetch{ReplicaID: f.id, Incarnation: f.inc, FetchOffset: f.log.leo(),
 		LastFetchedEpoch: f.log.latestEpoch(), CurrentLeaderEpoch: f.r.LeaderEpoch()}
 	chk, d := l.r.FollowerFetch(&l.log, req, s.now)
 	switch {
