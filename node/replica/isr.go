@@ -109,10 +109,18 @@ func (r *Replica) maybeExpand(id int32) []int32 {
 	return r.propose(next)
 }
 
-// maybeExpandAny tries every follower outside the ISR, in replica order.
-func (r *Replica) maybeExpandAny() []int32 {
+// maybeExpandAny tries every follower outside the ISR, in replica order,
+// that has fetched within the lag time (a retry after a refused or failed
+// proposal needs no new fetch). Kafka expands only on a fetch: a follower
+// whose last fetch reached an HW that has not moved since (the ISR below
+// min ISR) but which fetches no more (its disk hangs) was added back at
+// every tick after each shrink, and shrunk again a lag time later.
+func (r *Replica) maybeExpandAny(now time.Time) []int32 {
 	for _, id := range r.replicas {
 		if id == r.cfg.ID {
+			continue
+		}
+		if f := r.followers[id]; f == nil || f.lastFetch.IsZero() || now.Sub(f.lastFetch) > r.cfg.LagTime {
 			continue
 		}
 		if p := r.maybeExpand(id); p != nil {

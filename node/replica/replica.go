@@ -426,7 +426,7 @@ func (r *Replica) Tick(now time.Time) Decisions {
 	d.Complete = r.expireParked(now)
 	if p := r.maybeShrink(now); p != nil {
 		d.ProposeISR = p
-	} else if p := r.maybeExpandAny(); p != nil {
+	} else if p := r.maybeExpandAny(now); p != nil {
 		d.ProposeISR = p
 	}
 	return d
