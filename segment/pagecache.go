@@ -32,10 +32,10 @@ package segment
 // flushing goroutine before the flush's waiters are released: measured here,
 // ~4 µs for the madvise and ~40 µs for the fadvise of 1 MiB, once per
 // dropStep (under a node's full load, per MiB, 0.1 and 0.45 ms on average,
-// up to 11 ms). Both
-// go through the process's io_uring when flushes do (flushring.go): a
-// blocking system call from Go wakes sysmon and, beyond 20 µs, hands the
-// thread's P to another thread; on the ring only the goroutine waits.
+// up to 11 ms). Both go through the process's io_uring when flushes do
+// (flushring.go): a blocking system call from Go wakes sysmon and, beyond
+// 20 µs, hands the thread's P to another thread; on the ring only the
+// goroutine waits.
 
 // dropStep is the least a drop covers, and the alignment of its ends in
 // the file: 2 MiB, the largest folio the page cache holds a file in on
@@ -69,9 +69,9 @@ func (l *Log) dropDue(s *segment, durable int64) bool {
 func dropEnd(durable, keep int64) int64 { return (durable - keep) &^ (dropStep - 1) }
 
 // dropCache drops the page cache of s below durable-CacheBytes (rounded
-// down to dropStep), from where the last drop ended. mp is s's mapping and file its
-// file, both held by the caller (the flush). Errors are ignored: the pages
-// stay cached, as without the drop.
+// down to dropStep), from where the last drop ended. mp is s's mapping and
+// file its file, both held by the caller (the flush). Errors are ignored:
+// the pages stay cached, as without the drop.
 func (l *Log) dropCache(s *segment, mp *mapping, file *fileRef, durable int64) {
 	upto := dropEnd(durable, l.opts.CacheBytes)
 	from := s.uncached.Load()
