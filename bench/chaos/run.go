@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			h.FaultsApplied += n
 		}
 	}
-	fmt.Fprintf(out, "chaos: %d faults injected in %v; workload: %s\n", len(res.Events), time.Since(faultStart).Round(time.Second), wl)
+	fmt.Fprintf(out, "chaos: %d faults dealt (%d applied) in %v; workload: %s\n", len(res.Events), h.FaultsApplied, time.Since(faultStart).Round(time.Second), wl)
 	if nemErr != nil {
 		if err := nem.HealNetwork(context.WithoutCancel(ctx)); err != nil {
 			fmt.Fprintf(out, "chaos: heal: %v\n", err)
@@ -478,9 +478,20 @@ func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 // WriteSummary prints the fault counts and the checker's report.
 func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "chaos: seed=%d elapsed=%v settle=%v\n", r.Seed, r.Elapsed.Round(time.Second), r.Settled.Round(time.Millisecond))
-	fmt.Fprintf(w, "faults:")
+	applied := 0
+	for k, n := range r.Counts {
+		if k != TornTail {
+			applied += n
+		}
+	}
+	fmt.Fprintf(w, "faults: %d applied:", applied)
 	for _, k := range r.reportKinds() {
 		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
+	}
+	if r.Counts[TornTail] > 0 {
+		// A torn tail is not a fault of its own: it rides on a kill, so
+		// it is counted under the kill too and left out of the total.
+		fmt.Fprintf(w, " (a torn tail rides on a kill: counted under both, once in the total)")
 	}
 	fmt.Fprintln(w)
 	if out, in := oneWayByDir(r.Events); out+in > 0 {

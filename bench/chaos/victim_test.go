@@ -64,4 +64,14 @@ func TestFallbackKillCountsAsKillNode(t *testing.T) {
 	if !strings.Contains(b.String(), "kill-leader=1 kill-controller=1 pause=1") {
 		t.Errorf("summary does not list the fallbacks:\n%s", b.String())
 	}
+	if !strings.Contains(b.String(), "faults: 6 applied:") || strings.Contains(b.String(), "torn tail rides") {
+		t.Errorf("summary's total is not the sum of the kinds:\n%s", b.String())
+	}
+
+	// A torn tail rides on a kill: counted under both, once in the total.
+	b.Reset()
+	(&Result{Counts: map[Kind]int{KillNode: 2, TornTail: 1}}).WriteSummary(&b)
+	if !strings.Contains(b.String(), "faults: 2 applied:") || !strings.Contains(b.String(), "torn-tail=1") || !strings.Contains(b.String(), "torn tail rides on a kill") {
+		t.Errorf("summary with a torn tail:\n%s", b.String())
+	}
 }
