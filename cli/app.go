@@ -51,6 +51,10 @@ func NewApp(stdout, stderr io.Writer) *ucli.App {
 	app.Action = unknownCommand(func(c *ucli.Context) error { return ucli.ShowAppHelp(c) }, app.Commands)
 	setOnUsageError(app.Commands)
 	setHelpCommands(app)
+	// urfave/cli adds its --help/-h to the app only when the app has no
+	// command named "help"; ours has one, so "paymentlog --help" failed
+	// with "flag: help requested" (exit 2). Commands add theirs anyway.
+	app.Flags = append(app.Flags, ucli.HelpFlag)
 	return app
 }
 

@@ -17,6 +17,9 @@ import (
 // flag --partition"), while last it makes the flag parser say what is wrong
 // ("flag needs an argument: --partition"). The parse fails either way, so the
 // positionals are never read.
+//
+// A help flag among the flags ("produce payments --help") leaves only the
+// command path and --help: the command's help is shown and nothing runs.
 func ReorderArgs(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -40,6 +43,7 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 		flags = c.Flags
 		i++
 	}
+	pathEnd := len(out)
 	var flagArgs, positional []string
 	for i < len(args) {
 		a := args[i]
@@ -52,6 +56,12 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 			return append(out, args[i+1:]...)
 		}
 		if strings.HasPrefix(a, "-") && a != "-" {
+			if isHelpFlag(a) {
+				// urfave/cli reads a positional before --help as a help
+				// topic ("topic create x --help": "No help topic for
+				// 'x'", exit 3): help is asked for the command path.
+				return append(out[:pathEnd:pathEnd], "--help")
+			}
 			flagArgs = append(flagArgs, a)
 			if !strings.Contains(a, "=") && flagTakesValue(flags, a) {
 				if i+1 == len(args) {
@@ -68,6 +78,13 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 	}
 	out = append(out, flagArgs...)
 	return append(out, positional...)
+}
+
+// isHelpFlag reports whether arg asks for help: -h, --help, -help, or
+// either with "=true".
+func isHelpFlag(arg string) bool {
+	name, val, hasVal := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	return (name == "h" || name == "help") && (!hasVal || val == "true")
 }
 
 func findCommand(cmds []*ucli.Command, name string) *ucli.Command {

@@ -155,3 +155,32 @@ func TestChaosRefusesUnknownFsyncPolicy(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2 naming the policy", code, out, errOut)
 	}
 }
+
+// --help and -h show help wherever they are written: at the top (urfave/cli
+// leaves its help flag out of an app that has its own help command, and
+// "paymentlog --help" failed with "flag: help requested"), and after a
+// positional (urfave/cli took the positional for a help topic: "topic create
+// x --help" said "No help topic for 'x'", exit 3). Nothing runs.
+func TestHelpFlagAnywhere(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--help"}, "paymentlog [global options] command"},
+		{[]string{"-h"}, "paymentlog [global options] command"},
+		{[]string{"topic", "create", "payments", "--partitions", "3", "--help"}, "paymentlog topic create - "},
+		{[]string{"produce", "payments", "-h"}, "paymentlog produce - "},
+		{[]string{"consume", "payments", "--help=true"}, "paymentlog consume - "},
+		{[]string{"cluster", "status", "--json", "--help"}, "paymentlog cluster status - "},
+	} {
+		out, errOut, code := runClientCLI(t, strings.NewReader("a\n"), c.args...)
+		if code != 0 || errOut != "" || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, stdout %.80q, stderr %q; want help with %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	// After "--" it is a positional like any other.
+	_, errOut, code := runClientCLI(t, nil, "topic", "create", "x", "--", "--help")
+	if code != 2 || !strings.Contains(errOut, "x --help") {
+		t.Errorf("topic create x -- --help: exit %d, stderr %q; want the usage error naming both arguments", code, errOut)
+	}
+}
