@@ -19,10 +19,14 @@ import (
 // positionals are never read.
 //
 // A help flag among the flags ("produce payments --help") leaves only the
-// command path and --help: the command's help is shown and nothing runs.
+// command path and --help: the command's help is shown and nothing runs. So
+// does "help topic create".
 func ReorderArgs(app *ucli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
+	}
+	if line, ok := helpPath(app, args[1:]); ok {
+		return append([]string{args[0]}, line...)
 	}
 	out := []string{args[0]}
 	cmds := app.Commands
@@ -78,6 +82,34 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 	}
 	out = append(out, flagArgs...)
 	return append(out, positional...)
+}
+
+// helpPath reads "help topic create" (or "h ..."), which urfave/cli's help
+// command read only as far as "topic": the command line that shows the help
+// of the command path named, or, where a word names no subcommand of a
+// command group ("help topic bogus"), the one that says so. Words after a
+// command without subcommands are its arguments and are dropped.
+func helpPath(app *ucli.App, args []string) ([]string, bool) {
+	if len(args) < 3 || (args[0] != "help" && args[0] != "h") {
+		return nil, false
+	}
+	var path []string
+	cmds := app.Commands
+	for _, a := range args[1:] {
+		c := findCommand(cmds, a)
+		if c == nil || c.Name == "help" {
+			if len(path) == 0 {
+				return nil, false // help's own usage error names it
+			}
+			return append(path, a), true // unknownCommand's usage error
+		}
+		path = append(path, a)
+		if len(c.Subcommands) == 0 {
+			break
+		}
+		cmds = c.Subcommands
+	}
+	return append(path, "--help"), true
 }
 
 // isHelpFlag reports whether arg asks for help: -h, --help, -help, or

@@ -172,14 +172,22 @@ func TestHelpFlagAnywhere(t *testing.T) {
 		{[]string{"produce", "payments", "-h"}, "paymentlog produce - "},
 		{[]string{"consume", "payments", "--help=true"}, "paymentlog consume - "},
 		{[]string{"cluster", "status", "--json", "--help"}, "paymentlog cluster status - "},
+		{[]string{"help", "topic", "create"}, "paymentlog topic create - "},
+		{[]string{"h", "cluster", "quorum"}, "paymentlog cluster quorum - "},
+		{[]string{"help", "produce", "payments"}, "paymentlog produce - "},
 	} {
 		out, errOut, code := runClientCLI(t, strings.NewReader("a\n"), c.args...)
 		if code != 0 || errOut != "" || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, stdout %.80q, stderr %q; want help with %q", c.args, code, out, errOut, c.want)
 		}
 	}
+	// "help GROUP X" where X is no command of the group is a usage error.
+	_, errOut, code := runClientCLI(t, nil, "help", "topic", "bogus")
+	if code != 2 || !strings.Contains(errOut, `unknown command "bogus"`) {
+		t.Errorf("help topic bogus: exit %d, stderr %q; want the usage error naming bogus", code, errOut)
+	}
 	// After "--" it is a positional like any other.
-	_, errOut, code := runClientCLI(t, nil, "topic", "create", "x", "--", "--help")
+	_, errOut, code = runClientCLI(t, nil, "topic", "create", "x", "--", "--help")
 	if code != 2 || !strings.Contains(errOut, "x --help") {
 		t.Errorf("topic create x -- --help: exit %d, stderr %q; want the usage error naming both arguments", code, errOut)
 	}
