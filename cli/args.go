@@ -63,7 +63,12 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 			if isHelpFlag(a) {
 				// urfave/cli reads a positional before --help as a help
 				// topic ("topic create x --help": "No help topic for
-				// 'x'", exit 3): help is asked for the command path.
+				// 'x'", exit 3): help is asked for the command path. In
+				// a command group ("topic bogus --help") the positional
+				// names no subcommand: its usage error says so.
+				if len(positional) > 0 && len(cmds) > 0 {
+					return append(out[:pathEnd:pathEnd], positional[0])
+				}
 				return append(out[:pathEnd:pathEnd], "--help")
 			}
 			flagArgs = append(flagArgs, a)

@@ -181,13 +181,16 @@ func TestHelpFlagAnywhere(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %.80q, stderr %q; want help with %q", c.args, code, out, errOut, c.want)
 		}
 	}
-	// "help GROUP X" where X is no command of the group is a usage error.
-	_, errOut, code := runClientCLI(t, nil, "help", "topic", "bogus")
-	if code != 2 || !strings.Contains(errOut, `unknown command "bogus"`) {
-		t.Errorf("help topic bogus: exit %d, stderr %q; want the usage error naming bogus", code, errOut)
+	// "help GROUP X" and "GROUP X --help", where X is no command of the
+	// group, are usage errors.
+	for _, args := range [][]string{{"help", "topic", "bogus"}, {"topic", "bogus", "--help"}, {"bogus", "-h"}} {
+		_, errOut, code := runClientCLI(t, nil, args...)
+		if code != 2 || !strings.Contains(errOut, `unknown command "bogus"`) {
+			t.Errorf("%v: exit %d, stderr %q; want the usage error naming bogus", args, code, errOut)
+		}
 	}
 	// After "--" it is a positional like any other.
-	_, errOut, code = runClientCLI(t, nil, "topic", "create", "x", "--", "--help")
+	_, errOut, code := runClientCLI(t, nil, "topic", "create", "x", "--", "--help")
 	if code != 2 || !strings.Contains(errOut, "x --help") {
 		t.Errorf("topic create x -- --help: exit %d, stderr %q; want the usage error naming both arguments", code, errOut)
 	}
