@@ -68,6 +68,7 @@ type Result struct {
 	Elapsed   time.Duration
 	Topic     string
 	Duration  time.Duration // Config.Duration (0: one deck)
+	Flags     []string      // the chaos command's flags for Config's settings other than the defaults
 	Settled   time.Duration // time from healing until in sync
 	NodeLogs  []string
 	// Unavailable is, by kind as applied, the longest unavailability
@@ -94,7 +95,7 @@ const topicPartitions = 3
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	out := cfg.Out
-	res := &Result{Seed: cfg.Seed, Topic: Topic, Duration: cfg.Duration}
+	res := &Result{Seed: cfg.Seed, Topic: Topic, Duration: cfg.Duration, Flags: cfg.reproduceFlags()}
 	start := time.Now()
 	kinds := cfg.Kinds
 	var ns *localcluster.NetNS
@@ -537,7 +538,36 @@ func (r *Result) WriteSummary(w io.Writer) {
 	} else if r.Plan.PerKind > 0 {
 		fmt.Fprintf(w, " --per-kind %d", r.Plan.PerKind)
 	}
+	for _, f := range r.Flags {
+		fmt.Fprintf(w, " %s", f)
+	}
 	fmt.Fprintln(w)
+}
+
+// reproduceFlags are the chaos command's flags for the settings of cfg
+// (defaults applied) that differ from the defaults and shape the run: the
+// nodes' fsync policy and session timeout, and the workload. Without them
+// the report's "reproduce" line ran a different experiment (an --fsync
+// interval run was repeated with fsync always).
+func (cfg Config) reproduceFlags() []string {
+	def := Config{}.withDefaults()
+	var out []string
+	if cfg.Fsync != def.Fsync {
+		out = append(out, "--fsync "+cfg.Fsync)
+	}
+	if cfg.SessionTimeout != def.SessionTimeout {
+		out = append(out, "--session-timeout "+cfg.SessionTimeout.String())
+	}
+	if cfg.Producers != def.Producers {
+		out = append(out, fmt.Sprintf("--producers %d", cfg.Producers))
+	}
+	if cfg.Consumers != def.Consumers {
+		out = append(out, fmt.Sprintf("--consumers %d", cfg.Consumers))
+	}
+	if cfg.Interval != def.Interval {
+		out = append(out, "--interval "+cfg.Interval.String())
+	}
+	return out
 }
 
 func removeAll(dir string) error {
