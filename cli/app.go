@@ -113,6 +113,14 @@ func setOnUsageError(cmds []*ucli.Command) {
 	}
 }
 
+func init() {
+	// "paymentlog --version" says what "paymentlog version" says (urfave/cli's
+	// own printer wrote "paymentlog version 0.1.0-dev").
+	ucli.VersionPrinter = func(c *ucli.Context) {
+		fmt.Fprintf(c.App.Writer, "paymentlog %s\n", c.App.Version)
+	}
+}
+
 func versionCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "version",

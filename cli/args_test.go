@@ -195,3 +195,16 @@ func TestHelpFlagAnywhere(t *testing.T) {
 		t.Errorf("topic create x -- --help: exit %d, stderr %q; want the usage error naming both arguments", code, errOut)
 	}
 }
+
+// "paymentlog --version", "-v" and "paymentlog version" print the same line.
+func TestVersionFlagMatchesCommand(t *testing.T) {
+	want, _, code := runClientCLI(t, nil, "version")
+	if code != 0 || want != "paymentlog "+Version+"\n" {
+		t.Fatalf("version: exit %d, stdout %q", code, want)
+	}
+	for _, flag := range []string{"--version", "-v"} {
+		if out, _, code := runClientCLI(t, nil, flag); code != 0 || out != want {
+			t.Errorf("%s: exit %d, stdout %q; want %q", flag, code, out, want)
+		}
+	}
+}
