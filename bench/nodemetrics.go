@@ -106,15 +106,12 @@ func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
 		labels = strings.TrimSuffix(labels, "}")
 		var h *promHistogram
 		suffix, ok := histogramSuffix(family, "paymentlog_produce_latency_seconds")
-		switch {
-		case ok:
+		if ok {
 			if acks, _ := labelValue(labels, "acks"); acks == "all" {
 				h = &leader // acks=0 and acks=1 are no stage
 			}
-		default:
-			if suffix, ok = histogramSuffix(family, "paymentlog_log_flush_latency_seconds"); ok {
-				h = &flush
-			}
+		} else if suffix, ok = histogramSuffix(family, "paymentlog_log_flush_latency_seconds"); ok {
+			h = &flush
 		}
 		if h != nil {
 			if err := h.sample(suffix, labels, val); err != nil {

@@ -47,7 +47,6 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 		flags = c.Flags
 		i++
 	}
-	pathEnd := len(out)
 	var flagArgs, positional []string
 	for i < len(args) {
 		a := args[i]
@@ -67,9 +66,9 @@ func ReorderArgs(app *ucli.App, args []string) []string {
 				// a command group ("topic bogus --help") the positional
 				// names no subcommand: its usage error says so.
 				if len(positional) > 0 && len(cmds) > 0 {
-					return append(out[:pathEnd:pathEnd], positional[0])
+					return append(out, positional[0])
 				}
-				return append(out[:pathEnd:pathEnd], "--help")
+				return append(out, "--help")
 			}
 			flagArgs = append(flagArgs, a)
 			if !strings.Contains(a, "=") && flagTakesValue(flags, a) {

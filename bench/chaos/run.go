@@ -208,11 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Events = nem.Events()
 	res.Counts = nem.Counts()
 	res.Fallbacks = nem.Fallbacks()
-	for k, n := range res.Counts {
-		if k != TornTail {
-			h.FaultsApplied += n
-		}
-	}
+	h.FaultsApplied = appliedTotal(res.Counts)
 	fmt.Fprintf(out, "chaos: %d faults dealt (%d applied) in %v; workload: %s\n", len(res.Events), h.FaultsApplied, time.Since(faultStart).Round(time.Second), wl)
 	if nemErr != nil {
 		if err := nem.HealNetwork(context.WithoutCancel(ctx)); err != nil {
@@ -479,13 +475,7 @@ func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 // WriteSummary prints the fault counts and the checker's report.
 func (r *Result) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "chaos: seed=%d elapsed=%v settle=%v\n", r.Seed, r.Elapsed.Round(time.Second), r.Settled.Round(time.Millisecond))
-	applied := 0
-	for k, n := range r.Counts {
-		if k != TornTail {
-			applied += n
-		}
-	}
-	fmt.Fprintf(w, "faults: %d applied:", applied)
+	fmt.Fprintf(w, "faults: %d applied:", appliedTotal(r.Counts))
 	for _, k := range r.reportKinds() {
 		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])
 	}
@@ -542,6 +532,18 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, " %s", f)
 	}
 	fmt.Fprintln(w)
+}
+
+// appliedTotal is the number of faults applied, from Counts: every kind but
+// TornTail, which rides on a kill counted under its own kind.
+func appliedTotal(counts map[Kind]int) int {
+	n := 0
+	for k, c := range counts {
+		if k != TornTail {
+			n += c
+		}
+	}
+	return n
 }
 
 // reproduceFlags are the chaos command's flags for the settings of cfg
