@@ -52,6 +52,12 @@ const (
 	// BrokerNotRegistered: an UnregisterBroker naming a broker id the
 	// cluster does not have registered (Kafka's BROKER_ID_NOT_REGISTERED).
 	BrokerNotRegistered ErrorCode = 31
+	// InvalidGroupID: a group request naming a group that is not a valid
+	// name (group_offsets.go; Kafka's INVALID_GROUP_ID).
+	InvalidGroupID ErrorCode = 32
+	// GroupIDNotFound: a DeleteGroup naming a group the cluster does not
+	// have (Kafka's GROUP_ID_NOT_FOUND).
+	GroupIDNotFound ErrorCode = 33
 )
 
 var codeNames = map[ErrorCode]string{
@@ -68,7 +74,7 @@ var codeNames = map[ErrorCode]string{
 	KafkaStorageError: "StorageError", InvalidPartitions: "InvalidPartitions", InvalidTopic: "InvalidTopic",
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
 	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
-	BrokerNotRegistered: "BrokerNotRegistered",
+	BrokerNotRegistered: "BrokerNotRegistered", InvalidGroupID: "InvalidGroupID", GroupIDNotFound: "GroupIDNotFound",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -73,6 +73,10 @@ type Config struct {
 	CheckInterval   time.Duration
 	ProposeTimeout  time.Duration // bound on one raft proposal; default 5s
 	ProducerIDBlock int64         // producer ids per block; default metadata.DefaultProducerIDBlock
+	// GroupExpiryInterval is how often the active controller deletes the
+	// groups that have not committed for offsets.retention.ms (groups.go);
+	// default DefaultGroupExpiryInterval.
+	GroupExpiryInterval time.Duration
 
 	Now   func() time.Time // default time.Now
 	Ticks <-chan time.Time // drives checks (tests); default a ticker at CheckInterval
@@ -107,6 +111,9 @@ func (c *Config) defaults() {
 	if c.ProducerIDBlock <= 0 {
 		c.ProducerIDBlock = metadata.DefaultProducerIDBlock
 	}
+	if c.GroupExpiryInterval <= 0 {
+		c.GroupExpiryInterval = DefaultGroupExpiryInterval
+	}
 	if c.Now == nil {
 		c.Now, c.realClock = time.Now, true
 	}
@@ -134,6 +141,9 @@ type Controller struct {
 	lastCheck time.Time
 	// commitLatency times proposals to their local apply (stats.go).
 	commitLatency metrics.Histogram
+	// groupsCheckedAt is when tick last looked for expired groups; loop
+	// only.
+	groupsCheckedAt time.Time
 
 	mu struct {
 		sync.Mutex
@@ -378,6 +388,9 @@ func (c *Controller) tick(ctx context.Context) {
 	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
 		return metadata.DecidePreferredLeaders(m), nil
 	}})
+	if r := c.groupExpiry(); r != nil {
+		reqs = append(reqs, r)
+	}
 	c.decideAndPropose(ctx, reqs)
 	if c.learnersMissing(c.cfg.Store.Image()) {
 		c.kickLearners()

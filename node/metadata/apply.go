@@ -67,6 +67,10 @@ type builder struct {
 	configsChanged []TopicRef
 	ctrl, pids     bool
 	clusterConfigs bool // a ClusterConfigChanged was applied
+	// groupsOwned: next.groups is this entry's own map; ownedGroups are
+	// the groups copied in this entry (groups.go).
+	groupsOwned bool
+	ownedGroups map[string]bool
 }
 
 func newBuilder(base *Image, offset uint64) *builder {
@@ -258,6 +262,7 @@ func (b *builder) apply(r Record) string {
 		delete(b.ownedTopics, r.Name)
 		b.next.partitionCount -= len(t.Partitions)
 		b.deleted = append(b.deleted, TopicRef{r.Name, r.ID})
+		b.dropTopicOffsets(r.Name, r.ID)
 	case ProducerIDBlock:
 		switch {
 		case r.Broker <= 0:
@@ -281,6 +286,10 @@ func (b *builder) apply(r Record) string {
 		return b.applyClusterConfigChanged(r)
 	case BrokerUnregistered:
 		return b.applyBrokerUnregistered(r)
+	case GroupOffsetsCommitted:
+		return b.applyGroupOffsetsCommitted(r)
+	case GroupDeleted:
+		return b.applyGroupDeleted(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)
 	}

@@ -58,12 +58,17 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 				return fmt.Errorf("config %s: want bytes per second, an integer >= 0 (0: unlimited), got %q", k, v)
 			}
 		}
+		if k == ConfigOffsetsRetention {
+			if err := validateOffsetsRetention(v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
 // knownClusterConfigs are the keys a request may set.
-var knownClusterConfigs = []string{ConfigReassignmentThrottle}
+var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigOffsetsRetention}
 
 // applyClusterConfigChanged applies r; it returns a non-empty reason when
 // rejected.

@@ -47,6 +47,13 @@ func FormatRecord(r Record) string {
 		return formatClusterConfigChanged(r)
 	case BrokerUnregistered:
 		return fmt.Sprintf("BrokerUnregistered id=%d inc=%d", r.ID, r.Incarnation)
+	case GroupOffsetsCommitted:
+		return formatGroupOffsetsCommitted(r)
+	case GroupDeleted:
+		if r.Expired {
+			return fmt.Sprintf("GroupDeleted %s expired", r.Group)
+		}
+		return fmt.Sprintf("GroupDeleted %s", r.Group)
 	}
 	return fmt.Sprintf("%T%+v", r, r)
 }

@@ -157,6 +157,9 @@ type Image struct {
 	brokers        map[int32]*BrokerState
 	topics         map[string]*TopicState
 	partitionCount int
+	// groups are the consumer groups' committed offsets (groups.go); nil
+	// when none.
+	groups map[string]*GroupState
 }
 
 // EmptyImage is the image before any record.

@@ -23,7 +23,8 @@ import (
 //	2: TopicConfigChanged.rf (replication factor changes) and
 //	   ClusterConfigChanged (cluster configs).
 //	3: BrokerUnregistered (unregister.go).
-const MetadataVersion int32 = 3
+//	4: GroupOffsetsCommitted and GroupDeleted (groups.go).
+const MetadataVersion int32 = 4
 
 // versionOf reads a registered version: 0 is a build from before versions.
 func versionOf(v int32) int32 { return max(v, 1) }

@@ -218,6 +218,10 @@ func newRecord(t RecordType, v uint8) Record {
 		return &ClusterConfigChanged{}
 	case TypeBrokerUnregistered:
 		return &BrokerUnregistered{}
+	case TypeGroupOffsetsCommitted:
+		return &GroupOffsetsCommitted{}
+	case TypeGroupDeleted:
+		return &GroupDeleted{}
 	}
 	return nil
 }
@@ -250,6 +254,10 @@ func deref(r Record) Record {
 	case *ClusterConfigChanged:
 		return *x
 	case *BrokerUnregistered:
+		return *x
+	case *GroupOffsetsCommitted:
+		return *x
+	case *GroupDeleted:
 		return *x
 	}
 	return r

@@ -227,6 +227,15 @@ func checkInvariants(t *testing.T, img *Image) {
 		}
 		return true
 	})
+	for _, g := range img.Groups() {
+		for k, o := range g.Offsets {
+			rec := GroupOffsetRecord{Topic: k.Topic, TopicID: o.TopicID, Partition: k.Partition, Offset: o.Offset,
+				LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}
+			if why := checkGroupOffsetIn(img.topics, rec); why != "" {
+				t.Fatalf("invariant: group %s: %s", g.Name, why)
+			}
+		}
+	}
 }
 
 // members names every id of isr with its registered incarnation, except

@@ -40,6 +40,9 @@ type snapshotV1 struct {
 	ClusterConfigs [][2]string `msgpack:"cluster_configs,omitempty"`
 	// MetadataVersion: omitted while 1, read as 1 when absent.
 	MetadataVersion int32 `msgpack:"metadata_version,omitempty"`
+	// Groups (consumer groups' committed offsets, groups.go), sorted by
+	// name; omitted when none.
+	Groups []snapGroup `msgpack:"groups,omitempty"`
 }
 
 type snapBroker struct {
@@ -91,6 +94,7 @@ func (m *Image) toSnapshot() snapshotV1 {
 	for _, k := range slices.Sorted(maps.Keys(m.clusterConfigs)) {
 		s.ClusterConfigs = append(s.ClusterConfigs, [2]string{k, m.clusterConfigs[k]})
 	}
+	s.Groups = m.snapGroups()
 	return s
 }
 
@@ -210,6 +214,9 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 		}
 		m.topics[st.Name] = t
 		m.partitionCount += len(t.Partitions)
+	}
+	if err := m.loadSnapGroups(s.Groups); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	return m, nil
 }

@@ -1,0 +1,468 @@
+package metadata
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"paymentlog/wire"
+)
+
+// Consumer groups' committed offsets (Kafka's OffsetCommit, without group
+// membership; wire/group_offsets.go) live in the image: the active
+// controller decides a commit into a GroupOffsetsCommitted record, so the
+// offsets are replicated, survive controller failover, and are in every
+// snapshot. A group exists from its first commit until GroupDeleted removes
+// it: on request, or when it has not committed for the cluster config
+// offsets.retention.ms (7 days by default; DecideExpireGroups).
+//
+// Offsets belong to a topic incarnation: a commit names the topic id, and
+// deleting the topic removes its offsets from every group (the group stays,
+// maybe with none, until it is deleted or expires).
+//
+// Every commit is one metadata log entry applied by every node, so this
+// fits commits every few seconds per consumer, not thousands a second.
+
+// GroupOffsetsCommitted (record type 14, metadata version 4) sets committed
+// offsets of one group, creating the group with its first commit. It
+// applies when the group name is valid, every offset names an existing
+// partition of the topic incarnation TopicID, no partition is named twice,
+// offsets are >= 0, leader epochs >= -1, metadata within
+// wire.MaxOffsetMetadataLen, and a new group does not exceed wire.MaxGroups.
+type GroupOffsetsCommitted struct {
+	Group   string              `msgpack:"g"`
+	TimeMs  int64               `msgpack:"ts"` // the controller's clock, Unix ms
+	Offsets []GroupOffsetRecord `msgpack:"o"`
+}
+
+// GroupOffsetRecord is one partition's offset in a GroupOffsetsCommitted.
+type GroupOffsetRecord struct {
+	Topic       string `msgpack:"t"`
+	TopicID     string `msgpack:"tid"`
+	Partition   int32  `msgpack:"p"`
+	Offset      int64  `msgpack:"o"`
+	LeaderEpoch int32  `msgpack:"e"`
+	Metadata    string `msgpack:"m,omitempty"`
+}
+
+// GroupDeleted (record type 15, metadata version 4) removes a group and its
+// offsets. It applies when the group exists.
+type GroupDeleted struct {
+	Group string `msgpack:"g"`
+	// Expired is set when retention removed it (for logs and log dumps).
+	Expired bool `msgpack:"exp,omitempty"`
+}
+
+// Record types of the group records. Part of the format: never renumber.
+const (
+	TypeGroupOffsetsCommitted RecordType = 14
+	TypeGroupDeleted          RecordType = 15
+)
+
+func (GroupOffsetsCommitted) Type() RecordType { return TypeGroupOffsetsCommitted }
+func (GroupOffsetsCommitted) Version() uint8   { return 1 }
+func (GroupDeleted) Type() RecordType          { return TypeGroupDeleted }
+func (GroupDeleted) Version() uint8            { return 1 }
+
+func init() {
+	typeNames[TypeGroupOffsetsCommitted] = "GroupOffsetsCommitted"
+	typeNames[TypeGroupDeleted] = "GroupDeleted"
+}
+
+// groupsVersion is the metadata version of the group records.
+const groupsVersion = 4
+
+// ConfigOffsetsRetention is the cluster config that sets how long a group
+// that no longer commits keeps its offsets, in ms (-1: forever).
+const ConfigOffsetsRetention = "offsets.retention.ms"
+
+// DefaultOffsetsRetentionMs is offsets.retention.ms when not set: 7 days,
+// Kafka's default.
+const DefaultOffsetsRetentionMs int64 = 7 * 24 * 3600 * 1000
+
+// GroupPartition names one partition of a group's offsets.
+type GroupPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// GroupOffset is one partition's committed offset.
+type GroupOffset struct {
+	TopicID      string
+	Offset       int64
+	LeaderEpoch  int32
+	Metadata     string
+	CommitTimeMs int64
+}
+
+// GroupState is one group. Offsets is read-only (shared between images).
+type GroupState struct {
+	Name         string
+	LastCommitMs int64
+	Offsets      map[GroupPartition]GroupOffset
+}
+
+// SortedOffsets returns the group's partitions sorted by topic and
+// partition.
+func (g GroupState) SortedOffsets() []GroupPartition {
+	out := slices.Collect(maps.Keys(g.Offsets))
+	slices.SortFunc(out, func(a, b GroupPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// Group returns one group.
+func (m *Image) Group(name string) (GroupState, bool) {
+	g, ok := m.groups[name]
+	if !ok {
+		return GroupState{}, false
+	}
+	return *g, true
+}
+
+// Groups returns every group, sorted by name.
+func (m *Image) Groups() []GroupState {
+	out := make([]GroupState, 0, len(m.groups))
+	for _, n := range slices.Sorted(maps.Keys(m.groups)) {
+		out = append(out, *m.groups[n])
+	}
+	return out
+}
+
+// OffsetsRetentionMs returns offsets.retention.ms (the default when not
+// set; -1: forever).
+func (m *Image) OffsetsRetentionMs() int64 {
+	if n, ok := configInt(m.clusterConfigs, ConfigOffsetsRetention); ok {
+		return n
+	}
+	return DefaultOffsetsRetentionMs
+}
+
+// validateOffsetsRetention checks a value of offsets.retention.ms.
+func validateOffsetsRetention(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || (n < 1 && n != -1) {
+		return fmt.Errorf("config %s: want milliseconds, an integer >= 1 or -1 (forever), got %q", ConfigOffsetsRetention, v)
+	}
+	return nil
+}
+
+// CheckGroupName says why name is not a valid group name ("" if it is):
+// topic-name characters, 1..wire.MaxGroupNameLen of them, not "." or "..".
+func CheckGroupName(name string) string {
+	switch {
+	case name == "":
+		return "group name is empty"
+	case len(name) > wire.MaxGroupNameLen:
+		return fmt.Sprintf("group name is longer than %d characters", wire.MaxGroupNameLen)
+	case name == "." || name == "..":
+		return fmt.Sprintf("group name %q is not allowed", name)
+	case !topicNameRE.MatchString(name):
+		return fmt.Sprintf("group name %.128q: only letters, digits, '.', '_' and '-' are allowed", name)
+	}
+	return ""
+}
+
+// CommitOffsetsEvent asks to commit offsets for a group at NowMs (the
+// controller's clock).
+type CommitOffsetsEvent struct {
+	Group   string
+	Offsets []wire.GroupOffset
+	NowMs   int64
+}
+
+// DecideCommitOffsets returns the GroupOffsetsCommitted that stores
+// ev.Offsets, with each offset's TopicID set to the topic's current id
+// where the request left it empty. Refusals are those of
+// wire.OffsetCommitRequest.
+func DecideCommitOffsets(img *Image, ev CommitOffsetsEvent) ([]Record, error) {
+	if why := CheckGroupName(ev.Group); why != "" {
+		return nil, werr(wire.InvalidGroupID, "%s", why)
+	}
+	switch {
+	case len(ev.Offsets) == 0:
+		return nil, werr(wire.InvalidRequest, "no offsets to commit")
+	case len(ev.Offsets) > wire.MaxCommitOffsets:
+		return nil, werr(wire.InvalidRequest, "%d offsets in one commit: at most %d", len(ev.Offsets), wire.MaxCommitOffsets)
+	}
+	rec := GroupOffsetsCommitted{Group: ev.Group, TimeMs: ev.NowMs, Offsets: make([]GroupOffsetRecord, 0, len(ev.Offsets))}
+	seen := make(map[GroupPartition]bool, len(ev.Offsets))
+	for _, o := range ev.Offsets {
+		k := GroupPartition{o.Topic, o.Partition}
+		t, ok := img.topics[o.Topic]
+		switch {
+		case seen[k]:
+			return nil, werr(wire.InvalidRequest, "partition %s-%d named twice", o.Topic, o.Partition)
+		case !ok:
+			return nil, werr(wire.UnknownTopicOrPartition, "topic %.128q does not exist", o.Topic)
+		case o.TopicID != "" && o.TopicID != t.ID:
+			return nil, werr(wire.UnknownTopicOrPartition, "topic %s was deleted and re-created (id %s, the offsets are for %.64s)", o.Topic, t.ID, o.TopicID)
+		case o.Partition < 0 || int(o.Partition) >= len(t.Partitions):
+			return nil, werr(wire.UnknownTopicOrPartition, "partition %s-%d does not exist (%d partitions)", o.Topic, o.Partition, len(t.Partitions))
+		case o.Offset < 0:
+			return nil, werr(wire.InvalidRequest, "offset %d for %s-%d is negative", o.Offset, o.Topic, o.Partition)
+		case o.LeaderEpoch < -1:
+			return nil, werr(wire.InvalidRequest, "leader epoch %d for %s-%d (want -1 or more)", o.LeaderEpoch, o.Topic, o.Partition)
+		case len(o.Metadata) > wire.MaxOffsetMetadataLen:
+			return nil, werr(wire.InvalidRequest, "metadata of %s-%d is %d bytes: at most %d", o.Topic, o.Partition, len(o.Metadata), wire.MaxOffsetMetadataLen)
+		}
+		seen[k] = true
+		rec.Offsets = append(rec.Offsets, GroupOffsetRecord{Topic: o.Topic, TopicID: t.ID, Partition: o.Partition,
+			Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
+	}
+	if _, ok := img.groups[ev.Group]; !ok && len(img.groups) >= wire.MaxGroups {
+		return nil, werr(wire.InvalidRequest, "the cluster has %d groups, the most it holds: delete groups no longer used", len(img.groups))
+	}
+	if err := requireVersion(img, groupsVersion, "committing group offsets"); err != nil {
+		return nil, err
+	}
+	return []Record{rec}, nil
+}
+
+// DecideDeleteGroup returns the GroupDeleted that removes group: refused
+// with InvalidGroupID for a bad name and GroupIDNotFound for a group that
+// does not exist.
+func DecideDeleteGroup(img *Image, group string) ([]Record, error) {
+	if why := CheckGroupName(group); why != "" {
+		return nil, werr(wire.InvalidGroupID, "%s", why)
+	}
+	if _, ok := img.groups[group]; !ok {
+		return nil, werr(wire.GroupIDNotFound, "group %s does not exist", group)
+	}
+	return []Record{GroupDeleted{Group: group}}, nil
+}
+
+// maxExpirePerDecision bounds the groups one expiry decision deletes (the
+// next one takes the rest).
+const maxExpirePerDecision = 1000
+
+// DecideExpireGroups returns a GroupDeleted (Expired) for every group whose
+// latest commit is older than offsets.retention.ms at nowMs, at most
+// maxExpirePerDecision of them; none while retention is -1.
+func DecideExpireGroups(img *Image, nowMs int64) []Record {
+	ret := img.OffsetsRetentionMs()
+	if ret < 0 || len(img.groups) == 0 {
+		return nil
+	}
+	var out []Record
+	for _, n := range slices.Sorted(maps.Keys(img.groups)) {
+		if g := img.groups[n]; nowMs-g.LastCommitMs > ret {
+			out = append(out, GroupDeleted{Group: n, Expired: true})
+			if len(out) == maxExpirePerDecision {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mutableGroup returns a group private to this entry (creating it).
+func (b *builder) mutableGroup(name string) *GroupState {
+	if !b.groupsOwned {
+		b.next.groups = maps.Clone(b.next.groups)
+		if b.next.groups == nil {
+			b.next.groups = map[string]*GroupState{}
+		}
+		b.groupsOwned = true
+		b.ownedGroups = map[string]bool{}
+	}
+	g := b.next.groups[name]
+	if b.ownedGroups[name] {
+		return g
+	}
+	ng := &GroupState{Name: name, Offsets: map[GroupPartition]GroupOffset{}}
+	if g != nil {
+		ng.LastCommitMs = g.LastCommitMs
+		ng.Offsets = maps.Clone(g.Offsets)
+	}
+	b.next.groups[name] = ng
+	b.ownedGroups[name] = true
+	return ng
+}
+
+// applyGroupOffsetsCommitted applies r; it returns a non-empty reason when
+// rejected.
+func (b *builder) applyGroupOffsetsCommitted(r GroupOffsetsCommitted) string {
+	if why := CheckGroupName(r.Group); why != "" {
+		return why
+	}
+	if len(r.Offsets) == 0 || len(r.Offsets) > wire.MaxCommitOffsets {
+		return fmt.Sprintf("%d offsets", len(r.Offsets))
+	}
+	if r.TimeMs < 0 {
+		return "negative commit time"
+	}
+	if _, ok := b.next.groups[r.Group]; !ok && len(b.next.groups) >= wire.MaxGroups {
+		return "too many groups"
+	}
+	seen := make(map[GroupPartition]bool, len(r.Offsets))
+	for _, o := range r.Offsets {
+		if why := b.checkGroupOffset(o); why != "" {
+			return why
+		}
+		k := GroupPartition{o.Topic, o.Partition}
+		if seen[k] {
+			return fmt.Sprintf("partition %s-%d named twice", o.Topic, o.Partition)
+		}
+		seen[k] = true
+	}
+	g := b.mutableGroup(r.Group)
+	g.LastCommitMs = max(g.LastCommitMs, r.TimeMs)
+	for _, o := range r.Offsets {
+		g.Offsets[GroupPartition{o.Topic, o.Partition}] = GroupOffset{TopicID: o.TopicID, Offset: o.Offset,
+			LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTimeMs: r.TimeMs}
+	}
+	b.useVersion(groupsVersion)
+	return ""
+}
+
+// checkGroupOffset says why o cannot be held by the image being built ("" if
+// it can).
+func (b *builder) checkGroupOffset(o GroupOffsetRecord) string {
+	return checkGroupOffsetIn(b.next.topics, o)
+}
+
+// checkGroupOffsetIn says why o cannot be held by an image with topics.
+func checkGroupOffsetIn(topics map[string]*TopicState, o GroupOffsetRecord) string {
+	t, ok := topics[o.Topic]
+	switch {
+	case !ok || t.ID != o.TopicID:
+		return fmt.Sprintf("no topic %.128q with id %.64q", o.Topic, o.TopicID)
+	case o.Partition < 0 || int(o.Partition) >= len(t.Partitions):
+		return fmt.Sprintf("no partition %s-%d", o.Topic, o.Partition)
+	case o.Offset < 0:
+		return "negative offset"
+	case o.LeaderEpoch < -1:
+		return "leader epoch below -1"
+	case len(o.Metadata) > wire.MaxOffsetMetadataLen:
+		return "offset metadata too long"
+	}
+	return ""
+}
+
+// applyGroupDeleted applies r; it returns a non-empty reason when rejected.
+func (b *builder) applyGroupDeleted(r GroupDeleted) string {
+	if _, ok := b.next.groups[r.Group]; !ok {
+		return "no such group"
+	}
+	b.mutableGroup(r.Group)
+	delete(b.next.groups, r.Group)
+	delete(b.ownedGroups, r.Group)
+	b.useVersion(groupsVersion)
+	return ""
+}
+
+// dropTopicOffsets removes the deleted topic incarnation's offsets from
+// every group.
+func (b *builder) dropTopicOffsets(topic, id string) {
+	for _, n := range slices.Sorted(maps.Keys(b.next.groups)) {
+		has := false
+		for k, o := range b.next.groups[n].Offsets {
+			if k.Topic == topic && o.TopicID == id {
+				has = true
+				break
+			}
+		}
+		if !has {
+			continue
+		}
+		g := b.mutableGroup(n)
+		for k, o := range g.Offsets {
+			if k.Topic == topic && o.TopicID == id {
+				delete(g.Offsets, k)
+			}
+		}
+	}
+}
+
+// formatGroupOffsetsCommitted renders r on one line.
+func formatGroupOffsetsCommitted(r GroupOffsetsCommitted) string {
+	s := fmt.Sprintf("GroupOffsetsCommitted %s ts=%d", r.Group, r.TimeMs)
+	for _, o := range r.Offsets {
+		s += fmt.Sprintf(" %s-%d=%d", o.Topic, o.Partition, o.Offset)
+		if o.LeaderEpoch >= 0 {
+			s += fmt.Sprintf("@%d", o.LeaderEpoch)
+		}
+	}
+	return s
+}
+
+// snapGroup is one group in a snapshot; offsets sorted by topic and
+// partition.
+type snapGroup struct {
+	Name         string            `msgpack:"name"`
+	LastCommitMs int64             `msgpack:"last"`
+	Offsets      []snapGroupOffset `msgpack:"offsets"`
+}
+
+type snapGroupOffset struct {
+	Topic        string `msgpack:"t"`
+	TopicID      string `msgpack:"tid"`
+	Partition    int32  `msgpack:"p"`
+	Offset       int64  `msgpack:"o"`
+	LeaderEpoch  int32  `msgpack:"e"`
+	Metadata     string `msgpack:"m,omitempty"`
+	CommitTimeMs int64  `msgpack:"ts"`
+}
+
+func (o snapGroupOffset) record() GroupOffsetRecord {
+	return GroupOffsetRecord{Topic: o.Topic, TopicID: o.TopicID, Partition: o.Partition, Offset: o.Offset,
+		LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}
+}
+
+// snapGroups encodes the image's groups.
+func (m *Image) snapGroups() []snapGroup {
+	var out []snapGroup
+	for _, g := range m.Groups() {
+		sg := snapGroup{Name: g.Name, LastCommitMs: g.LastCommitMs, Offsets: make([]snapGroupOffset, 0, len(g.Offsets))}
+		for _, k := range g.SortedOffsets() {
+			o := g.Offsets[k]
+			sg.Offsets = append(sg.Offsets, snapGroupOffset{Topic: k.Topic, TopicID: o.TopicID, Partition: k.Partition,
+				Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitTimeMs: o.CommitTimeMs})
+		}
+		out = append(out, sg)
+	}
+	return out
+}
+
+// loadSnapGroups decodes a snapshot's groups into m, whose topics are
+// already loaded, checking every invariant.
+func (m *Image) loadSnapGroups(gs []snapGroup) error {
+	if len(gs) > wire.MaxGroups {
+		return fmt.Errorf("%d groups", len(gs))
+	}
+	for i, sg := range gs {
+		if why := CheckGroupName(sg.Name); why != "" {
+			return fmt.Errorf("group %d: %s", i, why)
+		}
+		if i > 0 && sg.Name <= gs[i-1].Name {
+			return fmt.Errorf("groups not sorted or repeated at %q", sg.Name)
+		}
+		if sg.LastCommitMs < 0 {
+			return fmt.Errorf("group %s: negative commit time", sg.Name)
+		}
+		g := &GroupState{Name: sg.Name, LastCommitMs: sg.LastCommitMs, Offsets: make(map[GroupPartition]GroupOffset, len(sg.Offsets))}
+		for _, so := range sg.Offsets {
+			if why := checkGroupOffsetIn(m.topics, so.record()); why != "" {
+				return fmt.Errorf("group %s: %s", sg.Name, why)
+			}
+			k := GroupPartition{so.Topic, so.Partition}
+			if _, dup := g.Offsets[k]; dup {
+				return fmt.Errorf("group %s: partition %s-%d repeated", sg.Name, so.Topic, so.Partition)
+			}
+			if so.CommitTimeMs < 0 || so.CommitTimeMs > sg.LastCommitMs {
+				return fmt.Errorf("group %s: commit time %d of %s-%d outside 0..%d", sg.Name, so.CommitTimeMs, so.Topic, so.Partition, sg.LastCommitMs)
+			}
+			g.Offsets[k] = GroupOffset{TopicID: so.TopicID, Offset: so.Offset, LeaderEpoch: so.LeaderEpoch,
+				Metadata: so.Metadata, CommitTimeMs: so.CommitTimeMs}
+		}
+		if m.groups == nil {
+			m.groups = map[string]*GroupState{}
+		}
+		m.groups[sg.Name] = g
+	}
+	return nil
+}

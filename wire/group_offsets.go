@@ -1,0 +1,145 @@
+package wire
+
+// Committed offsets of consumer groups (Kafka's OffsetCommit, OffsetFetch,
+// ListGroups and DeleteGroups, without group membership): a group is a
+// name under which consumers store, per partition, the offset of the next
+// record to process, so that a consumer that restarts, or another one that
+// takes over, resumes there. The active controller keeps them in the
+// metadata log (records GroupOffsetsCommitted and GroupDeleted, metadata
+// version 4): they are replicated to every controller, survive any
+// minority of failures and a controller failover, and are in every
+// snapshot. Like every request to the controller, these may be sent to any
+// node: a node that is not the active controller answers NotController
+// with the controller as hint, and the client sends it there.
+//
+// A topic's offsets belong to that topic's incarnation (its id): deleting
+// the topic deletes them from every group, and a topic re-created under the
+// same name starts without any.
+
+// Frame types of the group requests. Part of the wire format: never
+// renumber.
+const (
+	TypeOffsetCommit = 15
+	TypeOffsetFetch  = 16
+	TypeListGroups   = 17
+	TypeDeleteGroup  = 18
+)
+
+// Limits of the group requests, checked by the controller (InvalidRequest
+// or InvalidGroupID naming the limit).
+const (
+	// MaxGroupNameLen is the longest group name; names are topic-name
+	// characters (letters, digits, '.', '_', '-'), not "." or "..".
+	MaxGroupNameLen = 249
+	// MaxCommitOffsets is the most partitions one OffsetCommit may carry.
+	MaxCommitOffsets = 10000
+	// MaxOffsetMetadataLen is the longest metadata string of one
+	// committed offset (Kafka's offset.metadata.max.bytes default 4096).
+	MaxOffsetMetadataLen = 4096
+	// MaxGroups is the most groups a cluster holds; a commit that would
+	// create one more is refused (delete groups no longer used).
+	MaxGroups = 10000
+)
+
+// GroupOffset is one partition's committed offset.
+type GroupOffset struct {
+	Topic string `msgpack:"t"`
+	// TopicID is the topic incarnation the offset belongs to. In a
+	// commit "" means the topic's current id; a different id than the
+	// current one is refused with UnknownTopicOrPartition (the topic was
+	// deleted and re-created since the consumer read it).
+	TopicID   string `msgpack:"tid"`
+	Partition int32  `msgpack:"p"`
+	// Offset is the next offset to consume (the last processed + 1), >= 0.
+	Offset int64 `msgpack:"o"`
+	// LeaderEpoch is the leader epoch of the last record processed, -1
+	// if unknown (kept for the consumer's truncation checks).
+	LeaderEpoch int32 `msgpack:"e"`
+	// Metadata is free text stored with the offset (at most
+	// MaxOffsetMetadataLen bytes).
+	Metadata string `msgpack:"m,omitempty"`
+	// CommitTimeMs is when the controller committed the offset (Unix
+	// milliseconds); set in OffsetFetch answers, ignored in commits.
+	CommitTimeMs int64 `msgpack:"ts,omitempty"`
+}
+
+// OffsetCommitRequest (frame type 15) stores offsets for a group, creating
+// the group with its first commit. It is all or nothing: refused whole with
+// InvalidGroupID (a bad group name), InvalidRequest (no offsets, more than
+// MaxCommitOffsets, a partition named twice, a negative offset, metadata too
+// long, MaxGroups reached), UnknownTopicOrPartition (a topic or partition
+// that does not exist, or an old incarnation's TopicID) and
+// UnsupportedVersion (while a registered broker's build applies metadata
+// versions below 4). The answer comes once the offsets are committed to the
+// metadata log.
+type OffsetCommitRequest struct {
+	Group   string        `msgpack:"group"`
+	Offsets []GroupOffset `msgpack:"offsets"`
+}
+
+// OffsetCommitResponse answers an OffsetCommitRequest. MetadataOffset is
+// the metadata offset the commit is in.
+type OffsetCommitResponse struct {
+	Err            ErrorCode `msgpack:"err"`
+	Message        string    `msgpack:"msg"`
+	MetadataOffset int64     `msgpack:"moff"`
+	ControllerID   int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+}
+
+// OffsetFetchRequest (frame type 16) reads a group's committed offsets
+// from the active controller (so a consumer always reads the latest commit,
+// also one made through another node a moment ago). Topics limits the
+// answer to those topics (empty: every topic). A group that does not exist
+// answers with no offsets and no error, as Kafka's does; only a bad group
+// name is an error (InvalidGroupID).
+type OffsetFetchRequest struct {
+	Group  string   `msgpack:"group"`
+	Topics []string `msgpack:"topics,omitempty"`
+}
+
+// OffsetFetchResponse answers an OffsetFetchRequest: the offsets sorted by
+// topic and partition, with their commit times.
+type OffsetFetchResponse struct {
+	Err          ErrorCode     `msgpack:"err"`
+	Message      string        `msgpack:"msg"`
+	ControllerID int32         `msgpack:"ctrl"`
+	Offsets      []GroupOffset `msgpack:"offsets"`
+}
+
+// ListGroupsRequest (frame type 17) lists every group, from the active
+// controller.
+type ListGroupsRequest struct{}
+
+// GroupSummary is one group in a ListGroups answer.
+type GroupSummary struct {
+	Group      string `msgpack:"group"`
+	Partitions int32  `msgpack:"parts"` // partitions with a committed offset
+	// LastCommitMs is the group's latest commit (Unix milliseconds).
+	LastCommitMs int64 `msgpack:"last"`
+}
+
+// ListGroupsResponse answers a ListGroupsRequest, groups sorted by name.
+type ListGroupsResponse struct {
+	Err          ErrorCode      `msgpack:"err"`
+	Message      string         `msgpack:"msg"`
+	ControllerID int32          `msgpack:"ctrl"`
+	Groups       []GroupSummary `msgpack:"groups"`
+}
+
+// DeleteGroupRequest (frame type 18) deletes a group and all its offsets
+// (Kafka's DeleteGroups; no members to wait for here). Refused with
+// GroupIDNotFound for a group that does not exist (also after an earlier
+// request deleted it: a client whose earlier attempt may have been applied
+// takes that as done) and InvalidGroupID for a bad name.
+type DeleteGroupRequest struct {
+	Group string `msgpack:"group"`
+}
+
+// DeleteGroupResponse answers a DeleteGroupRequest once the deletion is
+// committed; MetadataOffset is the metadata offset it is in.
+type DeleteGroupResponse struct {
+	Err            ErrorCode `msgpack:"err"`
+	Message        string    `msgpack:"msg"`
+	MetadataOffset int64     `msgpack:"moff"`
+	ControllerID   int32     `msgpack:"ctrl"`
+}
