@@ -20,7 +20,9 @@ func clusterAlterConfigCommand() *ucli.Command {
 		Usage: "set or delete cluster configs; applied by every node without a restart",
 		UsageText: "paymentlog cluster alter-config [--set key=value]... [--delete key]...\n\n" +
 			"keys: reassignment.throttle.bytes (bytes per second each node copies for replicas a\n" +
-			"reassignment is adding; 0: unlimited; deleted: each node's --reassignment-throttle)",
+			"reassignment is adding; 0: unlimited; deleted: each node's --reassignment-throttle),\n" +
+			"offsets.retention.ms (how long a consumer group that stopped committing keeps its\n" +
+			"offsets; -1: forever; deleted: 7 days)",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "set", Usage: "config key=value to set; repeat the flag for several (PAYMENTLOG_CLUSTER_ALTER_SET holds one)", EnvVars: envVar("CLUSTER_ALTER_SET")},
 			&ucli.StringSliceFlag{Name: "delete", Usage: "config key to delete; repeat the flag for several (PAYMENTLOG_CLUSTER_ALTER_DELETE holds one)", EnvVars: envVar("CLUSTER_ALTER_DELETE")},

@@ -36,6 +36,8 @@
 //	11 TopicConfigChanged      {name, id, set, del, min_isr, rf}: configs set and deleted, min ISR, replication factor (0 = unchanged)
 //	12 ClusterConfigChanged    {set, del}: cluster configs (cluster_config.go) set and deleted
 //	13 BrokerUnregistered      {id, inc}: a fenced broker holding no replica removed (unregister.go)
+//	14 GroupOffsetsCommitted   {g, ts, o: [{t, tid, p, o, e, m}]}: a consumer group's committed offsets (groups.go)
+//	15 GroupDeleted            {g, exp}: a group removed, on request or by offsets.retention.ms (groups.go)
 //
 // Record type 11 was added after the others; logs written before it hold
 // none and decode as before. A TopicCreated may hold config keys that new
@@ -64,13 +66,15 @@
 // a leader epoch not below the current one; a ProducerIDBlock must start at
 // the next unallocated id; a TopicCreated must not reuse a live name; a
 // TopicConfigChanged must name the topic's current id and keep min ISR
-// within [1, RF] (RF within [1, 16]).
+// within [1, RF] (RF within [1, 16]); a GroupOffsetsCommitted must name
+// existing partitions of the topics' current ids.
 //
 // # Snapshot format
 //
 // Snapshot bytes are a 1-byte format version (1) followed by the msgpack
 // encoding of snapshotV1: brokers sorted by id, topics sorted by name, configs
 // (a topic's, and the cluster's, omitted when there are none) as sorted
-// key/value pairs. The encoding is canonical, so Image.Hash (SHA-256
+// key/value pairs, groups sorted by name with their offsets sorted by topic
+// and partition (omitted when there are none). The encoding is canonical, so Image.Hash (SHA-256
 // of the snapshot encoding with the offset zeroed) is stable across nodes.
 package metadata

@@ -263,11 +263,11 @@ func DecideExpireGroups(img *Image, nowMs int64) []Record {
 func (b *builder) mutableGroup(name string) *GroupState {
 	if !b.groupsOwned {
 		b.next.groups = maps.Clone(b.next.groups)
-		if b.next.groups == nil {
-			b.next.groups = map[string]*GroupState{}
-		}
 		b.groupsOwned = true
 		b.ownedGroups = map[string]bool{}
+	}
+	if b.next.groups == nil { // none yet, or the last one deleted in this entry
+		b.next.groups = map[string]*GroupState{}
 	}
 	g := b.next.groups[name]
 	if b.ownedGroups[name] {
@@ -351,6 +351,9 @@ func (b *builder) applyGroupDeleted(r GroupDeleted) string {
 	b.mutableGroup(r.Group)
 	delete(b.next.groups, r.Group)
 	delete(b.ownedGroups, r.Group)
+	if len(b.next.groups) == 0 {
+		b.next.groups = nil // as an image without groups, and its snapshot, hold
+	}
 	b.useVersion(groupsVersion)
 	return ""
 }

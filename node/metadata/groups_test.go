@@ -223,6 +223,12 @@ func TestDeleteGroup(t *testing.T) {
 	if _, ok := both.Group("h"); ok {
 		t.Fatal("group created and deleted in one entry survived")
 	}
+	// The last group deleted, then another created, in one entry.
+	again := mustApply(t, img, []Record{GroupDeleted{Group: "g"},
+		GroupOffsetsCommitted{Group: "i", TimeMs: 3, Offsets: []GroupOffsetRecord{{Topic: "a", TopicID: "id-a", Partition: 0, Offset: 1, LeaderEpoch: -1}}}})
+	if gs := again.Groups(); len(gs) != 1 || gs[0].Name != "i" {
+		t.Fatalf("groups %v", gs)
+	}
 }
 
 // Groups that have not committed for offsets.retention.ms expire: 7 days by

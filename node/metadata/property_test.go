@@ -181,7 +181,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	b, known := img.Broker(id)
 	var recs []Record
 	var err error
-	switch k := rng.IntN(13); {
+	switch k := rng.IntN(14); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0,
 			EmptyReplicas: randomEmptyReplicas(rng, img), MetadataVersion: randomVersion(rng)})
@@ -241,6 +241,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		recs, err = DecideAlterClusterConfigs(img, ev)
 	case k == 10:
 		recs, err = DecideAlterConfigs(img, randomConfigChange(rng, img))
+	case k == 13:
+		recs, err = randomGroupChange(rng, img)
 	case k >= 11 && rng.IntN(4) == 0:
 		recs, err = DecideReplicationFactor(img, ReplicationFactorEvent{Topic: fmt.Sprintf("t%d", rng.IntN(4)), RF: int32(1 + rng.IntN(4))})
 	case k >= 11:
@@ -252,6 +254,21 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		return nil
 	}
 	return recs
+}
+
+// randomGroupChange commits offsets of up to three random partitions (some
+// not existing, refused) for one of three groups, or deletes one.
+func randomGroupChange(rng *rand.Rand, img *Image) ([]Record, error) {
+	group := fmt.Sprintf("g%d", rng.IntN(3))
+	if rng.IntN(5) == 0 {
+		return DecideDeleteGroup(img, group)
+	}
+	var offs []wire.GroupOffset
+	for range 1 + rng.IntN(3) {
+		offs = append(offs, wire.GroupOffset{Topic: fmt.Sprintf("t%d", rng.IntN(4)), Partition: int32(rng.IntN(4)),
+			Offset: rng.Int64N(1000), LeaderEpoch: int32(rng.IntN(3)) - 1})
+	}
+	return DecideCommitOffsets(img, CommitOffsetsEvent{Group: group, Offsets: offs, NowMs: int64(img.Offset())})
 }
 
 // randomReassign draws a reassignment of a random partition: a cancel, or a
