@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,4 +81,30 @@ func TestGroupOffsetsSurviveControllerFailover(t *testing.T) {
 	if err != nil || len(groups) != 1 || groups[0].Group != "billing" || groups[0].Partitions != 0 {
 		t.Fatalf("groups after the topic's deletion: %+v, %v", groups, err)
 	}
+}
+
+// BenchmarkGroupOffsetCommit: commits of one partition's offset, 8 at a
+// time, on a 3-node in-process cluster (raft without fsync, as the other
+// node tests): what the metadata log takes of offset commits.
+func BenchmarkGroupOffsetCommit(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tc := MustStartCluster(b, 3)
+	tc.waitAlive(3)
+	admin := tc.client(ctx).Admin()
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Name: "payments", Partitions: 8, ReplicationFactor: 3}); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int32
+	b.SetParallelism(4) // 4 × GOMAXPROCS goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		p := next.Add(1) % 8
+		for off := int64(0); pb.Next(); off++ {
+			if err := admin.CommitOffsets(ctx, "bench", []wire.GroupOffset{{Topic: "payments", Partition: p, Offset: off, LeaderEpoch: -1}}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -194,7 +194,7 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 func (c *Controller) logRecords(idx uint64, recs []metadata.Record) {
 	for _, r := range recs {
 		switch r := r.(type) {
-		case metadata.PartitionChange, metadata.PartitionCreated, metadata.ProducerIDBlock:
+		case metadata.PartitionChange, metadata.PartitionCreated, metadata.ProducerIDBlock, metadata.GroupOffsetsCommitted:
 			c.log.Debug("controller committed", "offset", idx, "record", metadata.FormatRecord(r))
 		default:
 			c.log.Info("controller committed", "offset", idx, "record", metadata.FormatRecord(r))
