@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"paymentlog/node/metadata"
 )
 
 // cluster unregister against real nodes: the refusals (a live broker, an
@@ -17,12 +20,12 @@ func TestClusterUnregister(t *testing.T) {
 		out, _, _ = runClientCLI(t, nil, "cluster", "status", bs)
 		return strings.Contains(out, "Alive: 2/2")
 	})
-	if !strings.Contains(out, "CONTROLLER  MAX VERSION\n") || strings.Count(out, "  3\n") != 2 {
+	if !strings.Contains(out, "CONTROLLER  MAX VERSION\n") || strings.Count(out, fmt.Sprintf("  %d\n", metadata.MetadataVersion)) != 2 {
 		t.Fatalf("cluster status: %q", out)
 	}
 	for _, n := range clusterStatusJSONOf(t, bs)["nodes"].([]any) {
-		if mv := n.(map[string]any)["metadata_version"]; mv != float64(3) {
-			t.Fatalf("cluster status --json: node metadata_version %v, want 3", mv)
+		if mv := n.(map[string]any)["metadata_version"]; mv != float64(metadata.MetadataVersion) {
+			t.Fatalf("cluster status --json: node metadata_version %v, want %d", mv, metadata.MetadataVersion)
 		}
 	}
 	for _, c := range []struct {

@@ -25,7 +25,7 @@ func consumeCommand() *ucli.Command {
 		Name:  "consume",
 		Usage: "print a topic's records",
 		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET|TIME] [--exit-at-end|--max N] [--json]\n" +
-			"    [--on-truncation fail|rewind]\n\n" +
+			"    [--on-truncation fail|rewind] [--group G [--commit-interval 5s]]\n\n" +
 			"Prints each record's value on its own line, or with --json one line\n" +
 			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
 			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
@@ -45,15 +45,25 @@ func consumeCommand() *ucli.Command {
 			"where the leader's log parts from what was printed (rerun with --from that offset and\n" +
 			"--partition to read the leader's records from there). With --on-truncation rewind it\n" +
 			"instead says so on stderr and goes on from that offset: records from it on are printed\n" +
-			"again as the leader now has them.",
+			"again as the leader now has them.\n\n" +
+			"--group G resumes where consumer group G left off: each partition read starts at G's\n" +
+			"committed offset, and --from only starts the partitions G has none for. consume commits\n" +
+			"the offset after the last record it printed on each partition every --commit-interval and\n" +
+			"when it exits (--max, --exit-at-end, Ctrl-C or SIGTERM), so a rerun prints no record twice\n" +
+			"and skips none, except the records printed since the last commit when it was killed (at\n" +
+			"least once). A failed commit is reported on stderr; at exit it makes the exit status 1.\n" +
+			"There is no group membership: consumers of one group must read different partitions\n" +
+			"(--partition), or they read the same records and overwrite each other's commits.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
-			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET | TIME (for every partition read); TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped at or after it, its end where none is yet", EnvVars: envVar("CONSUME_FROM")},
+			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET | TIME (for every partition read; with --group only for the partitions the group has no committed offset for: committed offsets win); TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped at or after it, its end where none is yet", EnvVars: envVar("CONSUME_FROM")},
 			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once caught up with the high watermarks seen at start", EnvVars: envVar("CONSUME_EXIT_AT_END")},
 			&ucli.Int64Flag{Name: "max", Usage: "exit after this many records (0: no limit)", EnvVars: envVar("CONSUME_MAX")},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
 			&ucli.StringFlag{Name: "on-truncation", Value: "fail", Usage: "when a leader's log parts from records printed: fail | rewind (print from the divergence on)", EnvVars: envVar("CONSUME_ON_TRUNCATION")},
 			&ucli.DurationFlag{Name: "max-wait", Value: client.DefaultMaxWait, Usage: "long-poll: how long a leader may hold a fetch with no data", EnvVars: envVar("CONSUME_MAX_WAIT")},
+			&ucli.StringFlag{Name: "group", Usage: "consumer group: start each partition at the group's committed offset (--from only for partitions without one) and commit the offsets of the records printed", EnvVars: envVar("CONSUME_GROUP")},
+			&ucli.DurationFlag{Name: "commit-interval", Value: defaultCommitInterval, Usage: "with --group: commit this often (0: only at exit)", EnvVars: envVar("CONSUME_COMMIT_INTERVAL")},
 		}),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseConsumeOptions(c)
@@ -81,6 +91,11 @@ type consumeOptions struct {
 	// rewind: on a log truncation go on from the divergence point
 	// (--on-truncation rewind) instead of failing.
 	rewind bool
+	// group, when set, starts partitions at its committed offsets (from
+	// and fromTime are the fallback) and commits what is printed every
+	// commitInterval (0: only at exit) and at exit.
+	group          string
+	commitInterval time.Duration
 }
 
 func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
@@ -93,7 +108,8 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 		return consumeOptions{}, usageError("%v", err)
 	}
 	o := consumeOptions{client: co, topic: topic, partition: int32(c.Int("partition")), exitAtEnd: c.Bool("exit-at-end"),
-		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait")}
+		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait"),
+		group: c.String("group"), commitInterval: c.Duration("commit-interval")}
 	if o.from, o.fromTime, err = parseFrom(c.String("from")); err != nil {
 		return o, usageError("--from: %v", err)
 	}
@@ -109,6 +125,12 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 	}
 	if o.max < 0 {
 		return o, usageError("--max must be >= 0")
+	}
+	if c.IsSet("group") && strings.TrimSpace(o.group) == "" {
+		return o, usageError("--group: the group name is empty")
+	}
+	if o.commitInterval < 0 {
+		return o, usageError("--commit-interval must be >= 0 (0: commit only at exit)")
 	}
 	return o, nil
 }
@@ -148,18 +170,19 @@ func parseFrom(s string) (int64, time.Time, error) {
 }
 
 // runConsume prints records until --max, --exit-at-end or an interrupt.
-func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writer) error {
+func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writer) (err error) {
 	cl, err := opts.client.newClient(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeClient(cl)
 	ccfg := client.ConsumerConfig{MaxWait: opts.maxWait}
-	if opts.from < 0 || !opts.fromTime.IsZero() {
-		// --from beginning, end or a time: records retention deletes before this
-		// consumer reaches them are skipped (Kafka's auto.offset.reset=
-		// earliest), with a note; an explicit --from OFFSET below the log
-		// start stays an error.
+	if opts.from < 0 || !opts.fromTime.IsZero() || opts.group != "" {
+		// --from beginning, end or a time, or --group: records retention
+		// deletes before this consumer (or the group) reaches them are
+		// skipped (Kafka's auto.offset.reset=earliest), with a note;
+		// without --group, an explicit --from OFFSET below the log start
+		// stays an error.
 		ccfg.OnOffsetReset = func(tp client.TopicPartition, from, to int64) {
 			fmt.Fprintf(stderr, "paymentlog: consume %s: partition %d: offsets %d to %d were deleted by retention; going on from %d\n",
 				opts.topic, tp.Partition, from, to-1, to)
@@ -183,14 +206,27 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 	if len(tps) == 0 {
 		return fmt.Errorf("consume %s: topic has %d partitions; no partition %d", opts.topic, n, opts.partition)
 	}
-	if opts.fromTime.IsZero() {
+	atFrom := tps // the partitions that start at --from
+	if opts.group != "" {
+		// --from is the fallback: a time is resolved below for the
+		// partitions the group has no offset for.
+		fallback := opts.from
+		if !opts.fromTime.IsZero() {
+			fallback = client.SeekEnd
+		}
+		if atFrom, err = cons.SeekCommitted(setupCtx, opts.group, tps, fallback); err != nil {
+			return fmt.Errorf("consume %s: committed offsets of group %s: %w", opts.topic, opts.group, err)
+		}
+	}
+	switch {
+	case opts.group == "" && opts.fromTime.IsZero():
 		cons.Assign(tps, opts.from)
-	} else {
-		offs, err := cons.OffsetsForTimes(setupCtx, tps, opts.fromTime)
+	case !opts.fromTime.IsZero() && len(atFrom) > 0:
+		offs, err := cons.OffsetsForTimes(setupCtx, atFrom, opts.fromTime)
 		if err != nil {
 			return fmt.Errorf("consume %s: offsets for %s: %w", opts.topic, opts.fromTime.UTC().Format(time.RFC3339Nano), err)
 		}
-		for _, tp := range tps {
+		for _, tp := range atFrom {
 			// No record stamped at or after the time yet: the ones
 			// produced from now on are.
 			o, ok := offs[tp]
@@ -211,12 +247,14 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		for tp, o := range m {
 			ends[tp.Partition] = o
 		}
-		// An offset past a partition's end is out of range, as Poll would
-		// report it; without this check the partition counted as read to its
-		// end and consume exited 0 having read nothing.
+		// An offset past a partition's end (--from OFFSET, or a group's
+		// committed offset after the log was truncated) is out of range,
+		// as Poll would report it; without this check the partition
+		// counted as read to its end and consume exited 0 having read
+		// nothing.
 		for _, tp := range tps {
-			if opts.fromTime.IsZero() && opts.from >= 0 && opts.from > ends[tp.Partition] {
-				return fmt.Errorf("consume %s: partition %d has offsets up to %d; %d is outside them", opts.topic, tp.Partition, ends[tp.Partition], opts.from)
+			if pos, _ := cons.Position(tp); pos > ends[tp.Partition] {
+				return fmt.Errorf("consume %s: partition %d has offsets up to %d; %d is outside them", opts.topic, tp.Partition, ends[tp.Partition], pos)
 			}
 		}
 	}
@@ -224,6 +262,13 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 
 	out := bufio.NewWriterSize(stdout, 1<<20)
 	defer out.Flush()
+	var gc *groupCommitter // nil without --group
+	if opts.group != "" {
+		gc = newGroupCommitter(cons, opts)
+		// Runs before the deferred Flush: it flushes itself, and commits
+		// only what reached the output.
+		defer func() { err = gc.commitAtExit(ctx, out, tps, err, stderr) }()
+	}
 	var printed int64
 	var line []byte
 	atEnd := func() bool {
@@ -255,12 +300,10 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		// looking at the error stays correct either way.
 		msgs, err := cons.Poll(ctx)
 		for i := range msgs {
-			if opts.max > 0 && printed >= opts.max {
-				break
-			}
 			m := &msgs[i]
-			if opts.exitAtEnd && m.Offset >= ends[m.Partition] {
-				continue // past the goal set at start
+			if (opts.max > 0 && printed >= opts.max) || (opts.exitAtEnd && m.Offset >= ends[m.Partition]) {
+				gc.notPrinted(m) // past --max or the goal set at start
+				continue
 			}
 			if opts.json {
 				line = appendConsumedJSON(line[:0], m)
@@ -278,6 +321,7 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		if opts.max > 0 && printed >= opts.max {
 			return nil
 		}
+		gc.commitEvery(ctx, tps, stderr)
 		if err != nil {
 			if ctx.Err() != nil {
 				if opts.exitAtEnd || opts.max > 0 {
@@ -294,7 +338,15 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 					if err := cons.Seek(lt.TopicPartition, lt.DivergingEndOffset); err != nil {
 						return fmt.Errorf("consume %s: %w", opts.topic, err)
 					}
+					gc.rewound(lt.Partition)
 					continue
+				}
+				if opts.group != "" {
+					// Its committed offsets win over --from.
+					return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+
+						"of group %s from offset %d up to its position %d (rerun with --on-truncation rewind, or move the group "+
+						"with group set-offsets %s %s --partition %d --to %d)", opts.topic, lt.Partition, opts.group,
+						lt.DivergingEndOffset, lt.Position, opts.group, opts.topic, lt.Partition, lt.DivergingEndOffset)
 				}
 				return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+
 					"printed from offset %d up to the position %d (rerun with --partition %d --from %d, or --on-truncation rewind)",

@@ -94,8 +94,11 @@ type Consumer struct {
 	inflight map[*fetchCall]struct{} // fetches in flight
 	// owed is an error Poll met while it had records to return: the
 	// records go first, the error with the next Poll.
-	owed   error
-	closed bool
+	owed error
+	// committed is, by group, the offset this consumer last committed on
+	// each partition or read in SeekCommitted (consumer_groups.go).
+	committed map[string]map[TopicPartition]int64
+	closed    bool
 }
 
 // NewConsumer creates a consumer with no assignment.

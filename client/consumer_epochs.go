@@ -39,6 +39,16 @@ func (cp *cpart) lastEpoch() int32 {
 	return cp.epochs[len(cp.epochs)-1].epoch
 }
 
+// epochBefore is the leader epoch of the record before offset off: known
+// when off-1 is within the records returned (-1 otherwise).
+func (cp *cpart) epochBefore(off int64) int32 {
+	if len(cp.epochs) == 0 || off > cp.pos || off-1 < cp.epochs[0].start {
+		return -1
+	}
+	i := sort.Search(len(cp.epochs), func(i int) bool { return cp.epochs[i].start > off-1 })
+	return cp.epochs[i-1].epoch
+}
+
 // returned records the leader epochs of msgs, this partition's records
 // just returned in offset order.
 func (cp *cpart) returned(msgs []Message) {

@@ -111,4 +111,16 @@
 // the partition, its position and that offset, again at every Poll until the
 // application seeks: the consumer never reads another history as if it
 // followed the one it returned, and never resets on its own.
+//
+// # Consumer groups
+//
+// Committed offsets (Kafka's, without group membership) are kept by the
+// active controller in the metadata log: Admin.CommitOffsets, FetchOffsets,
+// ListGroups and DeleteGroup. A consumer resumes with SeekCommitted (each
+// partition at the group's committed offset, a fallback where it has none;
+// the committed leader epoch checks the log was not truncated below it
+// meanwhile) and stores its progress with CommitPositions, or CommitOffsets
+// for what it processed, committing only the partitions that moved. No
+// membership: consumers sharing a group name read what they are assigned,
+// and the last commit of a partition wins.
 package client

@@ -16,6 +16,9 @@
 // election after which a consumer's position follows records the leader no
 // longer has.
 //
+// The controller answers the consumer group requests (committed offsets,
+// groups.go) as the real one does, keeping them in memory.
+//
 // A Cluster serves in memory (it implements the client's Call transport) or
 // over real QUIC endpoints on 127.0.0.1 (Serve).
 package clienttest
@@ -44,12 +47,13 @@ const (
 	DropRequest              // fail the call without handling it (request lost)
 	DropResponse             // handle it, then fail the call (answer lost)
 	Hang                     // never answer: block until the caller gives up
-	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic)
+	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic, group requests)
 	// HandleThenRefuse handles it, then answers every partition with Code
 	// (Produce, Fetch): a leader that appended a batch and then lost its
 	// leadership (NotLeader) or timed out waiting for the ISR (Timeout);
-	// or answers with Code (CreateTopic, CreatePartitions): a controller
-	// that proposed the records and lost its role before they committed.
+	// or answers with Code (CreateTopic, CreatePartitions, the group
+	// requests): a controller that proposed the records and lost its role
+	// before they committed.
 	HandleThenRefuse
 	// HandleThenHang handles it, then never answers: a leader that
 	// appended a batch and then waits on (the ISR, a flush) until the
@@ -91,6 +95,7 @@ type Cluster struct {
 		changed    chan struct{}                     // closed on every append
 		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
+		groups     map[string]*group // consumer groups' committed offsets (groups.go)
 	}
 }
 
@@ -139,6 +144,7 @@ func (s *producerState) lastSeq() int32 { return s.recent[len(s.recent)-1].last 
 func New(n int) *Cluster {
 	c := &Cluster{}
 	c.mu.topics = map[string]*topic{}
+	c.mu.groups = map[string]*group{}
 	c.mu.nextPID = 1000
 	c.mu.controller = 1
 	c.mu.changed = make(chan struct{})
@@ -565,8 +571,16 @@ func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
 		return &wire.CreatePartitionsResponse{Err: code}
 	case *wire.DeleteTopicRequest:
 		return &wire.DeleteTopicResponse{Err: code}
+	case *wire.OffsetCommitRequest:
+		return &wire.OffsetCommitResponse{Err: code, ControllerID: -1}
+	case *wire.OffsetFetchRequest:
+		return &wire.OffsetFetchResponse{Err: code, ControllerID: -1}
+	case *wire.ListGroupsRequest:
+		return &wire.ListGroupsResponse{Err: code, ControllerID: -1}
+	case *wire.DeleteGroupRequest:
+		return &wire.DeleteGroupResponse{Err: code, ControllerID: -1}
 	}
-	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic, CreatePartitions and DeleteTopic, not %T", req))
+	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic and the group requests, not %T", req))
 }
 
 func (c *Cluster) brokerAt(addr string) int32 {
@@ -625,6 +639,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 			return &wire.DeleteTopicResponse{Err: wire.UnknownTopicOrPartition}, nil
 		}
 		delete(c.mu.topics, r.Name)
+		c.deleteTopicOffsetsLocked(r.Name)
 		c.bumpLocked()
 		return &wire.DeleteTopicResponse{}, nil
 	case *wire.CreatePartitionsRequest:
@@ -635,6 +650,14 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		return c.fetch(ctx, addr, r), nil
 	case *wire.ListOffsetsRequest:
 		return c.listOffsets(addr, r), nil
+	case *wire.OffsetCommitRequest:
+		return c.offsetCommit(addr, r), nil
+	case *wire.OffsetFetchRequest:
+		return c.offsetFetch(addr, r), nil
+	case *wire.ListGroupsRequest:
+		return c.listGroups(addr), nil
+	case *wire.DeleteGroupRequest:
+		return c.deleteGroup(addr, r), nil
 	}
 	return nil, fmt.Errorf("clienttest: unexpected request %T", req)
 }

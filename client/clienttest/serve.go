@@ -67,6 +67,10 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeListOffsets, func() any { return &wire.ListOffsetsRequest{} })
 	h(wire.TypeDescribeQuorum, func() any { return &wire.DescribeQuorumRequest{} })
 	h(wire.TypeDescribeReplica, func() any { return &wire.DescribeReplicaRequest{} })
+	h(wire.TypeOffsetCommit, func() any { return &wire.OffsetCommitRequest{} })
+	h(wire.TypeOffsetFetch, func() any { return &wire.OffsetFetchRequest{} })
+	h(wire.TypeListGroups, func() any { return &wire.ListGroupsRequest{} })
+	h(wire.TypeDeleteGroup, func() any { return &wire.DeleteGroupRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.

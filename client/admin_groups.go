@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"errors"
+
+	"paymentlog/wire"
+)
+
+// Consumer groups' committed offsets (wire/group_offsets.go): a group is a
+// name under which consumers store, per partition, the offset of the next
+// record to process. There is no group membership: the cluster does not
+// know which consumers use a group, assigns them nothing and never
+// rebalances. Every request goes to the active controller, which keeps the
+// offsets in the metadata log, so a read sees every commit that was
+// answered, whichever node it went through.
+
+// CommitOffsets stores offsets for group through the active controller
+// (Kafka's OffsetCommit), creating the group with its first commit. Each
+// offset is the next one to consume (the last processed + 1) with the
+// leader epoch of the last record processed (-1 if unknown); TopicID ""
+// means the topic's current incarnation. It is all or nothing, and a
+// commit of a partition overwrites whatever was committed for it before
+// (the last commit wins). It returns once the commit is in the metadata
+// log; FetchOffsets sees it at once (it reads from the active controller
+// too), so nothing waits for the other nodes.
+//
+// Errors match (errors.As on *wire.Error, or ErrorCode) wire.InvalidGroupID
+// for a bad group name (1 to wire.MaxGroupNameLen letters, digits, '.',
+// '_', '-'; not "." or ".."); wire.InvalidRequest for no offsets, more than
+// wire.MaxCommitOffsets, a partition named twice, a negative offset,
+// metadata longer than wire.MaxOffsetMetadataLen, or a new group beyond
+// wire.MaxGroups; wire.UnknownTopicOrPartition for a topic or partition
+// that does not exist or a TopicID of an incarnation since deleted; and
+// wire.UnsupportedVersion while a registered node's build predates the
+// group records. NotController, Timeout and failed calls are retried until
+// ctx ends.
+func (a *Admin) CommitOffsets(ctx context.Context, group string, offsets []wire.GroupOffset) error {
+	req := &wire.OffsetCommitRequest{Group: group, Offsets: offsets}
+	var resp wire.OffsetCommitResponse
+	_, err := a.toController(ctx, "commit offsets", wire.TypeOffsetCommit, req,
+		func() any { resp = wire.OffsetCommitResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	// A retry of a commit that may have been applied stores the same
+	// offsets again: no refusal can be the first attempt's doing.
+	return err
+}
+
+// FetchOffsets returns group's committed offsets (Kafka's OffsetFetch),
+// read from the active controller, sorted by topic and partition, each with
+// its commit time (CommitTimeMs). With topics, only theirs. A group that
+// does not exist, or has no offset for the topics, yields none and no
+// error; a bad group name yields an error matching wire.InvalidGroupID.
+func (a *Admin) FetchOffsets(ctx context.Context, group string, topics ...string) ([]wire.GroupOffset, error) {
+	req := &wire.OffsetFetchRequest{Group: group, Topics: topics}
+	var resp wire.OffsetFetchResponse
+	_, err := a.toController(ctx, "fetch offsets", wire.TypeOffsetFetch, req,
+		func() any { resp = wire.OffsetFetchResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	if err != nil {
+		return nil, err
+	}
+	return resp.Offsets, nil
+}
+
+// ListGroups returns every group (Kafka's ListGroups), read from the active
+// controller, sorted by name: how many partitions each has an offset for
+// and its latest commit. A group whose topics were all deleted is listed
+// with no partitions until it is deleted.
+func (a *Admin) ListGroups(ctx context.Context) ([]wire.GroupSummary, error) {
+	var resp wire.ListGroupsResponse
+	_, err := a.toController(ctx, "list groups", wire.TypeListGroups, &wire.ListGroupsRequest{},
+		func() any { resp = wire.ListGroupsResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	if err != nil {
+		return nil, err
+	}
+	return resp.Groups, nil
+}
+
+// DeleteGroup deletes group and all its offsets through the active
+// controller (Kafka's DeleteGroups). Consumers still using the group are
+// not told: their next commit creates it again. Errors match
+// wire.GroupIDNotFound for a group that does not exist and
+// wire.InvalidGroupID for a bad name. A retry whose first attempt may have
+// been applied (its answer lost, or NotController or Timeout) and that then
+// finds the group gone succeeds.
+func (a *Admin) DeleteGroup(ctx context.Context, group string) error {
+	var resp wire.DeleteGroupResponse
+	unsure, err := a.toController(ctx, "delete group", wire.TypeDeleteGroup, &wire.DeleteGroupRequest{Group: group},
+		func() any { resp = wire.DeleteGroupResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	var we *wire.Error
+	if err != nil && unsure && errors.As(err, &we) && we.Code == wire.GroupIDNotFound {
+		return nil
+	}
+	return err
+}

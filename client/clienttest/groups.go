@@ -1,0 +1,182 @@
+package clienttest
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// Consumer groups' committed offsets, answered by the controller as the
+// real one answers them (wire/group_offsets.go): validated all or nothing,
+// kept by topic incarnation (DeleteTopic removes a topic's offsets from
+// every group), read back sorted by topic and partition.
+
+// group is one consumer group's committed offsets.
+type group struct {
+	lastCommitMs int64
+	offsets      map[groupKey]wire.GroupOffset
+}
+
+type groupKey struct {
+	topic     string
+	partition int32
+}
+
+var groupNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// checkGroupName says why name is not a valid group name ("" if it is).
+func checkGroupName(name string) string {
+	switch {
+	case name == "":
+		return "group name is empty"
+	case len(name) > wire.MaxGroupNameLen:
+		return fmt.Sprintf("group name is longer than %d characters", wire.MaxGroupNameLen)
+	case name == "." || name == "..":
+		return fmt.Sprintf("group name %q is not allowed", name)
+	case !groupNameRE.MatchString(name):
+		return fmt.Sprintf("group name %q: only letters, digits, '.', '_' and '-' are allowed", name)
+	}
+	return ""
+}
+
+// GroupOffsets returns a group's committed offsets as OffsetFetch answers
+// them (nil for a group that does not exist).
+func (c *Cluster) GroupOffsets(name string) []wire.GroupOffset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groupOffsetsLocked(name, nil)
+}
+
+func (c *Cluster) groupOffsetsLocked(name string, topics []string) []wire.GroupOffset {
+	g, ok := c.mu.groups[name]
+	if !ok {
+		return nil
+	}
+	var out []wire.GroupOffset
+	for k, o := range g.offsets {
+		if len(topics) == 0 || slices.Contains(topics, k.topic) {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b wire.GroupOffset) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+func (c *Cluster) offsetCommit(addr string, r *wire.OffsetCommitRequest) *wire.OffsetCommitResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	refuse := func(code wire.ErrorCode, format string, args ...any) *wire.OffsetCommitResponse {
+		return &wire.OffsetCommitResponse{Err: code, Message: fmt.Sprintf(format, args...), ControllerID: -1}
+	}
+	if c.brokerAt(addr) != c.mu.controller {
+		return &wire.OffsetCommitResponse{Err: wire.NotController, ControllerID: c.mu.controller}
+	}
+	if why := checkGroupName(r.Group); why != "" {
+		return refuse(wire.InvalidGroupID, "%s", why)
+	}
+	if len(r.Offsets) == 0 {
+		return refuse(wire.InvalidRequest, "no offsets to commit")
+	}
+	if len(r.Offsets) > wire.MaxCommitOffsets {
+		return refuse(wire.InvalidRequest, "%d offsets in one commit: at most %d", len(r.Offsets), wire.MaxCommitOffsets)
+	}
+	seen := map[groupKey]bool{}
+	for _, o := range r.Offsets {
+		k := groupKey{o.Topic, o.Partition}
+		t, ok := c.mu.topics[o.Topic]
+		switch {
+		case seen[k]:
+			return refuse(wire.InvalidRequest, "partition %s-%d named twice", o.Topic, o.Partition)
+		case !ok:
+			return refuse(wire.UnknownTopicOrPartition, "topic %q does not exist", o.Topic)
+		case o.TopicID != "" && o.TopicID != t.id:
+			return refuse(wire.UnknownTopicOrPartition, "topic %s was deleted and re-created", o.Topic)
+		case o.Partition < 0 || int(o.Partition) >= len(t.parts):
+			return refuse(wire.UnknownTopicOrPartition, "partition %s-%d does not exist", o.Topic, o.Partition)
+		case o.Offset < 0:
+			return refuse(wire.InvalidRequest, "offset %d for %s-%d is negative", o.Offset, o.Topic, o.Partition)
+		case o.LeaderEpoch < -1:
+			return refuse(wire.InvalidRequest, "leader epoch %d for %s-%d", o.LeaderEpoch, o.Topic, o.Partition)
+		case len(o.Metadata) > wire.MaxOffsetMetadataLen:
+			return refuse(wire.InvalidRequest, "metadata of %s-%d is too long", o.Topic, o.Partition)
+		}
+		seen[k] = true
+	}
+	g, ok := c.mu.groups[r.Group]
+	if !ok {
+		if len(c.mu.groups) >= wire.MaxGroups {
+			return refuse(wire.InvalidRequest, "the cluster has %d groups", len(c.mu.groups))
+		}
+		g = &group{offsets: map[groupKey]wire.GroupOffset{}}
+		c.mu.groups[r.Group] = g
+	}
+	now := time.Now().UnixMilli()
+	g.lastCommitMs = now
+	for _, o := range r.Offsets {
+		o.TopicID, o.CommitTimeMs = c.mu.topics[o.Topic].id, now
+		g.offsets[groupKey{o.Topic, o.Partition}] = o
+	}
+	c.bumpLocked()
+	return &wire.OffsetCommitResponse{MetadataOffset: c.mu.moff, ControllerID: -1}
+}
+
+func (c *Cluster) offsetFetch(addr string, r *wire.OffsetFetchRequest) *wire.OffsetFetchResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.brokerAt(addr) != c.mu.controller {
+		return &wire.OffsetFetchResponse{Err: wire.NotController, ControllerID: c.mu.controller}
+	}
+	if why := checkGroupName(r.Group); why != "" {
+		return &wire.OffsetFetchResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
+	}
+	return &wire.OffsetFetchResponse{ControllerID: -1, Offsets: c.groupOffsetsLocked(r.Group, r.Topics)}
+}
+
+func (c *Cluster) listGroups(addr string) *wire.ListGroupsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.brokerAt(addr) != c.mu.controller {
+		return &wire.ListGroupsResponse{Err: wire.NotController, ControllerID: c.mu.controller}
+	}
+	resp := &wire.ListGroupsResponse{ControllerID: -1, Groups: []wire.GroupSummary{}}
+	for name, g := range c.mu.groups {
+		resp.Groups = append(resp.Groups, wire.GroupSummary{Group: name, Partitions: int32(len(g.offsets)), LastCommitMs: g.lastCommitMs})
+	}
+	slices.SortFunc(resp.Groups, func(a, b wire.GroupSummary) int { return cmp.Compare(a.Group, b.Group) })
+	return resp
+}
+
+func (c *Cluster) deleteGroup(addr string, r *wire.DeleteGroupRequest) *wire.DeleteGroupResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.brokerAt(addr) != c.mu.controller {
+		return &wire.DeleteGroupResponse{Err: wire.NotController, ControllerID: c.mu.controller}
+	}
+	if why := checkGroupName(r.Group); why != "" {
+		return &wire.DeleteGroupResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
+	}
+	if _, ok := c.mu.groups[r.Group]; !ok {
+		return &wire.DeleteGroupResponse{Err: wire.GroupIDNotFound, Message: fmt.Sprintf("group %s does not exist", r.Group), ControllerID: -1}
+	}
+	delete(c.mu.groups, r.Group)
+	c.bumpLocked()
+	return &wire.DeleteGroupResponse{MetadataOffset: c.mu.moff, ControllerID: -1}
+}
+
+// deleteTopicOffsetsLocked removes a deleted topic's offsets from every
+// group (the groups stay).
+func (c *Cluster) deleteTopicOffsetsLocked(topic string) {
+	for _, g := range c.mu.groups {
+		for k := range g.offsets {
+			if k.topic == topic {
+				delete(g.offsets, k)
+			}
+		}
+	}
+}
