@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // Committed offsets of consumer groups (Kafka's OffsetCommit, OffsetFetch,
 // ListGroups and DeleteGroups, without group membership): a group is a
 // name under which consumers store, per partition, the offset of the next
@@ -40,6 +42,25 @@ const (
 	// create one more is refused (delete groups no longer used).
 	MaxGroups = 10000
 )
+
+// CheckGroupName says why name is not a valid group name ("" if it is):
+// 1..MaxGroupNameLen letters, digits, '.', '_' and '-', not "." or "..".
+func CheckGroupName(name string) string {
+	switch {
+	case name == "":
+		return "group name is empty"
+	case len(name) > MaxGroupNameLen:
+		return fmt.Sprintf("group name is longer than %d characters", MaxGroupNameLen)
+	case name == "." || name == "..":
+		return fmt.Sprintf("group name %q is not allowed", name)
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Sprintf("group name %.128q: only letters, digits, '.', '_' and '-' are allowed", name)
+		}
+	}
+	return ""
+}
 
 // GroupOffset is one partition's committed offset.
 type GroupOffset struct {

@@ -3,7 +3,6 @@ package clienttest
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 
@@ -24,23 +23,6 @@ type group struct {
 type groupKey struct {
 	topic     string
 	partition int32
-}
-
-var groupNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
-
-// checkGroupName says why name is not a valid group name ("" if it is).
-func checkGroupName(name string) string {
-	switch {
-	case name == "":
-		return "group name is empty"
-	case len(name) > wire.MaxGroupNameLen:
-		return fmt.Sprintf("group name is longer than %d characters", wire.MaxGroupNameLen)
-	case name == "." || name == "..":
-		return fmt.Sprintf("group name %q is not allowed", name)
-	case !groupNameRE.MatchString(name):
-		return fmt.Sprintf("group name %q: only letters, digits, '.', '_' and '-' are allowed", name)
-	}
-	return ""
 }
 
 // GroupOffsets returns a group's committed offsets as OffsetFetch answers
@@ -77,7 +59,7 @@ func (c *Cluster) offsetCommit(addr string, r *wire.OffsetCommitRequest) *wire.O
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.OffsetCommitResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	if why := checkGroupName(r.Group); why != "" {
+	if why := wire.CheckGroupName(r.Group); why != "" {
 		return refuse(wire.InvalidGroupID, "%s", why)
 	}
 	if len(r.Offsets) == 0 {
@@ -132,7 +114,7 @@ func (c *Cluster) offsetFetch(addr string, r *wire.OffsetFetchRequest) *wire.Off
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.OffsetFetchResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	if why := checkGroupName(r.Group); why != "" {
+	if why := wire.CheckGroupName(r.Group); why != "" {
 		return &wire.OffsetFetchResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
 	}
 	return &wire.OffsetFetchResponse{ControllerID: -1, Offsets: c.groupOffsetsLocked(r.Group, r.Topics)}
@@ -158,7 +140,7 @@ func (c *Cluster) deleteGroup(addr string, r *wire.DeleteGroupRequest) *wire.Del
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.DeleteGroupResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	if why := checkGroupName(r.Group); why != "" {
+	if why := wire.CheckGroupName(r.Group); why != "" {
 		return &wire.DeleteGroupResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
 	}
 	if _, ok := c.mu.groups[r.Group]; !ok {

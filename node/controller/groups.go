@@ -57,7 +57,7 @@ func (c *Controller) activeImage() (*metadata.Image, error) {
 // FetchOffsets answers a group's committed offsets (none for a group that
 // does not exist), limited to req.Topics when given.
 func (c *Controller) FetchOffsets(_ context.Context, req wire.OffsetFetchRequest) wire.OffsetFetchResponse {
-	if why := metadata.CheckGroupName(req.Group); why != "" {
+	if why := wire.CheckGroupName(req.Group); why != "" {
 		return wire.OffsetFetchResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
 	}
 	img, err := c.activeImage()

@@ -150,22 +150,6 @@ func validateOffsetsRetention(v string) error {
 	return nil
 }
 
-// CheckGroupName says why name is not a valid group name ("" if it is):
-// topic-name characters, 1..wire.MaxGroupNameLen of them, not "." or "..".
-func CheckGroupName(name string) string {
-	switch {
-	case name == "":
-		return "group name is empty"
-	case len(name) > wire.MaxGroupNameLen:
-		return fmt.Sprintf("group name is longer than %d characters", wire.MaxGroupNameLen)
-	case name == "." || name == "..":
-		return fmt.Sprintf("group name %q is not allowed", name)
-	case !topicNameRE.MatchString(name):
-		return fmt.Sprintf("group name %.128q: only letters, digits, '.', '_' and '-' are allowed", name)
-	}
-	return ""
-}
-
 // CommitOffsetsEvent asks to commit offsets for a group at NowMs (the
 // controller's clock).
 type CommitOffsetsEvent struct {
@@ -179,7 +163,7 @@ type CommitOffsetsEvent struct {
 // where the request left it empty. Refusals are those of
 // wire.OffsetCommitRequest.
 func DecideCommitOffsets(img *Image, ev CommitOffsetsEvent) ([]Record, error) {
-	if why := CheckGroupName(ev.Group); why != "" {
+	if why := wire.CheckGroupName(ev.Group); why != "" {
 		return nil, werr(wire.InvalidGroupID, "%s", why)
 	}
 	switch {
@@ -226,7 +210,7 @@ func DecideCommitOffsets(img *Image, ev CommitOffsetsEvent) ([]Record, error) {
 // with InvalidGroupID for a bad name and GroupIDNotFound for a group that
 // does not exist.
 func DecideDeleteGroup(img *Image, group string) ([]Record, error) {
-	if why := CheckGroupName(group); why != "" {
+	if why := wire.CheckGroupName(group); why != "" {
 		return nil, werr(wire.InvalidGroupID, "%s", why)
 	}
 	if _, ok := img.groups[group]; !ok {
@@ -286,7 +270,7 @@ func (b *builder) mutableGroup(name string) *GroupState {
 // applyGroupOffsetsCommitted applies r; it returns a non-empty reason when
 // rejected.
 func (b *builder) applyGroupOffsetsCommitted(r GroupOffsetsCommitted) string {
-	if why := CheckGroupName(r.Group); why != "" {
+	if why := wire.CheckGroupName(r.Group); why != "" {
 		return why
 	}
 	if len(r.Offsets) == 0 || len(r.Offsets) > wire.MaxCommitOffsets {
@@ -438,7 +422,7 @@ func (m *Image) loadSnapGroups(gs []snapGroup) error {
 		return fmt.Errorf("%d groups", len(gs))
 	}
 	for i, sg := range gs {
-		if why := CheckGroupName(sg.Name); why != "" {
+		if why := wire.CheckGroupName(sg.Name); why != "" {
 			return fmt.Errorf("group %d: %s", i, why)
 		}
 		if i > 0 && sg.Name <= gs[i-1].Name {
