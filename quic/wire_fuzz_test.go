@@ -36,6 +36,10 @@ var wireMessages = []func() any{
 	func() any { return new(wire.AlterReplicationFactorRequest) }, func() any { return new(wire.AlterReplicationFactorResponse) },
 	func() any { return new(wire.AlterClusterConfigsRequest) }, func() any { return new(wire.AlterClusterConfigsResponse) },
 	func() any { return new(wire.UnregisterBrokerRequest) }, func() any { return new(wire.UnregisterBrokerResponse) },
+	func() any { return new(wire.OffsetCommitRequest) }, func() any { return new(wire.OffsetCommitResponse) },
+	func() any { return new(wire.OffsetFetchRequest) }, func() any { return new(wire.OffsetFetchResponse) },
+	func() any { return new(wire.ListGroupsRequest) }, func() any { return new(wire.ListGroupsResponse) },
+	func() any { return new(wire.DeleteGroupRequest) }, func() any { return new(wire.DeleteGroupResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -82,6 +86,13 @@ func wireSeeds() []any {
 		&wire.UnregisterBrokerRequest{BrokerID: 4},
 		&wire.UnregisterBrokerResponse{Err: wire.InvalidRequest, ControllerID: 1,
 			Message: "broker 4 still holds replicas of 1 partitions (payments-2): move them to other brokers first (topic reassign)"},
+		&wire.OffsetCommitRequest{Group: "billing", Offsets: []wire.GroupOffset{{Topic: "payments", TopicID: "0f3a", Partition: 2, Offset: 812, LeaderEpoch: 4, Metadata: "host-1"}}},
+		&wire.OffsetCommitResponse{Err: wire.UnknownTopicOrPartition, Message: "partition payments-9 does not exist (3 partitions)", MetadataOffset: 812, ControllerID: 1},
+		&wire.OffsetFetchRequest{Group: "billing", Topics: []string{"payments"}},
+		&wire.OffsetFetchResponse{ControllerID: 1, Offsets: []wire.GroupOffset{{Topic: "payments", TopicID: "0f3a", Partition: 0, Offset: 7, LeaderEpoch: -1, CommitTimeMs: 1795998087883}}},
+		&wire.ListGroupsResponse{ControllerID: 1, Groups: []wire.GroupSummary{{Group: "billing", Partitions: 3, LastCommitMs: 1795998087883}}},
+		&wire.DeleteGroupRequest{Group: "billing"},
+		&wire.DeleteGroupResponse{Err: wire.GroupIDNotFound, Message: "group billing does not exist", ControllerID: 1},
 		&wire.DescribeClusterResponse{ControllerID: 1, MetadataOffset: 812, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
 			Configs: map[string]string{"reassignment.throttle.bytes": "0"}},
 	}
