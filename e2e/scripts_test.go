@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -95,6 +96,29 @@ func TestClusterScript(t *testing.T) {
 	}
 	if want := len(first) + len(second) + len(third) + len(fourth); len(got) != want {
 		t.Errorf("read back %d records, %d acknowledged", len(got), want)
+	}
+
+	// The README's consumer groups: a group reads the topic in two runs
+	// of consume --group, with the active controller, which keeps the
+	// committed offsets, killed between them; together they read every
+	// record once.
+	half := len(got) / 2
+	runs := []map[pos]string{c.consume(t, env, "--group", "billing", "--max", strconv.Itoa(half))}
+	ctrl := c.activeController(t, env)
+	c.script(t, "kill", strconv.Itoa(ctrl))
+	runs = append(runs, c.consume(t, env, "--group", "billing", "--exit-at-end"))
+	c.script(t, "restart", strconv.Itoa(ctrl))
+	if len(runs[0]) != half {
+		t.Errorf("consume --group --max %d read %d records", half, len(runs[0]))
+	}
+	for at, v := range runs[1] {
+		if _, twice := runs[0][at]; twice {
+			t.Errorf("%v (%q) read by both runs of the group", at, v)
+		}
+		runs[0][at] = v
+	}
+	if !maps.Equal(runs[0], got) {
+		t.Errorf("the group's two runs read %d records, not the %d of the topic", len(runs[0]), len(got))
 	}
 
 	st := c.script(t, "status")
@@ -410,9 +434,30 @@ func (c *scriptCluster) killLeader(t *testing.T, topic string, partition int) in
 // consumeAll reads every partition from the beginning to its end.
 func (c *scriptCluster) consumeAll(t *testing.T, env []string) map[pos]string {
 	t.Helper()
+	return c.consume(t, env, "--from", "beginning", "--exit-at-end")
+}
+
+// activeController reads the active controller from cluster status.
+func (c *scriptCluster) activeController(t *testing.T, env []string) int {
+	t.Helper()
+	cmd := exec.Command(binary, "cluster", "status")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`Active controller: (\d+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("cluster status: %v\n%s", err, out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// consume runs consume payments --json with args and returns what it
+// printed, by position (a position printed twice is an error).
+func (c *scriptCluster) consume(t *testing.T, env []string, args ...string) map[pos]string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "consume", "payments", "--from", "beginning", "--exit-at-end", "--json")
+	cmd := exec.CommandContext(ctx, binary, append([]string{"consume", "payments", "--json"}, args...)...)
 	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
