@@ -24,6 +24,7 @@ const (
 	FailedButWritten   AnomalyKind = "failed-but-written"  // reported as certainly not written, yet in the log
 	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
 	ReadDiverged       AnomalyKind = "read-diverged"       // a leader told a consumer its log no longer holds records the consumer read (log truncated)
+	LostCommit         AnomalyKind = "lost-commit"         // a group's committed offset read back is not the last acknowledged commit (nor a later attempt)
 	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), no in-sync replica's files could be compared, or nothing was acknowledged in it
 )
 
@@ -38,7 +39,7 @@ const (
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
-	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, Unverified}
+	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, LostCommit, Unverified}
 	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults, WritesStalled}
 )
 
@@ -83,6 +84,7 @@ type Report struct {
 	Reads                                         int
 	FinalRecords                                  int
 	ReplicasChecked                               int
+	Commits, CommitsAcked                         int // group commits made, and acknowledged
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind
@@ -421,6 +423,7 @@ func Check(h *History) *Report {
 		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Detail: c})
 	}
 	resumed(h, r)
+	checkCommits(h, r)
 	if h.FaultsApplied == 0 {
 		r.add(Anomaly{Kind: NoFaults, Partition: -1, Offset: -1,
 			Detail: "the nemesis applied no fault (all skipped or failed, or none scheduled): the history shows the system without faults only"})
@@ -430,6 +433,68 @@ func Check(h *History) *Report {
 		return slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[i].Kind) < slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[j].Kind)
 	})
 	return r
+}
+
+// checkCommits holds every consumer group to its commits: after the run,
+// a partition's committed offset is that of the consumer's last
+// acknowledged commit of it, or of a later attempt (one that failed may
+// have been applied); one never acknowledged is one of the attempts, or
+// absent. A run whose groups could not be read back, or in which no commit
+// was acknowledged, checked nothing and is unverified.
+func checkCommits(h *History, r *Report) {
+	if !h.Groups {
+		return
+	}
+	byConsumer := map[int][]Commit{}
+	for _, c := range h.Commits {
+		byConsumer[c.Consumer] = append(byConsumer[c.Consumer], c)
+		r.Commits++
+		if c.Acked {
+			r.CommitsAcked++
+		}
+	}
+	if r.CommitsAcked == 0 {
+		r.add(Anomaly{Kind: Unverified, Partition: -1, Offset: -1,
+			Detail: fmt.Sprintf("no group commit was acknowledged (%d made): the groups' offsets were not checked", r.Commits)})
+		return
+	}
+	for c := range h.Consumers {
+		if e := h.CommittedErr[c]; e != "" {
+			r.add(Anomaly{Kind: Unverified, Partition: -1, Offset: -1,
+				Detail: fmt.Sprintf("group %s's offsets could not be read back: %s", GroupName(c), e)})
+			continue
+		}
+		got := h.Committed[c]
+		for p := range int32(h.Partitions) {
+			lastAcked := -1 // index of the last acknowledged commit of p
+			for i, cm := range byConsumer[c] {
+				if _, ok := cm.Offsets[p]; ok && cm.Acked {
+					lastAcked = i
+				}
+			}
+			allowed := map[int64]bool{} // offsets the group may hold for p
+			for _, cm := range byConsumer[c][max(lastAcked, 0):] {
+				if o, ok := cm.Offsets[p]; ok {
+					allowed[o] = true
+				}
+			}
+			o, ok := got[p]
+			switch {
+			case lastAcked >= 0 && !ok:
+				cm := byConsumer[c][lastAcked]
+				r.add(Anomaly{Kind: LostCommit, Partition: p, Offset: cm.Offsets[p],
+					Detail: fmt.Sprintf("group %s has no offset for the partition; offset %d was acknowledged at t+%v",
+						GroupName(c), cm.Offsets[p], cm.Done.Sub(h.Start).Round(time.Millisecond))})
+			case ok && !allowed[o]:
+				detail := fmt.Sprintf("group %s holds offset %d, which no commit since the last acknowledged one sent", GroupName(c), o)
+				if lastAcked >= 0 {
+					cm := byConsumer[c][lastAcked]
+					detail += fmt.Sprintf(" (that one: offset %d, acknowledged at t+%v)", cm.Offsets[p], cm.Done.Sub(h.Start).Round(time.Millisecond))
+				}
+				r.add(Anomaly{Kind: LostCommit, Partition: p, Offset: o, Detail: detail})
+			}
+		}
+	}
 }
 
 // replicaDiverges compares an in-sync replica's records below the HW with
@@ -597,6 +662,9 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "records: %d produced, %d acknowledged, %d failed, %d indeterminate (%d of those + pending in the log), %d pending\n",
 		r.Writes, r.Acked, r.Failed, r.Indeterminate, r.IndeterminatePresent, r.Pending)
 	fmt.Fprintf(w, "reads: %d consumer reads; final log: %d records; in-sync replicas compared: %d\n", r.Reads, r.FinalRecords, r.ReplicasChecked)
+	if r.Commits > 0 {
+		fmt.Fprintf(w, "group commits: %d made, %d acknowledged; committed offsets read back and checked\n", r.Commits, r.CommitsAcked)
+	}
 	fmt.Fprintf(w, "safety:")
 	for _, k := range SafetyKinds {
 		fmt.Fprintf(w, " %s=%d", k, r.Counts[k])

@@ -60,6 +60,17 @@ type Divergence struct {
 	At                 time.Time
 }
 
+// Commit is one group commit of a consumer's positions (to its own group,
+// GroupName) and what the consumer was told. A commit that failed may
+// still have been applied.
+type Commit struct {
+	Consumer   int
+	Offsets    map[int32]int64 // partition -> offset committed (the consumer's position)
+	Sent, Done time.Time
+	Acked      bool
+	Err        string // when not Acked
+}
+
 // LogRecord is one record of a partition's log.
 type LogRecord struct {
 	Offset int64
@@ -124,6 +135,14 @@ type History struct {
 	// partitions; a torn tail rides on a kill). 0: the run injected no
 	// fault, so its history says nothing about faults.
 	FaultsApplied int
+	// Groups is set when the consumers committed their positions to
+	// their groups (Commits) and the groups' offsets were read back after
+	// the run (Committed: consumer -> partition -> offset; CommittedErr:
+	// consumer -> why its group could not be read).
+	Groups       bool
+	Commits      []Commit
+	Committed    map[int]map[int32]int64
+	CommittedErr map[int]string
 	// FaultsEnd is when the last fault had been healed; the producers keep
 	// writing for a while after it, and every partition must acknowledge
 	// some of those writes (writes resumed). Zero: not recorded, not checked.

@@ -245,6 +245,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wl.StopConsumers()
 	h.End = time.Now()
 	h.Writes, h.Reads, h.Divergences = wl.Writes(), wl.Reads(), wl.Divergences()
+	h.Groups, h.Commits = true, wl.Commits()
+	h.Committed, h.CommittedErr = readCommitted(sctx, adminCl.Admin(), h.Consumers)
 
 	// Every replica's own HW and LEO, the final ISR, then the files.
 	type rstate struct{ hw, leo int64 }
@@ -386,6 +388,25 @@ func waitConverged(ctx context.Context, c *localcluster.Cluster, nem *Nemesis) e
 
 // readBack reads every partition from its leader, from the log start to
 // the high watermark, with a fresh consumer.
+// readCommitted reads every consumer's group offsets back, once the
+// consumers have stopped: consumer -> partition -> offset, and why a group
+// could not be read.
+func readCommitted(ctx context.Context, a *client.Admin, consumers int) (map[int]map[int32]int64, map[int]string) {
+	got, errs := map[int]map[int32]int64{}, map[int]string{}
+	for c := range consumers {
+		offs, err := a.FetchOffsets(ctx, GroupName(c), Topic)
+		if err != nil {
+			errs[c] = err.Error()
+			continue
+		}
+		got[c] = map[int32]int64{}
+		for _, o := range offs {
+			got[c][o.Partition] = o.Offset
+		}
+	}
+	return got, errs
+}
+
 func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Workload) []PartitionLog {
 	out := make([]PartitionLog, topicPartitions)
 	for p := range out {

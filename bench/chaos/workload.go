@@ -26,7 +26,10 @@ type WorkloadConfig struct {
 	MaxOutstanding  int
 	Pad             int           // filler bytes after each payload; default 0
 	DeliveryTimeout time.Duration // the producers' delivery timeout; default 30s
-	Logger          *slog.Logger
+	// CommitInterval is how often each consumer commits its positions to
+	// its own consumer group (GroupName); default 250ms.
+	CommitInterval time.Duration
+	Logger         *slog.Logger
 }
 
 func (c WorkloadConfig) withDefaults() WorkloadConfig {
@@ -44,6 +47,9 @@ func (c WorkloadConfig) withDefaults() WorkloadConfig {
 	}
 	if c.DeliveryTimeout <= 0 {
 		c.DeliveryTimeout = 30 * time.Second
+	}
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = 250 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -81,6 +87,7 @@ type Workload struct {
 		readPos  map[int]map[int32]int64 // consumer -> partition -> next offset
 		// divergences: one per consumer, partition and position.
 		divergences []Divergence
+		commits     []Commit
 	}
 }
 
@@ -205,11 +212,26 @@ func (w *Workload) resolve(idx int, offset int64, err error) {
 	}
 }
 
-// consume is one consumer's loop.
+// GroupName is the consumer group consumer id commits to.
+func GroupName(id int) string { return fmt.Sprintf("chaos-%d", id) }
+
+// commitTimeout bounds one group commit: long enough for a controller
+// election, short enough that the consumer reads on soon after one that
+// failed.
+const commitTimeout = 3 * time.Second
+
+// consume is one consumer's loop: it reads, and commits its positions to
+// its group every CommitInterval (the commit holds the reads back, as in an
+// application that commits in its loop).
 func (w *Workload) consume(id int, cons *client.Consumer) {
 	defer w.cwg.Done()
 	defer cons.Close()
+	lastCommit := time.Now()
 	for w.cctx.Err() == nil {
+		if time.Since(lastCommit) >= w.cfg.CommitInterval {
+			w.commit(id, cons)
+			lastCommit = time.Now()
+		}
 		msgs, err := cons.Poll(w.cctx)
 		now := time.Now()
 		if len(msgs) > 0 {
@@ -230,6 +252,44 @@ func (w *Workload) consume(id int, cons *client.Consumer) {
 			t.Stop()
 		}
 	}
+}
+
+// commit commits the consumer's positions to its group and records the
+// commit and its outcome.
+func (w *Workload) commit(id int, cons *client.Consumer) {
+	offs := map[client.TopicPartition]int64{}
+	sent := map[int32]int64{}
+	for p := range w.cfg.Partitions {
+		tp := client.TopicPartition{Topic: w.cfg.Topic, Partition: int32(p)}
+		if pos, ok := cons.Position(tp); ok && pos >= 0 {
+			offs[tp], sent[int32(p)] = pos, pos
+		}
+	}
+	if len(offs) == 0 {
+		return
+	}
+	c := Commit{Consumer: id, Offsets: sent, Sent: time.Now()}
+	ctx, cancel := context.WithTimeout(w.cctx, commitTimeout)
+	err := cons.CommitOffsets(ctx, GroupName(id), offs)
+	cancel()
+	c.Done, c.Acked = time.Now(), err == nil
+	if err != nil {
+		c.Err = err.Error()
+		if w.cctx.Err() == nil {
+			w.log.Warn("consumer group commit failed", "consumer", id, "err", err)
+		}
+	}
+	w.mu.Lock()
+	w.mu.commits = append(w.mu.commits, c)
+	w.mu.Unlock()
+}
+
+// Commits returns a copy of every group commit so far, in order per
+// consumer.
+func (w *Workload) Commits() []Commit {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Commit(nil), w.mu.commits...)
 }
 
 // pollFailed notes why a consumer's Poll failed. A divergence (the leader's
