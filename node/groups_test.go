@@ -12,13 +12,14 @@ import (
 )
 
 // Committed group offsets are in the metadata log: they survive the death
-// of the active controller (its successor answers them), every node's
-// image holds them, a node restarted after missing commits catches up on
-// them, and deleting the topic deletes them.
+// of the active controller (its successor answers them and counts its
+// commits in /metrics), every node's image holds them, a node restarted
+// after missing commits catches up on them, and deleting the topic deletes
+// them.
 func TestGroupOffsetsSurviveControllerFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	tc := MustStartCluster(t, 3)
+	tc := mustStartClusterWith(t, 3, withMetrics)
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	admin := c.Admin()
@@ -57,6 +58,10 @@ func TestGroupOffsetsSurviveControllerFailover(t *testing.T) {
 		t.Fatalf("controller %d still active after its death", a)
 	}
 	commit(0, 150)
+	e := scrape(t, tc.node(tc.activeController()).MetricsAddr())
+	if g, n := value(t, e, "paymentlog_controller_groups"), value(t, e, "paymentlog_controller_group_commits_total"); g != 1 || n < 1 {
+		t.Fatalf("the new controller's /metrics: %v groups, %v commits; want 1 and at least 1", g, n)
+	}
 	tc.start(old)
 	waitFor(t, "every node holds billing's latest commit", 30*time.Second, func() bool {
 		for _, n := range tc.running() {

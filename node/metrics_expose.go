@@ -86,13 +86,13 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 // controller.
 func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	var cs struct {
-		offline, underMinISR, underReplicated, reassigning, fenced, brokers, topics, partitions int
+		offline, underMinISR, underReplicated, reassigning, fenced, brokers, topics, partitions, groups int
 	}
 	if n.ctrl != nil {
 		if s, ok := n.ctrl.Stats(); ok {
 			cs.offline, cs.underMinISR, cs.underReplicated = s.OfflinePartitions, s.UnderMinISRPartitions, s.UnderReplicatedPartitions
 			cs.fenced, cs.brokers, cs.topics, cs.partitions = s.FencedBrokers, s.Brokers, s.Topics, s.Partitions
-			cs.reassigning = s.ReassigningPartitions
+			cs.reassigning, cs.groups = s.ReassigningPartitions, s.Groups
 		}
 	}
 	const active = " On the active controller only (0 elsewhere)."
@@ -104,6 +104,12 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	w.Gauge("paymentlog_controller_brokers", "Registered brokers."+active, int64(cs.brokers))
 	w.Gauge("paymentlog_controller_topics", "Topics."+active, int64(cs.topics))
 	w.Gauge("paymentlog_controller_partitions", "Partitions."+active, int64(cs.partitions))
+	w.Gauge("paymentlog_controller_groups", "Consumer groups with committed offsets."+active, int64(cs.groups))
+	var commits uint64
+	if n.ctrl != nil {
+		commits = n.ctrl.GroupCommits()
+	}
+	w.Counter("paymentlog_controller_group_commits_total", "Consumer group offset commits this node committed as the active controller (one metadata log record each).", commits)
 	w.Family("paymentlog_controller_commit_latency_seconds", metrics.TypeHistogram,
 		"Time from this node's proposal of a metadata entry as controller to its local apply (quorum commit, then apply).")
 	var lat metrics.HistogramSnapshot

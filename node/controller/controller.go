@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/metrics"
@@ -144,6 +145,8 @@ type Controller struct {
 	// groupsCheckedAt is when tick last looked for expired groups; loop
 	// only.
 	groupsCheckedAt time.Time
+	// groupCommits counts the offset commits committed (GroupCommits).
+	groupCommits atomic.Uint64
 
 	mu struct {
 		sync.Mutex

@@ -24,6 +24,9 @@ func (c *Controller) CommitOffsets(ctx context.Context, req wire.OffsetCommitReq
 	if img != nil {
 		r.MetadataOffset = int64(img.Offset())
 	}
+	if err == nil {
+		c.groupCommits.Add(1)
+	}
 	return r
 }
 

@@ -25,6 +25,8 @@ type ClusterStats struct {
 	UnderReplicatedPartitions int
 	// ReassigningPartitions are being moved to other replicas.
 	ReassigningPartitions int
+	// Groups are the consumer groups with committed offsets.
+	Groups int
 }
 
 // Cluster computes img's ClusterStats.
@@ -54,8 +56,13 @@ func Cluster(img *metadata.Image) ClusterStats {
 			}
 		}
 	}
+	s.Groups = img.GroupCount()
 	return s
 }
+
+// GroupCommits is how many offset commits this node committed as the
+// active controller (each one metadata log record).
+func (c *Controller) GroupCommits() uint64 { return c.groupCommits.Load() }
 
 // Stats returns the cluster's stats from the applied image while this node
 // is the active controller; ok is false otherwise (another node reports

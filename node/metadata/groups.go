@@ -123,6 +123,9 @@ func (m *Image) Group(name string) (GroupState, bool) {
 	return *g, true
 }
 
+// GroupCount is the number of groups.
+func (m *Image) GroupCount() int { return len(m.groups) }
+
 // Groups returns every group, sorted by name.
 func (m *Image) Groups() []GroupState {
 	out := make([]GroupState, 0, len(m.groups))
