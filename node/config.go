@@ -96,6 +96,10 @@ type Config struct {
 	// returns true, as a full disk does (a test stands in for a stalled
 	// broker with it: SetHeartbeatHold in export_test.go).
 	heartbeatHold func() bool
+	// applyGate, if set, is called before each committed metadata entry
+	// is applied, with its index (a test holds a replay at one point of
+	// the metadata log: SetApplyGate in export_test.go).
+	applyGate func(index uint64)
 }
 
 // Defaults.

@@ -10,3 +10,8 @@ func SetRejoinGate(cfg *Config, gate func(context.Context)) { cfg.rejoinGate = g
 // SetHeartbeatHold makes the node started with cfg hold back its broker
 // heartbeats while hold returns true (the controller then fences it).
 func SetHeartbeatHold(cfg *Config, hold func() bool) { cfg.heartbeatHold = hold }
+
+// SetApplyGate makes the node started with cfg call gate before applying
+// each committed metadata entry (a test holds a replay at one index until
+// gate returns).
+func SetApplyGate(cfg *Config, gate func(index uint64)) { cfg.applyGate = gate }

@@ -181,6 +181,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.store = metadata.NewStore()
+	var sm raftnode.StateMachine = n.store
+	if cfg.applyGate != nil {
+		sm = gatedStore{n.store, cfg.applyGate}
+	}
 	voters := map[uint64]string{}
 	for id, a := range cfg.Controllers {
 		voters[uint64(id)] = a
@@ -197,7 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		SnapshotEvery:  cfg.MetadataSnapshotEvery,
 		CatchUpEntries: cfg.MetadataCatchUpEntries,
 		FS:             cfg.MetadataFS,
-		SM:             n.store,
+		SM:             sm,
 		Logger:         n.log.With("component", "raft"),
 		// A controller starting with an empty metadata log votes only once
 		// it has caught up with the others (rejoin.go).
@@ -360,6 +364,17 @@ func (n *Node) Addr() string { return n.ep.Addr() }
 
 // ID is the node id.
 func (n *Node) ID() int32 { return n.cfg.ID }
+
+// gatedStore is the store with Config.applyGate called before each entry.
+type gatedStore struct {
+	*metadata.Store
+	gate func(index uint64)
+}
+
+func (g gatedStore) Apply(index uint64, data []byte) {
+	g.gate(index)
+	g.Store.Apply(index, data)
+}
 
 // Store exposes the metadata store (tests, status).
 func (n *Node) Store() *metadata.Store { return n.store }

@@ -111,8 +111,17 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 			continue
 		}
 		// The replica was removed from this node or its topic deleted (maybe
-		// re-created under the same name): its data goes too.
-		if err := n.broker.StopPartition(ctx, k.topic, k.partition, true); err != nil {
+		// re-created under the same name): its data goes too, but only once
+		// the image holds this incarnation's registration. Before that
+		// (a restart replaying the metadata log) img is history: a
+		// replica removed then may have been given back to this node and
+		// caught up since, and be in the ISR or the ELR now, where the
+		// controller may make it the leader; deleting its records on the
+		// way through would lose acknowledged writes. Its copy stays on
+		// disk (RemoveUnassigned sweeps it once this incarnation is
+		// unfenced if it is still unassigned then; a topic re-created
+		// under the same name discards it by topic id).
+		if err := n.broker.StopPartition(ctx, k.topic, k.partition, current); err != nil {
 			n.log.Error("stop partition", "topic", k.topic, "partition", k.partition, "err", err)
 			next[k] = old
 		}
