@@ -62,6 +62,55 @@ func CheckGroupName(name string) string {
 	return ""
 }
 
+// TopicInfo is what CheckOffsetCommit needs of a topic: its current id and
+// partition count; ok is false when it does not exist.
+type TopicInfo func(name string) (id string, partitions int32, ok bool)
+
+// CheckOffsetCommit checks r against OffsetCommitRequest's rules that
+// depend only on the request and the topics (not MaxGroups, nor metadata
+// versions): nil when r passes, else the refusal with its code.
+func CheckOffsetCommit(r *OffsetCommitRequest, topic TopicInfo) *Error {
+	refuse := func(code ErrorCode, format string, args ...any) *Error {
+		return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	if why := CheckGroupName(r.Group); why != "" {
+		return refuse(InvalidGroupID, "%s", why)
+	}
+	switch {
+	case len(r.Offsets) == 0:
+		return refuse(InvalidRequest, "no offsets to commit")
+	case len(r.Offsets) > MaxCommitOffsets:
+		return refuse(InvalidRequest, "%d offsets in one commit: at most %d", len(r.Offsets), MaxCommitOffsets)
+	}
+	type key struct {
+		topic     string
+		partition int32
+	}
+	seen := make(map[key]bool, len(r.Offsets))
+	for _, o := range r.Offsets {
+		k := key{o.Topic, o.Partition}
+		id, parts, ok := topic(o.Topic)
+		switch {
+		case seen[k]:
+			return refuse(InvalidRequest, "partition %s-%d named twice", o.Topic, o.Partition)
+		case !ok:
+			return refuse(UnknownTopicOrPartition, "topic %.128q does not exist", o.Topic)
+		case o.TopicID != "" && o.TopicID != id:
+			return refuse(UnknownTopicOrPartition, "topic %s was deleted and re-created (id %s, the offsets are for %.64s)", o.Topic, id, o.TopicID)
+		case o.Partition < 0 || o.Partition >= parts:
+			return refuse(UnknownTopicOrPartition, "partition %s-%d does not exist (%d partitions)", o.Topic, o.Partition, parts)
+		case o.Offset < 0:
+			return refuse(InvalidRequest, "offset %d for %s-%d is negative", o.Offset, o.Topic, o.Partition)
+		case o.LeaderEpoch < -1:
+			return refuse(InvalidRequest, "leader epoch %d for %s-%d (want -1 or more)", o.LeaderEpoch, o.Topic, o.Partition)
+		case len(o.Metadata) > MaxOffsetMetadataLen:
+			return refuse(InvalidRequest, "metadata of %s-%d is %d bytes: at most %d", o.Topic, o.Partition, len(o.Metadata), MaxOffsetMetadataLen)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
 // GroupOffset is one partition's committed offset.
 type GroupOffset struct {
 	Topic string `msgpack:"t"`

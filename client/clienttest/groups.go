@@ -59,36 +59,15 @@ func (c *Cluster) offsetCommit(addr string, r *wire.OffsetCommitRequest) *wire.O
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.OffsetCommitResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	if why := wire.CheckGroupName(r.Group); why != "" {
-		return refuse(wire.InvalidGroupID, "%s", why)
-	}
-	if len(r.Offsets) == 0 {
-		return refuse(wire.InvalidRequest, "no offsets to commit")
-	}
-	if len(r.Offsets) > wire.MaxCommitOffsets {
-		return refuse(wire.InvalidRequest, "%d offsets in one commit: at most %d", len(r.Offsets), wire.MaxCommitOffsets)
-	}
-	seen := map[groupKey]bool{}
-	for _, o := range r.Offsets {
-		k := groupKey{o.Topic, o.Partition}
-		t, ok := c.mu.topics[o.Topic]
-		switch {
-		case seen[k]:
-			return refuse(wire.InvalidRequest, "partition %s-%d named twice", o.Topic, o.Partition)
-		case !ok:
-			return refuse(wire.UnknownTopicOrPartition, "topic %q does not exist", o.Topic)
-		case o.TopicID != "" && o.TopicID != t.id:
-			return refuse(wire.UnknownTopicOrPartition, "topic %s was deleted and re-created", o.Topic)
-		case o.Partition < 0 || int(o.Partition) >= len(t.parts):
-			return refuse(wire.UnknownTopicOrPartition, "partition %s-%d does not exist", o.Topic, o.Partition)
-		case o.Offset < 0:
-			return refuse(wire.InvalidRequest, "offset %d for %s-%d is negative", o.Offset, o.Topic, o.Partition)
-		case o.LeaderEpoch < -1:
-			return refuse(wire.InvalidRequest, "leader epoch %d for %s-%d", o.LeaderEpoch, o.Topic, o.Partition)
-		case len(o.Metadata) > wire.MaxOffsetMetadataLen:
-			return refuse(wire.InvalidRequest, "metadata of %s-%d is too long", o.Topic, o.Partition)
+	topic := func(name string) (string, int32, bool) {
+		t, ok := c.mu.topics[name]
+		if !ok {
+			return "", 0, false
 		}
-		seen[k] = true
+		return t.id, int32(len(t.parts)), true
+	}
+	if e := wire.CheckOffsetCommit(r, topic); e != nil {
+		return &wire.OffsetCommitResponse{Err: e.Code, Message: e.Message, ControllerID: -1}
 	}
 	g, ok := c.mu.groups[r.Group]
 	if !ok {

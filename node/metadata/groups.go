@@ -194,7 +194,7 @@ func (b *builder) applyGroupOffsetsCommitted(r GroupOffsetsCommitted) string {
 	}
 	seen := make(map[GroupPartition]bool, len(r.Offsets))
 	for _, o := range r.Offsets {
-		if why := b.checkGroupOffset(o); why != "" {
+		if why := checkGroupOffsetIn(b.next.topics, o); why != "" {
 			return why
 		}
 		k := GroupPartition{o.Topic, o.Partition}
@@ -211,12 +211,6 @@ func (b *builder) applyGroupOffsetsCommitted(r GroupOffsetsCommitted) string {
 	}
 	b.useVersion(groupsVersion)
 	return ""
-}
-
-// checkGroupOffset says why o cannot be held by the image being built ("" if
-// it can).
-func (b *builder) checkGroupOffset(o GroupOffsetRecord) string {
-	return checkGroupOffsetIn(b.next.topics, o)
 }
 
 // checkGroupOffsetIn says why o cannot be held by an image with topics.
@@ -255,9 +249,11 @@ func (b *builder) applyGroupDeleted(r GroupDeleted) string {
 // dropTopicOffsets removes the deleted topic incarnation's offsets from
 // every group.
 func (b *builder) dropTopicOffsets(topic, id string) {
-	for _, n := range slices.Sorted(maps.Keys(b.next.groups)) {
+	// The order does not matter (each group changes alone), and mutableGroup
+	// only replaces existing keys or clones the map being ranged over.
+	for n, cur := range b.next.groups {
 		has := false
-		for k, o := range b.next.groups[n].Offsets {
+		for k, o := range cur.Offsets {
 			if k.Topic == topic && o.TopicID == id {
 				has = true
 				break

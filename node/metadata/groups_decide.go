@@ -22,38 +22,19 @@ type CommitOffsetsEvent struct {
 // where the request left it empty. Refusals are those of
 // wire.OffsetCommitRequest.
 func DecideCommitOffsets(img *Image, ev CommitOffsetsEvent) ([]Record, error) {
-	if why := wire.CheckGroupName(ev.Group); why != "" {
-		return nil, werr(wire.InvalidGroupID, "%s", why)
+	topic := func(name string) (string, int32, bool) {
+		t, ok := img.topics[name]
+		if !ok {
+			return "", 0, false
+		}
+		return t.ID, int32(len(t.Partitions)), true
 	}
-	switch {
-	case len(ev.Offsets) == 0:
-		return nil, werr(wire.InvalidRequest, "no offsets to commit")
-	case len(ev.Offsets) > wire.MaxCommitOffsets:
-		return nil, werr(wire.InvalidRequest, "%d offsets in one commit: at most %d", len(ev.Offsets), wire.MaxCommitOffsets)
+	if e := wire.CheckOffsetCommit(&wire.OffsetCommitRequest{Group: ev.Group, Offsets: ev.Offsets}, topic); e != nil {
+		return nil, e
 	}
 	rec := GroupOffsetsCommitted{Group: ev.Group, TimeMs: ev.NowMs, Offsets: make([]GroupOffsetRecord, 0, len(ev.Offsets))}
-	seen := make(map[GroupPartition]bool, len(ev.Offsets))
 	for _, o := range ev.Offsets {
-		k := GroupPartition{o.Topic, o.Partition}
-		t, ok := img.topics[o.Topic]
-		switch {
-		case seen[k]:
-			return nil, werr(wire.InvalidRequest, "partition %s-%d named twice", o.Topic, o.Partition)
-		case !ok:
-			return nil, werr(wire.UnknownTopicOrPartition, "topic %.128q does not exist", o.Topic)
-		case o.TopicID != "" && o.TopicID != t.ID:
-			return nil, werr(wire.UnknownTopicOrPartition, "topic %s was deleted and re-created (id %s, the offsets are for %.64s)", o.Topic, t.ID, o.TopicID)
-		case o.Partition < 0 || int(o.Partition) >= len(t.Partitions):
-			return nil, werr(wire.UnknownTopicOrPartition, "partition %s-%d does not exist (%d partitions)", o.Topic, o.Partition, len(t.Partitions))
-		case o.Offset < 0:
-			return nil, werr(wire.InvalidRequest, "offset %d for %s-%d is negative", o.Offset, o.Topic, o.Partition)
-		case o.LeaderEpoch < -1:
-			return nil, werr(wire.InvalidRequest, "leader epoch %d for %s-%d (want -1 or more)", o.LeaderEpoch, o.Topic, o.Partition)
-		case len(o.Metadata) > wire.MaxOffsetMetadataLen:
-			return nil, werr(wire.InvalidRequest, "metadata of %s-%d is %d bytes: at most %d", o.Topic, o.Partition, len(o.Metadata), wire.MaxOffsetMetadataLen)
-		}
-		seen[k] = true
-		rec.Offsets = append(rec.Offsets, GroupOffsetRecord{Topic: o.Topic, TopicID: t.ID, Partition: o.Partition,
+		rec.Offsets = append(rec.Offsets, GroupOffsetRecord{Topic: o.Topic, TopicID: img.topics[o.Topic].ID, Partition: o.Partition,
 			Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata})
 	}
 	if _, ok := img.groups[ev.Group]; !ok && len(img.groups) >= wire.MaxGroups {
