@@ -149,7 +149,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Gauge("paymentlog_reassignment_throttle_bytes_per_second", "The rate those copies are held to (the cluster's reassignment.throttle.bytes, else --reassignment-throttle); 0: unlimited.", bs.ReassignThrottle)
 
 	w.Family("paymentlog_request_errors_total", metrics.TypeCounter,
-		"Partition answers carrying an error code, by request (produce, fetch: consumers) and code.")
+		"Partition answers carrying an error code, by request (produce, fetch: consumers, replica_fetch: followers, answered as leader) and code.")
 	for _, e := range n.broker.ErrorCounts() {
 		code := e.Code.String()
 		if e.Other {

@@ -44,6 +44,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, peer quic.Peer, first qu
 			return nil
 		}
 		b.counters.replicaFetchResponses.Add(1)
+		b.counters.replicaFetched(&resp)
 	}
 }
 

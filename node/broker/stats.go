@@ -110,11 +110,12 @@ func (b *Broker) Latencies() Latencies {
 const (
 	RequestProduce = iota
 	RequestFetch
+	RequestReplicaFetch // followers' fetches, answered here as leader
 	countedRequests
 )
 
 // RequestName is a counted request's label on /metrics.
-var RequestName = [countedRequests]string{"produce", "fetch"}
+var RequestName = [countedRequests]string{"produce", "fetch", "replica_fetch"}
 
 // errSlots bounds the error codes counted apart; larger ones share the last.
 const errSlots = 64
@@ -122,7 +123,7 @@ const errSlots = 64
 // ErrorCount is how many partition answers of one request type carried one
 // error code.
 type ErrorCount struct {
-	Request int // RequestProduce, RequestFetch
+	Request int // RequestProduce, RequestFetch, RequestReplicaFetch
 	Code    wire.ErrorCode
 	Other   bool // a code >= errSlots-1 (Code is then errSlots-1)
 	Count   uint64
@@ -198,6 +199,15 @@ func (c *counters) fetched(resp *wire.FetchResponse) {
 		c.countError(RequestFetch, resp.Parts[i].Err)
 	}
 	c.fetchBytes.Add(uint64(n))
+}
+
+// replicaFetched records a follower's fetch answered: each partition's
+// error code (FencedLeaderEpoch: a follower whose metadata lags; NotReplica:
+// one that has not applied its removal yet).
+func (c *counters) replicaFetched(resp *wire.ReplicaFetchResponse) {
+	for i := range resp.Parts {
+		c.countError(RequestReplicaFetch, resp.Parts[i].Err)
+	}
 }
 
 // onFlush returns the partition logs' segment.Options.OnFlush: it times

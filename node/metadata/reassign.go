@@ -145,9 +145,20 @@ func validateTarget(img *Image, t TopicState, partition int32, target []int32) e
 // reassignment when every target replica is in the ISR, keeping the ELR
 // (nextELR) within the new replicas, and electing a leader when p's leader
 // is no longer an ISR member (a removed replica, or an added one dropped by
-// a cancel). p's leader epoch is bumped when the
-// leader changes; an offline partition stays offline. It fails when the ISR
-// would be empty or no live ISR member could lead.
+// a cancel). p's leader epoch is bumped when the leader changes and when a
+// replica leaves the replica set; an offline partition stays offline. It
+// fails when the ISR would be empty or no live ISR member could lead.
+//
+// The bump on a removal fences the removed replica (Kafka's
+// PartitionChangeBuilder does the same): a node that has not applied its
+// removal yet (its metadata lags) still fetches in the old epoch, and the
+// leader refuses that. Without it, a lagging node removed and then added
+// back at the same epoch could fetch, catch up and join the ISR on the
+// strength of the copy it still holds, then apply the removal it had not
+// yet seen and delete that copy while it counts as in sync: elected then,
+// it would come back empty and lose acknowledged records. With it, the
+// node can fetch again only in the epoch of the re-add or later, which it
+// sees only after the removal, so its copy is deleted before it catches up.
 func settle(img *Image, p, next PartitionState) (PartitionChange, error) {
 	if next.Reassigning() && subset(next.Target(), next.ISR) {
 		next.Replicas = next.Target()
@@ -175,7 +186,7 @@ func settle(img *Image, p, next PartitionState) (PartitionChange, error) {
 		}
 	}
 	next.LeaderEpoch = p.LeaderEpoch
-	if next.Leader != p.Leader {
+	if next.Leader != p.Leader || len(minus(p.Replicas, next.Replicas)) > 0 {
 		next.LeaderEpoch++
 	}
 	next.PartitionEpoch = p.PartitionEpoch + 1

@@ -102,13 +102,34 @@ func TestReassignMovesTheLeaderReplica(t *testing.T) {
 	}
 }
 
-// Moving a follower's replica keeps the leader and its epoch.
+// Moving a follower's replica keeps the leader; completing the move bumps
+// its epoch, which fences the removed replica (settle).
 func TestReassignFollowerKeepsTheLeader(t *testing.T) {
 	img := reassignFixture(t)
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{1, 4, 3}}))
 	wantPartition(t, img, "payments", "payments-0 replicas=[1,4,3,2] isr=[1,3,2] leader=1 epoch=0 pepoch=1 adding=[4] removing=[2]")
 	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 3, 4))
-	wantPartition(t, img, "payments", "payments-0 replicas=[1,4,3] isr=[1,4,3] leader=1 epoch=0 pepoch=2")
+	wantPartition(t, img, "payments", "payments-0 replicas=[1,4,3] isr=[1,4,3] leader=1 epoch=1 pepoch=2")
+}
+
+// A replica removed and given back can fetch only in an epoch newer than
+// any it held before its removal, whoever leads: a node that has not
+// applied its removal yet is refused until it has (and has deleted its
+// copy), instead of joining the ISR on a copy it is about to delete. The
+// leader stays in both moves; only the removals bump the epoch.
+func TestReassignRemovalFencesTheRemovedReplica(t *testing.T) {
+	img := reassignFixture(t)
+	held := part(t, img, "payments").LeaderEpoch // replica 3's last epoch
+	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{1, 2, 4}}))
+	if p := part(t, img, "payments"); p.LeaderEpoch != held {
+		t.Fatalf("starting the move (nothing removed yet) bumped the epoch: %s", p)
+	}
+	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 3, 4)) // completes: 3 leaves
+	wantPartition(t, img, "payments", fmt.Sprintf("payments-0 replicas=[1,2,4] isr=[1,2,4] leader=1 epoch=%d pepoch=2", held+1))
+	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{1, 2, 3}}))
+	wantPartition(t, img, "payments", fmt.Sprintf("payments-0 replicas=[1,2,3,4] isr=[1,2,4] leader=1 epoch=%d pepoch=3 adding=[3] removing=[4]", held+1))
+	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 3, 4))
+	wantPartition(t, img, "payments", fmt.Sprintf("payments-0 replicas=[1,2,3] isr=[1,2,3] leader=1 epoch=%d pepoch=4", held+2))
 }
 
 // A target that only reorders the replicas completes at once; the new first
@@ -145,7 +166,7 @@ func TestReassignReplacesTheOneInProgress(t *testing.T) {
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{4, 2, 3}}))
 	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 4)) // 3 lags
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{1, 5, 3}}))
-	p := wantPartition(t, img, "payments", "payments-0 replicas=[1,5,3,2] isr=[1,2] leader=1 epoch=0 pepoch=3 adding=[5] removing=[2]")
+	p := wantPartition(t, img, "payments", "payments-0 replicas=[1,5,3,2] isr=[1,2] leader=1 epoch=1 pepoch=3 adding=[5] removing=[2]")
 	if !slices.Equal(p.Original(), []int32{1, 3, 2}) {
 		t.Fatalf("original %v", p.Original())
 	}
@@ -238,7 +259,8 @@ func TestReassignFieldsValidated(t *testing.T) {
 // TestReassignRandomWalk: over random decision sequences that include
 // reassignments, a new leader always comes from the previous ISR or ELR, or
 // from the ISR of the AlterPartition completing a reassignment (or, with
-// unclean election, is not a replica being added), a partition not being
+// unclean election, is not a replica being added), a replica leaves the
+// replica set only with a new leader epoch, a partition not being
 // reassigned has exactly its topic's replication factor of replicas, and
 // reassignments both start and complete.
 func TestReassignRandomWalk(t *testing.T) {
@@ -268,6 +290,11 @@ func TestReassignRandomWalk(t *testing.T) {
 			}
 			next.EachPartition(func(p PartitionState) bool {
 				tp, _ := next.Topic(p.Topic)
+				// A replica leaving the set is fenced (settle).
+				if old, ok := img.Partition(p.Topic, p.Partition); ok && old.TopicID == p.TopicID &&
+					len(minus(old.Replicas, p.Replicas)) > 0 && p.LeaderEpoch <= old.LeaderEpoch {
+					t.Fatalf("seed %d: %s after %s: a replica left at the same leader epoch", seed, p, old)
+				}
 				// A partition has its topic's replication factor of
 				// replicas unless a reassignment is under way or one
 				// that changed the replication factor was cancelled;

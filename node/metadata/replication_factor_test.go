@@ -51,17 +51,17 @@ func TestReplicationFactorLowered(t *testing.T) {
 		want  string
 	}{
 		{"the last replica goes", func(t *testing.T, img *Image) *Image { return img },
-			"payments-0 replicas=[1,2] isr=[1,2] leader=1 epoch=0 pepoch=1"},
+			"payments-0 replicas=[1,2] isr=[1,2] leader=1 epoch=1 pepoch=1"},
 		{"a replica out of sync goes first", func(t *testing.T, img *Image) *Image {
 			return decide(t, img)(alterISR(t, img, "payments", 1, 3))
-		}, "payments-0 replicas=[1,3] isr=[1,3] leader=1 epoch=0 pepoch=2"},
+		}, "payments-0 replicas=[1,3] isr=[1,3] leader=1 epoch=1 pepoch=2"},
 		{"a fenced replica goes first", func(t *testing.T, img *Image) *Image {
 			return mustApply(t, img, DecideFence(img, 2, 1))
-		}, "payments-0 replicas=[1,3] isr=[1,3] leader=1 epoch=0 pepoch=2"},
+		}, "payments-0 replicas=[1,3] isr=[1,3] leader=1 epoch=1 pepoch=2"},
 		{"never the leader", func(t *testing.T, img *Image) *Image {
 			img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "payments", Target: []int32{2, 3, 1}}))
 			return img
-		}, "payments-0 replicas=[2,1] isr=[2,1] leader=1 epoch=0 pepoch=2"},
+		}, "payments-0 replicas=[2,1] isr=[2,1] leader=1 epoch=1 pepoch=2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			img := c.setup(t, reassignFixture(t))
@@ -86,7 +86,7 @@ func TestReplicationFactorLoweredWaitsForKeptReplicas(t *testing.T) {
 	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "payments", RF: 4}))
 	wantPartition(t, img, "payments", "payments-0 replicas=[1,2,3,4,5] isr=[1,2,3] leader=1 epoch=0 pepoch=4 adding=[] removing=[5]")
 	img = decide(t, img)(alterISR(t, img, "payments", 1, 2, 3, 4))
-	wantPartition(t, img, "payments", "payments-0 replicas=[1,2,3,4] isr=[1,2,3,4] leader=1 epoch=0 pepoch=5")
+	wantPartition(t, img, "payments", "payments-0 replicas=[1,2,3,4] isr=[1,2,3,4] leader=1 epoch=1 pepoch=5")
 }
 
 // Refusals name what is wrong.
@@ -145,13 +145,13 @@ func TestReplicationFactorCancelledPartitionBoundsMinISR(t *testing.T) {
 	img := reassignFixture(t)
 	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "u", RF: 4}))
 	img = decide(t, img)(DecideReassign(img, ReassignEvent{Topic: "u", Cancel: true}))
-	wantPartition(t, img, "u", "u-0 replicas=[1,2,3] isr=[1,2,3] leader=1 epoch=0 pepoch=2")
+	wantPartition(t, img, "u", "u-0 replicas=[1,2,3] isr=[1,2,3] leader=1 epoch=1 pepoch=2")
 	_, err := DecideAlterConfigs(img, AlterConfigsEvent{Topic: "u", Set: map[string]string{ConfigMinInsyncReplicas: "4"}})
 	wantCode(t, err, wire.InvalidConfig, "exceeds the 3 replicas of u-0")
 	img = decide(t, img)(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "u", Set: map[string]string{ConfigMinInsyncReplicas: "3"}}))
 	// The same RF again reassigns the partition left behind.
 	img = decide(t, img)(DecideReplicationFactor(img, ReplicationFactorEvent{Topic: "u", RF: 4}))
-	wantPartition(t, img, "u", "u-0 replicas=[1,2,3,4] isr=[1,2,3] leader=1 epoch=0 pepoch=3 adding=[4] removing=[]")
+	wantPartition(t, img, "u", "u-0 replicas=[1,2,3,4] isr=[1,2,3] leader=1 epoch=1 pepoch=3 adding=[4] removing=[]")
 }
 
 // The apply checks the record's replication factor against its range and
