@@ -57,3 +57,15 @@ func (n *Node) handleDeleteGroup(ctx context.Context, _ quic.Peer, f quic.Frame)
 	resp := n.ctrl.DeleteGroup(ctx, req)
 	return wire.TypeDeleteGroup, &resp, nil
 }
+
+func (n *Node) handleGroupHeartbeat(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+	var req wire.GroupHeartbeatRequest
+	if err := f.Decode(&req); err != nil {
+		return 0, nil, err
+	}
+	if no, hint := n.noController(); no {
+		return wire.TypeGroupHeartbeat, &wire.GroupHeartbeatResponse{Err: wire.NotController, ControllerID: hint}, nil
+	}
+	resp := n.ctrl.GroupHeartbeat(ctx, req)
+	return wire.TypeGroupHeartbeat, &resp, nil
+}

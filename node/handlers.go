@@ -33,6 +33,7 @@ func (n *Node) registerHandlers() {
 	n.ep.Handle(wire.TypeOffsetFetch, n.handleOffsetFetch)
 	n.ep.Handle(wire.TypeListGroups, n.handleListGroups)
 	n.ep.Handle(wire.TypeDeleteGroup, n.handleDeleteGroup)
+	n.ep.Handle(wire.TypeGroupHeartbeat, n.handleGroupHeartbeat)
 	n.ep.Handle(wire.TypeAlterConfigs, n.handleAlterConfigs)
 	n.ep.Handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
 	n.ep.Handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)

@@ -40,6 +40,7 @@ var wireMessages = []func() any{
 	func() any { return new(wire.OffsetFetchRequest) }, func() any { return new(wire.OffsetFetchResponse) },
 	func() any { return new(wire.ListGroupsRequest) }, func() any { return new(wire.ListGroupsResponse) },
 	func() any { return new(wire.DeleteGroupRequest) }, func() any { return new(wire.DeleteGroupResponse) },
+	func() any { return new(wire.GroupHeartbeatRequest) }, func() any { return new(wire.GroupHeartbeatResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -92,6 +93,12 @@ func wireSeeds() []any {
 		&wire.OffsetFetchResponse{ControllerID: 1, Offsets: []wire.GroupOffset{{Topic: "payments", TopicID: "0f3a", Partition: 0, Offset: 7, LeaderEpoch: -1, CommitTimeMs: 1795998087883}}},
 		&wire.ListGroupsResponse{ControllerID: 1, Groups: []wire.GroupSummary{{Group: "billing", Partitions: 3, LastCommitMs: 1795998087883}}},
 		&wire.DeleteGroupRequest{Group: "billing"},
+		&wire.GroupHeartbeatRequest{Group: "billing", MemberID: "1.7.3", MemberEpoch: 4, ClientID: "host-1/812",
+			Topics: []string{"payments", "refunds"}, Owned: []wire.GroupPartitions{{Topic: "payments", Partitions: []int32{0, 2}}}},
+		&wire.GroupHeartbeatResponse{ControllerID: 1, MemberID: "1.7.3", MemberEpoch: 5, HeartbeatIntervalMs: 1000, SessionTimeoutMs: 10000,
+			Assigned: []wire.GroupPartitions{{Topic: "payments", Partitions: []int32{0}}, {Topic: "refunds", Partitions: []int32{1}}}},
+		&wire.OffsetFetchResponse{ControllerID: 1, Offsets: []wire.GroupOffset{}, Members: []wire.GroupMember{{MemberID: "1.7.3", ClientID: "host-1/812",
+			MemberEpoch: 5, Topics: []string{"payments"}, Assigned: []wire.GroupPartitions{{Topic: "payments", Partitions: []int32{0}}}, LastHeartbeatMs: 1795998087883}}},
 		&wire.DeleteGroupResponse{Err: wire.GroupIDNotFound, Message: "group billing does not exist", ControllerID: 1},
 		&wire.DescribeClusterResponse{ControllerID: 1, MetadataOffset: 812, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
 			Configs: map[string]string{"reassignment.throttle.bytes": "0"}},

@@ -58,6 +58,15 @@ const (
 	// GroupIDNotFound: a DeleteGroup naming a group the cluster does not
 	// have (Kafka's GROUP_ID_NOT_FOUND).
 	GroupIDNotFound ErrorCode = 33
+	// UnknownMemberID: a group heartbeat or commit naming a member the
+	// active controller does not know (its session timed out, or the
+	// controller changed): join again (group_members.go; Kafka's
+	// UNKNOWN_MEMBER_ID).
+	UnknownMemberID ErrorCode = 34
+	// NonEmptyGroup: a request that needs a group without members (a
+	// commit by no member, a deletion) while it has some (Kafka's
+	// NON_EMPTY_GROUP).
+	NonEmptyGroup ErrorCode = 35
 )
 
 var codeNames = map[ErrorCode]string{
@@ -75,6 +84,7 @@ var codeNames = map[ErrorCode]string{
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
 	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
 	BrokerNotRegistered: "BrokerNotRegistered", InvalidGroupID: "InvalidGroupID", GroupIDNotFound: "GroupIDNotFound",
+	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup",
 }
 
 var retriable = map[ErrorCode]bool{

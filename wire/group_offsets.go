@@ -145,6 +145,11 @@ type GroupOffset struct {
 type OffsetCommitRequest struct {
 	Group   string        `msgpack:"group"`
 	Offsets []GroupOffset `msgpack:"offsets"`
+	// MemberID is the committing member's (group_members.go), "" for a
+	// consumer that is no member. While the group has members, only a
+	// member may commit, and only partitions it owns (UnknownMemberID,
+	// NonEmptyGroup, InvalidRequest naming the partition).
+	MemberID string `msgpack:"member,omitempty"`
 }
 
 // OffsetCommitResponse answers an OffsetCommitRequest. MetadataOffset is
@@ -165,6 +170,8 @@ type OffsetCommitResponse struct {
 type OffsetFetchRequest struct {
 	Group  string   `msgpack:"group"`
 	Topics []string `msgpack:"topics,omitempty"`
+	// Members asks for the group's members too (describe).
+	Members bool `msgpack:"members,omitempty"`
 }
 
 // OffsetFetchResponse answers an OffsetFetchRequest: the offsets sorted by
@@ -174,6 +181,8 @@ type OffsetFetchResponse struct {
 	Message      string        `msgpack:"msg"`
 	ControllerID int32         `msgpack:"ctrl"`
 	Offsets      []GroupOffset `msgpack:"offsets"`
+	// Members are the group's members, sorted by id, when asked for.
+	Members []GroupMember `msgpack:"members,omitempty"`
 }
 
 // ListGroupsRequest (frame type 17) lists every group, from the active
@@ -186,6 +195,8 @@ type GroupSummary struct {
 	Partitions int32  `msgpack:"parts"` // partitions with a committed offset
 	// LastCommitMs is the group's latest commit (Unix milliseconds).
 	LastCommitMs int64 `msgpack:"last"`
+	// Members is how many members it has now (group_members.go).
+	Members int32 `msgpack:"members,omitempty"`
 }
 
 // ListGroupsResponse answers a ListGroupsRequest, groups sorted by name.
@@ -197,10 +208,10 @@ type ListGroupsResponse struct {
 }
 
 // DeleteGroupRequest (frame type 18) deletes a group and all its offsets
-// (Kafka's DeleteGroups; no members to wait for here). Refused with
-// GroupIDNotFound for a group that does not exist (also after an earlier
-// request deleted it: a client whose earlier attempt may have been applied
-// takes that as done) and InvalidGroupID for a bad name.
+// (Kafka's DeleteGroups). Refused with GroupIDNotFound for a group that
+// does not exist (also after an earlier request deleted it: a client whose
+// earlier attempt may have been applied takes that as done), NonEmptyGroup
+// while it has members, and InvalidGroupID for a bad name.
 type DeleteGroupRequest struct {
 	Group string `msgpack:"group"`
 }

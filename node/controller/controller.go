@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"paymentlog/metrics"
+	"paymentlog/node/membership"
 	"paymentlog/node/metadata"
 )
 
@@ -78,6 +79,10 @@ type Config struct {
 	// groups that have not committed for offsets.retention.ms (groups.go);
 	// default DefaultGroupExpiryInterval.
 	GroupExpiryInterval time.Duration
+	// GroupSessionTimeout and GroupHeartbeatInterval are the consumer
+	// group members' (members.go); defaults membership.DefaultSessionTimeout
+	// and membership.DefaultHeartbeatInterval.
+	GroupSessionTimeout, GroupHeartbeatInterval time.Duration
 
 	Now   func() time.Time // default time.Now
 	Ticks <-chan time.Time // drives checks (tests); default a ticker at CheckInterval
@@ -155,6 +160,9 @@ type Controller struct {
 		activeTerm uint64
 		sessions   *sessions
 		running    bool
+		// members are the consumer groups' members while active, nil
+		// otherwise (members.go).
+		members *membership.Coordinator
 	}
 }
 
@@ -338,6 +346,7 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	c.mu.Lock()
 	c.mu.activeTerm = term
 	c.mu.sessions.reset(img, c.cfg.Now(), c.cfg.Grace)
+	c.startMembers(term)
 	if prevController != c.cfg.NodeID {
 		// Raft (with PreVote and CheckQuorum) elects a new leader only when
 		// the old one stopped answering, or handed leadership over on a
@@ -372,6 +381,7 @@ func (c *Controller) deactivate(why string) {
 	term := c.mu.activeTerm
 	c.mu.activeTerm = 0
 	c.mu.sessions.clear()
+	c.mu.members = nil
 	c.mu.Unlock()
 	if term != 0 {
 		c.log.Info("no longer the active controller", "epoch", term, "reason", why)
@@ -394,6 +404,7 @@ func (c *Controller) tick(ctx context.Context) {
 	if r := c.groupExpiry(); r != nil {
 		reqs = append(reqs, r)
 	}
+	c.expireMembers(c.cfg.Now())
 	c.decideAndPropose(ctx, reqs)
 	if c.learnersMissing(c.cfg.Store.Image()) {
 		c.kickLearners()

@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
+	"paymentlog/node/membership"
 	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
@@ -13,12 +15,17 @@ import (
 const DefaultGroupExpiryInterval = 10 * time.Second
 
 // CommitOffsets stores a group's offsets once the record is committed (see
-// metadata.DecideCommitOffsets), stamped with this controller's clock.
+// metadata.DecideCommitOffsets), stamped with this controller's clock, if
+// the group's membership allows it (members.go).
 func (c *Controller) CommitOffsets(ctx context.Context, req wire.OffsetCommitRequest) wire.OffsetCommitResponse {
 	ev := metadata.CommitOffsetsEvent{Group: req.Group, Offsets: req.Offsets, NowMs: c.cfg.Now().UnixMilli()}
-	img, err := c.submit(ctx, "commit-offsets", func(m *metadata.Image) ([]metadata.Record, error) {
-		return metadata.DecideCommitOffsets(m, ev)
-	})
+	var img *metadata.Image
+	err := c.checkMemberCommit(req)
+	if err == nil {
+		img, err = c.submit(ctx, "commit-offsets", func(m *metadata.Image) ([]metadata.Record, error) {
+			return metadata.DecideCommitOffsets(m, ev)
+		})
+	}
 	code, msg, hint := c.errorCode(err)
 	r := wire.OffsetCommitResponse{Err: code, Message: msg, ControllerID: hint}
 	if img != nil {
@@ -32,9 +39,13 @@ func (c *Controller) CommitOffsets(ctx context.Context, req wire.OffsetCommitReq
 
 // DeleteGroup removes a group once the record is committed.
 func (c *Controller) DeleteGroup(ctx context.Context, req wire.DeleteGroupRequest) wire.DeleteGroupResponse {
-	img, err := c.submit(ctx, "delete-group", func(m *metadata.Image) ([]metadata.Record, error) {
-		return metadata.DecideDeleteGroup(m, req.Group)
-	})
+	var img *metadata.Image
+	err := c.checkGroupEmpty(req.Group)
+	if err == nil {
+		img, err = c.submit(ctx, "delete-group", func(m *metadata.Image) ([]metadata.Record, error) {
+			return metadata.DecideDeleteGroup(m, req.Group)
+		})
+	}
 	code, msg, hint := c.errorCode(err)
 	r := wire.DeleteGroupResponse{Err: code, Message: msg, ControllerID: hint}
 	if img != nil {
@@ -69,6 +80,9 @@ func (c *Controller) FetchOffsets(_ context.Context, req wire.OffsetFetchRequest
 		return wire.OffsetFetchResponse{Err: code, Message: msg, ControllerID: hint}
 	}
 	r := wire.OffsetFetchResponse{ControllerID: c.cfg.NodeID, Offsets: []wire.GroupOffset{}}
+	if req.Members {
+		c.withMembers(func(m *membership.Coordinator) { r.Members = m.Describe(req.Group) })
+	}
 	g, ok := img.Group(req.Group)
 	if !ok {
 		return r
@@ -92,9 +106,21 @@ func (c *Controller) ListGroups(context.Context) wire.ListGroupsResponse {
 		return wire.ListGroupsResponse{Err: code, Message: msg, ControllerID: hint}
 	}
 	r := wire.ListGroupsResponse{ControllerID: c.cfg.NodeID, Groups: []wire.GroupSummary{}}
+	members := map[string]int{}
+	c.withMembers(func(m *membership.Coordinator) {
+		for _, name := range m.Groups() {
+			members[name] = m.Count(name)
+		}
+	})
 	for _, g := range img.Groups() {
-		r.Groups = append(r.Groups, wire.GroupSummary{Group: g.Name, Partitions: int32(len(g.Offsets)), LastCommitMs: g.LastCommitMs})
+		r.Groups = append(r.Groups, wire.GroupSummary{Group: g.Name, Partitions: int32(len(g.Offsets)),
+			LastCommitMs: g.LastCommitMs, Members: int32(members[g.Name])})
+		delete(members, g.Name)
 	}
+	for name, n := range members { // groups with members that have not committed yet
+		r.Groups = append(r.Groups, wire.GroupSummary{Group: name, Members: int32(n)})
+	}
+	slices.SortFunc(r.Groups, func(a, b wire.GroupSummary) int { return strings.Compare(a.Group, b.Group) })
 	return r
 }
 

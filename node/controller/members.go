@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"paymentlog/node/membership"
+	"paymentlog/node/metadata"
+	"paymentlog/wire"
+)
+
+// The consumer groups' members live on the active controller only, in
+// memory (node/membership; wire/group_members.go says why and what a
+// controller that takes over does): activate starts an empty coordinator,
+// deactivate drops it.
+
+// startMembers gives a newly active controller of term an empty coordinator;
+// with c.mu held.
+func (c *Controller) startMembers(term uint64) {
+	c.mu.members = membership.New(membership.Config{SessionTimeout: c.cfg.GroupSessionTimeout,
+		HeartbeatInterval: c.cfg.GroupHeartbeatInterval,
+		Prefix:            fmt.Sprintf("%d.%d.", c.cfg.NodeID, term)}, c.cfg.Now())
+}
+
+// withMembers runs f with the coordinator under c.mu; false (and f not
+// run) while this controller is not active.
+func (c *Controller) withMembers(f func(m *membership.Coordinator)) bool {
+	if !c.active() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.members == nil {
+		return false
+	}
+	f(c.mu.members)
+	return true
+}
+
+// GroupHeartbeat answers a member's heartbeat (membership.Heartbeat).
+func (c *Controller) GroupHeartbeat(_ context.Context, req wire.GroupHeartbeatRequest) wire.GroupHeartbeatResponse {
+	img := c.cfg.Store.Image()
+	var r wire.GroupHeartbeatResponse
+	if !c.withMembers(func(m *membership.Coordinator) {
+		_, existed := img.Group(req.Group)
+		r = m.Heartbeat(c.cfg.Now(), &req, topicPartitions(img), existed)
+	}) {
+		code, msg, hint := c.errorCode(c.notController())
+		return wire.GroupHeartbeatResponse{Err: code, Message: msg, ControllerID: hint}
+	}
+	r.ControllerID = c.cfg.NodeID
+	return r
+}
+
+// topicPartitions is membership.Partitions over img.
+func topicPartitions(img *metadata.Image) membership.Partitions {
+	return func(name string) (int32, bool) {
+		t, ok := img.Topic(name)
+		return int32(len(t.Partitions)), ok
+	}
+}
+
+// checkMemberCommit refuses a commit that the group's membership does not
+// allow (membership.CheckCommit); nil when it does, or when this
+// controller is not active (the commit's submission then answers so).
+func (c *Controller) checkMemberCommit(req wire.OffsetCommitRequest) error {
+	tps := make([]membership.TopicPartition, len(req.Offsets))
+	for i, o := range req.Offsets {
+		tps[i] = membership.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+	}
+	var e *wire.Error
+	c.withMembers(func(m *membership.Coordinator) { e = m.CheckCommit(req.Group, req.MemberID, tps) })
+	if e != nil {
+		return e
+	}
+	return nil
+}
+
+// checkGroupEmpty refuses a deletion of a group with members.
+func (c *Controller) checkGroupEmpty(group string) error {
+	var e *wire.Error
+	c.withMembers(func(m *membership.Coordinator) { e = m.CheckEmpty(group) })
+	if e != nil {
+		return e
+	}
+	return nil
+}
+
+// expireMembers forgets the members whose sessions ran out; tick only.
+func (c *Controller) expireMembers(now time.Time) {
+	var n int
+	c.withMembers(func(m *membership.Coordinator) { n = m.Expire(now) })
+	if n > 0 {
+		c.log.Info("group members' sessions timed out", "members", n)
+	}
+}

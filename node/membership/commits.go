@@ -1,0 +1,93 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+
+	"paymentlog/wire"
+)
+
+// CheckCommit says whether memberID may commit offsets of group for tps:
+// a group without members takes commits only from no member; one with
+// members only from a member, and only for partitions it has assigned or
+// reports owning and no other member has assigned. nil when it may.
+func (c *Coordinator) CheckCommit(group, memberID string, tps []TopicPartition) *wire.Error {
+	g := c.groups[group]
+	switch {
+	case g == nil && memberID == "":
+		return nil
+	case g == nil || g.members[memberID] == nil && memberID != "":
+		return &wire.Error{Code: wire.UnknownMemberID, Message: fmt.Sprintf(
+			"member %q of group %q is unknown (its session timed out, or the controller changed): join again", memberID, group)}
+	case memberID == "":
+		return &wire.Error{Code: wire.NonEmptyGroup, Message: fmt.Sprintf(
+			"group %q has %d members: only they commit its offsets", group, len(g.members))}
+	}
+	m := g.members[memberID]
+	for _, tp := range tps {
+		mine := m.owned[tp] || slices.Contains(m.assigned, tp)
+		if !mine || g.assignedToOther(tp, memberID) {
+			return &wire.Error{Code: wire.InvalidRequest, Message: fmt.Sprintf(
+				"%s-%d is not assigned to member %q of group %q", tp.Topic, tp.Partition, memberID, group)}
+		}
+	}
+	return nil
+}
+
+// assignedToOther reports whether a member other than id has tp assigned.
+func (g *group) assignedToOther(tp TopicPartition, id string) bool {
+	for oid, o := range g.members {
+		if oid != id && slices.Contains(o.assigned, tp) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckEmpty is nil when group has no members (a deletion, an offset reset
+// by an operator), else NonEmptyGroup.
+func (c *Coordinator) CheckEmpty(group string) *wire.Error {
+	if g := c.groups[group]; g != nil {
+		return &wire.Error{Code: wire.NonEmptyGroup, Message: fmt.Sprintf(
+			"group %q has %d members: stop its consumers first", group, len(g.members))}
+	}
+	return nil
+}
+
+// Groups lists the groups with members, sorted.
+func (c *Coordinator) Groups() []string {
+	out := make([]string, 0, len(c.groups))
+	for name := range c.groups {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Count is how many members group has.
+func (c *Coordinator) Count(group string) int {
+	if g := c.groups[group]; g != nil {
+		return len(g.members)
+	}
+	return 0
+}
+
+// Describe lists group's members, sorted by id.
+func (c *Coordinator) Describe(group string) []wire.GroupMember {
+	g := c.groups[group]
+	if g == nil {
+		return nil
+	}
+	var out []wire.GroupMember
+	for _, m := range g.sorted() {
+		owned := make([]TopicPartition, 0, len(m.owned))
+		for tp := range m.owned {
+			owned = append(owned, tp)
+		}
+		slices.SortFunc(owned, TopicPartition.compare)
+		out = append(out, wire.GroupMember{MemberID: m.id, ClientID: m.clientID, MemberEpoch: m.epoch,
+			Topics: slices.Clone(m.topics), Assigned: grouped(m.assigned), Owned: grouped(owned),
+			LastHeartbeatMs: m.last.UnixMilli()})
+	}
+	return out
+}

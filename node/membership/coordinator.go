@@ -1,0 +1,277 @@
+// Package membership is the consumer group coordinator of the active
+// controller (wire/group_members.go has the protocol): which consumers are
+// members of which group, and which partitions each may consume. A pure
+// state machine: the caller passes the time and the topics, and holds it
+// under its lock.
+//
+// The rule it keeps: a partition is in at most one member's assignment,
+// and is put in one only when no other member reports owning it. So a
+// partition moves between members in two heartbeats: the one that answers
+// its owner without it (the owner releases it), and the first after the
+// owner reported the release, which gives it to the next. A member whose
+// session timed out is forgotten with what it owned; a coordinator that
+// has just started (a controller that took over) knows nothing of what
+// members own, so for one session timeout it gives a member only
+// partitions it reports owning itself, in the groups that existed before
+// it started (those with committed offsets: the caller says which). A
+// group that has never committed starts at once.
+package membership
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultSessionTimeout    = 10 * time.Second
+	DefaultHeartbeatInterval = time.Second
+)
+
+// Config tunes a Coordinator.
+type Config struct {
+	// SessionTimeout is how long a member stays one without a heartbeat.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is how often members heartbeat.
+	HeartbeatInterval time.Duration
+	// Prefix starts every member id (the controller's id and term, so ids
+	// of two controllers' tenures differ).
+	Prefix string
+}
+
+// Coordinator holds the groups' members.
+type Coordinator struct {
+	cfg    Config
+	since  time.Time // when it started: the settling window runs one session from it
+	nextID uint64
+	groups map[string]*group
+}
+
+type group struct {
+	members map[string]*member
+	// target is the last target assignment, partition -> member id.
+	target map[TopicPartition]string
+	// stale says target must be computed again (a member joined, left
+	// or changed its subscription); sig is the subscribed topics'
+	// partition counts target was computed for.
+	stale bool
+	sig   string
+}
+
+type member struct {
+	id, clientID string
+	epoch        int32
+	topics       []string
+	owned        map[TopicPartition]bool // as last reported
+	assigned     []TopicPartition        // as last answered, sorted
+	last         time.Time
+}
+
+// New returns a coordinator with no groups, started at now.
+func New(cfg Config, now time.Time) *Coordinator {
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	return &Coordinator{cfg: cfg, since: now, groups: map[string]*group{}}
+}
+
+// Heartbeat answers one member's heartbeat (join, keep, leave). existed
+// says the group has committed offsets (it may have had members under a
+// previous coordinator).
+func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, topics Partitions, existed bool) wire.GroupHeartbeatResponse {
+	refuse := func(e *wire.Error) wire.GroupHeartbeatResponse {
+		return wire.GroupHeartbeatResponse{Err: e.Code, Message: e.Message, ControllerID: -1}
+	}
+	if e := wire.CheckGroupHeartbeat(req); e != nil {
+		return refuse(e)
+	}
+	g := c.groups[req.Group]
+	var m *member
+	if g != nil {
+		m = g.members[req.MemberID]
+	}
+	if req.MemberEpoch == wire.LeaveEpoch {
+		if m != nil {
+			c.remove(req.Group, m.id)
+		}
+		return wire.GroupHeartbeatResponse{MemberID: req.MemberID, MemberEpoch: wire.LeaveEpoch, ControllerID: -1}
+	}
+	if m == nil {
+		if req.MemberEpoch != wire.JoinEpoch {
+			return refuse(&wire.Error{Code: wire.UnknownMemberID, Message: fmt.Sprintf(
+				"member %q of group %q is unknown (its session timed out, or the controller changed): join again", req.MemberID, req.Group)})
+		}
+		if g == nil {
+			g = &group{members: map[string]*member{}}
+			c.groups[req.Group] = g
+		}
+		if len(g.members) >= wire.MaxGroupMembers {
+			return refuse(&wire.Error{Code: wire.InvalidRequest, Message: fmt.Sprintf("group %q has %d members already", req.Group, len(g.members))})
+		}
+		id := req.MemberID // rejoining after a controller change keeps its id
+		if id == "" {
+			c.nextID++
+			id = c.cfg.Prefix + strconv.FormatUint(c.nextID, 10)
+		}
+		m = &member{id: id, epoch: 1} // answers are never JoinEpoch
+		g.members[id] = m
+		g.stale = true
+	}
+	m.last = now
+	m.clientID = req.ClientID
+	if req.Topics != nil && !slices.Equal(req.Topics, m.topics) {
+		m.topics = slices.Clone(req.Topics)
+		g.stale = true
+	}
+	m.owned = map[TopicPartition]bool{}
+	for _, o := range req.Owned {
+		for _, p := range o.Partitions {
+			m.owned[TopicPartition{o.Topic, p}] = true
+		}
+	}
+	c.retarget(g, topics)
+	settling := existed && now.Sub(c.since) < c.cfg.SessionTimeout
+	assigned := c.assignment(g, m, settling)
+	if !slices.Equal(assigned, m.assigned) {
+		m.assigned = assigned
+		m.epoch++
+	}
+	interval := c.cfg.HeartbeatInterval
+	if !settling && c.waiting(g, m) {
+		// Partitions are on their way (another member is releasing them):
+		// ask again soon rather than a whole interval later.
+		interval = min(interval, QuickHeartbeat)
+	}
+	return wire.GroupHeartbeatResponse{ControllerID: -1, MemberID: m.id, MemberEpoch: m.epoch,
+		HeartbeatIntervalMs: int32(interval.Milliseconds()),
+		SessionTimeoutMs:    int32(c.cfg.SessionTimeout.Milliseconds()),
+		Assigned:            grouped(m.assigned)}
+}
+
+// QuickHeartbeat is the heartbeat interval answered to a member waiting for
+// partitions of its target that another member still owns.
+const QuickHeartbeat = 100 * time.Millisecond
+
+// waiting reports whether m's target holds partitions it has not been
+// given yet, or it owns partitions it must release.
+func (c *Coordinator) waiting(g *group, m *member) bool {
+	n := 0
+	for _, id := range g.target {
+		if id == m.id {
+			n++
+		}
+	}
+	return n != len(m.assigned) || len(m.owned) > len(m.assigned)
+}
+
+// retarget computes g's target assignment again when its members or
+// subscriptions changed, or a subscribed topic's partition count did.
+func (c *Coordinator) retarget(g *group, topics Partitions) {
+	members := g.sorted()
+	sig := signature(members, topics)
+	if !g.stale && sig == g.sig {
+		return
+	}
+	g.target = target(members, topics, g.target)
+	g.stale, g.sig = false, sig
+}
+
+// assignment is what m may consume now: its target partitions that no
+// other member reports owning, and while the group settles only those it
+// reports owning itself.
+func (c *Coordinator) assignment(g *group, m *member, settling bool) []TopicPartition {
+	var out []TopicPartition
+	for tp, id := range g.target {
+		if id != m.id || (settling && !m.owned[tp]) || g.ownedByOther(tp, m.id) {
+			continue
+		}
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, TopicPartition.compare)
+	return out
+}
+
+// ownedByOther reports whether a member other than id reports owning tp
+// or has it assigned.
+func (g *group) ownedByOther(tp TopicPartition, id string) bool {
+	for oid, o := range g.members {
+		if oid != id && (o.owned[tp] || slices.Contains(o.assigned, tp)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *group) sorted() []*member {
+	out := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *member) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// signature names the partition counts of the topics members subscribe to.
+func signature(members []*member, topics Partitions) string {
+	var names []string
+	for _, m := range members {
+		names = append(names, m.topics...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	b := make([]byte, 0, 16*len(names))
+	for _, t := range names {
+		n, _ := topics(t)
+		b = append(b, t...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, ',')
+	}
+	return string(b)
+}
+
+// grouped turns sorted partitions into per-topic sets.
+func grouped(tps []TopicPartition) []wire.GroupPartitions {
+	out := []wire.GroupPartitions{}
+	for _, tp := range tps {
+		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
+			out = append(out, wire.GroupPartitions{Topic: tp.Topic})
+		}
+		last := &out[len(out)-1]
+		last.Partitions = append(last.Partitions, tp.Partition)
+	}
+	return out
+}
+
+// remove forgets a member (and the group once it has none).
+func (c *Coordinator) remove(group, id string) {
+	g := c.groups[group]
+	delete(g.members, id)
+	g.stale = true
+	if len(g.members) == 0 {
+		delete(c.groups, group)
+	}
+}
+
+// Expire forgets the members whose last heartbeat is more than a session
+// timeout before now, and returns how many it forgot.
+func (c *Coordinator) Expire(now time.Time) int {
+	n := 0
+	for name, g := range c.groups {
+		for id, m := range g.members {
+			if now.Sub(m.last) > c.cfg.SessionTimeout {
+				c.remove(name, id)
+				n++
+			}
+		}
+	}
+	return n
+}

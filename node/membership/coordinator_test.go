@@ -1,0 +1,307 @@
+package membership
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"paymentlog/wire"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func fixedTopics(counts map[string]int32) Partitions {
+	return func(t string) (int32, bool) { n, ok := counts[t]; return n, ok }
+}
+
+// client is a well-behaved member: it owns what it was assigned, releases
+// at once what it was not.
+type client struct {
+	id     string
+	epoch  int32
+	owned  []wire.GroupPartitions
+	rejoin []string // its subscription, to join again with if forgotten (nil: fail instead)
+}
+
+func (cl *client) beat(t *testing.T, c *Coordinator, now time.Time, topics Partitions, subs ...string) wire.GroupHeartbeatResponse {
+	t.Helper()
+	req := &wire.GroupHeartbeatRequest{Group: "g", MemberID: cl.id, MemberEpoch: cl.epoch, Topics: subs, Owned: cl.owned}
+	r := c.Heartbeat(now, req, topics, false)
+	if r.Err == wire.UnknownMemberID && cl.rejoin != nil { // expired: join again with what it owns
+		req.MemberEpoch, req.Topics = wire.JoinEpoch, cl.rejoin
+		r = c.Heartbeat(now, req, topics, false)
+	}
+	if r.Err != wire.None {
+		t.Fatalf("heartbeat of %q: %v %s", cl.id, r.Err, r.Message)
+	}
+	released := count(req.Owned) > 0 && cl.epoch != wire.LeaveEpoch && !covers(r.Assigned, req.Owned)
+	cl.id, cl.epoch, cl.owned = r.MemberID, r.MemberEpoch, r.Assigned
+	if released { // a member heartbeats again at once after releasing partitions
+		return cl.beat(t, c, now, topics)
+	}
+	return r
+}
+
+// covers reports whether every partition of b is in a.
+func covers(a, b []wire.GroupPartitions) bool {
+	in := map[TopicPartition]bool{}
+	for _, g := range a {
+		for _, p := range g.Partitions {
+			in[TopicPartition{g.Topic, p}] = true
+		}
+	}
+	for _, g := range b {
+		for _, p := range g.Partitions {
+			if !in[TopicPartition{g.Topic, p}] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func count(gp []wire.GroupPartitions) int {
+	n := 0
+	for _, g := range gp {
+		n += len(g.Partitions)
+	}
+	return n
+}
+
+// Two members split a topic evenly; a third takes its share only from
+// partitions the others have released; a leave hands its partitions on.
+func TestMembersShareATopic(t *testing.T) {
+	c := New(Config{Prefix: "m-"}, t0)
+	topics := fixedTopics(map[string]int32{"payments": 6})
+	a, b, x := &client{}, &client{}, &client{}
+	a.beat(t, c, t0, topics, "payments")
+	if count(a.owned) != 6 {
+		t.Fatalf("a alone: %v", a.owned)
+	}
+	b.beat(t, c, t0, topics, "payments")
+	if count(b.owned) != 0 {
+		t.Fatalf("b got partitions a still owns: %v", b.owned)
+	}
+	a.beat(t, c, t0, topics) // a is told to release 3
+	if count(a.owned) != 3 {
+		t.Fatalf("a after b joined: %v", a.owned)
+	}
+	b.beat(t, c, t0, topics)
+	if count(b.owned) != 3 {
+		t.Fatalf("b after a released: %v", b.owned)
+	}
+	x.beat(t, c, t0, topics, "payments")
+	for range 3 {
+		a.beat(t, c, t0, topics)
+		b.beat(t, c, t0, topics)
+		x.beat(t, c, t0, topics)
+	}
+	for _, m := range []*client{a, b, x} {
+		if count(m.owned) != 2 {
+			t.Fatalf("three members: a %v b %v x %v", a.owned, b.owned, x.owned)
+		}
+	}
+	x.epoch = wire.LeaveEpoch
+	x.beat(t, c, t0, topics)
+	a.beat(t, c, t0, topics)
+	b.beat(t, c, t0, topics)
+	if count(a.owned)+count(b.owned) != 6 {
+		t.Fatalf("after x left: a %v b %v", a.owned, b.owned)
+	}
+}
+
+// A member that stops heartbeating is forgotten after a session; its
+// partitions go to the others, and its commits are refused.
+func TestSessionTimeout(t *testing.T) {
+	c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second}, t0)
+	topics := fixedTopics(map[string]int32{"payments": 2})
+	a, b := &client{}, &client{}
+	a.beat(t, c, t0, topics, "payments")
+	b.beat(t, c, t0, topics, "payments")
+	a.beat(t, c, t0, topics)
+	b.beat(t, c, t0, topics)
+	if count(a.owned) != 1 || count(b.owned) != 1 {
+		t.Fatalf("a %v b %v", a.owned, b.owned)
+	}
+	mine := TopicPartition{"payments", a.owned[0].Partitions[0]}
+	if e := c.CheckCommit("g", a.id, []TopicPartition{mine}); e != nil {
+		t.Fatalf("a's own commit refused: %v", e)
+	}
+	theirs := TopicPartition{"payments", b.owned[0].Partitions[0]}
+	if e := c.CheckCommit("g", a.id, []TopicPartition{theirs}); e == nil || e.Code != wire.InvalidRequest {
+		t.Fatalf("a committing b's partition: %v", e)
+	}
+	now := t0.Add(6 * time.Second)
+	b.beat(t, c, now, topics)
+	if n := c.Expire(now.Add(5 * time.Second)); n != 1 {
+		t.Fatalf("expired %d, want a", n)
+	}
+	if e := c.CheckCommit("g", a.id, []TopicPartition{mine}); e == nil || e.Code != wire.UnknownMemberID {
+		t.Fatalf("expired a's commit: %v", e)
+	}
+	b.beat(t, c, now.Add(5*time.Second), topics)
+	if count(b.owned) != 2 {
+		t.Fatalf("b after a expired: %v", b.owned)
+	}
+	// a comes back: told it is unknown, it joins again reporting what it
+	// had; b has those now, so a gets nothing until the next balance.
+	req := &wire.GroupHeartbeatRequest{Group: "g", MemberID: a.id, MemberEpoch: a.epoch, Owned: a.owned}
+	if r := c.Heartbeat(now.Add(6*time.Second), req, topics, false); r.Err != wire.UnknownMemberID {
+		t.Fatalf("expired a's heartbeat: %v", r.Err)
+	}
+	a.epoch = wire.JoinEpoch
+	a.beat(t, c, now.Add(6*time.Second), topics, "payments")
+	if count(a.owned) != 0 {
+		t.Fatalf("a rejoined with b's partitions: %v", a.owned)
+	}
+}
+
+// A coordinator that just started (a controller that took over) lets a
+// rejoining member keep what it owns but gives out nothing else in a group
+// that existed, for one session, so that a member yet to rejoin cannot
+// lose its partitions to another meanwhile. A new group starts at once.
+func TestSettlingAfterTakeover(t *testing.T) {
+	c := New(Config{Prefix: "n-", SessionTimeout: 10 * time.Second}, t0)
+	topics := fixedTopics(map[string]int32{"payments": 4})
+	owned := []wire.GroupPartitions{{Topic: "payments", Partitions: []int32{0, 1}}}
+	r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberID: "m-1", Topics: []string{"payments"}, Owned: owned}, topics, true)
+	if r.Err != wire.None || r.MemberID != "m-1" || len(r.Assigned) != 1 || !slices.Equal(r.Assigned[0].Partitions, []int32{0, 1}) {
+		t.Fatalf("rejoin while settling: %+v", r)
+	}
+	r = c.Heartbeat(t0.Add(11*time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: "m-1", MemberEpoch: r.MemberEpoch, Owned: owned}, topics, true)
+	if count(r.Assigned) != 4 {
+		t.Fatalf("after settling: %+v", r.Assigned)
+	}
+	r = c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "fresh", Topics: []string{"payments"}, Owned: []wire.GroupPartitions{}}, topics, false)
+	if count(r.Assigned) != 4 {
+		t.Fatalf("a group that never committed: %+v", r.Assigned)
+	}
+}
+
+// Refusals, commits by no member, deletion of a group with members.
+func TestRefusals(t *testing.T) {
+	c := New(Config{}, t0)
+	topics := fixedTopics(map[string]int32{"payments": 1})
+	for _, tc := range []struct {
+		req  wire.GroupHeartbeatRequest
+		code wire.ErrorCode
+	}{
+		{wire.GroupHeartbeatRequest{Group: "", Topics: []string{"payments"}}, wire.InvalidGroupID},
+		{wire.GroupHeartbeatRequest{Group: "g"}, wire.InvalidRequest},
+		{wire.GroupHeartbeatRequest{Group: "g", Topics: []string{"b", "a"}}, wire.InvalidRequest},
+		{wire.GroupHeartbeatRequest{Group: "g", MemberID: "nobody", MemberEpoch: 3}, wire.UnknownMemberID},
+		{wire.GroupHeartbeatRequest{Group: "g", Topics: []string{"a"}, Owned: []wire.GroupPartitions{{Topic: "a", Partitions: []int32{2, 1}}}}, wire.InvalidRequest},
+	} {
+		if r := c.Heartbeat(t0, &tc.req, topics, false); r.Err != tc.code {
+			t.Errorf("%+v: %v %s, want %v", tc.req, r.Err, r.Message, tc.code)
+		}
+	}
+	if c.CheckCommit("g", "", nil) != nil || c.CheckEmpty("g") != nil {
+		t.Fatal("a group without members refuses")
+	}
+	r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", Topics: []string{"payments"}}, topics, false)
+	if e := c.CheckCommit("g", "", nil); e == nil || e.Code != wire.NonEmptyGroup {
+		t.Fatalf("commit by no member: %v", e)
+	}
+	if e := c.CheckEmpty("g"); e == nil || e.Code != wire.NonEmptyGroup {
+		t.Fatalf("delete: %v", e)
+	}
+	if d := c.Describe("g"); len(d) != 1 || d[0].MemberID != r.MemberID || count(d[0].Assigned) != 1 {
+		t.Fatalf("describe: %+v", d)
+	}
+}
+
+// Random walks: members join, leave, stall, change subscriptions, owning
+// what they were given and releasing at once what they were not (or late);
+// partitions grow. At every step no partition is in two members'
+// assignments, nor assigned to one while another reports owning it; and
+// once everyone heartbeats a few times with nothing changing, every
+// partition of a subscribed topic is assigned and the split is even.
+func TestRandomWalk(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		counts := map[string]int32{"a": 3, "b": 5, "c": 1}
+		topics := fixedTopics(counts)
+		c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second}, t0)
+		now := t0
+		var members []*client
+		subs := map[*client][]string{}
+		check := func(step string) {
+			t.Helper()
+			owner := map[TopicPartition]string{}
+			for _, m := range c.Describe("g") {
+				for _, gp := range m.Assigned {
+					for _, p := range gp.Partitions {
+						tp := TopicPartition{gp.Topic, p}
+						if o, ok := owner[tp]; ok {
+							t.Fatalf("seed %d %s: %v assigned to %s and %s", seed, step, tp, o, m.MemberID)
+						}
+						owner[tp] = m.MemberID
+					}
+				}
+			}
+			for _, m := range c.Describe("g") {
+				for _, gp := range m.Owned {
+					for _, p := range gp.Partitions {
+						tp := TopicPartition{gp.Topic, p}
+						if o, ok := owner[tp]; ok && o != m.MemberID {
+							t.Fatalf("seed %d %s: %v assigned to %s while %s owns it", seed, step, tp, o, m.MemberID)
+						}
+					}
+				}
+			}
+		}
+		for step := range 150 {
+			now = now.Add(time.Duration(rng.IntN(800)) * time.Millisecond)
+			switch k := rng.IntN(10); {
+			case k == 0 && len(members) < 5:
+				s := [][]string{{"a"}, {"a", "b"}, {"b", "c"}, {"a", "b", "c"}}[rng.IntN(4)]
+				m := &client{rejoin: s}
+				m.beat(t, c, now, topics, s...)
+				members = append(members, m)
+				subs[m] = s
+			case k == 1 && len(members) > 0:
+				i := rng.IntN(len(members))
+				members[i].epoch = wire.LeaveEpoch
+				members[i].beat(t, c, now, topics)
+				members = slices.Delete(members, i, i+1)
+			case k == 2:
+				counts["b"]++
+			default:
+				if len(members) > 0 {
+					m := members[rng.IntN(len(members))]
+					m.beat(t, c, now, topics)
+				}
+			}
+			c.Expire(now)
+			check(fmt.Sprintf("step %d", step))
+		}
+		for range 6 { // quiet: everyone heartbeats
+			for _, m := range members {
+				m.beat(t, c, now, topics)
+			}
+		}
+		check("quiet")
+		if len(members) == 0 {
+			continue
+		}
+		assigned := 0
+		for _, m := range members {
+			assigned += count(m.owned)
+		}
+		want := 0
+		for name, n := range counts {
+			for _, m := range members {
+				if slices.Contains(subs[m], name) {
+					want += int(n)
+					break
+				}
+			}
+		}
+		if assigned != want {
+			t.Fatalf("seed %d: %d partitions assigned when quiet, want %d", seed, assigned, want)
+		}
+	}
+}
