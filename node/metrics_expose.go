@@ -86,13 +86,13 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 // controller.
 func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	var cs struct {
-		offline, underMinISR, underReplicated, reassigning, fenced, brokers, topics, partitions, groups int
+		offline, underMinISR, underReplicated, reassigning, fenced, brokers, topics, partitions, groups, members int
 	}
 	if n.ctrl != nil {
 		if s, ok := n.ctrl.Stats(); ok {
 			cs.offline, cs.underMinISR, cs.underReplicated = s.OfflinePartitions, s.UnderMinISRPartitions, s.UnderReplicatedPartitions
 			cs.fenced, cs.brokers, cs.topics, cs.partitions = s.FencedBrokers, s.Brokers, s.Topics, s.Partitions
-			cs.reassigning, cs.groups = s.ReassigningPartitions, s.Groups
+			cs.reassigning, cs.groups, cs.members = s.ReassigningPartitions, s.Groups, s.GroupMembers
 		}
 	}
 	const active = " On the active controller only (0 elsewhere)."
@@ -105,6 +105,7 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	w.Gauge("paymentlog_controller_topics", "Topics."+active, int64(cs.topics))
 	w.Gauge("paymentlog_controller_partitions", "Partitions."+active, int64(cs.partitions))
 	w.Gauge("paymentlog_controller_groups", "Consumer groups with committed offsets."+active, int64(cs.groups))
+	w.Gauge("paymentlog_controller_group_members", "Members of consumer groups (consumers heartbeating under a group)."+active, int64(cs.members))
 	var commits uint64
 	if n.ctrl != nil {
 		commits = n.ctrl.GroupCommits()

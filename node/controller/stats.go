@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"paymentlog/metrics"
+	"paymentlog/node/membership"
 	"paymentlog/node/metadata"
 )
 
@@ -27,6 +28,9 @@ type ClusterStats struct {
 	ReassigningPartitions int
 	// Groups are the consumer groups with committed offsets.
 	Groups int
+	// GroupMembers are the consumer groups' members (Stats only: they
+	// live on the active controller, not in the image).
+	GroupMembers int
 }
 
 // Cluster computes img's ClusterStats.
@@ -71,7 +75,9 @@ func (c *Controller) Stats() (s ClusterStats, ok bool) {
 	if !c.active() {
 		return ClusterStats{}, false
 	}
-	return Cluster(c.cfg.Store.Image()), true
+	s = Cluster(c.cfg.Store.Image())
+	c.withMembers(func(m *membership.Coordinator) { s.GroupMembers = m.Members() })
+	return s, true
 }
 
 // CommitLatency is how long this controller's entries took from proposal to

@@ -64,6 +64,15 @@ func (c *Coordinator) Groups() []string {
 	return out
 }
 
+// Members is how many members all groups have.
+func (c *Coordinator) Members() int {
+	n := 0
+	for _, g := range c.groups {
+		n += len(g.members)
+	}
+	return n
+}
+
 // Count is how many members group has.
 func (c *Coordinator) Count(group string) int {
 	if g := c.groups[group]; g != nil {
