@@ -52,6 +52,10 @@ type Config struct {
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
 	ReplicaLagTime    time.Duration // default 2s
+	// GroupSessionTimeout and GroupHeartbeatInterval are the consumer
+	// group members' while this node is the active controller (0: the
+	// membership package's defaults, 10s and 1s).
+	GroupSessionTimeout, GroupHeartbeatInterval time.Duration
 	// ReassignmentThrottle: bytes per second this node may copy for
 	// replicas a reassignment adds to it, until each is in sync (0:
 	// unlimited, the default).

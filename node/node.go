@@ -213,12 +213,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.startCommit = n.raft.Status().Commit
 	if cfg.ControllerEligible() {
 		n.ctrl = controller.New(controller.Config{
-			NodeID:            cfg.ID,
-			Raft:              n.raft,
-			Store:             n.store,
-			HeartbeatInterval: cfg.HeartbeatInterval,
-			SessionTimeout:    cfg.SessionTimeout,
-			Logger:            n.log.With("component", "controller"),
+			NodeID:              cfg.ID,
+			Raft:                n.raft,
+			Store:               n.store,
+			HeartbeatInterval:   cfg.HeartbeatInterval,
+			SessionTimeout:      cfg.SessionTimeout,
+			GroupSessionTimeout: cfg.GroupSessionTimeout, GroupHeartbeatInterval: cfg.GroupHeartbeatInterval,
+			Logger: n.log.With("component", "controller"),
 		})
 	}
 	n.broker, err = broker.New(ctx, broker.Config{
