@@ -9,11 +9,12 @@ import (
 
 // Consumer groups' committed offsets (wire/group_offsets.go): a group is a
 // name under which consumers store, per partition, the offset of the next
-// record to process. There is no group membership: the cluster does not
-// know which consumers use a group, assigns them nothing and never
-// rebalances. Every request goes to the active controller, which keeps the
-// offsets in the metadata log, so a read sees every commit that was
-// answered, whichever node it went through.
+// record to process. A group may have members too (GroupConsumer,
+// wire/group_members.go), which share its topics' partitions; while it
+// has some, only they commit its offsets, and it cannot be deleted. Every
+// request goes to the active controller, which keeps the offsets in the
+// metadata log, so a read sees every commit that was answered, whichever
+// node it went through, and the members in memory.
 
 // CommitOffsets stores offsets for group through the active controller
 // (Kafka's OffsetCommit), creating the group with its first commit. Each
@@ -31,12 +32,21 @@ import (
 // wire.MaxCommitOffsets, a partition named twice, a negative offset,
 // metadata longer than wire.MaxOffsetMetadataLen, or a new group beyond
 // wire.MaxGroups; wire.UnknownTopicOrPartition for a topic or partition
-// that does not exist or a TopicID of an incarnation since deleted; and
-// wire.UnsupportedVersion while a registered node's build predates the
-// group records. NotController, Timeout and failed calls are retried until
-// ctx ends.
+// that does not exist or a TopicID of an incarnation since deleted;
+// wire.NonEmptyGroup while the group has members (only they commit its
+// offsets: stop them first); and wire.UnsupportedVersion while a
+// registered node's build predates the group records. NotController,
+// Timeout and failed calls are retried until ctx ends.
 func (a *Admin) CommitOffsets(ctx context.Context, group string, offsets []wire.GroupOffset) error {
-	req := &wire.OffsetCommitRequest{Group: group, Offsets: offsets}
+	return a.commitOffsetsAs(ctx, group, "", offsets)
+}
+
+// commitOffsetsAs is CommitOffsets as group member memberID ("" for no
+// member). A member's commit is refused with wire.UnknownMemberID when the
+// controller does not know it (its session timed out, or the controller
+// changed) and wire.InvalidRequest for a partition it does not own.
+func (a *Admin) commitOffsetsAs(ctx context.Context, group, memberID string, offsets []wire.GroupOffset) error {
+	req := &wire.OffsetCommitRequest{Group: group, Offsets: offsets, MemberID: memberID}
 	var resp wire.OffsetCommitResponse
 	_, err := a.toController(ctx, "commit offsets", wire.TypeOffsetCommit, req,
 		func() any { resp = wire.OffsetCommitResponse{}; return &resp },
@@ -52,21 +62,46 @@ func (a *Admin) CommitOffsets(ctx context.Context, group string, offsets []wire.
 // does not exist, or has no offset for the topics, yields none and no
 // error; a bad group name yields an error matching wire.InvalidGroupID.
 func (a *Admin) FetchOffsets(ctx context.Context, group string, topics ...string) ([]wire.GroupOffset, error) {
-	req := &wire.OffsetFetchRequest{Group: group, Topics: topics}
+	resp, err := a.offsetFetch(ctx, "fetch offsets", &wire.OffsetFetchRequest{Group: group, Topics: topics})
+	return resp.Offsets, err
+}
+
+// GroupDescription is a group as DescribeGroup reads it.
+type GroupDescription struct {
+	// Offsets are its committed offsets, as FetchOffsets returns them.
+	Offsets []wire.GroupOffset
+	// Members are its members (GroupConsumers), sorted by member id: each
+	// one's subscription, assignment, the partitions it reported owning
+	// and its last heartbeat.
+	Members []wire.GroupMember
+}
+
+// DescribeGroup returns group's committed offsets and members (Kafka's
+// DescribeGroups with OffsetFetch), read from the active controller. A
+// group that does not exist has neither, and no error; a bad group name
+// yields an error matching wire.InvalidGroupID.
+func (a *Admin) DescribeGroup(ctx context.Context, group string) (GroupDescription, error) {
+	resp, err := a.offsetFetch(ctx, "describe group", &wire.OffsetFetchRequest{Group: group, Members: true})
+	return GroupDescription{Offsets: resp.Offsets, Members: resp.Members}, err
+}
+
+// offsetFetch sends an OffsetFetch to the active controller.
+func (a *Admin) offsetFetch(ctx context.Context, what string, req *wire.OffsetFetchRequest) (wire.OffsetFetchResponse, error) {
 	var resp wire.OffsetFetchResponse
-	_, err := a.toController(ctx, "fetch offsets", wire.TypeOffsetFetch, req,
+	_, err := a.toController(ctx, what, wire.TypeOffsetFetch, req,
 		func() any { resp = wire.OffsetFetchResponse{}; return &resp },
 		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
 	if err != nil {
-		return nil, err
+		return wire.OffsetFetchResponse{}, err
 	}
-	return resp.Offsets, nil
+	return resp, nil
 }
 
 // ListGroups returns every group (Kafka's ListGroups), read from the active
-// controller, sorted by name: how many partitions each has an offset for
-// and its latest commit. A group whose topics were all deleted is listed
-// with no partitions until it is deleted.
+// controller, sorted by name: how many partitions each has an offset for,
+// its latest commit and how many members it has. A group whose topics were
+// all deleted is listed with no partitions until it is deleted; one with
+// members that have not committed yet, with no partitions and no commit.
 func (a *Admin) ListGroups(ctx context.Context) ([]wire.GroupSummary, error) {
 	var resp wire.ListGroupsResponse
 	_, err := a.toController(ctx, "list groups", wire.TypeListGroups, &wire.ListGroupsRequest{},
@@ -79,10 +114,11 @@ func (a *Admin) ListGroups(ctx context.Context) ([]wire.GroupSummary, error) {
 }
 
 // DeleteGroup deletes group and all its offsets through the active
-// controller (Kafka's DeleteGroups). Consumers still using the group are
-// not told: their next commit creates it again. Errors match
-// wire.GroupIDNotFound for a group that does not exist and
-// wire.InvalidGroupID for a bad name. A retry whose first attempt may have
+// controller (Kafka's DeleteGroups). A group with members is not deleted
+// (wire.NonEmptyGroup: stop them first); consumers using the group
+// without membership are not told, and their next commit creates it
+// again. Errors match wire.GroupIDNotFound for a group that does not
+// exist and wire.InvalidGroupID for a bad name. A retry whose first attempt may have
 // been applied (its answer lost, or NotController or Timeout) and that then
 // finds the group gone succeeds.
 func (a *Admin) DeleteGroup(ctx context.Context, group string) error {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,7 +79,7 @@ type Message struct {
 }
 
 // Consumer reads assigned partitions from their leaders. It is not safe for
-// concurrent use: one goroutine calls Assign, Seek, Poll and Close.
+// concurrent use: one goroutine calls Assign, Unassign, Seek, Poll and Close.
 //
 // Lifecycle: NewConsumer, Assign or AssignTopic, Poll repeatedly, Close
 // (abandons fetches in flight and waits for their goroutines).
@@ -118,6 +119,44 @@ func (cs *Consumer) Assign(tps []TopicPartition, from int64) {
 		cp := &cpart{tp: tp, pos: from, hw: -1, lso: -1}
 		cs.parts[tp] = cp
 		cs.order = append(cs.order, cp)
+	}
+}
+
+// Unassign drops partitions (those not assigned are ignored): Poll fetches
+// them no more, and the records of fetches in flight for them are dropped,
+// also once a partition is assigned again (it starts afresh, at the offset
+// the new Assign gives). A fetch in flight for dropped partitions only is
+// abandoned. The offsets this consumer committed for them or read in
+// SeekCommitted are forgotten: another consumer may commit them meanwhile.
+func (cs *Consumer) Unassign(tps []TopicPartition) {
+	dropped := false
+	for _, tp := range tps {
+		if _, ok := cs.parts[tp]; !ok {
+			continue
+		}
+		// apply drops the answers of fetches for a cpart that is no
+		// longer the partition's: a later Assign makes a new one.
+		delete(cs.parts, tp)
+		for _, committed := range cs.committed {
+			delete(committed, tp)
+		}
+		dropped = true
+	}
+	if !dropped {
+		return
+	}
+	cs.order = slices.DeleteFunc(cs.order, func(cp *cpart) bool { return cs.parts[cp.tp] != cp })
+	cs.owed = nil // it may be a dropped partition's; another's comes again with its next fetch
+	for call := range cs.inflight {
+		live := false
+		for p := range call.epochs {
+			if _, ok := cs.parts[TopicPartition{call.topic, p}]; ok {
+				live = true
+			}
+		}
+		if !live {
+			call.cancel()
+		}
 	}
 }
 

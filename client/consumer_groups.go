@@ -12,12 +12,13 @@ import (
 // stores its progress with CommitPositions (or CommitOffsets), both through
 // the active controller (Admin.FetchOffsets, Admin.CommitOffsets).
 //
-// There is no group membership: the group is only a name under which
-// offsets are stored. Every consumer that uses it reads the partitions it
-// is assigned (Assign, SeekCommitted), whatever others read, and two
-// consumers committing the same partition overwrite each other: the last
-// commit wins. Split the partitions between consumers yourself, and stop a
-// consumer before another takes its partitions over.
+// A Consumer is no member of the group: the group is only a name under
+// which offsets are stored. It reads the partitions it is assigned
+// (Assign, SeekCommitted), whatever others read, and two such consumers
+// committing the same partition overwrite each other: the last commit
+// wins. Its commits are refused (wire.NonEmptyGroup) while the group has
+// members: consumers that share a group's partitions are GroupConsumers
+// (group_consumer.go), which the cluster assigns partitions to.
 //
 // Delivery is at least once when the application commits only offsets it
 // has processed: records processed after the last commit are read again
@@ -112,6 +113,12 @@ func (cs *Consumer) CommitPositions(ctx context.Context, group string) error {
 // left it returns nil without a request. An unassigned partition or a
 // negative offset is an error. Otherwise errors are Admin.CommitOffsets's.
 func (cs *Consumer) CommitOffsets(ctx context.Context, group string, offsets map[TopicPartition]int64) error {
+	return cs.commitOffsets(ctx, group, "", offsets)
+}
+
+// commitOffsets is CommitOffsets as group member memberID ("" for none:
+// Admin.commitOffsetsAs).
+func (cs *Consumer) commitOffsets(ctx context.Context, group, memberID string, offsets map[TopicPartition]int64) error {
 	for tp := range offsets {
 		if _, ok := cs.parts[tp]; !ok {
 			return fmt.Errorf("client: commit offsets: %s is not assigned", tp)
@@ -142,7 +149,7 @@ func (cs *Consumer) CommitOffsets(ctx context.Context, group string, offsets map
 	if len(req) == 0 {
 		return nil
 	}
-	if err := cs.c.Admin().CommitOffsets(ctx, group, req); err != nil {
+	if err := cs.c.Admin().commitOffsetsAs(ctx, group, memberID, req); err != nil {
 		return err
 	}
 	for _, o := range req {

@@ -144,3 +144,22 @@ func (a *Admin) ListOffsetsAvailable(ctx context.Context, topic string, at int64
 	}
 	return offs, unavailable, nil
 }
+
+// AssignAtTime assigns each of tps (seeks it, if assigned) at its first
+// record stamped at or after t (OffsetsForTimes), and at SeekEnd where no
+// record is yet: the records produced from then on are. Errors are
+// OffsetsForTimes's; after one, no partition has moved.
+func (cs *Consumer) AssignAtTime(ctx context.Context, tps []TopicPartition, t time.Time) error {
+	offs, err := cs.OffsetsForTimes(ctx, tps, t)
+	if err != nil {
+		return err
+	}
+	for _, tp := range tps {
+		o, ok := offs[tp]
+		if !ok || o < 0 {
+			o = SeekEnd
+		}
+		cs.Assign([]TopicPartition{tp}, o)
+	}
+	return nil
+}

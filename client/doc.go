@@ -1,5 +1,6 @@
 // Package client is paymentlog's Go client library: an Admin for topics and
-// cluster status, an idempotent batching Producer and a long-polling Consumer.
+// cluster status, an idempotent batching Producer, a long-polling Consumer
+// and a GroupConsumer that shares topics with the other members of a group.
 // The CLI (paymentlog topic/cluster/produce/consume) and the benchmark use it.
 //
 // # Lifecycle
@@ -114,13 +115,21 @@
 //
 // # Consumer groups
 //
-// Committed offsets (Kafka's, without group membership) are kept by the
-// active controller in the metadata log: Admin.CommitOffsets, FetchOffsets,
+// Committed offsets (Kafka's) are kept by the active controller in the
+// metadata log: Admin.CommitOffsets, FetchOffsets, DescribeGroup,
 // ListGroups and DeleteGroup. A consumer resumes with SeekCommitted (each
 // partition at the group's committed offset, a fallback where it has none;
 // the committed leader epoch checks the log was not truncated below it
 // meanwhile) and stores its progress with CommitPositions, or CommitOffsets
-// for what it processed, committing only the partitions that moved. No
-// membership: consumers sharing a group name read what they are assigned,
-// and the last commit of a partition wins.
+// for what it processed, committing only the partitions that moved.
+//
+// GroupConsumers are members of a group (Kafka's KIP-848, the assignment
+// computed by the active controller): the members share the partitions of
+// the topics they subscribe to, a partition handed from one to the next
+// only after the first committed and released it. A goroutine of each
+// heartbeats to the controller; Poll applies the assignment (release,
+// start at the committed offset) before it reads. While a group has
+// members, only they commit its offsets; a Consumer using the group name
+// without membership reads what it is assigned, and its commits are
+// refused meanwhile (wire.NonEmptyGroup).
 package client

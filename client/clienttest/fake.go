@@ -17,7 +17,8 @@
 // longer has.
 //
 // The controller answers the consumer group requests (committed offsets,
-// groups.go) as the real one does, keeping them in memory.
+// groups.go; members, members.go) as the real one does, keeping them in
+// memory.
 //
 // A Cluster serves in memory (it implements the client's Call transport) or
 // over real QUIC endpoints on 127.0.0.1 (Serve).
@@ -34,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"paymentlog/node/membership"
 	"paymentlog/quic"
 	"paymentlog/segment"
 	"paymentlog/wire"
@@ -96,6 +98,13 @@ type Cluster struct {
 		frozen     map[string]*wire.MetadataResponse // by broker address: a stale image
 		eps        []*quic.Endpoint
 		groups     map[string]*group // consumer groups' committed offsets (groups.go)
+		// members are the consumer groups' members (members.go), kept
+		// by a coordinator started at membersSince with memberCfg; the
+		// coordinators started so far number the member ids.
+		members      *membership.Coordinator
+		membersSince time.Time
+		memberCfg    membership.Config
+		coordinators int
 	}
 }
 
@@ -151,6 +160,7 @@ func New(n int) *Cluster {
 	for i := 1; i <= n; i++ {
 		c.mu.brokers = append(c.mu.brokers, wire.BrokerInfo{ID: int32(i), Addr: fmt.Sprintf("fake-%d", i), State: "alive", ControllerEligible: true})
 	}
+	c.newCoordinatorLocked()
 	return c
 }
 
@@ -273,11 +283,15 @@ func cloneMetadata(r *wire.MetadataResponse) *wire.MetadataResponse {
 	return &cp
 }
 
-// SetController changes the active controller.
+// SetController changes the active controller. A new one knows no group
+// member (ForgetMembers).
 func (c *Cluster) SetController(id int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.controller = id
+	if id != c.mu.controller {
+		c.mu.controller = id
+		c.newCoordinatorLocked()
+	}
 	c.bumpLocked()
 }
 
@@ -579,6 +593,8 @@ func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
 		return &wire.ListGroupsResponse{Err: code, ControllerID: -1}
 	case *wire.DeleteGroupRequest:
 		return &wire.DeleteGroupResponse{Err: code, ControllerID: -1}
+	case *wire.GroupHeartbeatRequest:
+		return &wire.GroupHeartbeatResponse{Err: code, ControllerID: -1}
 	}
 	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic and the group requests, not %T", req))
 }
@@ -658,6 +674,8 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		return c.listGroups(addr), nil
 	case *wire.DeleteGroupRequest:
 		return c.deleteGroup(addr, r), nil
+	case *wire.GroupHeartbeatRequest:
+		return c.groupHeartbeat(addr, r), nil
 	}
 	return nil, fmt.Errorf("clienttest: unexpected request %T", req)
 }

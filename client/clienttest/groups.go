@@ -11,11 +11,13 @@ import (
 
 // Consumer groups' committed offsets, answered by the controller as the
 // real one answers them (wire/group_offsets.go): validated all or nothing,
-// kept by topic incarnation (DeleteTopic removes a topic's offsets from
-// every group), read back sorted by topic and partition.
+// and against the group's members (members.go), kept by topic incarnation
+// (DeleteTopic removes a topic's offsets from every group), read back
+// sorted by topic and partition.
 
 // group is one consumer group's committed offsets.
 type group struct {
+	created      time.Time // its first commit
 	lastCommitMs int64
 	offsets      map[groupKey]wire.GroupOffset
 }
@@ -69,12 +71,15 @@ func (c *Cluster) offsetCommit(addr string, r *wire.OffsetCommitRequest) *wire.O
 	if e := wire.CheckOffsetCommit(r, topic); e != nil {
 		return &wire.OffsetCommitResponse{Err: e.Code, Message: e.Message, ControllerID: -1}
 	}
+	if e := c.checkMemberCommitLocked(r); e != nil {
+		return &wire.OffsetCommitResponse{Err: e.Code, Message: e.Message, ControllerID: -1}
+	}
 	g, ok := c.mu.groups[r.Group]
 	if !ok {
 		if len(c.mu.groups) >= wire.MaxGroups {
 			return refuse(wire.InvalidRequest, "the cluster has %d groups", len(c.mu.groups))
 		}
-		g = &group{offsets: map[groupKey]wire.GroupOffset{}}
+		g = &group{created: time.Now(), offsets: map[groupKey]wire.GroupOffset{}}
 		c.mu.groups[r.Group] = g
 	}
 	now := time.Now().UnixMilli()
@@ -96,7 +101,12 @@ func (c *Cluster) offsetFetch(addr string, r *wire.OffsetFetchRequest) *wire.Off
 	if why := wire.CheckGroupName(r.Group); why != "" {
 		return &wire.OffsetFetchResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
 	}
-	return &wire.OffsetFetchResponse{ControllerID: -1, Offsets: c.groupOffsetsLocked(r.Group, r.Topics)}
+	resp := &wire.OffsetFetchResponse{ControllerID: -1, Offsets: c.groupOffsetsLocked(r.Group, r.Topics)}
+	if r.Members {
+		c.mu.members.Expire(time.Now())
+		resp.Members = c.mu.members.Describe(r.Group)
+	}
+	return resp
 }
 
 func (c *Cluster) listGroups(addr string) *wire.ListGroupsResponse {
@@ -106,8 +116,15 @@ func (c *Cluster) listGroups(addr string) *wire.ListGroupsResponse {
 		return &wire.ListGroupsResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
 	resp := &wire.ListGroupsResponse{ControllerID: -1, Groups: []wire.GroupSummary{}}
+	c.mu.members.Expire(time.Now())
 	for name, g := range c.mu.groups {
-		resp.Groups = append(resp.Groups, wire.GroupSummary{Group: name, Partitions: int32(len(g.offsets)), LastCommitMs: g.lastCommitMs})
+		resp.Groups = append(resp.Groups, wire.GroupSummary{Group: name, Partitions: int32(len(g.offsets)), LastCommitMs: g.lastCommitMs,
+			Members: int32(c.mu.members.Count(name))})
+	}
+	for _, name := range c.mu.members.Groups() {
+		if _, ok := c.mu.groups[name]; !ok { // members that have not committed yet
+			resp.Groups = append(resp.Groups, wire.GroupSummary{Group: name, Members: int32(c.mu.members.Count(name))})
+		}
 	}
 	slices.SortFunc(resp.Groups, func(a, b wire.GroupSummary) int { return cmp.Compare(a.Group, b.Group) })
 	return resp
@@ -121,6 +138,10 @@ func (c *Cluster) deleteGroup(addr string, r *wire.DeleteGroupRequest) *wire.Del
 	}
 	if why := wire.CheckGroupName(r.Group); why != "" {
 		return &wire.DeleteGroupResponse{Err: wire.InvalidGroupID, Message: why, ControllerID: -1}
+	}
+	c.mu.members.Expire(time.Now())
+	if e := c.mu.members.CheckEmpty(r.Group); e != nil {
+		return &wire.DeleteGroupResponse{Err: e.Code, Message: e.Message, ControllerID: -1}
 	}
 	if _, ok := c.mu.groups[r.Group]; !ok {
 		return &wire.DeleteGroupResponse{Err: wire.GroupIDNotFound, Message: fmt.Sprintf("group %s does not exist", r.Group), ControllerID: -1}

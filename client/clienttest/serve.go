@@ -71,6 +71,7 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeOffsetFetch, func() any { return &wire.OffsetFetchRequest{} })
 	h(wire.TypeListGroups, func() any { return &wire.ListGroupsRequest{} })
 	h(wire.TypeDeleteGroup, func() any { return &wire.DeleteGroupRequest{} })
+	h(wire.TypeGroupHeartbeat, func() any { return &wire.GroupHeartbeatRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.

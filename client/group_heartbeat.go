@@ -1,0 +1,229 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// The GroupConsumer's heartbeats (group_consumer.go has the protocol):
+// one goroutine sends them to the active controller and records the
+// answers under mu; Poll applies them (group_rebalance.go).
+
+// heartbeatRetry is how soon a heartbeat that failed (no controller
+// answered in time) is sent again, at most.
+const heartbeatRetry = 200 * time.Millisecond
+
+// run heartbeats until ctx ends: every heartbeat interval of the last
+// answer, at once when Poll released partitions or a commit found the
+// member unknown (wake), and sooner after a failure.
+func (g *GroupConsumer) run(ctx context.Context) {
+	defer close(g.done)
+	g.mu.Lock()
+	timer := time.NewTimer(g.mu.interval)
+	g.mu.Unlock()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-g.wake:
+		}
+		next, err := g.heartbeat(ctx, true)
+		if err != nil && ctx.Err() == nil {
+			g.log.Debug("group heartbeat failed", "member", g.MemberID(), "err", err)
+		}
+		timer.Reset(next)
+	}
+}
+
+// heartbeat sends one heartbeat and records its answer; it returns when to
+// send the next. bounded limits the attempt to a part of the session
+// timeout (the join in NewGroupConsumer takes all of ctx).
+func (g *GroupConsumer) heartbeat(ctx context.Context, bounded bool) (time.Duration, error) {
+	req, wait := g.request(time.Now())
+	if req == nil {
+		return wait, nil
+	}
+	sent := time.Now()
+	resp, err := g.send(ctx, req, bounded)
+	return g.answered(req, sent, resp, err)
+}
+
+// request is the next heartbeat: the subscription on a join, and every
+// partition the member owns or was assigned. nil while the member waits
+// for Poll to release what it had after its membership lapsed, or is
+// stopped by a refusal; then wait is when to look again.
+func (g *GroupConsumer) request(now time.Time) (req *wire.GroupHeartbeatRequest, wait time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.err != nil {
+		return nil, time.Hour // Close ends it
+	}
+	if !g.mu.expelled && g.lapsedLocked(now) {
+		g.expelLocked()
+	}
+	if g.mu.expelled {
+		return nil, g.mu.interval // Poll wakes it once it has released everything
+	}
+	owned := maps.Clone(g.mu.owned)
+	maps.Copy(owned, g.mu.assigned) // the member owns a partition from the answer that assigns it
+	req = &wire.GroupHeartbeatRequest{Group: g.cfg.Group, MemberID: g.mu.memberID, MemberEpoch: g.mu.epoch,
+		ClientID: g.cfg.ClientID, Owned: groupPartitions(owned)}
+	if req.MemberEpoch == wire.JoinEpoch {
+		req.Topics = g.cfg.Topics
+	}
+	return req, 0
+}
+
+// send sends req to the active controller, retrying NotController and
+// failed calls within one attempt (Admin.toController); bounded limits the
+// attempt to half a session timeout, and to the membership's lapse, so
+// that a member whose controller does not answer notices the lapse then.
+func (g *GroupConsumer) send(ctx context.Context, req *wire.GroupHeartbeatRequest, bounded bool) (wire.GroupHeartbeatResponse, error) {
+	if bounded {
+		g.mu.Lock()
+		limit := min(g.c.cfg.RequestTimeout, g.mu.session/2, g.untilLapseLocked(time.Now()))
+		g.mu.Unlock()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	var resp wire.GroupHeartbeatResponse
+	_, err := g.c.Admin().toController(ctx, "group heartbeat", wire.TypeGroupHeartbeat, req,
+		func() any { resp = wire.GroupHeartbeatResponse{}; return &resp },
+		func() (wire.ErrorCode, string) { return resp.Err, resp.Message })
+	return resp, err
+}
+
+// answered records the answer to req (sent at sent) and returns when to
+// send the next heartbeat: the answer's interval; at once after
+// UnknownMemberID (to join again); soon after a failure.
+func (g *GroupConsumer) answered(req *wire.GroupHeartbeatRequest, sent time.Time, resp wire.GroupHeartbeatResponse, err error) (time.Duration, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	code := ErrorCode(err)
+	switch {
+	case err == nil:
+		g.mu.memberID, g.mu.epoch, g.mu.lastOK = resp.MemberID, resp.MemberEpoch, sent
+		g.mu.interval = durationMs(resp.HeartbeatIntervalMs, defaultGroupHeartbeatInterval)
+		g.mu.session = durationMs(resp.SessionTimeoutMs, defaultGroupSessionTimeout)
+		if g.mu.expelled {
+			// Sent before the lapse: Poll is releasing everything; the
+			// heartbeat after it learns the assignment anew.
+			return g.mu.interval, nil
+		}
+		assigned := partitionSet(resp.Assigned)
+		if !maps.Equal(assigned, g.mu.assigned) {
+			g.log.Debug("group assignment changed", "member", g.mu.memberID, "epoch", resp.MemberEpoch,
+				"assigned", sortedPartitions(assigned))
+			g.mu.assigned = assigned
+			g.signalLocked()
+		}
+		return g.mu.interval, nil
+	case code == wire.UnknownMemberID && req.MemberEpoch != wire.JoinEpoch:
+		g.log.Info("the group's controller does not know this member (its session timed out, or the controller changed): joining again",
+			"member", req.MemberID)
+		g.mu.epoch = wire.JoinEpoch
+		return 0, err
+	case code != wire.Unknown && !code.Retriable():
+		g.mu.err = fmt.Errorf("client: group %s: heartbeat refused: %w", g.cfg.Group, err)
+		g.signalLocked()
+		return time.Hour, err
+	}
+	return min(g.mu.interval, heartbeatRetry, g.untilLapseLocked(time.Now())), err
+}
+
+// lapsedLocked reports whether the member has partitions and no heartbeat
+// sent in the last session timeout was answered.
+func (g *GroupConsumer) lapsedLocked(now time.Time) bool {
+	return len(g.mu.owned)+len(g.mu.assigned) > 0 && now.Sub(g.mu.lastOK) > g.mu.session
+}
+
+// untilLapseLocked is how long until the member's membership lapses if no
+// heartbeat is answered meanwhile (at least 1 ms; an hour with no
+// partition): the heartbeats look again then.
+func (g *GroupConsumer) untilLapseLocked(now time.Time) time.Duration {
+	if len(g.mu.owned)+len(g.mu.assigned) == 0 {
+		return time.Hour
+	}
+	return max(g.mu.lastOK.Add(g.mu.session).Sub(now)+time.Millisecond, time.Millisecond)
+}
+
+// expelLocked makes the member give up its partitions after its membership
+// lapsed: Poll releases them without committing.
+func (g *GroupConsumer) expelLocked() {
+	g.log.Warn("no group heartbeat answered for a session timeout: releasing every partition without committing",
+		"member", g.mu.memberID, "session_timeout", g.mu.session)
+	g.mu.expelled = true
+	g.mu.assigned = map[TopicPartition]bool{}
+	g.signalLocked()
+}
+
+// signalLocked tells Poll the assignment changed: it ends the
+// Consumer.Poll running and wakes a Poll waiting for partitions.
+func (g *GroupConsumer) signalLocked() {
+	g.mu.pending = true
+	if g.mu.interrupt != nil {
+		g.mu.interrupt()
+	}
+	select {
+	case g.notify <- struct{}{}:
+	default:
+	}
+}
+
+// wakeHeartbeat makes the heartbeat goroutine send one at once.
+func (g *GroupConsumer) wakeHeartbeat() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// leave sends the heartbeat that leaves the group; the heartbeat goroutine
+// has stopped.
+func (g *GroupConsumer) leave(ctx context.Context) error {
+	req := &wire.GroupHeartbeatRequest{Group: g.cfg.Group, MemberID: g.MemberID(), MemberEpoch: wire.LeaveEpoch, ClientID: g.cfg.ClientID}
+	if _, err := g.send(ctx, req, true); err != nil {
+		return fmt.Errorf("client: leave group %s: %w", g.cfg.Group, err)
+	}
+	return nil
+}
+
+// groupPartitions turns a set of partitions into the wire's per-topic
+// sorted sets.
+func groupPartitions(set map[TopicPartition]bool) []wire.GroupPartitions {
+	out := []wire.GroupPartitions{}
+	for _, tp := range sortedPartitions(set) {
+		if len(out) == 0 || out[len(out)-1].Topic != tp.Topic {
+			out = append(out, wire.GroupPartitions{Topic: tp.Topic})
+		}
+		last := &out[len(out)-1]
+		last.Partitions = append(last.Partitions, tp.Partition)
+	}
+	return out
+}
+
+// partitionSet is the set of the partitions gps names.
+func partitionSet(gps []wire.GroupPartitions) map[TopicPartition]bool {
+	set := map[TopicPartition]bool{}
+	for _, gp := range gps {
+		for _, p := range gp.Partitions {
+			set[TopicPartition{gp.Topic, p}] = true
+		}
+	}
+	return set
+}
+
+// durationMs is ms milliseconds, or def when ms is not positive.
+func durationMs(ms int32, def time.Duration) time.Duration {
+	if ms <= 0 {
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
+}
