@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -34,7 +33,8 @@ func consumeCommand() *ucli.Command {
 			"high watermark has caught up with the old one's). Without --exit-at-end or --max, consume\n" +
 			"follows the topic until interrupted (exit status 0). Following every partition (no\n" +
 			"--partition, no --exit-at-end), it also reads partitions added to the topic meanwhile\n" +
-			"(`topic alter --partitions`), from their beginning, within --metadata-max-age.\n\n" +
+			"(`topic alter --partitions`), from their beginning, within --metadata-max-age (a --group\n" +
+			"member: when the group gives them to it, from where --from says).\n\n" +
 			"--from TIME starts each partition at its first record stamped at or after TIME (RFC 3339,\n" +
 			"e.g. 2026-12-01T09:30:00Z, or @ and Unix milliseconds), at its end where no record is yet:\n" +
 			"to replay from just before an incident. Stamps are the producers' (the time of produce\n" +
@@ -46,14 +46,21 @@ func consumeCommand() *ucli.Command {
 			"--partition to read the leader's records from there). With --on-truncation rewind it\n" +
 			"instead says so on stderr and goes on from that offset: records from it on are printed\n" +
 			"again as the leader now has them.\n\n" +
-			"--group G resumes where consumer group G left off: each partition read starts at G's\n" +
-			"committed offset, and --from only starts the partitions G has none for. consume commits\n" +
-			"the offset after the last record it printed on each partition every --commit-interval and\n" +
-			"when it exits (--max, --exit-at-end, Ctrl-C or SIGTERM), so a rerun prints no record twice\n" +
-			"and skips none, except the records printed since the last commit when it was killed (at\n" +
-			"least once). A failed commit is reported on stderr; at exit it makes the exit status 1.\n" +
-			"There is no group membership: consumers of one group must read different partitions\n" +
-			"(--partition), or they read the same records and overwrite each other's commits.",
+			"--group G joins consumer group G as a member: the members of G (consume --group G runs\n" +
+			"anywhere, and other clients' group consumers) share the topic's partitions, each read by one\n" +
+			"member at a time, and the cluster moves partitions between them as members come and go (a\n" +
+			"member killed without leaving loses its partitions after the session timeout, 10s by default).\n" +
+			"Each partition starts at G's committed offset; --from only starts the partitions G has none\n" +
+			"for. consume commits the offset after the last record it printed on each partition every\n" +
+			"--commit-interval, when the group gives one of its partitions to another member (before that\n" +
+			"member starts it), and when it exits (--max, --exit-at-end, Ctrl-C or SIGTERM), then leaves\n" +
+			"the group: across the members and reruns no record is printed twice and none skipped, except\n" +
+			"the records printed since the last commit by a member that was killed (at least once). A\n" +
+			"failed commit is reported on stderr; at exit it makes the exit status 1. With --exit-at-end a\n" +
+			"member exits once the group gives it at least one partition and nothing more, and it has read\n" +
+			"each up to the high watermark the partition had when the member started it.\n\n" +
+			"--group G with --partition N does not join: consume reads partition N from G's committed\n" +
+			"offset and commits to G as no member, which the cluster refuses while G has members.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
 			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET | TIME (for every partition read; with --group only for the partitions the group has no committed offset for: committed offsets win); TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped at or after it, its end where none is yet", EnvVars: envVar("CONSUME_FROM")},
@@ -62,7 +69,7 @@ func consumeCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
 			&ucli.StringFlag{Name: "on-truncation", Value: "fail", Usage: "when a leader's log parts from records printed: fail | rewind (print from the divergence on)", EnvVars: envVar("CONSUME_ON_TRUNCATION")},
 			&ucli.DurationFlag{Name: "max-wait", Value: client.DefaultMaxWait, Usage: "long-poll: how long a leader may hold a fetch with no data", EnvVars: envVar("CONSUME_MAX_WAIT")},
-			&ucli.StringFlag{Name: "group", Usage: "consumer group: start each partition at the group's committed offset (--from only for partitions without one) and commit the offsets of the records printed", EnvVars: envVar("CONSUME_GROUP")},
+			&ucli.StringFlag{Name: "group", Usage: "consumer group to join as a member (with --partition: only to read and commit its offsets): the members share the topic's partitions; each starts at the group's committed offset (--from only for partitions without one), and the offsets of the records printed are committed", EnvVars: envVar("CONSUME_GROUP")},
 			&ucli.DurationFlag{Name: "commit-interval", Value: defaultCommitInterval, Usage: "with --group: commit this often (0: only at exit)", EnvVars: envVar("CONSUME_COMMIT_INTERVAL")},
 		}),
 		Action: func(c *ucli.Context) error {
@@ -93,7 +100,8 @@ type consumeOptions struct {
 	rewind bool
 	// group, when set, starts partitions at its committed offsets (from
 	// and fromTime are the fallback) and commits what is printed every
-	// commitInterval (0: only at exit) and at exit.
+	// commitInterval (0: only at exit) and at exit; without partition,
+	// consume joins it as a member and reads the partitions it gives.
 	group          string
 	commitInterval time.Duration
 }
@@ -169,13 +177,40 @@ func parseFrom(s string) (int64, time.Time, error) {
 	return n, time.Time{}, nil
 }
 
-// runConsume prints records until --max, --exit-at-end or an interrupt.
+// runConsume prints records until --max, --exit-at-end or an interrupt:
+// as a member of --group (consume_member.go), or from the partitions it
+// assigns itself.
 func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writer) (err error) {
 	cl, err := opts.client.newClient(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeClient(cl)
+	ccfg := consumerConfig(opts, stderr)
+	if opts.group != "" && opts.partition < 0 {
+		return runConsumeMember(ctx, cl, opts, ccfg, stdout, stderr)
+	}
+	cons := cl.NewConsumer(ccfg)
+	defer cons.Close()
+	src, err := assignPartitions(ctx, cl, cons, opts, stderr)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(stdout, 1<<20)
+	defer out.Flush()
+	var gc *groupCommitter // nil without --group
+	if opts.group != "" {
+		gc = newGroupCommitter(opts)
+		gc.cons = cons
+		// Runs before the deferred Flush: it flushes itself, and commits
+		// only what reached the output.
+		defer func() { err = gc.commitAtExit(ctx, out, err, stderr) }()
+	}
+	return printRecords(ctx, opts, cons, src, gc, out, stderr)
+}
+
+// consumerConfig is the Consumer's configuration for opts.
+func consumerConfig(opts consumeOptions, stderr io.Writer) client.ConsumerConfig {
 	ccfg := client.ConsumerConfig{MaxWait: opts.maxWait}
 	if opts.from < 0 || !opts.fromTime.IsZero() || opts.group != "" {
 		// --from beginning, end or a time, or --group: records retention
@@ -188,14 +223,34 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 				opts.topic, tp.Partition, from, to-1, to)
 		}
 	}
-	cons := cl.NewConsumer(ccfg)
-	defer cons.Close()
+	return ccfg
+}
 
+// manualSource reads the partitions consume assigned itself: every
+// partition of the topic, or --partition.
+type manualSource struct {
+	opts   consumeOptions
+	cons   *client.Consumer
+	stderr io.Writer
+	// ends are, by partition, the high watermarks at start: the
+	// --exit-at-end goal.
+	ends []int64
+	// follow: following every partition (no --partition, no
+	// --exit-at-end), partitions added to the topic meanwhile are found
+	// within --metadata-max-age and read from their beginning, whatever
+	// --from says (their records were all written after consume started).
+	follow bool
+}
+
+// assignPartitions assigns the partitions to read, each at --from or, with
+// --group, at the group's committed offset, and reads the --exit-at-end
+// goals.
+func assignPartitions(ctx context.Context, cl *client.Client, cons *client.Consumer, opts consumeOptions, stderr io.Writer) (*manualSource, error) {
 	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
 	defer cancel()
 	n, err := cl.PartitionCount(setupCtx, opts.topic)
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", opts.topic, err)
+		return nil, fmt.Errorf("consume %s: %w", opts.topic, err)
 	}
 	var tps []client.TopicPartition
 	for p := int32(0); p < int32(n); p++ {
@@ -204,7 +259,7 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 		}
 	}
 	if len(tps) == 0 {
-		return fmt.Errorf("consume %s: topic has %d partitions; no partition %d", opts.topic, n, opts.partition)
+		return nil, fmt.Errorf("consume %s: topic has %d partitions; no partition %d", opts.topic, n, opts.partition)
 	}
 	atFrom := tps // the partitions that start at --from
 	if opts.group != "" {
@@ -215,151 +270,73 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 			fallback = client.SeekEnd
 		}
 		if atFrom, err = cons.SeekCommitted(setupCtx, opts.group, tps, fallback); err != nil {
-			return fmt.Errorf("consume %s: committed offsets of group %s: %w", opts.topic, opts.group, err)
+			return nil, fmt.Errorf("consume %s: committed offsets of group %s: %w", opts.topic, opts.group, err)
 		}
 	}
 	switch {
 	case opts.group == "" && opts.fromTime.IsZero():
 		cons.Assign(tps, opts.from)
 	case !opts.fromTime.IsZero() && len(atFrom) > 0:
-		offs, err := cons.OffsetsForTimes(setupCtx, atFrom, opts.fromTime)
-		if err != nil {
-			return fmt.Errorf("consume %s: offsets for %s: %w", opts.topic, opts.fromTime.UTC().Format(time.RFC3339Nano), err)
-		}
-		for _, tp := range atFrom {
-			// No record stamped at or after the time yet: the ones
-			// produced from now on are.
-			o, ok := offs[tp]
-			if !ok || o < 0 {
-				o = client.SeekEnd
-			}
-			cons.Assign([]client.TopicPartition{tp}, o)
+		if err := cons.AssignAtTime(setupCtx, atFrom, opts.fromTime); err != nil {
+			return nil, fmt.Errorf("consume %s: offsets for %s: %w", opts.topic, opts.fromTime.UTC().Format(time.RFC3339Nano), err)
 		}
 	}
-
+	src := &manualSource{opts: opts, cons: cons, stderr: stderr, ends: make([]int64, n), follow: opts.partition < 0 && !opts.exitAtEnd}
+	if !opts.exitAtEnd {
+		return src, nil
+	}
 	// --exit-at-end: the high watermarks now are the goal.
-	ends := make([]int64, n) // by partition
-	if opts.exitAtEnd {
-		m, err := cons.EndOffsets(setupCtx, tps)
-		if err != nil {
-			return fmt.Errorf("consume %s: end offsets: %w", opts.topic, err)
-		}
-		for tp, o := range m {
-			ends[tp.Partition] = o
-		}
-		// An offset past a partition's end (--from OFFSET, or a group's
-		// committed offset after the log was truncated) is out of range,
-		// as Poll would report it; without this check the partition
-		// counted as read to its end and consume exited 0 having read
-		// nothing.
-		for _, tp := range tps {
-			if pos, _ := cons.Position(tp); pos > ends[tp.Partition] {
-				return fmt.Errorf("consume %s: partition %d has offsets up to %d; %d is outside them", opts.topic, tp.Partition, ends[tp.Partition], pos)
-			}
+	m, err := cons.EndOffsets(setupCtx, tps)
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: end offsets: %w", opts.topic, err)
+	}
+	for tp, o := range m {
+		src.ends[tp.Partition] = o
+	}
+	for _, tp := range tps {
+		if err := checkNotPastEnd(opts.topic, cons, tp, src.ends[tp.Partition]); err != nil {
+			return nil, err
 		}
 	}
-	cancel()
+	return src, nil
+}
 
-	out := bufio.NewWriterSize(stdout, 1<<20)
-	defer out.Flush()
-	var gc *groupCommitter // nil without --group
-	if opts.group != "" {
-		gc = newGroupCommitter(cons, opts)
-		// Runs before the deferred Flush: it flushes itself, and commits
-		// only what reached the output.
-		defer func() { err = gc.commitAtExit(ctx, out, tps, err, stderr) }()
-	}
-	var printed int64
-	var line []byte
-	atEnd := func() bool {
-		if !opts.exitAtEnd {
-			return false
-		}
-		for _, tp := range tps {
-			pos, _ := cons.Position(tp)
-			if pos < 0 || pos < ends[tp.Partition] {
-				return false
-			}
-		}
-		return true
-	}
-	// Following every partition (no --partition, no --exit-at-end): partitions
-	// added to the topic meanwhile are found within --metadata-max-age and
-	// read from their beginning, whatever --from says (their records were
-	// all written after consume started).
-	follow := opts.partition < 0 && !opts.exitAtEnd
-	for !atEnd() {
-		if follow {
-			for _, tp := range cons.AssignNewPartitions(opts.topic, client.SeekBeginning) {
-				tps = append(tps, tp)
-				fmt.Fprintf(stderr, "paymentlog: consume %s: partition %d was added; reading it from the beginning\n", opts.topic, tp.Partition)
-			}
-		}
-		// Poll returns records with a nil error (an error met beside them
-		// comes on the next Poll); printing whatever it returns before
-		// looking at the error stays correct either way.
-		msgs, err := cons.Poll(ctx)
-		for i := range msgs {
-			m := &msgs[i]
-			if (opts.max > 0 && printed >= opts.max) || (opts.exitAtEnd && m.Offset >= ends[m.Partition]) {
-				gc.notPrinted(m) // past --max or the goal set at start
-				continue
-			}
-			if opts.json {
-				line = appendConsumedJSON(line[:0], m)
-			} else {
-				line = append(append(line[:0], m.Value...), '\n')
-			}
-			if _, err := out.Write(line); err != nil {
-				return fmt.Errorf("write output: %w", err)
-			}
-			printed++
-		}
-		if err := out.Flush(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-		if opts.max > 0 && printed >= opts.max {
-			return nil
-		}
-		gc.commitEvery(ctx, tps, stderr)
-		if err != nil {
-			if ctx.Err() != nil {
-				if opts.exitAtEnd || opts.max > 0 {
-					return fmt.Errorf("interrupted after %d records", printed)
-				}
-				return nil
-			}
-			var lt *client.LogTruncatedError
-			if errors.As(err, &lt) {
-				if opts.rewind {
-					fmt.Fprintf(stderr, "paymentlog: consume %s: partition %d: log truncated: the leader's log parts from "+
-						"the records printed at offset %d (position was %d); printing the leader's records from offset %d\n",
-						opts.topic, lt.Partition, lt.DivergingEndOffset, lt.Position, lt.DivergingEndOffset)
-					if err := cons.Seek(lt.TopicPartition, lt.DivergingEndOffset); err != nil {
-						return fmt.Errorf("consume %s: %w", opts.topic, err)
-					}
-					gc.rewound(lt.Partition)
-					continue
-				}
-				if opts.group != "" {
-					// Its committed offsets win over --from.
-					return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+
-						"of group %s from offset %d up to its position %d (rerun with --on-truncation rewind, or move the group "+
-						"with group set-offsets %s %s --partition %d --to %d)", opts.topic, lt.Partition, opts.group,
-						lt.DivergingEndOffset, lt.Position, opts.group, opts.topic, lt.Partition, lt.DivergingEndOffset)
-				}
-				return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+
-					"printed from offset %d up to the position %d (rerun with --partition %d --from %d, or --on-truncation rewind)",
-					opts.topic, lt.Partition, lt.DivergingEndOffset, lt.Position, lt.Partition, lt.DivergingEndOffset)
-			}
-			var oor *client.OffsetOutOfRangeError
-			if errors.As(err, &oor) {
-				return fmt.Errorf("consume %s: partition %d has offsets %d to %d; %d is outside them", opts.topic, oor.Partition, oor.Start, oor.End, oor.Requested)
-			}
-			return fmt.Errorf("consume %s: %w", opts.topic, err)
-		}
+// checkNotPastEnd refuses a position past the partition's end (--from
+// OFFSET, or a group's committed offset after the log was truncated): it
+// is out of range, as Poll would report it, and without this check the
+// partition counted as read to its end and consume exited 0 having read
+// nothing.
+func checkNotPastEnd(topic string, cons *client.Consumer, tp client.TopicPartition, end int64) error {
+	if pos, _ := cons.Position(tp); pos > end {
+		return fmt.Errorf("consume %s: partition %d has offsets up to %d; %d is outside them", topic, tp.Partition, end, pos)
 	}
 	return nil
+}
+
+func (s *manualSource) poll(ctx context.Context) ([]client.Message, error) {
+	if s.follow {
+		for _, tp := range s.cons.AssignNewPartitions(s.opts.topic, client.SeekBeginning) {
+			fmt.Fprintf(s.stderr, "paymentlog: consume %s: partition %d was added; reading it from the beginning\n", s.opts.topic, tp.Partition)
+		}
+	}
+	return s.cons.Poll(ctx)
+}
+
+func (s *manualSource) pastGoal(m *client.Message) bool {
+	return s.opts.exitAtEnd && m.Offset >= s.ends[m.Partition]
+}
+
+func (s *manualSource) atEnd() bool {
+	if !s.opts.exitAtEnd {
+		return false
+	}
+	for _, tp := range s.cons.Assignment() {
+		pos, _ := s.cons.Position(tp)
+		if pos < 0 || pos < s.ends[tp.Partition] {
+			return false
+		}
+	}
+	return true
 }
 
 // appendConsumedJSON formats one record as

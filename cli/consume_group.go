@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"paymentlog/client"
+	"paymentlog/wire"
 )
 
 // defaultCommitInterval is consume --commit-interval's default.
@@ -21,10 +22,14 @@ const groupCommitTimeout = 10 * time.Second
 // groupCommitter commits, for consume --group, the offset after the last
 // record printed on each partition: the consumer's position, except on a
 // partition where a record was returned but not printed (past --max or the
-// --exit-at-end goal), whose commits stop at that record. A nil
+// --exit-at-end goal), whose commits stop at that record. As a member
+// (member set) it commits through the GroupConsumer, whose own commits (of
+// partitions it releases, at Close) ask commitAt too; otherwise as no
+// member, which the cluster refuses while the group has members. A nil
 // *groupCommitter (no --group) does nothing.
 type groupCommitter struct {
-	cons     *client.Consumer
+	cons     *client.Consumer      // without membership
+	member   *client.GroupConsumer // as a member
 	group    string
 	topic    string
 	interval time.Duration // 0: only at exit
@@ -33,10 +38,13 @@ type groupCommitter struct {
 	// Invariant: every record of the partition returned from it on was not
 	// printed either (the later ones are past --max or the goal too).
 	held map[int32]int64
+	// frozen: the output could not be flushed, so the records in it may
+	// not have been printed: nothing more is committed.
+	frozen bool
 }
 
-func newGroupCommitter(cons *client.Consumer, opts consumeOptions) *groupCommitter {
-	return &groupCommitter{cons: cons, group: opts.group, topic: opts.topic, interval: opts.commitInterval,
+func newGroupCommitter(opts consumeOptions) *groupCommitter {
+	return &groupCommitter{group: opts.group, topic: opts.topic, interval: opts.commitInterval,
 		last: time.Now(), held: map[int32]int64{}}
 }
 
@@ -51,45 +59,63 @@ func (g *groupCommitter) notPrinted(m *client.Message) {
 }
 
 // rewound records that partition p was sought back (--on-truncation
-// rewind): its records from there on are printed again.
+// rewind): its records from there on are printed again. A partition
+// released to another member is forgotten the same way.
 func (g *groupCommitter) rewound(p int32) {
 	if g != nil {
 		delete(g.held, p)
 	}
 }
 
-// offsets are the offsets to commit for tps: after the last record printed.
-func (g *groupCommitter) offsets(tps []client.TopicPartition) map[client.TopicPartition]int64 {
-	offs := make(map[client.TopicPartition]int64, len(tps))
-	for _, tp := range tps {
-		if h, ok := g.held[tp.Partition]; ok {
-			offs[tp] = h
-		} else if pos, ok := g.cons.Position(tp); ok && pos >= 0 {
-			offs[tp] = pos // every record returned was printed
-		}
+// commitAt is the offset to commit for tp at position pos: after the last
+// record printed (client.GroupConsumerConfig.CommitAt).
+func (g *groupCommitter) commitAt(tp client.TopicPartition, pos int64) (int64, bool) {
+	if g.frozen {
+		return 0, false
 	}
-	return offs
+	if h, ok := g.held[tp.Partition]; ok {
+		return h, true
+	}
+	return pos, pos >= 0 // every record returned was printed
 }
 
 // commit commits what moved since the last commit.
-func (g *groupCommitter) commit(ctx context.Context, tps []client.TopicPartition) error {
+func (g *groupCommitter) commit(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, groupCommitTimeout)
 	defer cancel()
-	if err := g.cons.CommitOffsets(ctx, g.group, g.offsets(tps)); err != nil {
-		return fmt.Errorf("consume %s: commit offsets of group %s: %w", g.topic, g.group, err)
+	var err error
+	if g.member != nil {
+		err = g.member.Commit(ctx)
+	} else {
+		offs := map[client.TopicPartition]int64{}
+		for _, tp := range g.cons.Assignment() {
+			pos, _ := g.cons.Position(tp)
+			if o, ok := g.commitAt(tp, pos); ok {
+				offs[tp] = o
+			}
+		}
+		err = g.cons.CommitOffsets(ctx, g.group, offs)
 	}
-	return nil
+	switch {
+	case err == nil:
+		return nil
+	case client.ErrorCode(err) == wire.NonEmptyGroup:
+		return fmt.Errorf("consume %s: commit offsets of group %s: refused: the group has members (consume --group %s "+
+			"without --partition), and only they commit its offsets; use another group, or stop them first (%w)",
+			g.topic, g.group, g.group, err)
+	}
+	return fmt.Errorf("consume %s: commit offsets of group %s: %w", g.topic, g.group, err)
 }
 
 // commitEvery commits when --commit-interval has passed since the last
 // periodic commit, and reports a failure on stderr (the next one retries).
 // Call it with the records returned so far printed and flushed.
-func (g *groupCommitter) commitEvery(ctx context.Context, tps []client.TopicPartition, stderr io.Writer) {
+func (g *groupCommitter) commitEvery(ctx context.Context, stderr io.Writer) {
 	if g == nil || g.interval <= 0 || time.Since(g.last) < g.interval || ctx.Err() != nil {
 		return
 	}
 	g.last = time.Now()
-	if err := g.commit(ctx, tps); err != nil && ctx.Err() == nil {
+	if err := g.commit(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "paymentlog: %v\n", err)
 	}
 }
@@ -99,14 +125,15 @@ func (g *groupCommitter) commitEvery(ctx context.Context, tps []client.TopicPart
 // commit's failure. A commit failure beside err goes to stderr. When the
 // output cannot be flushed the records in it may not have been printed:
 // nothing is committed, the last commit stands.
-func (g *groupCommitter) commitAtExit(ctx context.Context, out *bufio.Writer, tps []client.TopicPartition, err error, stderr io.Writer) error {
+func (g *groupCommitter) commitAtExit(ctx context.Context, out *bufio.Writer, err error, stderr io.Writer) error {
 	if ferr := out.Flush(); ferr != nil {
+		g.frozen = true
 		if err == nil {
 			err = fmt.Errorf("write output: %w", ferr)
 		}
 		return err
 	}
-	cerr := g.commit(context.WithoutCancel(ctx), tps)
+	cerr := g.commit(context.WithoutCancel(ctx))
 	switch {
 	case cerr == nil:
 		return err

@@ -18,15 +18,15 @@ import (
 func init() { commands = append(commands, groupCommand) }
 
 // groupCommand is `paymentlog group`: consumer groups' committed offsets
-// (Kafka's kafka-consumer-groups, without members: there are none).
+// and members (Kafka's kafka-consumer-groups).
 func groupCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "group",
-		Usage: "list, describe (committed offsets and lag), set the offsets of and delete consumer groups",
+		Usage: "list, describe (committed offsets, lag and members), set the offsets of and delete consumer groups",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "list",
-				Usage:     "list consumer groups: partitions with a committed offset, last commit",
+				Usage:     "list consumer groups: members, partitions with a committed offset, last commit",
 				UsageText: "paymentlog group list [--json]",
 				Flags:     groupFlags(true),
 				Action: func(c *ucli.Context) error {
@@ -46,7 +46,9 @@ func groupCommand() *ucli.Command {
 				Name:  "delete",
 				Usage: "delete a consumer group and its committed offsets",
 				UsageText: "paymentlog group delete GROUP\n\n" +
-					"Consumers still using the group are not told: their next commit creates it again.",
+					"A group with members (consume --group without --partition running) is not deleted: stop them\n" +
+					"first. Consumers using the group without membership (--partition) are not told: their next\n" +
+					"commit creates it again.",
 				Flags: groupFlags(false),
 				Action: func(c *ucli.Context) error {
 					name, err := oneArg(c, "group name")
@@ -95,6 +97,7 @@ func parseGroupOptions(c *ucli.Context, group string) (groupOptions, error) {
 // groupListJSON is one group in `group list --json`.
 type groupListJSON struct {
 	Group        string `json:"group"`
+	Members      int32  `json:"members"`
 	Partitions   int32  `json:"partitions"`
 	LastCommit   string `json:"last_commit"` // RFC 3339, UTC
 	LastCommitMs int64  `json:"last_commit_ms"`
@@ -109,14 +112,15 @@ func runGroupList(ctx context.Context, opts groupOptions, stdout, stderr io.Writ
 		if opts.json {
 			out := make([]groupListJSON, 0, len(groups))
 			for _, g := range groups {
-				out = append(out, groupListJSON{Group: g.Group, Partitions: g.Partitions, LastCommit: commitTime(g.LastCommitMs), LastCommitMs: g.LastCommitMs})
+				out = append(out, groupListJSON{Group: g.Group, Partitions: g.Partitions, Members: g.Members,
+					LastCommit: commitTime(g.LastCommitMs), LastCommitMs: g.LastCommitMs})
 			}
 			return printJSON(stdout, out)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tPARTITIONS\tLAST COMMIT")
+		fmt.Fprintln(tw, "GROUP\tMEMBERS\tPARTITIONS\tLAST COMMIT")
 		for _, g := range groups {
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", g.Group, g.Partitions, commitTime(g.LastCommitMs))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", g.Group, g.Members, g.Partitions, commitTime(g.LastCommitMs))
 		}
 		return tw.Flush()
 	})
@@ -125,15 +129,25 @@ func runGroupList(ctx context.Context, opts groupOptions, stdout, stderr io.Writ
 func runGroupDelete(ctx context.Context, opts groupOptions, stdout, stderr io.Writer) error {
 	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
 		err := a.DeleteGroup(ctx, opts.group)
-		if client.ErrorCode(err) == wire.GroupIDNotFound {
+		switch client.ErrorCode(err) {
+		case wire.None:
+		case wire.GroupIDNotFound:
 			return fmt.Errorf("group %s does not exist", opts.group)
-		}
-		if err != nil {
+		case wire.NonEmptyGroup:
+			return refusedWithMembers("delete group", opts.group, err)
+		default:
 			return fmt.Errorf("delete group %s: %w", opts.group, err)
 		}
 		fmt.Fprintf(stdout, "deleted group %s\n", opts.group)
 		return nil
 	})
+}
+
+// refusedWithMembers is the error of what (a change of group) refused
+// with NonEmptyGroup.
+func refusedWithMembers(what, group string, err error) error {
+	return fmt.Errorf("%s %s: refused: the group has members (consume --group %s without --partition, or other group "+
+		"consumers, running): stop them first; `group describe %s` lists them (%w)", what, group, group, group, err)
 }
 
 // commitTime formats a commit time (Unix ms) as RFC 3339 in UTC; "-" for none.

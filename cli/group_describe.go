@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"text/tabwriter"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -16,16 +17,21 @@ import (
 
 // groupDescribeCommand is `paymentlog group describe GROUP` (Kafka's
 // kafka-consumer-groups --describe): each committed offset beside its
-// partition's high watermark and the lag between them.
+// partition's high watermark and the lag between them, and the group's
+// members (group_members.go).
 func groupDescribeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "describe",
-		Usage: "show a group's committed offsets, each partition's log end (high watermark) and the lag",
+		Usage: "show a group's committed offsets, each partition's log end (high watermark) and the lag, and its members",
 		UsageText: "paymentlog group describe GROUP [--json]\n\n" +
 			"LOG END is the partition's high watermark, asked of its leader; LAG is LOG END - COMMITTED,\n" +
 			"the records the group has yet to process. A partition whose leader does not answer within\n" +
 			"3s (every replica down) shows \"?\" (in --json: log_end and lag -1 and an error), with\n" +
-			"exit status 1.",
+			"exit status 1.\n\n" +
+			"Then, when the group has members (consume --group without --partition, or other group\n" +
+			"consumers), one line each: its member id, its client id (host/pid for consume), the partitions\n" +
+			"the group assigns it, and how long ago its last heartbeat reached the controller (by this\n" +
+			"machine's clock).",
 		Flags: groupFlags(true),
 		Action: func(c *ucli.Context) error {
 			name, err := oneArg(c, "group name")
@@ -45,6 +51,7 @@ func groupDescribeCommand() *ucli.Command {
 type groupDescribeJSON struct {
 	Group   string            `json:"group"`
 	Offsets []groupOffsetJSON `json:"offsets"`
+	Members []groupMemberJSON `json:"members"`
 }
 
 type groupOffsetJSON struct {
@@ -62,31 +69,24 @@ type groupOffsetJSON struct {
 
 func runGroupDescribe(ctx context.Context, opts groupOptions, stdout, stderr io.Writer) error {
 	return withAdmin(ctx, opts.client, opts.timeout, stderr, func(ctx context.Context, a *client.Admin) error {
-		offs, err := a.FetchOffsets(ctx, opts.group)
+		d, err := a.DescribeGroup(ctx, opts.group)
 		if err != nil {
 			return fmt.Errorf("describe group %s: %w", opts.group, err)
 		}
-		if len(offs) == 0 {
-			return fmt.Errorf("group %s has no committed offsets", opts.group)
+		if len(d.Offsets) == 0 && len(d.Members) == 0 {
+			return fmt.Errorf("group %s has no committed offsets and no members", opts.group)
 		}
-		rows, err := groupLag(ctx, a, offs)
+		rows, err := groupLag(ctx, a, d.Offsets)
 		if err != nil {
 			return fmt.Errorf("describe group %s: %w", opts.group, err)
 		}
+		members := groupMembers(d.Members, time.Now())
 		if opts.json {
-			if err := printJSON(stdout, groupDescribeJSON{Group: opts.group, Offsets: rows}); err != nil {
+			if err := printJSON(stdout, groupDescribeJSON{Group: opts.group, Offsets: rows, Members: members}); err != nil {
 				return err
 			}
-		} else {
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG END\tLAG\tLAST COMMIT\tMETADATA")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Topic, r.Partition, r.Committed, unknownIfNeg(r.LogEnd),
-					unknownIfNeg(r.Lag), r.LastCommit, cmp.Or(r.Metadata, "-"))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+		} else if err := printGroupDescription(stdout, rows, members); err != nil {
+			return err
 		}
 		var unavailable []groupOffsetJSON
 		for _, r := range rows {
@@ -101,6 +101,30 @@ func runGroupDescribe(ctx context.Context, opts groupOptions, stdout, stderr io.
 		return fmt.Errorf("describe group %s: the log end of %d of %d partitions is unavailable after %v (%s partition %d: %s)",
 			opts.group, len(unavailable), len(rows), offsetsUnavailableWait, u.Topic, u.Partition, u.Error)
 	})
+}
+
+// printGroupDescription prints the offsets table, then the members table
+// (each only when not empty).
+func printGroupDescription(w io.Writer, rows []groupOffsetJSON, members []groupMemberJSON) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(rows) > 0 {
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG END\tLAG\tLAST COMMIT\tMETADATA")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Topic, r.Partition, r.Committed, unknownIfNeg(r.LogEnd),
+				unknownIfNeg(r.Lag), r.LastCommit, cmp.Or(r.Metadata, "-"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w)
+	}
+	printMembers(tw, members)
+	return tw.Flush()
 }
 
 // groupLag puts each committed offset beside its partition's high

@@ -27,9 +27,10 @@ func groupSetOffsetsCommand() *ucli.Command {
 			"watermark (latest), OFFSET (which must lie between the two), or each partition's first record\n" +
 			"stamped at or after TIME (RFC 3339 such as 2026-12-01T09:30:00Z, or @UNIX_MS; the high\n" +
 			"watermark where none is yet), and prints the offsets before and after. The group is created\n" +
-			"if it has none yet. There is no group membership: the cluster cannot tell whether the\n" +
-			"group's consumers run, and a running one commits its own position over these. Stop them\n" +
-			"first; they resume at the new offsets.",
+			"if it has none yet. It is refused while the group has members (consume --group without\n" +
+			"--partition running): stop them first; they resume at the new offsets. Consumers using the\n" +
+			"group without membership (--partition) are not known to the cluster: a running one commits\n" +
+			"its own position over these, so stop them first too.",
 		Flags: groupFlags(false,
 			&ucli.StringFlag{Name: "to", Usage: "earliest | latest | OFFSET | TIME (RFC 3339 or @UNIX_MS)", EnvVars: envVar("GROUP_SET_OFFSETS_TO")},
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "only this partition (-1: every partition)", EnvVars: envVar("GROUP_SET_OFFSETS_PARTITION")},
@@ -97,7 +98,9 @@ func runGroupSetOffsets(ctx context.Context, opts groupSetOffsetsOptions, stdout
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := a.CommitOffsets(ctx, opts.group, offs); err != nil {
+		if err := a.CommitOffsets(ctx, opts.group, offs); client.ErrorCode(err) == wire.NonEmptyGroup {
+			return refusedWithMembers("set offsets of group", opts.group, err)
+		} else if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -135,14 +135,14 @@ func TestGroupListSetOffsetsDelete(t *testing.T) {
 	fc := groupTopic(t)
 	bs := "--bootstrap=" + fc.Bootstrap()
 	out, errOut, code := runClientCLI(t, nil, "group", "list", bs)
-	if code != 0 || out != "GROUP  PARTITIONS  LAST COMMIT\n" {
+	if code != 0 || out != "GROUP  MEMBERS  PARTITIONS  LAST COMMIT\n" {
 		t.Fatalf("group list with no groups: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	checkOnce(t, 10, consumeLines(t, fc, "--group", "g", "--exit-at-end"))
 	consumeLines(t, fc, "--group", "other", "--partition", "1", "--max", "1")
 	out, errOut, code = runClientCLI(t, nil, "group", "list", bs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[1], "g      2           20") || !strings.HasPrefix(lines[2], "other  1           20") {
+	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[1], "g      0        2           20") || !strings.HasPrefix(lines[2], "other  0        1           20") {
 		t.Fatalf("group list: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	out, _, code = runClientCLI(t, nil, "group", "list", "--json", bs)
@@ -180,7 +180,7 @@ func TestGroupListSetOffsetsDelete(t *testing.T) {
 	_, errOut, code = runClientCLI(t, nil, "group", "delete", "g", bs)
 	oneErrorLine(t, "delete again", code, errOut, 1, "group g does not exist")
 	_, errOut, code = runClientCLI(t, nil, "group", "describe", "g", bs)
-	oneErrorLine(t, "describe a deleted group", code, errOut, 1, "group g has no committed offsets")
+	oneErrorLine(t, "describe a deleted group", code, errOut, 1, "group g has no committed offsets and no members")
 }
 
 // Bad input is a usage error (exit 2, one line); a bad group name is the
@@ -209,7 +209,9 @@ func TestGroupUsageErrors(t *testing.T) {
 	_, errOut, code := runClientCLI(t, nil, "group", "bogus")
 	oneErrorLine(t, "group bogus", code, errOut, 2, `unknown command "bogus"`)
 	_, errOut, code = runClientCLI(t, nil, "consume", "t", "--group", "a b", "--max", "1", bs)
-	oneErrorLine(t, "consume with a bad group name", code, errOut, 1, "InvalidGroupID")
+	oneErrorLine(t, "consume with a bad group name", code, errOut, 1, `Group: group name "a b": only letters`)
+	_, errOut, code = runClientCLI(t, nil, "consume", "t", "--group", "a b", "--partition", "0", "--max", "1", bs)
+	oneErrorLine(t, "consume --partition with a bad group name", code, errOut, 1, "InvalidGroupID")
 }
 
 // consume --group commits every --commit-interval while it follows the
