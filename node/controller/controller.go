@@ -163,6 +163,9 @@ type Controller struct {
 		// members are the consumer groups' members while active, nil
 		// otherwise (members.go).
 		members *membership.Coordinator
+		// groupsAtStart are the groups with offsets when this tenure
+		// began (members.go).
+		groupsAtStart map[string]bool
 	}
 }
 
@@ -346,7 +349,7 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	c.mu.Lock()
 	c.mu.activeTerm = term
 	c.mu.sessions.reset(img, c.cfg.Now(), c.cfg.Grace)
-	c.startMembers(term)
+	c.startMembers(term, img)
 	if prevController != c.cfg.NodeID {
 		// Raft (with PreVote and CheckQuorum) elects a new leader only when
 		// the old one stopped answering, or handed leadership over on a

@@ -15,12 +15,17 @@ import (
 // controller that takes over does): activate starts an empty coordinator,
 // deactivate drops it.
 
-// startMembers gives a newly active controller of term an empty coordinator;
-// with c.mu held.
-func (c *Controller) startMembers(term uint64) {
+// startMembers gives a newly active controller of term an empty coordinator,
+// and notes the groups img has (those that may have had members under an
+// earlier controller: membership's settling); with c.mu held.
+func (c *Controller) startMembers(term uint64, img *metadata.Image) {
 	c.mu.members = membership.New(membership.Config{SessionTimeout: c.cfg.GroupSessionTimeout,
 		HeartbeatInterval: c.cfg.GroupHeartbeatInterval,
 		Prefix:            fmt.Sprintf("%d.%d.", c.cfg.NodeID, term)}, c.cfg.Now())
+	c.mu.groupsAtStart = map[string]bool{}
+	for _, g := range img.Groups() {
+		c.mu.groupsAtStart[g.Name] = true
+	}
 }
 
 // withMembers runs f with the coordinator under c.mu; false (and f not
@@ -43,8 +48,7 @@ func (c *Controller) GroupHeartbeat(_ context.Context, req wire.GroupHeartbeatRe
 	img := c.cfg.Store.Image()
 	var r wire.GroupHeartbeatResponse
 	if !c.withMembers(func(m *membership.Coordinator) {
-		_, existed := img.Group(req.Group)
-		r = m.Heartbeat(c.cfg.Now(), &req, topicPartitions(img), existed)
+		r = m.Heartbeat(c.cfg.Now(), &req, topicPartitions(img), c.mu.groupsAtStart[req.Group])
 	}) {
 		code, msg, hint := c.errorCode(c.notController())
 		return wire.GroupHeartbeatResponse{Err: code, Message: msg, ControllerID: hint}
