@@ -25,6 +25,7 @@ const (
 	PhantomRecord      AnomalyKind = "phantom-record"      // in the log but never produced (or for another partition)
 	ReadDiverged       AnomalyKind = "read-diverged"       // a leader told a consumer its log no longer holds records the consumer read (log truncated)
 	LostCommit         AnomalyKind = "lost-commit"         // a group's committed offset read back is not the last acknowledged commit (nor a later attempt)
+	MemberSkipped      AnomalyKind = "member-skipped"      // no member of the shared group read a record below one a member read
 	Unverified         AnomalyKind = "unverified"          // a partition could not be read back (entirely), no in-sync replica's files could be compared, or nothing was acknowledged in it
 )
 
@@ -35,12 +36,13 @@ const (
 	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
 	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
 	WritesStalled  AnomalyKind = "writes-stalled"  // no record sent to a partition after the faults ended was acknowledged
+	MembersBehind  AnomalyKind = "members-behind"  // the shared group's members never read a partition up to the final HW
 )
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
-	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, LostCommit, Unverified}
-	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, NoFaults, WritesStalled}
+	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, LostCommit, MemberSkipped, Unverified}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, MembersBehind, NoFaults, WritesStalled}
 )
 
 // Anomaly is one finding.
@@ -85,6 +87,7 @@ type Report struct {
 	FinalRecords                                  int
 	ReplicasChecked                               int
 	Commits, CommitsAcked                         int // group commits made, and acknowledged
+	Members, MemberReads, MemberRereads           int // group members, records they read, and read again after a handover
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind
@@ -424,6 +427,7 @@ func Check(h *History) *Report {
 	}
 	resumed(h, r)
 	checkCommits(h, r)
+	checkMembers(h, r)
 	if h.FaultsApplied == 0 {
 		r.add(Anomaly{Kind: NoFaults, Partition: -1, Offset: -1,
 			Detail: "the nemesis applied no fault (all skipped or failed, or none scheduled): the history shows the system without faults only"})
@@ -664,6 +668,10 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "reads: %d consumer reads; final log: %d records; in-sync replicas compared: %d\n", r.Reads, r.FinalRecords, r.ReplicasChecked)
 	if r.Commits > 0 {
 		fmt.Fprintf(w, "group commits: %d made, %d acknowledged; committed offsets read back and checked\n", r.Commits, r.CommitsAcked)
+	}
+	if r.Members > 0 {
+		fmt.Fprintf(w, "group members: %d sharing the partitions read %d records (%d again after a handover); coverage of every final log checked\n",
+			r.Members, r.MemberReads, r.MemberRereads)
 	}
 	fmt.Fprintf(w, "safety:")
 	for _, k := range SafetyKinds {

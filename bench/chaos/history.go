@@ -143,6 +143,10 @@ type History struct {
 	Commits      []Commit
 	Committed    map[int]map[int32]int64
 	CommittedErr map[int]string
+	// Members is how many consumers shared the partitions as members of
+	// MembersGroup, and MemberReads what they read (checkMembers).
+	Members     int
+	MemberReads []MemberRead
 	// FaultsEnd is when the last fault had been healed; the producers keep
 	// writing for a while after it, and every partition must acknowledge
 	// some of those writes (writes resumed). Zero: not recorded, not checked.

@@ -187,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers}
+	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers, Members: wl.Members()}
 	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: topicPartitions, Workload: wl, Start: start, Out: out, Logger: cfg.Logger,
 		Admin: adminCl.Admin()}
 	defer nem.Close()
@@ -245,6 +245,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wl.StopConsumers()
 	h.End = time.Now()
 	h.Writes, h.Reads, h.Divergences = wl.Writes(), wl.Reads(), wl.Divergences()
+	h.MemberReads = wl.MemberReads()
 	h.Groups, h.Commits = true, wl.Commits()
 	h.Committed, h.CommittedErr = readCommitted(sctx, adminCl.Admin(), h.Consumers)
 
@@ -472,10 +473,11 @@ func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Work
 	}
 }
 
-// waitConsumers waits until the workload's consumers have read every
-// partition up to the final HW, except where a consumer was told its
-// history diverged: it reads that partition no further (the checker
-// reports it), and waiting for it would only spend the settle timeout.
+// waitConsumers waits until the workload's consumers, and its group
+// members together, have read every partition up to the final HW, except
+// where a consumer was told its history diverged: it reads that partition
+// no further (the checker reports it), and waiting for it would only spend
+// the settle timeout.
 func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 	localcluster.Poll(ctx, 50*time.Millisecond, func(context.Context) (bool, error) {
 		stopped := map[[2]int]bool{}
@@ -485,6 +487,14 @@ func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 		for c, m := range wl.ReadPositions() {
 			for _, pl := range final {
 				if m[pl.Partition] < pl.HW && !stopped[[2]int{c, int(pl.Partition)}] {
+					return false, nil
+				}
+			}
+		}
+		if wl.Members() > 0 {
+			m := wl.MemberPositions()
+			for _, pl := range final {
+				if m[pl.Partition] < pl.HW {
 					return false, nil
 				}
 			}

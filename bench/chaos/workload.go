@@ -18,10 +18,13 @@ type WorkloadConfig struct {
 	Bootstrap  []string
 	TLS        quic.TLSConfig
 	Topic      string
-	Partitions int           // the topic's partition count; record seq goes to partition seq % Partitions
-	Producers  int           // default 4; each has its own Client (connection) and idempotent acks=all Producer
-	Consumers  int           // default 2; each reads every partition from the beginning
-	Interval   time.Duration // per producer, between two records; default 2ms
+	Partitions int // the topic's partition count; record seq goes to partition seq % Partitions
+	Producers  int // default 4; each has its own Client (connection) and idempotent acks=all Producer
+	Consumers  int // default 2; each reads every partition from the beginning
+	// Members is how many consumers share the partitions as members of
+	// MembersGroup (members.go); default 2, -1 none.
+	Members  int
+	Interval time.Duration // per producer, between two records; default 2ms
 	// MaxOutstanding bounds each producer's unresolved records; default 1000.
 	MaxOutstanding  int
 	Pad             int           // filler bytes after each payload; default 0
@@ -38,6 +41,9 @@ func (c WorkloadConfig) withDefaults() WorkloadConfig {
 	}
 	if c.Consumers <= 0 {
 		c.Consumers = 2
+	}
+	if c.Members == 0 {
+		c.Members = 2
 	}
 	if c.Interval <= 0 {
 		c.Interval = 2 * time.Millisecond
@@ -88,6 +94,8 @@ type Workload struct {
 		// divergences: one per consumer, partition and position.
 		divergences []Divergence
 		commits     []Commit
+		memberReads []MemberRead
+		memberPos   map[int32]int64 // partition -> after the highest offset a member read
 	}
 }
 
@@ -103,6 +111,7 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 		w.mu.maxAcked[i] = -1
 	}
 	w.mu.readPos = map[int]map[int32]int64{}
+	w.mu.memberPos = map[int32]int64{}
 	w.pctx, w.pstop = context.WithCancel(context.Background())
 	w.cctx, w.cstop = context.WithCancel(context.Background())
 	ccfg := client.Config{Bootstrap: cfg.Bootstrap, TLS: cfg.TLS, Logger: cfg.Logger}
@@ -140,6 +149,14 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 		cons.Assign(tps, 0)
 		w.cwg.Add(1)
 		go w.consume(i, cons)
+	}
+	if err := w.startMembers(ctx, ccfg); err != nil {
+		w.pstop()
+		w.pwg.Wait()
+		w.cstop()
+		w.cwg.Wait()
+		w.closeClients()
+		return nil, err
 	}
 	return w, nil
 }
