@@ -83,12 +83,7 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer) {
 			} else {
 				w.log.Warn("group member poll failed", "member", id, "err", err)
 			}
-			t := time.NewTimer(50 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-w.cctx.Done():
-			}
-			t.Stop()
+			w.pauseConsumer()
 		}
 	}
 }

@@ -261,13 +261,19 @@ func (w *Workload) consume(id int, cons *client.Consumer) {
 		}
 		if err != nil && w.cctx.Err() == nil {
 			w.pollFailed(id, err, now)
-			t := time.NewTimer(50 * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-w.cctx.Done():
-			}
-			t.Stop()
+			w.pauseConsumer()
 		}
+	}
+}
+
+// pauseConsumer waits a little after a failed poll (or until the consumers
+// stop).
+func (w *Workload) pauseConsumer() {
+	t := time.NewTimer(50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.cctx.Done():
 	}
 }
 
