@@ -145,8 +145,9 @@ type History struct {
 	CommittedErr map[int]string
 	// Members is how many consumers shared the partitions as members of
 	// MembersGroup, and MemberReads what they read (checkMembers).
-	Members     int
-	MemberReads []MemberRead
+	Members       int
+	MemberReads   []MemberRead
+	MemberRejoins int // times a member left and joined again
 	// FaultsEnd is when the last fault had been healed; the producers keep
 	// writing for a while after it, and every partition must acknowledge
 	// some of those writes (writes resumed). Zero: not recorded, not checked.

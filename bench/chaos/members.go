@@ -24,7 +24,10 @@ type MemberRead struct {
 // startMembers joins cfg.Members consumers to MembersGroup, sharing the
 // topic's partitions (client.GroupConsumer: the active controller assigns
 // them, and moves them as members come and go or the controller changes).
-// Each partition starts at the group's committed offset, else at 0.
+// Each partition starts at the group's committed offset, else at 0. Every
+// member leaves after a while and joins again (member i after
+// MemberLifetime × (1 + i/2)), so partitions are handed over all through
+// the run, under whatever fault is in effect.
 func (w *Workload) startMembers(ctx context.Context, ccfg client.Config) error {
 	for i := range w.cfg.Members {
 		c, err := client.New(ctx, ccfg)
@@ -32,21 +35,59 @@ func (w *Workload) startMembers(ctx context.Context, ccfg client.Config) error {
 			return err
 		}
 		w.ccls = append(w.ccls, c)
-		gc, err := c.NewGroupConsumer(ctx, client.GroupConsumerConfig{Group: MembersGroup, Topics: []string{w.cfg.Topic},
-			ClientID: fmt.Sprintf("chaos-member-%d", i), From: 0})
+		gc, err := w.join(ctx, c, i)
 		if err != nil {
-			return fmt.Errorf("chaos: member %d: %w", i, err)
+			return err
 		}
 		w.cwg.Add(1)
-		go w.consumeAsMember(i, gc)
+		go w.member(i, c, gc)
 	}
 	return nil
 }
 
-// consumeAsMember is one member's loop: it reads what it is assigned and
-// commits every CommitInterval (and on every release, by itself).
-func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer) {
+func (w *Workload) join(ctx context.Context, c *client.Client, id int) (*client.GroupConsumer, error) {
+	gc, err := c.NewGroupConsumer(ctx, client.GroupConsumerConfig{Group: MembersGroup, Topics: []string{w.cfg.Topic},
+		ClientID: fmt.Sprintf("chaos-member-%d", id), From: 0})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: member %d: %w", id, err)
+	}
+	return gc, nil
+}
+
+// member runs member id: one membership after another until the consumers
+// stop.
+func (w *Workload) member(id int, c *client.Client, gc *client.GroupConsumer) {
 	defer w.cwg.Done()
+	lifetime := w.cfg.MemberLifetime + time.Duration(id)*w.cfg.MemberLifetime/2
+	for {
+		w.consumeAsMember(id, gc, time.Now().Add(lifetime))
+		if w.cctx.Err() != nil {
+			return
+		}
+		for {
+			ctx, cancel := context.WithTimeout(w.cctx, commitTimeout)
+			var err error
+			gc, err = w.join(ctx, c, id)
+			cancel()
+			if err == nil {
+				break
+			}
+			if w.cctx.Err() != nil {
+				return
+			}
+			w.log.Warn("group member could not join again", "member", id, "err", err)
+			w.pauseConsumer()
+		}
+		w.mu.Lock()
+		w.mu.memberJoins++
+		w.mu.Unlock()
+	}
+}
+
+// consumeAsMember is one membership's loop until until (or the consumers
+// stop): it reads what it is assigned and commits every CommitInterval (and
+// on every release, by itself), then leaves.
+func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer, until time.Time) {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		defer cancel()
@@ -55,7 +96,7 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer) {
 		}
 	}()
 	lastCommit := time.Now()
-	for w.cctx.Err() == nil {
+	for w.cctx.Err() == nil && time.Now().Before(until) {
 		if time.Since(lastCommit) >= w.cfg.CommitInterval {
 			ctx, cancel := context.WithTimeout(w.cctx, commitTimeout)
 			if err := gc.Commit(ctx); err != nil && w.cctx.Err() == nil {
@@ -90,6 +131,13 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer) {
 
 // Members is how many group members the workload runs.
 func (w *Workload) Members() int { return max(w.cfg.Members, 0) }
+
+// MemberRejoins is how many times a member left and joined again.
+func (w *Workload) MemberRejoins() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.memberJoins
+}
 
 // MemberReads returns a copy of every record the members read.
 func (w *Workload) MemberReads() []MemberRead {

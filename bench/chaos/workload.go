@@ -23,8 +23,11 @@ type WorkloadConfig struct {
 	Consumers  int // default 2; each reads every partition from the beginning
 	// Members is how many consumers share the partitions as members of
 	// MembersGroup (members.go); default 2, -1 none.
-	Members  int
-	Interval time.Duration // per producer, between two records; default 2ms
+	Members int
+	// MemberLifetime is how long a member stays before it leaves and
+	// joins again (member i: MemberLifetime × (1 + i/2)); default 20s.
+	MemberLifetime time.Duration
+	Interval       time.Duration // per producer, between two records; default 2ms
 	// MaxOutstanding bounds each producer's unresolved records; default 1000.
 	MaxOutstanding  int
 	Pad             int           // filler bytes after each payload; default 0
@@ -44,6 +47,9 @@ func (c WorkloadConfig) withDefaults() WorkloadConfig {
 	}
 	if c.Members == 0 {
 		c.Members = 2
+	}
+	if c.MemberLifetime <= 0 {
+		c.MemberLifetime = 20 * time.Second
 	}
 	if c.Interval <= 0 {
 		c.Interval = 2 * time.Millisecond
@@ -96,6 +102,7 @@ type Workload struct {
 		commits     []Commit
 		memberReads []MemberRead
 		memberPos   map[int32]int64 // partition -> after the highest offset a member read
+		memberJoins int             // rejoins after a member left
 	}
 }
 
