@@ -16,8 +16,10 @@ import (
 // member then joins again (MemberEpoch 0) reporting the partitions it
 // still owns, and keeps them unless another member owns them already. For
 // one session timeout after it takes over, the new controller hands out
-// no partition that no member reports owning, so it never gives a
-// partition to a second member while the first has not heartbeated yet.
+// no partition that no member reports owning in the groups that had
+// committed offsets when it took over, so it does not give a partition to
+// a second member while the first has not heartbeated yet (a group that
+// never committed is not waited for).
 //
 // A member owns a partition from the answer that assigns it to it until a
 // heartbeat of its that no longer reports it. A partition taken from a
