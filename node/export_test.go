@@ -15,3 +15,6 @@ func SetHeartbeatHold(cfg *Config, hold func() bool) { cfg.heartbeatHold = hold 
 // each committed metadata entry (a test holds a replay at one index until
 // gate returns).
 func SetApplyGate(cfg *Config, gate func(index uint64)) { cfg.applyGate = gate }
+
+// Incarnation is the node process's broker incarnation.
+func (n *Node) Incarnation() int64 { return n.incarnation }

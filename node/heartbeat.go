@@ -69,10 +69,10 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 	n.mu.Lock()
 	registered, newStorage := n.mu.registered, n.mu.newStorage
 	n.mu.Unlock()
-	var empty []wire.PartitionRef
+	var empty, torn []wire.PartitionRef
 	if !registered && !newStorage { // (with new storage every partition is empty)
 		var ok bool
-		if empty, ok = n.emptyReplicas(ctx); !ok {
+		if empty, torn, ok = n.emptyReplicas(ctx); !ok {
 			return wire.BrokerHeartbeatResponse{}, false
 		}
 	}
@@ -92,6 +92,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 			NewStorage:         newStorage,
 			UnsyncedLogs:       n.cfg.Sync != segment.SyncAlways,
 			EmptyReplicas:      empty,
+			TornReplicas:       torn,
 			MetadataVersion:    metadata.MetadataVersion,
 			Rack:               n.cfg.Rack,
 		}, &resp, func() wire.ErrorCode { return resp.Err })
@@ -208,35 +209,59 @@ const localLogWait = 5 * time.Second
 // show every assignment, and a registration that did not name a partition
 // whose log was lost could see that replica elected with nothing: the node
 // stays unregistered (and fenced) instead.
-func (n *Node) emptyReplicas(ctx context.Context) ([]wire.PartitionRef, bool) {
+//
+// torn lists those whose logs, opened by this process, truncated a damaged
+// tail (broker.TornAtOpen): it waits, within the same bound, until the
+// watcher has reconciled that image (opening every log it assigns).
+func (n *Node) emptyReplicas(ctx context.Context) (empty, torn []wire.PartitionRef, ok bool) {
 	wctx, cancel := context.WithTimeout(ctx, localLogWait)
 	defer cancel()
-	if err := n.raft.WaitApplied(wctx, n.startCommit); err != nil {
+	err := n.raft.WaitApplied(wctx, n.startCommit)
+	for err == nil && n.reconciledOffset() < n.startCommit {
+		select {
+		case <-wctx.Done():
+			err = wctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			n.log.Warn("not registering yet: the metadata log on disk is not applied, and a registration now could not name the partitions whose logs are lost",
 				"applied", n.raft.Status().Applied, "commit_at_start", n.startCommit, "waited", localLogWait)
 		}
-		return nil, false
+		return nil, nil, false
 	}
 	img := n.store.Image()
 	n.mu.Lock()
-	cached, at := n.mu.empty, n.mu.emptyAt
+	cached, cachedTorn, at := n.mu.empty, n.mu.torn, n.mu.emptyAt
 	n.mu.Unlock()
 	if at != 0 && at == img.Offset() {
 		// A retry: a log found before holds what it held, and one found
 		// empty stays marked until a registration is accepted.
-		return cached, true
+		return cached, cachedTorn, true
 	}
-	var out []wire.PartitionRef
 	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {
-			if p.HasReplica(n.cfg.ID) && n.broker.HoldsNothing(p.Topic, p.TopicID, p.Partition) {
-				out = append(out, wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition})
+			if !p.HasReplica(n.cfg.ID) {
+				continue
+			}
+			ref := wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition}
+			if n.broker.HoldsNothing(p.Topic, p.TopicID, p.Partition) {
+				empty = append(empty, ref)
+			} else if n.broker.TornAtOpen(p.Topic, p.TopicID, p.Partition) {
+				torn = append(torn, ref)
 			}
 		}
 	}
 	n.mu.Lock()
-	n.mu.empty, n.mu.emptyAt = out, img.Offset()
+	n.mu.empty, n.mu.torn, n.mu.emptyAt = empty, torn, img.Offset()
 	n.mu.Unlock()
-	return out, true
+	return empty, torn, true
+}
+
+// reconciledOffset is the offset of the last image the watcher reconciled.
+func (n *Node) reconciledOffset() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.reconciled
 }

@@ -87,15 +87,20 @@ type Node struct {
 		newStorage bool
 		// empty and emptyAt: emptyReplicas's last answer and the image
 		// offset it was computed at (a retried registration reuses it).
-		empty     []wire.PartitionRef
-		emptyAt   uint64
-		staleReg  bool      // the last registration was refused: our incarnation is older than the registered one
-		lastHB    time.Time // last successful heartbeat
-		hbSeq     uint64    // heartbeats started
-		hbApplied uint64    // the newest heartbeat whose answer was applied
-		hbAcked   uint64    // the newest heartbeat whose answer arrived (sent as AckedSeq)
-		fenced    bool
-		closing   bool
+		empty   []wire.PartitionRef
+		emptyAt uint64
+		// torn: the partitions whose logs were found with a damaged tail
+		// (emptyReplicas, with empty).
+		torn []wire.PartitionRef
+		// reconciled is the offset of the last image reconcile applied.
+		reconciled uint64
+		staleReg   bool      // the last registration was refused: our incarnation is older than the registered one
+		lastHB     time.Time // last successful heartbeat
+		hbSeq      uint64    // heartbeats started
+		hbApplied  uint64    // the newest heartbeat whose answer was applied
+		hbAcked    uint64    // the newest heartbeat whose answer arrived (sent as AckedSeq)
+		fenced     bool
+		closing    bool
 		// ctrlContact: when an active controller last answered a
 		// heartbeat (zero: never). Unlike lastHB it is not set at start.
 		ctrlContact time.Time

@@ -128,6 +128,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 	}
 	n.mu.Lock()
 	n.mu.applied = next
+	n.mu.reconciled = img.Offset()
 	n.mu.Unlock()
 	if current && !self.Fenced && !n.sweptCopies {
 		n.removeUnassignedCopies(want)

@@ -75,6 +75,8 @@ type Log struct {
 	opened struct {
 		scanned, resumedAt int64
 		unclean            bool
+		// torn: it truncated a damaged tail (TornAtOpen).
+		torn bool
 	}
 
 	pendingMu sync.Mutex
@@ -190,6 +192,12 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (*View, error) {
 	s.mp.acquire()
 	return &View{Data: s.mp.data[start:end:end], Next: next, mp: s.mp}, nil
 }
+
+// TornAtOpen reports whether Open truncated a damaged tail of the log (a
+// batch that failed its checks after the last good one): a write cut by a
+// crash, or data damaged on disk. What the tail held is gone, and under
+// --fsync always it may have been acknowledged (damage, not a crash).
+func (l *Log) TornAtOpen() bool { return l.opened.torn }
 
 // LogStartOffset and LogEndOffset (the offset the next record will get).
 func (l *Log) LogStartOffset() int64 {

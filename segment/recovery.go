@@ -402,6 +402,7 @@ func (l *Log) loadSegment(base int64, last, trusted bool, from *activePoint, epo
 	if res.end < size && last && !allZero(scanned[res.end:min(int64(len(scanned)), res.end+HeaderSize)]) {
 		l.logger.Info("segment: truncated torn tail", "file", logPath, "position", res.end,
 			"offset", res.next, "reason", res.err)
+		l.opened.torn = true
 	}
 	s.size, s.next, s.maxTs = res.end, res.next, res.maxTs
 	// Rebuild the indexes (after the entries a resumed scan kept).

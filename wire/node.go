@@ -129,6 +129,12 @@ type BrokerRegisterRequest struct {
 	// empty by a process not yet registered): for these partitions the
 	// controller treats it as NewStorage. Omitted when empty.
 	EmptyReplicas []PartitionRef `msgpack:"empty,omitempty"`
+	// TornReplicas lists the partitions whose logs this start found with a
+	// damaged tail and truncated (a write cut by a crash, or data damaged
+	// on disk, which under --fsync always may have been acknowledged): for
+	// these the controller treats it as UnsyncedLogs, so it leaves their
+	// ELRs. Omitted when empty.
+	TornReplicas []PartitionRef `msgpack:"torn,omitempty"`
 	// MetadataVersion is the highest metadata version this node's build
 	// applies (metadata.MetadataVersion); absent (0) from builds before
 	// versions existed, which apply version 1.

@@ -99,3 +99,13 @@ func (b *Broker) Registered() error {
 	}
 	return errors.Join(errs...)
 }
+
+// TornAtOpen reports whether the log of partition of topic (id topicID),
+// open in this process, truncated a damaged tail when it was opened
+// (segment.Log.TornAtOpen): the node's registration names such partitions
+// (wire.BrokerRegisterRequest.TornReplicas), as what the tail held may have
+// been acknowledged. false for a log not open.
+func (b *Broker) TornAtOpen(topic, topicID string, partition int32) bool {
+	p := b.partition(topic, partition)
+	return p != nil && p.topicID() == topicID && p.log.TornAtOpen()
+}

@@ -34,7 +34,7 @@ func (c *Controller) errorCode(err error) (wire.ErrorCode, string, int32) {
 func (c *Controller) Register(ctx context.Context, req wire.BrokerRegisterRequest) wire.BrokerRegisterResponse {
 	ev := metadata.RegisterEvent{ID: req.BrokerID, Addr: req.Addr, Incarnation: req.Incarnation,
 		ControllerEligible: req.ControllerEligible, NewStorage: req.NewStorage, UnsyncedLogs: req.UnsyncedLogs,
-		EmptyReplicas: req.EmptyReplicas, MetadataVersion: req.MetadataVersion, Rack: req.Rack}
+		EmptyReplicas: req.EmptyReplicas, TornReplicas: req.TornReplicas, MetadataVersion: req.MetadataVersion, Rack: req.Rack}
 	_, err := c.submit(ctx, "register", func(img *metadata.Image) ([]metadata.Record, error) {
 		recs, err := metadata.DecideRegister(img, ev)
 		for _, r := range recs {

@@ -40,11 +40,21 @@ type RegisterEvent struct {
 	// before this start (a partition directory wiped while the data
 	// directory was kept): NewStorage for these partitions only.
 	EmptyReplicas []wire.PartitionRef
+	// TornReplicas: partitions whose logs this start truncated a damaged
+	// tail of: UnsyncedLogs for these partitions only.
+	TornReplicas []wire.PartitionRef
 	// MetadataVersion is the highest metadata version the broker's build
 	// applies (0: version 1, a build from before versions existed).
 	MetadataVersion int32
 	// Rack is the broker's failure domain ("": none; racks.go).
 	Rack string
+}
+
+// unsynced reports whether the registering broker's log of p may be
+// shorter than what it reported fetched (UnsyncedLogs, or p among
+// TornReplicas).
+func (ev RegisterEvent) unsynced(p PartitionState) bool {
+	return ev.UnsyncedLogs || slices.Contains(ev.TornReplicas, wire.PartitionRef{TopicID: p.TopicID, Partition: p.Partition})
 }
 
 // lostStorage reports whether the registering broker holds nothing of p
@@ -59,7 +69,8 @@ func (ev RegisterEvent) lostStorage(p PartitionState) bool {
 // leaves every ISR: the restarted process may have lost unflushed data). The
 // new incarnation starts fenced until it has caught up (DecideHeartbeat).
 // A new incarnation whose logs may be shorter than its previous one's
-// (UnsyncedLogs, NewStorage) leaves every ELR, and one with new storage
+// (UnsyncedLogs, NewStorage; TornReplicas for those partitions) leaves
+// every ELR, and one with new storage
 // every ISR it is still named in (dropRestartedReplica); EmptyReplicas
 // does both for the partitions it names.
 //
@@ -101,12 +112,12 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 	}
 	out = append(out, BrokerRegistered{ID: ev.ID, Addr: ev.Addr, Incarnation: ev.Incarnation, MetadataVersion: ev.MetadataVersion,
 		ControllerEligible: ev.ControllerEligible, Rack: ev.Rack})
-	if known && (ev.NewStorage || ev.UnsyncedLogs || len(ev.EmptyReplicas) > 0) {
+	if known && (ev.NewStorage || ev.UnsyncedLogs || len(ev.EmptyReplicas) > 0 || len(ev.TornReplicas) > 0) {
 		after, _, err := img.ApplyEntry(img.Offset(), out)
 		if err != nil {
 			panic(fmt.Sprintf("metadata: registration of a new incarnation rejected: %v", err))
 		}
-		out = append(out, dropRestartedReplica(after, ev.ID, after.Live, ev.UnsyncedLogs, ev.lostStorage)...)
+		out = append(out, dropRestartedReplica(after, ev.ID, after.Live, ev.unsynced, ev.lostStorage)...)
 	}
 	return out, nil
 }

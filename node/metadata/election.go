@@ -160,7 +160,10 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 // of every one under --fsync interval or never (unsynced), where a restart
 // may have lost a tail below what it reported as fetched
 // (RegisterEvent.UnsyncedLogs); under --fsync always it kept them and
-// stays. Where its storage is new (lost(p): its data directory was wiped
+// stays, except in the partitions whose logs it found with a damaged tail
+// (RegisterEvent.TornReplicas: data damaged on disk may have been
+// acknowledged; a chaos run elected such a replica from the ELR and lost
+// an acknowledged record). Where its storage is new (lost(p): its data directory was wiped
 // or replaced, RegisterEvent.NewStorage, or that partition's directory,
 // RegisterEvent.EmptyReplicas), it holds nothing of what its earlier
 // incarnations had: it leaves that ELR, and the ISR it was kept in as the
@@ -179,7 +182,7 @@ func electOffline(img *Image, eligible func(int32) bool) []Record {
 // the wiped replica as before would have handed out the offsets of
 // acknowledged records a second time. A replica whose storage is lost while
 // the partition is offline this way joins Lost as well.
-func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, unsynced bool, lost func(PartitionState) bool) []Record {
+func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, unsynced, lost func(PartitionState) bool) []Record {
 	var out []Record
 	img.EachPartition(func(p PartitionState) bool {
 		storageLost := lost(p)
@@ -194,7 +197,7 @@ func dropRestartedReplica(img *Image, id int32, eligible func(int32) bool, unsyn
 			out = append(out, c)
 			return true
 		}
-		if !(storageLost && p.InISR(id)) && !(p.InELR(id) && (unsynced || storageLost)) {
+		if !(storageLost && p.InISR(id)) && !(p.InELR(id) && (unsynced(p) || storageLost)) {
 			return true
 		}
 		isr, leader, elr := p.ISR, p.Leader, without(p.ELR, id)

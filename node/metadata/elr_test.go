@@ -3,21 +3,28 @@ package metadata
 import (
 	"slices"
 	"testing"
+
+	"paymentlog/wire"
 )
 
 // A broker that restarts stays an eligible leader replica when its logs are
 // synced (--fsync always keeps what it fetched); under --fsync interval or
-// never, or with new storage, it leaves every ELR.
+// never, or with new storage, it leaves every ELR; and it leaves the ELR
+// of a partition whose log it found with a damaged tail (TornReplicas),
+// only that one.
 func TestRestartKeepsELRUnlessLogsMayBeShort(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		unsynced bool
 		new      bool
+		torn     int32 // the partition whose log it found torn, -1 none
 		keep     bool
 	}{
-		{"synced", false, false, true},
-		{"unsynced", true, false, false},
-		{"new storage", false, true, false},
+		{"synced", false, false, -1, true},
+		{"unsynced", true, false, -1, false},
+		{"new storage", false, true, -1, false},
+		{"torn", false, false, 0, false},
+		{"another partition torn", false, false, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := seededImage(t)
@@ -36,8 +43,12 @@ func TestRestartKeepsELRUnlessLogsMayBeShort(t *testing.T) {
 			if p, _ = img.Partition("payments", 0); !slices.Equal(p.ELR, []int32{last}) {
 				t.Fatalf("ELR after fencing: %s", p)
 			}
+			var torn []wire.PartitionRef
+			if tc.torn >= 0 {
+				torn = []wire.PartitionRef{{TopicID: p.TopicID, Partition: tc.torn}}
+			}
 			apply(DecideRegister(img, RegisterEvent{ID: last, Addr: "127.0.0.1:1", Incarnation: 2,
-				ControllerEligible: last < 3, NewStorage: tc.new, UnsyncedLogs: tc.unsynced}))
+				ControllerEligible: last < 3, NewStorage: tc.new, UnsyncedLogs: tc.unsynced, TornReplicas: torn}))
 			p, _ = img.Partition("payments", 0)
 			if p.InELR(last) != tc.keep {
 				t.Fatalf("after broker %d restarted: %s", last, p)
