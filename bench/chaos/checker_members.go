@@ -17,7 +17,7 @@ func checkMembers(h *History, r *Report) {
 	if h.Members <= 0 {
 		return
 	}
-	r.Members, r.MemberReads, r.MemberRejoins = h.Members, len(h.MemberReads), h.MemberRejoins
+	r.Members, r.MemberReads, r.MemberRejoins, r.MemberDeaths = h.Members, len(h.MemberReads), h.MemberRejoins, h.MemberDeaths
 	read := map[int32]map[int64]string{} // partition -> offset -> value
 	for _, m := range h.MemberReads {
 		if read[m.Partition] == nil {

@@ -148,6 +148,7 @@ type History struct {
 	Members       int
 	MemberReads   []MemberRead
 	MemberRejoins int // times a member left and joined again
+	MemberDeaths  int // of those, times it died instead of leaving
 	// FaultsEnd is when the last fault had been healed; the producers keep
 	// writing for a while after it, and every partition must acknowledge
 	// some of those writes (writes resumed). Zero: not recorded, not checked.

@@ -55,19 +55,41 @@ func (w *Workload) join(ctx context.Context, c *client.Client, id int) (*client.
 }
 
 // member runs member id: one membership after another until the consumers
-// stop.
+// stop. Every other membership ends by dying instead of leaving: its
+// client is closed, so neither a last commit nor the leave reaches the
+// cluster, and its partitions wait until the controller forgets it (the
+// session timeout), then go to the other member at the last commit.
 func (w *Workload) member(id int, c *client.Client, gc *client.GroupConsumer) {
 	defer w.cwg.Done()
 	lifetime := w.cfg.MemberLifetime + time.Duration(id)*w.cfg.MemberLifetime/2
-	for {
+	for k := 1; ; k++ {
 		w.consumeAsMember(id, gc, time.Now().Add(lifetime))
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		die := k%2 == 0 && w.cctx.Err() == nil
+		if die {
+			c.Close(ctx)
+		}
+		if err := gc.Close(ctx); err != nil && !die {
+			w.log.Warn("group member close", "member", id, "err", err)
+		}
+		cancel()
 		if w.cctx.Err() != nil {
 			return
 		}
 		for {
-			ctx, cancel := context.WithTimeout(w.cctx, commitTimeout)
 			var err error
-			gc, err = w.join(ctx, c, id)
+			ctx, cancel := context.WithTimeout(w.cctx, commitTimeout)
+			if die {
+				if c, err = client.New(ctx, w.ccfg); err == nil {
+					w.mu.Lock()
+					w.mu.memberClients = append(w.mu.memberClients, c)
+					w.mu.Unlock()
+					die = false
+				}
+			}
+			if err == nil {
+				gc, err = w.join(ctx, c, id)
+			}
 			cancel()
 			if err == nil {
 				break
@@ -80,21 +102,17 @@ func (w *Workload) member(id int, c *client.Client, gc *client.GroupConsumer) {
 		}
 		w.mu.Lock()
 		w.mu.memberJoins++
+		if k%2 == 0 {
+			w.mu.memberDeaths++
+		}
 		w.mu.Unlock()
 	}
 }
 
 // consumeAsMember is one membership's loop until until (or the consumers
 // stop): it reads what it is assigned and commits every CommitInterval (and
-// on every release, by itself), then leaves.
+// on every release, by itself).
 func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer, until time.Time) {
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		defer cancel()
-		if err := gc.Close(ctx); err != nil {
-			w.log.Warn("group member close", "member", id, "err", err)
-		}
-	}()
 	lastCommit := time.Now()
 	for w.cctx.Err() == nil && time.Now().Before(until) {
 		if time.Since(lastCommit) >= w.cfg.CommitInterval {
@@ -132,11 +150,12 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer, until time.
 // Members is how many group members the workload runs.
 func (w *Workload) Members() int { return max(w.cfg.Members, 0) }
 
-// MemberRejoins is how many times a member left and joined again.
-func (w *Workload) MemberRejoins() int {
+// MemberRejoins is how many times a member left and joined again, and how
+// many of those times it died instead of leaving.
+func (w *Workload) MemberRejoins() (rejoins, deaths int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.mu.memberJoins
+	return w.mu.memberJoins, w.mu.memberDeaths
 }
 
 // MemberReads returns a copy of every record the members read.

@@ -245,7 +245,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wl.StopConsumers()
 	h.End = time.Now()
 	h.Writes, h.Reads, h.Divergences = wl.Writes(), wl.Reads(), wl.Divergences()
-	h.MemberReads, h.MemberRejoins = wl.MemberReads(), wl.MemberRejoins()
+	h.MemberReads = wl.MemberReads()
+	h.MemberRejoins, h.MemberDeaths = wl.MemberRejoins()
 	h.Groups, h.Commits = true, wl.Commits()
 	h.Committed, h.CommittedErr = readCommitted(sctx, adminCl.Admin(), h.Consumers)
 

@@ -88,6 +88,7 @@ type Workload struct {
 	prods  []*client.Producer
 	pcls   []*client.Client
 	ccls   []*client.Client
+	ccfg   client.Config // the consumers' and members' clients'
 	closed bool
 
 	mu struct {
@@ -98,11 +99,13 @@ type Workload struct {
 		acked    int
 		readPos  map[int]map[int32]int64 // consumer -> partition -> next offset
 		// divergences: one per consumer, partition and position.
-		divergences []Divergence
-		commits     []Commit
-		memberReads []MemberRead
-		memberPos   map[int32]int64 // partition -> after the highest offset a member read
-		memberJoins int             // rejoins after a member left
+		divergences   []Divergence
+		commits       []Commit
+		memberReads   []MemberRead
+		memberPos     map[int32]int64  // partition -> after the highest offset a member read
+		memberJoins   int              // rejoins after a member left
+		memberDeaths  int              // of those, after it died without leaving
+		memberClients []*client.Client // the clients of members that joined again after dying
 	}
 }
 
@@ -122,6 +125,7 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 	w.pctx, w.pstop = context.WithCancel(context.Background())
 	w.cctx, w.cstop = context.WithCancel(context.Background())
 	ccfg := client.Config{Bootstrap: cfg.Bootstrap, TLS: cfg.TLS, Logger: cfg.Logger}
+	w.ccfg = ccfg
 	for i := range cfg.Producers {
 		c, err := client.New(ctx, ccfg)
 		if err != nil {
@@ -425,7 +429,10 @@ func (w *Workload) closeClients() {
 	w.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, c := range append(append([]*client.Client(nil), w.pcls...), w.ccls...) {
+	w.mu.Lock()
+	members := w.mu.memberClients
+	w.mu.Unlock()
+	for _, c := range append(append(append([]*client.Client(nil), w.pcls...), w.ccls...), members...) {
 		c.Close(ctx)
 	}
 }
