@@ -212,12 +212,16 @@ const localLogWait = 5 * time.Second
 //
 // torn lists those whose logs, opened by this process, truncated a damaged
 // tail (broker.TornAtOpen): it waits, within the same bound, until the
-// watcher has reconciled that image (opening every log it assigns).
+// watcher has reconciled the image applied by then (opening every log it
+// assigns).
 func (n *Node) emptyReplicas(ctx context.Context) (empty, torn []wire.PartitionRef, ok bool) {
 	wctx, cancel := context.WithTimeout(ctx, localLogWait)
 	defer cancel()
 	err := n.raft.WaitApplied(wctx, n.startCommit)
-	for err == nil && n.reconciledOffset() < n.startCommit {
+	// The image's offset, not startCommit: raft entries that are not
+	// metadata (a new leader's empty entry, a conf change) leave it
+	// behind the raft index, and may end the log.
+	for target := n.store.Image().Offset(); err == nil && n.reconciledOffset() < target; {
 		select {
 		case <-wctx.Done():
 			err = wctx.Err()
