@@ -76,12 +76,8 @@ func (c *Cluster) groupHeartbeat(addr string, r *wire.GroupHeartbeatRequest) *wi
 	return &resp
 }
 
-// checkMemberCommitLocked is membership.CheckCommit for r.
+// checkMemberCommitLocked is membership.CheckOffsetCommit for r.
 func (c *Cluster) checkMemberCommitLocked(r *wire.OffsetCommitRequest) *wire.Error {
 	c.mu.members.Expire(time.Now())
-	tps := make([]membership.TopicPartition, len(r.Offsets))
-	for i, o := range r.Offsets {
-		tps[i] = membership.TopicPartition{Topic: o.Topic, Partition: o.Partition}
-	}
-	return c.mu.members.CheckCommit(r.Group, r.MemberID, tps)
+	return c.mu.members.CheckOffsetCommit(r)
 }

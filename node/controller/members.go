@@ -69,12 +69,8 @@ func topicPartitions(img *metadata.Image) membership.Partitions {
 // allow (membership.CheckCommit); nil when it does, or when this
 // controller is not active (the commit's submission then answers so).
 func (c *Controller) checkMemberCommit(req wire.OffsetCommitRequest) error {
-	tps := make([]membership.TopicPartition, len(req.Offsets))
-	for i, o := range req.Offsets {
-		tps[i] = membership.TopicPartition{Topic: o.Topic, Partition: o.Partition}
-	}
 	var e *wire.Error
-	c.withMembers(func(m *membership.Coordinator) { e = m.CheckCommit(req.Group, req.MemberID, tps) })
+	c.withMembers(func(m *membership.Coordinator) { e = m.CheckOffsetCommit(&req) })
 	if e != nil {
 		return e
 	}

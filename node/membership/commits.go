@@ -26,7 +26,7 @@ func (c *Coordinator) CheckCommit(group, memberID string, tps []TopicPartition) 
 	m := g.members[memberID]
 	for _, tp := range tps {
 		mine := m.owned[tp] || slices.Contains(m.assigned, tp)
-		if !mine || g.assignedToOther(tp, memberID) {
+		if !mine || g.claimedByOther(tp, memberID, false) {
 			return &wire.Error{Code: wire.InvalidRequest, Message: fmt.Sprintf(
 				"%s-%d is not assigned to member %q of group %q", tp.Topic, tp.Partition, memberID, group)}
 		}
@@ -34,14 +34,13 @@ func (c *Coordinator) CheckCommit(group, memberID string, tps []TopicPartition) 
 	return nil
 }
 
-// assignedToOther reports whether a member other than id has tp assigned.
-func (g *group) assignedToOther(tp TopicPartition, id string) bool {
-	for oid, o := range g.members {
-		if oid != id && slices.Contains(o.assigned, tp) {
-			return true
-		}
+// CheckOffsetCommit is CheckCommit for the partitions r commits.
+func (c *Coordinator) CheckOffsetCommit(r *wire.OffsetCommitRequest) *wire.Error {
+	tps := make([]TopicPartition, len(r.Offsets))
+	for i, o := range r.Offsets {
+		tps[i] = TopicPartition{Topic: o.Topic, Partition: o.Partition}
 	}
-	return false
+	return c.CheckCommit(r.Group, r.MemberID, tps)
 }
 
 // CheckEmpty is nil when group has no members (a deletion, an offset reset

@@ -190,7 +190,7 @@ func (c *Coordinator) retarget(g *group, topics Partitions) {
 func (c *Coordinator) assignment(g *group, m *member, settling bool) []TopicPartition {
 	var out []TopicPartition
 	for tp, id := range g.target {
-		if id != m.id || (settling && !m.owned[tp]) || g.ownedByOther(tp, m.id) {
+		if id != m.id || (settling && !m.owned[tp]) || g.claimedByOther(tp, m.id, true) {
 			continue
 		}
 		out = append(out, tp)
@@ -199,11 +199,11 @@ func (c *Coordinator) assignment(g *group, m *member, settling bool) []TopicPart
 	return out
 }
 
-// ownedByOther reports whether a member other than id reports owning tp
-// or has it assigned.
-func (g *group) ownedByOther(tp TopicPartition, id string) bool {
+// claimedByOther reports whether a member other than id has tp assigned,
+// or (withOwned) reports owning it.
+func (g *group) claimedByOther(tp TopicPartition, id string, withOwned bool) bool {
 	for oid, o := range g.members {
-		if oid != id && (o.owned[tp] || slices.Contains(o.assigned, tp)) {
+		if oid != id && (withOwned && o.owned[tp] || slices.Contains(o.assigned, tp)) {
 			return true
 		}
 	}
