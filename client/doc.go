@@ -128,7 +128,9 @@
 // the topics they subscribe to, a partition handed from one to the next
 // only after the first committed and released it. A goroutine of each
 // heartbeats to the controller; Poll applies the assignment (release,
-// start at the committed offset) before it reads. While a group has
+// start at the committed offset) before it reads; an application that
+// does not call Poll for MaxPollInterval loses its membership, and its
+// partitions go to the others. While a group has
 // members, only they commit its offsets; a Consumer using the group name
 // without membership reads what it is assigned, and its commits are
 // refused meanwhile (wire.NonEmptyGroup).

@@ -45,6 +45,15 @@ import (
 // committing (a commit would be refused, or overwrite the new owner's) and
 // the member joins again once the controller answers.
 //
+// An application that stops calling Poll (stuck on a record, a lock, a
+// dead downstream) would hold its partitions while its heartbeats go on.
+// So a member whose application has not called Poll for MaxPollInterval
+// leaves the group (Kafka's max.poll.interval.ms), and the controller
+// fences one that keeps a partition it was told to release for as long
+// (its rebalance timeout: FencedMemberEpoch). Either way its partitions go
+// to the others, and when the application calls Poll again, Poll releases
+// everything without committing and the member joins again.
+//
 // Delivery is at least once: the records returned after the last commit
 // of a partition are read again by its next owner when the member dies or
 // loses its membership. A member that Polls again has processed what Poll
@@ -88,10 +97,16 @@ type GroupConsumer struct {
 		// controller forgets the member a session timeout after it got
 		// its last heartbeat, which is later.
 		lastOK time.Time
-		// expelled: no heartbeat answered for a session timeout. Poll
-		// releases everything without committing; heartbeats wait for
-		// it.
+		// expelled: the membership was lost (no heartbeat answered for
+		// a session timeout, left for want of a Poll, fenced), for the
+		// reason lost says. Poll releases everything without committing;
+		// heartbeats wait for it.
 		expelled bool
+		lost     string
+		// polling says Poll is running; lastPoll is when it last
+		// returned (or the member joined): MaxPollInterval runs from it.
+		polling  bool
+		lastPoll time.Time
 		// pending: the assignment changed since Poll last looked.
 		pending bool
 		// interrupt ends the Consumer.Poll running (nil when none), so
@@ -121,6 +136,13 @@ type GroupConsumerConfig struct {
 	// FromTime, when not zero, replaces From: such a partition starts at
 	// its first record stamped at or after it (SeekEnd where none is).
 	FromTime time.Time
+	// MaxPollInterval is the longest the application may take between
+	// two Polls (Kafka's max.poll.interval.ms); default 5 minutes. A
+	// member that does not Poll within it leaves the group, and the next
+	// Poll releases every partition without committing and joins again.
+	// It is also the member's rebalance timeout: the controller fences a
+	// member that keeps a partition it was told to release for longer.
+	MaxPollInterval time.Duration
 	// Consumer configures the Consumer that reads the partitions.
 	Consumer ConsumerConfig
 	// CommitAt, when set, is what the member commits for an owned
@@ -157,6 +179,8 @@ func (cfg GroupConsumerConfig) Validate() error {
 		return bad("Topics", "%d topics: at most %d", len(cfg.Topics), wire.MaxGroupTopics)
 	case len(cfg.ClientID) > wire.MaxClientIDLen:
 		return bad("ClientID", "longer than %d bytes", wire.MaxClientIDLen)
+	case cfg.MaxPollInterval < 0 || cfg.MaxPollInterval > maxMaxPollInterval:
+		return bad("MaxPollInterval", "%v is not between 0 (the default) and %v", cfg.MaxPollInterval, maxMaxPollInterval)
 	case cfg.From < 0 && cfg.From != SeekBeginning && cfg.From != SeekEnd:
 		return bad("From", "%d is not an offset, SeekBeginning or SeekEnd", cfg.From)
 	}
@@ -170,6 +194,9 @@ func (cfg GroupConsumerConfig) Validate() error {
 
 func (cfg GroupConsumerConfig) withDefaults() GroupConsumerConfig {
 	cfg.Topics = slices.Compact(slices.Sorted(slices.Values(cfg.Topics)))
+	if cfg.MaxPollInterval == 0 {
+		cfg.MaxPollInterval = DefaultMaxPollInterval
+	}
 	if cfg.ClientID == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -180,6 +207,14 @@ func (cfg GroupConsumerConfig) withDefaults() GroupConsumerConfig {
 	return cfg
 }
 
+// DefaultMaxPollInterval is GroupConsumerConfig.MaxPollInterval's default
+// (Kafka's max.poll.interval.ms).
+const DefaultMaxPollInterval = 5 * time.Minute
+
+// maxMaxPollInterval is the longest MaxPollInterval the wire's rebalance
+// timeout (int32 milliseconds) holds, rounded down to a day.
+const maxMaxPollInterval = 24 * time.Hour
+
 // Until the controller's first answer says otherwise.
 const (
 	defaultGroupSessionTimeout    = 10 * time.Second
@@ -187,9 +222,11 @@ const (
 )
 
 // ErrMembershipLost is returned (wrapped) by GroupConsumer.Commit and
-// CommitOffsets when none of the member's heartbeats was answered for a
-// session timeout: the group may have given its partitions to others, so
-// its commits are not sent, and the next Poll releases them.
+// CommitOffsets when the member lost its membership and Poll has not
+// released its partitions yet: none of its heartbeats was answered for a
+// session timeout, it left for want of a Poll within MaxPollInterval, or
+// the controller fenced it. The group may have given its partitions to
+// others, so its commits are not sent, and the next Poll releases them.
 var ErrMembershipLost = errors.New("client: group membership lost")
 
 // ErrGroupConsumerClosed is returned by Poll after Close.
@@ -210,6 +247,7 @@ func (c *Client) NewGroupConsumer(ctx context.Context, cfg GroupConsumerConfig) 
 	g.mu.epoch = wire.JoinEpoch
 	g.mu.interval, g.mu.session = defaultGroupHeartbeatInterval, defaultGroupSessionTimeout
 	g.mu.assigned, g.mu.owned = map[TopicPartition]bool{}, map[TopicPartition]bool{}
+	g.mu.lastPoll = time.Now()
 	if _, err := g.heartbeat(ctx, false); err != nil {
 		g.cons.Close()
 		return nil, fmt.Errorf("client: join group %s: %w", cfg.Group, err)

@@ -115,6 +115,7 @@ type heartbeatLog struct {
 	reqs    []wire.GroupHeartbeatRequest
 	commits []wire.OffsetCommitRequest
 	drop    string // member id whose heartbeats are lost
+	fence   string // member id whose next heartbeat is answered FencedMemberEpoch
 }
 
 func recordHeartbeats(fc *clienttest.Cluster) *heartbeatLog {
@@ -129,12 +130,23 @@ func recordHeartbeats(fc *clienttest.Cluster) *heartbeatLog {
 			if l.drop != "" && hb.MemberID == l.drop {
 				return clienttest.Action{Kind: clienttest.DropRequest}
 			}
+			if l.fence != "" && hb.MemberID == l.fence {
+				l.fence = ""
+				return clienttest.Action{Kind: clienttest.Refuse, Code: wire.FencedMemberEpoch}
+			}
 		case wire.TypeOffsetCommit:
 			l.commits = append(l.commits, *req.(*wire.OffsetCommitRequest))
 		}
 		return clienttest.Action{}
 	})
 	return l
+}
+
+// fenceNext answers member's next heartbeat FencedMemberEpoch.
+func (l *heartbeatLog) fenceNext(member string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fence = member
 }
 
 func (l *heartbeatLog) dropFrom(member string) {
@@ -318,4 +330,104 @@ func TestGroupConsumerConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v; want a *ConfigError on %s", c.cfg, err, c.field)
 		}
 	}
+}
+
+// A member whose application stops polling leaves the group once
+// MaxPollInterval has passed, though its heartbeats could go on: the other
+// member takes its partitions at the last commit and reads on. When the
+// application polls again, its member releases what it held without
+// committing (the commit is refused meanwhile) and joins again.
+func TestGroupConsumerThatStopsPollingLeaves(t *testing.T) {
+	fc, c := groupCluster(t, 20*time.Second) // the session is not what ends it
+	hbs := recordHeartbeats(fc)
+	r := newGroupRun(t, c)
+	a := r.start("a", GroupConsumerConfig{MaxPollInterval: time.Second})
+	b := r.start("b", GroupConsumerConfig{})
+	waitFor(t, "a and b split the partitions", split(2, a, b))
+	produceEach(t, c, 4, 5)
+	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	id, had, revoked := a.g.MemberID(), a.g.Assignment(), len(r.revokedFrom("a"))
+	hbFrom, commitsFrom := hbs.counts()
+	a.hold.Lock() // a's application stalls
+	stalled := true
+	defer func() {
+		if stalled {
+			a.hold.Unlock()
+		}
+	}()
+	waitFor(t, "b reads all 4 (a left)", split(4, b))
+	hb, _ := hbs.since(hbFrom, 0)
+	if !slices.ContainsFunc(hb, func(h wire.GroupHeartbeatRequest) bool {
+		return h.MemberID == id && h.MemberEpoch == wire.LeaveEpoch
+	}) {
+		t.Fatalf("b has a's partitions and a sent no leave: %+v", hb)
+	}
+	if err := a.g.Commit(testCtx(t)); !errors.Is(err, ErrMembershipLost) {
+		t.Fatalf("a's commit after it left: %v, want ErrMembershipLost", err)
+	}
+	produceEach(t, c, 4, 5) // b reads a's two partitions on from a's last commit
+	a.hold.Unlock()
+	stalled = false
+	waitFor(t, "a and b split the partitions again", split(2, a, b))
+	if a.g.MemberID() != id {
+		t.Fatalf("a joined again as %q; want %q", a.g.MemberID(), id)
+	}
+	if rv := r.revokedFrom("a")[revoked:]; !slices.Equal(rv[:len(had)], had) {
+		t.Fatalf("a released %v when it polled again; had %v", rv, had)
+	}
+	_, commits := hbs.since(0, commitsFrom)
+	for _, cm := range commits {
+		if cm.MemberID == id {
+			t.Fatalf("a committed %+v after it left", cm)
+		}
+	}
+	waitFor(t, "every record read", func() bool {
+		for p := range int32(4) {
+			got := r.offsets(TopicPartition{"t", p})
+			for _, o := range seq(0, 10) {
+				if !slices.Contains(got, o) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// A member the controller fences (it kept partitions past its rebalance
+// timeout) releases everything without committing and joins again owning
+// nothing, with its rebalance timeout: it gets its share back once the
+// controller gives it.
+func TestGroupConsumerFencedReleasesAndJoinsAgain(t *testing.T) {
+	fc, c := groupCluster(t, 20*time.Second)
+	hbs := recordHeartbeats(fc)
+	r := newGroupRun(t, c)
+	a := r.start("a", GroupConsumerConfig{MaxPollInterval: 7 * time.Second})
+	b := r.start("b", GroupConsumerConfig{})
+	waitFor(t, "a and b split the partitions", split(2, a, b))
+	produceEach(t, c, 4, 5)
+	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	id, had, revoked := a.g.MemberID(), a.g.Assignment(), len(r.revokedFrom("a"))
+	hbFrom, commitsFrom := hbs.counts()
+	hbs.fenceNext(id)
+	waitFor(t, "a released its partitions", func() bool { return len(r.revokedFrom("a")) >= revoked+len(had) })
+	if rv := r.revokedFrom("a")[revoked:]; !slices.Equal(rv[:len(had)], had) {
+		t.Fatalf("a released %v; had %v", rv, had)
+	}
+	waitFor(t, "a and b split the partitions again", split(2, a, b))
+	hb, commits := hbs.since(hbFrom, commitsFrom)
+	joined := slices.IndexFunc(hb, func(h wire.GroupHeartbeatRequest) bool {
+		return h.MemberID == id && h.MemberEpoch == wire.JoinEpoch
+	})
+	if joined < 0 || len(hb[joined].Owned) != 0 || hb[joined].RebalanceTimeoutMs != 7000 || len(hb[joined].Topics) != 1 {
+		t.Fatalf("a's heartbeats after the fencing: %+v; want a join owning nothing, rebalance timeout 7000 ms", hb)
+	}
+	for _, cm := range commits {
+		if cm.MemberID == id && slices.ContainsFunc(cm.Offsets, func(o wire.GroupOffset) bool {
+			return slices.Contains(had, TopicPartition{o.Topic, o.Partition})
+		}) {
+			t.Fatalf("a committed %+v for partitions it lost", cm)
+		}
+	}
+	r.check()
 }

@@ -65,7 +65,14 @@ func (g *GroupConsumer) request(now time.Time) (req *wire.GroupHeartbeatRequest,
 		return nil, time.Hour // Close ends it
 	}
 	if !g.mu.expelled && g.lapsedLocked(now) {
-		g.expelLocked()
+		g.expelLocked(lapsedReason, "session_timeout", g.mu.session)
+	}
+	if !g.mu.expelled && g.pollOverdueLocked(now) {
+		// The application stopped polling: leave, so the group gives its
+		// partitions to the others.
+		g.expelLocked(overdueReason, "max_poll_interval", g.cfg.MaxPollInterval)
+		return &wire.GroupHeartbeatRequest{Group: g.cfg.Group, MemberID: g.mu.memberID, MemberEpoch: wire.LeaveEpoch,
+			ClientID: g.cfg.ClientID}, 0
 	}
 	if g.mu.expelled {
 		return nil, g.mu.interval // Poll wakes it once it has released everything
@@ -76,8 +83,15 @@ func (g *GroupConsumer) request(now time.Time) (req *wire.GroupHeartbeatRequest,
 		ClientID: g.cfg.ClientID, Owned: groupPartitions(owned)}
 	if req.MemberEpoch == wire.JoinEpoch {
 		req.Topics = g.cfg.Topics
+		req.RebalanceTimeoutMs = int32(g.cfg.MaxPollInterval.Milliseconds())
 	}
 	return req, 0
+}
+
+// pollOverdueLocked reports whether the application has not called Poll
+// for MaxPollInterval.
+func (g *GroupConsumer) pollOverdueLocked(now time.Time) bool {
+	return !g.mu.polling && now.Sub(g.mu.lastPoll) > g.cfg.MaxPollInterval
 }
 
 // send sends req to the active controller, retrying NotController and
@@ -108,6 +122,12 @@ func (g *GroupConsumer) answered(req *wire.GroupHeartbeatRequest, sent time.Time
 	defer g.mu.Unlock()
 	code := ErrorCode(err)
 	switch {
+	case req.MemberEpoch == wire.LeaveEpoch:
+		// Left for want of a Poll (answered or not: a membership the
+		// controller still holds times out): once Poll has released
+		// everything, the member joins again.
+		g.mu.epoch = wire.JoinEpoch
+		return g.mu.interval, err
 	case err == nil:
 		g.mu.memberID, g.mu.epoch, g.mu.lastOK = resp.MemberID, resp.MemberEpoch, sent
 		g.mu.interval = durationMs(resp.HeartbeatIntervalMs, defaultGroupHeartbeatInterval)
@@ -125,6 +145,12 @@ func (g *GroupConsumer) answered(req *wire.GroupHeartbeatRequest, sent time.Time
 			g.signalLocked()
 		}
 		return g.mu.interval, nil
+	case code == wire.FencedMemberEpoch:
+		g.mu.epoch = wire.JoinEpoch
+		if !g.mu.expelled {
+			g.expelLocked(fencedReason, "max_poll_interval", g.cfg.MaxPollInterval)
+		}
+		return g.mu.interval, err
 	case code == wire.UnknownMemberID && req.MemberEpoch != wire.JoinEpoch:
 		g.log.Info("the group's controller does not know this member (its session timed out, or the controller changed): joining again",
 			"member", req.MemberID)
@@ -154,12 +180,19 @@ func (g *GroupConsumer) untilLapseLocked(now time.Time) time.Duration {
 	return max(g.mu.lastOK.Add(g.mu.session).Sub(now)+time.Millisecond, time.Millisecond)
 }
 
+// Why a membership was lost (expelLocked).
+const (
+	lapsedReason  = "no group heartbeat answered for a session timeout"
+	overdueReason = "the application did not poll within the max poll interval: leaving the group"
+	fencedReason  = "the controller fenced the member: it kept partitions it was told to release past its rebalance timeout (the max poll interval)"
+)
+
 // expelLocked makes the member give up its partitions after its membership
-// lapsed: Poll releases them without committing.
-func (g *GroupConsumer) expelLocked() {
-	g.log.Warn("no group heartbeat answered for a session timeout: releasing every partition without committing",
-		"member", g.mu.memberID, "session_timeout", g.mu.session)
-	g.mu.expelled = true
+// was lost for reason (logged with the key and value given): Poll
+// releases them without committing.
+func (g *GroupConsumer) expelLocked(reason, key string, value time.Duration) {
+	g.log.Warn(reason+"; releasing every partition without committing", "member", g.mu.memberID, key, value)
+	g.mu.expelled, g.mu.lost = true, reason
 	g.mu.assigned = map[TopicPartition]bool{}
 	g.signalLocked()
 }

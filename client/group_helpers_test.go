@@ -35,6 +35,9 @@ type runningMember struct {
 	g    *GroupConsumer
 	stop chan struct{}
 	done chan error // Poll's error, else Close's
+	// hold, held by a test, stops the polls (the application stalls)
+	// once the Poll running has returned.
+	hold sync.Mutex
 }
 
 // start joins group g as member name (cfg's Group, Topics and callbacks
@@ -62,6 +65,8 @@ func (r *groupRun) start(name string, cfg GroupConsumerConfig) *runningMember {
 				return
 			default:
 			}
+			m.hold.Lock()
+			m.hold.Unlock() //nolint:staticcheck // only waits while a test holds it
 			msgs, err := g.Poll(ctx)
 			if err != nil {
 				g.Close(ctx)

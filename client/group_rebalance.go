@@ -29,10 +29,16 @@ import (
 // (the controller does not answer for its committed offset) is logged and
 // tried again at the next call. Errors are Consumer.Poll's, ctx's end, and
 // a heartbeat refused for good (the member stopped; Close it).
+//
+// Call it at least every MaxPollInterval: a member that does not leaves
+// the group (its partitions go to the others), and this call then releases
+// every partition without committing and joins again.
 func (g *GroupConsumer) Poll(ctx context.Context) ([]Message, error) {
 	if g.closed {
 		return nil, ErrGroupConsumerClosed
 	}
+	g.setPolling(true)
+	defer g.setPolling(false)
 	if err := g.rebalance(ctx); err != nil {
 		return nil, err
 	}
@@ -48,6 +54,17 @@ func (g *GroupConsumer) Poll(ctx context.Context) ([]Message, error) {
 		return msgs, nil // ended by an assignment change: the next call applies it
 	}
 	return msgs, err
+}
+
+// setPolling records that Poll began (true) or returned (false): the
+// heartbeats leave the group once it has not run for MaxPollInterval.
+func (g *GroupConsumer) setPolling(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mu.polling = on
+	if !on {
+		g.mu.lastPoll = time.Now()
+	}
 }
 
 // setInterrupt makes an assignment change call cancel (nil: nothing); a
@@ -90,7 +107,7 @@ func (g *GroupConsumer) rebalance(ctx context.Context) error {
 		return err
 	}
 	if !g.mu.expelled && g.lapsedLocked(time.Now()) {
-		g.expelLocked()
+		g.expelLocked(lapsedReason, "session_timeout", g.mu.session)
 		g.mu.pending = false
 	}
 	lost := g.mu.expelled
@@ -150,7 +167,7 @@ func (g *GroupConsumer) release(ctx context.Context, tps []TopicPartition, lost 
 		delete(g.mu.owned, tp)
 	}
 	if lost {
-		g.mu.expelled = false // the heartbeats go on, reporting nothing owned
+		g.mu.expelled, g.mu.lost = false, "" // the heartbeats go on, reporting nothing owned
 	}
 	g.mu.Unlock()
 	g.wakeHeartbeat()
@@ -210,8 +227,8 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPart
 	}
 	id := g.MemberID()
 	err := g.cons.commitOffsets(ctx, g.cfg.Group, id, offsets)
-	if ErrorCode(err) == wire.UnknownMemberID {
-		g.wakeHeartbeat() // it learns the same and joins again
+	if code := ErrorCode(err); code == wire.UnknownMemberID || code == wire.FencedMemberEpoch {
+		g.wakeHeartbeat() // it learns the same, and joins again or gives up its partitions
 	}
 	return err
 }
@@ -242,8 +259,10 @@ func (g *GroupConsumer) checkMember() error {
 	switch {
 	case g.mu.err != nil:
 		return g.mu.err
-	case g.mu.expelled || g.lapsedLocked(time.Now()):
-		return fmt.Errorf("client: group %s: member %s: no heartbeat answered for %v: %w", g.cfg.Group, g.mu.memberID,
+	case g.mu.expelled:
+		return fmt.Errorf("client: group %s: member %s: %s: %w", g.cfg.Group, g.mu.memberID, g.mu.lost, ErrMembershipLost)
+	case g.lapsedLocked(time.Now()):
+		return fmt.Errorf("client: group %s: member %s: %s (%v): %w", g.cfg.Group, g.mu.memberID, lapsedReason,
 			g.mu.session, ErrMembershipLost)
 	}
 	return nil

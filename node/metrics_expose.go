@@ -111,6 +111,14 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 		commits = n.ctrl.GroupCommits()
 	}
 	w.Counter("paymentlog_controller_group_commits_total", "Consumer group offset commits this node committed as the active controller (one metadata log record each).", commits)
+	var expired, fenced uint64
+	if n.ctrl != nil {
+		expired, fenced = n.ctrl.MembersRemoved()
+	}
+	w.Family("paymentlog_controller_group_members_removed_total", metrics.TypeCounter,
+		"Consumer group members this node removed as the active controller: reason=session (no heartbeat for a session timeout), reason=rebalance (kept partitions it was told to release past its rebalance timeout).")
+	w.Uint(metrics.Labels{"reason", "session"}, expired)
+	w.Uint(metrics.Labels{"reason", "rebalance"}, fenced)
 	w.Family("paymentlog_controller_commit_latency_seconds", metrics.TypeHistogram,
 		"Time from this node's proposal of a metadata entry as controller to its local apply (quorum commit, then apply).")
 	var lat metrics.HistogramSnapshot

@@ -67,6 +67,12 @@ const (
 	// commit by no member, a deletion) while it has some (Kafka's
 	// NON_EMPTY_GROUP).
 	NonEmptyGroup ErrorCode = 35
+	// FencedMemberEpoch: a group heartbeat or commit of a member the
+	// active controller removed because it kept partitions it was told to
+	// release for longer than its rebalance timeout: release every
+	// partition without committing, then join again owning nothing
+	// (group_members.go; Kafka's FENCED_MEMBER_EPOCH).
+	FencedMemberEpoch ErrorCode = 36
 )
 
 var codeNames = map[ErrorCode]string{
@@ -84,7 +90,7 @@ var codeNames = map[ErrorCode]string{
 	InvalidUpdateVersion: "InvalidUpdateVersion", IneligibleReplica: "IneligibleReplica",
 	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
 	BrokerNotRegistered: "BrokerNotRegistered", InvalidGroupID: "InvalidGroupID", GroupIDNotFound: "GroupIDNotFound",
-	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup",
+	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup", FencedMemberEpoch: "FencedMemberEpoch",
 }
 
 var retriable = map[ErrorCode]bool{

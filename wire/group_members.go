@@ -26,8 +26,17 @@ import (
 // member (a member joined, or left the subscription) is handed to its next
 // owner only once the first has reported it released, so no two members
 // consume a partition at once unless one of them has lost its membership
-// (session timeout) and not noticed yet; such a member's commits are
-// refused. Offsets are committed as before (OffsetCommit), and while a
+// (session timeout, rebalance timeout) and not noticed yet; such a
+// member's commits are refused.
+//
+// A member told to release a partition has its rebalance timeout to do it
+// (RebalanceTimeoutMs of its join: the longest its application may take
+// between two polls). One that still reports owning it then is removed
+// from the group (fenced): its partitions go to the others, and its
+// heartbeats and commits are answered FencedMemberEpoch while the
+// controller remembers it (a session timeout), after that
+// UnknownMemberID. A fenced member releases everything without committing
+// and joins again owning nothing. Offsets are committed as before (OffsetCommit), and while a
 // group has members only by a member, for partitions it owns.
 
 // Frame type of the group heartbeat. Part of the wire format: never
@@ -72,7 +81,8 @@ type GroupPartitions struct {
 // bad topic name, partitions named twice, too many members), UnknownMemberID
 // (a MemberID this controller does not know: its session timed out, or the
 // controller changed; join again, reporting what it owns) and
-// NotController.
+// NotController; FencedMemberEpoch for a member fenced by its rebalance
+// timeout (release everything without committing, then join again).
 type GroupHeartbeatRequest struct {
 	Group string `msgpack:"group"`
 	// MemberID is the id an earlier answer gave, "" on a first join.
@@ -88,6 +98,11 @@ type GroupHeartbeatRequest struct {
 	// Owned is every partition this member consumes now: those of its
 	// last assignment it has not released.
 	Owned []GroupPartitions `msgpack:"owned"`
+	// RebalanceTimeoutMs, on a join, is how long this member may take to
+	// release a partition it is told to release; 0 takes the controller's
+	// default (5 minutes, Kafka's max.poll.interval.ms). Kept from the
+	// join: later heartbeats' value is ignored.
+	RebalanceTimeoutMs int32 `msgpack:"rbms,omitempty"`
 }
 
 // GroupHeartbeatResponse answers a GroupHeartbeatRequest with the member's
@@ -139,6 +154,8 @@ func CheckGroupHeartbeat(r *GroupHeartbeatRequest) *Error {
 		return refuse(InvalidRequest, "client id longer than %d bytes", MaxClientIDLen)
 	case r.MemberEpoch < LeaveEpoch:
 		return refuse(InvalidRequest, "member epoch %d", r.MemberEpoch)
+	case r.RebalanceTimeoutMs < 0:
+		return refuse(InvalidRequest, "rebalance timeout %d ms", r.RebalanceTimeoutMs)
 	case r.MemberEpoch == JoinEpoch && len(r.Topics) == 0:
 		return refuse(InvalidRequest, "a join names no topic to subscribe to")
 	case len(r.Topics) > MaxGroupTopics:

@@ -89,6 +89,7 @@ type Report struct {
 	Commits, CommitsAcked                         int // group commits made, and acknowledged
 	Members, MemberReads, MemberRereads           int // group members, records they read, and read again after a handover
 	MemberRejoins, MemberDeaths                   int // times a member left and joined again, and of those died instead of leaving
+	MemberStalls, StallsLeft                      int // times a member stopped polling past its max poll interval, and of those left the group
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind
@@ -671,8 +672,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "group commits: %d made, %d acknowledged; committed offsets read back and checked\n", r.Commits, r.CommitsAcked)
 	}
 	if r.Members > 0 {
-		fmt.Fprintf(w, "group members: %d sharing the partitions (leaving and joining again %d times, %d of them dying instead of leaving) read %d records (%d again after a handover); coverage of every final log checked\n",
-			r.Members, r.MemberRejoins, r.MemberDeaths, r.MemberReads, r.MemberRereads)
+		fmt.Fprintf(w, "group members: %d sharing the partitions (leaving and joining again %d times, %d of them dying instead of leaving; stalling past the max poll interval %d times, %d of them leaving the group for it) read %d records (%d again after a handover); coverage of every final log checked\n",
+			r.Members, r.MemberRejoins, r.MemberDeaths, r.MemberStalls, r.StallsLeft, r.MemberReads, r.MemberRereads)
 	}
 	fmt.Fprintf(w, "safety:")
 	for _, k := range SafetyKinds {

@@ -18,6 +18,7 @@ func checkMembers(h *History, r *Report) {
 		return
 	}
 	r.Members, r.MemberReads, r.MemberRejoins, r.MemberDeaths = h.Members, len(h.MemberReads), h.MemberRejoins, h.MemberDeaths
+	r.MemberStalls, r.StallsLeft = h.MemberStalls, h.StallsLeft
 	read := map[int32]map[int64]string{} // partition -> offset -> value
 	for _, m := range h.MemberReads {
 		if read[m.Partition] == nil {

@@ -149,6 +149,10 @@ type History struct {
 	MemberReads   []MemberRead
 	MemberRejoins int // times a member left and joined again
 	MemberDeaths  int // of those, times it died instead of leaving
+	// MemberStalls is how many times a member stopped polling for longer
+	// than its max poll interval, and StallsLeft how many of those it
+	// found its membership lost afterwards (it left the group).
+	MemberStalls, StallsLeft int
 	// FaultsEnd is when the last fault had been healed; the producers keep
 	// writing for a while after it, and every partition must acknowledge
 	// some of those writes (writes resumed). Zero: not recorded, not checked.

@@ -27,7 +27,10 @@ type MemberRead struct {
 // Each partition starts at the group's committed offset, else at 0. Every
 // member leaves after a while and joins again (member i after
 // MemberLifetime × (1 + i/2)), so partitions are handed over all through
-// the run, under whatever fault is in effect.
+// the run, under whatever fault is in effect. Every third membership
+// stalls halfway (its application stops polling, its heartbeats go on) for
+// longer than its max poll interval, so the member leaves the group and
+// the other takes its partitions, then polls again.
 func (w *Workload) startMembers(ctx context.Context, ccfg client.Config) error {
 	for i := range w.cfg.Members {
 		c, err := client.New(ctx, ccfg)
@@ -47,7 +50,7 @@ func (w *Workload) startMembers(ctx context.Context, ccfg client.Config) error {
 
 func (w *Workload) join(ctx context.Context, c *client.Client, id int) (*client.GroupConsumer, error) {
 	gc, err := c.NewGroupConsumer(ctx, client.GroupConsumerConfig{Group: MembersGroup, Topics: []string{w.cfg.Topic},
-		ClientID: fmt.Sprintf("chaos-member-%d", id), From: 0})
+		ClientID: fmt.Sprintf("chaos-member-%d", id), From: 0, MaxPollInterval: memberMaxPoll})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: member %d: %w", id, err)
 	}
@@ -63,7 +66,13 @@ func (w *Workload) member(id int, c *client.Client, gc *client.GroupConsumer) {
 	defer w.cwg.Done()
 	lifetime := w.cfg.MemberLifetime + time.Duration(id)*w.cfg.MemberLifetime/2
 	for k := 1; ; k++ {
-		w.consumeAsMember(id, gc, time.Now().Add(lifetime))
+		if k%3 == 0 {
+			w.consumeAsMember(id, gc, time.Now().Add(lifetime/2))
+			w.stall(id, gc)
+			w.consumeAsMember(id, gc, time.Now().Add(lifetime/2))
+		} else {
+			w.consumeAsMember(id, gc, time.Now().Add(lifetime))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		die := k%2 == 0 && w.cctx.Err() == nil
 		if die {
@@ -109,6 +118,42 @@ func (w *Workload) member(id int, c *client.Client, gc *client.GroupConsumer) {
 	}
 }
 
+// memberMaxPoll is the members' max poll interval (longer than a commit
+// between two polls may take), and memberStall how long a stalled member
+// does not poll: past the interval by more than a heartbeat interval and
+// a heartbeat's longest attempt (half a session), so the member has left
+// the group by the end of it.
+const (
+	memberMaxPoll = commitTimeout + 2*time.Second
+	memberStall   = memberMaxPoll + 7*time.Second
+)
+
+// stall stops polling member id for memberStall (its heartbeats go on),
+// then checks that it left the group: its commit is refused as a lost
+// membership.
+func (w *Workload) stall(id int, gc *client.GroupConsumer) {
+	t := time.NewTimer(memberStall)
+	defer t.Stop()
+	select {
+	case <-w.cctx.Done():
+		return
+	case <-t.C:
+	}
+	ctx, cancel := context.WithTimeout(w.cctx, commitTimeout)
+	err := gc.Commit(ctx)
+	cancel()
+	left := errors.Is(err, client.ErrMembershipLost)
+	if !left && w.cctx.Err() == nil {
+		w.log.Warn("group member stalled past its max poll interval and still held its membership", "member", id, "err", err)
+	}
+	w.mu.Lock()
+	w.mu.memberStalls++
+	if left {
+		w.mu.stallsLeft++
+	}
+	w.mu.Unlock()
+}
+
 // consumeAsMember is one membership's loop until until (or the consumers
 // stop): it reads what it is assigned and commits every CommitInterval (and
 // on every release, by itself).
@@ -139,6 +184,9 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer, until time.
 			var lt *client.LogTruncatedError
 			if errors.As(err, &lt) {
 				w.log.Error("group member told its history was truncated", "member", id, "partition", lt.Partition)
+				w.mu.Lock()
+				w.mu.memberCut[lt.Partition] = true
+				w.mu.Unlock()
 			} else {
 				w.log.Warn("group member poll failed", "member", id, "err", err)
 			}
@@ -149,6 +197,14 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer, until time.
 
 // Members is how many group members the workload runs.
 func (w *Workload) Members() int { return max(w.cfg.Members, 0) }
+
+// MemberStalls is how many times a member stalled past its max poll
+// interval, and after how many of those it found it had left the group.
+func (w *Workload) MemberStalls() (stalls, left int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.memberStalls, w.mu.stallsLeft
+}
 
 // MemberRejoins is how many times a member left and joined again, and how
 // many of those times it died instead of leaving.
@@ -173,6 +229,19 @@ func (w *Workload) MemberPositions() map[int32]int64 {
 	out := make(map[int32]int64, len(w.mu.memberPos))
 	for p, o := range w.mu.memberPos {
 		out[p] = o
+	}
+	return out
+}
+
+// MemberTruncated returns the partitions in which a member was told that
+// records it had read were truncated: members read no further there, so
+// the run does not wait for them to reach the final HW.
+func (w *Workload) MemberTruncated() map[int32]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int32]bool, len(w.mu.memberCut))
+	for p := range w.mu.memberCut {
+		out[p] = true
 	}
 	return out
 }

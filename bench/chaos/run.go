@@ -247,8 +247,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	h.Writes, h.Reads, h.Divergences = wl.Writes(), wl.Reads(), wl.Divergences()
 	h.MemberReads = wl.MemberReads()
 	h.MemberRejoins, h.MemberDeaths = wl.MemberRejoins()
+	h.MemberStalls, h.StallsLeft = wl.MemberStalls()
 	h.Groups, h.Commits = true, wl.Commits()
-	h.Committed, h.CommittedErr = readCommitted(sctx, adminCl.Admin(), h.Consumers)
+	// The settle deadline may be spent by now (consumers that never reach
+	// the final HW are waited for until it is): the groups' offsets get a
+	// deadline of their own, or a failed run would also report them
+	// unverified.
+	rctx, rcancel := context.WithTimeout(ctx, readCommittedTimeout)
+	h.Committed, h.CommittedErr = readCommitted(rctx, adminCl.Admin(), h.Consumers)
+	rcancel()
 
 	// Every replica's own HW and LEO, the final ISR, then the files.
 	type rstate struct{ hw, leo int64 }
@@ -388,8 +395,9 @@ func waitConverged(ctx context.Context, c *localcluster.Cluster, nem *Nemesis) e
 	})
 }
 
-// readBack reads every partition from its leader, from the log start to
-// the high watermark, with a fresh consumer.
+// readCommittedTimeout bounds reading every group's offsets back at the end.
+const readCommittedTimeout = 30 * time.Second
+
 // readCommitted reads every consumer's group offsets back, once the
 // consumers have stopped: consumer -> partition -> offset, and why a group
 // could not be read.
@@ -409,6 +417,8 @@ func readCommitted(ctx context.Context, a *client.Admin, consumers int) (map[int
 	return got, errs
 }
 
+// readBack reads every partition from its leader, from the log start to
+// the high watermark, with a fresh consumer.
 func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Workload) []PartitionLog {
 	out := make([]PartitionLog, topicPartitions)
 	for p := range out {
@@ -493,9 +503,9 @@ func waitConsumers(ctx context.Context, wl *Workload, final []PartitionLog) {
 			}
 		}
 		if wl.Members() > 0 {
-			m := wl.MemberPositions()
+			m, cut := wl.MemberPositions(), wl.MemberTruncated()
 			for _, pl := range final {
-				if m[pl.Partition] < pl.HW {
+				if m[pl.Partition] < pl.HW && !cut[pl.Partition] {
 					return false, nil
 				}
 			}

@@ -103,6 +103,9 @@ type Workload struct {
 		commits       []Commit
 		memberReads   []MemberRead
 		memberPos     map[int32]int64  // partition -> after the highest offset a member read
+		memberCut     map[int32]bool   // partitions a member was told its history was truncated in
+		memberStalls  int              // stalls past memberMaxPoll
+		stallsLeft    int              // of those, ones after which the member found its membership lost
 		memberJoins   int              // rejoins after a member left
 		memberDeaths  int              // of those, after it died without leaving
 		memberClients []*client.Client // the clients of members that joined again after dying
@@ -122,6 +125,7 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 	}
 	w.mu.readPos = map[int]map[int32]int64{}
 	w.mu.memberPos = map[int32]int64{}
+	w.mu.memberCut = map[int32]bool{}
 	w.pctx, w.pstop = context.WithCancel(context.Background())
 	w.cctx, w.cstop = context.WithCancel(context.Background())
 	ccfg := client.Config{Bootstrap: cfg.Bootstrap, TLS: cfg.TLS, Logger: cfg.Logger}

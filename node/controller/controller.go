@@ -152,6 +152,9 @@ type Controller struct {
 	groupsCheckedAt time.Time
 	// groupCommits counts the offset commits committed (GroupCommits).
 	groupCommits atomic.Uint64
+	// membersExpired and membersFenced count the group members removed
+	// for a session timeout and for a rebalance timeout (MembersRemoved).
+	membersExpired, membersFenced atomic.Uint64
 
 	mu struct {
 		sync.Mutex

@@ -87,11 +87,18 @@ func (c *Controller) checkGroupEmpty(group string) error {
 	return nil
 }
 
-// expireMembers forgets the members whose sessions ran out; tick only.
+// expireMembers forgets the members whose sessions ran out, and fences
+// those that kept partitions past their rebalance timeout; tick only.
 func (c *Controller) expireMembers(now time.Time) {
-	var n int
-	c.withMembers(func(m *membership.Coordinator) { n = m.Expire(now) })
-	if n > 0 {
-		c.log.Info("group members' sessions timed out", "members", n)
+	var expired, fenced int
+	c.withMembers(func(m *membership.Coordinator) { expired, fenced = m.Expire(now) })
+	if expired > 0 {
+		c.membersExpired.Add(uint64(expired))
+		c.log.Info("group members' sessions timed out", "members", expired)
+	}
+	if fenced > 0 {
+		c.membersFenced.Add(uint64(fenced))
+		c.log.Warn("group members fenced: they kept partitions they were told to release past their rebalance timeout",
+			"members", fenced)
 	}
 }

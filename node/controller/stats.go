@@ -68,6 +68,13 @@ func Cluster(img *metadata.Image) ClusterStats {
 // active controller (each one metadata log record).
 func (c *Controller) GroupCommits() uint64 { return c.groupCommits.Load() }
 
+// MembersRemoved is how many group members this node removed as the active
+// controller: for their session timeout (expired), and for keeping
+// partitions past their rebalance timeout (fenced).
+func (c *Controller) MembersRemoved() (expired, fenced uint64) {
+	return c.membersExpired.Load(), c.membersFenced.Load()
+}
+
 // Stats returns the cluster's stats from the applied image while this node
 // is the active controller; ok is false otherwise (another node reports
 // them: alerting sums over nodes then counts each partition once).

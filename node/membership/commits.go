@@ -13,6 +13,11 @@ import (
 // reports owning and no other member has assigned. nil when it may.
 func (c *Coordinator) CheckCommit(group, memberID string, tps []TopicPartition) *wire.Error {
 	g := c.groups[group]
+	if memberID != "" && (g == nil || g.members[memberID] == nil) {
+		if e := c.checkFenced(group, memberID); e != nil {
+			return e
+		}
+	}
 	switch {
 	case g == nil && memberID == "":
 		return nil

@@ -15,6 +15,12 @@
 // partitions it reports owning itself, in the groups that existed before
 // it started (those with committed offsets: the caller says which). A
 // group that has never committed starts at once.
+//
+// A member that keeps a partition it was told to release for longer than
+// its rebalance timeout (an application that stopped polling) is removed
+// with what it owned, so the partition goes on to its next owner; for a
+// session timeout after, its heartbeats and commits are answered
+// FencedMemberEpoch, telling it to release everything without committing.
 package membership
 
 import (
@@ -31,6 +37,9 @@ import (
 const (
 	DefaultSessionTimeout    = 10 * time.Second
 	DefaultHeartbeatInterval = time.Second
+	// DefaultRebalanceTimeout is a member's rebalance timeout when its
+	// join names none (Kafka's max.poll.interval.ms).
+	DefaultRebalanceTimeout = 5 * time.Minute
 )
 
 // Config tunes a Coordinator.
@@ -50,6 +59,9 @@ type Coordinator struct {
 	since  time.Time // when it started: the settling window runs one session from it
 	nextID uint64
 	groups map[string]*group
+	// fenced holds the members removed for keeping partitions past their
+	// rebalance timeout, group -> member id -> when, for a session timeout.
+	fenced map[string]map[string]time.Time
 }
 
 type group struct {
@@ -70,6 +82,11 @@ type member struct {
 	owned        map[TopicPartition]bool // as last reported
 	assigned     []TopicPartition        // as last answered, sorted
 	last         time.Time
+	// rebalance is the member's rebalance timeout; releasing is when it
+	// was first answered without a partition it reports owning (zero when
+	// it owns nothing it must release).
+	rebalance time.Duration
+	releasing time.Time
 }
 
 // New returns a coordinator with no groups, started at now.
@@ -80,7 +97,7 @@ func New(cfg Config, now time.Time) *Coordinator {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	return &Coordinator{cfg: cfg, since: now, groups: map[string]*group{}}
+	return &Coordinator{cfg: cfg, since: now, groups: map[string]*group{}, fenced: map[string]map[string]time.Time{}}
 }
 
 // Heartbeat answers one member's heartbeat (join, keep, leave). existed
@@ -104,6 +121,11 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 		}
 		return wire.GroupHeartbeatResponse{MemberID: req.MemberID, MemberEpoch: wire.LeaveEpoch, ControllerID: -1}
 	}
+	if m == nil && req.MemberEpoch != wire.JoinEpoch {
+		if e := c.checkFenced(req.Group, req.MemberID); e != nil {
+			return refuse(e)
+		}
+	}
 	if m == nil {
 		if req.MemberEpoch != wire.JoinEpoch {
 			return refuse(&wire.Error{Code: wire.UnknownMemberID, Message: fmt.Sprintf(
@@ -121,9 +143,13 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 			c.nextID++
 			id = c.cfg.Prefix + strconv.FormatUint(c.nextID, 10)
 		}
-		m = &member{id: id, epoch: 1} // answers are never JoinEpoch
+		m = &member{id: id, epoch: 1, rebalance: DefaultRebalanceTimeout} // answers are never JoinEpoch
+		if req.RebalanceTimeoutMs > 0 {
+			m.rebalance = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
+		}
 		g.members[id] = m
 		g.stale = true
+		delete(c.fenced[req.Group], id) // joined again
 	}
 	m.last = now
 	m.clientID = req.ClientID
@@ -143,6 +169,12 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 	if !slices.Equal(assigned, m.assigned) {
 		m.assigned = assigned
 		m.epoch++
+	}
+	switch {
+	case !m.mustRelease():
+		m.releasing = time.Time{}
+	case m.releasing.IsZero():
+		m.releasing = now // the rebalance timeout runs from this answer
 	}
 	interval := c.cfg.HeartbeatInterval
 	if !settling && c.waiting(g, m) {
@@ -251,6 +283,28 @@ func grouped(tps []TopicPartition) []wire.GroupPartitions {
 	return out
 }
 
+// mustRelease reports whether m reports owning a partition it is not
+// assigned.
+func (m *member) mustRelease() bool {
+	for tp := range m.owned {
+		if !slices.Contains(m.assigned, tp) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFenced is FencedMemberEpoch for a member fenced less than a session
+// timeout ago, else nil.
+func (c *Coordinator) checkFenced(group, id string) *wire.Error {
+	if _, ok := c.fenced[group][id]; !ok {
+		return nil
+	}
+	return &wire.Error{Code: wire.FencedMemberEpoch, Message: fmt.Sprintf(
+		"member %q of group %q was removed: it kept partitions it was told to release for longer than its rebalance timeout; "+
+			"release every partition without committing and join again", id, group)}
+}
+
 // remove forgets a member (and the group once it has none).
 func (c *Coordinator) remove(group, id string) {
 	g := c.groups[group]
@@ -262,16 +316,36 @@ func (c *Coordinator) remove(group, id string) {
 }
 
 // Expire forgets the members whose last heartbeat is more than a session
-// timeout before now, and returns how many it forgot.
-func (c *Coordinator) Expire(now time.Time) int {
-	n := 0
+// timeout before now (expired), and fences those that have kept a
+// partition they were told to release for more than their rebalance
+// timeout (fenced: removed, their heartbeats and commits answered
+// FencedMemberEpoch for a session timeout).
+func (c *Coordinator) Expire(now time.Time) (expired, fenced int) {
 	for name, g := range c.groups {
 		for id, m := range g.members {
-			if now.Sub(m.last) > c.cfg.SessionTimeout {
+			switch {
+			case now.Sub(m.last) > c.cfg.SessionTimeout:
 				c.remove(name, id)
-				n++
+				expired++
+			case !m.releasing.IsZero() && now.Sub(m.releasing) > m.rebalance:
+				c.remove(name, id)
+				if c.fenced[name] == nil {
+					c.fenced[name] = map[string]time.Time{}
+				}
+				c.fenced[name][id] = now
+				fenced++
 			}
 		}
 	}
-	return n
+	for name, ids := range c.fenced {
+		for id, at := range ids {
+			if now.Sub(at) > c.cfg.SessionTimeout {
+				delete(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			delete(c.fenced, name)
+		}
+	}
+	return expired, fenced
 }

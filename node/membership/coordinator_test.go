@@ -135,7 +135,7 @@ func TestSessionTimeout(t *testing.T) {
 	}
 	now := t0.Add(6 * time.Second)
 	b.beat(t, c, now, topics)
-	if n := c.Expire(now.Add(5 * time.Second)); n != 1 {
+	if n, f := c.Expire(now.Add(5 * time.Second)); n != 1 || f != 0 {
 		t.Fatalf("expired %d, want a", n)
 	}
 	if e := c.CheckCommit("g", a.id, []TopicPartition{mine}); e == nil || e.Code != wire.UnknownMemberID {
@@ -193,6 +193,7 @@ func TestRefusals(t *testing.T) {
 		{wire.GroupHeartbeatRequest{Group: "g", Topics: []string{"b", "a"}}, wire.InvalidRequest},
 		{wire.GroupHeartbeatRequest{Group: "g", MemberID: "nobody", MemberEpoch: 3}, wire.UnknownMemberID},
 		{wire.GroupHeartbeatRequest{Group: "g", Topics: []string{"a"}, Owned: []wire.GroupPartitions{{Topic: "a", Partitions: []int32{2, 1}}}}, wire.InvalidRequest},
+		{wire.GroupHeartbeatRequest{Group: "g", Topics: []string{"a"}, RebalanceTimeoutMs: -1}, wire.InvalidRequest},
 	} {
 		if r := c.Heartbeat(t0, &tc.req, topics, false); r.Err != tc.code {
 			t.Errorf("%+v: %v %s, want %v", tc.req, r.Err, r.Message, tc.code)
@@ -275,7 +276,9 @@ func TestRandomWalk(t *testing.T) {
 					m.beat(t, c, now, topics)
 				}
 			}
-			c.Expire(now)
+			if _, f := c.Expire(now); f != 0 { // every member releases at its next heartbeat
+				t.Fatalf("seed %d step %d: %d members fenced", seed, step, f)
+			}
 			check(fmt.Sprintf("step %d", step))
 		}
 		for range 6 { // quiet: everyone heartbeats
@@ -303,5 +306,106 @@ func TestRandomWalk(t *testing.T) {
 		if assigned != want {
 			t.Fatalf("seed %d: %d partitions assigned when quiet, want %d", seed, assigned, want)
 		}
+	}
+}
+
+// A member that stops releasing (its application stopped polling, its
+// heartbeats go on) holds the partitions another member waits for only
+// until its rebalance timeout: then it is fenced, the other gets them, and
+// the fenced member's heartbeats and commits are told so until it joins
+// again owning nothing.
+func TestRebalanceTimeoutFencesAStalledMember(t *testing.T) {
+	topics := fixedTopics(map[string]int32{"payments": 4})
+	c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second}, t0)
+	stalled := func(now time.Time, id string, owned []wire.GroupPartitions) wire.GroupHeartbeatResponse {
+		return c.Heartbeat(now, &wire.GroupHeartbeatRequest{Group: "g", MemberID: id, MemberEpoch: 2, Owned: owned}, topics, false)
+	}
+	r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"},
+		RebalanceTimeoutMs: 30_000}, topics, false)
+	a, all := r.MemberID, r.Assigned
+	if count(all) != 4 {
+		t.Fatalf("a alone: %v", all)
+	}
+	b := &client{}
+	b.beat(t, c, t0.Add(time.Second), topics, "payments")
+	// a is answered without b's half and keeps reporting all four.
+	if r := stalled(t0.Add(time.Second), a, all); count(r.Assigned) != 2 || r.Err != wire.None {
+		t.Fatalf("a told to release: %v %v", r.Assigned, r.Err)
+	}
+	for now := t0.Add(2 * time.Second); now.Before(t0.Add(31 * time.Second)); now = now.Add(5 * time.Second) {
+		stalled(now, a, all)
+		b.beat(t, c, now, topics)
+		if _, f := c.Expire(now); f != 0 || count(b.owned) != 0 {
+			t.Fatalf("at %v (inside a's rebalance timeout): fenced %d, b owns %v", now.Sub(t0), f, b.owned)
+		}
+	}
+	now := t0.Add(31*time.Second + time.Millisecond)
+	if n, f := c.Expire(now); n != 0 || f != 1 {
+		t.Fatalf("past a's rebalance timeout: expired %d fenced %d, want a fenced", n, f)
+	}
+	if r := stalled(now, a, all); r.Err != wire.FencedMemberEpoch {
+		t.Fatalf("fenced a's heartbeat: %v %s", r.Err, r.Message)
+	}
+	mine := TopicPartition{"payments", all[0].Partitions[0]}
+	if e := c.CheckCommit("g", a, []TopicPartition{mine}); e == nil || e.Code != wire.FencedMemberEpoch {
+		t.Fatalf("fenced a's commit: %v", e)
+	}
+	if got := c.Describe("g"); len(got) != 1 || got[0].MemberID != b.id {
+		t.Fatalf("members after the fencing: %+v", got)
+	}
+	b.beat(t, c, now, topics)
+	if count(b.owned) != 4 {
+		t.Fatalf("b after a was fenced: %v", b.owned)
+	}
+	// A session timeout later the controller has forgotten the fencing.
+	later := now.Add(11 * time.Second)
+	b.beat(t, c, later, topics)
+	c.Expire(later)
+	if r := stalled(later, a, all); r.Err != wire.UnknownMemberID {
+		t.Fatalf("a heartbeating a session after its fencing: %v", r.Err)
+	}
+	// a joins again owning nothing and gets its share once b releases it.
+	ac := &client{id: a}
+	ac.beat(t, c, later, topics, "payments")
+	b.beat(t, c, later, topics)
+	ac.beat(t, c, later, topics)
+	if count(ac.owned) != 2 || count(b.owned) != 2 {
+		t.Fatalf("after a joined again: a %v b %v", ac.owned, b.owned)
+	}
+}
+
+// A member that releases within its rebalance timeout is not fenced, and
+// the timeout starts again at its next release.
+func TestRebalanceTimeoutRestartsAtEachRelease(t *testing.T) {
+	topics := fixedTopics(map[string]int32{"payments": 6})
+	c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second}, t0)
+	r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"},
+		RebalanceTimeoutMs: 3_000}, topics, false)
+	a, all := r.MemberID, r.Assigned
+	b := &client{}
+	b.beat(t, c, t0, topics, "payments")
+	r = c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberID: a, MemberEpoch: 2, Owned: all}, topics, false)
+	kept := r.Assigned
+	// Released after 2 s, inside the timeout.
+	c.Heartbeat(t0.Add(2*time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: a, MemberEpoch: 2, Owned: kept}, topics, false)
+	b.beat(t, c, t0.Add(2*time.Second), topics)
+	if _, f := c.Expire(t0.Add(4 * time.Second)); f != 0 {
+		t.Fatalf("a released in time and was fenced")
+	}
+	// A third member: a is told to release again at 5 s; 3 s from then,
+	// not from its first release, it is fenced.
+	third := &client{}
+	third.beat(t, c, t0.Add(5*time.Second), topics, "payments")
+	b.beat(t, c, t0.Add(5*time.Second), topics)
+	r = c.Heartbeat(t0.Add(5*time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: a, MemberEpoch: 2, Owned: kept}, topics, false)
+	if covers(r.Assigned, kept) {
+		t.Fatalf("a not told to release with a third member: kept %v assigned %v", kept, r.Assigned)
+	}
+	c.Heartbeat(t0.Add(7*time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: a, MemberEpoch: 2, Owned: kept}, topics, false)
+	if _, f := c.Expire(t0.Add(7 * time.Second)); f != 0 {
+		t.Fatalf("a fenced 2 s into its second release")
+	}
+	if _, f := c.Expire(t0.Add(8*time.Second + time.Millisecond)); f != 1 {
+		t.Fatalf("a not fenced 3 s into its second release")
 	}
 }
