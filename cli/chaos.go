@@ -27,8 +27,8 @@ func chaosCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:   "chaos",
 		Hidden: true,
-		Usage:  "fault-injection run against a local 3-node cluster of this binary (see bench/chaos); exit 1 on any anomaly",
-		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|net|kill-leader,one-way,...]\n\n" +
+		Usage:  "fault-injection run against a local cluster of this binary (3 nodes, or --nodes; see bench/chaos); exit 1 on any anomaly",
+		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|net|kill-leader,one-way,...] [--nodes 3]\n\n" +
 			"Without --duration it runs one deck: --per-kind faults of every kind. The seed fixes the schedule of faults;\n" +
 			"it is printed at the start and in the report.",
 		Flags: []ucli.Flag{
@@ -39,6 +39,7 @@ func chaosCommand() *ucli.Command {
 				"one-way (a node cannot send, or cannot receive), bridge (two nodes lose each other, both reach the third), degrade (loss, duplication, a slow queue and reordering on one node's link); net: those three; " +
 				"shrink (the topic's replication factor down to 2 for a while, then back to 3: the dropped replicas copy their partitions again). " +
 				"Network faults need root and iproute2 (ip, tc)", EnvVars: chaosEnv("KINDS")},
+			&ucli.IntFlag{Name: "nodes", Value: 3, Usage: fmt.Sprintf("cluster size, 3 to %d: nodes 1-3 are the controllers, the others broker-only; the topic's 3 replicas per partition are spread over all of them", chaos.MaxNodes), EnvVars: chaosEnv("NODES")},
 			&ucli.DurationFlag{Name: "session-timeout", Value: time.Second, Usage: "the nodes' --session-timeout", EnvVars: chaosEnv("SESSION_TIMEOUT")},
 			&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "the nodes' --fsync policy: always, interval=DURATION or never (torn tails then model a power loss that takes acknowledged records from one node)", EnvVars: chaosEnv("FSYNC")},
 			&ucli.IntFlag{Name: "producers", Value: 4, Usage: "idempotent acks=all producers", EnvVars: chaosEnv("PRODUCERS")},
@@ -73,8 +74,12 @@ func chaosCommand() *ucli.Command {
 					return usageError("chaos --%s must be at least 1, got %d", f, n)
 				}
 			}
+			if n := c.Int("nodes"); n < 3 || n > chaos.MaxNodes {
+				return usageError("chaos --nodes must be from 3 to %d, got %d", chaos.MaxNodes, n)
+			}
 			o := chaosOptions{cfg: chaos.Config{
 				Binary:         bin,
+				Nodes:          c.Int("nodes"),
 				Seed:           c.Int64("seed"),
 				Duration:       c.Duration("duration"),
 				PerKind:        c.Int("per-kind"),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -352,15 +353,40 @@ func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, s
 		return n.applyTorn(filepath.Join(data, "__cluster_metadata-0"), t, 0)
 	}
 	note := ""
+	if held := n.heldPartition(data, t.Partition); held < 0 {
+		return TornResult{}, "", fmt.Errorf("chaos: node %d holds no replica of %s", victim, n.Topic)
+	} else if held != t.Partition {
+		// More nodes than replicas: the victim holds no copy of this one.
+		note = fmt.Sprintf("node %d holds no replica of partition %d: torn tail on partition %d", victim, t.Partition, held)
+		t.Partition = held
+	}
 	if t.Mode == TornCutAcked || t.Mode == TornOverwrite || t.Mode == TornWipe {
 		if ok, why := n.othersInISR(ctx, victim, int32(t.Partition), t.Mode == TornWipe); !ok {
-			note = fmt.Sprintf("%s downgraded to %s: %s", t.Mode, TornCutUnacked, why)
+			note = joinNote(note, fmt.Sprintf("%s downgraded to %s: %s", t.Mode, TornCutUnacked, why))
 			t.Mode = TornCutUnacked
 		}
 	}
 	from := n.unackedFrom(ctx, t.Partition)
 	res, _, err := n.applyTorn(filepath.Join(data, fmt.Sprintf("%s-%d", n.Topic, t.Partition)), t, from)
 	return res, note, err
+}
+
+// heldPartition is p when the node whose data directory is data holds a
+// replica of it, else the first partition it does hold, else -1.
+func (n *Nemesis) heldPartition(data string, p int) int {
+	holds := func(q int) bool {
+		_, err := os.Stat(filepath.Join(data, fmt.Sprintf("%s-%d", n.Topic, q)))
+		return err == nil
+	}
+	if holds(p) {
+		return p
+	}
+	for q := range n.Partitions {
+		if holds(q) {
+			return q
+		}
+	}
+	return -1
 }
 
 func (n *Nemesis) applyTorn(dir string, t Torn, from int64) (TornResult, string, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,6 +21,11 @@ import (
 type Config struct {
 	Binary string // the paymentlog binary the nodes run; required
 	Seed   int64  // the schedule's seed; 0: derived from the clock (printed)
+	// Nodes is the cluster's size, 3 to MaxNodes; default 3. The first
+	// three are the controllers, the others broker-only nodes: the
+	// topic's replicas (3 of each partition) are spread over all of them,
+	// and a shrink's replicas may come back on other nodes (moves).
+	Nodes int
 	// Duration: inject faults until this much time has passed. Zero: exactly
 	// one deck of the schedule (PerKind faults of every kind).
 	Duration time.Duration
@@ -88,12 +94,18 @@ const Topic = "chaos"
 // nemesis, history and read-back all use it.
 const topicPartitions = 3
 
-// Run starts a 3-node cluster, runs the workload and the nemesis, heals,
+// MaxNodes is the largest cluster Config.Nodes asks for.
+const MaxNodes = 7
+
+// Run starts a cluster (3 nodes, or Config.Nodes), runs the workload and the nemesis, heals,
 // settles, reads everything back (through the cluster and from every
 // replica's files) and checks the history. The error is for a run that
 // could not be carried out; anomalies are in Result.Report.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Nodes < 3 || cfg.Nodes > MaxNodes {
+		return nil, fmt.Errorf("chaos: %d nodes: from 3 to %d", cfg.Nodes, MaxNodes)
+	}
 	out := cfg.Out
 	res := &Result{Seed: cfg.Seed, Topic: Topic, Duration: cfg.Duration, Flags: cfg.reproduceFlags()}
 	start := time.Now()
@@ -125,14 +137,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return res, err
 		}
 	}
-	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: 3, SessionTimeout: cfg.SessionTimeout}
+	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: cfg.Nodes, SessionTimeout: cfg.SessionTimeout}
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
-	fmt.Fprintf(out, "chaos: seed=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s\n", cfg.Seed, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync)
+	fmt.Fprintf(out, "chaos: seed=%d nodes=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s\n", cfg.Seed, cfg.Nodes, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync)
 
 	opts := localcluster.Options{
 		Binary:  cfg.Binary,
-		Nodes:   3,
+		Nodes:   cfg.Nodes,
 		BaseDir: cfg.BaseDir,
 		Keep:    true, // decided at the end
 		Logger:  cfg.Logger,
@@ -267,11 +279,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
-	isr := map[int32][]int32{}
+	isr, replicas := map[int32][]int32{}, map[int32][]int32{}
 	if v, err := c.Metadata(ctx, Topic); err == nil {
 		for p := range int32(topicPartitions) {
 			if pm, ok := v.Partition(Topic, p); ok {
-				isr[p] = pm.ISR
+				isr[p], replicas[p] = pm.ISR, pm.Replicas
 			}
 		}
 	}
@@ -289,7 +301,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if st, ok := states[[2]int32{id, p}]; ok {
 				rl.HW, rl.LEO = st.hw, st.leo
 			}
-			scan, err := ScanPartition(filepath.Join(c.Node(id).DataDir, fmt.Sprintf("%s-%d", Topic, p)), true)
+			dir := filepath.Join(c.Node(id).DataDir, fmt.Sprintf("%s-%d", Topic, p))
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) && replicas[p] != nil && !slices.Contains(replicas[p], id) {
+				continue // not a replica (more nodes than replicas): nothing to compare
+			}
+			scan, err := ScanPartition(dir, true)
 			switch {
 			case err != nil:
 				rl.Err = err.Error()
@@ -323,6 +339,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = time.Second
+	}
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
 	}
 	if cfg.Producers <= 0 {
 		cfg.Producers = 4
@@ -373,9 +392,17 @@ func waitConverged(ctx context.Context, c *localcluster.Cluster, nem *Nemesis) e
 		if ok, err := c.InSync(ctx, Topic); !ok {
 			return false, err
 		}
+		v, err := c.Metadata(ctx, Topic)
+		if err != nil {
+			return false, err
+		}
 		for p := range int32(topicPartitions) {
+			pm, ok := v.Partition(Topic, p)
+			if !ok {
+				return false, fmt.Errorf("partition %d unknown", p)
+			}
 			var first *[2]int64
-			for _, id := range c.IDs() {
+			for _, id := range pm.Replicas {
 				r, err := nem.DescribeReplica(ctx, id, p)
 				if err != nil {
 					return false, fmt.Errorf("partition %d node %d: %w", p, id, err)
@@ -596,6 +623,9 @@ func appliedTotal(counts map[Kind]int) int {
 func (cfg Config) reproduceFlags() []string {
 	def := Config{}.withDefaults()
 	var out []string
+	if cfg.Nodes != def.Nodes {
+		out = append(out, fmt.Sprintf("--nodes %d", cfg.Nodes))
+	}
 	if cfg.Fsync != def.Fsync {
 		out = append(out, "--fsync "+cfg.Fsync)
 	}

@@ -23,10 +23,10 @@ func TestReproduceLineNamesTheSettings(t *testing.T) {
 	if f := (Config{}).withDefaults().reproduceFlags(); len(f) != 0 {
 		t.Fatalf("defaults give flags %v", f)
 	}
-	cfg := Config{Fsync: "interval=50ms", SessionTimeout: 2 * time.Second, Producers: 1, Consumers: 3, Interval: time.Millisecond}.withDefaults()
+	cfg := Config{Nodes: 5, Fsync: "interval=50ms", SessionTimeout: 2 * time.Second, Producers: 1, Consumers: 3, Interval: time.Millisecond}.withDefaults()
 	var b strings.Builder
 	(&Result{Seed: 7, Duration: 8 * time.Minute, Flags: cfg.reproduceFlags()}).WriteSummary(&b)
-	want := "reproduce: scripts/chaos.sh --seed 7 --duration 8m0s --fsync interval=50ms --session-timeout 2s --producers 1 --consumers 3 --interval 1ms\n"
+	want := "reproduce: scripts/chaos.sh --seed 7 --duration 8m0s --nodes 5 --fsync interval=50ms --session-timeout 2s --producers 1 --consumers 3 --interval 1ms\n"
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("summary:\n%s\nwant the line %q", b.String(), want)
 	}
