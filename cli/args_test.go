@@ -208,3 +208,24 @@ func TestVersionFlagMatchesCommand(t *testing.T) {
 		}
 	}
 }
+
+// --group-instance-id needs a member (--group, no --partition) and a name
+// the cluster accepts; the chaos run's --nodes is bounded. Both are usage
+// errors before anything connects or starts.
+func TestGroupInstanceAndChaosNodesUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"consume", "payments", "--group-instance-id", "pay-1"}, "--group-instance-id needs --group without --partition"},
+		{[]string{"consume", "payments", "--group", "g", "--partition", "0", "--group-instance-id", "pay-1"}, "--group-instance-id needs --group without --partition"},
+		{[]string{"consume", "payments", "--group", "g", "--group-instance-id", "pay 1"}, "--group-instance-id: "},
+		{[]string{"chaos", "--nodes", "2"}, "chaos --nodes must be from 3 to 7, got 2"},
+		{[]string{"chaos", "--nodes", "8"}, "chaos --nodes must be from 3 to 7, got 8"},
+	} {
+		out, errOut, code := runClientCLI(t, nil, c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/client"
+	"paymentlog/wire"
 )
 
 func init() { commands = append(commands, consumeCommand) }
@@ -24,7 +25,7 @@ func consumeCommand() *ucli.Command {
 		Name:  "consume",
 		Usage: "print a topic's records",
 		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET|TIME] [--exit-at-end|--max N] [--json]\n" +
-			"    [--on-truncation fail|rewind] [--group G [--commit-interval 5s]]\n\n" +
+			"    [--on-truncation fail|rewind] [--group G [--commit-interval 5s] [--group-instance-id ID]]\n\n" +
 			"Prints each record's value on its own line, or with --json one line\n" +
 			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
 			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
@@ -59,6 +60,11 @@ func consumeCommand() *ucli.Command {
 			"failed commit is reported on stderr; at exit it makes the exit status 1. With --exit-at-end a\n" +
 			"member exits once the group gives it at least one partition and nothing more, and it has read\n" +
 			"each up to the high watermark the partition had when the member started it.\n\n" +
+			"--group-instance-id ID makes the member static (Kafka's group.instance.id; one ID per\n" +
+			"process, the same across its restarts): when it exits, its partitions wait one session\n" +
+			"timeout for the next consume with the same ID, which gets them back at the committed offsets\n" +
+			"instead of their moving to the other members and back. While a member that did not exit\n" +
+			"(killed) holds the ID, a new one waits up to 30s for its session to time out.\n\n" +
 			"--group G with --partition N does not join: consume reads partition N from G's committed\n" +
 			"offset and commits to G as no member, which the cluster refuses while G has members.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
@@ -71,6 +77,7 @@ func consumeCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "max-wait", Value: client.DefaultMaxWait, Usage: "long-poll: how long a leader may hold a fetch with no data", EnvVars: envVar("CONSUME_MAX_WAIT")},
 			&ucli.StringFlag{Name: "group", Usage: "consumer group to join as a member (with --partition: only to read and commit its offsets): the members share the topic's partitions; each starts at the group's committed offset (--from only for partitions without one), and the offsets of the records printed are committed", EnvVars: envVar("CONSUME_GROUP")},
 			&ucli.DurationFlag{Name: "commit-interval", Value: defaultCommitInterval, Usage: "with --group: commit this often (0: only at exit)", EnvVars: envVar("CONSUME_COMMIT_INTERVAL")},
+			&ucli.StringFlag{Name: "group-instance-id", Usage: "with --group: a static member's id, the same across this consumer's restarts: its partitions wait a session timeout for it when it exits", EnvVars: envVar("CONSUME_GROUP_INSTANCE_ID")},
 		}),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseConsumeOptions(c)
@@ -104,6 +111,8 @@ type consumeOptions struct {
 	// consume joins it as a member and reads the partitions it gives.
 	group          string
 	commitInterval time.Duration
+	// instance is the member's static instance id (--group-instance-id).
+	instance string
 }
 
 func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
@@ -117,7 +126,7 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 	}
 	o := consumeOptions{client: co, topic: topic, partition: int32(c.Int("partition")), exitAtEnd: c.Bool("exit-at-end"),
 		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait"),
-		group: c.String("group"), commitInterval: c.Duration("commit-interval")}
+		group: c.String("group"), commitInterval: c.Duration("commit-interval"), instance: c.String("group-instance-id")}
 	if o.from, o.fromTime, err = parseFrom(c.String("from")); err != nil {
 		return o, usageError("--from: %v", err)
 	}
@@ -139,6 +148,14 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 	}
 	if o.commitInterval < 0 {
 		return o, usageError("--commit-interval must be >= 0 (0: commit only at exit)")
+	}
+	if o.instance != "" {
+		switch {
+		case o.group == "" || o.partition >= 0:
+			return o, usageError("--group-instance-id needs --group without --partition")
+		case wire.CheckGroupName(o.instance) != "":
+			return o, usageError("--group-instance-id: %s", wire.CheckGroupName(o.instance))
+		}
 	}
 	return o, nil
 }

@@ -17,7 +17,7 @@ import (
 func runConsumeMember(ctx context.Context, cl *client.Client, opts consumeOptions, ccfg client.ConsumerConfig, stdout, stderr io.Writer) (err error) {
 	gc := newGroupCommitter(opts)
 	src := &memberSource{opts: opts, ctx: ctx, gc: gc, ends: map[int32]int64{}}
-	cfg := client.GroupConsumerConfig{Group: opts.group, Topics: []string{opts.topic}, From: opts.from, FromTime: opts.fromTime,
+	cfg := client.GroupConsumerConfig{Group: opts.group, Topics: []string{opts.topic}, InstanceID: opts.instance, From: opts.from, FromTime: opts.fromTime,
 		Consumer: ccfg, CommitAt: gc.commitAt, OnAssigned: src.assigned, OnRevoked: src.revoked}
 	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
 	defer cancel()

@@ -27,6 +27,11 @@ type groupMemberJSON struct {
 	// LastHeartbeatAgeMs is how long before describe ran, by this
 	// machine's clock (0 when the controller's clock is ahead).
 	LastHeartbeatAgeMs int64 `json:"last_heartbeat_age_ms"`
+	// InstanceID is a static member's (consume --group-instance-id);
+	// Departed says it left for a while: its partitions wait for the
+	// next member with its instance id until its session times out.
+	InstanceID string `json:"instance_id,omitempty"`
+	Departed   bool   `json:"departed,omitempty"`
 }
 
 // groupPartitionsJSON is some partitions of one topic.
@@ -43,7 +48,7 @@ func groupMembers(ms []wire.GroupMember, now time.Time) []groupMemberJSON {
 		out = append(out, groupMemberJSON{MemberID: m.MemberID, ClientID: m.ClientID, MemberEpoch: m.MemberEpoch,
 			Topics: nonNilStrings(m.Topics), Assigned: partitionsJSON(m.Assigned), Owned: partitionsJSON(m.Owned),
 			LastHeartbeat: commitTime(m.LastHeartbeatMs), LastHeartbeatMs: m.LastHeartbeatMs,
-			LastHeartbeatAgeMs: max(now.UnixMilli()-m.LastHeartbeatMs, 0)})
+			LastHeartbeatAgeMs: max(now.UnixMilli()-m.LastHeartbeatMs, 0), InstanceID: m.InstanceID, Departed: m.Departed})
 	}
 	return out
 }
@@ -63,13 +68,21 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-// printMembers prints the members table: MEMBER, CLIENT, ASSIGNED (as
-// TOPIC:P,P,... per topic), LAST HEARTBEAT (its age).
+// printMembers prints the members table: MEMBER, CLIENT (with a static
+// member's instance id), ASSIGNED (as TOPIC:P,P,... per topic), LAST
+// HEARTBEAT (its age; for a departed static member, when it left).
 func printMembers(w io.Writer, members []groupMemberJSON) {
 	fmt.Fprintln(w, "MEMBER\tCLIENT\tASSIGNED\tLAST HEARTBEAT")
 	for _, m := range members {
 		age := (time.Duration(m.LastHeartbeatAgeMs) * time.Millisecond).Round(100 * time.Millisecond)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v ago\n", m.MemberID, m.ClientID, formatPartitions(m.Assigned), age)
+		client, last := m.ClientID, fmt.Sprintf("%v ago", age)
+		if m.InstanceID != "" {
+			client += " (instance " + m.InstanceID + ")"
+		}
+		if m.Departed {
+			last = fmt.Sprintf("left %v ago, its instance expected back", age)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", m.MemberID, client, formatPartitions(m.Assigned), last)
 	}
 }
 

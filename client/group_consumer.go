@@ -130,6 +130,16 @@ type GroupConsumerConfig struct {
 	// ClientID is shown beside the member id by `group describe` (at
 	// most wire.MaxClientIDLen bytes); default "HOSTNAME/PID".
 	ClientID string
+	// InstanceID makes the member static (Kafka's group.instance.id):
+	// unique in the group, the same across restarts of one process (a pod
+	// name, "billing-3"). Close then leaves for a while only: the
+	// member's partitions wait a session timeout for the next
+	// GroupConsumer with this InstanceID, which gets them back at the
+	// committed offsets, so a restart moves no partition to another
+	// member. NewGroupConsumer waits (within its ctx) while a member that
+	// did not Close holds the InstanceID, until its session times out.
+	// Default "": a dynamic member.
+	InstanceID string
 	// From is where a partition the group has no committed offset for
 	// starts: SeekBeginning, SeekEnd or an offset; 0 is offset 0.
 	From int64
@@ -179,6 +189,8 @@ func (cfg GroupConsumerConfig) Validate() error {
 		return bad("Topics", "%d topics: at most %d", len(cfg.Topics), wire.MaxGroupTopics)
 	case len(cfg.ClientID) > wire.MaxClientIDLen:
 		return bad("ClientID", "longer than %d bytes", wire.MaxClientIDLen)
+	case cfg.InstanceID != "" && wire.CheckGroupName(cfg.InstanceID) != "":
+		return bad("InstanceID", "%s", wire.CheckGroupName(cfg.InstanceID))
 	case cfg.MaxPollInterval < 0 || cfg.MaxPollInterval > maxMaxPollInterval:
 		return bad("MaxPollInterval", "%v is not between 0 (the default) and %v", cfg.MaxPollInterval, maxMaxPollInterval)
 	case cfg.From < 0 && cfg.From != SeekBeginning && cfg.From != SeekEnd:
@@ -233,10 +245,12 @@ var ErrMembershipLost = errors.New("client: group membership lost")
 var ErrGroupConsumerClosed = errors.New("client: group consumer closed")
 
 // NewGroupConsumer joins cfg.Group (its first heartbeat, retried until ctx
-// ends as Admin requests are) and starts the heartbeats. It starts no
-// partition: the first Poll does. Errors: a *ConfigError for an invalid
-// cfg, the refusal of the join (wire.InvalidRequest: a group with
-// wire.MaxGroupMembers members), or ctx's end.
+// ends as Admin requests are, and while another member holds
+// cfg.InstanceID) and starts the heartbeats. It starts no partition: the
+// first Poll does. Errors: a *ConfigError for an invalid cfg, the refusal
+// of the join (wire.InvalidRequest: a group with wire.MaxGroupMembers
+// members), or ctx's end (wrapping wire.UnreleasedInstanceID when another
+// member held the InstanceID until then).
 func (c *Client) NewGroupConsumer(ctx context.Context, cfg GroupConsumerConfig) (*GroupConsumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -248,7 +262,7 @@ func (c *Client) NewGroupConsumer(ctx context.Context, cfg GroupConsumerConfig) 
 	g.mu.interval, g.mu.session = defaultGroupHeartbeatInterval, defaultGroupSessionTimeout
 	g.mu.assigned, g.mu.owned = map[TopicPartition]bool{}, map[TopicPartition]bool{}
 	g.mu.lastPoll = time.Now()
-	if _, err := g.heartbeat(ctx, false); err != nil {
+	if err := g.join(ctx); err != nil {
 		g.cons.Close()
 		return nil, fmt.Errorf("client: join group %s: %w", cfg.Group, err)
 	}
@@ -289,7 +303,8 @@ func (g *GroupConsumer) Consumer() *Consumer { return g.cons }
 
 // Close commits (Commit), calls OnRevoked with the partitions it read,
 // stops the heartbeats, leaves the group (its partitions go to the other
-// members at once) and closes the Consumer. The commit and the leave are
+// members at once; with an InstanceID they wait a session timeout for the
+// next member with it) and closes the Consumer. The commit and the leave are
 // bounded by ctx: a leave not sent leaves the partitions to be handed over
 // once the session times out. It returns the commit's and the leave's
 // errors; it is a no-op after the first call.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -430,4 +431,66 @@ func TestGroupConsumerFencedReleasesAndJoinsAgain(t *testing.T) {
 		}
 	}
 	r.check()
+}
+
+// A static member (InstanceID) that closes and comes back as a new process
+// with the same InstanceID gets its partitions back at its commits; the
+// other member never gets them meanwhile, and nothing is read twice. A
+// second process with the InstanceID while it runs waits, and gives up
+// with UnreleasedInstanceID when its ctx ends.
+func TestGroupConsumerStaticRestartKeepsItsPartitions(t *testing.T) {
+	fc, c := groupCluster(t, 20*time.Second)
+	hbs := recordHeartbeats(fc)
+	r := newGroupRun(t, c)
+	a := r.start("a", GroupConsumerConfig{InstanceID: "pay-a"})
+	b := r.start("b", GroupConsumerConfig{})
+	waitFor(t, "a and b split the partitions", split(2, a, b))
+	produceEach(t, c, 4, 5)
+	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	had, bHad, bID := a.g.Assignment(), b.g.Assignment(), b.g.MemberID()
+	a.close(t)
+	ms := fc.GroupMembers("g")
+	if !slices.ContainsFunc(ms, func(m wire.GroupMember) bool { return m.InstanceID == "pay-a" && m.Departed }) {
+		t.Fatalf("members after a closed: %+v; want a's instance departed", ms)
+	}
+	// b heartbeats three times meanwhile: a dynamic member's partitions
+	// would be b's by then.
+	from, _ := hbs.counts()
+	waitFor(t, "three heartbeats of b", func() bool {
+		hb, _ := hbs.since(from, 0)
+		n := 0
+		for _, h := range hb {
+			if h.MemberID == bID {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	if got := b.g.Assignment(); !slices.Equal(got, bHad) {
+		t.Fatalf("b reads %v after a's instance left for a while; it had %v", got, bHad)
+	}
+	produceEach(t, c, 4, 5)
+	a2 := r.start("a2", GroupConsumerConfig{InstanceID: "pay-a"})
+	waitFor(t, "a2 and b split the partitions", split(2, a2, b))
+	if got := a2.g.Assignment(); !slices.Equal(got, had) {
+		t.Fatalf("a2 (a's instance) reads %v; a had %v", got, had)
+	}
+	if got := b.g.Assignment(); !slices.Equal(got, bHad) || len(r.revokedFrom("b")) != 0 {
+		t.Fatalf("b reads %v and released %v; it had %v", got, r.revokedFrom("b"), bHad)
+	}
+	waitFor(t, "40 records read", func() bool { return r.total() >= 40 })
+	r.check()
+	for p := range int32(4) {
+		if got := r.offsets(TopicPartition{"t", p}); !slices.Equal(got, seq(0, 10)) {
+			t.Fatalf("partition %d: read %v; want 0 to 9 once each", p, got)
+		}
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+	defer cancel()
+	if g, err := c.NewGroupConsumer(ctx, GroupConsumerConfig{Group: "g", Topics: []string{"t"}, InstanceID: "pay-a"}); ErrorCode(err) != wire.UnreleasedInstanceID {
+		if g != nil {
+			g.Close(testCtx(t))
+		}
+		t.Fatalf("a third process with a's instance: %v, want UnreleasedInstanceID", err)
+	}
 }

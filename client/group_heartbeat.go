@@ -84,8 +84,36 @@ func (g *GroupConsumer) request(now time.Time) (req *wire.GroupHeartbeatRequest,
 	if req.MemberEpoch == wire.JoinEpoch {
 		req.Topics = g.cfg.Topics
 		req.RebalanceTimeoutMs = int32(g.cfg.MaxPollInterval.Milliseconds())
+		req.InstanceID = g.cfg.InstanceID
 	}
 	return req, 0
+}
+
+// joinRetry is how often NewGroupConsumer tries its join again while
+// another member holds its InstanceID.
+const joinRetry = 500 * time.Millisecond
+
+// join sends the first heartbeat, again while another member holds the
+// InstanceID (until ctx ends: that member's session times out first, unless
+// it runs).
+func (g *GroupConsumer) join(ctx context.Context) error {
+	for {
+		_, err := g.heartbeat(ctx, false)
+		if ErrorCode(err) != wire.UnreleasedInstanceID {
+			return err
+		}
+		g.log.Info("another member holds this instance id: waiting for its session to time out", "instance", g.cfg.InstanceID, "err", err)
+		g.mu.Lock()
+		g.mu.err = nil // answered records the refusal as final
+		g.mu.Unlock()
+		t := time.NewTimer(joinRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
 }
 
 // pollOverdueLocked reports whether the application has not called Poll
@@ -218,10 +246,14 @@ func (g *GroupConsumer) wakeHeartbeat() {
 	}
 }
 
-// leave sends the heartbeat that leaves the group; the heartbeat goroutine
-// has stopped.
+// leave sends the heartbeat that leaves the group (for a while, with an
+// InstanceID); the heartbeat goroutine has stopped.
 func (g *GroupConsumer) leave(ctx context.Context) error {
-	req := &wire.GroupHeartbeatRequest{Group: g.cfg.Group, MemberID: g.MemberID(), MemberEpoch: wire.LeaveEpoch, ClientID: g.cfg.ClientID}
+	epoch := wire.LeaveEpoch
+	if g.cfg.InstanceID != "" {
+		epoch = wire.StaticLeaveEpoch
+	}
+	req := &wire.GroupHeartbeatRequest{Group: g.cfg.Group, MemberID: g.MemberID(), MemberEpoch: epoch, ClientID: g.cfg.ClientID}
 	if _, err := g.send(ctx, req, true); err != nil {
 		return fmt.Errorf("client: leave group %s: %w", g.cfg.Group, err)
 	}

@@ -73,6 +73,12 @@ const (
 	// partition without committing, then join again owning nothing
 	// (group_members.go; Kafka's FENCED_MEMBER_EPOCH).
 	FencedMemberEpoch ErrorCode = 36
+	// UnreleasedInstanceID: a group join naming an instance id that a
+	// running member holds (one that did not leave with
+	// StaticLeaveEpoch): another process with the same instance id, or
+	// one that died; join again once its session times out
+	// (group_members.go; Kafka's UNRELEASED_INSTANCE_ID).
+	UnreleasedInstanceID ErrorCode = 37
 )
 
 var codeNames = map[ErrorCode]string{
@@ -91,6 +97,7 @@ var codeNames = map[ErrorCode]string{
 	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
 	BrokerNotRegistered: "BrokerNotRegistered", InvalidGroupID: "InvalidGroupID", GroupIDNotFound: "GroupIDNotFound",
 	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup", FencedMemberEpoch: "FencedMemberEpoch",
+	UnreleasedInstanceID: "UnreleasedInstanceID",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -36,7 +36,18 @@ import (
 // heartbeats and commits are answered FencedMemberEpoch while the
 // controller remembers it (a session timeout), after that
 // UnknownMemberID. A fenced member releases everything without committing
-// and joins again owning nothing. Offsets are committed as before (OffsetCommit), and while a
+// and joins again owning nothing.
+//
+// Static membership (Kafka's group.instance.id): a member that joins with
+// an InstanceID and leaves with StaticLeaveEpoch (a restart, a rolling
+// deploy) keeps its assignment for a session timeout: no other member gets
+// its partitions meanwhile, and the next member to join with the same
+// InstanceID takes its place, with a new member id and the same
+// assignment, starting at the committed offsets. The old member id is
+// fenced (FencedMemberEpoch). A join naming an InstanceID that a member
+// holds and has not left that way is refused UnreleasedInstanceID (another
+// process with the same instance id, or one that died: its session timeout
+// releases it). Offsets are committed as before (OffsetCommit), and while a
 // group has members only by a member, for partitions it owns.
 
 // Frame type of the group heartbeat. Part of the wire format: never
@@ -65,6 +76,11 @@ const (
 	// LeaveEpoch leaves the group: the member's partitions go to the
 	// others at once, without waiting for its session to time out.
 	LeaveEpoch int32 = -1
+	// StaticLeaveEpoch leaves the group for a while (a member with an
+	// InstanceID restarting): its partitions wait a session timeout for
+	// the next member with its InstanceID. Without an InstanceID it is
+	// LeaveEpoch.
+	StaticLeaveEpoch int32 = -2
 )
 
 // GroupPartitions is a set of partitions of one topic.
@@ -103,6 +119,10 @@ type GroupHeartbeatRequest struct {
 	// default (5 minutes, Kafka's max.poll.interval.ms). Kept from the
 	// join: later heartbeats' value is ignored.
 	RebalanceTimeoutMs int32 `msgpack:"rbms,omitempty"`
+	// InstanceID, on a join, makes the member static: it names the
+	// process's place in the group across restarts (a group name's
+	// characters and length); "" for a dynamic member.
+	InstanceID string `msgpack:"instance,omitempty"`
 }
 
 // GroupHeartbeatResponse answers a GroupHeartbeatRequest with the member's
@@ -136,6 +156,10 @@ type GroupMember struct {
 	Owned []GroupPartitions `msgpack:"owned"`
 	// LastHeartbeatMs is its last heartbeat (Unix milliseconds).
 	LastHeartbeatMs int64 `msgpack:"last"`
+	// InstanceID is a static member's; Departed says it left with
+	// StaticLeaveEpoch and its assignment waits for its InstanceID.
+	InstanceID string `msgpack:"instance,omitempty"`
+	Departed   bool   `msgpack:"departed,omitempty"`
 }
 
 // CheckGroupHeartbeat checks r's own rules (not the member's existence):
@@ -152,8 +176,10 @@ func CheckGroupHeartbeat(r *GroupHeartbeatRequest) *Error {
 		return refuse(UnknownMemberID, "member id longer than %d bytes", MaxMemberIDLen)
 	case len(r.ClientID) > MaxClientIDLen:
 		return refuse(InvalidRequest, "client id longer than %d bytes", MaxClientIDLen)
-	case r.MemberEpoch < LeaveEpoch:
+	case r.MemberEpoch < StaticLeaveEpoch:
 		return refuse(InvalidRequest, "member epoch %d", r.MemberEpoch)
+	case r.InstanceID != "" && CheckGroupName(r.InstanceID) != "":
+		return refuse(InvalidRequest, "instance id: %s", CheckGroupName(r.InstanceID))
 	case r.RebalanceTimeoutMs < 0:
 		return refuse(InvalidRequest, "rebalance timeout %d ms", r.RebalanceTimeoutMs)
 	case r.MemberEpoch == JoinEpoch && len(r.Topics) == 0:

@@ -30,7 +30,10 @@ type MemberRead struct {
 // the run, under whatever fault is in effect. Every third membership
 // stalls halfway (its application stops polling, its heartbeats go on) for
 // longer than its max poll interval, so the member leaves the group and
-// the other takes its partitions, then polls again.
+// the other takes its partitions, then polls again. Odd-numbered members
+// are static (an instance id): their partitions wait a session timeout
+// for them when they leave, and after dying they join again only once the
+// controller has timed out their session.
 func (w *Workload) startMembers(ctx context.Context, ccfg client.Config) error {
 	for i := range w.cfg.Members {
 		c, err := client.New(ctx, ccfg)
@@ -49,8 +52,12 @@ func (w *Workload) startMembers(ctx context.Context, ccfg client.Config) error {
 }
 
 func (w *Workload) join(ctx context.Context, c *client.Client, id int) (*client.GroupConsumer, error) {
+	instance := ""
+	if id%2 == 1 {
+		instance = fmt.Sprintf("chaos-member-%d", id)
+	}
 	gc, err := c.NewGroupConsumer(ctx, client.GroupConsumerConfig{Group: MembersGroup, Topics: []string{w.cfg.Topic},
-		ClientID: fmt.Sprintf("chaos-member-%d", id), From: 0, MaxPollInterval: memberMaxPoll})
+		ClientID: fmt.Sprintf("chaos-member-%d", id), InstanceID: instance, From: 0, MaxPollInterval: memberMaxPoll})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: member %d: %w", id, err)
 	}

@@ -24,6 +24,8 @@ func (c *Coordinator) CheckCommit(group, memberID string, tps []TopicPartition) 
 	case g == nil || g.members[memberID] == nil && memberID != "":
 		return &wire.Error{Code: wire.UnknownMemberID, Message: fmt.Sprintf(
 			"member %q of group %q is unknown (its session timed out, or the controller changed): join again", memberID, group)}
+	case memberID != "" && g.members[memberID].departed:
+		return &wire.Error{Code: wire.UnknownMemberID, Message: fmt.Sprintf("member %q of group %q left (static)", memberID, group)}
 	case memberID == "":
 		return &wire.Error{Code: wire.NonEmptyGroup, Message: fmt.Sprintf(
 			"group %q has %d members: only they commit its offsets", group, len(g.members))}
@@ -100,7 +102,7 @@ func (c *Coordinator) Describe(group string) []wire.GroupMember {
 		slices.SortFunc(owned, TopicPartition.compare)
 		out = append(out, wire.GroupMember{MemberID: m.id, ClientID: m.clientID, MemberEpoch: m.epoch,
 			Topics: slices.Clone(m.topics), Assigned: grouped(m.assigned), Owned: grouped(owned),
-			LastHeartbeatMs: m.last.UnixMilli()})
+			LastHeartbeatMs: m.last.UnixMilli(), InstanceID: m.instance, Departed: m.departed})
 	}
 	return out
 }

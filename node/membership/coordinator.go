@@ -21,6 +21,12 @@
 // with what it owned, so the partition goes on to its next owner; for a
 // session timeout after, its heartbeats and commits are answered
 // FencedMemberEpoch, telling it to release everything without committing.
+//
+// A static member (one that joined with an instance id) that leaves with
+// StaticLeaveEpoch stays in the group, departed, for a session timeout:
+// it keeps its target and assignment, so no other member gets its
+// partitions, and the next join with its instance id takes its place
+// (a new member id, the old one fenced).
 package membership
 
 import (
@@ -87,6 +93,11 @@ type member struct {
 	// it owns nothing it must release).
 	rebalance time.Duration
 	releasing time.Time
+	// instance is a static member's instance id; departed says it left
+	// with StaticLeaveEpoch and waits, until its session times out, for
+	// a join with its instance id.
+	instance string
+	departed bool
 }
 
 // New returns a coordinator with no groups, started at now.
@@ -115,11 +126,35 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 	if g != nil {
 		m = g.members[req.MemberID]
 	}
-	if req.MemberEpoch == wire.LeaveEpoch {
-		if m != nil {
+	if req.MemberEpoch == wire.LeaveEpoch || req.MemberEpoch == wire.StaticLeaveEpoch {
+		switch {
+		case m == nil:
+		case req.MemberEpoch == wire.StaticLeaveEpoch && m.instance != "":
+			// Its assignment waits a session timeout for its instance.
+			m.departed, m.last, m.owned, m.releasing = true, now, map[TopicPartition]bool{}, time.Time{}
+		default:
 			c.remove(req.Group, m.id)
 		}
-		return wire.GroupHeartbeatResponse{MemberID: req.MemberID, MemberEpoch: wire.LeaveEpoch, ControllerID: -1}
+		return wire.GroupHeartbeatResponse{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, ControllerID: -1}
+	}
+	if m != nil && m.departed && req.MemberEpoch != wire.JoinEpoch {
+		return refuse(&wire.Error{Code: wire.UnknownMemberID, Message: fmt.Sprintf(
+			"member %q of group %q left (static): join again", req.MemberID, req.Group)})
+	}
+	if req.MemberEpoch == wire.JoinEpoch && g != nil {
+		holder := m
+		if req.InstanceID != "" {
+			holder = g.byInstance(req.InstanceID)
+		}
+		switch {
+		case holder == nil || !holder.departed && holder.id == req.MemberID:
+		case !holder.departed:
+			return refuse(&wire.Error{Code: wire.UnreleasedInstanceID, Message: fmt.Sprintf(
+				"instance %q of group %q is held by member %q, which has not left: another process with this instance id runs, "+
+					"or one died and its session (%v) has not timed out", req.InstanceID, req.Group, holder.id, c.cfg.SessionTimeout)})
+		default:
+			m = c.takeOver(req.Group, g, holder, now)
+		}
 	}
 	if m == nil && req.MemberEpoch != wire.JoinEpoch {
 		if e := c.checkFenced(req.Group, req.MemberID); e != nil {
@@ -143,13 +178,16 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 			c.nextID++
 			id = c.cfg.Prefix + strconv.FormatUint(c.nextID, 10)
 		}
-		m = &member{id: id, epoch: 1, rebalance: DefaultRebalanceTimeout} // answers are never JoinEpoch
-		if req.RebalanceTimeoutMs > 0 {
-			m.rebalance = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
-		}
+		m = &member{id: id, epoch: 1, instance: req.InstanceID} // answers are never JoinEpoch
 		g.members[id] = m
 		g.stale = true
 		delete(c.fenced[req.Group], id) // joined again
+	}
+	if req.MemberEpoch == wire.JoinEpoch {
+		m.rebalance = DefaultRebalanceTimeout
+		if req.RebalanceTimeoutMs > 0 {
+			m.rebalance = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
+		}
 	}
 	m.last = now
 	m.clientID = req.ClientID
@@ -281,6 +319,37 @@ func grouped(tps []TopicPartition) []wire.GroupPartitions {
 		last.Partitions = append(last.Partitions, tp.Partition)
 	}
 	return out
+}
+
+// byInstance is the member holding instance id, or nil.
+func (g *group) byInstance(instance string) *member {
+	for _, m := range g.members {
+		if m.instance == instance {
+			return m
+		}
+	}
+	return nil
+}
+
+// takeOver puts a new member in the place of the departed static member
+// old (a join with its instance id): a new member id, old's subscription,
+// target and assignment; old's id is fenced.
+func (c *Coordinator) takeOver(group string, g *group, old *member, now time.Time) *member {
+	c.nextID++
+	m := &member{id: c.cfg.Prefix + strconv.FormatUint(c.nextID, 10), epoch: old.epoch, instance: old.instance,
+		topics: old.topics, assigned: old.assigned}
+	delete(g.members, old.id)
+	g.members[m.id] = m
+	for tp, id := range g.target {
+		if id == old.id {
+			g.target[tp] = m.id
+		}
+	}
+	if c.fenced[group] == nil {
+		c.fenced[group] = map[string]time.Time{}
+	}
+	c.fenced[group][old.id] = now
+	return m
 }
 
 // mustRelease reports whether m reports owning a partition it is not

@@ -409,3 +409,94 @@ func TestRebalanceTimeoutRestartsAtEachRelease(t *testing.T) {
 		t.Fatalf("a not fenced 3 s into its second release")
 	}
 }
+
+// A static member that leaves with StaticLeaveEpoch keeps its partitions
+// for a session timeout: the other member does not get them, and the next
+// join with the same instance id takes its place (a new member id, the
+// same partitions), the old id fenced. One that does not come back within
+// the session is forgotten, and the other takes everything.
+func TestStaticMemberRestartKeepsItsPartitions(t *testing.T) {
+	topics := fixedTopics(map[string]int32{"payments": 4})
+	c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second}, t0)
+	join := func(now time.Time, instance string, owned []wire.GroupPartitions) wire.GroupHeartbeatResponse {
+		return c.Heartbeat(now, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"},
+			InstanceID: instance, Owned: owned}, topics, false)
+	}
+	beat := func(now time.Time, r wire.GroupHeartbeatResponse) wire.GroupHeartbeatResponse {
+		return c.Heartbeat(now, &wire.GroupHeartbeatRequest{Group: "g", MemberID: r.MemberID, MemberEpoch: r.MemberEpoch, Owned: r.Assigned}, topics, false)
+	}
+	a := join(t0, "pay-0", nil)
+	b := &client{}
+	b.beat(t, c, t0, topics, "payments")
+	a = beat(t0, a) // told to release b's half
+	a = beat(t0, a) // released
+	b.beat(t, c, t0, topics)
+	if count(a.Assigned) != 2 || count(b.owned) != 2 {
+		t.Fatalf("split: a %v b %v", a.Assigned, b.owned)
+	}
+	aParts := a.Assigned
+	// a restarts: it leaves for a while.
+	if r := c.Heartbeat(t0.Add(time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: a.MemberID, MemberEpoch: wire.StaticLeaveEpoch},
+		topics, false); r.Err != wire.None || r.MemberEpoch != wire.StaticLeaveEpoch {
+		t.Fatalf("static leave: %+v", r)
+	}
+	if d := c.Describe("g"); len(d) != 2 || !slices.ContainsFunc(d, func(m wire.GroupMember) bool { return m.Departed && m.InstanceID == "pay-0" }) {
+		t.Fatalf("describe after the static leave: %+v", d)
+	}
+	for now := t0.Add(time.Second); now.Before(t0.Add(9 * time.Second)); now = now.Add(time.Second) {
+		b.beat(t, c, now, topics)
+		if count(b.owned) != 2 {
+			t.Fatalf("b took a's partitions while a's instance was away: %v", b.owned)
+		}
+		c.Expire(now)
+	}
+	if e := c.CheckCommit("g", a.MemberID, []TopicPartition{{"payments", aParts[0].Partitions[0]}}); e == nil {
+		t.Fatal("the departed member's commit was accepted")
+	}
+	a2 := join(t0.Add(9*time.Second), "pay-0", nil)
+	if a2.Err != wire.None || a2.MemberID == a.MemberID || !slices.EqualFunc(a2.Assigned, aParts, func(x, y wire.GroupPartitions) bool {
+		return x.Topic == y.Topic && slices.Equal(x.Partitions, y.Partitions)
+	}) {
+		t.Fatalf("a's instance back: %+v; want a new id and %v", a2, aParts)
+	}
+	if r := beat(t0.Add(9*time.Second), a); r.Err != wire.FencedMemberEpoch {
+		t.Fatalf("the old member id's heartbeat: %v", r.Err)
+	}
+	// Its instance is held again: another process with it is refused.
+	if r := join(t0.Add(9*time.Second), "pay-0", nil); r.Err != wire.UnreleasedInstanceID {
+		t.Fatalf("a second process with a's instance: %v %s", r.Err, r.Message)
+	}
+	// Away for longer than a session: forgotten, b takes all.
+	a2 = beat(t0.Add(10*time.Second), a2)
+	c.Heartbeat(t0.Add(10*time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: a2.MemberID, MemberEpoch: wire.StaticLeaveEpoch}, topics, false)
+	later := t0.Add(21 * time.Second)
+	b.beat(t, c, later, topics)
+	if n, _ := c.Expire(later); n != 1 {
+		t.Fatalf("expired %d, want a's departed instance", n)
+	}
+	b.beat(t, c, later, topics)
+	if count(b.owned) != 4 {
+		t.Fatalf("b after a's instance stayed away: %v", b.owned)
+	}
+	// Its instance joins again, anew.
+	if r := join(later, "pay-0", nil); r.Err != wire.None || count(r.Assigned) != 0 {
+		t.Fatalf("a's instance after its session: %+v", r)
+	}
+}
+
+// A static member that leaves with LeaveEpoch is gone at once, and a
+// dynamic member's StaticLeaveEpoch is a plain leave.
+func TestStaticMemberLeavingForGood(t *testing.T) {
+	topics := fixedTopics(map[string]int32{"payments": 2})
+	c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second}, t0)
+	a := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"}, InstanceID: "pay-0"}, topics, false)
+	d := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"}}, topics, false)
+	c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberID: a.MemberID, MemberEpoch: wire.LeaveEpoch}, topics, false)
+	c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberID: d.MemberID, MemberEpoch: wire.StaticLeaveEpoch}, topics, false)
+	if n := c.Count("g"); n != 0 {
+		t.Fatalf("%d members left", n)
+	}
+	if r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"}, InstanceID: "pay-0"}, topics, false); r.Err != wire.None || count(r.Assigned) != 2 {
+		t.Fatalf("a's instance joining again: %+v", r)
+	}
+}
