@@ -228,11 +228,7 @@ func TestGroupConsumerLapsedMembershipReleasesWithoutCommitting(t *testing.T) {
 	fc, c := groupCluster(t, session)
 	hbs := recordHeartbeats(fc)
 	r := newGroupRun(t, c)
-	a := r.start("a", GroupConsumerConfig{})
-	b := r.start("b", GroupConsumerConfig{})
-	waitFor(t, "a and b split the partitions", split(2, a, b))
-	produceEach(t, c, 4, 5)
-	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	a, b := r.twoMembers(c, GroupConsumerConfig{})
 	id, had, before := a.g.MemberID(), a.g.Assignment(), len(r.revokedFrom("a"))
 	_, commitsFrom := hbs.counts()
 	hbs.dropFrom(id)
@@ -254,17 +250,7 @@ func TestGroupConsumerLapsedMembershipReleasesWithoutCommitting(t *testing.T) {
 		}
 	}
 	produceEach(t, c, 4, 5)
-	waitFor(t, "every record read", func() bool {
-		for p := range int32(4) {
-			got := r.offsets(TopicPartition{"t", p})
-			for _, o := range seq(0, 15) {
-				if !slices.Contains(got, o) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	waitFor(t, "every record read", r.readEach(4, 15))
 }
 
 // While a group has members only they commit its offsets (each its own
@@ -342,11 +328,7 @@ func TestGroupConsumerThatStopsPollingLeaves(t *testing.T) {
 	fc, c := groupCluster(t, 20*time.Second) // the session is not what ends it
 	hbs := recordHeartbeats(fc)
 	r := newGroupRun(t, c)
-	a := r.start("a", GroupConsumerConfig{MaxPollInterval: time.Second})
-	b := r.start("b", GroupConsumerConfig{})
-	waitFor(t, "a and b split the partitions", split(2, a, b))
-	produceEach(t, c, 4, 5)
-	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	a, b := r.twoMembers(c, GroupConsumerConfig{MaxPollInterval: time.Second})
 	id, had, revoked := a.g.MemberID(), a.g.Assignment(), len(r.revokedFrom("a"))
 	hbFrom, commitsFrom := hbs.counts()
 	a.hold.Lock() // a's application stalls
@@ -382,17 +364,7 @@ func TestGroupConsumerThatStopsPollingLeaves(t *testing.T) {
 			t.Fatalf("a committed %+v after it left", cm)
 		}
 	}
-	waitFor(t, "every record read", func() bool {
-		for p := range int32(4) {
-			got := r.offsets(TopicPartition{"t", p})
-			for _, o := range seq(0, 10) {
-				if !slices.Contains(got, o) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	waitFor(t, "every record read", r.readEach(4, 10))
 }
 
 // A member the controller fences (it kept partitions past its rebalance
@@ -403,11 +375,7 @@ func TestGroupConsumerFencedReleasesAndJoinsAgain(t *testing.T) {
 	fc, c := groupCluster(t, 20*time.Second)
 	hbs := recordHeartbeats(fc)
 	r := newGroupRun(t, c)
-	a := r.start("a", GroupConsumerConfig{MaxPollInterval: 7 * time.Second})
-	b := r.start("b", GroupConsumerConfig{})
-	waitFor(t, "a and b split the partitions", split(2, a, b))
-	produceEach(t, c, 4, 5)
-	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	a, b := r.twoMembers(c, GroupConsumerConfig{MaxPollInterval: 7 * time.Second})
 	id, had, revoked := a.g.MemberID(), a.g.Assignment(), len(r.revokedFrom("a"))
 	hbFrom, commitsFrom := hbs.counts()
 	hbs.fenceNext(id)
@@ -442,11 +410,7 @@ func TestGroupConsumerStaticRestartKeepsItsPartitions(t *testing.T) {
 	fc, c := groupCluster(t, 20*time.Second)
 	hbs := recordHeartbeats(fc)
 	r := newGroupRun(t, c)
-	a := r.start("a", GroupConsumerConfig{InstanceID: "pay-a"})
-	b := r.start("b", GroupConsumerConfig{})
-	waitFor(t, "a and b split the partitions", split(2, a, b))
-	produceEach(t, c, 4, 5)
-	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	a, b := r.twoMembers(c, GroupConsumerConfig{InstanceID: "pay-a"})
 	had, bHad, bID := a.g.Assignment(), b.g.Assignment(), b.g.MemberID()
 	a.close(t)
 	ms := fc.GroupMembers("g")

@@ -153,6 +153,35 @@ func (r *groupRun) revokedFrom(name string) []TopicPartition {
 	return slices.Clone(r.revoked[name])
 }
 
+// twoMembers starts members a (with aCfg) and b, waits until they read 2
+// of t's 4 partitions each, then produces 5 records to each partition and
+// waits until the 20 are read.
+func (r *groupRun) twoMembers(c *Client, aCfg GroupConsumerConfig) (a, b *runningMember) {
+	r.tb.Helper()
+	a = r.start("a", aCfg)
+	b = r.start("b", GroupConsumerConfig{})
+	waitFor(r.tb, "a and b split the partitions", split(2, a, b))
+	produceEach(r.tb, c, 4, 5)
+	waitFor(r.tb, "20 records read", func() bool { return r.total() == 20 })
+	return a, b
+}
+
+// readEach reports whether offsets 0 to n-1 of each of t's first parts
+// partitions were returned, at least once each.
+func (r *groupRun) readEach(parts int32, n int64) func() bool {
+	return func() bool {
+		for p := range parts {
+			got := r.offsets(TopicPartition{"t", p})
+			for _, o := range seq(0, n) {
+				if !slices.Contains(got, o) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
 // check fails the test on any violation seen.
 func (r *groupRun) check() {
 	r.tb.Helper()
