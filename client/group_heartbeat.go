@@ -176,7 +176,7 @@ func (g *GroupConsumer) answered(req *wire.GroupHeartbeatRequest, sent time.Time
 	case code == wire.FencedMemberEpoch:
 		g.mu.epoch = wire.JoinEpoch
 		if !g.mu.expelled {
-			g.expelLocked(fencedReason, "max_poll_interval", g.cfg.MaxPollInterval)
+			g.expelLocked(fencedReason+": "+err.Error(), "max_poll_interval", g.cfg.MaxPollInterval)
 		}
 		return g.mu.interval, err
 	case code == wire.UnknownMemberID && req.MemberEpoch != wire.JoinEpoch:
@@ -212,7 +212,7 @@ func (g *GroupConsumer) untilLapseLocked(now time.Time) time.Duration {
 const (
 	lapsedReason  = "no group heartbeat answered for a session timeout"
 	overdueReason = "the application did not poll within the max poll interval: leaving the group"
-	fencedReason  = "the controller fenced the member: it kept partitions it was told to release past its rebalance timeout (the max poll interval)"
+	fencedReason  = "the controller fenced the member (it kept partitions it was told to release past its rebalance timeout, the max poll interval, or another process joined with its instance id)"
 )
 
 // expelLocked makes the member give up its partitions after its membership

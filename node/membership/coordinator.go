@@ -65,10 +65,24 @@ type Coordinator struct {
 	since  time.Time // when it started: the settling window runs one session from it
 	nextID uint64
 	groups map[string]*group
-	// fenced holds the members removed for keeping partitions past their
-	// rebalance timeout, group -> member id -> when, for a session timeout.
-	fenced map[string]map[string]time.Time
+	// fenced holds, for a session timeout, the member ids fenced (removed
+	// for keeping partitions past their rebalance timeout, or replaced by
+	// a join with their instance id): group -> member id -> when and why.
+	fenced map[string]map[string]fencing
 }
+
+// fencing is when and why a member id was fenced.
+type fencing struct {
+	at  time.Time
+	why string
+}
+
+// Why member ids are fenced (the FencedMemberEpoch message).
+const (
+	fencedRebalance = "it kept partitions it was told to release for longer than its rebalance timeout; " +
+		"release every partition without committing and join again"
+	fencedReplaced = "a member with its instance id joined in its place"
+)
 
 type group struct {
 	members map[string]*member
@@ -108,7 +122,7 @@ func New(cfg Config, now time.Time) *Coordinator {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	return &Coordinator{cfg: cfg, since: now, groups: map[string]*group{}, fenced: map[string]map[string]time.Time{}}
+	return &Coordinator{cfg: cfg, since: now, groups: map[string]*group{}, fenced: map[string]map[string]fencing{}}
 }
 
 // Heartbeat answers one member's heartbeat (join, keep, leave). existed
@@ -345,11 +359,16 @@ func (c *Coordinator) takeOver(group string, g *group, old *member, now time.Tim
 			g.target[tp] = m.id
 		}
 	}
-	if c.fenced[group] == nil {
-		c.fenced[group] = map[string]time.Time{}
-	}
-	c.fenced[group][old.id] = now
+	c.fence(group, old.id, now, fencedReplaced)
 	return m
+}
+
+// fence remembers id as fenced, for a session timeout from now.
+func (c *Coordinator) fence(group, id string, now time.Time, why string) {
+	if c.fenced[group] == nil {
+		c.fenced[group] = map[string]fencing{}
+	}
+	c.fenced[group][id] = fencing{at: now, why: why}
 }
 
 // mustRelease reports whether m reports owning a partition it is not
@@ -366,12 +385,11 @@ func (m *member) mustRelease() bool {
 // checkFenced is FencedMemberEpoch for a member fenced less than a session
 // timeout ago, else nil.
 func (c *Coordinator) checkFenced(group, id string) *wire.Error {
-	if _, ok := c.fenced[group][id]; !ok {
+	f, ok := c.fenced[group][id]
+	if !ok {
 		return nil
 	}
-	return &wire.Error{Code: wire.FencedMemberEpoch, Message: fmt.Sprintf(
-		"member %q of group %q was removed: it kept partitions it was told to release for longer than its rebalance timeout; "+
-			"release every partition without committing and join again", id, group)}
+	return &wire.Error{Code: wire.FencedMemberEpoch, Message: fmt.Sprintf("member %q of group %q was removed: %s", id, group, f.why)}
 }
 
 // remove forgets a member (and the group once it has none).
@@ -398,17 +416,14 @@ func (c *Coordinator) Expire(now time.Time) (expired, fenced int) {
 				expired++
 			case !m.releasing.IsZero() && now.Sub(m.releasing) > m.rebalance:
 				c.remove(name, id)
-				if c.fenced[name] == nil {
-					c.fenced[name] = map[string]time.Time{}
-				}
-				c.fenced[name][id] = now
+				c.fence(name, id, now, fencedRebalance)
 				fenced++
 			}
 		}
 	}
 	for name, ids := range c.fenced {
-		for id, at := range ids {
-			if now.Sub(at) > c.cfg.SessionTimeout {
+		for id, f := range ids {
+			if now.Sub(f.at) > c.cfg.SessionTimeout {
 				delete(ids, id)
 			}
 		}
