@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"paymentlog/client"
 )
@@ -18,7 +20,11 @@ func runConsumeMember(ctx context.Context, cl *client.Client, opts consumeOption
 	gc := newGroupCommitter(opts)
 	src := &memberSource{opts: opts, ctx: ctx, gc: gc, ends: map[int32]int64{}}
 	cfg := client.GroupConsumerConfig{Group: opts.group, Topics: []string{opts.topic}, InstanceID: opts.instance, From: opts.from, FromTime: opts.fromTime,
-		Consumer: ccfg, CommitAt: gc.commitAt, OnAssigned: src.assigned, OnRevoked: src.revoked}
+		Consumer: ccfg, CommitAt: gc.commitAt, OnAssigned: src.assigned, OnRevoked: src.revoked,
+		OnCommitError: func(tps []client.TopicPartition, err error) {
+			fmt.Fprintf(stderr, "paymentlog: consume %s: commit of %s, handed to another member, failed (it prints again from the last commit): %v\n",
+				opts.topic, partitionList(tps), err)
+		}}
 	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
 	defer cancel()
 	if _, err := cl.PartitionCount(setupCtx, opts.topic); err != nil {
@@ -124,4 +130,16 @@ func (s *memberSource) revoked(tps []client.TopicPartition) {
 		delete(s.ends, tp.Partition)
 		s.gc.rewound(tp.Partition)
 	}
+}
+
+// partitionList names tps of the one topic a consume reads: "partitions 0, 2".
+func partitionList(tps []client.TopicPartition) string {
+	ps := make([]string, len(tps))
+	for i, tp := range tps {
+		ps[i] = strconv.Itoa(int(tp.Partition))
+	}
+	if len(ps) == 1 {
+		return "partition " + ps[0]
+	}
+	return "partitions " + strings.Join(ps, ", ")
 }

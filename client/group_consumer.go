@@ -172,6 +172,11 @@ type GroupConsumerConfig struct {
 	// reads them yet). Their records Poll returned before were the last.
 	// Close calls it too, after its commit.
 	OnRevoked func([]TopicPartition)
+	// OnCommitError is called from Poll when the commit of partitions it
+	// releases fails (they are released all the same: their next owner
+	// reads again from the last commit), with the partitions and the
+	// error; the failure is also logged at Warn.
+	OnCommitError func([]TopicPartition, error)
 }
 
 // Validate reports the first invalid field as a *ConfigError.

@@ -117,6 +117,7 @@ type heartbeatLog struct {
 	commits []wire.OffsetCommitRequest
 	drop    string // member id whose heartbeats are lost
 	fence   string // member id whose next heartbeat is answered FencedMemberEpoch
+	refuse  bool   // answer every commit InvalidRequest
 }
 
 func recordHeartbeats(fc *clienttest.Cluster) *heartbeatLog {
@@ -137,10 +138,21 @@ func recordHeartbeats(fc *clienttest.Cluster) *heartbeatLog {
 			}
 		case wire.TypeOffsetCommit:
 			l.commits = append(l.commits, *req.(*wire.OffsetCommitRequest))
+			if l.refuse {
+				return clienttest.Action{Kind: clienttest.Refuse, Code: wire.InvalidRequest}
+			}
 		}
 		return clienttest.Action{}
 	})
 	return l
+}
+
+// refuseCommits makes every commit refused (InvalidRequest), or (false)
+// accepted again.
+func (l *heartbeatLog) refuseCommits(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refuse = on
 }
 
 // fenceNext answers member's next heartbeat FencedMemberEpoch.
@@ -456,5 +468,33 @@ func TestGroupConsumerStaticRestartKeepsItsPartitions(t *testing.T) {
 			g.Close(testCtx(t))
 		}
 		t.Fatalf("a third process with a's instance: %v, want UnreleasedInstanceID", err)
+	}
+}
+
+// A member whose commit of the partitions it releases fails releases them
+// all the same and says so through OnCommitError (the CLI prints it).
+func TestGroupConsumerReportsAFailedReleaseCommit(t *testing.T) {
+	fc, c := groupCluster(t, 20*time.Second)
+	hbs := recordHeartbeats(fc)
+	r := newGroupRun(t, c)
+	var mu sync.Mutex
+	var failed []TopicPartition
+	var ferr error
+	a := r.start("a", GroupConsumerConfig{OnCommitError: func(tps []TopicPartition, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failed, ferr = append(failed, tps...), err
+	}})
+	waitFor(t, "a reads all 4", split(4, a))
+	produceEach(t, c, 4, 5)
+	waitFor(t, "20 records read", func() bool { return r.total() == 20 })
+	hbs.refuseCommits(true)
+	b := r.start("b", GroupConsumerConfig{})
+	waitFor(t, "a and b split the partitions", split(2, a, b))
+	hbs.refuseCommits(false) // the members' commits as they close
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(failed, r.revokedFrom("a")) || len(failed) != 2 || ErrorCode(ferr) != wire.InvalidRequest {
+		t.Fatalf("OnCommitError got %v (%v); a released %v", failed, ferr, r.revokedFrom("a"))
 	}
 }

@@ -156,6 +156,9 @@ func (g *GroupConsumer) release(ctx context.Context, tps []TopicPartition, lost 
 		if err != nil {
 			g.log.Warn("commit of released partitions failed: their next owner reads again from the last commit",
 				"member", g.MemberID(), "partitions", reading, "err", err)
+			if g.cfg.OnCommitError != nil {
+				g.cfg.OnCommitError(reading, err)
+			}
 		}
 	}
 	g.cons.Unassign(reading)
