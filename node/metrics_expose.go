@@ -177,12 +177,13 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 		"Group-commit flush time of a partition log (fsync of sealed segments and msync of the active one).")
 	w.Histogram(nil, lat.Flush)
 
-	n.writePartitionMetrics(w)
+	parts := n.writePartitionMetrics(w)
+	n.writeGroupLagMetrics(w, parts)
 }
 
 // writePartitionMetrics writes the per-partition gauges of the first
-// MetricsMaxPartitions replicas.
-func (n *Node) writePartitionMetrics(w *metrics.Writer) {
+// MetricsMaxPartitions replicas, and returns their stats.
+func (n *Node) writePartitionMetrics(w *metrics.Writer) []broker.PartitionStat {
 	parts, total := n.broker.PartitionStats(MetricsMaxPartitions)
 	w.Gauge("paymentlog_partition_metrics_omitted",
 		"Partition replicas on this node left out of the paymentlog_partition_* series (more than "+strconv.Itoa(MetricsMaxPartitions)+").",
@@ -231,6 +232,7 @@ func (n *Node) writePartitionMetrics(w *metrics.Writer) {
 			w.Float(append(labels[i][:4:4], "follower", strconv.Itoa(int(f.ID))), lag)
 		}
 	}
+	return parts
 }
 
 var inf = math.Inf(1)

@@ -1,0 +1,54 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// A consumer group's lag is exported by each partition's leader, as the
+// high watermark minus the group's committed offset: summed over the
+// nodes, each partition of each group once; a partition the group never
+// committed has no series.
+func TestGroupLagMetricOnTheLeaders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, withMetrics)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 2, ReplicationFactor: 3, MinISR: 2})
+	p, err := c.NewProducer(client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for i := range 10 {
+		if _, err := p.ProduceSync(ctx, &client.Record{Topic: "payments", Partition: 0, PartitionSet: true, Value: fmt.Appendf(nil, "r%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Admin().CommitOffsets(ctx, "billing", []wire.GroupOffset{{Topic: "payments", Partition: 0, Offset: 3, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	leader := waitLeader(t, tc, "payments", 0)
+	var lag float64
+	var series int
+	waitFor(t, "the group's lag on every node", 15*time.Second, func() bool {
+		lag, series = 0, 0
+		for id, addr := range metricsAddrs(tc) {
+			e := scrape(t, addr)
+			for _, s := range e.Families["paymentlog_group_lag_messages"].Samples {
+				if id != leader || s.Labels["group"] != "billing" || s.Labels["partition"] != "0" {
+					t.Fatalf("node %d (leader %d) writes %+v", id, leader, s)
+				}
+				lag += s.Value
+				series++
+			}
+		}
+		return series == 1 && lag == 7
+	})
+}
