@@ -32,6 +32,9 @@ type groupMemberJSON struct {
 	// next member with its instance id until its session times out.
 	InstanceID string `json:"instance_id,omitempty"`
 	Departed   bool   `json:"departed,omitempty"`
+	// TopicPattern is the regular expression a member subscribed with
+	// (Topics: the topics it matches now).
+	TopicPattern string `json:"topic_pattern,omitempty"`
 }
 
 // groupPartitionsJSON is some partitions of one topic.
@@ -48,7 +51,8 @@ func groupMembers(ms []wire.GroupMember, now time.Time) []groupMemberJSON {
 		out = append(out, groupMemberJSON{MemberID: m.MemberID, ClientID: m.ClientID, MemberEpoch: m.MemberEpoch,
 			Topics: nonNilStrings(m.Topics), Assigned: partitionsJSON(m.Assigned), Owned: partitionsJSON(m.Owned),
 			LastHeartbeat: commitTime(m.LastHeartbeatMs), LastHeartbeatMs: m.LastHeartbeatMs,
-			LastHeartbeatAgeMs: max(now.UnixMilli()-m.LastHeartbeatMs, 0), InstanceID: m.InstanceID, Departed: m.Departed})
+			LastHeartbeatAgeMs: max(now.UnixMilli()-m.LastHeartbeatMs, 0), InstanceID: m.InstanceID, Departed: m.Departed,
+			TopicPattern: m.TopicPattern})
 	}
 	return out
 }

@@ -125,8 +125,13 @@ type GroupConsumerConfig struct {
 	// digits, '.', '_', '-'). Required.
 	Group string
 	// Topics are the topics whose partitions the group's members share
-	// (at most wire.MaxGroupTopics). Required.
+	// (at most wire.MaxGroupTopics). Required, unless TopicPattern is set.
 	Topics []string
+	// TopicPattern, instead of Topics, subscribes to every topic whose
+	// whole name matches this regular expression (Go's RE2 syntax, e.g.
+	// "payments-.*"), including topics created later: the controller
+	// resolves it at each heartbeat (Kafka's subscription by regex).
+	TopicPattern string
 	// ClientID is shown beside the member id by `group describe` (at
 	// most wire.MaxClientIDLen bytes); default "HOSTNAME/PID".
 	ClientID string
@@ -188,8 +193,12 @@ func (cfg GroupConsumerConfig) Validate() error {
 		return bad("Group", "%s", why)
 	}
 	switch {
-	case len(cfg.Topics) == 0:
+	case len(cfg.Topics) == 0 && cfg.TopicPattern == "":
 		return bad("Topics", "no topic to consume")
+	case len(cfg.Topics) > 0 && cfg.TopicPattern != "":
+		return bad("TopicPattern", "set with Topics: subscribe to one or the other")
+	case len(cfg.TopicPattern) > wire.MaxTopicPatternLen:
+		return bad("TopicPattern", "longer than %d bytes", wire.MaxTopicPatternLen)
 	case len(cfg.Topics) > wire.MaxGroupTopics:
 		return bad("Topics", "%d topics: at most %d", len(cfg.Topics), wire.MaxGroupTopics)
 	case len(cfg.ClientID) > wire.MaxClientIDLen:
@@ -204,6 +213,11 @@ func (cfg GroupConsumerConfig) Validate() error {
 	for _, t := range cfg.Topics {
 		if wire.CheckGroupName(t) != "" { // topic names follow the same rule
 			return bad("Topics", "%.128q is not a topic name", t)
+		}
+	}
+	if cfg.TopicPattern != "" {
+		if _, err := wire.TopicPatternRegexp(cfg.TopicPattern); err != nil {
+			return bad("TopicPattern", "%v", err)
 		}
 	}
 	return nil

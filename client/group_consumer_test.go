@@ -323,6 +323,10 @@ func TestGroupConsumerConfigValidate(t *testing.T) {
 		{GroupConsumerConfig{Group: "g"}, "Topics"},
 		{GroupConsumerConfig{Group: "g", Topics: []string{"t", "b/ad"}}, "Topics"},
 		{GroupConsumerConfig{Group: "g", Topics: []string{"t"}, From: -7}, "From"},
+		{GroupConsumerConfig{Group: "g", Topics: []string{"t"}, TopicPattern: "t.*"}, "TopicPattern"},
+		{GroupConsumerConfig{Group: "g", TopicPattern: "a)|(b"}, "TopicPattern"},
+		{GroupConsumerConfig{Group: "g", Topics: []string{"t"}, InstanceID: "a b"}, "InstanceID"},
+		{GroupConsumerConfig{Group: "g", Topics: []string{"t"}, MaxPollInterval: -time.Second}, "MaxPollInterval"},
 	} {
 		var ce *ConfigError
 		if err := c.cfg.Validate(); !errors.As(err, &ce) || ce.Field != c.field {
@@ -496,5 +500,42 @@ func TestGroupConsumerReportsAFailedReleaseCommit(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(failed, r.revokedFrom("a")) || len(failed) != 2 || ErrorCode(ferr) != wire.InvalidRequest {
 		t.Fatalf("OnCommitError got %v (%v); a released %v", failed, ferr, r.revokedFrom("a"))
+	}
+}
+
+// A member subscribed with a topic pattern reads every matching topic,
+// and a topic created later once the controller resolves the pattern again
+// (its next heartbeat); a topic that does not match is not read.
+func TestGroupConsumerTopicPattern(t *testing.T) {
+	fc, c := groupCluster(t, 20*time.Second)
+	fc.CreateTopic("pay-eu", 2)
+	fc.CreateTopic("xpay-eu", 1)
+	ctx := testCtx(t)
+	read := map[string]int{}
+	g, err := c.NewGroupConsumer(ctx, GroupConsumerConfig{Group: "g", TopicPattern: "pay-.*", From: SeekBeginning,
+		Consumer: ConsumerConfig{MaxWait: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctx)
+	produceValues(t, c, "pay-eu", 0, "a", "b")
+	produceValues(t, c, "pay-eu", 1, "c")
+	produceValues(t, c, "xpay-eu", 0, "no")
+	produceValues(t, c, "t", 0, "no")
+	poll := func() {
+		msgs, err := g.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			read[m.Topic]++
+		}
+	}
+	waitFor(t, "pay-eu's 3 records read", func() bool { poll(); return read["pay-eu"] == 3 })
+	fc.CreateTopic("pay-us", 1)
+	produceValues(t, c, "pay-us", 0, "d", "e")
+	waitFor(t, "pay-us's 2 records read", func() bool { poll(); return read["pay-us"] == 2 })
+	if read["xpay-eu"] != 0 || read["t"] != 0 || len(g.Assignment()) != 3 {
+		t.Fatalf("read %v, assigned %v", read, g.Assignment())
 	}
 }

@@ -82,7 +82,7 @@ func (g *GroupConsumer) request(now time.Time) (req *wire.GroupHeartbeatRequest,
 	req = &wire.GroupHeartbeatRequest{Group: g.cfg.Group, MemberID: g.mu.memberID, MemberEpoch: g.mu.epoch,
 		ClientID: g.cfg.ClientID, Owned: groupPartitions(owned)}
 	if req.MemberEpoch == wire.JoinEpoch {
-		req.Topics = g.cfg.Topics
+		req.Topics, req.TopicPattern = g.cfg.Topics, g.cfg.TopicPattern
 		req.RebalanceTimeoutMs = int32(g.cfg.MaxPollInterval.Milliseconds())
 		req.InstanceID = g.cfg.InstanceID
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 )
 
@@ -66,6 +67,8 @@ const (
 	MaxMemberIDLen = 64
 	// MaxClientIDLen bounds the free-text client id shown by describe.
 	MaxClientIDLen = 256
+	// MaxTopicPatternLen bounds a subscription's regular expression.
+	MaxTopicPatternLen = 1000
 )
 
 // Member epochs with a meaning of their own in a GroupHeartbeatRequest.
@@ -123,6 +126,11 @@ type GroupHeartbeatRequest struct {
 	// process's place in the group across restarts (a group name's
 	// characters and length); "" for a dynamic member.
 	InstanceID string `msgpack:"instance,omitempty"`
+	// TopicPattern, on a join instead of Topics, subscribes to every
+	// topic whose whole name matches this regular expression (Go's RE2
+	// syntax, at most MaxTopicPatternLen bytes), as topics are created
+	// and deleted (Kafka's SubscribedTopicRegex).
+	TopicPattern string `msgpack:"pattern,omitempty"`
 }
 
 // GroupHeartbeatResponse answers a GroupHeartbeatRequest with the member's
@@ -160,6 +168,9 @@ type GroupMember struct {
 	// StaticLeaveEpoch and its assignment waits for its InstanceID.
 	InstanceID string `msgpack:"instance,omitempty"`
 	Departed   bool   `msgpack:"departed,omitempty"`
+	// TopicPattern is the pattern it subscribed with (Topics: the topics
+	// it matches now), "" for a member that named its topics.
+	TopicPattern string `msgpack:"pattern,omitempty"`
 }
 
 // CheckGroupHeartbeat checks r's own rules (not the member's existence):
@@ -182,10 +193,19 @@ func CheckGroupHeartbeat(r *GroupHeartbeatRequest) *Error {
 		return refuse(InvalidRequest, "instance id: %s", CheckGroupName(r.InstanceID))
 	case r.RebalanceTimeoutMs < 0:
 		return refuse(InvalidRequest, "rebalance timeout %d ms", r.RebalanceTimeoutMs)
-	case r.MemberEpoch == JoinEpoch && len(r.Topics) == 0:
+	case r.MemberEpoch == JoinEpoch && len(r.Topics) == 0 && r.TopicPattern == "":
 		return refuse(InvalidRequest, "a join names no topic to subscribe to")
+	case r.TopicPattern != "" && len(r.Topics) > 0:
+		return refuse(InvalidRequest, "a subscription names topics or a topic pattern, not both")
+	case len(r.TopicPattern) > MaxTopicPatternLen:
+		return refuse(InvalidRequest, "topic pattern longer than %d bytes", MaxTopicPatternLen)
 	case len(r.Topics) > MaxGroupTopics:
 		return refuse(InvalidRequest, "%d topics: at most %d", len(r.Topics), MaxGroupTopics)
+	}
+	if r.TopicPattern != "" {
+		if _, err := TopicPatternRegexp(r.TopicPattern); err != nil {
+			return refuse(InvalidRequest, "topic pattern: %v", err)
+		}
 	}
 	for i, t := range r.Topics {
 		if i > 0 && r.Topics[i-1] >= t {
@@ -211,4 +231,15 @@ func CheckGroupHeartbeat(r *GroupHeartbeatRequest) *Error {
 		}
 	}
 	return nil
+}
+
+// TopicPatternRegexp compiles a subscription's topic pattern: it matches
+// a topic whose whole name matches pattern.
+func TopicPatternRegexp(pattern string) (*regexp.Regexp, error) {
+	// Valid on its own first, so its parentheses balance and the anchors
+	// below wrap all of it ("a)|(b" does not compile).
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, err
+	}
+	return regexp.Compile("^(?:" + pattern + ")$")
 }

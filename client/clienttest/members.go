@@ -2,6 +2,8 @@ package clienttest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"paymentlog/node/membership"
@@ -21,6 +23,7 @@ func (c *Cluster) newCoordinatorLocked() {
 	c.mu.coordinators++
 	cfg := c.mu.memberCfg
 	cfg.Prefix = fmt.Sprintf("%d.%d.", c.mu.controller, c.mu.coordinators)
+	cfg.TopicNames = c.topicNamesLocked // called by Heartbeat, with c.mu held
 	c.mu.members = membership.New(cfg, time.Now())
 	c.mu.membersSince = time.Now()
 }
@@ -80,4 +83,9 @@ func (c *Cluster) groupHeartbeat(addr string, r *wire.GroupHeartbeatRequest) *wi
 func (c *Cluster) checkMemberCommitLocked(r *wire.OffsetCommitRequest) *wire.Error {
 	c.mu.members.Expire(time.Now())
 	return c.mu.members.CheckOffsetCommit(r)
+}
+
+// topicNamesLocked lists the topics, sorted (membership.Config.TopicNames).
+func (c *Cluster) topicNamesLocked() []string {
+	return slices.Sorted(maps.Keys(c.mu.topics))
 }

@@ -21,7 +21,8 @@ import (
 func (c *Controller) startMembers(term uint64, img *metadata.Image) {
 	c.mu.members = membership.New(membership.Config{SessionTimeout: c.cfg.GroupSessionTimeout,
 		HeartbeatInterval: c.cfg.GroupHeartbeatInterval,
-		Prefix:            fmt.Sprintf("%d.%d.", c.cfg.NodeID, term)}, c.cfg.Now())
+		Prefix:            fmt.Sprintf("%d.%d.", c.cfg.NodeID, term),
+		TopicNames:        func() []string { return c.cfg.Store.Image().TopicNames() }}, c.cfg.Now())
 	c.mu.groupsAtStart = map[string]bool{}
 	for _, g := range img.Groups() {
 		c.mu.groupsAtStart[g.Name] = true

@@ -32,6 +32,7 @@ package membership
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -57,6 +58,9 @@ type Config struct {
 	// Prefix starts every member id (the controller's id and term, so ids
 	// of two controllers' tenures differ).
 	Prefix string
+	// TopicNames lists the cluster's topics, sorted, for members that
+	// subscribe with a topic pattern; nil refuses patterns.
+	TopicNames func() []string
 }
 
 // Coordinator holds the groups' members.
@@ -112,6 +116,9 @@ type member struct {
 	// a join with its instance id.
 	instance string
 	departed bool
+	// pattern, for a member that subscribed with a topic pattern: its
+	// topics are the names matching it, again at each heartbeat.
+	pattern *regexp.Regexp
 }
 
 // New returns a coordinator with no groups, started at now.
@@ -134,6 +141,13 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 	}
 	if e := wire.CheckGroupHeartbeat(req); e != nil {
 		return refuse(e)
+	}
+	var pattern *regexp.Regexp
+	if req.TopicPattern != "" {
+		if c.cfg.TopicNames == nil {
+			return refuse(&wire.Error{Code: wire.InvalidRequest, Message: "topic patterns are not served here"})
+		}
+		pattern, _ = wire.TopicPatternRegexp(req.TopicPattern) // checked above
 	}
 	g := c.groups[req.Group]
 	var m *member
@@ -205,8 +219,18 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 	}
 	m.last = now
 	m.clientID = req.ClientID
-	if req.Topics != nil && !slices.Equal(req.Topics, m.topics) {
-		m.topics = slices.Clone(req.Topics)
+	subs := req.Topics
+	switch {
+	case pattern != nil:
+		m.pattern = pattern
+	case subs != nil:
+		m.pattern = nil
+	}
+	if m.pattern != nil {
+		subs = matching(m.pattern, c.cfg.TopicNames())
+	}
+	if subs != nil && !slices.Equal(subs, m.topics) {
+		m.topics = slices.Clone(subs)
 		g.stale = true
 	}
 	m.owned = map[TopicPartition]bool{}
@@ -335,6 +359,17 @@ func grouped(tps []TopicPartition) []wire.GroupPartitions {
 	return out
 }
 
+// matching lists the names re matches, never nil.
+func matching(re *regexp.Regexp, names []string) []string {
+	out := []string{}
+	for _, n := range names {
+		if re.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // byInstance is the member holding instance id, or nil.
 func (g *group) byInstance(instance string) *member {
 	for _, m := range g.members {
@@ -351,7 +386,7 @@ func (g *group) byInstance(instance string) *member {
 func (c *Coordinator) takeOver(group string, g *group, old *member, now time.Time) *member {
 	c.nextID++
 	m := &member{id: c.cfg.Prefix + strconv.FormatUint(c.nextID, 10), epoch: old.epoch, instance: old.instance,
-		topics: old.topics, assigned: old.assigned}
+		topics: old.topics, pattern: old.pattern, assigned: old.assigned}
 	delete(g.members, old.id)
 	g.members[m.id] = m
 	for tp, id := range g.target {

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -498,5 +499,39 @@ func TestStaticMemberLeavingForGood(t *testing.T) {
 	}
 	if r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, Topics: []string{"payments"}, InstanceID: "pay-0"}, topics, false); r.Err != wire.None || count(r.Assigned) != 2 {
 		t.Fatalf("a's instance joining again: %+v", r)
+	}
+}
+
+// A member subscribing with a topic pattern reads every topic whose whole
+// name matches, including one created later (picked up at its next
+// heartbeat); a pattern that would break out of its anchors is refused.
+func TestTopicPatternSubscription(t *testing.T) {
+	counts := map[string]int32{"payments-eu": 2, "payments-us": 1, "refunds": 1, "xpayments-eu": 1}
+	names := func() []string { return slices.Sorted(maps.Keys(counts)) }
+	topics := fixedTopics(counts)
+	c := New(Config{Prefix: "m-", SessionTimeout: 10 * time.Second, TopicNames: names}, t0)
+	r := c.Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, TopicPattern: "payments-.*"}, topics, false)
+	if r.Err != wire.None || count(r.Assigned) != 3 || len(r.Assigned) != 2 {
+		t.Fatalf("pattern join: %v %s %v", r.Err, r.Message, r.Assigned)
+	}
+	counts["payments-ap"] = 2
+	r = c.Heartbeat(t0.Add(time.Second), &wire.GroupHeartbeatRequest{Group: "g", MemberID: r.MemberID, MemberEpoch: r.MemberEpoch, Owned: r.Assigned}, topics, false)
+	if count(r.Assigned) != 5 || r.Assigned[0].Topic != "payments-ap" {
+		t.Fatalf("after payments-ap was created: %v", r.Assigned)
+	}
+	if d := c.Describe("g"); len(d) != 1 || d[0].TopicPattern != "payments-.*" || !slices.Equal(d[0].Topics, []string{"payments-ap", "payments-eu", "payments-us"}) {
+		t.Fatalf("describe: %+v", d)
+	}
+	for _, bad := range []wire.GroupHeartbeatRequest{
+		{Group: "g", MemberEpoch: wire.JoinEpoch, TopicPattern: "refunds)|(payments-eu"},
+		{Group: "g", MemberEpoch: wire.JoinEpoch, TopicPattern: "payments-.*", Topics: []string{"refunds"}},
+		{Group: "g", MemberEpoch: wire.JoinEpoch, TopicPattern: "("},
+	} {
+		if r := c.Heartbeat(t0, &bad, topics, false); r.Err != wire.InvalidRequest {
+			t.Errorf("%+v: %v, want InvalidRequest", bad, r.Err)
+		}
+	}
+	if r := New(Config{}, t0).Heartbeat(t0, &wire.GroupHeartbeatRequest{Group: "g", MemberEpoch: wire.JoinEpoch, TopicPattern: "p.*"}, topics, false); r.Err != wire.InvalidRequest {
+		t.Errorf("a pattern where no topic names are known: %v", r.Err)
 	}
 }
