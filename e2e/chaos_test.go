@@ -63,13 +63,14 @@ func runChaos(t *testing.T, cfg chaos.Config) *chaos.Result {
 // faults of every available kind against a 3-node cluster under load. The
 // seed is random unless CHAOS_SEED is set; it is printed either way.
 // CHAOS_PER_KIND (default 20; 3 with -short) and CHAOS_DURATION (e.g. 10m:
-// run faults for that long instead of one deck) change its size.
+// run faults for that long instead of one deck) change its size, and
+// CHAOS_NODES (default 3) the cluster's (nodes past the third broker-only).
 func TestChaos(t *testing.T) {
 	perKind := envInt(t, "CHAOS_PER_KIND", 20)
 	if testing.Short() && os.Getenv("CHAOS_PER_KIND") == "" {
 		perKind = 3
 	}
-	cfg := chaos.Config{Seed: envInt(t, "CHAOS_SEED", 0), PerKind: int(perKind)}
+	cfg := chaos.Config{Seed: envInt(t, "CHAOS_SEED", 0), PerKind: int(perKind), Nodes: int(envInt(t, "CHAOS_NODES", 3))}
 	if d := os.Getenv("CHAOS_DURATION"); d != "" {
 		dur, err := time.ParseDuration(d)
 		if err != nil {
@@ -80,7 +81,7 @@ func TestChaos(t *testing.T) {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000_007
 	}
-	t.Logf("chaos seed %d (reproduce with CHAOS_SEED=%d)", cfg.Seed, cfg.Seed)
+	t.Logf("chaos seed %d on %d nodes (reproduce with CHAOS_SEED=%d CHAOS_NODES=%d)", cfg.Seed, cfg.Nodes, cfg.Seed, cfg.Nodes)
 	res := runChaos(t, cfg)
 	if cfg.Duration == 0 {
 		applied := appliedBySchedule(res)
