@@ -53,11 +53,23 @@ func (c *Coordinator) CheckOffsetCommit(r *wire.OffsetCommitRequest) *wire.Error
 // CheckEmpty is nil when group has no members (a deletion, an offset reset
 // by an operator), else NonEmptyGroup.
 func (c *Coordinator) CheckEmpty(group string) *wire.Error {
-	if g := c.groups[group]; g != nil {
+	g := c.groups[group]
+	if g == nil {
+		return nil
+	}
+	departed := 0
+	for _, m := range g.members {
+		if m.departed {
+			departed++
+		}
+	}
+	if departed == 0 {
 		return &wire.Error{Code: wire.NonEmptyGroup, Message: fmt.Sprintf(
 			"group %q has %d members: stop its consumers first", group, len(g.members))}
 	}
-	return nil
+	return &wire.Error{Code: wire.NonEmptyGroup, Message: fmt.Sprintf(
+		"group %q has %d members, %d of them static members that left and are expected back: stop the consumers, "+
+			"then wait %v for those", group, len(g.members), departed, c.cfg.SessionTimeout)}
 }
 
 // Groups lists the groups with members, sorted.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -453,6 +454,9 @@ func TestStaticMemberRestartKeepsItsPartitions(t *testing.T) {
 	}
 	if e := c.CheckCommit("g", a.MemberID, []TopicPartition{{"payments", aParts[0].Partitions[0]}}); e == nil {
 		t.Fatal("the departed member's commit was accepted")
+	}
+	if e := c.CheckEmpty("g"); e == nil || e.Code != wire.NonEmptyGroup || !strings.Contains(e.Message, "1 of them static members that left") {
+		t.Fatalf("deleting the group while a's instance is away: %v", e)
 	}
 	a2 := join(t0.Add(9*time.Second), "pay-0", nil)
 	if a2.Err != wire.None || a2.MemberID == a.MemberID || !slices.EqualFunc(a2.Assigned, aParts, func(x, y wire.GroupPartitions) bool {
