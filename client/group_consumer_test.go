@@ -344,7 +344,7 @@ func TestGroupConsumerThatStopsPollingLeaves(t *testing.T) {
 	fc, c := groupCluster(t, 20*time.Second) // the session is not what ends it
 	hbs := recordHeartbeats(fc)
 	r := newGroupRun(t, c)
-	a, b := r.twoMembers(c, GroupConsumerConfig{MaxPollInterval: time.Second})
+	a, b := r.twoMembers(c, GroupConsumerConfig{MaxPollInterval: 2 * time.Second})
 	id, had, revoked := a.g.MemberID(), a.g.Assignment(), len(r.revokedFrom("a"))
 	hbFrom, commitsFrom := hbs.counts()
 	a.hold.Lock() // a's application stalls
