@@ -114,17 +114,7 @@ func (c *Coordinator) Describe(group string) []wire.GroupMember {
 		slices.SortFunc(owned, TopicPartition.compare)
 		out = append(out, wire.GroupMember{MemberID: m.id, ClientID: m.clientID, MemberEpoch: m.epoch,
 			Topics: slices.Clone(m.topics), Assigned: grouped(m.assigned), Owned: grouped(owned),
-			LastHeartbeatMs: m.last.UnixMilli(), InstanceID: m.instance, Departed: m.departed, TopicPattern: patternOf(m)})
+			LastHeartbeatMs: m.last.UnixMilli(), InstanceID: m.instance, Departed: m.departed, TopicPattern: m.patternSrc})
 	}
 	return out
-}
-
-// patternOf is m's topic pattern as it subscribed with it, "" for named
-// topics.
-func patternOf(m *member) string {
-	if m.pattern == nil {
-		return ""
-	}
-	p := m.pattern.String()
-	return p[len("^(?:") : len(p)-len(")$")]
 }

@@ -116,9 +116,11 @@ type member struct {
 	// a join with its instance id.
 	instance string
 	departed bool
-	// pattern, for a member that subscribed with a topic pattern: its
-	// topics are the names matching it, again at each heartbeat.
-	pattern *regexp.Regexp
+	// pattern, for a member that subscribed with a topic pattern (as
+	// given: patternSrc): its topics are the names matching it, again at
+	// each heartbeat.
+	pattern    *regexp.Regexp
+	patternSrc string
 }
 
 // New returns a coordinator with no groups, started at now.
@@ -222,9 +224,9 @@ func (c *Coordinator) Heartbeat(now time.Time, req *wire.GroupHeartbeatRequest, 
 	subs := req.Topics
 	switch {
 	case pattern != nil:
-		m.pattern = pattern
+		m.pattern, m.patternSrc = pattern, req.TopicPattern
 	case subs != nil:
-		m.pattern = nil
+		m.pattern, m.patternSrc = nil, ""
 	}
 	if m.pattern != nil {
 		subs = matching(m.pattern, c.cfg.TopicNames())
@@ -386,7 +388,7 @@ func (g *group) byInstance(instance string) *member {
 func (c *Coordinator) takeOver(group string, g *group, old *member, now time.Time) *member {
 	c.nextID++
 	m := &member{id: c.cfg.Prefix + strconv.FormatUint(c.nextID, 10), epoch: old.epoch, instance: old.instance,
-		topics: old.topics, pattern: old.pattern, assigned: old.assigned}
+		topics: old.topics, pattern: old.pattern, patternSrc: old.patternSrc, assigned: old.assigned}
 	delete(g.members, old.id)
 	g.members[m.id] = m
 	for tp, id := range g.target {
