@@ -155,8 +155,11 @@ func TestHostileManyStalledHugeFramesStayCheap(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 200 streams each announce a 16 MiB frame, send 1 KiB of it and stall:
-	// allocating the announced size would cost 3.2 GiB.
-	check := allocGuard(t, 96<<20)
+	// allocating the announced size would cost 3.2 GiB. The budget is
+	// process-wide (TotalAlloc): quic-go's own state for 200 streams came
+	// to 100 MiB once on a loaded CI runner under -race, so it allows
+	// 256 MiB, still a twelfth of the announced sizes.
+	check := allocGuard(t, 256<<20)
 	var strs []*qgo.Stream
 	for range 200 {
 		str, err := conn.OpenStream()
