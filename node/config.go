@@ -9,6 +9,7 @@ import (
 
 	"paymentlog/node/metadata"
 	"paymentlog/segment"
+	"paymentlog/wire"
 )
 
 // Config configures one paymentlog process. DefaultConfig gives every field's
@@ -22,6 +23,13 @@ type Config struct {
 	MetricsAddr string           // HTTP /metrics and /debug/pprof; empty = off
 	TLSDir      string           // mutual TLS material; empty = dev mode
 	CertName    string           // certificate name inside TLSDir
+	// Authorizer is "acl" to enforce the cluster's ACL bindings on every
+	// client request (authorize.go; needs TLSDir), "" or "none" to let
+	// every client certificate do everything.
+	Authorizer string
+	// SuperUsers are principals ("User:NAME") allowed everything under
+	// Authorizer "acl" (Kafka's super.users); node certificates always are.
+	SuperUsers []string
 
 	Sync         segment.SyncPolicy // default SyncAlways
 	SyncInterval time.Duration      // with SyncInterval; default 200ms
@@ -198,6 +206,20 @@ func (c Config) Validate() error {
 	}
 	if why := metadata.CheckRack(c.Rack); why != "" {
 		return &ConfigError{"rack", errors.New(why)}
+	}
+	switch c.Authorizer {
+	case "", AuthorizerNone:
+	case AuthorizerACL:
+		if c.TLSDir == "" {
+			return &ConfigError{"authorizer", errors.New("acl needs --tls-dir: without mutual TLS no client has a name to authorize")}
+		}
+	default:
+		return &ConfigError{"authorizer", fmt.Errorf("%q: want %s or %s", c.Authorizer, AuthorizerACL, AuthorizerNone)}
+	}
+	for _, p := range c.SuperUsers {
+		if why := wire.CheckPrincipal(p); why != "" {
+			return &ConfigError{"super-users", errors.New(why)}
+		}
 	}
 	if a, ok := c.Controllers[c.ID]; ok && a != c.Addr {
 		return &ConfigError{"controllers", fmt.Errorf("lists node %d at %s but --addr is %s", c.ID, a, c.Addr)}

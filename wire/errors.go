@@ -79,6 +79,14 @@ const (
 	// one that died; join again once its session times out
 	// (group_members.go; Kafka's UNRELEASED_INSTANCE_ID).
 	UnreleasedInstanceID ErrorCode = 37
+	// TopicAuthorizationFailed, GroupAuthorizationFailed and
+	// ClusterAuthorizationFailed: the client's principal may not do this
+	// to that topic, group or the cluster (wire/acls.go; Kafka's codes
+	// of the same names). Not retriable: the same principal gets the same
+	// answer until an ACL changes.
+	TopicAuthorizationFailed   ErrorCode = 38
+	GroupAuthorizationFailed   ErrorCode = 39
+	ClusterAuthorizationFailed ErrorCode = 40
 )
 
 var codeNames = map[ErrorCode]string{
@@ -97,7 +105,8 @@ var codeNames = map[ErrorCode]string{
 	OffsetNotAvailable: "OffsetNotAvailable", InvalidConfig: "InvalidConfig", UnsupportedVersion: "UnsupportedVersion",
 	BrokerNotRegistered: "BrokerNotRegistered", InvalidGroupID: "InvalidGroupID", GroupIDNotFound: "GroupIDNotFound",
 	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup", FencedMemberEpoch: "FencedMemberEpoch",
-	UnreleasedInstanceID: "UnreleasedInstanceID",
+	UnreleasedInstanceID: "UnreleasedInstanceID", TopicAuthorizationFailed: "TopicAuthorizationFailed",
+	GroupAuthorizationFailed: "GroupAuthorizationFailed", ClusterAuthorizationFailed: "ClusterAuthorizationFailed",
 }
 
 var retriable = map[ErrorCode]bool{

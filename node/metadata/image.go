@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"paymentlog/node/acl"
 )
 
 // NoLeader is a partition's leader while it is offline.
@@ -160,6 +162,8 @@ type Image struct {
 	// groups are the consumer groups' committed offsets (groups.go); nil
 	// when none.
 	groups map[string]*GroupState
+	// acls are the ACL bindings (acls.go); nil when none.
+	acls *acl.Set
 }
 
 // EmptyImage is the image before any record.
