@@ -71,6 +71,7 @@ type builder struct {
 	// the groups copied in this entry (groups.go).
 	groupsOwned bool
 	ownedGroups map[string]bool
+	acls        bool // an ACLsCreated or ACLsDeleted was applied (acls.go)
 }
 
 func newBuilder(base *Image, offset uint64) *builder {
@@ -174,6 +175,7 @@ func (b *builder) finish() (*Image, Delta) {
 	}
 	d.ControllerChanged, d.ProducerIDsChanged = b.ctrl, b.pids
 	d.ClusterConfigsChanged = b.clusterConfigs && !maps.Equal(b.base.clusterConfigs, b.next.clusterConfigs)
+	d.ACLsChanged = b.acls && !aclsEqual(b.base.acls, b.next.acls)
 	for _, t := range b.configsChanged {
 		if !slices.Contains(d.TopicsConfigChanged, t) {
 			d.TopicsConfigChanged = append(d.TopicsConfigChanged, t)
@@ -290,6 +292,10 @@ func (b *builder) apply(r Record) string {
 		return b.applyGroupOffsetsCommitted(r)
 	case GroupDeleted:
 		return b.applyGroupDeleted(r)
+	case ACLsCreated:
+		return b.applyACLsCreated(r)
+	case ACLsDeleted:
+		return b.applyACLsDeleted(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"paymentlog/node/metadata/scripttest"
+	"paymentlog/wire"
 )
 
 func allRecords() []Record {
@@ -30,6 +31,10 @@ func allRecords() []Record {
 		ProducerIDBlock{Broker: 1, Start: 1000, Len: 1000},
 		TopicConfigChanged{Name: "payments", ID: "abc", Set: map[string]string{ConfigRetentionMs: "5"},
 			Delete: []string{ConfigUncleanLeaderElection}, MinISR: 3},
+		ACLsCreated{ACLs: []wire.ACLBinding{{Principal: "User:billing", ResourceType: wire.ResourceTopic,
+			PatternType: wire.PatternPrefixed, Name: "pay", Operation: wire.OpWrite, Permission: wire.PermissionAllow}}},
+		ACLsDeleted{ACLs: []wire.ACLBinding{{Principal: wire.WildcardPrincipal, ResourceType: wire.ResourceGroup,
+			PatternType: wire.PatternLiteral, Name: wire.WildcardResource, Operation: wire.OpAll, Permission: wire.PermissionDeny}}},
 	}
 }
 

@@ -26,6 +26,9 @@ type Delta struct {
 	// ClusterConfigsChanged is set when the cluster configs changed
 	// (ClusterConfigChanged).
 	ClusterConfigsChanged bool
+	// ACLsChanged is set when the ACL bindings changed (ACLsCreated,
+	// ACLsDeleted): read them from the new image (Image.ACLs).
+	ACLsChanged bool
 }
 
 // TopicRef names one topic incarnation.
@@ -52,7 +55,7 @@ type PartitionDelta struct {
 func (d Delta) Empty() bool {
 	return len(d.Brokers) == 0 && len(d.TopicsCreated) == 0 && len(d.TopicsDeleted) == 0 &&
 		len(d.Partitions) == 0 && !d.ControllerChanged && !d.ProducerIDsChanged && len(d.TopicsConfigChanged) == 0 &&
-		!d.ClusterConfigsChanged
+		!d.ClusterConfigsChanged && !d.ACLsChanged
 }
 
 type partKey struct {
@@ -67,6 +70,7 @@ func (d Delta) Merge(later Delta) Delta {
 		ProducerIDsChanged: d.ProducerIDsChanged || later.ProducerIDsChanged,
 		// Possibly changed and changed back, as TopicsConfigChanged.
 		ClusterConfigsChanged: d.ClusterConfigsChanged || later.ClusterConfigsChanged,
+		ACLsChanged:           d.ACLsChanged || later.ACLsChanged,
 	}
 	bs := map[int32]BrokerDelta{}
 	for _, b := range d.Brokers {
@@ -156,6 +160,7 @@ func Diff(prev, next *Image) Delta {
 	d.ControllerChanged = prev.controllerID != next.controllerID || prev.controllerTerm != next.controllerTerm
 	d.ProducerIDsChanged = prev.nextProducerID != next.nextProducerID
 	d.ClusterConfigsChanged = !maps.Equal(prev.clusterConfigs, next.clusterConfigs)
+	d.ACLsChanged = !aclsEqual(prev.acls, next.acls)
 	ids := map[int32]bool{}
 	for id := range prev.brokers {
 		ids[id] = true

@@ -38,6 +38,8 @@
 //	13 BrokerUnregistered      {id, inc}: a fenced broker holding no replica removed (unregister.go)
 //	14 GroupOffsetsCommitted   {g, ts, o: [{t, tid, p, o, e, m}]}: a consumer group's committed offsets (groups.go)
 //	15 GroupDeleted            {g, exp}: a group removed, on request or by offsets.retention.ms (groups.go)
+//	16 ACLsCreated             {acls: [{pr, rt, pt, n, op, pm}]}: ACL bindings (wire.ACLBinding) added (acls.go)
+//	17 ACLsDeleted             {acls: [{pr, rt, pt, n, op, pm}]}: ACL bindings removed (acls.go)
 //
 // Record type 11 was added after the others; logs written before it hold
 // none and decode as before. A TopicCreated may hold config keys that new
@@ -67,7 +69,8 @@
 // the next unallocated id; a TopicCreated must not reuse a live name; a
 // TopicConfigChanged must name the topic's current id and keep min ISR
 // within [1, RF] (RF within [1, 16]); a GroupOffsetsCommitted must name
-// existing partitions of the topics' current ids.
+// existing partitions of the topics' current ids; an ACLsCreated must add
+// only bindings not held yet, an ACLsDeleted remove only held ones.
 //
 // # Snapshot format
 //
@@ -75,6 +78,8 @@
 // encoding of snapshotV1: brokers sorted by id, topics sorted by name, configs
 // (a topic's, and the cluster's, omitted when there are none) as sorted
 // key/value pairs, groups sorted by name with their offsets sorted by topic
-// and partition (omitted when there are none). The encoding is canonical, so Image.Hash (SHA-256
+// and partition (omitted when there are none), ACL bindings sorted by
+// resource type, name, pattern type, principal, operation and permission
+// (acl.Compare; omitted when there are none). The encoding is canonical, so Image.Hash (SHA-256
 // of the snapshot encoding with the offset zeroed) is stable across nodes.
 package metadata

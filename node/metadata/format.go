@@ -54,6 +54,10 @@ func FormatRecord(r Record) string {
 			return fmt.Sprintf("GroupDeleted %s expired", r.Group)
 		}
 		return fmt.Sprintf("GroupDeleted %s", r.Group)
+	case ACLsCreated:
+		return formatACLs("ACLsCreated", r.ACLs)
+	case ACLsDeleted:
+		return formatACLs("ACLsDeleted", r.ACLs)
 	}
 	return fmt.Sprintf("%T%+v", r, r)
 }

@@ -24,7 +24,8 @@ import (
 //	   ClusterConfigChanged (cluster configs).
 //	3: BrokerUnregistered (unregister.go).
 //	4: GroupOffsetsCommitted and GroupDeleted (groups.go).
-const MetadataVersion int32 = 4
+//	5: ACLsCreated and ACLsDeleted (acls.go).
+const MetadataVersion int32 = 5
 
 // versionOf reads a registered version: 0 is a build from before versions.
 func versionOf(v int32) int32 { return max(v, 1) }

@@ -138,6 +138,12 @@ func TestRandomWalkDeltas(t *testing.T) {
 			return false
 		}
 		whole.ClusterConfigsChanged = merged.ClusterConfigsChanged
+		// So may the ACL bindings.
+		if whole.ACLsChanged && !merged.ACLsChanged {
+			t.Logf("merged delta misses the ACL change")
+			return false
+		}
+		whole.ACLsChanged = merged.ACLsChanged
 		if !deltaEqual(merged, whole) {
 			t.Logf("merged %+v != diff %+v", merged, whole)
 			return false
@@ -181,7 +187,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	b, known := img.Broker(id)
 	var recs []Record
 	var err error
-	switch k := rng.IntN(14); {
+	switch k := rng.IntN(15); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0,
 			EmptyReplicas: randomEmptyReplicas(rng, img), MetadataVersion: randomVersion(rng)})
@@ -243,6 +249,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		recs, err = DecideAlterConfigs(img, randomConfigChange(rng, img))
 	case k == 13:
 		recs, err = randomGroupChange(rng, img)
+	case k == 14:
+		recs, err = randomACLChange(rng, img)
 	case k >= 11 && rng.IntN(4) == 0:
 		recs, err = DecideReplicationFactor(img, ReplicationFactorEvent{Topic: fmt.Sprintf("t%d", rng.IntN(4)), RF: int32(1 + rng.IntN(4))})
 	case k >= 11:
@@ -269,6 +277,35 @@ func randomGroupChange(rng *rand.Rand, img *Image) ([]Record, error) {
 			Offset: rng.Int64N(1000), LeaderEpoch: int32(rng.IntN(3)) - 1})
 	}
 	return DecideCommitOffsets(img, CommitOffsetsEvent{Group: group, Offsets: offs, NowMs: int64(img.Offset())})
+}
+
+// randomACLChange creates one to three bindings drawn from a small pool
+// (often existing already), or deletes those a random filter selects.
+func randomACLChange(rng *rand.Rand, img *Image) ([]Record, error) {
+	principals := []string{"User:a", "User:b", wire.WildcardPrincipal}
+	names := []string{"t0", "t1", "t"}
+	if rng.IntN(3) == 0 {
+		f := wire.ACLFilter{Principal: principals[rng.IntN(3)]}
+		if rng.IntN(2) == 0 {
+			f = wire.ACLFilter{Name: names[rng.IntN(3)]}
+		}
+		recs, _, err := DecideDeleteACLs(img, []wire.ACLFilter{f})
+		return recs, err
+	}
+	var bs []wire.ACLBinding
+	for range 1 + rng.IntN(3) {
+		b := wire.ACLBinding{Principal: principals[rng.IntN(3)], ResourceType: wire.ResourceTopic, PatternType: wire.PatternLiteral,
+			Name: names[rng.IntN(3)], Operation: wire.OpRead, Permission: wire.PermissionAllow}
+		if b.Name == "t" {
+			b.PatternType = wire.PatternPrefixed
+		}
+		if rng.IntN(3) == 0 {
+			b.Permission = wire.PermissionDeny
+		}
+		bs = append(bs, b)
+	}
+	recs, _, err := DecideCreateACLs(img, bs)
+	return recs, err
 }
 
 // randomReassign draws a reassignment of a random partition: a cancel, or a

@@ -222,6 +222,10 @@ func newRecord(t RecordType, v uint8) Record {
 		return &GroupOffsetsCommitted{}
 	case TypeGroupDeleted:
 		return &GroupDeleted{}
+	case TypeACLsCreated:
+		return &ACLsCreated{}
+	case TypeACLsDeleted:
+		return &ACLsDeleted{}
 	}
 	return nil
 }
@@ -258,6 +262,10 @@ func deref(r Record) Record {
 	case *GroupOffsetsCommitted:
 		return *x
 	case *GroupDeleted:
+		return *x
+	case *ACLsCreated:
+		return *x
+	case *ACLsDeleted:
 		return *x
 	}
 	return r

@@ -236,6 +236,16 @@ func checkInvariants(t *testing.T, img *Image) {
 			}
 		}
 	}
+	if acls := img.ACLs(); acls != nil {
+		if acls.Len() == 0 || acls.Len() > wire.MaxACLs || img.Version() < 5 {
+			t.Fatalf("invariant: %d ACL bindings (nil when none) at metadata version %d", acls.Len(), img.Version())
+		}
+		for _, b := range acls.Bindings() {
+			if why := wire.CheckACLBinding(b); why != "" {
+				t.Fatalf("invariant: ACL binding %s: %s", b, why)
+			}
+		}
+	}
 }
 
 // members names every id of isr with its registered incarnation, except

@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"paymentlog/wire"
 )
 
 // snapshotVersion is the first byte of snapshot bytes. Part of the format.
@@ -43,6 +45,8 @@ type snapshotV1 struct {
 	// Groups (consumer groups' committed offsets, groups.go), sorted by
 	// name; omitted when none.
 	Groups []snapGroup `msgpack:"groups,omitempty"`
+	// ACLs (acls.go), sorted by acl.Compare; omitted when none.
+	ACLs []wire.ACLBinding `msgpack:"acls,omitempty"`
 }
 
 type snapBroker struct {
@@ -95,6 +99,7 @@ func (m *Image) toSnapshot() snapshotV1 {
 		s.ClusterConfigs = append(s.ClusterConfigs, [2]string{k, m.clusterConfigs[k]})
 	}
 	s.Groups = m.snapGroups()
+	s.ACLs = slices.Clone(m.acls.Bindings()) // nil when none
 	return s
 }
 
@@ -216,6 +221,9 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 		m.partitionCount += len(t.Partitions)
 	}
 	if err := m.loadSnapGroups(s.Groups); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
+	}
+	if err := m.loadSnapACLs(s.ACLs); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	return m, nil
