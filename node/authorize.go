@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"paymentlog/node/broker"
 	"paymentlog/quic"
 	"paymentlog/wire"
 )
@@ -64,4 +65,104 @@ func deniedError(p quic.Peer, op, resourceType, name string) *wire.Error {
 	}
 	return &wire.Error{Code: code, Message: fmt.Sprintf("principal %s may not %s %s (no ACL allows it: `paymentlog acl add --principal %s --operation %s ...`)",
 		principalOf(p), op, what, principalOf(p), op)}
+}
+
+// describableTopics filters a Metadata answer to the topics peer may
+// describe: unnamed ones (every topic was asked for) are left out, named
+// ones are answered TopicAuthorizationFailed whether they exist or not (so
+// the answer does not tell which names exist).
+func (n *Node) describableTopics(p quic.Peer, named bool, topics []wire.TopicMetadata) []wire.TopicMetadata {
+	if n.superPeer(p) {
+		return topics
+	}
+	out := topics[:0]
+	for _, t := range topics {
+		e := n.authorize(p, wire.OpDescribe, wire.ResourceTopic, t.Name)
+		switch {
+		case e == nil:
+			out = append(out, t)
+		case named:
+			out = append(out, wire.TopicMetadata{Err: e.Code, Name: t.Name})
+		}
+	}
+	return out
+}
+
+// describableOffsets filters a group's offsets to the topics peer may
+// describe.
+func (n *Node) describableOffsets(p quic.Peer, offsets []wire.GroupOffset) []wire.GroupOffset {
+	if n.superPeer(p) {
+		return offsets
+	}
+	out := offsets[:0]
+	for _, o := range offsets {
+		if n.allowed(p, wire.OpDescribe, wire.ResourceTopic, o.Topic) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// describableGroups filters a group list to the groups peer may describe.
+func (n *Node) describableGroups(p quic.Peer, groups []wire.GroupSummary) []wire.GroupSummary {
+	if n.superPeer(p) {
+		return groups
+	}
+	out := groups[:0]
+	for _, g := range groups {
+		if n.allowed(p, wire.OpDescribe, wire.ResourceGroup, g.Group) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// authorizeCommit: read on the group and on every topic committed.
+func (n *Node) authorizeCommit(p quic.Peer, req wire.OffsetCommitRequest) *wire.Error {
+	if e := n.authorize(p, wire.OpRead, wire.ResourceGroup, req.Group); e != nil {
+		return e
+	}
+	for _, o := range req.Offsets {
+		if e := n.authorize(p, wire.OpRead, wire.ResourceTopic, o.Topic); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// authorizeHeartbeat: read on the group and describe on every topic named
+// in the subscription. A pattern subscription's topics are not checked
+// here (the controller resolves the pattern): fetching and committing an
+// assigned topic the member may not read is refused.
+func (n *Node) authorizeHeartbeat(p quic.Peer, req wire.GroupHeartbeatRequest) *wire.Error {
+	if e := n.authorize(p, wire.OpRead, wire.ResourceGroup, req.Group); e != nil {
+		return e
+	}
+	for _, t := range req.Topics {
+		if e := n.authorize(p, wire.OpDescribe, wire.ResourceTopic, t); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// topicAuthorizer is the broker's check of Produce, Fetch, ListOffsets
+// and DescribeReplica; nil (nothing to check on the data path) unless this
+// node enforces ACLs.
+func (n *Node) topicAuthorizer() broker.Authorize {
+	if !n.enforcesACLs() {
+		return nil
+	}
+	return func(p quic.Peer, op, topic string) *wire.Error { return n.authorize(p, op, wire.ResourceTopic, topic) }
+}
+
+// authorizerName describes the authorization in force, for the start log.
+func (n *Node) authorizerName() string {
+	switch {
+	case n.cfg.TLSDir == "":
+		return "none (dev mode: nothing authenticated)"
+	case n.enforcesACLs():
+		return fmt.Sprintf("acl (super users %v)", n.cfg.SuperUsers)
+	}
+	return "none (every client certificate may do everything)"
 }

@@ -11,10 +11,13 @@ import (
 // handleAlterClusterConfigs answers an AlterClusterConfigsRequest through
 // the local controller (NotController with the hint unless it is the
 // active one).
-func (n *Node) handleAlterClusterConfigs(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleAlterClusterConfigs(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.AlterClusterConfigsRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	if e := n.authorize(peer, wire.OpAlter, wire.ResourceCluster, wire.ClusterResourceName); e != nil {
+		return wire.TypeAlterClusterConfigs, &wire.AlterClusterConfigsResponse{Err: e.Code, Message: e.Message, ControllerID: -1}, nil
 	}
 	if no, hint := n.noController(); no {
 		return wire.TypeAlterClusterConfigs, &wire.AlterClusterConfigsResponse{Err: wire.NotController, ControllerID: hint}, nil

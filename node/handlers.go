@@ -35,6 +35,9 @@ func (n *Node) registerHandlers() {
 	n.ep.Handle(wire.TypeDeleteGroup, n.handleDeleteGroup)
 	n.ep.Handle(wire.TypeGroupHeartbeat, n.handleGroupHeartbeat)
 	n.ep.Handle(wire.TypeAlterConfigs, n.handleAlterConfigs)
+	n.ep.Handle(wire.TypeCreateACLs, n.handleCreateACLs)
+	n.ep.Handle(wire.TypeDeleteACLs, n.handleDeleteACLs)
+	n.ep.Handle(wire.TypeDescribeACLs, n.handleDescribeACLs)
 	n.ep.Handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
 	n.ep.Handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)
 	n.ep.Handle(wire.TypeAlterPartition, n.handleAlterPartition)
@@ -49,7 +52,7 @@ func (n *Node) activeControllerID() int32 {
 	return -1
 }
 
-func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleMetadata(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.MetadataRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
@@ -70,6 +73,7 @@ func (n *Node) handleMetadata(ctx context.Context, _ quic.Peer, f quic.Frame) (q
 	}
 	resp := n.store.Image().MetadataResponse(names)
 	resp.ControllerID = n.activeControllerID()
+	resp.Topics = n.describableTopics(peer, len(names) > 0, resp.Topics)
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
 		for pi := range t.Partitions {
@@ -159,10 +163,15 @@ func describedController(raftLeader int32, lastContact, now time.Time, sessionTi
 	return raftLeader
 }
 
-func (n *Node) handleInitProducerID(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleInitProducerID(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.InitProducerIDRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	// An idempotent producer id is for writing: write on some topic
+	// (Kafka's IdempotentWrite, implied by write on any topic).
+	if !n.superPeer(peer) && !n.store.Image().ACLs().AllowsAny(principalOf(peer), wire.OpWrite, wire.ResourceTopic) {
+		return wire.TypeInitProducerID, &wire.InitProducerIDResponse{Err: wire.ClusterAuthorizationFailed}, nil
 	}
 	id, err := n.nextProducerID(ctx)
 	if err != nil {
@@ -175,10 +184,16 @@ func (n *Node) handleInitProducerID(ctx context.Context, _ quic.Peer, f quic.Fra
 // with the active controller as the hint to answer NotController with.
 func (n *Node) noController() (bool, int32) { return n.ctrl == nil, n.activeControllerID() }
 
-func (n *Node) handleCreateTopic(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleCreateTopic(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.CreateTopicRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	// Create on the cluster, or on the topic (Kafka: either).
+	if !n.allowed(peer, wire.OpCreate, wire.ResourceCluster, wire.ClusterResourceName) {
+		if e := n.authorize(peer, wire.OpCreate, wire.ResourceTopic, req.Name); e != nil {
+			return wire.TypeCreateTopic, &wire.CreateTopicResponse{Err: e.Code, Message: e.Message, ControllerID: -1}, nil
+		}
 	}
 	if no, hint := n.noController(); no {
 		return wire.TypeCreateTopic, &wire.CreateTopicResponse{Err: wire.NotController, ControllerID: hint}, nil
@@ -187,10 +202,13 @@ func (n *Node) handleCreateTopic(ctx context.Context, _ quic.Peer, f quic.Frame)
 	return wire.TypeCreateTopic, &resp, nil
 }
 
-func (n *Node) handleDeleteTopic(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleDeleteTopic(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.DeleteTopicRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	if e := n.authorize(peer, wire.OpDelete, wire.ResourceTopic, req.Name); e != nil {
+		return wire.TypeDeleteTopic, &wire.DeleteTopicResponse{Err: e.Code, Message: e.Message, ControllerID: -1}, nil
 	}
 	if no, hint := n.noController(); no {
 		return wire.TypeDeleteTopic, &wire.DeleteTopicResponse{Err: wire.NotController, ControllerID: hint}, nil

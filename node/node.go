@@ -232,6 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Incarnation: n.incarnation,
 		DataDir:     cfg.DataDir,
 		Endpoint:    ep,
+		Authorize:   n.topicAuthorizer(),
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
 			CacheBytes: cfg.PageCacheBytes,
 			FS:         cfg.LogFS, OnFailure: n.storageFailed, OnDiskFull: n.partitionDiskFull,
@@ -284,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.log.Info("node started", "addr", ep.Addr(), "controller_eligible", cfg.ControllerEligible(),
-		"incarnation", n.incarnation, "data_dir", cfg.DataDir, "metrics_addr", n.metricsAddr)
+		"incarnation", n.incarnation, "data_dir", cfg.DataDir, "metrics_addr", n.metricsAddr, "authorizer", n.authorizerName())
 	ok = true
 	return n, nil
 }

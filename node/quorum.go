@@ -27,10 +27,13 @@ const membershipCheckTimeout = 500 * time.Millisecond
 
 // handleDescribeQuorum answers with this node's view of the controller
 // quorum (see wire.DescribeQuorumRequest).
-func (n *Node) handleDescribeQuorum(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleDescribeQuorum(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.DescribeQuorumRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	if e := n.authorize(peer, wire.OpDescribe, wire.ResourceCluster, wire.ClusterResourceName); e != nil {
+		return wire.TypeDescribeQuorum, &wire.DescribeQuorumResponse{Err: e.Code}, nil
 	}
 	st := n.raft.Status()
 	resp := wire.DescribeQuorumResponse{Controllers: formatControllers(n.cfg.Controllers), Term: st.Term, Commit: st.Commit,

@@ -12,10 +12,13 @@ import (
 // one). The broker side needs nothing of its own: watchMetadata opens an
 // added replica's log and follows the leader, and stops and deletes a
 // removed one when the completing record is applied.
-func (n *Node) handleReassignPartition(ctx context.Context, _ quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
+func (n *Node) handleReassignPartition(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {
 	var req wire.ReassignPartitionRequest
 	if err := f.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	if e := n.authorize(peer, wire.OpAlter, wire.ResourceCluster, wire.ClusterResourceName); e != nil {
+		return wire.TypeReassignPartition, &wire.ReassignPartitionResponse{Err: e.Code, Message: e.Message, ControllerID: -1}, nil
 	}
 	if no, hint := n.noController(); no {
 		return wire.TypeReassignPartition, &wire.ReassignPartitionResponse{Err: wire.NotController, ControllerID: hint}, nil

@@ -143,6 +143,9 @@ type Config struct {
 	AlterPartition func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error)
 	Now            func() time.Time // time.Now
 	Logger         *slog.Logger     // slog.Default(); should name the node (the node's logger carries node=ID)
+	// Authorize checks client requests against the ACLs (authorize.go);
+	// nil allows everything.
+	Authorize Authorize
 }
 
 func (c *Config) setDefaults() {

@@ -26,10 +26,18 @@ import (
 // position belong to another history. A LastFetchedEpoch newer than the
 // leader's own epoch means the consumer has seen a later leader than this
 // replica knows of: UnknownLeaderEpoch (retriable, refresh the metadata).
-func (b *Broker) handleFetch(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+func (b *Broker) handleFetch(ctx context.Context, peer quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.FetchRequest
 	if err := fr.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	if e := b.authorize(peer, wire.OpRead, req.Topic); e != nil {
+		resp := wire.FetchResponse{Parts: make([]wire.FetchPartitionResponse, len(req.Parts))}
+		for i, fp := range req.Parts {
+			resp.Parts[i] = wire.FetchPartitionResponse{Partition: fp.Partition, Err: e.Code, Message: e.Message,
+				HighWatermark: -1, LogStart: -1, LogEnd: -1, LeaderHint: -1}
+		}
+		return wire.TypeFetch, &resp, nil
 	}
 	parts := make([]*partition, len(req.Parts))
 	w := newWaiter()
@@ -205,12 +213,18 @@ func consumerDivergence(log replica.EpochSource, logStart int64, lastEpoch int32
 // and a timestamp whose first offset is not below the HW, are answered with
 // the retriable OffsetNotAvailable instead of an end offset that would hide
 // acknowledged, already visible records.
-func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+func (b *Broker) handleListOffsets(ctx context.Context, peer quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.ListOffsetsRequest
 	if err := fr.Decode(&req); err != nil {
 		return 0, nil, err
 	}
 	resp := wire.ListOffsetsResponse{Parts: make([]wire.ListOffsetsPartitionResponse, len(req.Parts))}
+	if e := b.authorize(peer, wire.OpDescribe, req.Topic); e != nil {
+		for i, lp := range req.Parts {
+			resp.Parts[i] = wire.ListOffsetsPartitionResponse{Partition: lp.Partition, Err: e.Code, Offset: -1, LeaderHint: -1}
+		}
+		return wire.TypeListOffsets, resp, nil
+	}
 	for i, lp := range req.Parts {
 		out := &resp.Parts[i]
 		*out = wire.ListOffsetsPartitionResponse{Partition: lp.Partition, Offset: -1, LeaderHint: -1}
@@ -261,10 +275,13 @@ func (b *Broker) handleListOffsets(ctx context.Context, _ quic.Peer, fr quic.Fra
 }
 
 // handleDescribeReplica reports the local replica's state (for checkers and tests).
-func (b *Broker) handleDescribeReplica(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+func (b *Broker) handleDescribeReplica(ctx context.Context, peer quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.DescribeReplicaRequest
 	if err := fr.Decode(&req); err != nil {
 		return 0, nil, err
+	}
+	if e := b.authorize(peer, wire.OpDescribe, req.Topic); e != nil {
+		return wire.TypeDescribeReplica, wire.DescribeReplicaResponse{Err: e.Code}, nil
 	}
 	p := b.partition(req.Topic, req.Partition)
 	if p == nil {

@@ -19,7 +19,7 @@ const defaultMaxBatchBytes = 16<<20 - 1<<10
 // acks=all once the HW has passed the batch too. acks=1 and acks=all answer
 // success only if the node has led without a break since the append
 // (NotLeader otherwise).
-func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
+func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	start := time.Now()
 	var req wire.ProduceRequest
 	// The batches alias the request frame, which stays valid until the
@@ -36,6 +36,13 @@ func (b *Broker) handleProduce(ctx context.Context, _ quic.Peer, fr quic.Frame) 
 	defer cancel()
 	b.counters.produceRequests.Add(1)
 	resp := wire.ProduceResponse{Parts: make([]wire.ProducePartitionResponse, len(req.Parts))}
+	if e := b.authorize(peer, wire.OpWrite, req.Topic); e != nil {
+		for i, pp := range req.Parts {
+			resp.Parts[i] = wire.ProducePartitionResponse{Partition: pp.Partition, Err: e.Code, Message: e.Message,
+				BaseOffset: -1, LeaderHint: -1, LogStart: -1}
+		}
+		return wire.TypeProduce, resp, nil
+	}
 	waits := make([]func(), 0, len(req.Parts))
 	for i := range req.Parts {
 		out := &resp.Parts[i]
