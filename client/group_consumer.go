@@ -115,6 +115,9 @@ type GroupConsumer struct {
 		// err is a refusal that joining again cannot mend (a heartbeat
 		// refused InvalidRequest): Poll returns it.
 		err error
+		// answeredOK is closed (and replaced) when a heartbeat is
+		// answered without error (awaitHeartbeat); nil until one waits.
+		answeredOK chan struct{}
 	}
 }
 

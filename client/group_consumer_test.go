@@ -539,3 +539,48 @@ func TestGroupConsumerTopicPattern(t *testing.T) {
 		t.Fatalf("read %v, assigned %v", read, g.Assignment())
 	}
 }
+
+// A commit right after a controller took over (it knows no member, and the
+// member's next heartbeat is a second away) is refused UnknownMemberID;
+// Commit then wakes the heartbeat, which joins again owning the member's
+// partitions, and commits again as that member: the offsets land and
+// Commit returns nil (before, it returned the refusal, and Close after a
+// controller failover lost the final commit).
+func TestGroupConsumerCommitsAcrossAControllerChange(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.SetGroupTimeouts(20*time.Second, time.Second)
+	fc.CreateTopic("t", 4)
+	c := mustFakeClient(t, fc)
+	produceEach(t, c, 4, 5)
+	ctx := testCtx(t)
+	g, err := c.NewGroupConsumer(ctx, GroupConsumerConfig{Group: "g", Topics: []string{"t"}, From: SeekBeginning,
+		Consumer: ConsumerConfig{MaxWait: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctx)
+	for read := 0; read < 20; {
+		msgs, err := g.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += len(msgs)
+	}
+	id := g.MemberID()
+	fc.ForgetMembers()
+	if err := g.Commit(ctx); err != nil {
+		t.Fatalf("commit after the controller change: %v", err)
+	}
+	offs := fc.GroupOffsets("g")
+	if len(offs) != 4 {
+		t.Fatalf("committed %+v, want 4 partitions at 5", offs)
+	}
+	for _, o := range offs {
+		if o.Offset != 5 {
+			t.Fatalf("committed %+v, want 4 partitions at 5", offs)
+		}
+	}
+	if ms := fc.GroupMembers("g"); len(ms) != 1 || ms[0].MemberID != id {
+		t.Fatalf("members %+v, want %s alone", ms, id)
+	}
+}

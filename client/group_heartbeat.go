@@ -158,6 +158,10 @@ func (g *GroupConsumer) answered(req *wire.GroupHeartbeatRequest, sent time.Time
 		return g.mu.interval, err
 	case err == nil:
 		g.mu.memberID, g.mu.epoch, g.mu.lastOK = resp.MemberID, resp.MemberEpoch, sent
+		if g.mu.answeredOK != nil {
+			close(g.mu.answeredOK)
+			g.mu.answeredOK = nil
+		}
 		g.mu.interval = durationMs(resp.HeartbeatIntervalMs, defaultGroupHeartbeatInterval)
 		g.mu.session = durationMs(resp.SessionTimeoutMs, defaultGroupSessionTimeout)
 		if g.mu.expelled {
@@ -239,6 +243,28 @@ func (g *GroupConsumer) signalLocked() {
 }
 
 // wakeHeartbeat makes the heartbeat goroutine send one at once.
+// awaitHeartbeat wakes the heartbeat goroutine and waits, at most a
+// session timeout (and within ctx), until a heartbeat is answered without
+// error; it reports whether one was.
+func (g *GroupConsumer) awaitHeartbeat(ctx context.Context) bool {
+	g.mu.Lock()
+	if g.mu.answeredOK == nil {
+		g.mu.answeredOK = make(chan struct{})
+	}
+	ch, wait := g.mu.answeredOK, g.mu.session
+	g.mu.Unlock()
+	g.wakeHeartbeat()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
 func (g *GroupConsumer) wakeHeartbeat() {
 	select {
 	case g.wake <- struct{}{}:

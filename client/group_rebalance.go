@@ -213,9 +213,11 @@ func (g *GroupConsumer) start(ctx context.Context, tps []TopicPartition) {
 //
 // Errors are Admin.CommitOffsets's, and: ErrMembershipLost (wrapped) when
 // no heartbeat was answered for a session timeout (nothing is sent);
-// wire.UnknownMemberID when the controller forgot the member (the member
-// joins again at once; commit again after the next Poll); wire.InvalidRequest
-// for a partition the group has meanwhile given to another member.
+// wire.UnknownMemberID when the controller forgot the member and it could
+// not join again within a session timeout (after a controller failover the
+// member joins again at once, and the commit is sent again as the member
+// it joined as); wire.InvalidRequest for a partition the group has
+// meanwhile given to another member.
 func (g *GroupConsumer) Commit(ctx context.Context) error {
 	return g.commit(ctx, g.cons.Assignment())
 }
@@ -230,8 +232,20 @@ func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPart
 	}
 	id := g.MemberID()
 	err := g.cons.commitOffsets(ctx, g.cfg.Group, id, offsets)
-	if code := ErrorCode(err); code == wire.UnknownMemberID || code == wire.FencedMemberEpoch {
-		g.wakeHeartbeat() // it learns the same, and joins again or gives up its partitions
+	switch ErrorCode(err) {
+	case wire.UnknownMemberID:
+		// A controller that took over knows no member: the heartbeat
+		// joins again with what the member owns, which it keeps, and
+		// the commit goes again as that member (the controller checks
+		// it still owns the partitions).
+		if g.awaitHeartbeat(ctx) {
+			if err2 := g.checkMember(); err2 != nil {
+				return err2
+			}
+			err = g.cons.commitOffsets(ctx, g.cfg.Group, g.MemberID(), offsets)
+		}
+	case wire.FencedMemberEpoch:
+		g.wakeHeartbeat() // it learns the same, and gives up its partitions
 	}
 	return err
 }
