@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"paymentlog/node"
 	"paymentlog/segment"
+	"paymentlog/wire"
 )
 
 func init() { commands = append(commands, nodeCommand) }
@@ -44,6 +46,8 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "metrics-addr", Usage: "HTTP address for /metrics and /debug/pprof (empty: off)", EnvVars: envs("METRICS_ADDR")},
 				&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and <cert-name>.crt/.key (mutual TLS; a node certificate for --id, from: paymentlog cert issue --node-id ID); empty: dev mode, nothing authenticated or authorized", EnvVars: envs("TLS_DIR")},
 				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
+				&ucli.StringFlag{Name: "authorizer", Value: node.AuthorizerNone, Usage: "acl: enforce the cluster's ACLs (paymentlog acl) on every client request (needs --tls-dir); none: every client certificate may do everything", EnvVars: envs("AUTHORIZER")},
+				&ucli.StringFlag{Name: "super-users", Usage: "principals allowed everything under --authorizer acl, comma-separated: User:admin,User:ops (or admin,ops); node certificates always are", EnvVars: envs("SUPER_USERS")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
 				&ucli.Int64Flag{Name: "page-cache-bytes", Value: d.PageCacheBytes, Usage: "how much of each partition's newest segment stays in the page cache after a flush; older durable bytes are dropped from it in whole 2 MiB stretches, so up to 2 MiB more stays (-1: leave the page cache to the OS)", EnvVars: envs("PAGE_CACHE_BYTES")},
@@ -108,6 +112,12 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	if cfg.CertName == "" {
 		cfg.CertName = fmt.Sprintf("node%d", cfg.ID)
 	}
+	cfg.Authorizer = c.String("authorizer")
+	supers, err := parseSuperUsers(c.String("super-users"))
+	if err != nil {
+		return nodeOptions{}, err
+	}
+	cfg.SuperUsers = supers
 	pol, iv, err := segment.ParseSyncPolicy(c.String("fsync"))
 	if err != nil {
 		return nodeOptions{}, fmt.Errorf("--fsync: %w", err)
@@ -138,6 +148,31 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 		return nodeOptions{}, err
 	}
 	return nodeOptions{cfg: cfg, logLevel: c.String("log-level"), logJSON: c.Bool("log-json")}, nil
+}
+
+// parseSuperUsers parses --super-users: principals separated by commas,
+// each User:NAME or NAME (made User:NAME).
+func parseSuperUsers(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !strings.Contains(p, ":") {
+			p = wire.PrincipalPrefix + p
+		}
+		if why := wire.CheckPrincipal(p); why != "" {
+			return nil, fmt.Errorf("--super-users: %s", why)
+		}
+		if p == wire.WildcardPrincipal {
+			return nil, fmt.Errorf("--super-users: %s names no one (to let every client do everything, run without --authorizer acl)", p)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // ParseControllers parses "1@127.0.0.1:7101,2@127.0.0.1:7102".

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -192,6 +193,12 @@ func (a *Admin) toController(ctx context.Context, what string, t quic.FrameType,
 		cctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
 		err = a.c.call(cctx, addr, t, req, newResp())
 		cancel()
+		if errors.Is(err, quic.ErrUnknownType) {
+			// Refused unread by a build that predates the request: asking
+			// it again changes nothing (ctx would end first).
+			return unsure, fmt.Errorf("client: %s: the active controller (node %d at %s) does not know this request: "+
+				"its build is older than this client's: %w", what, snap.controller, addr, err)
+		}
 		if err != nil {
 			last = fmt.Errorf("controller %d at %s: %w", snap.controller, addr, err)
 			unsure = true
@@ -357,7 +364,7 @@ func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescriptio
 	}
 	t, ok := a.c.meta.current().topics[name]
 	if !ok {
-		return TopicDescription{}, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", name))
+		return TopicDescription{}, a.c.missingTopic(ctx, name)
 	}
 	d := TopicDescription{Name: t.Name, ID: t.ID, ReplicationFactor: t.ReplicationFactor, MinISR: t.MinISR,
 		Configs: topicConfigs(t)}

@@ -103,7 +103,8 @@ func (c *Client) call(ctx context.Context, addr string, t quic.FrameType, req, r
 // readOnly reports whether requests of type t change nothing on the node.
 func readOnly(t quic.FrameType) bool {
 	switch t {
-	case wire.TypeMetadata, wire.TypeDescribeCluster, wire.TypeFetch, wire.TypeListOffsets, wire.TypeOffsetFetch, wire.TypeListGroups:
+	case wire.TypeMetadata, wire.TypeDescribeCluster, wire.TypeFetch, wire.TypeListOffsets, wire.TypeOffsetFetch, wire.TypeListGroups,
+		wire.TypeDescribeACLs:
 		return true
 	}
 	return false

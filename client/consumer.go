@@ -99,7 +99,10 @@ type Consumer struct {
 	// committed is, by group, the offset this consumer last committed on
 	// each partition or read in SeekCommitted (consumer_groups.go).
 	committed map[string]map[TopicPartition]int64
-	closed    bool
+	// missingChecked is, by topic, when Poll last asked a node about an
+	// assigned topic the metadata does not list (checkMissingTopics).
+	missingChecked map[string]time.Time
+	closed         bool
 }
 
 // NewConsumer creates a consumer with no assignment.

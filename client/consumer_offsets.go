@@ -65,7 +65,8 @@ func (c *Client) offsetsFor(ctx context.Context, tps []TopicPartition, ts int64)
 
 // PartitionCount returns a topic's partition count, refreshing the metadata
 // if the topic is not in the cache. A missing topic yields an error matching
-// wire.UnknownTopicOrPartition.
+// wire.UnknownTopicOrPartition, one the client's principal may not describe
+// (a cluster enforcing ACLs) wire.TopicAuthorizationFailed.
 func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) {
 	for i := 0; i < 2; i++ {
 		if i > 0 || c.meta.current() == nil {
@@ -77,7 +78,7 @@ func (c *Client) PartitionCount(ctx context.Context, topic string) (int, error) 
 			return len(t.Partitions), nil
 		}
 	}
-	return 0, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", topic))
+	return 0, c.missingTopic(ctx, topic)
 }
 
 // ListOffsets returns every partition's offset at a point of the topic

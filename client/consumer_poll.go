@@ -61,6 +61,9 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Message, error) {
 		if err := cs.resolveSeeks(ctx); err != nil {
 			return nil, err
 		}
+		if err := cs.checkMissingTopics(ctx, time.Now()); err != nil {
+			return nil, err
+		}
 		wait := cs.startFetches(time.Now())
 		cs.watchLeaders(time.Now())
 		if len(cs.inflight) == 0 {
@@ -135,6 +138,40 @@ func (cs *Consumer) resolveSeeks(ctx context.Context) error {
 			} else {
 				cs.backoff(cp, now)
 			}
+		}
+	}
+	return nil
+}
+
+// missingTopicCheck is how often Poll asks a node about an assigned topic
+// that the metadata does not list.
+const missingTopicCheck = 2 * time.Second
+
+// checkMissingTopics returns wire.TopicAuthorizationFailed for an assigned
+// topic the metadata does not list because the client's principal may not
+// describe it (a cluster enforcing ACLs leaves it out; its partitions would
+// wait for a leader without a word), asking a node about each such topic
+// at most every missingTopicCheck. A topic that does not exist (yet) is
+// waited for, as before.
+func (cs *Consumer) checkMissingTopics(ctx context.Context, now time.Time) error {
+	snap := cs.c.meta.current()
+	if snap == nil {
+		return nil
+	}
+	for _, cp := range cs.order {
+		topic := cp.tp.Topic
+		if _, ok := snap.topics[topic]; ok {
+			continue
+		}
+		if last, ok := cs.missingChecked[topic]; ok && now.Sub(last) < missingTopicCheck {
+			continue
+		}
+		if cs.missingChecked == nil {
+			cs.missingChecked = map[string]time.Time{}
+		}
+		cs.missingChecked[topic] = now
+		if err := cs.c.missingTopic(ctx, topic); ErrorCode(err) == wire.TopicAuthorizationFailed {
+			return fmt.Errorf("client: %s: %w", cp.tp, err)
 		}
 	}
 	return nil

@@ -252,11 +252,12 @@ func (p *Producer) ProduceSync(ctx context.Context, r *Record) (Delivery, error)
 }
 
 // partitionCount returns the topic's partition count from the metadata,
-// refreshing while the topic is unknown, for up to MetadataWait. Metadata
-// older than the client's MetadataMaxAge is refreshed in the background
-// (the count of this record stays the cached one): partitions added to the
-// topic get records within that interval, and keyed records then go to
-// hash(key) % the new count.
+// refreshing while the topic is unknown, for up to MetadataWait (not for
+// one the client's principal may not describe, which will not appear:
+// wire.TopicAuthorizationFailed at once). Metadata older than the client's
+// MetadataMaxAge is refreshed in the background (the count of this record
+// stays the cached one): partitions added to the topic get records within
+// that interval, and keyed records then go to hash(key) % the new count.
 func (p *Producer) partitionCount(ctx context.Context, topic string) (int32, error) {
 	if s := p.c.meta.current(); s != nil {
 		if t, ok := s.topics[topic]; ok && len(t.Partitions) > 0 {
@@ -267,6 +268,7 @@ func (p *Producer) partitionCount(ctx context.Context, topic string) (int32, err
 	deadline := time.Now().Add(p.cfg.MetadataWait)
 	backoff := 50 * time.Millisecond
 	var lastErr error
+	asked := false
 	for {
 		if err := p.c.meta.refresh(ctx); err != nil {
 			lastErr = err
@@ -274,6 +276,14 @@ func (p *Producer) partitionCount(ctx context.Context, topic string) (int32, err
 			return int32(len(t.Partitions)), nil
 		} else {
 			lastErr = nil
+			if !asked {
+				// One the principal may not describe will not appear:
+				// no need to wait for it.
+				asked = true
+				if err := p.c.missingTopic(ctx, topic); ErrorCode(err) == wire.TopicAuthorizationFailed {
+					return 0, err
+				}
+			}
 		}
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -282,7 +292,7 @@ func (p *Producer) partitionCount(ctx context.Context, topic string) (int32, err
 			if lastErr != nil {
 				return 0, lastErr
 			}
-			return 0, wire.UnknownTopicOrPartition.Err(fmt.Sprintf("topic %q does not exist", topic))
+			return 0, p.c.missingTopic(ctx, topic)
 		}
 		if err := sleepCtx(ctx, backoff); err != nil {
 			return 0, err
@@ -369,11 +379,14 @@ func (p *Producer) producerID(ctx context.Context) (int64, int16, error) {
 	return pid, epoch, nil
 }
 
-// initProducerID asks any node for a fresh producer id.
+// initProducerID asks any node for a fresh producer id. A refusal that is
+// not retriable (ClusterAuthorizationFailed: the principal may write to no
+// topic) is every node's answer: it is returned without asking the others.
 func (c *Client) initProducerID(ctx context.Context) (int64, int16, error) {
 	type idResp struct {
-		pid   int64
-		epoch int16
+		pid     int64
+		epoch   int16
+		refusal error
 	}
 	r, _, err := hedged(ctx, c.meta.candidates(), c.cfg.HedgeDelay, func(ctx context.Context, addr string) (idResp, error) {
 		var r wire.InitProducerIDResponse
@@ -381,14 +394,24 @@ func (c *Client) initProducerID(ctx context.Context) (int64, int16, error) {
 			return idResp{}, err
 		}
 		if r.Err != wire.None {
-			return idResp{}, r.Err.Err("InitProducerID")
+			msg := "InitProducerID refused by " + addr
+			if r.Err == wire.ClusterAuthorizationFailed {
+				msg += ": an idempotent producer needs an ACL allowing this client's principal write on some topic"
+			}
+			if r.Err.Retriable() || r.Err == wire.Unknown {
+				return idResp{}, r.Err.Err(msg)
+			}
+			return idResp{refusal: r.Err.Err(msg)}, nil
 		}
 		if r.ProducerID <= 0 {
 			// segment.BuilderOptions reads a zero id as "not idempotent".
 			return idResp{}, fmt.Errorf("client: %s handed out producer id %d", addr, r.ProducerID)
 		}
-		return idResp{r.ProducerID, r.ProducerEpoch}, nil
+		return idResp{pid: r.ProducerID, epoch: r.ProducerEpoch}, nil
 	})
+	if err == nil {
+		err = r.refusal
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("client: producer id: %w", err)
 	}

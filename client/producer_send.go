@@ -17,6 +17,14 @@ func (pp *partProducer) ensurePID(now time.Time) bool {
 	cancel()
 	if err != nil {
 		pp.p.c.log.Warn("producer id unavailable", "topic", pp.topic, "partition", pp.part, "err", err)
+		if code := ErrorCode(err); code != wire.Unknown && !code.Retriable() {
+			// Refused (ClusterAuthorizationFailed: the principal may
+			// write to no topic): asking again until the delivery
+			// timeout gets the same answer. No batch has been sent
+			// without an id, so none was written.
+			pp.failUnsent(err, now)
+			return false
+		}
 		if len(pp.queue) > 0 {
 			pp.queue[0].lastErr = err
 		}
@@ -25,6 +33,25 @@ func (pp *partProducer) ensurePID(now time.Time) bool {
 	}
 	pp.id, pp.havePID, pp.nextSeq = producerIdentity{pid: pid, epoch: epoch}, true, 0
 	return true
+}
+
+// failUnsent fails the queued batches not yet encoded (never sent, so not
+// written) with err.
+func (pp *partProducer) failUnsent(err error, now time.Time) {
+	kept := pp.queue[:0]
+	var failed []*pbatch
+	for _, b := range pp.queue {
+		if b.encoded == nil {
+			failed = append(failed, b)
+		} else {
+			kept = append(kept, b)
+		}
+	}
+	clear(pp.queue[len(kept):])
+	pp.queue = kept
+	for _, b := range failed {
+		pp.terminal(b, err, true, now)
+	}
 }
 
 // renewIdentity restarts the partition's sequence after a gap under an

@@ -49,7 +49,7 @@ const (
 	DropRequest              // fail the call without handling it (request lost)
 	DropResponse             // handle it, then fail the call (answer lost)
 	Hang                     // never answer: block until the caller gives up
-	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic, group requests)
+	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, ListOffsets, InitProducerID, CreateTopic, CreatePartitions, DeleteTopic, group and ACL requests)
 	// HandleThenRefuse handles it, then answers every partition with Code
 	// (Produce, Fetch): a leader that appended a batch and then lost its
 	// leadership (NotLeader) or timed out waiting for the ISR (Timeout);
@@ -105,6 +105,12 @@ type Cluster struct {
 		membersSince time.Time
 		memberCfg    membership.Config
 		coordinators int
+		// acls are the ACL bindings (acls.go), sorted by acl.Compare;
+		// aclsEnforced is what DescribeACLs says of enforcement.
+		acls         []wire.ACLBinding
+		aclsEnforced bool
+		// hidden are the topics the client may not describe (HideTopic).
+		hidden map[string]bool
 	}
 }
 
@@ -595,8 +601,23 @@ func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
 		return &wire.DeleteGroupResponse{Err: code, ControllerID: -1}
 	case *wire.GroupHeartbeatRequest:
 		return &wire.GroupHeartbeatResponse{Err: code, ControllerID: -1}
+	case *wire.ListOffsetsRequest:
+		resp := &wire.ListOffsetsResponse{}
+		for _, p := range r.Parts {
+			resp.Parts = append(resp.Parts, wire.ListOffsetsPartitionResponse{Partition: p.Partition, Err: code, LeaderHint: -1})
+		}
+		return resp
+	case *wire.InitProducerIDRequest:
+		return &wire.InitProducerIDResponse{Err: code}
+	case *wire.CreateACLsRequest:
+		return &wire.CreateACLsResponse{Err: code, Message: "refused by clienttest", ControllerID: -1}
+	case *wire.DeleteACLsRequest:
+		return &wire.DeleteACLsResponse{Err: code, Message: "refused by clienttest", ControllerID: -1}
+	case *wire.DescribeACLsRequest:
+		return &wire.DescribeACLsResponse{Err: code, Message: "refused by clienttest"}
 	}
-	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, CreateTopic, CreatePartitions, DeleteTopic and the group requests, not %T", req))
+	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, ListOffsets, InitProducerID, CreateTopic, CreatePartitions, DeleteTopic, "+
+		"the group and the ACL requests, not %T", req))
 }
 
 func (c *Cluster) brokerAt(addr string) int32 {
@@ -676,6 +697,12 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		return c.deleteGroup(addr, r), nil
 	case *wire.GroupHeartbeatRequest:
 		return c.groupHeartbeat(addr, r), nil
+	case *wire.CreateACLsRequest:
+		return c.createACLs(addr, r), nil
+	case *wire.DeleteACLsRequest:
+		return c.deleteACLs(addr, r), nil
+	case *wire.DescribeACLsRequest:
+		return c.describeACLs(r), nil
 	}
 	return nil, fmt.Errorf("clienttest: unexpected request %T", req)
 }
@@ -692,6 +719,15 @@ func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
 		sort.Strings(names)
 	}
 	for _, n := range names {
+		if c.mu.hidden[n] {
+			// As a node enforcing ACLs answers a client that may not
+			// describe the topic: left out of an answer for every
+			// topic, refused when named.
+			if len(r.Topics) > 0 {
+				resp.Topics = append(resp.Topics, wire.TopicMetadata{Name: n, Err: wire.TopicAuthorizationFailed})
+			}
+			continue
+		}
 		t, ok := c.mu.topics[n]
 		if !ok {
 			resp.Topics = append(resp.Topics, wire.TopicMetadata{Name: n, Err: wire.UnknownTopicOrPartition})

@@ -72,6 +72,9 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeListGroups, func() any { return &wire.ListGroupsRequest{} })
 	h(wire.TypeDeleteGroup, func() any { return &wire.DeleteGroupRequest{} })
 	h(wire.TypeGroupHeartbeat, func() any { return &wire.GroupHeartbeatRequest{} })
+	h(wire.TypeCreateACLs, func() any { return &wire.CreateACLsRequest{} })
+	h(wire.TypeDeleteACLs, func() any { return &wire.DeleteACLsRequest{} })
+	h(wire.TypeDescribeACLs, func() any { return &wire.DescribeACLsRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.
