@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,9 @@ func (a *Admin) DescribeQuorum(ctx context.Context) (QuorumStatus, error) {
 		addrs[n.ID] = n.Addr
 	}
 	answers := a.askQuorum(ctx, addrs)
+	if err := refusedByAll(answers); err != nil {
+		return QuorumStatus{}, err
+	}
 	// Controllers that are not registered (never started, or unregistered
 	// as brokers) are named in the others' --controllers lists.
 	extra := map[int32]string{}
@@ -88,6 +92,23 @@ func (a *Admin) DescribeQuorum(ctx context.Context) (QuorumStatus, error) {
 		}
 	}
 	return quorumStatus(cl.ControllerID, addrs, answers), nil
+}
+
+// refusedByAll returns the refusal when every node refused the request
+// as ClusterAuthorizationFailed (the client's principal may not describe
+// the cluster): a table of nodes that all said no tells nothing.
+func refusedByAll(answers map[int32]quorumAnswer) error {
+	var err error
+	for _, r := range answers {
+		if ErrorCode(r.err) != wire.ClusterAuthorizationFailed {
+			return nil
+		}
+		err = r.err
+	}
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("client: describe quorum: %w (describe on the cluster: `paymentlog acl add --principal NAME --operation describe --cluster`)", err)
 }
 
 type quorumAnswer struct {

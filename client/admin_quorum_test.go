@@ -68,3 +68,23 @@ func FuzzParseControllerList(f *testing.F) {
 		}
 	})
 }
+
+// A quorum description every node refused as ClusterAuthorizationFailed
+// is that refusal, not a table of nodes that did not answer; one node that
+// answered (or failed otherwise) keeps the table.
+func TestDescribeQuorumRefusedByAll(t *testing.T) {
+	refused := quorumAnswer{err: wire.ClusterAuthorizationFailed.Err("127.0.0.1:1")}
+	if err := refusedByAll(map[int32]quorumAnswer{1: refused, 2: refused}); ErrorCode(err) != wire.ClusterAuthorizationFailed ||
+		!strings.Contains(err.Error(), "--operation describe --cluster") {
+		t.Fatalf("all refused: %v", err)
+	}
+	if err := refusedByAll(map[int32]quorumAnswer{1: refused, 2: {resp: &wire.DescribeQuorumResponse{}}}); err != nil {
+		t.Fatalf("one answered: %v", err)
+	}
+	if err := refusedByAll(map[int32]quorumAnswer{1: refused, 2: {err: errors.New("dial timeout")}}); err != nil {
+		t.Fatalf("one unreachable: %v", err)
+	}
+	if err := refusedByAll(nil); err != nil {
+		t.Fatalf("no answers: %v", err)
+	}
+}
