@@ -109,6 +109,7 @@ func TestACLsEnforced(t *testing.T) {
 	tc := mustStartClusterWith(t, 3, func(c *node.Config) {
 		c.TLSDir, c.CertName = certs, fmt.Sprintf("node%d", c.ID)
 		c.Authorizer, c.SuperUsers = node.AuthorizerACL, []string{"User:admin"}
+		withMetrics(c)
 	})
 	tc.waitAlive(3)
 	admin := aclClient(ctx, t, tc, certs, "admin")
@@ -203,6 +204,16 @@ func TestACLsEnforced(t *testing.T) {
 	p, _ := tc.image().Partition("payments", 0)
 	if len(p.ISR) != 3 {
 		t.Fatalf("payments-0 ISR %v, want 3 replicas", p.ISR)
+	}
+	// Every kind of refusal was counted (on the nodes that answered).
+	for _, r := range []string{wire.ResourceTopic, wire.ResourceGroup, wire.ResourceCluster} {
+		sum := 0.0
+		for id := int32(1); id <= 3; id++ {
+			sum += value(t, scrape(t, tc.node(id).MetricsAddr()), "paymentlog_authorization_denied_total", "resource", r)
+		}
+		if sum < 1 {
+			t.Errorf("paymentlog_authorization_denied_total{resource=%q} = %v over the nodes, want >= 1", r, sum)
+		}
 	}
 }
 

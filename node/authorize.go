@@ -42,12 +42,27 @@ func (n *Node) allowed(p quic.Peer, op, resourceType, name string) bool {
 // authorize returns nil when peer may perform op on the resource, else the
 // error (TopicAuthorizationFailed, GroupAuthorizationFailed or
 // ClusterAuthorizationFailed) naming the principal, the operation and the
-// resource.
+// resource, counted in paymentlog_authorization_denied_total.
 func (n *Node) authorize(p quic.Peer, op, resourceType, name string) *wire.Error {
 	if n.allowed(p, op, resourceType, name) {
 		return nil
 	}
+	n.denied[resourceIndex(resourceType)].Add(1)
 	return deniedError(p, op, resourceType, name)
+}
+
+// deniedResources are the resource types of paymentlog_authorization_denied_total,
+// in the order of Node.denied.
+var deniedResources = [3]string{wire.ResourceTopic, wire.ResourceGroup, wire.ResourceCluster}
+
+// resourceIndex is resourceType's index in deniedResources.
+func resourceIndex(resourceType string) int {
+	for i, r := range deniedResources {
+		if r == resourceType {
+			return i
+		}
+	}
+	return 0
 }
 
 // deniedError is the error for a refused operation.
@@ -77,12 +92,12 @@ func (n *Node) describableTopics(p quic.Peer, named bool, topics []wire.TopicMet
 	}
 	out := topics[:0]
 	for _, t := range topics {
-		e := n.authorize(p, wire.OpDescribe, wire.ResourceTopic, t.Name)
 		switch {
-		case e == nil:
+		case n.allowed(p, wire.OpDescribe, wire.ResourceTopic, t.Name):
 			out = append(out, t)
 		case named:
-			out = append(out, wire.TopicMetadata{Err: e.Code, Name: t.Name})
+			n.denied[resourceIndex(wire.ResourceTopic)].Add(1)
+			out = append(out, wire.TopicMetadata{Err: wire.TopicAuthorizationFailed, Name: t.Name})
 		}
 	}
 	return out

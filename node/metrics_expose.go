@@ -115,6 +115,11 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	if n.ctrl != nil {
 		expired, fenced = n.ctrl.MembersRemoved()
 	}
+	w.Family("paymentlog_authorization_denied_total", metrics.TypeCounter,
+		"Client requests this node refused by ACL (--authorizer acl), by the resource type of the refusal: topic, group, cluster.")
+	for i, r := range deniedResources {
+		w.Uint(metrics.Labels{"resource", r}, n.denied[i].Load())
+	}
 	w.Family("paymentlog_controller_group_members_removed_total", metrics.TypeCounter,
 		"Consumer group members this node removed as the active controller: reason=session (no heartbeat for a session timeout), reason=rebalance (kept partitions it was told to release past its rebalance timeout).")
 	w.Uint(metrics.Labels{"reason", "session"}, expired)

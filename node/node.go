@@ -42,7 +42,10 @@ var _ raftnode.SnapshotChecker = (*metadata.Store)(nil)
 
 // Node is a running paymentlog process.
 type Node struct {
-	cfg         Config
+	cfg Config
+	// denied counts the client requests refused by ACL, by resource type
+	// (deniedResources; authorize.go).
+	denied      [3]atomic.Uint64
 	log         *slog.Logger
 	incarnation int64
 	lock        *dirLock // the data directory's, held until closeAll

@@ -41,6 +41,9 @@ var wireMessages = []func() any{
 	func() any { return new(wire.ListGroupsRequest) }, func() any { return new(wire.ListGroupsResponse) },
 	func() any { return new(wire.DeleteGroupRequest) }, func() any { return new(wire.DeleteGroupResponse) },
 	func() any { return new(wire.GroupHeartbeatRequest) }, func() any { return new(wire.GroupHeartbeatResponse) },
+	func() any { return new(wire.CreateACLsRequest) }, func() any { return new(wire.CreateACLsResponse) },
+	func() any { return new(wire.DeleteACLsRequest) }, func() any { return new(wire.DeleteACLsResponse) },
+	func() any { return new(wire.DescribeACLsRequest) }, func() any { return new(wire.DescribeACLsResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -103,6 +106,14 @@ func wireSeeds() []any {
 			MemberEpoch: 5, Topics: []string{"payments"}, Assigned: []wire.GroupPartitions{{Topic: "payments", Partitions: []int32{0}}}, LastHeartbeatMs: 1795998087883,
 			InstanceID: "billing-3", Departed: true, TopicPattern: "payments-.*"}}},
 		&wire.DeleteGroupResponse{Err: wire.GroupIDNotFound, Message: "group billing does not exist", ControllerID: 1},
+		&wire.CreateACLsRequest{ACLs: []wire.ACLBinding{{Principal: "User:billing", ResourceType: "topic", PatternType: "prefixed",
+			Name: "payments-", Operation: "read", Permission: "allow"}}},
+		&wire.CreateACLsResponse{Created: 1, MetadataOffset: 812, ControllerID: 1},
+		&wire.DeleteACLsRequest{Filters: []wire.ACLFilter{{Principal: "User:billing"}, {ResourceType: "group", Name: "billing"}}},
+		&wire.DeleteACLsResponse{Deleted: []wire.ACLBinding{{Principal: "User:*", ResourceType: "cluster", PatternType: "literal",
+			Name: "cluster", Operation: "describe", Permission: "deny"}}, ControllerID: 1},
+		&wire.DescribeACLsRequest{Filter: wire.ACLFilter{Operation: "write"}},
+		&wire.DescribeACLsResponse{Err: wire.ClusterAuthorizationFailed, Message: "principal User:mallory may not describe the cluster"},
 		&wire.DescribeClusterResponse{ControllerID: 1, MetadataOffset: 812, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
 			Configs: map[string]string{"reassignment.throttle.bytes": "0"}},
 	}
