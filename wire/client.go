@@ -179,6 +179,10 @@ type ProducePartition struct {
 // ProduceResponse answers per partition in request order.
 type ProduceResponse struct {
 	Parts []ProducePartitionResponse `msgpack:"parts"`
+	// ThrottleMs is how long the node held this answer back because the
+	// client's principal went over its producer_byte_rate quota
+	// (quotas.go); omitted when 0.
+	ThrottleMs int32 `msgpack:"throttle,omitempty"`
 }
 
 // ProducePartitionResponse: BaseOffset is the offset given to the batch's first record.
@@ -239,6 +243,10 @@ func (p *FetchPartition) DecodeMsgpack(dec *msgpack.Decoder) error {
 // FetchResponse holds whole batches per partition.
 type FetchResponse struct {
 	Parts []FetchPartitionResponse `msgpack:"parts"`
+	// ThrottleMs is how long the node held this fetch back because the
+	// client's principal went over its consumer_byte_rate quota
+	// (quotas.go); omitted when 0.
+	ThrottleMs int32 `msgpack:"throttle,omitempty"`
 }
 
 // FetchPartitionResponse: Records is zero or more whole batches.
