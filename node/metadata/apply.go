@@ -72,6 +72,7 @@ type builder struct {
 	groupsOwned bool
 	ownedGroups map[string]bool
 	acls        bool // an ACLsCreated or ACLsDeleted was applied (acls.go)
+	quotas      bool // a ClientQuotasChanged was applied (quotas.go)
 }
 
 func newBuilder(base *Image, offset uint64) *builder {
@@ -176,6 +177,7 @@ func (b *builder) finish() (*Image, Delta) {
 	d.ControllerChanged, d.ProducerIDsChanged = b.ctrl, b.pids
 	d.ClusterConfigsChanged = b.clusterConfigs && !maps.Equal(b.base.clusterConfigs, b.next.clusterConfigs)
 	d.ACLsChanged = b.acls && !aclsEqual(b.base.acls, b.next.acls)
+	d.ClientQuotasChanged = b.quotas && !quotasEqual(b.base.quotas, b.next.quotas)
 	for _, t := range b.configsChanged {
 		if !slices.Contains(d.TopicsConfigChanged, t) {
 			d.TopicsConfigChanged = append(d.TopicsConfigChanged, t)
@@ -296,6 +298,8 @@ func (b *builder) apply(r Record) string {
 		return b.applyACLsCreated(r)
 	case ACLsDeleted:
 		return b.applyACLsDeleted(r)
+	case ClientQuotasChanged:
+		return b.applyClientQuotasChanged(r)
 	default:
 		return fmt.Sprintf("unknown record %T", r)
 	}

@@ -143,7 +143,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 }
 
 func deltaEqual(a, b Delta) bool {
-	if a.ProducerIDsChanged != b.ProducerIDsChanged || a.ClusterConfigsChanged != b.ClusterConfigsChanged || a.ACLsChanged != b.ACLsChanged || len(a.Brokers) != len(b.Brokers) ||
+	if a.ProducerIDsChanged != b.ProducerIDsChanged || a.ClusterConfigsChanged != b.ClusterConfigsChanged || a.ACLsChanged != b.ACLsChanged ||
+		a.ClientQuotasChanged != b.ClientQuotasChanged || len(a.Brokers) != len(b.Brokers) ||
 		len(a.Partitions) != len(b.Partitions) || len(a.TopicsCreated) != len(b.TopicsCreated) ||
 		len(a.TopicsDeleted) != len(b.TopicsDeleted) {
 		return false

@@ -35,6 +35,9 @@ func allRecords() []Record {
 			PatternType: wire.PatternPrefixed, Name: "pay", Operation: wire.OpWrite, Permission: wire.PermissionAllow}}},
 		ACLsDeleted{ACLs: []wire.ACLBinding{{Principal: wire.WildcardPrincipal, ResourceType: wire.ResourceGroup,
 			PatternType: wire.PatternLiteral, Name: wire.WildcardResource, Operation: wire.OpAll, Permission: wire.PermissionDeny}}},
+		ClientQuotasChanged{Entries: []wire.QuotaEntry{
+			{Principal: "", Set: map[string]int64{wire.QuotaConsumerByteRate: 1 << 20}},
+			{Principal: "User:billing", Set: map[string]int64{wire.QuotaProducerByteRate: 4 << 20}, Delete: []string{wire.QuotaConsumerByteRate}}}},
 	}
 }
 

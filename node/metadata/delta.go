@@ -29,6 +29,10 @@ type Delta struct {
 	// ACLsChanged is set when the ACL bindings changed (ACLsCreated,
 	// ACLsDeleted): read them from the new image (Image.ACLs).
 	ACLsChanged bool
+	// ClientQuotasChanged is set when the client quotas changed
+	// (ClientQuotasChanged): read them from the new image
+	// (Image.ClientQuota, Image.ClientQuotas).
+	ClientQuotasChanged bool
 }
 
 // TopicRef names one topic incarnation.
@@ -55,7 +59,7 @@ type PartitionDelta struct {
 func (d Delta) Empty() bool {
 	return len(d.Brokers) == 0 && len(d.TopicsCreated) == 0 && len(d.TopicsDeleted) == 0 &&
 		len(d.Partitions) == 0 && !d.ControllerChanged && !d.ProducerIDsChanged && len(d.TopicsConfigChanged) == 0 &&
-		!d.ClusterConfigsChanged && !d.ACLsChanged
+		!d.ClusterConfigsChanged && !d.ACLsChanged && !d.ClientQuotasChanged
 }
 
 type partKey struct {
@@ -71,6 +75,7 @@ func (d Delta) Merge(later Delta) Delta {
 		// Possibly changed and changed back, as TopicsConfigChanged.
 		ClusterConfigsChanged: d.ClusterConfigsChanged || later.ClusterConfigsChanged,
 		ACLsChanged:           d.ACLsChanged || later.ACLsChanged,
+		ClientQuotasChanged:   d.ClientQuotasChanged || later.ClientQuotasChanged,
 	}
 	bs := map[int32]BrokerDelta{}
 	for _, b := range d.Brokers {
@@ -161,6 +166,7 @@ func Diff(prev, next *Image) Delta {
 	d.ProducerIDsChanged = prev.nextProducerID != next.nextProducerID
 	d.ClusterConfigsChanged = !maps.Equal(prev.clusterConfigs, next.clusterConfigs)
 	d.ACLsChanged = !aclsEqual(prev.acls, next.acls)
+	d.ClientQuotasChanged = !quotasEqual(prev.quotas, next.quotas)
 	ids := map[int32]bool{}
 	for id := range prev.brokers {
 		ids[id] = true

@@ -40,6 +40,7 @@
 //	15 GroupDeleted            {g, exp}: a group removed, on request or by offsets.retention.ms (groups.go)
 //	16 ACLsCreated             {acls: [{pr, rt, pt, n, op, pm}]}: ACL bindings (wire.ACLBinding) added (acls.go)
 //	17 ACLsDeleted             {acls: [{pr, rt, pt, n, op, pm}]}: ACL bindings removed (acls.go)
+//	18 ClientQuotasChanged     {entries: [{pr, set, del}]}: client quotas (wire.QuotaEntry) set and deleted per principal, "" the default (quotas.go)
 //
 // Record type 11 was added after the others; logs written before it hold
 // none and decode as before. A TopicCreated may hold config keys that new
@@ -70,7 +71,10 @@
 // TopicConfigChanged must name the topic's current id and keep min ISR
 // within [1, RF] (RF within [1, 16]); a GroupOffsetsCommitted must name
 // existing partitions of the topics' current ids; an ACLsCreated must add
-// only bindings not held yet, an ACLsDeleted remove only held ones.
+// only bindings not held yet, an ACLsDeleted remove only held ones. A
+// ClientQuotasChanged is not conditional (its values replace, its deletions
+// of keys not set do nothing): it is rejected only when invalid or when the
+// image would then hold quotas of more than wire.MaxQuotaEntities entities.
 //
 // # Snapshot format
 //
@@ -80,6 +84,8 @@
 // key/value pairs, groups sorted by name with their offsets sorted by topic
 // and partition (omitted when there are none), ACL bindings sorted by
 // resource type, name, pattern type, principal, operation and permission
-// (acl.Compare; omitted when there are none). The encoding is canonical, so Image.Hash (SHA-256
+// (acl.Compare; omitted when there are none), client quotas sorted by
+// principal, the default ("") first, each with its values as a map of
+// sorted keys (omitted when there are none). The encoding is canonical, so Image.Hash (SHA-256
 // of the snapshot encoding with the offset zeroed) is stable across nodes.
 package metadata

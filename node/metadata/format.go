@@ -58,6 +58,8 @@ func FormatRecord(r Record) string {
 		return formatACLs("ACLsCreated", r.ACLs)
 	case ACLsDeleted:
 		return formatACLs("ACLsDeleted", r.ACLs)
+	case ClientQuotasChanged:
+		return formatClientQuotasChanged(r)
 	}
 	return fmt.Sprintf("%T%+v", r, r)
 }

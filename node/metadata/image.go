@@ -164,6 +164,10 @@ type Image struct {
 	groups map[string]*GroupState
 	// acls are the ACL bindings (acls.go); nil when none.
 	acls *acl.Set
+	// quotas are the client quotas (quotas.go), by principal ("": the
+	// default), then key; nil when none, and no entity without a key. Shared
+	// between image versions: never modified, copied on write.
+	quotas map[string]map[string]int64
 }
 
 // EmptyImage is the image before any record.

@@ -25,7 +25,8 @@ import (
 //	3: BrokerUnregistered (unregister.go).
 //	4: GroupOffsetsCommitted and GroupDeleted (groups.go).
 //	5: ACLsCreated and ACLsDeleted (acls.go).
-const MetadataVersion int32 = 5
+//	6: ClientQuotasChanged (quotas.go).
+const MetadataVersion int32 = 6
 
 // versionOf reads a registered version: 0 is a build from before versions.
 func versionOf(v int32) int32 { return max(v, 1) }

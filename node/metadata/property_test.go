@@ -144,6 +144,12 @@ func TestRandomWalkDeltas(t *testing.T) {
 			return false
 		}
 		whole.ACLsChanged = merged.ACLsChanged
+		// And the client quotas.
+		if whole.ClientQuotasChanged && !merged.ClientQuotasChanged {
+			t.Logf("merged delta misses the client quota change")
+			return false
+		}
+		whole.ClientQuotasChanged = merged.ClientQuotasChanged
 		if !deltaEqual(merged, whole) {
 			t.Logf("merged %+v != diff %+v", merged, whole)
 			return false
@@ -187,7 +193,7 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 	b, known := img.Broker(id)
 	var recs []Record
 	var err error
-	switch k := rng.IntN(15); {
+	switch k := rng.IntN(16); {
 	case k == 0 || !known:
 		recs, err = DecideRegister(img, RegisterEvent{ID: id, Addr: fmt.Sprintf("h:%d", id), Incarnation: rng.Int64N(4), NewStorage: rng.IntN(3) == 0, UnsyncedLogs: rng.IntN(3) == 0,
 			EmptyReplicas: randomEmptyReplicas(rng, img), MetadataVersion: randomVersion(rng)})
@@ -251,6 +257,8 @@ func randomDecision(rng *rand.Rand, img *Image) []Record {
 		recs, err = randomGroupChange(rng, img)
 	case k == 14:
 		recs, err = randomACLChange(rng, img)
+	case k == 15:
+		recs, err = randomQuotaChange(rng, img)
 	case k >= 11 && rng.IntN(4) == 0:
 		recs, err = DecideReplicationFactor(img, ReplicationFactorEvent{Topic: fmt.Sprintf("t%d", rng.IntN(4)), RF: int32(1 + rng.IntN(4))})
 	case k >= 11:
@@ -306,6 +314,31 @@ func randomACLChange(rng *rand.Rand, img *Image) ([]Record, error) {
 	}
 	recs, _, err := DecideCreateACLs(img, bs)
 	return recs, err
+}
+
+// randomQuotaChange sets or deletes quota keys of one or two entities
+// drawn from a small pool (the default among them; sometimes the same one
+// twice, which is refused), often to the values they hold already.
+func randomQuotaChange(rng *rand.Rand, img *Image) ([]Record, error) {
+	principals := []string{"", "User:a", "User:b"}
+	rates := []int64{wire.MinQuotaByteRate, 1 << 20, 8 << 20}
+	var es []wire.QuotaEntry
+	for range 1 + rng.IntN(2) {
+		e := wire.QuotaEntry{Principal: principals[rng.IntN(len(principals))]}
+		for _, k := range wire.QuotaKeys {
+			switch rng.IntN(3) {
+			case 0:
+				if e.Set == nil {
+					e.Set = map[string]int64{}
+				}
+				e.Set[k] = rates[rng.IntN(len(rates))]
+			case 1:
+				e.Delete = append(e.Delete, k)
+			}
+		}
+		es = append(es, e)
+	}
+	return DecideAlterClientQuotas(img, es)
 }
 
 // randomReassign draws a reassignment of a random partition: a cancel, or a

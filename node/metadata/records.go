@@ -226,6 +226,8 @@ func newRecord(t RecordType, v uint8) Record {
 		return &ACLsCreated{}
 	case TypeACLsDeleted:
 		return &ACLsDeleted{}
+	case TypeClientQuotasChanged:
+		return &ClientQuotasChanged{}
 	}
 	return nil
 }
@@ -266,6 +268,8 @@ func deref(r Record) Record {
 	case *ACLsCreated:
 		return *x
 	case *ACLsDeleted:
+		return *x
+	case *ClientQuotasChanged:
 		return *x
 	}
 	return r

@@ -246,6 +246,41 @@ func checkInvariants(t *testing.T, img *Image) {
 			}
 		}
 	}
+	checkQuotaInvariants(t, img)
+}
+
+// checkQuotaInvariants verifies the image's client quotas: nil when none,
+// at most wire.MaxQuotaEntities entities, only at metadata version 6, each
+// entity valid with at least one valid value, and ClientQuotas listing
+// them, the default first.
+func checkQuotaInvariants(t *testing.T, img *Image) {
+	t.Helper()
+	if img.quotas == nil {
+		if img.ClientQuotas() != nil {
+			t.Fatal("invariant: no quotas, but ClientQuotas lists some")
+		}
+		return
+	}
+	if n := len(img.quotas); n == 0 || n > wire.MaxQuotaEntities || img.Version() < 6 {
+		t.Fatalf("invariant: %d quota entities (nil when none) at metadata version %d", n, img.Version())
+	}
+	for p, vals := range img.quotas {
+		if len(vals) == 0 {
+			t.Fatalf("invariant: quota entity %q without a value", p)
+		}
+		if why := wire.CheckQuotaEntry(wire.QuotaEntry{Principal: p, Set: vals}); why != "" {
+			t.Fatalf("invariant: quota of %q: %s", p, why)
+		}
+	}
+	qs := img.ClientQuotas()
+	for i, q := range qs {
+		if i > 0 && q.Principal <= qs[i-1].Principal {
+			t.Fatalf("invariant: ClientQuotas not sorted at %q", q.Principal)
+		}
+	}
+	if len(qs) != len(img.quotas) {
+		t.Fatalf("invariant: ClientQuotas lists %d of %d entities", len(qs), len(img.quotas))
+	}
 }
 
 // members names every id of isr with its registered incarnation, except

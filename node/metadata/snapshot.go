@@ -47,6 +47,10 @@ type snapshotV1 struct {
 	Groups []snapGroup `msgpack:"groups,omitempty"`
 	// ACLs (acls.go), sorted by acl.Compare; omitted when none.
 	ACLs []wire.ACLBinding `msgpack:"acls,omitempty"`
+	// Quotas (client quotas, quotas.go), sorted by principal (the default,
+	// "", first), each with at least one value, keys sorted; omitted when
+	// none.
+	Quotas []snapQuota `msgpack:"quotas,omitempty"`
 }
 
 type snapBroker struct {
@@ -100,6 +104,7 @@ func (m *Image) toSnapshot() snapshotV1 {
 	}
 	s.Groups = m.snapGroups()
 	s.ACLs = slices.Clone(m.acls.Bindings()) // nil when none
+	s.Quotas = m.snapQuotas()                // nil when none
 	return s
 }
 
@@ -224,6 +229,9 @@ func UnmarshalSnapshot(offset uint64, b []byte) (*Image, error) {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	if err := m.loadSnapACLs(s.ACLs); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
+	}
+	if err := m.loadSnapQuotas(s.Quotas); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 	}
 	return m, nil
