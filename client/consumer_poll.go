@@ -368,6 +368,11 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			cs.backoff(cp, now)
 		case code == wire.None:
 			cp.failures, cp.behind = 0, 0
+			if t := r.resp.ThrottleMs; t > 0 {
+				// Over the principal's quota: a fetch sooner would be
+				// held back by the node (and look overdue here).
+				cp.notBefore = now.Add(time.Duration(t) * time.Millisecond)
+			}
 			cp.hw = max(cp.hw, pr.HighWatermark) // -1: the leader does not know it yet
 			if pr.LogStart >= 0 {
 				cp.lso = pr.LogStart

@@ -38,6 +38,8 @@ func (n *Node) registerHandlers() {
 	n.ep.Handle(wire.TypeCreateACLs, n.handleCreateACLs)
 	n.ep.Handle(wire.TypeDeleteACLs, n.handleDeleteACLs)
 	n.ep.Handle(wire.TypeDescribeACLs, n.handleDescribeACLs)
+	n.ep.Handle(wire.TypeAlterClientQuotas, n.handleAlterClientQuotas)
+	n.ep.Handle(wire.TypeDescribeClientQuotas, n.handleDescribeClientQuotas)
 	n.ep.Handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
 	n.ep.Handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)
 	n.ep.Handle(wire.TypeAlterPartition, n.handleAlterPartition)

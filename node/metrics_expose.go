@@ -151,6 +151,13 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_fetch_requests_total", "Consumer fetch requests answered (followers' fetches not counted).", bs.FetchRequests)
 	w.Counter("paymentlog_fetch_bytes_total", "Record bytes sent to consumers.", bs.FetchBytes)
 	w.Counter("paymentlog_replica_fetch_responses_total", "Answers sent to followers' fetches.", bs.ReplicaFetchResponses)
+	w.Family("paymentlog_throttled_requests_total", metrics.TypeCounter,
+		"Client requests this node held back because their principal went over its byte-rate quota (producer_byte_rate for produce, consumer_byte_rate for fetch).")
+	w.Uint(metrics.Labels{"request", "produce"}, bs.ProduceThrottled)
+	w.Uint(metrics.Labels{"request", "fetch"}, bs.FetchThrottled)
+	w.Family("paymentlog_throttle_time_seconds_total", metrics.TypeCounter, "Time this node held client requests back for their principal's quota.")
+	w.Float(metrics.Labels{"request", "produce"}, bs.ProduceThrottleTime.Seconds())
+	w.Float(metrics.Labels{"request", "fetch"}, bs.FetchThrottleTime.Seconds())
 	w.Counter("paymentlog_isr_shrinks_total", "Committed ISR changes of partitions led here that removed a member.", bs.ISRShrinks)
 	w.Counter("paymentlog_isr_expands_total", "Committed ISR changes of partitions led here that added a member.", bs.ISRExpands)
 	w.Counter("paymentlog_leader_changes_total", "Times a partition became led by this node (elections won here).", bs.LeaderChanges)

@@ -236,6 +236,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DataDir:     cfg.DataDir,
 		Endpoint:    ep,
 		Authorize:   n.topicAuthorizer(),
+		Quotas:      n.newQuotaMeter(),
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
 			CacheBytes: cfg.PageCacheBytes,
 			FS:         cfg.LogFS, OnFailure: n.storageFailed, OnDiskFull: n.partitionDiskFull,

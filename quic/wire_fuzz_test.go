@@ -44,6 +44,8 @@ var wireMessages = []func() any{
 	func() any { return new(wire.CreateACLsRequest) }, func() any { return new(wire.CreateACLsResponse) },
 	func() any { return new(wire.DeleteACLsRequest) }, func() any { return new(wire.DeleteACLsResponse) },
 	func() any { return new(wire.DescribeACLsRequest) }, func() any { return new(wire.DescribeACLsResponse) },
+	func() any { return new(wire.AlterClientQuotasRequest) }, func() any { return new(wire.AlterClientQuotasResponse) },
+	func() any { return new(wire.DescribeClientQuotasRequest) }, func() any { return new(wire.DescribeClientQuotasResponse) },
 }
 
 // wireSeeds are valid encodings of representative messages.
@@ -113,6 +115,11 @@ func wireSeeds() []any {
 		&wire.DeleteACLsResponse{Deleted: []wire.ACLBinding{{Principal: "User:*", ResourceType: "cluster", PatternType: "literal",
 			Name: "cluster", Operation: "describe", Permission: "deny"}}, ControllerID: 1},
 		&wire.DescribeACLsRequest{Filter: wire.ACLFilter{Operation: "write"}},
+		&wire.AlterClientQuotasRequest{Entries: []wire.QuotaEntry{{Principal: "User:reporting", Set: map[string]int64{"consumer_byte_rate": 10 << 20}},
+			{Delete: []string{"producer_byte_rate"}}}},
+		&wire.DescribeClientQuotasResponse{Quotas: []wire.ClientQuota{{Values: map[string]int64{"producer_byte_rate": 50 << 20}}}, MetadataOffset: 812},
+		&wire.ProduceResponse{Parts: []wire.ProducePartitionResponse{{Partition: 0, BaseOffset: 7}}, ThrottleMs: 250},
+		&wire.FetchResponse{Parts: []wire.FetchPartitionResponse{{Partition: 0, HighWatermark: 9}}, ThrottleMs: 480},
 		&wire.DescribeACLsResponse{Err: wire.ClusterAuthorizationFailed, Message: "principal User:mallory may not describe the cluster"},
 		&wire.DescribeClusterResponse{ControllerID: 1, MetadataOffset: 812, Brokers: []wire.BrokerInfo{{ID: 1, Addr: "127.0.0.1:7101", State: "alive"}},
 			Configs: map[string]string{"reassignment.throttle.bytes": "0"}},

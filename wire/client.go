@@ -243,9 +243,10 @@ func (p *FetchPartition) DecodeMsgpack(dec *msgpack.Decoder) error {
 // FetchResponse holds whole batches per partition.
 type FetchResponse struct {
 	Parts []FetchPartitionResponse `msgpack:"parts"`
-	// ThrottleMs is how long the node held this fetch back because the
-	// client's principal went over its consumer_byte_rate quota
-	// (quotas.go); omitted when 0.
+	// ThrottleMs, when the client's principal is over its
+	// consumer_byte_rate quota on this node (quotas.go), is how long to
+	// wait before fetching from it again: a fetch that comes sooner is
+	// held back until then (KIP-219). Omitted when 0.
 	ThrottleMs int32 `msgpack:"throttle,omitempty"`
 }
 

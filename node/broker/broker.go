@@ -146,6 +146,9 @@ type Config struct {
 	// Authorize checks client requests against the ACLs (authorize.go);
 	// nil allows everything.
 	Authorize Authorize
+	// Quotas holds back client requests over their principal's byte-rate
+	// quota (quotas.go); nil throttles nothing.
+	Quotas Quotas
 }
 
 func (c *Config) setDefaults() {

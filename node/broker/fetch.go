@@ -39,6 +39,7 @@ func (b *Broker) handleFetch(ctx context.Context, peer quic.Peer, fr quic.Frame)
 		}
 		return wire.TypeFetch, &resp, nil
 	}
+	held := b.holdBack(ctx, peer, wire.QuotaConsumerByteRate)
 	parts := make([]*partition, len(req.Parts))
 	w := newWaiter()
 	for i, fp := range req.Parts {
@@ -62,23 +63,30 @@ func (b *Broker) handleFetch(ctx context.Context, peer quic.Peer, fr quic.Frame)
 		}
 		resp, views, bytes, failed := b.buildFetch(&req, parts)
 		if failed || bytes >= int(max(req.MinBytes, 1)) || req.MaxWaitMs <= 0 {
-			return b.sendFetch(resp, views)
+			return b.sendFetch(peer, held, resp, views)
 		}
 		releaseAll(views)
 		select {
 		case <-w.ch:
 		case <-deadline.C:
 			resp, views, _, _ := b.buildFetch(&req, parts)
-			return b.sendFetch(resp, views)
+			return b.sendFetch(peer, held, resp, views)
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		}
 	}
 }
 
-// sendFetch answers with records aliasing the segment mapping: quic writes
-// them to the stream straight from the mapping, then the views are released.
-func (b *Broker) sendFetch(resp wire.FetchResponse, views []*segment.View) (quic.FrameType, any, error) {
+// sendFetch answers peer's fetch with records aliasing the segment mapping:
+// quic writes them to the stream straight from the mapping, then the views
+// are released. The bytes count against peer's quota, and the answer tells
+// the client how long to wait before it fetches again (held: how long the
+// fetch was held back for its quota).
+func (b *Broker) sendFetch(peer quic.Peer, held time.Duration, resp wire.FetchResponse, views []*segment.View) (quic.FrameType, any, error) {
+	b.recordQuota(peer, wire.QuotaConsumerByteRate, fetchedBytes(&resp))
+	told := b.quotaWait(peer, wire.QuotaConsumerByteRate)
+	resp.ThrottleMs = int32(told / time.Millisecond)
+	b.countThrottle(throttledFetch, held+told)
 	b.counters.fetched(&resp)
 	return wire.TypeFetch, quic.Reply{Body: &resp, Done: func() { releaseAll(views) }}, nil
 }

@@ -43,6 +43,12 @@ func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Fram
 		}
 		return wire.TypeProduce, resp, nil
 	}
+	if held := b.holdBack(ctx, peer, wire.QuotaProducerByteRate); held > 0 {
+		b.countThrottle(throttledProduce, held)
+		resp.ThrottleMs = int32(held / time.Millisecond)
+		start = start.Add(held) // the latency histogram is the cluster's, not the quota's
+	}
+	b.recordQuota(peer, wire.QuotaProducerByteRate, producedBytes(&req))
 	waits := make([]func(), 0, len(req.Parts))
 	for i := range req.Parts {
 		out := &resp.Parts[i]

@@ -26,6 +26,12 @@ type Stats struct {
 	// FailedLogs counts partition logs that failed (the node stops on one).
 	FailedLogs int
 
+	// ProduceThrottled and FetchThrottled count the client requests held
+	// back for their principal's byte-rate quota, ProduceThrottleTime and
+	// FetchThrottleTime for how long in all (quotas.go).
+	ProduceThrottled, FetchThrottled       uint64
+	ProduceThrottleTime, FetchThrottleTime time.Duration
+
 	ProduceRequests       uint64 // produce requests handled
 	ProduceBytes          uint64 // batch bytes appended as leader (duplicates not counted)
 	ReplicaFetchResponses uint64 // answers sent to followers' fetches
@@ -167,6 +173,9 @@ type counters struct {
 	fetchRequests          atomic.Uint64
 	fetchBytes             atomic.Uint64
 	errors                 [countedRequests][errSlots]atomic.Uint64
+	// throttled and throttledNanos count the client requests held back
+	// for their principal's quota, and for how long (quotas.go).
+	throttled, throttledNanos [throttledKinds]atomic.Uint64
 }
 
 // countError counts one partition answer's code (None is not counted).
@@ -277,6 +286,11 @@ func (b *Broker) Stats() Stats {
 		FlushBytes:    b.counters.flushBytes.Load(),
 
 		PageCacheDroppedBytes: b.counters.cacheDropped.Load(),
+
+		ProduceThrottled:    b.counters.throttled[throttledProduce].Load(),
+		FetchThrottled:      b.counters.throttled[throttledFetch].Load(),
+		ProduceThrottleTime: time.Duration(b.counters.throttledNanos[throttledProduce].Load()),
+		FetchThrottleTime:   time.Duration(b.counters.throttledNanos[throttledFetch].Load()),
 	}
 	for _, p := range b.partitions() {
 		if p.log != nil {
