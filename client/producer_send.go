@@ -150,6 +150,7 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 		start := time.Now()
 		r.err = pp.p.c.call(ctx, ld.addr, wire.TypeProduce, req, &resp)
 		if r.err == nil {
+			pp.p.stats.throttledAnswer(resp.ThrottleMs)
 			r.err = errMalformedResponse
 			for _, pr := range resp.Parts {
 				if pr.Partition == pp.part {

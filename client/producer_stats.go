@@ -24,14 +24,23 @@ type ProducerStats struct {
 	QueueTime metrics.HistogramSnapshot
 	// RequestLatency is each produce request's round trip, from its send
 	// to its answer (or failure): the request's transfer both ways and the
-	// leader's time (its flush, and with acks=all the followers').
+	// leader's time (its flush, and with acks=all the followers'), and any
+	// time the leader held the answer back for a quota (ThrottleTime).
 	RequestLatency metrics.HistogramSnapshot
+	// ThrottledRequests counts the produce answers a leader held back
+	// because this client's principal was over its producer_byte_rate
+	// quota (paymentlog quota); ThrottleTime is their delays summed, as
+	// the answers reported them (ThrottleMs).
+	ThrottledRequests uint64
+	ThrottleTime      time.Duration
 }
 
 // producerStats is the producer's side of ProducerStats.
 type producerStats struct {
 	batches, requests, failed atomic.Uint64
 	queue, request            metrics.Histogram
+	throttled                 atomic.Uint64
+	throttledMs               atomic.Int64
 }
 
 // batchSent counts a batch's first send at now.
@@ -49,11 +58,20 @@ func (s *producerStats) requestDone(start time.Time, failed bool) {
 	}
 }
 
+// throttledAnswer counts an answer held back ms for a quota.
+func (s *producerStats) throttledAnswer(ms int32) {
+	if ms > 0 {
+		s.throttled.Add(1)
+		s.throttledMs.Add(int64(ms))
+	}
+}
+
 // Stats returns the producer's counts and latency histograms so far. Two
 // readings' difference (metrics.HistogramSnapshot.Sub) is a period's.
 func (p *Producer) Stats() ProducerStats {
 	return ProducerStats{
 		Batches: p.stats.batches.Load(), Requests: p.stats.requests.Load(), FailedRequests: p.stats.failed.Load(),
 		QueueTime: p.stats.queue.Snapshot(), RequestLatency: p.stats.request.Snapshot(),
+		ThrottledRequests: p.stats.throttled.Load(), ThrottleTime: time.Duration(p.stats.throttledMs.Load()) * time.Millisecond,
 	}
 }

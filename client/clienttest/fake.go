@@ -49,7 +49,7 @@ const (
 	DropRequest              // fail the call without handling it (request lost)
 	DropResponse             // handle it, then fail the call (answer lost)
 	Hang                     // never answer: block until the caller gives up
-	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, ListOffsets, InitProducerID, CreateTopic, CreatePartitions, DeleteTopic, group and ACL requests)
+	Refuse                   // answer every partition with Code, without handling (Produce, Fetch, ListOffsets, InitProducerID, CreateTopic, CreatePartitions, DeleteTopic, group, ACL and quota requests)
 	// HandleThenRefuse handles it, then answers every partition with Code
 	// (Produce, Fetch): a leader that appended a batch and then lost its
 	// leadership (NotLeader) or timed out waiting for the ISR (Timeout);
@@ -85,6 +85,8 @@ type Cluster struct {
 
 	calls    [256]atomic.Int64
 	inflight atomic.Int64 // dispatch calls running (WaitIdle)
+	// throttle is SetThrottle's delay of Produce and Fetch answers (quotas.go).
+	throttle [2]atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -109,6 +111,9 @@ type Cluster struct {
 		// aclsEnforced is what DescribeACLs says of enforcement.
 		acls         []wire.ACLBinding
 		aclsEnforced bool
+		// quotas are the client quotas (quotas.go) by principal ("" the
+		// default), each with at least one key.
+		quotas map[string]map[string]int64
 		// hidden are the topics the client may not describe (HideTopic).
 		hidden map[string]bool
 	}
@@ -615,9 +620,13 @@ func (c *Cluster) refuse(req any, code wire.ErrorCode) any {
 		return &wire.DeleteACLsResponse{Err: code, Message: "refused by clienttest", ControllerID: -1}
 	case *wire.DescribeACLsRequest:
 		return &wire.DescribeACLsResponse{Err: code, Message: "refused by clienttest"}
+	case *wire.AlterClientQuotasRequest:
+		return &wire.AlterClientQuotasResponse{Err: code, Message: "refused by clienttest", ControllerID: -1}
+	case *wire.DescribeClientQuotasRequest:
+		return &wire.DescribeClientQuotasResponse{Err: code, Message: "refused by clienttest"}
 	}
 	panic(fmt.Sprintf("clienttest: Refuse is for Produce, Fetch, ListOffsets, InitProducerID, CreateTopic, CreatePartitions, DeleteTopic, "+
-		"the group and the ACL requests, not %T", req))
+		"the group, ACL and quota requests, not %T", req))
 }
 
 func (c *Cluster) brokerAt(addr string) int32 {
@@ -682,9 +691,15 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 	case *wire.CreatePartitionsRequest:
 		return c.createPartitions(addr, r), nil
 	case *wire.ProduceRequest:
-		return c.produce(addr, r, answered), nil
+		ms := c.holdBack(ctx, 0)
+		resp := c.produce(addr, r, answered)
+		resp.ThrottleMs = ms
+		return resp, nil
 	case *wire.FetchRequest:
-		return c.fetch(ctx, addr, r), nil
+		ms := c.holdBack(ctx, 1)
+		resp := c.fetch(ctx, addr, r)
+		resp.ThrottleMs = ms
+		return resp, nil
 	case *wire.ListOffsetsRequest:
 		return c.listOffsets(addr, r), nil
 	case *wire.OffsetCommitRequest:
@@ -703,6 +718,10 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		return c.deleteACLs(addr, r), nil
 	case *wire.DescribeACLsRequest:
 		return c.describeACLs(r), nil
+	case *wire.AlterClientQuotasRequest:
+		return c.alterClientQuotas(addr, r), nil
+	case *wire.DescribeClientQuotasRequest:
+		return c.describeClientQuotas(), nil
 	}
 	return nil, fmt.Errorf("clienttest: unexpected request %T", req)
 }

@@ -75,6 +75,8 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeCreateACLs, func() any { return &wire.CreateACLsRequest{} })
 	h(wire.TypeDeleteACLs, func() any { return &wire.DeleteACLsRequest{} })
 	h(wire.TypeDescribeACLs, func() any { return &wire.DescribeACLsRequest{} })
+	h(wire.TypeAlterClientQuotas, func() any { return &wire.AlterClientQuotasRequest{} })
+	h(wire.TypeDescribeClientQuotas, func() any { return &wire.DescribeClientQuotasRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.
