@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"paymentlog/internal/freeport"
 	"paymentlog/node"
@@ -45,6 +46,7 @@ func startACLNodes(t *testing.T, n int32) (bootstrap, certs string) {
 	for id := int32(1); id <= n; id++ {
 		addrs[id] = freeport.UDPAddr(t)
 	}
+	var first *node.Node
 	for id := int32(1); id <= n; id++ {
 		cfg := node.DefaultConfig()
 		cfg.ID, cfg.Addr, cfg.DataDir = id, addrs[id], t.TempDir()
@@ -59,6 +61,25 @@ func startACLNodes(t *testing.T, n int32) (bootstrap, certs string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(nd.Kill)
+		if id == 1 {
+			first = nd
+		}
+	}
+	// Every broker alive before a test creates a topic with them all
+	// (a replication factor above the alive brokers is refused).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		alive := 0
+		for _, b := range first.Store().Image().Brokers() {
+			if !b.Fenced {
+				alive++
+			}
+		}
+		if alive == int(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d brokers alive after 30 s", alive, n)
+		}
 	}
 	return addrs[1], certs
 }

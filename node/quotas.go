@@ -16,24 +16,33 @@ import (
 // replication has its own sessions).
 
 // quotaMeter adapts a quota.Meter of the image's quotas to broker.Quotas.
-type quotaMeter struct{ m *quota.Meter }
+type quotaMeter struct {
+	n *Node
+	m *quota.Meter
+}
 
 // newQuotaMeter meters against the quotas of the image n applied last.
 func (n *Node) newQuotaMeter() quotaMeter {
-	return quotaMeter{quota.New(func(principal, key string) (int64, bool) {
+	return quotaMeter{n, quota.New(func(principal, key string) (int64, bool) {
 		return n.store.Image().ClientQuota(principal, key)
 	}, time.Now)}
 }
 
+// metered reports whether p's traffic counts: a client's, while some
+// entity has a quota (a cluster without quotas costs a produce nothing).
+func (q quotaMeter) metered(p quic.Peer) bool {
+	return p.Role != quic.RoleNode && q.n.store.Image().HasClientQuotas()
+}
+
 func (q quotaMeter) Wait(p quic.Peer, key string) time.Duration {
-	if p.Role == quic.RoleNode {
+	if !q.metered(p) {
 		return 0
 	}
 	return q.m.Wait(principalOf(p), key)
 }
 
 func (q quotaMeter) Record(p quic.Peer, key string, n int64) {
-	if p.Role != quic.RoleNode {
+	if q.metered(p) {
 		q.m.Record(principalOf(p), key, n)
 	}
 }

@@ -99,6 +99,10 @@ func (m *Image) ClientQuota(principal, key string) (rate int64, ok bool) {
 	return rate, ok
 }
 
+// HasClientQuotas reports whether any entity has a quota (so that a node
+// with none meters nothing, not even a principal's name).
+func (m *Image) HasClientQuotas() bool { return len(m.quotas) > 0 }
+
 // ClientQuotas returns every entity with a quota, the default ("") first,
 // then sorted by principal; Values are copies (nil when no entity has one).
 func (m *Image) ClientQuotas() []wire.ClientQuota {
