@@ -167,6 +167,17 @@ func TestACLsEnforced(t *testing.T) {
 		t.Fatalf("billing commit: %v", err)
 	}
 	wantCode(t, "billing commit in another group", commit(billing, "audit"), wire.GroupAuthorizationFailed)
+	// The group list shows billing only the groups it may describe.
+	if err := commit(admin, "audit"); err != nil {
+		t.Fatalf("admin commit: %v", err)
+	}
+	groups, err := billing.Admin().ListGroups(ctx)
+	if err != nil || len(groups) != 1 || groups[0].Group != "billing" {
+		t.Fatalf("billing lists groups %+v (%v), want billing alone", groups, err)
+	}
+	if all, err := admin.Admin().ListGroups(ctx); err != nil || len(all) != 2 {
+		t.Fatalf("admin lists groups %+v (%v), want 2", all, err)
+	}
 
 	// mallory sees no topic, reads nothing, and cannot grant itself.
 	md, err := mallory.Admin().ListTopics(ctx)

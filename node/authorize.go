@@ -106,27 +106,24 @@ func (n *Node) describableTopics(p quic.Peer, named bool, topics []wire.TopicMet
 // describableOffsets filters a group's offsets to the topics peer may
 // describe.
 func (n *Node) describableOffsets(p quic.Peer, offsets []wire.GroupOffset) []wire.GroupOffset {
-	if n.superPeer(p) {
-		return offsets
-	}
-	out := offsets[:0]
-	for _, o := range offsets {
-		if n.allowed(p, wire.OpDescribe, wire.ResourceTopic, o.Topic) {
-			out = append(out, o)
-		}
-	}
-	return out
+	return describable(n, p, wire.ResourceTopic, offsets, func(o wire.GroupOffset) string { return o.Topic })
 }
 
 // describableGroups filters a group list to the groups peer may describe.
 func (n *Node) describableGroups(p quic.Peer, groups []wire.GroupSummary) []wire.GroupSummary {
+	return describable(n, p, wire.ResourceGroup, groups, func(g wire.GroupSummary) string { return g.Group })
+}
+
+// describable keeps the items whose resource (of type resourceType, named
+// by name) peer may describe, in place.
+func describable[T any](n *Node, p quic.Peer, resourceType string, items []T, name func(T) string) []T {
 	if n.superPeer(p) {
-		return groups
+		return items
 	}
-	out := groups[:0]
-	for _, g := range groups {
-		if n.allowed(p, wire.OpDescribe, wire.ResourceGroup, g.Group) {
-			out = append(out, g)
+	out := items[:0]
+	for _, it := range items {
+		if n.allowed(p, wire.OpDescribe, resourceType, name(it)) {
+			out = append(out, it)
 		}
 	}
 	return out
