@@ -11,6 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"paymentlog/node"
 	"paymentlog/segment"
 )
 
@@ -26,22 +27,26 @@ func logCommand() *ucli.Command {
 		Subcommands: []*ucli.Command{{
 			Name:  "dump",
 			Usage: "print the batches of segment files (.log) and the entries of their indexes, checked as recovery checks them",
-			UsageText: "paymentlog log dump FILE|DIR... [--records] [--max-value-bytes N]\n\n" +
+			UsageText: "paymentlog log dump FILE|DIR... [--records] [--max-value-bytes N] [--metadata]\n\n" +
 				"A .log file prints one line per batch (offsets, position, size, leader epoch, producer id and\n" +
 				"sequences, timestamps, CRC) and then where its valid data ends: the end of the file, zeros\n" +
 				"never written (an active segment's room), a torn tail, or a corrupt batch. .index and\n" +
 				".timeindex files print their entries. A directory dumps its .log files. Exit status 1 when a\n" +
-				"file holds a corrupt batch, an offset gap or an index entry out of order.",
+				"file holds a corrupt batch, an offset gap or an index entry out of order. With --records, the\n" +
+				"files of the metadata log (a directory named " + node.MetadataDirName + ", or with --metadata) print\n" +
+				"each raft entry decoded: its term, proposer and metadata records (topics, ISR changes, group\n" +
+				"offsets, ACLs, quotas...), or its conf change.",
 			Flags: []ucli.Flag{
 				&ucli.BoolFlag{Name: "records", Usage: "also print every record: offset, timestamp, key, value, headers", EnvVars: envVar("LOG_DUMP_RECORDS")},
 				&ucli.IntFlag{Name: "max-value-bytes", Value: 64, Usage: "print at most this many bytes of each key and value (-1: all)", EnvVars: envVar("LOG_DUMP_MAX_VALUE_BYTES")},
+				&ucli.BoolFlag{Name: "metadata", Usage: "decode records as metadata log entries (automatic for files in a directory named " + node.MetadataDirName + ")", EnvVars: envVar("LOG_DUMP_METADATA")},
 			},
 			Action: func(c *ucli.Context) error {
 				if c.NArg() == 0 {
 					return usageError("missing FILE (usage: paymentlog log dump FILE|DIR...)")
 				}
 				opts := segment.DumpOptions{Records: c.Bool("records"), MaxValueBytes: c.Int("max-value-bytes")}
-				return runLogDump(c.Args().Slice(), opts, c.App.Writer)
+				return runLogDump(c.Args().Slice(), opts, c.Bool("metadata"), c.App.Writer)
 			},
 		}},
 	}
@@ -54,7 +59,7 @@ func (e errDumpFound) Error() string {
 	return fmt.Sprintf("log dump: %d file(s) with a corrupt batch, an offset gap or an index out of order", e.problems)
 }
 
-func runLogDump(args []string, opts segment.DumpOptions, stdout io.Writer) error {
+func runLogDump(args []string, opts segment.DumpOptions, metadataLog bool, stdout io.Writer) error {
 	var files []string
 	for _, a := range args {
 		st, err := os.Stat(a)
@@ -77,7 +82,11 @@ func runLogDump(args []string, opts segment.DumpOptions, stdout io.Writer) error
 	}
 	problems := 0
 	for _, f := range files {
-		bad, err := dumpFile(f, opts, stdout)
+		fopts := opts
+		if metadataLog || filepath.Base(filepath.Dir(f)) == node.MetadataDirName {
+			fopts.Describe = describeMetadataRecord
+		}
+		bad, err := dumpFile(f, fopts, stdout)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,10 @@ type DumpOptions struct {
 	// MaxValueBytes truncates printed keys, values and header values to
 	// this many bytes (negative: no limit).
 	MaxValueBytes int
+	// Describe, when set, renders each record's key and value instead of
+	// printing them as bytes (the metadata log's decoder: log dump
+	// --metadata).
+	Describe func(offset int64, key, value []byte) string
 }
 
 // DumpSummary is what DumpLog found.
@@ -115,6 +119,10 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 			it.Reset(b)
 			for it.Next() {
 				rec := it.Record()
+				if opts.Describe != nil {
+					fmt.Fprintf(w, "| offset: %d timestamp: %s %s\n", rec.Offset, fmtMillis(rec.Timestamp), opts.Describe(rec.Offset, rec.Key, rec.Value))
+					continue
+				}
 				fmt.Fprintf(w, "| offset: %d timestamp: %s key: %s value: %s", rec.Offset, fmtMillis(rec.Timestamp),
 					quoteBytes(rec.Key, limit), quoteBytes(rec.Value, limit))
 				for _, hd := range rec.Headers {
