@@ -386,6 +386,11 @@ type aclListJSON struct {
 	// Enforced: the answering node (Node, -1 if unknown) enforces ACLs.
 	Enforced bool  `json:"enforced"`
 	Node     int32 `json:"node"`
+	// The alive nodes that enforce ACLs, that do not, and that did not
+	// answer (client.Admin.DescribeACLEnforcement).
+	EnforcingNodes    []int32 `json:"enforcing_nodes"`
+	NotEnforcingNodes []int32 `json:"not_enforcing_nodes"`
+	UnansweredNodes   []int32 `json:"unanswered_nodes"`
 }
 
 func runACLList(ctx context.Context, opts aclOptions, stdout, stderr io.Writer) error {
@@ -405,8 +410,13 @@ func runACLList(ctx context.Context, opts aclOptions, stdout, stderr io.Writer) 
 		}
 		slices.SortFunc(l.ACLs, acl.Compare)
 		l.ACLs = slices.Compact(l.ACLs)
+		enf, err := a.DescribeACLEnforcement(ctx)
+		if err != nil {
+			return fmt.Errorf("list ACLs: %w", err)
+		}
 		if opts.json {
-			out := aclListJSON{ACLs: make([]aclJSON, 0, len(l.ACLs)), Enforced: l.Enforced, Node: l.Node}
+			out := aclListJSON{ACLs: make([]aclJSON, 0, len(l.ACLs)), Enforced: l.Enforced, Node: l.Node,
+				EnforcingNodes: nonNil(enf.Enforcing), NotEnforcingNodes: nonNil(enf.NotEnforcing), UnansweredNodes: nonNil(enf.Unanswered)}
 			for _, b := range l.ACLs {
 				out.ACLs = append(out.ACLs, aclJSON{Permission: b.Permission, Principal: b.Principal, Operation: b.Operation,
 					ResourceType: b.ResourceType, PatternType: b.PatternType, Name: b.Name})
@@ -418,21 +428,45 @@ func runACLList(ctx context.Context, opts aclOptions, stdout, stderr io.Writer) 
 		} else if err := printACLTable(stdout, l.ACLs); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, enforcementLine(l))
+		fmt.Fprintln(stdout, enforcementLine(enf))
 		return nil
 	})
 }
 
-// enforcementLine says whether the node that listed the ACLs enforces them.
-func enforcementLine(l client.ACLList) string {
-	if l.Enforced {
-		return "authorization: enforced (--authorizer acl)"
+// enforcementLine says which alive nodes enforce the ACLs: a node started
+// without --authorizer acl lets every client certificate do everything, so
+// the ACLs hold only where every node enforces them.
+func enforcementLine(e client.ACLEnforcement) string {
+	var s string
+	switch {
+	case len(e.NotEnforcing) == 0 && len(e.Enforcing) > 0:
+		s = fmt.Sprintf("authorization: enforced on every node that answered (%s; --authorizer acl)", joinIDs(e.Enforcing))
+	case len(e.Enforcing) == 0:
+		s = "authorization: NOT enforced: nodes run without --authorizer acl, so these ACLs have no effect"
+	default:
+		s = fmt.Sprintf("authorization: enforced only on %s; NOT on %s, where every client certificate may do everything: start every node with --authorizer acl",
+			nodesNamed(e.Enforcing), nodesNamed(e.NotEnforcing))
 	}
-	who := fmt.Sprintf("node %d", l.Node)
-	if l.Node < 0 {
-		who = "the node at " + l.Addr
+	if len(e.Unanswered) > 0 {
+		s += fmt.Sprintf(" (%s did not answer)", nodesNamed(e.Unanswered))
 	}
-	return "authorization: NOT enforced on " + who + ": nodes run without --authorizer acl, so these ACLs have no effect"
+	return s
+}
+
+// nodesNamed is "node 3" or "nodes 1,2".
+func nodesNamed(ids []int32) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf("node %d", ids[0])
+	}
+	return "nodes " + joinIDs(ids)
+}
+
+// nonNil is ids, or an empty list for JSON.
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
 }
 
 // printACLTable prints bindings, one a line.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"paymentlog/client"
 	"paymentlog/client/clienttest"
 	"paymentlog/node"
 	"paymentlog/quic"
@@ -130,8 +131,7 @@ func TestACLCommands(t *testing.T) {
 			t.Fatalf("list: no line %q in:\n%s", line, out)
 		}
 	}
-	if !strings.Contains(out, "\nauthorization: NOT enforced on node ") ||
-		!strings.HasSuffix(out, ": nodes run without --authorizer acl, so these ACLs have no effect\n") {
+	if !strings.HasSuffix(out, "\nauthorization: NOT enforced: nodes run without --authorizer acl, so these ACLs have no effect\n") {
 		t.Fatalf("list without enforcement:\n%s", out)
 	}
 	fc.SetACLsEnforced(true)
@@ -139,22 +139,23 @@ func TestACLCommands(t *testing.T) {
 	want = "PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME\n" +
 		"allow       User:billing  read       topic     literal  payments\n" +
 		"allow       User:billing  write      topic     literal  payments\n" +
-		"authorization: enforced (--authorizer acl)\n"
+		"authorization: enforced on every node that answered (1,2,3; --authorizer acl)\n"
 	if out != want {
 		t.Fatalf("list --principal billing --operation read,write:\n%s\nwant:\n%s", out, want)
 	}
-	if out := run("list", "--topic", "nosuch"); out != "no ACLs\nauthorization: enforced (--authorizer acl)\n" {
+	if out := run("list", "--topic", "nosuch"); out != "no ACLs\nauthorization: enforced on every node that answered (1,2,3; --authorizer acl)\n" {
 		t.Fatalf("list of none: %q", out)
 	}
 	var js struct {
 		ACLs     []map[string]string `json:"acls"`
 		Enforced bool                `json:"enforced"`
 		Node     int32               `json:"node"`
+		Nodes    []int32             `json:"enforcing_nodes"`
 	}
 	if err := json.Unmarshal([]byte(run("list", "--cluster", "--json")), &js); err != nil {
 		t.Fatal(err)
 	}
-	if len(js.ACLs) != 1 || !js.Enforced || js.Node < 1 || js.ACLs[0]["principal"] != "User:admin" || js.ACLs[0]["resource_type"] != "cluster" ||
+	if len(js.ACLs) != 1 || !js.Enforced || js.Node < 1 || len(js.Nodes) != 3 || js.ACLs[0]["principal"] != "User:admin" || js.ACLs[0]["resource_type"] != "cluster" ||
 		js.ACLs[0]["pattern_type"] != "literal" || js.ACLs[0]["operation"] != "all" || js.ACLs[0]["permission"] != "allow" || js.ACLs[0]["name"] != "cluster" {
 		t.Fatalf("list --json: %+v", js)
 	}
@@ -248,5 +249,24 @@ func TestNodeStartAuthorizerFlags(t *testing.T) {
 	} {
 		errOut, code := start(c.args...)
 		oneErrorLine(t, strings.Join(c.args, " "), code, errOut, 2, c.want)
+	}
+}
+
+// The enforcement line names the nodes that do not enforce ACLs when some
+// do (the ACLs are then open through those), and those that did not answer.
+func TestEnforcementLine(t *testing.T) {
+	for _, c := range []struct {
+		e    client.ACLEnforcement
+		want string
+	}{
+		{client.ACLEnforcement{Enforcing: []int32{1, 2, 3}}, "authorization: enforced on every node that answered (1,2,3; --authorizer acl)"},
+		{client.ACLEnforcement{NotEnforcing: []int32{1, 2}}, "authorization: NOT enforced: nodes run without --authorizer acl, so these ACLs have no effect"},
+		{client.ACLEnforcement{Enforcing: []int32{1, 2}, NotEnforcing: []int32{3}, Unanswered: []int32{4}},
+			"authorization: enforced only on nodes 1,2; NOT on node 3, where every client certificate may do everything: " +
+				"start every node with --authorizer acl (node 4 did not answer)"},
+	} {
+		if got := enforcementLine(c.e); got != c.want {
+			t.Errorf("enforcementLine(%+v) = %q, want %q", c.e, got, c.want)
+		}
 	}
 }

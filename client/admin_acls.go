@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"paymentlog/wire"
 )
@@ -145,4 +146,68 @@ func (a *Admin) DescribeACLs(ctx context.Context, f wire.ACLFilter) (ACLList, er
 		}
 	}
 	return l, nil
+}
+
+// ACLEnforcement says which alive nodes enforce ACLs: --authorizer acl is
+// each node's flag, and a node without it lets every client certificate do
+// everything, so a cluster where only some nodes enforce is open through
+// the others. Node ids sorted.
+type ACLEnforcement struct {
+	Enforcing, NotEnforcing, Unanswered []int32
+}
+
+// DescribeACLEnforcement asks every alive broker (once, at the same time)
+// whether it enforces ACLs; needs describe on the cluster. A refusal
+// (ClusterAuthorizationFailed) from every node that answered is an error.
+func (a *Admin) DescribeACLEnforcement(ctx context.Context) (ACLEnforcement, error) {
+	snap, err := a.c.meta.get(ctx)
+	if err != nil {
+		return ACLEnforcement{}, err
+	}
+	type answer struct {
+		id  int32
+		r   wire.DescribeACLsResponse
+		err error
+	}
+	var brokers []wire.BrokerInfo
+	for _, b := range snap.brokerList() {
+		if b.State != "fenced" && b.Addr != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	answers := make(chan answer, len(brokers))
+	for _, b := range brokers {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
+			defer cancel()
+			var r wire.DescribeACLsResponse
+			// No principal has an empty name: the filter selects nothing,
+			// and the answer is only its Enforced.
+			err := a.c.call(cctx, b.Addr, wire.TypeDescribeACLs, &wire.DescribeACLsRequest{Filter: wire.ACLFilter{Principal: wire.PrincipalPrefix}}, &r)
+			answers <- answer{b.ID, r, err}
+		}()
+	}
+	var e ACLEnforcement
+	var refused error
+	for range brokers {
+		an := <-answers
+		switch {
+		case an.err != nil:
+			e.Unanswered = append(e.Unanswered, an.id)
+		case an.r.Err != wire.None:
+			refused = an.r.Err.Err(an.r.Message)
+			e.Unanswered = append(e.Unanswered, an.id)
+		case an.r.Enforced:
+			e.Enforcing = append(e.Enforcing, an.id)
+		default:
+			e.NotEnforcing = append(e.NotEnforcing, an.id)
+		}
+	}
+	if refused != nil && len(e.Enforcing)+len(e.NotEnforcing) == 0 {
+		return ACLEnforcement{}, fmt.Errorf("client: ACL enforcement: %w", refused)
+	}
+	for _, ids := range [][]int32{e.Enforcing, e.NotEnforcing, e.Unanswered} {
+		slices.Sort(ids)
+	}
+	return e, nil
 }
