@@ -1,15 +1,14 @@
 package clienttest
 
 import (
-	"fmt"
 	"slices"
 
-	"paymentlog/node/acl"
+	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
 
-// ACL bindings (wire/acls.go), kept by the controller as the real one
-// keeps them: created and deleted through the active controller (the
+// ACL bindings (wire/acls.go), kept as the real controller keeps them
+// (policy.go): created and deleted through the active controller (the
 // others answer NotController with the hint), each change a metadata
 // change; described by any node. The fake enforces none of them: the
 // answers' Enforced is what SetACLsEnforced set. Refusals a node would
@@ -26,7 +25,7 @@ func (c *Cluster) SetACLsEnforced(on bool) {
 func (c *Cluster) ACLs() []wire.ACLBinding {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.mu.acls)
+	return slices.Clone(c.policyLocked().ACLs().Bindings())
 }
 
 func (c *Cluster) createACLs(addr string, r *wire.CreateACLsRequest) *wire.CreateACLsResponse {
@@ -35,33 +34,15 @@ func (c *Cluster) createACLs(addr string, r *wire.CreateACLsRequest) *wire.Creat
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.CreateACLsResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	refuse := func(format string, args ...any) *wire.CreateACLsResponse {
-		return &wire.CreateACLsResponse{Err: wire.InvalidRequest, Message: fmt.Sprintf(format, args...), ControllerID: -1}
+	recs, created, err := metadata.DecideCreateACLs(c.policyLocked(), r.ACLs)
+	if err == nil {
+		err = c.commitPolicyLocked(recs)
 	}
-	if len(r.ACLs) > wire.MaxACLsPerRequest {
-		return refuse("%d bindings, more than %d", len(r.ACLs), wire.MaxACLsPerRequest)
+	if err != nil {
+		code, msg := decisionError(err)
+		return &wire.CreateACLsResponse{Err: code, Message: msg, ControllerID: -1}
 	}
-	for _, b := range r.ACLs {
-		if why := wire.CheckACLBinding(b); why != "" {
-			return refuse("binding %s: %s", b, why)
-		}
-	}
-	next := slices.Clone(c.mu.acls)
-	created := int32(0)
-	for _, b := range r.ACLs {
-		if i, found := slices.BinarySearchFunc(next, b, acl.Compare); !found {
-			next = slices.Insert(next, i, b)
-			created++
-		}
-	}
-	if len(next) > wire.MaxACLs {
-		return refuse("the cluster would hold %d bindings, more than %d", len(next), wire.MaxACLs)
-	}
-	c.mu.acls = next
-	if created > 0 {
-		c.bumpLocked()
-	}
-	return &wire.CreateACLsResponse{Created: created, MetadataOffset: c.mu.moff, ControllerID: -1}
+	return &wire.CreateACLsResponse{Created: int32(created), MetadataOffset: c.mu.moff, ControllerID: -1}
 }
 
 func (c *Cluster) deleteACLs(addr string, r *wire.DeleteACLsRequest) *wire.DeleteACLsResponse {
@@ -70,21 +51,13 @@ func (c *Cluster) deleteACLs(addr string, r *wire.DeleteACLsRequest) *wire.Delet
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.DeleteACLsResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	if len(r.Filters) > wire.MaxACLsPerRequest {
-		return &wire.DeleteACLsResponse{Err: wire.InvalidRequest, ControllerID: -1,
-			Message: fmt.Sprintf("%d filters, more than %d", len(r.Filters), wire.MaxACLsPerRequest)}
+	recs, deleted, err := metadata.DecideDeleteACLs(c.policyLocked(), r.Filters)
+	if err == nil {
+		err = c.commitPolicyLocked(recs)
 	}
-	var kept, deleted []wire.ACLBinding
-	for _, b := range c.mu.acls {
-		if slices.ContainsFunc(r.Filters, func(f wire.ACLFilter) bool { return f.Matches(b) }) {
-			deleted = append(deleted, b)
-		} else {
-			kept = append(kept, b)
-		}
-	}
-	c.mu.acls = kept
-	if len(deleted) > 0 {
-		c.bumpLocked()
+	if err != nil {
+		code, msg := decisionError(err)
+		return &wire.DeleteACLsResponse{Err: code, Message: msg, ControllerID: -1}
 	}
 	if deleted == nil {
 		deleted = []wire.ACLBinding{}
@@ -98,11 +71,9 @@ func (c *Cluster) describeACLs(r *wire.DescribeACLsRequest) *wire.DescribeACLsRe
 	if why := wire.CheckACLFilter(r.Filter); why != "" {
 		return &wire.DescribeACLsResponse{Err: wire.InvalidRequest, Message: why}
 	}
-	out := []wire.ACLBinding{}
-	for _, b := range c.mu.acls {
-		if r.Filter.Matches(b) {
-			out = append(out, b)
-		}
+	out := c.policyLocked().ACLs().Select(r.Filter)
+	if out == nil {
+		out = []wire.ACLBinding{}
 	}
 	return &wire.DescribeACLsResponse{ACLs: out, Enforced: c.mu.aclsEnforced, MetadataOffset: c.mu.moff}
 }

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"paymentlog/node/membership"
+	"paymentlog/node/metadata"
 	"paymentlog/quic"
 	"paymentlog/segment"
 	"paymentlog/wire"
@@ -107,13 +108,13 @@ type Cluster struct {
 		membersSince time.Time
 		memberCfg    membership.Config
 		coordinators int
-		// acls are the ACL bindings (acls.go), sorted by acl.Compare;
-		// aclsEnforced is what DescribeACLs says of enforcement.
-		acls         []wire.ACLBinding
+		// policy holds the ACL bindings (acls.go) and client quotas
+		// (quotas.go), changed by the real controller's decisions and
+		// applied as its records are (policy.go); aclsEnforced is what
+		// DescribeACLs says of enforcement.
+		policy       *metadata.Image
+		policyOffset uint64
 		aclsEnforced bool
-		// quotas are the client quotas (quotas.go) by principal ("" the
-		// default), each with at least one key.
-		quotas map[string]map[string]int64
 		// hidden are the topics the client may not describe (HideTopic).
 		hidden map[string]bool
 	}

@@ -2,16 +2,14 @@ package clienttest
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 	"time"
 
+	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
 
-// Client quotas (wire/quotas.go), kept by the controller as the real one
-// keeps them: altered through the active controller (the others answer
+// Client quotas (wire/quotas.go), kept as the real controller keeps them
+// (policy.go): altered through the active controller (the others answer
 // NotController with the hint), each change that changes something a
 // metadata change; described by any node. The fake meters nothing:
 // SetThrottle makes every Produce or Fetch answer come late and say so, as
@@ -51,9 +49,9 @@ func (c *Cluster) holdBack(ctx context.Context, kind int) int32 {
 }
 
 func (c *Cluster) clientQuotasLocked() []wire.ClientQuota {
-	out := make([]wire.ClientQuota, 0, len(c.mu.quotas))
-	for _, p := range slices.Sorted(maps.Keys(c.mu.quotas)) {
-		out = append(out, wire.ClientQuota{Principal: p, Values: maps.Clone(c.mu.quotas[p])})
+	out := c.policyLocked().ClientQuotas()
+	if out == nil {
+		out = []wire.ClientQuota{}
 	}
 	return out
 }
@@ -64,51 +62,13 @@ func (c *Cluster) alterClientQuotas(addr string, r *wire.AlterClientQuotasReques
 	if c.brokerAt(addr) != c.mu.controller {
 		return &wire.AlterClientQuotasResponse{Err: wire.NotController, ControllerID: c.mu.controller}
 	}
-	refuse := func(format string, args ...any) *wire.AlterClientQuotasResponse {
-		return &wire.AlterClientQuotasResponse{Err: wire.InvalidRequest, Message: fmt.Sprintf(format, args...), ControllerID: -1}
+	recs, err := metadata.DecideAlterClientQuotas(c.policyLocked(), r.Entries)
+	if err == nil {
+		err = c.commitPolicyLocked(recs)
 	}
-	if len(r.Entries) > wire.MaxACLsPerRequest {
-		return refuse("%d entries, more than %d", len(r.Entries), wire.MaxACLsPerRequest)
-	}
-	next := make(map[string]map[string]int64, len(c.mu.quotas))
-	for p, vs := range c.mu.quotas {
-		next[p] = maps.Clone(vs)
-	}
-	seen := map[string]bool{}
-	for _, e := range r.Entries {
-		if why := wire.CheckQuotaEntry(e); why != "" {
-			return refuse("%s", why)
-		}
-		if seen[e.Principal] {
-			return refuse("quota of %s: named twice", wire.QuotaEntityName(e.Principal))
-		}
-		seen[e.Principal] = true
-		vs := next[e.Principal]
-		if vs == nil {
-			vs = map[string]int64{}
-		}
-		maps.Copy(vs, e.Set)
-		for _, k := range e.Delete {
-			delete(vs, k)
-		}
-		if len(vs) == 0 {
-			delete(next, e.Principal)
-		} else {
-			next[e.Principal] = vs
-		}
-	}
-	if len(next) > wire.MaxQuotaEntities {
-		return refuse("the cluster would hold quotas of %d entities, more than %d", len(next), wire.MaxQuotaEntities)
-	}
-	changed := len(next) != len(c.mu.quotas)
-	for p, vs := range next {
-		if !maps.Equal(vs, c.mu.quotas[p]) {
-			changed = true
-		}
-	}
-	c.mu.quotas = next
-	if changed {
-		c.bumpLocked()
+	if err != nil {
+		code, msg := decisionError(err)
+		return &wire.AlterClientQuotasResponse{Err: code, Message: msg, ControllerID: -1}
 	}
 	return &wire.AlterClientQuotasResponse{MetadataOffset: c.mu.moff, ControllerID: -1}
 }
