@@ -41,10 +41,11 @@ func (q quotaMeter) Wait(p quic.Peer, key string) time.Duration {
 	return q.m.Wait(principalOf(p), key)
 }
 
-func (q quotaMeter) Record(p quic.Peer, key string, n int64) {
-	if q.metered(p) {
-		q.m.Record(principalOf(p), key, n)
+func (q quotaMeter) Record(p quic.Peer, key string, n int64) time.Duration {
+	if !q.metered(p) {
+		return 0
 	}
+	return q.m.Record(principalOf(p), key, n)
 }
 
 func (n *Node) handleAlterClientQuotas(ctx context.Context, peer quic.Peer, f quic.Frame) (quic.FrameType, any, error) {

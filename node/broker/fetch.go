@@ -83,8 +83,7 @@ func (b *Broker) handleFetch(ctx context.Context, peer quic.Peer, fr quic.Frame)
 // the client how long to wait before it fetches again (held: how long the
 // fetch was held back for its quota).
 func (b *Broker) sendFetch(peer quic.Peer, held time.Duration, resp wire.FetchResponse, views []*segment.View) (quic.FrameType, any, error) {
-	b.recordQuota(peer, wire.QuotaConsumerByteRate, fetchedBytes(&resp))
-	told := b.quotaWait(peer, wire.QuotaConsumerByteRate)
+	told := b.recordQuota(peer, wire.QuotaConsumerByteRate, fetchedBytes(&resp))
 	resp.ThrottleMs = int32(told / time.Millisecond)
 	b.countThrottle(throttledFetch, held+told)
 	b.counters.fetched(&resp)

@@ -11,10 +11,11 @@ import (
 // Quotas (Config.Quotas) meters client traffic against the principals'
 // byte-rate quotas (wire/quotas.go, node/quota): Wait says how long to hold
 // a request of peer back before serving it (its debt), Record counts the
-// bytes the request moved. A nil Quotas throttles nothing.
+// bytes the request moved and returns how long peer's next request should
+// wait. A nil Quotas throttles nothing.
 type Quotas interface {
 	Wait(peer quic.Peer, key string) time.Duration
-	Record(peer quic.Peer, key string, n int64)
+	Record(peer quic.Peer, key string, n int64) time.Duration
 }
 
 // Throttled requests, by the index of counters.throttled.
@@ -55,20 +56,13 @@ func (b *Broker) countThrottle(kind int, d time.Duration) {
 	}
 }
 
-// quotaWait is how long peer should wait before its next request counted
-// against key.
-func (b *Broker) quotaWait(peer quic.Peer, key string) time.Duration {
+// recordQuota counts n bytes of peer against its quota for key and
+// returns how long peer's next request should wait.
+func (b *Broker) recordQuota(peer quic.Peer, key string, n int64) time.Duration {
 	if b.cfg.Quotas == nil {
 		return 0
 	}
-	return b.cfg.Quotas.Wait(peer, key)
-}
-
-// recordQuota counts n bytes of peer against its quota for key.
-func (b *Broker) recordQuota(peer quic.Peer, key string, n int64) {
-	if b.cfg.Quotas != nil && n > 0 {
-		b.cfg.Quotas.Record(peer, key, n)
-	}
+	return b.cfg.Quotas.Record(peer, key, n)
 }
 
 // producedBytes is the batch bytes of a produce request.

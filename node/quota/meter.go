@@ -65,23 +65,31 @@ func (m *Meter) Wait(principal, key string) time.Duration {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.refill(principal, key, rate)
-	if b.tokens >= 0 {
-		return 0
-	}
-	return min(time.Duration(-b.tokens/float64(rate)*float64(time.Second)), MaxThrottle)
+	return m.refill(principal, key, rate).wait()
 }
 
-// Record counts n bytes of principal against its quota for key.
-func (m *Meter) Record(principal, key string, n int64) {
+// Record counts n bytes of principal against its quota for key and
+// returns Wait's answer after them (how long its next request should wait).
+func (m *Meter) Record(principal, key string, n int64) time.Duration {
 	rate, ok := m.limit(principal, key)
-	if !ok || rate <= 0 || n <= 0 {
-		return
+	if !ok || rate <= 0 {
+		return 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.refill(principal, key, rate)
-	b.tokens = max(b.tokens-float64(n), -float64(rate)*MaxDebt.Seconds())
+	if n > 0 {
+		b.tokens = max(b.tokens-float64(n), -float64(rate)*MaxDebt.Seconds())
+	}
+	return b.wait()
+}
+
+// wait is how long until b's debt is paid, at most MaxThrottle.
+func (b *bucket) wait() time.Duration {
+	if b.tokens >= 0 {
+		return 0
+	}
+	return min(time.Duration(-b.tokens/float64(b.rate)*float64(time.Second)), MaxThrottle)
 }
 
 // refill brings principal's bucket for key up to now at rate (a changed

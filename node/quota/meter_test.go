@@ -28,8 +28,10 @@ func TestMeterThrottlesAtTheRate(t *testing.T) {
 	if w := m.Wait("User:a", "p"); w != 0 {
 		t.Fatalf("wait after the burst %v, want 0", w)
 	}
-	// 500 bytes more: half a second of debt.
-	m.Record("User:a", "p", 500)
+	// 500 bytes more: half a second of debt, which Record returns too.
+	if w := m.Record("User:a", "p", 500); w != 500*time.Millisecond {
+		t.Fatalf("Record's wait %v, want 500ms", w)
+	}
 	if w := m.Wait("User:a", "p"); w != 500*time.Millisecond {
 		t.Fatalf("wait %v, want 500ms", w)
 	}
