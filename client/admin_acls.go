@@ -105,34 +105,17 @@ type ACLList struct {
 
 // DescribeACLs lists the bindings f selects (Kafka's DescribeAcls; the zero
 // filter selects every binding), from one node's image: any node that
-// answers (hedged, as DescribeCluster). A node that has not applied a
+// answers (readAnyNode). A node that has not applied a
 // change yet answers without it; the changes of this package have been
 // applied by every node when they return.
 func (a *Admin) DescribeACLs(ctx context.Context, f wire.ACLFilter) (ACLList, error) {
 	if why := wire.CheckACLFilter(f); why != "" {
 		return ACLList{}, wire.InvalidRequest.Err(why)
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
-	defer cancel()
-	// The brokers' addresses, so that the answering node has an id.
-	_, _ = a.c.meta.get(ctx)
-	r, addr, err := hedged(ctx, a.c.meta.candidates(), a.c.cfg.HedgeDelay, func(ctx context.Context, addr string) (*wire.DescribeACLsResponse, error) {
-		var r wire.DescribeACLsResponse
-		if err := a.c.call(ctx, addr, wire.TypeDescribeACLs, &wire.DescribeACLsRequest{Filter: f}, &r); err != nil {
-			return nil, err
-		}
-		if r.Err.Retriable() {
-			return nil, r.Err.Err(r.Message) // another node may answer
-		}
-		// A refusal (an unauthorized principal, a bad filter) is the
-		// answer every node gives.
-		return &r, nil
-	})
+	r, addr, err := readAnyNode(ctx, a, "describe ACLs", wire.TypeDescribeACLs, &wire.DescribeACLsRequest{Filter: f},
+		func(r *wire.DescribeACLsResponse) (wire.ErrorCode, string) { return r.Err, r.Message })
 	if err != nil {
-		return ACLList{}, fmt.Errorf("client: describe ACLs: %w", err)
-	}
-	if r.Err != wire.None {
-		return ACLList{}, r.Err.Err(r.Message)
+		return ACLList{}, err
 	}
 	l := ACLList{ACLs: r.ACLs, Enforced: r.Enforced, Node: -1, Addr: addr}
 	if l.ACLs == nil {

@@ -2,12 +2,10 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"paymentlog/quic"
 	"paymentlog/wire"
 )
 
@@ -73,32 +71,13 @@ func (a *Admin) AlterClientQuotas(ctx context.Context, entries ...wire.QuotaEntr
 // DescribeClientQuotas lists every entity with a quota, the default
 // (Principal "") first, then by principal; an empty, non-nil list when
 // there are none. It reads one node's image: any node that answers
-// (hedged, as DescribeACLs). A node that has not applied a change yet
+// (readAnyNode). A node that has not applied a change yet
 // answers without it; AlterClientQuotas returns once every node has.
 func (a *Admin) DescribeClientQuotas(ctx context.Context) ([]wire.ClientQuota, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.c.cfg.RequestTimeout)
-	defer cancel()
-	_, _ = a.c.meta.get(ctx) // the brokers' addresses, beyond the bootstrap ones
-	r, _, err := hedged(ctx, a.c.meta.candidates(), a.c.cfg.HedgeDelay, func(ctx context.Context, addr string) (*wire.DescribeClientQuotasResponse, error) {
-		var r wire.DescribeClientQuotasResponse
-		if err := a.c.call(ctx, addr, wire.TypeDescribeClientQuotas, &wire.DescribeClientQuotasRequest{}, &r); err != nil {
-			if errors.Is(err, quic.ErrUnknownType) {
-				return nil, fmt.Errorf("the node does not know this request: its build is older than this client's: %w", err)
-			}
-			return nil, err
-		}
-		if r.Err.Retriable() {
-			return nil, r.Err.Err(r.Message) // another node may answer
-		}
-		// A refusal (an unauthorized principal) is the answer every
-		// node gives.
-		return &r, nil
-	})
+	r, _, err := readAnyNode(ctx, a, "describe client quotas", wire.TypeDescribeClientQuotas, &wire.DescribeClientQuotasRequest{},
+		func(r *wire.DescribeClientQuotasResponse) (wire.ErrorCode, string) { return r.Err, r.Message })
 	if err != nil {
-		return nil, fmt.Errorf("client: describe client quotas: %w", err)
-	}
-	if r.Err != wire.None {
-		return nil, r.Err.Err(r.Message)
+		return nil, err
 	}
 	qs := r.Quotas
 	if qs == nil {
