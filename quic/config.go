@@ -41,6 +41,10 @@ type Config struct {
 	// TLS (tests use them to inject broken ones). NextProtos is left as given.
 	ServerTLS *tls.Config
 	ClientTLS *tls.Config
+	// TLSReloadInterval is how often the endpoint reads its TLS files again
+	// to pick up rotated certificates (DefaultTLSReloadInterval; negative:
+	// only when ReloadTLS is called). Mutual TLS only.
+	TLSReloadInterval time.Duration
 }
 
 // ConfigError names the Config field that is invalid.
@@ -99,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TLSReloadInterval == 0 {
+		c.TLSReloadInterval = DefaultTLSReloadInterval
 	}
 	return c
 }

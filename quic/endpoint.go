@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	qgo "github.com/quic-go/quic-go"
+	"time"
 )
 
 // Peer identifies the remote side of a stream. On the serving side the
@@ -78,8 +79,9 @@ type Endpoint struct {
 	udp     *net.UDPConn
 	tr      *qgo.Transport
 	addr    string
-	srvTLS  *tls.Config
-	cliTLS  *tls.Config
+	srvTLS  *tls.Config // given to Listen; under mutual TLS it takes tlsr's state per handshake
+	cliTLS  *tls.Config // dev mode or Config.ClientTLS; else see clientTLS
+	tlsr    tlsReloader
 	srvConf *qgo.Config
 	dialCfg *qgo.Config
 	pool    *connPool
@@ -134,6 +136,15 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e.srvTLS, e.cliTLS = mat.server, mat.client
+	if mat.state != nil && cfg.ServerTLS == nil && cfg.ClientTLS == nil {
+		// Handshakes take the current state: see tlsreload.go.
+		e.tlsr.cur.Store(mat.state)
+		srv := mat.server.Clone()
+		srv.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return e.tlsr.cur.Load().server, nil
+		}
+		e.srvTLS = srv
+	}
 	if cfg.ServerTLS != nil {
 		e.srvTLS = cfg.ServerTLS
 	}
@@ -141,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		e.cliTLS = cfg.ClientTLS
 	}
 	e.mutualTLS = e.srvTLS.ClientAuth == tls.RequireAndVerifyClientCert
-	e.verifiesServers = !e.cliTLS.InsecureSkipVerify
+	e.verifiesServers = !e.clientTLS().InsecureSkipVerify
 
 	listen := cfg.Addr
 	if listen == "" {
@@ -170,7 +181,24 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	e.pool = newConnPool(e)
 	e.decodeBudget = newDecodeBudget(cfg.MaxListItems)
 	e.bodyBudget = newBodyBudget(defaultBodyBudget)
+	if st := e.tlsr.cur.Load(); st != nil {
+		e.tlsr.mu.Lock()
+		e.warnExpiryLocked(st, time.Now())
+		e.tlsr.mu.Unlock()
+		if cfg.TLSReloadInterval > 0 {
+			go e.watchTLS(cfg.TLSReloadInterval)
+		}
+	}
 	return e, nil
+}
+
+// clientTLS is the configuration dials start from: the current TLS state's
+// (see tlsreload.go), or the fixed one of dev mode or Config.ClientTLS.
+func (e *Endpoint) clientTLS() *tls.Config {
+	if st := e.tlsr.cur.Load(); st != nil {
+		return st.client
+	}
+	return e.cliTLS
 }
 
 // Addr is the bound UDP address.

@@ -57,6 +57,9 @@ const (
 	ConnCodeNoError  qgo.ApplicationErrorCode = 0 // closed without fault
 	ConnCodeShutdown qgo.ApplicationErrorCode = 1 // the endpoint shut down
 	ConnCodeStale    qgo.ApplicationErrorCode = 2 // the peer reconnected and this connection failed a liveness probe
+	// ConnCodeUntrusted: a reloaded ca.crt no longer trusts the peer's
+	// certificate (its CA was retired); see Endpoint.ReloadTLS.
+	ConnCodeUntrusted qgo.ApplicationErrorCode = 3
 )
 
 func streamCodeName(c qgo.StreamErrorCode) string {
@@ -83,6 +86,8 @@ func connCodeName(c qgo.ApplicationErrorCode) string {
 		return "shutdown"
 	case ConnCodeStale:
 		return "stale"
+	case ConnCodeUntrusted:
+		return "peer certificate no longer trusted"
 	}
 	return "unknown"
 }

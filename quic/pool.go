@@ -216,6 +216,23 @@ func (p *connPool) closeAll() {
 	}
 }
 
+// dialedConns returns the pool's connections.
+func (p *connPool) dialedConns() []*qgo.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*qgo.Conn
+	for _, ent := range p.mu.conns {
+		select {
+		case <-ent.ready:
+			if ent.conn != nil {
+				out = append(out, ent.conn)
+			}
+		default: // still dialing: its handshake verifies against the new state
+		}
+	}
+	return out
+}
+
 // dial opens a connection to addr over the endpoint's socket.
 func (e *Endpoint) dial(addr string) (*qgo.Conn, error) {
 	host, _, err := net.SplitHostPort(addr)
@@ -226,7 +243,7 @@ func (e *Endpoint) dial(addr string) (*qgo.Conn, error) {
 	if err != nil {
 		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
 	}
-	tlsConf := e.cliTLS.Clone()
+	tlsConf := e.clientTLS().Clone()
 	if tlsConf.ServerName == "" {
 		tlsConf.ServerName = host
 	}

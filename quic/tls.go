@@ -14,8 +14,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -37,6 +35,8 @@ type tlsMaterial struct {
 	// resetSeed is secret, stable material from which the stateless reset key
 	// is derived (the node key), or nil when none is stable.
 	resetSeed []byte
+	// state is the reloadable state (mutual TLS), nil in dev mode.
+	state *tlsState
 }
 
 // loadTLS builds server and client TLS configurations for cfg.
@@ -64,40 +64,20 @@ func loadTLS(cfg TLSConfig, log *slog.Logger) (*tlsMaterial, error) {
 	if cfg.Name == "" {
 		return nil, fmt.Errorf("quic: TLS directory %s given without a certificate name", cfg.Dir)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(cfg.Dir, CAFile))
+	f, err := readTLSFiles(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("quic: read cluster CA: %w", err)
+		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("quic: %s holds no PEM certificate", filepath.Join(cfg.Dir, CAFile))
-	}
-	certFile := filepath.Join(cfg.Dir, cfg.Name+".crt")
-	keyFile := filepath.Join(cfg.Dir, cfg.Name+".key")
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	st, err := buildTLSState(cfg, f, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("quic: load certificate %s: %w", cfg.Name, err)
+		return nil, err
 	}
-	keyPEM, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("quic: read %s: %w", keyFile, err)
+	if st.issuer == nil {
+		_, verr := verifyLeaf(st.leaf, st.pool, time.Now())
+		log.Warn("quic: TLS: certificate "+cfg.Name+" does not verify against "+CAFile+": peers will refuse it",
+			"dir", cfg.Dir, "err", verr)
 	}
-	return &tlsMaterial{
-		server: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			NextProtos:   []string{ALPN},
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    pool,
-		},
-		client: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			NextProtos:   []string{ALPN},
-			Certificates: []tls.Certificate{cert},
-			RootCAs:      pool,
-		},
-		resetSeed: keyPEM,
-	}, nil
+	return &tlsMaterial{server: st.server, client: st.client, resetSeed: st.keyPEM, state: st}, nil
 }
 
 var devWarnOnce sync.Once
