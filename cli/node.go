@@ -6,14 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/node"
+	"paymentlog/quic"
 	"paymentlog/segment"
 	"paymentlog/wire"
 )
@@ -46,6 +50,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "metrics-addr", Usage: "HTTP address for /metrics and /debug/pprof (empty: off)", EnvVars: envs("METRICS_ADDR")},
 				&ucli.StringFlag{Name: "tls-dir", Usage: "directory with ca.crt and <cert-name>.crt/.key (mutual TLS; a node certificate for --id, from: paymentlog cert issue --node-id ID); empty: dev mode, nothing authenticated or authorized", EnvVars: envs("TLS_DIR")},
 				&ucli.StringFlag{Name: "cert-name", Usage: "certificate name in --tls-dir (default node<ID>)", EnvVars: envs("CERT_NAME")},
+				&ucli.DurationFlag{Name: "tls-reload-interval", Value: quic.DefaultTLSReloadInterval, Usage: "how often to read ca.crt and the certificate again, so that rotated ones are used without a restart (SIGHUP reloads at once); 0: only on SIGHUP", EnvVars: envs("TLS_RELOAD_INTERVAL")},
 				&ucli.StringFlag{Name: "authorizer", Value: node.AuthorizerNone, Usage: "acl: enforce the cluster's ACLs (paymentlog acl) on every client request (needs --tls-dir); none: every client certificate may do everything", EnvVars: envs("AUTHORIZER")},
 				&ucli.StringFlag{Name: "super-users", Usage: "principals allowed everything under --authorizer acl, comma-separated: User:admin,User:ops (or admin,ops); node certificates always are", EnvVars: envs("SUPER_USERS")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
@@ -109,6 +114,14 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.MetricsAddr = c.String("metrics-addr")
 	cfg.TLSDir = c.String("tls-dir")
 	cfg.CertName = c.String("cert-name")
+	switch iv := c.Duration("tls-reload-interval"); {
+	case iv < 0:
+		return nodeOptions{}, fmt.Errorf("--tls-reload-interval: must be 0 (only on SIGHUP) or more")
+	case iv == 0:
+		cfg.TLSReloadInterval = -1
+	default:
+		cfg.TLSReloadInterval = iv
+	}
 	if cfg.CertName == "" {
 		cfg.CertName = fmt.Sprintf("node%d", cfg.ID)
 	}
@@ -233,6 +246,23 @@ var startNode = func(ctx context.Context, cfg node.Config) (runningNode, error) 
 	return n, nil
 }
 
+// reloadTLS reloads a node's TLS files on SIGHUP and logs the outcome (a
+// refusal is logged by the endpoint too, at warn, once per set of files).
+func reloadTLS(n runningNode, log *slog.Logger) {
+	r, ok := n.(interface{ ReloadTLS() (bool, error) })
+	if !ok {
+		return
+	}
+	switch changed, err := r.ReloadTLS(); {
+	case err != nil:
+		log.Error("SIGHUP: TLS files not reloaded", "err", err)
+	case changed:
+		log.Info("SIGHUP: TLS files reloaded")
+	default:
+		log.Info("SIGHUP: TLS files unchanged")
+	}
+}
+
 // runNode starts the node and blocks until ctx ends (SIGINT/SIGTERM), then
 // performs a controlled shutdown. Logs and a failed shutdown go to stderr.
 func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) error {
@@ -245,9 +275,19 @@ func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-	case <-n.Done():
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-n.Done():
+			break wait
+		case <-hup:
+			reloadTLS(n, logger)
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

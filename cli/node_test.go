@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +28,7 @@ func TestNodeStartUsageErrors(t *testing.T) {
 		{[]string{"node", "start", "--id", "4294967297", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "1@127.0.0.1:1"}, "--id 4294967297: must be 1-2147483647"},
 		{[]string{"node", "start", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "4294967297@127.0.0.1:1"}, `bad node id "4294967297"`},
 		{[]string{"node", "start", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "1@127.0.0.1:1", "--rack", "a/b"}, "rack"},
+		{[]string{"node", "start", "--id", "1", "--addr", "127.0.0.1:0", "--data-dir", dir, "--controllers", "1@127.0.0.1:1", "--tls-reload-interval", "-1s"}, "--tls-reload-interval"},
 	} {
 		out, errOut, code := runClientCLI(t, nil, c.args...)
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
@@ -73,5 +77,66 @@ func TestNodeStartReportsShutdownErrorOnItsStderr(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("node start did not return after its context ended")
+	}
+}
+
+type reloadingNode struct {
+	failingShutdownNode
+	reloads chan struct{}
+}
+
+func (n reloadingNode) Shutdown(context.Context) error { return nil }
+func (n reloadingNode) ReloadTLS() (bool, error) {
+	n.reloads <- struct{}{}
+	return true, nil
+}
+
+// SIGHUP makes a running node reload its TLS files; --tls-reload-interval 0
+// leaves the reloads to SIGHUP alone.
+func TestNodeStartReloadsTLSOnSIGHUP(t *testing.T) {
+	defer func(orig func(context.Context, node.Config) (runningNode, error)) { startNode = orig }(startNode)
+	// A handler of the test's own, so that a SIGHUP sent before node start
+	// listens cannot end the test process.
+	hup := make(chan os.Signal, 16)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfgs := make(chan node.Config, 1)
+	n := reloadingNode{failingShutdownNode{done: make(chan struct{})}, make(chan struct{}, 16)}
+	startNode = func(_ context.Context, cfg node.Config) (runningNode, error) {
+		cfgs <- cfg
+		return n, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- RunContext(ctx, []string{"paymentlog", "node", "start", "--id", "1", "--addr", "127.0.0.1:1",
+			"--data-dir", t.TempDir(), "--controllers", "1@127.0.0.1:1", "--tls-reload-interval", "0"}, &stdout, &stderr)
+	}()
+	select {
+	case cfg := <-cfgs:
+		if cfg.TLSReloadInterval >= 0 {
+			t.Fatalf("--tls-reload-interval 0 gave the node TLSReloadInterval %v, want negative (SIGHUP only)", cfg.TLSReloadInterval)
+		}
+	case c := <-code:
+		t.Fatalf("node start exited %d: %q", c, stderr.String())
+	}
+	deadline := time.After(10 * time.Second)
+	for reloaded := false; !reloaded; {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-n.reloads:
+			reloaded = true
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("SIGHUP did not reload the node's TLS files")
+		}
+	}
+	cancel()
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d: %q", c, stderr.String())
 	}
 }

@@ -23,6 +23,10 @@ type Config struct {
 	MetricsAddr string           // HTTP /metrics and /debug/pprof; empty = off
 	TLSDir      string           // mutual TLS material; empty = dev mode
 	CertName    string           // certificate name inside TLSDir
+	// TLSReloadInterval is how often the node reads its TLS files again to
+	// pick up a rotated certificate or ca.crt (quic.DefaultTLSReloadInterval;
+	// negative: only on ReloadTLS, which SIGHUP calls in `node start`).
+	TLSReloadInterval time.Duration
 	// Authorizer is "acl" to enforce the cluster's ACL bindings on every
 	// client request (authorize.go; needs TLSDir), "" or "none" to let
 	// every client certificate do everything.

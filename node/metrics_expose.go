@@ -66,6 +66,7 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 
 	n.writeControllerMetrics(w)
 	n.writeBrokerMetrics(w)
+	n.writeTLSMetrics(w)
 
 	ts := n.ep.Stats()
 	w.Gauge("paymentlog_quic_connections", "QUIC connections open now.", int64(ts.Conns))

@@ -173,10 +173,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}()
 
 	ep, err := quic.New(ctx, quic.Config{
-		Addr:      cfg.Addr,
-		TLS:       quic.TLSConfig{Dir: cfg.TLSDir, Name: cfg.CertName},
-		Logger:    n.log,
-		Authorize: clusterAuthorizer(),
+		Addr:              cfg.Addr,
+		TLS:               quic.TLSConfig{Dir: cfg.TLSDir, Name: cfg.CertName},
+		TLSReloadInterval: cfg.TLSReloadInterval,
+		Logger:            n.log,
+		Authorize:         clusterAuthorizer(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: listen %s: %w", cfg.Addr, err)
@@ -372,6 +373,10 @@ func (n *Node) Err() error {
 
 // Addr is the bound UDP address.
 func (n *Node) Addr() string { return n.ep.Addr() }
+
+// ReloadTLS reads the node's ca.crt, certificate and key again; new
+// connections use them when they changed (see quic.Endpoint.ReloadTLS).
+func (n *Node) ReloadTLS() (changed bool, err error) { return n.ep.ReloadTLS() }
 
 // ID is the node id.
 func (n *Node) ID() int32 { return n.cfg.ID }
