@@ -105,8 +105,14 @@ func isNoSpace(err error) bool {
 // writeFileSynced replaces path with data durably: a synced temporary file
 // renamed over it, then the directory synced.
 func writeFileSynced(path string, data []byte) error {
+	return writeFileSyncedMode(path, data, 0o644)
+}
+
+// writeFileSyncedMode is writeFileSynced with the file's mode.
+func writeFileSyncedMode(path string, data []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	os.Remove(tmp) // an earlier attempt's, perhaps of another mode
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}

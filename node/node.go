@@ -172,7 +172,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}()
 
+	seed, err := loadResetSeed(cfg.DataDir, n.log)
+	if err != nil {
+		n.log.Warn("QUIC reset seed unavailable: the stateless reset key is derived from the TLS key this start", "err", err)
+	}
 	ep, err := quic.New(ctx, quic.Config{
+		ResetSeed:         seed,
 		Addr:              cfg.Addr,
 		TLS:               quic.TLSConfig{Dir: cfg.TLSDir, Name: cfg.CertName},
 		TLSReloadInterval: cfg.TLSReloadInterval,

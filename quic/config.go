@@ -45,6 +45,12 @@ type Config struct {
 	// to pick up rotated certificates (DefaultTLSReloadInterval; negative:
 	// only when ReloadTLS is called). Mutual TLS only.
 	TLSReloadInterval time.Duration
+	// ResetSeed is secret material, stable across restarts, from which the
+	// stateless reset key of an endpoint with a fixed Addr is derived (with
+	// the address). Default: the TLS key file's contents (mutual TLS), which
+	// a certificate rotation changes; nodes keep a seed in their data
+	// directory instead.
+	ResetSeed []byte
 }
 
 // ConfigError names the Config field that is invalid.

@@ -165,7 +165,11 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	e.udp = udp
 	e.addr = udp.LocalAddr().String()
 
-	key, err := resetKey(mat.resetSeed, e.addr, cfg.Addr != "")
+	seed := mat.resetSeed
+	if len(cfg.ResetSeed) > 0 {
+		seed = cfg.ResetSeed
+	}
+	key, err := resetKey(seed, e.addr, cfg.Addr != "")
 	if err != nil {
 		udp.Close()
 		return nil, err

@@ -262,3 +262,34 @@ func TestDevModeHasNothingToReload(t *testing.T) {
 		t.Fatalf("reload in dev mode: %v", err)
 	}
 }
+
+// A node restarted with a rotated key but the same Config.ResetSeed still
+// resets its previous incarnation's connections at once (with the seed
+// derived from the key, as before ResetSeed, its peers would not recognise
+// the resets and would wait for their idle timeout).
+func TestResetSeedOutlivesKeyRotation(t *testing.T) {
+	dir := reloadDirs(t)
+	seed := []byte("0123456789abcdef0123456789abcdef")
+	tlsCfg := TLSConfig{Dir: dir, Name: "node1"}
+	srv1, done1 := startServer(t, "127.0.0.1:0", Config{TLS: tlsCfg, ResetSeed: seed})
+	addr := srv1.Addr()
+	cli := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "client"}, IdleTimeout: 30 * time.Second})
+	ctx := context.Background()
+	mustNoErr(t, cli.Call(ctx, addr, typeEcho, echoMsg{N: 1}, nil))
+	kill(srv1)
+	<-done1
+	mustNoErr(t, IssueCert(dir, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1, Force: true}))
+	srv2, done2 := startServer(t, addr, Config{TLS: tlsCfg, ResetSeed: seed})
+	defer func() { srv2.Close(); <-done2 }()
+
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := cli.Call(cctx, addr, typeEcho, echoMsg{N: 2}, nil)
+	if err != nil && !strings.Contains(err.Error(), "stateless reset") {
+		t.Fatalf("call on the stale connection: %v, want a stateless reset", err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("stale connection noticed after %s", d)
+	}
+}
