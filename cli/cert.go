@@ -56,7 +56,7 @@ func certForceFlag() ucli.Flag {
 func certCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "cert",
-		Usage: "create the cluster CA and issue node and client certificates (mutual TLS)",
+		Usage: "create the cluster CA, issue node and client certificates (mutual TLS), rotate the CA and list certificates",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "init",
@@ -128,6 +128,9 @@ func certCommand() *ucli.Command {
 					return runCertCheck(c.Context, certCheckOptions{dir: dir, name: name, nodeID: nodeID}, c.App.Writer)
 				},
 			},
+			certRotateCACommand(),
+			certRetireCACommand(),
+			certListCommand(),
 		},
 	}
 }

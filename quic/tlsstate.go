@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,27 +117,14 @@ func buildTLSState(cfg TLSConfig, f tlsFiles, now time.Time) (*tlsState, error) 
 // parseCABundle returns every certificate in a PEM bundle; it needs at least
 // one and refuses a certificate that is not a CA.
 func parseCABundle(b []byte) ([]*x509.Certificate, error) {
-	var cas []*x509.Certificate
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			break
-		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(blk.Bytes)
-		if err != nil {
-			return nil, err
-		}
+	cas, err := parseCertsPEM(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cas {
 		if !c.IsCA {
 			return nil, fmt.Errorf("%q is not a CA certificate", c.Subject.CommonName)
 		}
-		cas = append(cas, c)
-	}
-	if len(cas) == 0 {
-		return nil, errors.New("holds no PEM certificate")
 	}
 	return cas, nil
 }
