@@ -140,6 +140,7 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 	conn, err := p.e.dial(addr)
 	ent.conn, ent.err = conn, err
 	if err != nil {
+		p.e.reloadOnRefusal(err)
 		p.remove(addr, ent)
 		close(ent.ready)
 		return
@@ -165,6 +166,7 @@ func (p *connPool) dial(addr string, ent *poolEntry) {
 	go p.nudge(ent)
 	go func() {
 		<-conn.Context().Done()
+		p.e.reloadOnRefusal(context.Cause(conn.Context()))
 		p.remove(addr, ent)
 		p.e.log.Debug("quic: connection closed", "peer", addr, "err", describe(context.Cause(conn.Context())))
 	}()

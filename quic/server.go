@@ -87,6 +87,7 @@ func (e *Endpoint) serveConn(conn *qgo.Conn, peer Peer) {
 		str, err := conn.AcceptStream(context.Background())
 		if err != nil {
 			e.log.Debug("quic: connection ended", "peer", pc.Addr, "err", describe(err))
+			e.reloadOnRefusal(context.Cause(conn.Context()))
 			return
 		}
 		go e.serveStream(pc, str)

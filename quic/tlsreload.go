@@ -29,7 +29,9 @@ type tlsReloader struct {
 	cur     atomic.Pointer[tlsState]
 	reloads atomic.Uint64
 	refused atomic.Uint64
-	mu      struct {
+	// refusedAt is when reloadOnRefusal last read the files (UnixNano).
+	refusedAt atomic.Int64
+	mu        struct {
 		sync.Mutex
 		lastErr      string
 		refusedFiles [sha256.Size]byte // the files last refused: logged once
@@ -128,6 +130,39 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 		e.dropUntrusted(next, now)
 	}
 	return true, nil
+}
+
+// reloadOnRefusal reloads the TLS files, at most once a second, when a peer
+// refused the certificate this endpoint presented: in the handshake (a TLS
+// alert it sent) or later (it closed the connection with ConnCodeUntrusted
+// after retiring a CA); err is how a dial failed or a connection ended.
+// After a CA rotation the files may already hold the certificate the peer
+// wants; the next dial then presents it at once instead of after the next
+// periodic reload.
+func (e *Endpoint) reloadOnRefusal(err error) {
+	if e.tlsr.cur.Load() == nil || !refusedOurCertificate(err) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := e.tlsr.refusedAt.Load()
+	if now-last < int64(time.Second) || !e.tlsr.refusedAt.CompareAndSwap(last, now) {
+		return
+	}
+	if changed, _ := e.ReloadTLS(); changed {
+		e.log.Info("quic: a peer refused this endpoint's certificate and newer TLS files were on disk: reloaded them", "err", describe(err))
+	}
+}
+
+func refusedOurCertificate(err error) bool {
+	var te *qgo.TransportError
+	var ae *qgo.ApplicationError
+	switch {
+	case errors.As(err, &te):
+		return te.Remote && te.ErrorCode.IsCryptoError()
+	case errors.As(err, &ae):
+		return ae.Remote && ae.ErrorCode == ConnCodeUntrusted
+	}
+	return false
 }
 
 // watchTLS reloads every interval until the endpoint is closed.

@@ -293,3 +293,54 @@ func TestResetSeedOutlivesKeyRotation(t *testing.T) {
 		t.Fatalf("stale connection noticed after %s", d)
 	}
 }
+
+// A client whose certificate a node refuses (its CA retired) reloads its own
+// files at once: when they hold a certificate of the new CA already, its next
+// call gets through without waiting for its periodic reload.
+func TestRefusedCertificateReloadsAtOnce(t *testing.T) {
+	oldCA := reloadDirs(t)
+	newCA := t.TempDir()
+	mustNoErr(t, InitCA(newCA, CertOptions{}))
+	mustNoErr(t, IssueCert(newCA, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1}))
+	mustNoErr(t, IssueCert(newCA, "client", nil, CertOptions{}))
+	srvDir, cliDir := t.TempDir(), t.TempDir()
+	copyFiles(t, newCA, srvDir, CAFile, "node1.crt", "node1.key")
+	bundle := append(readFile(t, filepath.Join(newCA, CAFile)), readFile(t, filepath.Join(oldCA, CAFile))...)
+	copyFiles(t, oldCA, cliDir, "client.crt", "client.key")
+	mustNoErr(t, os.WriteFile(filepath.Join(cliDir, CAFile), bundle, 0o644))
+	srv := mustServe(t, Config{TLS: TLSConfig{Dir: srvDir, Name: "node1"}, TLSReloadInterval: -1})
+	cli := mustClient(t, Config{TLS: TLSConfig{Dir: cliDir, Name: "client"}, TLSReloadInterval: -1})
+	copyFiles(t, newCA, cliDir, "client.crt", "client.key") // on disk, not loaded
+	if err := echo(t, cli, srv.Addr()); err == nil || !strings.Contains(err.Error(), "TLS rejected") {
+		t.Fatalf("first call with the old certificate: %v, want a TLS refusal", err)
+	}
+	waitFor(t, 10*time.Second, "a call with the reloaded certificate", func() bool { return echo(t, cli, srv.Addr()) == nil })
+	if st := cli.TLSStatus(); st.Reloads != 1 {
+		t.Fatalf("client status %+v, want one reload", st)
+	}
+}
+
+// A client whose connection a node closes for a retired CA reloads its files
+// at once, before its next call.
+func TestUntrustedCloseReloadsAtOnce(t *testing.T) {
+	oldCA := reloadDirs(t)
+	newCA := t.TempDir()
+	mustNoErr(t, InitCA(newCA, CertOptions{}))
+	mustNoErr(t, IssueCert(newCA, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1}))
+	mustNoErr(t, IssueCert(newCA, "client", nil, CertOptions{}))
+	srvDir, cliDir := t.TempDir(), t.TempDir()
+	bundle := append(readFile(t, filepath.Join(newCA, CAFile)), readFile(t, filepath.Join(oldCA, CAFile))...)
+	copyFiles(t, newCA, srvDir, "node1.crt", "node1.key")
+	copyFiles(t, oldCA, cliDir, "client.crt", "client.key")
+	for _, d := range []string{srvDir, cliDir} {
+		mustNoErr(t, os.WriteFile(filepath.Join(d, CAFile), bundle, 0o644))
+	}
+	srv := mustServe(t, Config{TLS: TLSConfig{Dir: srvDir, Name: "node1"}, TLSReloadInterval: -1})
+	cli := mustClient(t, Config{TLS: TLSConfig{Dir: cliDir, Name: "client"}, TLSReloadInterval: -1})
+	mustNoErr(t, echo(t, cli, srv.Addr()))
+	copyFiles(t, newCA, cliDir, "client.crt", "client.key") // on disk, not loaded
+	copyFiles(t, newCA, srvDir, CAFile)                     // the node retires the old CA
+	mustNoErr(t, firstErr(srv.ReloadTLS()))
+	waitFor(t, 10*time.Second, "the client to reload after its connection was closed", func() bool { return cli.TLSStatus().Reloads == 1 })
+	mustNoErr(t, echo(t, cli, srv.Addr()))
+}
