@@ -259,7 +259,7 @@ func reloadTLS(n runningNode, log *slog.Logger) {
 	case changed:
 		log.Info("SIGHUP: TLS files reloaded")
 	default:
-		log.Info("SIGHUP: TLS files unchanged")
+		log.Info("SIGHUP: TLS files unchanged since the node last loaded them")
 	}
 }
 

@@ -84,8 +84,25 @@ func TestClusterScript(t *testing.T) {
 	}
 	fourth := c.produce(t, env, "after-alter", 100)
 
+	// The README's certificate rotation: a new CA and new certificates for
+	// every node and the client, the old CA retired, no node restarted.
+	pidsBefore := c.pids(t)
+	rot := c.script(t, "rotate-certs")
+	for _, want := range []string{"3/3: the old CA retired", "current CA"} {
+		if !strings.Contains(rot, want) {
+			t.Errorf("rotate-certs output lacks %q:\n%s", want, rot)
+		}
+	}
+	if strings.Count(rot, "  ok\n") != 4 || strings.Contains(rot, "retiring") {
+		t.Errorf("after rotate-certs, cert list should show 4 certificates ok and no retiring CA:\n%s", rot)
+	}
+	if !maps.Equal(c.pids(t), pidsBefore) {
+		t.Errorf("rotate-certs restarted nodes: pids %v, before %v", c.pids(t), pidsBefore)
+	}
+	fifth := c.produce(t, env, "after-rotation", 100)
+
 	got := c.consumeAll(t, env)
-	for _, acks := range []map[string]pos{first, second, third, fourth} {
+	for _, acks := range []map[string]pos{first, second, third, fourth, fifth} {
 		for value, at := range acks {
 			if g, ok := got[at]; !ok {
 				t.Errorf("%q acknowledged at %v is missing", value, at)
@@ -94,7 +111,7 @@ func TestClusterScript(t *testing.T) {
 			}
 		}
 	}
-	if want := len(first) + len(second) + len(third) + len(fourth); len(got) != want {
+	if want := len(first) + len(second) + len(third) + len(fourth) + len(fifth); len(got) != want {
 		t.Errorf("read back %d records, %d acknowledged", len(got), want)
 	}
 

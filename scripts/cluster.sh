@@ -21,6 +21,12 @@
 #   scripts/cluster.sh restart N       stop node N if running, start it, wait until alive
 #   scripts/cluster.sh logs N [-f]     the last lines of node N's log (follow with -f)
 #   scripts/cluster.sh leader TOPIC P  print the id of partition P's current leader
+#   scripts/cluster.sh reload N        SIGHUP node N: it reloads its certificate and ca.crt
+#   scripts/cluster.sh rotate-certs    rotate the CA and every certificate of the running
+#                                      nodes without a restart: cert rotate-ca, reload all,
+#                                      reissue every certificate, reload all, cert retire-ca,
+#                                      reload all (clients reload within a minute, or at
+#                                      once when a node refuses their old certificate)
 #   scripts/cluster.sh env             print exports that point client commands at the cluster:
 #                                      eval "$(scripts/cluster.sh env)"
 #
@@ -128,6 +134,36 @@ pstate() {
 	T*) echo paused ;;
 	*) echo running ;;
 	esac
+}
+
+# reload N: SIGHUP node N and wait for its log to say how the reload went.
+reload() {
+	local p f before line
+	p="$(pid "$1")"
+	[ -n "$p" ] || die "node $1 is not running"
+	f="$(logfile "$1")"
+	before="$(grep -c "SIGHUP: TLS files" "$f" 2>/dev/null || true)"
+	kill -HUP "$p"
+	for _ in $(seq 1 100); do
+		if [ "$(grep -c "SIGHUP: TLS files" "$f" 2>/dev/null || true)" -gt "${before:-0}" ]; then
+			line="$(grep "SIGHUP: TLS files" "$f" | tail -n 1)"
+			case "$line" in
+			*"not reloaded"*) die "node $1 refused the new TLS files: $line" ;;
+			*) say "node $1: $(echo "$line" | sed 's/.*msg="\([^"]*\)".*/\1/')" ;;
+			esac
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "node $1 did not report its reload within 10 s (see $(logfile "$1"))"
+}
+
+# reload_running: reload every running node.
+reload_running() {
+	local n
+	for n in $NODES; do
+		if [ -n "$(pid "$n")" ]; then reload "$n"; fi
+	done
 }
 
 build() {
@@ -354,6 +390,28 @@ logs)
 	fi
 	tail -n "${PAYMENTLOG_LOG_LINES:-100}" "$(logfile "$1")"
 	;;
+reload)
+	check_node "${1:-}"
+	reload "$1"
+	;;
+rotate-certs)
+	[ -n "$(pid 1)$(pid 2)$(pid 3)" ] || die "no node of the cluster in $DIR is running (scripts/cluster.sh up starts it)"
+	[ -f "$CERTS/ca.key" ] || die "no CA in $CERTS (scripts/cluster.sh up creates it)"
+	say "1/3: a new CA, trusted beside the old one"
+	"$BIN" cert rotate-ca --dir "$CERTS" >/dev/null || die "cert rotate-ca failed"
+	reload_running
+	say "2/3: every certificate reissued by the new CA"
+	for n in $NODES; do
+		"$BIN" cert issue --dir "$CERTS" --name "node$n" --node-id "$n" --host "$HOST" --force >/dev/null ||
+			die "cert issue node$n failed"
+	done
+	"$BIN" cert issue --dir "$CERTS" --name client --host "$HOST" --force >/dev/null || die "cert issue client failed"
+	reload_running
+	say "3/3: the old CA retired"
+	"$BIN" cert retire-ca --dir "$CERTS" >/dev/null || die "cert retire-ca failed"
+	reload_running
+	"$BIN" cert list --dir "$CERTS"
+	;;
 leader)
 	[ $# -eq 2 ] || usage_die "usage: cluster.sh leader TOPIC PARTITION"
 	leader "$1" "$2"
@@ -366,6 +424,6 @@ env)
 	exit 2
 	;;
 *)
-	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, logs N, leader TOPIC P or env; no command prints the usage)"
+	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, logs N, leader TOPIC P, reload N, rotate-certs or env; no command prints the usage)"
 	;;
 esac
