@@ -12,7 +12,8 @@ import (
 	qgo "github.com/quic-go/quic-go"
 )
 
-// reloadDirs makes a fresh CA directory with node1 and client certificates.
+// reloadDirs makes a directory with a CA of its own and node1 and client
+// certificates.
 func reloadDirs(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -172,10 +173,7 @@ func TestReloadRefusesWhatPeersWouldRefuse(t *testing.T) {
 // retired CA, and a peer with a new one reconnects at once.
 func TestCARotationWithoutDowntime(t *testing.T) {
 	oldCA := reloadDirs(t)
-	newCA := t.TempDir()
-	mustNoErr(t, InitCA(newCA, CertOptions{}))
-	mustNoErr(t, IssueCert(newCA, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1}))
-	mustNoErr(t, IssueCert(newCA, "client", nil, CertOptions{}))
+	newCA := reloadDirs(t)
 
 	srvDir, cliDir, laggardDir := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFiles(t, oldCA, srvDir, CAFile, "node1.crt", "node1.key")
@@ -299,10 +297,7 @@ func TestResetSeedOutlivesKeyRotation(t *testing.T) {
 // call gets through without waiting for its periodic reload.
 func TestRefusedCertificateReloadsAtOnce(t *testing.T) {
 	oldCA := reloadDirs(t)
-	newCA := t.TempDir()
-	mustNoErr(t, InitCA(newCA, CertOptions{}))
-	mustNoErr(t, IssueCert(newCA, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1}))
-	mustNoErr(t, IssueCert(newCA, "client", nil, CertOptions{}))
+	newCA := reloadDirs(t)
 	srvDir, cliDir := t.TempDir(), t.TempDir()
 	copyFiles(t, newCA, srvDir, CAFile, "node1.crt", "node1.key")
 	bundle := append(readFile(t, filepath.Join(newCA, CAFile)), readFile(t, filepath.Join(oldCA, CAFile))...)
@@ -324,10 +319,7 @@ func TestRefusedCertificateReloadsAtOnce(t *testing.T) {
 // at once, before its next call.
 func TestUntrustedCloseReloadsAtOnce(t *testing.T) {
 	oldCA := reloadDirs(t)
-	newCA := t.TempDir()
-	mustNoErr(t, InitCA(newCA, CertOptions{}))
-	mustNoErr(t, IssueCert(newCA, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1}))
-	mustNoErr(t, IssueCert(newCA, "client", nil, CertOptions{}))
+	newCA := reloadDirs(t)
 	srvDir, cliDir := t.TempDir(), t.TempDir()
 	bundle := append(readFile(t, filepath.Join(newCA, CAFile)), readFile(t, filepath.Join(oldCA, CAFile))...)
 	copyFiles(t, newCA, srvDir, "node1.crt", "node1.key")
