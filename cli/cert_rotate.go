@@ -96,9 +96,9 @@ func certRetireCACommand() *ucli.Command {
 		UsageText: "paymentlog cert retire-ca --dir DIR [--force]",
 		Flags: []ucli.Flag{
 			certDirFlag(),
-			// No environment variable: a PAYMENTLOG_CERT_FORCE set for
-			// cert issue must not lock nodes out here.
-			&ucli.BoolFlag{Name: "force", Usage: "retire even when certificates in DIR are not signed by the current CA (their holders are locked out)"},
+			// A variable of its own: a PAYMENTLOG_CERT_FORCE set for cert
+			// issue must not lock nodes out here.
+			&ucli.BoolFlag{Name: "force", Usage: "retire even when certificates in DIR are not signed by the current CA (their holders are locked out)", EnvVars: envVar("CERT_RETIRE_FORCE")},
 		},
 		Action: func(c *ucli.Context) error {
 			dir, err := certDirOnly(c)
