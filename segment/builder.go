@@ -10,7 +10,10 @@ type BuilderOptions struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
-	Attributes    int16
+	Attributes    int16 // codec bits excepted: see Compression
+	// Compression compresses the records section (see Codec). A batch that
+	// does not shrink is built uncompressed (Build says which by its codec).
+	Compression Codec
 }
 
 // Builder accumulates records into one batch for a producer. It is not safe
@@ -22,6 +25,10 @@ type Builder struct {
 	firstTs int64
 	maxTs   int64
 	built   bool // buf was handed out by Build; Reset must not reuse it
+	// comp is the compressed batch Build made of buf's records (header
+	// space first), nil until then and after every Add; compN its records.
+	comp  []byte
+	compN int
 	maxCap  int  // Add's doubling stops here (0: no limit); see LimitGrowth
 }
 
@@ -45,6 +52,7 @@ func (b *Builder) Reset(opts BuilderOptions) {
 	}
 	b.buf = b.buf[:HeaderSize]
 	b.opts, b.n, b.firstTs, b.maxTs, b.built = opts, 0, 0, 0, false
+	b.comp = nil
 }
 
 // Add appends one record. A nil key or value is stored as null.
@@ -55,6 +63,7 @@ func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHead
 		copy(nb, b.buf)
 		b.buf, b.built = nb, false
 	}
+	b.comp = nil
 	if b.n == 0 {
 		b.firstTs, b.maxTs = timestampMs, timestampMs
 	} else if timestampMs > b.maxTs {
@@ -111,6 +120,7 @@ func (b *Builder) Recycle(opts BuilderOptions, capHint int) {
 	}
 	b.buf = b.buf[:HeaderSize]
 	b.opts, b.n, b.firstTs, b.maxTs, b.built = opts, 0, 0, 0, false
+	b.comp = nil
 }
 
 // LimitGrowth caps the buffer Add grows by doubling at n bytes (0: no
@@ -122,20 +132,41 @@ func (b *Builder) LimitGrowth(n int) { b.maxCap = n }
 // Cap is the capacity of the builder's buffer.
 func (b *Builder) Cap() int { return cap(b.buf) }
 
-// Len is the number of records added; Size the encoded size so far.
+// Len is the number of records added; Size the encoded size so far,
+// uncompressed.
 func (b *Builder) Len() int  { return b.n }
 func (b *Builder) Size() int { return len(b.buf) }
 
 // Build encodes the batch (base offset 0, leader epoch 0, CRC set) and returns
 // it. The Batch owns its bytes: later Add or Reset calls do not modify it.
 // Building a batch without records yields an invalid batch; callers check Len.
+// With Compression, the records are compressed once; a second Build (after
+// SetOptions) re-stamps the same compressed bytes.
 func (b *Builder) Build() Batch {
-	h := b.buf
+	if c := b.opts.Compression; c != CodecNone && b.n > 0 {
+		if b.comp == nil || b.compN != b.n {
+			b.comp, b.compN = nil, b.n
+			out, err := compressRecords(make([]byte, HeaderSize, HeaderSize+len(b.buf)/2), c, b.buf[HeaderSize:])
+			if err == nil && len(out) < len(b.buf) {
+				b.comp = out
+			}
+		}
+		if b.comp != nil {
+			return b.stamp(b.comp, c)
+		}
+	}
+	b.built = true
+	return b.stamp(b.buf, CodecNone)
+}
+
+// stamp writes the header into h (header space, then records compressed
+// with c) and returns the batch.
+func (b *Builder) stamp(h []byte, c Codec) Batch {
 	be.PutUint64(h[offBaseOffset:], 0)
 	be.PutUint32(h[offLength:], uint32(len(h)-lengthPrefix))
 	be.PutUint32(h[offLeaderEpoch:], 0)
 	h[offMagic] = FormatVersion
-	be.PutUint16(h[offAttributes:], uint16(b.opts.Attributes))
+	be.PutUint16(h[offAttributes:], uint16(b.opts.Attributes&^codecMask)|uint16(c))
 	be.PutUint32(h[offLastOffsetDelta:], uint32(int32(b.n-1)))
 	be.PutUint64(h[offFirstTimestamp:], uint64(b.firstTs))
 	be.PutUint64(h[offMaxTimestamp:], uint64(b.maxTs))
@@ -148,7 +179,6 @@ func (b *Builder) Build() Batch {
 	be.PutUint32(h[offBaseSequence:], uint32(seq))
 	be.PutUint32(h[offRecordCount:], uint32(int32(b.n)))
 	be.PutUint32(h[offCRC:], crc32.Checksum(h[offAttributes:], castagnoli))
-	b.built = true
 	return Batch(h[:len(h):len(h)])
 }
 

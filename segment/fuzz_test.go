@@ -15,6 +15,9 @@ func fuzzSeedBatches() [][]byte {
 	two := append(append([]byte(nil), testBatch(2, 1, 0)...), testBatch(3, 2, 0)...)
 	seeds = append(seeds, two)
 	seeds = append(seeds, []byte{}, make([]byte, HeaderSize))
+	for _, c := range []Codec{CodecLZ4, CodecZstd} {
+		seeds = append(seeds, paymentBatch(c, 8))
+	}
 	return seeds
 }
 
@@ -47,9 +50,13 @@ func FuzzBatchDecode(f *testing.F) {
 			}
 			return nil
 		})
-		// The iterator must also survive unvalidated input.
+		// The iterator must also survive unvalidated input, compressed
+		// sections included.
 		it.Reset(Batch(data))
 		for it.Next() {
+		}
+		if len(data) >= HeaderSize {
+			_ = Batch(data).ValidateRecords()
 		}
 	})
 }

@@ -38,7 +38,9 @@ type Records struct {
 }
 
 // Iter returns an iterator over the batch's records. The batch should have
-// been validated (Validate); malformed records end the iteration with Err set.
+// been validated (Validate); malformed records end the iteration with Err set,
+// as does a compressed batch that does not decompress (or whose codec this
+// build does not read: ErrUnsupportedCodec).
 func (b Batch) Iter() *Records {
 	it := &Records{}
 	it.Reset(b)
@@ -60,6 +62,36 @@ func (it *Records) Reset(b Batch) {
 	}
 	it.b, it.pos, it.end = b, HeaderSize, size
 	it.n, it.base, it.firstTs = int(h.RecordCount), h.BaseOffset, h.FirstTimestamp
+	if c := h.Compression(); c != CodecNone {
+		// A new buffer per batch: records handed out alias it, as they
+		// alias an uncompressed batch.
+		out, err := decompressRecords(c, b[HeaderSize:size])
+		if err != nil {
+			it.b, it.err = nil, err
+			return
+		}
+		it.b, it.pos, it.end = out, 0, len(out)
+	}
+}
+
+// ValidateRecords checks that every record of the batch decodes (after
+// decompression): the count the header claims, offset deltas in order, no
+// bytes left over. A leader checks each batch a producer sends, so that no
+// record that no consumer could read is ever acknowledged.
+func (b Batch) ValidateRecords() error {
+	var it Records
+	it.Reset(b)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if want := int(b.RecordCount()); n != want {
+		return corruptf("%d records, the header says %d", n, want)
+	}
+	return nil
 }
 
 // Next advances to the next record and reports whether there is one.
