@@ -20,6 +20,15 @@ func FuzzDecodeFetched(f *testing.F) {
 	f.Add([]byte(b), int64(11))
 	f.Add(append(append([]byte{}, b...), b[:20]...), int64(10))
 	f.Add([]byte{}, int64(0))
+	for _, c := range []segment.Codec{segment.CodecLZ4, segment.CodecZstd} {
+		zb := segment.NewBuilder(segment.BuilderOptions{Compression: c})
+		for i := range 20 {
+			zb.Add(int64(i), nil, []byte(`{"payment_id":"pay_000001","amount_minor":1200,"currency":"EUR"}`), nil)
+		}
+		z := zb.Build()
+		z.SetBaseOffset(30)
+		f.Add([]byte(z), int64(35))
+	}
 	f.Fuzz(func(t *testing.T, records []byte, from int64) {
 		msgs, next, _ := decodeFetched(TopicPartition{"t", 0}, records, from, nil)
 		if next < from {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -107,6 +108,13 @@ type ProducerConfig struct {
 	MetadataWait time.Duration
 	// Partitioner replaces the default (murmur2 of the key, else sticky) when set.
 	Partitioner PartitionFunc
+	// Compression compresses each batch's records (segment.CodecLZ4,
+	// segment.CodecZstd; none by default). The leader stores and replicates
+	// the compressed bytes and consumers decompress them, so network, disk
+	// and fsyncs shrink by the records' compression ratio at some producer
+	// and consumer CPU. BatchBytes and MaxRecordBytes count uncompressed
+	// bytes; a batch that does not shrink is sent uncompressed.
+	Compression segment.Codec
 }
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
@@ -162,6 +170,9 @@ func (c ProducerConfig) Validate() error {
 	}
 	if c.idempotent() && c.MaxInFlight > MaxInFlightIdempotent {
 		return &ConfigError{Field: "MaxInFlight", Reason: fmt.Sprintf("at most %d with idempotence", MaxInFlightIdempotent)}
+	}
+	if !c.Compression.Supported() {
+		return &ConfigError{Field: "Compression", Reason: fmt.Sprintf("%v: want none, lz4 or zstd", c.Compression)}
 	}
 	if c.MaxRecordBytes > 15<<20 {
 		return &ConfigError{Field: "MaxRecordBytes", Reason: "at most 15 MiB (the frame limit is 16 MiB)"}

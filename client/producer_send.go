@@ -101,9 +101,9 @@ func (pp *partProducer) renewIdentity(now time.Time) bool {
 }
 
 func (pp *partProducer) encode(b *pbatch) {
-	opts := segment.BuilderOptions{}
+	opts := segment.BuilderOptions{Compression: pp.p.cfg.Compression}
 	if pp.idempotent() {
-		opts = segment.BuilderOptions{ProducerID: pp.id.pid, ProducerEpoch: pp.id.epoch, BaseSequence: pp.nextSeq}
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = pp.id.pid, pp.id.epoch, pp.nextSeq
 		pp.nextSeq = addSeq(pp.nextSeq, b.records())
 	}
 	b.encode(opts)

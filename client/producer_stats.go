@@ -33,6 +33,11 @@ type ProducerStats struct {
 	// the answers reported them (ThrottleMs).
 	ThrottledRequests uint64
 	ThrottleTime      time.Duration
+	// EncodedBytes and SentBytes are the bytes of the batches counted in
+	// Batches, as encoded before compression and as sent: with
+	// ProducerConfig.Compression, SentBytes/EncodedBytes is the compression
+	// ratio (Kafka's compression-rate-avg); without, they are equal.
+	EncodedBytes, SentBytes uint64
 }
 
 // producerStats is the producer's side of ProducerStats.
@@ -41,12 +46,15 @@ type producerStats struct {
 	queue, request            metrics.Histogram
 	throttled                 atomic.Uint64
 	throttledMs               atomic.Int64
+	encoded, sent             atomic.Uint64
 }
 
 // batchSent counts a batch's first send at now.
 func (s *producerStats) batchSent(b *pbatch, now time.Time) {
 	s.batches.Add(1)
 	s.queue.Observe(now.Sub(b.created))
+	s.encoded.Add(uint64(b.bld.Size()))
+	s.sent.Add(uint64(len(b.encoded)))
 }
 
 // requestDone counts one request sent at start; failed: no success answer.
@@ -73,5 +81,6 @@ func (p *Producer) Stats() ProducerStats {
 		Batches: p.stats.batches.Load(), Requests: p.stats.requests.Load(), FailedRequests: p.stats.failed.Load(),
 		QueueTime: p.stats.queue.Snapshot(), RequestLatency: p.stats.request.Snapshot(),
 		ThrottledRequests: p.stats.throttled.Load(), ThrottleTime: time.Duration(p.stats.throttledMs.Load()) * time.Millisecond,
+		EncodedBytes: p.stats.encoded.Load(), SentBytes: p.stats.sent.Load(),
 	}
 }

@@ -87,6 +87,10 @@ const (
 	TopicAuthorizationFailed   ErrorCode = 38
 	GroupAuthorizationFailed   ErrorCode = 39
 	ClusterAuthorizationFailed ErrorCode = 40
+
+	// UnsupportedCompressionType: a produced batch's compression codec is
+	// one this node does not read (see segment.Codec).
+	UnsupportedCompressionType ErrorCode = 41
 )
 
 var codeNames = map[ErrorCode]string{
@@ -107,6 +111,7 @@ var codeNames = map[ErrorCode]string{
 	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup", FencedMemberEpoch: "FencedMemberEpoch",
 	UnreleasedInstanceID: "UnreleasedInstanceID", TopicAuthorizationFailed: "TopicAuthorizationFailed",
 	GroupAuthorizationFailed: "GroupAuthorizationFailed", ClusterAuthorizationFailed: "ClusterAuthorizationFailed",
+	UnsupportedCompressionType: "UnsupportedCompressionType",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"paymentlog/node/replica"
@@ -88,6 +89,16 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 	}
 	h, err := segment.ParseHeader(batch)
 	if err != nil {
+		out.Err, out.Message = wire.CorruptMessage, err.Error()
+		return nil
+	}
+	if c := h.Compression(); !c.Supported() {
+		out.Err, out.Message = wire.UnsupportedCompressionType, fmt.Sprintf("compression %v: this node reads none, lz4 and zstd", c)
+		return nil
+	}
+	// Every record must decode (decompressed, if it is): a batch no
+	// consumer could read is refused rather than acknowledged.
+	if err := batch.ValidateRecords(); err != nil {
 		out.Err, out.Message = wire.CorruptMessage, err.Error()
 		return nil
 	}
