@@ -27,9 +27,9 @@ type Builder struct {
 	built   bool // buf was handed out by Build; Reset must not reuse it
 	// comp is the compressed batch Build made of buf's records (header
 	// space first), nil until then and after every Add; compN its records.
-	comp  []byte
-	compN int
-	maxCap  int  // Add's doubling stops here (0: no limit); see LimitGrowth
+	comp   []byte
+	compN  int
+	maxCap int // Add's doubling stops here (0: no limit); see LimitGrowth
 }
 
 // NewBuilder starts an empty batch.
