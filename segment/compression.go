@@ -82,6 +82,9 @@ var (
 	zstdDec     *zstd.Decoder
 )
 
+// lz4Compressors keep their hash tables (64 KiB each) between batches.
+var lz4Compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
 // zstdEncoder is shared: EncodeAll is safe for concurrent use.
 func zstdEncoder() *zstd.Encoder {
 	zstdEncOnce.Do(func() {
@@ -116,8 +119,9 @@ func compressRecords(dst []byte, c Codec, records []byte) ([]byte, error) {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(records)))
 		bound := lz4.CompressBlockBound(len(records))
 		dst = grow(dst, bound)
-		var comp lz4.Compressor
+		comp := lz4Compressors.Get().(*lz4.Compressor)
 		n, err := comp.CompressBlock(records, dst[len(dst):len(dst)+bound])
+		lz4Compressors.Put(comp)
 		if err != nil {
 			return dst[:start], fmt.Errorf("segment: lz4: %w", err)
 		}

@@ -17,7 +17,7 @@
 //	  12    4   LeaderEpoch      int32; stamped by the leader          /
 //	  16    1   Magic            int8; FormatVersion (2)               (checked)
 //	  17    4   CRC              uint32; CRC-32C (Castagnoli) of bytes [21, 12+Length)
-//	  21    2   Attributes       int16; reserved, 0 (compression none)  \
+//	  21    2   Attributes       int16; bits 0-2 codec (compression.go)  \
 //	  23    4   LastOffsetDelta  int32; RecordCount-1                    |
 //	  27    8   FirstTimestamp   int64; unix ms of the first record      |
 //	  35    8   MaxTimestamp     int64; largest record timestamp         | covered
@@ -26,6 +26,13 @@
 //	  53    4   BaseSequence     int32; -1 when not idempotent           |
 //	  57    4   RecordCount      int32; >= 1                             |
 //	  61    …   Records          RecordCount records, see below         /
+//
+// With a compression codec (Attributes bits 0-2: 0 none, 3 lz4, 4 zstd; 1
+// gzip and 2 snappy are refused) the Records section is stored compressed as
+// one block (see Codec) and the header is unchanged; the CRC covers the
+// stored bytes. Leaders, followers and recovery handle the compressed bytes
+// as they are; readers (Records) decompress. The other Attributes bits are
+// reserved, 0.
 //
 // HeaderSize is 61. The total size of a batch is 12+Length. BaseOffset and
 // LeaderEpoch lie outside the CRC so that a leader can stamp them without
