@@ -383,6 +383,9 @@ func (n *Node) Addr() string { return n.ep.Addr() }
 // connections use them when they changed (see quic.Endpoint.ReloadTLS).
 func (n *Node) ReloadTLS() (changed bool, err error) { return n.ep.ReloadTLS() }
 
+// TLSStatus describes the certificate the node presents and its reloads.
+func (n *Node) TLSStatus() quic.TLSStatus { return n.ep.TLSStatus() }
+
 // ID is the node id.
 func (n *Node) ID() int32 { return n.cfg.ID }
 
