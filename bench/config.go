@@ -9,6 +9,7 @@ import (
 
 	"paymentlog/client"
 	"paymentlog/quic"
+	"paymentlog/segment"
 )
 
 // Mode names a benchmark (or all of them).
@@ -121,6 +122,13 @@ type ThroughputConfig struct {
 	// latency run, to find the windows where the machine's CPU itself ran
 	// slowly (cpuspeed.go); true.
 	CPUProbe bool
+	// Compression is the producers' batch compression: none, lz4 or zstd;
+	// none. MB/s stays payload (uncompressed) bytes; the report adds the
+	// bytes the leaders stored per payload byte.
+	Compression string
+	// Payload is what record values hold after the bench header: random
+	// (incompressible bytes) or payments (JSON payment events); random.
+	Payload string
 }
 
 // TransportConfig is the raw QUIC baseline.
@@ -176,6 +184,8 @@ func DefaultConfig() Config {
 			Rounds:            1,
 			ConsumeCheck:      true,
 			CPUProbe:          true,
+			Compression:       "none",
+			Payload:           PayloadRandom,
 		},
 		Transport: TransportConfig{Duration: time.Second, Rounds: 3, Streams: 1, Chunk: 64 << 10},
 		Failover: FailoverConfig{
@@ -253,6 +263,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := client.ParseAcks(t.Acks); err != nil {
 		return &ConfigError{"acks", err.Error()}
+	}
+	if _, err := segment.ParseCodec(t.Compression); err != nil {
+		return &ConfigError{"compression", err.Error()}
+	}
+	if _, err := parsePayloadKind(t.Payload); err != nil {
+		return &ConfigError{"payload", err.Error()}
 	}
 	return nil
 }

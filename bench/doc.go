@@ -28,7 +28,12 @@
 // Every record value carries a 20-byte header (payload.go): its produce time,
 // producer index and sequence number, so a consumer measures end-to-end
 // latency and the readback proves each acknowledged offset holds the record
-// acknowledged there.
+// acknowledged there. The rest of a throughput record is --payload's body
+// (bodies.go): random bytes, or JSON payment events (payments.go), made
+// before the load starts. With --compression the producers compress their
+// batches; MB/s stays payload bytes, and the report adds the bytes the
+// leaders stored per payload byte (the nodes' paymentlog_produce_bytes_total
+// over the run) and the CPU per payload MB.
 //
 // Times come from a watcher (watcher.go) that polls every node's metadata on
 // its own goroutine every few milliseconds and keeps the history of metadata

@@ -20,6 +20,8 @@ type loadConfig struct {
 	rate       float64       // records/s over all producers; 0: as fast as possible
 	duration   time.Duration // ignored when records > 0
 	records    int64
+	// bodies are the record values' bodies (--payload); nil: a constant filler.
+	bodies bodies
 	// explicit assigns partitions round-robin per producer (so every partition
 	// gets its share of a fixed rate); otherwise the producer's sticky partitioner picks.
 	explicit bool
@@ -118,7 +120,7 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 		wg.Add(1)
 		go func(idx uint32, p *client.Producer) {
 			defer wg.Done()
-			pl := newPayload(cfg.recordSize)
+			pl := newPayloadOf(cfg.recordSize, cfg.bodies, idx)
 			var interval time.Duration
 			if perProducer > 0 {
 				interval = time.Duration(float64(time.Second) / perProducer)

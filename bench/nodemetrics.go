@@ -25,6 +25,11 @@ import (
 type nodeCounters struct {
 	loss QUICLoss
 	msgs Messages
+	// produceBytes is the batch bytes the nodes appended as leaders
+	// (paymentlog_produce_bytes_total); hasProduceBytes says every node
+	// had the counter.
+	produceBytes    uint64
+	hasProduceBytes bool
 	// leader and flush are the acks=all produce and log flush latency
 	// histograms (LatencyStages); zero when a node lacks them.
 	leader, flush metrics.HistogramSnapshot
@@ -36,7 +41,7 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 	if len(addrs) == 0 {
 		return nil, nil
 	}
-	var sum nodeCounters
+	sum := nodeCounters{hasProduceBytes: true}
 	sums := make([]nodeCounters, 0, len(addrs))
 	for _, a := range addrs {
 		c, err := scrapeCounters(ctx, a)
@@ -47,6 +52,8 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 		sum.loss.PacketsLost += c.loss.PacketsLost
 		sum.msgs.ProduceRequests += c.msgs.ProduceRequests
 		sum.msgs.ReplicaFetchAnswers += c.msgs.ReplicaFetchAnswers
+		sum.produceBytes += c.produceBytes
+		sum.hasProduceBytes = sum.hasProduceBytes && c.hasProduceBytes
 		sums = append(sums, c)
 	}
 	sum.leader, sum.flush = sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.leader }),
@@ -90,8 +97,8 @@ func scrapeCounters(ctx context.Context, addr string) (nodeCounters, error) {
 }
 
 // parseNodeMetrics reads a node's /metrics text: the QUIC packet counters
-// (required), the message counters and the stage histograms (taken when
-// present).
+// (required), the message and produced-bytes counters and the stage
+// histograms (taken when present).
 func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
 	var c nodeCounters
 	found := 0
@@ -129,6 +136,8 @@ func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
 			dst = &c.msgs.ProduceRequests
 		case "paymentlog_replica_fetch_responses_total":
 			dst = &c.msgs.ReplicaFetchAnswers
+		case "paymentlog_produce_bytes_total":
+			dst, c.hasProduceBytes = &c.produceBytes, true
 		default:
 			continue
 		}

@@ -6,22 +6,29 @@ import (
 	"time"
 )
 
-// A bench record value starts with a 20-byte header; the rest is filler.
+// A bench record value starts with a 20-byte header; the rest is its body.
 //
 //	offset  size  field
 //	0       8     produce time, Unix nanoseconds (big endian): end-to-end latency
 //	8       4     producer index
 //	12      8     sequence number within that producer, from 0
-//	20      ...   filler bytes up to the record size
+//	20      ...   body bytes up to the record size
 //
 // Readback checks that the record at each acknowledged offset carries the
-// producer and sequence that were acknowledged there.
+// producer and sequence that were acknowledged there. The throughput
+// benchmark's bodies are --payload's (bodies); the other benchmarks' are a
+// constant filler.
 
 var errShortPayload = errors.New("bench: record value shorter than the bench header")
 
 // payload is one producer's reusable record value buffer.
-type payload struct{ buf []byte }
+type payload struct {
+	buf    []byte
+	bodies bodies // nil: the constant filler newPayload wrote
+	skew   uint64 // where this producer starts in bodies
+}
 
+// newPayload is a payload of size bytes whose body is a constant filler.
 func newPayload(size int) *payload {
 	b := make([]byte, size)
 	for i := payloadHeader; i < size; i++ {
@@ -30,8 +37,23 @@ func newPayload(size int) *payload {
 	return &payload{buf: b}
 }
 
+// newPayloadOf is a payload of size bytes whose record seq of producer
+// takes body seq+skew of b (its bodies are size-payloadHeader bytes); a nil
+// b is newPayload.
+func newPayloadOf(size int, b bodies, producer uint32) *payload {
+	if b == nil {
+		return newPayload(size)
+	}
+	// Producers start far apart, so that records produced at the same
+	// time differ.
+	return &payload{buf: make([]byte, size), bodies: b, skew: uint64(producer) * 7919}
+}
+
 // fill stamps the header and returns the value (valid until the next fill).
 func (p *payload) fill(t time.Time, producer uint32, seq uint64) []byte {
+	if p.bodies != nil {
+		copy(p.buf[payloadHeader:], p.bodies.body(seq+p.skew))
+	}
 	binary.BigEndian.PutUint64(p.buf[0:], uint64(t.UnixNano()))
 	binary.BigEndian.PutUint32(p.buf[8:], producer)
 	binary.BigEndian.PutUint64(p.buf[12:], seq)

@@ -95,6 +95,16 @@ func (c *nodeCounters) messagesSince(before *nodeCounters, d time.Duration) *Mes
 	return m
 }
 
+// produceBytesSince is the batch bytes the leaders appended between an
+// earlier reading and this one; false if either reading, or a node's
+// counter, is missing, or the counter went back (a node restarted).
+func (c *nodeCounters) produceBytesSince(before *nodeCounters) (uint64, bool) {
+	if c == nil || before == nil || !c.hasProduceBytes || !before.hasProduceBytes || c.produceBytes < before.produceBytes {
+		return 0, false
+	}
+	return c.produceBytes - before.produceBytes, true
+}
+
 // quicLossLine writes one phase's QUIC loss, if it was measured.
 func quicLossLine(w io.Writer, phase string, q *QUICLoss) {
 	if q == nil {

@@ -174,10 +174,10 @@ func (r *Report) WriteTable(out io.Writer) {
 	}
 	if t := r.Throughput; t != nil {
 		tc := r.Config.Throughput
-		fmt.Fprintf(w, "\nTHROUGHPUT\t%d B records, acks=%s, RF %d, min ISR %d, fsync %s, %d partitions, %d producers, idempotence %v, batch %d B, linger %v\n",
-			t.RecordSize, tc.Acks, tc.ReplicationFactor, tc.MinISR, tc.Fsync, tc.Partitions, tc.Producers, tc.Idempotence, tc.BatchBytes, tc.Linger)
+		fmt.Fprintf(w, "\nTHROUGHPUT\t%d B records (%s payload), acks=%s, RF %d, min ISR %d, fsync %s, %d partitions, %d producers, idempotence %v, batch %d B, linger %v, compression %s\n",
+			t.RecordSize, t.Payload, tc.Acks, tc.ReplicationFactor, tc.MinISR, tc.Fsync, tc.Partitions, tc.Producers, tc.Idempotence, tc.BatchBytes, tc.Linger, t.Compression)
 		if len(t.Rounds) > 1 {
-			fmt.Fprintf(w, "  rounds\t%d, each on a fresh topic; the figures below are the medians of each figure (latency max: the largest), counts are summed, CPU, messages and QUIC loss are the median round's\n", len(t.Rounds))
+			fmt.Fprintf(w, "  rounds\t%d, each on a fresh topic; the figures below are the medians of each figure (latency max: the largest), counts are summed, CPU, messages, QUIC loss and stored bytes are the median round's\n", len(t.Rounds))
 			for _, rd := range t.Rounds {
 				half := ""
 				if rd.HalfLoad != nil {
@@ -193,6 +193,7 @@ func (r *Report) WriteTable(out io.Writer) {
 		}
 		fmt.Fprintf(w, "  produced\t%d records in %.1fs (%d failed)\n", t.Records, t.Seconds, t.Failed)
 		fmt.Fprintf(w, "  throughput\t%.0f records/s, %.1f MB/s payload (%.1f MB/s replicated)\n", t.RecordsPerSec, t.MBPerSec, t.ReplicatedMBPerSec)
+		storedLine(w, t)
 		if t.TransportRatio > 0 {
 			fmt.Fprintf(w, "  transport ceiling\t%.2f of raw QUIC ÷ RF\n", t.TransportRatio)
 		}
@@ -341,6 +342,18 @@ func trimFloat(v float64) string {
 		return fmt.Sprintf("%d", int64(v))
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// storedLine writes what the leaders stored per payload byte and the CPU
+// per payload MB of the full-load run, where they were measured.
+func storedLine(w io.Writer, t *ThroughputResult) {
+	if t.StoredPerPayloadByte > 0 {
+		fmt.Fprintf(w, "  stored (full load)\t%.3f bytes per payload byte on the leaders (%.1f MB for %.1f MB of payload, compression %s)\n",
+			t.StoredPerPayloadByte, float64(t.StoredBytes)/1e6, float64(t.StoredBytes)/t.StoredPerPayloadByte/1e6, t.Compression)
+	}
+	if t.NodeCPUMsPerMB > 0 {
+		fmt.Fprintf(w, "  CPU per payload MB (full load)\tnodes %.1f ms + bench %.1f ms\n", t.NodeCPUMsPerMB, t.BenchCPUMsPerMB)
+	}
 }
 
 // cpuLine writes one phase's CPU usage, if it was measured.

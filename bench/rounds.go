@@ -23,6 +23,8 @@ type ThroughputRound struct {
 	HalfLoad       *Percentiles `json:"half_load_produce_latency_ms,omitempty"`
 	Changes        Changes      `json:"cluster_changes"`
 	FirstError     string       `json:"first_error,omitempty"`
+	// StoredPerPayloadByte is the round's ThroughputResult.StoredPerPayloadByte.
+	StoredPerPayloadByte float64 `json:"stored_bytes_per_payload_byte,omitempty"`
 }
 
 // runThroughputRounds runs the throughput benchmark cfg.Throughput.Rounds
@@ -82,10 +84,11 @@ func (r *runner) roundPath(path string) string {
 // transport baseline's): records/s, MB/s, the full-load and half-load
 // latency percentiles, end-to-end latency, consume throughput. Records,
 // failures, seconds and cluster changes are summed over the rounds (the
-// no-fault target counts every change in any round). CPU, message counts,
-// QUIC loss and CPU slowdowns are those of the round whose MB/s is the
-// median. Latency maxima are the largest of any round. Topic lists the
-// rounds' topics, comma-separated. Rounds lists each round's figures.
+// no-fault target counts every change in any round). CPU (and CPU per MB),
+// message counts, QUIC loss, CPU slowdowns and the stored bytes are those
+// of the round whose MB/s is the median. Latency maxima are the largest of
+// any round. Topic lists the rounds' topics, comma-separated. Rounds lists
+// each round's figures.
 func combineRounds(rounds []*ThroughputResult) *ThroughputResult {
 	if len(rounds) == 1 {
 		return rounds[0]
@@ -178,7 +181,7 @@ func combineConsumes(cs []*Consume) *Consume {
 // summary is t's line in ThroughputResult.Rounds.
 func (t *ThroughputResult) summary(round int) ThroughputRound {
 	s := ThroughputRound{Round: round, Topic: t.Topic, RecordsPerSec: t.RecordsPerSec, MBPerSec: t.MBPerSec,
-		ProduceLatency: t.ProduceLatency, Changes: t.Changes, FirstError: t.FirstError}
+		StoredPerPayloadByte: t.StoredPerPayloadByte, ProduceLatency: t.ProduceLatency, Changes: t.Changes, FirstError: t.FirstError}
 	if h := t.HalfLoad; h != nil {
 		p := h.ProduceLatency
 		s.HalfLoadRate, s.HalfLoad = h.RecordsPerSec, &p

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"paymentlog/client"
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -21,8 +22,28 @@ type ThroughputResult struct {
 	RecordsPerSec float64 `json:"records_per_sec"`
 	MBPerSec      float64 `json:"mb_per_sec"` // acknowledged payload (record values), 10^6 bytes/s
 	// ReplicatedMBPerSec is MBPerSec times the replication factor: what the
-	// cluster stores and moves.
+	// cluster stores and moves (before compression).
 	ReplicatedMBPerSec float64 `json:"replicated_mb_per_sec"`
+	// Compression and Payload are the producers' codec and what the
+	// record values held (--compression, --payload).
+	Compression string `json:"compression"`
+	Payload     string `json:"payload"`
+	// StoredBytes is what the leaders appended during the full-load run
+	// (the nodes' paymentlog_produce_bytes_total): the batches as the
+	// producers sent them, compressed or not, headers included.
+	// StoredPerPayloadByte is StoredBytes ÷ the payload bytes acknowledged:
+	// about 1.01 uncompressed at 1 KiB records (the batch and record
+	// framing), below 1 what compression saves on disk and on the wire.
+	// Zero when the nodes' counters were not read (--bootstrap,
+	// --metrics=false).
+	StoredBytes          uint64  `json:"leader_stored_bytes,omitempty"`
+	StoredPerPayloadByte float64 `json:"stored_bytes_per_payload_byte,omitempty"`
+	// NodeCPUMsPerMB and BenchCPUMsPerMB are the CPU milliseconds the local
+	// nodes and this process (the producers: compression is theirs) spent
+	// per payload MB of the full-load run; zero when the CPU was not
+	// measured.
+	NodeCPUMsPerMB  float64 `json:"node_cpu_ms_per_payload_mb,omitempty"`
+	BenchCPUMsPerMB float64 `json:"bench_cpu_ms_per_payload_mb,omitempty"`
 	// TransportRatio is MBPerSec ÷ (raw QUIC MB/s ÷ replication factor), when
 	// the transport baseline ran in the same invocation.
 	TransportRatio float64 `json:"transport_ceiling_ratio,omitempty"`
@@ -91,6 +112,7 @@ func (t ThroughputConfig) producerConfig() client.ProducerConfig {
 	if linger == 0 {
 		linger = -1 // --linger 0: send at once, as `paymentlog produce --linger 0` (the client reads 0 as its default)
 	}
+	codec, _ := segment.ParseCodec(t.Compression)
 	return client.ProducerConfig{
 		Acks:               acks,
 		DisableIdempotence: !t.Idempotence,
@@ -98,6 +120,7 @@ func (t ThroughputConfig) producerConfig() client.ProducerConfig {
 		Linger:             linger,
 		MaxInFlight:        t.MaxInFlight,
 		BufferBytes:        t.BufferBytes,
+		Compression:        codec,
 	}
 }
 
@@ -106,14 +129,21 @@ func (t ThroughputConfig) producerConfig() client.ProducerConfig {
 func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	tc := r.cfg.Throughput
 	topic := fmt.Sprintf("bench-throughput-%d", time.Now().UnixNano())
-	res := &ThroughputResult{Topic: topic, RecordSize: tc.RecordSize}
+	codec, _ := segment.ParseCodec(tc.Compression)
+	kind, _ := parsePayloadKind(tc.Payload)
+	res := &ThroughputResult{Topic: topic, RecordSize: tc.RecordSize, Compression: codec.String(), Payload: kind}
+	// Made before any load: the measured runs only copy them.
+	bodies, err := newBodies(kind, tc.RecordSize-payloadHeader)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.createTopic(ctx, topic, tc.Partitions, tc.ReplicationFactor, tc.MinISR); err != nil {
 		return nil, err
 	}
 	w := newWatcher(ctx, r.ep, r.target.bootstrap(), []string{topic}, 50*time.Millisecond)
 	defer w.close()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err := w.waitState(wctx, func(md *wire.MetadataResponse) bool { return inSync(md, topic) })
+	_, err = w.waitState(wctx, func(md *wire.MetadataResponse) bool { return inSync(md, topic) })
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("bench: topic %s never got a full ISR: %w", topic, err)
@@ -131,7 +161,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	}
 	bar := r.progress.phase(r.roundLabel("throughput"), tc.Duration, tc.Records)
 	full := runLoad(ctx, ps.producers, loadConfig{
-		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
+		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize, bodies: bodies,
 		duration: tc.Duration, records: tc.Records,
 		progress: bar.records,
 	})
@@ -143,6 +173,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())
 	res.MBPerSec = mbps(full.ackedBytes, full.elapsed())
 	res.ReplicatedMBPerSec = res.MBPerSec * float64(tc.ReplicationFactor)
+	res.addStored(phase, full.ackedBytes)
 	res.ProduceLatency = full.lat.percentiles()
 	if full.firstErr != nil {
 		res.FirstError = full.firstErr.Error()
@@ -164,7 +195,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		if tc.LatencyRate > 0 {
 			rate = tc.LatencyRate
 		}
-		h, err := r.halfLoad(ctx, ps, topic, rate)
+		h, err := r.halfLoad(ctx, ps, topic, rate, bodies)
 		if err != nil {
 			return res, err
 		}
@@ -172,6 +203,22 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	}
 	res.Changes = w.changes(full.start, time.Now())
 	return res, nil
+}
+
+// addStored fills the figures of what the full-load phase stored and what
+// its CPU cost per payload MB, from the phase's readings of the nodes'
+// counters and CPU (left zero where those were not read).
+func (t *ThroughputResult) addStored(phase *phaseMeter, payloadBytes int64) {
+	if payloadBytes <= 0 {
+		return
+	}
+	if stored, ok := phase.end.produceBytesSince(phase.counters); ok {
+		t.StoredBytes, t.StoredPerPayloadByte = stored, float64(stored)/float64(payloadBytes)
+	}
+	if u := t.CPU; u != nil {
+		mb := float64(payloadBytes) / 1e6
+		t.NodeCPUMsPerMB, t.BenchCPUMsPerMB = 1000*u.NodesSeconds/mb, 1000*u.BenchSeconds/mb
+	}
 }
 
 // consumeAll reads topic from the beginning until want records arrived.
@@ -208,7 +255,7 @@ func (r *runner) consumeAll(ctx context.Context, topic string, want int64) (*Con
 }
 
 // halfLoad produces at rate with a consumer following the topic's end.
-func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, rate float64) (*HalfLoad, error) {
+func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, rate float64, bodies bodies) (*HalfLoad, error) {
 	tc := r.cfg.Throughput
 	cl, err := client.New(ctx, r.clientConfig())
 	if err != nil {
@@ -278,7 +325,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	}
 	stages0 := readProducerStages(ps.producers)
 	lr := runLoad(ctx, ps.producers, loadConfig{
-		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize,
+		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize, bodies: bodies,
 		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records, trace: trace,
 		onAck: func(d client.Delivery, _ recordID, _ time.Time) {
 			if d.Partition == sample {

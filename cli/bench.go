@@ -64,6 +64,8 @@ func benchCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "half-load-duration", Value: t.HalfLoadDuration, Usage: "latency run at half the measured rate (0: skip)", EnvVars: benchEnv("HALF_LOAD_DURATION")},
 			&ucli.IntFlag{Name: "rounds", Value: t.Rounds, Usage: "repeat the throughput benchmark (full load, read-back, half load) this many times on fresh topics and report the median of each figure (a noisy machine scatters single runs)", EnvVars: benchEnv("ROUNDS")},
 			&ucli.BoolFlag{Name: "consume-check", Value: t.ConsumeCheck, Usage: "read the full-load run back (consume throughput)", EnvVars: benchEnv("CONSUME_CHECK")},
+			&ucli.StringFlag{Name: "compression", Value: t.Compression, Usage: "throughput: the producers' batch compression: none | lz4 | zstd (MB/s stays payload bytes; the report adds the bytes the leaders stored per payload byte and the CPU per payload MB)", EnvVars: benchEnv("COMPRESSION")},
+			&ucli.StringFlag{Name: "payload", Value: t.Payload, Usage: "throughput: record values after the bench's 20-byte header: random (incompressible bytes) | payments (JSON payment events of --record-size: ids, amounts, merchants, currencies, statuses, timestamps; what compression is for)", EnvVars: benchEnv("PAYLOAD")},
 			&ucli.BoolFlag{Name: "cpu-probe", Value: t.CPUProbe, Usage: "during the latency run, time a fixed 10 µs piece of arithmetic every 2 ms to find windows where the machine's CPU itself ran slowly; reports them and the latency of the records clear of them (--cpu-probe=false to turn off)", EnvVars: benchEnv("CPU_PROBE")},
 			// Transport.
 			&ucli.DurationFlag{Name: "transport-duration", Value: d.Transport.Duration, Usage: "raw QUIC and raw disk round length", EnvVars: benchEnv("TRANSPORT_DURATION")},
@@ -142,6 +144,8 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	t.Rounds = c.Int("rounds")
 	t.ConsumeCheck = c.Bool("consume-check")
 	t.CPUProbe = c.Bool("cpu-probe")
+	t.Compression = c.String("compression")
+	t.Payload = c.String("payload")
 
 	cfg.Transport.Duration = c.Duration("transport-duration")
 	cfg.Transport.Rounds = c.Int("transport-rounds")

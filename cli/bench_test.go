@@ -29,6 +29,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "throughput", "--record-size", "10"},
 		{"bench", "throughput", "failover"},
 		{"bench", "--acks", "2"},
+		{"bench", "throughput", "--compression", "gzip"},
+		{"bench", "throughput", "--payload", "lorem"},
 	} {
 		_, stderr, code := runClientCLI(t, nil, args...)
 		if code != 2 || !strings.HasPrefix(stderr, "paymentlog: ") {
@@ -83,6 +85,7 @@ func TestBenchTiny(t *testing.T) {
 		"--trials", "1", "--failover-rate", "300", "--failover-timeout", "20s",
 		"--json", jsonPath, "--plot", plotPath,
 		"--keep-slow-trials", "1ns", // every trial is slow: its node logs are kept
+		"--compression", "zstd", "--payload", "payments",
 	}, &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
@@ -96,6 +99,9 @@ func TestBenchTiny(t *testing.T) {
 		Throughput struct {
 			RecordsPerSec  float64            `json:"records_per_sec"`
 			MBPerSec       float64            `json:"mb_per_sec"`
+			Compression    string             `json:"compression"`
+			Payload        string             `json:"payload"`
+			Stored         float64            `json:"stored_bytes_per_payload_byte"`
 			ProduceLatency map[string]float64 `json:"produce_latency_ms"`
 			HalfLoad       struct {
 				Stages map[string]struct {
@@ -144,6 +150,10 @@ func TestBenchTiny(t *testing.T) {
 		t.Errorf("rounds %+v: want 2, reported MB/s %v the upper median", rep.Throughput.Rounds, rep.Throughput.MBPerSec)
 	case !strings.Contains(stdout.String(), "  round 2 "):
 		t.Errorf("the table lists no round 2")
+	case rep.Throughput.Compression != "zstd" || rep.Throughput.Payload != "payments" ||
+		rep.Throughput.Stored <= 0.05 || rep.Throughput.Stored >= 0.5 || !strings.Contains(stdout.String(), "bytes per payload byte on the leaders"):
+		t.Errorf("compression %q, payload %q, %v stored bytes per payload byte: want zstd payments stored in less than half",
+			rep.Throughput.Compression, rep.Throughput.Payload, rep.Throughput.Stored)
 	case rep.Throughput.ProduceLatency["p999"] <= 0:
 		t.Errorf("produce latency %v", rep.Throughput.ProduceLatency)
 	case len(rep.Throughput.HalfLoad.Stages) != 4 || rep.Throughput.HalfLoad.Stages["leader_ms"].Count == 0 ||

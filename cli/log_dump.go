@@ -29,10 +29,12 @@ func logCommand() *ucli.Command {
 			Usage: "print the batches of segment files (.log) and the entries of their indexes, checked as recovery checks them",
 			UsageText: "paymentlog log dump FILE|DIR... [--records] [--max-value-bytes N] [--metadata]\n\n" +
 				"A .log file prints one line per batch (offsets, position, size, leader epoch, producer id and\n" +
-				"sequences, timestamps, CRC) and then where its valid data ends: the end of the file, zeros\n" +
-				"never written (an active segment's room), a torn tail, or a corrupt batch. .index and\n" +
-				".timeindex files print their entries. A directory dumps its .log files. Exit status 1 when a\n" +
-				"file holds a corrupt batch, an offset gap or an index entry out of order. With --records, the\n" +
+				"sequences, timestamps, compression codec, CRC) and then where its valid data ends: the end of\n" +
+				"the file, zeros never written (an active segment's room), a torn tail, or a corrupt batch.\n" +
+				"--records prints the records of compressed batches decompressed; a batch whose records do not\n" +
+				"decode prints an UNDECODABLE line and the dump goes on. .index and .timeindex files print their\n" +
+				"entries. A directory dumps its .log files. Exit status 1 when a file holds a corrupt batch, an\n" +
+				"undecodable one, an offset gap or an index entry out of order. With --records, the\n" +
 				"files of the metadata log (a directory named " + node.MetadataDirName + ", or with --metadata) print\n" +
 				"each raft entry decoded: its term, proposer and metadata records (topics, ISR changes, group\n" +
 				"offsets, ACLs, quotas...), or its conf change.",
@@ -136,12 +138,15 @@ func dumpFile(path string, opts segment.DumpOptions, stdout io.Writer) (bad bool
 		if s.Gaps > 0 {
 			fmt.Fprintf(stdout, "; %d offset gaps", s.Gaps)
 		}
+		if s.BadRecords > 0 {
+			fmt.Fprintf(stdout, "; %d batches whose records do not decode", s.BadRecords)
+		}
 		if perr == nil && s.Batches > 0 && s.FirstOffset != base {
 			fmt.Fprintf(stdout, "; the first batch's offset %d is not the file's base offset %d", s.FirstOffset, base)
 			bad = true
 		}
 		fmt.Fprintln(stdout)
-		return bad || s.Corrupt || s.Gaps > 0, nil
+		return bad || s.Corrupt || s.Gaps > 0 || s.BadRecords > 0, nil
 	}
 	if perr != nil {
 		return false, fmt.Errorf("log dump: %s: the name is not a segment's base offset (20 digits)", path)

@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +69,62 @@ func TestLogDump(t *testing.T) {
 	oneErrorLine(t, "log dump", code, errOut, 2, "missing FILE")
 	code, _, errOut = runCLI(t, "log", "dump", filepath.Join(dir, "leader-epoch-checkpoint"))
 	oneErrorLine(t, "log dump of a checkpoint", code, errOut, 1, "not a .log, .index or .timeindex file")
+}
+
+// log dump of a partition holding zstd and lz4 batches: each batch's line
+// names its codec and --records prints the values decompressed. A zstd
+// batch whose section no longer decompresses (its CRC made to match, as a
+// buggy writer would) prints one UNDECODABLE line; the batches after it
+// are still dumped, the summary counts it, and the exit status is 1.
+func TestLogDumpCompressed(t *testing.T) {
+	dir := t.TempDir()
+	l, err := segment.Open(context.Background(), dir, segment.Options{SegmentBytes: 1 << 20, IndexInterval: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for i, c := range []segment.Codec{segment.CodecZstd, segment.CodecLZ4, segment.CodecZstd} {
+		b := segment.NewBuilder(segment.BuilderOptions{Compression: c})
+		for j := range 50 {
+			b.Add(1_700_000_000_000, nil, []byte(paymentLine(100*i+j)), nil)
+		}
+		batch := b.Build()
+		sizes = append(sizes, len(batch))
+		if _, err := l.Append(context.Background(), batch, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "log", "dump", dir, "--records", "--max-value-bytes", "-1")
+	if code != 0 || strings.Count(out, " compression: zstd ") != 2 || strings.Count(out, " compression: lz4 ") != 1 ||
+		strings.Count(out, "| offset: ") != 150 || !strings.Contains(out, "value: "+strconv.Quote(paymentLine(249))+"\n") {
+		t.Fatalf("dump: %d %q %q", code, out, errOut)
+	}
+
+	// Garble the first batch's compressed section and restamp its CRC.
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := data[:sizes[0]]
+	for i := segment.HeaderSize + 8; i < len(first); i += 3 {
+		first[i] ^= 0x5a
+	}
+	const offCRC, offAttributes = 17, 21 // segment's header layout
+	binary.BigEndian.PutUint32(first[offCRC:], crc32.Checksum(first[offAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "log", "dump", seg, "--records")
+	if strings.Count(out, "| UNDECODABLE: records of the batch at byte 0 (compression zstd): segment: corrupt") != 1 ||
+		strings.Count(out, "| offset: ") != 100 || !strings.Contains(out, "Summary: 3 batches, 150 records, offsets 0-149") ||
+		!strings.Contains(out, "; 1 batches whose records do not decode") {
+		t.Fatalf("dump of an undecodable batch: %d %q %q", code, out, errOut)
+	}
+	oneErrorLine(t, "log dump of an undecodable batch", code, errOut, 1, "1 file(s) with a corrupt batch")
 }
 
 // log dump --records of a node's metadata log decodes its entries: the

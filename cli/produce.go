@@ -14,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/client"
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -23,10 +24,12 @@ func produceCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "produce",
 		Usage: "write one record per stdin line to a topic",
-		UsageText: "paymentlog produce TOPIC [--key K | --key-delimiter :] [--partition N] [--acks all|1|0] [--json]\n\n" +
-			"Each input line (without its line ending) is a record value. With --json, one line\n" +
-			`{"partition":P,"offset":O} is printed per record, in input order, as records are acknowledged;` + "\n" +
-			`a record that could not be acknowledged prints {"partition":-1,"offset":-1,"error":"..."} instead.` + "\n" +
+		UsageText: "paymentlog produce TOPIC [--key K | --key-delimiter :] [--partition N] [--acks all|1|0] [--compression none|lz4|zstd] [--json]\n\n" +
+			"Each input line (without its line ending) is a record value. With --compression, each batch's\n" +
+			"records are compressed: the nodes store and replicate them compressed, consumers decompress them.\n" +
+			`With --json, one line {"partition":P,"offset":O} is printed per record, in input order, as` + "\n" +
+			`records are acknowledged; a record that could not be acknowledged prints` + "\n" +
+			`{"partition":-1,"offset":-1,"error":"..."} instead.` + "\n" +
 			"Exits non-zero, saying how many, if any record was not acknowledged.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringFlag{Name: "key", Usage: "key for every record", EnvVars: envVar("PRODUCE_KEY")},
@@ -34,6 +37,7 @@ func produceCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "write every record to this partition (-1: by key hash, else sticky round-robin)", EnvVars: envVar("PRODUCE_PARTITION")},
 			&ucli.StringFlag{Name: "acks", Value: "all", Usage: "all | 1 | 0", EnvVars: envVar("PRODUCE_ACKS")},
 			&ucli.BoolFlag{Name: "json", Usage: `print {"partition":P,"offset":O} per record, in input order`, EnvVars: envVar("PRODUCE_JSON")},
+			&ucli.StringFlag{Name: "compression", Value: "none", Usage: "compress each batch's records: none | lz4 | zstd (a batch that does not shrink is sent uncompressed; --batch-bytes and --max-record-bytes count uncompressed bytes)", EnvVars: envVar("PRODUCE_COMPRESSION")},
 			&ucli.IntFlag{Name: "batch-bytes", Value: client.DefaultBatchBytes, Usage: "close a batch at this size", EnvVars: envVar("PRODUCE_BATCH_BYTES")},
 			&ucli.DurationFlag{Name: "linger", Value: client.DefaultLinger, Usage: "close a batch this long after its first record", EnvVars: envVar("PRODUCE_LINGER")},
 			&ucli.IntFlag{Name: "max-record-bytes", Value: client.DefaultMaxRecordBytes, Usage: "largest record, in bytes of key and value: an input line without its line ending (and without the --key-delimiter), plus --key; a larger record is not sent and counts as not acknowledged", EnvVars: envVar("PRODUCE_MAX_RECORD_BYTES")},
@@ -90,6 +94,10 @@ func parseProduceOptions(c *ucli.Context) (produceOptions, error) {
 	if err != nil {
 		return o, usageError("--acks: %v", err)
 	}
+	codec, err := segment.ParseCodec(c.String("compression"))
+	if err != nil {
+		return o, usageError("--compression: %v", err)
+	}
 	o.producer = client.ProducerConfig{
 		Acks:               acks,
 		DisableIdempotence: c.Bool("no-idempotence"),
@@ -98,6 +106,7 @@ func parseProduceOptions(c *ucli.Context) (produceOptions, error) {
 		MaxRecordBytes:     c.Int("max-record-bytes"),
 		DeliveryTimeout:    c.Duration("delivery-timeout"),
 		MetadataWait:       c.Duration("topic-wait"),
+		Compression:        codec,
 	}
 	if o.producer.Linger == 0 {
 		o.producer.Linger = -1 // --linger 0: send at once

@@ -128,6 +128,8 @@ func TestProduceUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}
 	}
+	_, errOut, code := runClientCLI(t, nil, "produce", "t", "--compression", "gzip")
+	oneErrorLine(t, "produce --compression gzip", code, errOut, 2, `--compression: unknown compression "gzip" (want none, lz4 or zstd)`)
 }
 
 func TestProduceUnknownTopicOrPartitionFailsBeforeReading(t *testing.T) {

@@ -28,6 +28,17 @@ func startNodes(t *testing.T, n int32) string {
 // startNodeSet is startNodes that also returns the nodes, by id - 1.
 func startNodeSet(t *testing.T, n int32) (string, []*node.Node) {
 	t.Helper()
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return startNodesIn(t, dirs)
+}
+
+// startNodesIn is startNodeSet with node i+1's data directory dirs[i].
+func startNodesIn(t *testing.T, dirs []string) (string, []*node.Node) {
+	t.Helper()
+	n := int32(len(dirs))
 	var nodes []*node.Node
 	addrs := map[int32]string{}
 	for id := int32(1); id <= n; id++ {
@@ -35,7 +46,7 @@ func startNodeSet(t *testing.T, n int32) (string, []*node.Node) {
 	}
 	for id := int32(1); id <= n; id++ {
 		cfg := node.DefaultConfig()
-		cfg.ID, cfg.Addr, cfg.DataDir = id, addrs[id], t.TempDir()
+		cfg.ID, cfg.Addr, cfg.DataDir = id, addrs[id], dirs[id-1]
 		cfg.Controllers = map[int32]string{1: addrs[1]}
 		cfg.NoRaftSync = true
 		cfg.SegmentBytes = 1 << 20

@@ -47,12 +47,21 @@ type DumpSummary struct {
 	// Gaps counts batches whose base offset does not follow the previous
 	// batch's last offset.
 	Gaps int
+	// BadRecords counts whole, CRC-valid batches whose records do not
+	// decode (with DumpOptions.Records only): a compressed section that
+	// does not decompress, a codec this build does not read, malformed
+	// records. Each prints an error line under its batch and the dump goes
+	// on with the next batch: the CRC vouches for the batch's length.
+	BadRecords int
 }
 
-// DumpLog prints the batches of the segment file r (size bytes) to w.
+// DumpLog prints the batches of the segment file r (size bytes) to w: one
+// line per batch, its compression codec included, and with opts.Records
+// its records, decompressed. A batch whose records do not decode prints an
+// UNDECODABLE line after the records before the bad one, and the dump goes
+// on (DumpSummary.BadRecords); a batch that fails its CRC ends it.
 func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSummary, error) {
 	s := DumpSummary{FileBytes: size, FirstOffset: -1, LastOffset: -1}
-	limit := opts.MaxValueBytes
 	var prefix [HeaderSize]byte
 	var buf []byte
 	it := &Records{}
@@ -106,9 +115,9 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 			lastSeq = h.BaseSequence + h.LastOffsetDelta
 		}
 		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d position: %d size: %d leaderEpoch: %d "+
-			"producerId: %d producerEpoch: %d baseSequence: %d lastSequence: %d firstTimestamp: %s maxTimestamp: %s crc: %08x valid: true%s\n",
+			"producerId: %d producerEpoch: %d baseSequence: %d lastSequence: %d firstTimestamp: %s maxTimestamp: %s compression: %s crc: %08x valid: true%s\n",
 			h.BaseOffset, h.LastOffset(), h.RecordCount, pos, bsize, h.LeaderEpoch,
-			h.ProducerID, h.ProducerEpoch, h.BaseSequence, lastSeq, fmtMillis(h.FirstTimestamp), fmtMillis(h.MaxTimestamp), h.CRC, gap)
+			h.ProducerID, h.ProducerEpoch, h.BaseSequence, lastSeq, fmtMillis(h.FirstTimestamp), fmtMillis(h.MaxTimestamp), h.Compression(), h.CRC, gap)
 		if s.FirstOffset < 0 {
 			s.FirstOffset = h.BaseOffset
 		}
@@ -116,29 +125,37 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 		s.Batches++
 		s.Records += int64(h.RecordCount)
 		if opts.Records {
-			it.Reset(b)
-			for it.Next() {
-				rec := it.Record()
-				if opts.Describe != nil {
-					fmt.Fprintf(w, "| offset: %d timestamp: %s %s\n", rec.Offset, fmtMillis(rec.Timestamp), opts.Describe(rec.Offset, rec.Key, rec.Value))
-					continue
-				}
-				fmt.Fprintf(w, "| offset: %d timestamp: %s key: %s value: %s", rec.Offset, fmtMillis(rec.Timestamp),
-					quoteBytes(rec.Key, limit), quoteBytes(rec.Value, limit))
-				for _, hd := range rec.Headers {
-					fmt.Fprintf(w, " header %s: %s", strconv.Quote(hd.Key), quoteBytes(hd.Value, limit))
-				}
-				fmt.Fprintln(w)
-			}
-			if err := it.Err(); err != nil {
-				s.End, s.Corrupt = fmt.Sprintf("corrupt: records of the batch at byte %d: %v", pos, err), true
-				break
+			if err := dumpRecords(w, it, b, opts); err != nil {
+				fmt.Fprintf(w, "| UNDECODABLE: records of the batch at byte %d (compression %s): %v\n", pos, h.Compression(), err)
+				s.BadRecords++
 			}
 		}
 		pos += bsize
 		s.ValidBytes = pos
 	}
 	return s, nil
+}
+
+// dumpRecords prints the records of the valid batch b (decompressed, if it
+// is compressed) with the iterator it, and returns the error that ended them
+// early, if any: the records before it are printed.
+func dumpRecords(w io.Writer, it *Records, b Batch, opts DumpOptions) error {
+	limit := opts.MaxValueBytes
+	it.Reset(b)
+	for it.Next() {
+		rec := it.Record()
+		if opts.Describe != nil {
+			fmt.Fprintf(w, "| offset: %d timestamp: %s %s\n", rec.Offset, fmtMillis(rec.Timestamp), opts.Describe(rec.Offset, rec.Key, rec.Value))
+			continue
+		}
+		fmt.Fprintf(w, "| offset: %d timestamp: %s key: %s value: %s", rec.Offset, fmtMillis(rec.Timestamp),
+			quoteBytes(rec.Key, limit), quoteBytes(rec.Value, limit))
+		for _, hd := range rec.Headers {
+			fmt.Fprintf(w, " header %s: %s", strconv.Quote(hd.Key), quoteBytes(hd.Value, limit))
+		}
+		fmt.Fprintln(w)
+	}
+	return it.Err()
 }
 
 // zerosTo reports whether r holds only zero bytes from pos to size.

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,11 +68,98 @@ func TestDumpLog(t *testing.T) {
 	}
 	for _, want := range []string{
 		"baseOffset: 3 lastOffset: 5 count: 3 position: " + strconv.Itoa(one) + " size: " + strconv.Itoa(one) + " leaderEpoch: 1 producerId: -1",
+		"maxTimestamp: 1700000000002(2023-11-14T22:13:20.002Z) compression: none crc: ",
 		`| offset: 4 timestamp: 1700000000001(2023-11-14T22:13:20.001Z) key: "k1" value: "v1-1"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("dump lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// compressedDumpOf appends a zstd, an lz4 and an uncompressed batch of n
+// payment records each, at offsets 0, n and 2n.
+func compressedDumpOf(n int) []byte {
+	var buf []byte
+	for i, c := range []Codec{CodecZstd, CodecLZ4, CodecNone} {
+		b := paymentBatch(c, n)
+		b.SetBaseOffset(int64(i * n))
+		buf = append(buf, b...)
+	}
+	return buf
+}
+
+// Each batch's line names its codec, and --records prints a compressed
+// batch's records decompressed, as an uncompressed one's.
+func TestDumpLogCompressed(t *testing.T) {
+	data := compressedDumpOf(20)
+	var out strings.Builder
+	s, err := DumpLog(&out, bytes.NewReader(data), int64(len(data)), DumpOptions{Records: true, MaxValueBytes: -1})
+	if err != nil || s.Batches != 3 || s.Records != 60 || s.Corrupt || s.BadRecords != 0 || s.Gaps != 0 || s.ValidBytes != int64(len(data)) {
+		t.Fatalf("%+v %v\n%s", s, err, out.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	var codecs []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "baseOffset: ") {
+			_, rest, _ := strings.Cut(l, " compression: ")
+			codec, _, _ := strings.Cut(rest, " ")
+			codecs = append(codecs, codec)
+		}
+	}
+	if strings.Join(codecs, ",") != "zstd,lz4,none" {
+		t.Fatalf("codecs %v, want zstd, lz4, none:\n%s", codecs, out.String())
+	}
+	for batch := range 3 {
+		for i := range 20 {
+			want := fmt.Sprintf("| offset: %d timestamp: %s key: %q value: %q header \"trace\": %q",
+				batch*20+i, fmtMillis(int64(1_700_000_000_000+i)), fmt.Sprintf("m_%04d", i%97), paymentValue(i), []byte{byte(i)})
+			if !strings.Contains(out.String(), want+"\n") {
+				t.Fatalf("dump lacks %q:\n%s", want, out.String())
+			}
+		}
+	}
+}
+
+// A CRC-valid batch whose records do not decode (a compressed section that
+// does not decompress, gzip, which this build does not read) prints one
+// UNDECODABLE line naming its position and codec, and the dump goes on with
+// the batches after it; without --records nothing is decoded.
+func TestDumpLogUndecodableBatchGoesOn(t *testing.T) {
+	good := compressedDumpOf(10)
+	zstdLen := len(paymentBatch(CodecZstd, 10))
+	garbled := paymentBatch(CodecZstd, 10)
+	for i := HeaderSize + 8; i < len(garbled); i += 3 {
+		garbled[i] ^= 0x5a
+	}
+	garbled.SetBaseOffset(30)
+	restamp(garbled)
+	gzip := paymentBatch(CodecNone, 10)
+	be.PutUint16(gzip[offAttributes:], 1)
+	gzip.SetBaseOffset(40)
+	restamp(gzip)
+	data := append(append(bytes.Clone(good[:zstdLen]), garbled...), gzip...)
+	data = append(data, good[zstdLen:]...) // lz4 and none, offsets 10-29: a gap
+	var out strings.Builder
+	s, err := DumpLog(&out, bytes.NewReader(data), int64(len(data)), DumpOptions{Records: true, MaxValueBytes: 8})
+	if err != nil || s.Batches != 5 || s.BadRecords != 2 || s.Corrupt || s.End != "" || s.ValidBytes != int64(len(data)) {
+		t.Fatalf("%+v %v\n%s", s, err, out.String())
+	}
+	for _, want := range []string{
+		fmt.Sprintf("| UNDECODABLE: records of the batch at byte %d (compression zstd): segment: corrupt", zstdLen),
+		fmt.Sprintf("| UNDECODABLE: records of the batch at byte %d (compression codec(1)): segment: unsupported compression codec 1", zstdLen+len(garbled)),
+	} {
+		if strings.Count(out.String(), want) != 1 {
+			t.Fatalf("dump lacks %q once:\n%s", want, out.String())
+		}
+	}
+	if got := strings.Count(out.String(), "| offset: "); got != 30 {
+		t.Fatalf("%d records printed, want the 30 of the three good batches:\n%s", got, out.String())
+	}
+	out.Reset()
+	if s, err := DumpLog(&out, bytes.NewReader(data), int64(len(data)), DumpOptions{}); err != nil || s.Batches != 5 || s.BadRecords != 0 ||
+		strings.Contains(out.String(), "UNDECODABLE") {
+		t.Fatalf("without records: %+v %v\n%s", s, err, out.String())
 	}
 }
 
@@ -132,10 +220,11 @@ func FuzzDumpLog(f *testing.F) {
 	f.Add(append(bytes.Clone(good), make([]byte, 100)...))
 	f.Add(good[:len(good)-7])
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0})
+	f.Add(compressedDumpOf(5))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out strings.Builder
 		s, err := DumpLog(&out, bytes.NewReader(data), int64(len(data)), DumpOptions{Records: true, MaxValueBytes: 8})
-		if err != nil || s.ValidBytes > int64(len(data)) {
+		if err != nil || s.ValidBytes > int64(len(data)) || s.BadRecords > int(s.Batches) {
 			t.Fatalf("%+v %v", s, err)
 		}
 		for _, k := range []IndexKind{OffsetIndex, TimeIndex} {
