@@ -45,6 +45,7 @@ func chaosCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "producers", Value: 4, Usage: "idempotent acks=all producers", EnvVars: chaosEnv("PRODUCERS")},
 			&ucli.IntFlag{Name: "consumers", Value: 2, Usage: "continuous consumers", EnvVars: chaosEnv("CONSUMERS")},
 			&ucli.DurationFlag{Name: "interval", Value: 5 * time.Millisecond, Usage: "per producer, time between records", EnvVars: chaosEnv("INTERVAL")},
+			&ucli.StringFlag{Name: "compression", Value: "none", Usage: "the producers' compression: none, lz4 or zstd", EnvVars: chaosEnv("COMPRESSION")},
 			&ucli.BoolFlag{Name: "keep", Usage: "keep the cluster directory (data, node logs) even when the run passes", EnvVars: chaosEnv("KEEP")},
 			&ucli.StringFlag{Name: "base-dir", Usage: "where the cluster directory is made (default: the temp dir)", EnvVars: chaosEnv("BASE_DIR")},
 			&ucli.StringFlag{Name: "binary", Usage: "paymentlog binary for the nodes (default: this one)", EnvVars: chaosEnv("BINARY"), Hidden: true},
@@ -57,6 +58,10 @@ func chaosCommand() *ucli.Command {
 			kinds, err := chaos.ParseKinds(c.String("kinds"))
 			if err != nil {
 				return usageError("%v", err)
+			}
+			codec, err := segment.ParseCodec(c.String("compression"))
+			if err != nil {
+				return usageError("--compression: %v", err)
 			}
 			bin := c.String("binary")
 			if bin == "" {
@@ -89,6 +94,7 @@ func chaosCommand() *ucli.Command {
 				Producers:      c.Int("producers"),
 				Consumers:      c.Int("consumers"),
 				Interval:       c.Duration("interval"),
+				Compression:    codec,
 				Keep:           c.Bool("keep"),
 				KeepOnFailure:  true,
 				BaseDir:        c.String("base-dir"),

@@ -15,6 +15,7 @@ import (
 
 	"paymentlog/bench/localcluster"
 	"paymentlog/client"
+	"paymentlog/segment"
 )
 
 // Config configures Run. Zero fields take the defaults in their comments.
@@ -40,12 +41,14 @@ type Config struct {
 	// default always. Torn tails model a power loss on one node: under
 	// interval or never that node may lose acknowledged records, which the
 	// promise covers only because another in-sync replica holds them.
-	Fsync        string
-	Producers    int           // default 4
-	Consumers    int           // default 2
-	Interval     time.Duration // per producer, between records; default 5ms
-	Pad          int           // payload filler bytes; default 64
-	SegmentBytes int64         // the nodes' --segment-bytes; default 1 MiB (so segments roll)
+	Fsync     string
+	Producers int           // default 4
+	Consumers int           // default 2
+	Interval  time.Duration // per producer, between records; default 5ms
+	// Compression is the producers' codec (segment.CodecNone by default).
+	Compression  segment.Codec
+	Pad          int   // payload filler bytes; default 64
+	SegmentBytes int64 // the nodes' --segment-bytes; default 1 MiB (so segments roll)
 	// SettleTimeout bounds the wait, after healing, for every replica to be
 	// back in sync and every record resolved; default 90s.
 	SettleTimeout time.Duration
@@ -195,6 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wl, err := StartWorkload(ctx, WorkloadConfig{
 		Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Topic: Topic, Partitions: topicPartitions,
 		Producers: cfg.Producers, Consumers: cfg.Consumers, Interval: cfg.Interval, Pad: cfg.Pad, Logger: cfg.Logger,
+		Compression: cfg.Compression,
 	})
 	if err != nil {
 		return res, err

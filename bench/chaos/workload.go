@@ -10,6 +10,7 @@ import (
 
 	"paymentlog/client"
 	"paymentlog/quic"
+	"paymentlog/segment"
 )
 
 // WorkloadConfig configures the workload. Zero fields take the defaults in
@@ -32,6 +33,7 @@ type WorkloadConfig struct {
 	MaxOutstanding  int
 	Pad             int           // filler bytes after each payload; default 0
 	DeliveryTimeout time.Duration // the producers' delivery timeout; default 30s
+	Compression     segment.Codec // the producers' codec; none by default
 	// CommitInterval is how often each consumer commits its positions to
 	// its own consumer group (GroupName); default 250ms.
 	CommitInterval time.Duration
@@ -137,7 +139,7 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 			return nil, err
 		}
 		w.pcls = append(w.pcls, c)
-		p, err := c.NewProducer(client.ProducerConfig{DeliveryTimeout: cfg.DeliveryTimeout})
+		p, err := c.NewProducer(client.ProducerConfig{DeliveryTimeout: cfg.DeliveryTimeout, Compression: cfg.Compression})
 		if err != nil {
 			w.closeClients()
 			return nil, err
