@@ -96,6 +96,9 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 	cur := r.cur.Load()
 	f, err := readTLSFiles(e.cfg.TLS)
 	if err == nil && f.digest() == cur.digest {
+		// The files are what the endpoint runs with (again, after a
+		// refused set was put back): nothing to report.
+		r.mu.lastErr, r.mu.refusedFiles = "", [sha256.Size]byte{}
 		return false, nil
 	}
 	var next *tlsState

@@ -158,6 +158,10 @@ func TestReloadRefusesWhatPeersWouldRefuse(t *testing.T) {
 			}
 		})
 	}
+	// The running files put back: nothing to reload, no error to report.
+	if changed, err := srv.ReloadTLS(); changed || err != nil || srv.TLSStatus().LastError != "" {
+		t.Fatalf("the running files put back: changed %v, err %v, status %+v", changed, err, srv.TLSStatus())
+	}
 	mustNoErr(t, IssueCert(dir, "node1", []string{"127.0.0.1"}, CertOptions{NodeID: 1, Force: true}))
 	if changed, err := srv.ReloadTLS(); !changed || err != nil {
 		t.Fatalf("a good reissue after refusals: changed %v, err %v", changed, err)
