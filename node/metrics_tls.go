@@ -16,6 +16,8 @@ func (n *Node) writeTLSMetrics(w *metrics.Writer) {
 	if !st.CANotAfter.IsZero() {
 		w.Int(metrics.Labels{"certificate", "ca"}, st.CANotAfter.Unix())
 	}
+	w.Gauge("paymentlog_tls_trusted_cas",
+		"CA certificates in the ca.crt this node has loaded: 2 on every node (min over the nodes) before a CA rotation reissues certificates, 1 after retire-ca.", int64(st.CAs))
 	w.Family("paymentlog_tls_reloads_total", metrics.TypeCounter,
 		"Reloads of the node's TLS files that changed what it presents or trusts (result=ok), and reloads refused because the files did not make a valid set (result=refused; the node kept its certificate and logged why).")
 	w.Uint(metrics.Labels{"result", "ok"}, st.Reloads)

@@ -203,6 +203,9 @@ func TestCARotationUnderLoad(t *testing.T) {
 		if v := value(t, e, "paymentlog_tls_certificate_expiry_timestamp_seconds", "certificate", "ca"); int64(v) != caNotAfter {
 			t.Errorf("node %d reports its CA expiring at %d, the new one does at %d", id, int64(v), caNotAfter)
 		}
+		if v := value(t, e, "paymentlog_tls_trusted_cas"); v != 1 {
+			t.Errorf("node %d trusts %v CAs after the retirement, want 1", id, v)
+		}
 		if v := value(t, e, "paymentlog_tls_reloads_total", "result", "ok"); v != 3 {
 			t.Errorf("node %d: %v reloads, want 3", id, v)
 		}
