@@ -645,6 +645,9 @@ func (cfg Config) reproduceFlags() []string {
 	if cfg.Interval != def.Interval {
 		out = append(out, "--interval "+cfg.Interval.String())
 	}
+	if cfg.Compression != def.Compression {
+		out = append(out, "--compression "+cfg.Compression.String())
+	}
 	return out
 }
 
