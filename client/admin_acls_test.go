@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,28 +109,13 @@ func TestAdminCreateACLsInvalid(t *testing.T) {
 // until the context ends.
 func TestAdminACLsAuthorizationFailedFailsFast(t *testing.T) {
 	fc := clienttest.New(3)
-	var reqs atomic.Int64
-	fc.SetIntercept(func(_ string, ty quic.FrameType, _ any) clienttest.Action {
-		switch ty {
-		case wire.TypeCreateACLs, wire.TypeDeleteACLs, wire.TypeDescribeACLs:
-			reqs.Add(1)
-			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.ClusterAuthorizationFailed}
-		}
-		return clienttest.Action{}
-	})
+	reqs := refuseAll(fc, wire.ClusterAuthorizationFailed, wire.TypeCreateACLs, wire.TypeDeleteACLs, wire.TypeDescribeACLs)
 	c := mustFakeClient(t, fc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	check := func(what string, err error) {
 		t.Helper()
-		var we *wire.Error
-		if !errors.As(err, &we) || we.Code != wire.ClusterAuthorizationFailed ||
-			!strings.Contains(err.Error(), "ClusterAuthorizationFailed: refused by clienttest") {
-			t.Fatalf("%s: %v, want ClusterAuthorizationFailed with the node's message", what, err)
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s: retried until the context ended", what)
-		}
+		wantFailedFast(t, ctx, what, err, wire.ClusterAuthorizationFailed)
 	}
 	_, err := c.Admin().CreateACLs(ctx, []wire.ACLBinding{topicACL("User:a", wire.OpRead, wire.PermissionAllow, "t")})
 	check("create", err)
@@ -152,22 +135,9 @@ func TestAdminACLsUnknownRequestFailsFast(t *testing.T) {
 	fc := clienttest.New(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := newWithCaller(Config{Bootstrap: fc.Addrs(), Logger: testLogger(t)}, unknownACLTypes{fc})
+	c := newWithCaller(Config{Bootstrap: fc.Addrs(), Logger: testLogger(t)}, unknownTypes{fc, []quic.FrameType{wire.TypeCreateACLs, wire.TypeDeleteACLs, wire.TypeDescribeACLs}})
 	defer c.Close(context.Background())
 	_, err := c.Admin().CreateACLs(ctx, []wire.ACLBinding{topicACL("User:a", wire.OpRead, wire.PermissionAllow, "t")})
-	if !errors.Is(err, quic.ErrUnknownType) || !strings.Contains(err.Error(), "does not know this request") || ctx.Err() != nil {
-		t.Fatalf("create against an old build: %v (ctx %v)", err, ctx.Err())
-	}
+	wantUnknownType(t, ctx, "create", err)
 }
 
-// unknownACLTypes answers the ACL requests as a node of a build without
-// them does.
-type unknownACLTypes struct{ *clienttest.Cluster }
-
-func (u unknownACLTypes) Call(ctx context.Context, addr string, t quic.FrameType, req, resp any) error {
-	switch t {
-	case wire.TypeCreateACLs, wire.TypeDeleteACLs, wire.TypeDescribeACLs:
-		return &quic.OpError{Op: "call", Addr: addr, Err: &quic.RemoteError{Addr: addr, Code: quic.CodeUnknownType, Message: "unknown frame type"}}
-	}
-	return u.Cluster.Call(ctx, addr, t, req, resp)
-}

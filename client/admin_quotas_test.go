@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,28 +131,13 @@ func TestAdminAlterClientQuotasInvalid(t *testing.T) {
 // ClusterAuthorizationFailed at once, with the node's message.
 func TestAdminClientQuotasAuthorizationFailedFailsFast(t *testing.T) {
 	fc := clienttest.New(3)
-	var reqs atomic.Int64
-	fc.SetIntercept(func(_ string, ty quic.FrameType, _ any) clienttest.Action {
-		switch ty {
-		case wire.TypeAlterClientQuotas, wire.TypeDescribeClientQuotas:
-			reqs.Add(1)
-			return clienttest.Action{Kind: clienttest.Refuse, Code: wire.ClusterAuthorizationFailed}
-		}
-		return clienttest.Action{}
-	})
+	reqs := refuseAll(fc, wire.ClusterAuthorizationFailed, wire.TypeAlterClientQuotas, wire.TypeDescribeClientQuotas)
 	c := mustFakeClient(t, fc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	check := func(what string, err error) {
 		t.Helper()
-		var we *wire.Error
-		if !errors.As(err, &we) || we.Code != wire.ClusterAuthorizationFailed ||
-			!strings.Contains(err.Error(), "ClusterAuthorizationFailed: refused by clienttest") {
-			t.Fatalf("%s: %v, want ClusterAuthorizationFailed with the node's message", what, err)
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s: retried until the context ended", what)
-		}
+		wantFailedFast(t, ctx, what, err, wire.ClusterAuthorizationFailed)
 	}
 	check("alter", c.Admin().AlterClientQuotas(ctx, wire.QuotaEntry{Principal: "User:a", Delete: []string{wire.QuotaProducerByteRate}}))
 	_, err := c.Admin().DescribeClientQuotas(ctx)
@@ -171,29 +154,14 @@ func TestAdminClientQuotasUnknownRequest(t *testing.T) {
 	fc := clienttest.New(2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := newWithCaller(Config{Bootstrap: fc.Addrs(), Logger: testLogger(t)}, unknownQuotaTypes{fc})
+	c := newWithCaller(Config{Bootstrap: fc.Addrs(), Logger: testLogger(t)}, unknownTypes{fc, []quic.FrameType{wire.TypeAlterClientQuotas, wire.TypeDescribeClientQuotas}})
 	defer c.Close(context.Background())
 	err := c.Admin().AlterClientQuotas(ctx, wire.QuotaEntry{Principal: "User:a", Delete: []string{wire.QuotaProducerByteRate}})
-	if !errors.Is(err, quic.ErrUnknownType) || !strings.Contains(err.Error(), "does not know this request") || ctx.Err() != nil {
-		t.Fatalf("alter against an old build: %v (ctx %v)", err, ctx.Err())
-	}
+	wantUnknownType(t, ctx, "alter", err)
 	_, err = c.Admin().DescribeClientQuotas(ctx)
-	if !errors.Is(err, quic.ErrUnknownType) || !strings.Contains(err.Error(), "does not know this request") || ctx.Err() != nil {
-		t.Fatalf("describe against an old build: %v (ctx %v)", err, ctx.Err())
-	}
+	wantUnknownType(t, ctx, "describe", err)
 }
 
-// unknownQuotaTypes answers the quota requests as a node of a build
-// without them does.
-type unknownQuotaTypes struct{ *clienttest.Cluster }
-
-func (u unknownQuotaTypes) Call(ctx context.Context, addr string, t quic.FrameType, req, resp any) error {
-	switch t {
-	case wire.TypeAlterClientQuotas, wire.TypeDescribeClientQuotas:
-		return &quic.OpError{Op: "call", Addr: addr, Err: &quic.RemoteError{Addr: addr, Code: quic.CodeUnknownType, Message: "unknown frame type"}}
-	}
-	return u.Cluster.Call(ctx, addr, t, req, resp)
-}
 
 // Produce answers a leader held back for a quota are counted in Stats:
 // how many, and their ThrottleMs summed; unthrottled ones are not.
