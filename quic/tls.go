@@ -72,12 +72,11 @@ func loadTLS(cfg TLSConfig, log *slog.Logger) (*tlsMaterial, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.issuer == nil {
-		_, verr := verifyLeaf(st.leaf, st.pool, time.Now())
+	if st.verifyErr != nil {
 		log.Warn("quic: TLS: certificate "+cfg.Name+" does not verify against "+CAFile+": peers will refuse it",
-			"dir", cfg.Dir, "err", verr)
+			"dir", cfg.Dir, "err", st.verifyErr)
 	}
-	return &tlsMaterial{server: st.server, client: st.client, resetSeed: st.keyPEM, state: st}, nil
+	return &tlsMaterial{server: st.server, client: st.client, resetSeed: f.key, state: st}, nil
 }
 
 var devWarnOnce sync.Once

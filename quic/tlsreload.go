@@ -106,7 +106,7 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 		next, err = buildTLSState(e.cfg.TLS, f, now)
 	}
 	if err == nil {
-		err = checkReload(cur, next, now)
+		err = checkReload(cur, next)
 	}
 	if err != nil {
 		r.refused.Add(1)
@@ -119,7 +119,6 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 		}
 		return false, err
 	}
-	next.keyPEM = cur.keyPEM
 	r.cur.Store(next)
 	r.reloads.Add(1)
 	r.mu.lastErr = ""

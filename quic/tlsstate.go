@@ -16,19 +16,17 @@ type tlsState struct {
 	server *tls.Config
 	client *tls.Config
 	// leaf is the endpoint's own certificate; issuer the CA of the bundle
-	// that signed it (nil when the leaf does not verify against the bundle,
-	// which only the first load tolerates).
-	leaf   *x509.Certificate
-	issuer *x509.Certificate
-	pool   *x509.CertPool
+	// that signed it, or nil and verifyErr why the leaf does not verify
+	// against the bundle (which only the first load tolerates).
+	leaf      *x509.Certificate
+	issuer    *x509.Certificate
+	verifyErr error
+	pool      *x509.CertPool
 	cas    int // CA certificates in the bundle
 	// digest covers the three files' contents: a reload that finds the same
 	// digest changes nothing.
 	digest   [sha256.Size]byte
 	caDigest [sha256.Size]byte // ca.crt's alone
-	// keyPEM seeds the stateless reset key (see resetKey); only the first
-	// load's is used, so that a reload does not change the key.
-	keyPEM   []byte
 	loadedAt time.Time
 }
 
@@ -66,7 +64,7 @@ func (f tlsFiles) digest() [sha256.Size]byte {
 // buildTLSState parses files into the configurations an endpoint serves and
 // dials with. It checks that the key matches the certificate; whether the
 // certificate verifies against the bundle is the caller's to judge (issuer is
-// nil when it does not).
+// nil and verifyErr set when it does not).
 func buildTLSState(cfg TLSConfig, f tlsFiles, now time.Time) (*tlsState, error) {
 	pool := x509.NewCertPool()
 	cas, err := parseCABundle(f.ca)
@@ -105,10 +103,12 @@ func buildTLSState(cfg TLSConfig, f tlsFiles, now time.Time) (*tlsState, error) 
 		cas:      len(cas),
 		digest:   f.digest(),
 		caDigest: sha256.Sum256(f.ca),
-		keyPEM:   f.key,
 		loadedAt: now,
 	}
-	if chains, err := verifyLeaf(leaf, pool, now); err == nil {
+	chains, err := verifyLeaf(leaf, pool, now)
+	if err != nil {
+		st.verifyErr = err
+	} else {
 		st.issuer = chains[0][len(chains[0])-1]
 	}
 	return st, nil
@@ -144,9 +144,9 @@ func verifyLeaf(leaf *x509.Certificate, pool *x509.CertPool, now time.Time) ([][
 // certificate must verify against its own new bundle now: a certificate its
 // peers would refuse, or one already expired, is kept out, and the endpoint
 // goes on with the one it has.
-func checkReload(cur, next *tlsState, now time.Time) error {
-	if _, err := verifyLeaf(next.leaf, next.pool, now); err != nil {
-		return fmt.Errorf("the new certificate does not verify against the new %s: %w", CAFile, err)
+func checkReload(cur, next *tlsState) error {
+	if next.verifyErr != nil {
+		return fmt.Errorf("the new certificate does not verify against the new %s: %w", CAFile, next.verifyErr)
 	}
 	if cur == nil || cur.leaf == nil {
 		return nil
