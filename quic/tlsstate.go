@@ -22,7 +22,7 @@ type tlsState struct {
 	issuer    *x509.Certificate
 	verifyErr error
 	pool      *x509.CertPool
-	cas    int // CA certificates in the bundle
+	cas       int // CA certificates in the bundle
 	// digest covers the three files' contents: a reload that finds the same
 	// digest changes nothing.
 	digest   [sha256.Size]byte
