@@ -146,7 +146,7 @@ func (b *Builder) Build() Batch {
 	if c := b.opts.Compression; c != CodecNone && b.n > 0 {
 		if b.comp == nil || b.compN != b.n {
 			b.comp, b.compN = nil, b.n
-			out, err := compressRecords(make([]byte, HeaderSize, HeaderSize+len(b.buf)/2), c, b.buf[HeaderSize:])
+			out, err := compressRecords(make([]byte, HeaderSize), c, b.buf[HeaderSize:])
 			if err == nil && len(out) < len(b.buf) {
 				b.comp = out
 			}

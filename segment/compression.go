@@ -131,7 +131,8 @@ func compressRecords(dst []byte, c Codec, records []byte) ([]byte, error) {
 		}
 		return dst[:len(dst)+n], nil
 	case CodecZstd:
-		return zstdEncoder().EncodeAll(records, dst), nil
+		// Room for a fourth of the records: JSON shrinks further.
+		return zstdEncoder().EncodeAll(records, grow(dst, len(records)/4)), nil
 	}
 	return dst, fmt.Errorf("%w %d", ErrUnsupportedCodec, c)
 }
