@@ -57,6 +57,20 @@ type Header struct {
 // LastOffset is BaseOffset + LastOffsetDelta.
 func (h Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
+// AttrCompacted is the Attributes bit of a batch the log cleaner rewrote
+// (compaction.go): it may hold fewer records than its offsets span, down to
+// none, and its records' offset deltas increase with gaps. Only the cleaner
+// sets it; a leader refuses it from producers. It is paymentlog's own bit
+// (Kafka leaves bit 7 unused).
+const AttrCompacted int16 = 1 << 7
+
+// Compacted reports whether the cleaner rewrote the batch (AttrCompacted).
+func (h Header) Compacted() bool { return h.Attributes&AttrCompacted != 0 }
+
+// Compacted reports whether the cleaner rewrote the batch (the header must
+// be there).
+func (b Batch) Compacted() bool { return int16(be.Uint16(b[offAttributes:]))&AttrCompacted != 0 }
+
 // Batch is one encoded record batch: header + records. It aliases its bytes.
 type Batch []byte
 
@@ -95,7 +109,11 @@ func (h Header) check() error {
 		return corruptf("invalid batch length %d", h.Length)
 	case h.Magic != FormatVersion:
 		return corruptf("unknown format version %d", h.Magic)
-	case h.LastOffsetDelta < 0 || h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1:
+	case h.LastOffsetDelta < 0:
+		return corruptf("negative last offset delta %d", h.LastOffsetDelta)
+	case h.Compacted() && (h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1):
+		return corruptf("compacted batch: record count %d above last offset delta %d + 1", h.RecordCount, h.LastOffsetDelta)
+	case !h.Compacted() && (h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1):
 		return corruptf("record count %d does not match last offset delta %d", h.RecordCount, h.LastOffsetDelta)
 	case h.BaseOffset < 0:
 		return corruptf("negative base offset %d", h.BaseOffset)

@@ -17,22 +17,28 @@
 //	  12    4   LeaderEpoch      int32; stamped by the leader          /
 //	  16    1   Magic            int8; FormatVersion (2)               (checked)
 //	  17    4   CRC              uint32; CRC-32C (Castagnoli) of bytes [21, 12+Length)
-//	  21    2   Attributes       int16; bits 0-2 codec (compression.go)  \
-//	  23    4   LastOffsetDelta  int32; RecordCount-1                    |
+//	  21    2   Attributes       int16; bits 0-2 codec, 7 compacted      \
+//	  23    4   LastOffsetDelta  int32; RecordCount-1 (see compacted)    |
 //	  27    8   FirstTimestamp   int64; unix ms of the first record      |
 //	  35    8   MaxTimestamp     int64; largest record timestamp         | covered
 //	  43    8   ProducerID       int64; -1 when not idempotent           | by the
 //	  51    2   ProducerEpoch    int16; -1 when not idempotent           | CRC
 //	  53    4   BaseSequence     int32; -1 when not idempotent           |
-//	  57    4   RecordCount      int32; >= 1                             |
+//	  57    4   RecordCount      int32; >= 1 (0 when compacted)          |
 //	  61    …   Records          RecordCount records, see below         /
 //
 // With a compression codec (Attributes bits 0-2: 0 none, 3 lz4, 4 zstd; 1
 // gzip and 2 snappy are refused) the Records section is stored compressed as
 // one block (see Codec) and the header is unchanged; the CRC covers the
 // stored bytes. Leaders, followers and recovery handle the compressed bytes
-// as they are; readers (Records) decompress. The other Attributes bits are
-// reserved, 0.
+// as they are; readers (Records) decompress.
+//
+// Attributes bit 7 (AttrCompacted, paymentlog's own) marks a batch the log
+// cleaner rewrote (compaction.go): its header is the original's but for
+// Attributes, Length, CRC and RecordCount, which may be anything from 0 to
+// LastOffsetDelta+1, and its records' OffsetDeltas increase with gaps (each
+// record keeps its original bytes). Producers never set it. The other
+// Attributes bits are reserved, 0.
 //
 // HeaderSize is 61. The total size of a batch is 12+Length. BaseOffset and
 // LeaderEpoch lie outside the CRC so that a leader can stamp them without
@@ -48,7 +54,7 @@
 //	Length           varint; bytes of the record after this field
 //	Attributes       int8; reserved, 0
 //	TimestampDelta   varint; Timestamp - FirstTimestamp
-//	OffsetDelta      varint; Offset - BaseOffset (the record's index in the batch)
+//	OffsetDelta      varint; Offset - BaseOffset (the record's index in the batch; increasing when compacted)
 //	KeyLength        varint; -1 for a null key
 //	Key              KeyLength bytes
 //	ValueLength      varint; -1 for a null value
@@ -69,6 +75,8 @@
 //	recovery-point                  checkpoint: segments below this offset are flushed and sealed
 //	active-recovery-point           checkpoint: how far the active segment is durable and indexed (activepoint.go)
 //	leader-epoch-checkpoint         checkpoint: leader-epoch cache
+//	cleaner-offset-checkpoint       checkpoint: where the last compaction pass stopped (compaction.go)
+//	<segment file>.cleaned.tmp      a segment's files rewritten by compaction, before the swap
 //	.clean-shutdown                 marker: written by Close, removed by Open
 //
 // The active (last) segment's .log is sized to Options.SegmentBytes with

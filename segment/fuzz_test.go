@@ -18,6 +18,21 @@ func fuzzSeedBatches() [][]byte {
 	for _, c := range []Codec{CodecLZ4, CodecZstd} {
 		seeds = append(seeds, paymentBatch(c, 8))
 	}
+	// Compacted batches (AttrCompacted): records with gaps, and none.
+	for _, c := range []Codec{CodecNone, CodecLZ4} {
+		for _, keepEvery := range []int64{3, 1 << 20} {
+			out, _, err := compactBatch(paymentBatch(c, 8), func(r Record) recordFate {
+				if r.Offset%keepEvery == 1 {
+					return keepRecord
+				}
+				return dropSuperseded
+			})
+			if err != nil {
+				panic(err)
+			}
+			seeds = append(seeds, out)
+		}
+	}
 	return seeds
 }
 
@@ -37,13 +52,39 @@ func FuzzBatchDecode(f *testing.F) {
 				t.Fatalf("validated batch has bad header: %v", err)
 			}
 			it.Reset(b)
-			n := 0
+			n, prev := 0, h.BaseOffset-1
 			for it.Next() {
 				r := it.Record()
-				if r.Offset != h.BaseOffset+int64(n) {
+				switch {
+				case h.Compacted() && (r.Offset <= prev || r.Offset > h.LastOffset()):
+					t.Fatalf("compacted batch: record %d has offset %d after %d (last %d)", n, r.Offset, prev, h.LastOffset())
+				case !h.Compacted() && r.Offset != h.BaseOffset+int64(n):
 					t.Fatalf("record %d has offset %d", n, r.Offset)
 				}
+				prev = r.Offset
 				n++
+			}
+			// Compacting what decodes gives a batch that validates and
+			// holds the records kept, at their offsets.
+			if it.Err() == nil && n > 0 {
+				out, _, err := compactBatch(b, func(r Record) recordFate {
+					if r.Offset%2 == 0 {
+						return keepRecord
+					}
+					return dropSuperseded
+				})
+				if err != nil {
+					t.Fatalf("compacting a batch that decodes: %v", err)
+				}
+				if err := out.Validate(); err != nil {
+					t.Fatalf("compacted batch does not validate: %v", err)
+				}
+				if err := out.ValidateRecords(); err != nil {
+					t.Fatalf("compacted batch does not decode: %v", err)
+				}
+				if out.LastOffset() != h.LastOffset() || out.BaseOffset() != h.BaseOffset {
+					t.Fatalf("compaction moved offsets: %d-%d to %d-%d", h.BaseOffset, h.LastOffset(), out.BaseOffset(), out.LastOffset())
+				}
 			}
 			if it.Err() == nil && n != int(h.RecordCount) {
 				t.Fatalf("iterated %d of %d records without error", n, h.RecordCount)

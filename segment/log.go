@@ -11,6 +11,7 @@ import (
 // File names inside a log directory (see the package doc).
 const (
 	cleanShutdownFile = ".clean-shutdown"
+	cleanerPointFile  = "cleaner-offset-checkpoint"
 	logStartFile      = "log-start-offset"
 	recoveryPointFile = "recovery-point"
 	epochFile         = "leader-epoch-checkpoint"
@@ -93,6 +94,14 @@ type Log struct {
 	bgStopOnce sync.Once // closes bgStop: Close may run concurrently
 	bgDone     chan struct{}
 	bgKick     chan struct{}
+
+	// compactMu serialises compaction passes (Compact); cleanerPoint is
+	// the first dirty offset (cleaner-offset-checkpoint), -1 until read.
+	compactMu    sync.Mutex
+	cleanerPoint int64 // (compactMu)
+	// compactSwapHook: tests, called by a pass once a segment's new files
+	// are written, before it takes deleteMu to swap them in.
+	compactSwapHook func()
 
 	truncateHook func() // tests: called by TruncateTo once the cut is published, before its file I/O
 	syncWaitHook func() // tests: called (pendingMu held; must not block) when a flushPending starts waiting for another's fsync

@@ -31,10 +31,17 @@ type Records struct {
 	i, n    int
 	base    int64
 	firstTs int64
-	rec     Record
-	hdrs    []RecordHeader
-	keys    []string
-	err     error
+	// compacted: offset deltas increase with gaps, up to lastDelta
+	// (AttrCompacted); otherwise each record's delta is its index.
+	compacted bool
+	lastDelta int64
+	prevDelta int64
+	// rawStart..rawEnd are the current record's bytes, length varint included.
+	rawStart, rawEnd int
+	rec              Record
+	hdrs             []RecordHeader
+	keys             []string
+	err              error
 }
 
 // Iter returns an iterator over the batch's records. The batch should have
@@ -62,6 +69,7 @@ func (it *Records) Reset(b Batch) {
 	}
 	it.b, it.pos, it.end = b, HeaderSize, size
 	it.n, it.base, it.firstTs = int(h.RecordCount), h.BaseOffset, h.FirstTimestamp
+	it.compacted, it.lastDelta, it.prevDelta = h.Compacted(), int64(h.LastOffsetDelta), -1
 	if c := h.Compression(); c != CodecNone {
 		// A new buffer per batch: records handed out alias it, as they
 		// alias an uncompressed batch.
@@ -133,6 +141,7 @@ func (it *Records) bytes() ([]byte, bool) {
 }
 
 func (it *Records) decode() error {
+	it.rawStart = it.pos
 	length, ok := it.varint()
 	if !ok || length < 1 || length > int64(it.end-it.pos) {
 		return corruptf("record %d: invalid length", it.i)
@@ -147,9 +156,13 @@ func (it *Records) decode() error {
 	if !ok1 || !ok2 {
 		return corruptf("record %d: bad varint", it.i)
 	}
-	if offDelta != int64(it.i) {
+	switch {
+	case it.compacted && (offDelta <= it.prevDelta || offDelta > it.lastDelta):
+		return corruptf("record %d: offset delta %d after %d in a compacted batch of last delta %d", it.i, offDelta, it.prevDelta, it.lastDelta)
+	case !it.compacted && offDelta != int64(it.i):
 		return corruptf("record %d: offset delta %d", it.i, offDelta)
 	}
+	it.prevDelta = offDelta
 	key, ok1 := it.bytes()
 	val, ok2 := it.bytes()
 	if !ok1 || !ok2 {
@@ -176,6 +189,7 @@ func (it *Records) decode() error {
 	if it.pos != recEnd {
 		return corruptf("record %d: %d bytes left over", it.i, recEnd-it.pos)
 	}
+	it.rawEnd = recEnd
 	it.rec = Record{Offset: it.base + offDelta, Timestamp: it.firstTs + tsDelta, Key: key, Value: val}
 	if nh > 0 {
 		it.rec.Headers = it.hdrs
@@ -185,6 +199,10 @@ func (it *Records) decode() error {
 
 // Record returns the current record.
 func (it *Records) Record() Record { return it.rec }
+
+// raw returns the current record's encoded bytes (its length varint
+// included), as stored in the (decompressed) records section.
+func (it *Records) raw() []byte { return it.b[it.rawStart:it.rawEnd] }
 
 // Err returns the error that ended the iteration, wrapping ErrCorrupt, or nil.
 func (it *Records) Err() error { return it.err }

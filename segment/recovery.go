@@ -23,6 +23,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
 	}
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With("dir", dir)}
 	l.opened.resumedAt = -1
+	l.cleanerPoint = -1
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("segment: open %s: %w", dir, err)
 	}

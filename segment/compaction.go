@@ -1,0 +1,577 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"time"
+)
+
+// Compaction (Kafka's log cleaner, for topics with cleanup.policy=compact)
+// keeps, for every key, at least its latest record: a record is removed
+// only when a record with the same key at a higher offset is in the log
+// below the pass's bound, or when it is a tombstone (null value) that
+// earlier passes cleaned past and that is older than DeleteRetention.
+// Offsets never change:
+//
+//   - Every batch stays, header and all, with the same base offset, last
+//     offset delta, timestamps and producer fields. A batch that loses
+//     records is rewritten with the AttrCompacted bit, fewer records (down
+//     to none) and a new CRC; its remaining records keep their bytes and
+//     offset deltas, so offsets along the log stay contiguous batch by
+//     batch, and recovery, reads, replication and the idempotent producer
+//     state see the log as before. A compressed batch is recompressed with
+//     its codec (stored uncompressed when that does not shrink it).
+//   - Only sealed segments wholly below CompactOptions.Below (the HW) and
+//     durable (below the recovery point) are read or rewritten, never the
+//     active one: what may still be truncated supersedes nothing.
+//
+// A pass maps the latest offset of every key in the dirty part (from the
+// cleaner-offset-checkpoint, where the previous pass stopped, to the bound;
+// at most MaxKeys keys), then rewrites each sealed segment that loses a
+// record. A segment is rewritten into new files beside it
+// (<base>.log.cleaned.tmp and its two indexes, written and fsynced while
+// appends, reads and replication go on), and swapped in under deleteMu (so
+// no deletion or truncation runs meanwhile), in an order that a crash at
+// any point leaves either the old segment or the new one, never a mix:
+//
+//  1. remove the old .index and .timeindex, fsync the directory (a segment
+//     without indexes has them rebuilt by Open's scan);
+//  2. rename the new .log over the old one, fsync the directory;
+//  3. rename the new indexes into place, fsync the directory.
+//
+// Open removes *.tmp files, so a crash before step 2 leaves the old
+// segment. Readers holding a View of the old segment keep its mapping (of
+// the old, now unlinked, file) until they release it.
+
+// ErrCompactionRunning is returned by a Compact that found another pass
+// running on the log.
+var ErrCompactionRunning = errors.New("segment: a compaction pass is already running")
+
+const cleanedSuffix = ".cleaned.tmp"
+
+// CompactOptions bounds and tunes one compaction pass (Log.Compact).
+type CompactOptions struct {
+	// Below bounds the pass: only sealed segments holding nothing at or
+	// above this offset are read or rewritten (the replica's high
+	// watermark: a record that may still be truncated must not supersede
+	// anything).
+	Below int64
+	// MinDirtyRatio: the pass runs only when the dirty bytes (not cleaned
+	// by an earlier pass) are at least this share of the cleanable bytes
+	// (Kafka's min.cleanable.dirty.ratio, 0.5). 0 runs whenever anything
+	// is dirty.
+	MinDirtyRatio float64
+	// MinLag: a segment holding a record newer than Now minus MinLag is not
+	// cleaned, nor is any after it (min.compaction.lag.ms).
+	MinLag time.Duration
+	// DeleteRetention: a tombstone (a record with a key and a null value)
+	// is removed once an earlier pass cleaned past it and its batch's
+	// largest timestamp is older than Now minus DeleteRetention
+	// (delete.retention.ms): consumers reading from the log start had that
+	// long to see the delete.
+	DeleteRetention time.Duration
+	// MaxKeys bounds the key map (memory): a dirty part with more distinct
+	// keys is cleaned over several passes (a pass maps at least one
+	// batch). 0: DefaultCompactMaxKeys.
+	MaxKeys int
+	// Now is the time MinLag and DeleteRetention count from (zero: the
+	// log's Options.Now).
+	Now time.Time
+}
+
+// DefaultCompactMaxKeys is CompactOptions.MaxKeys when zero.
+const DefaultCompactMaxKeys = 1 << 20
+
+// CompactResult says what a pass did.
+type CompactResult struct {
+	// Ran is false when the pass found nothing to do: no sealed segment
+	// below Below, nothing dirty, or a dirty ratio below MinDirtyRatio.
+	Ran bool
+	// DirtyRatio is the dirty bytes' share of the cleanable bytes before
+	// the pass.
+	DirtyRatio float64
+	// FirstDirty and CleanedTo: the pass mapped the keys of
+	// [FirstDirty, CleanedTo); the next pass's dirty part starts at
+	// CleanedTo.
+	FirstDirty, CleanedTo int64
+	// Keys is the number of distinct keys mapped.
+	Keys int
+	// Segments rewritten, and their bytes before and after.
+	Segments                int
+	BytesBefore, BytesAfter int64
+	// Records removed: superseded by a later record with the same key, and
+	// tombstones past DeleteRetention.
+	RecordsRemoved, TombstonesRemoved int64
+}
+
+// cleanable is a sealed segment a pass may read, with a reference to its
+// mapping held.
+type cleanable struct {
+	s    *segment
+	mp   *mapping
+	data []byte
+	next int64
+}
+
+// Compact runs one compaction pass (see above). It returns
+// ErrCompactionRunning if another pass is running, ErrClosed after Close,
+// and a *CorruptionError if a segment it reads is damaged (it then changes
+// nothing more). Appends, reads and replication go on while it runs.
+func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, error) {
+	if !l.compactMu.TryLock() {
+		return CompactResult{}, ErrCompactionRunning
+	}
+	defer l.compactMu.Unlock()
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = DefaultCompactMaxKeys
+	}
+	if o.Now.IsZero() {
+		o.Now = l.opts.Now()
+	}
+	segs, logStart, err := l.cleanableSegments(o)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	defer func() {
+		for _, c := range segs {
+			c.mp.release()
+		}
+	}()
+	if len(segs) == 0 {
+		return CompactResult{}, nil
+	}
+	end := segs[len(segs)-1].next
+	firstDirty, err := l.firstDirty()
+	if err != nil {
+		return CompactResult{}, err
+	}
+	firstDirty = min(max(firstDirty, logStart), end)
+	var total, dirty int64
+	for _, c := range segs {
+		total += int64(len(c.data))
+		if c.next > firstDirty {
+			dirty += int64(len(c.data))
+		}
+	}
+	res := CompactResult{FirstDirty: firstDirty, CleanedTo: firstDirty}
+	if total > 0 {
+		res.DirtyRatio = float64(dirty) / float64(total)
+	}
+	if dirty == 0 || res.DirtyRatio < o.MinDirtyRatio {
+		return res, nil
+	}
+	res.Ran = true
+	keys, cleanedTo, err := mapKeys(ctx, segs, firstDirty, logStart, end, o.MaxKeys)
+	if err != nil {
+		return res, err
+	}
+	res.Keys, res.CleanedTo = len(keys), cleanedTo
+	horizon := o.Now.Add(-o.DeleteRetention).UnixMilli()
+	keep := func(r Record, batchMaxTs int64) recordFate {
+		switch {
+		case r.Offset < logStart || r.Key == nil:
+			return keepRecord
+		case keys[string(r.Key)] > r.Offset:
+			return dropSuperseded
+		case r.Value == nil && r.Offset < firstDirty && batchMaxTs < horizon:
+			return dropTombstone
+		}
+		return keepRecord
+	}
+	for _, c := range segs {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if c.s.base >= cleanedTo {
+			break // nothing from here on is superseded, nor a tombstone cleaned past
+		}
+		st, err := l.rewriteSegment(c, keep)
+		if err != nil {
+			return res, err
+		}
+		if st.written {
+			res.Segments++
+			res.BytesBefore += int64(len(c.data))
+			res.BytesAfter += st.size
+			res.RecordsRemoved += st.superseded + st.tombstones
+			res.TombstonesRemoved += st.tombstones
+		}
+	}
+	if err := writeOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile), cleanedTo); err != nil {
+		return res, l.ioErr(err)
+	}
+	l.cleanerPoint = cleanedTo
+	if res.Segments > 0 {
+		l.logger.Info("segment: compacted", "segments", res.Segments, "bytes_before", res.BytesBefore,
+			"bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved,
+			"tombstones_removed", res.TombstonesRemoved, "keys", res.Keys, "cleaned_to", cleanedTo)
+	}
+	return res, nil
+}
+
+// cleanableSegments returns the sealed segments a pass may read, oldest
+// first, each with its mapping referenced (the caller releases them), and
+// the log start offset. They are durable, wholly below o.Below and, with
+// MinLag, hold nothing newer than Now minus MinLag; the list stops at the
+// first segment that is not.
+func (l *Log) cleanableSegments(o CompactOptions) ([]cleanable, int64, error) {
+	l.appendMu.Lock()
+	durable := l.recoveryPoint
+	err := l.writableLocked()
+	l.appendMu.Unlock()
+	if err != nil {
+		return nil, 0, err
+	}
+	lagTs := o.Now.Add(-o.MinLag).UnixMilli()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return nil, 0, ErrClosed
+	}
+	var out []cleanable
+	for _, s := range l.mu.segs[:len(l.mu.segs)-1] {
+		if s.next > o.Below || s.next > durable || (o.MinLag > 0 && s.maxTs > lagTs) {
+			break
+		}
+		if s.mp == nil || s.size == 0 || s.next <= l.mu.logStart {
+			continue
+		}
+		s.mp.acquire()
+		out = append(out, cleanable{s: s, mp: s.mp, data: s.mp.data[:s.size:s.size], next: s.next})
+	}
+	return out, l.mu.logStart, nil
+}
+
+// firstDirty returns where the last pass stopped (the log start before
+// any). compactMu held.
+func (l *Log) firstDirty() (int64, error) {
+	if l.cleanerPoint >= 0 {
+		return l.cleanerPoint, nil
+	}
+	off, ok, err := readOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile))
+	if err != nil {
+		l.logger.Warn("segment: unreadable cleaner checkpoint; cleaning from the log start", "err", err)
+		ok = false
+	}
+	if !ok {
+		off = 0
+	}
+	l.cleanerPoint = off
+	return off, nil
+}
+
+// mapKeys maps each key of the records in [firstDirty, end) (at or above
+// logStart) to its latest offset, batch by batch, stopping before a batch
+// once maxKeys keys are mapped (after at least one batch). It returns the
+// map and the offset it mapped up to.
+func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end int64, maxKeys int) (map[string]int64, int64, error) {
+	keys := make(map[string]int64)
+	mapped := false
+	var it Records
+	for _, c := range segs {
+		if c.next <= firstDirty {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		for pos := 0; pos < len(c.data); {
+			b, err := c.batchAt(pos)
+			if err != nil {
+				return nil, 0, err
+			}
+			pos += len(b)
+			if b.LastOffset() < firstDirty {
+				continue
+			}
+			if mapped && len(keys) >= maxKeys {
+				return keys, b.BaseOffset(), nil
+			}
+			mapped = true
+			it.Reset(b)
+			for it.Next() {
+				r := it.Record()
+				if r.Offset >= firstDirty && r.Offset >= logStart && r.Key != nil {
+					keys[string(r.Key)] = r.Offset
+				}
+			}
+			if err := it.Err(); err != nil {
+				return nil, 0, c.s.corruptAt(int64(pos-len(b)), b.BaseOffset(), err)
+			}
+		}
+	}
+	return keys, end, nil
+}
+
+// batchAt returns the whole, CRC-checked batch at pos.
+func (c cleanable) batchAt(pos int) (Batch, error) {
+	b, err := nextBatch(c.data, pos)
+	if err == nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		return nil, c.s.corruptAt(int64(pos), -1, err)
+	}
+	return b, nil
+}
+
+// recordFate is what a pass does with a record.
+type recordFate uint8
+
+const (
+	keepRecord recordFate = iota
+	dropSuperseded
+	dropTombstone
+)
+
+// rewriteStats is what rewriteSegment did to one segment.
+type rewriteStats struct {
+	written                bool
+	size                   int64
+	superseded, tombstones int64
+}
+
+// rewriteSegment writes c's batches without the records keep drops into
+// new files and swaps them in. A segment that loses nothing is left as it
+// is.
+func (l *Log) rewriteSegment(c cleanable, keep func(Record, int64) recordFate) (rewriteStats, error) {
+	var st rewriteStats
+	logPath, idxPath, tidxPath := l.segPaths(c.s.base)
+	tmpLog, tmpIdx, tmpTidx := logPath+cleanedSuffix, idxPath+cleanedSuffix, tidxPath+cleanedSuffix
+	var f File
+	abort := func(err error) (rewriteStats, error) {
+		if f != nil {
+			_ = f.Close()
+		}
+		for _, p := range []string{tmpLog, tmpIdx, tmpTidx} {
+			_ = l.fs.Remove(p)
+		}
+		return rewriteStats{}, err
+	}
+	var w int64
+	write := func(p []byte) error {
+		_, err := f.WriteAt(p, w)
+		w += int64(len(p))
+		return err
+	}
+	for pos := 0; pos < len(c.data); {
+		b, err := c.batchAt(pos)
+		if err != nil {
+			return abort(err)
+		}
+		maxTs := b.MaxTimestamp()
+		nb, fates, err := compactBatch(b, func(r Record) recordFate { return keep(r, maxTs) })
+		if err != nil {
+			return abort(c.s.corruptAt(int64(pos), b.BaseOffset(), err))
+		}
+		st.superseded += fates[dropSuperseded]
+		st.tombstones += fates[dropTombstone]
+		if f == nil && len(nb) != len(b) {
+			if f, err = l.fs.OpenFile(tmpLog, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644); err != nil {
+				f = nil
+				return abort(l.ioErr(err))
+			}
+			if err := write(c.data[:pos]); err != nil {
+				return abort(l.ioErr(err))
+			}
+		}
+		if f != nil {
+			if err := write(nb); err != nil {
+				return abort(l.ioErr(err))
+			}
+		}
+		pos += len(b)
+	}
+	if f == nil {
+		return st, nil
+	}
+	if err := f.Sync(); err != nil {
+		return abort(l.ioErr(err))
+	}
+	if err := l.writeCleanedIndexes(f, w, c, tmpIdx, tmpTidx); err != nil {
+		return abort(err)
+	}
+	if err := f.Close(); err != nil {
+		f = nil
+		return abort(l.ioErr(err))
+	}
+	f = nil
+	if l.compactSwapHook != nil {
+		l.compactSwapHook()
+	}
+	swapped, err := l.swapCleaned(c.s, tmpLog, tmpIdx, tmpTidx)
+	if !swapped {
+		return abort(err)
+	}
+	st.written, st.size = true, w
+	return st, err
+}
+
+// writeCleanedIndexes checks the new segment file f (size bytes) by
+// scanning it as recovery would, and writes its indexes from that scan.
+func (l *Log) writeCleanedIndexes(f File, size int64, c cleanable, tmpIdx, tmpTidx string) error {
+	m, err := f.Map(int(size), false)
+	if err != nil {
+		return l.ioErr(err)
+	}
+	defer m.Unmap()
+	res := scanBatches(m.Bytes(), c.s.base, 0, c.s.base, 0, -1, l.opts.IndexInterval, nil, 0)
+	if res.err != nil || res.end != size || res.next != c.next {
+		return fmt.Errorf("segment: compacted segment %s does not scan back (end %d of %d, next %d, want %d): %v",
+			c.s.logPath, res.end, size, res.next, c.next, res.err)
+	}
+	for _, p := range []string{tmpIdx, tmpTidx} {
+		_ = l.fs.Remove(p)
+	}
+	ix, err := openIndexFile(l.fs, tmpIdx, offsetEntrySize, l.opts.MaxIndexBytes, true, 0)
+	if err != nil {
+		return l.ioErr(err)
+	}
+	defer ix.close()
+	tx, err := openIndexFile(l.fs, tmpTidx, timeEntrySize, l.opts.MaxIndexBytes/offsetEntrySize*timeEntrySize, true, 0)
+	if err != nil {
+		return l.ioErr(err)
+	}
+	defer tx.close()
+	oi, ti := offsetIndex{ix}, timeIndex{tx}
+	for i := range res.idxRel {
+		if err := oi.add(res.idxRel[i], res.idxPos[i]); err != nil {
+			return l.ioErr(err)
+		}
+		ix.publish()
+		if err := ti.add(res.tidxTs[i], res.idxRel[i]); err != nil {
+			return l.ioErr(err)
+		}
+		tx.publish()
+	}
+	for _, x := range []*indexFile{ix, tx} {
+		m, err := x.persist(true)
+		if err != nil {
+			return l.ioErr(err)
+		}
+		if m != nil {
+			_ = m.Unmap()
+		}
+	}
+	return nil
+}
+
+// swapCleaned puts the cleaned files of s in place of its own (see the
+// order above) and s's replacement in the log. It reports whether the new
+// .log was renamed into place: if not, nothing changed and the caller
+// removes the new files. deleteMu is held throughout, so s cannot leave the
+// log meanwhile except before it is taken.
+func (l *Log) swapCleaned(s *segment, tmpLog, tmpIdx, tmpTidx string) (bool, error) {
+	l.deleteMu.Lock()
+	defer l.deleteMu.Unlock()
+	l.mu.RLock()
+	present, closed, logStart := false, l.mu.closed, l.mu.logStart
+	for _, x := range l.mu.segs {
+		present = present || x == s
+	}
+	l.mu.RUnlock()
+	if closed {
+		return false, ErrClosed
+	}
+	if !present {
+		return false, nil // deleted or truncated away meanwhile
+	}
+	logPath, idxPath, tidxPath := l.segPaths(s.base)
+	for _, p := range []string{idxPath, tidxPath} {
+		if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
+			return false, l.ioErr(err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return false, l.ioErr(err)
+	}
+	if err := l.fs.Rename(tmpLog, logPath); err != nil {
+		return false, l.ioErr(err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return true, l.ioErr(err)
+	}
+	// Without their indexes (a failed rename), Open rebuilds them; the
+	// segment in memory stays the old one until then.
+	if err := l.fs.Rename(tmpIdx, idxPath); err != nil {
+		return true, l.ioErr(err)
+	}
+	if err := l.fs.Rename(tmpTidx, tidxPath); err != nil {
+		return true, l.ioErr(err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return true, l.ioErr(err)
+	}
+	ns, err := l.loadSegment(s.base, false, true, nil, &epochCache{}, false, logStart)
+	if err != nil {
+		// The files are right; the old segment, which holds the same
+		// offsets, serves reads until the next Open.
+		return true, err
+	}
+	l.appendMu.Lock()
+	l.mu.Lock()
+	for i, x := range l.mu.segs {
+		if x == s {
+			l.mu.segs[i] = ns
+		}
+	}
+	l.mu.Unlock()
+	l.appendMu.Unlock()
+	s.closeFiles()
+	return true, nil
+}
+
+// compactBatch returns b without the records fate drops, as a compacted
+// batch (AttrCompacted; see above), and how many records met each fate. It
+// returns b itself when it drops none.
+func compactBatch(b Batch, fate func(Record) recordFate) (Batch, [3]int64, error) {
+	var n [3]int64
+	var it Records
+	it.Reset(b)
+	var kept [][]byte
+	size := 0
+	for it.Next() {
+		f := fate(it.Record())
+		n[f]++
+		if f == keepRecord {
+			raw := it.raw()
+			kept = append(kept, raw)
+			size += len(raw)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, n, err
+	}
+	if n[dropSuperseded]+n[dropTombstone] == 0 {
+		return b, n, nil
+	}
+	section := make([]byte, 0, size)
+	for _, r := range kept {
+		section = append(section, r...)
+	}
+	h, err := ParseHeader(b)
+	if err != nil {
+		return nil, n, err
+	}
+	codec := h.Compression()
+	if codec != CodecNone {
+		comp, err := compressRecords(nil, codec, section)
+		if err == nil && len(comp) < len(section) {
+			section = comp
+		} else {
+			codec = CodecNone
+		}
+	}
+	out := make(Batch, HeaderSize+len(section))
+	copy(out, b[:HeaderSize])
+	copy(out[HeaderSize:], section)
+	attrs := h.Attributes&^codecMask | int16(codec) | AttrCompacted
+	be.PutUint16(out[offAttributes:], uint16(attrs))
+	be.PutUint32(out[offRecordCount:], uint32(len(kept)))
+	be.PutUint32(out[offLength:], uint32(len(out)-lengthPrefix))
+	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	return out, n, nil
+}

@@ -1,0 +1,621 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// keyed is one record a compaction test appends: a nil value is a
+// tombstone, a nil key a record compaction never removes.
+type keyed struct {
+	key, value []byte
+	ts         int64
+}
+
+// compactModel is what a compaction test appended, by offset.
+type compactModel struct {
+	recs map[int64]keyed
+	leo  int64
+}
+
+// compactOpts returns the options of the compaction tests' logs: small
+// segments with several index entries each.
+func compactOpts(fs *MemFS) Options {
+	return Options{FS: fs, SegmentBytes: 4096, IndexInterval: 256, Logger: quietLogger}
+}
+
+// appendKeyed appends recs as one batch (with codec) and records them in m.
+func (m *compactModel) appendKeyed(t *testing.T, l *Log, codec Codec, recs ...keyed) {
+	t.Helper()
+	b := NewBuilder(BuilderOptions{Compression: codec})
+	for _, r := range recs {
+		b.Add(r.ts, r.key, r.value, nil)
+	}
+	info := mustAppend(t, l, b.Build(), 1)
+	for i, r := range recs {
+		m.recs[info.BaseOffset+int64(i)] = r
+	}
+	m.leo = info.LastOffset + 1
+}
+
+// randomLoad appends n batches of 1–4 records over nkeys keys, about one
+// in ten a tombstone and one in fifty without a key, with codec.
+func randomLoad(t *testing.T, l *Log, m *compactModel, rng *rand.Rand, n, nkeys int, codec Codec, ts int64) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		recs := make([]keyed, 1+rng.IntN(4))
+		for j := range recs {
+			r := keyed{key: fmt.Appendf(nil, "payment-%03d", rng.IntN(nkeys)), ts: ts}
+			switch x := rng.IntN(50); {
+			case x == 0:
+				r.key = nil
+				fallthrough
+			case x >= 5:
+				r.value = fmt.Appendf(nil, `{"status":"settled","seq":%d,"pad":"%s"}`, i*10+j, bytes.Repeat([]byte("x"), rng.IntN(80)))
+			}
+			recs[j] = r
+		}
+		m.appendKeyed(t, l, codec, recs...)
+	}
+}
+
+// visible returns every record the log serves from its start, by offset,
+// after checking that batches are contiguous and the offsets of each
+// increase within it.
+func visible(t *testing.T, l *Log) map[int64]keyed {
+	t.Helper()
+	out := map[int64]keyed{}
+	next := l.LogStartOffset()
+	for _, b := range readAll(t, l, l.LogStartOffset()) {
+		if b.BaseOffset() > next {
+			t.Fatalf("batch at %d after one ending at %d", b.BaseOffset(), next-1)
+		}
+		next = b.LastOffset() + 1
+		it := b.Iter()
+		for it.Next() {
+			r := it.Record()
+			if r.Offset > b.LastOffset() {
+				t.Fatalf("record %d past its batch's last offset %d", r.Offset, b.LastOffset())
+			}
+			out[r.Offset] = keyed{key: bytes.Clone(r.Key), value: bytes.Clone(r.Value), ts: r.Timestamp}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("batch %d: %v", b.BaseOffset(), err)
+		}
+	}
+	if next != l.LogEndOffset() {
+		t.Fatalf("batches end at %d, log end %d", next, l.LogEndOffset())
+	}
+	return out
+}
+
+// checkCompaction checks what compaction promises of a log whose records
+// below end may have been compacted: every record served is the one
+// appended at its offset; every record at or above end is there; below
+// end, the latest record of each key is there unless it is a tombstone
+// (tombstonesGone says whether those may be gone), and a record with a
+// later one of its key below end is not there when strict (the pass
+// covered all of it). Records without a key are all there.
+func checkCompaction(t *testing.T, l *Log, m *compactModel, end int64, strict, tombstonesGone bool) map[int64]keyed {
+	t.Helper()
+	got := visible(t, l)
+	latest := map[string]int64{}
+	for off, r := range m.recs {
+		if r.key != nil && off < end && off >= latest[string(r.key)] {
+			latest[string(r.key)] = off
+		}
+	}
+	for off, r := range got {
+		want, ok := m.recs[off]
+		if !ok || !bytes.Equal(r.key, want.key) || !bytes.Equal(r.value, want.value) || (r.value == nil) != (want.value == nil) || r.ts != want.ts {
+			t.Fatalf("offset %d serves %q=%q, appended %q=%q", off, r.key, r.value, want.key, want.value)
+		}
+	}
+	for off, r := range m.recs {
+		_, there := got[off]
+		switch {
+		case off >= end || r.key == nil:
+			if !there {
+				t.Fatalf("offset %d (%q) is gone; compaction may not touch it", off, r.key)
+			}
+		case latest[string(r.key)] == off:
+			if !there && !(r.value == nil && tombstonesGone) {
+				t.Fatalf("offset %d, the latest record of key %q, is gone", off, r.key)
+			}
+		case strict && there:
+			t.Fatalf("offset %d of key %q is still there; offset %d supersedes it", off, r.key, latest[string(r.key)])
+		}
+	}
+	if l.LogEndOffset() != m.leo {
+		t.Fatalf("log end %d, want %d", l.LogEndOffset(), m.leo)
+	}
+	return got
+}
+
+func sameRecords(t *testing.T, got, want map[int64]keyed, what string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
+	}
+	for off, r := range want {
+		if g, ok := got[off]; !ok || !bytes.Equal(g.key, r.key) || !bytes.Equal(g.value, r.value) {
+			t.Fatalf("%s: offset %d differs", what, off)
+		}
+	}
+}
+
+func TestCompactKeepsTheLatestRecordOfEachKey(t *testing.T) {
+	for _, codec := range []Codec{CodecNone, CodecLZ4, CodecZstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			fs := NewMemFS()
+			opts := compactOpts(fs)
+			l := mustOpen(t, "/p", opts)
+			m := &compactModel{recs: map[int64]keyed{}}
+			rng := rand.New(rand.NewPCG(1, uint64(codec)))
+			randomLoad(t, l, m, rng, 400, 30, codec, 1000)
+			before := l.Size()
+			end := l.active().base
+			res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), DeleteRetention: time.Hour, Now: time.UnixMilli(2000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Ran || res.Segments == 0 || res.RecordsRemoved == 0 || res.CleanedTo != end || res.FirstDirty != 0 {
+				t.Fatalf("pass did not clean the sealed segments (end %d): %+v", end, res)
+			}
+			if res.TombstonesRemoved != 0 {
+				t.Fatalf("tombstones in the dirty part removed: %+v", res)
+			}
+			got := checkCompaction(t, l, m, end, true, false)
+			if after := l.Size(); after >= before || res.BytesAfter >= res.BytesBefore {
+				t.Fatalf("log %d bytes after compaction, %d before (%+v)", after, before, res)
+			}
+			// A read from any offset, the removed ones included, starts
+			// at the first record at or after it.
+			for off := int64(0); off < m.leo; off++ {
+				v, err := l.Read(off, 1, -1)
+				if err != nil {
+					t.Fatalf("Read(%d): %v", off, err)
+				}
+				first := int64(-1)
+				SplitBatches(v.Data, func(b Batch) error {
+					for it := b.Iter(); it.Next() && first < 0; {
+						if r := it.Record(); r.Offset >= off {
+							first = r.Offset
+						}
+					}
+					return nil
+				})
+				v.Release()
+				want := int64(-1)
+				for o := off; o < m.leo && want < 0; o++ {
+					if _, ok := got[o]; ok {
+						want = o
+					}
+				}
+				if first >= 0 && first != want {
+					t.Fatalf("Read(%d) starts at record %d, want %d", off, first, want)
+				}
+			}
+			// The same records after a clean reopen, and after a crash.
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = mustOpen(t, "/p", opts)
+			sameRecords(t, visible(t, l), got, "after a clean reopen")
+			crashed := fs.CrashClone()
+			l.crashForTest()
+			opts.FS = crashed
+			l = mustOpen(t, "/p", opts)
+			defer l.Close()
+			sameRecords(t, visible(t, l), got, "after a crash")
+			if l.TornAtOpen() {
+				t.Fatal("a compacted log opened torn")
+			}
+		})
+	}
+}
+
+// tombstoneLog appends a key's value and then its tombstone, fills two
+// segments with another key and rolls, so that both are below the active
+// segment.
+func tombstoneLog(t *testing.T, l *Log, m *compactModel, ts int64) {
+	t.Helper()
+	m.appendKeyed(t, l, CodecNone, keyed{key: []byte("card-1"), value: []byte("authorized"), ts: ts})
+	m.appendKeyed(t, l, CodecNone, keyed{key: []byte("card-1"), ts: ts})
+	fillAndRoll(t, l, m, ts)
+}
+
+// fillAndRoll appends records of key "filler" until the log rolls twice.
+func fillAndRoll(t *testing.T, l *Log, m *compactModel, ts int64) {
+	t.Helper()
+	for base := l.active().base; l.active().base == base || len(l.Segments()) < 3; {
+		m.appendKeyed(t, l, CodecNone, keyed{key: []byte("filler"), value: bytes.Repeat([]byte("f"), 500), ts: ts})
+	}
+}
+
+func TestCompactRemovesTombstonesAfterDeleteRetention(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	tombstoneLog(t, l, m, 1000)
+	opts := CompactOptions{DeleteRetention: time.Minute}
+	pass := func(now int64) CompactResult {
+		t.Helper()
+		opts.Below, opts.Now = l.LogEndOffset(), time.UnixMilli(now)
+		res, err := l.Compact(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	tombstone := func() bool {
+		r, ok := visible(t, l)[1]
+		return ok && r.value == nil
+	}
+	// First pass: the value goes, the tombstone stays (it was dirty).
+	if res := pass(1000 + time.Hour.Milliseconds()); res.RecordsRemoved == 0 || res.TombstonesRemoved != 0 || !tombstone() {
+		t.Fatalf("first pass: %+v, tombstone there: %v", res, tombstone())
+	}
+	if _, ok := visible(t, l)[0]; ok {
+		t.Fatal("the value the tombstone deletes is still there")
+	}
+	// Cleaned past now, but younger than delete.retention.ms: it stays.
+	fillAndRoll(t, l, m, 5000)
+	if res := pass(1000 + 30*time.Second.Milliseconds()); res.TombstonesRemoved != 0 || !tombstone() {
+		t.Fatalf("tombstone younger than DeleteRetention removed: %+v", res)
+	}
+	// Older than delete.retention.ms: it goes.
+	fillAndRoll(t, l, m, 5000)
+	if res := pass(1000 + 2*time.Minute.Milliseconds()); res.TombstonesRemoved != 1 || tombstone() {
+		t.Fatalf("old tombstone kept: %+v", res)
+	}
+	checkCompaction(t, l, m, l.active().base, false, true)
+}
+
+func TestCompactStaysBelowItsBounds(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	m.appendKeyed(t, l, CodecNone, keyed{key: []byte("k"), value: []byte("old"), ts: 1000})
+	fillAndRoll(t, l, m, 1000)
+	// The record that supersedes "old" is in a sealed segment above the
+	// bound (the HW): it may still be truncated, so "old" must stay.
+	hw := l.LogEndOffset()
+	m.appendKeyed(t, l, CodecNone, keyed{key: []byte("k"), value: []byte("new"), ts: 1000})
+	fillAndRoll(t, l, m, 1000)
+	res, err := l.Compact(ctx, CompactOptions{Below: hw, Now: time.UnixMilli(2000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CleanedTo > hw {
+		t.Fatalf("cleaned to %d, past the bound %d", res.CleanedTo, hw)
+	}
+	if r, ok := visible(t, l)[0]; !ok || string(r.value) != "old" {
+		t.Fatal("a record superseded only above the bound was removed")
+	}
+	// min.compaction.lag.ms: records newer than the lag are not cleaned,
+	// nor anything after them.
+	res, err = l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), MinLag: time.Hour, Now: time.UnixMilli(2000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ran {
+		t.Fatalf("pass ran over records younger than MinLag: %+v", res)
+	}
+	// Without the bounds it goes.
+	res, err = l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := visible(t, l)[0]; ok || !res.Ran {
+		t.Fatalf("superseded record kept once the bound passed its successor: %+v", res)
+	}
+	checkCompaction(t, l, m, l.active().base, true, false)
+}
+
+func TestCompactDirtyRatioAndCheckpoint(t *testing.T) {
+	fs := NewMemFS()
+	opts := compactOpts(fs)
+	l := mustOpen(t, "/p", opts)
+	m := &compactModel{recs: map[int64]keyed{}}
+	rng := rand.New(rand.NewPCG(7, 7))
+	randomLoad(t, l, m, rng, 200, 10, CodecNone, 1000)
+	o := CompactOptions{MinDirtyRatio: 0.5, Now: time.UnixMilli(2000)}
+	o.Below = l.LogEndOffset()
+	res, err := l.Compact(ctx, o)
+	if err != nil || !res.Ran || res.DirtyRatio != 1 {
+		t.Fatalf("first pass: %+v, %v", res, err)
+	}
+	// Nothing new: nothing dirty.
+	res, err = l.Compact(ctx, o)
+	if err != nil || res.Ran || res.DirtyRatio != 0 {
+		t.Fatalf("second pass over a clean log: %+v, %v", res, err)
+	}
+	// The checkpoint survives a reopen.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/p", opts)
+	defer l.Close()
+	res, err = l.Compact(ctx, o)
+	if err != nil || res.Ran {
+		t.Fatalf("pass after a reopen: %+v, %v", res, err)
+	}
+	// A little more data: below the ratio; then enough to pass it.
+	fillAndRoll(t, l, m, 3000)
+	o.Below = l.LogEndOffset()
+	res, err = l.Compact(ctx, o)
+	if err != nil || res.Ran || res.DirtyRatio <= 0 || res.DirtyRatio >= 0.5 {
+		t.Fatalf("pass with a little dirt: %+v, %v", res, err)
+	}
+	o.MinDirtyRatio = 0.1
+	res, err = l.Compact(ctx, o)
+	if err != nil || !res.Ran {
+		t.Fatalf("pass over the ratio: %+v, %v", res, err)
+	}
+	checkCompaction(t, l, m, l.active().base, true, false)
+}
+
+func TestCompactMaxKeysTakesSeveralPasses(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	rng := rand.New(rand.NewPCG(3, 3))
+	randomLoad(t, l, m, rng, 300, 40, CodecNone, 1000)
+	end := l.active().base
+	o := CompactOptions{Below: l.LogEndOffset(), MaxKeys: 8, DeleteRetention: time.Hour, Now: time.UnixMilli(2000)}
+	passes := 0
+	for {
+		res, err := l.Compact(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Ran {
+			break
+		}
+		if res.Keys > 8+4 { // at most one batch past the limit
+			t.Fatalf("pass mapped %d keys with MaxKeys 8", res.Keys)
+		}
+		if res.CleanedTo <= res.FirstDirty {
+			t.Fatalf("pass made no progress: %+v", res)
+		}
+		passes++
+		checkCompaction(t, l, m, res.CleanedTo, false, false)
+	}
+	if passes < 3 {
+		t.Fatalf("%d passes; a key map of 8 keys over 40 needs several", passes)
+	}
+	checkCompaction(t, l, m, end, true, false)
+}
+
+// TestCompactCrashAtEveryStep crashes a pass at every file operation after
+// the first segment's new files are written (a copy of the file system as
+// durable at that moment) and opens the copy: the log must open, scan
+// cleanly and serve a valid compaction of what was appended.
+func TestCompactCrashAtEveryStep(t *testing.T) {
+	base := NewMemFS()
+	opts := compactOpts(base)
+	l := mustOpen(t, "/p", opts)
+	m := &compactModel{recs: map[int64]keyed{}}
+	randomLoad(t, l, m, rand.New(rand.NewPCG(5, 5)), 150, 12, CodecLZ4, 1000)
+	end := l.active().base
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; ; n++ {
+		fs := base.CrashClone()
+		o := compactOpts(fs)
+		l := mustOpen(t, "/p", o)
+		var ops atomic.Int64
+		var crashed *MemFS
+		l.compactSwapHook = func() {
+			fs.SetFault(func(op FaultOp, path string) error {
+				if ops.Add(1)-1 == int64(n) && crashed == nil {
+					crashed = fs.CrashClone()
+				}
+				return nil
+			})
+		}
+		if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+			t.Fatal(err)
+		}
+		fs.SetFault(nil)
+		if crashed == nil {
+			if n < 5 {
+				t.Fatalf("only %d file operations after the first swap hook", n)
+			}
+			checkCompaction(t, l, m, end, true, false)
+			l.Close()
+			return
+		}
+		l.crashForTest()
+		o.FS = crashed
+		cl := mustOpen(t, "/p", o)
+		checkCompaction(t, cl, m, end, false, false)
+		// A pass over the recovered log finishes the job.
+		if _, err := cl.Compact(ctx, CompactOptions{Below: cl.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+			t.Fatalf("crash at operation %d: pass after recovery: %v", n, err)
+		}
+		checkCompaction(t, cl, m, end, true, false)
+		cl.Close()
+	}
+}
+
+// TestCompactBesideAppendsAndReads runs passes while a writer appends and
+// rolls and readers read the whole log, some holding their View across a
+// pass: every read is a valid compaction of what was appended, and a View
+// taken before a swap keeps its bytes.
+func TestCompactBesideAppendsAndReads(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	rng := rand.New(rand.NewPCG(9, 9))
+	randomLoad(t, l, m, rng, 100, 10, CodecNone, 1000)
+
+	held, err := l.Read(0, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldCopy := bytes.Clone(held.Data)
+
+	var mu sync.Mutex // guards m
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the writer
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(10, 10))
+		for i := 0; i < 300; i++ {
+			mu.Lock()
+			randomLoad(t, l, m, r, 1, 10, CodecNone, 1000)
+			mu.Unlock()
+		}
+	}()
+	go func() { // a reader
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			from := l.LogStartOffset()
+			v, err := l.Read(from, 1<<20, -1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := SplitBatches(v.Data, func(b Batch) error { return b.ValidateRecords() }); err != nil {
+				t.Errorf("read during compaction: %v", err)
+			}
+			v.Release()
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if !bytes.Equal(held.Data, heldCopy) {
+		t.Fatal("a View held across compaction changed")
+	}
+	held.Release()
+	checkCompaction(t, l, m, l.active().base, false, false)
+	if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+		t.Fatal(err)
+	}
+	checkCompaction(t, l, m, l.active().base, true, false)
+}
+
+func TestCompactRefusesASecondPassAndAClosedLog(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	m := &compactModel{recs: map[int64]keyed{}}
+	randomLoad(t, l, m, rand.New(rand.NewPCG(1, 1)), 100, 5, CodecNone, 1000)
+	started, release := make(chan struct{}), make(chan struct{})
+	l.compactSwapHook = func() {
+		l.compactSwapHook = nil
+		close(started)
+		<-release
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset()})
+		errc <- err
+	}()
+	<-started
+	if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset()}); !errors.Is(err, ErrCompactionRunning) {
+		t.Fatalf("second concurrent pass: %v, want ErrCompactionRunning", err)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := l.Compact(ctx, CompactOptions{Below: 1 << 40}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("pass on a closed log: %v, want ErrClosed", err)
+	}
+}
+
+func TestCompactedBatchChecks(t *testing.T) {
+	b := NewBuilder(BuilderOptions{})
+	for i := 0; i < 5; i++ {
+		b.Add(1000, fmt.Appendf(nil, "k%d", i%2), []byte("v"), nil)
+	}
+	batch := b.Build()
+	drop := func(keep ...int64) Batch {
+		out, _, err := compactBatch(batch, func(r Record) recordFate {
+			for _, k := range keep {
+				if r.Offset == k {
+					return keepRecord
+				}
+			}
+			return dropSuperseded
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, keep := range [][]int64{{3, 4}, {0, 2, 4}, {4}, nil} {
+		out := drop(keep...)
+		if err := out.Validate(); err != nil {
+			t.Fatalf("keep %v: %v", keep, err)
+		}
+		if !out.Compacted() || out.RecordCount() != int32(len(keep)) || out.LastOffset() != 4 {
+			t.Fatalf("keep %v: compacted %v, %d records, last %d", keep, out.Compacted(), out.RecordCount(), out.LastOffset())
+		}
+		var got []int64
+		for it := out.Iter(); it.Next(); {
+			got = append(got, it.Record().Offset)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(keep) && !(len(got) == 0 && len(keep) == 0) {
+			t.Fatalf("keep %v: records %v", keep, got)
+		}
+	}
+	// The relaxed checks hold only with the bit: the same bytes without it
+	// are refused, and so is a compacted batch claiming more records than
+	// its offsets span.
+	out := drop(0, 2, 4)
+	plain := edited(out, func(h []byte) { be.PutUint16(h[offAttributes:], 0) })
+	if err := plain.Validate(); err == nil {
+		t.Fatal("a batch with gaps in its offsets validated without the compacted bit")
+	}
+	over := edited(out, func(h []byte) { be.PutUint32(h[offRecordCount:], 6) })
+	if err := over.Validate(); err == nil {
+		t.Fatal("a compacted batch of 6 records over 5 offsets validated")
+	}
+	// Offset deltas must increase.
+	swapped := edited(drop(3, 4), func(h []byte) {})
+	it := swapped.Iter()
+	it.Next()
+	first := bytes.Clone(it.raw())
+	it.Next()
+	second := bytes.Clone(it.raw())
+	copy(swapped[HeaderSize:], append(second, first...))
+	swapped = edited(swapped, func([]byte) {})
+	if err := swapped.ValidateRecords(); err == nil {
+		t.Fatal("a compacted batch with decreasing offset deltas decoded")
+	}
+}
+
+// edited returns a copy of b changed by fn, with its CRC recomputed.
+func edited(b Batch, fn func(h []byte)) Batch {
+	out := bytes.Clone(b)
+	fn(out)
+	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	return out
+}
