@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"time"
 )
@@ -169,7 +170,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		return res, err
 	}
 	res.Keys, res.CleanedTo = len(keys), cleanedTo
-	horizon := o.Now.Add(-o.DeleteRetention).UnixMilli()
+	horizon := msBefore(o.Now, o.DeleteRetention)
 	keep := func(r Record, batchMaxTs int64) recordFate {
 		switch {
 		case r.Offset < logStart || r.Key == nil:
@@ -225,7 +226,7 @@ func (l *Log) cleanableSegments(o CompactOptions) ([]cleanable, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	lagTs := o.Now.Add(-o.MinLag).UnixMilli()
+	lagTs := msBefore(o.Now, o.MinLag)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
@@ -243,6 +244,16 @@ func (l *Log) cleanableSegments(o CompactOptions) ([]cleanable, int64, error) {
 		out = append(out, cleanable{s: s, mp: s.mp, data: s.mp.data[:s.size:s.size], next: s.next})
 	}
 	return out, l.mu.logStart, nil
+}
+
+// msBefore is now minus d in unix milliseconds, the smallest int64 when
+// that is out of range (a retention of centuries).
+func msBefore(now time.Time, d time.Duration) int64 {
+	n, ms := now.UnixMilli(), d.Milliseconds()
+	if ms > 0 && n < math.MinInt64+ms {
+		return math.MinInt64
+	}
+	return n - ms
 }
 
 // firstDirty returns where the last pass stopped (the log start before

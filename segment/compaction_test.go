@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -618,4 +623,152 @@ func edited(b Batch, fn func(h []byte)) Batch {
 	fn(out)
 	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
 	return out
+}
+
+// TestCompactOnDisk compacts a log on the real file system (mmap, rename
+// over a mapped file) and checks the rewritten files as `paymentlog log
+// dump` reads them.
+func TestCompactOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 64 << 10, IndexInterval: 1024, Logger: quietLogger}
+	l := mustOpen(t, dir, opts)
+	m := &compactModel{recs: map[int64]keyed{}}
+	randomLoad(t, l, m, rand.New(rand.NewPCG(11, 11)), 3000, 50, CodecZstd, 1_700_000_000_000)
+	end := l.active().base
+	held, err := l.Read(0, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldCopy := bytes.Clone(held.Data)
+	res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), DeleteRetention: time.Hour, Now: time.UnixMilli(1_700_000_001_000)})
+	if err != nil || res.Segments == 0 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if !bytes.Equal(held.Data, heldCopy) {
+		t.Fatal("a View taken before the swap changed")
+	}
+	held.Release()
+	got := checkCompaction(t, l, m, end, true, false)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "00000000000000000000")
+	data, err := os.ReadFile(seg + ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	s, err := DumpLog(&out, bytes.NewReader(data), int64(len(data)), DumpOptions{Records: true})
+	if err != nil || s.Corrupt || s.Gaps != 0 || s.BadRecords != 0 || s.FirstOffset != 0 || !strings.Contains(out.String(), "compacted: true") {
+		t.Fatalf("%+v %v\n%s", s, err, out.String())
+	}
+	for _, c := range []struct {
+		ext  string
+		kind IndexKind
+	}{{".index", OffsetIndex}, {".timeindex", TimeIndex}} {
+		f, err := os.Open(seg + c.ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, disorder, err := DumpIndex(io.Discard, f, c.kind, 0)
+		f.Close()
+		if err != nil || n == 0 || disorder != 0 {
+			t.Fatalf("%s: %d entries, %d out of order, %v", c.ext, n, disorder, err)
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "*"+cleanedSuffix)); len(matches) != 0 {
+		t.Fatalf("left behind: %v", matches)
+	}
+	l = mustOpen(t, dir, opts)
+	defer l.Close()
+	sameRecords(t, visible(t, l), got, "reopened")
+}
+
+// A segment that retention deletes while a pass rewrites it stays deleted:
+// the pass finds it gone when it takes deleteMu and drops its new files.
+func TestCompactLosesARaceWithDeletion(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	randomLoad(t, l, m, rand.New(rand.NewPCG(2, 2)), 200, 8, CodecNone, 1000)
+	first := l.Segments()[1] // the first segment ends where the second starts
+	l.compactSwapHook = func() {
+		l.compactSwapHook = nil
+		if err := l.DeleteBefore(ctx, first); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != first {
+		t.Fatalf("log start %d, want %d", l.LogStartOffset(), first)
+	}
+	names, _ := fs.ReadDir("/p")
+	for _, n := range names {
+		if strings.HasSuffix(n, cleanedSuffix) || strings.HasPrefix(n, segmentName(0)) {
+			t.Fatalf("left behind: %s", n)
+		}
+	}
+	for off := range m.recs {
+		if off < first {
+			delete(m.recs, off)
+		}
+	}
+	checkCompaction(t, l, m, l.active().base, false, false)
+}
+
+// Under SyncNever sealed segments wait for a flush; a pass leaves them
+// alone until then (what it rewrites must be durable already, or a crash
+// could bring back an older copy beside newer files).
+func TestCompactWaitsForDurableSegments(t *testing.T) {
+	fs := NewMemFS()
+	opts := compactOpts(fs)
+	opts.Sync = SyncNever
+	l := mustOpen(t, "/p", opts)
+	defer l.Close()
+	// The background flusher's first fsync of a sealed segment waits
+	// until the test releases it.
+	blocked, release := holdFirstLogSync(fs)
+	m := &compactModel{recs: map[int64]keyed{}}
+	randomLoad(t, l, m, rand.New(rand.NewPCG(4, 4)), 200, 8, CodecNone, 1000)
+	<-blocked
+	o := CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}
+	if res, err := l.Compact(ctx, o); err != nil || res.Ran {
+		t.Fatalf("pass over segments not yet durable: %+v, %v", res, err)
+	}
+	close(release)
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Compact(ctx, o); err != nil || !res.Ran || res.Segments == 0 {
+		t.Fatalf("pass after a flush: %+v, %v", res, err)
+	}
+	checkCompaction(t, l, m, l.active().base, true, false)
+}
+
+// A delete.retention.ms or min.compaction.lag.ms of centuries keeps
+// tombstones, and everything, rather than wrapping around.
+func TestCompactWithHugeDurations(t *testing.T) {
+	if got := msBefore(time.UnixMilli(1000), math.MaxInt64); got != 1000-math.MaxInt64/int64(time.Millisecond) {
+		t.Fatalf("msBefore of the longest duration: %d", got)
+	}
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	tombstoneLog(t, l, m, 1000)
+	for i := 0; i < 3; i++ {
+		res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), DeleteRetention: math.MaxInt64, Now: time.UnixMilli(2000)})
+		if err != nil || res.TombstonesRemoved != 0 {
+			t.Fatalf("pass %d: %+v, %v", i, res, err)
+		}
+		fillAndRoll(t, l, m, 1000)
+	}
+	res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), MinLag: math.MaxInt64, Now: time.UnixMilli(2000)})
+	if err != nil || res.Ran {
+		t.Fatalf("pass with the longest lag: %+v, %v", res, err)
+	}
+	checkCompaction(t, l, m, l.active().base, false, false)
 }
