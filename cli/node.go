@@ -59,6 +59,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "retention-check-interval", Value: d.RetentionCheckInterval, Usage: "how often each partition's retention.ms/retention.bytes is applied", EnvVars: envs("RETENTION_CHECK_INTERVAL")},
 				&ucli.Int64Flag{Name: "retention-ms", Value: d.RetentionMs, Usage: "default retention.ms for topics that set none (-1: forever)", EnvVars: envs("RETENTION_MS")},
 				&ucli.Int64Flag{Name: "retention-bytes", Value: d.RetentionBytes, Usage: "default retention.bytes per partition for topics that set none (-1: unlimited)", EnvVars: envs("RETENTION_BYTES")},
+				&ucli.DurationFlag{Name: "log-cleaner-interval", Value: d.LogCleanerInterval, Usage: "how often the log cleaner compacts the partitions of topics with cleanup.policy=compact (0: never)", EnvVars: envs("LOG_CLEANER_INTERVAL")},
 				&ucli.DurationFlag{Name: "producer-id-expiration", Value: d.ProducerIDExpiration, Usage: "forget an idempotent producer id idle this long (checked every --retention-check-interval)", EnvVars: envs("PRODUCER_ID_EXPIRATION")},
 				&ucli.IntFlag{Name: "disk-resume-free-percent", Value: d.DiskResumeFreePercent, Usage: "a node whose disk filled resumes only once this percentage of the data directory's file system is free (0: as soon as 1 MiB fits)", EnvVars: envs("DISK_RESUME_FREE_PERCENT")},
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
@@ -144,6 +145,14 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	}
 	cfg.RetentionMs = c.Int64("retention-ms")
 	cfg.RetentionBytes = c.Int64("retention-bytes")
+	switch iv := c.Duration("log-cleaner-interval"); {
+	case iv < 0:
+		return nodeOptions{}, fmt.Errorf("--log-cleaner-interval: must be 0 (no cleaner) or more")
+	case iv == 0:
+		cfg.LogCleanerInterval = -1
+	default:
+		cfg.LogCleanerInterval = iv
+	}
 	cfg.ProducerIDExpiration = c.Duration("producer-id-expiration")
 	if cfg.ProducerIDExpiration <= 0 {
 		return nodeOptions{}, fmt.Errorf("--producer-id-expiration: must be > 0")

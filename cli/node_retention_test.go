@@ -11,7 +11,8 @@ import (
 
 // node start takes the retention knobs as flags and PAYMENTLOG_* variables,
 // with Kafka's 5 minute check interval, "forever" and a day of producer id
-// expiry as defaults.
+// expiry as defaults; likewise the log cleaner's interval, 15 seconds by
+// default, 0 turning the cleaner off (-1 in the node's config).
 func TestNodeStartRetentionFlags(t *testing.T) {
 	start := func(t *testing.T, extra ...string) node.Config {
 		t.Helper()
@@ -44,6 +45,15 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	if cfg.RetentionCheckInterval != 5*time.Minute || cfg.RetentionMs != -1 || cfg.RetentionBytes != -1 || cfg.ProducerIDExpiration != 24*time.Hour {
 		t.Fatalf("defaults: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
 	}
+	if cfg.LogCleanerInterval != 15*time.Second {
+		t.Fatalf("default log cleaner interval %v", cfg.LogCleanerInterval)
+	}
+	if cfg = start(t, "--log-cleaner-interval", "1m"); cfg.LogCleanerInterval != time.Minute {
+		t.Fatalf("--log-cleaner-interval 1m: %v", cfg.LogCleanerInterval)
+	}
+	if cfg = start(t, "--log-cleaner-interval", "0"); cfg.LogCleanerInterval != -1 {
+		t.Fatalf("--log-cleaner-interval 0: %v, want -1 (off)", cfg.LogCleanerInterval)
+	}
 	cfg = start(t, "--retention-check-interval", "30s", "--retention-ms", "3600000", "--retention-bytes", "1048576",
 		"--producer-id-expiration", "2h")
 	if cfg.RetentionCheckInterval != 30*time.Second || cfg.RetentionMs != 3600000 || cfg.RetentionBytes != 1<<20 ||
@@ -52,8 +62,9 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	}
 	t.Setenv("PAYMENTLOG_RETENTION_CHECK_INTERVAL", "1m")
 	t.Setenv("PAYMENTLOG_RETENTION_BYTES", "4096")
+	t.Setenv("PAYMENTLOG_LOG_CLEANER_INTERVAL", "30s")
 	cfg = start(t)
-	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 {
-		t.Fatalf("env: interval %v, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionBytes)
+	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 || cfg.LogCleanerInterval != 30*time.Second {
+		t.Fatalf("env: interval %v, bytes %d, cleaner %v", cfg.RetentionCheckInterval, cfg.RetentionBytes, cfg.LogCleanerInterval)
 	}
 }

@@ -140,4 +140,3 @@ func TestAdminACLsUnknownRequestFailsFast(t *testing.T) {
 	_, err := c.Admin().CreateACLs(ctx, []wire.ACLBinding{topicACL("User:a", wire.OpRead, wire.PermissionAllow, "t")})
 	wantUnknownType(t, ctx, "create", err)
 }
-

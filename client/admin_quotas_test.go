@@ -162,7 +162,6 @@ func TestAdminClientQuotasUnknownRequest(t *testing.T) {
 	wantUnknownType(t, ctx, "describe", err)
 }
 
-
 // Produce answers a leader held back for a quota are counted in Stats:
 // how many, and their ThrottleMs summed; unthrottled ones are not.
 func TestProducerStatsThrottled(t *testing.T) {

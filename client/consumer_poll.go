@@ -477,16 +477,20 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 }
 
 // countRecords sums the record counts of the batch headers in buf (no CRC
-// checks: it only sizes the output), at most one per 16 bytes.
+// checks: it only sizes the output), at most one per 16 bytes. A batch of
+// no records (the log cleaner may leave one: segment.AttrCompacted) adds
+// nothing and the count goes on past it.
 func countRecords(buf []byte) int {
 	n := 0
 	for len(buf) >= segment.HeaderSize {
 		h, err := segment.ParseHeader(buf)
 		size := 12 + int(h.Length)
-		if err != nil || h.Length <= 0 || size > len(buf) || h.RecordCount <= 0 {
+		if err != nil || h.Length <= 0 || size > len(buf) {
 			break
 		}
-		n += min(int(h.RecordCount), size/16)
+		if h.RecordCount > 0 {
+			n += min(int(h.RecordCount), size/16)
+		}
 		buf = buf[size:]
 	}
 	return n

@@ -317,6 +317,61 @@ func TestDecodeFetchedStopsAtCorruptRecord(t *testing.T) {
 	}
 }
 
+// compactedBatch is a batch of vals at base as the log cleaner leaves it
+// when only the first keep records survive (segment.AttrCompacted): the
+// same offsets, fewer records, down to none.
+func compactedBatch(t *testing.T, base int64, keep int, vals ...string) segment.Batch {
+	t.Helper()
+	bld := segment.NewBuilder(segment.BuilderOptions{})
+	for _, v := range vals {
+		bld.Add(1, []byte("k"), []byte(v), nil)
+	}
+	b := append(segment.Batch(nil), bld.Build()...)
+	end := segment.HeaderSize
+	for range keep { // each record: a one-byte zigzag length, then that many bytes
+		end += 1 + int(b[end]>>1)
+	}
+	b = b[:end]
+	const offLength, offCRC, offAttributes, offRecordCount = 8, 17, 21, 57 // segment's header layout
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-12))
+	binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])|uint16(segment.AttrCompacted))
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(keep))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	b.SetBaseOffset(base)
+	if err := b.Validate(); err != nil || !b.Compacted() {
+		t.Fatalf("compacted batch: %v", err)
+	}
+	return b
+}
+
+// Batches the log cleaner left with fewer records than offsets, one with
+// none among them: the records left are delivered in order, the position
+// moves past each batch's last offset, and sizing the output
+// (countRecords) goes on past the empty batch instead of stopping there.
+func TestDecodeFetchedCompactedBatches(t *testing.T) {
+	var buf []byte
+	buf = append(buf, compactedBatch(t, 10, 1, "a", "b", "c")...) // 10 left of 10-12
+	buf = append(buf, compactedBatch(t, 13, 0, "d", "e")...)      // none of 13-14
+	buf = append(buf, compactedBatch(t, 15, 2, "f", "g", "h")...) // 15, 16 of 15-17
+	if n := countRecords(buf); n != 3 {
+		t.Fatalf("countRecords: %d, want 3", n)
+	}
+	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, buf, 10, nil)
+	if err != nil || next != 18 {
+		t.Fatalf("decode: next %d, err %v; want 18", next, err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, fmt.Sprint(m.Offset, "=", string(m.Value)))
+	}
+	if strings.Join(got, " ") != "10=a 15=f 16=g" {
+		t.Fatalf("records %q", got)
+	}
+	if msgs, next, err := decodeFetched(TopicPartition{"t", 0}, buf, 13, nil); err != nil || next != 18 || len(msgs) != 2 {
+		t.Fatalf("from 13: %d records, next %d, err %v", len(msgs), next, err)
+	}
+}
+
 // Two records with headers in one batch: each message keeps its own headers
 // (the batch iterator reuses its header slice from record to record).
 func TestConsumeHeadersOfEveryRecordInABatch(t *testing.T) {

@@ -54,6 +54,10 @@ type Config struct {
 	// ProducerIDExpiration is how long a partition remembers an idle
 	// idempotent producer (Kafka's producer.id.expiration.ms); default 24h.
 	ProducerIDExpiration time.Duration
+	// LogCleanerInterval paces the log cleaner's passes over the
+	// partitions of compacted topics (cleanup.policy=compact; Kafka's
+	// log.cleaner.backoff.ms); default 15s; negative: no cleaner.
+	LogCleanerInterval time.Duration
 
 	// DiskResumeFreePercent: a node whose disk filled resumes (heartbeats
 	// again, so that the controller unfences it) only once its data
@@ -124,6 +128,7 @@ const (
 	DefaultHeartbeatInterval      = 50 * time.Millisecond
 	DefaultRetentionCheckInterval = 5 * time.Minute
 	DefaultProducerIDExpiration   = 24 * time.Hour
+	DefaultLogCleanerInterval     = 15 * time.Second
 	DefaultSessionTimeout         = 250 * time.Millisecond
 	DefaultReplicaLagTime         = 2 * time.Second
 	DefaultRaftTick               = 25 * time.Millisecond
@@ -156,6 +161,7 @@ func DefaultConfig() Config {
 		RetentionMs:            -1,
 		RetentionBytes:         -1,
 		ProducerIDExpiration:   DefaultProducerIDExpiration,
+		LogCleanerInterval:     DefaultLogCleanerInterval,
 		HeartbeatInterval:      DefaultHeartbeatInterval,
 		SessionTimeout:         DefaultSessionTimeout,
 		ReplicaLagTime:         DefaultReplicaLagTime,

@@ -258,6 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		RetentionMs:            cfg.RetentionMs,
 		RetentionBytes:         cfg.RetentionBytes,
 		ProducerIDExpiration:   cfg.ProducerIDExpiration,
+		CleanerInterval:        cfg.LogCleanerInterval,
 		ReleaseDiskReserve:     n.releaseDiskReserve,
 		AlterPartition:         n.alterPartition,
 		Logger:                 n.log.With("component", "broker"),

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"paymentlog/node/broker"
 	"paymentlog/node/metadata"
@@ -76,6 +78,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 			if sb, ok := t.SegmentBytes(); ok {
 				st.SegmentBytes = sb
 			}
+			st.Cleanup, st.Compaction = cleanupOf(t.Compaction())
 			if !current && p.Leader == n.cfg.ID {
 				st.Leader = -1
 			}
@@ -163,7 +166,30 @@ func samePartitionState(a, b broker.PartitionState) bool {
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR &&
 		slices.Equal(a.Adding, b.Adding) &&
 		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes) &&
-		a.SegmentBytes == b.SegmentBytes
+		a.SegmentBytes == b.SegmentBytes && a.Cleanup == b.Cleanup && a.Compaction == b.Compaction
+}
+
+// cleanupOf is a topic's cleanup.policy and compaction configs as the
+// broker takes them.
+func cleanupOf(c metadata.Compaction) (broker.CleanupPolicy, broker.CompactionConfig) {
+	pol := broker.CleanupDelete
+	switch {
+	case c.Compact && c.Delete:
+		pol = broker.CleanupCompactDelete
+	case c.Compact:
+		pol = broker.CleanupCompact
+	}
+	return pol, broker.CompactionConfig{MinDirtyRatio: c.MinCleanableDirtyRatio,
+		MinLag: msDuration(c.MinCompactionLagMs), DeleteRetention: msDuration(c.DeleteRetentionMs)}
+}
+
+// msDuration converts milliseconds (>= 0) to a duration, the longest one
+// for more than it holds (292 years).
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // sameLimit compares two optional limits.

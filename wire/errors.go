@@ -91,6 +91,11 @@ const (
 	// UnsupportedCompressionType: a produced batch's compression codec is
 	// one this node does not read (see segment.Codec).
 	UnsupportedCompressionType ErrorCode = 41
+	// InvalidRecord: a produced batch holds a record the topic does not
+	// take: one without a key on a topic whose cleanup.policy includes
+	// compact (Kafka's INVALID_RECORD). Not retriable: the batch is
+	// refused whole, nothing of it written.
+	InvalidRecord ErrorCode = 42
 )
 
 var codeNames = map[ErrorCode]string{
@@ -111,7 +116,7 @@ var codeNames = map[ErrorCode]string{
 	UnknownMemberID: "UnknownMemberID", NonEmptyGroup: "NonEmptyGroup", FencedMemberEpoch: "FencedMemberEpoch",
 	UnreleasedInstanceID: "UnreleasedInstanceID", TopicAuthorizationFailed: "TopicAuthorizationFailed",
 	GroupAuthorizationFailed: "GroupAuthorizationFailed", ClusterAuthorizationFailed: "ClusterAuthorizationFailed",
-	UnsupportedCompressionType: "UnsupportedCompressionType",
+	UnsupportedCompressionType: "UnsupportedCompressionType", InvalidRecord: "InvalidRecord",
 }
 
 var retriable = map[ErrorCode]bool{

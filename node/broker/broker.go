@@ -31,6 +31,12 @@
 // deleted are still recognised, also after a restart. Producer ids idle for
 // Config.ProducerIDExpiration are forgotten at the same pace
 // (producer_expiry.go).
+//
+// Compaction (cleaner.go): every Config.CleanerInterval each replica of a
+// topic whose cleanup.policy includes compact, leader or follower, runs a
+// segment.Log.Compact pass below its HW, one partition at a time; such a
+// topic's leader refuses records without a key (InvalidRecord), and a
+// topic whose policy is compact alone gets no retention.
 package broker
 
 import (
@@ -89,6 +95,9 @@ const (
 	// DefaultRetentionCheckInterval is how often each partition's retention
 	// is applied (Kafka's log.retention.check.interval.ms).
 	DefaultRetentionCheckInterval = 5 * time.Minute
+	// DefaultCleanerInterval is how often the log cleaner looks at the
+	// compacted partitions (Kafka's log.cleaner.backoff.ms is 15 s).
+	DefaultCleanerInterval = 15 * time.Second
 	// DefaultProducerIDExpiration is how long a partition remembers an idle
 	// producer id (Kafka's producer.id.expiration.ms).
 	DefaultProducerIDExpiration = 24 * time.Hour
@@ -131,6 +140,10 @@ type Config struct {
 	// that sets no retention.ms or retention.bytes; 0 or -1: forever,
 	// unlimited (the default).
 	RetentionMs, RetentionBytes int64
+	// CleanerInterval paces the log cleaner's passes over the compacted
+	// partitions (cleaner.go); negative: no cleaner loop (CompactNow
+	// still runs a pass).
+	CleanerInterval time.Duration // DefaultCleanerInterval
 	// ProducerIDExpiration: producer_expiry.go.
 	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
 	// ReleaseDiskReserve, when set, is called when a deletion of segments
@@ -176,6 +189,9 @@ func (c *Config) setDefaults() {
 	if c.ProducerIDExpiration <= 0 {
 		c.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
+	if c.CleanerInterval == 0 {
+		c.CleanerInterval = DefaultCleanerInterval
+	}
 	if c.RetentionMs == 0 {
 		c.RetentionMs = -1
 	}
@@ -210,6 +226,13 @@ type PartitionState struct {
 	// opens; it is fixed when the topic is created (AlterConfigs refuses
 	// to change it).
 	SegmentBytes int64
+	// Cleanup is the topic's cleanup.policy and Compaction its compaction
+	// configs (cleaner.go), which the node fills in whole, defaults
+	// included (a zero Compaction means zeros: clean at any dirty ratio,
+	// no lag, tombstones removed at once). Both may change while the
+	// partition is open, like RetentionMs.
+	Cleanup    CleanupPolicy
+	Compaction CompactionConfig
 }
 
 type tp struct {
@@ -221,7 +244,7 @@ func (k tp) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partition) 
 
 // Broker serves the local replicas of a node. Lifecycle: New registers the
 // quic handlers and starts the background loops (ISR ticks, HW checkpoints,
-// retention);
+// retention, the log cleaner);
 // the node glue then feeds metadata with ApplyPartition/StopPartition; Close
 // stops fetchers and loops, fails waiting requests, writes a final HW
 // checkpoint and closes every log. Methods called after Close return
@@ -246,6 +269,7 @@ type Broker struct {
 	counters  counters
 	ckptDirty atomic.Bool
 	ckptMu    sync.Mutex // serialises checkpoint writes
+	cleanMu   sync.Mutex // serialises the log cleaner's passes (CompactNow)
 
 	// hooks are test hooks: nil outside tests.
 	hooks struct {
@@ -264,6 +288,9 @@ type Broker struct {
 		producerReplay atomic.Pointer[func() error]
 		// opened runs in getOrOpen after each partition log open.
 		opened atomic.Pointer[func(key tp)]
+		// compact runs instead of segment.Log.Compact in the cleaner's
+		// passes (cleaner.go).
+		compact atomic.Pointer[func(key tp, o segment.CompactOptions) (segment.CompactResult, error)]
 	}
 
 	mu struct {
@@ -312,6 +339,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	go b.tickLoop()
 	go b.checkpointLoop()
 	go b.retentionLoop()
+	if cfg.CleanerInterval > 0 {
+		b.wg.Add(1)
+		go b.cleanerLoop()
+	}
 	return b, nil
 }
 

@@ -59,6 +59,9 @@ type clusterOptions struct {
 	// retentionCheck and producerIDExpiration are Config.RetentionCheckInterval
 	// and Config.ProducerIDExpiration (0: the defaults).
 	retentionCheck, producerIDExpiration time.Duration
+	// cleanerInterval is Config.CleanerInterval (0: the default;
+	// negative: no cleaner loop).
+	cleanerInterval time.Duration
 	// logger, when set, is every broker's Config.Logger (nil: testLogger).
 	logger *slog.Logger
 	// releaseDiskReserve is every broker's Config.ReleaseDiskReserve.
@@ -157,6 +160,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		ProducerSnapshotBytes:   c.opts.snapshotBytes,
 		Now:                     c.opts.now,
 		RetentionCheckInterval:  c.opts.retentionCheck,
+		CleanerInterval:         c.opts.cleanerInterval,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,
 		ReleaseDiskReserve:      c.opts.releaseDiskReserve,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {

@@ -45,6 +45,12 @@ type partition struct {
 	// raising is set while a follower raises its log start to its
 	// leader's, beside the fetch loop (fetcher.raiseLogStart).
 	raising atomic.Bool
+	// compacted mirrors mu.cleanup.Compacts() for the produce path,
+	// which refuses records without a key when it is set.
+	compacted atomic.Bool
+	// cleanerWarned is the last cleaner error logged for the partition
+	// ("" after a pass that did not fail). Guarded by Broker.cleanMu.
+	cleanerWarned string
 
 	mu struct {
 		sync.Mutex
@@ -56,6 +62,10 @@ type partition struct {
 		// retention is the partition's retention limits (Now and Below
 		// unset), from the last ApplyPartition.
 		retention segment.Retention
+		// cleanup and compaction are the topic's cleanup.policy and
+		// compaction configs, from the last ApplyPartition (cleaner.go).
+		cleanup    CleanupPolicy
+		compaction CompactionConfig
 		// adding is how many replicas a reassignment in progress is
 		// adding (not yet in sync: they do not make the partition
 		// under-replicated), from the last ApplyPartition; beingAdded

@@ -92,14 +92,16 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		out.Err, out.Message = wire.CorruptMessage, err.Error()
 		return nil
 	}
+	if h.Compacted() {
+		out.Err, out.Message = wire.CorruptMessage, "batch has the compacted attribute (bit 7), which only the log cleaner sets"
+		return nil
+	}
 	if c := h.Compression(); !c.Supported() {
 		out.Err, out.Message = wire.UnsupportedCompressionType, fmt.Sprintf("compression %v: this node reads none, lz4 and zstd", c)
 		return nil
 	}
-	// Every record must decode (decompressed, if it is): a batch no
-	// consumer could read is refused rather than acknowledged.
-	if err := batch.ValidateRecords(); err != nil {
-		out.Err, out.Message = wire.CorruptMessage, err.Error()
+	if code, msg := checkRecords(batch, topic, p.compacted.Load()); code != wire.None {
+		out.Err, out.Message = code, msg
 		return nil
 	}
 	base, last, epoch, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h)
@@ -147,6 +149,35 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 			}
 		}
 	}
+}
+
+// checkRecords checks every record of a produced batch: each must decode
+// (decompressed, if it is: segment.Batch.ValidateRecords), so that a batch
+// no consumer could read is refused rather than acknowledged
+// (CorruptMessage), and on a compacted topic each must have a key, which
+// the cleaner keeps the last record of (InvalidRecord, as in Kafka; an
+// empty key is a key). Both are checked in the one decoding.
+func checkRecords(batch segment.Batch, topic string, compacted bool) (wire.ErrorCode, string) {
+	if !compacted {
+		if err := batch.ValidateRecords(); err != nil {
+			return wire.CorruptMessage, err.Error()
+		}
+		return wire.None, ""
+	}
+	// ValidateRecords' loop, looking at each key on the way.
+	var it segment.Records
+	it.Reset(batch)
+	keyless := false
+	for it.Next() {
+		keyless = keyless || it.Record().Key == nil
+	}
+	if err := it.Err(); err != nil {
+		return wire.CorruptMessage, err.Error()
+	}
+	if keyless {
+		return wire.InvalidRecord, fmt.Sprintf("compacted topic %s cannot accept a record without a key", topic)
+	}
+	return wire.None, ""
 }
 
 // checkLeadership says whether this replica has led without a break since

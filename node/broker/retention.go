@@ -16,7 +16,8 @@ import (
 // this broker hosts, leader or follower, deletes its oldest sealed segments
 // past the topic's retention.ms (the segment's largest record timestamp,
 // from its time index, is older than now minus it) or retention.bytes (the
-// log without the segment is still at least that long), as Kafka does. Two
+// log without the segment is still at least that long), as Kafka does,
+// unless the topic's cleanup.policy is compact alone (cleaner.go). Two
 // bounds keep it from losing what replication promises:
 //
 //   - never the active segment;
@@ -48,8 +49,12 @@ import (
 // (fetcher.raiseLogStart), which goes on fetching meanwhile.
 
 // retentionOf is a partition's retention limits: the topic's, else the
-// broker's defaults.
+// broker's defaults; none (forever, unlimited) when its cleanup.policy is
+// compact alone, as in Kafka: only the cleaner removes its records.
 func (b *Broker) retentionOf(st PartitionState) segment.Retention {
+	if !st.Cleanup.Deletes() {
+		return segment.Retention{Bytes: -1, Age: -1}
+	}
 	ms, bytes := b.cfg.RetentionMs, b.cfg.RetentionBytes
 	if st.RetentionMs != nil {
 		ms = *st.RetentionMs

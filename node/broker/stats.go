@@ -41,6 +41,12 @@ type Stats struct {
 	RetentionDeletedSegments uint64
 	RetentionFailures        uint64
 	ProducerIDsExpired       uint64 // idle producer ids forgotten
+	// CleanerPasses counts the log cleaner's partition passes that
+	// rewrote segments, CleanerRemovedRecords the records (superseded
+	// ones and expired tombstones) they removed, CleanerBytesReclaimed
+	// the segment bytes they freed, and CleanerFailures the partition
+	// passes that failed (cleaner.go).
+	CleanerPasses, CleanerRemovedRecords, CleanerBytesReclaimed, CleanerFailures uint64
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -157,6 +163,11 @@ type counters struct {
 	retentionDeleted      atomic.Uint64
 	retentionFailures     atomic.Uint64
 	producerIDsExpired    atomic.Uint64
+	// cleanerPasses, cleanerRemoved, cleanerReclaimed and cleanerFailures
+	// count the log cleaner's partition passes that ran, the records and
+	// tombstones they removed, the bytes they reclaimed, and the passes
+	// that failed (cleaner.go).
+	cleanerPasses, cleanerRemoved, cleanerReclaimed, cleanerFailures atomic.Uint64
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
 	producerReplayBatches atomic.Uint64
@@ -274,6 +285,10 @@ func (b *Broker) Stats() Stats {
 		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
 		RetentionFailures:        b.counters.retentionFailures.Load(),
 		ProducerIDsExpired:       b.counters.producerIDsExpired.Load(),
+		CleanerPasses:            b.counters.cleanerPasses.Load(),
+		CleanerRemovedRecords:    b.counters.cleanerRemoved.Load(),
+		CleanerBytesReclaimed:    b.counters.cleanerReclaimed.Load(),
+		CleanerFailures:          b.counters.cleanerFailures.Load(),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
 		ReassignThrottle:         b.throttle.limit(),
 

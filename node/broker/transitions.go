@@ -45,6 +45,8 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 		return ErrClosed
 	}
 	p.mu.retention = b.retentionOf(st)
+	p.mu.cleanup, p.mu.compaction = st.Cleanup, st.Compaction
+	p.compacted.Store(st.Cleanup.Compacts())
 	p.mu.adding = len(st.Adding)
 	p.mu.beingAdded = slices.Contains(st.Adding, b.cfg.NodeID)
 	r := p.mu.r

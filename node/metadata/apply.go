@@ -248,6 +248,9 @@ func (b *builder) apply(r Record) string {
 		cur.ShuttingDown = true
 		b.setBroker(cur)
 	case TopicCreated:
+		if compactsConfigs(r.Configs) {
+			b.useVersion(compactionVersion)
+		}
 		return b.applyTopicCreated(r)
 	case PartitionCreated:
 		return b.applyPartition(r.Topic, r.TopicID, PartitionState(r), true)
@@ -283,6 +286,9 @@ func (b *builder) apply(r Record) string {
 	case TopicConfigChanged:
 		if r.RF != 0 {
 			b.useVersion(2)
+		}
+		if compactsConfigs(r.Set) {
+			b.useVersion(compactionVersion)
 		}
 		return b.applyTopicConfigChanged(r)
 	case ClusterConfigChanged:

@@ -151,6 +151,11 @@ func DecideAlterConfigs(img *Image, ev AlterConfigsEvent) ([]Record, error) {
 	if err := ValidateNewConfigs(ev.Set); err != nil {
 		return nil, werr(wire.InvalidConfig, "%v", err)
 	}
+	if compactsConfigs(ev.Set) && !compactsConfigs(t.Configs) {
+		if err := requireVersion(img, compactionVersion, "compacting a topic (cleanup.policy=compact)"); err != nil {
+			return nil, err
+		}
+	}
 	var del []string
 	for _, k := range ev.Delete {
 		if _, both := ev.Set[k]; both {

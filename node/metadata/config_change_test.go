@@ -59,8 +59,8 @@ func TestUnknownConfigRefused(t *testing.T) {
 	wantCode(t, err, wire.InvalidConfig, "Unknown topic config name: foo")
 	_, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{"foo": "bar"}})
 	wantCode(t, err, wire.InvalidConfig, "Unknown topic config name: foo")
-	_, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Delete: []string{"cleanup.policy"}})
-	wantCode(t, err, wire.InvalidConfig, "Unknown topic config name: cleanup.policy")
+	_, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Delete: []string{"compression.type"}})
+	wantCode(t, err, wire.InvalidConfig, "Unknown topic config name: compression.type")
 	_, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigRetentionMs: "x"}})
 	wantCode(t, err, wire.InvalidConfig, "retention.ms")
 	_, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "nosuch", Set: map[string]string{ConfigRetentionMs: "1"}})
@@ -246,12 +246,15 @@ func randomConfigChange(rng *rand.Rand, img *Image) AlterConfigsEvent {
 	if len(names) > 0 {
 		ev.Topic = names[rng.IntN(len(names))]
 	}
-	keys := []string{ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigMinInsyncReplicas}
+	keys := []string{ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigMinInsyncReplicas,
+		ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio}
 	values := map[string][]string{
-		ConfigUncleanLeaderElection: {"true", "false", "yes"},
-		ConfigRetentionMs:           {"-1", "1000", "-2"},
-		ConfigRetentionBytes:        {"-1", "1048576", "x"},
-		ConfigMinInsyncReplicas:     {"1", "2", "3", "0"},
+		ConfigUncleanLeaderElection:  {"true", "false", "yes"},
+		ConfigRetentionMs:            {"-1", "1000", "-2"},
+		ConfigRetentionBytes:         {"-1", "1048576", "x"},
+		ConfigMinInsyncReplicas:      {"1", "2", "3", "0"},
+		ConfigCleanupPolicy:          {"compact", "compact,delete", "delete", "compact, delete"},
+		ConfigMinCleanableDirtyRatio: {"0.1", "1", "1.5"},
 	}
 	for _, k := range keys {
 		switch rng.IntN(4) {
@@ -292,4 +295,165 @@ func TestMalformedConfigKeyRefused(t *testing.T) {
 			t.Errorf("%+v: %v", ev, err)
 		}
 	}
+}
+
+// The compaction configs: every cleanup.policy Kafka spells (and only
+// those) and the knobs' ranges are accepted on creation and alteration,
+// anything else refused by key with InvalidConfig; TopicState.Compaction
+// reads them with the defaults for what is not set, and a deleted key
+// returns to its default.
+func TestCompactionConfigs(t *testing.T) {
+	img := upgradedImage(t, seededImage(t))
+	if got, want := (TopicState{}).Compaction(), (Compaction{Delete: true, MinCleanableDirtyRatio: 0.5,
+		DeleteRetentionMs: 86400000}); got != want {
+		t.Fatalf("defaults: %+v, want %+v", got, want)
+	}
+	for v, want := range map[string][2]bool{"delete": {false, true}, "compact": {true, false},
+		"compact,delete": {true, true}, "delete,compact": {true, true}} {
+		recs, err := DecideCreateTopic(img, CreateTopicEvent{Name: "c", ID: "c1", Partitions: 1, RF: 1,
+			Configs: map[string]string{ConfigCleanupPolicy: v}})
+		if err != nil {
+			t.Fatalf("cleanup.policy=%s: %v", v, err)
+		}
+		next := mustApply(t, img, recs)
+		tp, _ := next.Topic("c")
+		if c := tp.Compaction(); c.Compact != want[0] || c.Delete != want[1] {
+			t.Errorf("cleanup.policy=%s: compact %t delete %t", v, c.Compact, c.Delete)
+		}
+	}
+	for _, bad := range []struct{ key, value string }{
+		{ConfigCleanupPolicy, ""}, {ConfigCleanupPolicy, "Compact"}, {ConfigCleanupPolicy, "compact, delete"},
+		{ConfigCleanupPolicy, "compact,compact"}, {ConfigCleanupPolicy, "compact,delete,compact"},
+		{ConfigCleanupPolicy, "none"}, {ConfigCleanupPolicy, "compact,"},
+		{ConfigMinCleanableDirtyRatio, "-0.1"}, {ConfigMinCleanableDirtyRatio, "1.01"},
+		{ConfigMinCleanableDirtyRatio, "NaN"}, {ConfigMinCleanableDirtyRatio, "x"}, {ConfigMinCleanableDirtyRatio, ""},
+		{ConfigDeleteRetentionMs, "-1"}, {ConfigDeleteRetentionMs, "1.5"}, {ConfigDeleteRetentionMs, ""},
+		{ConfigMinCompactionLagMs, "-5"}, {ConfigMinCompactionLagMs, "1e3"},
+	} {
+		_, err := DecideCreateTopic(img, CreateTopicEvent{Name: "c", ID: "c1", Partitions: 1, RF: 1,
+			Configs: map[string]string{bad.key: bad.value}})
+		wantCode(t, err, wire.InvalidConfig, "config "+bad.key+": want ")
+		_, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{bad.key: bad.value}})
+		wantCode(t, err, wire.InvalidConfig, "config "+bad.key+": want ")
+	}
+
+	apply := applier(t, &img)
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{
+		ConfigCleanupPolicy: "compact,delete", ConfigMinCleanableDirtyRatio: "0", ConfigDeleteRetentionMs: "0",
+		ConfigMinCompactionLagMs: "60000"}}))
+	tp, _ := img.Topic("payments")
+	if got, want := tp.Compaction(), (Compaction{Compact: true, Delete: true, DeleteRetentionMs: 0,
+		MinCompactionLagMs: 60000}); got != want {
+		t.Fatalf("after alter: %+v, want %+v", got, want)
+	}
+	if tm := tp.TopicMetadata(); tm.Configs[ConfigCleanupPolicy] != "compact,delete" {
+		t.Fatalf("metadata configs: %v", tm.Configs)
+	}
+	back, err := UnmarshalSnapshot(0, img.MarshalSnapshot())
+	if err != nil || back.Hash() != img.Hash() {
+		t.Fatalf("snapshot: %v", err)
+	}
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigCleanupPolicy: "compact",
+		ConfigMinCleanableDirtyRatio: "1"}}))
+	tp, _ = img.Topic("payments")
+	if c := tp.Compaction(); !c.Compact || c.Delete || c.MinCleanableDirtyRatio != 1 {
+		t.Fatalf("compact alone: %+v", c)
+	}
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Delete: []string{ConfigCleanupPolicy,
+		ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs, ConfigMinCompactionLagMs}}))
+	tp, _ = img.Topic("payments")
+	if got := tp.Compaction(); got != (TopicState{}).Compaction() {
+		t.Fatalf("after deleting every compaction key: %+v", got)
+	}
+}
+
+// Before compaction was built its keys were unknown, so taken with any
+// value when unknown keys were still accepted: such a record (and a
+// snapshot holding it) still applies as it did, the value kept and shown,
+// and the topic keeps the default behaviour; a request may set a valid
+// value over it.
+func TestCompactionConfigFromOldLogStillApplies(t *testing.T) {
+	img := upgradedImage(t, seededImage(t))
+	old := map[string]string{ConfigCleanupPolicy: "compact, delete", ConfigMinCleanableDirtyRatio: "2",
+		ConfigDeleteRetentionMs: "-1", ConfigMinCompactionLagMs: "soon"}
+	img = mustApply(t, img, []Record{
+		TopicCreated{Name: "old", ID: "o1", Partitions: 1, RF: 1, MinISR: 1, Configs: maps.Clone(old)},
+		PartitionCreated{Topic: "old", TopicID: "o1", Partition: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+	})
+	back, err := UnmarshalSnapshot(0, img.MarshalSnapshot())
+	if err != nil {
+		t.Fatalf("snapshot with old compaction values: %v", err)
+	}
+	tp, ok := back.Topic("old")
+	if !ok || !maps.Equal(tp.Configs, old) {
+		t.Fatalf("old topic after a snapshot: %v %v", ok, tp.Configs)
+	}
+	if got := tp.Compaction(); got != (TopicState{}).Compaction() {
+		t.Fatalf("values that do not parse: %+v, want the defaults", got)
+	}
+	apply := applier(t, &img)
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "old", Set: map[string]string{ConfigCleanupPolicy: "compact"}}))
+	if tp, _ := img.Topic("old"); !tp.Compaction().Compact {
+		t.Fatalf("after setting a valid policy: %v", tp.Configs)
+	}
+}
+
+// Compacted topics need metadata version 7: an older build refuses the
+// batches the cleaner rewrites (AttrCompacted) as corrupt. Creating one, or
+// turning compaction on, waits for every broker's build; the first such
+// record raises the cluster's version, so an old build cannot register
+// afterwards.
+func TestCompactedTopicsNeedMetadataVersion7(t *testing.T) {
+	img := upgradedImage(t, seededImage(t))
+	old := mustApply(t, img, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1, MetadataVersion: 6}})
+	compact := map[string]string{ConfigCleanupPolicy: "compact,delete"}
+	_, err := DecideCreateTopic(old, CreateTopicEvent{Name: "c", ID: "c1", Partitions: 1, RF: 1, Configs: compact})
+	wantCode(t, err, wire.UnsupportedVersion, "a compacted topic (cleanup.policy=compact) needs metadata version 7, which the builds of brokers [4 (version 6)]")
+	_, err = DecideAlterConfigs(old, AlterConfigsEvent{Topic: "payments", Set: compact})
+	wantCode(t, err, wire.UnsupportedVersion, "compacting a topic (cleanup.policy=compact) needs metadata version 7")
+	// cleanup.policy=delete needs nothing new.
+	if _, err := DecideCreateTopic(old, CreateTopicEvent{Name: "d", ID: "d1", Partitions: 1, RF: 1,
+		Configs: map[string]string{ConfigCleanupPolicy: "delete"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := DecideCreateTopic(img, CreateTopicEvent{Name: "c", ID: "c1", Partitions: 1, RF: 1, Configs: compact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := img.Version()
+	next := mustApply(t, img, recs)
+	if before >= compactionVersion || next.Version() != compactionVersion {
+		t.Fatalf("version %d before, %d after creating a compacted topic", before, next.Version())
+	}
+	recs, err = DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: compact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := mustApply(t, img, recs).Version(); v != compactionVersion {
+		t.Fatalf("version %d after compacting a topic", v)
+	}
+	_, err = DecideRegister(next, RegisterEvent{ID: 5, Addr: "127.0.0.1:7105", Incarnation: 1, MetadataVersion: 6})
+	if err == nil {
+		t.Fatal("a version-6 build registered with a cluster using compacted topics")
+	}
+}
+
+// upgradedImage re-registers every broker of img with this build's
+// metadata version (a new incarnation, unfenced).
+func upgradedImage(t *testing.T, img *Image) *Image {
+	t.Helper()
+	step := func(recs []Record, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = mustApply(t, img, recs)
+	}
+	for _, b := range img.Brokers() {
+		step(DecideRegister(img, RegisterEvent{ID: b.ID, Addr: b.Addr, Incarnation: b.Incarnation + 1,
+			ControllerEligible: b.ControllerEligible, MetadataVersion: MetadataVersion}))
+		step(DecideHeartbeat(img, HeartbeatEvent{ID: b.ID, Incarnation: b.Incarnation + 1, MetadataOffset: int64(img.Offset())}))
+	}
+	return img
 }

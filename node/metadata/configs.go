@@ -18,6 +18,17 @@ const (
 	ConfigRetentionMs           = "retention.ms"                   // integer, -1 = forever
 	ConfigRetentionBytes        = "retention.bytes"                // integer, -1 = unlimited
 	ConfigSegmentBytes          = "segment.bytes"                  // integer in [1 MiB, MaxSegmentBytes]
+	// ConfigCleanupPolicy says what removes a topic's old records (Kafka's
+	// cleanup.policy): "delete" (the default: retention.ms and
+	// retention.bytes delete whole old segments), "compact" (the log
+	// cleaner keeps the last record of each key, retention deletes
+	// nothing) or both, "compact,delete" or "delete,compact". A compacted
+	// topic refuses records without a key.
+	ConfigCleanupPolicy = "cleanup.policy"
+	// The compaction configs, read only when cleanup.policy includes compact.
+	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio" // float in [0, 1]; default DefaultMinCleanableDirtyRatio
+	ConfigDeleteRetentionMs      = "delete.retention.ms"       // integer >= 0; default DefaultDeleteRetentionMs
+	ConfigMinCompactionLagMs     = "min.compaction.lag.ms"     // integer >= 0; default 0
 	// ConfigMinInsyncReplicas is accepted in requests only: it is stored as
 	// the topic's MinISR field (TopicCreated.MinISR, TopicConfigChanged.MinISR),
 	// never in Configs.
@@ -28,10 +39,43 @@ const (
 func KnownConfig(key string) bool {
 	switch key {
 	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
-		ConfigMinInsyncReplicas:
+		ConfigMinInsyncReplicas, ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs,
+		ConfigMinCompactionLagMs:
 		return true
 	}
 	return false
+}
+
+// Compaction defaults (Kafka's).
+const (
+	// DefaultMinCleanableDirtyRatio: a partition is cleaned once half of
+	// its cleanable bytes were written since the last pass.
+	DefaultMinCleanableDirtyRatio = 0.5
+	// DefaultDeleteRetentionMs: a tombstone stays a day after the cleaner
+	// first passed it, so that a consumer reading from the log start has
+	// that long to see the delete.
+	DefaultDeleteRetentionMs int64 = 24 * 3600 * 1000
+)
+
+// Cleanup policies, the values ParseCleanupPolicy accepts.
+const (
+	CleanupDelete  = "delete"
+	CleanupCompact = "compact"
+)
+
+// ParseCleanupPolicy parses a cleanup.policy value: "delete", "compact",
+// "compact,delete" or "delete,compact" (exactly: no spaces, no repeats).
+// ok is false for anything else.
+func ParseCleanupPolicy(v string) (compact, del, ok bool) {
+	switch v {
+	case CleanupDelete:
+		return false, true, true
+	case CleanupCompact:
+		return true, false, true
+	case CleanupCompact + "," + CleanupDelete, CleanupDelete + "," + CleanupCompact:
+		return true, true, true
+	}
+	return false, false, false
 }
 
 // UnknownConfigError is a request naming a config key paymentlog does not
@@ -41,14 +85,18 @@ type UnknownConfigError struct{ Key string }
 func (e *UnknownConfigError) Error() string { return "Unknown topic config name: " + e.Key }
 
 // ValidateNewConfigs checks the configs of a new request: ValidateConfigs,
-// and every key must be known (KnownConfig). Keys are checked in sorted
-// order, so the error names the same key every time.
+// every key must be known (KnownConfig) and the compaction configs' values
+// valid. Keys are checked in sorted order, so the error names the same key
+// every time.
 func ValidateNewConfigs(cfg map[string]string) error {
 	if len(cfg) > MaxConfigs {
 		return fmt.Errorf("more than %d configs", MaxConfigs)
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		if err := checkNewConfigKey(k); err != nil {
+			return err
+		}
+		if err := checkCompactionConfig(k, cfg[k]); err != nil {
 			return err
 		}
 	}
@@ -58,6 +106,31 @@ func ValidateNewConfigs(cfg map[string]string) error {
 	if v, ok := cfg[ConfigMinInsyncReplicas]; ok {
 		if _, err := parseMinISR(v); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkCompactionConfig checks the value of a compaction config (any other
+// key passes). Only requests are checked: these keys were unknown, so
+// accepted with any value, before compaction was built, and a record or
+// snapshot of that time must still apply as it did (a value that does not
+// parse acts as the key's default: TopicState.Compaction).
+func checkCompactionConfig(k, v string) error {
+	switch k {
+	case ConfigCleanupPolicy:
+		if _, _, ok := ParseCleanupPolicy(v); !ok {
+			return fmt.Errorf("config %s: want delete, compact or compact,delete, got %q", k, v)
+		}
+	case ConfigMinCleanableDirtyRatio:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f >= 0 && f <= 1) { // NaN fails both
+			return fmt.Errorf("config %s: want a number from 0 to 1, got %q", k, v)
+		}
+	case ConfigDeleteRetentionMs, ConfigMinCompactionLagMs:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("config %s: want an integer >= 0, got %q", k, v)
 		}
 	}
 	return nil
@@ -122,8 +195,9 @@ func ValidateTopicName(name string) error {
 }
 
 // ValidateConfigs checks topic configs as records and snapshots may hold
-// them: key syntax, value length, and the values of known keys. It accepts
-// unknown keys; requests use ValidateNewConfigs.
+// them: key syntax, value length, and the values of known keys but the
+// compaction ones (checkCompactionConfig says why). It accepts unknown
+// keys; requests use ValidateNewConfigs.
 func ValidateConfigs(cfg map[string]string) error {
 	if len(cfg) > MaxConfigs {
 		return fmt.Errorf("more than %d configs", MaxConfigs)

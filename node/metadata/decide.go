@@ -228,6 +228,11 @@ func DecideCreateTopic(img *Image, ev CreateTopicEvent) ([]Record, error) {
 	if err := ValidateNewConfigs(ev.Configs); err != nil {
 		return nil, werr(wire.InvalidConfig, "%v", err)
 	}
+	if compactsConfigs(ev.Configs) {
+		if err := requireVersion(img, compactionVersion, "a compacted topic (cleanup.policy=compact)"); err != nil {
+			return nil, err
+		}
+	}
 	configs := ev.Configs
 	minISR := ev.MinISR
 	if v, ok := configs[ConfigMinInsyncReplicas]; ok {

@@ -63,6 +63,47 @@ func (t TopicState) SegmentBytes() (n int64, ok bool) {
 	return configInt(t.Configs, ConfigSegmentBytes)
 }
 
+// Compaction is a topic's cleanup.policy and compaction configs, with
+// their defaults filled in.
+type Compaction struct {
+	// Compact and Delete say whether cleanup.policy includes compact (the
+	// log cleaner compacts the topic's partitions, which refuse records
+	// without a key) and delete (retention.ms and retention.bytes apply).
+	Compact, Delete bool
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio
+	// (DefaultMinCleanableDirtyRatio).
+	MinCleanableDirtyRatio float64
+	// DeleteRetentionMs is delete.retention.ms (DefaultDeleteRetentionMs),
+	// MinCompactionLagMs min.compaction.lag.ms (0).
+	DeleteRetentionMs, MinCompactionLagMs int64
+}
+
+// Compaction returns the topic's cleanup.policy and compaction configs. A
+// key the topic does not set takes its default, as does one holding a value
+// that does not parse (stored before the key was known, when any value
+// was accepted: checkCompactionConfig), which thus keeps the effect it had.
+func (t TopicState) Compaction() Compaction {
+	c := Compaction{Delete: true, MinCleanableDirtyRatio: DefaultMinCleanableDirtyRatio,
+		DeleteRetentionMs: DefaultDeleteRetentionMs}
+	if v, ok := t.Configs[ConfigCleanupPolicy]; ok {
+		if compact, del, ok := ParseCleanupPolicy(v); ok {
+			c.Compact, c.Delete = compact, del
+		}
+	}
+	if v, ok := t.Configs[ConfigMinCleanableDirtyRatio]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && f <= 1 {
+			c.MinCleanableDirtyRatio = f
+		}
+	}
+	if n, ok := configInt(t.Configs, ConfigDeleteRetentionMs); ok && n >= 0 {
+		c.DeleteRetentionMs = n
+	}
+	if n, ok := configInt(t.Configs, ConfigMinCompactionLagMs); ok && n >= 0 {
+		c.MinCompactionLagMs = n
+	}
+	return c
+}
+
 // configInt parses an integer config (validated when the topic was created).
 func configInt(cfg map[string]string, key string) (int64, bool) {
 	v, ok := cfg[key]

@@ -26,7 +26,25 @@ import (
 //	4: GroupOffsetsCommitted and GroupDeleted (groups.go).
 //	5: ACLsCreated and ACLsDeleted (acls.go).
 //	6: ClientQuotasChanged (quotas.go).
-const MetadataVersion int32 = 6
+//	7: compacted topics: a TopicCreated or TopicConfigChanged setting a
+//	   cleanup.policy with compact. The records are as before, but the
+//	   cleaner then writes batches with AttrCompacted, which older builds
+//	   refuse as corrupt when they copy them (compactionVersion).
+const MetadataVersion int32 = 7
+
+// compactionVersion is the metadata version of compacted topics.
+const compactionVersion = 7
+
+// compactsConfigs reports whether cfg sets a cleanup.policy that includes
+// compact.
+func compactsConfigs(cfg map[string]string) bool {
+	v, ok := cfg[ConfigCleanupPolicy]
+	if !ok {
+		return false
+	}
+	compact, _, _ := ParseCleanupPolicy(v)
+	return compact
+}
 
 // versionOf reads a registered version: 0 is a build from before versions.
 func versionOf(v int32) int32 { return max(v, 1) }

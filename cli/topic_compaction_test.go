@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A compacted topic end to end against a real node: created with
+// cleanup.policy and a compaction knob (--config takes a value with a comma
+// whole), shown by describe, bad values refused naming the key on create
+// and alter-config; its leader refuses a record without a key
+// (InvalidRecord) and takes keyed ones; altered back to delete, it takes
+// keyless records again once the node has applied the change.
+func TestTopicCompactionConfigs(t *testing.T) {
+	bs := "--bootstrap=" + startOneNode(t)
+	run := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		if args[0] != "produce" {
+			args = append(args, "--timeout", "20s")
+		}
+		return runClientCLI(t, strings.NewReader(stdin), append(args, bs)...)
+	}
+	create := []string{"topic", "create", "ledger", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1"}
+	_, errOut, code := run("", append(create, "--config", "cleanup.policy=compact, delete")...)
+	oneErrorLine(t, "create with a bad cleanup.policy", code, errOut, 1, "cleanup.policy")
+	_, errOut, code = run("", append(create, "--config", "min.compaction.lag.ms=-1")...)
+	oneErrorLine(t, "create with a negative min.compaction.lag.ms", code, errOut, 1, "min.compaction.lag.ms")
+	if out, errOut, code := run("", append(create, "--config", "cleanup.policy=compact,delete",
+		"--config", "min.cleanable.dirty.ratio=0.2")...); code != 0 {
+		t.Fatalf("create: %d %q %q", code, out, errOut)
+	}
+	out, _, code := run("", "topic", "describe", "ledger")
+	if code != 0 || !strings.Contains(out, "Configs: cleanup.policy=compact,delete, min.cleanable.dirty.ratio=0.2\n") {
+		t.Fatalf("describe: %d %q", code, out)
+	}
+
+	_, errOut, code = run("no key\n", "produce", "ledger")
+	oneErrorLine(t, "keyless record", code, errOut, 1, "InvalidRecord: compacted topic ledger cannot accept a record without a key")
+	if out, errOut, code := run("k1:v1\nk2:v2\n", "produce", "ledger", "--key-delimiter", ":"); code != 0 {
+		t.Fatalf("keyed records: %d %q %q", code, out, errOut)
+	}
+
+	_, errOut, code = run("", "topic", "alter-config", "ledger", "--set", "min.cleanable.dirty.ratio=1.5")
+	oneErrorLine(t, "alter to a ratio above 1", code, errOut, 1, "min.cleanable.dirty.ratio")
+	_, errOut, code = run("", "topic", "alter-config", "ledger", "--set", "delete.retention.ms=soon")
+	oneErrorLine(t, "alter to a bad delete.retention.ms", code, errOut, 1, "delete.retention.ms")
+	if out, errOut, code := run("", "topic", "alter-config", "ledger", "--set", "cleanup.policy=delete",
+		"--set", "delete.retention.ms=0", "--delete", "min.cleanable.dirty.ratio"); code != 0 {
+		t.Fatalf("alter: %d %q %q", code, out, errOut)
+	}
+	out, _, code = run("", "topic", "describe", "ledger")
+	if code != 0 || !strings.Contains(out, "Configs: cleanup.policy=delete, delete.retention.ms=0\n") {
+		t.Fatalf("describe after alter: %d %q", code, out)
+	}
+	// The node applies the change from its metadata log soon after the
+	// controller commits it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, errOut, code := run("no key\n", "produce", "ledger")
+		if code == 0 {
+			break
+		}
+		if !strings.Contains(errOut, "InvalidRecord") || time.Now().After(deadline) {
+			t.Fatalf("keyless record after cleanup.policy=delete: exit %d, %q", code, errOut)
+		}
+	}
+}

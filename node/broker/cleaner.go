@@ -1,0 +1,189 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"paymentlog/segment"
+)
+
+// The log cleaner (Kafka's cleanup.policy=compact): every
+// Config.CleanerInterval each partition this broker hosts, leader or
+// follower, whose topic's cleanup.policy includes compact gets a
+// segment.Log.Compact pass, one partition at a time. The log does the work
+// (it keeps the last record of each key in the sealed segments it
+// rewrites, and drops tombstones after delete.retention.ms); the broker
+// chooses the bound and the topic's knobs:
+//
+//   - Below is the replica's high watermark, read as retention reads it: a
+//     record that a follower may still truncate (or a leader not yet
+//     commit) must not supersede an older one of its key.
+//   - MinDirtyRatio, MinLag and DeleteRetention are the topic's
+//     min.cleanable.dirty.ratio, min.compaction.lag.ms and
+//     delete.retention.ms (PartitionState.Compaction).
+//
+// Every replica compacts its own log, as in Kafka: replicas hold the same
+// records up to their HW but, once cleaned, not the same bytes.
+//
+// No lock of the partition is held across a pass, which may take long:
+// Log.Compact orders itself with appends, truncations, retention's
+// deletions and Close, and a pass on a log closed meanwhile (the partition
+// stopped, deleted or re-created) ends with segment.ErrClosed, which is
+// skipped quietly, as is segment.ErrCompactionRunning (a pass some other
+// caller runs on the log). The producer state (rebuilt from batch headers)
+// and its snapshots rely on Compact keeping every batch's header: a
+// compacted batch may hold no record but stays.
+//
+// A topic whose policy is compact alone gets no retention (retentionOf):
+// its log only shrinks by compaction.
+
+// CleanupPolicy is a topic's cleanup.policy. The zero value is delete.
+type CleanupPolicy uint8
+
+// Cleanup policies.
+const (
+	CleanupDelete        CleanupPolicy = iota // "delete": retention only (the default)
+	CleanupCompact                            // "compact": the cleaner, no retention
+	CleanupCompactDelete                      // "compact,delete": both
+)
+
+// Compacts reports whether the cleaner compacts the topic (and its leaders
+// refuse records without a key).
+func (c CleanupPolicy) Compacts() bool { return c == CleanupCompact || c == CleanupCompactDelete }
+
+// Deletes reports whether retention.ms and retention.bytes apply.
+func (c CleanupPolicy) Deletes() bool { return c != CleanupCompact }
+
+func (c CleanupPolicy) String() string {
+	switch c {
+	case CleanupDelete:
+		return "delete"
+	case CleanupCompact:
+		return "compact"
+	case CleanupCompactDelete:
+		return "compact,delete"
+	}
+	return "unknown"
+}
+
+// CompactionConfig is a compacted topic's cleaner knobs (segment.CompactOptions).
+type CompactionConfig struct {
+	MinDirtyRatio   float64       // min.cleanable.dirty.ratio
+	MinLag          time.Duration // min.compaction.lag.ms
+	DeleteRetention time.Duration // delete.retention.ms
+}
+
+// CleanerSummary is what one cleaner pass over the broker's partitions did
+// (CompactNow).
+type CleanerSummary struct {
+	// Partitions counts the compacted partitions given a Compact call,
+	// Ran those whose call did some work (segment.CompactResult.Ran) and
+	// Failed those whose call failed (logged; the next pass tries again).
+	Partitions, Ran, Failed int
+	// Err joins the failures' errors (nil: none).
+	Err error
+	// The sums of the partitions' segment.CompactResult.
+	Segments                          int
+	BytesBefore, BytesAfter           int64
+	RecordsRemoved, TombstonesRemoved int64
+}
+
+// cleanerLoop runs CompactNow every Config.CleanerInterval.
+func (b *Broker) cleanerLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.CleanerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+			b.CompactNow(b.ctx)
+		}
+	}
+}
+
+// CompactNow runs one cleaner pass now (Config.Now): a Compact call on each
+// compacted partition in order of topic and partition, one at a time, and
+// returns what they did. Passes never overlap: one the loop is running
+// finishes first. A failed call is logged at Warn (once while it keeps
+// failing the same way) and counted; a partition stopped or closed
+// meanwhile, or whose log another caller is compacting, is skipped. It
+// stops early when ctx ends.
+func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
+	b.cleanMu.Lock()
+	defer b.cleanMu.Unlock()
+	parts := b.partitions()
+	slices.SortFunc(parts, func(x, y *partition) int {
+		return cmp.Or(cmp.Compare(x.key.topic, y.key.topic), cmp.Compare(x.key.partition, y.key.partition))
+	})
+	var s CleanerSummary
+	var errs []error
+	for _, p := range parts {
+		if ctx.Err() != nil {
+			break
+		}
+		res, cc, called, err := p.compact(ctx, b.cfg.Now())
+		if !called {
+			continue
+		}
+		s.Partitions++
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, segment.ErrClosed) || errors.Is(err, segment.ErrCompactionRunning) {
+				continue
+			}
+			s.Failed++
+			errs = append(errs, fmt.Errorf("%s: %w", p.key, err))
+			b.counters.cleanerFailures.Add(1)
+			if msg := err.Error(); msg != p.cleanerWarned {
+				p.cleanerWarned = msg
+				p.lg.Warn("log cleaner pass failed", "err", err)
+			}
+			continue
+		}
+		p.cleanerWarned = ""
+		if !res.Ran {
+			continue
+		}
+		s.Ran++
+		s.Segments += res.Segments
+		s.BytesBefore += res.BytesBefore
+		s.BytesAfter += res.BytesAfter
+		s.RecordsRemoved += res.RecordsRemoved
+		s.TombstonesRemoved += res.TombstonesRemoved
+		b.counters.cleanerPasses.Add(1)
+		b.counters.cleanerRemoved.Add(uint64(max(res.RecordsRemoved, 0))) // tombstones included
+		b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
+		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "keys", res.Keys,
+			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
+			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved,
+			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio)
+	}
+	s.Err = errors.Join(errs...)
+	return s
+}
+
+// compact runs one Compact call on the partition's log below its HW, at
+// time now, with the topic's knobs; called is false, and nothing done, when
+// the topic is not compacted or the replica is stopped.
+func (p *partition) compact(ctx context.Context, now time.Time) (res segment.CompactResult, cc CompactionConfig, called bool, err error) {
+	p.mu.Lock()
+	if p.mu.stopped || !p.mu.cleanup.Compacts() {
+		p.mu.Unlock()
+		return res, cc, false, nil
+	}
+	cc, below := p.mu.compaction, p.mu.r.HW()
+	p.mu.Unlock()
+	o := segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
+		MinLag: cc.MinLag, DeleteRetention: cc.DeleteRetention, Now: now}
+	if h := p.b.hooks.compact.Load(); h != nil {
+		res, err = (*h)(p.key, o)
+	} else {
+		res, err = p.log.Compact(ctx, o)
+	}
+	return res, cc, true, err
+}
