@@ -27,7 +27,8 @@ func consumeCommand() *ucli.Command {
 		UsageText: "paymentlog consume TOPIC [--partition N] [--from beginning|end|OFFSET|TIME] [--exit-at-end|--max N] [--json]\n" +
 			"    [--on-truncation fail|rewind] [--group G [--commit-interval 5s] [--group-instance-id ID]]\n\n" +
 			"Prints each record's value on its own line, or with --json one line\n" +
-			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent;` + "\n" +
+			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent,` + "\n" +
+			`value null for a tombstone;` + "\n" +
 			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
 			"order within a partition. --exit-at-end stops once every partition is read up to the high\n" +
 			"watermark it had when consume started (right after a leader change: once the new leader's\n" +
@@ -371,7 +372,12 @@ func appendConsumedJSON(b []byte, m *client.Message) []byte {
 		b, keyValid = appendJSONBytes(b, m.Key)
 	}
 	b = append(b, `,"value":`...)
-	b, valueValid := appendJSONBytes(b, m.Value)
+	valueValid := true
+	if m.Value == nil {
+		b = append(b, "null"...) // a tombstone
+	} else {
+		b, valueValid = appendJSONBytes(b, m.Value)
+	}
 	b = append(b, `,"timestamp":`...)
 	b = strconv.AppendInt(b, m.Timestamp.UnixMilli(), 10)
 	if !keyValid {

@@ -24,7 +24,7 @@ func produceCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "produce",
 		Usage: "write one record per stdin line to a topic",
-		UsageText: "paymentlog produce TOPIC [--key K | --key-delimiter :] [--partition N] [--acks all|1|0] [--compression none|lz4|zstd] [--json]\n\n" +
+		UsageText: "paymentlog produce TOPIC [--key K | --key-delimiter :] [--null-value STR] [--partition N] [--acks all|1|0] [--compression none|lz4|zstd] [--json]\n\n" +
 			"Each input line (without its line ending) is a record value. With --compression, each batch's\n" +
 			"records are compressed: the nodes store and replicate them compressed, consumers decompress them.\n" +
 			`With --json, one line {"partition":P,"offset":O} is printed per record, in input order, as` + "\n" +
@@ -34,6 +34,7 @@ func produceCommand() *ucli.Command {
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringFlag{Name: "key", Usage: "key for every record", EnvVars: envVar("PRODUCE_KEY")},
 			&ucli.StringFlag{Name: "key-delimiter", Usage: "split each line at the first DELIM into key and value (a line without it has no key)", EnvVars: envVar("PRODUCE_KEY_DELIMITER")},
+			&ucli.StringFlag{Name: "null-value", Usage: "send a value equal to this string as null: a tombstone, which deletes its key from a compacted topic (Kafka's null.marker)", EnvVars: envVar("PRODUCE_NULL_VALUE")},
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "write every record to this partition (-1: by key hash, else sticky round-robin)", EnvVars: envVar("PRODUCE_PARTITION")},
 			&ucli.StringFlag{Name: "acks", Value: "all", Usage: "all | 1 | 0", EnvVars: envVar("PRODUCE_ACKS")},
 			&ucli.BoolFlag{Name: "json", Usage: `print {"partition":P,"offset":O} per record, in input order`, EnvVars: envVar("PRODUCE_JSON")},
@@ -62,6 +63,8 @@ type produceOptions struct {
 	key       []byte // with hasKey: the key of every record
 	hasKey    bool
 	keyDelim  []byte
+	nullValue []byte // with hasNull: the value sent as null (a tombstone)
+	hasNull   bool
 	partition int32 // -1: partitioner
 	json      bool
 	producer  client.ProducerConfig
@@ -83,6 +86,9 @@ func parseProduceOptions(c *ucli.Context) (produceOptions, error) {
 	}
 	if d := c.String("key-delimiter"); d != "" {
 		o.keyDelim = []byte(d)
+	}
+	if c.IsSet("null-value") {
+		o.nullValue, o.hasNull = []byte(c.String("null-value")), true
 	}
 	if o.hasKey && o.keyDelim != nil {
 		return o, usageError("--key and --key-delimiter are mutually exclusive")
@@ -212,6 +218,9 @@ func produceLines(ctx context.Context, opts produceOptions, p *client.Producer, 
 				if k, v, ok := bytes.Cut(line, opts.keyDelim); ok {
 					rec.Key, rec.Value = k, v
 				}
+			}
+			if opts.hasNull && bytes.Equal(rec.Value, opts.nullValue) {
+				rec.Value = nil
 			}
 			if perr := p.Produce(ctx, &rec, func(d client.Delivery) { acks.resolve(idx, d) }); perr != nil {
 				acks.resolve(idx, client.Delivery{Partition: -1, Offset: -1, Err: perr})

@@ -16,7 +16,7 @@ func TestTopicCompactionConfigs(t *testing.T) {
 	bs := "--bootstrap=" + startOneNode(t)
 	run := func(stdin string, args ...string) (string, string, int) {
 		t.Helper()
-		if args[0] != "produce" {
+		if args[0] != "produce" && args[0] != "consume" {
 			args = append(args, "--timeout", "20s")
 		}
 		return runClientCLI(t, strings.NewReader(stdin), append(args, bs)...)
@@ -39,6 +39,15 @@ func TestTopicCompactionConfigs(t *testing.T) {
 	oneErrorLine(t, "keyless record", code, errOut, 1, "InvalidRecord: compacted topic ledger cannot accept a record without a key")
 	if out, errOut, code := run("k1:v1\nk2:v2\n", "produce", "ledger", "--key-delimiter", ":"); code != 0 {
 		t.Fatalf("keyed records: %d %q %q", code, out, errOut)
+	}
+	// --null-value sends a tombstone; consume --json prints its value as
+	// null (an empty value stays "").
+	if out, errOut, code := run("k1:DEL\nk3:\n", "produce", "ledger", "--key-delimiter", ":", "--null-value", "DEL"); code != 0 {
+		t.Fatalf("tombstone: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = run("", "consume", "ledger", "--exit-at-end", "--json")
+	if code != 0 || !strings.Contains(out, `"offset":2,"key":"k1","value":null,`) || !strings.Contains(out, `"offset":3,"key":"k3","value":"",`) {
+		t.Fatalf("consume: %d %q %q", code, out, errOut)
 	}
 
 	_, errOut, code = run("", "topic", "alter-config", "ledger", "--set", "min.cleanable.dirty.ratio=1.5")

@@ -21,9 +21,11 @@ type Record struct {
 	Partition    int32
 	PartitionSet bool
 	Key          []byte // nil: no key
-	Value        []byte
-	Headers      []segment.RecordHeader
-	Timestamp    time.Time // zero: the time of Produce
+	// Value nil is null, a tombstone: on a compacted topic
+	// (cleanup.policy=compact) it deletes Key; []byte{} is an empty value.
+	Value     []byte
+	Headers   []segment.RecordHeader
+	Timestamp time.Time // zero: the time of Produce
 }
 
 // Delivery is the outcome of one record: Err is nil once the record is

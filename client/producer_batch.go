@@ -65,14 +65,11 @@ func newBatch(bld *segment.Builder, capHint, maxBytes, recsHint int, now time.Ti
 	}
 }
 
-// add encodes one record into the batch. A nil Value is stored as an empty
-// value (records always have one); a nil Key as null.
+// add encodes one record into the batch. A nil Key or Value is stored as
+// null (a null value is a tombstone: on a compacted topic it deletes its
+// key); an empty one as empty.
 func (b *pbatch) add(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
-	v := r.Value
-	if v == nil {
-		v = []byte{}
-	}
-	b.bld.Add(ts, r.Key, v, r.Headers)
+	b.bld.Add(ts, r.Key, r.Value, r.Headers)
 	b.cbs = append(b.cbs, cb)
 	if n := len(b.gens); n > 0 && b.gens[n-1].gen == gen {
 		b.gens[n-1].n++

@@ -30,7 +30,7 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 	addrs := metricsAddrs(tc)
 	c := tc.client(ctx)
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "accounts", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
-		Configs: map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}})
+		Configs: map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0", "delete.retention.ms": "0"}})
 	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,18 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		latest[k] = v
+		if i%64 == 0 { // an account that is closed below
+			if err := p.Produce(ctx, &client.Record{Topic: "accounts", Key: []byte("closed"), Value: []byte(v)}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	// The tombstone (a nil value) deletes the key; with
+	// delete.retention.ms=0 it goes too once a pass has cleaned past it.
+	if err := p.Produce(ctx, &client.Record{Topic: "accounts", Key: []byte("closed")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const end1 = total + total/64 + 1
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +78,7 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 	// readBack reads the partition from the beginning up to end, checks
 	// that offsets only grow and that every key's latest value is there,
 	// and returns how many records it read.
-	readBack := func(end int64) int {
+	readBack := func(end int64) (int, map[string]string) {
 		t.Helper()
 		cons := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
 		defer cons.Close()
@@ -85,7 +96,11 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 				}
 				last = m.Offset
 				read++
-				got[string(m.Key)] = string(m.Value)
+				if m.Value == nil {
+					got[string(m.Key)] = "<tombstone>"
+				} else {
+					got[string(m.Key)] = string(m.Value)
+				}
 			}
 		}
 		for k, v := range latest {
@@ -93,10 +108,10 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 				t.Fatalf("%s: read %.12q last, want %.12q", k, got[k], v)
 			}
 		}
-		return read
+		return read, got
 	}
-	if read := readBack(total); read >= total {
-		t.Fatalf("read %d records of %d: nothing compacted", read, total)
+	if read, got := readBack(end1); read >= end1 || got["closed"] != "<tombstone>" {
+		t.Fatalf("read %d records of %d (nothing compacted?), closed account %.12q", read, end1, got["closed"])
 	}
 
 	// The leader dies: a compacted follower takes over, the producer goes
@@ -108,6 +123,7 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 		passes[id] = value(t, scrape(t, addr), "paymentlog_log_cleaner_passes_total")
 	}
 	tc.kill(victim)
+	const end2 = end1 + total
 	for i := total; i < 2*total; i++ {
 		k, v := fmt.Sprint("acct-", i%keys), fmt.Sprint(i, pad)
 		if err := p.Produce(ctx, &client.Record{Topic: "accounts", Key: []byte(k), Value: []byte(v)}, nil); err != nil {
@@ -131,7 +147,12 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 		tp, ok := tc.image().Topic("accounts")
 		return ok && len(tp.Partitions[0].ISR) == 3
 	})
-	if read := readBack(2 * total); read >= 2*total {
-		t.Fatalf("read %d records of %d after the failover: nothing compacted", read, 2*total)
+	if read, _ := readBack(end2); read >= end2 {
+		t.Fatalf("read %d records of %d after the failover: nothing compacted", read, end2)
 	}
+	waitFor(t, "the tombstone removed", 30*time.Second, func() bool {
+		_, got := readBack(end2)
+		_, there := got["closed"]
+		return !there
+	})
 }
