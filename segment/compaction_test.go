@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -662,20 +661,7 @@ func TestCompactOnDisk(t *testing.T) {
 	if err != nil || s.Corrupt || s.Gaps != 0 || s.BadRecords != 0 || s.FirstOffset != 0 || !strings.Contains(out.String(), "compacted: true") {
 		t.Fatalf("%+v %v\n%s", s, err, out.String())
 	}
-	for _, c := range []struct {
-		ext  string
-		kind IndexKind
-	}{{".index", OffsetIndex}, {".timeindex", TimeIndex}} {
-		f, err := os.Open(seg + c.ext)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, disorder, err := DumpIndex(io.Discard, f, c.kind, 0)
-		f.Close()
-		if err != nil || n == 0 || disorder != 0 {
-			t.Fatalf("%s: %d entries, %d out of order, %v", c.ext, n, disorder, err)
-		}
-	}
+	checkIndexFiles(t, seg)
 	if matches, _ := filepath.Glob(filepath.Join(dir, "*"+cleanedSuffix)); len(matches) != 0 {
 		t.Fatalf("left behind: %v", matches)
 	}

@@ -184,21 +184,7 @@ func TestDumpRealSegment(t *testing.T) {
 	if err != nil || s.Batches != 40 || s.Records != 200 || s.Corrupt || s.Gaps != 0 || s.FirstOffset != 0 || s.LastOffset != 199 {
 		t.Fatalf("%+v %v", s, err)
 	}
-	for _, c := range []struct {
-		ext  string
-		kind IndexKind
-	}{{".index", OffsetIndex}, {".timeindex", TimeIndex}} {
-		f, err := os.Open(seg + c.ext)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		n, disorder, err := DumpIndex(&out, f, c.kind, 0)
-		f.Close()
-		if err != nil || n == 0 || disorder != 0 {
-			t.Fatalf("%s: %d entries, %d out of order, %v\n%s", c.ext, n, disorder, err, out.String())
-		}
-	}
+	checkIndexFiles(t, seg)
 }
 
 // An index whose entries go backwards says so.
@@ -233,4 +219,25 @@ func FuzzDumpLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkIndexFiles dumps the .index and .timeindex of the segment seg (its
+// path without extension): each has entries, in order.
+func checkIndexFiles(t *testing.T, seg string) {
+	t.Helper()
+	for _, c := range []struct {
+		ext  string
+		kind IndexKind
+	}{{".index", OffsetIndex}, {".timeindex", TimeIndex}} {
+		f, err := os.Open(seg + c.ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		n, disorder, err := DumpIndex(&out, f, c.kind, 0)
+		f.Close()
+		if err != nil || n == 0 || disorder != 0 {
+			t.Fatalf("%s: %d entries, %d out of order, %v\n%s", c.ext, n, disorder, err, out.String())
+		}
+	}
 }
