@@ -413,7 +413,7 @@ func (l *Log) rewriteSegment(c cleanable, keep func(Record, int64) recordFate) (
 	if l.compactSwapHook != nil {
 		l.compactSwapHook()
 	}
-	swapped, err := l.swapCleaned(c.s, tmpLog, tmpIdx, tmpTidx)
+	swapped, err := l.swapCleaned(c, tmpLog, tmpIdx, tmpTidx)
 	if !swapped {
 		return abort(err)
 	}
@@ -470,25 +470,28 @@ func (l *Log) writeCleanedIndexes(f File, size int64, c cleanable, tmpIdx, tmpTi
 	return nil
 }
 
-// swapCleaned puts the cleaned files of s in place of its own (see the
-// order above) and s's replacement in the log. It reports whether the new
-// .log was renamed into place: if not, nothing changed and the caller
-// removes the new files. deleteMu is held throughout, so s cannot leave the
-// log meanwhile except before it is taken.
-func (l *Log) swapCleaned(s *segment, tmpLog, tmpIdx, tmpTidx string) (bool, error) {
+// swapCleaned puts the cleaned files of c's segment in place of its own
+// (see the order above) and its replacement in the log. It reports whether
+// the new .log was renamed into place: if not, nothing changed and the
+// caller removes the new files. deleteMu is held throughout, so the segment
+// cannot change meanwhile; before it was taken, a deletion may have removed
+// it or a truncation cut it, and then the pass leaves it.
+func (l *Log) swapCleaned(c cleanable, tmpLog, tmpIdx, tmpTidx string) (bool, error) {
+	s := c.s
 	l.deleteMu.Lock()
 	defer l.deleteMu.Unlock()
 	l.mu.RLock()
 	present, closed, logStart := false, l.mu.closed, l.mu.logStart
-	for _, x := range l.mu.segs {
+	for _, x := range l.mu.segs[:len(l.mu.segs)-1] {
 		present = present || x == s
 	}
+	present = present && s.sealed && s.next == c.next && s.size == int64(len(c.data))
 	l.mu.RUnlock()
 	if closed {
 		return false, ErrClosed
 	}
 	if !present {
-		return false, nil // deleted or truncated away meanwhile
+		return false, nil // deleted or cut meanwhile
 	}
 	logPath, idxPath, tidxPath := l.segPaths(s.base)
 	for _, p := range []string{idxPath, tidxPath} {

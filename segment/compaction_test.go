@@ -758,3 +758,35 @@ func TestCompactWithHugeDurations(t *testing.T) {
 	}
 	checkCompaction(t, l, m, l.active().base, false, false)
 }
+
+// A truncation that cuts into a segment a pass is about to swap (only an
+// unclean leader election truncates below the HW) wins: the pass leaves the
+// cut segment as it is, rather than bringing back the records cut.
+func TestCompactLosesARaceWithTruncation(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, "/p", compactOpts(fs))
+	defer l.Close()
+	m := &compactModel{recs: map[int64]keyed{}}
+	randomLoad(t, l, m, rand.New(rand.NewPCG(6, 6)), 200, 8, CodecNone, 1000)
+	cut := l.Segments()[1] - 3 // inside the first segment
+	l.compactSwapHook = func() {
+		l.compactSwapHook = nil
+		var err error
+		if cut, err = l.TruncateTo(ctx, cut); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != cut {
+		t.Fatalf("log end %d after a truncation to %d", l.LogEndOffset(), cut)
+	}
+	for off := range m.recs {
+		if off >= cut {
+			delete(m.recs, off)
+		}
+	}
+	m.leo = cut
+	checkCompaction(t, l, m, 0, false, false) // nothing compacted, nothing back
+}
