@@ -103,8 +103,9 @@ type CompactResult struct {
 	// Segments rewritten, and their bytes before and after.
 	Segments                int
 	BytesBefore, BytesAfter int64
-	// Records removed: superseded by a later record with the same key, and
-	// tombstones past DeleteRetention.
+	// RecordsRemoved counts every record removed: superseded by a later
+	// record with the same key, or a tombstone past DeleteRetention;
+	// TombstonesRemoved counts the tombstones among them.
 	RecordsRemoved, TombstonesRemoved int64
 }
 
