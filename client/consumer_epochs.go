@@ -17,10 +17,11 @@ type cpart struct {
 	failures  int
 	behind    int // UnknownLeaderEpoch answers in a row from the leader the metadata names
 	notBefore time.Time
-	// epochs is the leader-epoch history of the records returned since
-	// the partition was assigned or sought outside them: the offset of the
-	// first record returned in each epoch. The last entry's epoch is the
-	// last fetched epoch every fetch carries (KIP-320); none: -1.
+	// epochs is the leader-epoch history of the batches the position
+	// passed since the partition was assigned or sought outside them: the
+	// first offset passed in each epoch (a record returned, or one the log
+	// cleaner removed). The last entry's epoch is the last fetched epoch
+	// every fetch carries (KIP-320); none: -1.
 	// Invariant: epochs and offsets strictly increase; every offset < pos.
 	epochs []epochStart
 }
@@ -31,7 +32,7 @@ type epochStart struct {
 	start int64
 }
 
-// lastEpoch is the leader epoch of the last record returned (-1: unknown).
+// lastEpoch is the leader epoch of the last batch passed (-1: unknown).
 func (cp *cpart) lastEpoch() int32 {
 	if len(cp.epochs) == 0 {
 		return -1
@@ -39,8 +40,8 @@ func (cp *cpart) lastEpoch() int32 {
 	return cp.epochs[len(cp.epochs)-1].epoch
 }
 
-// epochBefore is the leader epoch of the record before offset off: known
-// when off-1 is within the records returned (-1 otherwise).
+// epochBefore is the leader epoch of the offset before off: known when
+// off-1 is within the batches passed (-1 otherwise).
 func (cp *cpart) epochBefore(off int64) int32 {
 	if len(cp.epochs) == 0 || off > cp.pos || off-1 < cp.epochs[0].start {
 		return -1
@@ -49,17 +50,14 @@ func (cp *cpart) epochBefore(off int64) int32 {
 	return cp.epochs[i-1].epoch
 }
 
-// returned records the leader epochs of msgs, this partition's records
-// just returned in offset order.
-func (cp *cpart) returned(msgs []Message) {
-	for i := range msgs {
-		m := &msgs[i]
-		if m.LeaderEpoch < 0 {
-			continue
-		}
-		if n := len(cp.epochs); n == 0 || m.LeaderEpoch > cp.epochs[n-1].epoch {
-			cp.epochs = append(cp.epochs, epochStart{m.LeaderEpoch, m.Offset})
-		}
+// entered records that the position moves into a batch of leader epoch
+// epoch at offset start (decodeFetched calls it in offset order).
+func (cp *cpart) entered(epoch int32, start int64) {
+	if epoch < 0 {
+		return
+	}
+	if n := len(cp.epochs); n == 0 || epoch > cp.epochs[n-1].epoch {
+		cp.epochs = append(cp.epochs, epochStart{epoch, start})
 	}
 }
 

@@ -379,9 +379,7 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			}
 			var next int64
 			var err error
-			n := len(out)
-			out, next, err = decodeFetched(cp.tp, pr.Records, fp.off, out)
-			cp.returned(out[n:])
+			out, next, err = decodeFetched(cp.tp, pr.Records, fp.off, out, cp.entered)
 			cp.pos = max(cp.pos, next)
 			if err != nil && firstErr == nil {
 				firstErr = err
@@ -427,7 +425,14 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 // At a corrupt batch or record it stops with an error, returning the offset
 // after the last record it returned: the position never passes a record that
 // was not delivered.
-func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message) ([]Message, int64, error) {
+//
+// entered (nil: none) learns the leader epoch of each batch the position
+// moves into, with the first offset at or above from it covers, before the
+// position passes that offset: also a batch the log cleaner emptied, whose
+// offsets the position passes without a record (the last fetched epoch is
+// the last batch's, as in Kafka, or a consumer past a later epoch's
+// compacted batches would still claim an older one).
+func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message, entered func(epoch int32, start int64)) ([]Message, int64, error) {
 	out = slices.Grow(out, countRecords(records))
 	next := from
 	prevLast := int64(-1) // the last offset of the previous batch
@@ -445,12 +450,20 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 			return nil
 		}
 		epoch := b.LeaderEpoch()
+		told := false
+		tell := func() {
+			if !told && entered != nil {
+				entered(epoch, max(b.BaseOffset(), from))
+			}
+			told = true
+		}
 		it := b.Iter()
 		for it.Next() {
 			r := it.Record()
 			if r.Offset < from {
 				continue
 			}
+			tell()
 			var h []segment.RecordHeader
 			if len(r.Headers) > 0 {
 				i := len(hdrs)
@@ -467,6 +480,7 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message)
 		if err := it.Err(); err != nil {
 			return err // the position stays at the bad record: never skip past it
 		}
+		tell()
 		next = b.LastOffset() + 1
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -304,7 +305,7 @@ func TestDecodeFetchedStopsAtCorruptRecord(t *testing.T) {
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, b, 10, nil)
+	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, b, 10, nil, nil)
 	if !errors.Is(err, segment.ErrCorrupt) {
 		t.Fatalf("err %v, want corruption", err)
 	}
@@ -312,7 +313,7 @@ func TestDecodeFetchedStopsAtCorruptRecord(t *testing.T) {
 		t.Fatalf("%d records, next %d: want record 10 and position 11 (the bad record)", len(msgs), next)
 	}
 	// Asked from the bad record itself: nothing, and the position stays.
-	if msgs, next, err = decodeFetched(TopicPartition{"t", 0}, b, 11, nil); err == nil || len(msgs) != 0 || next != 11 {
+	if msgs, next, err = decodeFetched(TopicPartition{"t", 0}, b, 11, nil, nil); err == nil || len(msgs) != 0 || next != 11 {
 		t.Fatalf("from 11: %d records, next %d, err %v", len(msgs), next, err)
 	}
 }
@@ -356,7 +357,7 @@ func TestDecodeFetchedCompactedBatches(t *testing.T) {
 	if n := countRecords(buf); n != 3 {
 		t.Fatalf("countRecords: %d, want 3", n)
 	}
-	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, buf, 10, nil)
+	msgs, next, err := decodeFetched(TopicPartition{"t", 0}, buf, 10, nil, nil)
 	if err != nil || next != 18 {
 		t.Fatalf("decode: next %d, err %v; want 18", next, err)
 	}
@@ -367,8 +368,48 @@ func TestDecodeFetchedCompactedBatches(t *testing.T) {
 	if strings.Join(got, " ") != "10=a 15=f 16=g" {
 		t.Fatalf("records %q", got)
 	}
-	if msgs, next, err := decodeFetched(TopicPartition{"t", 0}, buf, 13, nil); err != nil || next != 18 || len(msgs) != 2 {
+	if msgs, next, err := decodeFetched(TopicPartition{"t", 0}, buf, 13, nil, nil); err != nil || next != 18 || len(msgs) != 2 {
 		t.Fatalf("from 13: %d records, next %d, err %v", len(msgs), next, err)
+	}
+}
+
+// The last fetched epoch is the last batch's, also when the log cleaner
+// emptied it: a consumer whose records all came from epoch 0 but whose
+// position passed an emptied batch of epoch 2 sends epoch 2 with its next
+// fetch (else the leader, finding the consumer's epoch 0 ending before
+// its position, would answer that its log was truncated), and a commit at
+// its position carries epoch 2. Found by the chaos run with --compact.
+func TestLastFetchedEpochCountsEmptiedBatches(t *testing.T) {
+	b0 := compactedBatch(t, 10, 1, "a", "b", "c") // 10 left of 10-12, epoch 0
+	b1 := compactedBatch(t, 13, 0, "d", "e")      // none of 13-14, epoch 2
+	b2 := compactedBatch(t, 15, 0, "f")           // none of 15, epoch 3
+	b1.SetLeaderEpoch(2)                          // outside the CRC, which the leader stamps
+	b2.SetLeaderEpoch(3)
+	cp := &cpart{tp: TopicPartition{"t", 0}}
+	buf := append(append([]byte(nil), b0...), b1...)
+	msgs, next, err := decodeFetched(cp.tp, buf, 11, nil, cp.entered)
+	cp.pos = next
+	if err != nil || len(msgs) != 0 || next != 15 {
+		t.Fatalf("from 11: %d records, next %d, err %v", len(msgs), next, err)
+	}
+	if cp.lastEpoch() != 2 || !slices.Equal(cp.epochs, []epochStart{{0, 11}, {2, 13}}) {
+		t.Fatalf("epochs %v, last %d; want [{0 11} {2 13}], 2", cp.epochs, cp.lastEpoch())
+	}
+	if e := cp.epochBefore(15); e != 2 {
+		t.Fatalf("epoch before 15: %d, want 2 (of the emptied batch)", e)
+	}
+	if e := cp.epochBefore(12); e != 0 {
+		t.Fatalf("epoch before 12: %d, want 0", e)
+	}
+	msgs, next, err = decodeFetched(cp.tp, b2, next, msgs, cp.entered)
+	cp.pos = next
+	if err != nil || len(msgs) != 0 || next != 16 || cp.lastEpoch() != 3 {
+		t.Fatalf("then: %d records, next %d, err %v, last epoch %d", len(msgs), next, err, cp.lastEpoch())
+	}
+	// A leader of epoch 3 that ended epoch 2 at 14 (its epoch 3 began
+	// there): the records passed part from its log at 14.
+	if d := cp.divergence(16, wire.EpochEndOffset{Epoch: 2, EndOffset: 14}); d != 14 {
+		t.Fatalf("divergence %d, want 14", d)
 	}
 }
 

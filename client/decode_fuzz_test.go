@@ -7,8 +7,8 @@ import (
 )
 
 // FuzzDecodeFetched: arbitrary fetch bytes never panic, the returned
-// position never moves backwards, and records come out in offset order
-// below it (testdata/fuzz/FuzzDecodeFetched/bd2918f0adc8da43: two valid
+// position never moves backwards, records come out in offset order below
+// it, and the batches entered (their leader epochs) cover them (testdata/fuzz/FuzzDecodeFetched/bd2918f0adc8da43: two valid
 // batches, the second at a lower base offset).
 func FuzzDecodeFetched(f *testing.F) {
 	bld := segment.NewBuilder(segment.BuilderOptions{ProducerID: 7, BaseSequence: 3})
@@ -30,9 +30,28 @@ func FuzzDecodeFetched(f *testing.F) {
 		f.Add([]byte(z), int64(35))
 	}
 	f.Fuzz(func(t *testing.T, records []byte, from int64) {
-		msgs, next, _ := decodeFetched(TopicPartition{"t", 0}, records, from, nil)
+		var starts []epochStart
+		entered := func(epoch int32, start int64) { starts = append(starts, epochStart{epoch, start}) }
+		msgs, next, _ := decodeFetched(TopicPartition{"t", 0}, records, from, nil, entered)
 		if next < from {
 			t.Fatalf("next %d < from %d", next, from)
+		}
+		// Each batch entered starts at or above from, below the position,
+		// past the previous one; and every record returned is in a batch
+		// entered at or below it, of that batch's epoch.
+		for i, s := range starts {
+			if s.start < from || s.start >= next || i > 0 && s.start <= starts[i-1].start {
+				t.Fatalf("batch entered at %d (from %d, next %d, entered before %v)", s.start, from, next, starts[:i])
+			}
+		}
+		j := -1
+		for _, m := range msgs {
+			for j+1 < len(starts) && starts[j+1].start <= m.Offset {
+				j++
+			}
+			if j < 0 || starts[j].epoch != m.LeaderEpoch {
+				t.Fatalf("record %d of epoch %d: batches entered %v", m.Offset, m.LeaderEpoch, starts)
+			}
 		}
 		for i, m := range msgs {
 			if m.Offset < from || m.Offset >= next {
