@@ -28,7 +28,7 @@ func chaosCommand() *ucli.Command {
 		Name:   "chaos",
 		Hidden: true,
 		Usage:  "fault-injection run against a local cluster of this binary (3 nodes, or --nodes; see bench/chaos); exit 1 on any anomaly",
-		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|net|kill-leader,one-way,...] [--nodes 3]\n\n" +
+		UsageText: "paymentlog chaos [--duration 10m] [--seed N] [--per-kind 20] [--kinds all|net|kill-leader,one-way,...] [--nodes 3] [--compact]\n\n" +
 			"Without --duration it runs one deck: --per-kind faults of every kind. The seed fixes the schedule of faults;\n" +
 			"it is printed at the start and in the report.",
 		Flags: []ucli.Flag{
@@ -46,6 +46,8 @@ func chaosCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "consumers", Value: 2, Usage: "continuous consumers", EnvVars: chaosEnv("CONSUMERS")},
 			&ucli.DurationFlag{Name: "interval", Value: 5 * time.Millisecond, Usage: "per producer, time between records", EnvVars: chaosEnv("INTERVAL")},
 			&ucli.StringFlag{Name: "compression", Value: "none", Usage: "the producers' compression: none, lz4 or zstd", EnvVars: chaosEnv("COMPRESSION")},
+			&ucli.BoolFlag{Name: "compact", Usage: "make the topic compacted (cleanup.policy=compact, segment.bytes 1 MiB, min.cleanable.dirty.ratio 0, delete.retention.ms 1000; the nodes' --log-cleaner-interval 500ms): " +
+				"the producers write records with keys (64 hot and 4096 cold ones per partition) and some tombstones, and the checker allows what the cleaner removes (superseded records, old tombstones) but never a key's latest record", EnvVars: chaosEnv("COMPACT")},
 			&ucli.BoolFlag{Name: "keep", Usage: "keep the cluster directory (data, node logs) even when the run passes", EnvVars: chaosEnv("KEEP")},
 			&ucli.StringFlag{Name: "base-dir", Usage: "where the cluster directory is made (default: the temp dir)", EnvVars: chaosEnv("BASE_DIR")},
 			&ucli.StringFlag{Name: "binary", Usage: "paymentlog binary for the nodes (default: this one)", EnvVars: chaosEnv("BINARY"), Hidden: true},
@@ -95,6 +97,7 @@ func chaosCommand() *ucli.Command {
 				Consumers:      c.Int("consumers"),
 				Interval:       c.Duration("interval"),
 				Compression:    codec,
+				Compact:        c.Bool("compact"),
 				Keep:           c.Bool("keep"),
 				KeepOnFailure:  true,
 				BaseDir:        c.String("base-dir"),

@@ -14,7 +14,8 @@ type AnomalyKind string
 
 // Safety anomalies: any one fails the run.
 const (
-	LostWrite          AnomalyKind = "lost-write"          // acknowledged, absent from the final log
+	LostWrite          AnomalyKind = "lost-write"          // acknowledged, absent from the final log (compacted: which holds no later record of its key)
+	LostLatest         AnomalyKind = "lost-latest"         // compacted: a key's latest record (not a tombstone) absent from the final log
 	InconsistentOffset AnomalyKind = "inconsistent-offset" // one offset, two different records (ack, read, final log, replica)
 	Duplicate          AnomalyKind = "duplicate"           // one record at two offsets (or in two partitions)
 	ReadSkipped        AnomalyKind = "read-skipped"        // a consumer's next offset jumped forward
@@ -41,7 +42,7 @@ const (
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
-	SafetyKinds   = []AnomalyKind{LostWrite, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, LostCommit, MemberSkipped, Unverified}
+	SafetyKinds   = []AnomalyKind{LostWrite, LostLatest, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, LostCommit, MemberSkipped, Unverified}
 	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, MembersBehind, NoFaults, WritesStalled}
 )
 
@@ -90,6 +91,16 @@ type Report struct {
 	Members, MemberReads, MemberRereads           int // group members, records they read, and read again after a handover
 	MemberRejoins, MemberDeaths                   int // times a member left and joined again, and of those died instead of leaving
 	MemberStalls, StallsLeft                      int // times a member stopped polling past its max poll interval, and of those left the group
+
+	// Compacted runs (History.Compacted): acknowledged records absent from
+	// the final log as the cleaner may leave it (CompactedAcked), of those
+	// superseded by a later record of their key in it, and tombstones or
+	// records of a key a tombstone deleted; and the offsets below the
+	// final HWs that hold no record.
+	Compacted                             bool
+	CompactedAcked                        int
+	CompactedSuperseded, CompactedDeleted int
+	CompactedOffsets                      int64
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind
@@ -153,11 +164,6 @@ func Check(h *History) *Report {
 		final[h.Final[i].Partition] = &h.Final[i]
 	}
 	// The reference log of every partition: offset -> value, and where each record is.
-	type ref struct {
-		pl    *PartitionLog
-		at    map[int64]string
-		where map[RecordID][]int64
-	}
 	refs := map[int32]*ref{}
 	placed := map[RecordID][]int32{} // partitions a record appears in
 	writes := map[RecordID]*Write{}
@@ -174,35 +180,48 @@ func Check(h *History) *Report {
 			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: -1, Detail: detail})
 			continue
 		}
-		rf := &ref{pl: pl, at: make(map[int64]string, len(pl.Records)), where: map[RecordID][]int64{}}
+		rf := &ref{pl: pl, at: make(map[int64]string, len(pl.Records)), ids: make(map[int64]RecordID, len(pl.Records)), where: map[RecordID][]int64{}}
 		refs[p] = rf
 		r.FinalRecords += len(pl.Records)
 		next := pl.Start
 		for _, rec := range pl.Records {
-			if rec.Offset != next {
+			switch {
+			case h.Compacted && rec.Offset < next:
+				// The cleaner leaves gaps (removed records), never a
+				// step back.
+				r.add(Anomaly{Kind: InconsistentOffset, Partition: p, Offset: rec.Offset,
+					Detail: fmt.Sprintf("the final log goes back from offset %d to %d", next-1, rec.Offset)})
+			case !h.Compacted && rec.Offset != next:
 				r.add(Anomaly{Kind: InconsistentOffset, Partition: p, Offset: next,
 					Detail: fmt.Sprintf("the final log jumps from offset %d to %d", next, rec.Offset)})
 			}
 			next = rec.Offset + 1
-			rf.at[rec.Offset] = rec.Value
+			rf.at[rec.Offset] = rec.text()
 			id, ok := ParsePayload([]byte(rec.Value))
 			if !ok {
-				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("value %q was not written by the workload", clip(rec.Value))})
+				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("value %q was not written by the workload", clip(rec.text()))})
 				continue
 			}
+			rf.ids[rec.Offset] = id
 			w := writes[id]
 			switch {
 			case w == nil:
 				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("%v was never produced", id)})
 			case w.Partition != p:
 				r.add(Anomaly{Kind: PhantomRecord, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("%v was produced to partition %d", id, w.Partition)})
+			case w.Key != rec.Key || w.Tombstone != rec.Tombstone:
+				r.add(Anomaly{Kind: InconsistentOffset, Partition: p, Offset: rec.Offset, Detail: fmt.Sprintf("%v was written as %q; the final log has %q",
+					id, clip(recordText(w.Key, id.String(), w.Tombstone)), clip(rec.text()))})
 			}
 			if len(rf.where[id]) == 0 {
 				placed[id] = append(placed[id], p)
 			}
 			rf.where[id] = append(rf.where[id], rec.Offset)
 		}
-		if next < pl.HW {
+		// A compacted log may end short of its HW (the cleaner removed
+		// its last records): the read-back reports a read it could not
+		// finish (PartitionLog.Err).
+		if next < pl.HW && !h.Compacted {
 			r.add(Anomaly{Kind: Unverified, Partition: p, Offset: next,
 				Detail: fmt.Sprintf("the final log ends at offset %d, below its HW %d", next, pl.HW)})
 		}
@@ -216,6 +235,12 @@ func Check(h *History) *Report {
 		if len(ps) > 1 {
 			r.add(Anomaly{Kind: Duplicate, Partition: -1, Offset: -1, Detail: fmt.Sprintf("%v is in partitions %v", id, ps)})
 		}
+	}
+	// In a compacted run, records the final log lacks are still known
+	// from the acknowledgements, the reads and the replicas' files.
+	var cp *compaction
+	if h.Compacted {
+		cp = newCompaction(h, r, refs, writes)
 	}
 
 	// A write or read for a partition the history has no reference log
@@ -239,6 +264,9 @@ func Check(h *History) *Report {
 		if rf != nil {
 			found = rf.where[w.ID]
 		}
+		if len(found) == 0 && cp != nil {
+			found = cp.placed(w)
+		}
 		switch w.Outcome {
 		case Acked:
 			r.Acked++
@@ -248,7 +276,7 @@ func Check(h *History) *Report {
 				continue // reported as unverified
 			}
 			if v, ok := rf.at[w.Offset]; ok {
-				if id, ok := ParsePayload([]byte(v)); !ok || id != w.ID {
+				if id, ok := rf.ids[w.Offset]; !ok || id != w.ID {
 					r.add(Anomaly{Kind: InconsistentOffset, Partition: w.Partition, Offset: w.Offset,
 						Detail: fmt.Sprintf("%v was acknowledged at this offset; the final log has %q there", w.ID, clip(v))})
 				}
@@ -256,7 +284,9 @@ func Check(h *History) *Report {
 				r.add(Anomaly{Kind: InconsistentOffset, Partition: w.Partition, Offset: w.Offset,
 					Detail: fmt.Sprintf("%v was acknowledged at an offset outside the final log [%d, %d)", w.ID, rf.pl.Start, rf.pl.HW)})
 			}
-			if len(found) == 0 {
+			// In a compacted run the cleaner may have removed it:
+			// checkFinal judges what the final log lacks.
+			if len(found) == 0 && cp == nil {
 				r.add(Anomaly{Kind: LostWrite, Partition: w.Partition, Offset: w.Offset,
 					Detail: fmt.Sprintf("%v was acknowledged at %v (offset %d) and is not in the final log", w.ID, w.Done.Sub(h.Start).Round(time.Millisecond), w.Offset)})
 			}
@@ -318,6 +348,12 @@ func Check(h *History) *Report {
 			}
 		}
 		switch {
+		case rd.Offset > prev+1 && cp != nil:
+			// Skipping what the cleaner may have removed is reading on.
+			if o, rec, ok := cp.required(rd.Partition, prev+1, rd.Offset); ok {
+				r.add(Anomaly{Kind: ReadSkipped, Partition: rd.Partition, Offset: o,
+					Detail: fmt.Sprintf("consumer %d read offset %d after %d, skipping %v at offset %d, which no later record of key %q supersedes", rd.Consumer, rd.Offset, prev, rec.id, o, rec.key)})
+			}
 		case rd.Offset > prev+1:
 			r.add(Anomaly{Kind: ReadSkipped, Partition: rd.Partition, Offset: rd.Offset,
 				Detail: fmt.Sprintf("consumer %d read offset %d after %d (skipped %d)", rd.Consumer, rd.Offset, prev, rd.Offset-prev-1)})
@@ -332,11 +368,13 @@ func Check(h *History) *Report {
 			continue
 		}
 		if v, ok := rf.at[rd.Offset]; !ok {
+			if cp == nil || !rf.pl.holds(rd.Offset) { // else newCompaction checked it
+				r.add(Anomaly{Kind: InconsistentOffset, Partition: rd.Partition, Offset: rd.Offset,
+					Detail: fmt.Sprintf("consumer %d read %q; the final log has nothing there", rd.Consumer, clip(rd.text()))})
+			}
+		} else if v != rd.text() {
 			r.add(Anomaly{Kind: InconsistentOffset, Partition: rd.Partition, Offset: rd.Offset,
-				Detail: fmt.Sprintf("consumer %d read %q; the final log has nothing there", rd.Consumer, clip(rd.Value))})
-		} else if v != rd.Value {
-			r.add(Anomaly{Kind: InconsistentOffset, Partition: rd.Partition, Offset: rd.Offset,
-				Detail: fmt.Sprintf("consumer %d read %q; the final log has %q", rd.Consumer, clip(rd.Value), clip(v))})
+				Detail: fmt.Sprintf("consumer %d read %q; the final log has %q", rd.Consumer, clip(rd.text()), clip(v))})
 		}
 	}
 
@@ -363,6 +401,14 @@ func Check(h *History) *Report {
 			last, seen := pos[ckey{c, p}]
 			if !seen {
 				last = rf.pl.Start - 1
+			}
+			if cp != nil {
+				if o, rec, ok := cp.required(p, last+1, rf.pl.HW); ok {
+					r.add(Anomaly{Kind: ConsumerBehind, Partition: p, Offset: o,
+						Detail: fmt.Sprintf("consumer %d never read offsets %d to %d (the final HW is %d), among them %v at offset %d, the latest record of key %q",
+							c, last+1, rf.pl.HW-1, rf.pl.HW, rec.id, o, rec.key)})
+				}
+				continue
 			}
 			if last+1 < rf.pl.HW {
 				r.add(Anomaly{Kind: ConsumerBehind, Partition: p, Offset: last + 1,
@@ -394,7 +440,11 @@ func Check(h *History) *Report {
 		r.ReplicasChecked++
 		compared[rl.Partition]++
 		hw := rf.pl.HW
-		if a, ok := replicaDiverges(rl, rf.pl, rf.at); !ok {
+		if cp != nil {
+			if a, ok := cp.replicaDiverges(rl, rf); !ok {
+				r.add(a)
+			}
+		} else if a, ok := replicaDiverges(rl, rf.pl, rf.at); !ok {
 			r.add(a)
 		}
 		for _, b := range rl.Batches {
@@ -407,7 +457,7 @@ func Check(h *History) *Report {
 					node int32
 					b    BatchInfo
 				}{rl.Node, b}
-			} else if f.b != b {
+			} else if !sameBatch(f.b, b, h.Compacted) {
 				r.add(Anomaly{Kind: ReplicaDivergence, Partition: rl.Partition, Offset: b.Base, Node: rl.Node,
 					Detail: fmt.Sprintf("batch %+v differs from node %d's %+v below the HW %d", b, f.node, f.b, hw)})
 			}
@@ -429,7 +479,10 @@ func Check(h *History) *Report {
 	}
 	resumed(h, r)
 	checkCommits(h, r)
-	checkMembers(h, r)
+	checkMembers(h, r, cp)
+	if cp != nil {
+		cp.checkFinal()
+	}
 	if h.FaultsApplied == 0 {
 		r.add(Anomaly{Kind: NoFaults, Partition: -1, Offset: -1,
 			Detail: "the nemesis applied no fault (all skipped or failed, or none scheduled): the history shows the system without faults only"})
@@ -439,6 +492,29 @@ func Check(h *History) *Report {
 		return slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[i].Kind) < slices.Index(append(SafetyKinds, LivenessKinds...), r.Anomalies[j].Kind)
 	})
 	return r
+}
+
+// ref is a partition's reference log (the final log) as Check indexes it.
+type ref struct {
+	pl    *PartitionLog
+	at    map[int64]string   // offset -> record (recordText)
+	ids   map[int64]RecordID // offset -> the record's RecordID, where it has one
+	where map[RecordID][]int64
+}
+
+// holds reports whether off lies in the log's range [Start, HW).
+func (pl *PartitionLog) holds(off int64) bool { return off >= pl.Start && off < pl.HW }
+
+// sameBatch reports whether two in-sync replicas' batches at one base
+// offset agree. They are byte for byte the same, but in a compacted run
+// each replica's cleaner rewrites its batches on its own (BatchInfo.Compacted):
+// then only the offsets they span and their epoch must agree; their
+// records are compared one by one.
+func sameBatch(a, b BatchInfo, compacted bool) bool {
+	if a == b {
+		return true
+	}
+	return compacted && (a.Compacted || b.Compacted) && a.Base == b.Base && a.Last == b.Last && a.Epoch == b.Epoch
 }
 
 // checkCommits holds every consumer group to its commits: after the run,
@@ -670,6 +746,13 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "reads: %d consumer reads; final log: %d records; in-sync replicas compared: %d\n", r.Reads, r.FinalRecords, r.ReplicasChecked)
 	if r.Commits > 0 {
 		fmt.Fprintf(w, "group commits: %d made, %d acknowledged; committed offsets read back and checked\n", r.Commits, r.CommitsAcked)
+	}
+	if r.Compacted {
+		fmt.Fprintf(w, "compaction: %d acknowledged records removed by the log cleaner (%d superseded by a later record of their key, %d tombstones or deleted by one); %d offsets below the final HWs hold no record\n",
+			r.CompactedAcked, r.CompactedSuperseded, r.CompactedDeleted, r.CompactedOffsets)
+		if r.CompactedAcked == 0 {
+			fmt.Fprintln(w, "WARNING: compaction removed no acknowledged record: the log cleaner never ran or found nothing to clean, so this run did not test compaction")
+		}
 	}
 	if r.Members > 0 {
 		fmt.Fprintf(w, "group members: %d sharing the partitions (leaving and joining again %d times, %d of them dying instead of leaving; stalling past the max poll interval %d times, %d of them leaving the group for it) read %d records (%d again after a handover); coverage of every final log checked\n",

@@ -7,7 +7,7 @@ import "testing"
 // members-behind, a different value inconsistent-offset; reading records
 // twice (a handover resuming at the last commit) is fine.
 func TestCheckMembers(t *testing.T) {
-	log := PartitionLog{Partition: 0, HW: 5, Records: []LogRecord{{0, "a", 0}, {1, "b", 0}, {2, "c", 0}, {3, "d", 0}, {4, "e", 0}, {5, "f", 0}}}
+	log := PartitionLog{Partition: 0, HW: 5, Records: []LogRecord{{Offset: 0, Value: "a"}, {Offset: 1, Value: "b"}, {Offset: 2, Value: "c"}, {Offset: 3, Value: "d"}, {Offset: 4, Value: "e"}, {Offset: 5, Value: "f"}}}
 	reads := func(offs ...int64) []MemberRead {
 		var out []MemberRead
 		for i, o := range offs {
@@ -26,7 +26,7 @@ func TestCheckMembers(t *testing.T) {
 		{"another value", append(reads(0, 1, 2, 3), MemberRead{Partition: 0, Offset: 4, Value: "x"}), map[AnomalyKind]int{InconsistentOffset: 1}},
 	} {
 		r := &Report{Counts: map[AnomalyKind]int{}}
-		checkMembers(&History{Members: 2, MemberReads: c.reads, Final: []PartitionLog{log}}, r)
+		checkMembers(&History{Members: 2, MemberReads: c.reads, Final: []PartitionLog{log}}, r, nil)
 		for _, k := range append(append([]AnomalyKind(nil), SafetyKinds...), LivenessKinds...) {
 			if r.Counts[k] != c.want[k] {
 				t.Errorf("%s: %s %d, want %d (%v)", c.name, k, r.Counts[k], c.want[k], r.Anomalies)

@@ -119,14 +119,19 @@ func ScanPartition(dir string, withRecords bool) (*PartitionScan, error) {
 				s.Err = errors.Join(s.Err, fmt.Errorf("%s: batch at offset %d follows offset %d", path, h.BaseOffset, next-1))
 			}
 			next = h.LastOffset() + 1
-			s.Batches = append(s.Batches, BatchInfo{Base: h.BaseOffset, Last: h.LastOffset(), Epoch: h.LeaderEpoch, CRC: h.CRC, Size: len(b)})
+			s.Batches = append(s.Batches, BatchInfo{Base: h.BaseOffset, Last: h.LastOffset(), Epoch: h.LeaderEpoch, CRC: h.CRC, Size: len(b),
+				Compacted: h.Compacted()})
 			if !withRecords {
 				continue
 			}
+			// Offsets come from the records' deltas: a batch the cleaner
+			// rewrote (AttrCompacted) holds fewer records than its offsets
+			// span, with gaps, down to none.
 			it := b.Iter()
 			for it.Next() {
 				r := it.Record()
-				s.Records = append(s.Records, LogRecord{Offset: r.Offset, Value: string(r.Value), Epoch: h.LeaderEpoch})
+				k, v, tomb := storedValue(r.Key, r.Value, r.Headers)
+				s.Records = append(s.Records, LogRecord{Offset: r.Offset, Value: v, Epoch: h.LeaderEpoch, Key: k, Tombstone: tomb})
 			}
 			if err := it.Err(); err != nil {
 				s.Err = errors.Join(s.Err, fmt.Errorf("%s: records of batch %d: %w", path, h.BaseOffset, err))

@@ -9,7 +9,8 @@
 //     TLS, one data directory each). As root, with iproute2, every node runs
 //     in its own network namespace on a bridge (localcluster.NetNS), so one
 //     can be cut off; otherwise partitions are skipped and the report says why.
-//  2. Create topic "chaos": 3 partitions, RF 3, min ISR 2.
+//  2. Create topic "chaos": 3 partitions, RF 3, min ISR 2 (compacted with
+//     Config.Compact: see below).
 //  3. Workload: Producers idempotent acks=all producers, each on its own
 //     connection, write records whose value names them: "p<producer>-<seq>"
 //     (Payload), record seq to partition seq%3; Consumers consumers read
@@ -130,6 +131,29 @@
 // writes-stalled (the producers keep writing for a moment after the last
 // fault is healed; a partition that acknowledged none of those records, or
 // got none, never resumed taking writes).
+//
+// # Compacted runs (Config.Compact, --compact)
+//
+// The topic gets cleanup.policy=compact, segment.bytes 1 MiB,
+// min.cleanable.dirty.ratio 0 and delete.retention.ms 1000, and the nodes
+// a --log-cleaner-interval of 500ms, so every replica's cleaner removes
+// records while the faults go on. Each record gets a key drawn from the
+// seed: one of 64 hot keys per partition (each rewritten every fraction of
+// a second, so the cleaner has plenty to remove), or for one record in
+// eight one of 4096 cold keys (rewritten rarely: their latest records stay
+// in old segments that the cleaner rewrites again and again, and their
+// tombstones outlive delete.retention.ms); 2% are tombstones, a null
+// value, the record named by its HeaderID header instead of its Payload. The cleaner
+// may remove any record superseded by a later one of its key, and
+// tombstones; the checker (checker_compact.go) allows exactly that, in the
+// final log, in each in-sync replica's files and in what consumers and
+// members read, and keeps every other check. One more safety anomaly:
+// lost-latest (a key's latest record, not a tombstone, absent from the
+// final log: compaction's promise that a key's latest value is never
+// lost); lost-write is then an acknowledged record absent while the final
+// log holds no later record of its key. The report counts the
+// acknowledged records the cleaner removed, and warns when there are none
+// (the run did not test compaction).
 //
 // Unavailability as the producers saw it: per partition, each stretch in
 // which records were being written and no acknowledgement arrived (a failed

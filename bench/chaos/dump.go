@@ -10,8 +10,10 @@ import (
 
 // WriteFiles saves the run for later diagnosis into dir: schedule.txt (the
 // faults as they ran, after the wall-clock time of t+0), writes.tsv (every record: producer, seq, partition,
-// sent and done as milliseconds since the start, outcome, offset, error),
-// reads.tsv (consumer, partition, offset, value, ms) and report.txt.
+// sent and done as milliseconds since the start, outcome, offset, error,
+// and in a compacted run key and tombstone), reads.tsv (consumer,
+// partition, offset, value — key=value in a compacted run —, ms) and
+// report.txt.
 func (r *Result) WriteFiles(dir string) error {
 	if err := writeLines(filepath.Join(dir, "schedule.txt"), func(w *bufio.Writer) {
 		fmt.Fprintf(w, "seed %d plan %+v\n", r.Seed, r.Plan)
@@ -37,9 +39,17 @@ func (r *Result) WriteFiles(dir string) error {
 		return t.Sub(h.Start).Milliseconds()
 	}
 	if err := writeLines(filepath.Join(dir, "writes.tsv"), func(w *bufio.Writer) {
-		fmt.Fprintln(w, "producer\tseq\tpartition\tsent_ms\tdone_ms\toutcome\toffset\terr")
+		if h.Compacted {
+			fmt.Fprintln(w, "producer\tseq\tpartition\tsent_ms\tdone_ms\toutcome\toffset\terr\tkey\ttombstone")
+		} else {
+			fmt.Fprintln(w, "producer\tseq\tpartition\tsent_ms\tdone_ms\toutcome\toffset\terr")
+		}
 		for _, x := range h.Writes {
-			fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\n", x.ID.Producer, x.ID.Seq, x.Partition, ms(x.Sent), ms(x.Done), x.Outcome, x.Offset, x.Err)
+			fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s", x.ID.Producer, x.ID.Seq, x.Partition, ms(x.Sent), ms(x.Done), x.Outcome, x.Offset, x.Err)
+			if h.Compacted {
+				fmt.Fprintf(w, "\t%s\t%v", x.Key, x.Tombstone)
+			}
+			fmt.Fprintln(w)
 		}
 	}); err != nil {
 		return err
@@ -47,7 +57,7 @@ func (r *Result) WriteFiles(dir string) error {
 	if err := writeLines(filepath.Join(dir, "reads.tsv"), func(w *bufio.Writer) {
 		fmt.Fprintln(w, "consumer\tpartition\toffset\tvalue\tat_ms")
 		for _, x := range h.Reads {
-			fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%d\n", x.Consumer, x.Partition, x.Offset, clip(x.Value), ms(x.At))
+			fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%d\n", x.Consumer, x.Partition, x.Offset, clip(x.text()), ms(x.At))
 		}
 	}); err != nil {
 		return err

@@ -33,6 +33,10 @@ type Write struct {
 	Outcome   Outcome
 	Offset    int64  // Acked only
 	Err       string // Failed and Indeterminate only
+	// Key is the record's key ("": none; compacted runs only) and
+	// Tombstone whether its value was null (named by its HeaderID header).
+	Key       string
+	Tombstone bool
 }
 
 // Read is one record a consumer received.
@@ -40,8 +44,10 @@ type Read struct {
 	Consumer  int
 	Partition int32
 	Offset    int64
-	Value     string
+	Value     string // see LogRecord.Value
 	At        time.Time
+	Key       string // "": none
+	Tombstone bool   // see LogRecord.Tombstone
 }
 
 // Divergence is a consumer told by a leader that its log no longer holds
@@ -74,8 +80,14 @@ type Commit struct {
 // LogRecord is one record of a partition's log.
 type LogRecord struct {
 	Offset int64
-	Value  string
-	Epoch  int32 // leader epoch of its batch
+	// Value is the record's value; for a Tombstone, which has none, the
+	// value of its HeaderID header, which names it as a Payload would.
+	Value string
+	Epoch int32 // leader epoch of its batch
+	// Key is the record's key ("": none; the workload writes keys only in
+	// compacted runs) and Tombstone whether its value is null.
+	Key       string
+	Tombstone bool
 }
 
 // PartitionLog is a partition as read back through the cluster after the
@@ -96,6 +108,11 @@ type BatchInfo struct {
 	Epoch      int32
 	CRC        uint32
 	Size       int
+	// Compacted: the log cleaner rewrote the batch (segment.AttrCompacted).
+	// Replicas compact on their own, so such a batch's records, CRC and
+	// size may differ from another replica's; its base, last offset and
+	// epoch do not.
+	Compacted bool
 }
 
 // ReplicaLog is one node's copy of a partition, read from its segment files
@@ -145,14 +162,22 @@ type History struct {
 	CommittedErr map[int]string
 	// Members is how many consumers shared the partitions as members of
 	// MembersGroup, and MemberReads what they read (checkMembers).
-	Members       int
-	MemberReads   []MemberRead
-	MemberRejoins int // times a member left and joined again
-	MemberDeaths  int // of those, times it died instead of leaving
+	Members     int
+	MemberReads []MemberRead
+	// MemberDivergences lists the log truncations members were told of
+	// (Divergence.Consumer is the member): a member reads that partition
+	// no further until it is handed over.
+	MemberDivergences []Divergence
+	MemberRejoins     int // times a member left and joined again
+	MemberDeaths      int // of those, times it died instead of leaving
 	// MemberStalls is how many times a member stopped polling for longer
 	// than its max poll interval, and StallsLeft how many of those it
 	// found its membership lost afterwards (it left the group).
 	MemberStalls, StallsLeft int
+	// Compacted: the topic was compacted (cleanup.policy=compact) and the
+	// workload wrote keyed records and tombstones, so the final log may
+	// lack records the cleaner removed (see checkCompacted).
+	Compacted bool
 	// FaultsEnd is when the last fault had been healed; the producers keep
 	// writing for a while after it, and every partition must acknowledge
 	// some of those writes (writes resumed). Zero: not recorded, not checked.

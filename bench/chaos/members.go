@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"paymentlog/client"
@@ -17,8 +18,10 @@ type MemberRead struct {
 	Member    int
 	Partition int32
 	Offset    int64
-	Value     string
+	Value     string // see LogRecord.Value
 	At        time.Time
+	Key       string // "": none
+	Tombstone bool   // see LogRecord.Tombstone
 }
 
 // startMembers joins cfg.Members consumers to MembersGroup, sharing the
@@ -177,22 +180,34 @@ func (w *Workload) consumeAsMember(id int, gc *client.GroupConsumer, until time.
 		}
 		msgs, err := gc.Poll(w.cctx)
 		now := time.Now()
-		if len(msgs) > 0 {
+		if len(msgs) > 0 || w.cfg.Keys > 0 {
 			w.mu.Lock()
 			for _, m := range msgs {
-				w.mu.memberReads = append(w.mu.memberReads, MemberRead{Member: id, Partition: m.Partition, Offset: m.Offset, Value: string(m.Value), At: now})
+				k, v, tomb := storedValue(m.Key, m.Value, m.Headers)
+				w.mu.memberReads = append(w.mu.memberReads, MemberRead{Member: id, Partition: m.Partition, Offset: m.Offset, Value: v, At: now, Key: k, Tombstone: tomb})
 				if m.Offset+1 > w.mu.memberPos[m.Partition] {
 					w.mu.memberPos[m.Partition] = m.Offset + 1
 				}
+			}
+			if w.cfg.Keys > 0 {
+				w.movePositions(w.mu.memberPos, gc.Consumer()) // as in consume
 			}
 			w.mu.Unlock()
 		}
 		if err != nil && w.cctx.Err() == nil {
 			var lt *client.LogTruncatedError
 			if errors.As(err, &lt) {
-				w.log.Error("group member told its history was truncated", "member", id, "partition", lt.Partition)
+				w.log.Error("group member told its history was truncated", "member", id, "partition", lt.Partition, "position", lt.Position,
+					"epoch", lt.LastFetchedEpoch, "diverging_epoch", lt.DivergingEpoch, "offset", lt.DivergingEndOffset)
+				d := Divergence{Consumer: id, Partition: lt.Partition, Position: lt.Position, LastFetchedEpoch: lt.LastFetchedEpoch,
+					DivergingEpoch: lt.DivergingEpoch, DivergingEndOffset: lt.DivergingEndOffset, At: now}
 				w.mu.Lock()
 				w.mu.memberCut[lt.Partition] = true
+				if !slices.ContainsFunc(w.mu.memberDivs, func(o Divergence) bool {
+					return o.Consumer == id && o.Partition == d.Partition && o.Position == d.Position
+				}) {
+					w.mu.memberDivs = append(w.mu.memberDivs, d)
+				}
 				w.mu.Unlock()
 			} else {
 				w.log.Warn("group member poll failed", "member", id, "err", err)
@@ -238,6 +253,15 @@ func (w *Workload) MemberPositions() map[int32]int64 {
 		out[p] = o
 	}
 	return out
+}
+
+// MemberDivergences returns every log truncation a member was told of
+// (Divergence.Consumer: the member), one per member, partition and
+// position.
+func (w *Workload) MemberDivergences() []Divergence {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Divergence(nil), w.mu.memberDivs...)
 }
 
 // MemberTruncated returns the partitions in which a member was told that

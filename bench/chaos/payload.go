@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+
+	"paymentlog/segment"
 )
 
 // RecordID names one record of the workload: producer Producer's Seq-th
@@ -44,4 +46,46 @@ func ParsePayload(v []byte) (RecordID, bool) {
 		return RecordID{}, false
 	}
 	return RecordID{Producer: p, Seq: s}, true
+}
+
+// HeaderID is the header that names a tombstone (compacted runs): a null
+// value cannot carry the record's Payload, so this header carries its
+// RecordID ("p<producer>-<seq>") instead.
+const HeaderID = "chaos-id"
+
+// keyName is the key of key number n (compacted runs).
+func keyName(n int) string { return fmt.Sprintf("k%d", n) }
+
+// storedValue is how the history keeps a record read back: its key ("" for
+// none), its value, and whether it is a tombstone (a null value), whose
+// value is then its HeaderID header's ("" without one).
+func storedValue(key, value []byte, headers []segment.RecordHeader) (k, v string, tombstone bool) {
+	if value != nil {
+		return string(key), string(value), false
+	}
+	for _, h := range headers {
+		if h.Key == HeaderID {
+			return string(key), string(h.Value), true
+		}
+	}
+	return string(key), "", true
+}
+
+// recordText is what the checker compares records by: the value alone for
+// a record without a key (every record of a run that is not compacted), or
+// the key, and the value or "null" with the tombstone's HeaderID.
+func recordText(key, value string, tombstone bool) string {
+	switch {
+	case tombstone:
+		return fmt.Sprintf("%s=null[%s]", key, value)
+	case key != "":
+		return key + "=" + value
+	}
+	return value
+}
+
+func (r LogRecord) text() string { return recordText(r.Key, r.Value, r.Tombstone) }
+func (r Read) text() string      { return recordText(r.Key, r.Value, r.Tombstone) }
+func (r MemberRead) text() string {
+	return recordText(r.Key, r.Value, r.Tombstone)
 }

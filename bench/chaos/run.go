@@ -46,7 +46,15 @@ type Config struct {
 	Consumers int           // default 2
 	Interval  time.Duration // per producer, between records; default 5ms
 	// Compression is the producers' codec (segment.CodecNone by default).
-	Compression  segment.Codec
+	Compression segment.Codec
+	// Compact makes the topic compacted (compactConfigs: cleanup.policy
+	// compact, tombstones kept for delete.retention.ms 1000) and runs the
+	// nodes' log cleaners every compactCleanerInterval; the workload writes
+	// keyed records (compactKeys hot keys per partition, and a
+	// compactColdRatio share with one of compactColdKeys cold ones), a
+	// compactTombstones share of them tombstones, and the checker allows the records the
+	// cleaner may remove (checkCompacted).
+	Compact      bool
 	Pad          int   // payload filler bytes; default 64
 	SegmentBytes int64 // the nodes' --segment-bytes; default 1 MiB (so segments roll)
 	// SettleTimeout bounds the wait, after healing, for every replica to be
@@ -84,6 +92,25 @@ type Result struct {
 	// window that began while a fault of that kind was in effect (see
 	// longestByKind).
 	Unavailable map[Kind]KindWindow
+}
+
+// Compacted runs (Config.Compact): the topic's configs, and the nodes'
+// --log-cleaner-interval. A dirty ratio of 0 cleans whenever anything is
+// dirty and a short delete.retention.ms removes tombstones within the run,
+// so that both kinds of removal happen while the faults go on.
+const (
+	compactCleanerInterval = 500 * time.Millisecond
+	compactKeys            = 64    // hot keys per partition: each is rewritten every few dozen records
+	compactColdKeys        = 4096  // cold keys per partition: each is rewritten every few minutes at most
+	compactColdRatio       = 0.125 // share of records with a cold key
+	compactTombstones      = 0.02  // share of records that are tombstones
+)
+
+var compactConfigs = map[string]string{
+	"cleanup.policy":            "compact",
+	"segment.bytes":             "1048576",
+	"min.cleanable.dirty.ratio": "0",
+	"delete.retention.ms":       "1000",
 }
 
 // resumeWindow is how long the producers keep writing after the faults
@@ -143,7 +170,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: cfg.Nodes, SessionTimeout: cfg.SessionTimeout}
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
-	fmt.Fprintf(out, "chaos: seed=%d nodes=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s\n", cfg.Seed, cfg.Nodes, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync)
+	fmt.Fprintf(out, "chaos: seed=%d nodes=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s compact=%v\n", cfg.Seed, cfg.Nodes, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync, cfg.Compact)
 
 	opts := localcluster.Options{
 		Binary:  cfg.Binary,
@@ -156,6 +183,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			"--segment-bytes", fmt.Sprint(cfg.SegmentBytes),
 			"--fsync", cfg.Fsync,
 		},
+	}
+	var topicConfigs map[string]string
+	if cfg.Compact {
+		opts.ExtraArgs = append(opts.ExtraArgs, "--log-cleaner-interval", compactCleanerInterval.String())
+		topicConfigs = compactConfigs
 	}
 	if ns != nil {
 		ns.Apply(&opts)
@@ -186,7 +218,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer adminCl.Close(context.Background())
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = adminCl.Admin().CreateTopic(cctx, client.TopicSpec{Name: Topic, Partitions: topicPartitions, ReplicationFactor: 3, MinISR: 2})
+	_, err = adminCl.Admin().CreateTopic(cctx, client.TopicSpec{Name: Topic, Partitions: topicPartitions, ReplicationFactor: 3, MinISR: 2,
+		Configs: topicConfigs})
 	cancel()
 	if err != nil {
 		return res, fmt.Errorf("chaos: create topic: %w", err)
@@ -195,15 +228,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("chaos: topic never in sync: %w", err)
 	}
 
-	wl, err := StartWorkload(ctx, WorkloadConfig{
+	wcfg := WorkloadConfig{
 		Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Topic: Topic, Partitions: topicPartitions,
 		Producers: cfg.Producers, Consumers: cfg.Consumers, Interval: cfg.Interval, Pad: cfg.Pad, Logger: cfg.Logger,
-		Compression: cfg.Compression,
-	})
+		Compression: cfg.Compression, Seed: cfg.Seed,
+	}
+	if cfg.Compact {
+		wcfg.Keys, wcfg.ColdKeys, wcfg.ColdRatio, wcfg.TombstoneRatio = compactKeys, compactColdKeys, compactColdRatio, compactTombstones
+	}
+	wl, err := StartWorkload(ctx, wcfg)
 	if err != nil {
 		return res, err
 	}
-	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers, Members: wl.Members()}
+	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers, Members: wl.Members(), Compacted: cfg.Compact}
 	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: topicPartitions, Workload: wl, Start: start, Out: out, Logger: cfg.Logger,
 		Admin: adminCl.Admin()}
 	defer nem.Close()
@@ -261,7 +298,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wl.StopConsumers()
 	h.End = time.Now()
 	h.Writes, h.Reads, h.Divergences = wl.Writes(), wl.Reads(), wl.Divergences()
-	h.MemberReads = wl.MemberReads()
+	h.MemberReads, h.MemberDivergences = wl.MemberReads(), wl.MemberDivergences()
 	h.MemberRejoins, h.MemberDeaths = wl.MemberRejoins()
 	h.MemberStalls, h.StallsLeft = wl.MemberStalls()
 	h.Groups, h.Commits = true, wl.Commits()
@@ -501,7 +538,8 @@ func readBack(ctx context.Context, c *localcluster.Cluster, cfg Config, wl *Work
 		msgs, err := cons.Poll(ctx)
 		for _, m := range msgs {
 			if m.Offset < out[m.Partition].HW {
-				out[m.Partition].Records = append(out[m.Partition].Records, LogRecord{Offset: m.Offset, Value: string(m.Value), Epoch: m.LeaderEpoch})
+				k, v, tomb := storedValue(m.Key, m.Value, m.Headers)
+				out[m.Partition].Records = append(out[m.Partition].Records, LogRecord{Offset: m.Offset, Value: v, Epoch: m.LeaderEpoch, Key: k, Tombstone: tomb})
 			}
 		}
 		if ctx.Err() != nil {
@@ -621,7 +659,8 @@ func appliedTotal(counts map[Kind]int) int {
 
 // reproduceFlags are the chaos command's flags for the settings of cfg
 // (defaults applied) that differ from the defaults and shape the run: the
-// nodes' fsync policy and session timeout, and the workload. Without them
+// nodes' fsync policy and session timeout, the workload and the topic's
+// compaction. Without them
 // the report's "reproduce" line ran a different experiment (an --fsync
 // interval run was repeated with fsync always).
 func (cfg Config) reproduceFlags() []string {
@@ -647,6 +686,9 @@ func (cfg Config) reproduceFlags() []string {
 	}
 	if cfg.Compression != def.Compression {
 		out = append(out, "--compression "+cfg.Compression.String())
+	}
+	if cfg.Compact {
+		out = append(out, "--compact")
 	}
 	return out
 }

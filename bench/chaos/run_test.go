@@ -26,10 +26,10 @@ func TestReproduceLineNamesTheSettings(t *testing.T) {
 		t.Fatalf("defaults give flags %v", f)
 	}
 	cfg := Config{Nodes: 5, Fsync: "interval=50ms", SessionTimeout: 2 * time.Second, Producers: 1, Consumers: 3, Interval: time.Millisecond,
-		Compression: segment.CodecLZ4}.withDefaults()
+		Compression: segment.CodecLZ4, Compact: true}.withDefaults()
 	var b strings.Builder
 	(&Result{Seed: 7, Duration: 8 * time.Minute, Flags: cfg.reproduceFlags()}).WriteSummary(&b)
-	want := "reproduce: scripts/chaos.sh --seed 7 --duration 8m0s --nodes 5 --fsync interval=50ms --session-timeout 2s --producers 1 --consumers 3 --interval 1ms --compression lz4\n"
+	want := "reproduce: scripts/chaos.sh --seed 7 --duration 8m0s --nodes 5 --fsync interval=50ms --session-timeout 2s --producers 1 --consumers 3 --interval 1ms --compression lz4 --compact\n"
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("summary:\n%s\nwant the line %q", b.String(), want)
 	}

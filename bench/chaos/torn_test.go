@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"paymentlog/segment"
 )
@@ -306,5 +307,74 @@ func TestScheduleWipes(t *testing.T) {
 	}
 	if wipes == 0 {
 		t.Fatal("no wipe in 40 seeds' schedules")
+	}
+}
+
+// TestScanPartitionCompacted: the scan reads a log the cleaner rewrote
+// (batches with AttrCompacted: fewer records than their offsets span, with
+// gaps, down to none) with every record at its own offset, its key, and a
+// tombstone named by its HeaderID header.
+func TestScanPartitionCompacted(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	l, err := segment.Open(ctx, dir, segment.Options{SegmentBytes: 2048, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tomb = 7 // the record at offset 7 is a tombstone, of a key of its own
+	seq := int64(0)
+	for range 40 {
+		b := segment.NewBuilder(segment.BuilderOptions{})
+		for range 3 {
+			id := RecordID{0, seq}
+			if seq == tomb {
+				b.Add(1000, []byte("gone"), nil, []segment.RecordHeader{{Key: HeaderID, Value: []byte(id.String())}})
+			} else {
+				b.Add(1000, []byte(keyName(int(seq%4))), Payload(id, 20), nil)
+			}
+			seq++
+		}
+		if _, err := l.Append(ctx, b.Build(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := l.Compact(ctx, segment.CompactOptions{Below: l.LogEndOffset(), DeleteRetention: time.Hour, Now: time.UnixMilli(2000)})
+	if err != nil || res.RecordsRemoved == 0 {
+		t.Fatalf("compaction removed nothing: %+v %v", res, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ScanPartition(dir, true)
+	if err != nil || s.Err != nil {
+		t.Fatal(err, s.Err)
+	}
+	if s.LEO() != 120 || len(s.Batches) != 40 || len(s.Records) >= 120 {
+		t.Fatalf("LEO %d records %d batches %d", s.LEO(), len(s.Records), len(s.Batches))
+	}
+	compacted := 0
+	for _, b := range s.Batches {
+		if b.Compacted {
+			compacted++
+		}
+	}
+	if compacted == 0 {
+		t.Fatal("no batch marked compacted")
+	}
+	prev, sawTomb := int64(-1), false
+	for _, r := range s.Records {
+		id, ok := ParsePayload([]byte(r.Value))
+		key := keyName(int(r.Offset % 4))
+		if r.Offset == tomb {
+			key = "gone"
+		}
+		if !ok || r.Offset <= prev || id.Seq != r.Offset || r.Key != key || r.Tombstone != (r.Offset == tomb) {
+			t.Fatalf("record after offset %d: %+v", prev, r)
+		}
+		sawTomb = sawTomb || r.Tombstone
+		prev = r.Offset
+	}
+	if !sawTomb {
+		t.Fatal("the tombstone (the latest of its key, in the dirty part: kept) not seen")
 	}
 }

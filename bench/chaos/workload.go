@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -34,6 +35,16 @@ type WorkloadConfig struct {
 	Pad             int           // filler bytes after each payload; default 0
 	DeliveryTimeout time.Duration // the producers' delivery timeout; default 30s
 	Compression     segment.Codec // the producers' codec; none by default
+	// Keys > 0 (a compacted topic): each record gets a key, at random
+	// (from Seed and the producer): one of Keys hot keys per partition
+	// ("k<n>", rewritten all the time), or with ColdRatio one of ColdKeys
+	// cold ones ("c<n>", rewritten rarely: their latest records stay in
+	// old segments, and their tombstones outlive delete.retention.ms);
+	// a TombstoneRatio share of records are tombstones (a null value,
+	// named by their HeaderID header). 0: records without a key.
+	Keys, ColdKeys            int
+	ColdRatio, TombstoneRatio float64
+	Seed                      int64
 	// CommitInterval is how often each consumer commits its positions to
 	// its own consumer group (GroupName); default 250ms.
 	CommitInterval time.Duration
@@ -106,6 +117,7 @@ type Workload struct {
 		memberReads   []MemberRead
 		memberPos     map[int32]int64  // partition -> after the highest offset a member read
 		memberCut     map[int32]bool   // partitions a member was told its history was truncated in
+		memberDivs    []Divergence     // those truncations, one per member, partition and position
 		memberStalls  int              // stalls past memberMaxPoll
 		stallsLeft    int              // of those, ones after which the member found its membership lost
 		memberJoins   int              // rejoins after a member left
@@ -185,6 +197,7 @@ func (w *Workload) produce(id int, p *client.Producer) {
 	slots := make(chan struct{}, w.cfg.MaxOutstanding)
 	tick := time.NewTicker(w.cfg.Interval)
 	defer tick.Stop()
+	rng := rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(id)))
 	for seq := int64(0); ; seq++ {
 		select {
 		case slots <- struct{}{}:
@@ -198,11 +211,25 @@ func (w *Workload) produce(id int, p *client.Producer) {
 		}
 		rid := RecordID{Producer: id, Seq: seq}
 		part := int32(seq % int64(w.cfg.Partitions))
+		rec := &client.Record{Topic: w.cfg.Topic, Partition: part, PartitionSet: true, Value: Payload(rid, w.cfg.Pad)}
+		wr := Write{ID: rid, Partition: part, Offset: -1}
+		if w.cfg.Keys > 0 {
+			wr.Key = keyName(rng.IntN(w.cfg.Keys))
+			if w.cfg.ColdKeys > 0 && rng.Float64() < w.cfg.ColdRatio {
+				wr.Key = fmt.Sprintf("c%d", rng.IntN(w.cfg.ColdKeys))
+			}
+			rec.Key = []byte(wr.Key)
+			if rng.Float64() < w.cfg.TombstoneRatio {
+				wr.Tombstone = true
+				rec.Value = nil
+				rec.Headers = []segment.RecordHeader{{Key: HeaderID, Value: []byte(rid.String())}}
+			}
+		}
 		w.mu.Lock()
 		idx := len(w.mu.writes)
-		w.mu.writes = append(w.mu.writes, Write{ID: rid, Partition: part, Sent: time.Now(), Offset: -1})
+		wr.Sent = time.Now()
+		w.mu.writes = append(w.mu.writes, wr)
 		w.mu.Unlock()
-		rec := &client.Record{Topic: w.cfg.Topic, Partition: part, PartitionSet: true, Value: Payload(rid, w.cfg.Pad)}
 		err := p.Produce(w.pctx, rec, func(d client.Delivery) {
 			w.resolve(idx, d.Offset, d.Err)
 			<-slots
@@ -268,17 +295,36 @@ func (w *Workload) consume(id int, cons *client.Consumer) {
 		}
 		msgs, err := cons.Poll(w.cctx)
 		now := time.Now()
-		if len(msgs) > 0 {
+		if len(msgs) > 0 || w.cfg.Keys > 0 {
 			w.mu.Lock()
 			for _, m := range msgs {
-				w.mu.reads = append(w.mu.reads, Read{Consumer: id, Partition: m.Partition, Offset: m.Offset, Value: string(m.Value), At: now})
+				k, v, tomb := storedValue(m.Key, m.Value, m.Headers)
+				w.mu.reads = append(w.mu.reads, Read{Consumer: id, Partition: m.Partition, Offset: m.Offset, Value: v, At: now, Key: k, Tombstone: tomb})
 				w.mu.readPos[id][m.Partition] = m.Offset + 1
+			}
+			if w.cfg.Keys > 0 {
+				// A compacted log may end its HW with offsets whose
+				// records the cleaner removed: the consumer's position
+				// passes them without a record to show for it.
+				w.movePositions(w.mu.readPos[id], cons)
 			}
 			w.mu.Unlock()
 		}
 		if err != nil && w.cctx.Err() == nil {
 			w.pollFailed(id, err, now)
 			w.pauseConsumer()
+		}
+	}
+}
+
+// movePositions raises the positions in pos (partition -> next offset) to
+// the consumer's, where those are further. w.mu is held; cons is polled by
+// the caller's goroutine.
+func (w *Workload) movePositions(pos map[int32]int64, cons *client.Consumer) {
+	for p := range w.cfg.Partitions {
+		tp := client.TopicPartition{Topic: w.cfg.Topic, Partition: int32(p)}
+		if o, ok := cons.Position(tp); ok && o > pos[int32(p)] {
+			pos[int32(p)] = o
 		}
 	}
 }
