@@ -45,8 +45,11 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	if cfg.RetentionCheckInterval != 5*time.Minute || cfg.RetentionMs != -1 || cfg.RetentionBytes != -1 || cfg.ProducerIDExpiration != 24*time.Hour {
 		t.Fatalf("defaults: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
 	}
-	if cfg.LogCleanerInterval != 15*time.Second {
-		t.Fatalf("default log cleaner interval %v", cfg.LogCleanerInterval)
+	if cfg.LogCleanerInterval != 15*time.Second || cfg.LogCleanerIOMaxBytesPerSec != 0 {
+		t.Fatalf("default log cleaner interval %v, io max %d", cfg.LogCleanerInterval, cfg.LogCleanerIOMaxBytesPerSec)
+	}
+	if cfg = start(t, "--log-cleaner-io-max-bytes-per-second", "10485760"); cfg.LogCleanerIOMaxBytesPerSec != 10<<20 {
+		t.Fatalf("--log-cleaner-io-max-bytes-per-second: %d", cfg.LogCleanerIOMaxBytesPerSec)
 	}
 	if cfg = start(t, "--log-cleaner-interval", "1m"); cfg.LogCleanerInterval != time.Minute {
 		t.Fatalf("--log-cleaner-interval 1m: %v", cfg.LogCleanerInterval)
@@ -63,8 +66,10 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	t.Setenv("PAYMENTLOG_RETENTION_CHECK_INTERVAL", "1m")
 	t.Setenv("PAYMENTLOG_RETENTION_BYTES", "4096")
 	t.Setenv("PAYMENTLOG_LOG_CLEANER_INTERVAL", "30s")
+	t.Setenv("PAYMENTLOG_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "1000000")
 	cfg = start(t)
-	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 || cfg.LogCleanerInterval != 30*time.Second {
+	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 || cfg.LogCleanerInterval != 30*time.Second ||
+		cfg.LogCleanerIOMaxBytesPerSec != 1000000 {
 		t.Fatalf("env: interval %v, bytes %d, cleaner %v", cfg.RetentionCheckInterval, cfg.RetentionBytes, cfg.LogCleanerInterval)
 	}
 }

@@ -73,6 +73,9 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 		if f := value(t, scrape(t, addr), "paymentlog_log_cleaner_failures_total"); f != 0 {
 			t.Fatalf("node %d: %v cleaner failures", id, f)
 		}
+		if s := value(t, scrape(t, addr), "paymentlog_log_cleaner_throttle_time_seconds_total"); s != 0 {
+			t.Fatalf("node %d: the unthrottled cleaner slept %vs", id, s)
+		}
 	}
 
 	// readBack reads the partition from the beginning up to end, checks

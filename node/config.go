@@ -58,6 +58,10 @@ type Config struct {
 	// partitions of compacted topics (cleanup.policy=compact; Kafka's
 	// log.cleaner.backoff.ms); default 15s; negative: no cleaner.
 	LogCleanerInterval time.Duration
+	// LogCleanerIOMaxBytesPerSec limits the bytes the log cleaner reads
+	// and writes per second (Kafka's log.cleaner.io.max.bytes.per.second);
+	// 0: unlimited, the default.
+	LogCleanerIOMaxBytesPerSec int64
 
 	// DiskResumeFreePercent: a node whose disk filled resumes (heartbeats
 	// again, so that the controller unfences it) only once its data

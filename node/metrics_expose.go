@@ -171,6 +171,8 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_log_cleaner_removed_records_total", "Records the log cleaner removed: superseded by a later record of the same key, or tombstones past delete.retention.ms.", bs.CleanerRemovedRecords)
 	w.Counter("paymentlog_log_cleaner_bytes_reclaimed_total", "Segment bytes the log cleaner freed.", bs.CleanerBytesReclaimed)
 	w.Counter("paymentlog_log_cleaner_failures_total", "Log cleaner passes of a partition that failed (tried again at the next --log-cleaner-interval).", bs.CleanerFailures)
+	w.Family("paymentlog_log_cleaner_throttle_time_seconds_total", metrics.TypeCounter, "Time the log cleaner slept to keep its reads and writes within --log-cleaner-io-max-bytes-per-second.")
+	w.Float(nil, bs.CleanerThrottleTime.Seconds())
 	w.Counter("paymentlog_reassignment_copied_bytes_total", "Bytes copied here for replicas a reassignment is adding (until each is in sync); --reassignment-throttle limits their rate.", bs.ReassignCopyBytes)
 	w.Gauge("paymentlog_reassignment_throttle_bytes_per_second", "The rate those copies are held to (the cluster's reassignment.throttle.bytes, else --reassignment-throttle); 0: unlimited.", bs.ReassignThrottle)
 

@@ -251,17 +251,18 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			// there (loudly) and let replication refetch from the leader. With
 			// fsync always such a batch is real corruption and stops the replica.
 			TruncateOnCorruption: cfg.Sync != segment.SyncAlways},
-		ReplicaLagTime:         cfg.ReplicaLagTime,
-		ReassignmentThrottle:   cfg.ReassignmentThrottle,
-		ReplicaFetchMaxBytes:   cfg.ReplicaFetchMaxBytes,
-		RetentionCheckInterval: cfg.RetentionCheckInterval,
-		RetentionMs:            cfg.RetentionMs,
-		RetentionBytes:         cfg.RetentionBytes,
-		ProducerIDExpiration:   cfg.ProducerIDExpiration,
-		CleanerInterval:        cfg.LogCleanerInterval,
-		ReleaseDiskReserve:     n.releaseDiskReserve,
-		AlterPartition:         n.alterPartition,
-		Logger:                 n.log.With("component", "broker"),
+		ReplicaLagTime:          cfg.ReplicaLagTime,
+		ReassignmentThrottle:    cfg.ReassignmentThrottle,
+		ReplicaFetchMaxBytes:    cfg.ReplicaFetchMaxBytes,
+		RetentionCheckInterval:  cfg.RetentionCheckInterval,
+		RetentionMs:             cfg.RetentionMs,
+		RetentionBytes:          cfg.RetentionBytes,
+		ProducerIDExpiration:    cfg.ProducerIDExpiration,
+		CleanerInterval:         cfg.LogCleanerInterval,
+		CleanerIOMaxBytesPerSec: cfg.LogCleanerIOMaxBytesPerSec,
+		ReleaseDiskReserve:      n.releaseDiskReserve,
+		AlterPartition:          n.alterPartition,
+		Logger:                  n.log.With("component", "broker"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: broker: %w", err)

@@ -81,6 +81,12 @@ type CompactOptions struct {
 	// Now is the time MinLag and DeleteRetention count from (zero: the
 	// log's Options.Now).
 	Now time.Time
+	// Throttle (nil: none) is told of the bytes the pass reads and writes
+	// as it goes (each batch read, each write to a new segment file, each
+	// new file scanned back), and may block to hold the pass to a rate
+	// (Kafka's log.cleaner.io.max.bytes.per.second). An error it returns
+	// ends the pass (a segment being rewritten is left as it was).
+	Throttle func(ctx context.Context, n int) error
 }
 
 // DefaultCompactMaxKeys is CompactOptions.MaxKeys when zero.
@@ -166,7 +172,11 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		return res, nil
 	}
 	res.Ran = true
-	keys, cleanedTo, err := mapKeys(ctx, segs, firstDirty, logStart, end, o.MaxKeys)
+	throttle := o.Throttle
+	if throttle == nil {
+		throttle = func(context.Context, int) error { return nil }
+	}
+	keys, cleanedTo, err := mapKeys(ctx, segs, firstDirty, logStart, end, o.MaxKeys, throttle)
 	if err != nil {
 		return res, err
 	}
@@ -190,7 +200,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		if c.s.base >= cleanedTo {
 			break // nothing from here on is superseded, nor a tombstone cleaned past
 		}
-		st, err := l.rewriteSegment(c, keep)
+		st, err := l.rewriteSegment(ctx, c, keep, throttle)
 		if err != nil {
 			return res, err
 		}
@@ -279,7 +289,7 @@ func (l *Log) firstDirty() (int64, error) {
 // logStart) to its latest offset, batch by batch, stopping before a batch
 // once maxKeys keys are mapped (after at least one batch). It returns the
 // map and the offset it mapped up to.
-func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end int64, maxKeys int) (map[string]int64, int64, error) {
+func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end int64, maxKeys int, throttle func(context.Context, int) error) (map[string]int64, int64, error) {
 	keys := make(map[string]int64)
 	mapped := false
 	var it Records
@@ -296,6 +306,9 @@ func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end in
 				return nil, 0, err
 			}
 			pos += len(b)
+			if err := throttle(ctx, len(b)); err != nil {
+				return nil, 0, err
+			}
 			if b.LastOffset() < firstDirty {
 				continue
 			}
@@ -347,9 +360,9 @@ type rewriteStats struct {
 }
 
 // rewriteSegment writes c's batches without the records keep drops into
-// new files and swaps them in. A segment that loses nothing is left as it
-// is.
-func (l *Log) rewriteSegment(c cleanable, keep func(Record, int64) recordFate) (rewriteStats, error) {
+// new files and swaps them in, telling throttle what it reads and writes. A
+// segment that loses nothing is left as it is.
+func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record, int64) recordFate, throttle func(context.Context, int) error) (rewriteStats, error) {
 	var st rewriteStats
 	logPath, idxPath, tidxPath := l.segPaths(c.s.base)
 	tmpLog, tmpIdx, tmpTidx := logPath+cleanedSuffix, idxPath+cleanedSuffix, tidxPath+cleanedSuffix
@@ -367,11 +380,17 @@ func (l *Log) rewriteSegment(c cleanable, keep func(Record, int64) recordFate) (
 	write := func(p []byte) error {
 		_, err := f.WriteAt(p, w)
 		w += int64(len(p))
-		return err
+		if err != nil || len(p) == 0 {
+			return l.ioErr(err)
+		}
+		return throttle(ctx, len(p))
 	}
 	for pos := 0; pos < len(c.data); {
 		b, err := c.batchAt(pos)
 		if err != nil {
+			return abort(err)
+		}
+		if err := throttle(ctx, len(b)); err != nil {
 			return abort(err)
 		}
 		maxTs := b.MaxTimestamp()
@@ -387,12 +406,12 @@ func (l *Log) rewriteSegment(c cleanable, keep func(Record, int64) recordFate) (
 				return abort(l.ioErr(err))
 			}
 			if err := write(c.data[:pos]); err != nil {
-				return abort(l.ioErr(err))
+				return abort(err)
 			}
 		}
 		if f != nil {
 			if err := write(nb); err != nil {
-				return abort(l.ioErr(err))
+				return abort(err)
 			}
 		}
 		pos += len(b)
@@ -404,6 +423,9 @@ func (l *Log) rewriteSegment(c cleanable, keep func(Record, int64) recordFate) (
 		return abort(l.ioErr(err))
 	}
 	if err := l.writeCleanedIndexes(f, w, c, tmpIdx, tmpTidx); err != nil {
+		return abort(err)
+	}
+	if err := throttle(ctx, int(w)); err != nil { // the scan back
 		return abort(err)
 	}
 	if err := f.Close(); err != nil {

@@ -144,6 +144,10 @@ type Config struct {
 	// partitions (cleaner.go); negative: no cleaner loop (CompactNow
 	// still runs a pass).
 	CleanerInterval time.Duration // DefaultCleanerInterval
+	// CleanerIOMaxBytesPerSec limits the bytes the log cleaner reads and
+	// writes per second over all its passes (Kafka's
+	// log.cleaner.io.max.bytes.per.second); 0: unlimited.
+	CleanerIOMaxBytesPerSec int64
 	// ProducerIDExpiration: producer_expiry.go.
 	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
 	// ReleaseDiskReserve, when set, is called when a deletion of segments
@@ -264,12 +268,15 @@ type Broker struct {
 		sync.RWMutex
 		registered bool // or the node's storage is new: no marks
 	}
-	reqSeq    atomic.Uint64
-	throttle  *copyThrottle // nil: unlimited
-	counters  counters
-	ckptDirty atomic.Bool
-	ckptMu    sync.Mutex // serialises checkpoint writes
-	cleanMu   sync.Mutex // serialises the log cleaner's passes (CompactNow)
+	reqSeq   atomic.Uint64
+	throttle *byteThrottle // nil: unlimited
+	// cleanerThrottle holds the log cleaner to
+	// Config.CleanerIOMaxBytesPerSec (cleaner.go).
+	cleanerThrottle *byteThrottle
+	counters        counters
+	ckptDirty       atomic.Bool
+	ckptMu          sync.Mutex // serialises checkpoint writes
+	cleanMu         sync.Mutex // serialises the log cleaner's passes (CompactNow)
 
 	// hooks are test hooks: nil outside tests.
 	hooks struct {
@@ -291,6 +298,9 @@ type Broker struct {
 		// compact runs instead of segment.Log.Compact in the cleaner's
 		// passes (cleaner.go).
 		compact atomic.Pointer[func(key tp, o segment.CompactOptions) (segment.CompactResult, error)]
+		// cleanerSleep runs instead of the cleaner's sleep when its
+		// throttle holds it back.
+		cleanerSleep atomic.Pointer[func(ctx context.Context, d time.Duration) error]
 	}
 
 	mu struct {
@@ -315,7 +325,8 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: DataDir required")
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
-	b.throttle = newCopyThrottle(cfg.ReassignmentThrottle)
+	b.throttle = newByteThrottle(cfg.ReassignmentThrottle)
+	b.cleanerThrottle = newByteThrottle(cfg.CleanerIOMaxBytesPerSec)
 	b.cfg.Log.OnFlush = b.counters.onFlush(cfg.Log.OnFlush)
 	b.cfg.Log.OnCacheDrop = b.counters.onCacheDrop(cfg.Log.OnCacheDrop)
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))

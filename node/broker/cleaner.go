@@ -155,6 +155,12 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		s.BytesAfter += res.BytesAfter
 		s.RecordsRemoved += res.RecordsRemoved
 		s.TombstonesRemoved += res.TombstonesRemoved
+		if res.Segments == 0 {
+			// It mapped the keys written since the last pass and found
+			// nothing they supersede (the next pass starts after them).
+			p.lg.Debug("log cleaner pass removed nothing", "keys", res.Keys, "dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo)
+			continue
+		}
 		b.counters.cleanerPasses.Add(1)
 		b.counters.cleanerRemoved.Add(uint64(max(res.RecordsRemoved, 0))) // tombstones included
 		b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
@@ -165,6 +171,35 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 	}
 	s.Err = errors.Join(errs...)
 	return s
+}
+
+// throttleCleaner is every pass's segment.CompactOptions.Throttle: it
+// charges the n bytes a pass read or wrote to the cleaner's bucket and,
+// when the bucket is in debt, sleeps until it is paid (or ctx ends), so
+// that all passes together stay within Config.CleanerIOMaxBytesPerSec
+// (plus a second's worth and one batch). The time asleep is counted.
+func (b *Broker) throttleCleaner(ctx context.Context, n int) error {
+	if b.cleanerThrottle.limit() <= 0 {
+		return nil
+	}
+	now := b.cfg.Now()
+	b.cleanerThrottle.charge(n, now)
+	d := b.cleanerThrottle.wait(now)
+	if d <= 0 {
+		return nil
+	}
+	b.counters.cleanerThrottledNanos.Add(int64(d))
+	if h := b.hooks.cleanerSleep.Load(); h != nil {
+		return (*h)(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // compact runs one Compact call on the partition's log below its HW, at
@@ -179,7 +214,7 @@ func (p *partition) compact(ctx context.Context, now time.Time) (res segment.Com
 	cc, below := p.mu.compaction, p.mu.r.HW()
 	p.mu.Unlock()
 	o := segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
-		MinLag: cc.MinLag, DeleteRetention: cc.DeleteRetention, Now: now}
+		MinLag: cc.MinLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner}
 	if h := p.b.hooks.compact.Load(); h != nil {
 		res, err = (*h)(p.key, o)
 	} else {

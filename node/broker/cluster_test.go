@@ -62,6 +62,8 @@ type clusterOptions struct {
 	// cleanerInterval is Config.CleanerInterval (0: the default;
 	// negative: no cleaner loop).
 	cleanerInterval time.Duration
+	// cleanerIO is Config.CleanerIOMaxBytesPerSec.
+	cleanerIO int64
 	// logger, when set, is every broker's Config.Logger (nil: testLogger).
 	logger *slog.Logger
 	// releaseDiskReserve is every broker's Config.ReleaseDiskReserve.
@@ -161,6 +163,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		Now:                     c.opts.now,
 		RetentionCheckInterval:  c.opts.retentionCheck,
 		CleanerInterval:         c.opts.cleanerInterval,
+		CleanerIOMaxBytesPerSec: c.opts.cleanerIO,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,
 		ReleaseDiskReserve:      c.opts.releaseDiskReserve,
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {

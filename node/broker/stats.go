@@ -45,8 +45,10 @@ type Stats struct {
 	// rewrote segments, CleanerRemovedRecords the records (superseded
 	// ones and expired tombstones) they removed, CleanerBytesReclaimed
 	// the segment bytes they freed, and CleanerFailures the partition
-	// passes that failed (cleaner.go).
+	// passes that failed (cleaner.go). CleanerThrottleTime is how long
+	// the cleaner slept for Config.CleanerIOMaxBytesPerSec.
 	CleanerPasses, CleanerRemovedRecords, CleanerBytesReclaimed, CleanerFailures uint64
+	CleanerThrottleTime                                                          time.Duration
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -168,6 +170,7 @@ type counters struct {
 	// tombstones they removed, the bytes they reclaimed, and the passes
 	// that failed (cleaner.go).
 	cleanerPasses, cleanerRemoved, cleanerReclaimed, cleanerFailures atomic.Uint64
+	cleanerThrottledNanos                                            atomic.Int64
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
 	producerReplayBatches atomic.Uint64
@@ -289,6 +292,7 @@ func (b *Broker) Stats() Stats {
 		CleanerRemovedRecords:    b.counters.cleanerRemoved.Load(),
 		CleanerBytesReclaimed:    b.counters.cleanerReclaimed.Load(),
 		CleanerFailures:          b.counters.cleanerFailures.Load(),
+		CleanerThrottleTime:      time.Duration(b.counters.cleanerThrottledNanos.Load()),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
 		ReassignThrottle:         b.throttle.limit(),
 

@@ -5,20 +5,22 @@ import (
 	"time"
 )
 
-// copyThrottle limits how fast this node copies partitions it is being
-// added to by a reassignment (Kafka's follower replication throttle): a
-// token bucket of rate bytes per second, holding at most one second's
-// worth. A fetch may take the bucket below zero (a fetch answer is not cut
-// to fit); the throttled partitions then sit out until it has refilled, so
-// over any span the copy stays within rate plus one fetch's bytes.
+// byteThrottle is a token bucket of rate bytes per second, holding at most
+// one second's worth. A user may take the bucket below zero (charge: what
+// it did is not cut to fit) and then sits out until it has refilled
+// (wait), so over any span it stays within rate plus one step's bytes.
 //
-// Only replicas being added and not yet in the ISR are throttled: an ISR
-// member holds back the HW of acks=all writes if it stops fetching.
+// It limits how fast this node copies partitions it is being added to by
+// a reassignment (Kafka's follower replication throttle; b.throttle): only
+// replicas being added and not yet in the ISR are throttled, since an ISR
+// member holds back the HW of acks=all writes if it stops fetching. And
+// it limits the log cleaner's reads and writes (b.cleanerThrottle,
+// cleaner.go).
 //
 // The rate may change at any time (setRate: the cluster's
 // reassignment.throttle.bytes, applied without a restart); 0 is
 // unlimited.
-type copyThrottle struct {
+type byteThrottle struct {
 	mu   sync.Mutex
 	rate int64 // bytes per second; <= 0: unlimited
 	// tokens is in bytes; last is when it was last brought up to date.
@@ -26,8 +28,8 @@ type copyThrottle struct {
 	last   time.Time
 }
 
-func newCopyThrottle(rate int64) *copyThrottle {
-	t := &copyThrottle{}
+func newByteThrottle(rate int64) *byteThrottle {
+	t := &byteThrottle{}
 	t.setRate(rate, time.Time{})
 	return t
 }
@@ -36,7 +38,7 @@ func newCopyThrottle(rate int64) *copyThrottle {
 // otherwise it keeps what it holds, at most a second's worth of the new
 // rate (a debt stays, to be paid at the new rate). It returns the rate
 // before.
-func (t *copyThrottle) setRate(rate int64, now time.Time) (old int64) {
+func (t *byteThrottle) setRate(rate int64, now time.Time) (old int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rate, old = max(rate, 0), t.rate
@@ -54,14 +56,14 @@ func (t *copyThrottle) setRate(rate int64, now time.Time) (old int64) {
 }
 
 // limit returns the rate (0: unlimited).
-func (t *copyThrottle) limit() int64 {
+func (t *byteThrottle) limit() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.rate
 }
 
 // refill brings tokens up to now; callers hold mu and the rate is > 0.
-func (t *copyThrottle) refill(now time.Time) {
+func (t *byteThrottle) refill(now time.Time) {
 	if !t.last.IsZero() && now.After(t.last) {
 		t.tokens = min(t.tokens+now.Sub(t.last).Seconds()*float64(t.rate), float64(t.rate))
 	}
@@ -72,7 +74,7 @@ func (t *copyThrottle) refill(now time.Time) {
 
 // wait is how long throttled partitions must sit out before fetching again
 // (0: they may fetch now). An unlimited throttle never waits.
-func (t *copyThrottle) wait(now time.Time) time.Duration {
+func (t *byteThrottle) wait(now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.rate <= 0 {
@@ -86,7 +88,7 @@ func (t *copyThrottle) wait(now time.Time) time.Duration {
 }
 
 // charge takes n copied bytes from the bucket.
-func (t *copyThrottle) charge(n int, now time.Time) {
+func (t *byteThrottle) charge(n int, now time.Time) {
 	if n <= 0 {
 		return
 	}

@@ -9,16 +9,16 @@ import (
 // holds throttled partitions back until the deficit is paid at the rate;
 // it never saves more than a second's worth. An unlimited throttle never
 // waits.
-func TestCopyThrottle(t *testing.T) {
+func TestByteThrottle(t *testing.T) {
 	for _, r := range []int64{0, -1} {
-		none := newCopyThrottle(r)
+		none := newByteThrottle(r)
 		none.charge(1<<30, time.Now())
 		if none.wait(time.Now()) != 0 || none.limit() != 0 {
 			t.Fatalf("rate %d: unlimited throttle waits", r)
 		}
 	}
 	now := time.Unix(100, 0)
-	th := newCopyThrottle(1000)
+	th := newByteThrottle(1000)
 	if w := th.wait(now); w != 0 {
 		t.Fatalf("fresh bucket waits %v", w)
 	}
@@ -51,9 +51,9 @@ func TestCopyThrottle(t *testing.T) {
 // The rate changes at run time: from unlimited the bucket starts full, a
 // lower rate keeps a debt and pays it at the new rate, and back to
 // unlimited nothing waits.
-func TestCopyThrottleRateChanges(t *testing.T) {
+func TestByteThrottleRateChanges(t *testing.T) {
 	now := time.Unix(100, 0)
-	th := newCopyThrottle(0)
+	th := newByteThrottle(0)
 	th.charge(1<<20, now) // unlimited: not counted
 	th.setRate(1000, now)
 	if w := th.wait(now); w != 0 || th.limit() != 1000 {
