@@ -21,6 +21,8 @@ func clusterAlterConfigCommand() *ucli.Command {
 		UsageText: "paymentlog cluster alter-config [--set key=value]... [--delete key]...\n\n" +
 			"keys: reassignment.throttle.bytes (bytes per second each node copies for replicas a\n" +
 			"reassignment is adding; 0: unlimited; deleted: each node's --reassignment-throttle),\n" +
+			"log.cleaner.io.max.bytes.per.second (bytes per second each node's log cleaner reads and\n" +
+			"writes; 0: unlimited; deleted: each node's --log-cleaner-io-max-bytes-per-second),\n" +
 			"offsets.retention.ms (how long a consumer group that stopped committing keeps its\n" +
 			"offsets; -1: forever; deleted: 7 days)",
 		Flags: withFlags(clientFlags(), []ucli.Flag{

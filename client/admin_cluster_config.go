@@ -8,7 +8,7 @@ import (
 )
 
 // AlterClusterConfigs changes the cluster configs (ConfigChange's Set and
-// Delete; the key: reassignment.throttle.bytes) through the active
+// Delete; the keys: wire.AlterClusterConfigsRequest's) through the active
 // controller, and waits until every alive node that answers has applied
 // the change. Unknown keys and bad values are refused whole with an error
 // matching wire.InvalidConfig; a change that changes nothing succeeds.

@@ -27,11 +27,18 @@ func (n *Node) handleAlterClusterConfigs(ctx context.Context, peer quic.Peer, f 
 }
 
 // applyClusterConfigs applies the cluster configs of img to this node: the
-// reassignment throttle (the cluster's when set, else --reassignment-throttle).
+// reassignment throttle (the cluster's when set, else
+// --reassignment-throttle) and the log cleaner's (else
+// --log-cleaner-io-max-bytes-per-second).
 func (n *Node) applyClusterConfigs(img *metadata.Image) {
 	rate := n.cfg.ReassignmentThrottle
 	if r, ok := img.ReassignmentThrottle(); ok {
 		rate = r
 	}
 	n.broker.SetReassignmentThrottle(rate)
+	rate = n.cfg.LogCleanerIOMaxBytesPerSec
+	if r, ok := img.LogCleanerIOMax(); ok {
+		rate = r
+	}
+	n.broker.SetCleanerThrottle(rate)
 }

@@ -77,6 +77,24 @@ func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
 			t.Fatalf("node %d: the unthrottled cleaner slept %vs", id, s)
 		}
 	}
+	// The cluster's log.cleaner.io.max.bytes.per.second reaches every
+	// node's cleaner, and deleting it brings back each node's flag (0).
+	for _, ch := range []struct {
+		change client.ConfigChange
+		want   float64
+	}{
+		{client.ConfigChange{Set: map[string]string{"log.cleaner.io.max.bytes.per.second": "1048576"}}, 1 << 20},
+		{client.ConfigChange{Delete: []string{"log.cleaner.io.max.bytes.per.second"}}, 0},
+	} {
+		if err := c.Admin().AlterClusterConfigs(ctx, ch.change); err != nil {
+			t.Fatal(err)
+		}
+		for id, addr := range addrs {
+			if v := value(t, scrape(t, addr), "paymentlog_log_cleaner_io_max_bytes_per_second"); v != ch.want {
+				t.Fatalf("node %d's cleaner throttle %v after %+v, want %v", id, v, ch.change, ch.want)
+			}
+		}
+	}
 
 	// readBack reads the partition from the beginning up to end, checks
 	// that offsets only grow and that every key's latest value is there,

@@ -173,6 +173,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_log_cleaner_failures_total", "Log cleaner passes of a partition that failed (tried again at the next --log-cleaner-interval).", bs.CleanerFailures)
 	w.Family("paymentlog_log_cleaner_throttle_time_seconds_total", metrics.TypeCounter, "Time the log cleaner slept to keep its reads and writes within --log-cleaner-io-max-bytes-per-second.")
 	w.Float(nil, bs.CleanerThrottleTime.Seconds())
+	w.Gauge("paymentlog_log_cleaner_io_max_bytes_per_second", "The rate the log cleaner's reads and writes are held to (the cluster's log.cleaner.io.max.bytes.per.second, else --log-cleaner-io-max-bytes-per-second); 0: unlimited.", bs.CleanerThrottle)
 	w.Counter("paymentlog_reassignment_copied_bytes_total", "Bytes copied here for replicas a reassignment is adding (until each is in sync); --reassignment-throttle limits their rate.", bs.ReassignCopyBytes)
 	w.Gauge("paymentlog_reassignment_throttle_bytes_per_second", "The rate those copies are held to (the cluster's reassignment.throttle.bytes, else --reassignment-throttle); 0: unlimited.", bs.ReassignThrottle)
 

@@ -53,6 +53,10 @@ var ErrCompactionRunning = errors.New("segment: a compaction pass is already run
 
 const cleanedSuffix = ".cleaned.tmp"
 
+// compactWriteChunk bounds each write of a stretch of a segment copied
+// as it is, so that a Throttle paces it.
+const compactWriteChunk = 1 << 20
+
 // CompactOptions bounds and tunes one compaction pass (Log.Compact).
 type CompactOptions struct {
 	// Below bounds the pass: only sealed segments holding nothing at or
@@ -405,8 +409,10 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 				f = nil
 				return abort(l.ioErr(err))
 			}
-			if err := write(c.data[:pos]); err != nil {
-				return abort(err)
+			for i := 0; i < pos; i += compactWriteChunk { // the batches kept whole so far
+				if err := write(c.data[i:min(i+compactWriteChunk, pos)]); err != nil {
+					return abort(err)
+				}
 			}
 		}
 		if f != nil {

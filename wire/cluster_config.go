@@ -13,7 +13,11 @@ const TypeAlterClusterConfigs = 13
 //
 // Keys: reassignment.throttle.bytes (bytes per second each node copies for
 // replicas a reassignment is adding; 0 unlimited; deleted: each node's
-// --reassignment-throttle). An unknown key, a bad value or a key both set
+// --reassignment-throttle), log.cleaner.io.max.bytes.per.second (bytes per
+// second each node's log cleaner reads and writes; 0 unlimited; deleted:
+// each node's --log-cleaner-io-max-bytes-per-second), offsets.retention.ms
+// (how long a consumer group that stopped committing keeps its offsets;
+// -1 forever; deleted: 7 days). An unknown key, a bad value or a key both set
 // and deleted is refused whole with InvalidConfig; a change that changes
 // nothing is accepted (a retry).
 type AlterClusterConfigsRequest struct {

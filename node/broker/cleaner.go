@@ -173,6 +173,15 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 	return s
 }
 
+// SetCleanerThrottle sets the rate, in bytes per second, at which the log
+// cleaner may read and write (0: unlimited). A pass under way keeps it from
+// its next step on (a sleep already begun runs out).
+func (b *Broker) SetCleanerThrottle(rate int64) {
+	if old := b.cleanerThrottle.setRate(rate, b.cfg.Now()); old != max(rate, 0) {
+		b.log.Info("log cleaner throttle changed", "bytes_per_sec", max(rate, 0), "was", old)
+	}
+}
+
 // throttleCleaner is every pass's segment.CompactOptions.Throttle: it
 // charges the n bytes a pass read or wrote to the cleaner's bucket and,
 // when the bucket is in debt, sleeps until it is paid (or ctx ends), so

@@ -49,6 +49,9 @@ type Stats struct {
 	// the cleaner slept for Config.CleanerIOMaxBytesPerSec.
 	CleanerPasses, CleanerRemovedRecords, CleanerBytesReclaimed, CleanerFailures uint64
 	CleanerThrottleTime                                                          time.Duration
+	// CleanerThrottle is the log cleaner's rate in bytes per second (0:
+	// unlimited; SetCleanerThrottle).
+	CleanerThrottle int64
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -293,6 +296,7 @@ func (b *Broker) Stats() Stats {
 		CleanerBytesReclaimed:    b.counters.cleanerReclaimed.Load(),
 		CleanerFailures:          b.counters.cleanerFailures.Load(),
 		CleanerThrottleTime:      time.Duration(b.counters.cleanerThrottledNanos.Load()),
+		CleanerThrottle:          b.cleanerThrottle.limit(),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
 		ReassignThrottle:         b.throttle.limit(),
 

@@ -20,6 +20,12 @@ import (
 // unlimited); when set it overrides the nodes' --reassignment-throttle.
 const ConfigReassignmentThrottle = "reassignment.throttle.bytes"
 
+// ConfigLogCleanerIOMax is the rate, in bytes per second, at which each
+// node's log cleaner may read and write (0: unlimited); when set it
+// overrides the nodes' --log-cleaner-io-max-bytes-per-second (Kafka's
+// dynamic log.cleaner.io.max.bytes.per.second).
+const ConfigLogCleanerIOMax = "log.cleaner.io.max.bytes.per.second"
+
 // ClusterConfigChanged (record type 12) changes the cluster configs: Set
 // keys are set, Delete keys removed. It applies when no key is both set and
 // deleted and the resulting configs pass ValidateClusterConfigs (which
@@ -53,7 +59,7 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 		if len(v) > MaxConfigValueLen {
 			return fmt.Errorf("config %s: value longer than %d bytes", k, MaxConfigValueLen)
 		}
-		if k == ConfigReassignmentThrottle {
+		if k == ConfigReassignmentThrottle || k == ConfigLogCleanerIOMax {
 			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
 				return fmt.Errorf("config %s: want bytes per second, an integer >= 0 (0: unlimited), got %q", k, v)
 			}
@@ -68,7 +74,7 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 }
 
 // knownClusterConfigs are the keys a request may set.
-var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigOffsetsRetention}
+var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigOffsetsRetention}
 
 // applyClusterConfigChanged applies r; it returns a non-empty reason when
 // rejected.
@@ -117,6 +123,11 @@ func (m *Image) ClusterConfigs() map[string]string { return maps.Clone(m.cluster
 // is set.
 func (m *Image) ReassignmentThrottle() (int64, bool) {
 	return configInt(m.clusterConfigs, ConfigReassignmentThrottle)
+}
+
+// LogCleanerIOMax returns ConfigLogCleanerIOMax, and whether it is set.
+func (m *Image) LogCleanerIOMax() (int64, bool) {
+	return configInt(m.clusterConfigs, ConfigLogCleanerIOMax)
 }
 
 // AlterClusterConfigsEvent is a request to change the cluster configs.

@@ -39,6 +39,12 @@ func TestClusterConfigs(t *testing.T) {
 	if _, ok := next.ReassignmentThrottle(); ok || next.ClusterConfigs() != nil {
 		t.Fatalf("deleted: %v", next.ClusterConfigs())
 	}
+	io := AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerIOMax: "16777216"}}
+	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, io)))
+	if n, ok := next.LogCleanerIOMax(); !ok || n != 16<<20 {
+		t.Fatalf("cleaner throttle %d %v", n, ok)
+	}
+	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, AlterClusterConfigsEvent{Delete: []string{ConfigLogCleanerIOMax}})))
 	if next.Version() != 2 || img.Version() != 1 {
 		t.Fatalf("metadata version %d after a cluster config change (%d before), want 2 (1)", next.Version(), img.Version())
 	}
@@ -53,6 +59,7 @@ func TestClusterConfigs(t *testing.T) {
 		{AlterClusterConfigsEvent{}, wire.InvalidRequest, "no cluster config to set or delete"},
 		{AlterClusterConfigsEvent{Set: map[string]string{"retention.ms": "1"}}, wire.InvalidConfig, `unknown cluster config "retention.ms"`},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: "-1"}}, wire.InvalidConfig, "want bytes per second"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerIOMax: "1.5e6"}}, wire.InvalidConfig, "want bytes per second"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: "1"}, Delete: []string{ConfigReassignmentThrottle}}, wire.InvalidConfig, "both set and deleted"},
 	} {
 		_, err := DecideAlterClusterConfigs(img, c.ev)
