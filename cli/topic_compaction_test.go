@@ -26,6 +26,8 @@ func TestTopicCompactionConfigs(t *testing.T) {
 	oneErrorLine(t, "create with a bad cleanup.policy", code, errOut, 1, "cleanup.policy")
 	_, errOut, code = run("", append(create, "--config", "min.compaction.lag.ms=-1")...)
 	oneErrorLine(t, "create with a negative min.compaction.lag.ms", code, errOut, 1, "min.compaction.lag.ms")
+	_, errOut, code = run("", append(create, "--config", "max.compaction.lag.ms=0")...)
+	oneErrorLine(t, "create with max.compaction.lag.ms 0", code, errOut, 1, "max.compaction.lag.ms: want an integer >= 1")
 	if out, errOut, code := run("", append(create, "--config", "cleanup.policy=compact,delete",
 		"--config", "min.cleanable.dirty.ratio=0.2")...); code != 0 {
 		t.Fatalf("create: %d %q %q", code, out, errOut)

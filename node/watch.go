@@ -180,7 +180,8 @@ func cleanupOf(c metadata.Compaction) (broker.CleanupPolicy, broker.CompactionCo
 		pol = broker.CleanupCompact
 	}
 	return pol, broker.CompactionConfig{MinDirtyRatio: c.MinCleanableDirtyRatio,
-		MinLag: msDuration(c.MinCompactionLagMs), DeleteRetention: msDuration(c.DeleteRetentionMs)}
+		MinLag: msDuration(c.MinCompactionLagMs), MaxLag: msDuration(c.MaxCompactionLagMs),
+		DeleteRetention: msDuration(c.DeleteRetentionMs)}
 }
 
 // msDuration converts milliseconds (>= 0) to a duration, the longest one

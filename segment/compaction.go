@@ -72,6 +72,13 @@ type CompactOptions struct {
 	// MinLag: a segment holding a record newer than Now minus MinLag is not
 	// cleaned, nor is any after it (min.compaction.lag.ms).
 	MinLag time.Duration
+	// MaxLag (max.compaction.lag.ms; 0: none): a pass runs whatever the
+	// dirty ratio once the first batch of the first segment holding dirty
+	// records is older than Now minus MaxLag, so that a record (a
+	// tombstone deleting someone's data, say) waits at most about MaxLag
+	// for a pass once its segment is sealed (the broker also rolls the
+	// active segment of such a topic after MaxLag: Log.SetRollAge).
+	MaxLag time.Duration
 	// DeleteRetention: a tombstone (a record with a key and a null value)
 	// is removed once an earlier pass cleaned past it and its batch's
 	// largest timestamp is older than Now minus DeleteRetention
@@ -104,6 +111,9 @@ type CompactResult struct {
 	// DirtyRatio is the dirty bytes' share of the cleanable bytes before
 	// the pass.
 	DirtyRatio float64
+	// Overdue: the pass ran below MinDirtyRatio because dirty records
+	// were older than MaxLag.
+	Overdue bool
 	// FirstDirty and CleanedTo: the pass mapped the keys of
 	// [FirstDirty, CleanedTo); the next pass's dirty part starts at
 	// CleanedTo.
@@ -172,8 +182,14 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	if total > 0 {
 		res.DirtyRatio = float64(dirty) / float64(total)
 	}
-	if dirty == 0 || res.DirtyRatio < o.MinDirtyRatio {
+	if dirty == 0 {
 		return res, nil
+	}
+	if res.DirtyRatio < o.MinDirtyRatio {
+		if !overdue(segs, firstDirty, o) {
+			return res, nil
+		}
+		res.Overdue = true
 	}
 	res.Ran = true
 	throttle := o.Throttle
@@ -226,6 +242,25 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 			"tombstones_removed", res.TombstonesRemoved, "keys", res.Keys, "cleaned_to", cleanedTo)
 	}
 	return res, nil
+}
+
+// overdue reports whether the dirty part of segs is older than o.MaxLag
+// (CompactOptions.MaxLag): the first batch of the first segment holding
+// dirty records, a bound on the age of its oldest dirty record that errs
+// towards cleaning early. A batch that does not read counts as overdue:
+// the pass then finds and reports the damage.
+func overdue(segs []cleanable, firstDirty int64, o CompactOptions) bool {
+	if o.MaxLag <= 0 {
+		return false
+	}
+	for _, c := range segs {
+		if c.next <= firstDirty {
+			continue
+		}
+		b, err := c.batchAt(0)
+		return err != nil || b.MaxTimestamp() < msBefore(o.Now, o.MaxLag)
+	}
+	return false
 }
 
 // cleanableSegments returns the sealed segments a pass may read, oldest

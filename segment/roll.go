@@ -2,7 +2,20 @@ package segment
 
 import (
 	"math"
+	"time"
 )
+
+// SetRollAge changes Options.RollAge (0: DefaultRollAge; negative: never)
+// for the appends from now on: the active segment is sealed at the first
+// append after it has been open that long.
+func (l *Log) SetRollAge(d time.Duration) {
+	if d == 0 {
+		d = DefaultRollAge
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.opts.RollAge = d
+}
 
 // segmentForLocked returns the segment the next batch of n bytes ending at
 // offset last goes to, rolling if needed. appendMu held.

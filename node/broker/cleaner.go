@@ -74,6 +74,7 @@ func (c CleanupPolicy) String() string {
 type CompactionConfig struct {
 	MinDirtyRatio   float64       // min.cleanable.dirty.ratio
 	MinLag          time.Duration // min.compaction.lag.ms
+	MaxLag          time.Duration // max.compaction.lag.ms (0: none; also seals the active segment: rollAgeOf)
 	DeleteRetention time.Duration // delete.retention.ms
 }
 
@@ -167,7 +168,7 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "keys", res.Keys,
 			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
 			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved,
-			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio)
+			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio, "overdue", res.Overdue)
 	}
 	s.Err = errors.Join(errs...)
 	return s
@@ -211,6 +212,21 @@ func (b *Broker) throttleCleaner(ctx context.Context, n int) error {
 	}
 }
 
+// rollAgeOf is how long the active segment of a partition in state st
+// stays open (segment.Log.SetRollAge): the node's Config.Log.RollAge, or
+// the topic's max.compaction.lag.ms when it compacts and that is shorter,
+// so that records waiting in the active segment reach the cleaner in time.
+func (b *Broker) rollAgeOf(st PartitionState) time.Duration {
+	age := b.cfg.Log.RollAge
+	if age == 0 {
+		age = segment.DefaultRollAge
+	}
+	if m := st.Compaction.MaxLag; st.Cleanup.Compacts() && m > 0 && (age < 0 || m < age) {
+		return m
+	}
+	return age
+}
+
 // compact runs one Compact call on the partition's log below its HW, at
 // time now, with the topic's knobs; called is false, and nothing done, when
 // the topic is not compacted or the replica is stopped.
@@ -223,7 +239,7 @@ func (p *partition) compact(ctx context.Context, now time.Time) (res segment.Com
 	cc, below := p.mu.compaction, p.mu.r.HW()
 	p.mu.Unlock()
 	o := segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
-		MinLag: cc.MinLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner}
+		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner}
 	if h := p.b.hooks.compact.Load(); h != nil {
 		res, err = (*h)(p.key, o)
 	} else {

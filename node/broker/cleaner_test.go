@@ -212,7 +212,7 @@ func TestCompactNowCallsCompactBelowTheHW(t *testing.T) {
 		logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 	c.createPartition("plain", 0, []int32{1, 2, 3}, 1, 2)
-	cc := CompactionConfig{MinDirtyRatio: 0.2, MinLag: time.Minute, DeleteRetention: 2 * time.Hour}
+	cc := CompactionConfig{MinDirtyRatio: 0.2, MinLag: time.Minute, MaxLag: 3 * time.Hour, DeleteRetention: 2 * time.Hour}
 	c.setCleanup(testKey, CleanupCompactDelete, cc)
 	for i := range 10 {
 		if r := mustProduce(t, c, wire.AcksAll, keyedBatch(segment.CodecNone, rec(fmt.Sprint("k", i%3), "v"))); r.Err != wire.None {
@@ -246,10 +246,10 @@ func TestCompactNowCallsCompactBelowTheHW(t *testing.T) {
 		hw, _, _ := infoOf(t, c, id)
 		s := c.node(id).b.CompactNow(context.Background())
 		want := []compactCall{{testKey, segment.CompactOptions{Below: hw, MinDirtyRatio: 0.2, MinLag: time.Minute,
-			DeleteRetention: 2 * time.Hour, Now: now}}}
+			MaxLag: 3 * time.Hour, DeleteRetention: 2 * time.Hour, Now: now}}}
 		same := func(a, b compactCall) bool { // all but the Throttle func
 			x, y := a.o, b.o
-			return a.key == b.key && x.Below == y.Below && x.MinDirtyRatio == y.MinDirtyRatio && x.MinLag == y.MinLag &&
+			return a.key == b.key && x.Below == y.Below && x.MinDirtyRatio == y.MinDirtyRatio && x.MinLag == y.MinLag && x.MaxLag == y.MaxLag &&
 				x.DeleteRetention == y.DeleteRetention && x.MaxKeys == y.MaxKeys && x.Now.Equal(y.Now)
 		}
 		if !slices.EqualFunc(*calls, want, same) {

@@ -47,6 +47,7 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	p.mu.retention = b.retentionOf(st)
 	p.mu.cleanup, p.mu.compaction = st.Cleanup, st.Compaction
 	p.compacted.Store(st.Cleanup.Compacts())
+	p.log.SetRollAge(b.rollAgeOf(st))
 	p.mu.adding = len(st.Adding)
 	p.mu.beingAdded = slices.Contains(st.Adding, b.cfg.NodeID)
 	r := p.mu.r

@@ -329,6 +329,7 @@ func TestCompactionConfigs(t *testing.T) {
 		{ConfigMinCleanableDirtyRatio, "NaN"}, {ConfigMinCleanableDirtyRatio, "x"}, {ConfigMinCleanableDirtyRatio, ""},
 		{ConfigDeleteRetentionMs, "-1"}, {ConfigDeleteRetentionMs, "1.5"}, {ConfigDeleteRetentionMs, ""},
 		{ConfigMinCompactionLagMs, "-5"}, {ConfigMinCompactionLagMs, "1e3"},
+		{ConfigMaxCompactionLagMs, "0"}, {ConfigMaxCompactionLagMs, "-1"}, {ConfigMaxCompactionLagMs, "1h"},
 	} {
 		_, err := DecideCreateTopic(img, CreateTopicEvent{Name: "c", ID: "c1", Partitions: 1, RF: 1,
 			Configs: map[string]string{bad.key: bad.value}})
@@ -340,10 +341,10 @@ func TestCompactionConfigs(t *testing.T) {
 	apply := applier(t, &img)
 	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{
 		ConfigCleanupPolicy: "compact,delete", ConfigMinCleanableDirtyRatio: "0", ConfigDeleteRetentionMs: "0",
-		ConfigMinCompactionLagMs: "60000"}}))
+		ConfigMinCompactionLagMs: "60000", ConfigMaxCompactionLagMs: "3600000"}}))
 	tp, _ := img.Topic("payments")
 	if got, want := tp.Compaction(), (Compaction{Compact: true, Delete: true, DeleteRetentionMs: 0,
-		MinCompactionLagMs: 60000}); got != want {
+		MinCompactionLagMs: 60000, MaxCompactionLagMs: 3600000}); got != want {
 		t.Fatalf("after alter: %+v, want %+v", got, want)
 	}
 	if tm := tp.TopicMetadata(); tm.Configs[ConfigCleanupPolicy] != "compact,delete" {
@@ -360,7 +361,7 @@ func TestCompactionConfigs(t *testing.T) {
 		t.Fatalf("compact alone: %+v", c)
 	}
 	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Delete: []string{ConfigCleanupPolicy,
-		ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs, ConfigMinCompactionLagMs}}))
+		ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs, ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs}}))
 	tp, _ = img.Topic("payments")
 	if got := tp.Compaction(); got != (TopicState{}).Compaction() {
 		t.Fatalf("after deleting every compaction key: %+v", got)

@@ -29,6 +29,11 @@ const (
 	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio" // float in [0, 1]; default DefaultMinCleanableDirtyRatio
 	ConfigDeleteRetentionMs      = "delete.retention.ms"       // integer >= 0; default DefaultDeleteRetentionMs
 	ConfigMinCompactionLagMs     = "min.compaction.lag.ms"     // integer >= 0; default 0
+	// ConfigMaxCompactionLagMs bounds how long a record waits for the
+	// cleaner: a partition with dirty records older than this is cleaned
+	// whatever its dirty ratio, and its active segment is sealed after this
+	// long (at the next append). Kafka's; unset: no bound.
+	ConfigMaxCompactionLagMs = "max.compaction.lag.ms" // integer >= 1; default unset
 	// ConfigMinInsyncReplicas is accepted in requests only: it is stored as
 	// the topic's MinISR field (TopicCreated.MinISR, TopicConfigChanged.MinISR),
 	// never in Configs.
@@ -40,7 +45,7 @@ func KnownConfig(key string) bool {
 	switch key {
 	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
 		ConfigMinInsyncReplicas, ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs,
-		ConfigMinCompactionLagMs:
+		ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs:
 		return true
 	}
 	return false
@@ -131,6 +136,11 @@ func checkCompactionConfig(k, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			return fmt.Errorf("config %s: want an integer >= 0, got %q", k, v)
+		}
+	case ConfigMaxCompactionLagMs:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("config %s: want an integer >= 1, got %q", k, v)
 		}
 	}
 	return nil

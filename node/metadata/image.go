@@ -74,8 +74,9 @@ type Compaction struct {
 	// (DefaultMinCleanableDirtyRatio).
 	MinCleanableDirtyRatio float64
 	// DeleteRetentionMs is delete.retention.ms (DefaultDeleteRetentionMs),
-	// MinCompactionLagMs min.compaction.lag.ms (0).
-	DeleteRetentionMs, MinCompactionLagMs int64
+	// MinCompactionLagMs min.compaction.lag.ms (0), MaxCompactionLagMs
+	// max.compaction.lag.ms (0: unset, no bound).
+	DeleteRetentionMs, MinCompactionLagMs, MaxCompactionLagMs int64
 }
 
 // Compaction returns the topic's cleanup.policy and compaction configs. A
@@ -100,6 +101,9 @@ func (t TopicState) Compaction() Compaction {
 	}
 	if n, ok := configInt(t.Configs, ConfigMinCompactionLagMs); ok && n >= 0 {
 		c.MinCompactionLagMs = n
+	}
+	if n, ok := configInt(t.Configs, ConfigMaxCompactionLagMs); ok && n >= 1 {
+		c.MaxCompactionLagMs = n
 	}
 	return c
 }
