@@ -17,14 +17,22 @@ import (
 // earlier passes cleaned past and that is older than DeleteRetention.
 // Offsets never change:
 //
-//   - Every batch stays, header and all, with the same base offset, last
-//     offset delta, timestamps and producer fields. A batch that loses
-//     records is rewritten with the AttrCompacted bit, fewer records (down
-//     to none) and a new CRC; its remaining records keep their bytes and
-//     offset deltas, so offsets along the log stay contiguous batch by
-//     batch, and recovery, reads, replication and the idempotent producer
-//     state see the log as before. A compressed batch is recompressed with
-//     its codec (stored uncompressed when that does not shrink it).
+//   - Every batch keeps its header: the same base offset, last offset
+//     delta, timestamps and producer fields. A batch that loses records is
+//     rewritten with the AttrCompacted bit, fewer records (down to none)
+//     and a new CRC; its remaining records keep their bytes and offset
+//     deltas, so offsets along the log stay contiguous batch by batch, and
+//     recovery, reads, replication and the idempotent producer state see
+//     the log as before. A compressed batch is recompressed with its codec
+//     (stored uncompressed when that does not shrink it).
+//   - Neighbouring batches left empty, of one leader epoch and one
+//     producer whose sequence numbers go on from one to the next (or of no
+//     producer), are merged into one empty batch spanning their offsets and
+//     sequence numbers (emptyRun): one the producer might have written
+//     itself, so the same holds of it, and a long-lived compacted topic's
+//     log does not grow by a batch header per batch ever written. A
+//     follower whose log ends inside such a run is sent its rest as one
+//     batch (TrimEmptyBatch).
 //   - Only sealed segments wholly below CompactOptions.Below (the HW) and
 //     durable (below the recovery point) are read or rewritten, never the
 //     active one: what may still be truncated supersedes nothing.
@@ -127,6 +135,9 @@ type CompactResult struct {
 	// record with the same key, or a tombstone past DeleteRetention;
 	// TombstonesRemoved counts the tombstones among them.
 	RecordsRemoved, TombstonesRemoved int64
+	// BatchesMerged counts the empty batches merged into the empty batch
+	// before them (emptyRun).
+	BatchesMerged int64
 }
 
 // cleanable is a sealed segment a pass may read, with a reference to its
@@ -230,6 +241,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 			res.BytesAfter += st.size
 			res.RecordsRemoved += st.superseded + st.tombstones
 			res.TombstonesRemoved += st.tombstones
+			res.BatchesMerged += st.merged
 		}
 	}
 	if err := writeOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile), cleanedTo); err != nil {
@@ -239,7 +251,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	if res.Segments > 0 {
 		l.logger.Info("segment: compacted", "segments", res.Segments, "bytes_before", res.BytesBefore,
 			"bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved,
-			"tombstones_removed", res.TombstonesRemoved, "keys", res.Keys, "cleaned_to", cleanedTo)
+			"tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged, "keys", res.Keys, "cleaned_to", cleanedTo)
 	}
 	return res, nil
 }
@@ -396,6 +408,91 @@ type rewriteStats struct {
 	written                bool
 	size                   int64
 	superseded, tombstones int64
+	merged                 int64 // empty batches merged into the one before them
+}
+
+// emptyRun is a run of consecutive batches a pass left without records
+// (or found so), which one empty batch can stand for: the same leader
+// epoch and attributes, and the same producer id and epoch with sequence
+// numbers that go on from batch to batch (or no producer), so that the
+// merged batch is one the producer might have written itself, spanning
+// the run's offsets and sequence numbers. Leader epochs, the idempotent
+// producers' state rebuilt from batch headers and KIP-320 readers see the
+// same log; a follower whose log ends inside the run is sent the rest of
+// it as one batch (TrimEmptyBatch).
+type emptyRun struct {
+	n            int
+	pos, end     int    // the run's bytes in the old segment
+	first, last  Header // (as the pass left them)
+	batch        Batch  // the first batch, as the pass left it
+	minTs, maxTs int64
+}
+
+// TrimEmptyBatch returns data, batches read from offset from, with its
+// first batch replaced when that starts below from and holds no record (an
+// emptyRun the cleaner merged, which a follower whose log ends at from,
+// inside it, could not append): by an empty batch of the same header from
+// from to its last offset, its sequence numbers moved on to match. data
+// itself otherwise, and when its first batch is not whole.
+func TrimEmptyBatch(data []byte, from int64) []byte {
+	h, err := ParseHeader(data)
+	if err != nil || h.BaseOffset >= from || from > h.LastOffset() || h.RecordCount != 0 || !h.Compacted() ||
+		len(data) < lengthPrefix+int(h.Length) || Batch(data).Validate() != nil {
+		return data
+	}
+	rest := data[lengthPrefix+int(h.Length):]
+	out := make([]byte, HeaderSize, HeaderSize+len(rest))
+	copy(out, data[:HeaderSize])
+	be.PutUint64(out[offBaseOffset:], uint64(from))
+	be.PutUint32(out[offLength:], uint32(HeaderSize-lengthPrefix))
+	be.PutUint32(out[offLastOffsetDelta:], uint32(h.LastOffset()-from))
+	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
+		be.PutUint32(out[offBaseSequence:], uint32(int64(h.BaseSequence)+from-h.BaseOffset))
+	}
+	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	return append(out, rest...)
+}
+
+// accepts reports whether h, empty, may join the run.
+func (r *emptyRun) accepts(h Header) bool {
+	const same = codecMask | AttrCompacted
+	f := r.first
+	switch {
+	case r.n == 0 || h.BaseOffset != r.last.LastOffset()+1 || h.LastOffset()-f.BaseOffset > math.MaxInt32:
+		return false
+	case h.LeaderEpoch != f.LeaderEpoch || h.Attributes&^same != f.Attributes&^same:
+		return false
+	case h.ProducerID != f.ProducerID || h.ProducerEpoch != f.ProducerEpoch:
+		return false
+	case h.ProducerID < 0:
+		return true
+	}
+	// Sequence numbers follow offsets within the run, without wrapping.
+	return f.BaseSequence >= 0 && int64(h.BaseSequence) == int64(r.last.BaseSequence)+int64(r.last.LastOffsetDelta)+1 &&
+		int64(f.BaseSequence)+(h.LastOffset()-f.BaseOffset) <= math.MaxInt32
+}
+
+// add adds h, ending at end in the old segment, to the run.
+func (r *emptyRun) add(h Header, end int) {
+	r.n++
+	r.last, r.end = h, end
+	r.minTs, r.maxTs = min(r.minTs, h.FirstTimestamp), max(r.maxTs, h.MaxTimestamp)
+}
+
+// merged returns the empty batch standing for the run: the first batch's
+// header spanning every offset of the run, its timestamps from the
+// earliest first to the latest max.
+func (r *emptyRun) merged() Batch {
+	out := make(Batch, HeaderSize)
+	copy(out, r.batch[:HeaderSize])
+	be.PutUint32(out[offLength:], uint32(HeaderSize-lengthPrefix))
+	be.PutUint16(out[offAttributes:], uint16(r.first.Attributes&^codecMask|AttrCompacted))
+	be.PutUint32(out[offLastOffsetDelta:], uint32(r.last.LastOffset()-r.first.BaseOffset))
+	be.PutUint64(out[offFirstTimestamp:], uint64(r.minTs))
+	be.PutUint64(out[offMaxTimestamp:], uint64(r.maxTs))
+	be.PutUint32(out[offRecordCount:], 0)
+	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	return out
 }
 
 // rewriteSegment writes c's batches without the records keep drops into
@@ -424,6 +521,41 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 		}
 		return throttle(ctx, len(p))
 	}
+	// emit writes out in place of the old bytes from pos to end, opening
+	// the new file (with the old bytes before pos, unchanged) at the first
+	// change.
+	emit := func(pos, end int, out []byte) error {
+		if f == nil && len(out) != end-pos {
+			var err error
+			if f, err = l.fs.OpenFile(tmpLog, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644); err != nil {
+				f = nil
+				return l.ioErr(err)
+			}
+			for i := 0; i < pos; i += compactWriteChunk { // the batches kept whole so far
+				if err := write(c.data[i:min(i+compactWriteChunk, pos)]); err != nil {
+					return err
+				}
+			}
+		}
+		if f != nil {
+			return write(out)
+		}
+		return nil
+	}
+	var run emptyRun
+	flush := func() error {
+		if run.n == 0 {
+			return nil
+		}
+		out := run.batch
+		if run.n > 1 {
+			out = run.merged()
+			st.merged += int64(run.n - 1)
+		}
+		err := emit(run.pos, run.end, out)
+		run = emptyRun{}
+		return err
+	}
 	for pos := 0; pos < len(c.data); {
 		b, err := c.batchAt(pos)
 		if err != nil {
@@ -439,23 +571,31 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 		}
 		st.superseded += fates[dropSuperseded]
 		st.tombstones += fates[dropTombstone]
-		if f == nil && len(nb) != len(b) {
-			if f, err = l.fs.OpenFile(tmpLog, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644); err != nil {
-				f = nil
-				return abort(l.ioErr(err))
-			}
-			for i := 0; i < pos; i += compactWriteChunk { // the batches kept whole so far
-				if err := write(c.data[i:min(i+compactWriteChunk, pos)]); err != nil {
-					return abort(err)
-				}
-			}
+		h, err := ParseHeader(nb)
+		if err != nil {
+			return abort(c.s.corruptAt(int64(pos), b.BaseOffset(), err))
 		}
-		if f != nil {
-			if err := write(nb); err != nil {
+		end := pos + len(b)
+		switch {
+		case h.RecordCount == 0 && run.accepts(h):
+			run.add(h, end)
+		case h.RecordCount == 0:
+			if err := flush(); err != nil {
+				return abort(err)
+			}
+			run = emptyRun{n: 1, pos: pos, end: end, first: h, last: h, batch: nb, minTs: h.FirstTimestamp, maxTs: h.MaxTimestamp}
+		default:
+			if err := flush(); err != nil {
+				return abort(err)
+			}
+			if err := emit(pos, end, nb); err != nil {
 				return abort(err)
 			}
 		}
-		pos += len(b)
+		pos = end
+	}
+	if err := flush(); err != nil {
+		return abort(err)
 	}
 	if f == nil {
 		return st, nil

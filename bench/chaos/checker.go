@@ -508,13 +508,14 @@ func (pl *PartitionLog) holds(off int64) bool { return off >= pl.Start && off < 
 // sameBatch reports whether two in-sync replicas' batches at one base
 // offset agree. They are byte for byte the same, but in a compacted run
 // each replica's cleaner rewrites its batches on its own (BatchInfo.Compacted):
-// then only the offsets they span and their epoch must agree; their
-// records are compared one by one.
+// then only their epoch must agree (a cleaner merges the empty batches of a
+// run into one, so one replica's may span more offsets); their records
+// are compared one by one.
 func sameBatch(a, b BatchInfo, compacted bool) bool {
 	if a == b {
 		return true
 	}
-	return compacted && (a.Compacted || b.Compacted) && a.Base == b.Base && a.Last == b.Last && a.Epoch == b.Epoch
+	return compacted && (a.Compacted || b.Compacted) && a.Base == b.Base && a.Epoch == b.Epoch
 }
 
 // checkCommits holds every consumer group to its commits: after the run,

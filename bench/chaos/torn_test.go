@@ -349,7 +349,8 @@ func TestScanPartitionCompacted(t *testing.T) {
 	if err != nil || s.Err != nil {
 		t.Fatal(err, s.Err)
 	}
-	if s.LEO() != 120 || len(s.Batches) != 40 || len(s.Records) >= 120 {
+	// Batches left empty are merged, so fewer than the 40 written.
+	if s.LEO() != 120 || len(s.Batches) >= 40 || len(s.Batches) < 2 || len(s.Records) >= 120 {
 		t.Fatalf("LEO %d records %d batches %d", s.LEO(), len(s.Records), len(s.Batches))
 	}
 	compacted := 0

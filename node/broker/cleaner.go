@@ -167,7 +167,7 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
 		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "keys", res.Keys,
 			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
-			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved,
+			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged,
 			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio, "overdue", res.Overdue)
 	}
 	s.Err = errors.Join(errs...)

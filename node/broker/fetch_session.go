@@ -205,7 +205,10 @@ func (b *Broker) buildReplicaFetch(parts []replicaFetchPart, maxBytes int32) (re
 			}
 			views = append(views, v)
 			if len(v.Data) > 0 {
-				out.Records = v.Data
+				// A follower's log may end inside a run of empty batches
+				// this log's cleaner merged into one: it gets the rest
+				// of the run (a copy, in that rare case).
+				out.Records = segment.TrimEmptyBatch(v.Data, pt.req.FetchOffset)
 				budget -= len(v.Data)
 				ready = true
 			}

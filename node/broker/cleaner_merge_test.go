@@ -1,0 +1,119 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// keyedSeqBatch is one record of key k from idempotent producer pid at
+// sequence seq.
+func keyedSeqBatch(pid int64, seq int32, k, v string) []byte {
+	bd := segment.NewBuilder(segment.BuilderOptions{ProducerID: pid, BaseSequence: seq})
+	bd.Add(time.Now().UnixMilli(), []byte(k), []byte(v), nil)
+	return slices.Clone([]byte(bd.Build()))
+}
+
+// A follower whose log ends inside a run of batches the leader's cleaner
+// emptied and merged into one catches up: the leader sends it the rest of
+// the run as one batch (segment.TrimEmptyBatch), with the sequence numbers
+// that go with its offsets, so the follower's idempotent producer state
+// ends where the leader's does and the producer's next batch is taken.
+func TestFollowerCatchesUpInsideAMergedRun(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, segBytes: retentionSegBytes, maxWait: 50 * time.Millisecond,
+		lagTime: time.Minute, cleanerInterval: -1})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	c.setCleanup(testKey, CleanupCompact, CompactionConfig{MinDirtyRatio: 0, DeleteRetention: time.Hour})
+	const pid = 42
+	seq := int32(0)
+	produce := func(acks int8) wire.ProducePartitionResponse {
+		t.Helper()
+		r := mustProduce(t, c, acks, keyedSeqBatch(pid, seq, "acct-1", fmt.Sprint(seq, bigValue)))
+		if r.Err != wire.None {
+			t.Fatalf("seq %d: %v %s", seq, r.Err, r.Message)
+		}
+		seq++
+		return r
+	}
+	// Until the leader's active segment holds at least two batches: the
+	// follower's log will end inside it.
+	for {
+		produce(wire.AcksAll)
+		if leo := logOf(c, 1).LogEndOffset(); leo-slices.Max(logOf(c, 1).Segments()) >= 2 {
+			break
+		}
+	}
+	waitInSync(t, c, testKey)
+	stoppedAt := logOf(c, 2).LogEndOffset()
+	dir2 := c.node(2).dir
+	c.stopNode(2)
+	c.mu.Lock()
+	c.parts[testKey].ISR = []int32{1}
+	c.parts[testKey].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(testKey)
+	for range 20 {
+		produce(wire.AcksAll)
+	}
+	s := c.node(1).b.CompactNow(context.Background())
+	if s.Err != nil || s.Ran != 1 {
+		t.Fatalf("leader's pass: %+v", s)
+	}
+	var straddles bool
+	v, err := logOf(c, 1).Read(stoppedAt, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := segment.ParseHeader(v.Data)
+	v.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	straddles = h.BaseOffset < stoppedAt && h.RecordCount == 0
+	if !straddles {
+		t.Fatalf("the leader's batch at the follower's log end %d is %+v: not a merged run around it", stoppedAt, h)
+	}
+
+	c.startNode(2, dir2)
+	c.push(testKey)
+	leo := logOf(c, 1).LogEndOffset()
+	waitLEO(t, c, 2, leo, "the follower caught up through the merged run")
+	lead, fol := readAll(t, logOf(c, 1), leo), readAll(t, logOf(c, 2), leo)
+	for off, v := range lead {
+		if fol[off] != v {
+			t.Fatalf("offset %d: the follower has %.20q, the leader %.20q", off, fol[off], v)
+		}
+	}
+	for off := range fol {
+		if _, ok := lead[off]; !ok && off >= stoppedAt {
+			t.Fatalf("the follower has offset %d, which the leader's cleaner removed", off)
+		}
+	}
+	last := func(id int32) string {
+		p := c.node(id).b.partition(testKey.topic, testKey.partition)
+		p.appendMu.Lock()
+		defer p.appendMu.Unlock()
+		e := p.producers.producers[pid]
+		if e == nil || len(e.batches) == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("epoch %d last %+v", e.epoch, e.batches[len(e.batches)-1])
+	}
+	if a, b := last(1), last(2); a != b {
+		t.Fatalf("producer %d: leader %s, follower %s", pid, a, b)
+	}
+	c.mu.Lock()
+	c.parts[testKey].ISR = []int32{1, 2}
+	c.parts[testKey].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(testKey)
+	if r := produce(wire.AcksAll); r.BaseOffset != leo {
+		t.Fatalf("the producer's next batch at %d, want %d", r.BaseOffset, leo)
+	}
+	waitLEO(t, c, 2, leo+1, "the follower copied the next batch")
+}
