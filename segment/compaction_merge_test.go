@@ -53,7 +53,7 @@ func TestCompactMergesEmptyBatches(t *testing.T) {
 	seqs := map[int64]int32{}
 	const n = 600
 	for i := range n {
-		epoch := int32(i / 200)          // three leader epochs
+		epoch := int32(i / 200)                     // three leader epochs
 		pid := []int64{-1, 7, 7, 7, 9}[rng.IntN(5)] // a main producer, another, and batches of none
 		opts := BuilderOptions{ProducerID: pid, ProducerEpoch: 0, BaseSequence: -1}
 		if pid >= 0 {
