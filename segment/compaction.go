@@ -523,9 +523,10 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 	}
 	// emit writes out in place of the old bytes from pos to end, opening
 	// the new file (with the old bytes before pos, unchanged) at the first
-	// change.
+	// change: out is not those bytes themselves (a batch compactBatch left
+	// as it was is returned as is, aliasing them).
 	emit := func(pos, end int, out []byte) error {
-		if f == nil && len(out) != end-pos {
+		if f == nil && (len(out) != end-pos || &out[0] != &c.data[pos]) {
 			var err error
 			if f, err = l.fs.OpenFile(tmpLog, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644); err != nil {
 				f = nil
