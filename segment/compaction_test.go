@@ -728,6 +728,21 @@ func TestCompactWaitsForDurableSegments(t *testing.T) {
 	if err := l.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Under SyncNever the background flusher raises the recovery point
+	// once its fsyncs are done, which may be just after Sync returned.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.appendMu.Lock()
+		rp, base := l.recoveryPoint, l.active().base
+		l.appendMu.Unlock()
+		if rp >= base {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery point %d still below the active segment %d after 10 s", rp, base)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if res, err := l.Compact(ctx, o); err != nil || !res.Ran || res.Segments == 0 {
 		t.Fatalf("pass after a flush: %+v, %v", res, err)
 	}
