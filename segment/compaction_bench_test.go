@@ -105,13 +105,13 @@ func BenchmarkAppendBesideCompact(b *testing.B) {
 		return bld.Build()
 	}
 	// appendWhile appends and fsyncs batches to l until done is closed
-	// (at least min of them) and returns each one's latency.
-	appendWhile := func(l *Log, done <-chan struct{}, min int) []time.Duration {
+	// (at least atLeast of them) and returns each one's latency.
+	appendWhile := func(l *Log, done <-chan struct{}, atLeast int) []time.Duration {
 		var lat []time.Duration
 		for {
 			select {
 			case <-done:
-				if len(lat) >= min {
+				if len(lat) >= atLeast {
 					return lat
 				}
 			default:

@@ -52,11 +52,7 @@ func TestFollowerCatchesUpInsideAMergedRun(t *testing.T) {
 	stoppedAt := logOf(c, 2).LogEndOffset()
 	dir2 := c.node(2).dir
 	c.stopNode(2)
-	c.mu.Lock()
-	c.parts[testKey].ISR = []int32{1}
-	c.parts[testKey].PartitionEpoch++
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setISR(testKey, 1)
 	for range 20 {
 		produce(wire.AcksAll)
 	}
@@ -107,11 +103,7 @@ func TestFollowerCatchesUpInsideAMergedRun(t *testing.T) {
 	if a, b := last(1), last(2); a != b {
 		t.Fatalf("producer %d: leader %s, follower %s", pid, a, b)
 	}
-	c.mu.Lock()
-	c.parts[testKey].ISR = []int32{1, 2}
-	c.parts[testKey].PartitionEpoch++
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setISR(testKey, 1, 2)
 	if r := produce(wire.AcksAll); r.BaseOffset != leo {
 		t.Fatalf("the producer's next batch at %d, want %d", r.BaseOffset, leo)
 	}

@@ -255,6 +255,16 @@ func (c *testCluster) createPartition(topic string, partition int32, replicas []
 	c.push(tp{topic, partition})
 }
 
+// setISR sets the partition's ISR, as the controller would (a new
+// partition epoch), and pushes the state to every live broker.
+func (c *testCluster) setISR(key tp, isr ...int32) {
+	c.mu.Lock()
+	c.parts[key].ISR = isr
+	c.parts[key].PartitionEpoch++
+	c.mu.Unlock()
+	c.push(key)
+}
+
 // push sends the partition's current state to every live broker, in order.
 func (c *testCluster) push(key tp) {
 	c.applyMu.Lock()

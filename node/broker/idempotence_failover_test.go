@@ -389,11 +389,7 @@ func TestFailedProducerReplayRefusesIdempotentWrites(t *testing.T) {
 	c := newTestCluster(t, clusterOptions{nodes: 2, maxWait: 50 * time.Millisecond, lagTime: time.Minute})
 	c.stopNode(2)
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
-	c.mu.Lock()
-	c.parts[testKey].ISR = []int32{1}
-	c.parts[testKey].PartitionEpoch++
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setISR(testKey, 1)
 	pay := buildBatch(5, 0, []string{"payment"})
 	wantOffset(t, "payment (acks=1) on node 1 alone", mustProduce(t, c, wire.AcksLeader, pay), 0)
 	failReplay := func() error { return errors.New("injected: log unreadable") }

@@ -151,11 +151,7 @@ func testAckAfterLeadershipLostAndRegained(t *testing.T, acks int8) {
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
 	c.createPartition("payments", 1, []int32{1}, 1, 1)
 	c.stopNode(2)
-	c.mu.Lock()
-	c.parts[testKey].ISR = []int32{1}
-	c.parts[testKey].PartitionEpoch++
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setISR(testKey, 1)
 
 	gate := gateSyncs(t, c.node(1).fs, "payments-1")
 	gate.arm()

@@ -250,11 +250,7 @@ func TestFollowerTruncatesDivergentTail(t *testing.T) {
 	dir1 := c.node(1).dir
 	c.stopNode(2)
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
-	c.mu.Lock()
-	c.parts[testKey].ISR = []int32{1}
-	c.parts[testKey].PartitionEpoch++
-	c.mu.Unlock()
-	c.push(testKey)
+	c.setISR(testKey, 1)
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"common"})); r.Err != wire.None {
 		t.Fatalf("%+v", r)
 	}

@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// max.compaction.lag.ms also bounds how long a compacted topic's active
+// segment stays open (Kafka rolls it as if segment.ms were no longer):
+// the node's roll age, or the topic's max lag when it compacts and that
+// is shorter.
+func TestRollAgeOf(t *testing.T) {
+	for _, c := range []struct {
+		node   time.Duration
+		pol    CleanupPolicy
+		maxLag time.Duration
+		want   time.Duration
+	}{
+		{0, CleanupDelete, 0, segment.DefaultRollAge},
+		{0, CleanupDelete, time.Hour, segment.DefaultRollAge}, // not compacted: the lag means nothing
+		{0, CleanupCompact, 0, segment.DefaultRollAge},
+		{0, CleanupCompact, time.Hour, time.Hour},
+		{0, CleanupCompactDelete, time.Hour, time.Hour},
+		{0, CleanupCompact, 30 * 24 * time.Hour, segment.DefaultRollAge}, // longer than the node's
+		{time.Minute, CleanupCompact, time.Hour, time.Minute},
+		{-1, CleanupCompact, time.Hour, time.Hour}, // the node never rolls by age
+		{-1, CleanupCompact, 0, -1},
+	} {
+		b := &Broker{cfg: Config{Log: segment.Options{RollAge: c.node}}}
+		st := PartitionState{Cleanup: c.pol, Compaction: CompactionConfig{MaxLag: c.maxLag}}
+		if got := b.rollAgeOf(st); got != c.want {
+			t.Errorf("node %v, %v, max lag %v: %v, want %v", c.node, c.pol, c.maxLag, got, c.want)
+		}
+	}
+}
+
+// A compacted topic with max.compaction.lag.ms set, applied to a running
+// partition: its active segment is sealed at the first append once it has
+// been open that long, so that its records reach the cleaner.
+func TestMaxCompactionLagRollsTheActiveSegment(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, cleanerInterval: -1})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	const lag = 300 * time.Millisecond
+	c.setCleanup(testKey, CleanupCompact, CompactionConfig{MaxLag: lag})
+	produce := func() {
+		t.Helper()
+		if r := mustProduce(t, c, wire.AcksAll, keyedBatch(segment.CodecNone, rec("k", "v"))); r.Err != wire.None {
+			t.Fatal(r.Err)
+		}
+	}
+	start := time.Now() // before the first append opens the segment
+	produce()
+	waitFor(t, "the active segment sealed by max.compaction.lag.ms", 10*time.Second, func() bool {
+		produce()
+		return len(logOf(c, 1).Segments()) == 2
+	})
+	if took := time.Since(start); took < lag {
+		t.Fatalf("sealed after %v, before max.compaction.lag.ms %v", took, lag)
+	}
+}
