@@ -170,6 +170,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_log_cleaner_passes_total", "Log cleaner passes that compacted a partition's segments (topics with cleanup.policy=compact).", bs.CleanerPasses)
 	w.Counter("paymentlog_log_cleaner_removed_records_total", "Records the log cleaner removed: superseded by a later record of the same key, or tombstones past delete.retention.ms.", bs.CleanerRemovedRecords)
 	w.Counter("paymentlog_log_cleaner_bytes_reclaimed_total", "Segment bytes the log cleaner freed.", bs.CleanerBytesReclaimed)
+	w.Counter("paymentlog_log_cleaner_segments_merged_total", "Segments the log cleaner folded into the segment before them (small neighbours cleaned into one).", bs.CleanerSegmentsMerged)
 	w.Counter("paymentlog_log_cleaner_failures_total", "Log cleaner passes of a partition that failed (tried again at the next --log-cleaner-interval).", bs.CleanerFailures)
 	w.Family("paymentlog_log_cleaner_throttle_time_seconds_total", metrics.TypeCounter, "Time the log cleaner slept to keep its reads and writes within --log-cleaner-io-max-bytes-per-second.")
 	w.Float(nil, bs.CleanerThrottleTime.Seconds())

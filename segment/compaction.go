@@ -39,21 +39,16 @@ import (
 //
 // A pass maps the latest offset of every key in the dirty part (from the
 // cleaner-offset-checkpoint, where the previous pass stopped, to the bound;
-// at most MaxKeys keys), then rewrites each sealed segment that loses a
-// record. A segment is rewritten into new files beside it
+// at most MaxKeys keys), then rewrites the sealed segments below that in
+// groups (compaction_group.go): each group of neighbouring segments that
+// fit in one becomes one segment, written into new files beside the first
 // (<base>.log.cleaned.tmp and its two indexes, written and fsynced while
-// appends, reads and replication go on), and swapped in under deleteMu (so
-// no deletion or truncation runs meanwhile), in an order that a crash at
-// any point leaves either the old segment or the new one, never a mix:
-//
-//  1. remove the old .index and .timeindex, fsync the directory (a segment
-//     without indexes has them rebuilt by Open's scan);
-//  2. rename the new .log over the old one, fsync the directory;
-//  3. rename the new indexes into place, fsync the directory.
-//
-// Open removes *.tmp files, so a crash before step 2 leaves the old
-// segment. Readers holding a View of the old segment keep its mapping (of
-// the old, now unlinked, file) until they release it.
+// appends, reads and replication go on) and swapped in for the group under
+// deleteMu (so no deletion or truncation runs meanwhile), so that a crash
+// at any point leaves either the old segments or the new one, never a mix
+// (compaction_swap.go). A group of one segment that loses no record is
+// left as it is. Readers holding a View of an old segment keep its mapping
+// (of the old, now unlinked, file) until they release it.
 
 // ErrCompactionRunning is returned by a Compact that found another pass
 // running on the log.
@@ -128,9 +123,12 @@ type CompactResult struct {
 	FirstDirty, CleanedTo int64
 	// Keys is the number of distinct keys mapped.
 	Keys int
-	// Segments rewritten, and their bytes before and after.
-	Segments                int
-	BytesBefore, BytesAfter int64
+	// Segments written, each in place of a group of old ones
+	// (compaction_group.go), and the old segments' bytes and the new
+	// ones'; SegmentsMerged counts the old segments folded into the one
+	// before them (a group of n merges n-1).
+	Segments, SegmentsMerged int
+	BytesBefore, BytesAfter  int64
 	// RecordsRemoved counts every record removed: superseded by a later
 	// record with the same key, or a tombstone past DeleteRetention;
 	// TombstonesRemoved counts the tombstones among them.
@@ -147,6 +145,7 @@ type cleanable struct {
 	mp   *mapping
 	data []byte
 	next int64
+	at   int // its index in the log's segment list when listed
 }
 
 // Compact runs one compaction pass (see above). It returns
@@ -224,20 +223,24 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		}
 		return keepRecord
 	}
-	for _, c := range segs {
+	below := 0 // nothing from segs[below] on is superseded, nor a tombstone cleaned past
+	for below < len(segs) && segs[below].s.base < cleanedTo {
+		below++
+	}
+	for _, g := range groupCleanables(segs[:below], l.groupLimits()) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if c.s.base >= cleanedTo {
-			break // nothing from here on is superseded, nor a tombstone cleaned past
-		}
-		st, err := l.rewriteSegment(ctx, c, keep, throttle)
+		st, err := l.rewriteGroup(ctx, g, keep, throttle)
 		if err != nil {
 			return res, err
 		}
 		if st.written {
 			res.Segments++
-			res.BytesBefore += int64(len(c.data))
+			res.SegmentsMerged += len(g) - 1
+			for _, c := range g {
+				res.BytesBefore += int64(len(c.data))
+			}
 			res.BytesAfter += st.size
 			res.RecordsRemoved += st.superseded + st.tombstones
 			res.TombstonesRemoved += st.tombstones
@@ -249,7 +252,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	}
 	l.cleanerPoint = cleanedTo
 	if res.Segments > 0 {
-		l.logger.Info("segment: compacted", "segments", res.Segments, "bytes_before", res.BytesBefore,
+		l.logger.Info("segment: compacted", "segments", res.Segments, "segments_merged", res.SegmentsMerged, "bytes_before", res.BytesBefore,
 			"bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved,
 			"tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged, "keys", res.Keys, "cleaned_to", cleanedTo)
 	}
@@ -295,7 +298,7 @@ func (l *Log) cleanableSegments(o CompactOptions) ([]cleanable, int64, error) {
 		return nil, 0, ErrClosed
 	}
 	var out []cleanable
-	for _, s := range l.mu.segs[:len(l.mu.segs)-1] {
+	for i, s := range l.mu.segs[:len(l.mu.segs)-1] {
 		if s.next > o.Below || s.next > durable || (o.MinLag > 0 && s.maxTs > lagTs) {
 			break
 		}
@@ -303,7 +306,7 @@ func (l *Log) cleanableSegments(o CompactOptions) ([]cleanable, int64, error) {
 			continue
 		}
 		s.mp.acquire()
-		out = append(out, cleanable{s: s, mp: s.mp, data: s.mp.data[:s.size:s.size], next: s.next})
+		out = append(out, cleanable{s: s, mp: s.mp, data: s.mp.data[:s.size:s.size], next: s.next, at: i})
 	}
 	return out, l.mu.logStart, nil
 }
@@ -403,7 +406,7 @@ const (
 	dropTombstone
 )
 
-// rewriteStats is what rewriteSegment did to one segment.
+// rewriteStats is what rewriteGroup did to one group of segments.
 type rewriteStats struct {
 	written                bool
 	size                   int64
@@ -495,12 +498,14 @@ func (r *emptyRun) merged() Batch {
 	return out
 }
 
-// rewriteSegment writes c's batches without the records keep drops into
-// new files and swaps them in, telling throttle what it reads and writes. A
-// segment that loses nothing is left as it is.
-func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record, int64) recordFate, throttle func(context.Context, int) error) (rewriteStats, error) {
+// rewriteGroup writes the batches of g's segments, without the records
+// keep drops, into one new segment file and swaps it in for them (see
+// compaction_swap.go), telling throttle what it reads and writes. A group
+// of one segment that loses nothing is left as it is.
+func (l *Log) rewriteGroup(ctx context.Context, g []cleanable, keep func(Record, int64) recordFate, throttle func(context.Context, int) error) (rewriteStats, error) {
 	var st rewriteStats
-	logPath, idxPath, tidxPath := l.segPaths(c.s.base)
+	first := g[0]
+	logPath, idxPath, tidxPath := l.segPaths(first.s.base)
 	tmpLog, tmpIdx, tmpTidx := logPath+cleanedSuffix, idxPath+cleanedSuffix, tidxPath+cleanedSuffix
 	var f File
 	abort := func(err error) (rewriteStats, error) {
@@ -521,19 +526,31 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 		}
 		return throttle(ctx, len(p))
 	}
-	// emit writes out in place of the old bytes from pos to end, opening
+	create := func() error {
+		var err error
+		if f, err = l.fs.OpenFile(tmpLog, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644); err != nil {
+			f = nil
+			return l.ioErr(err)
+		}
+		return nil
+	}
+	if len(g) > 1 {
+		if err := create(); err != nil {
+			return abort(err)
+		}
+	}
+	// emit writes out in place of the old bytes from pos to end, creating
 	// the new file (with the old bytes before pos, unchanged) at the first
 	// change: out is not those bytes themselves (a batch compactBatch left
-	// as it was is returned as is, aliasing them).
+	// as it was is returned as is, aliasing them). Only a group of one
+	// creates it late, so pos and end are then first's.
 	emit := func(pos, end int, out []byte) error {
-		if f == nil && (len(out) != end-pos || &out[0] != &c.data[pos]) {
-			var err error
-			if f, err = l.fs.OpenFile(tmpLog, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644); err != nil {
-				f = nil
-				return l.ioErr(err)
+		if f == nil && (len(out) != end-pos || &out[0] != &first.data[pos]) {
+			if err := create(); err != nil {
+				return err
 			}
 			for i := 0; i < pos; i += compactWriteChunk { // the batches kept whole so far
-				if err := write(c.data[i:min(i+compactWriteChunk, pos)]); err != nil {
+				if err := write(first.data[i:min(i+compactWriteChunk, pos)]); err != nil {
 					return err
 				}
 			}
@@ -557,43 +574,45 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 		run = emptyRun{}
 		return err
 	}
-	for pos := 0; pos < len(c.data); {
-		b, err := c.batchAt(pos)
-		if err != nil {
-			return abort(err)
-		}
-		if err := throttle(ctx, len(b)); err != nil {
-			return abort(err)
-		}
-		maxTs := b.MaxTimestamp()
-		nb, fates, err := compactBatch(b, func(r Record) recordFate { return keep(r, maxTs) })
-		if err != nil {
-			return abort(c.s.corruptAt(int64(pos), b.BaseOffset(), err))
-		}
-		st.superseded += fates[dropSuperseded]
-		st.tombstones += fates[dropTombstone]
-		h, err := ParseHeader(nb)
-		if err != nil {
-			return abort(c.s.corruptAt(int64(pos), b.BaseOffset(), err))
-		}
-		end := pos + len(b)
-		switch {
-		case h.RecordCount == 0 && run.accepts(h):
-			run.add(h, end)
-		case h.RecordCount == 0:
-			if err := flush(); err != nil {
+	for _, c := range g {
+		for pos := 0; pos < len(c.data); {
+			b, err := c.batchAt(pos)
+			if err != nil {
 				return abort(err)
 			}
-			run = emptyRun{n: 1, pos: pos, end: end, first: h, last: h, batch: nb, minTs: h.FirstTimestamp, maxTs: h.MaxTimestamp}
-		default:
-			if err := flush(); err != nil {
+			if err := throttle(ctx, len(b)); err != nil {
 				return abort(err)
 			}
-			if err := emit(pos, end, nb); err != nil {
-				return abort(err)
+			maxTs := b.MaxTimestamp()
+			nb, fates, err := compactBatch(b, func(r Record) recordFate { return keep(r, maxTs) })
+			if err != nil {
+				return abort(c.s.corruptAt(int64(pos), b.BaseOffset(), err))
 			}
+			st.superseded += fates[dropSuperseded]
+			st.tombstones += fates[dropTombstone]
+			h, err := ParseHeader(nb)
+			if err != nil {
+				return abort(c.s.corruptAt(int64(pos), b.BaseOffset(), err))
+			}
+			end := pos + len(b)
+			switch {
+			case h.RecordCount == 0 && run.accepts(h):
+				run.add(h, end)
+			case h.RecordCount == 0:
+				if err := flush(); err != nil {
+					return abort(err)
+				}
+				run = emptyRun{n: 1, pos: pos, end: end, first: h, last: h, batch: nb, minTs: h.FirstTimestamp, maxTs: h.MaxTimestamp}
+			default:
+				if err := flush(); err != nil {
+					return abort(err)
+				}
+				if err := emit(pos, end, nb); err != nil {
+					return abort(err)
+				}
+			}
+			pos = end
 		}
-		pos = end
 	}
 	if err := flush(); err != nil {
 		return abort(err)
@@ -604,7 +623,7 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 	if err := f.Sync(); err != nil {
 		return abort(l.ioErr(err))
 	}
-	if err := l.writeCleanedIndexes(f, w, c, tmpIdx, tmpTidx); err != nil {
+	if err := l.writeCleanedIndexes(f, w, first.s.base, g[len(g)-1].next, tmpIdx, tmpTidx); err != nil {
 		return abort(err)
 	}
 	if err := throttle(ctx, int(w)); err != nil { // the scan back
@@ -618,7 +637,7 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 	if l.compactSwapHook != nil {
 		l.compactSwapHook()
 	}
-	swapped, err := l.swapCleaned(c, tmpLog, tmpIdx, tmpTidx)
+	swapped, err := l.swapCleaned(g, tmpLog, tmpIdx, tmpTidx)
 	if !swapped {
 		return abort(err)
 	}
@@ -626,18 +645,19 @@ func (l *Log) rewriteSegment(ctx context.Context, c cleanable, keep func(Record,
 	return st, err
 }
 
-// writeCleanedIndexes checks the new segment file f (size bytes) by
-// scanning it as recovery would, and writes its indexes from that scan.
-func (l *Log) writeCleanedIndexes(f File, size int64, c cleanable, tmpIdx, tmpTidx string) error {
+// writeCleanedIndexes checks the new segment file f (size bytes, offsets
+// base to next) by scanning it as recovery would, and writes its indexes
+// from that scan.
+func (l *Log) writeCleanedIndexes(f File, size, base, next int64, tmpIdx, tmpTidx string) error {
 	m, err := f.Map(int(size), false)
 	if err != nil {
 		return l.ioErr(err)
 	}
 	defer m.Unmap()
-	res := scanBatches(m.Bytes(), c.s.base, 0, c.s.base, 0, -1, l.opts.IndexInterval, nil, 0)
-	if res.err != nil || res.end != size || res.next != c.next {
+	res := scanBatches(m.Bytes(), base, 0, base, 0, -1, l.opts.IndexInterval, nil, 0)
+	if res.err != nil || res.end != size || res.next != next {
 		return fmt.Errorf("segment: compacted segment %s does not scan back (end %d of %d, next %d, want %d): %v",
-			c.s.logPath, res.end, size, res.next, c.next, res.err)
+			segmentName(base), res.end, size, res.next, next, res.err)
 	}
 	for _, p := range []string{tmpIdx, tmpTidx} {
 		_ = l.fs.Remove(p)
@@ -673,74 +693,6 @@ func (l *Log) writeCleanedIndexes(f File, size int64, c cleanable, tmpIdx, tmpTi
 		}
 	}
 	return nil
-}
-
-// swapCleaned puts the cleaned files of c's segment in place of its own
-// (see the order above) and its replacement in the log. It reports whether
-// the new .log was renamed into place: if not, nothing changed and the
-// caller removes the new files. deleteMu is held throughout, so the segment
-// cannot change meanwhile; before it was taken, a deletion may have removed
-// it or a truncation cut it, and then the pass leaves it.
-func (l *Log) swapCleaned(c cleanable, tmpLog, tmpIdx, tmpTidx string) (bool, error) {
-	s := c.s
-	l.deleteMu.Lock()
-	defer l.deleteMu.Unlock()
-	l.mu.RLock()
-	present, closed, logStart := false, l.mu.closed, l.mu.logStart
-	for _, x := range l.mu.segs[:len(l.mu.segs)-1] {
-		present = present || x == s
-	}
-	present = present && s.sealed && s.next == c.next && s.size == int64(len(c.data))
-	l.mu.RUnlock()
-	if closed {
-		return false, ErrClosed
-	}
-	if !present {
-		return false, nil // deleted or cut meanwhile
-	}
-	logPath, idxPath, tidxPath := l.segPaths(s.base)
-	for _, p := range []string{idxPath, tidxPath} {
-		if err := l.fs.Remove(p); err != nil && !os.IsNotExist(err) {
-			return false, l.ioErr(err)
-		}
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return false, l.ioErr(err)
-	}
-	if err := l.fs.Rename(tmpLog, logPath); err != nil {
-		return false, l.ioErr(err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return true, l.ioErr(err)
-	}
-	// Without their indexes (a failed rename), Open rebuilds them; the
-	// segment in memory stays the old one until then.
-	if err := l.fs.Rename(tmpIdx, idxPath); err != nil {
-		return true, l.ioErr(err)
-	}
-	if err := l.fs.Rename(tmpTidx, tidxPath); err != nil {
-		return true, l.ioErr(err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return true, l.ioErr(err)
-	}
-	ns, err := l.loadSegment(s.base, false, true, nil, &epochCache{}, false, logStart)
-	if err != nil {
-		// The files are right; the old segment, which holds the same
-		// offsets, serves reads until the next Open.
-		return true, err
-	}
-	l.appendMu.Lock()
-	l.mu.Lock()
-	for i, x := range l.mu.segs {
-		if x == s {
-			l.mu.segs[i] = ns
-		}
-	}
-	l.mu.Unlock()
-	l.appendMu.Unlock()
-	s.closeFiles()
-	return true, nil
 }
 
 // compactBatch returns b without the records fate drops, as a compacted

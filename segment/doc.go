@@ -77,6 +77,8 @@
 //	leader-epoch-checkpoint         checkpoint: leader-epoch cache
 //	cleaner-offset-checkpoint       checkpoint: where the last compaction pass stopped (compaction.go)
 //	<segment file>.cleaned.tmp      a segment's files rewritten by compaction, before the swap
+//	<base>.log.<next>.swap          compaction's new segment for the old ones of bases in [base, next),
+//	                                committed and not yet renamed over <base>.log (compaction_swap.go)
 //	.clean-shutdown                 marker: written by Close, removed by Open
 //
 // The active (last) segment's .log is sized to Options.SegmentBytes with

@@ -79,6 +79,13 @@ func (l *Log) load() error {
 	if err != nil {
 		return fmt.Errorf("segment: open %s: %w", l.dir, err)
 	}
+	if found, err := l.finishSwaps(names); err != nil {
+		return fmt.Errorf("segment: open %s: %w", l.dir, err)
+	} else if found {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return fmt.Errorf("segment: open %s: %w", l.dir, err)
+		}
+	}
 	var bases []int64
 	clean := false
 	have := map[string]bool{}

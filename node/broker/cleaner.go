@@ -88,7 +88,7 @@ type CleanerSummary struct {
 	// Err joins the failures' errors (nil: none).
 	Err error
 	// The sums of the partitions' segment.CompactResult.
-	Segments                          int
+	Segments, SegmentsMerged          int
 	BytesBefore, BytesAfter           int64
 	RecordsRemoved, TombstonesRemoved int64
 }
@@ -152,6 +152,7 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		}
 		s.Ran++
 		s.Segments += res.Segments
+		s.SegmentsMerged += res.SegmentsMerged
 		s.BytesBefore += res.BytesBefore
 		s.BytesAfter += res.BytesAfter
 		s.RecordsRemoved += res.RecordsRemoved
@@ -165,7 +166,8 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		b.counters.cleanerPasses.Add(1)
 		b.counters.cleanerRemoved.Add(uint64(max(res.RecordsRemoved, 0))) // tombstones included
 		b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
-		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "keys", res.Keys,
+		b.counters.cleanerMerged.Add(uint64(max(res.SegmentsMerged, 0)))
+		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "segments_merged", res.SegmentsMerged, "keys", res.Keys,
 			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
 			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged,
 			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio, "overdue", res.Overdue)

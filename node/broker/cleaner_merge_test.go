@@ -109,3 +109,63 @@ func TestFollowerCatchesUpInsideAMergedRun(t *testing.T) {
 	}
 	waitLEO(t, c, 2, leo+1, "the follower copied the next batch")
 }
+
+// Every replica's cleaner folds the small segments its earlier passes
+// left into fewer, counts them, and serves every key's latest record as
+// before.
+func TestCompactNowMergesSmallSegments(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 2, segBytes: retentionSegBytes, maxWait: 50 * time.Millisecond, cleanerInterval: -1})
+	c.createPartition("payments", 0, []int32{1, 2}, 1, 1)
+	c.setCleanup(testKey, CleanupCompact, CompactionConfig{MinDirtyRatio: 0, DeleteRetention: time.Hour})
+	latest := map[string]int64{}
+	var off int64
+	produce := func(n int) {
+		t.Helper()
+		for range n {
+			k := fmt.Sprint("k", off%5)
+			if r := mustProduce(t, c, wire.AcksAll, keyedBatch(segment.CodecNone, rec(k, fmt.Sprint(off, bigValue)))); r.Err != wire.None {
+				t.Fatal(r.Err)
+			}
+			latest[k] = off
+			off++
+		}
+		waitLEO(t, c, 2, off, "the follower caught up")
+		waitInSync(t, c, testKey)
+	}
+	produce(60)
+	merged := map[int32]int{}
+	for _, id := range []int32{1, 2} {
+		s := c.node(id).b.CompactNow(context.Background())
+		if s.Err != nil || s.Ran != 1 {
+			t.Fatalf("node %d, first pass: %+v", id, s)
+		}
+		merged[id] = s.SegmentsMerged
+	}
+	produce(60)
+	before, second := len(logOf(c, 1).Segments()), 0
+	for _, id := range []int32{1, 2} {
+		s := c.node(id).b.CompactNow(context.Background())
+		if s.Err != nil || s.Ran != 1 || s.SegmentsMerged == 0 {
+			t.Fatalf("node %d, second pass merged nothing: %+v", id, s)
+		}
+		merged[id] += s.SegmentsMerged
+		if id == 1 {
+			second = s.SegmentsMerged
+		}
+		if st := c.node(id).b.Stats(); st.CleanerSegmentsMerged != uint64(merged[id]) {
+			t.Fatalf("node %d: %d segments merged, stats say %d", id, merged[id], st.CleanerSegmentsMerged)
+		}
+		got := readAll(t, logOf(c, id), off)
+		for k, o := range latest {
+			if got[o] != fmt.Sprint(o, bigValue) {
+				t.Fatalf("node %d lost %s's latest record at %d", id, k, o)
+			}
+		}
+		if len(got) >= int(off)/2 {
+			t.Fatalf("node %d holds %d of %d records", id, len(got), off)
+		}
+	}
+	if after := len(logOf(c, 1).Segments()); after > before-second {
+		t.Fatalf("%d segments before the second pass, %d after merging %d", before, after, second)
+	}
+}

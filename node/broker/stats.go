@@ -45,9 +45,13 @@ type Stats struct {
 	// rewrote segments, CleanerRemovedRecords the records (superseded
 	// ones and expired tombstones) they removed, CleanerBytesReclaimed
 	// the segment bytes they freed, and CleanerFailures the partition
-	// passes that failed (cleaner.go). CleanerThrottleTime is how long
-	// the cleaner slept for Config.CleanerIOMaxBytesPerSec.
+	// passes that failed (cleaner.go). CleanerSegmentsMerged counts the
+	// segments those passes folded into a neighbour (each pass writes one
+	// segment per group of small ones: segment/compaction_group.go).
+	// CleanerThrottleTime is how long the cleaner slept for
+	// Config.CleanerIOMaxBytesPerSec.
 	CleanerPasses, CleanerRemovedRecords, CleanerBytesReclaimed, CleanerFailures uint64
+	CleanerSegmentsMerged                                                        uint64
 	CleanerThrottleTime                                                          time.Duration
 	// CleanerThrottle is the log cleaner's rate in bytes per second (0:
 	// unlimited; SetCleanerThrottle).
@@ -173,6 +177,7 @@ type counters struct {
 	// tombstones they removed, the bytes they reclaimed, and the passes
 	// that failed (cleaner.go).
 	cleanerPasses, cleanerRemoved, cleanerReclaimed, cleanerFailures atomic.Uint64
+	cleanerMerged                                                    atomic.Uint64 // segments folded into a neighbour
 	cleanerThrottledNanos                                            atomic.Int64
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
@@ -295,6 +300,7 @@ func (b *Broker) Stats() Stats {
 		CleanerRemovedRecords:    b.counters.cleanerRemoved.Load(),
 		CleanerBytesReclaimed:    b.counters.cleanerReclaimed.Load(),
 		CleanerFailures:          b.counters.cleanerFailures.Load(),
+		CleanerSegmentsMerged:    b.counters.cleanerMerged.Load(),
 		CleanerThrottleTime:      time.Duration(b.counters.cleanerThrottledNanos.Load()),
 		CleanerThrottle:          b.cleanerThrottle.limit(),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
