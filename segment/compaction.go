@@ -115,8 +115,10 @@ type CompactResult struct {
 	// the pass.
 	DirtyRatio float64
 	// Overdue: the pass ran below MinDirtyRatio because dirty records
-	// were older than MaxLag.
-	Overdue bool
+	// were older than MaxLag. TombstonesDue: it ran, with nothing dirty
+	// or below MinDirtyRatio, because a tombstone an earlier pass kept
+	// was past DeleteRetention (compaction_tombstones.go).
+	Overdue, TombstonesDue bool
 	// FirstDirty and CleanedTo: the pass mapped the keys of
 	// [FirstDirty, CleanedTo); the next pass's dirty part starts at
 	// CleanedTo.
@@ -192,14 +194,15 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	if total > 0 {
 		res.DirtyRatio = float64(dirty) / float64(total)
 	}
-	if dirty == 0 {
-		return res, nil
-	}
-	if res.DirtyRatio < o.MinDirtyRatio {
-		if !overdue(segs, firstDirty, o) {
-			return res, nil
-		}
+	horizon := msBefore(o.Now, o.DeleteRetention)
+	switch {
+	case dirty > 0 && res.DirtyRatio >= o.MinDirtyRatio:
+	case dirty > 0 && overdue(segs, firstDirty, o):
 		res.Overdue = true
+	case l.oldestTombstone() < horizon:
+		res.TombstonesDue = true
+	default:
+		return res, nil
 	}
 	res.Ran = true
 	throttle := o.Throttle
@@ -211,7 +214,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		return res, err
 	}
 	res.Keys, res.CleanedTo = len(keys), cleanedTo
-	horizon := msBefore(o.Now, o.DeleteRetention)
+	oldestKept := int64(noTombstone) // of the tombstones kept below cleanedTo
 	keep := func(r Record, batchMaxTs int64) recordFate {
 		switch {
 		case r.Offset < logStart || r.Key == nil:
@@ -220,6 +223,9 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 			return dropSuperseded
 		case r.Value == nil && r.Offset < firstDirty && batchMaxTs < horizon:
 			return dropTombstone
+		}
+		if r.Value == nil && r.Offset < cleanedTo {
+			oldestKept = min(oldestKept, batchMaxTs)
 		}
 		return keepRecord
 	}
@@ -251,6 +257,9 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		return res, l.ioErr(err)
 	}
 	l.cleanerPoint = cleanedTo
+	if err := l.setOldestTombstone(oldestKept); err != nil {
+		return res, l.ioErr(err)
+	}
 	if res.Segments > 0 {
 		l.logger.Info("segment: compacted", "segments", res.Segments, "segments_merged", res.SegmentsMerged, "bytes_before", res.BytesBefore,
 			"bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved,

@@ -136,7 +136,7 @@ func TestCompactMergesSmallSegments(t *testing.T) {
 	}
 	// A second pass with nothing new to clean changes nothing.
 	segs := l.Segments()
-	if res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil || res.Segments != 0 {
+	if res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000), DeleteRetention: time.Hour}); err != nil || res.Segments != 0 {
 		t.Fatalf("second pass: %+v, %v", res, err)
 	}
 	if !slices.Equal(segs, l.Segments()) {

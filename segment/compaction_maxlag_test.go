@@ -24,7 +24,8 @@ func TestCompactMaxLag(t *testing.T) {
 	// A little more: a low dirty ratio.
 	randomLoad(t, l, m, rand.New(rand.NewPCG(9, 10)), 10, 10, CodecNone, written)
 	fillAndRoll(t, l, m, written)
-	o := CompactOptions{Below: l.LogEndOffset(), MinDirtyRatio: 0.99, MaxLag: time.Hour}
+	// (Tombstones are not due: TestCompactRemovesAnIdleLogsTombstones.)
+	o := CompactOptions{Below: l.LogEndOffset(), MinDirtyRatio: 0.99, MaxLag: time.Hour, DeleteRetention: 1000 * time.Hour}
 	for _, c := range []struct {
 		now     int64
 		overdue bool
@@ -40,7 +41,7 @@ func TestCompactMaxLag(t *testing.T) {
 			if err != nil || !res.Ran || !res.Overdue || res.DirtyRatio >= 0.99 || res.Segments == 0 {
 				t.Fatalf("at %d ms, overdue: %+v, %v", c.now, res, err)
 			}
-			checkCompaction(t, l, m, l.active().base, true, true) // DeleteRetention 0: tombstones go
+			checkCompaction(t, l, m, l.active().base, true, false)
 			return
 		}
 		res, err := l.Compact(ctx, o)
@@ -95,4 +96,56 @@ func TestSetRollAge(t *testing.T) {
 	if n := add(0); n != 4 {
 		t.Fatalf("%d segments back at the 7-day default, the segment open 1000 h", n)
 	}
+}
+
+// RollIfDue seals the active segment of a log no longer written once it
+// has been open for the roll age, and nothing else: not an empty one, not
+// a younger one, not with rolling by age off; the log then takes appends
+// and reopens as before.
+func TestRollIfDue(t *testing.T) {
+	now := time.Unix(1000, 0)
+	opts := compactOpts(NewMemFS())
+	opts.SegmentBytes, opts.RollAge = 1<<20, time.Hour
+	opts.Now = func() time.Time { return now }
+	l := mustOpen(t, "/p", opts)
+	roll := func(after time.Duration) (bool, int) {
+		t.Helper()
+		now = now.Add(after)
+		rolled, err := l.RollIfDue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rolled, len(l.Segments())
+	}
+	if rolled, n := roll(2 * time.Hour); rolled || n != 1 {
+		t.Fatalf("rolled an empty active segment: %v, %d segments", rolled, n)
+	}
+	m := &compactModel{recs: map[int64]keyed{}}
+	m.appendKeyed(t, l, CodecNone, keyed{key: []byte("k"), value: []byte("v1"), ts: now.UnixMilli()})
+	if rolled, n := roll(59 * time.Minute); rolled || n != 1 {
+		t.Fatalf("rolled after 59 minutes: %v, %d segments", rolled, n)
+	}
+	if rolled, n := roll(time.Minute); !rolled || n != 2 {
+		t.Fatalf("not rolled after an hour: %v, %d segments", rolled, n)
+	}
+	if rolled, n := roll(10 * time.Hour); rolled || n != 2 {
+		t.Fatalf("rolled the new, empty active segment: %v, %d segments", rolled, n)
+	}
+	m.appendKeyed(t, l, CodecNone, keyed{key: []byte("k"), value: []byte("v2"), ts: now.UnixMilli()})
+	l.SetRollAge(-1)
+	if rolled, n := roll(100 * time.Hour); rolled || n != 2 {
+		t.Fatalf("rolled with rolling by age off: %v, %d segments", rolled, n)
+	}
+	// The sealed segment is durable and below the active one: a pass may
+	// clean it.
+	res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: now})
+	if err != nil || res.CleanedTo != 1 {
+		t.Fatalf("pass after the roll: %+v, %v", res, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/p", opts)
+	defer l.Close()
+	checkCompaction(t, l, m, 1, true, false)
 }

@@ -116,7 +116,12 @@ func (l *Log) swapCleaned(g []cleanable, tmpLog, tmpIdx, tmpTidx string) (bool, 
 	}
 	l.appendMu.Lock()
 	l.mu.Lock()
-	l.mu.segs = slices.Replace(l.mu.segs, at, at+len(g), ns)
+	// A new list, as deleteFront makes: appends may have added segments
+	// after the group since, never before it (deleteMu is held).
+	at = slices.Index(l.mu.segs, g[0].s)
+	segs := make([]*segment, 0, len(l.mu.segs)-len(g)+1)
+	segs = append(append(append(segs, l.mu.segs[:at]...), ns), l.mu.segs[at+len(g):]...)
+	l.mu.segs = segs
 	l.mu.Unlock()
 	l.appendMu.Unlock()
 	for _, c := range g {

@@ -76,6 +76,8 @@
 //	active-recovery-point           checkpoint: how far the active segment is durable and indexed (activepoint.go)
 //	leader-epoch-checkpoint         checkpoint: leader-epoch cache
 //	cleaner-offset-checkpoint       checkpoint: where the last compaction pass stopped (compaction.go)
+//	cleaner-tombstone-checkpoint    checkpoint: the oldest batch timestamp (unix ms) of the tombstones that
+//	                                pass kept below that point; absent: none (compaction_tombstones.go)
 //	<segment file>.cleaned.tmp      a segment's files rewritten by compaction, before the swap
 //	<base>.log.<next>.swap          compaction's new segment for the old ones of bases in [base, next),
 //	                                committed and not yet renamed over <base>.log (compaction_swap.go)
@@ -156,7 +158,9 @@
 // or its batches' MaxTimestamp, is older than Now minus Retention.Age), and
 // while it holds nothing at or above Retention.Below (a partition's high
 // watermark). The first segment that fails a test stops the pass; the active
-// segment is never deleted. RetentionPoint answers where a pass would leave
+// segment is never deleted, but RollExpired seals it once the age limit
+// would delete it (so a log no longer written does not keep its last
+// records for good), and the next pass deletes it. RetentionPoint answers where a pass would leave
 // the log start without deleting, for a caller that must write state the
 // deleted batches held first (node/broker's producer snapshot) and then
 // calls DeleteBefore.

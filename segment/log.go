@@ -99,6 +99,9 @@ type Log struct {
 	// the first dirty offset (cleaner-offset-checkpoint), -1 until read.
 	compactMu    sync.Mutex
 	cleanerPoint int64 // (compactMu)
+	// cleanerTombstone: oldestTombstone's cache, 0 until read
+	// (compaction_tombstones.go).
+	cleanerTombstone int64 // (compactMu)
 	// compactSwapHook: tests, called by a pass once a segment's new files
 	// are written, before it takes deleteMu to swap them in.
 	compactSwapHook func()

@@ -111,3 +111,28 @@ func (l *Log) retentionPointLocked(r Retention) (k int, logStart int64) {
 	}
 	return k, segs[k].base
 }
+
+// RollExpired seals the active segment when retention by age would delete
+// it were it sealed: it holds a batch, nothing at or above r.Below, and
+// its largest timestamp is older than r.Now minus r.Age. Retention never
+// deletes the active segment, so without this the last records of a log
+// no longer written would outlive retention.ms for good; Kafka rolls such
+// a segment to delete it too. It reports whether it rolled.
+func (l *Log) RollExpired(r Retention) (bool, error) {
+	if r.Age < 0 {
+		return false, nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return false, err
+	}
+	s := l.active()
+	if s.size == 0 || s.sealed || s.next > r.Below || r.Now.UnixMilli()-s.maxTs <= r.Age.Milliseconds() {
+		return false, nil
+	}
+	if err := l.rollLocked(0); err != nil {
+		return false, err
+	}
+	return true, nil
+}

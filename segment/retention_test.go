@@ -75,3 +75,62 @@ func TestDeleteRetainedBySize(t *testing.T) {
 		t.Fatalf("deleted %d, start %d, %v; want 3, 3", n, start, err)
 	}
 }
+
+// TestRollExpired: the active segment of a log no longer written is
+// sealed once retention by age would delete it, and then deleted, leaving
+// an empty log starting at its end that takes appends and reopens so; not
+// while it holds a record younger than the limit, or one at or above
+// Below, or with no age limit.
+func TestRollExpired(t *testing.T) {
+	fs := NewMemFS()
+	now := time.UnixMilli(10_000_000)
+	opts := Options{FS: fs, SegmentBytes: 1 << 16, Now: func() time.Time { return now }, Logger: quietLogger}
+	l := mustOpen(t, "/log", opts)
+	mustAppend(t, l, testBatch(0, 2, now.UnixMilli()), 1)
+	mustAppend(t, l, testBatch(2, 1, now.Add(time.Minute).UnixMilli()), 1)
+	roll := func(r Retention) bool {
+		t.Helper()
+		rolled, err := l.RollExpired(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rolled
+	}
+	hour := Retention{Bytes: -1, Age: time.Hour, Below: 3}
+	for _, c := range []struct {
+		what string
+		r    Retention
+	}{
+		{"its newest record an hour old", Retention{Bytes: -1, Age: time.Hour, Now: now.Add(61 * time.Minute), Below: 3}},
+		{"no age limit", Retention{Bytes: 0, Age: -1, Now: now.Add(100 * time.Hour), Below: 3}},
+		{"a record at Below", Retention{Bytes: -1, Age: time.Hour, Now: now.Add(100 * time.Hour), Below: 2}},
+	} {
+		if roll(c.r) || len(l.Segments()) != 1 {
+			t.Fatalf("%s: rolled, %v", c.what, l.Segments())
+		}
+	}
+	hour.Now = now.Add(61*time.Minute + time.Millisecond)
+	if !roll(hour) || len(l.Segments()) != 2 {
+		t.Fatalf("not rolled past the limit: %v", l.Segments())
+	}
+	if roll(hour) {
+		t.Fatal("rolled the new, empty active segment")
+	}
+	if n, start, err := l.DeleteRetained(ctx, hour); err != nil || n != 1 || start != 3 {
+		t.Fatalf("deleted %d, start %d, %v; want 1, 3", n, start, err)
+	}
+	if got := l.LogStartOffset(); got != 3 || l.LogEndOffset() != 3 {
+		t.Fatalf("log [%d, %d), want [3, 3)", got, l.LogEndOffset())
+	}
+	if info := mustAppend(t, l, testBatch(3, 1, now.UnixMilli()), 1); info.BaseOffset != 3 {
+		t.Fatalf("next append at %d, want 3", info.BaseOffset)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/log", opts)
+	defer l.Close()
+	if l.LogStartOffset() != 3 || l.LogEndOffset() != 4 {
+		t.Fatalf("reopened log [%d, %d), want [3, 4)", l.LogStartOffset(), l.LogEndOffset())
+	}
+}

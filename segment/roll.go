@@ -17,6 +17,28 @@ func (l *Log) SetRollAge(d time.Duration) {
 	l.opts.RollAge = d
 }
 
+// RollIfDue seals the active segment when it holds a batch and has been
+// open for the roll age (Options.RollAge, SetRollAge), as the next append
+// would, so that the last records of a log no longer written reach the
+// sealed segments, which compaction cleans, without one. It reports
+// whether it rolled.
+func (l *Log) RollIfDue() (bool, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return false, err
+	}
+	seg := l.active()
+	if seg.size == 0 || seg.sealed || l.opts.RollAge <= 0 || seg.rollTime.IsZero() ||
+		l.opts.Now().Sub(seg.rollTime) < l.opts.RollAge {
+		return false, nil
+	}
+	if err := l.rollLocked(0); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // segmentForLocked returns the segment the next batch of n bytes ending at
 // offset last goes to, rolling if needed. appendMu held.
 func (l *Log) segmentForLocked(n, last int64) (*segment, error) {

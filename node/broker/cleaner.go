@@ -168,6 +168,7 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
 		b.counters.cleanerMerged.Add(uint64(max(res.SegmentsMerged, 0)))
 		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "segments_merged", res.SegmentsMerged, "keys", res.Keys,
+			"tombstones_due", res.TombstonesDue,
 			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
 			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged,
 			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio, "overdue", res.Overdue)
@@ -242,6 +243,15 @@ func (p *partition) compact(ctx context.Context, now time.Time) (res segment.Com
 	p.mu.Unlock()
 	o := segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
 		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner}
+	// A partition no longer written: its active segment is sealed once
+	// it is as old as the roll age (max.compaction.lag.ms, rollAgeOf), as
+	// an append would, so that its last records (a tombstone deleting a
+	// customer's data, say) reach the cleaner without one.
+	if rolled, err := p.log.RollIfDue(); err != nil {
+		return res, cc, true, err
+	} else if rolled {
+		p.lg.Debug("log cleaner sealed the active segment of an idle partition", "max_compaction_lag_ms", cc.MaxLag.Milliseconds())
+	}
 	if h := p.b.hooks.compact.Load(); h != nil {
 		res, err = (*h)(p.key, o)
 	} else {

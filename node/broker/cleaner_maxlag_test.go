@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -59,5 +60,44 @@ func TestMaxCompactionLagRollsTheActiveSegment(t *testing.T) {
 	})
 	if took := time.Since(start); took < lag {
 		t.Fatalf("sealed after %v, before max.compaction.lag.ms %v", took, lag)
+	}
+}
+
+// A compacted partition no longer written: the cleaner seals its active
+// segment once max.compaction.lag.ms has passed, so that a tombstone in it
+// deletes its key's value without another append, and then removes the
+// tombstone itself once delete.retention.ms has passed, with nothing dirty
+// (the records' timestamps are long past both).
+func TestCleanerSealsAndCleansAnIdlePartition(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, cleanerInterval: -1})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	const lag = 200 * time.Millisecond
+	c.setCleanup(testKey, CleanupCompact, CompactionConfig{MaxLag: lag, DeleteRetention: time.Hour, MinDirtyRatio: 0.5})
+	for _, r := range []kv{rec("card-1", "4111 1111 1111 1111"), {key: []byte("card-1")}} {
+		if r := mustProduce(t, c, wire.AcksAll, keyedBatch(segment.CodecNone, r)); r.Err != wire.None {
+			t.Fatal(r.Err)
+		}
+	}
+	start := time.Now()
+	there := func(off int64) bool {
+		_, ok := readAll(t, logOf(c, 1), 2)[off]
+		return ok
+	}
+	waitFor(t, "the idle partition's active segment sealed and the value removed", 10*time.Second, func() bool {
+		c.node(1).b.CompactNow(context.Background())
+		return len(logOf(c, 1).Segments()) == 2 && !there(0)
+	})
+	if took := time.Since(start); took < lag {
+		t.Fatalf("sealed after %v, before max.compaction.lag.ms %v", took, lag)
+	}
+	if !there(1) {
+		t.Fatal("the tombstone went in the pass that first saw it")
+	}
+	s := c.node(1).b.CompactNow(context.Background())
+	if s.Err != nil || s.Ran != 1 || s.TombstonesRemoved != 1 || there(1) {
+		t.Fatalf("the next pass, with nothing dirty: %+v; tombstone there: %v", s, there(1))
+	}
+	if s := c.node(1).b.CompactNow(context.Background()); s.Ran != 0 || len(logOf(c, 1).Segments()) != 2 {
+		t.Fatalf("a pass with nothing to do: %+v, %d segments", s, len(logOf(c, 1).Segments()))
 	}
 }

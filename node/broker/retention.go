@@ -122,6 +122,14 @@ func (p *partition) applyRetention(ctx context.Context, now time.Time) (int, err
 	r := p.mu.retention
 	r.Now, r.Below = now, p.mu.r.HW()
 	p.mu.Unlock()
+	// A partition no longer written: its active segment is sealed once
+	// it is past retention.ms, so that it goes too (as in Kafka).
+	if rolled, err := p.log.RollExpired(r); err != nil {
+		p.appendMu.Unlock()
+		return 0, err
+	} else if rolled {
+		p.lg.Debug("sealed the active segment for retention", "retention_ms", r.Age.Milliseconds())
+	}
 	to, n := p.log.RetentionPoint(r)
 	var snap *encodedSnapshot
 	var err error
