@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -168,4 +170,64 @@ func TestCompactNowMergesSmallSegments(t *testing.T) {
 	if after := len(logOf(c, 1).Segments()); after > before-second {
 		t.Fatalf("%d segments before the second pass, %d after merging %d", before, after, second)
 	}
+}
+
+// After a restart, which rebuilds the idempotent producer state from the
+// batch headers, a retry of one batch of a run the cleaner emptied and
+// merged is answered as the duplicate it is, at its offset (it was
+// OutOfOrderSequence), and the producer's next batch is taken.
+func TestRetryInsideAMergedRunAfterARestart(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, segBytes: retentionSegBytes, maxWait: 50 * time.Millisecond, cleanerInterval: -1})
+	c.createPartition("payments", 0, []int32{1}, 1, 1)
+	c.setCleanup(testKey, CleanupCompact, CompactionConfig{MinDirtyRatio: 0, DeleteRetention: time.Hour})
+	const pid = 42
+	var batches [][]byte
+	produce := func() wire.ProducePartitionResponse {
+		t.Helper()
+		b := keyedSeqBatch(pid, int32(len(batches)), "acct-1", fmt.Sprint(len(batches), bigValue))
+		batches = append(batches, b)
+		r := mustProduce(t, c, wire.AcksAll, b)
+		if r.Err != wire.None || r.BaseOffset != int64(len(batches)-1) {
+			t.Fatalf("batch %d: %+v", len(batches)-1, r)
+		}
+		return r
+	}
+	// Two sealed segments, and one batch in the active one: after the
+	// pass the producer's last batches are two merged runs and that one.
+	for {
+		produce()
+		segs := logOf(c, 1).Segments()
+		if len(segs) == 3 && logOf(c, 1).LogEndOffset()-segs[2] == 1 {
+			break
+		}
+	}
+	if s := c.node(1).b.CompactNow(context.Background()); s.Err != nil || s.Ran != 1 {
+		t.Fatalf("pass: %+v", s)
+	}
+	v, err := logOf(c, 1).Read(2, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := segment.ParseHeader(v.Data)
+	v.Release()
+	if err != nil || h.BaseOffset != 0 || h.RecordCount != 0 || h.LastOffset() < 3 {
+		t.Fatalf("the batch holding offset 2 after the pass: %+v, %v; want a merged run from 0", h, err)
+	}
+	if segs := logOf(c, 1).Segments(); int(segs[2])-1 <= len(batches)-3 {
+		t.Fatalf("segments %v: the batch to retry is not in a sealed one", segs)
+	}
+	// Without a producer snapshot (none yet, or one older than the
+	// run) the restarted node rebuilds the state from the batch headers.
+	dir := c.node(1).dir
+	c.stopNode(1)
+	if err := os.Remove(filepath.Join(dir, "payments-0", ProducerSnapshotFile)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := c.startNode(1, dir)
+	c.electNode(testKey, 1)
+	retry := len(batches) - 3 // among the producer's last five batches, inside the second run
+	if r := mustProduce(t, c, wire.AcksAll, batches[retry]); r.Err != wire.None || r.BaseOffset != int64(retry) {
+		t.Fatalf("retry of batch %d after the restart: %+v; want a duplicate at %d (producer state %s)", retry, r, retry, producerStateOf(n))
+	}
+	produce()
 }

@@ -127,10 +127,20 @@ func (s *producerState) check(pid int64, epoch int16, firstSeq, lastOffsetDelta 
 		}
 		return seqOutOfOrder, seqBatch{}
 	}
-	if firstSeq != nextSeq(e.batches[len(e.batches)-1].lastSeq, 1) {
-		return seqOutOfOrder, seqBatch{}
+	if firstSeq == nextSeq(e.batches[len(e.batches)-1].lastSeq, 1) {
+		return seqOK, seqBatch{}
 	}
-	return seqOK, seqBatch{}
+	for _, b := range e.batches {
+		// A retry of part of a remembered batch: of one batch of a run
+		// the log cleaner emptied and merged into one (segment's emptyRun),
+		// which a restart or a follower's copy remembers as that one. A
+		// batch's sequence numbers are at the offsets that go with them.
+		if b.firstSeq <= b.lastSeq && firstSeq <= lastSeq && b.firstSeq <= firstSeq && lastSeq <= b.lastSeq {
+			base := b.baseOffset + int64(firstSeq-b.firstSeq)
+			return seqDuplicate, seqBatch{firstSeq: firstSeq, lastSeq: lastSeq, baseOffset: base, lastOffset: base + int64(lastOffsetDelta)}
+		}
+	}
+	return seqOutOfOrder, seqBatch{}
 }
 
 // update records an appended batch (after check said seqOK, or while

@@ -59,3 +59,31 @@ func TestProducerStateWraps(t *testing.T) {
 		t.Fatalf("after wrap verdict %d", v)
 	}
 }
+
+// A retry of one batch of a run the log cleaner merged into one empty
+// batch (which a restart rebuilds the state from) is a duplicate, answered
+// with the offsets of its sequence numbers; a batch reaching past the run
+// is not.
+func TestProducerStateRetryInsideAMergedRun(t *testing.T) {
+	s := newProducerState()
+	s.update(7, 0, 0, 9, 100, 0) // a merged run: sequences 0..9 at offsets 100..109
+	for _, c := range []struct {
+		seq, delta int32
+		want       seqVerdict
+		base, last int64
+	}{
+		{seq: 3, delta: 2, want: seqDuplicate, base: 103, last: 105},
+		{seq: 0, delta: 0, want: seqDuplicate, base: 100, last: 100},
+		{seq: 9, delta: 0, want: seqDuplicate, base: 109, last: 109},
+		{seq: 0, delta: 9, want: seqDuplicate, base: 100, last: 109},
+		{seq: 8, delta: 3, want: seqOutOfOrder},
+		{seq: 11, delta: 0, want: seqOutOfOrder},
+		{seq: 10, delta: 0, want: seqOK},
+	} {
+		v, b := s.check(7, 0, c.seq, c.delta)
+		if v != c.want || (v == seqDuplicate && (b.baseOffset != c.base || b.lastOffset != c.last)) {
+			t.Fatalf("sequences %d..%d: verdict %d at %d..%d, want %d at %d..%d",
+				c.seq, c.seq+c.delta, v, b.baseOffset, b.lastOffset, c.want, c.base, c.last)
+		}
+	}
+}
