@@ -2,6 +2,7 @@ package segment
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -367,6 +368,90 @@ func FuzzCheckpointFiles(f *testing.F) {
 		}
 		if again, _, err := readOffsetCheckpoint(fs, "/d/ck"); err != nil || again != off {
 			t.Fatalf("offset %d re-read as %d, %v", off, again, err)
+		}
+	})
+}
+
+// FuzzSwapRecovery: Open finds a committed compaction swap
+// (<base>.log.<next>.swap, compaction_swap.go) beside four segments and
+// finishes it, whatever the file holds and whatever offsets its name
+// gives: it never panics, and a log it opens (with or without
+// TruncateOnCorruption; without, it may refuse a damaged one) serves
+// contiguous batches from its start to its end and takes an append.
+func FuzzSwapRecovery(f *testing.F) {
+	base := NewMemFS()
+	opts := Options{FS: base, SegmentBytes: 512, IndexInterval: 64, Logger: quietLogger}
+	l := mustOpen(f, "/log", opts)
+	for i := 0; l.LogEndOffset() < 40; i++ {
+		mustAppend(f, l, testBatch(i, 3, int64(i)), 1)
+	}
+	segs := l.Segments()
+	if err := l.Close(); err != nil {
+		f.Fatal(err)
+	}
+	read := func(b int64) []byte {
+		file, err := base.OpenFile("/log/"+segmentName(b)+".log", os.O_RDONLY, 0)
+		if err != nil {
+			f.Fatal(err)
+		}
+		defer file.Close()
+		size, _ := file.Size()
+		data := make([]byte, size)
+		_, _ = file.ReadAt(data, 0)
+		return data
+	}
+	merged := append(read(segs[0]), read(segs[1])...)
+	f.Add(uint8(0), uint8(2), merged, false)                // a good merge of the first two
+	f.Add(uint8(0), uint8(2), merged[:len(merged)-7], true) // cut short
+	f.Add(uint8(1), uint8(3), merged, true)                 // at the wrong place
+	f.Add(uint8(0), uint8(9), []byte("not a segment"), false)
+	f.Add(uint8(2), uint8(2), []byte{}, true)
+	f.Fuzz(func(t *testing.T, at, to uint8, content []byte, truncate bool) {
+		if len(content) > 1<<14 {
+			return
+		}
+		fs := base.CrashClone()
+		b := segs[int(at)%len(segs)]
+		next := b + 1 + int64(to)%64
+		if int(to) < len(segs) && segs[int(to)] > b {
+			next = segs[int(to)]
+		}
+		file, err := fs.OpenFile("/log/"+swapName(b, next), osCreate, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = file.WriteAt(content, 0)
+		_ = file.Sync()
+		_ = file.Close()
+		_ = fs.SyncDir("/log")
+		o := opts
+		o.FS, o.TruncateOnCorruption = fs, truncate
+		l, err := Open(ctx, "/log", o)
+		if err != nil {
+			if truncate {
+				t.Fatalf("Open with TruncateOnCorruption: %v", err)
+			}
+			return
+		}
+		defer l.Close()
+		names, _ := fs.ReadDir("/log")
+		for _, n := range names {
+			if strings.HasSuffix(n, swapSuffix) {
+				t.Fatalf("%s left after Open", n)
+			}
+		}
+		next = l.LogStartOffset()
+		for _, bt := range readAll(t, l, next) {
+			if bt.BaseOffset() != next {
+				t.Fatalf("batch at %d after one ending at %d", bt.BaseOffset(), next-1)
+			}
+			next = bt.LastOffset() + 1
+		}
+		if next != l.LogEndOffset() {
+			t.Fatalf("batches end at %d, log end %d", next, l.LogEndOffset())
+		}
+		if _, err := l.Append(ctx, testBatch(99, 1, 0), 1); err != nil {
+			t.Fatalf("append: %v", err)
 		}
 	})
 }
