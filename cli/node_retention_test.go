@@ -45,8 +45,11 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	if cfg.RetentionCheckInterval != 5*time.Minute || cfg.RetentionMs != -1 || cfg.RetentionBytes != -1 || cfg.ProducerIDExpiration != 24*time.Hour {
 		t.Fatalf("defaults: interval %v, ms %d, bytes %d", cfg.RetentionCheckInterval, cfg.RetentionMs, cfg.RetentionBytes)
 	}
-	if cfg.LogCleanerInterval != 15*time.Second || cfg.LogCleanerIOMaxBytesPerSec != 0 {
-		t.Fatalf("default log cleaner interval %v, io max %d", cfg.LogCleanerInterval, cfg.LogCleanerIOMaxBytesPerSec)
+	if cfg.LogCleanerInterval != 15*time.Second || cfg.LogCleanerIOMaxBytesPerSec != 0 || cfg.LogCleanerDedupeBufferSize != 128<<20 {
+		t.Fatalf("default log cleaner interval %v, io max %d, dedupe buffer %d", cfg.LogCleanerInterval, cfg.LogCleanerIOMaxBytesPerSec, cfg.LogCleanerDedupeBufferSize)
+	}
+	if cfg = start(t, "--log-cleaner-dedupe-buffer-size", "16777216"); cfg.LogCleanerDedupeBufferSize != 16<<20 {
+		t.Fatalf("--log-cleaner-dedupe-buffer-size: %d", cfg.LogCleanerDedupeBufferSize)
 	}
 	if cfg = start(t, "--log-cleaner-io-max-bytes-per-second", "10485760"); cfg.LogCleanerIOMaxBytesPerSec != 10<<20 {
 		t.Fatalf("--log-cleaner-io-max-bytes-per-second: %d", cfg.LogCleanerIOMaxBytesPerSec)
@@ -67,9 +70,20 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	t.Setenv("PAYMENTLOG_RETENTION_BYTES", "4096")
 	t.Setenv("PAYMENTLOG_LOG_CLEANER_INTERVAL", "30s")
 	t.Setenv("PAYMENTLOG_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "1000000")
+	t.Setenv("PAYMENTLOG_LOG_CLEANER_DEDUPE_BUFFER_SIZE", "2000000")
 	cfg = start(t)
 	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 || cfg.LogCleanerInterval != 30*time.Second ||
-		cfg.LogCleanerIOMaxBytesPerSec != 1000000 {
+		cfg.LogCleanerIOMaxBytesPerSec != 1000000 || cfg.LogCleanerDedupeBufferSize != 2000000 {
 		t.Fatalf("env: interval %v, bytes %d, cleaner %v", cfg.RetentionCheckInterval, cfg.RetentionBytes, cfg.LogCleanerInterval)
+	}
+}
+
+// A log cleaner key map too small to be useful is refused by name.
+func TestNodeStartRefusesATinyDedupeBuffer(t *testing.T) {
+	args := []string{"paymentlog", "node", "start", "--id", "1", "--addr", "127.0.0.1:1",
+		"--data-dir", t.TempDir(), "--controllers", "1@127.0.0.1:1", "--log-cleaner-dedupe-buffer-size", "1000"}
+	var stdout, stderr bytes.Buffer
+	if code := RunContext(context.Background(), args, &stdout, &stderr); code == 0 || !bytes.Contains(stderr.Bytes(), []byte("--log-cleaner-dedupe-buffer-size: must be at least")) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -62,6 +62,10 @@ type Config struct {
 	// and writes per second (Kafka's log.cleaner.io.max.bytes.per.second);
 	// 0: unlimited, the default.
 	LogCleanerIOMaxBytesPerSec int64
+	// LogCleanerDedupeBufferSize bounds the memory of a cleaner pass's
+	// key map, keys included (Kafka's log.cleaner.dedupe.buffer.size);
+	// default segment.DefaultCompactMaxMapBytes, 128 MiB.
+	LogCleanerDedupeBufferSize int64
 
 	// DiskResumeFreePercent: a node whose disk filled resumes (heartbeats
 	// again, so that the controller unfences it) only once its data
@@ -157,21 +161,22 @@ const (
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Sync:                   segment.SyncAlways,
-		SyncInterval:           200 * time.Millisecond,
-		SegmentBytes:           DefaultSegmentBytes,
-		PageCacheBytes:         segment.DefaultCacheBytes,
-		RetentionCheckInterval: DefaultRetentionCheckInterval,
-		RetentionMs:            -1,
-		RetentionBytes:         -1,
-		ProducerIDExpiration:   DefaultProducerIDExpiration,
-		LogCleanerInterval:     DefaultLogCleanerInterval,
-		HeartbeatInterval:      DefaultHeartbeatInterval,
-		SessionTimeout:         DefaultSessionTimeout,
-		ReplicaLagTime:         DefaultReplicaLagTime,
-		RaftTick:               DefaultRaftTick,
-		ElectionTicks:          DefaultElectionTicks,
-		DiskResumeFreePercent:  DefaultDiskResumeFreePercent,
+		Sync:                       segment.SyncAlways,
+		SyncInterval:               200 * time.Millisecond,
+		SegmentBytes:               DefaultSegmentBytes,
+		PageCacheBytes:             segment.DefaultCacheBytes,
+		RetentionCheckInterval:     DefaultRetentionCheckInterval,
+		RetentionMs:                -1,
+		RetentionBytes:             -1,
+		ProducerIDExpiration:       DefaultProducerIDExpiration,
+		LogCleanerInterval:         DefaultLogCleanerInterval,
+		LogCleanerDedupeBufferSize: segment.DefaultCompactMaxMapBytes,
+		HeartbeatInterval:          DefaultHeartbeatInterval,
+		SessionTimeout:             DefaultSessionTimeout,
+		ReplicaLagTime:             DefaultReplicaLagTime,
+		RaftTick:                   DefaultRaftTick,
+		ElectionTicks:              DefaultElectionTicks,
+		DiskResumeFreePercent:      DefaultDiskResumeFreePercent,
 	}
 }
 

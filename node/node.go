@@ -260,6 +260,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		ProducerIDExpiration:    cfg.ProducerIDExpiration,
 		CleanerInterval:         cfg.LogCleanerInterval,
 		CleanerIOMaxBytesPerSec: cfg.LogCleanerIOMaxBytesPerSec,
+		CleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
 		ReleaseDiskReserve:      n.releaseDiskReserve,
 		AlterPartition:          n.alterPartition,
 		Logger:                  n.log.With("component", "broker"),

@@ -92,6 +92,12 @@ type CompactOptions struct {
 	// keys is cleaned over several passes (a pass maps at least one
 	// batch). 0: DefaultCompactMaxKeys.
 	MaxKeys int
+	// MaxMapBytes bounds the key map's memory too, counted as each key's
+	// bytes plus KeyMapEntryBytes: long keys make a pass map fewer of
+	// them, not use more memory (Kafka's log.cleaner.dedupe.buffer.size,
+	// whose map holds a key's hash instead, with a collision's risk). 0:
+	// DefaultCompactMaxMapBytes.
+	MaxMapBytes int64
 	// Now is the time MinLag and DeleteRetention count from (zero: the
 	// log's Options.Now).
 	Now time.Time
@@ -105,6 +111,15 @@ type CompactOptions struct {
 
 // DefaultCompactMaxKeys is CompactOptions.MaxKeys when zero.
 const DefaultCompactMaxKeys = 1 << 20
+
+// DefaultCompactMaxMapBytes is CompactOptions.MaxMapBytes when zero
+// (Kafka's log.cleaner.dedupe.buffer.size default).
+const DefaultCompactMaxMapBytes = 128 << 20
+
+// KeyMapEntryBytes is what a key map entry costs besides the key's bytes
+// (its string header, offset and share of the map's buckets), for
+// CompactOptions.MaxMapBytes.
+const KeyMapEntryBytes = 48
 
 // CompactResult says what a pass did.
 type CompactResult struct {
@@ -162,6 +177,9 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	if o.MaxKeys <= 0 {
 		o.MaxKeys = DefaultCompactMaxKeys
 	}
+	if o.MaxMapBytes <= 0 {
+		o.MaxMapBytes = DefaultCompactMaxMapBytes
+	}
 	if o.Now.IsZero() {
 		o.Now = l.opts.Now()
 	}
@@ -209,7 +227,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	if throttle == nil {
 		throttle = func(context.Context, int) error { return nil }
 	}
-	keys, cleanedTo, err := mapKeys(ctx, segs, firstDirty, logStart, end, o.MaxKeys, throttle)
+	keys, cleanedTo, err := mapKeys(ctx, segs, firstDirty, logStart, end, o.MaxKeys, o.MaxMapBytes, throttle)
 	if err != nil {
 		return res, err
 	}
@@ -350,10 +368,12 @@ func (l *Log) firstDirty() (int64, error) {
 
 // mapKeys maps each key of the records in [firstDirty, end) (at or above
 // logStart) to its latest offset, batch by batch, stopping before a batch
-// once maxKeys keys are mapped (after at least one batch). It returns the
-// map and the offset it mapped up to.
-func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end int64, maxKeys int, throttle func(context.Context, int) error) (map[string]int64, int64, error) {
+// once maxKeys keys, or maxBytes of them (CompactOptions.MaxMapBytes), are
+// mapped (after at least one batch). It returns the map and the offset it
+// mapped up to.
+func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end int64, maxKeys int, maxBytes int64, throttle func(context.Context, int) error) (map[string]int64, int64, error) {
 	keys := make(map[string]int64)
+	var size int64 // of the map, as MaxMapBytes counts it
 	mapped := false
 	var it Records
 	for _, c := range segs {
@@ -375,7 +395,7 @@ func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end in
 			if b.LastOffset() < firstDirty {
 				continue
 			}
-			if mapped && len(keys) >= maxKeys {
+			if mapped && (len(keys) >= maxKeys || size >= maxBytes) {
 				return keys, b.BaseOffset(), nil
 			}
 			mapped = true
@@ -383,6 +403,9 @@ func mapKeys(ctx context.Context, segs []cleanable, firstDirty, logStart, end in
 			for it.Next() {
 				r := it.Record()
 				if r.Offset >= firstDirty && r.Offset >= logStart && r.Key != nil {
+					if _, ok := keys[string(r.Key)]; !ok {
+						size += int64(len(r.Key)) + KeyMapEntryBytes
+					}
 					keys[string(r.Key)] = r.Offset
 				}
 			}

@@ -369,37 +369,46 @@ func TestCompactDirtyRatioAndCheckpoint(t *testing.T) {
 	checkCompaction(t, l, m, l.active().base, true, false)
 }
 
+// A key map bounded to about 8 keys, by their number (MaxKeys) or by
+// their memory (MaxMapBytes), cleans a dirty part of 40 keys over several
+// passes, each mapping at most one batch past the bound.
 func TestCompactMaxKeysTakesSeveralPasses(t *testing.T) {
-	fs := NewMemFS()
-	l := mustOpen(t, "/p", compactOpts(fs))
-	defer l.Close()
-	m := &compactModel{recs: map[int64]keyed{}}
-	rng := rand.New(rand.NewPCG(3, 3))
-	randomLoad(t, l, m, rng, 300, 40, CodecNone, 1000)
-	end := l.active().base
-	o := CompactOptions{Below: l.LogEndOffset(), MaxKeys: 8, DeleteRetention: time.Hour, Now: time.UnixMilli(2000)}
-	passes := 0
-	for {
-		res, err := l.Compact(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Ran {
-			break
-		}
-		if res.Keys > 8+4 { // at most one batch past the limit
-			t.Fatalf("pass mapped %d keys with MaxKeys 8", res.Keys)
-		}
-		if res.CleanedTo <= res.FirstDirty {
-			t.Fatalf("pass made no progress: %+v", res)
-		}
-		passes++
-		checkCompaction(t, l, m, res.CleanedTo, false, false)
+	const keyLen = len("payment-000") // randomLoad's keys
+	for _, bound := range []CompactOptions{{MaxKeys: 8}, {MaxMapBytes: 8 * (int64(keyLen) + KeyMapEntryBytes)}} {
+		t.Run(fmt.Sprintf("keys %d bytes %d", bound.MaxKeys, bound.MaxMapBytes), func(t *testing.T) {
+			fs := NewMemFS()
+			l := mustOpen(t, "/p", compactOpts(fs))
+			defer l.Close()
+			m := &compactModel{recs: map[int64]keyed{}}
+			rng := rand.New(rand.NewPCG(3, 3))
+			randomLoad(t, l, m, rng, 300, 40, CodecNone, 1000)
+			end := l.active().base
+			o := bound
+			o.Below, o.DeleteRetention, o.Now = l.LogEndOffset(), time.Hour, time.UnixMilli(2000)
+			passes := 0
+			for {
+				res, err := l.Compact(ctx, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Ran {
+					break
+				}
+				if res.Keys > 8+4 { // at most one batch past the limit
+					t.Fatalf("pass mapped %d keys with a bound of 8", res.Keys)
+				}
+				if res.CleanedTo <= res.FirstDirty {
+					t.Fatalf("pass made no progress: %+v", res)
+				}
+				passes++
+				checkCompaction(t, l, m, res.CleanedTo, false, false)
+			}
+			if passes < 3 {
+				t.Fatalf("%d passes; a key map of 8 keys over 40 needs several", passes)
+			}
+			checkCompaction(t, l, m, end, true, false)
+		})
 	}
-	if passes < 3 {
-		t.Fatalf("%d passes; a key map of 8 keys over 40 needs several", passes)
-	}
-	checkCompaction(t, l, m, end, true, false)
 }
 
 // TestCompactCrashAtEveryStep crashes a pass at every file operation after

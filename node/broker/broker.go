@@ -148,6 +148,10 @@ type Config struct {
 	// writes per second over all its passes (Kafka's
 	// log.cleaner.io.max.bytes.per.second); 0: unlimited.
 	CleanerIOMaxBytesPerSec int64
+	// CleanerDedupeBufferSize bounds the memory of a pass's key map
+	// (segment.CompactOptions.MaxMapBytes; Kafka's
+	// log.cleaner.dedupe.buffer.size); 0: segment's default, 128 MiB.
+	CleanerDedupeBufferSize int64
 	// ProducerIDExpiration: producer_expiry.go.
 	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
 	// ReleaseDiskReserve, when set, is called when a deletion of segments

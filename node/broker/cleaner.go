@@ -242,7 +242,8 @@ func (p *partition) compact(ctx context.Context, now time.Time) (res segment.Com
 	cc, below := p.mu.compaction, p.mu.r.HW()
 	p.mu.Unlock()
 	o := segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
-		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner}
+		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner,
+		MaxMapBytes: p.b.cfg.CleanerDedupeBufferSize}
 	// A partition no longer written: its active segment is sealed once
 	// it is as old as the roll age (max.compaction.lag.ms, rollAgeOf), as
 	// an append would, so that its last records (a tombstone deleting a

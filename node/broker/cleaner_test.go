@@ -244,13 +244,14 @@ func TestCompactNowCallsCompactBelowTheHW(t *testing.T) {
 	for _, id := range []int32{1, 2} {
 		calls := hookCompact(c.node(id), answer)
 		hw, _, _ := infoOf(t, c, id)
+		c.node(id).b.cfg.CleanerDedupeBufferSize = 5 << 20 // no cleaner loop reads it meanwhile
 		s := c.node(id).b.CompactNow(context.Background())
 		want := []compactCall{{testKey, segment.CompactOptions{Below: hw, MinDirtyRatio: 0.2, MinLag: time.Minute,
-			MaxLag: 3 * time.Hour, DeleteRetention: 2 * time.Hour, Now: now}}}
+			MaxLag: 3 * time.Hour, DeleteRetention: 2 * time.Hour, Now: now, MaxMapBytes: 5 << 20}}}
 		same := func(a, b compactCall) bool { // all but the Throttle func
 			x, y := a.o, b.o
 			return a.key == b.key && x.Below == y.Below && x.MinDirtyRatio == y.MinDirtyRatio && x.MinLag == y.MinLag && x.MaxLag == y.MaxLag &&
-				x.DeleteRetention == y.DeleteRetention && x.MaxKeys == y.MaxKeys && x.Now.Equal(y.Now)
+				x.DeleteRetention == y.DeleteRetention && x.MaxKeys == y.MaxKeys && x.MaxMapBytes == y.MaxMapBytes && x.Now.Equal(y.Now)
 		}
 		if !slices.EqualFunc(*calls, want, same) {
 			t.Fatalf("node %d: calls %+v, want %+v", id, *calls, want)
