@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -166,47 +165,13 @@ func TestCompactMergeCrashAtEveryStep(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	merged := false
-	for n := 0; ; n++ {
-		fs := base.CrashClone()
-		o := compactOpts(fs)
-		l := mustOpen(t, "/p", o)
-		var ops atomic.Int64
-		var crashed *MemFS
-		l.compactSwapHook = func() {
-			fs.SetFault(func(op FaultOp, path string) error {
-				if ops.Add(1)-1 == int64(n) && crashed == nil {
-					crashed = fs.CrashClone()
-				}
-				return nil
-			})
-		}
-		res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		merged = merged || res.SegmentsMerged > 0
-		fs.SetFault(nil)
-		if crashed == nil {
-			if n < 8 || !merged {
-				t.Fatalf("only %d file operations after the first swap hook; merged: %v", n, merged)
-			}
-			checkCompaction(t, l, m, end, true, false)
-			l.Close()
-			return
-		}
-		l.crashForTest()
-		o.FS = crashed
-		cl := mustOpen(t, "/p", o)
-		checkCompaction(t, cl, m, end, false, false)
+	n, merged := crashEveryStep(t, base, m, end, func(n int, crashed *MemFS, cl *Log) {
 		if files := segmentFiles(t, crashed); !slices.Equal(files, cl.Segments()) {
 			t.Fatalf("crash at operation %d: segment files %v, log %v", n, files, cl.Segments())
 		}
-		if _, err := cl.Compact(ctx, CompactOptions{Below: cl.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
-			t.Fatalf("crash at operation %d: pass after recovery: %v", n, err)
-		}
-		checkCompaction(t, cl, m, end, true, false)
-		cl.Close()
+	})
+	if n < 8 || !merged {
+		t.Fatalf("only %d file operations after the first swap hook; merged: %v", n, merged)
 	}
 }
 

@@ -425,6 +425,21 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if n, _ := crashEveryStep(t, base, m, end, nil); n < 5 {
+		t.Fatalf("only %d file operations after the first swap hook", n)
+	}
+}
+
+// crashEveryStep runs a pass over a copy of base (a closed log in /p)
+// once for every file operation after the pass's first swap hook,
+// crashing it there: it opens the copy of the file system as durable at
+// that instant and checks that it serves a valid compaction of m below
+// end, passes check (if any) and that a pass over it finishes the job. It
+// returns the number of operations after the hook, and whether any pass
+// merged segments.
+func crashEveryStep(t *testing.T, base *MemFS, m *compactModel, end int64, check func(n int, crashed *MemFS, l *Log)) (int, bool) {
+	t.Helper()
+	merged := false
 	for n := 0; ; n++ {
 		fs := base.CrashClone()
 		o := compactOpts(fs)
@@ -439,22 +454,24 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 				return nil
 			})
 		}
-		if _, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
+		res, err := l.Compact(ctx, CompactOptions{Below: l.LogEndOffset(), Now: time.UnixMilli(2000)})
+		if err != nil {
 			t.Fatal(err)
 		}
+		merged = merged || res.SegmentsMerged > 0
 		fs.SetFault(nil)
 		if crashed == nil {
-			if n < 5 {
-				t.Fatalf("only %d file operations after the first swap hook", n)
-			}
 			checkCompaction(t, l, m, end, true, false)
 			l.Close()
-			return
+			return n, merged
 		}
 		l.crashForTest()
 		o.FS = crashed
 		cl := mustOpen(t, "/p", o)
 		checkCompaction(t, cl, m, end, false, false)
+		if check != nil {
+			check(n, crashed, cl)
+		}
 		// A pass over the recovered log finishes the job.
 		if _, err := cl.Compact(ctx, CompactOptions{Below: cl.LogEndOffset(), Now: time.UnixMilli(2000)}); err != nil {
 			t.Fatalf("crash at operation %d: pass after recovery: %v", n, err)
