@@ -183,6 +183,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 	if o.Now.IsZero() {
 		o.Now = l.opts.Now()
 	}
+	l.beginCleanerPass()
 	segs, logStart, err := l.cleanableSegments(o)
 	if err != nil {
 		return CompactResult{}, err
@@ -271,10 +272,9 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 			res.BatchesMerged += st.merged
 		}
 	}
-	if err := writeOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile), cleanedTo); err != nil {
+	if err := l.saveCleanerPoint(cleanedTo); err != nil {
 		return res, l.ioErr(err)
 	}
-	l.cleanerPoint = cleanedTo
 	if err := l.setOldestTombstone(oldestKept); err != nil {
 		return res, l.ioErr(err)
 	}
@@ -346,24 +346,6 @@ func msBefore(now time.Time, d time.Duration) int64 {
 		return math.MinInt64
 	}
 	return n - ms
-}
-
-// firstDirty returns where the last pass stopped (the log start before
-// any). compactMu held.
-func (l *Log) firstDirty() (int64, error) {
-	if l.cleanerPoint >= 0 {
-		return l.cleanerPoint, nil
-	}
-	off, ok, err := readOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile))
-	if err != nil {
-		l.logger.Warn("segment: unreadable cleaner checkpoint; cleaning from the log start", "err", err)
-		ok = false
-	}
-	if !ok {
-		off = 0
-	}
-	l.cleanerPoint = off
-	return off, nil
 }
 
 // mapKeys maps each key of the records in [firstDirty, end) (at or above

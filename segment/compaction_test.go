@@ -832,4 +832,9 @@ func TestCompactLosesARaceWithTruncation(t *testing.T) {
 	}
 	m.leo = cut
 	checkCompaction(t, l, m, 0, false, false) // nothing compacted, nothing back
+	// The pass's point stops at the cut: what is written from there on is
+	// dirty (compaction_point.go).
+	if off, ok, err := readOffsetCheckpoint(fs, "/p/"+cleanerPointFile); err != nil || !ok || off > cut {
+		t.Fatalf("cleaner point %d (present %v, %v) after a pass cut at %d", off, ok, err, cut)
+	}
 }

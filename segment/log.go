@@ -96,9 +96,13 @@ type Log struct {
 	bgKick     chan struct{}
 
 	// compactMu serialises compaction passes (Compact); cleanerPoint is
-	// the first dirty offset (cleaner-offset-checkpoint), -1 until read.
+	// the first dirty offset (cleaner-offset-checkpoint), -1 until read,
+	// and cleanerCut the lowest log end a truncation left since the
+	// running pass began (compaction_point.go).
 	compactMu    sync.Mutex
-	cleanerPoint int64 // (compactMu)
+	cleanerMu    sync.Mutex
+	cleanerPoint int64 // (cleanerMu)
+	cleanerCut   int64 // (cleanerMu)
 	// cleanerTombstone: oldestTombstone's cache, 0 until read
 	// (compaction_tombstones.go).
 	cleanerTombstone int64 // (compactMu)

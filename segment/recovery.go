@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
 	}
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, logger: opts.Logger.With("dir", dir)}
 	l.opened.resumedAt = -1
-	l.cleanerPoint = -1
+	l.cleanerPoint, l.cleanerCut = -1, math.MaxInt64
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("segment: open %s: %w", dir, err)
 	}
@@ -279,6 +280,10 @@ func (l *Log) load() error {
 		}
 	}
 	if err := l.setRecoveryPointLocked(l.active().base); err != nil {
+		return err
+	}
+	// Recovery may have cut the log (a torn or corrupt tail).
+	if err := l.lowerCleanerPoint(l.mu.leo); err != nil {
 		return err
 	}
 	if err := l.keepPoint(point); err != nil {

@@ -55,6 +55,9 @@ func (l *Log) TruncateTo(ctx context.Context, offset int64) (int64, error) {
 	if err := l.setRecoveryPointLocked(min(l.recoveryPoint, s.base)); err != nil {
 		return 0, l.fail(err)
 	}
+	if err := l.lowerCleanerPoint(newLEO); err != nil {
+		return 0, l.fail(err)
+	}
 	// Held until the cut is published and done (activepoint.go).
 	if err := l.dropPointLocked(s.base, pos); err != nil {
 		l.point.mu.Unlock()
@@ -266,6 +269,9 @@ func (l *Log) TruncateFullyAndStartAt(ctx context.Context, offset int64) error {
 
 // truncateFullyLocked: appendMu held (or called from Open).
 func (l *Log) truncateFullyLocked(offset int64) error {
+	if err := l.lowerCleanerPoint(offset); err != nil {
+		return l.fail(err)
+	}
 	if err := l.dropPointLocked(-1, 0); err != nil {
 		l.point.mu.Unlock()
 		return l.fail(err)
