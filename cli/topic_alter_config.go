@@ -23,7 +23,7 @@ func topicAlterConfigCommand() *ucli.Command {
 		Name:  "alter-config",
 		Usage: "set or delete topic configs (and min.insync.replicas); applied by every node without a restart",
 		UsageText: "paymentlog topic alter-config NAME [--set key=value]... [--delete key]...\n\n" +
-			"keys: retention.ms, retention.bytes, unclean.leader.election.enable, min.insync.replicas,\n" +
+			"keys: retention.ms, retention.bytes, segment.ms, unclean.leader.election.enable, min.insync.replicas,\n" +
 			"cleanup.policy (delete | compact | compact,delete), min.cleanable.dirty.ratio, delete.retention.ms,\n" +
 			"min.compaction.lag.ms, max.compaction.lag.ms\n" +
 			"(segment.bytes is fixed at creation; a deleted key returns to its default)",

@@ -78,6 +78,9 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 			if sb, ok := t.SegmentBytes(); ok {
 				st.SegmentBytes = sb
 			}
+			if ms, ok := t.SegmentMs(); ok {
+				st.SegmentMs = msDuration(ms)
+			}
 			st.Cleanup, st.Compaction = cleanupOf(t.Compaction())
 			if !current && p.Leader == n.cfg.ID {
 				st.Leader = -1
@@ -166,7 +169,7 @@ func samePartitionState(a, b broker.PartitionState) bool {
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR &&
 		slices.Equal(a.Adding, b.Adding) &&
 		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes) &&
-		a.SegmentBytes == b.SegmentBytes && a.Cleanup == b.Cleanup && a.Compaction == b.Compaction
+		a.SegmentBytes == b.SegmentBytes && a.SegmentMs == b.SegmentMs && a.Cleanup == b.Cleanup && a.Compaction == b.Compaction
 }
 
 // cleanupOf is a topic's cleanup.policy and compaction configs as the

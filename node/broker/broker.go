@@ -234,6 +234,10 @@ type PartitionState struct {
 	// opens; it is fixed when the topic is created (AlterConfigs refuses
 	// to change it).
 	SegmentBytes int64
+	// SegmentMs is the topic's segment.ms (0: the broker's
+	// Config.Log.RollAge): how long the active segment stays open
+	// (rollAgeOf). It may change while the partition is open.
+	SegmentMs time.Duration
 	// Cleanup is the topic's cleanup.policy and Compaction its compaction
 	// configs (cleaner.go), which the node fills in whole, defaults
 	// included (a zero Compaction means zeros: clean at any dirty ratio,

@@ -216,11 +216,15 @@ func (b *Broker) throttleCleaner(ctx context.Context, n int) error {
 }
 
 // rollAgeOf is how long the active segment of a partition in state st
-// stays open (segment.Log.SetRollAge): the node's Config.Log.RollAge, or
-// the topic's max.compaction.lag.ms when it compacts and that is shorter,
-// so that records waiting in the active segment reach the cleaner in time.
+// stays open (segment.Log.SetRollAge): the topic's segment.ms, else the
+// node's Config.Log.RollAge, or the topic's max.compaction.lag.ms when it
+// compacts and that is shorter, so that records waiting in the active
+// segment reach the cleaner in time.
 func (b *Broker) rollAgeOf(st PartitionState) time.Duration {
 	age := b.cfg.Log.RollAge
+	if st.SegmentMs > 0 {
+		age = st.SegmentMs
+	}
 	if age == 0 {
 		age = segment.DefaultRollAge
 	}

@@ -9,31 +9,35 @@ import (
 	"paymentlog/wire"
 )
 
-// max.compaction.lag.ms also bounds how long a compacted topic's active
-// segment stays open (Kafka rolls it as if segment.ms were no longer):
-// the node's roll age, or the topic's max lag when it compacts and that
-// is shorter.
+// How long the active segment stays open: the topic's segment.ms, else
+// the node's roll age; max.compaction.lag.ms bounds it too (Kafka rolls
+// as if segment.ms were no longer) when the topic compacts.
 func TestRollAgeOf(t *testing.T) {
 	for _, c := range []struct {
-		node   time.Duration
-		pol    CleanupPolicy
-		maxLag time.Duration
-		want   time.Duration
+		node, segMs time.Duration
+		pol         CleanupPolicy
+		maxLag      time.Duration
+		want        time.Duration
 	}{
-		{0, CleanupDelete, 0, segment.DefaultRollAge},
-		{0, CleanupDelete, time.Hour, segment.DefaultRollAge}, // not compacted: the lag means nothing
-		{0, CleanupCompact, 0, segment.DefaultRollAge},
-		{0, CleanupCompact, time.Hour, time.Hour},
-		{0, CleanupCompactDelete, time.Hour, time.Hour},
-		{0, CleanupCompact, 30 * 24 * time.Hour, segment.DefaultRollAge}, // longer than the node's
-		{time.Minute, CleanupCompact, time.Hour, time.Minute},
-		{-1, CleanupCompact, time.Hour, time.Hour}, // the node never rolls by age
-		{-1, CleanupCompact, 0, -1},
+		{0, 0, CleanupDelete, 0, segment.DefaultRollAge},
+		{0, 0, CleanupDelete, time.Hour, segment.DefaultRollAge}, // not compacted: the lag means nothing
+		{0, 0, CleanupCompact, 0, segment.DefaultRollAge},
+		{0, 0, CleanupCompact, time.Hour, time.Hour},
+		{0, 0, CleanupCompactDelete, time.Hour, time.Hour},
+		{0, 0, CleanupCompact, 30 * 24 * time.Hour, segment.DefaultRollAge}, // longer than the node's
+		{time.Minute, 0, CleanupCompact, time.Hour, time.Minute},
+		{-1, 0, CleanupCompact, time.Hour, time.Hour}, // the node never rolls by age
+		{-1, 0, CleanupCompact, 0, -1},
+		{0, time.Hour, CleanupDelete, 0, time.Hour},                      // segment.ms
+		{time.Minute, time.Hour, CleanupDelete, 0, time.Hour},            // over the node's
+		{-1, 30 * 24 * time.Hour, CleanupDelete, 0, 30 * 24 * time.Hour}, // a node that never rolls
+		{0, time.Hour, CleanupCompact, time.Minute, time.Minute},         // the lag is shorter
+		{0, time.Minute, CleanupCompact, time.Hour, time.Minute},         // segment.ms is shorter
 	} {
 		b := &Broker{cfg: Config{Log: segment.Options{RollAge: c.node}}}
-		st := PartitionState{Cleanup: c.pol, Compaction: CompactionConfig{MaxLag: c.maxLag}}
+		st := PartitionState{SegmentMs: c.segMs, Cleanup: c.pol, Compaction: CompactionConfig{MaxLag: c.maxLag}}
 		if got := b.rollAgeOf(st); got != c.want {
-			t.Errorf("node %v, %v, max lag %v: %v, want %v", c.node, c.pol, c.maxLag, got, c.want)
+			t.Errorf("node %v, segment.ms %v, %v, max lag %v: %v, want %v", c.node, c.segMs, c.pol, c.maxLag, got, c.want)
 		}
 	}
 }

@@ -330,6 +330,7 @@ func TestCompactionConfigs(t *testing.T) {
 		{ConfigDeleteRetentionMs, "-1"}, {ConfigDeleteRetentionMs, "1.5"}, {ConfigDeleteRetentionMs, ""},
 		{ConfigMinCompactionLagMs, "-5"}, {ConfigMinCompactionLagMs, "1e3"},
 		{ConfigMaxCompactionLagMs, "0"}, {ConfigMaxCompactionLagMs, "-1"}, {ConfigMaxCompactionLagMs, "1h"},
+		{ConfigSegmentMs, "0"}, {ConfigSegmentMs, "-1"}, {ConfigSegmentMs, "1h"}, {ConfigSegmentMs, ""},
 	} {
 		_, err := DecideCreateTopic(img, CreateTopicEvent{Name: "c", ID: "c1", Partitions: 1, RF: 1,
 			Configs: map[string]string{bad.key: bad.value}})
@@ -343,6 +344,14 @@ func TestCompactionConfigs(t *testing.T) {
 		ConfigCleanupPolicy: "compact,delete", ConfigMinCleanableDirtyRatio: "0", ConfigDeleteRetentionMs: "0",
 		ConfigMinCompactionLagMs: "60000", ConfigMaxCompactionLagMs: "3600000"}}))
 	tp, _ := img.Topic("payments")
+	if ms, ok := tp.SegmentMs(); ok {
+		t.Fatalf("segment.ms %d before it is set", ms)
+	}
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigSegmentMs: "3600000"}}))
+	tp, _ = img.Topic("payments")
+	if ms, ok := tp.SegmentMs(); !ok || ms != 3600000 {
+		t.Fatalf("segment.ms %d (set %v), want 3600000", ms, ok)
+	}
 	if got, want := tp.Compaction(), (Compaction{Compact: true, Delete: true, DeleteRetentionMs: 0,
 		MinCompactionLagMs: 60000, MaxCompactionLagMs: 3600000}); got != want {
 		t.Fatalf("after alter: %+v, want %+v", got, want)

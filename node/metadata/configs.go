@@ -18,6 +18,12 @@ const (
 	ConfigRetentionMs           = "retention.ms"                   // integer, -1 = forever
 	ConfigRetentionBytes        = "retention.bytes"                // integer, -1 = unlimited
 	ConfigSegmentBytes          = "segment.bytes"                  // integer in [1 MiB, MaxSegmentBytes]
+	// ConfigSegmentMs seals a partition's active segment once it has been
+	// open this long, at the next append (Kafka's segment.ms): records
+	// leave by retention, and by compaction, a segment at a time, so a
+	// topic written slowly holds records up to about this long past
+	// retention.ms. Unset: the node's roll age, 7 days.
+	ConfigSegmentMs = "segment.ms" // integer >= 1
 	// ConfigCleanupPolicy says what removes a topic's old records (Kafka's
 	// cleanup.policy): "delete" (the default: retention.ms and
 	// retention.bytes delete whole old segments), "compact" (the log
@@ -43,7 +49,7 @@ const (
 // KnownConfig reports whether key is a topic config paymentlog understands.
 func KnownConfig(key string) bool {
 	switch key {
-	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes,
+	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes, ConfigSegmentMs,
 		ConfigMinInsyncReplicas, ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs,
 		ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs:
 		return true
@@ -116,9 +122,9 @@ func ValidateNewConfigs(cfg map[string]string) error {
 	return nil
 }
 
-// checkCompactionConfig checks the value of a compaction config (any other
-// key passes). Only requests are checked: these keys were unknown, so
-// accepted with any value, before compaction was built, and a record or
+// checkCompactionConfig checks the value of a compaction config, or of
+// segment.ms (any other key passes). Only requests are checked: these keys
+// were unknown, so accepted with any value, before they were built, and a record or
 // snapshot of that time must still apply as it did (a value that does not
 // parse acts as the key's default: TopicState.Compaction).
 func checkCompactionConfig(k, v string) error {
@@ -137,7 +143,7 @@ func checkCompactionConfig(k, v string) error {
 		if err != nil || n < 0 {
 			return fmt.Errorf("config %s: want an integer >= 0, got %q", k, v)
 		}
-	case ConfigMaxCompactionLagMs:
+	case ConfigMaxCompactionLagMs, ConfigSegmentMs:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
 			return fmt.Errorf("config %s: want an integer >= 1, got %q", k, v)

@@ -63,6 +63,14 @@ func (t TopicState) SegmentBytes() (n int64, ok bool) {
 	return configInt(t.Configs, ConfigSegmentBytes)
 }
 
+// SegmentMs returns the topic's segment.ms; ok is false when the topic
+// does not set it, or sets a value that does not parse (stored before the
+// key was known), and the node's roll age applies.
+func (t TopicState) SegmentMs() (ms int64, ok bool) {
+	ms, ok = configInt(t.Configs, ConfigSegmentMs)
+	return ms, ok && ms >= 1
+}
+
 // Compaction is a topic's cleanup.policy and compaction configs, with
 // their defaults filled in.
 type Compaction struct {
