@@ -92,6 +92,7 @@ func topicCommand() *ucli.Command {
 				},
 			},
 			topicOffsetsCommand(),
+			topicDeleteRecordsCommand(),
 			topicAlterCommand(),
 			topicAlterConfigCommand(),
 			topicReassignCommand(),

@@ -160,6 +160,9 @@ func TestACLsEnforced(t *testing.T) {
 		t.Fatalf("billing consume: %v, %v", got, err)
 	}
 	wantCode(t, "billing produce", produceAs(ctx, billing, "payments", "x"), wire.ClusterAuthorizationFailed)
+	// Deleting records needs delete on the topic, which reading does not give.
+	_, err = billing.Admin().DeleteRecords(ctx, "payments", map[int32]int64{0: 1})
+	wantCode(t, "billing deletes records", err, wire.TopicAuthorizationFailed)
 	commit := func(c *client.Client, group string) error {
 		return c.Admin().CommitOffsets(ctx, group, []wire.GroupOffset{{Topic: "payments", Partition: 0, Offset: 3, LeaderEpoch: -1}})
 	}
@@ -210,6 +213,9 @@ func TestACLsEnforced(t *testing.T) {
 	err = produceAs(ctx, checkout, "payments", "late")
 	if err == nil || !(strings.Contains(err.Error(), "AuthorizationFailed")) {
 		t.Fatalf("checkout produce after its ACLs were removed: %v, want an authorization failure", err)
+	}
+	if starts, err := admin.Admin().DeleteRecords(ctx, "payments", map[int32]int64{0: 1}); err != nil || starts[0] != 1 {
+		t.Fatalf("admin deletes records: %v, %v", starts, err)
 	}
 	// Replication was never refused: the partition's ISR is whole.
 	p, _ := tc.image().Partition("payments", 0)

@@ -96,6 +96,9 @@ const (
 	// compact (Kafka's INVALID_RECORD). Not retriable: the batch is
 	// refused whole, nothing of it written.
 	InvalidRecord ErrorCode = 42
+	// PolicyViolation: a request the topic's configs forbid: DeleteRecords
+	// on a topic that compacts without deleting (Kafka's POLICY_VIOLATION).
+	PolicyViolation ErrorCode = 43
 )
 
 var codeNames = map[ErrorCode]string{
@@ -117,6 +120,7 @@ var codeNames = map[ErrorCode]string{
 	UnreleasedInstanceID: "UnreleasedInstanceID", TopicAuthorizationFailed: "TopicAuthorizationFailed",
 	GroupAuthorizationFailed: "GroupAuthorizationFailed", ClusterAuthorizationFailed: "ClusterAuthorizationFailed",
 	UnsupportedCompressionType: "UnsupportedCompressionType", InvalidRecord: "InvalidRecord",
+	PolicyViolation: "PolicyViolation",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -351,6 +351,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		e.Handle(wire.TypeProduce, b.handleProduce)
 		e.Handle(wire.TypeFetch, b.handleFetch)
 		e.Handle(wire.TypeListOffsets, b.handleListOffsets)
+		e.Handle(wire.TypeDeleteRecords, b.handleDeleteRecords)
 		e.Handle(wire.TypeDescribeReplica, b.handleDescribeReplica)
 		e.HandleSession(wire.TypeReplicaFetch, b.serveReplicaFetch)
 	}

@@ -1,0 +1,136 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// DeleteRecordsLatest, as an offset of DeleteRecords, deletes every record
+// below the partition's high watermark.
+const DeleteRecordsLatest = wire.DeleteRecordsLatest
+
+// DeleteRecords deletes, for each partition of topic in offsets, every
+// record below its offset (Kafka's deleteRecords, kafka-delete-records):
+// the partition's log start offset moves there, on its leader at once and
+// on each follower at its next fetch, and consumers reading from below it
+// go on from there (OffsetOutOfRange for an exact offset). An offset may
+// not pass the high watermark; DeleteRecordsLatest means the high
+// watermark. It returns each partition's log start offset on its leader
+// afterwards, and retries what leader changes make fail until ctx ends. A
+// topic whose cleanup.policy is compact alone is refused
+// (PolicyViolation).
+func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]int64, error) {
+	for p, off := range offsets {
+		if off < 0 && off != DeleteRecordsLatest {
+			return nil, fmt.Errorf("client: delete records of %s/%d below %d: not an offset or DeleteRecordsLatest", topic, p, off)
+		}
+	}
+	c := a.c
+	out := make(map[int32]int64, len(offsets))
+	errs := map[int32]error{}
+	todo := slices.Sorted(func(yield func(int32) bool) {
+		for p := range offsets {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	backoff := 25 * time.Millisecond
+	for len(todo) > 0 {
+		snap, err := c.meta.get(ctx)
+		if err != nil {
+			return out, err
+		}
+		groups := map[string][]int32{}
+		var failed []int32
+		for _, p := range todo {
+			ld, ok := snap.leaderOf(topic, p)
+			if !ok {
+				errs[p] = wire.LeaderNotAvailable.Err(fmt.Sprintf("%s/%d has no leader", topic, p))
+				failed = append(failed, p)
+				continue
+			}
+			groups[ld.addr] = append(groups[ld.addr], p)
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for addr, ps := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := &wire.DeleteRecordsRequest{Topic: topic}
+				for _, p := range ps {
+					req.Parts = append(req.Parts, wire.DeleteRecordsPartition{Partition: p, Offset: offsets[p]})
+				}
+				var resp wire.DeleteRecordsResponse
+				cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+				err := c.call(cctx, addr, wire.TypeDeleteRecords, req, &resp)
+				cancel()
+				mu.Lock()
+				defer mu.Unlock()
+				got := map[int32]bool{}
+				if err == nil {
+					for _, pr := range resp.Parts {
+						if !slices.Contains(ps, pr.Partition) {
+							continue
+						}
+						got[pr.Partition] = true
+						if pr.Err != wire.None {
+							errs[pr.Partition] = pr.Err.Err(fmt.Sprintf("%s/%d at %s: %s", topic, pr.Partition, addr, pr.Message))
+							failed = append(failed, pr.Partition)
+							continue
+						}
+						out[pr.Partition] = pr.LowWatermark
+						delete(errs, pr.Partition)
+					}
+				}
+				for _, p := range ps {
+					if !got[p] {
+						if err != nil {
+							errs[p] = fmt.Errorf("%s: %w", addr, err)
+						}
+						failed = append(failed, p)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(failed)
+		for _, p := range failed {
+			if code := ErrorCode(errs[p]); code != wire.Unknown && !code.Retriable() {
+				return out, errs[p]
+			}
+		}
+		todo = failed
+		if len(todo) == 0 {
+			break
+		}
+		if err := c.meta.refresh(ctx); err != nil && ctx.Err() != nil {
+			return out, firstErr(errs, todo, ctx.Err())
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return out, firstErr(errs, todo, err)
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	return out, nil
+}
+
+// DeleteAllRecords is DeleteRecords of every partition of topic below its
+// high watermark.
+func (a *Admin) DeleteAllRecords(ctx context.Context, topic string) (map[int32]int64, error) {
+	n, err := a.c.PartitionCount(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	offsets := make(map[int32]int64, n)
+	for p := range int32(n) {
+		offsets[p] = DeleteRecordsLatest
+	}
+	return a.DeleteRecords(ctx, topic, offsets)
+}
