@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"paymentlog/wire"
@@ -42,64 +41,28 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 	})
 	backoff := 25 * time.Millisecond
 	for len(todo) > 0 {
-		snap, err := c.meta.get(ctx)
+		failed, err := c.askLeaders(ctx, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
+			req := &wire.DeleteRecordsRequest{Topic: topic}
+			for _, p := range ps {
+				req.Parts = append(req.Parts, wire.DeleteRecordsPartition{Partition: p, Offset: offsets[p]})
+			}
+			var resp wire.DeleteRecordsResponse
+			if err := c.call(cctx, addr, wire.TypeDeleteRecords, req, &resp); err != nil {
+				return nil, nil, err
+			}
+			vals, perrs := map[int32]int64{}, map[int32]error{}
+			for _, pr := range resp.Parts {
+				if pr.Err != wire.None {
+					perrs[pr.Partition] = pr.Err.Err(fmt.Sprintf("%s/%d at %s: %s", topic, pr.Partition, addr, pr.Message))
+					continue
+				}
+				vals[pr.Partition] = pr.LowWatermark
+			}
+			return vals, perrs, nil
+		})
 		if err != nil {
 			return out, err
 		}
-		groups := map[string][]int32{}
-		var failed []int32
-		for _, p := range todo {
-			ld, ok := snap.leaderOf(topic, p)
-			if !ok {
-				errs[p] = wire.LeaderNotAvailable.Err(fmt.Sprintf("%s/%d has no leader", topic, p))
-				failed = append(failed, p)
-				continue
-			}
-			groups[ld.addr] = append(groups[ld.addr], p)
-		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for addr, ps := range groups {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				req := &wire.DeleteRecordsRequest{Topic: topic}
-				for _, p := range ps {
-					req.Parts = append(req.Parts, wire.DeleteRecordsPartition{Partition: p, Offset: offsets[p]})
-				}
-				var resp wire.DeleteRecordsResponse
-				cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-				err := c.call(cctx, addr, wire.TypeDeleteRecords, req, &resp)
-				cancel()
-				mu.Lock()
-				defer mu.Unlock()
-				got := map[int32]bool{}
-				if err == nil {
-					for _, pr := range resp.Parts {
-						if !slices.Contains(ps, pr.Partition) {
-							continue
-						}
-						got[pr.Partition] = true
-						if pr.Err != wire.None {
-							errs[pr.Partition] = pr.Err.Err(fmt.Sprintf("%s/%d at %s: %s", topic, pr.Partition, addr, pr.Message))
-							failed = append(failed, pr.Partition)
-							continue
-						}
-						out[pr.Partition] = pr.LowWatermark
-						delete(errs, pr.Partition)
-					}
-				}
-				for _, p := range ps {
-					if !got[p] {
-						if err != nil {
-							errs[p] = fmt.Errorf("%s: %w", addr, err)
-						}
-						failed = append(failed, p)
-					}
-				}
-			}()
-		}
-		wg.Wait()
 		slices.Sort(failed)
 		for _, p := range failed {
 			if code := ErrorCode(errs[p]); code != wire.Unknown && !code.Retriable() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"paymentlog/wire"
@@ -28,60 +27,28 @@ func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, t
 	todo := append([]int32(nil), parts...)
 	backoff := 25 * time.Millisecond
 	for attempt := 0; len(todo) > 0; attempt++ {
-		snap, err := c.meta.get(ctx)
+		failed, err := c.askLeaders(ctx, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
+			req := &wire.ListOffsetsRequest{Topic: topic}
+			for _, p := range ps {
+				req.Parts = append(req.Parts, wire.ListOffsetsPartition{Partition: p, Timestamp: ts})
+			}
+			var resp wire.ListOffsetsResponse
+			if err := c.call(cctx, addr, wire.TypeListOffsets, req, &resp); err != nil {
+				return nil, nil, err
+			}
+			vals, perrs := map[int32]int64{}, map[int32]error{}
+			for _, pr := range resp.Parts {
+				if pr.Err != wire.None {
+					perrs[pr.Partition] = pr.Err.Err(fmt.Sprintf("%s/%d at %s", topic, pr.Partition, addr))
+					continue
+				}
+				vals[pr.Partition] = pr.Offset
+			}
+			return vals, perrs, nil
+		})
 		if err != nil {
 			return out, errs, err
 		}
-		groups := map[string][]int32{}
-		var failed []int32
-		for _, p := range todo {
-			ld, ok := snap.leaderOf(topic, p)
-			if !ok {
-				errs[p] = wire.LeaderNotAvailable.Err(fmt.Sprintf("%s/%d has no leader", topic, p))
-				failed = append(failed, p)
-				continue
-			}
-			groups[ld.addr] = append(groups[ld.addr], p)
-		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for addr, ps := range groups {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				req := &wire.ListOffsetsRequest{Topic: topic}
-				for _, p := range ps {
-					req.Parts = append(req.Parts, wire.ListOffsetsPartition{Partition: p, Timestamp: ts})
-				}
-				var resp wire.ListOffsetsResponse
-				cctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-				err := c.call(cctx, addr, wire.TypeListOffsets, req, &resp)
-				cancel()
-				mu.Lock()
-				defer mu.Unlock()
-				got := map[int32]bool{}
-				if err == nil {
-					for _, pr := range resp.Parts {
-						if pr.Err != wire.None {
-							errs[pr.Partition] = pr.Err.Err(fmt.Sprintf("%s/%d at %s", topic, pr.Partition, addr))
-							continue
-						}
-						out[pr.Partition] = pr.Offset
-						delete(errs, pr.Partition)
-						got[pr.Partition] = true
-					}
-				}
-				for _, p := range ps {
-					if !got[p] {
-						if err != nil {
-							errs[p] = fmt.Errorf("%s: %w", addr, err)
-						}
-						failed = append(failed, p)
-					}
-				}
-			}()
-		}
-		wg.Wait()
 		if len(failed) == 0 {
 			break
 		}
