@@ -103,11 +103,11 @@ func TestTopicSegmentMsAppliedByTheNodes(t *testing.T) {
 		}
 		return fewest
 	}
+	start := time.Now() // before the first append opens the active segment
 	produce()
 	if err := c.Admin().AlterTopicConfigs(ctx, "payments", client.ConfigChange{Set: map[string]string{"segment.ms": "200"}}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	waitFor(t, "every replica rolled by segment.ms", 30*time.Second, func() bool {
 		produce()
 		return segments() >= 2
