@@ -31,7 +31,7 @@ func TestTopicDeleteRecords(t *testing.T) {
 	}
 	// Flags after the topic name, as the contract says they may be.
 	out, errOut, code := run("", "topic", "delete-records", "audit", "--partition", "0", "--offset", "4")
-	if code != 0 || out != "audit:0: log start 4\n" {
+	if code != 0 || out != "audit:0: log start 4 on 1 of 1 in-sync replicas\n" {
 		t.Fatalf("delete-records below 4: %d %q %q", code, out, errOut)
 	}
 	out, errOut, code = run("", "consume", "audit", "--partition", "0", "--from", "beginning", "--exit-at-end", "--json")
@@ -40,7 +40,7 @@ func TestTopicDeleteRecords(t *testing.T) {
 	}
 	_, errOut, code = run("", "topic", "delete-records", "audit", "--partition", "0", "--offset", "11")
 	oneErrorLine(t, "past the high watermark", code, errOut, 1, "OffsetOutOfRange")
-	out, errOut, code = run("", "topic", "delete-records", "audit", "--offset", "latest")
+	out, errOut, code = run("", "topic", "delete-records", "audit", "--offset", "latest", "--wait", "0")
 	if code != 0 || out != "audit:0: log start 10\naudit:1: log start 10\n" {
 		t.Fatalf("delete-records latest: %d %q %q", code, out, errOut)
 	}

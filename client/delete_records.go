@@ -97,3 +97,44 @@ func (a *Admin) DeleteAllRecords(ctx context.Context, topic string) (map[int32]i
 	}
 	return a.DeleteRecords(ctx, topic, offsets)
 }
+
+// WaitReplicasLogStart waits, until ctx ends, for every in-sync replica of
+// each partition in starts (of topic) to report a log start offset of at
+// least the partition's, asking each replica's broker (DescribeReplica) a
+// few times a second: after DeleteRecords, until the followers have
+// dropped the records too (each does at its next fetch). It returns, per
+// partition, the in-sync replicas and those of them that still hold
+// records below it (none once they all caught up); when ctx ends first,
+// that and ctx's error.
+func (a *Admin) WaitReplicasLogStart(ctx context.Context, topic string, starts map[int32]int64) (isr, behind map[int32][]int32, err error) {
+	for {
+		d, derr := a.DescribeTopicReplicas(ctx, topic)
+		if derr == nil {
+			isr, behind = map[int32][]int32{}, map[int32][]int32{}
+			for _, p := range d.Partitions {
+				start, ok := starts[p.Partition]
+				if !ok {
+					continue
+				}
+				isr[p.Partition] = p.ISR
+				for _, rs := range p.ReplicaStates {
+					if rs.InISR && (rs.Error != "" || rs.LogStart < start) {
+						behind[p.Partition] = append(behind[p.Partition], rs.Broker)
+					}
+				}
+				if len(behind[p.Partition]) == 0 {
+					delete(behind, p.Partition)
+				}
+			}
+			if len(behind) == 0 {
+				return isr, behind, nil
+			}
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			if derr != nil && isr == nil {
+				return nil, nil, fmt.Errorf("%w (last error: %v)", err, derr)
+			}
+			return isr, behind, err
+		}
+	}
+}
