@@ -18,19 +18,7 @@ func TestDeleteRecordsReachesEveryReplica(t *testing.T) {
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	p, err := c.NewProducer(client.ProducerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(context.Background())
-	for i := range 20 {
-		if err := p.Produce(ctx, &client.Record{Topic: "payments", Value: []byte{byte(i)}}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	produceKiB(ctx, t, c, 20)
 	starts, err := c.Admin().DeleteRecords(ctx, "payments", map[int32]int64{0: 12})
 	if err != nil || starts[0] != 12 {
 		t.Fatalf("DeleteRecords: %v, %v", starts, err)

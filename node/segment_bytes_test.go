@@ -66,20 +66,10 @@ func TestTopicSegmentMsAppliedByTheNodes(t *testing.T) {
 	tc.waitAlive(3)
 	c := tc.client(ctx)
 	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	p, err := c.NewProducer(client.ProducerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(context.Background())
 	produced := int64(0)
 	produce := func() {
 		t.Helper()
-		if err := p.Produce(ctx, &client.Record{Topic: "payments", Value: []byte("p")}, nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		produceKiB(ctx, t, c, 1)
 		produced++
 	}
 	// segments is the fewest segments a replica holds, once all have every
