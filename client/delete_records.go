@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -32,13 +33,7 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 	c := a.c
 	out := make(map[int32]int64, len(offsets))
 	errs := map[int32]error{}
-	todo := slices.Sorted(func(yield func(int32) bool) {
-		for p := range offsets {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	todo := slices.Sorted(maps.Keys(offsets))
 	backoff := 25 * time.Millisecond
 	for len(todo) > 0 {
 		failed, err := c.askLeaders(ctx, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
@@ -65,8 +60,10 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 		}
 		slices.Sort(failed)
 		for _, p := range failed {
-			if code := ErrorCode(errs[p]); code != wire.Unknown && !code.Retriable() {
-				return out, errs[p]
+			if e := errs[p]; e != nil {
+				if code := ErrorCode(e); code != wire.Unknown && !code.Retriable() {
+					return out, e
+				}
 			}
 		}
 		todo = failed
