@@ -197,11 +197,7 @@ func (l *Log) Compact(ctx context.Context, o CompactOptions) (CompactResult, err
 		return CompactResult{}, nil
 	}
 	end := segs[len(segs)-1].next
-	firstDirty, err := l.firstDirty()
-	if err != nil {
-		return CompactResult{}, err
-	}
-	firstDirty = min(max(firstDirty, logStart), end)
+	firstDirty := min(max(l.firstDirty(), logStart), end)
 	var total, dirty int64
 	for _, c := range segs {
 		total += int64(len(c.data))

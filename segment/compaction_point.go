@@ -22,10 +22,10 @@ func (l *Log) beginCleanerPass() {
 
 // firstDirty returns where the last pass stopped (0 before any).
 // compactMu held.
-func (l *Log) firstDirty() (int64, error) {
+func (l *Log) firstDirty() int64 {
 	l.cleanerMu.Lock()
 	defer l.cleanerMu.Unlock()
-	return l.cleanerPointLocked(), nil
+	return l.cleanerPointLocked()
 }
 
 // cleanerPointLocked returns the cleaner point, reading the checkpoint the
@@ -52,7 +52,12 @@ func (l *Log) cleanerPointLocked() int64 {
 func (l *Log) saveCleanerPoint(off int64) error {
 	l.cleanerMu.Lock()
 	defer l.cleanerMu.Unlock()
-	off = min(off, l.cleanerCut)
+	return l.storeCleanerPointLocked(min(off, l.cleanerCut))
+}
+
+// storeCleanerPointLocked writes off to the checkpoint, durably, and keeps
+// it. cleanerMu held.
+func (l *Log) storeCleanerPointLocked(off int64) error {
 	if err := writeOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile), off); err != nil {
 		return err
 	}
@@ -71,9 +76,5 @@ func (l *Log) lowerCleanerPoint(end int64) error {
 		return nil
 	}
 	l.logger.Info("segment: cleaner point lowered to the log end", "from", l.cleanerPoint, "to", end)
-	if err := writeOffsetCheckpoint(l.fs, join(l.dir, cleanerPointFile), end); err != nil {
-		return err
-	}
-	l.cleanerPoint = end
-	return nil
+	return l.storeCleanerPointLocked(end)
 }

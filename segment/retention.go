@@ -122,17 +122,7 @@ func (l *Log) RollExpired(r Retention) (bool, error) {
 	if r.Age < 0 {
 		return false, nil
 	}
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.writableLocked(); err != nil {
-		return false, err
-	}
-	s := l.active()
-	if s.size == 0 || s.sealed || s.next > r.Below || r.Now.UnixMilli()-s.maxTs <= r.Age.Milliseconds() {
-		return false, nil
-	}
-	if err := l.rollLocked(0); err != nil {
-		return false, err
-	}
-	return true, nil
+	return l.rollActiveIf(func(s *segment) bool {
+		return s.next <= r.Below && r.Now.UnixMilli()-s.maxTs > r.Age.Milliseconds()
+	})
 }

@@ -23,14 +23,21 @@ func (l *Log) SetRollAge(d time.Duration) {
 // sealed segments, which compaction cleans, without one. It reports
 // whether it rolled.
 func (l *Log) RollIfDue() (bool, error) {
+	return l.rollActiveIf(func(s *segment) bool {
+		return l.opts.RollAge > 0 && !s.rollTime.IsZero() && l.opts.Now().Sub(s.rollTime) >= l.opts.RollAge
+	})
+}
+
+// rollActiveIf seals the active segment, without an append, when it
+// holds a batch and due says so (appendMu held while it asks), and
+// reports whether it did.
+func (l *Log) rollActiveIf(due func(s *segment) bool) (bool, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return false, err
 	}
-	seg := l.active()
-	if seg.size == 0 || seg.sealed || l.opts.RollAge <= 0 || seg.rollTime.IsZero() ||
-		l.opts.Now().Sub(seg.rollTime) < l.opts.RollAge {
+	if s := l.active(); s.size == 0 || s.sealed || !due(s) {
 		return false, nil
 	}
 	if err := l.rollLocked(0); err != nil {

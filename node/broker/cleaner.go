@@ -249,13 +249,14 @@ func (p *partition) compact(ctx context.Context, now time.Time) (res segment.Com
 		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner,
 		MaxMapBytes: p.b.cfg.CleanerDedupeBufferSize}
 	// A partition no longer written: its active segment is sealed once
-	// it is as old as the roll age (max.compaction.lag.ms, rollAgeOf), as
-	// an append would, so that its last records (a tombstone deleting a
-	// customer's data, say) reach the cleaner without one.
+	// it is as old as the roll age (segment.ms or max.compaction.lag.ms:
+	// rollAgeOf), as an append would, so that its last records (a
+	// tombstone deleting a customer's data, say) reach the cleaner
+	// without one.
 	if rolled, err := p.log.RollIfDue(); err != nil {
 		return res, cc, true, err
 	} else if rolled {
-		p.lg.Debug("log cleaner sealed the active segment of an idle partition", "max_compaction_lag_ms", cc.MaxLag.Milliseconds())
+		p.lg.Debug("log cleaner sealed the active segment of an idle partition")
 	}
 	if h := p.b.hooks.compact.Load(); h != nil {
 		res, err = (*h)(p.key, o)
