@@ -6,6 +6,20 @@ import (
 	"time"
 )
 
+// oneNodeRunner starts a node and returns a runner of client commands
+// against it: stdin, the arguments, then stdout, stderr and the exit
+// status; admin commands get a 20 s --timeout.
+func oneNodeRunner(t *testing.T) func(stdin string, args ...string) (string, string, int) {
+	bs := "--bootstrap=" + startOneNode(t)
+	return func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		if args[0] != "produce" && args[0] != "consume" {
+			args = append(args, "--timeout", "20s")
+		}
+		return runClientCLI(t, strings.NewReader(stdin), append(args, bs)...)
+	}
+}
+
 // A compacted topic end to end against a real node: created with
 // cleanup.policy and a compaction knob (--config takes a value with a comma
 // whole), shown by describe, bad values refused naming the key on create
@@ -13,14 +27,7 @@ import (
 // (InvalidRecord) and takes keyed ones; altered back to delete, it takes
 // keyless records again once the node has applied the change.
 func TestTopicCompactionConfigs(t *testing.T) {
-	bs := "--bootstrap=" + startOneNode(t)
-	run := func(stdin string, args ...string) (string, string, int) {
-		t.Helper()
-		if args[0] != "produce" && args[0] != "consume" {
-			args = append(args, "--timeout", "20s")
-		}
-		return runClientCLI(t, strings.NewReader(stdin), append(args, bs)...)
-	}
+	run := oneNodeRunner(t)
 	create := []string{"topic", "create", "ledger", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1"}
 	_, errOut, code := run("", append(create, "--config", "cleanup.policy=compact, delete")...)
 	oneErrorLine(t, "create with a bad cleanup.policy", code, errOut, 1, "cleanup.policy")

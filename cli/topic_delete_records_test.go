@@ -11,14 +11,7 @@ import (
 // exit 1 from the node (an offset past the high watermark, a compacted
 // topic), 2 for usage.
 func TestTopicDeleteRecords(t *testing.T) {
-	bs := "--bootstrap=" + startOneNode(t)
-	run := func(stdin string, args ...string) (string, string, int) {
-		t.Helper()
-		if args[0] != "produce" && args[0] != "consume" {
-			args = append(args, "--timeout", "20s")
-		}
-		return runClientCLI(t, strings.NewReader(stdin), append(args, bs)...)
-	}
+	run := oneNodeRunner(t)
 	if out, errOut, code := run("", "topic", "create", "audit", "--partitions", "2", "--replication-factor", "1", "--min-insync-replicas", "1"); code != 0 {
 		t.Fatalf("create: %d %q %q", code, out, errOut)
 	}
