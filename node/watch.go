@@ -82,6 +82,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 				st.SegmentMs = msDuration(ms)
 			}
 			st.Cleanup, st.Compaction = cleanupOf(t.Compaction())
+			st.Messages = messagesOf(t.Messages())
 			if !current && p.Leader == n.cfg.ID {
 				st.Leader = -1
 			}
@@ -169,7 +170,20 @@ func samePartitionState(a, b broker.PartitionState) bool {
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) && a.MinISR == b.MinISR &&
 		slices.Equal(a.Adding, b.Adding) &&
 		sameLimit(a.RetentionMs, b.RetentionMs) && sameLimit(a.RetentionBytes, b.RetentionBytes) &&
-		a.SegmentBytes == b.SegmentBytes && a.SegmentMs == b.SegmentMs && a.Cleanup == b.Cleanup && a.Compaction == b.Compaction
+		a.SegmentBytes == b.SegmentBytes && a.SegmentMs == b.SegmentMs && a.Cleanup == b.Cleanup && a.Compaction == b.Compaction &&
+		a.Messages == b.Messages
+}
+
+// messagesOf is a topic's message configs as the broker takes them.
+func messagesOf(m metadata.Messages) broker.MessagePolicy {
+	pol := broker.MessagePolicy{LogAppendTime: m.LogAppendTime, MaxBytes: int(m.MaxBytes)}
+	if m.BeforeMaxMs >= 0 {
+		pol.Before = broker.TimestampBound{Set: true, Max: msDuration(m.BeforeMaxMs)}
+	}
+	if m.AfterMaxMs >= 0 {
+		pol.After = broker.TimestampBound{Set: true, Max: msDuration(m.AfterMaxMs)}
+	}
+	return pol
 }
 
 // cleanupOf is a topic's cleanup.policy and compaction configs as the

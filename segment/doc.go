@@ -17,7 +17,8 @@
 //	  12    4   LeaderEpoch      int32; stamped by the leader          /
 //	  16    1   Magic            int8; FormatVersion (2)               (checked)
 //	  17    4   CRC              uint32; CRC-32C (Castagnoli) of bytes [21, 12+Length)
-//	  21    2   Attributes       int16; bits 0-2 codec, 7 compacted      \
+//	  21    2   Attributes       int16; bits 0-2 codec, 3 log append     \
+//	                                    time, 7 compacted                    |
 //	  23    4   LastOffsetDelta  int32; RecordCount-1 (see compacted)    |
 //	  27    8   FirstTimestamp   int64; unix ms of the first record      |
 //	  35    8   MaxTimestamp     int64; largest record timestamp         | covered
@@ -37,7 +38,14 @@
 // cleaner rewrote (compaction.go): its header is the original's but for
 // Attributes, Length, CRC and RecordCount, which may be anything from 0 to
 // LastOffsetDelta+1, and its records' OffsetDeltas increase with gaps (each
-// record keeps its original bytes). Producers never set it. The other
+// record keeps its original bytes). Producers never set it.
+//
+// Attributes bit 3 (AttrLogAppendTime, Kafka's timestamp type) marks a batch
+// whose records' timestamps are the time its leader appended it: the leader
+// of a topic with message.timestamp.type=LogAppendTime sets it and both
+// FirstTimestamp and MaxTimestamp to its clock (recomputing the CRC), and
+// readers give every record MaxTimestamp; the records' TimestampDeltas are
+// the producer's and are not read. Producers never set it. The other
 // Attributes bits are reserved, 0.
 //
 // HeaderSize is 61. The total size of a batch is 12+Length. BaseOffset and

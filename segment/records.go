@@ -31,6 +31,10 @@ type Records struct {
 	i, n    int
 	base    int64
 	firstTs int64
+	// logAppendTime: every record's timestamp is appendTs, the batch's
+	// MaxTimestamp (AttrLogAppendTime).
+	logAppendTime bool
+	appendTs      int64
 	// compacted: offset deltas increase with gaps, up to lastDelta
 	// (AttrCompacted); otherwise each record's delta is its index.
 	compacted bool
@@ -69,6 +73,9 @@ func (it *Records) Reset(b Batch) {
 	}
 	it.b, it.pos, it.end = b, HeaderSize, size
 	it.n, it.base, it.firstTs = int(h.RecordCount), h.BaseOffset, h.FirstTimestamp
+	if h.LogAppendTime() {
+		it.appendTs, it.logAppendTime = h.MaxTimestamp, true
+	}
 	it.compacted, it.lastDelta, it.prevDelta = h.Compacted(), int64(h.LastOffsetDelta), -1
 	if c := h.Compression(); c != CodecNone {
 		// A new buffer per batch: records handed out alias it, as they
@@ -191,6 +198,9 @@ func (it *Records) decode() error {
 	}
 	it.rawEnd = recEnd
 	it.rec = Record{Offset: it.base + offDelta, Timestamp: it.firstTs + tsDelta, Key: key, Value: val}
+	if it.logAppendTime {
+		it.rec.Timestamp = it.appendTs
+	}
 	if nh > 0 {
 		it.rec.Headers = it.hdrs
 	}

@@ -194,6 +194,10 @@ type ProducePartitionResponse struct {
 	LeaderHint  int32     `msgpack:"leader"` // with NotLeader: current leader id or -1
 	LeaderEpoch int32     `msgpack:"epoch"`
 	LogStart    int64     `msgpack:"lso"`
+	// LogAppendTime is the time, unix ms, the leader gave every record of
+	// the batch, on a topic with message.timestamp.type=LogAppendTime; 0
+	// otherwise, and for a retried batch already written (a duplicate).
+	LogAppendTime int64 `msgpack:"lat,omitempty"`
 }
 
 // FetchRequest is a consumer fetch (only below the HW), long-polled.

@@ -99,6 +99,11 @@ const (
 	// PolicyViolation: a request the topic's configs forbid: DeleteRecords
 	// on a topic that compacts without deleting (Kafka's POLICY_VIOLATION).
 	PolicyViolation ErrorCode = 43
+	// InvalidTimestamp: a produced batch holds a record whose timestamp
+	// lies further from the leader's clock than the topic's
+	// message.timestamp.before.max.ms or .after.max.ms allow (Kafka's
+	// INVALID_TIMESTAMP). Not retriable: the batch is refused whole.
+	InvalidTimestamp ErrorCode = 44
 )
 
 var codeNames = map[ErrorCode]string{
@@ -120,7 +125,7 @@ var codeNames = map[ErrorCode]string{
 	UnreleasedInstanceID: "UnreleasedInstanceID", TopicAuthorizationFailed: "TopicAuthorizationFailed",
 	GroupAuthorizationFailed: "GroupAuthorizationFailed", ClusterAuthorizationFailed: "ClusterAuthorizationFailed",
 	UnsupportedCompressionType: "UnsupportedCompressionType", InvalidRecord: "InvalidRecord",
-	PolicyViolation: "PolicyViolation",
+	PolicyViolation: "PolicyViolation", InvalidTimestamp: "InvalidTimestamp",
 }
 
 var retriable = map[ErrorCode]bool{

@@ -245,6 +245,10 @@ type PartitionState struct {
 	// partition is open, like RetentionMs.
 	Cleanup    CleanupPolicy
 	Compaction CompactionConfig
+	// Messages is what the topic's configs ask of each produced batch
+	// (messages.go). It may change while the partition is open: the next
+	// produce request uses it.
+	Messages MessagePolicy
 }
 
 type tp struct {

@@ -48,6 +48,9 @@ type partition struct {
 	// compacted mirrors mu.cleanup.Compacts() for the produce path,
 	// which refuses records without a key when it is set.
 	compacted atomic.Bool
+	// messages is the topic's MessagePolicy for the produce path, from
+	// the last ApplyPartition (nil until then: none).
+	messages atomic.Pointer[MessagePolicy]
 	// cleanerWarned is the last cleaner error logged for the partition
 	// ("" after a pass that did not fail). Guarded by Broker.cleanMu.
 	cleanerWarned string

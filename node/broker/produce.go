@@ -75,12 +75,9 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		return nil
 	}
 	batch := segment.Batch(pp.Batch)
-	maxBatch := b.cfg.Log.MaxBatchBytes
-	if maxBatch <= 0 {
-		maxBatch = defaultMaxBatchBytes
-	}
-	if len(batch) > maxBatch {
-		out.Err, out.Message = wire.RecordTooLarge, "batch larger than the maximum batch size"
+	pol := p.messages.Load()
+	if limit, msg := b.batchLimit(topic, pol, len(batch)); len(batch) > limit {
+		out.Err, out.Message = wire.RecordTooLarge, msg
 		return nil
 	}
 	if err := batch.Validate(); err != nil || batch.Size() != len(batch) {
@@ -96,15 +93,28 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		out.Err, out.Message = wire.CorruptMessage, "batch has the compacted attribute (bit 7), which only the log cleaner sets"
 		return nil
 	}
+	if h.LogAppendTime() {
+		out.Err, out.Message = wire.CorruptMessage, "batch has the log-append-time attribute (bit 3), which only a leader sets"
+		return nil
+	}
 	if c := h.Compression(); !c.Supported() {
 		out.Err, out.Message = wire.UnsupportedCompressionType, fmt.Sprintf("compression %v: this node reads none, lz4 and zstd", c)
 		return nil
 	}
-	if code, msg := checkRecords(batch, topic, p.compacted.Load()); code != wire.None {
+	now := b.cfg.Now()
+	if code, msg := checkRecords(batch, topic, p.compacted.Load(), pol, now); code != wire.None {
 		out.Err, out.Message = code, msg
 		return nil
 	}
-	base, last, epoch, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h)
+	if pol != nil && pol.LogAppendTime {
+		// In place: the batch aliases the request frame (handleProduce).
+		batch.StampLogAppendTime(now.UnixMilli())
+		h.FirstTimestamp, h.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
+	}
+	base, last, epoch, dup, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h)
+	if pol != nil && pol.LogAppendTime && !dup {
+		out.LogAppendTime = now.UnixMilli()
+	}
 	out.LeaderEpoch = epoch
 	if code != wire.None {
 		out.Err = code
@@ -151,35 +161,6 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 	}
 }
 
-// checkRecords checks every record of a produced batch: each must decode
-// (decompressed, if it is: segment.Batch.ValidateRecords), so that a batch
-// no consumer could read is refused rather than acknowledged
-// (CorruptMessage), and on a compacted topic each must have a key, which
-// the cleaner keeps the last record of (InvalidRecord, as in Kafka; an
-// empty key is a key). Both are checked in the one decoding.
-func checkRecords(batch segment.Batch, topic string, compacted bool) (wire.ErrorCode, string) {
-	if !compacted {
-		if err := batch.ValidateRecords(); err != nil {
-			return wire.CorruptMessage, err.Error()
-		}
-		return wire.None, ""
-	}
-	// ValidateRecords' loop, looking at each key on the way.
-	var it segment.Records
-	it.Reset(batch)
-	keyless := false
-	for it.Next() {
-		keyless = keyless || it.Record().Key == nil
-	}
-	if err := it.Err(); err != nil {
-		return wire.CorruptMessage, err.Error()
-	}
-	if keyless {
-		return wire.InvalidRecord, fmt.Sprintf("compacted topic %s cannot accept a record without a key", topic)
-	}
-	return wire.None, ""
-}
-
 // checkLeadership says whether this replica has led without a break since
 // it appended a batch as leader of epoch (replica.CheckLeadership).
 func (p *partition) checkLeadership(epoch int32) replica.Code {
@@ -199,8 +180,8 @@ func (p *partition) leaderHint() int32 {
 
 // appendLeader checks leadership, epoch, min ISR and the producer sequence,
 // then appends the batch. It returns the batch's offsets (the original ones
-// for a retried duplicate) and the leader epoch.
-func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header) (base, last int64, epoch int32, code wire.ErrorCode) {
+// for a retried duplicate, with dup set) and the leader epoch.
+func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header) (base, last int64, epoch int32, dup bool, code wire.ErrorCode) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -213,29 +194,29 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	}
 	p.mu.Unlock()
 	if c != replica.OK {
-		return -1, -1, epoch, codeToWire(c)
+		return -1, -1, epoch, false, codeToWire(c)
 	}
 	if p.b.fenced.Load() {
-		return -1, -1, epoch, wire.NotLeader
+		return -1, -1, epoch, false, wire.NotLeader
 	}
 	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
 		switch v, orig := p.producers.check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta); v {
 		case seqDuplicate:
-			return orig.baseOffset, orig.lastOffset, epoch, wire.None
+			return orig.baseOffset, orig.lastOffset, epoch, true, wire.None
 		case seqOutOfOrder:
-			return -1, -1, epoch, wire.OutOfOrderSequence
+			return -1, -1, epoch, false, wire.OutOfOrderSequence
 		case seqUnknownProducer:
-			return -1, -1, epoch, wire.UnknownProducerID
+			return -1, -1, epoch, false, wire.UnknownProducerID
 		case seqInvalidEpoch:
-			return -1, -1, epoch, wire.InvalidProducerEpoch
+			return -1, -1, epoch, false, wire.InvalidProducerEpoch
 		case seqUnknown:
-			return -1, -1, epoch, wire.KafkaStorageError
+			return -1, -1, epoch, false, wire.KafkaStorageError
 		}
 	}
 	info, err := p.log.Append(ctx, batch, epoch)
 	if err != nil {
 		p.lg.Error("append failed", "epoch", epoch, "err", err)
-		return -1, -1, epoch, appendErrCode(err)
+		return -1, -1, epoch, false, appendErrCode(err)
 	}
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, seenAt(h, p.b.cfg.Now()))
 	p.producers.advance(hw)
@@ -248,7 +229,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	case acks == wire.AcksNone:
 		p.syncInBackground(epoch, info.LastOffset+1) // no request waits for this flush
 	}
-	return info.BaseOffset, info.LastOffset, epoch, wire.None
+	return info.BaseOffset, info.LastOffset, epoch, false, wire.None
 }
 
 // waitHW parks request id, whose batch was appended as leader of epoch,

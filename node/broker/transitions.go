@@ -47,6 +47,10 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	p.mu.retention = b.retentionOf(st)
 	p.mu.cleanup, p.mu.compaction = st.Cleanup, st.Compaction
 	p.compacted.Store(st.Cleanup.Compacts())
+	if old := p.messages.Load(); old == nil || *old != st.Messages {
+		pol := st.Messages
+		p.messages.Store(&pol)
+	}
 	p.log.SetRollAge(b.rollAgeOf(st))
 	p.mu.adding = len(st.Adding)
 	p.mu.beingAdded = slices.Contains(st.Adding, b.cfg.NodeID)

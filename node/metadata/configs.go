@@ -40,6 +40,26 @@ const (
 	// whatever its dirty ratio, and its active segment is sealed after this
 	// long (at the next append). Kafka's; unset: no bound.
 	ConfigMaxCompactionLagMs = "max.compaction.lag.ms" // integer >= 1; default unset
+	// ConfigMessageTimestampType says whose clock a record's timestamp is
+	// (Kafka's message.timestamp.type): "CreateTime" (the default: the
+	// producer's) or "LogAppendTime" (the leader's, when it appends the
+	// batch: every record of the batch gets it, so that retention.ms and
+	// lookups by time follow the cluster's clock, not a producer's).
+	ConfigMessageTimestampType = "message.timestamp.type"
+	// ConfigMessageTimestampBeforeMaxMs and ConfigMessageTimestampAfterMaxMs
+	// bound how far a CreateTime record's timestamp may lie before or after
+	// the leader's clock when it is produced (Kafka's, KIP-937): a batch
+	// holding one outside is refused whole with InvalidTimestamp. Unset: no
+	// bound. They do not apply to LogAppendTime topics.
+	ConfigMessageTimestampBeforeMaxMs = "message.timestamp.before.max.ms" // integer >= 0
+	ConfigMessageTimestampAfterMaxMs  = "message.timestamp.after.max.ms"  // integer >= 0
+	// ConfigMaxMessageBytes is the largest record batch the topic takes
+	// (Kafka's max.message.bytes), header included; a larger one is refused
+	// with RecordTooLarge naming the topic and the limit, and producers
+	// build no larger batch (they learn it from the metadata). The node's
+	// own limit (16 MiB less 1 KiB: segment.DefaultMaxBatchBytes) applies
+	// too. Unset: the node's limit.
+	ConfigMaxMessageBytes = "max.message.bytes" // integer in [MinMaxMessageBytes, MaxSegmentBytes]
 	// ConfigMinInsyncReplicas is accepted in requests only: it is stored as
 	// the topic's MinISR field (TopicCreated.MinISR, TopicConfigChanged.MinISR),
 	// never in Configs.
@@ -51,7 +71,8 @@ func KnownConfig(key string) bool {
 	switch key {
 	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes, ConfigSegmentMs,
 		ConfigMinInsyncReplicas, ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs,
-		ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs:
+		ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs, ConfigMessageTimestampType,
+		ConfigMessageTimestampBeforeMaxMs, ConfigMessageTimestampAfterMaxMs, ConfigMaxMessageBytes:
 		return true
 	}
 	return false
@@ -67,6 +88,16 @@ const (
 	// that long to see the delete.
 	DefaultDeleteRetentionMs int64 = 24 * 3600 * 1000
 )
+
+// The values of message.timestamp.type.
+const (
+	TimestampCreateTime    = "CreateTime"
+	TimestampLogAppendTime = "LogAppendTime"
+)
+
+// MinMaxMessageBytes is the smallest max.message.bytes: a batch header
+// (segment.HeaderSize, 61 bytes) and a small record.
+const MinMaxMessageBytes = 128
 
 // Cleanup policies, the values ParseCleanupPolicy accepts.
 const (
@@ -122,8 +153,8 @@ func ValidateNewConfigs(cfg map[string]string) error {
 	return nil
 }
 
-// checkCompactionConfig checks the value of a compaction config, or of
-// segment.ms (any other key passes). Only requests are checked: these keys
+// checkCompactionConfig checks the value of a compaction config, of
+// segment.ms or of a message config (any other key passes). Only requests are checked: these keys
 // were unknown, so accepted with any value, before they were built, and a record or
 // snapshot of that time must still apply as it did (a value that does not
 // parse acts as the key's default: TopicState.Compaction).
@@ -138,7 +169,16 @@ func checkCompactionConfig(k, v string) error {
 		if err != nil || !(f >= 0 && f <= 1) { // NaN fails both
 			return fmt.Errorf("config %s: want a number from 0 to 1, got %q", k, v)
 		}
-	case ConfigDeleteRetentionMs, ConfigMinCompactionLagMs:
+	case ConfigMessageTimestampType:
+		if v != TimestampCreateTime && v != TimestampLogAppendTime {
+			return fmt.Errorf("config %s: want %s or %s, got %q", k, TimestampCreateTime, TimestampLogAppendTime, v)
+		}
+	case ConfigMaxMessageBytes:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < MinMaxMessageBytes || n > MaxSegmentBytes {
+			return fmt.Errorf("config %s: want an integer from %d to %d, got %q", k, MinMaxMessageBytes, MaxSegmentBytes, v)
+		}
+	case ConfigDeleteRetentionMs, ConfigMinCompactionLagMs, ConfigMessageTimestampBeforeMaxMs, ConfigMessageTimestampAfterMaxMs:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			return fmt.Errorf("config %s: want an integer >= 0, got %q", k, v)

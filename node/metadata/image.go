@@ -71,6 +71,34 @@ func (t TopicState) SegmentMs() (ms int64, ok bool) {
 	return ms, ok && ms >= 1
 }
 
+// Messages is what a topic's configs ask of each produced batch.
+type Messages struct {
+	// LogAppendTime: message.timestamp.type is LogAppendTime.
+	LogAppendTime bool
+	// BeforeMaxMs and AfterMaxMs are message.timestamp.before.max.ms and
+	// message.timestamp.after.max.ms; -1: unset, no bound.
+	BeforeMaxMs, AfterMaxMs int64
+	// MaxBytes is max.message.bytes; 0: unset, the node's limit.
+	MaxBytes int64
+}
+
+// Messages returns the topic's message configs. A key the topic does not
+// set, or sets to a value that does not parse (stored before the key was
+// known), takes its default.
+func (t TopicState) Messages() Messages {
+	m := Messages{LogAppendTime: t.Configs[ConfigMessageTimestampType] == TimestampLogAppendTime, BeforeMaxMs: -1, AfterMaxMs: -1}
+	if n, ok := configInt(t.Configs, ConfigMessageTimestampBeforeMaxMs); ok && n >= 0 {
+		m.BeforeMaxMs = n
+	}
+	if n, ok := configInt(t.Configs, ConfigMessageTimestampAfterMaxMs); ok && n >= 0 {
+		m.AfterMaxMs = n
+	}
+	if n, ok := configInt(t.Configs, ConfigMaxMessageBytes); ok && n >= MinMaxMessageBytes && n <= MaxSegmentBytes {
+		m.MaxBytes = n
+	}
+	return m
+}
+
 // Compaction is a topic's cleanup.policy and compaction configs, with
 // their defaults filled in.
 type Compaction struct {

@@ -1,0 +1,101 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/wire"
+)
+
+// MessagePolicy is what a topic's configs ask of each produced batch:
+// message.timestamp.type, message.timestamp.before.max.ms and
+// .after.max.ms, and max.message.bytes (node/metadata/configs.go). The zero
+// value asks nothing beyond the node's own limits.
+type MessagePolicy struct {
+	// LogAppendTime: the leader stamps every batch with its clock
+	// (segment.Batch.StampLogAppendTime), and its records carry that time.
+	LogAppendTime bool
+	// Before and After bound how far a record's timestamp may lie before
+	// and after the leader's clock (CreateTime topics only).
+	Before, After TimestampBound
+	// MaxBytes is the largest batch the topic takes; 0: the node's limit.
+	MaxBytes int
+}
+
+// TimestampBound is a message.timestamp.*.max.ms. The zero value is no
+// bound.
+type TimestampBound struct {
+	Set bool
+	Max time.Duration
+}
+
+// checkRecords checks every record of a produced batch in one decoding
+// (decompressed, if it is: segment.Batch.ValidateRecords):
+//   - each must decode, so that a batch no consumer could read is refused
+//     rather than acknowledged (CorruptMessage);
+//   - on a compacted topic each must have a key, which the cleaner keeps
+//     the last record of (InvalidRecord, as in Kafka; an empty key is a
+//     key);
+//   - under pol's timestamp bounds (not with LogAppendTime) each
+//     timestamp must lie within them of now (InvalidTimestamp, as in
+//     Kafka: the whole batch is refused).
+func checkRecords(batch segment.Batch, topic string, compacted bool, pol *MessagePolicy, now time.Time) (wire.ErrorCode, string) {
+	bounded := pol != nil && !pol.LogAppendTime && (pol.Before.Set || pol.After.Set)
+	if !compacted && !bounded {
+		if err := batch.ValidateRecords(); err != nil {
+			return wire.CorruptMessage, err.Error()
+		}
+		return wire.None, ""
+	}
+	lo, hi := int64(minInt64), int64(maxInt64)
+	nowMs := now.UnixMilli()
+	if bounded && pol.Before.Set {
+		lo = nowMs - pol.Before.Max.Milliseconds()
+	}
+	if bounded && pol.After.Set {
+		hi = nowMs + pol.After.Max.Milliseconds()
+	}
+	// ValidateRecords' loop, looking at each record on the way.
+	var it segment.Records
+	it.Reset(batch)
+	keyless := false
+	for i := 0; it.Next(); i++ {
+		r := it.Record()
+		keyless = keyless || r.Key == nil
+		switch {
+		case r.Timestamp < lo:
+			return wire.InvalidTimestamp, fmt.Sprintf("record %d of the batch has timestamp %d, more than %d ms before the leader's clock (%d): topic %s sets message.timestamp.before.max.ms=%d",
+				i, r.Timestamp, pol.Before.Max.Milliseconds(), nowMs, topic, pol.Before.Max.Milliseconds())
+		case r.Timestamp > hi:
+			return wire.InvalidTimestamp, fmt.Sprintf("record %d of the batch has timestamp %d, more than %d ms after the leader's clock (%d): topic %s sets message.timestamp.after.max.ms=%d",
+				i, r.Timestamp, pol.After.Max.Milliseconds(), nowMs, topic, pol.After.Max.Milliseconds())
+		}
+	}
+	if err := it.Err(); err != nil {
+		return wire.CorruptMessage, err.Error()
+	}
+	if compacted && keyless {
+		return wire.InvalidRecord, fmt.Sprintf("compacted topic %s cannot accept a record without a key", topic)
+	}
+	return wire.None, ""
+}
+
+const (
+	minInt64 = -1 << 63
+	maxInt64 = 1<<63 - 1
+)
+
+// batchLimit is the largest batch a partition of topic takes, and the
+// message refusing a larger one: the node's limit, or the topic's
+// max.message.bytes when lower.
+func (b *Broker) batchLimit(topic string, pol *MessagePolicy, size int) (int, string) {
+	limit := b.cfg.Log.MaxBatchBytes
+	if limit <= 0 {
+		limit = defaultMaxBatchBytes
+	}
+	if pol != nil && pol.MaxBytes > 0 && pol.MaxBytes < limit {
+		return pol.MaxBytes, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", size, topic, pol.MaxBytes)
+	}
+	return limit, fmt.Sprintf("batch of %d bytes is larger than the node's maximum batch size (%d)", size, limit)
+}
