@@ -29,7 +29,8 @@ func produceCommand() *ucli.Command {
 			"records are compressed: the nodes store and replicate them compressed, consumers decompress them.\n" +
 			`With --json, one line {"partition":P,"offset":O} is printed per record, in input order, as` + "\n" +
 			`records are acknowledged; a record that could not be acknowledged prints` + "\n" +
-			`{"partition":-1,"offset":-1,"error":"..."} instead.` + "\n" +
+			`{"partition":-1,"offset":-1,"error":"..."} instead. On a topic with message.timestamp.type=LogAppendTime` + "\n" +
+			`the line also has "log_append_time": the time (unix ms) the leader gave the record.` + "\n" +
 			"Exits non-zero, saying how many, if any record was not acknowledged.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringFlag{Name: "key", Usage: "key for every record", EnvVars: envVar("PRODUCE_KEY")},
@@ -350,6 +351,7 @@ type ackSlot struct {
 	done bool
 	part int32
 	off  int64
+	lat  int64 // the leader's log append time, unix ms; 0: none
 	err  error
 }
 
@@ -380,7 +382,11 @@ func (l *ackLog) resolve(idx int64, d client.Delivery) {
 	}
 	head := false
 	if l.json {
-		l.mu.slots[idx-l.mu.base] = ackSlot{done: true, part: d.Partition, off: d.Offset, err: d.Err}
+		slot := ackSlot{done: true, part: d.Partition, off: d.Offset, err: d.Err}
+		if !d.LogAppendTime.IsZero() {
+			slot.lat = d.LogAppendTime.UnixMilli()
+		}
+		l.mu.slots[idx-l.mu.base] = slot
 		head = idx == l.mu.base
 	}
 	l.mu.Unlock()
@@ -439,7 +445,8 @@ func (l *ackLog) summary() (total, failed int64, firstErr error, firstLine int64
 	return l.mu.total, l.mu.failed, l.mu.firstErr, l.mu.firstBad + 1
 }
 
-// appendAck formats {"partition":P,"offset":O} (plus "error" on failure).
+// appendAck formats {"partition":P,"offset":O} (plus "error" on failure,
+// and "log_append_time" when the topic's records take the leader's time).
 func appendAck(b []byte, s ackSlot) []byte {
 	if s.err != nil {
 		b = append(b, `{"partition":-1,"offset":-1,"error":`...)
@@ -450,5 +457,9 @@ func appendAck(b []byte, s ackSlot) []byte {
 	b = strconv.AppendInt(b, int64(s.part), 10)
 	b = append(b, `,"offset":`...)
 	b = strconv.AppendInt(b, s.off, 10)
+	if s.lat > 0 {
+		b = append(b, `,"log_append_time":`...)
+		b = strconv.AppendInt(b, s.lat, 10)
+	}
 	return append(b, "}\n"...)
 }

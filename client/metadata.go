@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"paymentlog/segment"
 	"paymentlog/wire"
 )
 
@@ -53,6 +55,27 @@ func (s *snapshot) leads(topic string, p, leader, epoch int32) bool {
 }
 
 // partition returns a partition's metadata.
+// maxMessageBytes is the topic's max.message.bytes, 0 when it sets none
+// (or an unusable value) or is unknown.
+func (s *snapshot) maxMessageBytes(topic string) int {
+	if s == nil {
+		return 0
+	}
+	t := s.topics[topic]
+	if t == nil {
+		return 0
+	}
+	v, ok := t.Configs["max.message.bytes"]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < segment.HeaderSize {
+		return 0
+	}
+	return n
+}
+
 func (s *snapshot) partition(topic string, p int32) (wire.PartitionMetadata, bool) {
 	if s == nil {
 		return wire.PartitionMetadata{}, false

@@ -36,7 +36,12 @@ type Delivery struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Err       error
+	// LogAppendTime is the time the leader gave the record (and the rest
+	// of its batch) on a topic with message.timestamp.type=LogAppendTime,
+	// which consumers see as its timestamp; zero otherwise, and for a
+	// retried batch the leader had already written.
+	LogAppendTime time.Time
+	Err           error
 }
 
 // Errors.
@@ -72,11 +77,19 @@ func (e *DeliveryError) Error() string {
 func (e *DeliveryError) Unwrap() error { return e.Err }
 
 // RecordTooLargeError is returned by Produce for a record above
-// MaxRecordBytes. Size is the record's own bytes: its key, value and
-// headers' keys and values (RecordBytes).
-type RecordTooLargeError struct{ Size, Max int }
+// MaxRecordBytes: Size is the record's own bytes, its key, value and
+// headers' keys and values (RecordBytes). With Topic set, the record alone
+// in a batch would be larger than the topic's max.message.bytes (Max): Size
+// is then that batch's size.
+type RecordTooLargeError struct {
+	Size, Max int
+	Topic     string
+}
 
 func (e *RecordTooLargeError) Error() string {
+	if e.Topic != "" {
+		return fmt.Sprintf("client: record makes a batch of %d bytes, more than topic %s's max.message.bytes (%d)", e.Size, e.Topic, e.Max)
+	}
 	return fmt.Sprintf("client: record of %d bytes (key, value and headers) exceeds the %d-byte limit", e.Size, e.Max)
 }
 
@@ -187,6 +200,11 @@ func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) er
 	n, err := p.partitionCount(ctx, r.Topic)
 	if err != nil {
 		return err
+	}
+	if limit := p.c.meta.current().maxMessageBytes(r.Topic); limit > 0 {
+		if alone := segment.RecordBatchSize(r.Key, r.Value, r.Headers); alone > limit {
+			return &RecordTooLargeError{Size: alone, Max: limit, Topic: r.Topic}
+		}
 	}
 	part := r.Partition
 	switch {

@@ -31,12 +31,15 @@ type pbatch struct {
 	attempts int
 	inFlight bool // a request carrying encoded may still be writing it
 	unknown  bool // some attempt's outcome is unknown: a leader may have written it
-	oos      int  // OutOfOrderSequence answers while nothing before it was unresolved
-	moved    bool // its request was abandoned because the metadata names a newer leader
-	lastErr  error
-	sentTo   leader
-	sentAt   time.Time
-	cancel   context.CancelFunc
+	// appendTime is the leader's LogAppendTime for the batch (unix ms; 0:
+	// none), set with its success.
+	appendTime int64
+	oos        int  // OutOfOrderSequence answers while nothing before it was unresolved
+	moved      bool // its request was abandoned because the metadata names a newer leader
+	lastErr    error
+	sentTo     leader
+	sentAt     time.Time
+	cancel     context.CancelFunc
 }
 
 // builderPool recycles the builders (and their batch-sized buffers) of
@@ -111,6 +114,9 @@ func (b *pbatch) deliver(topic string, part int32, base int64, err error) {
 		d := Delivery{Topic: topic, Partition: part, Offset: -1, Err: err}
 		if err == nil && base >= 0 {
 			d.Offset = base + int64(i)
+		}
+		if err == nil && b.appendTime > 0 {
+			d.LogAppendTime = time.UnixMilli(b.appendTime).UTC()
 		}
 		cb(d)
 	}

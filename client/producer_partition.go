@@ -103,10 +103,17 @@ func (pp *partProducer) signal() {
 // would overflow it, and after if it is full.
 func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
 	cfg := &pp.p.cfg
+	// The topic's max.message.bytes, when lower, bounds the batch (the
+	// estimate counts every record at its widest, so the batch is no
+	// larger; a record too large alone was refused by Produce).
+	batchBytes := cfg.BatchBytes
+	if limit := pp.p.c.meta.current().maxMessageBytes(pp.topic); limit > 0 && limit < batchBytes {
+		batchBytes = limit
+	}
 	wake := false
 	pp.mu.Lock()
 	b := pp.mu.open
-	if b != nil && b.size+size > cfg.BatchBytes {
+	if b != nil && b.size+size > batchBytes {
 		pp.closeOpenLocked()
 		b, wake = nil, true
 	}
@@ -120,13 +127,13 @@ func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb fun
 		}
 		// A quarter more than the last batch: a batch that outgrows its
 		// buffer copies what it holds.
-		capHint := min(cfg.BatchBytes, max(2*size+1024, pp.mu.lastLen+pp.mu.lastLen/4))
-		b = newBatch(bld, capHint, cfg.BatchBytes, max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
+		capHint := min(batchBytes, max(2*size+1024, pp.mu.lastLen+pp.mu.lastLen/4))
+		b = newBatch(bld, capHint, batchBytes, max(8, pp.mu.lastRecs), time.Now(), cfg.DeliveryTimeout)
 		pp.mu.open = b
 		wake = true // arms the linger timer
 	}
 	b.add(r, ts, size, gen, cb)
-	if b.size >= cfg.BatchBytes {
+	if b.size >= batchBytes {
 		pp.closeOpenLocked()
 		wake = true
 	}

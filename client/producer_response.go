@@ -34,6 +34,7 @@ func (pp *partProducer) handle(r attemptResult) {
 	err := code.Err(r.resp.Message)
 	switch {
 	case code == wire.None:
+		b.appendTime = r.resp.LogAppendTime
 		pp.succeed(b, r.resp.BaseOffset)
 	case code == wire.DuplicateSequence:
 		if r.resp.BaseOffset >= 0 {
@@ -93,6 +94,11 @@ func (pp *partProducer) handle(r attemptResult) {
 	default:
 		// The refusal says this attempt wrote nothing; an earlier attempt
 		// whose answer was lost may have written the batch all the same.
+		if code == wire.RecordTooLarge {
+			// The topic's max.message.bytes may have been lowered since
+			// the batch was built: later batches follow the new one.
+			pp.needMeta = true
+		}
 		pp.terminal(b, err, !b.unknown, now)
 	}
 }

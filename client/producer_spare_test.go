@@ -39,7 +39,7 @@ func TestKeepBuilderBoundsSparesByCountAndBytes(t *testing.T) {
 }
 
 func TestNewBatchReusesTheSpareBuilder(t *testing.T) {
-	p := &Producer{cfg: ProducerConfig{BufferBytes: 10 << 20, BatchBytes: 1 << 20, MaxInFlight: 5, Linger: 1 << 40}}
+	p := &Producer{c: &Client{meta: &metadata{}}, cfg: ProducerConfig{BufferBytes: 10 << 20, BatchBytes: 1 << 20, MaxInFlight: 5, Linger: 1 << 40}}
 	pp := newPartProducer(p, "t", 0)
 	spare := builderOfCap(1 << 20)
 	pp.keepBuilder(spare)
@@ -68,7 +68,7 @@ func TestNewBatchReusesTheSpareBuilder(t *testing.T) {
 // header), not in one doubled past it.
 func TestBatchBufferStopsAtBatchBytes(t *testing.T) {
 	const batchBytes = 300_000
-	p := &Producer{cfg: ProducerConfig{BufferBytes: 10 << 20, BatchBytes: batchBytes, MaxInFlight: 5, Linger: 1 << 40}}
+	p := &Producer{c: &Client{meta: &metadata{}}, cfg: ProducerConfig{BufferBytes: 10 << 20, BatchBytes: batchBytes, MaxInFlight: 5, Linger: 1 << 40}}
 	pp := newPartProducer(p, "t", 0)
 	pp.keepBuilder(builderOfCap(4096)) // not one from the shared pool, which may be larger
 	r := &Record{Topic: "t", Value: make([]byte, 1000)}

@@ -245,3 +245,23 @@ func TestBuilderGrowsByDoubling(t *testing.T) {
 		t.Fatalf("%d records, want 1000", got)
 	}
 }
+
+// RecordBatchSize is exactly the size of the one-record batch Build makes.
+func TestRecordBatchSize(t *testing.T) {
+	big := make([]byte, 300)
+	for _, c := range []struct {
+		key, value []byte
+		hdrs       []RecordHeader
+	}{
+		{nil, nil, nil},
+		{[]byte{}, []byte("v"), nil},
+		{[]byte("card-1"), big, []RecordHeader{{Key: "trace", Value: []byte("abc")}, {Key: "n", Value: nil}}},
+		{big, make([]byte, 70000), nil},
+	} {
+		bld := NewBuilder(BuilderOptions{})
+		bld.Add(1_800_000_000_000, c.key, c.value, c.hdrs)
+		if got, want := RecordBatchSize(c.key, c.value, c.hdrs), len(bld.Build()); got != want {
+			t.Errorf("key %d value %d headers %d: RecordBatchSize %d, Build %d", len(c.key), len(c.value), len(c.hdrs), got, want)
+		}
+	}
+}

@@ -55,6 +55,17 @@ func (b *Builder) Reset(opts BuilderOptions) {
 	b.comp = nil
 }
 
+// RecordBatchSize is the size of a batch holding only this record,
+// uncompressed: what a limit on batches (a topic's max.message.bytes)
+// must at least allow for it.
+func RecordBatchSize(key, value []byte, headers []RecordHeader) int {
+	body := 1 + varintLen(0) + varintLen(0) + bytesLen(key) + bytesLen(value) + varintLen(int64(len(headers)))
+	for _, h := range headers {
+		body += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return HeaderSize + varintLen(int64(body)) + body
+}
+
 // Add appends one record. A nil key or value is stored as null.
 func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHeader) {
 	if b.built {

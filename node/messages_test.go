@@ -1,0 +1,115 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// The message configs through the client: a CreateTime topic with
+// message.timestamp.before.max.ms refuses a record from a producer whose
+// clock is a day behind (InvalidTimestamp, by name); a LogAppendTime topic
+// gives records the leader's time, which the delivery reports and
+// consumers and lookups by time see; with max.message.bytes the producer
+// builds batches within it (every record written) and refuses, by name, a
+// record too large alone.
+func TestMessageConfigsThroughTheClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, nil)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "bounded", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
+		Configs: map[string]string{"message.timestamp.before.max.ms": "3600000"}})
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "appended", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
+		Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}})
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "small", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
+		Configs: map[string]string{"max.message.bytes": "4096"}})
+	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+
+	dayAgo := time.Now().Add(-24 * time.Hour)
+	_, err = p.ProduceSync(ctx, &client.Record{Topic: "bounded", Value: []byte("late"), Timestamp: dayAgo})
+	if client.ErrorCode(err) != wire.InvalidTimestamp || !strings.Contains(err.Error(), "message.timestamp.before.max.ms=3600000") {
+		t.Fatalf("a record a day old: %v, want InvalidTimestamp naming the config", err)
+	}
+	if d, err := p.ProduceSync(ctx, &client.Record{Topic: "bounded", Value: []byte("now")}); err != nil || d.Offset != 0 || !d.LogAppendTime.IsZero() {
+		t.Fatalf("a record of now: %+v, %v", d, err)
+	}
+
+	before := time.Now()
+	var ds []client.Delivery
+	for i := range 3 {
+		d, err := p.ProduceSync(ctx, &client.Record{Topic: "appended", Value: []byte(fmt.Sprint("p", i)), Timestamp: dayAgo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.LogAppendTime.Before(before.Truncate(time.Millisecond)) || d.LogAppendTime.After(time.Now()) {
+			t.Fatalf("record %d: log append time %v, want between %v and now", i, d.LogAppendTime, before)
+		}
+		ds = append(ds, d)
+	}
+	got, err := consumeMessages(ctx, c, "appended", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range got {
+		if !m.Timestamp.Equal(ds[i].LogAppendTime) {
+			t.Fatalf("offset %d: consumed timestamp %v, delivered log append time %v", m.Offset, m.Timestamp, ds[i].LogAppendTime)
+		}
+	}
+	offs, err := c.Admin().ListOffsets(ctx, "appended", dayAgo.UnixMilli())
+	if err != nil || offs[0] != 0 {
+		t.Fatalf("offset for the producer's time: %v, %v; want 0 (every record is later)", offs, err)
+	}
+	offs, err = c.Admin().ListOffsets(ctx, "appended", ds[2].LogAppendTime.UnixMilli())
+	if err != nil || offs[0] > 2 {
+		t.Fatalf("offset for the last append time: %v, %v", offs, err)
+	}
+
+	value := []byte(strings.Repeat("v", 200))
+	done := make(chan error, 100)
+	for range 100 {
+		if err := p.Produce(ctx, &client.Record{Topic: "small", Value: value}, func(d client.Delivery) { done <- d.Err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		if err := <-done; err != nil {
+			t.Fatalf("a 200-byte record on a topic of 4096-byte batches: %v", err)
+		}
+	}
+	var tooLarge *client.RecordTooLargeError
+	err = p.Produce(ctx, &client.Record{Topic: "small", Value: make([]byte, 4096)}, nil)
+	if !errors.As(err, &tooLarge) || tooLarge.Topic != "small" || tooLarge.Max != 4096 || !strings.Contains(err.Error(), "max.message.bytes") {
+		t.Fatalf("a record larger alone than max.message.bytes: %v", err)
+	}
+	if st := p.Stats(); st.Batches < 100*230/4096 {
+		t.Fatalf("%d batches for 100 records of 200 bytes", st.Batches)
+	}
+}
+
+// consumeMessages reads n records of partition 0 of topic from the beginning.
+func consumeMessages(ctx context.Context, c *client.Client, topic string, n int) ([]client.Message, error) {
+	cons := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})
+	defer cons.Close()
+	cons.Assign([]client.TopicPartition{{Topic: topic, Partition: 0}}, client.SeekBeginning)
+	var out []client.Message
+	for len(out) < n {
+		msgs, err := cons.Poll(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
