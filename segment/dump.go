@@ -110,9 +110,12 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 			gap = fmt.Sprintf(" OFFSET-GAP(expected %d)", s.LastOffset+1)
 			s.Gaps++
 		}
-		compacted := ""
+		flags := ""
 		if h.Compacted() {
-			compacted = " compacted: true"
+			flags = " compacted: true"
+		}
+		if h.LogAppendTime() {
+			flags += " timestampType: LogAppendTime"
 		}
 		lastSeq := int32(-1)
 		if h.BaseSequence >= 0 {
@@ -121,7 +124,7 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d position: %d size: %d leaderEpoch: %d "+
 			"producerId: %d producerEpoch: %d baseSequence: %d lastSequence: %d firstTimestamp: %s maxTimestamp: %s compression: %s crc: %08x valid: true%s%s\n",
 			h.BaseOffset, h.LastOffset(), h.RecordCount, pos, bsize, h.LeaderEpoch,
-			h.ProducerID, h.ProducerEpoch, h.BaseSequence, lastSeq, fmtMillis(h.FirstTimestamp), fmtMillis(h.MaxTimestamp), h.Compression(), h.CRC, compacted, gap)
+			h.ProducerID, h.ProducerEpoch, h.BaseSequence, lastSeq, fmtMillis(h.FirstTimestamp), fmtMillis(h.MaxTimestamp), h.Compression(), h.CRC, flags, gap)
 		if s.FirstOffset < 0 {
 			s.FirstOffset = h.BaseOffset
 		}

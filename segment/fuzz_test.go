@@ -19,6 +19,12 @@ func fuzzSeedBatches() [][]byte {
 	for _, c := range []Codec{CodecLZ4, CodecZstd} {
 		seeds = append(seeds, paymentBatch(c, 8))
 	}
+	// Batches stamped with their log append time (AttrLogAppendTime).
+	for _, c := range []Codec{CodecNone, CodecZstd} {
+		stamped := paymentBatch(c, 8)
+		stamped.StampLogAppendTime(1_800_000_000_000)
+		seeds = append(seeds, stamped)
+	}
 	// Compacted batches (AttrCompacted): records with gaps, and none.
 	for _, c := range []Codec{CodecNone, CodecLZ4} {
 		for _, keepEvery := range []int64{3, 1 << 20} {
@@ -61,6 +67,8 @@ func FuzzBatchDecode(f *testing.F) {
 					t.Fatalf("compacted batch: record %d has offset %d after %d (last %d)", n, r.Offset, prev, h.LastOffset())
 				case !h.Compacted() && r.Offset != h.BaseOffset+int64(n):
 					t.Fatalf("record %d has offset %d", n, r.Offset)
+				case h.LogAppendTime() && r.Timestamp != h.MaxTimestamp:
+					t.Fatalf("log-append-time batch: record %d has timestamp %d, not %d", n, r.Timestamp, h.MaxTimestamp)
 				}
 				prev = r.Offset
 				n++
