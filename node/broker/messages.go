@@ -86,16 +86,23 @@ const (
 	maxInt64 = 1<<63 - 1
 )
 
-// batchLimit is the largest batch a partition of topic takes, and the
-// message refusing a larger one: the node's limit, or the topic's
-// max.message.bytes when lower.
-func (b *Broker) batchLimit(topic string, pol *MessagePolicy, size int) (int, string) {
+// checkBatchSize refuses (RecordTooLarge, saying which limit) a batch of
+// size bytes larger than a partition of topic takes: the node's limit, or
+// the topic's max.message.bytes when lower. The message is built only for
+// a refusal: this runs for every produced batch.
+func (b *Broker) checkBatchSize(topic string, pol *MessagePolicy, size int) (wire.ErrorCode, string) {
 	limit := b.cfg.Log.MaxBatchBytes
 	if limit <= 0 {
 		limit = defaultMaxBatchBytes
 	}
 	if pol != nil && pol.MaxBytes > 0 && pol.MaxBytes < limit {
-		return pol.MaxBytes, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", size, topic, pol.MaxBytes)
+		if size > pol.MaxBytes {
+			return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", size, topic, pol.MaxBytes)
+		}
+		return wire.None, ""
 	}
-	return limit, fmt.Sprintf("batch of %d bytes is larger than the node's maximum batch size (%d)", size, limit)
+	if size > limit {
+		return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than the node's maximum batch size (%d)", size, limit)
+	}
+	return wire.None, ""
 }

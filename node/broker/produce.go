@@ -76,8 +76,8 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 	}
 	batch := segment.Batch(pp.Batch)
 	pol := p.messages.Load()
-	if limit, msg := b.batchLimit(topic, pol, len(batch)); len(batch) > limit {
-		out.Err, out.Message = wire.RecordTooLarge, msg
+	if code, msg := b.checkBatchSize(topic, pol, len(batch)); code != wire.None {
+		out.Err, out.Message = code, msg
 		return nil
 	}
 	if err := batch.Validate(); err != nil || batch.Size() != len(batch) {
