@@ -80,9 +80,9 @@ func runTopicDeleteRecords(ctx context.Context, co clientOptions, name string, p
 		var starts map[int32]int64
 		var err error
 		if part < 0 {
-			starts, err = a.DeleteAllRecords(ctx, name)
+			starts, err = a.DeleteAllRecords(ctx, name, client.LeadersOnly)
 		} else {
-			starts, err = a.DeleteRecords(ctx, name, map[int32]int64{part: off})
+			starts, err = a.DeleteRecords(ctx, name, map[int32]int64{part: off}, client.LeadersOnly)
 		}
 		parts := slices.Sorted(maps.Keys(starts))
 		if err != nil || wait == 0 {

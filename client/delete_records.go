@@ -14,22 +14,36 @@ import (
 // below the partition's high watermark.
 const DeleteRecordsLatest = wire.DeleteRecordsLatest
 
+// DeleteRecordsOption changes what DeleteRecords waits for.
+type DeleteRecordsOption int
+
+// LeadersOnly makes DeleteRecords return once each partition's leader has
+// moved its log start, without waiting for the followers
+// (WaitReplicasLogStart waits for them, saying which are behind).
+const LeadersOnly DeleteRecordsOption = 1
+
 // DeleteRecords deletes, for each partition of topic in offsets, every
 // record below its offset (Kafka's deleteRecords, kafka-delete-records):
 // the partition's log start offset moves there, on its leader at once and
 // on each follower at its next fetch, and consumers reading from below it
 // go on from there (OffsetOutOfRange for an exact offset). An offset may
 // not pass the high watermark; DeleteRecordsLatest means the high
-// watermark. It returns each partition's log start offset on its leader
-// afterwards, and retries what leader changes make fail until ctx ends. A
-// topic whose cleanup.policy is compact alone is refused
-// (PolicyViolation).
-func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64) (map[int32]int64, error) {
+// watermark. It returns once every in-sync replica of each partition has
+// deleted the records, each partition's low watermark: the lowest log
+// start offset among its in-sync replicas, as Kafka's does (with
+// LeadersOnly: once the leaders have, their log starts). Each leader waits
+// for its followers for most of the request's time (Config.RequestTimeout,
+// or until ctx ends if sooner) and answers Timeout, naming the replicas
+// behind, if they have not caught up; that and leader changes are retried
+// until ctx ends. A topic whose cleanup.policy
+// is compact alone is refused (PolicyViolation).
+func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int32]int64, opts ...DeleteRecordsOption) (map[int32]int64, error) {
 	for p, off := range offsets {
 		if off < 0 && off != DeleteRecordsLatest {
 			return nil, fmt.Errorf("client: delete records of %s/%d below %d: not an offset or DeleteRecordsLatest", topic, p, off)
 		}
 	}
+	leadersOnly := slices.Contains(opts, LeadersOnly)
 	c := a.c
 	out := make(map[int32]int64, len(offsets))
 	errs := map[int32]error{}
@@ -38,6 +52,10 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 	for len(todo) > 0 {
 		failed, err := c.askLeaders(ctx, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
 			req := &wire.DeleteRecordsRequest{Topic: topic}
+			if d, ok := cctx.Deadline(); ok && !leadersOnly {
+				wait := time.Until(d) - time.Until(d)/8 // leaves the answer time to come back
+				req.TimeoutMs = int32(max(wait/time.Millisecond, 1))
+			}
 			for _, p := range ps {
 				req.Parts = append(req.Parts, wire.DeleteRecordsPartition{Partition: p, Offset: offsets[p]})
 			}
@@ -83,7 +101,7 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 
 // DeleteAllRecords is DeleteRecords of every partition of topic below its
 // high watermark.
-func (a *Admin) DeleteAllRecords(ctx context.Context, topic string) (map[int32]int64, error) {
+func (a *Admin) DeleteAllRecords(ctx context.Context, topic string, opts ...DeleteRecordsOption) (map[int32]int64, error) {
 	n, err := a.c.PartitionCount(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -92,7 +110,7 @@ func (a *Admin) DeleteAllRecords(ctx context.Context, topic string) (map[int32]i
 	for p := range int32(n) {
 		offsets[p] = DeleteRecordsLatest
 	}
-	return a.DeleteRecords(ctx, topic, offsets)
+	return a.DeleteRecords(ctx, topic, offsets, opts...)
 }
 
 // WaitReplicasLogStart waits, until ctx ends, for every in-sync replica of

@@ -16,9 +16,16 @@ const MaxDeleteRecordsParts = 10_000
 
 // DeleteRecordsRequest deletes, for each partition of Topic, the records
 // below an offset.
+//
+// With TimeoutMs > 0 the leader answers each partition once every in-sync
+// replica reports a log start offset at or above the offset (Kafka's
+// DeleteRecords purgatory), or with Timeout and the low watermark reached
+// when TimeoutMs passes first; with 0 it answers once its own log start
+// moved.
 type DeleteRecordsRequest struct {
-	Topic string                   `msgpack:"topic"`
-	Parts []DeleteRecordsPartition `msgpack:"parts"`
+	Topic     string                   `msgpack:"topic"`
+	Parts     []DeleteRecordsPartition `msgpack:"parts"`
+	TimeoutMs int32                    `msgpack:"timeout,omitempty"`
 }
 
 // DeleteRecordsPartition: delete the records of Partition below Offset (at
@@ -32,9 +39,10 @@ type DeleteRecordsResponse struct {
 	Parts []DeleteRecordsPartitionResponse `msgpack:"parts"`
 }
 
-// DeleteRecordsPartitionResponse gives the partition's log start offset
-// on the leader after the deletion (Kafka's low watermark; -1 with an
-// error), or why nothing was deleted.
+// DeleteRecordsPartitionResponse gives the partition's low watermark after
+// the deletion: with a TimeoutMs, the lowest log start offset among its
+// in-sync replicas (Kafka's), also with Timeout; without, the leader's;
+// -1 with any other error, which says why nothing was deleted.
 type DeleteRecordsPartitionResponse struct {
 	Partition    int32     `msgpack:"p"`
 	Err          ErrorCode `msgpack:"err"`

@@ -34,6 +34,9 @@ type ReplicaFetchPartition struct {
 	LastFetchedEpoch   int32  `msgpack:"lfe"`   // epoch of the follower's last batch, -1 if none
 	CurrentLeaderEpoch int32  `msgpack:"epoch"` // the epoch the follower believes the leader has
 	HighWatermark      int64  `msgpack:"hw"`    // the follower's HW (informational)
+	// LogStart is the follower's log start offset, which its leader's
+	// DeleteRecords waits on; nil from older nodes.
+	LogStart *int64 `msgpack:"lso,omitempty"`
 }
 
 type ReplicaFetchResponse struct {

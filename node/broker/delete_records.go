@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"paymentlog/node/replica"
 	"paymentlog/quic"
@@ -28,6 +30,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, peer quic.Peer, fr qui
 	}
 	resp := wire.DeleteRecordsResponse{Parts: make([]wire.DeleteRecordsPartitionResponse, len(req.Parts))}
 	denied := b.authorize(peer, wire.OpDelete, req.Topic)
+	wanted := make([]int64, len(req.Parts)) // each partition's offset, once deleted on the leader
 	for i, dp := range req.Parts {
 		out := &resp.Parts[i]
 		*out = wire.DeleteRecordsPartitionResponse{Partition: dp.Partition, LowWatermark: -1, LeaderHint: -1}
@@ -40,21 +43,111 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, peer quic.Peer, fr qui
 			out.Err = wire.UnknownTopicOrPartition
 			continue
 		}
-		low, leader, err := p.deleteRecords(ctx, dp.Offset)
+		low, target, leader, err := p.deleteRecords(ctx, dp.Offset)
 		out.LeaderHint = leader
 		if err != nil {
 			out.Err, out.Message = err.Code, err.Message
 			continue
 		}
 		out.LowWatermark = low
+		wanted[i] = target
+	}
+	if req.TimeoutMs > 0 {
+		// Every partition's deletion is under way; now wait for the
+		// followers, all partitions within the one timeout.
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
+		defer cancel()
+		for i, dp := range req.Parts {
+			out := &resp.Parts[i]
+			if out.Err != wire.None {
+				continue
+			}
+			out.LowWatermark, out.Err, out.Message = b.partition(req.Topic, dp.Partition).awaitLowWatermark(wctx, wanted[i])
+			if out.Err == wire.None || out.Err == wire.Timeout {
+				continue
+			}
+			out.LowWatermark = -1
+		}
 	}
 	return wire.TypeDeleteRecords, resp, nil
 }
 
+// awaitLowWatermark waits until every in-sync replica of the partition,
+// which must lead, reports a log start offset at or above off (Kafka's
+// low watermark: the replicas' lowest), and returns that lowest; or, when
+// ctx ends first, the lowest reached with Timeout and a message naming
+// the replicas behind. A follower that has not reported its log start in
+// this leadership (an older build does not) counts as behind.
+func (p *partition) awaitLowWatermark(ctx context.Context, off int64) (int64, wire.ErrorCode, string) {
+	for {
+		p.mu.Lock()
+		if p.mu.stopped || p.mu.r.Role() != replica.RoleLeader {
+			p.mu.Unlock()
+			return -1, wire.NotLeader, "leadership moved while waiting for the followers to delete the records"
+		}
+		low := p.log.LogStartOffset()
+		var behind []string
+		for _, id := range p.mu.r.ISR() {
+			if id == p.b.cfg.NodeID {
+				continue
+			}
+			start, ok := p.mu.followerStarts[id]
+			switch {
+			case !ok:
+				low = min(low, 0)
+				behind = append(behind, fmt.Sprintf("%d (not reported)", id))
+			case start < off:
+				low = min(low, start)
+				behind = append(behind, fmt.Sprintf("%d (log start %d)", id, start))
+			default:
+				low = min(low, start)
+			}
+		}
+		if p.mu.startsChanged == nil {
+			p.mu.startsChanged = make(chan struct{})
+		}
+		changed := p.mu.startsChanged
+		p.mu.Unlock()
+		if len(behind) == 0 {
+			return low, wire.None, ""
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return low, wire.Timeout, fmt.Sprintf("records of %s below %d deleted on the leader; in-sync replica(s) %s have not deleted them yet",
+				p.key, off, strings.Join(behind, ", "))
+		}
+	}
+}
+
+// noteFollowerStart records the log start offset a follower reported in a
+// fetch this replica, leading, accepted.
+func (p *partition) noteFollowerStart(id int32, start int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old, ok := p.mu.followerStarts[id]; ok && old == start {
+		return
+	}
+	if p.mu.followerStarts == nil {
+		p.mu.followerStarts = map[int32]int64{}
+	}
+	p.mu.followerStarts[id] = start
+	p.startsChangedLocked()
+}
+
+// startsChangedLocked wakes every awaitLowWatermark. mu held.
+func (p *partition) startsChangedLocked() {
+	if p.mu.startsChanged != nil {
+		close(p.mu.startsChanged)
+		p.mu.startsChanged = nil
+	}
+}
+
 // deleteRecords moves the log start offset of the partition, which must
 // lead, up to off (wire.DeleteRecordsLatest: its HW), and returns the log
-// start offset after it and the leader it knows.
-func (p *partition) deleteRecords(ctx context.Context, off int64) (int64, int32, *wire.Error) {
+// start offset after it, the offset it resolved off to and the leader it
+// knows.
+func (p *partition) deleteRecords(ctx context.Context, off int64) (low, target int64, leader int32, werr *wire.Error) {
 	p.snapMu.Lock()
 	defer p.snapMu.Unlock()
 	p.appendMu.Lock()
@@ -65,9 +158,9 @@ func (p *partition) deleteRecords(ctx context.Context, off int64) (int64, int32,
 	}
 	hw, start, leader, policy := p.mu.r.HW(), p.mu.r.LogStart(), p.mu.r.Leader(), p.mu.cleanup
 	p.mu.Unlock()
-	fail := func(c wire.ErrorCode, format string, args ...any) (int64, int32, *wire.Error) {
+	fail := func(c wire.ErrorCode, format string, args ...any) (int64, int64, int32, *wire.Error) {
 		p.appendMu.Unlock()
-		return -1, leader, &wire.Error{Code: c, Message: fmt.Sprintf(format, args...)}
+		return -1, -1, leader, &wire.Error{Code: c, Message: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case code != replica.OK:
@@ -81,16 +174,16 @@ func (p *partition) deleteRecords(ctx context.Context, off int64) (int64, int32,
 	}
 	if off <= start {
 		p.appendMu.Unlock()
-		return start, leader, nil
+		return start, off, leader, nil
 	}
 	snap, err := p.snapshotBeforeDeletingLocked()
 	p.appendMu.Unlock()
 	if err != nil {
-		return -1, leader, &wire.Error{Code: wire.KafkaStorageError, Message: err.Error()}
+		return -1, -1, leader, &wire.Error{Code: wire.KafkaStorageError, Message: err.Error()}
 	}
 	if err := p.deleteBefore(ctx, off, snap); err != nil {
-		return -1, leader, &wire.Error{Code: readErrCode(err), Message: err.Error()}
+		return -1, -1, leader, &wire.Error{Code: readErrCode(err), Message: err.Error()}
 	}
 	p.lg.Info("deleted records on request", "offset", off, "was", start)
-	return p.log.LogStartOffset(), leader, nil
+	return p.log.LogStartOffset(), off, leader, nil
 }

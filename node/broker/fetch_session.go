@@ -84,6 +84,9 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchO
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch}, now)
 			return d
 		})
+		if rp.LogStart != nil && pt.chk.Code == replica.OK {
+			pt.p.noteFollowerStart(open.FollowerID, *rp.LogStart)
+		}
 		pt.p.register(w)
 	}
 	defer func() {

@@ -398,8 +398,9 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			}
 			continue
 		}
+		start := p.log.LogStartOffset()
 		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, TopicID: topicID, Partition: p.key.partition,
-			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw})
+			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw, LogStart: &start})
 		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch, adding: adding})
 	}
 	if len(targets) > 0 && !retryAt.IsZero() {

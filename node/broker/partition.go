@@ -75,6 +75,11 @@ type partition struct {
 		// says this node is one of them (its copy may be throttled).
 		adding     int
 		beingAdded bool
+		// followerStarts is the log start offset each follower reported
+		// in its last fetch of this leadership (delete_records.go);
+		// startsChanged is closed, and replaced, when one moves.
+		followerStarts map[int32]int64
+		startsChanged  chan struct{}
 		// waiters are long-polling fetches (consumers and follower sessions)
 		// to wake when data arrives or the HW moves.
 		waiters map[*waiter]struct{}

@@ -63,6 +63,11 @@ func (b *Broker) ApplyPartition(ctx context.Context, st PartitionState) error {
 	if tr == replica.Updated {
 		p.countISRChangeLocked(oldISR)
 	}
+	if tr == replica.ToLeader {
+		// What followers reported belongs to an earlier leadership.
+		p.mu.followerStarts = nil
+	}
+	p.startsChangedLocked() // a DeleteRecords waiting looks at the ISR and role again
 	prop := p.decideLocked(d)
 	unsynced := tr == replica.ToLeader && r.Durable() < leo
 	p.mu.Unlock()
