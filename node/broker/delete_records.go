@@ -120,11 +120,9 @@ func (p *partition) awaitLowWatermark(ctx context.Context, off int64) (int64, wi
 	}
 }
 
-// noteFollowerStart records the log start offset a follower reported in a
-// fetch this replica, leading, accepted.
-func (p *partition) noteFollowerStart(id int32, start int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// noteFollowerStartLocked records the log start offset a follower
+// reported in a fetch this replica, leading, accepted. mu held.
+func (p *partition) noteFollowerStartLocked(id int32, start int64) {
 	if old, ok := p.mu.followerStarts[id]; ok && old == start {
 		return
 	}

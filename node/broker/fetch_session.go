@@ -82,11 +82,11 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchO
 			pt.chk, d = r.FollowerFetch(pt.p.log, replica.Fetch{ReplicaID: open.FollowerID, Incarnation: open.Incarnation,
 				FetchOffset: rp.FetchOffset, LastFetchedEpoch: rp.LastFetchedEpoch,
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch}, now)
+			if rp.LogStart != nil && pt.chk.Code == replica.OK {
+				pt.p.noteFollowerStartLocked(open.FollowerID, *rp.LogStart) // decide holds mu
+			}
 			return d
 		})
-		if rp.LogStart != nil && pt.chk.Code == replica.OK {
-			pt.p.noteFollowerStart(open.FollowerID, *rp.LogStart)
-		}
 		pt.p.register(w)
 	}
 	defer func() {

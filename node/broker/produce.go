@@ -111,7 +111,7 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		batch.StampLogAppendTime(now.UnixMilli())
 		h.FirstTimestamp, h.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
 	}
-	base, last, epoch, dup, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h)
+	base, last, epoch, dup, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h, now)
 	if pol != nil && pol.LogAppendTime && !dup {
 		out.LogAppendTime = now.UnixMilli()
 	}
@@ -180,8 +180,9 @@ func (p *partition) leaderHint() int32 {
 
 // appendLeader checks leadership, epoch, min ISR and the producer sequence,
 // then appends the batch. It returns the batch's offsets (the original ones
-// for a retried duplicate, with dup set) and the leader epoch.
-func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header) (base, last int64, epoch int32, dup bool, code wire.ErrorCode) {
+// for a retried duplicate, with dup set) and the leader epoch. now is the
+// broker's clock as the request's checks read it.
+func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header, now time.Time) (base, last int64, epoch int32, dup bool, code wire.ErrorCode) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -218,7 +219,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 		p.lg.Error("append failed", "epoch", epoch, "err", err)
 		return -1, -1, epoch, false, appendErrCode(err)
 	}
-	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, seenAt(h, p.b.cfg.Now()))
+	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, seenAt(h, now))
 	p.producers.advance(hw)
 	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
