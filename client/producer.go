@@ -38,8 +38,8 @@ type Delivery struct {
 	Offset    int64
 	// LogAppendTime is the time the leader gave the record (and the rest
 	// of its batch) on a topic with message.timestamp.type=LogAppendTime,
-	// which consumers see as its timestamp; zero otherwise, and for a
-	// retried batch the leader had already written.
+	// which consumers see as its timestamp (for a retried batch the leader
+	// had already written, the time it gave it then); zero otherwise.
 	LogAppendTime time.Time
 	Err           error
 }

@@ -195,8 +195,9 @@ type ProducePartitionResponse struct {
 	LeaderEpoch int32     `msgpack:"epoch"`
 	LogStart    int64     `msgpack:"lso"`
 	// LogAppendTime is the time, unix ms, the leader gave every record of
-	// the batch, on a topic with message.timestamp.type=LogAppendTime; 0
-	// otherwise, and for a retried batch already written (a duplicate).
+	// the batch, on a topic with message.timestamp.type=LogAppendTime (for
+	// a retried batch already written, the original's; 0 if it is gone); 0
+	// otherwise.
 	LogAppendTime int64 `msgpack:"lat,omitempty"`
 }
 

@@ -106,3 +106,19 @@ func (b *Broker) checkBatchSize(topic string, pol *MessagePolicy, size int) (wir
 	}
 	return wire.None, ""
 }
+
+// appendTimeAt is the log append time of the batch holding offset (a
+// retried batch's original), 0 when it has none or cannot be read (deleted
+// since): a retry's answer gives the time the records were given.
+func (p *partition) appendTimeAt(offset int64) int64 {
+	v, err := p.log.Read(offset, 1, -1)
+	if err != nil {
+		return 0
+	}
+	defer v.Release()
+	h, err := segment.ParseHeader(v.Data)
+	if err != nil || !h.LogAppendTime() {
+		return 0
+	}
+	return h.MaxTimestamp
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,12 +61,15 @@ func recordTimesOf(t *testing.T, c *testCluster, id int32, from int64) []int64 {
 // A topic's message configs, applied without a restart: timestamp bounds
 // refuse a batch with a record outside them, whole (InvalidTimestamp,
 // naming the config); LogAppendTime gives every record the leader's clock,
-// on the followers too, says so in the answer (not for a duplicate), and
+// on the followers too, says so in the answer (a duplicate's: the
+// original's), and
 // ignores the bounds; a producer's batch with the log-append-time bit is
 // refused; max.message.bytes refuses a larger batch by name.
 func TestProduceMessagePolicy(t *testing.T) {
 	const now = 1_800_000_000_000
-	c := newTestCluster(t, clusterOptions{nodes: 2, cleanerInterval: -1, now: func() time.Time { return time.UnixMilli(now) }})
+	var clock atomic.Int64
+	clock.Store(now)
+	c := newTestCluster(t, clusterOptions{nodes: 2, cleanerInterval: -1, now: func() time.Time { return time.UnixMilli(clock.Load()) }})
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 2)
 	produce := func(b []byte) wire.ProducePartitionResponse {
 		t.Helper()
@@ -109,9 +113,11 @@ func TestProduceMessagePolicy(t *testing.T) {
 			t.Fatalf("node %d: record timestamps %v, want the append time", id, got)
 		}
 	}
-	if dup := produce(timedBatch(7, 0, 1000, 2000, 3000)); dup.Err != wire.None || dup.BaseOffset != first || dup.LogAppendTime != 0 {
-		t.Fatalf("duplicate: %+v", dup)
+	clock.Add(5000)
+	if dup := produce(timedBatch(7, 0, 1000, 2000, 3000)); dup.Err != wire.None || dup.BaseOffset != first || dup.LogAppendTime != now {
+		t.Fatalf("duplicate: %+v, want the original's offset and time", dup)
 	}
+	clock.Store(now)
 	stamped := timedBatch(-1, -1, now)
 	segment.Batch(stamped).StampLogAppendTime(now)
 	if r := produce(stamped); r.Err != wire.CorruptMessage || !strings.Contains(r.Message, "log-append-time attribute") {

@@ -112,8 +112,11 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		h.FirstTimestamp, h.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
 	}
 	base, last, epoch, dup, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h, now)
-	if pol != nil && pol.LogAppendTime && !dup {
+	if pol != nil && pol.LogAppendTime && code == wire.None {
 		out.LogAppendTime = now.UnixMilli()
+		if dup {
+			out.LogAppendTime = p.appendTimeAt(base)
+		}
 	}
 	out.LeaderEpoch = epoch
 	if code != wire.None {
