@@ -21,6 +21,7 @@ type snapshot struct {
 	offset     int64 // the answering node's metadata offset
 	brokers    map[int32]wire.BrokerInfo
 	topics     map[string]*wire.TopicMetadata // Partitions sorted by partition id
+	maxBytes   map[string]int                 // max.message.bytes of the topics that set it
 	from       string
 	fetched    time.Time
 }
@@ -44,6 +45,14 @@ func newSnapshot(r *wire.MetadataResponse, from string, now time.Time) *snapshot
 		}
 		sort.Slice(t.Partitions, func(a, b int) bool { return t.Partitions[a].Partition < t.Partitions[b].Partition })
 		s.topics[t.Name] = &t
+		if v, ok := t.Configs["max.message.bytes"]; ok {
+			if n, err := strconv.Atoi(v); err == nil && n >= segment.HeaderSize {
+				if s.maxBytes == nil {
+					s.maxBytes = map[string]int{}
+				}
+				s.maxBytes[t.Name] = n
+			}
+		}
 	}
 	return s
 }
@@ -54,28 +63,16 @@ func (s *snapshot) leads(topic string, p, leader, epoch int32) bool {
 	return ok && pm.Leader == leader && pm.LeaderEpoch == epoch
 }
 
-// partition returns a partition's metadata.
 // maxMessageBytes is the topic's max.message.bytes, 0 when it sets none
-// (or an unusable value) or is unknown.
+// (or an unusable value) or is unknown. Producers ask for every record.
 func (s *snapshot) maxMessageBytes(topic string) int {
 	if s == nil {
 		return 0
 	}
-	t := s.topics[topic]
-	if t == nil {
-		return 0
-	}
-	v, ok := t.Configs["max.message.bytes"]
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < segment.HeaderSize {
-		return 0
-	}
-	return n
+	return s.maxBytes[topic]
 }
 
+// partition returns a partition's metadata.
 func (s *snapshot) partition(topic string, p int32) (wire.PartitionMetadata, bool) {
 	if s == nil {
 		return wire.PartitionMetadata{}, false
