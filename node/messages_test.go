@@ -98,6 +98,43 @@ func TestMessageConfigsThroughTheClient(t *testing.T) {
 	}
 }
 
+// The cluster config log.message.timestamp.type=LogAppendTime reaches a
+// topic that sets no type of its own, without a restart; a topic that sets
+// CreateTime keeps the producer's times.
+func TestClusterDefaultLogAppendTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, nil)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "plain", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "own", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
+		Configs: map[string]string{"message.timestamp.type": "CreateTime"}})
+	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	dayAgo := time.Now().Add(-24 * time.Hour).Truncate(time.Millisecond)
+	if d, err := p.ProduceSync(ctx, &client.Record{Topic: "plain", Value: []byte("before"), Timestamp: dayAgo}); err != nil || !d.LogAppendTime.IsZero() {
+		t.Fatalf("before the cluster config: %+v, %v", d, err)
+	}
+	if err := c.Admin().AlterClusterConfigs(ctx, client.ConfigChange{Set: map[string]string{"log.message.timestamp.type": "LogAppendTime"}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.ProduceSync(ctx, &client.Record{Topic: "plain", Value: []byte("after"), Timestamp: dayAgo})
+	if err != nil || d.LogAppendTime.Before(time.Now().Add(-time.Minute)) {
+		t.Fatalf("after the cluster config: %+v, %v", d, err)
+	}
+	got, err := consumeMessages(ctx, c, "plain", 2)
+	if err != nil || !got[0].Timestamp.Equal(dayAgo) || !got[1].Timestamp.Equal(d.LogAppendTime) {
+		t.Fatalf("consumed %v, %v; want the producer's time then the append time %v", got, err, d.LogAppendTime)
+	}
+	if d, err := p.ProduceSync(ctx, &client.Record{Topic: "own", Value: []byte("x"), Timestamp: dayAgo}); err != nil || !d.LogAppendTime.IsZero() {
+		t.Fatalf("a topic with its own CreateTime: %+v, %v", d, err)
+	}
+}
+
 // consumeMessages reads n records of partition 0 of topic from the beginning.
 func consumeMessages(ctx context.Context, c *client.Client, topic string, n int) ([]client.Message, error) {
 	cons := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})

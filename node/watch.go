@@ -56,6 +56,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 	self, ok := img.Broker(n.cfg.ID)
 	current := ok && self.Incarnation == n.incarnation
 	want := map[partKey]broker.PartitionState{}
+	cluster := img.ClusterConfigs() // defaults of some topic configs
 	for _, t := range img.Topics() {
 		for _, p := range t.Partitions {
 			if !p.HasReplica(n.cfg.ID) {
@@ -82,7 +83,7 @@ func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 				st.SegmentMs = msDuration(ms)
 			}
 			st.Cleanup, st.Compaction = cleanupOf(t.Compaction())
-			st.Messages = messagesOf(t.Messages())
+			st.Messages = messagesOf(t.Messages(cluster))
 			if !current && p.Leader == n.cfg.ID {
 				st.Leader = -1
 			}

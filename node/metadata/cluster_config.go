@@ -1,10 +1,12 @@
 package metadata
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"paymentlog/wire"
 )
@@ -25,6 +27,26 @@ const ConfigReassignmentThrottle = "reassignment.throttle.bytes"
 // overrides the nodes' --log-cleaner-io-max-bytes-per-second (Kafka's
 // dynamic log.cleaner.io.max.bytes.per.second).
 const ConfigLogCleanerIOMax = "log.cleaner.io.max.bytes.per.second"
+
+// ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs and
+// ConfigLogMessageTimestampAfterMaxMs are the cluster's defaults for the
+// topic configs message.timestamp.type, message.timestamp.before.max.ms
+// and message.timestamp.after.max.ms (Kafka's broker configs of these
+// names): a topic that does not set a key takes the cluster's
+// (TopicState.Messages).
+const (
+	ConfigLogMessageTimestampType        = "log.message.timestamp.type"
+	ConfigLogMessageTimestampBeforeMaxMs = "log.message.timestamp.before.max.ms"
+	ConfigLogMessageTimestampAfterMaxMs  = "log.message.timestamp.after.max.ms"
+)
+
+// clusterDefaultOf maps each topic config with a cluster-wide default to
+// the cluster config holding it.
+var clusterDefaultOf = map[string]string{
+	ConfigMessageTimestampType:        ConfigLogMessageTimestampType,
+	ConfigMessageTimestampBeforeMaxMs: ConfigLogMessageTimestampBeforeMaxMs,
+	ConfigMessageTimestampAfterMaxMs:  ConfigLogMessageTimestampAfterMaxMs,
+}
 
 // ClusterConfigChanged (record type 12) changes the cluster configs: Set
 // keys are set, Delete keys removed. It applies when no key is both set and
@@ -69,12 +91,21 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 				return err
 			}
 		}
+		for topicKey, clusterKey := range clusterDefaultOf {
+			if k == clusterKey {
+				// The topic key's rule, the message naming this key.
+				if err := checkCompactionConfig(topicKey, v); err != nil {
+					return errors.New(strings.Replace(err.Error(), topicKey, clusterKey, 1))
+				}
+			}
+		}
 	}
 	return nil
 }
 
 // knownClusterConfigs are the keys a request may set.
-var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigOffsetsRetention}
+var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigOffsetsRetention,
+	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs}
 
 // applyClusterConfigChanged applies r; it returns a non-empty reason when
 // rejected.

@@ -83,15 +83,26 @@ type Messages struct {
 }
 
 // Messages returns the topic's message configs. A key the topic does not
-// set, or sets to a value that does not parse (stored before the key was
-// known), takes its default.
-func (t TopicState) Messages() Messages {
-	m := Messages{LogAppendTime: t.Configs[ConfigMessageTimestampType] == TimestampLogAppendTime, BeforeMaxMs: -1, AfterMaxMs: -1}
-	if n, ok := configInt(t.Configs, ConfigMessageTimestampBeforeMaxMs); ok && n >= 0 {
-		m.BeforeMaxMs = n
+// set takes the cluster's default (cluster: the image's ClusterConfigs, nil
+// for none; see clusterDefaultOf), else its own; so does one set to a value
+// that does not parse (stored before the key was known).
+func (t TopicState) Messages(cluster map[string]string) Messages {
+	get := func(key string) (string, bool) {
+		if v, ok := t.Configs[key]; ok && checkCompactionConfig(key, v) == nil {
+			return v, true
+		}
+		v, ok := cluster[clusterDefaultOf[key]]
+		return v, ok && checkCompactionConfig(key, v) == nil
 	}
-	if n, ok := configInt(t.Configs, ConfigMessageTimestampAfterMaxMs); ok && n >= 0 {
-		m.AfterMaxMs = n
+	m := Messages{BeforeMaxMs: -1, AfterMaxMs: -1}
+	if v, ok := get(ConfigMessageTimestampType); ok {
+		m.LogAppendTime = v == TimestampLogAppendTime
+	}
+	if v, ok := get(ConfigMessageTimestampBeforeMaxMs); ok {
+		m.BeforeMaxMs, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if v, ok := get(ConfigMessageTimestampAfterMaxMs); ok {
+		m.AfterMaxMs, _ = strconv.ParseInt(v, 10, 64)
 	}
 	if n, ok := configInt(t.Configs, ConfigMaxMessageBytes); ok && n >= MinMaxMessageBytes && n <= MaxSegmentBytes {
 		m.MaxBytes = n

@@ -12,7 +12,7 @@ import (
 // string) acts as the default.
 func TestMessageConfigs(t *testing.T) {
 	img := upgradedImage(t, seededImage(t))
-	if got, want := (TopicState{}).Messages(), (Messages{BeforeMaxMs: -1, AfterMaxMs: -1}); got != want {
+	if got, want := (TopicState{}).Messages(nil), (Messages{BeforeMaxMs: -1, AfterMaxMs: -1}); got != want {
 		t.Fatalf("defaults: %+v, want %+v", got, want)
 	}
 	for _, bad := range []struct{ key, value string }{
@@ -35,7 +35,7 @@ func TestMessageConfigs(t *testing.T) {
 	}
 	next := mustApply(t, img, recs)
 	tp, _ := next.Topic("c")
-	if got, want := tp.Messages(), (Messages{LogAppendTime: true, BeforeMaxMs: -1, AfterMaxMs: -1, MaxBytes: 128}); got != want {
+	if got, want := tp.Messages(nil), (Messages{LogAppendTime: true, BeforeMaxMs: -1, AfterMaxMs: -1, MaxBytes: 128}); got != want {
 		t.Fatalf("created: %+v, want %+v", got, want)
 	}
 
@@ -44,19 +44,47 @@ func TestMessageConfigs(t *testing.T) {
 		ConfigMessageTimestampType: TimestampCreateTime, ConfigMessageTimestampBeforeMaxMs: "0",
 		ConfigMessageTimestampAfterMaxMs: "3600000", ConfigMaxMessageBytes: "1048588"}}))
 	tp, _ = img.Topic("payments")
-	if got, want := tp.Messages(), (Messages{BeforeMaxMs: 0, AfterMaxMs: 3600000, MaxBytes: 1048588}); got != want {
+	if got, want := tp.Messages(nil), (Messages{BeforeMaxMs: 0, AfterMaxMs: 3600000, MaxBytes: 1048588}); got != want {
 		t.Fatalf("after alter: %+v, want %+v", got, want)
 	}
 	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Delete: []string{ConfigMessageTimestampAfterMaxMs, ConfigMaxMessageBytes}}))
 	tp, _ = img.Topic("payments")
-	if got, want := tp.Messages(), (Messages{BeforeMaxMs: 0, AfterMaxMs: -1}); got != want {
+	if got, want := tp.Messages(nil), (Messages{BeforeMaxMs: 0, AfterMaxMs: -1}); got != want {
 		t.Fatalf("after delete: %+v, want %+v", got, want)
 	}
 
 	// Values stored before the keys were known.
 	old := TopicState{Configs: map[string]string{ConfigMessageTimestampType: "x", ConfigMessageTimestampBeforeMaxMs: "-3",
 		ConfigMaxMessageBytes: "12"}}
-	if got, want := old.Messages(), (Messages{BeforeMaxMs: -1, AfterMaxMs: -1}); got != want {
+	if got, want := old.Messages(nil), (Messages{BeforeMaxMs: -1, AfterMaxMs: -1}); got != want {
 		t.Fatalf("old values: %+v, want %+v", got, want)
+	}
+}
+
+// The cluster's log.message.timestamp.* configs are the defaults of the
+// topic keys: a topic that does not set a key takes the cluster's, one that
+// does keeps its own; bad values are refused naming the cluster key.
+func TestMessageConfigsClusterDefaults(t *testing.T) {
+	img := upgradedImage(t, seededImage(t))
+	for _, bad := range []struct{ key, value string }{
+		{ConfigLogMessageTimestampType, "Append"}, {ConfigLogMessageTimestampBeforeMaxMs, "-1"},
+		{ConfigLogMessageTimestampAfterMaxMs, "x"},
+	} {
+		_, err := DecideAlterClusterConfigs(img, AlterClusterConfigsEvent{Set: map[string]string{bad.key: bad.value}})
+		wantCode(t, err, wire.InvalidConfig, "config "+bad.key+": want ")
+	}
+	img = mustApply(t, img, mustDecide(t)(DecideAlterClusterConfigs(img, AlterClusterConfigsEvent{Set: map[string]string{
+		ConfigLogMessageTimestampType: TimestampLogAppendTime, ConfigLogMessageTimestampAfterMaxMs: "60000"}})))
+	apply := applier(t, &img)
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMessageTimestampAfterMaxMs: "1000"}}))
+	tp, _ := img.Topic("payments")
+	if got, want := tp.Messages(img.ClusterConfigs()), (Messages{LogAppendTime: true, BeforeMaxMs: -1, AfterMaxMs: 1000}); got != want {
+		t.Fatalf("cluster default type, topic's own bound: %+v, want %+v", got, want)
+	}
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMessageTimestampType: TimestampCreateTime},
+		Delete: []string{ConfigMessageTimestampAfterMaxMs}}))
+	tp, _ = img.Topic("payments")
+	if got, want := tp.Messages(img.ClusterConfigs()), (Messages{BeforeMaxMs: -1, AfterMaxMs: 60000}); got != want {
+		t.Fatalf("topic's own type, cluster default bound: %+v, want %+v", got, want)
 	}
 }
