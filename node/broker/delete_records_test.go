@@ -12,11 +12,18 @@ import (
 // deleteRecords sends a DeleteRecords for testKey's partition to node id.
 func deleteRecords(t *testing.T, c *testCluster, id int32, off int64) wire.DeleteRecordsPartitionResponse {
 	t.Helper()
+	return deleteRecordsWithin(t, c, id, off, 0)
+}
+
+// deleteRecordsWithin is deleteRecords with the request's TimeoutMs: the
+// leader answers once every in-sync replica deleted the records.
+func deleteRecordsWithin(t *testing.T, c *testCluster, id int32, off int64, timeout time.Duration) wire.DeleteRecordsPartitionResponse {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var resp wire.DeleteRecordsResponse
 	err := c.client.Call(ctx, c.node(id).addr, wire.TypeDeleteRecords, wire.DeleteRecordsRequest{Topic: testKey.topic,
-		Parts: []wire.DeleteRecordsPartition{{Partition: testKey.partition, Offset: off}}}, &resp)
+		Parts: []wire.DeleteRecordsPartition{{Partition: testKey.partition, Offset: off}}, TimeoutMs: int32(timeout / time.Millisecond)}, &resp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,21 +119,6 @@ func TestDeleteRecordsSurvivesARestart(t *testing.T) {
 	})
 }
 
-// deleteRecordsWaiting is deleteRecords with the request's TimeoutMs: the
-// leader answers once every in-sync replica deleted the records.
-func deleteRecordsWaiting(t *testing.T, c *testCluster, off int64, timeout time.Duration) wire.DeleteRecordsPartitionResponse {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var resp wire.DeleteRecordsResponse
-	err := c.client.Call(ctx, c.node(c.state(testKey).Leader).addr, wire.TypeDeleteRecords, wire.DeleteRecordsRequest{Topic: testKey.topic,
-		Parts: []wire.DeleteRecordsPartition{{Partition: testKey.partition, Offset: off}}, TimeoutMs: int32(timeout / time.Millisecond)}, &resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Parts[0]
-}
-
 // With a timeout, the leader answers DeleteRecords once every in-sync
 // replica has moved its log start there (the low watermark, Kafka's); a
 // follower in the ISR that does not fetch makes it answer Timeout with the
@@ -137,7 +129,7 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 	produceN(t, c, 40, wire.AcksAll)
 	waitInSync(t, c, testKey)
-	r := deleteRecordsWaiting(t, c, 25, 10*time.Second)
+	r := deleteRecordsWithin(t, c, 1, 25, 10*time.Second)
 	if r.Err != wire.None || r.LowWatermark != 25 {
 		t.Fatalf("delete below 25: %+v", r)
 	}
@@ -148,7 +140,7 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 	}
 
 	c.stopNode(3) // still in the ISR: the lag time is a minute
-	r = deleteRecordsWaiting(t, c, 30, 300*time.Millisecond)
+	r = deleteRecordsWithin(t, c, 1, 30, 300*time.Millisecond)
 	if r.Err != wire.Timeout || r.LowWatermark != 25 || !strings.Contains(r.Message, "in-sync replica(s) 3 (log start 25) have not deleted them yet") {
 		t.Fatalf("delete below 30 with node 3 stopped: %+v", r)
 	}
@@ -156,7 +148,7 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 		t.Fatalf("leader's log start %d after the timed-out wait, want 30", start)
 	}
 	c.setISR(testKey, 1, 2)
-	if r := deleteRecordsWaiting(t, c, 30, 10*time.Second); r.Err != wire.None || r.LowWatermark != 30 {
+	if r := deleteRecordsWithin(t, c, 1, 30, 10*time.Second); r.Err != wire.None || r.LowWatermark != 30 {
 		t.Fatalf("delete below 30 once node 3 left the ISR: %+v", r)
 	}
 }
