@@ -29,7 +29,9 @@ func consumeCommand() *ucli.Command {
 			"Prints each record's value on its own line, or with --json one line\n" +
 			`{"partition":P,"offset":O,"key":K,"value":V,"timestamp":T} per record (key null when absent,` + "\n" +
 			`value null for a tombstone;` + "\n" +
-			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"). Records come in offset` + "\n" +
+			`a key or value that is not UTF-8 also gets "key_base64"/"value_base64"; a timestamp the leader gave` + "\n" +
+			`the record, on a topic with message.timestamp.type=LogAppendTime, gets "timestamp_type":"LogAppendTime").` + "\n" +
+			`Records come in offset` + "\n" +
 			"order within a partition. --exit-at-end stops once every partition is read up to the high\n" +
 			"watermark it had when consume started (right after a leader change: once the new leader's\n" +
 			"high watermark has caught up with the old one's). Without --exit-at-end or --max, consume\n" +
@@ -380,6 +382,9 @@ func appendConsumedJSON(b []byte, m *client.Message) []byte {
 	}
 	b = append(b, `,"timestamp":`...)
 	b = strconv.AppendInt(b, m.Timestamp.UnixMilli(), 10)
+	if m.LogAppendTime {
+		b = append(b, `,"timestamp_type":"LogAppendTime"`...)
+	}
 	if !keyValid {
 		b = append(b, `,"key_base64":"`...)
 		b = base64.StdEncoding.AppendEncode(b, m.Key)

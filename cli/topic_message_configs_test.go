@@ -8,7 +8,8 @@ import (
 
 // The message configs end to end against a real node: bad values refused
 // naming the key; on a LogAppendTime topic produce --json prints each
-// record's log_append_time and consume --json shows it as the timestamp;
+// record's log_append_time and consume --json shows it as the timestamp,
+// with "timestamp_type":"LogAppendTime";
 // max.message.bytes refuses a line too large for a batch by name, after
 // the lines before it were written.
 func TestTopicMessageConfigs(t *testing.T) {
@@ -52,10 +53,12 @@ func TestTopicMessageConfigs(t *testing.T) {
 	}
 	for i, line := range lines {
 		var m struct {
-			Offset    int64 `json:"offset"`
-			Timestamp int64 `json:"timestamp"`
+			Offset        int64  `json:"offset"`
+			Timestamp     int64  `json:"timestamp"`
+			TimestampType string `json:"timestamp_type"`
 		}
-		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Offset != acks[i].Offset || m.Timestamp != acks[i].LogAppendTime {
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Offset != acks[i].Offset || m.Timestamp != acks[i].LogAppendTime ||
+			m.TimestampType != "LogAppendTime" {
 			t.Fatalf("consumed %q (%v), want offset %d at %d", line, err, acks[i].Offset, acks[i].LogAppendTime)
 		}
 	}

@@ -76,6 +76,10 @@ type Message struct {
 	Value       []byte
 	Headers     []segment.RecordHeader
 	LeaderEpoch int32 // the epoch of the leader that wrote the batch
+	// LogAppendTime: Timestamp is the time the leader appended the record
+	// (its topic's message.timestamp.type is LogAppendTime), not the
+	// producer's.
+	LogAppendTime bool
 }
 
 // Consumer reads assigned partitions from their leaders. It is not safe for

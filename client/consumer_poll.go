@@ -449,7 +449,7 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message,
 		if b.LastOffset() < from {
 			return nil
 		}
-		epoch := b.LeaderEpoch()
+		epoch, appended := b.LeaderEpoch(), b.LogAppendTime()
 		told := false
 		tell := func() {
 			if !told && entered != nil {
@@ -473,7 +473,7 @@ func decodeFetched(tp TopicPartition, records []byte, from int64, out []Message,
 			out = append(out, Message{
 				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
 				Timestamp: time.UnixMilli(r.Timestamp).UTC(), Key: r.Key, Value: r.Value, Headers: h,
-				LeaderEpoch: epoch,
+				LeaderEpoch: epoch, LogAppendTime: appended,
 			})
 			next = r.Offset + 1
 		}

@@ -127,7 +127,7 @@ func TestClusterDefaultLogAppendTime(t *testing.T) {
 		t.Fatalf("after the cluster config: %+v, %v", d, err)
 	}
 	got, err := consumeMessages(ctx, c, "plain", 2)
-	if err != nil || !got[0].Timestamp.Equal(dayAgo) || !got[1].Timestamp.Equal(d.LogAppendTime) {
+	if err != nil || !got[0].Timestamp.Equal(dayAgo) || !got[1].Timestamp.Equal(d.LogAppendTime) || got[0].LogAppendTime || !got[1].LogAppendTime {
 		t.Fatalf("consumed %v, %v; want the producer's time then the append time %v", got, err, d.LogAppendTime)
 	}
 	if d, err := p.ProduceSync(ctx, &client.Record{Topic: "own", Value: []byte("x"), Timestamp: dayAgo}); err != nil || !d.LogAppendTime.IsZero() {

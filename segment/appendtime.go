@@ -15,6 +15,12 @@ const AttrLogAppendTime int16 = 1 << 3
 // leader appended it (AttrLogAppendTime).
 func (h Header) LogAppendTime() bool { return h.Attributes&AttrLogAppendTime != 0 }
 
+// LogAppendTime reports whether the batch's records carry the time the
+// leader appended it (the header must be there).
+func (b Batch) LogAppendTime() bool {
+	return int16(be.Uint16(b[offAttributes:]))&AttrLogAppendTime != 0
+}
+
 // StampLogAppendTime marks a whole, valid batch as appended at ms, unix
 // milliseconds (AttrLogAppendTime), in place, and recomputes its CRC:
 // one pass over the batch's bytes.
