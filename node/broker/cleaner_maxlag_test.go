@@ -77,12 +77,12 @@ func TestCleanerSealsAndCleansAnIdlePartition(t *testing.T) {
 	c.createPartition("payments", 0, []int32{1}, 1, 1)
 	const lag = 200 * time.Millisecond
 	c.setCleanup(testKey, CleanupCompact, CompactionConfig{MaxLag: lag, DeleteRetention: time.Hour, MinDirtyRatio: 0.5})
+	start := time.Now() // before the first append opens the segment
 	for _, r := range []kv{rec("card-1", "4111 1111 1111 1111"), {key: []byte("card-1")}} {
 		if r := mustProduce(t, c, wire.AcksAll, keyedBatch(segment.CodecNone, r)); r.Err != wire.None {
 			t.Fatal(r.Err)
 		}
 	}
-	start := time.Now()
 	there := func(off int64) bool {
 		_, ok := readAll(t, logOf(c, 1), 2)[off]
 		return ok
