@@ -58,8 +58,8 @@ func TestStalledMemberIsFencedAtItsRebalanceTimeout(t *testing.T) {
 		t.Fatalf("a alone is assigned %+v", a.Assigned)
 	}
 	owned := a.Assigned // a reports owning both from now on, whatever it is told
+	start := time.Now() // before b's join, which starts a's rebalance timeout
 	b := heartbeat(wire.GroupHeartbeatRequest{Group: "billing", MemberEpoch: wire.JoinEpoch, Topics: sub})
-	start := time.Now()
 	var bOwned []wire.GroupPartitions
 	waitFor(t, "b to be given a's partition", 20*time.Second, func() bool {
 		heartbeat(wire.GroupHeartbeatRequest{Group: "billing", MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: owned})
