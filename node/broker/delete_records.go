@@ -62,7 +62,12 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, peer quic.Peer, fr qui
 			if out.Err != wire.None {
 				continue
 			}
-			out.LowWatermark, out.Err, out.Message = b.partition(req.Topic, dp.Partition).awaitLowWatermark(wctx, wanted[i])
+			p := b.partition(req.Topic, dp.Partition)
+			if p == nil { // removed meanwhile (the topic deleted, the replica moved away)
+				out.LowWatermark, out.Err = -1, wire.UnknownTopicOrPartition
+				continue
+			}
+			out.LowWatermark, out.Err, out.Message = p.awaitLowWatermark(wctx, wanted[i])
 			if out.Err == wire.None || out.Err == wire.Timeout {
 				continue
 			}
