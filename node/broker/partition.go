@@ -444,6 +444,7 @@ func (p *partition) close(deleteData bool) error {
 		for w := range p.mu.waiters {
 			w.wake()
 		}
+		p.startsChangedLocked() // a DeleteRecords waiting answers NotLeader now
 	}
 	p.mu.Unlock()
 	if !deleteData && p.log.Failed() == nil {
