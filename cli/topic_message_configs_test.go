@@ -64,7 +64,7 @@ func TestTopicMessageConfigs(t *testing.T) {
 	}
 
 	_, errOut, code = run("c\n"+strings.Repeat("x", 2000)+"\n", "produce", "events")
-	if code == 0 || !strings.Contains(errOut, "max.message.bytes (1024)") {
+	if code == 0 || !strings.Contains(errOut, "(1024: its max.message.bytes") {
 		t.Fatalf("a line over max.message.bytes: exit %d, %q", code, errOut)
 	}
 }

@@ -45,13 +45,16 @@ func newSnapshot(r *wire.MetadataResponse, from string, now time.Time) *snapshot
 		}
 		sort.Slice(t.Partitions, func(a, b int) bool { return t.Partitions[a].Partition < t.Partitions[b].Partition })
 		s.topics[t.Name] = &t
-		if v, ok := t.Configs["max.message.bytes"]; ok {
-			if n, err := strconv.Atoi(v); err == nil && n >= segment.HeaderSize {
-				if s.maxBytes == nil {
-					s.maxBytes = map[string]int{}
-				}
-				s.maxBytes[t.Name] = n
+		limit := int(t.MaxMessageBytes)
+		if v, ok := t.Configs["max.message.bytes"]; ok && limit == 0 {
+			// An older node: the topic's own key only.
+			limit, _ = strconv.Atoi(v)
+		}
+		if limit >= segment.HeaderSize {
+			if s.maxBytes == nil {
+				s.maxBytes = map[string]int{}
 			}
+			s.maxBytes[t.Name] = limit
 		}
 	}
 	return s
@@ -63,8 +66,9 @@ func (s *snapshot) leads(topic string, p, leader, epoch int32) bool {
 	return ok && pm.Leader == leader && pm.LeaderEpoch == epoch
 }
 
-// maxMessageBytes is the topic's max.message.bytes, 0 when it sets none
-// (or an unusable value) or is unknown. Producers ask for every record.
+// maxMessageBytes is the largest batch the topic takes (its
+// max.message.bytes, else the cluster's message.max.bytes), 0 when neither
+// is set or the topic is unknown. Producers ask for every record.
 func (s *snapshot) maxMessageBytes(topic string) int {
 	if s == nil {
 		return 0

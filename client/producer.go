@@ -79,8 +79,9 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 // RecordTooLargeError is returned by Produce for a record above
 // MaxRecordBytes: Size is the record's own bytes, its key, value and
 // headers' keys and values (RecordBytes). With Topic set, the record alone
-// in a batch would be larger than the topic's max.message.bytes (Max): Size
-// is then that batch's size.
+// in a batch would be larger than the topic takes (Max: its
+// max.message.bytes, or the cluster's message.max.bytes): Size is then that
+// batch's size.
 type RecordTooLargeError struct {
 	Size, Max int
 	Topic     string
@@ -88,7 +89,7 @@ type RecordTooLargeError struct {
 
 func (e *RecordTooLargeError) Error() string {
 	if e.Topic != "" {
-		return fmt.Sprintf("client: record makes a batch of %d bytes, more than topic %s's max.message.bytes (%d)", e.Size, e.Topic, e.Max)
+		return fmt.Sprintf("client: record makes a batch of %d bytes, more than topic %s takes (%d: its max.message.bytes, or the cluster's message.max.bytes)", e.Size, e.Topic, e.Max)
 	}
 	return fmt.Sprintf("client: record of %d bytes (key, value and headers) exceeds the %d-byte limit", e.Size, e.Max)
 }

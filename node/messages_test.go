@@ -135,6 +135,50 @@ func TestClusterDefaultLogAppendTime(t *testing.T) {
 	}
 }
 
+// The cluster config message.max.bytes bounds the batches of every topic
+// that sets no max.message.bytes: producers learn it from the metadata and
+// build batches within it and refuse a record too large alone by name; a
+// topic with its own larger limit takes larger records. (The leader's
+// refusal naming the cluster config: broker.TestProduceMessagePolicy.)
+func TestClusterMessageMaxBytes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, nil)
+	tc.waitAlive(3)
+	c := tc.client(ctx)
+	if err := c.Admin().AlterClusterConfigs(ctx, client.ConfigChange{Set: map[string]string{"message.max.bytes": "4096"}}); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "plain", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	createTopic(ctx, t, tc, c, client.TopicSpec{Name: "large", Partitions: 1, ReplicationFactor: 3, MinISR: 2,
+		Configs: map[string]string{"max.message.bytes": "1048576"}})
+	p, err := c.NewProducer(client.ProducerConfig{Acks: client.AcksAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	value := []byte(strings.Repeat("v", 200))
+	done := make(chan error, 100)
+	for range 100 {
+		if err := p.Produce(ctx, &client.Record{Topic: "plain", Value: value}, func(d client.Delivery) { done <- d.Err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		if err := <-done; err != nil {
+			t.Fatalf("a 200-byte record under a 4096-byte cluster limit: %v", err)
+		}
+	}
+	var tooLarge *client.RecordTooLargeError
+	err = p.Produce(ctx, &client.Record{Topic: "plain", Value: make([]byte, 5000)}, nil)
+	if !errors.As(err, &tooLarge) || tooLarge.Max != 4096 || !strings.Contains(err.Error(), "message.max.bytes") {
+		t.Fatalf("a 5000-byte record under the cluster limit: %v", err)
+	}
+	if _, err := p.ProduceSync(ctx, &client.Record{Topic: "large", Value: make([]byte, 5000)}); err != nil {
+		t.Fatalf("a 5000-byte record on a topic with its own 1 MiB limit: %v", err)
+	}
+}
+
 // consumeMessages reads n records of partition 0 of topic from the beginning.
 func consumeMessages(ctx context.Context, c *client.Client, topic string, n int) ([]client.Message, error) {
 	cons := c.NewConsumer(client.ConsumerConfig{MaxWait: 100 * time.Millisecond})

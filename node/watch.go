@@ -177,7 +177,7 @@ func samePartitionState(a, b broker.PartitionState) bool {
 
 // messagesOf is a topic's message configs as the broker takes them.
 func messagesOf(m metadata.Messages) broker.MessagePolicy {
-	pol := broker.MessagePolicy{LogAppendTime: m.LogAppendTime, MaxBytes: int(m.MaxBytes)}
+	pol := broker.MessagePolicy{LogAppendTime: m.LogAppendTime, MaxBytes: int(m.MaxBytes), MaxBytesFromCluster: m.MaxBytesFromCluster}
 	if m.BeforeMaxMs >= 0 {
 		pol.Before = broker.TimestampBound{Set: true, Max: msDuration(m.BeforeMaxMs)}
 	}

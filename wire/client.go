@@ -91,6 +91,10 @@ type TopicMetadata struct {
 	// Configs are the topic's configs as set (keys it does not set take
 	// their defaults; min ISR is MinISR). Absent from older nodes.
 	Configs map[string]string `msgpack:"configs"`
+	// MaxMessageBytes is the largest batch the topic takes: its
+	// max.message.bytes, else the cluster's message.max.bytes; 0 when
+	// neither is set (the node's own limit), and from older nodes.
+	MaxMessageBytes int32 `msgpack:"max_msg,omitempty"`
 }
 
 // MetadataResponse is the answering node's view of the metadata image.

@@ -20,7 +20,10 @@ type MessagePolicy struct {
 	// and after the leader's clock (CreateTime topics only).
 	Before, After TimestampBound
 	// MaxBytes is the largest batch the topic takes; 0: the node's limit.
-	MaxBytes int
+	// MaxBytesFromCluster says it is the cluster's message.max.bytes, not
+	// the topic's max.message.bytes (for the refusal's message).
+	MaxBytes            int
+	MaxBytesFromCluster bool
 }
 
 // TimestampBound is a message.timestamp.*.max.ms. The zero value is no
@@ -96,6 +99,9 @@ func (b *Broker) checkBatchSize(topic string, pol *MessagePolicy, size int) (wir
 		limit = defaultMaxBatchBytes
 	}
 	if pol != nil && pol.MaxBytes > 0 && pol.MaxBytes < limit {
+		if size > pol.MaxBytes && pol.MaxBytesFromCluster {
+			return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than the cluster's message.max.bytes (%d), which topic %s takes", size, pol.MaxBytes, topic)
+		}
 		if size > pol.MaxBytes {
 			return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", size, topic, pol.MaxBytes)
 		}

@@ -134,6 +134,11 @@ func TestProduceMessagePolicy(t *testing.T) {
 	if r := produce(small); r.Err != wire.None {
 		t.Fatalf("batch below max.message.bytes: %+v", r)
 	}
+	c.setMessages(testKey, MessagePolicy{MaxBytes: len(big) - 1, MaxBytesFromCluster: true})
+	want = fmt.Sprintf("batch of %d bytes is larger than the cluster's message.max.bytes (%d), which topic payments takes", len(big), len(big)-1)
+	if r := produce(big); r.Err != wire.RecordTooLarge || r.Message != want {
+		t.Fatalf("batch above the cluster's message.max.bytes: %+v, want %q", r, want)
+	}
 	c.setMessages(testKey, MessagePolicy{})
 	if r := produce(big); r.Err != wire.None {
 		t.Fatalf("the limit deleted: %+v", r)

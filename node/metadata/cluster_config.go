@@ -28,16 +28,19 @@ const ConfigReassignmentThrottle = "reassignment.throttle.bytes"
 // dynamic log.cleaner.io.max.bytes.per.second).
 const ConfigLogCleanerIOMax = "log.cleaner.io.max.bytes.per.second"
 
-// ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs and
-// ConfigLogMessageTimestampAfterMaxMs are the cluster's defaults for the
-// topic configs message.timestamp.type, message.timestamp.before.max.ms
-// and message.timestamp.after.max.ms (Kafka's broker configs of these
-// names): a topic that does not set a key takes the cluster's
-// (TopicState.Messages).
+// ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs,
+// ConfigLogMessageTimestampAfterMaxMs and ConfigMessageMaxBytes are the
+// cluster's defaults for the topic configs message.timestamp.type,
+// message.timestamp.before.max.ms, message.timestamp.after.max.ms and
+// max.message.bytes (Kafka's broker configs of these names): a topic that
+// does not set a key takes the cluster's (TopicState.Messages).
 const (
 	ConfigLogMessageTimestampType        = "log.message.timestamp.type"
 	ConfigLogMessageTimestampBeforeMaxMs = "log.message.timestamp.before.max.ms"
 	ConfigLogMessageTimestampAfterMaxMs  = "log.message.timestamp.after.max.ms"
+	// ConfigMessageMaxBytes is the cluster's default of max.message.bytes
+	// (Kafka's broker config message.max.bytes).
+	ConfigMessageMaxBytes = "message.max.bytes"
 )
 
 // clusterDefaultOf maps each topic config with a cluster-wide default to
@@ -46,6 +49,7 @@ var clusterDefaultOf = map[string]string{
 	ConfigMessageTimestampType:        ConfigLogMessageTimestampType,
 	ConfigMessageTimestampBeforeMaxMs: ConfigLogMessageTimestampBeforeMaxMs,
 	ConfigMessageTimestampAfterMaxMs:  ConfigLogMessageTimestampAfterMaxMs,
+	ConfigMaxMessageBytes:             ConfigMessageMaxBytes,
 }
 
 // ClusterConfigChanged (record type 12) changes the cluster configs: Set
@@ -105,7 +109,7 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 
 // knownClusterConfigs are the keys a request may set.
 var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigOffsetsRetention,
-	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs}
+	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes}
 
 // applyClusterConfigChanged applies r; it returns a non-empty reason when
 // rejected.

@@ -79,7 +79,9 @@ type Messages struct {
 	// message.timestamp.after.max.ms; -1: unset, no bound.
 	BeforeMaxMs, AfterMaxMs int64
 	// MaxBytes is max.message.bytes; 0: unset, the node's limit.
-	MaxBytes int64
+	// MaxBytesFromCluster: it is the cluster's message.max.bytes.
+	MaxBytes            int64
+	MaxBytesFromCluster bool
 }
 
 // Messages returns the topic's message configs. A key the topic does not
@@ -87,11 +89,14 @@ type Messages struct {
 // for none; see clusterDefaultOf), else its own; so does one set to a value
 // that does not parse (stored before the key was known).
 func (t TopicState) Messages(cluster map[string]string) Messages {
+	fromCluster := false
 	get := func(key string) (string, bool) {
+		fromCluster = false
 		if v, ok := t.Configs[key]; ok && checkCompactionConfig(key, v) == nil {
 			return v, true
 		}
 		v, ok := cluster[clusterDefaultOf[key]]
+		fromCluster = true
 		return v, ok && checkCompactionConfig(key, v) == nil
 	}
 	m := Messages{BeforeMaxMs: -1, AfterMaxMs: -1}
@@ -104,8 +109,9 @@ func (t TopicState) Messages(cluster map[string]string) Messages {
 	if v, ok := get(ConfigMessageTimestampAfterMaxMs); ok {
 		m.AfterMaxMs, _ = strconv.ParseInt(v, 10, 64)
 	}
-	if n, ok := configInt(t.Configs, ConfigMaxMessageBytes); ok && n >= MinMaxMessageBytes && n <= MaxSegmentBytes {
-		m.MaxBytes = n
+	if v, ok := get(ConfigMaxMessageBytes); ok {
+		m.MaxBytes, _ = strconv.ParseInt(v, 10, 64)
+		m.MaxBytesFromCluster = fromCluster
 	}
 	return m
 }

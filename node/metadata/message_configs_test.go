@@ -88,3 +88,29 @@ func TestMessageConfigsClusterDefaults(t *testing.T) {
 		t.Fatalf("topic's own type, cluster default bound: %+v, want %+v", got, want)
 	}
 }
+
+// The cluster's message.max.bytes is the default max.message.bytes: the
+// broker's policy says where it came from, and the Metadata answer gives
+// producers the limit that applies either way.
+func TestMessageMaxBytesClusterDefault(t *testing.T) {
+	img := upgradedImage(t, seededImage(t))
+	_, err := DecideAlterClusterConfigs(img, AlterClusterConfigsEvent{Set: map[string]string{ConfigMessageMaxBytes: "100"}})
+	wantCode(t, err, wire.InvalidConfig, "config message.max.bytes: want an integer from 128")
+	img = mustApply(t, img, mustDecide(t)(DecideAlterClusterConfigs(img, AlterClusterConfigsEvent{Set: map[string]string{ConfigMessageMaxBytes: "4096"}})))
+	tp, _ := img.Topic("payments")
+	if got, want := tp.Messages(img.ClusterConfigs()), (Messages{BeforeMaxMs: -1, AfterMaxMs: -1, MaxBytes: 4096, MaxBytesFromCluster: true}); got != want {
+		t.Fatalf("cluster default: %+v, want %+v", got, want)
+	}
+	if tm := img.MetadataResponse([]string{"payments"}).Topics[0]; tm.MaxMessageBytes != 4096 {
+		t.Fatalf("metadata answer: max message bytes %d, want the cluster's 4096", tm.MaxMessageBytes)
+	}
+	apply := applier(t, &img)
+	apply(DecideAlterConfigs(img, AlterConfigsEvent{Topic: "payments", Set: map[string]string{ConfigMaxMessageBytes: "1048588"}}))
+	tp, _ = img.Topic("payments")
+	if got := tp.Messages(img.ClusterConfigs()); got.MaxBytes != 1048588 || got.MaxBytesFromCluster {
+		t.Fatalf("the topic's own: %+v", got)
+	}
+	if tm := img.MetadataResponse([]string{"payments"}).Topics[0]; tm.MaxMessageBytes != 1048588 {
+		t.Fatalf("metadata answer: max message bytes %d, want the topic's 1048588", tm.MaxMessageBytes)
+	}
+}

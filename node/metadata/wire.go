@@ -57,6 +57,7 @@ func (t TopicState) TopicMetadata() wire.TopicMetadata {
 func (m *Image) MetadataResponse(topics []string) wire.MetadataResponse {
 	r := wire.MetadataResponse{ControllerID: m.controllerID, MetadataOffset: int64(m.offset),
 		Brokers: m.BrokerInfos(), Topics: []wire.TopicMetadata{}}
+	cluster := m.clusterConfigs
 	if len(topics) == 0 {
 		topics = m.TopicNames()
 	}
@@ -66,7 +67,9 @@ func (m *Image) MetadataResponse(topics []string) wire.MetadataResponse {
 			r.Topics = append(r.Topics, wire.TopicMetadata{Err: wire.UnknownTopicOrPartition, Name: name})
 			continue
 		}
-		r.Topics = append(r.Topics, t.TopicMetadata())
+		tm := t.TopicMetadata()
+		tm.MaxMessageBytes = int32(min(t.Messages(cluster).MaxBytes, MaxSegmentBytes))
+		r.Topics = append(r.Topics, tm)
 	}
 	return r
 }
