@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"paymentlog/internal/freeport"
 	"paymentlog/node"
@@ -57,6 +58,17 @@ func startNodesIn(t *testing.T, dirs []string) (string, []*node.Node) {
 		}
 		t.Cleanup(nd.Kill)
 		nodes = append(nodes, nd)
+	}
+	// Every node registered and unfenced (node 1's image, the controller's):
+	// a topic created before that finds too few brokers for its replicas
+	// (CI once saw "replication factor 1 exceeds the 0 available brokers").
+	// (30 s, as the node package's waitAlive: nodes starting beside a full
+	// -race suite can take over 15 s to register.)
+	for deadline := time.Now().Add(30 * time.Second); len(nodes[0].Store().Image().UnfencedBrokers()) < int(n); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d unfenced brokers", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return addrs[1], nodes
 }
