@@ -366,6 +366,10 @@ func (pp *partProducer) pump(now time.Time) {
 			return
 		}
 		pp.noLeader = 0
+		if parts := pp.splitForLimit(b); parts != nil {
+			pp.queue = append(parts, pp.queue[1:]...)
+			continue
+		}
 		if b.encoded == nil {
 			pp.encode(b)
 		}
