@@ -76,18 +76,7 @@ func TestMessageConfigsThroughTheClient(t *testing.T) {
 		t.Fatalf("offset for the last append time: %v, %v", offs, err)
 	}
 
-	value := []byte(strings.Repeat("v", 200))
-	done := make(chan error, 100)
-	for range 100 {
-		if err := p.Produce(ctx, &client.Record{Topic: "small", Value: value}, func(d client.Delivery) { done <- d.Err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 100 {
-		if err := <-done; err != nil {
-			t.Fatalf("a 200-byte record on a topic of 4096-byte batches: %v", err)
-		}
-	}
+	produce200s(ctx, t, p, "small", "on a topic of 4096-byte batches")
 	var tooLarge *client.RecordTooLargeError
 	err = p.Produce(ctx, &client.Record{Topic: "small", Value: make([]byte, 4096)}, nil)
 	if !errors.As(err, &tooLarge) || tooLarge.Topic != "small" || tooLarge.Max != 4096 || !strings.Contains(err.Error(), "max.message.bytes") {
@@ -157,18 +146,7 @@ func TestClusterMessageMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
-	value := []byte(strings.Repeat("v", 200))
-	done := make(chan error, 100)
-	for range 100 {
-		if err := p.Produce(ctx, &client.Record{Topic: "plain", Value: value}, func(d client.Delivery) { done <- d.Err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 100 {
-		if err := <-done; err != nil {
-			t.Fatalf("a 200-byte record under a 4096-byte cluster limit: %v", err)
-		}
-	}
+	produce200s(ctx, t, p, "plain", "under a 4096-byte cluster limit")
 	var tooLarge *client.RecordTooLargeError
 	err = p.Produce(ctx, &client.Record{Topic: "plain", Value: make([]byte, 5000)}, nil)
 	if !errors.As(err, &tooLarge) || tooLarge.Max != 4096 || !strings.Contains(err.Error(), "message.max.bytes") {
@@ -176,6 +154,24 @@ func TestClusterMessageMaxBytes(t *testing.T) {
 	}
 	if _, err := p.ProduceSync(ctx, &client.Record{Topic: "large", Value: make([]byte, 5000)}); err != nil {
 		t.Fatalf("a 5000-byte record on a topic with its own 1 MiB limit: %v", err)
+	}
+}
+
+// produce200s produces 100 records of 200 bytes to topic and fails the
+// test unless every one is acknowledged (what says under which limit).
+func produce200s(ctx context.Context, t *testing.T, p *client.Producer, topic, what string) {
+	t.Helper()
+	value := []byte(strings.Repeat("v", 200))
+	done := make(chan error, 100)
+	for range 100 {
+		if err := p.Produce(ctx, &client.Record{Topic: topic, Value: value}, func(d client.Delivery) { done <- d.Err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		if err := <-done; err != nil {
+			t.Fatalf("a 200-byte record %s: %v", what, err)
+		}
 	}
 }
 
