@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"paymentlog/segment"
@@ -51,7 +52,7 @@ func checkRecords(batch segment.Batch, topic string, compacted bool, pol *Messag
 		}
 		return wire.None, ""
 	}
-	lo, hi := int64(minInt64), int64(maxInt64)
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	nowMs := now.UnixMilli()
 	if bounded && pol.Before.Set {
 		lo = nowMs - pol.Before.Max.Milliseconds()
@@ -84,11 +85,6 @@ func checkRecords(batch segment.Batch, topic string, compacted bool, pol *Messag
 	return wire.None, ""
 }
 
-const (
-	minInt64 = -1 << 63
-	maxInt64 = 1<<63 - 1
-)
-
 // checkBatchSize refuses (RecordTooLarge, saying which limit) a batch of
 // size bytes larger than a partition of topic takes: the node's limit, or
 // the topic's max.message.bytes when lower. The message is built only for
@@ -99,13 +95,13 @@ func (b *Broker) checkBatchSize(topic string, pol *MessagePolicy, size int) (wir
 		limit = defaultMaxBatchBytes
 	}
 	if pol != nil && pol.MaxBytes > 0 && pol.MaxBytes < limit {
-		if size > pol.MaxBytes && pol.MaxBytesFromCluster {
+		switch {
+		case size <= pol.MaxBytes:
+			return wire.None, ""
+		case pol.MaxBytesFromCluster:
 			return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than the cluster's message.max.bytes (%d), which topic %s takes", size, pol.MaxBytes, topic)
 		}
-		if size > pol.MaxBytes {
-			return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", size, topic, pol.MaxBytes)
-		}
-		return wire.None, ""
+		return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", size, topic, pol.MaxBytes)
 	}
 	if size > limit {
 		return wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than the node's maximum batch size (%d)", size, limit)

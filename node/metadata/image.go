@@ -89,27 +89,25 @@ type Messages struct {
 // for none; see clusterDefaultOf), else its own; so does one set to a value
 // that does not parse (stored before the key was known).
 func (t TopicState) Messages(cluster map[string]string) Messages {
-	fromCluster := false
-	get := func(key string) (string, bool) {
-		fromCluster = false
+	// get returns the key's valid value and whether it is the cluster's.
+	get := func(key string) (v string, fromCluster, ok bool) {
 		if v, ok := t.Configs[key]; ok && checkCompactionConfig(key, v) == nil {
-			return v, true
+			return v, false, true
 		}
-		v, ok := cluster[clusterDefaultOf[key]]
-		fromCluster = true
-		return v, ok && checkCompactionConfig(key, v) == nil
+		v, ok = cluster[clusterDefaultOf[key]]
+		return v, true, ok && checkCompactionConfig(key, v) == nil
 	}
 	m := Messages{BeforeMaxMs: -1, AfterMaxMs: -1}
-	if v, ok := get(ConfigMessageTimestampType); ok {
+	if v, _, ok := get(ConfigMessageTimestampType); ok {
 		m.LogAppendTime = v == TimestampLogAppendTime
 	}
-	if v, ok := get(ConfigMessageTimestampBeforeMaxMs); ok {
+	if v, _, ok := get(ConfigMessageTimestampBeforeMaxMs); ok {
 		m.BeforeMaxMs, _ = strconv.ParseInt(v, 10, 64)
 	}
-	if v, ok := get(ConfigMessageTimestampAfterMaxMs); ok {
+	if v, _, ok := get(ConfigMessageTimestampAfterMaxMs); ok {
 		m.AfterMaxMs, _ = strconv.ParseInt(v, 10, 64)
 	}
-	if v, ok := get(ConfigMaxMessageBytes); ok {
+	if v, fromCluster, ok := get(ConfigMaxMessageBytes); ok {
 		m.MaxBytes, _ = strconv.ParseInt(v, 10, 64)
 		m.MaxBytesFromCluster = fromCluster
 	}
