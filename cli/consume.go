@@ -72,7 +72,7 @@ func consumeCommand() *ucli.Command {
 			"offset and commits to G as no member, which the cluster refuses while G has members.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "read only this partition (-1: all)", EnvVars: envVar("CONSUME_PARTITION")},
-			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET | TIME (for every partition read; with --group only for the partitions the group has no committed offset for: committed offsets win); TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped at or after it, its end where none is yet", EnvVars: envVar("CONSUME_FROM")},
+			&ucli.StringFlag{Name: "from", Value: "beginning", Usage: "beginning | end | OFFSET | TIME (for every partition read; with --group only for the partitions the group has no committed offset for: committed offsets win); TIME is RFC 3339 (2026-12-01T09:30:00Z), @UNIX_MS or now-DURATION (now-15m): each partition's first record stamped at or after it, its end where none is yet", EnvVars: envVar("CONSUME_FROM")},
 			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once caught up with the high watermarks seen at start", EnvVars: envVar("CONSUME_EXIT_AT_END")},
 			&ucli.Int64Flag{Name: "max", Usage: "exit after this many records (0: no limit)", EnvVars: envVar("CONSUME_MAX")},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
@@ -164,7 +164,8 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 }
 
 // parseFrom reads --from: beginning, end, an offset, or a time (RFC 3339,
-// or @ and Unix milliseconds), which is returned instead of an offset.
+// @ and Unix milliseconds, or now-DURATION), which is returned instead of
+// an offset.
 func parseFrom(s string) (int64, time.Time, error) {
 	s = strings.TrimSpace(s)
 	switch strings.ToLower(s) {
@@ -172,6 +173,10 @@ func parseFrom(s string) (int64, time.Time, error) {
 		return client.SeekBeginning, time.Time{}, nil
 	case "end", "latest":
 		return client.SeekEnd, time.Time{}, nil
+	}
+	if ago, ok := strings.CutPrefix(strings.ToLower(s), "now"); ok {
+		t, err := nowMinus(s, ago)
+		return 0, t, err
 	}
 	if ms, ok := strings.CutPrefix(s, "@"); ok {
 		n, err := strconv.ParseInt(ms, 10, 64)
@@ -192,9 +197,26 @@ func parseFrom(s string) (int64, time.Time, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return 0, time.Time{}, fmt.Errorf("%q is not beginning, end, a non-negative offset or a time (RFC 3339, or @UNIX_MS)", s)
+		return 0, time.Time{}, fmt.Errorf("%q is not beginning, end, a non-negative offset or a time (RFC 3339, @UNIX_MS or now-DURATION)", s)
 	}
 	return n, time.Time{}, nil
+}
+
+// nowMinus reads what follows "now" in a time: nothing (this instant) or
+// -DURATION, such as -2h30m (that long ago, by this machine's clock).
+func nowMinus(s, ago string) (time.Time, error) {
+	if ago == "" {
+		return time.Now(), nil
+	}
+	d, err := time.ParseDuration(strings.TrimPrefix(ago, "-"))
+	if !strings.HasPrefix(ago, "-") || err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("%q is not now or now-DURATION with a positive duration such as now-2h30m", s)
+	}
+	t := time.Now().Add(-d)
+	if t.UnixMilli() < 0 {
+		return time.Time{}, fmt.Errorf("%q is before 1970", s)
+	}
+	return t, nil
 }
 
 // runConsume prints records until --max, --exit-at-end or an interrupt:

@@ -36,19 +36,21 @@ func TestConsumeFromTime(t *testing.T) {
 			t.Errorf("--from %s: exit %d, stdout %q, stderr %q; want c and d", from, code, out, errOut)
 		}
 	}
-	out, errOut, code := runClientCLI(t, nil, "consume", "t", "--from", "@0", "--exit-at-end", "--bootstrap", fc.Bootstrap())
-	if code != 0 || out != "a\nb\nc\nd\n" {
-		t.Errorf("--from @0: exit %d, stdout %q, stderr %q; want every record", code, out, errOut)
+	for _, from := range []string{"@0", "now-1h", "NOW-1H"} {
+		out, errOut, code := runClientCLI(t, nil, "consume", "t", "--from", from, "--exit-at-end", "--bootstrap", fc.Bootstrap())
+		if code != 0 || out != "a\nb\nc\nd\n" {
+			t.Errorf("--from %s: exit %d, stdout %q, stderr %q; want every record", from, code, out, errOut)
+		}
 	}
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	out, errOut, code = runClientCLI(t, nil, "consume", "t", "--from", later, "--exit-at-end", "--bootstrap", fc.Bootstrap())
+	out, errOut, code := runClientCLI(t, nil, "consume", "t", "--from", later, "--exit-at-end", "--bootstrap", fc.Bootstrap())
 	if code != 0 || out != "" {
 		t.Errorf("--from %s: exit %d, stdout %q, stderr %q; want nothing, exit 0", later, code, out, errOut)
 	}
 }
 
 func TestConsumeFromTimeUsageErrors(t *testing.T) {
-	for _, from := range []string{"2026-13-01T00:00:00Z", "2026-12-01T10:00:00", "@-5", "@soon", "1969-12-31T23:59:59Z", "yesterday"} {
+	for _, from := range []string{"2026-13-01T00:00:00Z", "2026-12-01T10:00:00", "@-5", "@soon", "1969-12-31T23:59:59Z", "yesterday", "now-", "now+1h", "now-0s", "now--1h", "now-1x", "nowish"} {
 		_, errOut, code := runClientCLI(t, nil, "consume", "t", "--from", from, "--bootstrap", "127.0.0.1:1")
 		if code != 2 || !strings.HasPrefix(errOut, "paymentlog: ") || !strings.Contains(errOut, "--from") {
 			t.Errorf("--from %s: exit %d, stderr %q; want a usage error naming --from", from, code, errOut)

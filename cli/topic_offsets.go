@@ -21,13 +21,14 @@ func topicOffsetsCommand() *ucli.Command {
 		Name:  "offsets",
 		Usage: "every partition's offset at the log start, the end (high watermark) or a time",
 		UsageText: "paymentlog topic offsets NAME [--time earliest|latest|TIME] [--json]\n\n" +
-			"TIME is RFC 3339 (2026-12-01T09:30:00Z) or @UNIX_MS: each partition's first record stamped\n" +
-			"at or after it, \"none\" (-1 in --json) where no record is yet. Each leader answers for its\n" +
-			"partitions; latest is the high watermark, the next offset a committed record will get.\n" +
+			"TIME is RFC 3339 (2026-12-01T09:30:00Z), @UNIX_MS or now-DURATION (now-2h30m): each\n" +
+			"partition's first record stamped at or after it, \"none\" (-1 in --json) where no record is\n" +
+			"yet. Each leader answers for its partitions; latest is the high watermark, the next offset a\n" +
+			"committed record will get.\n" +
 			"A partition that still has no leader after 3s (every replica down) is printed as\n" +
 			"\"unavailable\" (in --json: offset -1 and an error), with the reason on stderr and exit status 1.",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
-			&ucli.StringFlag{Name: "time", Value: "latest", Usage: "earliest | latest | TIME (RFC 3339 or @UNIX_MS)", EnvVars: envVar("TOPIC_OFFSETS_TIME")},
+			&ucli.StringFlag{Name: "time", Value: "latest", Usage: "earliest | latest | TIME (RFC 3339, @UNIX_MS or now-DURATION)", EnvVars: envVar("TOPIC_OFFSETS_TIME")},
 			&ucli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: envVar("TOPIC_JSON")},
 			timeoutFlag("TOPIC_TIMEOUT", defaultAdminTimeout),
 		}),
@@ -55,13 +56,13 @@ func parseOffsetsTime(s string) (int64, error) {
 	off, t, err := parseFrom(s)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("%q is not earliest, latest or a time (RFC 3339, or @UNIX_MS)", s)
+		return 0, fmt.Errorf("%q is not earliest, latest or a time (RFC 3339, @UNIX_MS or now-DURATION)", s)
 	case !t.IsZero():
 		return t.UnixMilli(), nil
 	case off < 0:
 		return off, nil
 	}
-	return 0, fmt.Errorf("%q is an offset; --time takes earliest, latest or a time (RFC 3339, or @UNIX_MS)", s)
+	return 0, fmt.Errorf("%q is an offset; --time takes earliest, latest or a time (RFC 3339, @UNIX_MS or now-DURATION)", s)
 }
 
 // topicOffsetsJSON is `topic offsets --json`.
