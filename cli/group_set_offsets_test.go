@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"paymentlog/client/clienttest"
+	"paymentlog/node/metadata"
+	"paymentlog/wire"
 )
 
 // committed returns group's committed offsets of topic t as "p0=O p1=O".
@@ -122,7 +125,8 @@ func TestGroupSetOffsetsRefusals(t *testing.T) {
 		{[]string{"g", "--from-file", file("t,0\n")}, 2, "line 1: wrong number of fields (want TOPIC,PARTITION,OFFSET)"},
 		{[]string{"g", "--from-file", file("t,x,1\n")}, 2, `line 1: partition "x" is not a non-negative number`},
 		{[]string{"g", "--from-file", file("t,0,-1\n")}, 2, `line 1: offset "-1" is not a non-negative number`},
-		{[]string{"g", "--from-file", file(",0,1\n")}, 2, "line 1: the topic is empty"},
+		{[]string{"g", "--from-file", file(",0,1\n")}, 2, "line 1: topic name is empty"},
+		{[]string{"g", "--from-file", file(`"t,1",0,1` + "\n")}, 2, `line 1: topic name "t,1": only letters`},
 		{[]string{"g", "--from-file", file("t,0,1\n# again\nt,0,2\n")}, 2, "line 3: topic t partition 0 is already on line 1"},
 		{[]string{"g", "--from-file", file("# nothing\n\n")}, 2, "holds no TOPIC,PARTITION,OFFSET line"},
 		{[]string{"g", "--from-file", filepath.Join(dir, "missing.csv")}, 2, "no such file or directory"},
@@ -150,4 +154,40 @@ func TestGroupSetOffsetsToNowMinus(t *testing.T) {
 	if code != 0 || out != "TOPIC  PARTITION  BEFORE  OFFSET\nt      0          6       0\nt      1          4       0\n" {
 		t.Fatalf("--to now-1h: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+}
+
+// FuzzReadOffsetsFile: any bytes give entries or an error, never a panic;
+// what is read holds valid names and non-negative numbers, and writing it
+// and reading it again gives the same entries.
+func FuzzReadOffsetsFile(f *testing.F) {
+	f.Add([]byte("payments,0,12\npayments,1,7\n"))
+	f.Add([]byte("# saved\n\nt, 0, 3\r\nu,2,0"))
+	f.Add([]byte(`"t",0,1` + "\n"))
+	f.Add([]byte("t,0,1\nt,0,2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		es, err := readOffsetsFile(bytes.NewReader(data), "f")
+		if err != nil {
+			return
+		}
+		offs := make([]wire.GroupOffset, len(es))
+		for i, e := range es {
+			if metadata.ValidateTopicName(e.Topic) != nil || e.Partition < 0 || e.Offset < 0 || e.line < 1 {
+				t.Fatalf("entry %+v read from %q", e, data)
+			}
+			offs[i] = e.GroupOffset
+		}
+		var b bytes.Buffer
+		if err := writeOffsetsFile(&b, offs); err != nil {
+			t.Fatal(err)
+		}
+		again, err := readOffsetsFile(&b, "f")
+		if err != nil || len(again) != len(es) {
+			t.Fatalf("written %q does not read back: %v", b.String(), err)
+		}
+		for i := range es {
+			if again[i].GroupOffset != es[i].GroupOffset {
+				t.Fatalf("entry %d: %+v read back as %+v", i, es[i].GroupOffset, again[i].GroupOffset)
+			}
+		}
+	})
 }

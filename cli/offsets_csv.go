@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
 
@@ -48,7 +49,6 @@ func readOffsetsFile(r io.Reader, name string) ([]offsetsFileEntry, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
@@ -56,12 +56,13 @@ func readOffsetsFile(r io.Reader, name string) ([]offsetsFileEntry, error) {
 			}
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0) // only once a record was read: it panics after an error
 		if len(out) == maxOffsetsFileLines {
 			return nil, fmt.Errorf("%s: more than %d lines", name, maxOffsetsFileLines)
 		}
 		topic := strings.TrimSpace(rec[0])
-		if topic == "" {
-			return nil, fmt.Errorf("%s line %d: the topic is empty", name, line)
+		if err := metadata.ValidateTopicName(topic); err != nil {
+			return nil, fmt.Errorf("%s line %d: %v", name, line, err)
 		}
 		part, err := strconv.ParseInt(strings.TrimSpace(rec[1]), 10, 32)
 		if err != nil || part < 0 {
