@@ -36,9 +36,11 @@ import (
 // wire.NonEmptyGroup while the group has members (only they commit its
 // offsets: stop them first); and wire.UnsupportedVersion while a
 // registered node's build predates the group records. NotController,
-// Timeout and failed calls are retried until ctx ends.
+// Timeout and failed calls are retried until ctx ends. The commit is marked
+// as an operator's (wire.OffsetCommitRequest.Audit), so the active
+// controller's audit trail records it.
 func (a *Admin) CommitOffsets(ctx context.Context, group string, offsets []wire.GroupOffset) error {
-	return a.commitOffsetsAs(ctx, group, "", offsets)
+	return a.commitOffsets(ctx, &wire.OffsetCommitRequest{Group: group, Offsets: offsets, Audit: true})
 }
 
 // commitOffsetsAs is CommitOffsets as group member memberID ("" for no
@@ -46,7 +48,11 @@ func (a *Admin) CommitOffsets(ctx context.Context, group string, offsets []wire.
 // controller does not know it (its session timed out, or the controller
 // changed) and wire.InvalidRequest for a partition it does not own.
 func (a *Admin) commitOffsetsAs(ctx context.Context, group, memberID string, offsets []wire.GroupOffset) error {
-	req := &wire.OffsetCommitRequest{Group: group, Offsets: offsets, MemberID: memberID}
+	return a.commitOffsets(ctx, &wire.OffsetCommitRequest{Group: group, Offsets: offsets, MemberID: memberID})
+}
+
+// commitOffsets sends req to the active controller.
+func (a *Admin) commitOffsets(ctx context.Context, req *wire.OffsetCommitRequest) error {
 	var resp wire.OffsetCommitResponse
 	_, err := a.toController(ctx, "commit offsets", wire.TypeOffsetCommit, req,
 		func() any { resp = wire.OffsetCommitResponse{}; return &resp },

@@ -48,7 +48,9 @@ func (n *Node) authorize(p quic.Peer, op, resourceType, name string) *wire.Error
 		return nil
 	}
 	n.denied[resourceIndex(resourceType)].Add(1)
-	return deniedError(p, op, resourceType, name)
+	e := deniedError(p, op, resourceType, name)
+	n.audit.Denied(auditWho(p), op, resourceType, name, e.Code.String(), e.Message)
+	return e
 }
 
 // deniedResources are the resource types of paymentlog_authorization_denied_total,
@@ -97,6 +99,8 @@ func (n *Node) describableTopics(p quic.Peer, named bool, topics []wire.TopicMet
 			out = append(out, t)
 		case named:
 			n.denied[resourceIndex(wire.ResourceTopic)].Add(1)
+			e := deniedError(p, wire.OpDescribe, wire.ResourceTopic, t.Name)
+			n.audit.Denied(auditWho(p), wire.OpDescribe, wire.ResourceTopic, t.Name, e.Code.String(), e.Message)
 			out = append(out, wire.TopicMetadata{Err: wire.TopicAuthorizationFailed, Name: t.Name})
 		}
 	}

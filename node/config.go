@@ -115,6 +115,10 @@ type Config struct {
 	MetadataFS segment.FS
 
 	Logger *slog.Logger
+	// AuditLog is the file the audit trail is appended to (node/audit:
+	// one JSON line per request that changes the cluster or is refused by
+	// ACL); "" writes it to Logger.
+	AuditLog string
 
 	// rejoinGate, if set, is called before each round of a vote-guarded
 	// controller's questions (rejoin.go); tests hold a round back with it

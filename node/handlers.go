@@ -15,35 +15,37 @@ import (
 // controller's requests (answered by the local controller, which replies
 // NotController with a hint unless it is active). Produce, Fetch,
 // ListOffsets, replica fetch sessions and DescribeReplica are the broker's;
-// raft messages are raftnode's.
+// raft messages are raftnode's. The audit trail wraps those that change
+// the cluster.
 func (n *Node) registerHandlers() {
-	n.ep.Handle(wire.TypeMetadata, n.handleMetadata)
-	n.ep.Handle(wire.TypeDescribeCluster, n.handleDescribeCluster)
-	n.ep.Handle(wire.TypeInitProducerID, n.handleInitProducerID)
-	n.ep.Handle(wire.TypeDescribeQuorum, n.handleDescribeQuorum)
+	handle := func(t quic.FrameType, h quic.UnaryHandler) { n.ep.Handle(t, n.audited(t, h)) } // audit_requests.go
+	handle(wire.TypeMetadata, n.handleMetadata)
+	handle(wire.TypeDescribeCluster, n.handleDescribeCluster)
+	handle(wire.TypeInitProducerID, n.handleInitProducerID)
+	handle(wire.TypeDescribeQuorum, n.handleDescribeQuorum)
 
-	n.ep.Handle(wire.TypeCreateTopic, n.handleCreateTopic)
-	n.ep.Handle(wire.TypeDeleteTopic, n.handleDeleteTopic)
-	n.ep.Handle(wire.TypeCreatePartitions, n.handleCreatePartitions)
-	n.ep.Handle(wire.TypeReassignPartition, n.handleReassignPartition)
-	n.ep.Handle(wire.TypeAlterReplicationFactor, n.handleAlterReplicationFactor)
-	n.ep.Handle(wire.TypeAlterClusterConfigs, n.handleAlterClusterConfigs)
-	n.ep.Handle(wire.TypeUnregisterBroker, n.handleUnregisterBroker)
-	n.ep.Handle(wire.TypeOffsetCommit, n.handleOffsetCommit)
-	n.ep.Handle(wire.TypeOffsetFetch, n.handleOffsetFetch)
-	n.ep.Handle(wire.TypeListGroups, n.handleListGroups)
-	n.ep.Handle(wire.TypeDeleteGroup, n.handleDeleteGroup)
-	n.ep.Handle(wire.TypeGroupHeartbeat, n.handleGroupHeartbeat)
-	n.ep.Handle(wire.TypeAlterConfigs, n.handleAlterConfigs)
-	n.ep.Handle(wire.TypeCreateACLs, n.handleCreateACLs)
-	n.ep.Handle(wire.TypeDeleteACLs, n.handleDeleteACLs)
-	n.ep.Handle(wire.TypeDescribeACLs, n.handleDescribeACLs)
-	n.ep.Handle(wire.TypeAlterClientQuotas, n.handleAlterClientQuotas)
-	n.ep.Handle(wire.TypeDescribeClientQuotas, n.handleDescribeClientQuotas)
-	n.ep.Handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
-	n.ep.Handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)
-	n.ep.Handle(wire.TypeAlterPartition, n.handleAlterPartition)
-	n.ep.Handle(wire.TypeAllocateProducerIDs, n.handleAllocateProducerIDs)
+	handle(wire.TypeCreateTopic, n.handleCreateTopic)
+	handle(wire.TypeDeleteTopic, n.handleDeleteTopic)
+	handle(wire.TypeCreatePartitions, n.handleCreatePartitions)
+	handle(wire.TypeReassignPartition, n.handleReassignPartition)
+	handle(wire.TypeAlterReplicationFactor, n.handleAlterReplicationFactor)
+	handle(wire.TypeAlterClusterConfigs, n.handleAlterClusterConfigs)
+	handle(wire.TypeUnregisterBroker, n.handleUnregisterBroker)
+	handle(wire.TypeOffsetCommit, n.handleOffsetCommit)
+	handle(wire.TypeOffsetFetch, n.handleOffsetFetch)
+	handle(wire.TypeListGroups, n.handleListGroups)
+	handle(wire.TypeDeleteGroup, n.handleDeleteGroup)
+	handle(wire.TypeGroupHeartbeat, n.handleGroupHeartbeat)
+	handle(wire.TypeAlterConfigs, n.handleAlterConfigs)
+	handle(wire.TypeCreateACLs, n.handleCreateACLs)
+	handle(wire.TypeDeleteACLs, n.handleDeleteACLs)
+	handle(wire.TypeDescribeACLs, n.handleDescribeACLs)
+	handle(wire.TypeAlterClientQuotas, n.handleAlterClientQuotas)
+	handle(wire.TypeDescribeClientQuotas, n.handleDescribeClientQuotas)
+	handle(wire.TypeBrokerRegister, n.handleBrokerRegister)
+	handle(wire.TypeBrokerHeartbeat, n.handleBrokerHeartbeat)
+	handle(wire.TypeAlterPartition, n.handleAlterPartition)
+	handle(wire.TypeAllocateProducerIDs, n.handleAllocateProducerIDs)
 }
 
 // activeControllerID is the raft leader as this node sees it, -1 if none.

@@ -121,6 +121,10 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	for i, r := range deniedResources {
 		w.Uint(metrics.Labels{"resource", r}, n.denied[i].Load())
 	}
+	ac := n.audit.Counts()
+	w.Counter("paymentlog_audit_lines_total", "Lines this node wrote to its audit trail (--audit-log, else its log): requests that change the cluster, and refusals by ACL.", ac.Written)
+	w.Counter("paymentlog_audit_suppressed_total", "Refusals by ACL left out of the audit trail over its rate limit (100 a second); the next denied line counts them.", ac.Suppressed)
+	w.Counter("paymentlog_audit_write_errors_total", "Audit trail lines this node failed to write or fsync to --audit-log (logged; the request was answered).", ac.WriteErrors)
 	w.Family("paymentlog_controller_group_members_removed_total", metrics.TypeCounter,
 		"Consumer group members this node removed as the active controller: reason=session (no heartbeat for a session timeout), reason=rebalance (kept partitions it was told to release past its rebalance timeout).")
 	w.Uint(metrics.Labels{"reason", "session"}, expired)

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"paymentlog/node/audit"
 	"paymentlog/node/broker"
 	"paymentlog/node/controller"
 	"paymentlog/node/metadata"
@@ -45,7 +46,9 @@ type Node struct {
 	cfg Config
 	// denied counts the client requests refused by ACL, by resource type
 	// (deniedResources; authorize.go).
-	denied      [3]atomic.Uint64
+	denied [3]atomic.Uint64
+	// audit is the audit trail (audit_requests.go, authorize.go).
+	audit       *audit.Log
 	log         *slog.Logger
 	incarnation int64
 	lock        *dirLock // the data directory's, held until closeAll
@@ -151,6 +154,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		incarnation: inc,
 		done:        make(chan struct{}),
 	}
+	if n.audit, err = audit.Open(cfg.AuditLog, cfg.ID, n.log.With("component", "audit")); err != nil {
+		lock.unlock()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.disk.resume.freePercent = cfg.DiskResumeFreePercent
 	if unrecorded {
 		n.log.Error("disk full at start; the node starts and records its incarnation once there is room", "err", err)
@@ -242,6 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		DataDir:     cfg.DataDir,
 		Endpoint:    ep,
 		Authorize:   n.topicAuthorizer(),
+		WrapHandler: n.audited,
 		Quotas:      n.newQuotaMeter(),
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
 			CacheBytes: cfg.PageCacheBytes,
@@ -444,6 +452,9 @@ func (n *Node) closeAll() {
 		sctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		n.ep.Shutdown(sctx)
 		cancel()
+	}
+	if err := n.audit.Close(); err != nil {
+		n.log.Error("audit log close failed", "err", err)
 	}
 	n.lock.unlock() // last: the logs are closed
 }

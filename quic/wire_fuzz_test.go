@@ -97,6 +97,7 @@ func wireSeeds() []any {
 		&wire.UnregisterBrokerResponse{Err: wire.InvalidRequest, ControllerID: 1,
 			Message: "broker 4 still holds replicas of 1 partitions (payments-2): move them to other brokers first (topic reassign)"},
 		&wire.OffsetCommitRequest{Group: "billing", Offsets: []wire.GroupOffset{{Topic: "payments", TopicID: "0f3a", Partition: 2, Offset: 812, LeaderEpoch: 4, Metadata: "host-1"}}},
+		&wire.OffsetCommitRequest{Group: "billing", Offsets: []wire.GroupOffset{{Topic: "payments", Partition: 0, Offset: 3, LeaderEpoch: -1}}, Audit: true},
 		&wire.OffsetCommitResponse{Err: wire.UnknownTopicOrPartition, Message: "partition payments-9 does not exist (3 partitions)", MetadataOffset: 812, ControllerID: 1},
 		&wire.OffsetFetchRequest{Group: "billing", Topics: []string{"payments"}},
 		&wire.OffsetFetchResponse{ControllerID: 1, Offsets: []wire.GroupOffset{{Topic: "payments", TopicID: "0f3a", Partition: 0, Offset: 7, LeaderEpoch: -1, CommitTimeMs: 1795998087883}}},

@@ -150,6 +150,10 @@ type OffsetCommitRequest struct {
 	// member may commit, and only partitions it owns (UnknownMemberID,
 	// NonEmptyGroup, InvalidRequest naming the partition).
 	MemberID string `msgpack:"member,omitempty"`
+	// Audit marks an operator's commit (client.Admin.CommitOffsets, group
+	// set-offsets), which the node's audit trail records; consumers' own
+	// commits leave it false. Older nodes ignore it.
+	Audit bool `msgpack:"audit,omitempty"`
 }
 
 // OffsetCommitResponse answers an OffsetCommitRequest. MetadataOffset is

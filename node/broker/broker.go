@@ -167,6 +167,10 @@ type Config struct {
 	// Authorize checks client requests against the ACLs (authorize.go);
 	// nil allows everything.
 	Authorize Authorize
+	// WrapHandler, if set, wraps each unary handler the broker registers
+	// (the node's audit trail wraps DeleteRecords'; others it returns as
+	// they are).
+	WrapHandler func(t quic.FrameType, h quic.UnaryHandler) quic.UnaryHandler
 	// Quotas holds back client requests over their principal's byte-rate
 	// quota (quotas.go); nil throttles nothing.
 	Quotas Quotas
@@ -352,11 +356,15 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	b.mu.ckpt = ck
 	if e := cfg.Endpoint; e != nil {
-		e.Handle(wire.TypeProduce, b.handleProduce)
-		e.Handle(wire.TypeFetch, b.handleFetch)
-		e.Handle(wire.TypeListOffsets, b.handleListOffsets)
-		e.Handle(wire.TypeDeleteRecords, b.handleDeleteRecords)
-		e.Handle(wire.TypeDescribeReplica, b.handleDescribeReplica)
+		wrap := cfg.WrapHandler
+		if wrap == nil {
+			wrap = func(_ quic.FrameType, h quic.UnaryHandler) quic.UnaryHandler { return h }
+		}
+		e.Handle(wire.TypeProduce, wrap(wire.TypeProduce, b.handleProduce))
+		e.Handle(wire.TypeFetch, wrap(wire.TypeFetch, b.handleFetch))
+		e.Handle(wire.TypeListOffsets, wrap(wire.TypeListOffsets, b.handleListOffsets))
+		e.Handle(wire.TypeDeleteRecords, wrap(wire.TypeDeleteRecords, b.handleDeleteRecords))
+		e.Handle(wire.TypeDescribeReplica, wrap(wire.TypeDescribeReplica, b.handleDescribeReplica))
 		e.HandleSession(wire.TypeReplicaFetch, b.serveReplicaFetch)
 	}
 	b.wg.Add(3)

@@ -1,0 +1,186 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DeniedPerSecond bounds the denied lines written per second (with a burst
+// of as many); the rest are counted and reported by the next one written.
+const DeniedPerSecond = 100
+
+// Event kinds (the "event" key).
+const (
+	EventAdmin  = "admin"
+	EventDenied = "denied"
+)
+
+// ResultOK is the result of a request that succeeded; ResultMalformed of one
+// that could not be decoded.
+const (
+	ResultOK        = "ok"
+	ResultMalformed = "malformed"
+)
+
+// Who is the client a line is about.
+type Who struct {
+	Principal     string
+	Authenticated bool
+	Addr          string
+}
+
+// line is one audit line, in the format of the package doc.
+type line struct {
+	Time          string          `json:"time"`
+	Node          int32           `json:"node"`
+	Event         string          `json:"event"`
+	Principal     string          `json:"principal"`
+	Authenticated bool            `json:"authenticated"`
+	Addr          string          `json:"addr"`
+	Op            string          `json:"op"`
+	Resource      string          `json:"resource,omitempty"`
+	ResourceName  *string         `json:"resource_name,omitempty"`
+	Request       json.RawMessage `json:"request,omitempty"`
+	Result        string          `json:"result"`
+	Message       string          `json:"message,omitempty"`
+	Response      json.RawMessage `json:"response,omitempty"`
+	Suppressed    uint64          `json:"suppressed,omitempty"`
+}
+
+// Log is a node's audit trail. Its methods may be called concurrently.
+type Log struct {
+	node   int32
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu   sync.Mutex
+	file *os.File // nil: lines go to logger
+	lim  limiter
+
+	written, suppressed, writeErrors atomic.Uint64
+}
+
+// Open returns node's audit trail, appended to path (created 0600 if
+// missing), or written to logger when path is "".
+func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	l := &Log{node: node, logger: logger, now: time.Now, lim: limiter{rate: DeniedPerSecond}}
+	if path == "" {
+		return l, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	l.file = f
+	return l, nil
+}
+
+// Close closes the file, if any.
+func (l *Log) Close() error {
+	if l == nil || l.file == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.file.Close()
+	l.file = nil
+	return err
+}
+
+// Admin writes an admin line: who sent op, the request and response (any
+// value encoding/json takes; nil leaves the key out), the result and its
+// message.
+func (l *Log) Admin(who Who, op string, request, response any, result, message string) {
+	if l == nil {
+		return
+	}
+	ln := l.newLine(EventAdmin, who, op, result, message)
+	ln.Request = rawJSON(request)
+	ln.Response = rawJSON(response)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.write(&ln)
+}
+
+// Denied writes a denied line: who may not perform op on the resource
+// (resourceType "topic", "group" or "cluster", and its name), with the
+// refusal's code name and message; over DeniedPerSecond it only counts it.
+func (l *Log) Denied(who Who, op, resourceType, name, result, message string) {
+	if l == nil {
+		return
+	}
+	ln := l.newLine(EventDenied, who, op, result, message)
+	ln.Resource, ln.ResourceName = resourceType, &name
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	skipped, ok := l.lim.take(l.now())
+	if !ok {
+		l.suppressed.Add(1)
+		return
+	}
+	ln.Suppressed = skipped
+	l.write(&ln)
+}
+
+func (l *Log) newLine(event string, who Who, op, result, message string) line {
+	return line{Time: l.now().UTC().Format(time.RFC3339Nano), Node: l.node, Event: event, Principal: who.Principal,
+		Authenticated: who.Authenticated, Addr: who.Addr, Op: op, Result: result, Message: message}
+}
+
+// write writes ln as one line and syncs it; l.mu is held.
+func (l *Log) write(ln *line) {
+	b, err := json.Marshal(ln)
+	if err != nil { // only a request or response that cannot be JSON
+		ln.Request, ln.Response = nil, nil
+		ln.Message = fmt.Sprintf("%s (request not recorded: %v)", ln.Message, err)
+		b, _ = json.Marshal(ln)
+	}
+	l.written.Add(1)
+	if l.file == nil {
+		l.logger.Info("audit", "line", json.RawMessage(b))
+		return
+	}
+	b = append(b, '\n')
+	if _, err = l.file.Write(b); err == nil {
+		err = l.file.Sync()
+	}
+	if err != nil {
+		l.writeErrors.Add(1)
+		l.logger.Error("audit log write failed", "err", err, "line", json.RawMessage(b[:len(b)-1]))
+	}
+}
+
+// rawJSON is v as JSON; nil for nil or what encoding/json refuses.
+func rawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", "not recorded: "+err.Error()))
+	}
+	return b
+}
+
+// Counts are the log's counters, for /metrics.
+type Counts struct {
+	// Written are the lines written (or attempted), Suppressed the denied
+	// lines left out over the rate limit, WriteErrors the failed writes.
+	Written, Suppressed, WriteErrors uint64
+}
+
+// Counts returns the counters (zero for a nil Log).
+func (l *Log) Counts() Counts {
+	if l == nil {
+		return Counts{}
+	}
+	return Counts{l.written.Load(), l.suppressed.Load(), l.writeErrors.Load()}
+}

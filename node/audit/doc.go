@@ -1,0 +1,51 @@
+// Package audit writes a node's audit trail: one JSON object per line for
+// every request that changes the cluster (creating and deleting topics,
+// partitions, configs, ACLs, quotas, reassignments, deleted records, a
+// group's offsets set by an operator, deleted groups, unregistered
+// brokers) as the node that decided it answered it, and for every request
+// refused by ACL. A payments operator answers "who changed what, when, from
+// where, and was it allowed" from it (PCI DSS requirement 10).
+//
+// # Format
+//
+// Each line is a JSON object (the keys are part of the format: keys may be
+// added, never renamed):
+//
+//	time          RFC 3339 with nanoseconds, UTC
+//	node          the node id that wrote it
+//	event         "admin" (a request that changes the cluster, answered here)
+//	              or "denied" (a request refused by ACL)
+//	principal     "User:" and the client certificate's common name
+//	authenticated false in dev mode (no TLS): the name was not verified
+//	addr          the client's address (host:port)
+//	op            admin: the request ("CreateTopic", "AlterConfigs", ...);
+//	              denied: the ACL operation ("write", "create", ...)
+//	resource      denied only: the resource refused ("topic", "group",
+//	              "cluster") and resource_name
+//	request       admin only: the request as decoded (its Go field names)
+//	result        "ok", or the error code's name ("TopicAuthorizationFailed",
+//	              ...; for DeleteRecords the first partition's error),
+//	              "malformed" (not decodable) or "error" (the node failed
+//	              to answer; message says why)
+//	message       the error's message, if any
+//	response      admin only: the answer sent (e.g. each partition's result)
+//	suppressed    denied only: refusals not written since the previous
+//	              denied line, over the rate limit (DeniedPerSecond)
+//
+// A request answered NotController (sent to a node that is not the active
+// controller, which the client then retries there) is not written: the
+// active controller writes it. A request the node could not decode is
+// written with result "malformed".
+//
+// # Durability
+//
+// With a file, each line is appended with one write(2) (O_APPEND) and
+// fsynced before the answer leaves the node, so a change acknowledged to
+// its maker is in the trail. Denied lines are rate limited (a client
+// retrying a refused produce would otherwise fill the disk); the count of
+// those left out is carried by the next denied line and by
+// paymentlog_audit_suppressed_total. A failed write is logged and counted
+// (paymentlog_audit_write_errors_total) and does not fail the request.
+// Rotate with logrotate's copytruncate (or move the file and restart the
+// node). Without a file the lines go to the node's log as "audit" records.
+package audit
