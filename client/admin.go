@@ -356,6 +356,13 @@ type TopicDescription struct {
 	Racks map[int32]string `json:"racks,omitempty"`
 }
 
+// PartitionCount is Client.PartitionCount: topic's number of partitions,
+// or an error matching wire.UnknownTopicOrPartition for a topic that does
+// not exist.
+func (a *Admin) PartitionCount(ctx context.Context, topic string) (int, error) {
+	return a.c.PartitionCount(ctx, topic)
+}
+
 // DescribeTopic returns a topic's partitions from fresh metadata, with each
 // partition's high watermark and log start offset asked of its leader.
 func (a *Admin) DescribeTopic(ctx context.Context, name string) (TopicDescription, error) {
