@@ -154,10 +154,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		incarnation: inc,
 		done:        make(chan struct{}),
 	}
-	if n.audit, err = audit.Open(cfg.AuditLog, cfg.ID, n.log.With("component", "audit")); err != nil {
+	// Not err: it holds nextIncarnation's errIncarnationNotRecorded, used below.
+	auditLog, aerr := audit.Open(cfg.AuditLog, cfg.ID, n.log.With("component", "audit"))
+	if aerr != nil {
 		lock.unlock()
-		return nil, fmt.Errorf("node: %w", err)
+		return nil, fmt.Errorf("node: %w", aerr)
 	}
+	n.audit = auditLog
 	n.disk.resume.freePercent = cfg.DiskResumeFreePercent
 	if unrecorded {
 		n.log.Error("disk full at start; the node starts and records its incarnation once there is room", "err", err)
