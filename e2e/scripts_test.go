@@ -83,6 +83,24 @@ func TestClusterScript(t *testing.T) {
 		t.Fatalf("topic alter: %v\n%s", err, out)
 	}
 	fourth := c.produce(t, env, "after-alter", 100)
+	// The nodes' audit trails (--audit-log beside each node's log) record
+	// the alter, by the client certificate, once: where it was answered.
+	var alters []string
+	for n := 1; n <= 3; n++ {
+		b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d.audit.log", n)))
+		if err != nil {
+			t.Fatalf("node %d's audit trail: %v", n, err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.Contains(l, `"op":"CreatePartitions"`) {
+				alters = append(alters, l)
+			}
+		}
+	}
+	if len(alters) != 1 || !strings.Contains(alters[0], `"principal":"User:client","authenticated":true`) ||
+		!strings.Contains(alters[0], `"result":"ok"`) || !strings.Contains(alters[0], `"Count":5`) {
+		t.Errorf("audit lines of topic alter: %q; want one, by User:client, ok, to 5 partitions", alters)
+	}
 
 	// The README's certificate rotation: a new CA and new certificates for
 	// every node and the client, the old CA retired, no node restarted.

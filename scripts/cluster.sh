@@ -3,7 +3,8 @@
 # $PAYMENTLOG_CLUSTER_PORT and the next two: set it for every command, before
 # the first up, since the metadata log records the addresses; `clean` to
 # change them), data under
-# ./data/nodeN, logs and pid files beside it (./data/nodeN.log, ./data/nodeN.pid),
+# ./data/nodeN, logs, audit trails and pid files beside it (./data/nodeN.log,
+# ./data/nodeN.audit.log: who changed what, one JSON line each; ./data/nodeN.pid),
 # mutual-TLS certificates in ./data/certs.
 #
 #   scripts/cluster.sh up              build ./paymentlog, create certificates (once; node
@@ -91,6 +92,7 @@ check_node() {
 
 pidfile() { echo "$DIR/node$1.pid"; }
 logfile() { echo "$DIR/node$1.log"; }
+auditfile() { echo "$DIR/node$1.audit.log"; }
 
 # Each start appends this line to the node's log, so that a failed start
 # shows its own lines, not the end of an earlier run.
@@ -207,7 +209,7 @@ start() {
 	echo "$START_MARK $n $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$(logfile "$n")"
 	# shellcheck disable=SC2086,SC2046 # PAYMENTLOG_NODE_ARGS and rack_args are lists of flags
 	GOMAXPROCS="$NODE_PROCS" nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
-		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" \
+		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" --audit-log "$(auditfile "$n")" \
 		$(rack_args "$n") ${PAYMENTLOG_NODE_ARGS:-} >>"$(logfile "$n")" 2>&1 </dev/null &
 	echo $! >"$(pidfile "$n")"
 	say "started node $n (pid $!, log $(logfile "$n"))"
