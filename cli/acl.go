@@ -29,13 +29,15 @@ func aclCommand() *ucli.Command {
 			{
 				Name:  "add",
 				Usage: "allow (or deny) a principal operations on a topic, a group or the cluster",
-				UsageText: "paymentlog acl add --principal NAME [--allow|--deny] --operation OP[,OP...] (--topic T | --group G | --cluster) [--prefixed]\n\n" +
+				UsageText: "paymentlog acl add --principal NAME [--allow|--deny] --operation OP[,OP...] (--topic T | --group G | --cluster) [--prefixed] [--host IP|CIDR]\n\n" +
 					"NAME is a client certificate's common name (paymentlog cert issue --name NAME), as NAME or\n" +
 					"User:NAME; * (or User:*) is every client. --topic '*' (--group '*') is every topic (group);\n" +
 					"--prefixed makes T (G) a prefix: every topic (group) whose name starts with it.\n" +
 					"operations: topic: all, read, write, create, delete, alter, describe; group: all, read,\n" +
 					"delete, describe; cluster: all, create, alter, describe. read, write, delete and alter\n" +
-					"imply describe. A deny wins over any allow; without an allow nothing is allowed.\n" +
+					"imply describe. A deny wins over any allow; without an allow nothing is allowed. --host\n" +
+					"limits the ACL to clients connecting from that address or network (a deny with a host also\n" +
+					"refuses a client whose address is unknown); it needs every broker at metadata version 8.\n" +
 					"Enforced only by nodes started with --authorizer acl; node certificates and the nodes'\n" +
 					"--super-users are allowed everything.",
 				Flags: aclFlags(aclAdd),
@@ -51,7 +53,7 @@ func aclCommand() *ucli.Command {
 				Name:  "remove",
 				Usage: "remove the ACLs the selectors match (a selector not given matches anything)",
 				UsageText: "paymentlog acl remove [--principal NAME] [--allow|--deny] [--operation OP[,OP...]]\n" +
-					"                      [--topic T | --group G | --cluster] [--prefixed|--literal]\n" +
+					"                      [--topic T | --group G | --cluster] [--prefixed|--literal] [--host IP|CIDR|*]\n" +
 					"paymentlog acl remove --all\n\n" +
 					"Removes every ACL that matches all the selectors given (names as written: --topic payments\n" +
 					"matches the ACLs added with --topic payments, literal or --prefixed, not those of '*' or of\n" +
@@ -69,7 +71,7 @@ func aclCommand() *ucli.Command {
 				Name:  "list",
 				Usage: "list the ACLs (all, or those the selectors match) and whether the nodes enforce them",
 				UsageText: "paymentlog acl list [--principal NAME] [--allow|--deny] [--operation OP[,OP...]]\n" +
-					"                    [--topic T | --group G | --cluster] [--prefixed|--literal] [--json]\n\n" +
+					"                    [--topic T | --group G | --cluster] [--prefixed|--literal] [--host IP|CIDR|*] [--json]\n\n" +
 					"Selectors match as in acl remove.",
 				Flags: aclFlags(aclList),
 				Action: func(c *ucli.Context) error {
@@ -119,6 +121,9 @@ func aclFlags(verb aclVerb) []ucli.Flag {
 			Usage: usage("the cluster (creating topics, changing cluster configs and ACLs, listing ACLs)", "only the ACLs of the cluster")},
 		&ucli.BoolFlag{Name: "prefixed", EnvVars: ev("PREFIXED"),
 			Usage: usage("--topic/--group is a prefix of the names", "only prefixed ACLs")},
+		&ucli.StringFlag{Name: "host", EnvVars: ev("HOST"),
+			Usage: usage("only for clients connecting from this IP address or CIDR network, such as 10.1.0.0/16 (default *: from anywhere)",
+				"only the ACLs of this host as written (* selects those for every host)")},
 		&ucli.BoolFlag{Name: "allow", EnvVars: ev("ALLOW"), Usage: usage("allow (the default)", "only allow ACLs")},
 		&ucli.BoolFlag{Name: "deny", EnvVars: ev("DENY"), Usage: usage("deny: wins over any allow", "only deny ACLs")},
 	}
@@ -182,8 +187,9 @@ type aclSelectors struct {
 	resourceType string
 	name         string
 	patternType  string
-	all          bool // remove --all
-	given        bool // any selector given
+	host         string // add: the binding's (canonical, "" for any); select: a filter's (wire.AnyHostFilter for any)
+	all          bool   // remove --all
+	given        bool   // any selector given
 }
 
 func parseACLSelectors(c *ucli.Context, verb aclVerb) (aclSelectors, error) {
@@ -246,7 +252,20 @@ func parseACLSelectors(c *ucli.Context, verb aclVerb) (aclSelectors, error) {
 	case literal || verb == aclAdd:
 		s.patternType = wire.PatternLiteral
 	}
-	s.given = s.principal != "" || s.permission != "" || len(s.operations) > 0 || s.resourceType != "" || s.patternType != ""
+	if c.IsSet("host") {
+		h := strings.TrimSpace(c.String("host"))
+		switch {
+		case h == "*" && verb == aclAdd:
+		case h == "*":
+			s.host = wire.AnyHostFilter
+		default:
+			if why := wire.CheckACLHost(h); why != "" || h == "" {
+				return s, fmt.Errorf("--host: %s", cmp.Or(why, "empty (* is every host)"))
+			}
+			s.host = h
+		}
+	}
+	s.given = s.principal != "" || s.permission != "" || len(s.operations) > 0 || s.resourceType != "" || s.patternType != "" || s.host != ""
 	if verb == aclRemove && c.Bool("all") {
 		if s.given {
 			return s, fmt.Errorf("--all removes every ACL: give it without selectors")
@@ -288,7 +307,7 @@ func (s aclSelectors) bindings() ([]wire.ACLBinding, error) {
 	out := make([]wire.ACLBinding, 0, len(s.operations))
 	for _, op := range s.operations {
 		b := wire.ACLBinding{Principal: s.principal, ResourceType: s.resourceType, PatternType: s.patternType, Name: s.name,
-			Operation: op, Permission: s.permission}
+			Operation: op, Permission: s.permission, Host: s.host}
 		if why := wire.CheckACLBinding(b); why != "" {
 			return nil, fmt.Errorf("%s", why)
 		}
@@ -303,7 +322,7 @@ func (s aclSelectors) bindings() ([]wire.ACLBinding, error) {
 func (s aclSelectors) filters(verb aclVerb) ([]wire.ACLFilter, error) {
 	if verb == aclRemove && !s.given && !s.all {
 		return nil, fmt.Errorf("give at least one selector (--principal, --operation, --topic, --group, --cluster, --allow, --deny, " +
-			"--prefixed, --literal), or --all to remove every ACL")
+			"--prefixed, --literal, --host), or --all to remove every ACL")
 	}
 	ops := s.operations
 	if len(ops) == 0 {
@@ -312,7 +331,7 @@ func (s aclSelectors) filters(verb aclVerb) ([]wire.ACLFilter, error) {
 	out := make([]wire.ACLFilter, 0, len(ops))
 	for _, op := range ops {
 		f := wire.ACLFilter{Principal: s.principal, ResourceType: s.resourceType, PatternType: s.patternType, Name: s.name,
-			Operation: op, Permission: s.permission}
+			Operation: op, Permission: s.permission, Host: s.host}
 		if why := checkACLFilterFields(f); why != "" {
 			return nil, fmt.Errorf("%s", why)
 		}
@@ -378,6 +397,7 @@ type aclJSON struct {
 	ResourceType string `json:"resource_type"`
 	PatternType  string `json:"pattern_type"`
 	Name         string `json:"name"`
+	Host         string `json:"host"` // an IP address or CIDR network; * for every host
 }
 
 // aclListJSON is `acl list --json`.
@@ -419,7 +439,7 @@ func runACLList(ctx context.Context, opts aclOptions, stdout, stderr io.Writer) 
 				EnforcingNodes: nonNil(enf.Enforcing), NotEnforcingNodes: nonNil(enf.NotEnforcing), UnansweredNodes: nonNil(enf.Unanswered)}
 			for _, b := range l.ACLs {
 				out.ACLs = append(out.ACLs, aclJSON{Permission: b.Permission, Principal: b.Principal, Operation: b.Operation,
-					ResourceType: b.ResourceType, PatternType: b.PatternType, Name: b.Name})
+					ResourceType: b.ResourceType, PatternType: b.PatternType, Name: b.Name, Host: hostOrAny(b.Host)})
 			}
 			return printJSON(stdout, out)
 		}
@@ -472,12 +492,15 @@ func nonNil(ids []int32) []int32 {
 // printACLTable prints bindings, one a line.
 func printACLTable(w io.Writer, bindings []wire.ACLBinding) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PERMISSION\tPRINCIPAL\tOPERATION\tRESOURCE\tPATTERN\tNAME")
+	fmt.Fprintln(tw, "PERMISSION\tPRINCIPAL\tOPERATION\tRESOURCE\tPATTERN\tNAME\tHOST")
 	for _, b := range bindings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Permission, b.Principal, b.Operation, b.ResourceType, b.PatternType, b.Name)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Permission, b.Principal, b.Operation, b.ResourceType, b.PatternType, b.Name, hostOrAny(b.Host))
 	}
 	return tw.Flush()
 }
+
+// hostOrAny is a binding's host as printed: * for every host.
+func hostOrAny(h string) string { return cmp.Or(h, "*") }
 
 // plural is "1 ACL", "2 ACLs".
 func plural(n int, noun string) string {

@@ -124,7 +124,7 @@ func TestACLEnforcedOnNodes(t *testing.T) {
 	refused("billing", "", "TopicAuthorizationFailed", "consume", "payments", "--exit-at-end")
 
 	out := ok("admin", "", "acl", "list")
-	if !strings.Contains(out, "allow       User:billing  write      topic     literal  payments\n") ||
+	if !strings.Contains(out, "allow       User:billing  write      topic     literal  payments  *\n") ||
 		!strings.HasSuffix(out, "authorization: enforced on every node that answered (1,2; --authorizer acl)\n") {
 		t.Fatalf("list:\n%s", out)
 	}
@@ -160,7 +160,7 @@ func TestACLListNotEnforced(t *testing.T) {
 	}
 	run("acl", "add", "--principal", "billing", "--operation", "read", "--group", "billing-", "--prefixed")
 	out := run("acl", "list")
-	if !strings.Contains(out, "allow       User:billing  read       group     prefixed  billing-\n") ||
+	if !strings.Contains(out, "allow       User:billing  read       group     prefixed  billing-  *\n") ||
 		!strings.HasSuffix(out, "\nauthorization: NOT enforced: nodes run without --authorizer acl, so these ACLs have no effect\n") {
 		t.Fatalf("list:\n%s", out)
 	}

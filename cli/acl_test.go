@@ -52,6 +52,9 @@ func TestACLUsageErrors(t *testing.T) {
 		{[]string{"remove", "--principal", "a:b"}, "--principal"},
 		{[]string{"list", "--topic", "a", "--group", "b"}, "give one"},
 		{[]string{"list", "--all"}, "flag provided but not defined: --all"},
+		{[]string{"add", "--principal", "billing", "--operation", "read", "--topic", "t", "--host", "10.1.2.3/16"}, "--host: host \"10.1.2.3/16\": write the network as 10.1.0.0/16"},
+		{[]string{"add", "--principal", "billing", "--operation", "read", "--topic", "t", "--host", "checkout.internal"}, "not an IP address or CIDR network"},
+		{[]string{"remove", "--host", ""}, "--host: empty (* is every host)"},
 		{[]string{"list", "x"}, "acl list takes no arguments"},
 		{[]string{"bogus"}, `unknown command "bogus" (want one of: add, remove, list)`},
 	} {
@@ -100,9 +103,9 @@ func TestACLCommands(t *testing.T) {
 	}
 	out := run("add", "--principal", "billing", "--operation", "read,write", "--topic", "payments")
 	want := "created 2 ACLs (0 already existed)\n" +
-		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME\n" +
-		"allow       User:billing  read       topic     literal  payments\n" +
-		"allow       User:billing  write      topic     literal  payments\n"
+		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME      HOST\n" +
+		"allow       User:billing  read       topic     literal  payments  *\n" +
+		"allow       User:billing  write      topic     literal  payments  *\n"
 	if out != want {
 		t.Fatalf("add:\n%s\nwant:\n%s", out, want)
 	}
@@ -121,11 +124,11 @@ func TestACLCommands(t *testing.T) {
 
 	out = run("list")
 	for _, line := range []string{
-		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN   NAME\n",
-		"allow       User:admin    all        cluster   literal   cluster\n",
-		"allow       User:ops      read       group     prefixed  billing-\n",
-		"deny        User:*        delete     topic     literal   *\n",
-		"allow       User:billing  describe   topic     literal   payments\n",
+		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN   NAME      HOST\n",
+		"allow       User:admin    all        cluster   literal   cluster   *\n",
+		"allow       User:ops      read       group     prefixed  billing-  *\n",
+		"deny        User:*        delete     topic     literal   *         *\n",
+		"allow       User:billing  describe   topic     literal   payments  *\n",
 	} {
 		if !strings.Contains(out, line) {
 			t.Fatalf("list: no line %q in:\n%s", line, out)
@@ -136,9 +139,9 @@ func TestACLCommands(t *testing.T) {
 	}
 	fc.SetACLsEnforced(true)
 	out = run("list", "--principal", "billing", "--operation", "read,write")
-	want = "PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME\n" +
-		"allow       User:billing  read       topic     literal  payments\n" +
-		"allow       User:billing  write      topic     literal  payments\n" +
+	want = "PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME      HOST\n" +
+		"allow       User:billing  read       topic     literal  payments  *\n" +
+		"allow       User:billing  write      topic     literal  payments  *\n" +
 		"authorization: enforced on every node that answered (1,2,3; --authorizer acl)\n"
 	if out != want {
 		t.Fatalf("list --principal billing --operation read,write:\n%s\nwant:\n%s", out, want)
@@ -155,7 +158,7 @@ func TestACLCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(run("list", "--cluster", "--json")), &js); err != nil {
 		t.Fatal(err)
 	}
-	if len(js.ACLs) != 1 || !js.Enforced || js.Node < 1 || len(js.Nodes) != 3 || js.ACLs[0]["principal"] != "User:admin" || js.ACLs[0]["resource_type"] != "cluster" ||
+	if len(js.ACLs) != 1 || !js.Enforced || js.Node < 1 || len(js.Nodes) != 3 || js.ACLs[0]["principal"] != "User:admin" || js.ACLs[0]["resource_type"] != "cluster" || js.ACLs[0]["host"] != "*" ||
 		js.ACLs[0]["pattern_type"] != "literal" || js.ACLs[0]["operation"] != "all" || js.ACLs[0]["permission"] != "allow" || js.ACLs[0]["name"] != "cluster" {
 		t.Fatalf("list --json: %+v", js)
 	}
@@ -163,8 +166,8 @@ func TestACLCommands(t *testing.T) {
 	// Selectors: the topic's literal ACLs named as written (not '*').
 	out = run("remove", "--topic", "payments", "--operation", "write")
 	want = "removed 1 ACL\n" +
-		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME\n" +
-		"allow       User:billing  write      topic     literal  payments\n"
+		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME      HOST\n" +
+		"allow       User:billing  write      topic     literal  payments  *\n"
 	if out != want {
 		t.Fatalf("remove:\n%s\nwant:\n%s", out, want)
 	}
@@ -268,5 +271,42 @@ func TestEnforcementLine(t *testing.T) {
 		if got := enforcementLine(c.e); got != c.want {
 			t.Errorf("enforcementLine(%+v) = %q, want %q", c.e, got, c.want)
 		}
+	}
+}
+
+// acl add --host makes a binding for one address or network, apart from the
+// one for every host; list and remove select by host as written (* the
+// bindings for every host).
+func TestACLHostCommands(t *testing.T) {
+	fc := startFakeCluster(t)
+	bs := "--bootstrap=" + fc.Bootstrap()
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := runClientCLI(t, nil, append(append([]string{"acl"}, args...), bs)...)
+		if code != 0 || errOut != "" {
+			t.Fatalf("acl %v: exit %d, stderr %q", args, code, errOut)
+		}
+		return out
+	}
+	run("add", "--principal", "checkout", "--operation", "write", "--topic", "payments", "--host", "10.1.0.0/16")
+	run("add", "--principal", "checkout", "--operation", "write", "--topic", "payments", "--host", "*")
+	if out := run("add", "--principal", "checkout", "--operation", "write", "--topic", "payments", "--host", "2001:db8::7"); !strings.Contains(out, "payments  2001:db8::7\n") {
+		t.Fatalf("add --host 2001:db8::7:\n%s", out)
+	}
+	if n := len(fc.ACLs()); n != 3 {
+		t.Fatalf("%d ACLs: %v", n, fc.ACLs())
+	}
+	out := run("list", "--host", "10.1.0.0/16")
+	if !strings.Contains(out, "  HOST\n") || !strings.Contains(out, "payments  10.1.0.0/16\n") || strings.Count(out, "payments") != 1 {
+		t.Fatalf("list --host 10.1.0.0/16:\n%s", out)
+	}
+	if out := run("list", "--host", "*"); strings.Count(out, "payments") != 1 || !strings.Contains(out, "payments  *\n") {
+		t.Fatalf("list --host '*':\n%s", out)
+	}
+	if out := run("remove", "--host", "2001:db8::7"); !strings.HasPrefix(out, "removed 1 ACL\n") {
+		t.Fatalf("remove --host 2001:db8::7: %q", out)
+	}
+	if out := run("list"); strings.Count(out, "payments") != 2 || strings.Contains(out, "2001:db8::7") {
+		t.Fatalf("list after the remove:\n%s", out)
 	}
 }

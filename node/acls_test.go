@@ -282,3 +282,51 @@ func TestAuthorizerNeedsTLS(t *testing.T) {
 		t.Fatal("unknown authorizer accepted")
 	}
 }
+
+// Bindings with a host apply to clients connecting from it: an allow from
+// 127.0.0.0/8 lets a local client write, one from 10.0.0.0/8 does not, and
+// a deny from 127.0.0.1 wins over an allow from anywhere.
+func TestACLHostsEnforced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	certs := mustACLCerts(t, 1, "admin", "checkout")
+	tc := mustStartClusterWith(t, 1, func(c *node.Config) {
+		c.TLSDir, c.CertName = certs, fmt.Sprintf("node%d", c.ID)
+		c.Authorizer, c.SuperUsers = node.AuthorizerACL, []string{"User:admin"}
+	})
+	tc.waitAlive(1)
+	admin := aclClient(ctx, t, tc, certs, "admin")
+	checkout := aclClient(ctx, t, tc, certs, "checkout")
+	createTopic(ctx, t, tc, admin, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 1, MinISR: 1})
+	write := func(host, perm string) wire.ACLBinding {
+		b := allowACL("User:checkout", wire.OpWrite, wire.ResourceTopic, wire.PatternLiteral, "payments")
+		b.Host, b.Permission = host, perm
+		return b
+	}
+	grant := func(bs ...wire.ACLBinding) {
+		t.Helper()
+		if _, err := admin.Admin().CreateACLs(ctx, bs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revoke := func(f wire.ACLFilter) {
+		t.Helper()
+		if _, err := admin.Admin().DeleteACLs(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Idempotent producing needs write on some topic (InitProducerID).
+	grant(write("10.0.0.0/8", wire.PermissionAllow))
+	wantCode(t, "write allowed only from 10/8", produceAs(ctx, checkout, "payments", "a"), wire.TopicAuthorizationFailed)
+	grant(write("127.0.0.0/8", wire.PermissionAllow))
+	if err := produceAs(ctx, checkout, "payments", "b"); err != nil {
+		t.Fatalf("write allowed from 127/8: %v", err)
+	}
+	revoke(wire.ACLFilter{Principal: "User:checkout"})
+	grant(write("", wire.PermissionAllow), write("127.0.0.1", wire.PermissionDeny))
+	wantCode(t, "write denied from 127.0.0.1", produceAs(ctx, checkout, "payments", "c"), wire.TopicAuthorizationFailed)
+	revoke(wire.ACLFilter{Principal: "User:checkout", Host: "127.0.0.1"})
+	if err := produceAs(ctx, checkout, "payments", "d"); err != nil {
+		t.Fatalf("write after the deny was removed: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"paymentlog/node/broker"
@@ -36,7 +37,17 @@ func (n *Node) superPeer(p quic.Peer) bool {
 // allowed reports whether peer may perform op on the resource, from the
 // bindings of the image this node has applied.
 func (n *Node) allowed(p quic.Peer, op, resourceType, name string) bool {
-	return n.superPeer(p) || n.store.Image().ACLs().Allows(principalOf(p), op, resourceType, name)
+	return n.superPeer(p) || n.store.Image().ACLs().Allows(principalOf(p), peerIP(p), op, resourceType, name)
+}
+
+// peerIP is the address peer connects from, for bindings with a host (the
+// zero Addr if it cannot be read).
+func peerIP(p quic.Peer) netip.Addr {
+	ap, err := netip.ParseAddrPort(p.Addr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }
 
 // authorize returns nil when peer may perform op on the resource, else the

@@ -174,7 +174,7 @@ func (n *Node) handleInitProducerID(ctx context.Context, peer quic.Peer, f quic.
 	}
 	// An idempotent producer id is for writing: write on some topic
 	// (Kafka's IdempotentWrite, implied by write on any topic).
-	if !n.superPeer(peer) && !n.store.Image().ACLs().AllowsAny(principalOf(peer), wire.OpWrite, wire.ResourceTopic) {
+	if !n.superPeer(peer) && !n.store.Image().ACLs().AllowsAny(principalOf(peer), peerIP(peer), wire.OpWrite, wire.ResourceTopic) {
 		return wire.TypeInitProducerID, &wire.InitProducerIDResponse{Err: wire.ClusterAuthorizationFailed}, nil
 	}
 	id, err := n.nextProducerID(ctx)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"unicode"
 )
@@ -92,8 +93,8 @@ func OperationsOf(resourceType string) []string {
 	return nil
 }
 
-// ACLBinding is one access control entry. Every field is required; field
-// tags are part of the wire and metadata log formats.
+// ACLBinding is one access control entry. Every field but Host is
+// required; field tags are part of the wire and metadata log formats.
 type ACLBinding struct {
 	// Principal is "User:NAME" (NAME: a client certificate's common name)
 	// or WildcardPrincipal.
@@ -105,10 +106,53 @@ type ACLBinding struct {
 	Name       string `msgpack:"n"`
 	Operation  string `msgpack:"op"`
 	Permission string `msgpack:"pm"`
+	// Host limits the binding to clients connecting from an address (Kafka's
+	// --allow-host/--deny-host): an IP address, or a network in CIDR
+	// notation ("10.1.0.0/16"), both in canonical form (CheckACLHost);
+	// "" for every host (Kafka's "*"). Bindings with a host need metadata
+	// version 8.
+	Host string `msgpack:"h,omitempty"`
 }
 
 func (b ACLBinding) String() string {
-	return fmt.Sprintf("%s %s %s %s %s:%s", b.Permission, b.Principal, b.Operation, b.ResourceType, b.PatternType, b.Name)
+	s := fmt.Sprintf("%s %s %s %s %s:%s", b.Permission, b.Principal, b.Operation, b.ResourceType, b.PatternType, b.Name)
+	if b.Host != "" {
+		s += " from " + b.Host
+	}
+	return s
+}
+
+// CheckACLHost says why h is not a binding's host ("" when it is): "",
+// an IP address or a CIDR network, canonical (netip's own spelling, the
+// network's address with its host bits zero), so that one host has one
+// spelling and a binding one identity.
+func CheckACLHost(h string) string {
+	if h == "" {
+		return ""
+	}
+	if len(h) > 64 {
+		return "host longer than 64 bytes"
+	}
+	if strings.Contains(h, "/") {
+		p, err := netip.ParsePrefix(h)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("host %.64q: not an IP address or CIDR network", h)
+		case p.Masked().String() != h:
+			return fmt.Sprintf("host %.64q: write the network as %s", h, p.Masked())
+		}
+		return ""
+	}
+	a, err := netip.ParseAddr(h)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("host %.64q: not an IP address or CIDR network", h)
+	case a.Zone() != "":
+		return fmt.Sprintf("host %.64q: no zone allowed", h)
+	case a.String() != h:
+		return fmt.Sprintf("host %.64q: write it as %s", h, a)
+	}
+	return ""
 }
 
 // CheckACLBinding says why b is not a valid binding ("" when it is).
@@ -128,6 +172,9 @@ func CheckACLBinding(b ACLBinding) string {
 	}
 	if b.PatternType != PatternLiteral && b.PatternType != PatternPrefixed {
 		return fmt.Sprintf("pattern type %.32q: want %s or %s", b.PatternType, PatternLiteral, PatternPrefixed)
+	}
+	if why := CheckACLHost(b.Host); why != "" {
+		return why
 	}
 	return checkResourceName(b.ResourceType, b.PatternType, b.Name)
 }
@@ -207,19 +254,30 @@ type ACLFilter struct {
 	Name         string `msgpack:"n,omitempty"`
 	Operation    string `msgpack:"op,omitempty"`
 	Permission   string `msgpack:"pm,omitempty"`
+	// Host selects bindings with that host; AnyHostFilter the bindings for
+	// every host (Host ""); "" selects any.
+	Host string `msgpack:"h,omitempty"`
 }
+
+// AnyHostFilter is the ACLFilter.Host that selects the bindings without a
+// host (Kafka's host "*").
+const AnyHostFilter = "*"
 
 // Matches reports whether f selects b.
 func (f ACLFilter) Matches(b ACLBinding) bool {
 	eq := func(f, b string) bool { return f == "" || f == b }
+	host := b.Host
+	if host == "" {
+		host = AnyHostFilter
+	}
 	return eq(f.Principal, b.Principal) && eq(f.ResourceType, b.ResourceType) && eq(f.PatternType, b.PatternType) &&
-		eq(f.Name, b.Name) && eq(f.Operation, b.Operation) && eq(f.Permission, b.Permission)
+		eq(f.Name, b.Name) && eq(f.Operation, b.Operation) && eq(f.Permission, b.Permission) && eq(f.Host, host)
 }
 
 // CheckACLFilter bounds a filter's fields (each at most MaxPrincipalLen
 // bytes; values are compared, not validated).
 func CheckACLFilter(f ACLFilter) string {
-	for _, s := range []string{f.Principal, f.ResourceType, f.PatternType, f.Name, f.Operation, f.Permission} {
+	for _, s := range []string{f.Principal, f.ResourceType, f.PatternType, f.Name, f.Operation, f.Permission, f.Host} {
 		if len(s) > MaxPrincipalLen {
 			return fmt.Sprintf("filter field longer than %d bytes", MaxPrincipalLen)
 		}

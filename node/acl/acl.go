@@ -7,8 +7,10 @@
 // The rules are Kafka's (AclAuthorizer):
 //   - a binding matches a resource when its resource type is the
 //     resource's and its pattern covers the name (literal: the same name,
-//     or "*"; prefixed: a prefix of the name), and its principal is the
-//     caller's or "User:*";
+//     or "*"; prefixed: a prefix of the name), its principal is the
+//     caller's or "User:*", and its host (if it has one) is the address
+//     the caller connects from or a network holding it; a deny binding
+//     with a host also matches a caller whose address is unknown;
 //   - a matching deny binding for the operation, or for all, refuses;
 //   - otherwise a matching allow binding for the operation, or for all,
 //     allows; describe is also allowed by read, write, delete and alter;
@@ -18,6 +20,7 @@ package acl
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -27,8 +30,39 @@ import (
 // Set is an immutable set of bindings, indexed by principal. The zero
 // value and nil hold none.
 type Set struct {
-	all         []wire.ACLBinding            // sorted (Less), no duplicates
-	byPrincipal map[string][]wire.ACLBinding // principal → its bindings
+	all         []wire.ACLBinding  // sorted (Less), no duplicates
+	byPrincipal map[string][]entry // principal → its bindings
+}
+
+// entry is a binding and its host parsed.
+type entry struct {
+	wire.ACLBinding
+	host netip.Prefix // valid only when Host is set
+}
+
+// fromHost reports whether a caller at addr (the zero Addr: unknown) is one
+// e applies to.
+func (e *entry) fromHost(addr netip.Addr) bool {
+	switch {
+	case e.Host == "":
+		return true
+	case !addr.IsValid():
+		return e.Permission == wire.PermissionDeny // fail closed
+	}
+	return e.host.Contains(addr.Unmap())
+}
+
+// parseHost parses a valid binding's host ("" gives the zero Prefix).
+func parseHost(h string) netip.Prefix {
+	if h == "" {
+		return netip.Prefix{}
+	}
+	if p, err := netip.ParsePrefix(h); err == nil {
+		return p
+	}
+	a, _ := netip.ParseAddr(h)
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen())
 }
 
 // NewSet indexes bindings (already valid), dropping duplicates.
@@ -36,19 +70,19 @@ func NewSet(bindings []wire.ACLBinding) *Set {
 	all := slices.Clone(bindings)
 	slices.SortFunc(all, Compare)
 	all = slices.Compact(all)
-	s := &Set{all: all, byPrincipal: map[string][]wire.ACLBinding{}}
+	s := &Set{all: all, byPrincipal: map[string][]entry{}}
 	for _, b := range all {
-		s.byPrincipal[b.Principal] = append(s.byPrincipal[b.Principal], b)
+		s.byPrincipal[b.Principal] = append(s.byPrincipal[b.Principal], entry{b, parseHost(b.Host)})
 	}
 	return s
 }
 
 // Compare orders bindings by resource type, name, pattern type, principal,
-// operation and permission.
+// operation, permission and host.
 func Compare(a, b wire.ACLBinding) int {
 	return cmp.Or(cmp.Compare(a.ResourceType, b.ResourceType), cmp.Compare(a.Name, b.Name),
 		cmp.Compare(a.PatternType, b.PatternType), cmp.Compare(a.Principal, b.Principal),
-		cmp.Compare(a.Operation, b.Operation), cmp.Compare(a.Permission, b.Permission))
+		cmp.Compare(a.Operation, b.Operation), cmp.Compare(a.Permission, b.Permission), cmp.Compare(a.Host, b.Host))
 }
 
 // Len is the number of bindings.
@@ -93,16 +127,17 @@ var implies = map[string][]string{
 	wire.OpDescribe: {wire.OpRead, wire.OpWrite, wire.OpDelete, wire.OpAlter},
 }
 
-// Allows reports whether principal may perform op on the resource of type
-// resourceType named name.
-func (s *Set) Allows(principal, op, resourceType, name string) bool {
+// Allows reports whether principal, connecting from addr (the zero Addr:
+// unknown), may perform op on the resource of type resourceType named name.
+func (s *Set) Allows(principal string, addr netip.Addr, op, resourceType, name string) bool {
 	if s == nil {
 		return false
 	}
 	allowed := false
 	for _, p := range [2]string{principal, wire.WildcardPrincipal} {
-		for _, b := range s.byPrincipal[p] {
-			if b.ResourceType != resourceType || !covers(b, name) {
+		for i := range s.byPrincipal[p] {
+			b := &s.byPrincipal[p][i]
+			if b.ResourceType != resourceType || !covers(b.ACLBinding, name) || !b.fromHost(addr) {
 				continue
 			}
 			switch {
@@ -124,14 +159,15 @@ func (s *Set) Allows(principal, op, resourceType, name string) bool {
 // producer's InitProducerID: write on any topic): an allow binding for it
 // exists, and no deny binding for it covers every resource ("*" or the
 // empty prefix).
-func (s *Set) AllowsAny(principal, op, resourceType string) bool {
+func (s *Set) AllowsAny(principal string, addr netip.Addr, op, resourceType string) bool {
 	if s == nil {
 		return false
 	}
 	allowed := false
 	for _, p := range [2]string{principal, wire.WildcardPrincipal} {
-		for _, b := range s.byPrincipal[p] {
-			if b.ResourceType != resourceType {
+		for i := range s.byPrincipal[p] {
+			b := &s.byPrincipal[p][i]
+			if b.ResourceType != resourceType || !b.fromHost(addr) {
 				continue
 			}
 			switch {

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"net/netip"
 	"testing"
 
 	"paymentlog/wire"
@@ -56,12 +57,12 @@ func TestAllows(t *testing.T) {
 		{"User:nobody", wire.OpDescribe, topic, "orders", false}, // no binding: refused
 	}
 	for _, c := range cases {
-		if got := s.Allows(c.principal, c.op, c.rt, c.name); got != c.want {
+		if got := s.Allows(c.principal, netip.Addr{}, c.op, c.rt, c.name); got != c.want {
 			t.Errorf("Allows(%s, %s, %s %s) = %v, want %v", c.principal, c.op, c.rt, c.name, got, c.want)
 		}
 	}
 	var empty *Set
-	if empty.Allows("User:ops", wire.OpRead, topic, "x") || NewSet(nil).Allows("User:ops", wire.OpRead, topic, "x") {
+	if empty.Allows("User:ops", netip.Addr{}, wire.OpRead, topic, "x") || NewSet(nil).Allows("User:ops", netip.Addr{}, wire.OpRead, topic, "x") {
 		t.Error("an empty set allows")
 	}
 }
@@ -77,7 +78,7 @@ func TestAllowsAny(t *testing.T) {
 		principal string
 		want      bool
 	}{{"User:checkout", true}, {"User:billing", false}, {"User:mallory", false}, {"User:nobody", false}} {
-		if got := s.AllowsAny(c.principal, wire.OpWrite, wire.ResourceTopic); got != c.want {
+		if got := s.AllowsAny(c.principal, netip.Addr{}, wire.OpWrite, wire.ResourceTopic); got != c.want {
 			t.Errorf("AllowsAny(%s, write, topic) = %v, want %v", c.principal, got, c.want)
 		}
 	}
@@ -131,5 +132,62 @@ func TestCheckACLBinding(t *testing.T) {
 	cl := bind(wire.PermissionAllow, "User:*", wire.OpAlter, wire.ResourceCluster, wire.PatternLiteral, wire.ClusterResourceName)
 	if why := wire.CheckACLBinding(cl); why != "" {
 		t.Errorf("cluster binding refused: %s", why)
+	}
+}
+
+// A binding with a host applies to callers from that address or network
+// (IPv4 also when it arrives mapped in IPv6); an allow with a host never
+// applies to a caller whose address is unknown, a deny with a host does.
+func TestHosts(t *testing.T) {
+	b := func(perm, host string) wire.ACLBinding {
+		return wire.ACLBinding{Principal: "User:checkout", ResourceType: wire.ResourceTopic, PatternType: wire.PatternLiteral,
+			Name: "payments", Operation: wire.OpWrite, Permission: perm, Host: host}
+	}
+	s := NewSet([]wire.ACLBinding{
+		b(wire.PermissionAllow, "10.1.0.0/16"),
+		b(wire.PermissionAllow, "192.168.7.9"),
+		b(wire.PermissionDeny, "10.1.99.0/24"),
+		b(wire.PermissionAllow, "2001:db8::/32"),
+	})
+	for _, c := range []struct {
+		addr string
+		want bool
+	}{
+		{"10.1.2.3", true},
+		{"::ffff:10.1.2.3", true},
+		{"10.2.0.1", false},
+		{"192.168.7.9", true},
+		{"192.168.7.10", false},
+		{"10.1.99.5", false}, // the deny's network
+		{"2001:db8::1", true},
+		{"2001:db9::1", false},
+		{"", false}, // unknown: no allow with a host applies
+	} {
+		var a netip.Addr
+		if c.addr != "" {
+			a = netip.MustParseAddr(c.addr)
+		}
+		if got := s.Allows("User:checkout", a, wire.OpWrite, wire.ResourceTopic, "payments"); got != c.want {
+			t.Errorf("write from %q: %v, want %v", c.addr, got, c.want)
+		}
+		// Describe is implied by the allow; the deny is of write alone.
+		if got, want := s.Allows("User:checkout", a, wire.OpDescribe, wire.ResourceTopic, "payments"), c.want || c.addr == "10.1.99.5"; got != want {
+			t.Errorf("describe (implied by write) from %q: %v, want %v", c.addr, got, want)
+		}
+	}
+	// An allow for every host with a deny from one network: everyone but
+	// that network, and no one whose address is unknown.
+	s = NewSet([]wire.ACLBinding{b(wire.PermissionAllow, ""), b(wire.PermissionDeny, "10.9.0.0/16")})
+	for addr, want := range map[string]bool{"10.9.1.1": false, "10.8.1.1": true, "": false} {
+		var a netip.Addr
+		if addr != "" {
+			a = netip.MustParseAddr(addr)
+		}
+		if got := s.Allows("User:checkout", a, wire.OpWrite, wire.ResourceTopic, "payments"); got != want {
+			t.Errorf("allow all, deny 10.9/16: write from %q: %v, want %v", addr, got, want)
+		}
+		if got := s.AllowsAny("User:checkout", a, wire.OpWrite, wire.ResourceTopic); got != true {
+			t.Errorf("AllowsAny from %q: %v (a deny of one topic does not cover every topic)", addr, got)
+		}
 	}
 }

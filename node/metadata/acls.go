@@ -45,8 +45,20 @@ func init() {
 	typeNames[TypeACLsDeleted] = "ACLsDeleted"
 }
 
-// aclsVersion is the metadata version of the ACL records.
-const aclsVersion = 5
+// aclsVersion is the metadata version of the ACL records, aclHostsVersion
+// that of ACL records holding a binding with a host.
+const (
+	aclsVersion     = 5
+	aclHostsVersion = 8
+)
+
+// aclsVersionOf is the metadata version records holding bs need.
+func aclsVersionOf(bs []wire.ACLBinding) int32 {
+	if slices.ContainsFunc(bs, func(b wire.ACLBinding) bool { return b.Host != "" }) {
+		return aclHostsVersion
+	}
+	return aclsVersion
+}
 
 // ACLs returns the ACL bindings (nil when none; a nil *acl.Set holds none).
 func (m *Image) ACLs() *acl.Set { return m.acls }
@@ -75,7 +87,7 @@ func (b *builder) applyACLsCreated(r ACLsCreated) string {
 	// image and may have room after its end.
 	b.next.acls = acl.NewSet(slices.Concat(cur.Bindings(), r.ACLs))
 	b.acls = true
-	b.useVersion(aclsVersion)
+	b.useVersion(aclsVersionOf(r.ACLs))
 	return ""
 }
 
@@ -105,7 +117,7 @@ func (b *builder) applyACLsDeleted(r ACLsDeleted) string {
 		b.next.acls = acl.NewSet(left)
 	}
 	b.acls = true
-	b.useVersion(aclsVersion)
+	b.useVersion(aclsVersionOf(r.ACLs))
 	return ""
 }
 
@@ -150,8 +162,8 @@ func (m *Image) loadSnapACLs(bs []wire.ACLBinding) error {
 	if len(bs) > wire.MaxACLs {
 		return fmt.Errorf("%d ACL bindings", len(bs))
 	}
-	if m.metadataVersion < aclsVersion {
-		return fmt.Errorf("ACL bindings in an image of metadata version %d", m.metadataVersion)
+	if v := aclsVersionOf(bs); m.metadataVersion < v {
+		return fmt.Errorf("ACL bindings (of metadata version %d) in an image of metadata version %d", v, m.metadataVersion)
 	}
 	for i, x := range bs {
 		if why := wire.CheckACLBinding(x); why != "" {

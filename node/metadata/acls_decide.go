@@ -43,7 +43,7 @@ func DecideCreateACLs(img *Image, bindings []wire.ACLBinding) (recs []Record, cr
 		return nil, 0, werr(wire.InvalidRequest, "the cluster would hold %d ACL bindings, more than %d: delete bindings no longer used",
 			n, wire.MaxACLs)
 	}
-	if err := requireVersion(img, aclsVersion, "creating ACLs"); err != nil {
+	if err := requireVersion(img, aclsVersionOf(fresh), "creating ACLs"+hostsNote(fresh)); err != nil {
 		return nil, 0, err
 	}
 	return []Record{ACLsCreated{ACLs: fresh}}, len(fresh), nil
@@ -76,8 +76,16 @@ func DecideDeleteACLs(img *Image, filters []wire.ACLFilter) (recs []Record, dele
 	if len(deleted) == 0 {
 		return nil, nil, nil
 	}
-	if err := requireVersion(img, aclsVersion, "deleting ACLs"); err != nil {
+	if err := requireVersion(img, aclsVersionOf(deleted), "deleting ACLs"+hostsNote(deleted)); err != nil {
 		return nil, nil, err
 	}
 	return []Record{ACLsDeleted{ACLs: deleted}}, slices.Clone(deleted), nil
+}
+
+// hostsNote names why records of bs need the later version, if they do.
+func hostsNote(bs []wire.ACLBinding) string {
+	if aclsVersionOf(bs) == aclHostsVersion {
+		return " with a host"
+	}
+	return ""
 }

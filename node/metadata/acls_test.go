@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -65,7 +66,7 @@ func TestACLsCreatedAndDeleted(t *testing.T) {
 	if got := two.ACLs().Bindings(); !reflect.DeepEqual(got, sortedFixture) {
 		t.Fatalf("bindings %v, want %v", got, sortedFixture)
 	}
-	if !two.ACLs().Allows("User:audit", wire.OpDescribe, wire.ResourceTopic, "payments") || two.ACLs().Allows("User:audit", wire.OpRead, wire.ResourceTopic, "secrets") {
+	if !two.ACLs().Allows("User:audit", netip.Addr{}, wire.OpDescribe, wire.ResourceTopic, "payments") || two.ACLs().Allows("User:audit", netip.Addr{}, wire.OpRead, wire.ResourceTopic, "secrets") {
 		t.Fatal("the image's set does not evaluate its bindings")
 	}
 	if one.ACLs().Len() != 2 || one.ACLs().Has(auditRead) {
@@ -309,7 +310,7 @@ func TestSnapshotACLsChecked(t *testing.T) {
 		{"repeated", func(s *snapshotV1) { s.ACLs[2] = s.ACLs[1] }, "not sorted or repeated"},
 		{"invalid", func(s *snapshotV1) { s.ACLs[1].Permission = "maybe" }, `ACL binding 1: permission "maybe"`},
 		{"too many", func(s *snapshotV1) { s.ACLs = make([]wire.ACLBinding, wire.MaxACLs+1) }, "10001 ACL bindings"},
-		{"old version", func(s *snapshotV1) { s.MetadataVersion = 4 }, "ACL bindings in an image of metadata version 4"},
+		{"old version", func(s *snapshotV1) { s.MetadataVersion = 4 }, "ACL bindings (of metadata version 5) in an image of metadata version 4"},
 	} {
 		s := img.toSnapshot()
 		c.mutate(&s)
@@ -337,4 +338,68 @@ func TestWriteACLFuzzSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSeedFiles(t, "seed-acls", entry, "seed-image-acls", mustApply(t, img, recs).MarshalSnapshot())
+}
+
+// Bindings with a host: valid hosts only, each spelled one way; creating
+// one needs metadata version 8 of every broker and raises the image's
+// version to it (a snapshot holding one below it is corrupt); a binding
+// with a host and one without are two bindings, which a filter's host tells
+// apart.
+func TestACLHosts(t *testing.T) {
+	img := upImage(t, 3)
+	fromNet := billingRead
+	fromNet.Host = "10.1.0.0/16"
+	for host, msg := range map[string]string{
+		"10.1.2.3/16":     "write the network as 10.1.0.0/16",
+		"::FFFF:10.1.2.3": "write it as ::ffff:10.1.2.3",
+		"fe80::1%eth0":    "no zone allowed",
+		"example.com":     "not an IP address or CIDR network",
+		"10.1.2.3/33":     "not an IP address or CIDR network",
+		"*":               "not an IP address or CIDR network",
+	} {
+		b := billingRead
+		b.Host = host
+		_, _, err := DecideCreateACLs(img, []wire.ACLBinding{b})
+		wantCode(t, err, wire.InvalidRequest, msg)
+	}
+	old := mustApply(t, img, []Record{BrokerRegistered{ID: 4, Addr: "127.0.0.1:7104", Incarnation: 1, MetadataVersion: 7}})
+	_, _, err := DecideCreateACLs(old, []wire.ACLBinding{billingRead, fromNet})
+	wantCode(t, err, wire.UnsupportedVersion, "creating ACLs with a host needs metadata version 8, which the builds of brokers [4 (version 7)]")
+	if v := createACLs(t, old, billingRead).Version(); v != 5 {
+		t.Fatalf("a binding without a host took the image to version %d, want 5", v)
+	}
+
+	next := createACLs(t, img, billingRead, fromNet)
+	if next.Version() != 8 || next.ACLs().Len() != 2 {
+		t.Fatalf("version %d, %v", next.Version(), next.ACLs().Bindings())
+	}
+	if want := "allow User:billing read topic literal:payments from 10.1.0.0/16"; fromNet.String() != want {
+		t.Fatalf("String: %s", fromNet)
+	}
+	again, err := UnmarshalSnapshot(0, next.MarshalSnapshot())
+	if err != nil || !reflect.DeepEqual(again.ACLs().Bindings(), next.ACLs().Bindings()) {
+		t.Fatalf("snapshot round trip: %v, %v", again.ACLs().Bindings(), err)
+	}
+	s := next.toSnapshot()
+	s.MetadataVersion = 7
+	if _, err := UnmarshalSnapshot(0, encodeSnapshot(s)); !errors.Is(err, ErrCorruptSnapshot) ||
+		!strings.Contains(err.Error(), "ACL bindings (of metadata version 8) in an image of metadata version 7") {
+		t.Fatalf("a host binding at version 7: %v", err)
+	}
+	entry, err := EncodeEntry(ACLsCreated{ACLs: []wire.ACLBinding{fromNet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeedFiles(t, "seed-acls-hosts", entry, "seed-image-acls-hosts", next.MarshalSnapshot())
+	for host, want := range map[string][]wire.ACLBinding{
+		wire.AnyHostFilter: {billingRead},
+		"10.1.0.0/16":      {fromNet},
+		"":                 {billingRead, fromNet},
+		"10.1.0.0/24":      nil,
+	} {
+		_, deleted, err := DecideDeleteACLs(next, []wire.ACLFilter{{Principal: "User:billing", Host: host}})
+		if err != nil || !reflect.DeepEqual(deleted, want) {
+			t.Fatalf("filter host %q: %v, %v; want %v", host, deleted, err, want)
+		}
+	}
 }

@@ -30,7 +30,10 @@ import (
 //	   cleanup.policy with compact. The records are as before, but the
 //	   cleaner then writes batches with AttrCompacted, which older builds
 //	   refuse as corrupt when they copy them (compactionVersion).
-const MetadataVersion int32 = 7
+//	8: ACL bindings with a host (wire.ACLBinding.Host) in ACLsCreated and
+//	   ACLsDeleted: a build that does not know the field would apply them
+//	   as bindings for every host (aclHostsVersion).
+const MetadataVersion int32 = 8
 
 // compactionVersion is the metadata version of compacted topics.
 const compactionVersion = 7
