@@ -100,6 +100,17 @@ func TestProduceMessagePolicy(t *testing.T) {
 	if r.Err != wire.None || r.BaseOffset != leo {
 		t.Fatalf("timestamps at the bounds: %+v", r)
 	}
+	// A group's lag in time reads the batch's first timestamp, for any
+	// offset in it (the second record's too).
+	waitInSync(t, c, testKey)
+	for _, off := range []int64{leo, leo + 1} {
+		if ts, ok := c.node(1).b.BatchTimestampAt("payments", 0, off); !ok || ts != now-3600_000 {
+			t.Fatalf("BatchTimestampAt(%d): %d %v, want %d", off, ts, ok, now-3600_000)
+		}
+	}
+	if _, ok := c.node(1).b.BatchTimestampAt("payments", 0, leo+2); ok {
+		t.Fatal("BatchTimestampAt at the HW answered")
+	}
 
 	c.setMessages(testKey, MessagePolicy{LogAppendTime: true, Before: hour, After: hour})
 	r = produce(timedBatch(7, 0, 1000, 2000, 3000))
@@ -108,6 +119,9 @@ func TestProduceMessagePolicy(t *testing.T) {
 	}
 	first := r.BaseOffset
 	waitInSync(t, c, testKey)
+	if ts, ok := c.node(2).b.BatchTimestampAt("payments", 0, first+2); !ok || ts != now {
+		t.Fatalf("BatchTimestampAt of a LogAppendTime batch on the follower: %d %v, want the append time %d", ts, ok, now)
+	}
 	for _, id := range []int32{1, 2} {
 		if got := recordTimesOf(t, c, id, first); !slices.Equal(got, []int64{now, now, now}) {
 			t.Fatalf("node %d: record timestamps %v, want the append time", id, got)
