@@ -3,8 +3,10 @@ package node
 import (
 	"context"
 	"reflect"
+	"strings"
 
 	"paymentlog/node/audit"
+	"paymentlog/node/controller"
 	"paymentlog/quic"
 	"paymentlog/wire"
 )
@@ -75,7 +77,7 @@ func (n *Node) auditAnswer(ar auditedRequest, peer quic.Peer, f quic.Frame, resp
 		resp = r.Body
 	}
 	code, msg := answerError(resp)
-	if code == wire.NotController {
+	if code == wire.NotController && !strings.Contains(msg, controller.LostAfterProposing) {
 		return // answered by the active controller, which records it
 	}
 	result := audit.ResultOK

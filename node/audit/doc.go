@@ -34,7 +34,9 @@
 //
 // A request answered NotController (sent to a node that is not the active
 // controller, which the client then retries there) is not written: the
-// active controller writes it. A request the node could not decode is
+// active controller writes it. One answered NotController by a controller
+// that lost the role after proposing the change is written, with that
+// result: the change may still commit. A request the node could not decode is
 // written with result "malformed".
 //
 // # Durability

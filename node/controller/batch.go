@@ -14,9 +14,21 @@ import (
 var ErrNotController = errors.New("controller: not the active controller")
 
 // NotControllerError carries the raft leader as a hint (-1 if unknown).
-type NotControllerError struct{ Leader int32 }
+// Proposed: this node had proposed the request's records when it lost the
+// role, so the next controller may still commit them.
+type NotControllerError struct {
+	Leader   int32
+	Proposed bool
+}
+
+// LostAfterProposing is in the message of a NotControllerError with
+// Proposed (the node's audit trail records such an answer).
+const LostAfterProposing = "lost the role after proposing the change, which may still commit"
 
 func (e *NotControllerError) Error() string {
+	if e.Proposed {
+		return fmt.Sprintf("controller: not the active controller (leader hint %d): %s", e.Leader, LostAfterProposing)
+	}
 	return fmt.Sprintf("controller: not the active controller (leader hint %d)", e.Leader)
 }
 func (e *NotControllerError) Unwrap() error { return ErrNotController }
@@ -153,6 +165,7 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 	// so one that slips through a lost race is harmless, but rarer is better).
 	var idx uint64
 	var img *metadata.Image
+	mayCommit := false // the records may be in the log without this node seeing them applied
 	if !c.active() {
 		err = c.notController()
 	} else {
@@ -160,6 +173,9 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 		proposed := commitClock()
 		idx, err = c.cfg.Raft.Propose(pctx, data)
 		cancel()
+		// Only a proposal handed to raft whose wait ended may be in its
+		// log; a refused one (dropped, not leader, closed) is not.
+		mayCommit = err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 		if err == nil {
 			if img, err = c.waitApplied(ctx, idx); err == nil {
 				c.commitLatency.Since(proposed)
@@ -168,6 +184,7 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 	}
 	if err == nil && (img.ControllerID() != c.cfg.NodeID || img.ControllerTerm() != term) {
 		// Committed, but rejected on apply: another controller took over.
+		mayCommit = false
 		err = fmt.Errorf("controller: entry at %d rejected: controller %d (term %d) took over",
 			idx, img.ControllerID(), img.ControllerTerm())
 	}
@@ -178,7 +195,7 @@ func (c *Controller) decideAndPropose(ctx context.Context, reqs []*request) {
 		c.deactivate("proposal failed: " + err.Error())
 		// NotController is retriable: the requester retries against
 		// whichever node leads next, which decides from the applied state.
-		nc := c.notController()
+		nc := &NotControllerError{Leader: c.leaderHint(), Proposed: mayCommit}
 		for _, r := range waiting {
 			r.finish(nil, nc)
 		}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -148,8 +149,16 @@ func TestCreatePartitionsProposalLostThenRetried(t *testing.T) {
 	partitionsUp(t, h, 1)
 	ctx := h.ctx()
 	h.raft.setProposeErr(raftnode.ErrProposalDropped)
-	if r := h.c.CreatePartitions(ctx, wire.CreatePartitionsRequest{Name: "t", Count: 4}); r.Err != wire.NotController {
+	if r := h.c.CreatePartitions(ctx, wire.CreatePartitionsRequest{Name: "t", Count: 4}); r.Err != wire.NotController || strings.Contains(r.Message, LostAfterProposing) {
 		t.Fatalf("dropped proposal: %+v", r)
+	}
+	// A proposal whose wait timed out may be in raft's log: the answer
+	// says so (the audit trail records it).
+	h.raft.setProposeErr(nil)
+	h.tick() // re-activates with a fresh marker
+	h.raft.setProposeErr(context.DeadlineExceeded)
+	if r := h.c.CreatePartitions(ctx, wire.CreatePartitionsRequest{Name: "t", Count: 4}); r.Err != wire.NotController || !strings.Contains(r.Message, LostAfterProposing) {
+		t.Fatalf("timed-out proposal: %+v", r)
 	}
 	h.raft.setProposeErr(nil)
 	h.tick() // re-activates with a fresh marker
