@@ -84,6 +84,14 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, peer quic.Peer, fr qui
 // the replicas behind. A follower that has not reported its log start in
 // this leadership (an older build does not) counts as behind.
 func (p *partition) awaitLowWatermark(ctx context.Context, off int64) (int64, wire.ErrorCode, string) {
+	waiting := false
+	defer func() {
+		if waiting {
+			p.mu.Lock()
+			p.stopStartWaitLocked(off)
+			p.mu.Unlock()
+		}
+	}()
 	for {
 		p.mu.Lock()
 		if p.mu.stopped || p.mu.r.Role() != replica.RoleLeader {
@@ -112,6 +120,10 @@ func (p *partition) awaitLowWatermark(ctx context.Context, off int64) (int64, wi
 			p.mu.startsChanged = make(chan struct{})
 		}
 		changed := p.mu.startsChanged
+		if len(behind) > 0 && !waiting {
+			waiting = true
+			p.startStartWaitLocked(off)
+		}
 		p.mu.Unlock()
 		if len(behind) == 0 {
 			return low, wire.None, ""
@@ -123,6 +135,47 @@ func (p *partition) awaitLowWatermark(ctx context.Context, off int64) (int64, wi
 				p.key, off, strings.Join(behind, ", "))
 		}
 	}
+}
+
+// startNudge is how soon a follower's fetch is answered, instead of at the
+// end of its long poll, while a DeleteRecords waits for that follower's log
+// start: the answer carries the leader's log start, the follower raises its
+// own, and its next fetch reports it. Not at once: a follower that cannot
+// raise its start yet (its HW behind) would otherwise fetch in a busy loop.
+const startNudge = 5 * time.Millisecond
+
+// startStartWaitLocked notes a DeleteRecords waiting for the followers'
+// log starts to reach off, and wakes the follower sessions parked on the
+// partition so that they answer within startNudge. mu held.
+func (p *partition) startStartWaitLocked(off int64) {
+	if p.mu.startWaits == nil {
+		p.mu.startWaits = map[int64]int{}
+	}
+	p.mu.startWaits[off]++
+	for w := range p.mu.waiters {
+		w.wake()
+	}
+}
+
+// stopStartWaitLocked ends what startStartWaitLocked began. mu held.
+func (p *partition) stopStartWaitLocked(off int64) {
+	if p.mu.startWaits[off]--; p.mu.startWaits[off] <= 0 {
+		delete(p.mu.startWaits, off)
+	}
+}
+
+// followerStartAwaited reports whether a DeleteRecords waits for follower
+// id's log start, which it has not reported reaching.
+func (p *partition) followerStartAwaited(id int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start, ok := p.mu.followerStarts[id]
+	for off := range p.mu.startWaits {
+		if !ok || start < off {
+			return true
+		}
+	}
+	return false
 }
 
 // noteFollowerStartLocked records the log start offset a follower

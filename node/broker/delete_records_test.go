@@ -152,3 +152,31 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 		t.Fatalf("delete below 30 once node 3 left the ISR: %+v", r)
 	}
 }
+
+// While a DeleteRecords waits for the followers, their parked fetches are
+// answered within startNudge rather than at the end of the long poll (here
+// 30 s, longer than the request's 8 s): each learns the leader's log start,
+// raises its own and reports it, and the request completes.
+func TestDeleteRecordsNudgesParkedFollowers(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 3, segBytes: retentionSegBytes, maxIndexBytes: 4096,
+		maxWait: 30 * time.Second, lagTime: time.Minute})
+	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
+	produceN(t, c, 40, wire.AcksAll)
+	waitInSync(t, c, testKey)
+	r := deleteRecordsWithin(t, c, 1, 25, 8*time.Second)
+	if r.Err != wire.None || r.LowWatermark != 25 {
+		t.Fatalf("delete below 25 with followers parked for 30 s: %+v", r)
+	}
+	for _, id := range []int32{2, 3} {
+		if _, start, _ := infoOf(t, c, id); start < 25 {
+			t.Fatalf("node %d's log start %d", id, start)
+		}
+	}
+	p := c.node(1).b.partition("payments", 0)
+	p.mu.Lock()
+	left := len(p.mu.startWaits)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d log start waits left after the answer", left)
+	}
+}

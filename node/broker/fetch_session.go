@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"paymentlog/node/replica"
@@ -98,7 +99,8 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchO
 	}()
 	deadline := time.NewTimer(time.Duration(max(req.MaxWaitMs, 0)) * time.Millisecond)
 	defer deadline.Stop()
-	var hwDue <-chan time.Time // armed when an HW the follower lacks is all there is to send
+	var hwDue <-chan time.Time    // armed when an HW the follower lacks is all there is to send
+	var startDue <-chan time.Time // armed while a DeleteRecords waits for this follower's log start
 	for {
 		// Drain a stale wake-up: everything below reads the current state.
 		select {
@@ -115,9 +117,19 @@ func (b *Broker) answerReplicaFetch(ctx context.Context, open wire.ReplicaFetchO
 			defer t.Stop()
 			hwDue = t.C
 		}
+		if startDue == nil && slices.ContainsFunc(parts, func(pt replicaFetchPart) bool {
+			return pt.p != nil && pt.p.followerStartAwaited(open.FollowerID)
+		}) {
+			t := time.NewTimer(startNudge)
+			defer t.Stop()
+			startDue = t.C
+		}
 		select {
 		case <-w.ch:
 		case <-hwDue:
+			resp, views, _, _ := b.buildReplicaFetch(parts, req.MaxBytes)
+			return resp, views
+		case <-startDue:
 			resp, views, _, _ := b.buildReplicaFetch(parts, req.MaxBytes)
 			return resp, views
 		case <-deadline.C:

@@ -357,6 +357,9 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 		r := p.mu.r
 		ok := !p.mu.stopped && r.Role() == replica.RoleFollower && r.Leader() == f.leader
 		epoch, hw, topicID := r.LeaderEpoch(), r.HW(), p.mu.topicID
+		// The replica's log start, as DescribeReplica reports it: it moves
+		// once a deletion has finished (the log's own moves earlier).
+		start := r.LogStart()
 		adding := p.mu.beingAdded && !slices.Contains(r.ISR(), f.b.cfg.NodeID)
 		p.mu.Unlock()
 		if !ok {
@@ -398,7 +401,6 @@ func (f *fetcher) buildRequest(now time.Time) (req wire.ReplicaFetchRequest, tar
 			}
 			continue
 		}
-		start := p.log.LogStartOffset()
 		req.Parts = append(req.Parts, wire.ReplicaFetchPartition{Topic: p.key.topic, TopicID: topicID, Partition: p.key.partition,
 			FetchOffset: leo, LastFetchedEpoch: p.log.LatestEpoch(), CurrentLeaderEpoch: epoch, HighWatermark: hw, LogStart: &start})
 		targets = append(targets, fetchTarget{p: p, fetchOffset: leo, epoch: epoch, adding: adding})

@@ -80,6 +80,12 @@ type partition struct {
 		// startsChanged is closed, and replaced, when one moves.
 		followerStarts map[int32]int64
 		startsChanged  chan struct{}
+		// startWaits counts, per log start offset, the DeleteRecords
+		// requests waiting for the followers to reach it: while one
+		// waits, a follower's fetch reporting less is answered within
+		// startNudge instead of at the end of its long poll
+		// (delete_records.go).
+		startWaits map[int64]int
 		// waiters are long-polling fetches (consumers and follower sessions)
 		// to wake when data arrives or the HW moves.
 		waiters map[*waiter]struct{}
