@@ -44,9 +44,15 @@ func certDirFlag() ucli.Flag {
 func certDir(c *ucli.Context) (string, error) {
 	dir := c.String("dir")
 	if dir == "" {
-		return "", usageError("missing --dir (usage: %s)", c.Command.UsageText)
+		return "", usageError("missing --dir (usage: %s)", usageLine(c))
 	}
 	return dir, nil
+}
+
+// usageLine is the first line of the command's usage text.
+func usageLine(c *ucli.Context) string {
+	u, _, _ := strings.Cut(c.Command.UsageText, "\n")
+	return u
 }
 
 func certForceFlag() ucli.Flag {
@@ -56,7 +62,7 @@ func certForceFlag() ucli.Flag {
 func certCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "cert",
-		Usage: "create the cluster CA, issue node and client certificates (mutual TLS), rotate the CA and list certificates",
+		Usage: "create the cluster CA, issue node and client certificates (mutual TLS), rotate the CA, list and revoke certificates",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "init",
@@ -131,6 +137,7 @@ func certCommand() *ucli.Command {
 			certRotateCACommand(),
 			certRetireCACommand(),
 			certListCommand(),
+			certRevokeCommand(),
 		},
 	}
 }

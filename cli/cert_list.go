@@ -85,6 +85,8 @@ func certStatus(ci quic.CertInfo, now time.Time, haveCurrent bool) string {
 	switch {
 	case ci.Error != "":
 		return ci.Error
+	case ci.Revoked:
+		return "REVOKED"
 	case ci.Expired:
 		return "EXPIRED"
 	case isCA && ci.CurrentCA:

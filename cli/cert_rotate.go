@@ -16,7 +16,7 @@ import (
 // certDirOnly reads the --dir of a cert command that takes no arguments.
 func certDirOnly(c *ucli.Context) (string, error) {
 	if c.NArg() > 0 {
-		return "", usageError("cert %s takes no arguments (usage: %s)", c.Command.Name, c.Command.UsageText)
+		return "", usageError("cert %s takes no arguments (usage: %s)", c.Command.Name, usageLine(c))
 	}
 	return certDir(c)
 }

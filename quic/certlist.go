@@ -40,6 +40,9 @@ type CertInfo struct {
 	// ListCerts' now, for server or client authentication: endpoints that
 	// loaded this ca.crt accept it.
 	Trusted bool `json:"trusted"`
+	// Revoked (leaves only): its serial is in the directory's RevokedFile,
+	// so endpoints that use the directory refuse it.
+	Revoked bool `json:"revoked"`
 	// Error says why the file could not be read; the other fields are then
 	// zero but File.
 	Error string `json:"error,omitempty"`
@@ -78,6 +81,10 @@ func ListCerts(dir string, now time.Time) ([]CertInfo, error) {
 		out = append(out, info)
 	}
 	current := matchingCA(bundle, key)
+	revoked, revErr := RevokedSerials(dir)
+	if revErr != nil {
+		out = append(out, CertInfo{File: RevokedFile, Error: revErr.Error()})
+	}
 	switch {
 	case keyErr != nil && !errors.Is(keyErr, fs.ErrNotExist):
 		out = append(out, CertInfo{File: CAKeyFile, Error: keyErr.Error()})
@@ -95,6 +102,7 @@ func ListCerts(dir string, now time.Time) ([]CertInfo, error) {
 		_, err = c.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now,
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
 		info.Trusted = err == nil
+		info.Revoked = revoked[serialKey(c.SerialNumber)]
 		out = append(out, info)
 	}
 	return out, nil

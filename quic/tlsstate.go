@@ -23,16 +23,21 @@ type tlsState struct {
 	verifyErr error
 	pool      *x509.CertPool
 	cas       int // CA certificates in the bundle
+	// revoked are the serials RevokedFile lists: refused in handshakes,
+	// and their connections closed when a reload adds them.
+	revoked revokedSet
 	// digest covers the three files' contents: a reload that finds the same
 	// digest changes nothing.
-	digest   [sha256.Size]byte
-	caDigest [sha256.Size]byte // ca.crt's alone
-	loadedAt time.Time
+	digest        [sha256.Size]byte
+	caDigest      [sha256.Size]byte // ca.crt's alone
+	revokedDigest [sha256.Size]byte // revoked.txt's alone
+	loadedAt      time.Time
 }
 
-// tlsFiles are the contents of a TLS directory's three files for one name.
+// tlsFiles are the contents of a TLS directory's files for one name: the
+// three every endpoint needs and the optional RevokedFile.
 type tlsFiles struct {
-	ca, cert, key []byte
+	ca, cert, key, revoked []byte
 }
 
 func readTLSFiles(cfg TLSConfig) (tlsFiles, error) {
@@ -47,12 +52,13 @@ func readTLSFiles(cfg TLSConfig) (tlsFiles, error) {
 	if f.key, err = os.ReadFile(filepath.Join(cfg.Dir, cfg.Name+".key")); err != nil {
 		return f, fmt.Errorf("quic: read %s: %w", filepath.Join(cfg.Dir, cfg.Name+".key"), err)
 	}
-	return f, nil
+	f.revoked, err = readRevoked(cfg.Dir)
+	return f, err
 }
 
 func (f tlsFiles) digest() [sha256.Size]byte {
 	h := sha256.New()
-	for _, b := range [][]byte{f.ca, f.cert, f.key} {
+	for _, b := range [][]byte{f.ca, f.cert, f.key, f.revoked} {
 		fmt.Fprintf(h, "%d:", len(b))
 		h.Write(b)
 	}
@@ -84,26 +90,41 @@ func buildTLSState(cfg TLSConfig, f tlsFiles, now time.Time) (*tlsState, error) 
 			return nil, fmt.Errorf("quic: load certificate %s: %w", cfg.Name, err)
 		}
 	}
+	revoked, err := parseRevoked(f.revoked)
+	if err != nil {
+		return nil, fmt.Errorf("quic: %s: %w", cfg.Dir, err)
+	}
+	refuseRevoked := func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) > 0 && revoked.has(cs.PeerCertificates[0]) {
+			c := cs.PeerCertificates[0]
+			return fmt.Errorf("quic: certificate serial %s (%q) is revoked (%s)", serialKey(c.SerialNumber), c.Subject.CommonName, RevokedFile)
+		}
+		return nil
+	}
 	st := &tlsState{
 		server: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			NextProtos:   []string{ALPN},
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    pool,
+			MinVersion:       tls.VersionTLS13,
+			NextProtos:       []string{ALPN},
+			Certificates:     []tls.Certificate{cert},
+			ClientAuth:       tls.RequireAndVerifyClientCert,
+			ClientCAs:        pool,
+			VerifyConnection: refuseRevoked,
 		},
 		client: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			NextProtos:   []string{ALPN},
-			Certificates: []tls.Certificate{cert},
-			RootCAs:      pool,
+			MinVersion:       tls.VersionTLS13,
+			NextProtos:       []string{ALPN},
+			Certificates:     []tls.Certificate{cert},
+			RootCAs:          pool,
+			VerifyConnection: refuseRevoked,
 		},
-		leaf:     leaf,
-		pool:     pool,
-		cas:      len(cas),
-		digest:   f.digest(),
-		caDigest: sha256.Sum256(f.ca),
-		loadedAt: now,
+		leaf:          leaf,
+		pool:          pool,
+		cas:           len(cas),
+		revoked:       revoked,
+		digest:        f.digest(),
+		caDigest:      sha256.Sum256(f.ca),
+		revokedDigest: sha256.Sum256(f.revoked),
+		loadedAt:      now,
 	}
 	chains, err := verifyLeaf(leaf, pool, now)
 	if err != nil {
