@@ -152,6 +152,7 @@ func (p *partition) startStartWaitLocked(off int64) {
 		p.mu.startWaits = map[int64]int{}
 	}
 	p.mu.startWaits[off]++
+	p.startWaiting.Add(1)
 	for w := range p.mu.waiters {
 		w.wake()
 	}
@@ -162,11 +163,15 @@ func (p *partition) stopStartWaitLocked(off int64) {
 	if p.mu.startWaits[off]--; p.mu.startWaits[off] <= 0 {
 		delete(p.mu.startWaits, off)
 	}
+	p.startWaiting.Add(-1)
 }
 
 // followerStartAwaited reports whether a DeleteRecords waits for follower
 // id's log start, which it has not reported reaching.
 func (p *partition) followerStartAwaited(id int32) bool {
+	if p.startWaiting.Load() == 0 { // the follower fetch path: no lock unless one waits
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start, ok := p.mu.followerStarts[id]

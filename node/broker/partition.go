@@ -45,6 +45,9 @@ type partition struct {
 	// raising is set while a follower raises its log start to its
 	// leader's, beside the fetch loop (fetcher.raiseLogStart).
 	raising atomic.Bool
+	// startWaiting counts the DeleteRecords waiting in mu.startWaits, read
+	// without the lock by follower fetches (delete_records.go).
+	startWaiting atomic.Int32
 	// compacted mirrors mu.cleanup.Compacts() for the produce path,
 	// which refuses records without a key when it is set.
 	compacted atomic.Bool
