@@ -85,15 +85,11 @@ func TestNormalizePrincipal(t *testing.T) {
 	}
 }
 
-// acl add, list and remove against a fake cluster: several operations make
-// several bindings in one request, a repeat creates none, list prints the
-// table and whether the answering node enforces, --json, the selectors of
-// remove (flags after the subcommand, omitted ones match anything) and
-// --all.
-func TestACLCommands(t *testing.T) {
-	fc := startFakeCluster(t)
+// aclRunner runs acl subcommands against fc, failing the test unless one
+// exits 0 with nothing on stderr; it returns stdout.
+func aclRunner(t *testing.T, fc *clienttest.Cluster) func(args ...string) string {
 	bs := "--bootstrap=" + fc.Bootstrap()
-	run := func(args ...string) string {
+	return func(args ...string) string {
 		t.Helper()
 		out, errOut, code := runClientCLI(t, nil, append(append([]string{"acl"}, args...), bs)...)
 		if code != 0 || errOut != "" {
@@ -101,6 +97,16 @@ func TestACLCommands(t *testing.T) {
 		}
 		return out
 	}
+}
+
+// acl add, list and remove against a fake cluster: several operations make
+// several bindings in one request, a repeat creates none, list prints the
+// table and whether the answering node enforces, --json, the selectors of
+// remove (flags after the subcommand, omitted ones match anything) and
+// --all.
+func TestACLCommands(t *testing.T) {
+	fc := startFakeCluster(t)
+	run := aclRunner(t, fc)
 	out := run("add", "--principal", "billing", "--operation", "read,write", "--topic", "payments")
 	want := "created 2 ACLs (0 already existed)\n" +
 		"PERMISSION  PRINCIPAL     OPERATION  RESOURCE  PATTERN  NAME      HOST\n" +
@@ -279,15 +285,7 @@ func TestEnforcementLine(t *testing.T) {
 // bindings for every host).
 func TestACLHostCommands(t *testing.T) {
 	fc := startFakeCluster(t)
-	bs := "--bootstrap=" + fc.Bootstrap()
-	run := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := runClientCLI(t, nil, append(append([]string{"acl"}, args...), bs)...)
-		if code != 0 || errOut != "" {
-			t.Fatalf("acl %v: exit %d, stderr %q", args, code, errOut)
-		}
-		return out
-	}
+	run := aclRunner(t, fc)
 	run("add", "--principal", "checkout", "--operation", "write", "--topic", "payments", "--host", "10.1.0.0/16")
 	run("add", "--principal", "checkout", "--operation", "write", "--topic", "payments", "--host", "*")
 	if out := run("add", "--principal", "checkout", "--operation", "write", "--topic", "payments", "--host", "2001:db8::7"); !strings.Contains(out, "payments  2001:db8::7\n") {
