@@ -119,6 +119,34 @@ func TestClusterScript(t *testing.T) {
 	}
 	fifth := c.produce(t, env, "after-rotation", 100)
 
+	// The README's revocation: a client certificate is let in, then
+	// revoked in the certificates directory; once every node has reloaded
+	// (SIGHUP), it is refused.
+	certs := filepath.Join(c.dir, "certs")
+	if out, err := exec.Command(binary, "cert", "issue", "--dir", certs, "--name", "mallory").CombinedOutput(); err != nil {
+		t.Fatalf("cert issue mallory: %v\n%s", err, out)
+	}
+	listAs := func(name string) ([]byte, error) {
+		cmd := exec.Command(binary, "topic", "list", "--timeout", "3s")
+		cmd.Env = append(slices.Clone(env), "PAYMENTLOG_CLIENT_CERT_NAME="+name)
+		return cmd.CombinedOutput()
+	}
+	if out, err := listAs("mallory"); err != nil || !strings.Contains(string(out), "payments") {
+		t.Fatalf("topic list as mallory before the revocation: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "cert", "revoke", "--dir", certs, "--name", "mallory").CombinedOutput(); err != nil {
+		t.Fatalf("cert revoke mallory: %v\n%s", err, out)
+	}
+	for n := 1; n <= 3; n++ {
+		c.script(t, "reload", strconv.Itoa(n))
+	}
+	if out, err := listAs("mallory"); err == nil {
+		t.Fatalf("topic list as the revoked mallory succeeded:\n%s", out)
+	}
+	if out, err := listAs("client"); err != nil {
+		t.Fatalf("topic list as client after mallory's revocation: %v\n%s", err, out)
+	}
+
 	got := c.consumeAll(t, env)
 	for _, acks := range []map[string]pos{first, second, third, fourth, fifth} {
 		for value, at := range acks {
