@@ -23,7 +23,7 @@ func init() { commands = append(commands, logCommand) }
 func logCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "log",
-		Usage: "inspect a partition's files on disk",
+		Usage: "inspect a partition's files on disk, and check an audit trail's chain",
 		Subcommands: []*ucli.Command{{
 			Name:  "dump",
 			Usage: "print the batches of segment files (.log) and the entries of their indexes, checked as recovery checks them",
@@ -50,7 +50,7 @@ func logCommand() *ucli.Command {
 				opts := segment.DumpOptions{Records: c.Bool("records"), MaxValueBytes: c.Int("max-value-bytes")}
 				return runLogDump(c.Args().Slice(), opts, c.Bool("metadata"), c.App.Writer)
 			},
-		}},
+		}, logAuditVerifyCommand()},
 	}
 }
 

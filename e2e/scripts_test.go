@@ -101,6 +101,12 @@ func TestClusterScript(t *testing.T) {
 		!strings.Contains(alters[0], `"result":"ok"`) || !strings.Contains(alters[0], `"Count":5`) {
 		t.Errorf("audit lines of topic alter: %q; want one, by User:client, ok, to 5 partitions", alters)
 	}
+	for n := 1; n <= 3; n++ {
+		f := filepath.Join(c.dir, fmt.Sprintf("node%d.audit.log", n))
+		if out, err := exec.Command(binary, "log", "audit-verify", f).CombinedOutput(); err != nil || !strings.Contains(string(out), "chain intact") {
+			t.Errorf("log audit-verify %s: %v\n%s", f, err, out)
+		}
+	}
 
 	// The README's certificate rotation: a new CA and new certificates for
 	// every node and the client, the old CA retired, no node restarted.

@@ -50,6 +50,7 @@ type line struct {
 	Message       string          `json:"message,omitempty"`
 	Response      json.RawMessage `json:"response,omitempty"`
 	Suppressed    uint64          `json:"suppressed,omitempty"`
+	Prev          *string         `json:"prev,omitempty"` // file lines only: chain.go
 }
 
 // Log is a node's audit trail. Its methods may be called concurrently.
@@ -60,6 +61,7 @@ type Log struct {
 
 	mu   sync.Mutex
 	file *os.File // nil: lines go to logger
+	prev string   // the hash of the last line written to file (chain.go)
 	lim  limiter
 
 	written, suppressed, writeErrors atomic.Uint64
@@ -75,9 +77,13 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 	if path == "" {
 		return l, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	if l.prev, err = lastLineHash(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	l.file = f
 	return l, nil
@@ -148,8 +154,17 @@ func (l *Log) write(ln *line) {
 		l.logger.Info("audit", "line", json.RawMessage(b))
 		return
 	}
+	prev := l.prev
+	ln.Prev = &prev
+	if b, err = json.Marshal(ln); err != nil { // as above: it marshalled without Prev
+		l.writeErrors.Add(1)
+		l.logger.Error("audit line not encoded", "err", err)
+		return
+	}
+	hash := lineHash(b)
 	b = append(b, '\n')
 	if _, err = l.file.Write(b); err == nil {
+		l.prev = hash // written: the next line follows it, even if the sync fails
 		err = l.file.Sync()
 	}
 	if err != nil {

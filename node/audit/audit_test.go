@@ -63,6 +63,12 @@ func TestLinesInTheFile(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want 3", len(lines))
 	}
+	if lines[0]["prev"] != "" || len(lines[1]["prev"].(string)) != 64 {
+		t.Fatalf("prev of the first two lines: %q, %q", lines[0]["prev"], lines[1]["prev"])
+	}
+	for _, l := range lines {
+		delete(l, "prev") // chain_test.go checks the chain
+	}
 	got, _ := json.Marshal(lines[0])
 	want := `{"addr":"127.0.0.1:5000","authenticated":true,"event":"admin","node":3,"op":"CreateTopic","principal":"User:ops",` +
 		`"request":{"Name":"payments","Partitions":6},"response":{"Err":0},"result":"ok","time":"2026-12-03T08:30:00.123456789Z"}`

@@ -31,6 +31,9 @@
 //	response      admin only: the answer sent (e.g. each partition's result)
 //	suppressed    denied only: refusals not written since the previous
 //	              denied line, over the rate limit (DeniedPerSecond)
+//	prev          lines in a file only: the SHA-256 (hex) of the previous
+//	              line's bytes, "" for the first line the node wrote there
+//	              (chain.go; VerifyChain, `paymentlog log audit-verify`)
 //
 // A request answered NotController (sent to a node that is not the active
 // controller, which the client then retries there) is not written: the
