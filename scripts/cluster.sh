@@ -28,6 +28,9 @@
 #                                      reissue every certificate, reload all, cert retire-ca,
 #                                      reload all (clients reload within a minute, or at
 #                                      once when a node refuses their old certificate)
+#   scripts/cluster.sh revoke-cert NAME  revoke the certificate data/certs/NAME.crt (cert revoke:
+#                                      data/certs/revoked.txt) and reload every running node,
+#                                      which then refuses it and closes its connections
 #   scripts/cluster.sh env             print exports that point client commands at the cluster:
 #                                      eval "$(scripts/cluster.sh env)"
 #
@@ -414,6 +417,12 @@ rotate-certs)
 	reload_running
 	"$BIN" cert list --dir "$CERTS"
 	;;
+revoke-cert)
+	[ $# -eq 1 ] || usage_die "usage: cluster.sh revoke-cert NAME (a certificate in $CERTS)"
+	[ -n "$(pid 1)$(pid 2)$(pid 3)" ] || die "no node of the cluster in $DIR is running (scripts/cluster.sh up starts it)"
+	"$BIN" cert revoke --dir "$CERTS" --name "$1" || die "cert revoke $1 failed"
+	reload_running
+	;;
 leader)
 	[ $# -eq 2 ] || usage_die "usage: cluster.sh leader TOPIC PARTITION"
 	leader "$1" "$2"
@@ -426,6 +435,6 @@ env)
 	exit 2
 	;;
 *)
-	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, logs N, leader TOPIC P, reload N, rotate-certs or env; no command prints the usage)"
+	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, logs N, leader TOPIC P, reload N, rotate-certs, revoke-cert NAME or env; no command prints the usage)"
 	;;
 esac
