@@ -78,6 +78,7 @@ func consumeCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per record", EnvVars: envVar("CONSUME_JSON")},
 			&ucli.StringFlag{Name: "on-truncation", Value: "fail", Usage: "when a leader's log parts from records printed: fail | rewind (print from the divergence on)", EnvVars: envVar("CONSUME_ON_TRUNCATION")},
 			&ucli.DurationFlag{Name: "max-wait", Value: client.DefaultMaxWait, Usage: "long-poll: how long a leader may hold a fetch with no data", EnvVars: envVar("CONSUME_MAX_WAIT")},
+			&ucli.StringFlag{Name: "client-rack", Usage: "this consumer's rack (Kafka's client.rack): read each partition from its in-sync follower in that rack (node start --rack) when there is one, else from its leader", EnvVars: envVar("CONSUME_CLIENT_RACK")},
 			&ucli.StringFlag{Name: "group", Usage: "consumer group to join as a member (with --partition: only to read and commit its offsets): the members share the topic's partitions; each starts at the group's committed offset (--from only for partitions without one), and the offsets of the records printed are committed", EnvVars: envVar("CONSUME_GROUP")},
 			&ucli.DurationFlag{Name: "commit-interval", Value: defaultCommitInterval, Usage: "with --group: commit this often (0: only at exit)", EnvVars: envVar("CONSUME_COMMIT_INTERVAL")},
 			&ucli.StringFlag{Name: "group-instance-id", Usage: "with --group: a static member's id, the same across this consumer's restarts: its partitions wait a session timeout for it when it exits", EnvVars: envVar("CONSUME_GROUP_INSTANCE_ID")},
@@ -105,6 +106,7 @@ type consumeOptions struct {
 	max       int64
 	json      bool
 	maxWait   time.Duration
+	rack      string // --client-rack
 	// rewind: on a log truncation go on from the divergence point
 	// (--on-truncation rewind) instead of failing.
 	rewind bool
@@ -128,7 +130,7 @@ func parseConsumeOptions(c *ucli.Context) (consumeOptions, error) {
 		return consumeOptions{}, usageError("%v", err)
 	}
 	o := consumeOptions{client: co, topic: topic, partition: int32(c.Int("partition")), exitAtEnd: c.Bool("exit-at-end"),
-		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait"),
+		max: c.Int64("max"), json: c.Bool("json"), maxWait: c.Duration("max-wait"), rack: c.String("client-rack"),
 		group: c.String("group"), commitInterval: c.Duration("commit-interval"), instance: c.String("group-instance-id")}
 	if o.from, o.fromTime, err = parseFrom(c.String("from")); err != nil {
 		return o, usageError("--from: %v", err)
@@ -253,7 +255,7 @@ func runConsume(ctx context.Context, opts consumeOptions, stdout, stderr io.Writ
 
 // consumerConfig is the Consumer's configuration for opts.
 func consumerConfig(opts consumeOptions, stderr io.Writer) client.ConsumerConfig {
-	ccfg := client.ConsumerConfig{MaxWait: opts.maxWait}
+	ccfg := client.ConsumerConfig{MaxWait: opts.maxWait, Rack: opts.rack}
 	if opts.from < 0 || !opts.fromTime.IsZero() || opts.group != "" {
 		// --from beginning, end or a time, or --group: records retention
 		// deletes before this consumer (or the group) reaches them are

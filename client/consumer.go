@@ -32,7 +32,19 @@ type ConsumerConfig struct {
 	// Poll returns an *OffsetOutOfRangeError instead. A position past the
 	// leader's end is an error either way. It runs inside Poll.
 	OnOffsetReset func(tp TopicPartition, from, to int64)
+	// Rack is the consumer's rack (Kafka's client.rack, KIP-392): a
+	// partition with an in-sync follower in it is read from that follower
+	// (the leader names it) instead of the leader, for
+	// PreferredReplicaMaxAge, then the leader is asked again; any error
+	// from the follower also sends the consumer back to the leader. "":
+	// always the leader.
+	Rack string
 }
+
+// PreferredReplicaMaxAge is how long a consumer keeps reading a partition
+// from the follower its leader named before asking the leader again
+// (Kafka's metadata.max.age.ms plays this part).
+const PreferredReplicaMaxAge = 5 * time.Minute
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	if c.MaxWait <= 0 {
@@ -106,7 +118,11 @@ type Consumer struct {
 	// missingChecked is, by topic, when Poll last asked a node about an
 	// assigned topic the metadata does not list (checkMissingTopics).
 	missingChecked map[string]time.Time
-	closed         bool
+	// rackOffUntil: after a failed fetch from a follower, the consumer
+	// reads from the leaders only (sends no rack) until then
+	// (consumer_rack.go).
+	rackOffUntil time.Time
+	closed       bool
 }
 
 // NewConsumer creates a consumer with no assignment.

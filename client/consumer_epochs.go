@@ -17,6 +17,12 @@ type cpart struct {
 	failures  int
 	behind    int // UnknownLeaderEpoch answers in a row from the leader the metadata names
 	notBefore time.Time
+	// preferred is the follower to read from (ConsumerConfig.Rack; 0:
+	// the leader), until preferredUntil, for the leader epoch it was named
+	// in (a new leader may name another).
+	preferred      int32
+	preferredUntil time.Time
+	preferredEpoch int32
 	// epochs is the leader-epoch history of the batches the position
 	// passed since the partition was assigned or sought outside them: the
 	// first offset passed in each epoch (a record returned, or one the log

@@ -209,7 +209,7 @@ func (cs *Consumer) startFetches(now time.Time) time.Duration {
 			cs.c.meta.refreshIfOlder(cs.cfg.RetryBackoff)
 			continue
 		}
-		k := key{ld.addr, cp.tp.Topic}
+		k := key{cs.readFrom(snap, cp, ld, now), cp.tp.Topic}
 		groups[k] = append(groups[k], cp)
 	}
 	for k, cps := range groups {
@@ -218,6 +218,7 @@ func (cs *Consumer) startFetches(now time.Time) time.Duration {
 			MinBytes:  cs.cfg.MinBytes,
 			MaxBytes:  cs.cfg.MaxBytes,
 			Topic:     k.topic,
+			Rack:      cs.rack(now),
 		}
 		fps := make([]fetchedPart, len(cps))
 		ctx, cancel := context.WithTimeout(cs.ctx, cs.cfg.MaxWait+cs.c.cfg.RequestTimeout)
@@ -348,6 +349,9 @@ func (cs *Consumer) apply(r fetchResult, out []Message) ([]Message, error) {
 			continue // sought or unassigned meanwhile
 		}
 		pr := byPart[cp.tp.Partition]
+		if cs.fromFollower(cp, r, pr, now) {
+			continue
+		}
 		if r.err != nil || pr == nil {
 			cs.c.log.Debug("fetch failed", "topic", cp.tp.Topic, "partition", cp.tp.Partition, "addr", r.addr, "err", r.err)
 			cs.backoff(cp, now)

@@ -253,6 +253,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Endpoint:    ep,
 		Authorize:   n.topicAuthorizer(),
 		WrapHandler: n.audited,
+		RackOf:      n.rackOf,
 		Quotas:      n.newQuotaMeter(),
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
 			CacheBytes: cfg.PageCacheBytes,

@@ -206,12 +206,21 @@ type ProducePartitionResponse struct {
 }
 
 // FetchRequest is a consumer fetch (only below the HW), long-polled.
+//
+// Rack is the consumer's rack (Kafka's client.rack, KIP-392), "" for none.
+// With it, a leader in another rack answers a partition that has an
+// in-sync follower in the consumer's rack with no records and that
+// follower's id (FetchPartitionResponse.PreferredReplica), and a follower
+// serves the fetch itself, below its own HW, when the request's
+// LeaderEpoch is the one it follows. Without it only leaders answer. Older
+// nodes ignore it (their leaders answer as before).
 type FetchRequest struct {
 	MaxWaitMs int32            `msgpack:"wait"`
 	MinBytes  int32            `msgpack:"min"`
 	MaxBytes  int32            `msgpack:"max"`
 	Topic     string           `msgpack:"topic"`
 	Parts     []FetchPartition `msgpack:"parts"`
+	Rack      string           `msgpack:"rack,omitempty"`
 }
 
 // FetchPartition asks for records from Offset.
@@ -277,6 +286,10 @@ type FetchPartitionResponse struct {
 	LeaderEpoch   int32           `msgpack:"epoch"`
 	Records       Bytes           `msgpack:"records"`
 	Diverging     *EpochEndOffset `msgpack:"div,omitempty"`
+	// PreferredReplica (KIP-392), when not 0, is the in-sync follower in
+	// the consumer's rack (FetchRequest.Rack) to fetch this partition
+	// from; the answer then holds no records.
+	PreferredReplica int32 `msgpack:"pref,omitempty"`
 }
 
 // EpochEndOffset is a leader's answer to "where does epoch E end in your

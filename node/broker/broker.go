@@ -167,6 +167,9 @@ type Config struct {
 	// Authorize checks client requests against the ACLs (authorize.go);
 	// nil allows everything.
 	Authorize Authorize
+	// RackOf, if set, gives a broker's --rack ("" for none), for fetches
+	// from the follower in the consumer's rack (follower_reads.go).
+	RackOf func(id int32) string
 	// WrapHandler, if set, wraps each unary handler the broker registers
 	// (the node's audit trail wraps DeleteRecords'; others it returns as
 	// they are).

@@ -56,6 +56,8 @@ type clusterOptions struct {
 	maxIndexBytes int
 	// now is every broker's Config.Now (nil: time.Now).
 	now func() time.Time
+	// racks are the brokers' racks (Config.RackOf; nil: none).
+	racks map[int32]string
 	// retentionCheck and producerIDExpiration are Config.RetentionCheckInterval
 	// and Config.ProducerIDExpiration (0: the defaults).
 	retentionCheck, producerIDExpiration time.Duration
@@ -166,6 +168,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		CleanerIOMaxBytesPerSec: c.opts.cleanerIO,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,
 		ReleaseDiskReserve:      c.opts.releaseDiskReserve,
+		RackOf:                  func(id int32) string { return c.opts.racks[id] },
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},

@@ -104,6 +104,7 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 			out.Err, failed = wire.UnknownTopicOrPartition, true
 			continue
 		}
+		truncations := p.truncations.Load() // before the checks: follower_reads.go
 		p.mu.Lock()
 		r := p.mu.r
 		code := r.CheckEpochAhead(fp.LeaderEpoch)
@@ -114,7 +115,17 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		hwUnknown := r.HWBelowEpochStart()
 		epoch := r.LeaderEpoch()
 		out.LeaderHint, out.LeaderEpoch = r.Leader(), epoch
+		var onFollower bool
+		if req.Rack != "" && !p.mu.stopped {
+			var pref int32
+			code, pref, onFollower = b.rackRead(r, code, fp.LeaderEpoch, req.Rack)
+			out.PreferredReplica = pref
+		}
 		p.mu.Unlock()
+		if out.PreferredReplica != 0 {
+			failed = true // answered at once: the consumer goes to that follower
+			continue
+		}
 		out.HighWatermark, out.LogStart, out.LogEnd = hw, start, leo
 		if hwUnknown {
 			out.HighWatermark = -1
@@ -127,6 +138,10 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 			continue
 		}
 		if div, ok := consumerDivergence(p.log, start, fp.LastFetchedEpoch, fp.Offset); ok {
+			if onFollower { // the leader tells the consumer where its history parts
+				out.Err, failed = wire.NotLeader, true
+				continue
+			}
 			// Answered only while this replica still leads: a log whose
 			// replica lost the leadership since the check may be being
 			// truncated, and its epoch cache with it.
@@ -169,7 +184,13 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		// (and the divergence and HW checks were made on the log before
 		// it changed). Records read while this replica has led without a
 		// break since the check are the ones checked.
-		if c := p.checkLeadership(epoch); c != replica.OK {
+		c := replica.OK
+		if onFollower {
+			c = p.checkFollowing(epoch, truncations)
+		} else {
+			c = p.checkLeadership(epoch)
+		}
+		if c != replica.OK {
 			v.Release()
 			out.Err, failed = codeToWire(c), true
 			continue

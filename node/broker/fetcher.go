@@ -619,6 +619,9 @@ func (f *fetcher) finishPartition(fp fetchedPart) {
 	}
 	if p.mu.r.FollowerHW(fp.leaderHW) {
 		f.b.ckptDirty.Store(true)
+		for w := range p.mu.waiters { // consumers reading from this follower
+			w.wake()
+		}
 	}
 	// Batches below the HW are stable now, also when the HW moved without
 	// records (the leader's last advance always comes so).
@@ -663,6 +666,7 @@ func replayUntilStartHolds(lg *segment.Log, replay func() (*producerState, error
 // state back to match.
 func (f *fetcher) truncate(p *partition, off int64, fully bool) {
 	ctx := f.ctx
+	p.truncations.Add(1) // before the log changes: consumer reads on this follower check it
 	var err error
 	if fully {
 		err = p.log.TruncateFullyAndStartAt(ctx, off)

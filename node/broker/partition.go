@@ -45,6 +45,10 @@ type partition struct {
 	// raising is set while a follower raises its log start to its
 	// leader's, beside the fetch loop (fetcher.raiseLogStart).
 	raising atomic.Bool
+	// truncations counts the follower's truncations (fetcher.truncate),
+	// raised before each: a consumer read on a follower is served only if
+	// none began while it ran (follower_reads.go).
+	truncations atomic.Uint64
 	// startWaiting counts the DeleteRecords waiting in mu.startWaits, read
 	// without the lock by follower fetches (delete_records.go).
 	startWaiting atomic.Int32
