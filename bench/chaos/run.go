@@ -192,6 +192,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ns != nil {
 		ns.Apply(&opts)
 	}
+	// Every node in a rack of its own, so that the second consumer
+	// (ConsumerRacks) reads from followers (KIP-392) through the faults.
+	prevArgs := opts.NodeArgs
+	opts.NodeArgs = func(id int32) []string {
+		a := []string{"--rack", chaosRack(id)}
+		if prevArgs != nil {
+			a = append(a, prevArgs(id)...)
+		}
+		return a
+	}
 	c, err := localcluster.Start(ctx, opts)
 	if err != nil {
 		return res, err
@@ -232,6 +242,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Bootstrap: c.Bootstrap(), TLS: c.ClientTLS(), Topic: Topic, Partitions: topicPartitions,
 		Producers: cfg.Producers, Consumers: cfg.Consumers, Interval: cfg.Interval, Pad: cfg.Pad, Logger: cfg.Logger,
 		Compression: cfg.Compression, Seed: cfg.Seed,
+		ConsumerRacks: []string{"", chaosRack(2)},
 	}
 	if cfg.Compact {
 		wcfg.Keys, wcfg.ColdKeys, wcfg.ColdRatio, wcfg.TombstoneRatio = compactKeys, compactColdKeys, compactColdRatio, compactTombstones
@@ -699,3 +710,6 @@ func removeAll(dir string) error {
 	}
 	return os.RemoveAll(dir)
 }
+
+// chaosRack is node id's rack in a chaos run.
+func chaosRack(id int32) string { return fmt.Sprintf("az%d", id) }

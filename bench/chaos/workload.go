@@ -23,6 +23,10 @@ type WorkloadConfig struct {
 	Partitions int // the topic's partition count; record seq goes to partition seq % Partitions
 	Producers  int // default 4; each has its own Client (connection) and idempotent acks=all Producer
 	Consumers  int // default 2; each reads every partition from the beginning
+	// ConsumerRacks[i], when set, is consumer i's rack
+	// (ConsumerConfig.Rack): it reads from the in-sync follower there
+	// where its leaders are elsewhere.
+	ConsumerRacks []string
 	// Members is how many consumers share the partitions as members of
 	// MembersGroup (members.go); default 2, -1 none.
 	Members int
@@ -170,7 +174,11 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 		}
 		w.ccls = append(w.ccls, c)
 		w.mu.readPos[i] = map[int32]int64{}
-		cons := c.NewConsumer(client.ConsumerConfig{})
+		var rack string
+		if i < len(cfg.ConsumerRacks) {
+			rack = cfg.ConsumerRacks[i]
+		}
+		cons := c.NewConsumer(client.ConsumerConfig{Rack: rack})
 		tps := make([]client.TopicPartition, cfg.Partitions)
 		for p := range tps {
 			tps[p] = client.TopicPartition{Topic: cfg.Topic, Partition: int32(p)}
