@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -52,7 +49,7 @@ func runCertRevoke(dir, name, serialHex, reason string, now time.Time, stdout io
 	var serial *big.Int
 	what := ""
 	if name != "" {
-		c, err := readCert(filepath.Join(dir, name+".crt"))
+		c, err := quic.ReadCert(dir, name)
 		if err != nil {
 			return fmt.Errorf("cert revoke: %w", err)
 		}
@@ -79,17 +76,4 @@ func runCertRevoke(dir, name, serialHex, reason string, now time.Time, stdout io
 			what, filepath.Join(dir, quic.RevokedFile), dir)
 	}
 	return nil
-}
-
-// readCert parses a PEM certificate file.
-func readCert(path string) (*x509.Certificate, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("%s: no PEM certificate", path)
-	}
-	return x509.ParseCertificate(blk.Bytes)
 }

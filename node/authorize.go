@@ -58,6 +58,12 @@ func (n *Node) authorize(p quic.Peer, op, resourceType, name string) *wire.Error
 	if n.allowed(p, op, resourceType, name) {
 		return nil
 	}
+	return n.refuse(p, op, resourceType, name)
+}
+
+// refuse counts a refusal by ACL in paymentlog_authorization_denied_total,
+// records it in the audit trail and returns its error.
+func (n *Node) refuse(p quic.Peer, op, resourceType, name string) *wire.Error {
 	n.denied[resourceIndex(resourceType)].Add(1)
 	e := deniedError(p, op, resourceType, name)
 	n.audit.Denied(auditWho(p), op, resourceType, name, e.Code.String(), e.Message)
@@ -109,10 +115,7 @@ func (n *Node) describableTopics(p quic.Peer, named bool, topics []wire.TopicMet
 		case n.allowed(p, wire.OpDescribe, wire.ResourceTopic, t.Name):
 			out = append(out, t)
 		case named:
-			n.denied[resourceIndex(wire.ResourceTopic)].Add(1)
-			e := deniedError(p, wire.OpDescribe, wire.ResourceTopic, t.Name)
-			n.audit.Denied(auditWho(p), wire.OpDescribe, wire.ResourceTopic, t.Name, e.Code.String(), e.Message)
-			out = append(out, wire.TopicMetadata{Err: wire.TopicAuthorizationFailed, Name: t.Name})
+			out = append(out, wire.TopicMetadata{Err: n.refuse(p, wire.OpDescribe, wire.ResourceTopic, t.Name).Code, Name: t.Name})
 		}
 	}
 	return out

@@ -3,10 +3,12 @@ package quic
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -34,6 +36,26 @@ type revokedSet map[string]struct{}
 
 // serialKey is a serial number's key in a revokedSet.
 func serialKey(n *big.Int) string { return n.Text(16) }
+
+// refusePeer is the error for a connection whose peer presented a listed
+// certificate (nil when it did not): handshakes fail with it, and a
+// reload that lists it closes the connection.
+func (s revokedSet) refusePeer(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 || !s.has(cs.PeerCertificates[0]) {
+		return nil
+	}
+	c := cs.PeerCertificates[0]
+	return fmt.Errorf("quic: certificate serial %s (%q) is revoked (%s)", serialKey(c.SerialNumber), c.Subject.CommonName, RevokedFile)
+}
+
+// logOwnRevoked logs an error when st's own certificate is listed: its
+// peers refuse it.
+func logOwnRevoked(log *slog.Logger, st *tlsState) {
+	if st.revoked.has(st.leaf) {
+		log.Error("quic: TLS: this endpoint's own certificate is listed in "+RevokedFile+": its peers refuse it; issue a new one",
+			"name", st.leaf.Subject.CommonName, "serial", serialKey(st.leaf.SerialNumber))
+	}
+}
 
 // has reports whether c is revoked.
 func (s revokedSet) has(c *x509.Certificate) bool {
@@ -120,6 +142,12 @@ func RevokeCert(dir string, serial *big.Int, comment string, now time.Time) (alr
 	}
 	b.WriteByte('\n')
 	return false, writeFileAtomic(filepath.Join(dir, RevokedFile), b.Bytes(), 0o644)
+}
+
+// ReadCert parses dir/NAME.crt, the certificate `cert revoke --name`
+// revokes.
+func ReadCert(dir, name string) (*x509.Certificate, error) {
+	return readCertFile(dir, name+".crt")
 }
 
 // RevokedSerials returns the serials dir's RevokedFile lists (lowercase

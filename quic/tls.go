@@ -76,10 +76,7 @@ func loadTLS(cfg TLSConfig, log *slog.Logger) (*tlsMaterial, error) {
 		log.Warn("quic: TLS: certificate "+cfg.Name+" does not verify against "+CAFile+": peers will refuse it",
 			"dir", cfg.Dir, "err", st.verifyErr)
 	}
-	if st.revoked.has(st.leaf) {
-		log.Error("quic: TLS: certificate "+cfg.Name+" is listed in "+RevokedFile+": peers will refuse it; issue a new one",
-			"dir", cfg.Dir, "serial", serialKey(st.leaf.SerialNumber))
-	}
+	logOwnRevoked(log, st)
 	return &tlsMaterial{server: st.server, client: st.client, resetSeed: f.key, state: st}, nil
 }
 

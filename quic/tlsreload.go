@@ -128,10 +128,7 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 		"not_after", next.leaf.NotAfter.UTC(), "cas", next.cas, "previous_serial", cur.leaf.SerialNumber.Text(16))
 	r.mu.warnedAt = time.Time{}
 	e.warnExpiryLocked(next, now)
-	if next.revoked.has(next.leaf) {
-		e.log.Error("quic: this endpoint's own certificate is listed in "+RevokedFile+": its peers refuse it; issue a new one",
-			"serial", serialKey(next.leaf.SerialNumber))
-	}
+	logOwnRevoked(e.log, next)
 	if cur.caDigest != next.caDigest || cur.revokedDigest != next.revokedDigest {
 		e.dropUntrusted(next, now)
 	}
@@ -238,8 +235,8 @@ func (e *Endpoint) dropUntrusted(st *tlsState, now time.Time) {
 	for _, c := range conns {
 		cs := c.ConnectionState().TLS
 		err := verifyPeer(cs, st.pool, now)
-		if err == nil && len(cs.PeerCertificates) > 0 && st.revoked.has(cs.PeerCertificates[0]) {
-			err = fmt.Errorf("certificate serial %s is listed in %s", serialKey(cs.PeerCertificates[0].SerialNumber), RevokedFile)
+		if err == nil {
+			err = st.revoked.refusePeer(cs)
 		}
 		if err != nil {
 			e.log.Warn("quic: closing a connection whose peer certificate the reloaded ca.crt or "+RevokedFile+" no longer trusts",

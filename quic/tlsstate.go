@@ -94,13 +94,7 @@ func buildTLSState(cfg TLSConfig, f tlsFiles, now time.Time) (*tlsState, error) 
 	if err != nil {
 		return nil, fmt.Errorf("quic: %s: %w", cfg.Dir, err)
 	}
-	refuseRevoked := func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) > 0 && revoked.has(cs.PeerCertificates[0]) {
-			c := cs.PeerCertificates[0]
-			return fmt.Errorf("quic: certificate serial %s (%q) is revoked (%s)", serialKey(c.SerialNumber), c.Subject.CommonName, RevokedFile)
-		}
-		return nil
-	}
+	refuseRevoked := revoked.refusePeer
 	st := &tlsState{
 		server: &tls.Config{
 			MinVersion:       tls.VersionTLS13,

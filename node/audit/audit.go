@@ -143,6 +143,10 @@ func (l *Log) newLine(event string, who Who, op, result, message string) line {
 
 // write writes ln as one line and syncs it; l.mu is held.
 func (l *Log) write(ln *line) {
+	if l.file != nil {
+		prev := l.prev
+		ln.Prev = &prev
+	}
 	b, err := json.Marshal(ln)
 	if err != nil { // only a request or response that cannot be JSON
 		ln.Request, ln.Response = nil, nil
@@ -152,13 +156,6 @@ func (l *Log) write(ln *line) {
 	l.written.Add(1)
 	if l.file == nil {
 		l.logger.Info("audit", "line", json.RawMessage(b))
-		return
-	}
-	prev := l.prev
-	ln.Prev = &prev
-	if b, err = json.Marshal(ln); err != nil { // as above: it marshalled without Prev
-		l.writeErrors.Add(1)
-		l.logger.Error("audit line not encoded", "err", err)
 		return
 	}
 	hash := lineHash(b)

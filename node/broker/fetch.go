@@ -184,7 +184,7 @@ func (b *Broker) buildFetch(req *wire.FetchRequest, parts []*partition) (resp wi
 		// (and the divergence and HW checks were made on the log before
 		// it changed). Records read while this replica has led without a
 		// break since the check are the ones checked.
-		c := replica.OK
+		var c replica.Code
 		if onFollower {
 			c = p.checkFollowing(epoch, truncations)
 		} else {

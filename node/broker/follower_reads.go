@@ -1,10 +1,6 @@
 package broker
 
-import (
-	"slices"
-
-	"paymentlog/node/replica"
-)
+import "paymentlog/node/replica"
 
 // Fetching from the closest replica (Kafka's KIP-392). A consumer that
 // names its rack (wire.FetchRequest.Rack) is sent by a leader in another
@@ -40,13 +36,12 @@ func (b *Broker) rackRead(r *replica.Replica, code replica.Code, reqEpoch int32,
 		if code != replica.OK || b.cfg.RackOf(b.cfg.NodeID) == rack {
 			return code, 0, false
 		}
-		isr := slices.Sorted(slices.Values(r.ISR()))
-		for _, id := range isr {
-			if id != b.cfg.NodeID && b.cfg.RackOf(id) == rack {
-				return code, id, false
+		for _, id := range r.ISR() { // the lowest id in the rack
+			if id != b.cfg.NodeID && (preferred == 0 || id < preferred) && b.cfg.RackOf(id) == rack {
+				preferred = id
 			}
 		}
-		return code, 0, false
+		return code, preferred, false
 	case replica.RoleFollower:
 		if reqEpoch >= 0 && reqEpoch == r.LeaderEpoch() {
 			return replica.OK, 0, true

@@ -31,7 +31,7 @@ func (b *Broker) BatchTimestampAt(topic string, partition int32, offset int64) (
 	if err != nil {
 		return 0, false
 	}
-	if h.Attributes&segment.AttrLogAppendTime != 0 {
+	if h.LogAppendTime() {
 		return h.MaxTimestamp, true
 	}
 	return h.FirstTimestamp, true
