@@ -98,6 +98,11 @@ func FuzzBatchDecode(f *testing.F) {
 			if it.Err() == nil && n != int(h.RecordCount) {
 				t.Fatalf("iterated %d of %d records without error", n, h.RecordCount)
 			}
+			// A leader storing its topic's compression.type rewrites
+			// what decodes into any codec: the same records come back.
+			if it.Err() == nil {
+				checkRecompress(t, b)
+			}
 			return nil
 		})
 		// The iterator must also survive unvalidated input, compressed
@@ -109,6 +114,35 @@ func FuzzBatchDecode(f *testing.F) {
 			_ = Batch(data).ValidateRecords()
 		}
 	})
+}
+
+// checkRecompress rewrites a batch that decodes into every codec: each
+// result validates, is in the codec asked for (or uncompressed, when that
+// codec would not shrink it) and holds the same records.
+func checkRecompress(t *testing.T, b Batch) {
+	want, err := recordsOf(b)
+	if err != nil {
+		t.Fatalf("a batch that decodes: %v", err)
+	}
+	for _, c := range []Codec{CodecNone, CodecLZ4, CodecZstd} {
+		out, err := b.Recompress(c)
+		if err != nil {
+			t.Fatalf("recompressing a batch that decodes to %v: %v", c, err)
+		}
+		if got := out.Compression(); got != c && got != CodecNone {
+			t.Fatalf("recompressed to %v, stored in %v", c, got)
+		}
+		if err := out.Validate(); err != nil {
+			t.Fatalf("recompressed to %v: %v", c, err)
+		}
+		got, err := recordsOf(out)
+		if err != nil {
+			t.Fatalf("recompressed to %v: %v", c, err)
+		}
+		if err := sameDecoded(got, want); err != nil {
+			t.Fatalf("recompressed to %v: %v", c, err)
+		}
+	}
 }
 
 // FuzzRecoveryScan writes arbitrary bytes after valid batches into an
