@@ -53,7 +53,8 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "tls-reload-interval", Value: quic.DefaultTLSReloadInterval, Usage: "how often to read ca.crt and the certificate again, so that rotated ones are used without a restart (SIGHUP reloads at once); 0: only on SIGHUP", EnvVars: envs("TLS_RELOAD_INTERVAL")},
 				&ucli.StringFlag{Name: "authorizer", Value: node.AuthorizerNone, Usage: "acl: enforce the cluster's ACLs (paymentlog acl) on every client request (needs --tls-dir); none: every client certificate may do everything", EnvVars: envs("AUTHORIZER")},
 				&ucli.StringFlag{Name: "super-users", Usage: "principals allowed everything under --authorizer acl, comma-separated: User:admin,User:ops (or admin,ops); node certificates always are", EnvVars: envs("SUPER_USERS")},
-				&ucli.StringFlag{Name: "audit-log", Usage: "append the audit trail to this `FILE`: one JSON line, fsynced, per request that changes the cluster and per request refused by ACL (empty: into the node's log)", EnvVars: envs("AUDIT_LOG")},
+				&ucli.StringFlag{Name: "audit-log", Usage: "append the audit trail to this `FILE`: one JSON line, fsynced, per request that changes the cluster, per request refused by ACL, per client access to a topic (--audit-access-interval) and per node start, stop and TLS reload (empty: into the node's log)", EnvVars: envs("AUDIT_LOG")},
+				&ucli.DurationFlag{Name: "audit-access-interval", Value: d.AuditAccessInterval, Usage: "record in the audit trail each client's first read and write of a topic (per principal, address and topic), and again after this long if it goes on (0: record no reads or writes)", EnvVars: envs("AUDIT_ACCESS_INTERVAL")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
 				&ucli.Int64Flag{Name: "page-cache-bytes", Value: d.PageCacheBytes, Usage: "how much of each partition's newest segment stays in the page cache after a flush; older durable bytes are dropped from it in whole 2 MiB stretches, so up to 2 MiB more stays (-1: leave the page cache to the OS)", EnvVars: envs("PAGE_CACHE_BYTES")},
@@ -136,6 +137,8 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	}
 	cfg.SuperUsers = supers
 	cfg.AuditLog = c.String("audit-log")
+	cfg.AuditAccessInterval = c.Duration("audit-access-interval")
+	cfg.Version = Version
 	pol, iv, err := segment.ParseSyncPolicy(c.String("fsync"))
 	if err != nil {
 		return nodeOptions{}, fmt.Errorf("--fsync: %w", err)

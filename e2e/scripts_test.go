@@ -85,17 +85,31 @@ func TestClusterScript(t *testing.T) {
 	fourth := c.produce(t, env, "after-alter", 100)
 	// The nodes' audit trails (--audit-log beside each node's log) record
 	// the alter, by the client certificate, once: where it was answered.
-	var alters []string
+	// Each trail starts with its node's start line, and the leaders record
+	// the client's writes to payments (access lines).
+	var alters, writes []string
 	for n := 1; n <= 3; n++ {
 		b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d.audit.log", n)))
 		if err != nil {
 			t.Fatalf("node %d's audit trail: %v", n, err)
 		}
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if !strings.Contains(lines[0], `"event":"node"`) || !strings.Contains(lines[0], `"op":"start"`) ||
+			!strings.Contains(lines[0], `"previous":"new audit log"`) {
+			t.Errorf("node %d's first audit line %q; want its start line, a new audit log", n, lines[0])
+		}
+		for _, l := range lines {
 			if strings.Contains(l, `"op":"CreatePartitions"`) {
 				alters = append(alters, l)
 			}
+			if strings.Contains(l, `"event":"access"`) && strings.Contains(l, `"op":"write"`) &&
+				strings.Contains(l, `"principal":"User:client"`) && strings.Contains(l, `"resource_name":"payments"`) {
+				writes = append(writes, l)
+			}
 		}
+	}
+	if len(writes) == 0 {
+		t.Errorf("no access line for the client's writes to payments")
 	}
 	if len(alters) != 1 || !strings.Contains(alters[0], `"principal":"User:client","authenticated":true`) ||
 		!strings.Contains(alters[0], `"result":"ok"`) || !strings.Contains(alters[0], `"Count":5`) {

@@ -70,7 +70,7 @@ func (n *Node) auditAnswer(ar auditedRequest, peer quic.Peer, f quic.Frame, resp
 		return
 	}
 	if err != nil {
-		n.audit.Admin(auditWho(peer), ar.op, req, nil, "error", err.Error())
+		n.audit.Admin(auditWho(peer), ar.op, req, nil, audit.ResultError, err.Error())
 		return
 	}
 	if r, ok := resp.(quic.Reply); ok {

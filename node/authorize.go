@@ -177,13 +177,25 @@ func (n *Node) authorizeHeartbeat(p quic.Peer, req wire.GroupHeartbeatRequest) *
 }
 
 // topicAuthorizer is the broker's check of Produce, Fetch, ListOffsets
-// and DescribeReplica; nil (nothing to check on the data path) unless this
-// node enforces ACLs.
+// and DescribeReplica, which also records the reads and writes it allows in
+// the audit trail (access lines); nil (nothing to do on the data path)
+// when this node neither enforces ACLs nor records access.
 func (n *Node) topicAuthorizer() broker.Authorize {
-	if !n.enforcesACLs() {
+	acls, access := n.enforcesACLs(), n.audit.RecordsAccess()
+	if !acls && !access {
 		return nil
 	}
-	return func(p quic.Peer, op, topic string) *wire.Error { return n.authorize(p, op, wire.ResourceTopic, topic) }
+	return func(p quic.Peer, op, topic string) *wire.Error {
+		if acls {
+			if e := n.authorize(p, op, wire.ResourceTopic, topic); e != nil {
+				return e
+			}
+		}
+		if access && (op == wire.OpRead || op == wire.OpWrite) {
+			n.audit.Access(auditWho(p), op, topic)
+		}
+		return nil
+	}
 }
 
 // authorizerName describes the authorization in force, for the start log.

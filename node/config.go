@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"paymentlog/node/audit"
 	"paymentlog/node/metadata"
 	"paymentlog/segment"
 	"paymentlog/wire"
@@ -119,6 +120,13 @@ type Config struct {
 	// one JSON line per request that changes the cluster or is refused by
 	// ACL); "" writes it to Logger.
 	AuditLog string
+	// AuditAccessInterval is how often the audit trail records again that
+	// a client goes on reading or writing a topic (node/audit's access
+	// lines: the first read or write per principal, address and topic,
+	// then one per interval); 0 records no access lines.
+	AuditAccessInterval time.Duration
+	// Version is the build's version, for the audit trail's start line.
+	Version string
 
 	// rejoinGate, if set, is called before each round of a vote-guarded
 	// controller's questions (rejoin.go); tests hold a round back with it
@@ -181,6 +189,7 @@ func DefaultConfig() Config {
 		RaftTick:                   DefaultRaftTick,
 		ElectionTicks:              DefaultElectionTicks,
 		DiskResumeFreePercent:      DefaultDiskResumeFreePercent,
+		AuditAccessInterval:        audit.DefaultAccessInterval,
 	}
 }
 
@@ -224,6 +233,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-ms", errors.New("must be >= -1")}
 	case c.RetentionBytes < -1:
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
+	case c.AuditAccessInterval < 0:
+		return &ConfigError{"audit-access-interval", errors.New("must be >= 0 (0: no access lines)")}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
 		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
 	}

@@ -160,6 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		lock.unlock()
 		return nil, fmt.Errorf("node: %w", aerr)
 	}
+	auditLog.SetAccessInterval(cfg.AuditAccessInterval)
 	n.audit = auditLog
 	n.disk.resume.freePercent = cfg.DiskResumeFreePercent
 	if unrecorded {
@@ -193,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		TLSReloadInterval: cfg.TLSReloadInterval,
 		Logger:            n.log,
 		Authorize:         clusterAuthorizer(),
+		OnTLSReload:       n.auditTLSReload, // audit_node.go
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: listen %s: %w", cfg.Addr, err)
@@ -311,6 +313,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.log.Info("node started", "addr", ep.Addr(), "controller_eligible", cfg.ControllerEligible(),
 		"incarnation", n.incarnation, "data_dir", cfg.DataDir, "metrics_addr", n.metricsAddr, "authorizer", n.authorizerName())
+	n.audit.Started(n.selfWho(), cfg.Version)
 	ok = true
 	return n, nil
 }
@@ -432,6 +435,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.mu.Unlock()
 	n.controlledShutdown(ctx)
 	n.cancel()
+	n.audit.Stopped(n.selfWho(), n.Err())
 	n.closeAll()
 	n.wg.Wait()
 	return nil

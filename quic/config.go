@@ -45,6 +45,11 @@ type Config struct {
 	// to pick up rotated certificates (DefaultTLSReloadInterval; negative:
 	// only when ReloadTLS is called). Mutual TLS only.
 	TLSReloadInterval time.Duration
+	// OnTLSReload, when set, is told of every reload that put new TLS files
+	// in force and of every refused one (once per set of files refused), as
+	// ReloadTLS ran it: the audit trail records them. It must not call
+	// ReloadTLS.
+	OnTLSReload func(TLSReload)
 	// ResetSeed is secret material, stable across restarts, from which the
 	// stateless reset key of an endpoint with a fixed Addr is derived (with
 	// the address). Default: the TLS key file's contents (mutual TLS), which

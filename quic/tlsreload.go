@@ -116,6 +116,7 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 		if d := f.digest(); d != r.mu.refusedFiles {
 			r.mu.refusedFiles = d
 			e.log.Warn(err.Error())
+			e.tellReload(TLSReload{Serial: serialOf(cur), CAs: cur.cas, Revoked: len(cur.revoked), Err: err})
 		}
 		return false, err
 	}
@@ -132,6 +133,8 @@ func (e *Endpoint) ReloadTLS() (changed bool, err error) {
 	if cur.caDigest != next.caDigest || cur.revokedDigest != next.revokedDigest {
 		e.dropUntrusted(next, now)
 	}
+	e.tellReload(TLSReload{Serial: serialOf(next), PreviousSerial: serialOf(cur), CAChanged: cur.caDigest != next.caDigest,
+		RevokedChanged: cur.revokedDigest != next.revokedDigest, CAs: next.cas, Revoked: len(next.revoked)})
 	return true, nil
 }
 

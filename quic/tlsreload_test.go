@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,9 +67,24 @@ func echo(t *testing.T, cli *Endpoint, addr string) error {
 	return cli.Call(ctx, addr, typeEcho, echoMsg{N: 1}, nil)
 }
 
+// reloadEvents collects what Config.OnTLSReload is told.
+type reloadEvents struct {
+	mu  sync.Mutex
+	evs []TLSReload
+}
+
+func (r *reloadEvents) add(ev TLSReload) { r.mu.Lock(); r.evs = append(r.evs, ev); r.mu.Unlock() }
+
+func (r *reloadEvents) all() []TLSReload {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.evs)
+}
+
 func TestReloadPresentsTheNewCertificate(t *testing.T) {
 	dir := reloadDirs(t)
-	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1})
+	var told reloadEvents
+	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1, OnTLSReload: told.add})
 	cli := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "client"}, TLSReloadInterval: -1})
 	mustNoErr(t, echo(t, cli, srv.Addr()))
 	first := srv.TLSStatus()
@@ -87,6 +104,10 @@ func TestReloadPresentsTheNewCertificate(t *testing.T) {
 	if st.Serial == first.Serial || st.Reloads != 1 || time.Until(st.NotAfter) > 49*time.Hour {
 		t.Fatalf("status after reload %+v (before: serial %s)", st, first.Serial)
 	}
+	if evs := told.all(); len(evs) != 1 || evs[0].Serial != st.Serial || evs[0].PreviousSerial != first.Serial ||
+		evs[0].CAChanged || evs[0].RevokedChanged || evs[0].CAs != 1 || evs[0].Err != nil {
+		t.Fatalf("told of reloads %+v; want one, the new serial, nothing else changed", evs)
+	}
 	// The connection up keeps its handshake; a new one gets the new certificate.
 	mustNoErr(t, echo(t, cli, srv.Addr()))
 	if got := servedSerial(t, cli); got != first.Serial {
@@ -101,7 +122,8 @@ func TestReloadPresentsTheNewCertificate(t *testing.T) {
 
 func TestReloadRefusesWhatPeersWouldRefuse(t *testing.T) {
 	dir := reloadDirs(t)
-	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1})
+	var told reloadEvents
+	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1, OnTLSReload: told.add})
 	serial := srv.TLSStatus().Serial
 	good := map[string][]byte{"node1.crt": readFile(t, filepath.Join(dir, "node1.crt")), "node1.key": readFile(t, filepath.Join(dir, "node1.key"))}
 	restore := func() {
@@ -146,9 +168,13 @@ func TestReloadRefusesWhatPeersWouldRefuse(t *testing.T) {
 			if changed || err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), serial) {
 				t.Fatalf("reload: changed %v, err %v; want a refusal saying %q and naming serial %s", changed, err, c.want, serial)
 			}
+			srv.ReloadTLS() //nolint:errcheck // the same files again: refused, not told again
 			st := srv.TLSStatus()
-			if st.Serial != serial || st.Refused != uint64(i+1) || st.Reloads != 0 || !strings.Contains(st.LastError, c.want) {
+			if st.Serial != serial || st.Refused != uint64(2*i+2) || st.Reloads != 0 || !strings.Contains(st.LastError, c.want) {
 				t.Fatalf("status after refusal: %+v", st)
+			}
+			if evs := told.all(); len(evs) != i+1 || evs[i].Err == nil || !strings.Contains(evs[i].Err.Error(), c.want) || evs[i].Serial != serial {
+				t.Fatalf("told of reloads %+v; want %d, the last refused with %q", evs, i+1, c.want)
 			}
 			// Still serving with the certificate it had.
 			cli := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "client"}, TLSReloadInterval: -1})

@@ -18,13 +18,20 @@ const DeniedPerSecond = 100
 const (
 	EventAdmin  = "admin"
 	EventDenied = "denied"
+	EventAccess = "access" // access.go
+	EventNode   = "node"   // node_events.go
 )
+
+// ResourceTopic is the resource of access lines.
+const ResourceTopic = "topic"
 
 // ResultOK is the result of a request that succeeded; ResultMalformed of one
 // that could not be decoded.
 const (
 	ResultOK        = "ok"
 	ResultMalformed = "malformed"
+	ResultError     = "error"   // the node failed to answer, or stopped on an error
+	ResultRefused   = "refused" // a TLS reload the node refused
 )
 
 // Who is the client a line is about.
@@ -49,6 +56,7 @@ type line struct {
 	Result        string          `json:"result"`
 	Message       string          `json:"message,omitempty"`
 	Response      json.RawMessage `json:"response,omitempty"`
+	Details       json.RawMessage `json:"details,omitempty"` // node lines: node_events.go
 	Suppressed    uint64          `json:"suppressed,omitempty"`
 	Prev          *string         `json:"prev,omitempty"` // file lines only: chain.go
 }
@@ -63,6 +71,10 @@ type Log struct {
 	file *os.File // nil: lines go to logger
 	prev string   // the hash of the last line written to file (chain.go)
 	lim  limiter
+	// previous says how the run before this one ended (node_events.go).
+	previous string
+
+	access accessSeen
 
 	written, suppressed, writeErrors atomic.Uint64
 }
@@ -73,7 +85,8 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := &Log{node: node, logger: logger, now: time.Now, lim: limiter{rate: DeniedPerSecond}}
+	l := &Log{node: node, logger: logger, now: time.Now, lim: limiter{rate: DeniedPerSecond},
+		access: accessSeen{interval: DefaultAccessInterval}}
 	if path == "" {
 		return l, nil
 	}
@@ -81,10 +94,15 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	if l.prev, err = lastLineHash(f); err != nil {
+	last, err := lastLine(f)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
+	if len(last) > 0 {
+		l.prev = lineHash(last)
+	}
+	l.previous = previousRun(last, node)
 	l.file = f
 	return l, nil
 }

@@ -25,36 +25,36 @@ import (
 // line (far more than a line holds).
 const tailWindow = 4 << 20
 
-// lastLineHash returns the hash of f's last line ("" for an empty file),
-// reading at most tailWindow bytes from its end. A last line without a
+// lastLine returns f's last line without its newline (nil for an empty
+// file), reading at most tailWindow bytes from its end. A last line without a
 // newline (a write cut by a crash) is ended with one first, so the next
 // line starts on its own; the cut line counts as a line of the chain.
-func lastLineHash(f *os.File) (string, error) {
+func lastLine(f *os.File) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	size := fi.Size()
 	if size == 0 {
-		return "", nil
+		return nil, nil
 	}
 	n := min(size, tailWindow)
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
+		return nil, err
 	}
 	if buf[len(buf)-1] != '\n' {
 		if _, err := f.Write([]byte{'\n'}); err != nil {
-			return "", err
+			return nil, err
 		}
 	} else {
 		buf = buf[:len(buf)-1]
 	}
 	i := bytes.LastIndexByte(buf, '\n')
 	if i < 0 && n < size {
-		return "", fmt.Errorf("its last line is longer than %d bytes", tailWindow)
+		return nil, fmt.Errorf("its last line is longer than %d bytes", tailWindow)
 	}
-	return lineHash(buf[i+1:]), nil
+	return buf[i+1:], nil
 }
 
 // lineHash is a line's hash as "prev" carries it.

@@ -2,9 +2,13 @@
 // every request that changes the cluster (creating and deleting topics,
 // partitions, configs, ACLs, quotas, reassignments, deleted records, a
 // group's offsets set by an operator, deleted groups, unregistered
-// brokers) as the node that decided it answered it, and for every request
-// refused by ACL. A payments operator answers "who changed what, when, from
-// where, and was it allowed" from it (PCI DSS requirement 10).
+// brokers) as the node that decided it answered it, for every request
+// refused by ACL, for clients' reads and writes of topics (access.go), and
+// for the node's own start, stop and TLS reloads (node_events.go). A
+// payments operator answers "who changed what, who read what, when, from
+// where, and was it allowed" from it (PCI DSS requirement 10: 10.2.1.1
+// access to cardholder data, .2 administrative actions, .4 refused access,
+// .5 credential changes, .6 the trail's start and stop).
 //
 // # Format
 //
@@ -13,14 +17,19 @@
 //
 //	time          RFC 3339 with nanoseconds, UTC
 //	node          the node id that wrote it
-//	event         "admin" (a request that changes the cluster, answered here)
-//	              or "denied" (a request refused by ACL)
-//	principal     "User:" and the client certificate's common name
+//	event         "admin" (a request that changes the cluster, answered here),
+//	              "denied" (a request refused by ACL), "access" (a client
+//	              read or wrote a topic) or "node" (the node started,
+//	              stopped or reloaded its TLS files)
+//	principal     "User:" and the client certificate's common name (node
+//	              lines: the node's own certificate's)
 //	authenticated false in dev mode (no TLS): the name was not verified
-//	addr          the client's address (host:port)
+//	addr          the client's address (host:port; node lines: the node's)
 //	op            admin: the request ("CreateTopic", "AlterConfigs", ...);
-//	              denied: the ACL operation ("write", "create", ...)
-//	resource      denied only: the resource refused ("topic", "group",
+//	              denied: the ACL operation ("write", "create", ...);
+//	              access: "read" (Fetch) or "write" (Produce);
+//	              node: "start", "stop" or "tls-reload"
+//	resource      denied and access: the resource ("topic", "group",
 //	              "cluster") and resource_name
 //	request       admin only: the request as decoded (its Go field names)
 //	result        "ok", or the error code's name ("TopicAuthorizationFailed",
@@ -29,11 +38,26 @@
 //	              to answer; message says why)
 //	message       the error's message, if any
 //	response      admin only: the answer sent (e.g. each partition's result)
+//	details       node lines: start: version, pid and previous, how the
+//	              run before ended as the file's last line shows it ("new
+//	              audit log", "stopped", or "no stop line: ..." when it was
+//	              killed or crashed; left out without a file); tls-reload:
+//	              serial, previous_serial, ca_changed, revoked_changed, cas
+//	              and revoked (counts in force); stop: none (result "error"
+//	              and message when the node stopped on an error); a
+//	              tls-reload refused has result "refused" and the reason
 //	suppressed    denied only: refusals not written since the previous
 //	              denied line, over the rate limit (DeniedPerSecond)
 //	prev          lines in a file only: the SHA-256 (hex) of the previous
 //	              line's bytes, "" for the first line the node wrote there
 //	              (chain.go; VerifyChain, `paymentlog log audit-verify`)
+//
+// Access lines are written the first time a client reads or writes a topic
+// on this node, per principal, client address and topic, and again once the
+// access interval (SetAccessInterval, `--audit-access-interval`, an hour by
+// default) has passed since: a consumer polling all day leaves one line an
+// hour per connection, not one per poll. Replication between nodes is not
+// recorded.
 //
 // A request answered NotController (sent to a node that is not the active
 // controller, which the client then retries there) is not written: the

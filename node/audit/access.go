@@ -1,0 +1,87 @@
+package audit
+
+import (
+	"sync"
+	"time"
+)
+
+// Access lines (event "access", PCI DSS 10.2.1.1: individual users' access
+// to cardholder data): a client that reads (op "read", a Fetch) or writes
+// ("write", a Produce) a topic is recorded the first time the node serves
+// it that topic, and again once AccessInterval has passed since its last
+// line, per principal, client address (host:port, so per connection) and
+// topic: a consumer polling all day leaves a line an hour, not one a poll.
+
+// DefaultAccessInterval is how often a client's continuing access to a
+// topic is recorded again.
+const DefaultAccessInterval = time.Hour
+
+// maxAccessKeys bounds the accesses remembered; past it, those older than
+// the interval are forgotten, and if that frees nothing, all are: lines
+// are then written again sooner, never left out.
+const maxAccessKeys = 1 << 16
+
+type accessKey struct {
+	principal, addr, op, topic string
+}
+
+// accessSeen remembers when each access was last written.
+type accessSeen struct {
+	interval time.Duration // 0: access lines are off
+	mu       sync.Mutex
+	last     map[accessKey]time.Time
+}
+
+// due reports whether an access at now should be written, and if so
+// remembers it as written.
+func (a *accessSeen) due(k accessKey, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t, ok := a.last[k]; ok && now.Sub(t) < a.interval {
+		return false
+	}
+	if a.last == nil {
+		a.last = map[accessKey]time.Time{}
+	}
+	if len(a.last) >= maxAccessKeys {
+		for key, t := range a.last {
+			if now.Sub(t) >= a.interval {
+				delete(a.last, key)
+			}
+		}
+		if len(a.last) >= maxAccessKeys {
+			clear(a.last)
+		}
+	}
+	a.last[k] = now
+	return true
+}
+
+// SetAccessInterval sets how often a continuing access is recorded again
+// (DefaultAccessInterval until set); 0 turns access lines off. Call it
+// before the node serves requests.
+func (l *Log) SetAccessInterval(d time.Duration) {
+	if l != nil {
+		l.access.interval = d
+	}
+}
+
+// RecordsAccess reports whether access lines are written.
+func (l *Log) RecordsAccess() bool { return l != nil && l.access.interval > 0 }
+
+// Access records that who performed op ("read" or "write") on topic, unless
+// the same access was recorded less than the interval ago.
+func (l *Log) Access(who Who, op, topic string) {
+	if !l.RecordsAccess() {
+		return
+	}
+	now := l.now()
+	if !l.access.due(accessKey{who.Principal, who.Addr, op, topic}, now) {
+		return
+	}
+	ln := l.newLine(EventAccess, who, op, ResultOK, "")
+	ln.Resource, ln.ResourceName = ResourceTopic, &topic
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.write(&ln)
+}

@@ -1,0 +1,24 @@
+package node
+
+import (
+	"paymentlog/node/audit"
+	"paymentlog/quic"
+	"paymentlog/wire"
+)
+
+// selfWho is the node itself as the audit trail names it in its node lines
+// (start, stop, TLS reloads): its certificate's principal and its address.
+func (n *Node) selfWho() audit.Who {
+	who := audit.Who{Principal: wire.PrincipalPrefix + n.cfg.CertName, Authenticated: n.cfg.TLSDir != "", Addr: n.cfg.Addr}
+	if n.ep != nil {
+		who.Addr = n.ep.Addr()
+	}
+	return who
+}
+
+// auditTLSReload records a reload of the node's TLS files: a new
+// certificate, CA bundle or revocation list in force, or a refused one
+// (PCI DSS 10.2.1.5: changes to authentication credentials).
+func (n *Node) auditTLSReload(ev quic.TLSReload) {
+	n.audit.TLSReloaded(n.selfWho(), ev, ev.Err)
+}

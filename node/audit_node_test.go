@@ -1,0 +1,168 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/node"
+	"paymentlog/node/audit"
+	"paymentlog/quic"
+)
+
+// auditNodeLine is what the test reads of a node line's details.
+type auditNodeLine struct {
+	auditLine
+	Details json.RawMessage `json:"details"`
+}
+
+// linesOf reads one node's audit file, with details.
+func linesOf(t *testing.T, path string) []auditNodeLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []auditNodeLine
+	for _, raw := range splitLines(b) {
+		var l auditNodeLine
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("line %q: %v", raw, err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		out = append(out, b[:i])
+		b = b[min(i+1, len(b)):]
+	}
+	return out
+}
+
+// The audit trail's node and access lines (PCI DSS 10.2.1.1, .5, .6): each
+// node's file starts with its start line, saying how the run before ended
+// (a new file, stopped, or killed); a controlled shutdown ends it with a
+// stop line; a TLS reload that puts a revocation in force is recorded; and
+// a client's reads and writes of a topic are recorded once per connection
+// on the node that served them, without ACLs, while replication is not.
+func TestAuditTrailNodeAndAccessLines(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	certs := mustACLCerts(t, 3, "app", "mallory")
+	dir := t.TempDir()
+	paths := map[int32]string{}
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) {
+		c.TLSDir, c.CertName = certs, fmt.Sprintf("node%d", c.ID)
+		c.TLSReloadInterval = -1 // reloads only when the test asks
+		c.AuditLog = filepath.Join(dir, fmt.Sprintf("audit%d.log", c.ID))
+		c.Version = "test-build"
+		paths[c.ID] = c.AuditLog
+	})
+	tc.waitAlive(3)
+	for id, p := range paths {
+		first := linesOf(t, p)[0]
+		var d audit.StartDetails
+		if err := json.Unmarshal(first.Details, &d); err != nil || first.Event != audit.EventNode || first.Op != audit.OpStart ||
+			first.Principal != fmt.Sprintf("User:node%d", id) || !first.Authenticated || first.Addr != tc.addrs[id] ||
+			d.Previous != audit.PreviousNone || d.Version != "test-build" || d.PID != os.Getpid() {
+			t.Fatalf("node %d's first line %v %s; want its start line, a new audit log", id, first, first.Details)
+		}
+	}
+
+	app := aclClient(ctx, t, tc, certs, "app")
+	createTopic(ctx, t, tc, app, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	for i := range 3 {
+		if err := produceAs(ctx, app, "payments", fmt.Sprintf("p%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := consumeFrom(ctx, app, "payments", 3); err != nil {
+		t.Fatal(err)
+	}
+	part, _ := tc.image().Partition("payments", 0)
+	var access []auditNodeLine
+	for id, p := range paths {
+		for _, l := range linesOf(t, p) {
+			if l.Event != audit.EventAccess {
+				continue
+			}
+			if l.Node != part.Leader || l.Principal != "User:app" || !l.Authenticated || l.Resource != "topic" ||
+				l.ResourceName != "payments" || l.Result != audit.ResultOK {
+				t.Fatalf("node %d: access line %v; want app's, on the leader %d", id, l, part.Leader)
+			}
+			access = append(access, l)
+		}
+	}
+	if len(access) != 2 || access[0].Op != "write" || access[1].Op != "read" || access[0].Addr != access[1].Addr {
+		t.Fatalf("access lines %v; want one write then one read, from app's one connection", access)
+	}
+
+	// Revoking mallory's certificate: the reload that puts it in force is
+	// recorded, with what changed.
+	mc, err := quic.ReadCert(certs, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quic.RevokeCert(certs, mc.SerialNumber, "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := tc.node(1).ReloadTLS(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	ls := linesOf(t, paths[1])
+	rl := ls[len(ls)-1]
+	var ev quic.TLSReload
+	if err := json.Unmarshal(rl.Details, &ev); err != nil || rl.Op != audit.OpTLSReload || rl.Result != audit.ResultOK ||
+		!ev.RevokedChanged || ev.CAChanged || ev.Revoked != 1 || ev.Serial == "" || ev.Serial != ev.PreviousSerial {
+		t.Fatalf("node 1's last line %v %s; want a tls-reload with one revoked serial", rl, rl.Details)
+	}
+
+	// A controlled shutdown writes a stop line and the next start says so;
+	// a killed node's next start says it ended without one.
+	n2 := tc.node(2)
+	tc.mu.Lock()
+	delete(tc.nodes, 2)
+	tc.mu.Unlock()
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	n2.Shutdown(sctx)
+	scancel()
+	ls = linesOf(t, paths[2])
+	if last := ls[len(ls)-1]; last.Op != audit.OpStop || last.Result != audit.ResultOK {
+		t.Fatalf("node 2's last line after its shutdown: %v", last)
+	}
+	tc.kill(3)
+	tc.start(2)
+	tc.start(3)
+	for id, want := range map[int32]string{2: audit.PreviousStopped, 3: audit.PreviousNoStop} {
+		ls := linesOf(t, paths[id])
+		st := ls[len(ls)-1]
+		var d audit.StartDetails
+		if err := json.Unmarshal(st.Details, &d); err != nil || st.Op != audit.OpStart || d.Previous != want {
+			t.Fatalf("node %d's start line %v %s; want previous %q", id, st, st.Details, want)
+		}
+	}
+	for id, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = audit.VerifyChain(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("node %d's chain: %v", id, err)
+		}
+	}
+}
