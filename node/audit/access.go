@@ -80,7 +80,8 @@ func (l *Log) Access(who Who, op, topic string) {
 		return
 	}
 	ln := l.newLine(EventAccess, who, op, ResultOK, "")
-	ln.Resource, ln.ResourceName = ResourceTopic, &topic
+	name := topic // a copy: taking topic's address would move it to the heap on every call
+	ln.Resource, ln.ResourceName = ResourceTopic, &name
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.write(&ln)

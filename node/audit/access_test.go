@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -94,5 +96,20 @@ func TestAccessMemoryIsBounded(t *testing.T) {
 	a.due(key(2*maxAccessKeys), at) // full, nothing expired: all forgotten
 	if len(a.last) != 1 || !a.due(key(maxAccessKeys-1), at) {
 		t.Fatalf("%d remembered; want only the newest", len(a.last))
+	}
+}
+
+// BenchmarkAccessAlreadyRecorded is what every Produce and Fetch pays once
+// its access is recorded: the check that it is not due yet.
+func BenchmarkAccessAlreadyRecorded(b *testing.B) {
+	l, err := Open("", 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	who := Who{Principal: "User:checkout-service", Authenticated: true, Addr: "10.0.3.7:51022"}
+	l.Access(who, "write", "payments")
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Access(who, "write", "payments")
 	}
 }
