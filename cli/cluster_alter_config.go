@@ -25,9 +25,9 @@ func clusterAlterConfigCommand() *ucli.Command {
 			"writes; 0: unlimited; deleted: each node's --log-cleaner-io-max-bytes-per-second),\n" +
 			"offsets.retention.ms (how long a consumer group that stopped committing keeps its\n" +
 			"offsets; -1: forever; deleted: 7 days), log.message.timestamp.type,\n" +
-			"log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms, message.max.bytes\n" +
-			"(the defaults of the topic configs message.timestamp.* and max.message.bytes, for topics\n" +
-			"that do not set them)",
+			"log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms, message.max.bytes,\n" +
+			"compression.type (the defaults of the topic configs message.timestamp.*, max.message.bytes\n" +
+			"and compression.type, for topics that do not set them)",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "set", Usage: "config key=value to set; repeat the flag for several (PAYMENTLOG_CLUSTER_ALTER_SET holds one)", EnvVars: envVar("CLUSTER_ALTER_SET")},
 			&ucli.StringSliceFlag{Name: "delete", Usage: "config key to delete; repeat the flag for several (PAYMENTLOG_CLUSTER_ALTER_DELETE holds one)", EnvVars: envVar("CLUSTER_ALTER_DELETE")},

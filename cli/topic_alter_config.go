@@ -26,7 +26,8 @@ func topicAlterConfigCommand() *ucli.Command {
 			"keys: retention.ms, retention.bytes, segment.ms, unclean.leader.election.enable, min.insync.replicas,\n" +
 			"cleanup.policy (delete | compact | compact,delete), min.cleanable.dirty.ratio, delete.retention.ms,\n" +
 			"min.compaction.lag.ms, max.compaction.lag.ms, message.timestamp.type (CreateTime | LogAppendTime),\n" +
-			"message.timestamp.before.max.ms, message.timestamp.after.max.ms, max.message.bytes\n" +
+			"message.timestamp.before.max.ms, message.timestamp.after.max.ms, max.message.bytes,\n" +
+			"compression.type (producer | uncompressed | lz4 | zstd)\n" +
 			"(segment.bytes is fixed at creation; a deleted key returns to its default)",
 		Flags: withFlags(clientFlags(), []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "set", Usage: "config key=value to set; repeat the flag for several (PAYMENTLOG_TOPIC_ALTER_SET holds one)", EnvVars: envVar("TOPIC_ALTER_SET")},

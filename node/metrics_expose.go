@@ -153,6 +153,10 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 
 	w.Counter("paymentlog_produce_requests_total", "Produce requests handled.", bs.ProduceRequests)
 	w.Counter("paymentlog_produce_bytes_total", "Batch bytes appended as leader (retried duplicates not counted).", bs.ProduceBytes)
+	w.Counter("paymentlog_recompressed_batches_total", "Produced batches appended as leader in their topic's compression.type rather than the codec they were sent in (retried duplicates not counted).", bs.RecompressedBatches)
+	w.Family("paymentlog_recompressed_bytes_total", metrics.TypeCounter, "Bytes of those batches as producers sent them and as this node stored them.")
+	w.Uint(metrics.Labels{"bytes", "sent"}, bs.RecompressedSentBytes)
+	w.Uint(metrics.Labels{"bytes", "stored"}, bs.RecompressedStoredBytes)
 	w.Counter("paymentlog_fetch_requests_total", "Consumer fetch requests answered (followers' fetches not counted).", bs.FetchRequests)
 	w.Counter("paymentlog_fetch_bytes_total", "Record bytes sent to consumers.", bs.FetchBytes)
 	w.Counter("paymentlog_replica_fetch_responses_total", "Answers sent to followers' fetches.", bs.ReplicaFetchResponses)

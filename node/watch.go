@@ -10,6 +10,7 @@ import (
 
 	"paymentlog/node/broker"
 	"paymentlog/node/metadata"
+	"paymentlog/segment"
 )
 
 // watchMetadata reacts to every committed metadata change: it tells the
@@ -178,6 +179,14 @@ func samePartitionState(a, b broker.PartitionState) bool {
 // messagesOf is a topic's message configs as the broker takes them.
 func messagesOf(m metadata.Messages) broker.MessagePolicy {
 	pol := broker.MessagePolicy{LogAppendTime: m.LogAppendTime, MaxBytes: int(m.MaxBytes), MaxBytesFromCluster: m.MaxBytesFromCluster}
+	switch m.Compression {
+	case metadata.CompressionUncompressed:
+		pol.Recompress, pol.Codec = true, segment.CodecNone
+	case metadata.CompressionLZ4:
+		pol.Recompress, pol.Codec = true, segment.CodecLZ4
+	case metadata.CompressionZstd:
+		pol.Recompress, pol.Codec = true, segment.CodecZstd
+	}
 	if m.BeforeMaxMs >= 0 {
 		pol.Before = broker.TimestampBound{Set: true, Max: msDuration(m.BeforeMaxMs)}
 	}

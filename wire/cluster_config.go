@@ -18,10 +18,10 @@ const TypeAlterClusterConfigs = 13
 // each node's --log-cleaner-io-max-bytes-per-second), offsets.retention.ms
 // (how long a consumer group that stopped committing keeps its offsets;
 // -1 forever; deleted: 7 days), log.message.timestamp.type,
-// log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms
-// and message.max.bytes (the defaults of the topic configs
-// message.timestamp.* and max.message.bytes, for topics that do not set
-// them). An unknown key, a bad value or a key both set
+// log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms,
+// message.max.bytes and compression.type (the defaults of the topic configs
+// message.timestamp.*, max.message.bytes and compression.type, for topics
+// that do not set them). An unknown key, a bad value or a key both set
 // and deleted is refused whole with InvalidConfig; a change that changes
 // nothing is accepted (a retry).
 type AlterClusterConfigsRequest struct {

@@ -11,8 +11,9 @@ import (
 
 // MessagePolicy is what a topic's configs ask of each produced batch:
 // message.timestamp.type, message.timestamp.before.max.ms and
-// .after.max.ms, and max.message.bytes (node/metadata/configs.go). The zero
-// value asks nothing beyond the node's own limits.
+// .after.max.ms, max.message.bytes and compression.type
+// (node/metadata/configs.go). The zero value asks nothing beyond the node's
+// own limits.
 type MessagePolicy struct {
 	// LogAppendTime: the leader stamps every batch with its clock
 	// (segment.Batch.StampLogAppendTime), and its records carry that time.
@@ -25,6 +26,12 @@ type MessagePolicy struct {
 	// the topic's max.message.bytes (for the refusal's message).
 	MaxBytes            int
 	MaxBytesFromCluster bool
+	// Recompress: the leader stores every batch in Codec (compression.type
+	// uncompressed, lz4 or zstd), rewriting one sent in another
+	// (recompress.go); false (compression.type=producer, the default):
+	// batches are stored as sent, and Codec is not read.
+	Recompress bool
+	Codec      segment.Codec
 }
 
 // TimestampBound is a message.timestamp.*.max.ms. The zero value is no

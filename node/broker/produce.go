@@ -102,16 +102,32 @@ func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wi
 		return nil
 	}
 	now := b.cfg.Now()
-	if code, msg := checkRecords(batch, topic, p.compacted.Load(), pol, now); code != wire.None {
+	code, msg := checkRecords(batch, topic, p.compacted.Load(), pol, now)
+	if code != wire.None {
 		out.Err, out.Message = code, msg
 		return nil
 	}
+	sent, rewritten := len(batch), false
+	if pol != nil && pol.Recompress && h.Compression() != pol.Codec {
+		// A new buffer (unless the codec would not shrink an
+		// uncompressed batch): the request frame stays as it came.
+		codec := h.Compression()
+		if batch, h, code, msg = b.recompress(topic, pol, batch); code != wire.None {
+			out.Err, out.Message = code, msg
+			return nil
+		}
+		rewritten = h.Compression() != codec
+	}
 	if pol != nil && pol.LogAppendTime {
-		// In place: the batch aliases the request frame (handleProduce).
+		// In place: the batch aliases the request frame (handleProduce),
+		// or is the rewritten one.
 		batch.StampLogAppendTime(now.UnixMilli())
 		h.FirstTimestamp, h.MaxTimestamp = now.UnixMilli(), now.UnixMilli()
 	}
 	base, last, epoch, dup, code := p.appendLeader(ctx, acks, pp.LeaderEpoch, batch, h, now)
+	if rewritten && code == wire.None && !dup {
+		b.counters.countRecompressed(sent, len(batch))
+	}
 	if pol != nil && pol.LogAppendTime && code == wire.None {
 		out.LogAppendTime = now.UnixMilli()
 		if dup {

@@ -82,6 +82,12 @@ type Stats struct {
 	// PageCacheDroppedBytes counts the durable bytes of partition logs
 	// dropped from the page cache (segment.Options.CacheBytes).
 	PageCacheDroppedBytes uint64
+	// RecompressedBatches counts the batches appended as leader in their
+	// topic's compression.type rather than the codec they were sent in
+	// (recompress.go; retried duplicates not counted), and
+	// RecompressedSentBytes and RecompressedStoredBytes their sizes as
+	// sent and as stored.
+	RecompressedBatches, RecompressedSentBytes, RecompressedStoredBytes uint64
 }
 
 // Acks levels, the index of Latencies.Produce.
@@ -198,6 +204,18 @@ type counters struct {
 	// throttled and throttledNanos count the client requests held back
 	// for their principal's quota, and for how long (quotas.go).
 	throttled, throttledNanos [throttledKinds]atomic.Uint64
+	// recompressedBatches, recompressedSent and recompressedStored count
+	// the batches appended in their topic's compression.type rather than
+	// as sent, and their bytes before and after (countRecompressed).
+	recompressedBatches, recompressedSent, recompressedStored atomic.Uint64
+}
+
+// countRecompressed counts a batch of sent bytes appended as stored bytes
+// in its topic's compression.type.
+func (c *counters) countRecompressed(sent, stored int) {
+	c.recompressedBatches.Add(1)
+	c.recompressedSent.Add(uint64(sent))
+	c.recompressedStored.Add(uint64(stored))
 }
 
 // countError counts one partition answer's code (None is not counted).
@@ -315,6 +333,10 @@ func (b *Broker) Stats() Stats {
 		FlushBytes:    b.counters.flushBytes.Load(),
 
 		PageCacheDroppedBytes: b.counters.cacheDropped.Load(),
+
+		RecompressedBatches:     b.counters.recompressedBatches.Load(),
+		RecompressedSentBytes:   b.counters.recompressedSent.Load(),
+		RecompressedStoredBytes: b.counters.recompressedStored.Load(),
 
 		ProduceThrottled:    b.counters.throttled[throttledProduce].Load(),
 		FetchThrottled:      b.counters.throttled[throttledFetch].Load(),

@@ -29,11 +29,12 @@ const ConfigReassignmentThrottle = "reassignment.throttle.bytes"
 const ConfigLogCleanerIOMax = "log.cleaner.io.max.bytes.per.second"
 
 // ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs,
-// ConfigLogMessageTimestampAfterMaxMs and ConfigMessageMaxBytes are the
-// cluster's defaults for the topic configs message.timestamp.type,
-// message.timestamp.before.max.ms, message.timestamp.after.max.ms and
-// max.message.bytes (Kafka's broker configs of these names): a topic that
-// does not set a key takes the cluster's (TopicState.Messages).
+// ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes and
+// ConfigClusterCompressionType are the cluster's defaults for the topic
+// configs message.timestamp.type, message.timestamp.before.max.ms,
+// message.timestamp.after.max.ms, max.message.bytes and compression.type
+// (Kafka's broker configs of these names): a topic that does not set a key
+// takes the cluster's (TopicState.Messages).
 const (
 	ConfigLogMessageTimestampType        = "log.message.timestamp.type"
 	ConfigLogMessageTimestampBeforeMaxMs = "log.message.timestamp.before.max.ms"
@@ -41,6 +42,9 @@ const (
 	// ConfigMessageMaxBytes is the cluster's default of max.message.bytes
 	// (Kafka's broker config message.max.bytes).
 	ConfigMessageMaxBytes = "message.max.bytes"
+	// ConfigClusterCompressionType is the cluster's default of the topic
+	// config compression.type (Kafka's broker config of the same name).
+	ConfigClusterCompressionType = "compression.type"
 )
 
 // clusterDefaultOf maps each topic config with a cluster-wide default to
@@ -50,6 +54,7 @@ var clusterDefaultOf = map[string]string{
 	ConfigMessageTimestampBeforeMaxMs: ConfigLogMessageTimestampBeforeMaxMs,
 	ConfigMessageTimestampAfterMaxMs:  ConfigLogMessageTimestampAfterMaxMs,
 	ConfigMaxMessageBytes:             ConfigMessageMaxBytes,
+	ConfigCompressionType:             ConfigClusterCompressionType,
 }
 
 // ClusterConfigChanged (record type 12) changes the cluster configs: Set
@@ -109,7 +114,8 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 
 // knownClusterConfigs are the keys a request may set.
 var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigOffsetsRetention,
-	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes}
+	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes,
+	ConfigClusterCompressionType}
 
 // applyClusterConfigChanged applies r; it returns a non-empty reason when
 // rejected.

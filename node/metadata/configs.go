@@ -60,6 +60,17 @@ const (
 	// own limit (16 MiB less 1 KiB: segment.DefaultMaxBatchBytes) applies
 	// too. Unset: the node's limit.
 	ConfigMaxMessageBytes = "max.message.bytes" // integer in [MinMaxMessageBytes, MaxSegmentBytes]
+	// ConfigCompressionType is the codec the topic's batches are stored in
+	// (Kafka's compression.type): "producer" (the default: as each
+	// producer sent them), "uncompressed" (the leader decompresses a
+	// compressed batch), "lz4" or "zstd" (the leader recompresses a batch
+	// sent in another codec or uncompressed; one the codec would not
+	// shrink is stored uncompressed, as producers send it). Kafka's
+	// "gzip" and "snappy" are refused by name (this build reads neither),
+	// and so is "none", the producers' name, which Kafka refuses as a
+	// topic's too. Changing it applies to the batches produced after;
+	// those stored stay as they are.
+	ConfigCompressionType = "compression.type"
 	// ConfigMinInsyncReplicas is accepted in requests only: it is stored as
 	// the topic's MinISR field (TopicCreated.MinISR, TopicConfigChanged.MinISR),
 	// never in Configs.
@@ -72,7 +83,7 @@ func KnownConfig(key string) bool {
 	case ConfigUncleanLeaderElection, ConfigRetentionMs, ConfigRetentionBytes, ConfigSegmentBytes, ConfigSegmentMs,
 		ConfigMinInsyncReplicas, ConfigCleanupPolicy, ConfigMinCleanableDirtyRatio, ConfigDeleteRetentionMs,
 		ConfigMinCompactionLagMs, ConfigMaxCompactionLagMs, ConfigMessageTimestampType,
-		ConfigMessageTimestampBeforeMaxMs, ConfigMessageTimestampAfterMaxMs, ConfigMaxMessageBytes:
+		ConfigMessageTimestampBeforeMaxMs, ConfigMessageTimestampAfterMaxMs, ConfigMaxMessageBytes, ConfigCompressionType:
 		return true
 	}
 	return false
@@ -94,6 +105,28 @@ const (
 	TimestampCreateTime    = "CreateTime"
 	TimestampLogAppendTime = "LogAppendTime"
 )
+
+// The values of compression.type.
+const (
+	CompressionProducer     = "producer"
+	CompressionUncompressed = "uncompressed"
+	CompressionLZ4          = "lz4"
+	CompressionZstd         = "zstd"
+)
+
+// checkCompressionType checks a compression.type value, naming Kafka's
+// values this build does not take.
+func checkCompressionType(k, v string) error {
+	switch v {
+	case CompressionProducer, CompressionUncompressed, CompressionLZ4, CompressionZstd:
+		return nil
+	case "gzip", "snappy":
+		return fmt.Errorf("config %s: want producer, uncompressed, lz4 or zstd, got %q: this build neither reads nor writes %s", k, v, v)
+	case "none":
+		return fmt.Errorf("config %s: want producer, uncompressed, lz4 or zstd, got %q: a topic's name for no compression is uncompressed", k, v)
+	}
+	return fmt.Errorf("config %s: want producer, uncompressed, lz4 or zstd, got %.64q", k, v)
+}
 
 // MinMaxMessageBytes is the smallest max.message.bytes: a batch header
 // (segment.HeaderSize, 61 bytes) and a small record.
@@ -173,6 +206,8 @@ func checkCompactionConfig(k, v string) error {
 		if v != TimestampCreateTime && v != TimestampLogAppendTime {
 			return fmt.Errorf("config %s: want %s or %s, got %q", k, TimestampCreateTime, TimestampLogAppendTime, v)
 		}
+	case ConfigCompressionType:
+		return checkCompressionType(k, v)
 	case ConfigMaxMessageBytes:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < MinMaxMessageBytes || n > MaxSegmentBytes {

@@ -82,6 +82,11 @@ type Messages struct {
 	// MaxBytesFromCluster: it is the cluster's message.max.bytes.
 	MaxBytes            int64
 	MaxBytesFromCluster bool
+	// Compression is compression.type when it asks the leader to rewrite
+	// batches: CompressionUncompressed, CompressionLZ4 or
+	// CompressionZstd; "": producer, the default (batches are stored as
+	// sent).
+	Compression string
 }
 
 // Messages returns the topic's message configs. A key the topic does not
@@ -106,6 +111,9 @@ func (t TopicState) Messages(cluster map[string]string) Messages {
 	}
 	if v, _, ok := get(ConfigMessageTimestampAfterMaxMs); ok {
 		m.AfterMaxMs, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if v, _, ok := get(ConfigCompressionType); ok && v != CompressionProducer {
+		m.Compression = v
 	}
 	if v, fromCluster, ok := get(ConfigMaxMessageBytes); ok {
 		m.MaxBytes, _ = strconv.ParseInt(v, 10, 64)
