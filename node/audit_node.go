@@ -16,6 +16,14 @@ func (n *Node) selfWho() audit.Who {
 	return who
 }
 
+// auditRevokedPeer records a handshake refused because the client
+// presented a revoked certificate (PCI DSS 10.2.1.4: invalid access
+// attempts), as a denied line: op "connect", on the cluster.
+func (n *Node) auditRevokedPeer(p quic.RevokedPeer) {
+	n.audit.Denied(audit.Who{Principal: wire.PrincipalPrefix + p.Name, Addr: p.Addr}, audit.OpConnect, wire.ResourceCluster,
+		wire.ClusterResourceName, audit.ResultRevoked, p.Err.Error())
+}
+
 // auditTLSReload records a reload of the node's TLS files: a new
 // certificate, CA bundle or revocation list in force, or a refused one
 // (PCI DSS 10.2.1.5: changes to authentication credentials).

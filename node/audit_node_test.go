@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,39 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 	if err := json.Unmarshal(rl.Details, &ev); err != nil || rl.Op != audit.OpTLSReload || rl.Result != audit.ResultOK ||
 		!ev.RevokedChanged || ev.CAChanged || ev.Revoked != 1 || ev.Serial == "" || ev.Serial != ev.PreviousSerial {
 		t.Fatalf("node 1's last line %v %s; want a tls-reload with one revoked serial", rl, rl.Details)
+	}
+	// mallory's handshakes are refused, and recorded as denied connects.
+	for _, id := range []int32{2, 3} {
+		if changed, err := tc.node(id).ReloadTLS(); !changed || err != nil {
+			t.Fatalf("reload node %d: %v %v", id, changed, err)
+		}
+	}
+	mctx, mcancel := context.WithTimeout(ctx, 5*time.Second)
+	if mal, err := client.New(mctx, client.Config{Bootstrap: tc.bootstrap(), Logger: testLogger(t),
+		TLS: quic.TLSConfig{Dir: certs, Name: "mallory"}}); err == nil {
+		_, err = mal.Admin().ListTopics(mctx)
+		mal.Close(context.Background())
+		if err == nil {
+			t.Fatal("a revoked certificate listed the topics")
+		}
+	}
+	mcancel()
+	var connects []auditNodeLine
+	for _, p := range paths {
+		for _, l := range linesOf(t, p) {
+			if l.Event == audit.EventDenied {
+				connects = append(connects, l)
+			}
+		}
+	}
+	if len(connects) == 0 {
+		t.Fatal("no denied line for mallory's refused handshakes")
+	}
+	for _, l := range connects {
+		if l.Op != audit.OpConnect || l.Principal != "User:mallory" || l.Authenticated || !strings.HasPrefix(l.Addr, "127.0.0.1:") ||
+			l.Resource != "cluster" || l.Result != audit.ResultRevoked || !strings.Contains(l.Message, "revoked") {
+			t.Fatalf("denied line %v; want mallory's connect from 127.0.0.1, revoked", l)
+		}
 	}
 
 	// A controlled shutdown writes a stop line and the next start says so;

@@ -50,6 +50,10 @@ type Config struct {
 	// ReloadTLS ran it: the audit trail records them. It must not call
 	// ReloadTLS.
 	OnTLSReload func(TLSReload)
+	// OnRevokedPeer, when set, is told of every handshake this endpoint
+	// refused because the client presented a certificate revoked.txt lists
+	// (refused_peer.go): the audit trail records them.
+	OnRevokedPeer func(RevokedPeer)
 	// ResetSeed is secret material, stable across restarts, from which the
 	// stateless reset key of an endpoint with a fixed Addr is derived (with
 	// the address). Default: the TLS key file's contents (mutual TLS), which

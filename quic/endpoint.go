@@ -140,8 +140,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		// Handshakes take the current state: see tlsreload.go.
 		e.tlsr.cur.Store(mat.state)
 		srv := mat.server.Clone()
-		srv.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return e.tlsr.cur.Load().server, nil
+		srv.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			return e.reportingRevoked(e.tlsr.cur.Load(), hello), nil
 		}
 		e.srvTLS = srv
 	}

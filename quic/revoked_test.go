@@ -3,7 +3,9 @@ package quic
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -16,7 +18,10 @@ import (
 func TestRevokedCertificates(t *testing.T) {
 	dir := reloadDirs(t)
 	mustNoErr(t, IssueCert(dir, "mallory", nil, CertOptions{}))
-	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1})
+	var mu sync.Mutex
+	var told []RevokedPeer
+	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1,
+		OnRevokedPeer: func(p RevokedPeer) { mu.Lock(); told = append(told, p); mu.Unlock() }})
 	cli := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "client"}, TLSReloadInterval: -1})
 	mal := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "mallory"}, TLSReloadInterval: -1})
 	mustNoErr(t, echo(t, cli, srv.Addr()))
@@ -43,6 +48,19 @@ func TestRevokedCertificates(t *testing.T) {
 		t.Fatal("a revoked certificate still gets answers")
 	}
 	mustNoErr(t, echo(t, cli, srv.Addr()))
+	// The refused handshakes were reported, with mallory's address.
+	mu.Lock()
+	refused := slices.Clone(told)
+	mu.Unlock()
+	if len(refused) == 0 {
+		t.Fatal("the refused handshake was not reported")
+	}
+	for _, p := range refused {
+		if p.Name != "mallory" || p.Serial != serialKey(serial) || !strings.HasPrefix(p.Addr, "127.0.0.1:") || p.Err == nil ||
+			!strings.Contains(p.Err.Error(), "revoked") {
+			t.Fatalf("reported %+v; want mallory's handshake from 127.0.0.1, revoked", p)
+		}
+	}
 
 	// A client whose revoked.txt lists the server's certificate refuses it.
 	other := t.TempDir()

@@ -32,7 +32,11 @@ const (
 	ResultMalformed = "malformed"
 	ResultError     = "error"   // the node failed to answer, or stopped on an error
 	ResultRefused   = "refused" // a TLS reload the node refused
+	ResultRevoked   = "revoked" // a handshake refused: the client's certificate is revoked
 )
+
+// OpConnect is the op of a denied line for a refused handshake.
+const OpConnect = "connect"
 
 // Who is the client a line is about.
 type Who struct {

@@ -26,7 +26,10 @@
 //	authenticated false in dev mode (no TLS): the name was not verified
 //	addr          the client's address (host:port; node lines: the node's)
 //	op            admin: the request ("CreateTopic", "AlterConfigs", ...);
-//	              denied: the ACL operation ("write", "create", ...);
+//	              denied: the ACL operation ("write", "create", ...), or
+//	              "connect" for a handshake refused because the client's
+//	              certificate is revoked (resource "cluster", result
+//	              "revoked"; authenticated false);
 //	              access: "read" (Fetch) or "write" (Produce);
 //	              node: "start", "stop" or "tls-reload"
 //	resource      denied and access: the resource ("topic", "group",
