@@ -131,3 +131,17 @@ func (p *partition) appendTimeAt(offset int64) int64 {
 	}
 	return h.MaxTimestamp
 }
+
+// PartitionMessages is the message policy the produce path of a partition
+// replicated here applies now (the topic's configs as this node last
+// applied them); ok is false when the node holds no such partition.
+func (b *Broker) PartitionMessages(topic string, partition int32) (pol MessagePolicy, ok bool) {
+	p := b.partition(topic, partition)
+	if p == nil {
+		return MessagePolicy{}, false
+	}
+	if m := p.messages.Load(); m != nil {
+		pol = *m
+	}
+	return pol, true
+}
