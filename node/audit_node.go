@@ -6,6 +6,12 @@ import (
 	"paymentlog/wire"
 )
 
+// auditSyslogInvalid checks Config.AuditSyslog.
+func auditSyslogInvalid(addr string) error {
+	_, _, err := audit.ParseForwardAddr(addr)
+	return err
+}
+
 // selfWho is the node itself as the audit trail names it in its node lines
 // (start, stop, TLS reloads): its certificate's principal and its address.
 func (n *Node) selfWho() audit.Who {

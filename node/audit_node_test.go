@@ -1,11 +1,15 @@
 package node_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,11 +69,15 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 	certs := mustACLCerts(t, 3, "app", "mallory")
 	dir := t.TempDir()
 	paths := map[int32]string{}
+	syslog := collectSyslog(t) // node 1 forwards its lines there
 	tc := mustStartClusterWith(t, 3, func(c *node.Config) {
 		c.TLSDir, c.CertName = certs, fmt.Sprintf("node%d", c.ID)
 		c.TLSReloadInterval = -1 // reloads only when the test asks
 		c.AuditLog = filepath.Join(dir, fmt.Sprintf("audit%d.log", c.ID))
 		c.Version = "test-build"
+		if c.ID == 1 {
+			c.AuditSyslog = "tcp://" + syslog.addr
+		}
 		paths[c.ID] = c.AuditLog
 	})
 	tc.waitAlive(3)
@@ -164,6 +172,14 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 		}
 	}
 
+	// Node 1 sent every line of its file to the syslog collector, in order.
+	file := strings.Split(strings.TrimSpace(string(mustRead(t, paths[1]))), "\n")
+	for i, want := range file {
+		if got := syslog.next(t); !strings.HasSuffix(got, " paymentlog "+fmt.Sprint(os.Getpid())+" audit - "+want) {
+			t.Fatalf("syslog message %d: %q; want the file's line %q", i+1, got, want)
+		}
+	}
+
 	// A controlled shutdown writes a stop line and the next start says so;
 	// a killed node's next start says it ended without one.
 	n2 := tc.node(2)
@@ -198,5 +214,70 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 		if err != nil {
 			t.Fatalf("node %d's chain: %v", id, err)
 		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// syslogCollector is a TCP syslog collector reading octet-counted frames
+// (RFC 6587), as node/audit forwards them.
+type syslogCollector struct {
+	addr string
+	msgs chan string
+}
+
+func collectSyslog(t *testing.T) *syslogCollector {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c := &syslogCollector{addr: ln.Addr().String(), msgs: make(chan string, 1000)}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				r := bufio.NewReader(conn)
+				for {
+					n, err := r.ReadString(' ')
+					if err != nil {
+						return
+					}
+					size, err := strconv.Atoi(strings.TrimSuffix(n, " "))
+					if err != nil {
+						return
+					}
+					msg := make([]byte, size)
+					if _, err := io.ReadFull(r, msg); err != nil {
+						return
+					}
+					c.msgs <- string(msg)
+				}
+			}()
+		}
+	}()
+	return c
+}
+
+func (c *syslogCollector) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case m := <-c.msgs:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing reached the syslog collector in 10 s")
+		return ""
 	}
 }

@@ -125,6 +125,10 @@ type Config struct {
 	// lines: the first read or write per principal, address and topic,
 	// then one per interval); 0 records no access lines.
 	AuditAccessInterval time.Duration
+	// AuditSyslog, when set, also sends every audit line to this syslog
+	// collector: tcp://HOST:PORT or udp://HOST:PORT (node/audit's
+	// forward.go).
+	AuditSyslog string
 	// Version is the build's version, for the audit trail's start line.
 	Version string
 
@@ -233,6 +237,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-ms", errors.New("must be >= -1")}
 	case c.RetentionBytes < -1:
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
+	case c.AuditSyslog != "" && auditSyslogInvalid(c.AuditSyslog) != nil:
+		return &ConfigError{"audit-syslog", auditSyslogInvalid(c.AuditSyslog)}
 	case c.AuditAccessInterval < 0:
 		return &ConfigError{"audit-access-interval", errors.New("must be >= 0 (0: no access lines)")}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:

@@ -161,6 +161,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", aerr)
 	}
 	auditLog.SetAccessInterval(cfg.AuditAccessInterval)
+	if cfg.AuditSyslog != "" {
+		if ferr := auditLog.ForwardTo(cfg.AuditSyslog); ferr != nil {
+			auditLog.Close()
+			lock.unlock()
+			return nil, fmt.Errorf("node: %w", ferr)
+		}
+	}
 	n.audit = auditLog
 	n.disk.resume.freePercent = cfg.DiskResumeFreePercent
 	if unrecorded {

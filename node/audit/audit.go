@@ -79,6 +79,9 @@ type Log struct {
 	previous string
 
 	access accessSeen
+	fwd    *forwarder // nil: lines are not forwarded (forward.go)
+	// counted is the last forwarder started, kept after Close for Counts.
+	counted atomic.Pointer[forwarder]
 
 	written, suppressed, writeErrors atomic.Uint64
 }
@@ -113,14 +116,38 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 
 // Close closes the file, if any.
 func (l *Log) Close() error {
-	if l == nil || l.file == nil {
+	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.fwd != nil {
+		l.fwd.close()
+		l.fwd = nil
+	}
+	if l.file == nil {
+		return nil
+	}
 	err := l.file.Close()
 	l.file = nil
 	return err
+}
+
+// ForwardTo also sends every line from now on to the syslog collector at
+// addr (tcp://HOST:PORT or udp://HOST:PORT; forward.go).
+func (l *Log) ForwardTo(addr string) error {
+	f, err := newForwarder(addr, forwardQueue, l.logger)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fwd != nil {
+		l.fwd.close()
+	}
+	l.fwd = f
+	l.counted.Store(f)
+	return nil
 }
 
 // Admin writes an admin line: who sent op, the request and response (any
@@ -176,6 +203,9 @@ func (l *Log) write(ln *line) {
 		b, _ = json.Marshal(ln)
 	}
 	l.written.Add(1)
+	if l.fwd != nil {
+		l.fwd.enqueue(b, ln.Event, l.now())
+	}
 	if l.file == nil {
 		l.logger.Info("audit", "line", json.RawMessage(b))
 		return
@@ -209,6 +239,9 @@ type Counts struct {
 	// Written are the lines written (or attempted), Suppressed the denied
 	// lines left out over the rate limit, WriteErrors the failed writes.
 	Written, Suppressed, WriteErrors uint64
+	// Forwarded are the lines sent to the syslog collector, ForwardDropped
+	// those dropped (queue full, collector gone at close, too long for UDP).
+	Forwarded, ForwardDropped uint64
 }
 
 // Counts returns the counters (zero for a nil Log).
@@ -216,5 +249,9 @@ func (l *Log) Counts() Counts {
 	if l == nil {
 		return Counts{}
 	}
-	return Counts{l.written.Load(), l.suppressed.Load(), l.writeErrors.Load()}
+	c := Counts{Written: l.written.Load(), Suppressed: l.suppressed.Load(), WriteErrors: l.writeErrors.Load()}
+	if f := l.counted.Load(); f != nil {
+		c.Forwarded, c.ForwardDropped = f.sent.Load(), f.dropped.Load()
+	}
+	return c
 }
