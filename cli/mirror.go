@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+func init() { commands = append(commands, mirrorCommand) }
+
+// defaultMirrorGroup is mirror --group's default.
+const defaultMirrorGroup = "paymentlog-mirror"
+
+func mirrorCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "mirror",
+		Usage: "copy topics from a source cluster to this one, continuously (Kafka's MirrorMaker)",
+		UsageText: "paymentlog mirror --source-bootstrap HOST:PORT,... (--topics A,B | --topic-pattern REGEXP) [--group G]\n" +
+			"    [--exit-at-end] [--commit-interval 5s] [--replication-factor N] [--min-insync-replicas N]\n" +
+			"    [--source-offset-header=false] [--skip-mirrored]\n\n" +
+			"Reads the topics from the source cluster (--source-bootstrap, --source-tls-dir,\n" +
+			"--source-cert-name) as a member of consumer group G on the source, and writes every record\n" +
+			"to the same topic and partition number on the target cluster (--bootstrap, --tls-dir,\n" +
+			"--cert-name), with its key, value, headers and timestamp, through an idempotent acks=all\n" +
+			"producer that keeps each partition's order. A topic missing on the target is created with\n" +
+			"the source's partition count and configs (not message.timestamp.before/after.max.ms: the\n" +
+			"records keep their source timestamps), the source's replication factor and min ISR capped\n" +
+			"at the target's alive brokers unless --replication-factor and --min-insync-replicas say;\n" +
+			"one with fewer partitions is grown; one with more, or another cleanup.policy, is refused.\n" +
+			"Partitions and (with --topic-pattern, anchored) topics added on the source are mirrored\n" +
+			"within a group heartbeat (1s).\n\n" +
+			"At least once: G's offset of a partition is committed on the source only below records the\n" +
+			"target acknowledged, every --commit-interval, when the group hands the partition to\n" +
+			"another mirror process of G (after its records in flight are acknowledged), and at exit\n" +
+			"(Ctrl-C, SIGTERM, --exit-at-end). A mirror that is killed writes the records after its\n" +
+			"last commit again when it (or another process of G) resumes. Each record gets a header\n" +
+			mirrorHeader + "=TOPIC/PARTITION/OFFSET naming its source position (an earlier one is\n" +
+			"replaced), by which consumers of the target drop duplicates. --skip-mirrored leaves out\n" +
+			"records that already carry that header (for two clusters mirroring each other).\n\n" +
+			"Every --commit-interval, and at exit, one line on stderr: records and bytes mirrored,\n" +
+			"partitions owned, and the largest lag (source high watermark minus committed offset).",
+		Flags: withFlags(clientFlags(), []ucli.Flag{
+			&ucli.StringFlag{Name: "source-bootstrap", Usage: "source cluster nodes to contact first (host:port,...); required", EnvVars: envVar("MIRROR_SOURCE_BOOTSTRAP")},
+			&ucli.StringFlag{Name: "source-tls-dir", Usage: "directory with the source cluster's ca.crt and the client certificate (mutual TLS); empty: dev mode, no verification", EnvVars: envVar("MIRROR_SOURCE_TLS_DIR")},
+			&ucli.StringFlag{Name: "source-cert-name", Value: client.DefaultCertName, Usage: "certificate name in --source-tls-dir", EnvVars: envVar("MIRROR_SOURCE_CERT_NAME")},
+			&ucli.StringFlag{Name: "topics", Usage: "the topics to mirror (A,B,...); or --topic-pattern", EnvVars: envVar("MIRROR_TOPICS")},
+			&ucli.StringFlag{Name: "topic-pattern", Usage: "mirror every topic whose whole name matches this regular expression (Go RE2), including topics created later; or --topics", EnvVars: envVar("MIRROR_TOPIC_PATTERN")},
+			&ucli.StringFlag{Name: "group", Value: defaultMirrorGroup, Usage: "consumer group on the source whose committed offsets say where mirroring resumes; mirror processes with one group share the partitions", EnvVars: envVar("MIRROR_GROUP")},
+			&ucli.IntFlag{Name: "replication-factor", Usage: "replication factor of topics created on the target (0: the source topic's, at most the target's alive brokers)", EnvVars: envVar("MIRROR_REPLICATION_FACTOR")},
+			&ucli.IntFlag{Name: "min-insync-replicas", Usage: "min ISR of topics created on the target (0: the source topic's, at most their replication factor)", EnvVars: envVar("MIRROR_MIN_INSYNC_REPLICAS")},
+			&ucli.BoolFlag{Name: "source-offset-header", Value: true, Usage: "give each record a header " + mirrorHeader + "=TOPIC/PARTITION/OFFSET (its source position)", EnvVars: envVar("MIRROR_SOURCE_OFFSET_HEADER")},
+			&ucli.BoolFlag{Name: "skip-mirrored", Usage: "leave out records that already carry the " + mirrorHeader + " header (mirrored there from elsewhere): a loop guard for clusters mirroring each other", EnvVars: envVar("MIRROR_SKIP_MIRRORED")},
+			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once every partition is mirrored up to the high watermark it had when this process started it, and committed", EnvVars: envVar("MIRROR_EXIT_AT_END")},
+			&ucli.DurationFlag{Name: "commit-interval", Value: defaultCommitInterval, Usage: "commit the source offsets and print progress this often (0: only at exit and hand-over)", EnvVars: envVar("MIRROR_COMMIT_INTERVAL")},
+		}),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseMirrorOptions(c)
+			if err != nil {
+				return err
+			}
+			return runMirror(c.Context, opts, c.App.ErrWriter)
+		},
+	}
+}
+
+// mirrorOptions are the flags of `paymentlog mirror`.
+type mirrorOptions struct {
+	target, source clientOptions
+	// topics or pattern (exactly one) name the source topics.
+	topics  []string
+	pattern string
+	group   string
+	// replicationFactor and minISR of topics created on the target; 0:
+	// the source topic's, capped (planTopic).
+	replicationFactor, minISR int32
+	sourceHeader              bool
+	skipMirrored              bool
+	exitAtEnd                 bool
+	commitInterval            time.Duration // 0: only at hand-over and exit
+	hooks                     mirrorHooks
+}
+
+// mirrorHooks let tests act inside a run.
+type mirrorHooks struct {
+	// afterForward is called after each record handed to the producer,
+	// with the number handed over so far; true makes the run stop as a
+	// killed process would: nothing more is committed (the records in
+	// flight are still delivered, as a crash may let them be).
+	afterForward func(forwarded int) (crash bool)
+}
+
+func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {
+	if c.NArg() > 0 {
+		return mirrorOptions{}, usageError("mirror takes no arguments, got %s (topics go in --topics)", strings.Join(c.Args().Slice(), " "))
+	}
+	target, err := parseClientOptions(c)
+	if err != nil {
+		return mirrorOptions{}, usageError("%v", err)
+	}
+	o := mirrorOptions{target: target, source: target, pattern: c.String("topic-pattern"), group: c.String("group"),
+		replicationFactor: int32(c.Int("replication-factor")), minISR: int32(c.Int("min-insync-replicas")),
+		sourceHeader: c.Bool("source-offset-header"), skipMirrored: c.Bool("skip-mirrored"), exitAtEnd: c.Bool("exit-at-end"),
+		commitInterval: c.Duration("commit-interval")}
+	o.source.bootstrap = client.ParseBootstrap(c.String("source-bootstrap"))
+	o.source.tlsDir, o.source.certName = c.String("source-tls-dir"), c.String("source-cert-name")
+	if len(o.source.bootstrap) == 0 {
+		return o, usageError("--source-bootstrap: required (the cluster to copy from)")
+	}
+	for _, a := range o.source.bootstrap {
+		if !strings.Contains(a, ":") {
+			return o, usageError("--source-bootstrap: %q is not host:port", a)
+		}
+		if slices.Contains(o.target.bootstrap, a) {
+			return o, usageError("--source-bootstrap and --bootstrap both name %s: the source and the target must be different clusters", a)
+		}
+	}
+	for _, t := range strings.Split(c.String("topics"), ",") {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(o.topics, t) {
+			o.topics = append(o.topics, t)
+		}
+	}
+	switch {
+	case len(o.topics) > 0 && o.pattern != "":
+		return o, usageError("--topics and --topic-pattern: give one or the other")
+	case len(o.topics) == 0 && o.pattern == "":
+		return o, usageError("no topics to mirror: give --topics A,B or --topic-pattern REGEXP")
+	case len(o.topics) > wire.MaxGroupTopics:
+		return o, usageError("--topics: %d topics, at most %d (use --topic-pattern)", len(o.topics), wire.MaxGroupTopics)
+	case len(o.pattern) > wire.MaxTopicPatternLen:
+		return o, usageError("--topic-pattern: longer than %d bytes", wire.MaxTopicPatternLen)
+	}
+	for _, t := range o.topics {
+		if why := wire.CheckGroupName(t); why != "" || strings.HasPrefix(t, "__") {
+			return o, usageError("--topics: %q is not a topic name that can be mirrored", t)
+		}
+	}
+	if o.pattern != "" {
+		if _, err := wire.TopicPatternRegexp(o.pattern); err != nil {
+			return o, usageError("--topic-pattern: %q is not a regular expression: %v", o.pattern, err)
+		}
+	}
+	if why := wire.CheckGroupName(o.group); why != "" {
+		return o, usageError("--group: %s", why)
+	}
+	switch {
+	case o.replicationFactor < 0:
+		return o, usageError("--replication-factor must be >= 0 (0: the source topic's)")
+	case o.minISR < 0:
+		return o, usageError("--min-insync-replicas must be >= 0 (0: the source topic's)")
+	case o.replicationFactor > 0 && o.minISR > o.replicationFactor:
+		return o, usageError("--min-insync-replicas %d is above --replication-factor %d", o.minISR, o.replicationFactor)
+	case o.commitInterval < 0:
+		return o, usageError("--commit-interval must be >= 0 (0: commit only at hand-over and exit)")
+	}
+	return o, nil
+}
+
+// mirrorMatches reports whether the mirror copies topic: named by
+// --topics, or matched whole by --topic-pattern; never an internal topic
+// (a name starting with "__").
+func (o mirrorOptions) mirrorMatches(topic string) bool {
+	if strings.HasPrefix(topic, "__") {
+		return false
+	}
+	if o.pattern == "" {
+		return slices.Contains(o.topics, topic)
+	}
+	re, err := wire.TopicPatternRegexp(o.pattern)
+	return err == nil && re.MatchString(topic)
+}
