@@ -56,6 +56,8 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "audit-log", Usage: "append the audit trail to this `FILE`: one JSON line, fsynced, per request that changes the cluster, per request refused by ACL, per client access to a topic (--audit-access-interval) and per node start, stop and TLS reload (empty: into the node's log)", EnvVars: envs("AUDIT_LOG")},
 				&ucli.DurationFlag{Name: "audit-access-interval", Value: d.AuditAccessInterval, Usage: "record in the audit trail each client's first read and write of a topic (per principal, address and topic), and again after this long if it goes on (0: record no reads or writes)", EnvVars: envs("AUDIT_ACCESS_INTERVAL")},
 				&ucli.StringFlag{Name: "audit-syslog", Usage: "also send every audit line to this syslog collector (`tcp://HOST:PORT` or udp://HOST:PORT; RFC 5424, facility authpriv), from a queue that never holds a request back", EnvVars: envs("AUDIT_SYSLOG")},
+				&ucli.DurationFlag{Name: "log-scrub-interval", Value: d.LogScrubInterval, Usage: "read every sealed segment and check its batches' CRCs this often, finding silent disk corruption before a reader or a failover does (a corrupt batch stops the node; its next start truncates that partition there and fetches the rest from the leader); 0: never", EnvVars: envs("LOG_SCRUB_INTERVAL")},
+				&ucli.Int64Flag{Name: "log-scrub-bytes-per-sec", Value: d.LogScrubBytesPerSec, Usage: "how fast the scrub reads (0: unlimited)", EnvVars: envs("LOG_SCRUB_BYTES_PER_SEC")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
 				&ucli.Int64Flag{Name: "page-cache-bytes", Value: d.PageCacheBytes, Usage: "how much of each partition's newest segment stays in the page cache after a flush; older durable bytes are dropped from it in whole 2 MiB stretches, so up to 2 MiB more stays (-1: leave the page cache to the OS)", EnvVars: envs("PAGE_CACHE_BYTES")},
@@ -140,6 +142,8 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.AuditLog = c.String("audit-log")
 	cfg.AuditAccessInterval = c.Duration("audit-access-interval")
 	cfg.AuditSyslog = c.String("audit-syslog")
+	cfg.LogScrubInterval = c.Duration("log-scrub-interval")
+	cfg.LogScrubBytesPerSec = c.Int64("log-scrub-bytes-per-sec")
 	cfg.Version = Version
 	pol, iv, err := segment.ParseSyncPolicy(c.String("fsync"))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"paymentlog/node/audit"
+	"paymentlog/node/broker"
 	"paymentlog/node/metadata"
 	"paymentlog/segment"
 	"paymentlog/wire"
@@ -55,6 +56,14 @@ type Config struct {
 	// ProducerIDExpiration is how long a partition remembers an idle
 	// idempotent producer (Kafka's producer.id.expiration.ms); default 24h.
 	ProducerIDExpiration time.Duration
+	// LogScrubInterval paces the scrubber, which reads every sealed
+	// segment and checks its batches' CRCs (node/broker's scrub.go): a
+	// pass starts this long after the previous one started; 0: never.
+	// LogScrubBytesPerSec bounds how fast it reads (0: unlimited), and
+	// LogScrubDelay is the wait before the first pass after a start.
+	LogScrubInterval    time.Duration
+	LogScrubBytesPerSec int64
+	LogScrubDelay       time.Duration
 	// LogCleanerInterval paces the log cleaner's passes over the
 	// partitions of compacted topics (cleanup.policy=compact; Kafka's
 	// log.cleaner.backoff.ms); default 15s; negative: no cleaner.
@@ -153,11 +162,13 @@ const (
 	DefaultRetentionCheckInterval = 5 * time.Minute
 	DefaultProducerIDExpiration   = 24 * time.Hour
 	DefaultLogCleanerInterval     = 15 * time.Second
-	DefaultSessionTimeout         = 250 * time.Millisecond
-	DefaultReplicaLagTime         = 2 * time.Second
-	DefaultRaftTick               = 25 * time.Millisecond
-	DefaultElectionTicks          = 10
-	DefaultDiskResumeFreePercent  = 10
+	// DefaultLogScrubBytesPerSec: a terabyte a day and a half.
+	DefaultLogScrubBytesPerSec   = 8 << 20
+	DefaultSessionTimeout        = 250 * time.Millisecond
+	DefaultReplicaLagTime        = 2 * time.Second
+	DefaultRaftTick              = 25 * time.Millisecond
+	DefaultElectionTicks         = 10
+	DefaultDiskResumeFreePercent = 10
 )
 
 // Why these timings: a dead broker is noticed only by silence (a SIGKILLed
@@ -186,6 +197,9 @@ func DefaultConfig() Config {
 		RetentionBytes:             -1,
 		ProducerIDExpiration:       DefaultProducerIDExpiration,
 		LogCleanerInterval:         DefaultLogCleanerInterval,
+		LogScrubInterval:           broker.DefaultScrubInterval,
+		LogScrubBytesPerSec:        DefaultLogScrubBytesPerSec,
+		LogScrubDelay:              broker.DefaultScrubDelay,
 		LogCleanerDedupeBufferSize: segment.DefaultCompactMaxMapBytes,
 		HeartbeatInterval:          DefaultHeartbeatInterval,
 		SessionTimeout:             DefaultSessionTimeout,
@@ -239,6 +253,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
 	case c.AuditSyslog != "" && auditSyslogInvalid(c.AuditSyslog) != nil:
 		return &ConfigError{"audit-syslog", auditSyslogInvalid(c.AuditSyslog)}
+	case c.LogScrubInterval < 0 || c.LogScrubBytesPerSec < 0 || c.LogScrubDelay < 0:
+		return &ConfigError{"log-scrub-interval", errors.New("the scrub interval, rate and delay must be >= 0")}
 	case c.AuditAccessInterval < 0:
 		return &ConfigError{"audit-access-interval", errors.New("must be >= 0 (0: no access lines)")}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:

@@ -76,8 +76,12 @@ type Log struct {
 	opened struct {
 		scanned, resumedAt int64
 		unclean            bool
-		// torn: it truncated a damaged tail (TornAtOpen).
+		// torn: it truncated a damaged tail (TornAtOpen), or the corruption
+		// a scrub found (scrub.go).
 		torn bool
+		// scrubbed: a scrub's mark for repair was found (and is removed
+		// once the open succeeded).
+		scrubbed bool
 	}
 
 	pendingMu sync.Mutex

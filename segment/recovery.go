@@ -35,6 +35,17 @@ func Open(ctx context.Context, dir string, opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
+	if l.opened.scrubbed {
+		if err := l.fs.Remove(join(l.dir, scrubMarkFile)); err == nil {
+			err = l.fs.SyncDir(l.dir)
+		}
+		if err != nil { // checked again at the next open: harmless
+			l.logger.Warn("segment: could not remove the scrub's mark for repair", "err", err)
+		}
+		if !l.opened.torn {
+			l.logger.Warn("segment: the segment a scrub found corrupt checks out now (the damage was in memory, or a read error); kept")
+		}
+	}
 	level := slog.LevelDebug
 	if l.opened.unclean && l.mu.leo > l.mu.logStart {
 		level = slog.LevelInfo // explains a slow restart
@@ -179,6 +190,20 @@ func (l *Log) load() error {
 	if !hasRP {
 		rp = bases[0]
 	}
+	// A segment a scrub found corrupt (scrub.go): it and every later one
+	// are checked as after a crash, and corruption there is truncated.
+	scrubBase, scrubbed, err := readOffsetCheckpoint(l.fs, join(l.dir, scrubMarkFile))
+	if err != nil {
+		return err
+	}
+	truncateOnCorruption := l.opts.TruncateOnCorruption
+	if scrubbed {
+		l.logger.Warn("segment: a scrub found this log's segment corrupt; checking it and the later ones, and truncating at the first bad batch",
+			"segment", scrubBase)
+		rp, clean, truncateOnCorruption = min(rp, scrubBase), false, true
+		l.opened.unclean = true
+		l.opened.scrubbed = true
+	}
 	if rebuildEpochs {
 		epochs = epochCache{}
 	}
@@ -198,9 +223,10 @@ func (l *Log) load() error {
 			if prev.next != base {
 				cerr := &CorruptionError{File: prev.logPath, Position: prev.size, Offset: prev.next,
 					Err: corruptf("next segment starts at offset %d", base)}
-				if !l.opts.TruncateOnCorruption {
+				if !truncateOnCorruption {
 					return cerr
 				}
+				l.opened.torn = l.opened.torn || scrubbed
 				l.logger.Error("segment: corruption; truncating", "err", cerr)
 				for _, b := range bases[i:] {
 					l.removeSegmentFiles(b)
@@ -226,8 +252,9 @@ func (l *Log) load() error {
 		}
 		s, err := l.loadSegment(base, last, trusted, from, &epochs, rebuildEpochs, knownStart)
 		var cerr *CorruptionError
-		if errors.As(err, &cerr) && l.opts.TruncateOnCorruption && !last {
+		if errors.As(err, &cerr) && truncateOnCorruption && !last {
 			l.logger.Error("segment: corruption; truncating", "err", cerr)
+			l.opened.torn = l.opened.torn || scrubbed
 			for _, b := range bases[i+1:] {
 				l.removeSegmentFiles(b)
 			}

@@ -144,6 +144,13 @@ type Config struct {
 	// partitions (cleaner.go); negative: no cleaner loop (CompactNow
 	// still runs a pass).
 	CleanerInterval time.Duration // DefaultCleanerInterval
+	// ScrubInterval paces the scrubber's passes over every sealed segment
+	// (scrub.go); 0: no scrubbing (ScrubNow still runs a pass).
+	// ScrubBytesPerSec bounds how fast a pass reads (0: unlimited), and
+	// ScrubDelay is the wait before the first pass.
+	ScrubInterval    time.Duration
+	ScrubBytesPerSec int64
+	ScrubDelay       time.Duration
 	// CleanerIOMaxBytesPerSec limits the bytes the log cleaner reads and
 	// writes per second over all its passes (Kafka's
 	// log.cleaner.io.max.bytes.per.second); 0: unlimited.
@@ -377,6 +384,10 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.CleanerInterval > 0 {
 		b.wg.Add(1)
 		go b.cleanerLoop()
+	}
+	if cfg.ScrubInterval > 0 {
+		b.wg.Add(1)
+		go b.scrubLoop()
 	}
 	return b, nil
 }

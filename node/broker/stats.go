@@ -56,6 +56,10 @@ type Stats struct {
 	// CleanerThrottle is the log cleaner's rate in bytes per second (0:
 	// unlimited; SetCleanerThrottle).
 	CleanerThrottle int64
+	// ScrubBytes counts the bytes the scrubber checked, ScrubPasses its
+	// passes over every partition, ScrubCorrupt the corrupt batches it
+	// found (each failed its partition's log: scrub.go).
+	ScrubBytes, ScrubPasses, ScrubCorrupt uint64
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -183,8 +187,11 @@ type counters struct {
 	// tombstones they removed, the bytes they reclaimed, and the passes
 	// that failed (cleaner.go).
 	cleanerPasses, cleanerRemoved, cleanerReclaimed, cleanerFailures atomic.Uint64
-	cleanerMerged                                                    atomic.Uint64 // segments folded into a neighbour
-	cleanerThrottledNanos                                            atomic.Int64
+	// scrubBytes, scrubPasses and scrubCorrupt count the scrubber's work
+	// (scrub.go).
+	scrubBytes, scrubPasses, scrubCorrupt atomic.Uint64
+	cleanerMerged                         atomic.Uint64 // segments folded into a neighbour
+	cleanerThrottledNanos                 atomic.Int64
 	// producerReplayBatches counts the batch headers read from the logs to
 	// rebuild producer state (for tests: a truncation should read few).
 	producerReplayBatches atomic.Uint64
@@ -322,6 +329,9 @@ func (b *Broker) Stats() Stats {
 		CleanerThrottleTime:      time.Duration(b.counters.cleanerThrottledNanos.Load()),
 		CleanerThrottle:          b.cleanerThrottle.limit(),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
+		ScrubBytes:               b.counters.scrubBytes.Load(),
+		ScrubPasses:              b.counters.scrubPasses.Load(),
+		ScrubCorrupt:             b.counters.scrubCorrupt.Load(),
 		ReassignThrottle:         b.throttle.limit(),
 
 		ISRShrinks:    b.counters.isrShrinks.Load(),
