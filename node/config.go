@@ -60,7 +60,8 @@ type Config struct {
 	// segment and checks its batches' CRCs (node/broker's scrub.go): a
 	// pass starts this long after the previous one started; 0: never.
 	// LogScrubBytesPerSec bounds how fast it reads (0: unlimited), and
-	// LogScrubDelay is the wait before the first pass after a start.
+	// LogScrubDelay is the wait before the first pass after a start (at
+	// most LogScrubInterval).
 	LogScrubInterval    time.Duration
 	LogScrubBytesPerSec int64
 	LogScrubDelay       time.Duration

@@ -16,8 +16,9 @@ import (
 // reads it or a failover makes this replica the leader. One pass goes over
 // all partitions, one at a time, at Config.ScrubBytesPerSec; the next
 // starts Config.ScrubInterval after the previous one started (at once if a
-// pass took longer). The first starts Config.ScrubDelay after the broker
-// (not to compete with a restart's catching up).
+// pass took longer). The first starts Config.ScrubDelay after the broker,
+// or one ScrubInterval if that is shorter (not to compete with a restart's
+// catching up).
 //
 // A corrupt batch fails the partition's log, which stops the node (its
 // OnFailure, as for any storage failure): its leaderships move to in-sync
@@ -47,7 +48,7 @@ type ScrubSummary struct {
 // scrubLoop runs ScrubNow passes.
 func (b *Broker) scrubLoop() {
 	defer b.wg.Done()
-	wait := b.cfg.ScrubDelay
+	wait := min(b.cfg.ScrubDelay, b.cfg.ScrubInterval)
 	for {
 		t := time.NewTimer(wait)
 		select {
