@@ -181,6 +181,10 @@ func (m *mirror) failure() error {
 // forward hands msgs to the target's producer, in order.
 func (m *mirror) forward(ctx context.Context, msgs []client.Message) error {
 	for i := range msgs {
+		if ctx.Err() != nil { // interrupted: stop at once, commit what was handed over
+			m.notForwarded(msgs[i:])
+			return nil
+		}
 		msg := &msgs[i]
 		if m.opts.skipMirrored && hasHeader(msg.Headers, mirrorHeader) {
 			continue // done: the commit passes it with the records around it

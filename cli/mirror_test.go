@@ -33,7 +33,7 @@ func testClient(t *testing.T, bs string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := client.New(ctx, client.Config{Bootstrap: []string{bs}})
+	c, err := client.New(ctx, client.Config{Bootstrap: []string{bs}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +299,10 @@ func TestMirrorCopiesTopics(t *testing.T) {
 		t.Fatalf("mirror after the source grew: exit %d, stderr %q", code, errOut)
 	}
 	checkMirrored("payments")
+}
+
+// createTopicN creates topic on the source with parts partitions (RF 1).
+func createTopicN(t *testing.T, e *mirrorEnv, topic string, parts int32) {
+	t.Helper()
+	createTopic(t, e.srcC, client.TopicSpec{Name: topic, Partitions: parts, ReplicationFactor: 1, MinISR: 1})
 }
