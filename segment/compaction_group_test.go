@@ -150,6 +150,9 @@ func TestCompactMergesSmallSegments(t *testing.T) {
 	if !slices.Equal(segs, rl.Segments()) {
 		t.Fatalf("reopened with segments %v, closed with %v", rl.Segments(), segs)
 	}
+	if _, err := scrubAll(t, rl, 1<<20); err != nil { // merged segments are sound (scrub.go)
+		t.Fatalf("scrub: %v", err)
+	}
 }
 
 // TestCompactMergeCrashAtEveryStep crashes a pass that merges segments at

@@ -118,6 +118,9 @@ func TestCompactMergesEmptyBatches(t *testing.T) {
 	l = mustOpen(t, "/p", compactOpts(fs))
 	defer l.Close()
 	check("reopened")
+	if _, err := scrubAll(t, l, 1<<20); err != nil { // merged empty batches are sound (scrub.go)
+		t.Fatalf("scrub: %v", err)
+	}
 }
 
 // TrimEmptyBatch: a fetch from inside a merged empty batch gets the rest of

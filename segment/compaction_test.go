@@ -177,6 +177,10 @@ func TestCompactKeepsTheLatestRecordOfEachKey(t *testing.T) {
 				t.Fatalf("tombstones in the dirty part removed: %+v", res)
 			}
 			got := checkCompaction(t, l, m, end, true, false)
+			// The scrub takes compacted segments as sound (scrub.go).
+			if _, err := scrubAll(t, l, 1<<20); err != nil {
+				t.Fatalf("scrub of the compacted log: %v", err)
+			}
 			if after := l.Size(); after >= before || res.BytesAfter >= res.BytesBefore {
 				t.Fatalf("log %d bytes after compaction, %d before (%+v)", after, before, res)
 			}
