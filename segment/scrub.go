@@ -18,8 +18,9 @@ import (
 // any storage failure, and the next Open re-checks that segment and every
 // later one as after a crash, truncating at the first bad batch (as
 // Options.TruncateOnCorruption does) and reporting the log as torn
-// (TornAtOpen), so that the replica is never elected from an ISR on the
-// strength of records it lost, and fetches them again from its leader.
+// (TornAtOpen: the node registers the partition as torn, and the
+// controller takes it out of the partition's eligible leader replicas), and
+// the replica fetches what it lost again from its leader.
 // A segment whose re-check finds nothing wrong (the damage was in memory)
 // is left as it is.
 

@@ -23,8 +23,8 @@ import (
 // A corrupt batch fails the partition's log, which stops the node (its
 // OnFailure, as for any storage failure): its leaderships move to in-sync
 // replicas, and when it starts again the log is truncated at the bad batch
-// and reported torn, so the replica fetches the rest again from its leader
-// and is never elected from an ISR for records it lost.
+// and reported torn (it leaves the partition's eligible leader replicas),
+// so the replica fetches the rest again from its leader.
 
 // Scrub defaults.
 const (
