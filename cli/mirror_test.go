@@ -306,3 +306,22 @@ func createTopicN(t *testing.T, e *mirrorEnv, topic string, parts int32) {
 	t.Helper()
 	createTopic(t, e.srcC, client.TopicSpec{Name: topic, Partitions: parts, ReplicationFactor: 1, MinISR: 1})
 }
+
+// From a 3-node source to a 1-node target: the topic created there gets
+// the source's replication factor and min ISR capped at the one broker,
+// and the records all arrive.
+func TestMirrorFromAThreeNodeSource(t *testing.T) {
+	e := &mirrorEnv{src: startNodes(t, 3), dst: startOneNode(t)}
+	e.srcC, e.dstC = testClient(t, e.src), testClient(t, e.dst)
+	createTopic(t, e.srcC, client.TopicSpec{Name: "payments", Partitions: 2, ReplicationFactor: 3, MinISR: 2})
+	produceRecords(t, e.srcC, "payments", 0, 0, 10)
+	produceRecords(t, e.srcC, "payments", 1, 0, 7)
+	errOut, code := e.mirror(t, "--topics", "payments", "--exit-at-end")
+	if code != 0 || !strings.Contains(errOut, "created topic payments on the target: 2 partitions, replication factor 1, min ISR 1") {
+		t.Fatalf("mirror: exit %d, stderr %q", code, errOut)
+	}
+	src, dst := readPartitions(t, e.srcC, "payments"), readPartitions(t, e.dstC, "payments")
+	for p := range src {
+		checkCopies(t, "payments", p, src[p], dst[p])
+	}
+}
