@@ -1,15 +1,11 @@
 package node_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,44 +13,18 @@ import (
 	"paymentlog/client"
 	"paymentlog/node"
 	"paymentlog/node/audit"
+	"paymentlog/node/audit/audittest"
 	"paymentlog/quic"
 )
 
-// auditNodeLine is what the test reads of a node line's details.
-type auditNodeLine struct {
-	auditLine
-	Details json.RawMessage `json:"details"`
-}
-
-// linesOf reads one node's audit file, with details.
-func linesOf(t *testing.T, path string) []auditNodeLine {
+// linesOf reads one node's audit file (readAudit).
+func linesOf(t *testing.T, path string) []auditLine {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	var id int32
+	if _, err := fmt.Sscanf(filepath.Base(path), "audit%d.log", &id); err != nil {
+		t.Fatalf("audit file %s: %v", path, err)
 	}
-	var out []auditNodeLine
-	for _, raw := range splitLines(b) {
-		var l auditNodeLine
-		if err := json.Unmarshal(raw, &l); err != nil {
-			t.Fatalf("line %q: %v", raw, err)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-func splitLines(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		i := 0
-		for i < len(b) && b[i] != '\n' {
-			i++
-		}
-		out = append(out, b[:i])
-		b = b[min(i+1, len(b)):]
-	}
-	return out
+	return readAudit(t, map[int32]string{id: path})
 }
 
 // The audit trail's node and access lines (PCI DSS 10.2.1.1, .5, .6): each
@@ -69,14 +39,14 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 	certs := mustACLCerts(t, 3, "app", "mallory")
 	dir := t.TempDir()
 	paths := map[int32]string{}
-	syslog := collectSyslog(t) // node 1 forwards its lines there
+	syslog := audittest.Listen(t, "127.0.0.1:0") // node 1 forwards its lines there
 	tc := mustStartClusterWith(t, 3, func(c *node.Config) {
 		c.TLSDir, c.CertName = certs, fmt.Sprintf("node%d", c.ID)
 		c.TLSReloadInterval = -1 // reloads only when the test asks
 		c.AuditLog = filepath.Join(dir, fmt.Sprintf("audit%d.log", c.ID))
 		c.Version = "test-build"
 		if c.ID == 1 {
-			c.AuditSyslog = "tcp://" + syslog.addr
+			c.AuditSyslog = "tcp://" + syslog.Addr()
 		}
 		paths[c.ID] = c.AuditLog
 	})
@@ -102,7 +72,7 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	part, _ := tc.image().Partition("payments", 0)
-	var access []auditNodeLine
+	var access []auditLine
 	for id, p := range paths {
 		for _, l := range linesOf(t, p) {
 			if l.Event != audit.EventAccess {
@@ -154,7 +124,7 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 		}
 	}
 	mcancel()
-	var connects []auditNodeLine
+	var connects []auditLine
 	for _, p := range paths {
 		for _, l := range linesOf(t, p) {
 			if l.Event == audit.EventDenied {
@@ -175,7 +145,7 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 	// Node 1 sent every line of its file to the syslog collector, in order.
 	file := strings.Split(strings.TrimSpace(string(mustRead(t, paths[1]))), "\n")
 	for i, want := range file {
-		if got := syslog.next(t); !strings.HasSuffix(got, " paymentlog "+fmt.Sprint(os.Getpid())+" audit - "+want) {
+		if got := syslog.Next(t); !strings.HasSuffix(got, " paymentlog "+fmt.Sprint(os.Getpid())+" audit - "+want) {
 			t.Fatalf("syslog message %d: %q; want the file's line %q", i+1, got, want)
 		}
 	}
@@ -224,60 +194,4 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// syslogCollector is a TCP syslog collector reading octet-counted frames
-// (RFC 6587), as node/audit forwards them.
-type syslogCollector struct {
-	addr string
-	msgs chan string
-}
-
-func collectSyslog(t *testing.T) *syslogCollector {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	c := &syslogCollector{addr: ln.Addr().String(), msgs: make(chan string, 1000)}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				for {
-					n, err := r.ReadString(' ')
-					if err != nil {
-						return
-					}
-					size, err := strconv.Atoi(strings.TrimSuffix(n, " "))
-					if err != nil {
-						return
-					}
-					msg := make([]byte, size)
-					if _, err := io.ReadFull(r, msg); err != nil {
-						return
-					}
-					c.msgs <- string(msg)
-				}
-			}()
-		}
-	}()
-	return c
-}
-
-func (c *syslogCollector) next(t *testing.T) string {
-	t.Helper()
-	select {
-	case m := <-c.msgs:
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing reached the syslog collector in 10 s")
-		return ""
-	}
 }

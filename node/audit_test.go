@@ -30,6 +30,7 @@ type auditLine struct {
 	Result        string          `json:"result"`
 	Message       string          `json:"message"`
 	Response      json.RawMessage `json:"response"`
+	Details       json.RawMessage `json:"details"`
 }
 
 func (l auditLine) String() string {

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -11,87 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"paymentlog/node/audit/audittest"
 )
-
-// collector is a TCP syslog collector reading octet-counted frames.
-type collector struct {
-	ln    net.Listener
-	msgs  chan string
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-// stop closes the listener and every connection: the collector is gone.
-func (c *collector) stop() {
-	c.ln.Close()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-}
-
-func listenCollector(t *testing.T, addr string) *collector {
-	t.Helper()
-	var ln net.Listener
-	var err error
-	deadline := time.Now().Add(5 * time.Second)
-	for ln, err = net.Listen("tcp", addr); err != nil && time.Now().Before(deadline); ln, err = net.Listen("tcp", addr) {
-		time.Sleep(20 * time.Millisecond) // the port of a closed collector, taken again
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &collector{ln: ln, msgs: make(chan string, 100)}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.conns = append(c.conns, conn)
-			c.mu.Unlock()
-			go c.read(conn)
-		}
-	}()
-	t.Cleanup(c.stop)
-	return c
-}
-
-func (c *collector) read(conn net.Conn) {
-	defer conn.Close()
-	r := bufio.NewReader(conn)
-	for {
-		n, err := r.ReadString(' ')
-		if err != nil {
-			return
-		}
-		size, err := strconv.Atoi(strings.TrimSuffix(n, " "))
-		if err != nil {
-			return
-		}
-		msg := make([]byte, size)
-		if _, err := io.ReadFull(r, msg); err != nil {
-			return
-		}
-		c.msgs <- string(msg)
-	}
-}
-
-func (c *collector) next(t *testing.T) string {
-	t.Helper()
-	select {
-	case m := <-c.msgs:
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing reached the collector in 10 s")
-		return ""
-	}
-}
 
 // syslogMsg is the MSG part of an RFC 5424 message and its PRI, checking
 // the header between.
@@ -115,14 +38,14 @@ func syslogMsg(t *testing.T, m string) (pri int, msg string) {
 // byte and in order, denied lines at severity warning; after the collector
 // comes back from an outage, lines reach it again.
 func TestForwardToSyslogOverTCP(t *testing.T) {
-	col := listenCollector(t, "127.0.0.1:0")
+	col := audittest.Listen(t, "127.0.0.1:0")
 	path := filepath.Join(t.TempDir(), "audit.log")
 	l, err := Open(path, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.ForwardTo("tcp://" + col.ln.Addr().String()); err != nil {
+	if err := l.ForwardTo("tcp://" + col.Addr()); err != nil {
 		t.Fatal(err)
 	}
 	who := Who{Principal: "User:ops", Authenticated: true, Addr: "127.0.0.1:5000"}
@@ -131,16 +54,16 @@ func TestForwardToSyslogOverTCP(t *testing.T) {
 	l.Access(who, "read", "payments")
 	file := fileLines(t, path)
 	for i, want := range []int{priInfo, priWarning, priInfo} {
-		pri, msg := syslogMsg(t, col.next(t))
+		pri, msg := syslogMsg(t, col.Next(t))
 		if pri != want || msg != file[i] {
 			t.Fatalf("message %d: pri %d, %q; want pri %d, the file's line %q", i+1, pri, msg, want, file[i])
 		}
 	}
 
 	// An outage: the collector goes away and comes back on the same port.
-	addr := col.ln.Addr().String()
-	col.stop()
-	col2 := listenCollector(t, addr)
+	addr := col.Addr()
+	col.Stop()
+	col2 := audittest.Listen(t, addr)
 	var got []string
 	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; len(got) == 0; i++ {
@@ -149,7 +72,7 @@ func TestForwardToSyslogOverTCP(t *testing.T) {
 		}
 		l.Admin(who, "DeleteTopic", map[string]int{"N": i}, nil, ResultOK, "")
 		select {
-		case m := <-col2.msgs:
+		case m := <-col2.Messages():
 			_, msg := syslogMsg(t, m)
 			got = append(got, msg)
 		case <-time.After(100 * time.Millisecond):
