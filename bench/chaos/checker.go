@@ -33,7 +33,7 @@ const (
 // Liveness and robustness anomalies: also fail the run, reported apart.
 const (
 	NotConverged   AnomalyKind = "not-converged"   // replicas never all back in sync after healing
-	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own
+	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own (other than its scrub finding a rot-sealed torn tail)
 	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
 	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
 	WritesStalled  AnomalyKind = "writes-stalled"  // no record sent to a partition after the faults ended was acknowledged
@@ -101,6 +101,13 @@ type Report struct {
 	CompactedAcked                        int
 	CompactedSuperseded, CompactedDeleted int
 	CompactedOffsets                      int64
+
+	// Rots is how many sealed segments rot-sealed torn tails damaged, and
+	// ScrubRepairs how many of them the damaged node's scrub found
+	// (stopping the node: not a crash). A rot never found and still on
+	// the disk at the end is corruption in the replica's files
+	// (replica-divergence).
+	Rots, ScrubRepairs int
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind
@@ -474,8 +481,15 @@ func Check(h *History) *Report {
 	if !h.Converged {
 		r.add(Anomaly{Kind: NotConverged, Partition: -1, Offset: -1, Detail: h.ConvergeErr})
 	}
-	for _, c := range h.Crashes {
-		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Detail: c})
+	repairedBy, crashes := scrubRepairs(h.Rots, h.Exits)
+	r.Rots = len(h.Rots)
+	for _, e := range repairedBy {
+		if e >= 0 {
+			r.ScrubRepairs++
+		}
+	}
+	for _, i := range crashes {
+		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Node: h.Exits[i].Node, Detail: h.Exits[i].Detail})
 	}
 	resumed(h, r)
 	checkCommits(h, r)
@@ -758,6 +772,12 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Members > 0 {
 		fmt.Fprintf(w, "group members: %d sharing the partitions (leaving and joining again %d times, %d of them dying instead of leaving; stalling past the max poll interval %d times, %d of them leaving the group for it) read %d records (%d again after a handover); coverage of every final log checked\n",
 			r.Members, r.MemberRejoins, r.MemberDeaths, r.MemberStalls, r.StallsLeft, r.MemberReads, r.MemberRereads)
+	}
+	if r.Rots > 0 {
+		fmt.Fprintf(w, "scrub repairs: %d of %d rots (a sealed segment's batch damaged; the node's scrub found it and stopped the node, which truncated there at its restart and fetched the rest again)\n", r.ScrubRepairs, r.Rots)
+		if r.ScrubRepairs < r.Rots {
+			fmt.Fprintf(w, "WARNING: %d rots never found by a scrub (a replica's files that still hold one fail the run as %s)\n", r.Rots-r.ScrubRepairs, ReplicaDivergence)
+		}
 	}
 	fmt.Fprintf(w, "safety:")
 	for _, k := range SafetyKinds {

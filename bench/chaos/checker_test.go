@@ -291,7 +291,7 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 		}, []AnomalyKind{ReadDiverged}},
 		{"not converged and crashed", func(h *History) {
 			h.Converged, h.ConvergeErr = false, "partition 1: isr [1]"
-			h.Crashes = []string{"node 2 exited: signal: segmentation fault"}
+			h.Exits = []NodeExit{{Node: 2, At: h.End, ScrubPartition: -1, Detail: "node 2 exited: signal: segmentation fault"}}
 		}, []AnomalyKind{NotConverged, NodeCrashed}},
 	}
 	for _, tc := range cases {

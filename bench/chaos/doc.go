@@ -6,7 +6,8 @@
 // # The run (Run)
 //
 //  1. Start a local cluster (bench/localcluster: separate processes, mutual
-//     TLS, one data directory each). As root, with iproute2, every node runs
+//     TLS, one data directory each; every node scrubs its sealed segments
+//     every second at full speed, so that a rot is found at once). As root, with iproute2, every node runs
 //     in its own network namespace on a bridge (localcluster.NetNS), so one
 //     can be cut off; otherwise partitions are skipped and the report says why.
 //  2. Create topic "chaos": 3 partitions, RF 3, min ISR 2 (compacted with
@@ -35,7 +36,8 @@
 // then SIGCONT. partition: the node's link goes down for Hold, then up.
 // torn-tail rides on a kill: before the restart, the last segment of one of
 // the dead node's partitions (or of its metadata log) is damaged, or (mode
-// wipe) one partition's directory is removed whole.
+// rot-sealed) a batch of one of its sealed segments, or (mode wipe) one
+// partition's directory is removed whole.
 //
 // Link faults (NetKinds; only when asked for: --kinds net or by name, not in
 // the default "all"), made with tc in the victim's namespace
@@ -97,10 +99,24 @@
 //     damaged node lead or be counted in sync before it has re-fetched what
 //     it lost. Faults are sequential, so at most one replica is damaged at a
 //     time.
+//   - rot-sealed (a damaged disk, silent): flip 1–8 bytes (drawn from the
+//     fault's seed) inside the records of a random batch of a random sealed
+//     segment (any but the last), reported as "rot" with the batch's base
+//     offset. Same precondition and fallback as cut-acked; a partition
+//     without a sealed segment holding records gets an overwrite instead.
+//     A restart trusts sealed segments (they are below the recovery
+//     point), so only the node's scrubber finds it: the scrub must stop
+//     the node, whose next start truncates at the batch and fetches the
+//     rest from the leader. That exit is the repair working (SCRUB REPAIR
+//     in the schedule), not a crash, and the fault is healed only when
+//     the node is back; until then no other mode may damage acknowledged
+//     data (they degrade to cut-unacked), so that one replica at most is
+//     damaged at a time.
 //
-// Torn tails target the last segment only (the issue's "cut the last segment
-// of a stopped node"); a sealed segment with a bad batch is corruption,
-// which is a different fault.
+// The other modes target the last segment only (the issue's "cut the last
+// segment of a stopped node"): a cut there is what a power loss does, while
+// a sealed segment with a bad batch is corruption, which only rot-sealed
+// makes, for the scrubber to find.
 //
 // # Checker (Check)
 //
@@ -124,7 +140,12 @@
 // acknowledged in it, so no lost write could show; a record written or
 // read in a partition the history does not have). Liveness (also fails the
 // run): not-converged (replicas never all back in sync after healing),
-// node-crashed (a node exited on its own), consumer-behind (a consumer
+// node-crashed (a node exited on its own; except a node whose output says
+// its scrub found a corrupt batch in a partition that a rot-sealed fault
+// damaged on it and no earlier exit repaired: a scrub repair, counted in
+// the report as "scrub repairs: N of M rots"; a rot never found and
+// still in the files at the end is corruption in them, a
+// replica-divergence), consumer-behind (a consumer
 // never read a partition up to its final HW, so skips in the rest would go
 // unseen), no-faults (the nemesis applied no fault at all: every one
 // skipped or failed, or none scheduled, so the run tested nothing) and

@@ -146,8 +146,12 @@ type History struct {
 	// back in sync (ConvergeErr says how far they got).
 	Converged   bool
 	ConvergeErr string
-	// Crashes lists nodes that exited without being killed (a crash is a bug).
-	Crashes []string
+	// Exits lists the nodes that exited without being killed, and Rots the
+	// sealed segments rot-sealed torn tails damaged. An exit of a node
+	// whose scrub found its rot repairs it (scrubRepairs); every other
+	// exit is a crash, a bug.
+	Exits []NodeExit
+	Rots  []Rot
 	// FaultsApplied counts the faults the nemesis applied (kills, pauses,
 	// partitions; a torn tail rides on a kill). 0: the run injected no
 	// fault, so its history says nothing about faults.

@@ -102,10 +102,67 @@ type Nemesis struct {
 	Admin *client.Admin
 
 	ep      *quic.Endpoint
+	noteMu  sync.Mutex // serializes noteExits, which reads node logs outside mu
 	mu      sync.Mutex
 	events  []Event
-	crashes int  // crashes already handled
-	shrunk  bool // a Shrink fault's replication factor is not restored yet
+	crashes int        // crashes already noted (in exits)
+	exits   []NodeExit // the nodes that exited on their own, in order
+	rots    []Rot      // the rot-sealed torn tails applied, in order
+	shrunk  bool       // a Shrink fault's replication factor is not restored yet
+}
+
+// Rots returns the rot-sealed torn tails applied so far.
+func (n *Nemesis) Rots() []Rot {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Rot(nil), n.rots...)
+}
+
+// Exits returns every exit of a node on its own so far (noted now if it
+// was not yet).
+func (n *Nemesis) Exits() []NodeExit {
+	n.noteExits()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]NodeExit(nil), n.exits...)
+}
+
+// noteExits adds the crashes the cluster recorded since the last call to
+// exits and returns them, each with the rot it repaired (-1: none, a crash).
+func (n *Nemesis) noteExits() (fresh []NodeExit, repaired []int) {
+	n.noteMu.Lock()
+	defer n.noteMu.Unlock()
+	cr := n.C.Crashes()
+	n.mu.Lock()
+	noted := n.crashes
+	n.mu.Unlock()
+	for _, c := range cr[noted:] {
+		fresh = append(fresh, nodeExit(c, n.Topic, n.Start)) // reads its log
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.crashes = len(cr)
+	n.exits = append(n.exits, fresh...)
+	repairedBy, _ := scrubRepairs(n.rots, n.exits)
+	repaired = make([]int, len(fresh))
+	for i := range repaired {
+		repaired[i] = slices.Index(repairedBy, len(n.exits)-len(fresh)+i)
+	}
+	return fresh, repaired
+}
+
+// unrepairedRot describes a rot that no scrub found yet ("" when none).
+func (n *Nemesis) unrepairedRot() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	repairedBy, _ := scrubRepairs(n.rots, n.exits)
+	for i, e := range repairedBy {
+		if e < 0 {
+			r := n.rots[i]
+			return fmt.Sprintf("the rot of node %d's partition %d (fault #%d) is not found by its scrub yet", r.Node, r.Partition, r.Fault)
+		}
+	}
+	return ""
 }
 
 // Events returns the faults run so far.
@@ -270,7 +327,10 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 	}
 	healed := time.Now()
 	ev.Healed = healed.Sub(n.Start)
-	if err := n.waitReady(ctx); err != nil {
+	// After a rot, ready includes its repair: the node's scrub found it,
+	// the node stopped, and it was started again.
+	rotted := ev.Torn != nil && ev.Torn.Mode == TornRot && ev.Torn.Applied()
+	if err := n.waitReady(ctx, rotted); err != nil {
 		ev.Note = joinNote(ev.Note, fmt.Sprintf("not ready %v after the fault: %v", n.ReadyTimeout, err))
 	}
 	ev.Healthy = time.Since(healed)
@@ -338,6 +398,11 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 			ev.Note = joinNote(ev.Note, fmt.Sprintf("torn tail not applied: it changed no byte (%s %d bytes at %d), not counted", res.Action, res.Len, res.Pos))
 		default:
 			ev.Torn = &res
+			if res.Mode == TornRot {
+				n.mu.Lock()
+				n.rots = append(n.rots, Rot{Node: victim, Partition: int32(res.Partition), Fault: f.N, At: time.Now(), Offset: res.FirstOffset})
+				n.mu.Unlock()
+			}
 		}
 	}
 	return n.C.StartNode(context.WithoutCancel(ctx), victim)
@@ -345,8 +410,9 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 
 // tear applies a torn tail to the stopped victim. Modes that may touch
 // acknowledged data run only when another running node is in the
-// partition's ISR (it holds every committed record); otherwise they degrade
-// to TornCutUnacked.
+// partition's ISR (it holds every committed record) and no rot waits for
+// its scrub (one damaged replica at a time); otherwise they degrade to
+// TornCutUnacked.
 func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, string, error) {
 	data := n.C.Node(victim).DataDir
 	if t.Partition == MetadataLog {
@@ -360,14 +426,21 @@ func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, s
 		note = fmt.Sprintf("node %d holds no replica of partition %d: torn tail on partition %d", victim, t.Partition, held)
 		t.Partition = held
 	}
-	if t.Mode == TornCutAcked || t.Mode == TornOverwrite || t.Mode == TornWipe {
-		if ok, why := n.othersInISR(ctx, victim, int32(t.Partition), t.Mode == TornWipe); !ok {
+	if t.Mode == TornCutAcked || t.Mode == TornOverwrite || t.Mode == TornWipe || t.Mode == TornRot {
+		ok, why := n.othersInISR(ctx, victim, int32(t.Partition), t.Mode == TornWipe)
+		if rot := n.unrepairedRot(); ok && rot != "" {
+			ok, why = false, rot
+		}
+		if !ok {
 			note = joinNote(note, fmt.Sprintf("%s downgraded to %s: %s", t.Mode, TornCutUnacked, why))
 			t.Mode = TornCutUnacked
 		}
 	}
 	from := n.unackedFrom(ctx, t.Partition)
 	res, _, err := n.applyTorn(filepath.Join(data, fmt.Sprintf("%s-%d", n.Topic, t.Partition)), t, from)
+	if err == nil && t.Mode == TornRot && res.Mode != TornRot {
+		note = joinNote(note, fmt.Sprintf("%s fell back to %s: no sealed segment holds a record", TornRot, res.Mode))
+	}
 	return res, note, err
 }
 
@@ -441,13 +514,17 @@ func (n *Nemesis) unackedFrom(ctx context.Context, p int) int64 {
 }
 
 // waitReady waits until a controller is elected, every node is registered
-// and alive, and every partition has a leader. Nodes that crashed meanwhile
-// are restarted (the crash is reported by the checker).
-func (n *Nemesis) waitReady(ctx context.Context) error {
+// and alive, and every partition has a leader; with rots, also until no
+// rot waits for its node's scrub. Nodes that exited meanwhile are
+// restarted (the checker reports the crashes among them).
+func (n *Nemesis) waitReady(ctx context.Context, rots bool) error {
 	ctx, cancel := context.WithTimeout(ctx, n.ReadyTimeout)
 	defer cancel()
 	return localcluster.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
 		n.restartCrashed(ctx)
+		if rot := n.unrepairedRot(); rots && rot != "" {
+			return false, errors.New(rot)
+		}
 		if ok, err := n.C.Ready(ctx); !ok {
 			return false, err
 		}
@@ -465,18 +542,21 @@ func (n *Nemesis) waitReady(ctx context.Context) error {
 	})
 }
 
-// restartCrashed starts nodes that exited on their own.
+// restartCrashed starts nodes that exited on their own: a scrub's repair
+// of a rot, or a crash.
 func (n *Nemesis) restartCrashed(ctx context.Context) {
-	cr := n.C.Crashes()
-	n.mu.Lock()
-	fresh := cr[n.crashes:]
-	n.crashes = len(cr)
-	n.mu.Unlock()
-	for _, c := range fresh {
-		n.logf("CRASH node %d exited on its own: %v (log %s); restarting it", c.ID, c.Err, c.LogPath)
-		if !n.C.Node(c.ID).Running {
-			if err := n.C.StartNode(ctx, c.ID); err != nil {
-				n.logf("restart of crashed node %d failed: %v", c.ID, err)
+	fresh, repaired := n.noteExits()
+	rots := n.Rots()
+	for i, e := range fresh {
+		if ri := repaired[i]; ri >= 0 {
+			r := rots[ri]
+			n.logf("SCRUB REPAIR node %d stopped: its scrub found the rot of partition %d (fault #%d, batch at offset %d); restarting it", e.Node, r.Partition, r.Fault, r.Offset)
+		} else {
+			n.logf("CRASH %s; restarting it", e.Detail)
+		}
+		if !n.C.Node(e.Node).Running {
+			if err := n.C.StartNode(ctx, e.Node); err != nil {
+				n.logf("restart of node %d failed: %v", e.Node, err)
 			}
 		}
 	}

@@ -113,6 +113,10 @@ var compactConfigs = map[string]string{
 	"delete.retention.ms":       "1000",
 }
 
+// scrubInterval is the nodes' --log-scrub-interval (their first pass too
+// starts that long after a start), at an unlimited rate.
+const scrubInterval = time.Second
+
 // resumeWindow is how long the producers keep writing after the faults
 // ended and before they stop: writes sent then must be acknowledged.
 const resumeWindow = 2 * time.Second
@@ -182,6 +186,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			"--session-timeout", cfg.SessionTimeout.String(),
 			"--segment-bytes", fmt.Sprint(cfg.SegmentBytes),
 			"--fsync", cfg.Fsync,
+			// Scrub every second at full speed: a rot-sealed torn tail
+			// is found within a second or two of the node's restart.
+			"--log-scrub-interval", scrubInterval.String(),
+			"--log-scrub-bytes-per-sec", "0",
 		},
 	}
 	var topicConfigs map[string]string
@@ -339,9 +347,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
-	for _, cr := range c.Crashes() {
-		h.Crashes = append(h.Crashes, fmt.Sprintf("node %d (pid %d) exited on its own at t+%v: %v (log %s)", cr.ID, cr.PID, cr.At.Sub(start).Round(time.Millisecond), cr.Err, cr.LogPath))
-	}
+	h.Exits, h.Rots = nem.Exits(), nem.Rots()
 	for _, id := range c.IDs() {
 		if c.Node(id).Running {
 			c.Kill(id)
@@ -607,6 +613,15 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, " (a torn tail rides on a kill: counted under both, once in the total)")
 	}
 	fmt.Fprintln(w)
+	if byMode := tornByMode(r.Events); len(byMode) > 0 {
+		fmt.Fprintf(w, "torn tails by mode as applied:")
+		for _, m := range tornModes {
+			if byMode[m] > 0 {
+				fmt.Fprintf(w, " %s=%d", m, byMode[m])
+			}
+		}
+		fmt.Fprintln(w)
+	}
 	if out, in := oneWayByDir(r.Events); out+in > 0 {
 		fmt.Fprintf(w, "one-way: %d cannot send, %d cannot receive\n", out, in)
 	}
@@ -654,6 +669,21 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, " %s", f)
 	}
 	fmt.Fprintln(w)
+}
+
+// tornModes lists the torn tail modes in report order.
+var tornModes = []TornMode{TornCutUnacked, TornGarbage, TornCutAcked, TornOverwrite, TornRot, TornWipe}
+
+// tornByMode counts the torn tails applied (that changed a byte) by the
+// mode applied, after any fallback.
+func tornByMode(events []Event) map[TornMode]int {
+	out := map[TornMode]int{}
+	for _, e := range events {
+		if e.Torn != nil && e.Torn.Applied() && !e.NotApplied {
+			out[e.Torn.Mode]++
+		}
+	}
+	return out
 }
 
 // appliedTotal is the number of faults applied, from Counts: every kind but

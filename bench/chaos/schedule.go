@@ -21,7 +21,7 @@ const (
 	KillController Kind = "kill-controller" // SIGKILL the active controller
 	Pause          Kind = "pause"           // SIGSTOP a random node for Hold (> session timeout), then SIGCONT
 	NetPartition   Kind = "partition"       // isolate a random node (its link down) for Hold, then heal
-	TornTail       Kind = "torn-tail"       // damage the end of a killed node's last segment before restart
+	TornTail       Kind = "torn-tail"       // damage a killed node's files before restart (the last segment's end; rot-sealed: a sealed segment)
 
 	// Link faults (tc in the node's namespace, see localcluster.NetNS).
 	OneWay  Kind = "one-way" // a node's packets in one direction (Fault.Dir) are dropped for Hold
@@ -101,6 +101,16 @@ const (
 	// TornOverwrite overwrites the last bytes of the data with garbage (a
 	// corrupted sector). Same precondition and fallback as TornCutAcked.
 	TornOverwrite TornMode = "overwrite"
+	// TornRot flips 1–8 bytes (XOR with a nonzero byte) at random
+	// positions inside the records of a random batch of a random sealed
+	// segment (any but the last): silent corruption on a disk (bit rot, a
+	// bad sector) in data the node trusts at open, which only its scrubber
+	// (--log-scrub-interval) finds. The node must stop when its scrub
+	// meets the batch, and its next start truncate there and fetch the
+	// rest again. Same precondition and fallback as TornCutAcked; a
+	// partition without a sealed segment holding records gets a
+	// TornOverwrite instead.
+	TornRot TornMode = "rot-sealed"
 	// TornWipe removes the partition's whole directory (a directory lost
 	// or replaced; the rest of the data directory, its incarnation file
 	// included, stays): the node restarts holding nothing of the
@@ -356,20 +366,22 @@ func (s *Schedule) torn1() *Torn {
 		t.Partition = LedPartition
 	}
 	switch x := rng.Float64(); {
-	case x < 0.35:
+	case x < 0.3:
 		t.Mode = TornCutUnacked
-	case x < 0.5:
+	case x < 0.4:
 		t.Mode = TornGarbage
-	case x < 0.75:
+	case x < 0.6:
 		t.Mode = TornCutAcked
 		if t.Seed%3 == 0 {
 			// A third of them wipe the directory instead, decided from
-			// the seed already drawn so that every seed's schedule (the
-			// generator's draws) stays what it was before wipes existed.
+			// the seed already drawn (the generator's draws stayed what
+			// they were before wipes existed).
 			t.Mode = TornWipe
 		}
-	default:
+	case x < 0.75:
 		t.Mode = TornOverwrite
+	default:
+		t.Mode = TornRot
 	}
 	return t
 }

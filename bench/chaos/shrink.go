@@ -40,7 +40,7 @@ func (n *Nemesis) shrink(ctx context.Context, f Fault) Event {
 	}
 	healed := time.Now()
 	ev.Healed = healed.Sub(n.Start)
-	if err := n.waitReady(ctx); err != nil {
+	if err := n.waitReady(ctx, false); err != nil {
 		ev.Note = joinNote(ev.Note, fmt.Sprintf("not ready %v after the fault: %v", n.readyTimeout(), err))
 	}
 	ev.Healthy = time.Since(healed)

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"paymentlog/segment"
 )
 
 // TornResult says what a torn tail did.
@@ -17,9 +21,12 @@ type TornResult struct {
 	Mode      TornMode // the mode applied (after any fallback)
 	Partition int      // the partition damaged (MetadataLog for the metadata log)
 	File      string
-	Action    string // "truncate", "zero", "garbage", "overwrite"
+	Action    string // "truncate", "zero", "garbage", "overwrite", "rot", "wipe"
 	Pos       int64  // first damaged byte
-	Len       int64  // damaged bytes (for truncate: bytes cut off, up to the old data end)
+	// Len is the damaged bytes (for truncate: bytes cut off, up to the old
+	// data end; for rot: from the first flipped byte to the last, the
+	// bytes between them unchanged).
+	Len int64
 	// FirstOffset is the first offset whose batch was damaged (-1 when only
 	// bytes after the data were touched).
 	FirstOffset int64
@@ -43,7 +50,8 @@ func (r TornResult) String() string {
 }
 
 // ApplyTorn damages the last segment of a stopped node's partition (or
-// metadata) directory as t says. unackedFrom is the first offset of the
+// metadata) directory as t says (TornRot: a sealed segment, or with none
+// holding records the last one as TornOverwrite; TornWipe: the directory). unackedFrom is the first offset of the
 // partition that no acknowledged record may occupy: TornCutUnacked cuts only
 // inside batches at or after it (and falls back to TornGarbage without
 // such batches). The caller has checked the precondition of the acked modes.
@@ -59,6 +67,13 @@ func ApplyTorn(dir string, t Torn, unackedFrom int64) (TornResult, error) {
 		return TornResult{}, fmt.Errorf("chaos: torn tail: no segment in %s", dir)
 	}
 	rng := rand.New(rand.NewPCG(t.Seed, 0x746f726e))
+	if t.Mode == TornRot {
+		if sf, res, do := rot(s, rng); do != nil {
+			err := damage(sf, &res, do)
+			return res, err
+		}
+		t.Mode = TornOverwrite // no sealed segment holds a record
+	}
 	sf := &s.Files[len(s.Files)-1]
 	mode := t.Mode
 	if len(sf.Batches) == 0 {
@@ -100,6 +115,68 @@ func ApplyTorn(dir string, t Torn, unackedFrom int64) (TornResult, error) {
 	}
 	err = damage(sf, &res, do)
 	return res, err
+}
+
+// rotMaxBytes bounds how many bytes a TornRot flips (at least one).
+const rotMaxBytes = 8
+
+// rot plans a TornRot: 1–rotMaxBytes bytes at distinct positions inside
+// the records (after the header) of a random batch of a random sealed
+// segment of s, each XORed with a nonzero byte. It returns the segment,
+// the plan and its change, for damage; do is nil when no sealed segment
+// holds a batch with records.
+func rot(s *PartitionScan, rng *rand.Rand) (*SegmentFile, TornResult, func() error) {
+	var files []int
+	for i := range len(s.Files) - 1 {
+		if len(recordSpans(&s.Files[i])) > 0 {
+			files = append(files, i)
+		}
+	}
+	if len(files) == 0 {
+		return nil, TornResult{}, nil
+	}
+	sf := &s.Files[files[rng.IntN(len(files))]]
+	spans := recordSpans(sf)
+	j := spans[rng.IntN(len(spans))]
+	size := sf.batchEnd(j) - sf.Batches[j] - segment.HeaderSize
+	n := min(1+rng.IntN(rotMaxBytes), int(size))
+	at := map[int64]byte{} // position -> the XOR mask
+	for len(at) < n {
+		at[sf.Batches[j]+segment.HeaderSize+rng.Int64N(size)] = byte(1 + rng.IntN(255))
+	}
+	pos := slices.Sorted(maps.Keys(at))
+	res := TornResult{Mode: TornRot, File: sf.Path, Action: "rot", Pos: pos[0], Len: pos[len(pos)-1] - pos[0] + 1, FirstOffset: sf.Firsts[j]}
+	do := func() error {
+		b, err := readRegion(sf.Path, res.Pos, res.Len)
+		if err != nil {
+			return err
+		}
+		for p, mask := range at {
+			b[p-res.Pos] ^= mask
+		}
+		return writeAt(sf.Path, res.Pos, b)
+	}
+	return sf, res, do
+}
+
+// recordSpans lists the batches of sf (indexes into Batches) that hold
+// bytes after their header.
+func recordSpans(sf *SegmentFile) []int {
+	var out []int
+	for j := range sf.Batches {
+		if sf.batchEnd(j)-sf.Batches[j] > segment.HeaderSize {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// batchEnd is the byte position after batch j of sf.
+func (sf *SegmentFile) batchEnd(j int) int64 {
+	if j+1 < len(sf.Batches) {
+		return sf.Batches[j+1]
+	}
+	return sf.End
 }
 
 // damage applies do, which changes [res.Pos, res.Pos+res.Len) of the

@@ -172,6 +172,10 @@ func (c *Cluster) startNode(ctx context.Context, n *nodeProc) error {
 	}
 	defer logf.Close() // the child holds its own descriptor
 	fmt.Fprintf(logf, "### localcluster %s: start #%d: %s\n", time.Now().Format(time.RFC3339Nano), n.mu.starts+1, strings.Join(argv, " "))
+	n.mu.logFrom = 0
+	if fi, err := logf.Stat(); err == nil {
+		n.mu.logFrom = fi.Size()
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = c.env()
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -196,7 +200,12 @@ func (c *Cluster) reap(n *nodeProc, cmd *exec.Cmd, exited chan struct{}) {
 	signalled := n.mu.signalled
 	n.mu.pid, n.mu.cmd, n.mu.paused = 0, nil, false
 	n.mu.lastExit = err
+	logFrom := n.mu.logFrom
 	n.mu.Unlock()
+	logTo := logFrom
+	if fi, serr := os.Stat(n.logPath); serr == nil {
+		logTo = fi.Size()
+	}
 	close(exited)
 	if signalled || c.isClosed() {
 		c.log.Info("node exited", "node", n.id, "pid", pid, "status", exitString(err))
@@ -204,7 +213,8 @@ func (c *Cluster) reap(n *nodeProc, cmd *exec.Cmd, exited chan struct{}) {
 	}
 	c.log.Warn("node exited unexpectedly", "node", n.id, "pid", pid, "status", exitString(err), "log", n.logPath)
 	c.mu.Lock()
-	c.mu.crashes = append(c.mu.crashes, Crash{ID: n.id, PID: pid, Err: err, At: time.Now(), LogPath: n.logPath})
+	c.mu.crashes = append(c.mu.crashes, Crash{ID: n.id, PID: pid, Err: err, At: time.Now(), LogPath: n.logPath,
+		LogFrom: logFrom, LogTo: logTo})
 	c.mu.Unlock()
 }
 

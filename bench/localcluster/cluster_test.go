@@ -162,6 +162,13 @@ func TestCrashIsRecorded(t *testing.T) {
 	if cr.ID != 2 || cr.Err == nil || !strings.Contains(cr.Err.Error(), "exit status 3") {
 		t.Fatalf("crash %+v", cr)
 	}
+	out, err := cr.Output(1 << 20)
+	if err != nil || string(out) != "fake node 2 crashing\n" {
+		t.Fatalf("crash output %q (%v), want only what the incarnation printed", out, err)
+	}
+	if tail, _ := cr.Output(9); string(tail) != "crashing\n" {
+		t.Fatalf("last 9 bytes of the crash output %q", tail)
+	}
 	if c.ClientTLS().Dir != "" {
 		t.Fatal("insecure cluster has a TLS dir")
 	}

@@ -31,7 +31,8 @@
 // Kill (SIGKILL), Stop (SIGTERM: controlled shutdown, then wait), Pause and
 // Resume (SIGSTOP/SIGCONT) act on the node's whole process group, so a wrapper
 // command that forks (Options.Command) is covered too. A node that exits without
-// having been signalled by the Cluster is recorded as a crash (Crashes).
+// having been signalled by the Cluster is recorded as a crash (Crashes), with
+// the part of its log that incarnation wrote (Crash.Output).
 //
 // # Hooks for network namespaces
 //

@@ -2,6 +2,9 @@ package localcluster
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -38,6 +41,30 @@ type Crash struct {
 	Err     error // from exec.Cmd.Wait; nil means exit status 0
 	At      time.Time
 	LogPath string
+	// LogFrom and LogTo delimit, in bytes of LogPath, what the incarnation
+	// wrote (Output): from after the "### localcluster" start line to
+	// where the log ended when the process was reaped.
+	LogFrom, LogTo int64
+}
+
+// Output reads what the crashed incarnation wrote to its log, at most the
+// last limit bytes of it.
+func (c Crash) Output(limit int64) ([]byte, error) {
+	from := max(c.LogFrom, c.LogTo-limit)
+	if c.LogTo <= from {
+		return nil, nil
+	}
+	f, err := os.Open(c.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: node %d: %w", c.ID, err)
+	}
+	defer f.Close()
+	b := make([]byte, c.LogTo-from)
+	n, err := f.ReadAt(b, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("localcluster: node %d: %w", c.ID, err)
+	}
+	return b[:n], nil
 }
 
 // nodeProc is one node's fixed identity and its current process.
@@ -59,6 +86,7 @@ type nodeProc struct {
 		signalled bool // the Cluster sent SIGKILL or SIGTERM to the current incarnation
 		lastExit  error
 		starts    int
+		logFrom   int64 // LogPath's size when the current incarnation started (Crash.LogFrom)
 	}
 }
 
