@@ -108,10 +108,10 @@
 //     point), so only the node's scrubber finds it: the scrub must stop
 //     the node, whose next start truncates at the batch and fetches the
 //     rest from the leader. That exit is the repair working (SCRUB REPAIR
-//     in the schedule), not a crash, and the fault is healed only when
-//     the node is back; until then no other mode may damage acknowledged
-//     data (they degrade to cut-unacked), so that one replica at most is
-//     damaged at a time.
+//     in the schedule), not a crash, and the cluster counts as ready
+//     after the fault only once the node is back; until then no other mode
+//     may damage acknowledged data (they degrade to cut-unacked), so that
+//     one replica at most is damaged at a time.
 //
 // The other modes target the last segment only (the issue's "cut the last
 // segment of a stopped node"): a cut there is what a power loss does, while
