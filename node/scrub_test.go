@@ -149,4 +149,9 @@ func TestScrubRepairsACorruptFollower(t *testing.T) {
 	if b := got[0]; b.BaseOffset() != 0 {
 		t.Fatalf("first batch at %d", b.BaseOffset())
 	}
+	// What the repair took out of the log is set aside, not destroyed.
+	q := filepath.Join(fdir, "scrub-quarantine-"+strings.TrimSuffix(filepath.Base(logs[1]), ".log"))
+	if kept, _ := filepath.Glob(filepath.Join(q, "*.log")); len(kept) != len(logs)-1 {
+		t.Fatalf("set aside %v; want the marked segment and the %d after it", kept, len(logs)-2)
+	}
 }

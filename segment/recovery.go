@@ -228,6 +228,11 @@ func (l *Log) load() error {
 				}
 				l.opened.torn = l.opened.torn || scrubbed
 				l.logger.Error("segment: corruption; truncating", "err", cerr)
+				if scrubbed { // nothing a repair takes out is destroyed (quarantine.go)
+					if err := l.setAsideForRepair(scrubBase, -1, bases[i:]); err != nil {
+						return err
+					}
+				}
 				for _, b := range bases[i:] {
 					l.removeSegmentFiles(b)
 				}
@@ -255,6 +260,11 @@ func (l *Log) load() error {
 		if errors.As(err, &cerr) && truncateOnCorruption && !last {
 			l.logger.Error("segment: corruption; truncating", "err", cerr)
 			l.opened.torn = l.opened.torn || scrubbed
+			if scrubbed { // nothing a repair takes out is destroyed (quarantine.go)
+				if err := l.setAsideForRepair(scrubBase, base, bases[i+1:]); err != nil {
+					return err
+				}
+			}
 			for _, b := range bases[i+1:] {
 				l.removeSegmentFiles(b)
 			}

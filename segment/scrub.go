@@ -15,9 +15,11 @@ import (
 //
 // On a corrupt batch the log marks the segment for repair (scrubMarkFile,
 // written durably) and fails (Options.OnFailure): the node stops, as for
-// any storage failure, and the next Open re-checks that segment and every
-// later one as after a crash, truncating at the first bad batch (as
-// Options.TruncateOnCorruption does) and reporting the log as torn
+// any storage failure, and the next Open re-checks that segment and the
+// later ones as after a crash; at the first bad batch it sets aside a copy
+// of the segment it truncates and the later segments themselves
+// (quarantine.go: nothing is destroyed, should this replica hold the only
+// copy), truncates there and reports the log as torn
 // (TornAtOpen: the node registers the partition as torn, and the
 // controller takes it out of the partition's eligible leader replicas), and
 // the replica fetches what it lost again from its leader.

@@ -3,6 +3,9 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -85,10 +88,39 @@ func TestScrubFindsCorruptionAndOpenRepairs(t *testing.T) {
 		t.Fatal("no mark for repair")
 	}
 
+	before := map[string][]byte{} // the segment files as the scrub left them
+	for _, p := range logPaths(t, fs) {
+		fs.Corrupt(p, func(d []byte) []byte { before[filepath.Base(p)] = append([]byte(nil), d...); return d })
+	}
 	opts.OnFailure = nil
 	l = mustOpen(t, "/log", opts)
 	if !l.TornAtOpen() || l.LogEndOffset() != badOffset {
 		t.Fatalf("reopened: torn %v, end %d; want torn, ending at the bad batch %d", l.TornAtOpen(), l.LogEndOffset(), badOffset)
+	}
+	// Nothing was destroyed: the marked segment (whole) and every later
+	// one are set aside as they were.
+	q := "/log/" + ScrubQuarantinePrefix + filepath.Base(strings.TrimSuffix(victim, ".log"))
+	kept, err := fs.ReadDir(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keptLogs int
+	for name, data := range before {
+		if name < filepath.Base(victim) {
+			if slices.Contains(kept, name) {
+				t.Fatalf("%s, before the marked segment, was set aside", name)
+			}
+			continue
+		}
+		keptLogs++
+		var got []byte
+		fs.Corrupt(q+"/"+name, func(d []byte) []byte { got = append([]byte(nil), d...); return d })
+		if !bytes.Equal(got, data) {
+			t.Fatalf("%s set aside holds %d bytes, not the %d it had", name, len(got), len(data))
+		}
+	}
+	if keptLogs < 2 {
+		t.Fatalf("set aside %v; want the marked segment and the later ones", kept)
 	}
 	got := readAll(t, l, 0)
 	var want []Batch

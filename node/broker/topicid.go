@@ -79,6 +79,17 @@ func removePartitionFiles(fs segment.FS, dir string) error {
 		if name == TopicIDFile {
 			continue
 		}
+		if strings.HasPrefix(name, segment.ScrubQuarantinePrefix) {
+			// The deleted topic's segments a scrub's repair set aside
+			// (segment/quarantine.go): a directory of files.
+			sub := filepath.Join(dir, name)
+			files, _ := fs.ReadDir(sub)
+			for _, f := range files {
+				if err := fs.Remove(filepath.Join(sub, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return err
+				}
+			}
+		}
 		if err := fs.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

@@ -1,0 +1,105 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+// ScrubQuarantinePrefix names the directory, inside the log's, where an
+// open that repairs a scrub's mark (scrub.go) sets aside what the repair
+// takes out of the log: a copy of the segment it truncates, whole, and the
+// later segments themselves, moved. The replica fetches those records
+// again from its leader; should it have held the only copy (a topic of
+// replication factor 1, or every other replica lost), they are not
+// destroyed: the operator salvages them from there (`paymentlog log dump`)
+// and removes the directory. Deleting the partition removes it. A mark
+// whose segment checks out sets nothing aside.
+const ScrubQuarantinePrefix = "scrub-quarantine-"
+
+// setAsideForRepair keeps, in the quarantine of the segment a scrub marked
+// (mark), a copy of the segment at cut (about to be truncated; -1: none)
+// and the segments at later (about to be removed: moved instead, newest
+// first). It may run again after a crash part way: a copy already made is
+// kept, and files already moved are not there to move.
+func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
+	q := join(l.dir, fmt.Sprintf("%s%020d", ScrubQuarantinePrefix, mark))
+	if err := l.fs.MkdirAll(q, 0o755); err != nil {
+		return fmt.Errorf("segment: scrub quarantine: %w", err)
+	}
+	if cut >= 0 {
+		name := segmentName(cut) + ".log"
+		if f, err := l.fs.OpenFile(join(q, name), os.O_RDONLY, 0); err == nil {
+			f.Close() // copied by an earlier attempt
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("segment: scrub quarantine: %w", err)
+		} else if err := copyFileFS(l.fs, join(l.dir, name), join(q, name+".partial")); err != nil {
+			return fmt.Errorf("segment: scrub quarantine: copy %s: %w", name, err)
+		} else if err := l.fs.Rename(join(q, name+".partial"), join(q, name)); err != nil {
+			return fmt.Errorf("segment: scrub quarantine: %w", err)
+		}
+	}
+	for _, b := range slices.Backward(later) {
+		for _, ext := range []string{".log", ".index", ".timeindex"} {
+			n := segmentName(b) + ext
+			if err := l.fs.Rename(join(l.dir, n), join(q, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("segment: scrub quarantine: %w", err)
+			}
+		}
+	}
+	if err := l.fs.SyncDir(q); err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.logger.Warn("segment: set aside what the repair of a scrub's mark takes out of the log (a copy of the segment truncated, the later segments); "+
+		"remove the directory once the replica has fetched those records again, or salvage from it a partition that had no other copy",
+		"quarantine", q, "truncated_segment", cut, "later_segments", len(later))
+	return nil
+}
+
+// copyFileFS copies src to dst (created or replaced) and syncs it.
+func copyFileFS(fs FS, src, dst string) error {
+	in, err := fs.OpenFile(src, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	size, err := in.Size()
+	if err != nil {
+		return err
+	}
+	out, err := fs.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		n, err := in.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if n == 0 && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if n > 0 {
+			if _, werr := out.WriteAt(buf[:n], off); werr != nil {
+				out.Close()
+				return werr
+			}
+			off += int64(n)
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && off == size) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			out.Close()
+			return err
+		}
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
