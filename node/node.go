@@ -271,8 +271,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			// Without fsync before acknowledging, a crash can leave a bad batch
 			// anywhere after the last flush, sealed segments included: truncate
 			// there (loudly) and let replication refetch from the leader. With
-			// fsync always such a batch is real corruption and stops the replica.
-			TruncateOnCorruption: cfg.Sync != segment.SyncAlways},
+			// fsync always such a batch is damage on the disk: what the
+			// truncation takes out is set aside (segment's quarantine.go) and
+			// the log reported torn, so the node registers the partition as
+			// such (it leaves the ELR) and refetches, as after a scrub.
+			TruncateOnCorruption: cfg.Sync != segment.SyncAlways, RepairCorruption: cfg.Sync == segment.SyncAlways},
 		ReplicaLagTime:          cfg.ReplicaLagTime,
 		ReassignmentThrottle:    cfg.ReassignmentThrottle,
 		ReplicaFetchMaxBytes:    cfg.ReplicaFetchMaxBytes,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -208,6 +210,31 @@ func TestCorruptSealedSegment(t *testing.T) {
 		}
 	}
 	expectPrefix(t, o.FS.(*MemFS), o, want, "truncate on corruption")
+
+	// RepairCorruption truncates too, reports the log torn, and first sets
+	// aside what it takes out: the damaged segment whole, the later ones.
+	o = opts
+	fs := damage()
+	o.FS, o.RepairCorruption = fs, true
+	l, err := Open(ctx, "/log", o)
+	if err != nil {
+		t.Fatalf("Open with RepairCorruption: %v", err)
+	}
+	if !l.TornAtOpen() || l.LogEndOffset() != badOffset {
+		t.Fatalf("repaired: torn %v, end %d; want torn, ending at %d", l.TornAtOpen(), l.LogEndOffset(), badOffset)
+	}
+	l.Close()
+	q := "/log/" + ScrubQuarantinePrefix + filepath.Base(strings.TrimSuffix(victim, ".log"))
+	kept, err := fs.ReadDir(q)
+	if err != nil || !slices.Contains(kept, filepath.Base(victim)) {
+		t.Fatalf("set aside %v (%v); want the damaged segment among them", kept, err)
+	}
+	for _, p := range logPaths(t, base) {
+		if p > victim && !slices.Contains(kept, filepath.Base(p)) {
+			t.Fatalf("set aside %v; want %s, after the damaged segment, among them", kept, p)
+		}
+	}
+	expectPrefix(t, fs, o, want, "repair corruption")
 }
 
 // TestDamagedTrustedSegment: after a clean shutdown a sealed segment is

@@ -155,7 +155,9 @@
 // other bad batch in an earlier, sealed segment is corruption: Open fails
 // with a *CorruptionError naming the file and byte position, or truncates there
 // when Options.TruncateOnCorruption is set (so a replica can re-fetch from its
-// leader). Bytes are never silently skipped.
+// leader), or with Options.RepairCorruption first sets aside what the
+// truncation takes out (quarantine.go) and reports the log torn. Bytes are
+// never silently skipped.
 //
 // # Retention
 //

@@ -44,6 +44,13 @@ type Options struct {
 	// TruncateOnCorruption makes Open truncate at a corrupt batch in a sealed
 	// segment (logging it) instead of failing with a *CorruptionError.
 	TruncateOnCorruption bool
+	// RepairCorruption makes Open, at a corrupt batch in a sealed segment,
+	// set aside what the truncation takes out (quarantine.go), truncate
+	// there and report the log torn (TornAtOpen), as it repairs a scrub's
+	// mark, instead of failing with a *CorruptionError. Under SyncAlways
+	// such a batch is damage on the disk, not a crash's unflushed tail: the
+	// replica fetches the rest again and nothing is destroyed.
+	RepairCorruption bool
 	// OnFailure, if set, is called once when the log fails (see Log.Failed),
 	// with the log's directory and the error. It may run with the log's
 	// locks held: it must return at once and not call into the log.

@@ -196,7 +196,16 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	truncateOnCorruption := l.opts.TruncateOnCorruption
+	// repair: what a truncation takes out is set aside, and the log is
+	// torn (quarantine.go); markOf names the quarantine of a cut at base.
+	repair := scrubbed || l.opts.RepairCorruption
+	truncateOnCorruption := l.opts.TruncateOnCorruption || repair
+	markOf := func(base int64) int64 {
+		if scrubbed {
+			return scrubBase
+		}
+		return base
+	}
 	if scrubbed {
 		l.logger.Warn("segment: a scrub found this log's segment corrupt; checking it and the later ones, and truncating at the first bad batch",
 			"segment", scrubBase)
@@ -226,10 +235,10 @@ func (l *Log) load() error {
 				if !truncateOnCorruption {
 					return cerr
 				}
-				l.opened.torn = l.opened.torn || scrubbed
+				l.opened.torn = l.opened.torn || repair
 				l.logger.Error("segment: corruption; truncating", "err", cerr)
-				if scrubbed { // nothing a repair takes out is destroyed (quarantine.go)
-					if err := l.setAsideForRepair(scrubBase, -1, bases[i:]); err != nil {
+				if repair { // nothing a repair takes out is destroyed (quarantine.go)
+					if err := l.setAsideForRepair(markOf(base), -1, bases[i:]); err != nil {
 						return err
 					}
 				}
@@ -259,9 +268,9 @@ func (l *Log) load() error {
 		var cerr *CorruptionError
 		if errors.As(err, &cerr) && truncateOnCorruption && !last {
 			l.logger.Error("segment: corruption; truncating", "err", cerr)
-			l.opened.torn = l.opened.torn || scrubbed
-			if scrubbed { // nothing a repair takes out is destroyed (quarantine.go)
-				if err := l.setAsideForRepair(scrubBase, base, bases[i+1:]); err != nil {
+			l.opened.torn = l.opened.torn || repair
+			if repair { // nothing a repair takes out is destroyed (quarantine.go)
+				if err := l.setAsideForRepair(markOf(base), base, bases[i+1:]); err != nil {
 					return err
 				}
 			}
