@@ -183,6 +183,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_log_cleaner_segments_merged_total", "Segments the log cleaner folded into the segment before them (small neighbours cleaned into one).", bs.CleanerSegmentsMerged)
 	w.Counter("paymentlog_log_scrub_bytes_total", "Bytes of sealed segments the scrubber read and checked (CRC) on this node (--log-scrub-interval, --log-scrub-bytes-per-sec).", bs.ScrubBytes)
 	w.Counter("paymentlog_log_scrub_passes_total", "Scrubber passes over every partition on this node.", bs.ScrubPasses)
+	w.Gauge("paymentlog_log_scrub_quarantine_bytes", "Bytes that scrub repairs set aside in this node's partition directories (scrub-quarantine-*), still there: salvage or remove them (checked at each partition's open and every --retention-check-interval).", bs.ScrubQuarantineBytes)
 	w.Counter("paymentlog_log_scrub_corrupt_total", "Corrupt batches the scrubber found in sealed segments on this node (each stopped the node; its next start truncates the partition there and fetches the rest again).", bs.ScrubCorrupt)
 	w.Counter("paymentlog_log_cleaner_failures_total", "Log cleaner passes of a partition that failed (tried again at the next --log-cleaner-interval).", bs.CleanerFailures)
 	w.Family("paymentlog_log_cleaner_throttle_time_seconds_total", metrics.TypeCounter, "Time the log cleaner slept to keep its reads and writes within --log-cleaner-io-max-bytes-per-second.")

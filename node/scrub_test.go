@@ -151,8 +151,32 @@ func (d *damagedFollower) repaired(t *testing.T) {
 		t.Fatalf("first batch at %d", b.BaseOffset())
 	}
 	q := filepath.Join(d.fdir, segment.ScrubQuarantinePrefix+strings.TrimSuffix(filepath.Base(d.logs[1]), ".log"))
-	if kept, _ := filepath.Glob(filepath.Join(q, "*.log")); len(kept) != len(d.logs)-1 {
+	kept, _ := filepath.Glob(filepath.Join(q, "*"))
+	var keptLogs int
+	var size int64
+	for _, k := range kept {
+		if strings.HasSuffix(k, ".log") {
+			keptLogs++
+		}
+		if fi, err := os.Stat(k); err == nil {
+			size += fi.Size()
+		}
+	}
+	if keptLogs != len(d.logs)-1 {
 		t.Fatalf("set aside %v; want the damaged segment and the %d after it", kept, len(d.logs)-2)
+	}
+	// /metrics shows what waits for the operator, and forgets it once
+	// removed (at the next retention pass).
+	b := tc.node(f).Broker()
+	if got := b.Stats().ScrubQuarantineBytes; got != size || size == 0 {
+		t.Fatalf("quarantine bytes %d; the directory holds %d", got, size)
+	}
+	if err := os.RemoveAll(q); err != nil {
+		t.Fatal(err)
+	}
+	b.ApplyRetention(context.Background())
+	if got := b.Stats().ScrubQuarantineBytes; got != 0 {
+		t.Fatalf("quarantine bytes %d after the operator removed it", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 )
 
 // ScrubQuarantinePrefix names the directory, inside the log's, where an
@@ -102,4 +103,36 @@ func copyFileFS(fs FS, src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// QuarantinedBytes is the size of the files repairs have set aside in the
+// log's directory (ScrubQuarantinePrefix), 0 when there are none or they
+// cannot be read: what an operator still has to salvage or remove.
+func (l *Log) QuarantinedBytes() int64 {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, name := range names {
+		if !strings.HasPrefix(name, ScrubQuarantinePrefix) {
+			continue
+		}
+		q := join(l.dir, name)
+		files, err := l.fs.ReadDir(q)
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			fh, err := l.fs.OpenFile(join(q, f), os.O_RDONLY, 0)
+			if err != nil {
+				continue
+			}
+			if size, err := fh.Size(); err == nil {
+				n += size
+			}
+			fh.Close()
+		}
+	}
+	return n
 }

@@ -49,6 +49,10 @@ type partition struct {
 	// raised before each: a consumer read on a follower is served only if
 	// none began while it ran (follower_reads.go).
 	truncations atomic.Uint64
+	// quarantined is the size of what scrub repairs set aside in the
+	// partition's directory (segment's quarantine.go), read at open and at
+	// every retention pass.
+	quarantined atomic.Int64
 	// startWaiting counts the DeleteRecords waiting in mu.startWaits, read
 	// without the lock by follower fetches (delete_records.go).
 	startWaiting atomic.Int32
@@ -159,6 +163,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segB
 	}
 	p := &partition{b: b, key: key, dir: dir, log: lg,
 		lg: b.log.With("topic", key.topic, "partition", key.partition)}
+	p.quarantined.Store(lg.QuarantinedBytes())
 	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime, TrackDurable: true},
 		lg.LogStartOffset(), lg.LogEndOffset(), hw)
 	p.mu.topicID = topicID

@@ -92,6 +92,7 @@ func (b *Broker) retentionLoop() {
 func (b *Broker) ApplyRetention(ctx context.Context) (deleted int) {
 	now := b.cfg.Now()
 	for _, p := range b.partitions() {
+		p.quarantined.Store(p.log.QuarantinedBytes()) // an operator may have removed it
 		n, err := p.applyRetention(ctx, now)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, segment.ErrClosed) {

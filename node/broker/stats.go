@@ -60,6 +60,10 @@ type Stats struct {
 	// passes over every partition, ScrubCorrupt the corrupt batches it
 	// found (each failed its partition's log: scrub.go).
 	ScrubBytes, ScrubPasses, ScrubCorrupt uint64
+	// ScrubQuarantineBytes is the size of what scrub repairs set aside in
+	// this node's partition directories, still there (as of each
+	// partition's open or last retention pass).
+	ScrubQuarantineBytes int64
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -360,6 +364,7 @@ func (b *Broker) Stats() Stats {
 			}
 			s.LogSizeBytes += p.log.Size()
 		}
+		s.ScrubQuarantineBytes += p.quarantined.Load()
 		p.mu.Lock()
 		stopped, r := p.mu.stopped, p.mu.r
 		var role replica.Role
