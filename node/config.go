@@ -252,14 +252,17 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-ms", errors.New("must be >= -1")}
 	case c.RetentionBytes < -1:
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
-	case c.AuditSyslog != "" && auditSyslogInvalid(c.AuditSyslog) != nil:
-		return &ConfigError{"audit-syslog", auditSyslogInvalid(c.AuditSyslog)}
 	case c.LogScrubInterval < 0 || c.LogScrubBytesPerSec < 0 || c.LogScrubDelay < 0:
 		return &ConfigError{"log-scrub-interval", errors.New("the scrub interval, rate and delay must be >= 0")}
 	case c.AuditAccessInterval < 0:
 		return &ConfigError{"audit-access-interval", errors.New("must be >= 0 (0: no access lines)")}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
 		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
+	}
+	if c.AuditSyslog != "" {
+		if err := auditSyslogInvalid(c.AuditSyslog); err != nil {
+			return &ConfigError{"audit-syslog", err}
+		}
 	}
 	if why := metadata.CheckRack(c.Rack); why != "" {
 		return &ConfigError{"rack", errors.New(why)}

@@ -9,13 +9,7 @@ import "testing"
 //
 //	go test ./segment -run '^$' -bench Compression -count 5
 func BenchmarkCompression(b *testing.B) {
-	var recs [][]byte
-	size := 0
-	for i := 0; size < 64<<10; i++ {
-		v := paymentValue(i)
-		recs = append(recs, v)
-		size += len(v)
-	}
+	recs, size := paymentValues64K()
 	for _, c := range []Codec{CodecNone, CodecLZ4, CodecZstd} {
 		bld := NewBuilder(BuilderOptions{})
 		build := func() Batch {
@@ -64,13 +58,7 @@ func BenchmarkCompression(b *testing.B) {
 //
 //	go test ./segment -run '^$' -bench Recompress -count 5
 func BenchmarkRecompress(b *testing.B) {
-	var recs [][]byte
-	size := 0
-	for i := 0; size < 64<<10; i++ {
-		v := paymentValue(i)
-		recs = append(recs, v)
-		size += len(v)
-	}
+	recs, _ := paymentValues64K()
 	batchIn := func(c Codec) Batch {
 		bld := NewBuilder(BuilderOptions{ProducerID: 7, ProducerEpoch: 1, BaseSequence: 3, Compression: c})
 		for i, v := range recs {
@@ -102,4 +90,15 @@ func BenchmarkRecompress(b *testing.B) {
 			b.ReportMetric(float64(len(out))/float64(len(in)), "stored/sent")
 		})
 	}
+}
+
+// paymentValues64K is 64 KiB (and a little more) of payment JSON values,
+// and their total size: a batch's worth for the codec benchmarks.
+func paymentValues64K() (recs [][]byte, size int) {
+	for i := 0; size < 64<<10; i++ {
+		v := paymentValue(i)
+		recs = append(recs, v)
+		size += len(v)
+	}
+	return recs, size
 }

@@ -77,25 +77,23 @@ func copyFileFS(fs FS, src, dst string) error {
 	if err != nil {
 		return err
 	}
+	r := io.NewSectionReader(in, 0, size)
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; {
-		n, err := in.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
-		if n == 0 && err == nil {
-			err = io.ErrUnexpectedEOF
-		}
+	for off := int64(0); ; {
+		n, rerr := r.Read(buf)
 		if n > 0 {
-			if _, werr := out.WriteAt(buf[:n], off); werr != nil {
+			if _, err := out.WriteAt(buf[:n], off); err != nil {
 				out.Close()
-				return werr
+				return err
 			}
 			off += int64(n)
 		}
-		if err != nil && !(errors.Is(err, io.EOF) && off == size) {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
 			out.Close()
-			return err
+			return rerr
 		}
 	}
 	if err := out.Sync(); err != nil {

@@ -157,19 +157,15 @@ func TestScrubFindsCorruptionAndOpenRepairs(t *testing.T) {
 func TestScrubMarkOfASoundSegment(t *testing.T) {
 	fs, bs, opts := buildClosedLog(t, 60, 2048)
 	opts.FS = fs
-	var second int64
-	if err := func() error {
-		l := mustOpen(t, "/log", opts)
-		defer l.Close()
-		second = l.Segments()[1]
-		return nil
-	}(); err != nil {
+	l := mustOpen(t, "/log", opts)
+	second := l.Segments()[1]
+	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeOffsetCheckpoint(fs, "/log/"+scrubMarkFile, second); err != nil {
 		t.Fatal(err)
 	}
-	l := mustOpen(t, "/log", opts)
+	l = mustOpen(t, "/log", opts)
 	defer l.Close()
 	if l.TornAtOpen() || l.LogEndOffset() != bs[len(bs)-1].LastOffset()+1 {
 		t.Fatalf("torn %v, end %d", l.TornAtOpen(), l.LogEndOffset())

@@ -75,7 +75,8 @@ type Log struct {
 	file *os.File // nil: lines go to logger
 	prev string   // the hash of the last line written to file (chain.go)
 	lim  limiter
-	// previous says how the run before this one ended (node_events.go).
+	// previous says how the run before this one ended (node_events.go);
+	// set by Open, read-only after.
 	previous string
 
 	access accessSeen

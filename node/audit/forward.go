@@ -177,10 +177,10 @@ func (f *forwarder) close() {
 		select {
 		case <-f.done:
 		case <-time.After(forwardDrain):
-			f.stop()
+			f.stop() // ends the retries: run counts what is left as dropped
 			<-f.done
 		}
-		f.stop()
+		f.stop() // releases the context either way
 	})
 }
 

@@ -35,11 +35,7 @@ func (l *Log) Started(who Who, version string) {
 	if l == nil {
 		return
 	}
-	ln := l.newLine(EventNode, who, OpStart, ResultOK, "")
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ln.Details = rawJSON(StartDetails{Version: version, PID: os.Getpid(), Previous: l.previous})
-	l.write(&ln)
+	l.nodeLine(who, OpStart, nil, "", StartDetails{Version: version, PID: os.Getpid(), Previous: l.previous})
 }
 
 // Stopped writes the stop line: cause is nil for a controlled shutdown,
@@ -48,14 +44,7 @@ func (l *Log) Stopped(who Who, cause error) {
 	if l == nil {
 		return
 	}
-	result, msg := ResultOK, ""
-	if cause != nil {
-		result, msg = ResultError, cause.Error()
-	}
-	ln := l.newLine(EventNode, who, OpStop, result, msg)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.write(&ln)
+	l.nodeLine(who, OpStop, cause, ResultError, nil)
 }
 
 // TLSReloaded writes a tls-reload line: details describes what changed (any
@@ -64,11 +53,17 @@ func (l *Log) TLSReloaded(who Who, details any, refused error) {
 	if l == nil {
 		return
 	}
+	l.nodeLine(who, OpTLSReload, refused, ResultRefused, details)
+}
+
+// nodeLine writes a node line for op: result ok, or errResult with err's
+// message when err is set; details as given (nil: none).
+func (l *Log) nodeLine(who Who, op string, err error, errResult string, details any) {
 	result, msg := ResultOK, ""
-	if refused != nil {
-		result, msg = ResultRefused, refused.Error()
+	if err != nil {
+		result, msg = errResult, err.Error()
 	}
-	ln := l.newLine(EventNode, who, OpTLSReload, result, msg)
+	ln := l.newLine(EventNode, who, op, result, msg)
 	ln.Details = rawJSON(details)
 	l.mu.Lock()
 	defer l.mu.Unlock()
