@@ -22,7 +22,9 @@ func mirrorCommand() *ucli.Command {
 		Usage: "copy topics from a source cluster to this one, continuously (Kafka's MirrorMaker)",
 		UsageText: "paymentlog mirror --source-bootstrap HOST:PORT,... (--topics A,B | --topic-pattern REGEXP) [--group G]\n" +
 			"    [--exit-at-end] [--commit-interval 5s] [--replication-factor N] [--min-insync-replicas N]\n" +
-			"    [--source-offset-header=false] [--skip-mirrored]\n\n" +
+			"    [--source-offset-header=false] [--skip-mirrored] [--sync-group-offsets G1,G2 | --sync-group-pattern REGEXP]\n" +
+			"    [--offset-syncs-topic NAME]\n" +
+			"   paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... GROUP [--dry-run] [--export]\n\n" +
 			"Reads the topics from the source cluster (--source-bootstrap, --source-tls-dir,\n" +
 			"--source-cert-name) as a member of consumer group G on the source, and writes every record\n" +
 			"to the same topic and partition number on the target cluster (--bootstrap, --tls-dir,\n" +
@@ -43,11 +45,17 @@ func mirrorCommand() *ucli.Command {
 			"replaced), by which consumers of the target drop duplicates. --skip-mirrored leaves out\n" +
 			"records that already carry that header (for two clusters mirroring each other).\n\n" +
 			"Every --commit-interval, and at exit, one line on stderr: records and bytes mirrored,\n" +
-			"partitions owned, and the largest lag (source high watermark minus committed offset).",
-		Flags: withFlags(clientFlags(), []ucli.Flag{
-			&ucli.StringFlag{Name: "source-bootstrap", Usage: "source cluster nodes to contact first (host:port,...); required", EnvVars: envVar("MIRROR_SOURCE_BOOTSTRAP")},
-			&ucli.StringFlag{Name: "source-tls-dir", Usage: "directory with the source cluster's ca.crt and the client certificate (mutual TLS); empty: dev mode, no verification", EnvVars: envVar("MIRROR_SOURCE_TLS_DIR")},
-			&ucli.StringFlag{Name: "source-cert-name", Value: client.DefaultCertName, Usage: "certificate name in --source-tls-dir", EnvVars: envVar("MIRROR_SOURCE_CERT_NAME")},
+			"partitions owned, and the largest lag (source high watermark minus committed offset).\n\n" +
+			"Offset syncs: as it goes the mirror writes, to the compacted topic --offset-syncs-topic on the\n" +
+			"target, a sparse map of source offsets to target offsets per partition (every 1000 records,\n" +
+			"every --commit-interval, and where the offset delta changes). With --sync-group-offsets (or\n" +
+			"--sync-group-pattern), every --commit-interval and at exit, the source groups' committed\n" +
+			"offsets of the partitions this process owns are translated by it and committed for the same\n" +
+			"group on the target: conservatively (a consumer there may see a few records again, never\n" +
+			"misses one), never while the group has members on the target, never below the target\n" +
+			"group's own offset, never the mirror's own --group. translate-offsets does it on demand.",
+		Subcommands: []*ucli.Command{mirrorTranslateCommand()},
+		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
 			&ucli.StringFlag{Name: "topics", Usage: "the topics to mirror (A,B,...); or --topic-pattern", EnvVars: envVar("MIRROR_TOPICS")},
 			&ucli.StringFlag{Name: "topic-pattern", Usage: "mirror every topic whose whole name matches this regular expression (Go RE2), including topics created later; or --topics", EnvVars: envVar("MIRROR_TOPIC_PATTERN")},
 			&ucli.StringFlag{Name: "group", Value: defaultMirrorGroup, Usage: "consumer group on the source whose committed offsets say where mirroring resumes; mirror processes with one group share the partitions", EnvVars: envVar("MIRROR_GROUP")},
@@ -57,6 +65,9 @@ func mirrorCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "skip-mirrored", Usage: "leave out records that already carry the " + mirrorHeader + " header (mirrored there from elsewhere): a loop guard for clusters mirroring each other", EnvVars: envVar("MIRROR_SKIP_MIRRORED")},
 			&ucli.BoolFlag{Name: "exit-at-end", Usage: "exit once every partition is mirrored up to the high watermark it had when this process started it, and committed", EnvVars: envVar("MIRROR_EXIT_AT_END")},
 			&ucli.DurationFlag{Name: "commit-interval", Value: defaultCommitInterval, Usage: "commit the source offsets and print progress this often (0: only at exit and hand-over)", EnvVars: envVar("MIRROR_COMMIT_INTERVAL")},
+			&ucli.StringFlag{Name: "sync-group-offsets", Usage: "consumer groups (G1,G2,...) whose committed source offsets are translated and committed on the target every --commit-interval (default: none)", EnvVars: envVar("MIRROR_SYNC_GROUP_OFFSETS")},
+			&ucli.StringFlag{Name: "sync-group-pattern", Usage: "also sync every source group whose whole name matches this regular expression (Go RE2)", EnvVars: envVar("MIRROR_SYNC_GROUP_PATTERN")},
+			offsetSyncsTopicFlag(),
 		}),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseMirrorOptions(c)
@@ -82,8 +93,37 @@ type mirrorOptions struct {
 	skipMirrored              bool
 	exitAtEnd                 bool
 	commitInterval            time.Duration // 0: only at hand-over and exit
-	hooks                     mirrorHooks
+	// offsetSyncsTopic is the target topic offset syncs are written to
+	// (mirror_offset_syncs.go); "": none are.
+	offsetSyncsTopic string
+	// syncGroups and syncGroupPattern (anchored) name the source groups
+	// whose offsets are synced to the target (mirror_group_sync.go);
+	// none: no group is.
+	syncGroups       []string
+	syncGroupPattern string
+	hooks            mirrorHooks
 }
+
+// offsetSyncsTopicFlag is --offset-syncs-topic, of mirror and
+// translate-offsets.
+func offsetSyncsTopicFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "offset-syncs-topic", Value: defaultOffsetSyncsTopic,
+		Usage: "compacted topic on the target holding the map of source offsets to target offsets (\"\": mirror writes none, and cannot sync groups)", EnvVars: envVar("MIRROR_OFFSET_SYNCS_TOPIC")}
+}
+
+// checkOffsetSyncsTopic checks --offset-syncs-topic's value ("" allowed).
+func checkOffsetSyncsTopic(name string) error {
+	if name == "" {
+		return nil
+	}
+	if why := wire.CheckGroupName(name); why != "" || strings.HasPrefix(name, "__") {
+		return usageError("--offset-syncs-topic: %q is not a topic name it can use", name)
+	}
+	return nil
+}
+
+// syncsGroups reports whether the run syncs any group's offsets.
+func (o mirrorOptions) syncsGroups() bool { return len(o.syncGroups) > 0 || o.syncGroupPattern != "" }
 
 // mirrorHooks let tests act inside a run.
 type mirrorHooks struct {
@@ -105,19 +145,10 @@ func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {
 	o := mirrorOptions{target: target, source: target, pattern: c.String("topic-pattern"), group: c.String("group"),
 		replicationFactor: int32(c.Int("replication-factor")), minISR: int32(c.Int("min-insync-replicas")),
 		sourceHeader: c.Bool("source-offset-header"), skipMirrored: c.Bool("skip-mirrored"), exitAtEnd: c.Bool("exit-at-end"),
-		commitInterval: c.Duration("commit-interval")}
-	o.source.bootstrap = client.ParseBootstrap(c.String("source-bootstrap"))
-	o.source.tlsDir, o.source.certName = c.String("source-tls-dir"), c.String("source-cert-name")
-	if len(o.source.bootstrap) == 0 {
-		return o, usageError("--source-bootstrap: required (the cluster to copy from)")
-	}
-	for _, a := range o.source.bootstrap {
-		if !strings.Contains(a, ":") {
-			return o, usageError("--source-bootstrap: %q is not host:port", a)
-		}
-		if slices.Contains(o.target.bootstrap, a) {
-			return o, usageError("--source-bootstrap and --bootstrap both name %s: the source and the target must be different clusters", a)
-		}
+		commitInterval: c.Duration("commit-interval"), offsetSyncsTopic: c.String("offset-syncs-topic"),
+		syncGroupPattern: c.String("sync-group-pattern")}
+	if o.source, err = parseSourceClient(c, target); err != nil {
+		return o, err
 	}
 	for _, t := range strings.Split(c.String("topics"), ",") {
 		if t = strings.TrimSpace(t); t != "" && !slices.Contains(o.topics, t) {
@@ -147,6 +178,32 @@ func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {
 	if why := wire.CheckGroupName(o.group); why != "" {
 		return o, usageError("--group: %s", why)
 	}
+	if err := checkOffsetSyncsTopic(o.offsetSyncsTopic); err != nil {
+		return o, err
+	}
+	if slices.Contains(o.topics, o.offsetSyncsTopic) || slices.Contains(o.topics, defaultOffsetSyncsTopic) {
+		return o, usageError("--topics: the offset syncs topic is the mirror's own, not one to mirror")
+	}
+	for _, g := range strings.Split(c.String("sync-group-offsets"), ",") {
+		if g = strings.TrimSpace(g); g == "" || slices.Contains(o.syncGroups, g) {
+			continue
+		}
+		if why := wire.CheckGroupName(g); why != "" {
+			return o, usageError("--sync-group-offsets: %s", why)
+		}
+		if g == o.group {
+			return o, usageError("--sync-group-offsets: %s is the mirror's own --group, whose offsets are the source's", g)
+		}
+		o.syncGroups = append(o.syncGroups, g)
+	}
+	if o.syncGroupPattern != "" {
+		if _, err := wire.TopicPatternRegexp(o.syncGroupPattern); err != nil {
+			return o, usageError("--sync-group-pattern: %q is not a regular expression: %v", o.syncGroupPattern, err)
+		}
+	}
+	if o.syncsGroups() && o.offsetSyncsTopic == "" {
+		return o, usageError("--sync-group-offsets and --sync-group-pattern translate by the offset syncs: --offset-syncs-topic cannot be empty")
+	}
 	switch {
 	case o.replicationFactor < 0:
 		return o, usageError("--replication-factor must be >= 0 (0: the source topic's)")
@@ -160,11 +217,41 @@ func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {
 	return o, nil
 }
 
+// sourceClientFlags are the flags naming the source cluster.
+func sourceClientFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "source-bootstrap", Usage: "source cluster nodes to contact first (host:port,...); required", EnvVars: envVar("MIRROR_SOURCE_BOOTSTRAP")},
+		&ucli.StringFlag{Name: "source-tls-dir", Usage: "directory with the source cluster's ca.crt and the client certificate (mutual TLS); empty: dev mode, no verification", EnvVars: envVar("MIRROR_SOURCE_TLS_DIR")},
+		&ucli.StringFlag{Name: "source-cert-name", Value: client.DefaultCertName, Usage: "certificate name in --source-tls-dir", EnvVars: envVar("MIRROR_SOURCE_CERT_NAME")},
+	}
+}
+
+// parseSourceClient reads sourceClientFlags: the target's options with the
+// source's bootstrap and TLS, which must name another cluster.
+func parseSourceClient(c *ucli.Context, target clientOptions) (clientOptions, error) {
+	src := target
+	src.bootstrap = client.ParseBootstrap(c.String("source-bootstrap"))
+	src.tlsDir, src.certName = c.String("source-tls-dir"), c.String("source-cert-name")
+	if len(src.bootstrap) == 0 {
+		return src, usageError("--source-bootstrap: required (the cluster to copy from)")
+	}
+	for _, a := range src.bootstrap {
+		if !strings.Contains(a, ":") {
+			return src, usageError("--source-bootstrap: %q is not host:port", a)
+		}
+		if slices.Contains(target.bootstrap, a) {
+			return src, usageError("--source-bootstrap and --bootstrap both name %s: the source and the target must be different clusters", a)
+		}
+	}
+	return src, nil
+}
+
 // mirrorMatches reports whether the mirror copies topic: named by
 // --topics, or matched whole by --topic-pattern; never an internal topic
-// (a name starting with "__").
+// (a name starting with "__") nor an offset syncs topic (a mirror's own,
+// on a cluster that another mirror copies from).
 func (o mirrorOptions) mirrorMatches(topic string) bool {
-	if strings.HasPrefix(topic, "__") {
+	if strings.HasPrefix(topic, "__") || topic == defaultOffsetSyncsTopic || topic == o.offsetSyncsTopic {
 		return false
 	}
 	if o.pattern == "" {

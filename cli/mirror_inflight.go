@@ -26,10 +26,14 @@ type partInflight struct {
 	// delivery failed; -1 while there is none. Nothing at or past it is
 	// ever committed by this run.
 	ceiling int64
+	// syncs decides the partition's offset syncs from the records
+	// acknowledged, in order (mirror_offset_syncs.go).
+	syncs partSyncs
 }
 
 type inflightRecord struct {
 	offset int64
+	target int64 // where the target wrote it, once done
 	done   bool
 }
 
@@ -39,8 +43,10 @@ func (p *partInflight) sent(offset int64) {
 	p.pending = append(p.pending, inflightRecord{offset: offset})
 }
 
-// acked records the target's acknowledgement of the record at offset.
-func (p *partInflight) acked(offset int64) {
+// acked records the target's acknowledgement of the record at offset,
+// written there at target. Each record of the prefix so acknowledged is
+// reported to fn, in order (fn may be nil).
+func (p *partInflight) acked(offset, target int64, fn func(offset, target int64)) {
 	i, ok := slices.BinarySearchFunc(p.pending, offset, func(r inflightRecord, o int64) int {
 		switch {
 		case r.offset < o:
@@ -53,9 +59,12 @@ func (p *partInflight) acked(offset int64) {
 	if !ok {
 		return // forgotten (released) or already popped
 	}
-	p.pending[i].done = true
+	p.pending[i].done, p.pending[i].target = true, target
 	n := 0
 	for n < len(p.pending) && p.pending[n].done {
+		if fn != nil {
+			fn(p.pending[n].offset, p.pending[n].target)
+		}
 		n++
 	}
 	if n > 0 {
@@ -101,11 +110,17 @@ type inflight struct {
 		// records and bytes count the records acknowledged (bytes:
 		// their keys, values and headers, client.RecordBytes).
 		records, bytes int64
+		// syncs are the offset syncs decided and not yet taken
+		// (takeSyncs); only with withSyncs.
+		syncs []offsetSync
 	}
+	withSyncs bool
 }
 
-func newInflight() *inflight {
-	f := &inflight{}
+// newInflight returns empty bookkeeping; withSyncs makes it decide offset
+// syncs (takeSyncs).
+func newInflight(withSyncs bool) *inflight {
+	f := &inflight{withSyncs: withSyncs}
 	f.mu.parts = map[client.TopicPartition]*partInflight{}
 	return f
 }
@@ -127,8 +142,8 @@ func (f *inflight) sent(tp client.TopicPartition, offset int64) {
 }
 
 // delivered records the outcome of the record at offset (err nil: the
-// target acknowledged it; size is its client.RecordBytes).
-func (f *inflight) delivered(tp client.TopicPartition, offset int64, size int, err error) {
+// target acknowledged it at target; size is its client.RecordBytes).
+func (f *inflight) delivered(tp client.TopicPartition, offset, target int64, size int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil && f.mu.failure == nil {
@@ -142,7 +157,11 @@ func (f *inflight) delivered(tp client.TopicPartition, offset int64, size int, e
 		p.stopAt(offset)
 		return
 	}
-	p.acked(offset)
+	var fn func(offset, target int64)
+	if f.withSyncs && target >= 0 {
+		fn = func(o, t int64) { f.mu.syncs = p.syncs.record(tp, o, t, f.mu.syncs) }
+	}
+	p.acked(offset, target, fn)
 	f.mu.records++
 	f.mu.bytes += int64(size)
 }
@@ -183,6 +202,22 @@ func (f *inflight) forget(tps []client.TopicPartition) {
 	for _, tp := range tps {
 		delete(f.mu.parts, tp)
 	}
+}
+
+// takeSyncs returns the offset syncs decided since the last call; with
+// flush, also each partition's sync after its last record acknowledged
+// (partSyncs.flush).
+func (f *inflight) takeSyncs(flush bool) []offsetSync {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if flush {
+		for _, p := range f.mu.parts {
+			f.mu.syncs = p.syncs.flush(f.mu.syncs)
+		}
+	}
+	out := f.mu.syncs
+	f.mu.syncs = nil
+	return out
 }
 
 // failure is the first delivery failure, or nil.

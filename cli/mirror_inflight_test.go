@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"testing/quick"
 
@@ -45,10 +46,20 @@ func TestPartInflightCommitPointMatchesNaive(t *testing.T) {
 			}
 			return c
 		}
+		var reported []int64 // the acknowledged prefix, in order, as acked reports it
 		for _, i := range rnd.Perm(int(n)) {
 			o := start + int64(i)
-			p.acked(o)
+			p.acked(o, 1000+o, func(src, dst int64) {
+				if dst != 1000+src {
+					t.Errorf("record %d reported at target %d; acknowledged at %d", src, dst, 1000+src)
+				}
+				reported = append(reported, src)
+			})
 			acked[o] = true
+			if want := offsetRange(start, naive()); !slices.Equal(reported, want[:min(len(want), int(n))]) {
+				t.Logf("after acking %d: reported %v; want %v", o, reported, want)
+				return false
+			}
 			if got, want := p.commitPoint(position), naive(); got != want {
 				t.Logf("after acking %d of %d..%d: commit point %d, want %d", o, start, start+n-1, got, want)
 				return false
@@ -64,15 +75,15 @@ func TestPartInflightCommitPointMatchesNaive(t *testing.T) {
 // A failed delivery stops the commit point at the record and is reported;
 // records of a partition released meanwhile are ignored.
 func TestInflightFailureAndRelease(t *testing.T) {
-	f := newInflight()
+	f := newInflight(false)
 	tp := mirrorTP("t", 0)
 	for o := int64(0); o < 4; o++ {
 		f.sent(tp, o)
 	}
-	f.delivered(tp, 0, 10, nil)
-	f.delivered(tp, 2, 10, errTest)
-	f.delivered(tp, 1, 10, nil)
-	f.delivered(tp, 3, 10, nil)
+	f.delivered(tp, 0, 0, 10, nil)
+	f.delivered(tp, 2, -1, 10, errTest)
+	f.delivered(tp, 1, 1, 10, nil)
+	f.delivered(tp, 3, 3, 10, nil)
 	if c := f.commitPoint(tp, 4); c != 2 {
 		t.Fatalf("commit point %d after offset 2 failed; want 2", c)
 	}
@@ -83,7 +94,7 @@ func TestInflightFailureAndRelease(t *testing.T) {
 		t.Fatalf("totals %d records %d bytes; want 3 and 30", r, b)
 	}
 	f.forget([]clientTP{tp})
-	f.delivered(tp, 5, 10, nil) // released: not counted against the next owner's state
+	f.delivered(tp, 5, 5, 10, nil) // released: not counted against the next owner's state
 	if c := f.commitPoint(tp, 7); c != 7 || f.pending(tp) != 0 {
 		t.Fatalf("after release: commit point %d, pending %d; want the position 7 and 0", c, f.pending(tp))
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/client"
 	"paymentlog/segment"
+	"paymentlog/wire"
 )
 
 // mirrorDrainTimeout bounds the wait for the target to acknowledge the
@@ -41,7 +43,7 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 	}
 	defer closeClient(dst)
 
-	m := &mirror{opts: opts, ctx: ctx, stderr: stderr, track: newInflight(),
+	m := &mirror{opts: opts, ctx: ctx, stderr: stderr, track: newInflight(opts.offsetSyncsTopic != ""),
 		goals: map[client.TopicPartition]int64{}, committed: map[client.TopicPartition]int64{}, lastTick: time.Now()}
 	m.topics = &topicSyncer{src: src.Admin(), dst: dst.Admin(), fitted: map[string]int32{},
 		defaults: topicDefaults{replicationFactor: opts.replicationFactor, minISR: opts.minISR},
@@ -50,6 +52,19 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 	defer cancel()
 	if err := m.syncTopics(setupCtx, src); err != nil {
 		return fmt.Errorf("mirror: %w", err)
+	}
+	if opts.offsetSyncsTopic != "" {
+		if err := ensureSyncTopic(setupCtx, dst.Admin(), opts.offsetSyncsTopic, m.topics.defaults.brokers); err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+	}
+	if opts.syncsGroups() {
+		m.groups = &groupSyncer{src: src.Admin(), dst: dst.Admin(), names: opts.syncGroups, own: opts.group,
+			reader: newSyncReader(dst, opts.offsetSyncsTopic), active: map[string]bool{}, report: m.topics.report}
+		if opts.syncGroupPattern != "" {
+			m.groups.pattern, _ = wire.TopicPatternRegexp(opts.syncGroupPattern) // checked by parseMirrorOptions
+		}
+		defer m.groups.reader.close()
 	}
 	m.prod, err = dst.NewProducer(client.ProducerConfig{
 		// acks=all and idempotence: a retried batch is never written
@@ -93,6 +108,11 @@ type mirror struct {
 	prod   *client.Producer
 	topics *topicSyncer
 	track  *inflight
+	// groups syncs consumer groups' offsets to the target; nil without
+	// --sync-group-offsets.
+	groups *groupSyncer
+	// syncFailed: writing an offset sync failed (said once).
+	syncFailed atomic.Bool
 	// goals are, with --exit-at-end, each partition's source high
 	// watermark when this process started it.
 	goals map[client.TopicPartition]int64
@@ -163,7 +183,48 @@ func (m *mirror) run(ctx context.Context) error {
 		if err := m.forward(ctx, msgs); err != nil {
 			return err
 		}
+		m.writeSyncs(ctx, false)
 	}
+}
+
+// writeSyncs hands the offset syncs decided to the producer (with flush,
+// each partition's latest too: partSyncs.flush). A sync not written is
+// said once, and does not stop the run: the map is only sparser.
+func (m *mirror) writeSyncs(ctx context.Context, flush bool) {
+	if m.opts.offsetSyncsTopic == "" || m.crashed {
+		return
+	}
+	for _, s := range m.track.takeSyncs(flush) {
+		rec := &client.Record{Topic: m.opts.offsetSyncsTopic, Partition: 0, PartitionSet: true, Key: s.key(), Value: s.value()}
+		m.dirty = true
+		err := m.prod.Produce(ctx, rec, func(d client.Delivery) {
+			if d.Err != nil {
+				m.syncWriteFailed(d.Err)
+			}
+		})
+		if err != nil {
+			m.syncWriteFailed(err)
+			return
+		}
+	}
+}
+
+func (m *mirror) syncWriteFailed(err error) {
+	if m.syncFailed.CompareAndSwap(false, true) {
+		fmt.Fprintf(m.stderr, "paymentlog: mirror: writing an offset sync to %s on the target failed (groups' offsets translate from the syncs written): %v\n",
+			m.opts.offsetSyncsTopic, err)
+	}
+}
+
+// syncGroups runs a round of --sync-group-offsets for the partitions
+// owned.
+func (m *mirror) syncGroups(ctx context.Context, owned []client.TopicPartition) {
+	if m.groups == nil || m.crashed {
+		return
+	}
+	gctx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
+	defer cancel()
+	m.groups.sync(gctx, owned)
 }
 
 // failure is the first failure that stops the run: one met in a hook, or
@@ -198,7 +259,7 @@ func (m *mirror) forward(ctx context.Context, msgs []client.Message) error {
 			if d.Err != nil {
 				d.Err = fmt.Errorf("%s offset %d: not acknowledged by the target: %w", tp, off, d.Err)
 			}
-			m.track.delivered(tp, off, size, d.Err)
+			m.track.delivered(tp, off, d.Offset, size, d.Err)
 		})
 		if err != nil {
 			m.notForwarded(msgs[i:])
@@ -364,6 +425,8 @@ func (m *mirror) tick(ctx context.Context) {
 	if err := m.member.Commit(cctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(m.stderr, "paymentlog: mirror: commit offsets of group %s on the source: %v\n", m.opts.group, err)
 	}
+	m.writeSyncs(ctx, true)
+	m.syncGroups(ctx, m.member.Assignment())
 	m.progress(m.highWatermarks())
 }
 
@@ -400,11 +463,19 @@ func (m *mirror) close(err error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), groupCommitTimeout+mirrorDrainTimeout)
 	defer cancel()
 	hws := m.highWatermarks()
+	owned := m.member.Assignment()
 	// After a test crash Close commits nothing (commitAt); it leaves the
 	// group all the same, so that a rerun need not wait a session timeout.
 	cerr := m.member.Close(ctx)
 	if cerr != nil {
 		cerr = fmt.Errorf("mirror: commit offsets of group %s on the source at exit: %w", m.opts.group, cerr)
+	}
+	if err == nil && cerr == nil && m.failure() == nil {
+		// The last syncs, written, then the groups synced by them.
+		m.writeSyncs(ctx, true)
+		if m.groups != nil && m.prod.Flush(ctx) == nil {
+			m.syncGroups(ctx, owned)
+		}
 	}
 	perr := m.prod.Close(ctx)
 	m.progress(hws)

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// Translating consumer groups' committed offsets from the source to the
+// target (MirrorMaker 2's checkpoints with sync.group.offsets.enabled):
+// translateGroup is the pure rule, groupSyncer applies it for `mirror
+// --sync-group-offsets` every --commit-interval, and `mirror
+// translate-offsets` on demand (mirror_translate.go).
+
+// groupTranslation is one partition of a group's committed offsets,
+// translated.
+type groupTranslation struct {
+	tp     client.TopicPartition
+	source int64 // committed on the source
+	before int64 // committed on the target; -1: none
+	// target is the translation (syncMap.translate); -1: none.
+	target int64
+	// note says why the translation is not committed; "" when it is (or
+	// when the target group is there already: target == before).
+	note string
+}
+
+// commits reports whether the translation is to be committed.
+func (g groupTranslation) commits() bool {
+	return g.note == "" && g.target >= 0 && g.target != g.before
+}
+
+// translateGroup translates a group's committed offsets on the source of
+// the partitions include accepts (nil: all), sorted by topic and
+// partition, given its committed offsets on the target. A partition is
+// translated to the target offset of the sync at or below its source
+// offset (syncMap.translate: conservative, a consumer may see records
+// again, never misses one); it is not committed when there is none, nor
+// when the target group's own offset is past the translation (a
+// consumer of the target moved it: it is never moved back).
+func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, include func(client.TopicPartition) bool) []groupTranslation {
+	before := map[client.TopicPartition]int64{}
+	for _, o := range target {
+		before[client.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+	}
+	var out []groupTranslation
+	for _, o := range source {
+		tp := client.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		if include != nil && !include(tp) {
+			continue
+		}
+		g := groupTranslation{tp: tp, source: o.Offset, before: -1, target: -1}
+		if b, ok := before[tp]; ok {
+			g.before = b
+		}
+		s, ok := syncs.translate(tp, o.Offset)
+		switch {
+		case !ok:
+			g.note = fmt.Sprintf("%s: no offset sync at or below source offset %d (not mirrored yet, or mirrored without offset syncs)", tp, o.Offset)
+		case g.before > s.target:
+			g.target = s.target
+			g.note = fmt.Sprintf("%s: the target group is at %d, past the translation %d of source offset %d: not moved back", tp, g.before, s.target, o.Offset)
+		default:
+			g.target = s.target
+		}
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b groupTranslation) int { return compareTP(a.tp, b.tp) })
+	return out
+}
+
+func compareTP(a, b client.TopicPartition) int {
+	switch {
+	case a.Topic < b.Topic:
+		return -1
+	case a.Topic > b.Topic:
+		return 1
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
+// groupCommits are the offsets of ts to commit on the target.
+func groupCommits(ts []groupTranslation) []wire.GroupOffset {
+	var out []wire.GroupOffset
+	for _, g := range ts {
+		if g.commits() {
+			out = append(out, wire.GroupOffset{Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: g.target, LeaderEpoch: -1,
+				Metadata: fmt.Sprintf("paymentlog mirror: source offset %d", g.source)})
+		}
+	}
+	return out
+}
+
+// groupSyncer is --sync-group-offsets: every --commit-interval it
+// translates the groups' committed offsets of the partitions this mirror
+// process owns, and commits them for the same group on the target, except
+// while the group has members there.
+type groupSyncer struct {
+	src, dst *client.Admin
+	// names and pattern (anchored) choose the groups; own, the mirror's,
+	// is never one.
+	names   []string
+	pattern *regexp.Regexp
+	own     string
+	reader  *syncReader
+	// active are groups last found with members on the target (said
+	// once, until they have none).
+	active map[string]bool
+	report func(format string, args ...any)
+	// failing: the last round failed (said once, until one succeeds).
+	failing bool
+}
+
+// groups are the source groups to sync now.
+func (g *groupSyncer) groups(ctx context.Context) ([]string, error) {
+	out := slices.DeleteFunc(slices.Clone(g.names), func(n string) bool { return n == g.own })
+	if g.pattern == nil {
+		return out, nil
+	}
+	all, err := g.src.ListGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the source's groups: %w", err)
+	}
+	for _, s := range all {
+		if s.Group != g.own && g.pattern.MatchString(s.Group) && !slices.Contains(out, s.Group) {
+			out = append(out, s.Group)
+		}
+	}
+	return out, nil
+}
+
+// sync runs one round for the partitions owned. A failure is said once
+// (until a round succeeds); the next round tries again.
+func (g *groupSyncer) sync(ctx context.Context, owned []client.TopicPartition) {
+	err := g.round(ctx, owned)
+	switch {
+	case err != nil && !g.failing:
+		g.report("syncing consumer groups' offsets to the target (retried every --commit-interval): %v", err)
+		g.failing = true
+	case err == nil && g.failing:
+		g.report("syncing consumer groups' offsets to the target works again")
+		g.failing = false
+	}
+}
+
+func (g *groupSyncer) round(ctx context.Context, owned []client.TopicPartition) error {
+	if len(owned) == 0 {
+		return nil
+	}
+	if err := g.reader.catchUp(ctx); err != nil {
+		return err
+	}
+	groups, err := g.groups(ctx)
+	if err != nil {
+		return err
+	}
+	include := func(tp client.TopicPartition) bool { return slices.Contains(owned, tp) }
+	for _, name := range groups {
+		if err := g.syncGroup(ctx, name, include); err != nil {
+			return fmt.Errorf("group %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// syncGroup translates and commits one group's offsets.
+func (g *groupSyncer) syncGroup(ctx context.Context, name string, include func(client.TopicPartition) bool) error {
+	src, err := g.src.FetchOffsets(ctx, name)
+	if err != nil {
+		return fmt.Errorf("its offsets on the source: %w", err)
+	}
+	dst, err := g.dst.DescribeGroup(ctx, name)
+	if err != nil {
+		return fmt.Errorf("it on the target: %w", err)
+	}
+	if len(dst.Members) > 0 {
+		g.activeOnTarget(name, true)
+		return nil
+	}
+	commits := groupCommits(translateGroup(src, dst.Offsets, g.reader.syncs, include))
+	if len(commits) == 0 {
+		g.activeOnTarget(name, false)
+		return nil
+	}
+	err = g.dst.CommitOffsets(ctx, name, commits)
+	if client.ErrorCode(err) == wire.NonEmptyGroup {
+		g.activeOnTarget(name, true) // a member joined meanwhile
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("commit its offsets on the target: %w", err)
+	}
+	g.activeOnTarget(name, false)
+	return nil
+}
+
+// activeOnTarget says when a group starts or stops having members on the
+// target (its offsets are not synced meanwhile).
+func (g *groupSyncer) activeOnTarget(name string, active bool) {
+	if g.active[name] == active {
+		return
+	}
+	g.active[name] = active
+	if active {
+		g.report("group %s has members on the target: its offsets are not synced while it does", name)
+	} else {
+		g.report("group %s has no members on the target any more: syncing its offsets", name)
+	}
+}

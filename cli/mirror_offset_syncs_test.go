@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"testing/quick"
+)
+
+// The syncs a partition gets: its first record, the one after each run
+// of offsetSyncEvery, the first after a delta change (once
+// offsetSyncMinGap past the last), and the latest at a flush.
+func TestPartSyncsDecides(t *testing.T) {
+	tp := mirrorTP("t", 0)
+	var p partSyncs
+	var out []offsetSync
+	for s := int64(10); s < 2500; s++ {
+		dst := s + 5
+		if s >= 2200 {
+			dst += 3 // three foreign records on the target before source offset 2200
+		}
+		out = p.record(tp, s, dst, out)
+	}
+	out = p.flush(out)
+	out = p.flush(out) // nothing new
+	want := []offsetSync{{tp, 10, 15}, {tp, 1010, 1015}, {tp, 2010, 2015}, {tp, 2200, 2208}, {tp, 2500, 2508}}
+	if !slices.Equal(out, want) {
+		t.Fatalf("syncs %v; want %v", out, want)
+	}
+	// A delta change within offsetSyncMinGap of the last sync makes none.
+	p, out = partSyncs{}, nil
+	out = p.record(tp, 0, 0, out)
+	out = p.record(tp, 5, 1, out)
+	if want := []offsetSync{{tp, 0, 0}}; !slices.Equal(out, want) {
+		t.Fatalf("syncs %v; want %v", out, want)
+	}
+}
+
+func TestOffsetSyncRecordFormat(t *testing.T) {
+	s := offsetSync{tp: mirrorTP("pay.ments-1", 7), source: 3*offsetSyncBucket + 5, target: 99}
+	if k, v := string(s.key()), string(s.value()); k != "pay.ments-1/7/3" || v != "pay.ments-1/7/196613/99" {
+		t.Fatalf("key %q value %q", k, v)
+	}
+	got, err := parseOffsetSync(s.value())
+	if err != nil || got != s {
+		t.Fatalf("parse %q: %v, %v", s.value(), got, err)
+	}
+	for _, bad := range []string{"", "t/0/1", "t/0/1/2/3", "/0/1/2", "t/-1/1/2", "t/0/-1/2", "t/0/1/x", "t/4294967296/1/2"} {
+		if _, err := parseOffsetSync([]byte(bad)); err == nil {
+			t.Errorf("parse %q: no error", bad)
+		}
+	}
+}
+
+// FuzzParseOffsetSync: no input panics, and what parses is written back
+// (offsetSync.value) to what parses the same.
+func FuzzParseOffsetSync(f *testing.F) {
+	f.Add([]byte("payments/0/123/456"))
+	f.Add([]byte("t/2147483647/9223372036854775807/0"))
+	f.Add([]byte("t/+1/01/2"))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		s, err := parseOffsetSync(v)
+		if err != nil {
+			return
+		}
+		again, err := parseOffsetSync(s.value())
+		if err != nil || again != s {
+			t.Fatalf("%q parsed as %v, written %q, parsed again %v, %v", v, s, s.value(), again, err)
+		}
+	})
+}
+
+// translate picks, of the syncs at or below the source offset, one with
+// the greatest target offset and of those the greatest source offset.
+func TestSyncMapTranslateMatchesNaive(t *testing.T) {
+	tp := mirrorTP("t", 0)
+	check := func(seed uint64, n uint8) bool {
+		rnd := rand.New(rand.NewPCG(seed, 2))
+		m := newSyncMap()
+		var all []offsetSync
+		for range int(n) {
+			s := offsetSync{tp: tp, source: rnd.Int64N(50), target: rnd.Int64N(80)}
+			m.add(s)
+			all = append(all, s)
+		}
+		for src := int64(-1); src <= 51; src++ {
+			var want *offsetSync
+			for i, s := range all {
+				if s.source <= src && (want == nil || s.target > want.target || s.target == want.target && s.source > want.source) {
+					want = &all[i]
+				}
+			}
+			got, ok := m.translate(tp, src)
+			if ok != (want != nil) || ok && got != *want {
+				t.Logf("translate %d: %v %v; want %v", src, got, ok, want)
+				return false
+			}
+		}
+		return true
+	}
+	if err := quick.Check(check, &quick.Config{MaxCount: 300}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// thinSyncs keeps the recent syncs and the last of each older bucket.
+func TestThinSyncs(t *testing.T) {
+	tp := mirrorTP("t", 0)
+	var ss []offsetSync
+	for i := range int64(10) {
+		ss = append(ss, offsetSync{tp: tp, source: i * offsetSyncBucket / 2, target: i})
+	}
+	got := thinSyncs(ss, 3)
+	want := []offsetSync{ss[1], ss[3], ss[5], ss[6], ss[7], ss[8], ss[9]}
+	if !slices.Equal(got, want) {
+		t.Fatalf("thinned to %v; want %v", got, want)
+	}
+}
+
+// The translation never skips a record: for a partition's history of
+// mirror runs (each a process that resumes at the last commit, at or
+// below the first record it had not had acknowledged, and crashes or
+// hands over), with foreign records on the target and source offsets the
+// mirror leaves out, a consumer of the target that starts at the
+// translation of any source offset S reads every mirrored source record
+// at or after S; and after the last run's flush, the source's end
+// translates to the target's end.
+func TestOffsetSyncsNeverSkip(t *testing.T) {
+	tp := mirrorTP("t", 0)
+	check := func(seed uint64) bool {
+		rnd := rand.New(rand.NewPCG(seed, 3))
+		const n = 3000
+		skipped := map[int64]bool{}
+		for range rnd.IntN(300) {
+			skipped[rnd.Int64N(n)] = true
+		}
+		var log []int64 // the target partition: source offset per target offset, -1 foreign
+		for range rnd.IntN(20) {
+			log = append(log, -1)
+		}
+		m := newSyncMap()
+		endFlushed := false // the last run wrote records, and flushed
+		for commit := int64(0); commit < n; {
+			var p partSyncs // a new process
+			var out []offsetSync
+			end := n
+			last := rnd.IntN(3) == 0
+			if !last {
+				end = int(commit) + rnd.IntN(n-int(commit)+1)
+			}
+			for s := commit; s < int64(end); s++ {
+				if rnd.IntN(200) == 0 {
+					log = append(log, -1) // another producer's record
+				}
+				if skipped[s] {
+					continue
+				}
+				out = p.record(tp, s, int64(len(log)), out)
+				log = append(log, s)
+				if rnd.IntN(500) == 0 {
+					out = p.flush(out)
+				}
+			}
+			if last || rnd.IntN(2) == 0 {
+				out = p.flush(out)
+			}
+			endFlushed = last && p.started
+			for _, s := range out {
+				m.add(s)
+			}
+			if last {
+				break
+			}
+			commit += rnd.Int64N(int64(end) - commit + 1) // at or below what was acknowledged
+		}
+		// reach[o]: the last target offset holding a mirrored source
+		// offset at or after o (a consumer that starts past it misses one).
+		reach := make([]int64, n+1)
+		last := map[int64]int64{}
+		for at, o := range log {
+			last[o] = int64(at)
+		}
+		reach[n] = int64(len(log))
+		for o := int64(n - 1); o >= 0; o-- {
+			reach[o] = reach[o+1]
+			if !skipped[o] {
+				reach[o] = min(reach[o], last[o])
+			}
+		}
+		for src := int64(0); src <= n; src++ {
+			sy, ok := m.translate(tp, src)
+			if !ok {
+				for o := int64(0); o <= src; o++ {
+					if !skipped[o] {
+						t.Logf("source offset %d: no sync, though source offset %d was mirrored", src, o)
+						return false
+					}
+				}
+				continue // nothing mirrored yet at or below it: no sync
+			}
+			if sy.target > reach[src] {
+				t.Logf("source offset %d translates to target %d, past target %d, the last copy of a source offset at or after it", src, sy.target, reach[src])
+				return false
+			}
+		}
+		if sy, _ := m.translate(tp, n); endFlushed && sy.target != int64(len(log)) {
+			t.Logf("the source's end translates to %d; the target's end is %d", sy.target, len(log))
+			return false
+		}
+		return true
+	}
+	if err := quick.Check(check, &quick.Config{MaxCount: 200}); err != nil {
+		t.Fatal(err)
+	}
+}
