@@ -22,12 +22,20 @@ func (n *Node) selfWho() audit.Who {
 	return who
 }
 
-// auditRevokedPeer records a handshake refused because the client
-// presented a revoked certificate (PCI DSS 10.2.1.4: invalid access
-// attempts), as a denied line: op "connect", on the cluster.
-func (n *Node) auditRevokedPeer(p quic.RevokedPeer) {
-	n.audit.Denied(audit.Who{Principal: wire.PrincipalPrefix + p.Name, Addr: p.Addr}, audit.OpConnect, wire.ResourceCluster,
-		wire.ClusterResourceName, audit.ResultRevoked, p.Err.Error())
+// auditRefusedPeer records a handshake refused because of the client's
+// certificate (PCI DSS 10.2.1.4: invalid access attempts): none, one of an
+// unknown CA, expired, not yet valid, not for clients, or revoked; as a
+// denied line, op "connect", on the cluster, result the reason (the audit
+// package writes one a minute per client host, reason and certificate).
+// Clients and other nodes connect through the same endpoint: both are
+// recorded.
+func (n *Node) auditRefusedPeer(p quic.RefusedPeer) {
+	who := audit.Who{Addr: p.Addr}
+	if p.Reason != quic.RefusedNoCertificate {
+		who.Principal = wire.PrincipalPrefix + p.Name
+	}
+	n.audit.RefusedConnect(who, wire.ResourceCluster, wire.ClusterResourceName, audit.RefusedHandshake{
+		Reason: p.Reason, Message: p.Err.Error(), Serial: p.Serial, Issuer: p.Issuer, NotBefore: p.NotBefore, NotAfter: p.NotAfter})
 }
 
 // auditTLSReload records a reload of the node's TLS files: a new

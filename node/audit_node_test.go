@@ -142,6 +142,59 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 		}
 	}
 
+	// A client whose certificate another CA signed is refused inside the
+	// TLS library's chain verification: also recorded, with the
+	// certificate's name, serial and issuer, and once a minute per node
+	// however often the client retries.
+	stranger := t.TempDir()
+	if err := quic.InitCA(stranger, quic.CertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := quic.IssueCert(stranger, "stranger", nil, quic.CertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := quic.ReadCert(stranger, "stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stranger, quic.CAFile), mustRead(t, filepath.Join(certs, quic.CAFile)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		if cl, err := client.New(sctx, client.Config{Bootstrap: tc.bootstrap(), Logger: testLogger(t),
+			TLS: quic.TLSConfig{Dir: stranger, Name: "stranger"}}); err == nil {
+			_, err = cl.Admin().ListTopics(sctx)
+			cl.Close(context.Background())
+			if err == nil {
+				t.Fatal("a certificate of another CA listed the topics")
+			}
+		}
+		scancel()
+	}
+	unknown := 0
+	for id, p := range paths {
+		perNode := 0
+		for _, l := range linesOf(t, p) {
+			if l.Event != audit.EventDenied || l.Result != "unknown-ca" {
+				continue
+			}
+			perNode++
+			var d audit.ConnectDetails
+			if err := json.Unmarshal(l.Details, &d); err != nil || l.Op != audit.OpConnect || l.Principal != "User:stranger" || l.Authenticated ||
+				!strings.HasPrefix(l.Addr, "127.0.0.1:") || d.Serial != sc.SerialNumber.Text(16) || d.Issuer != sc.Issuer.String() || d.NotAfter == "" {
+				t.Fatalf("node %d: denied line %v %s; want the stranger's connect, unknown-ca, with its serial and issuer", id, l, l.Details)
+			}
+		}
+		if perNode > 1 {
+			t.Fatalf("node %d wrote %d lines for the stranger's retries within a minute; want at most one", id, perNode)
+		}
+		unknown += perNode
+	}
+	if unknown == 0 {
+		t.Fatal("no denied line for the stranger's refused handshakes")
+	}
+
 	// Node 1 sent every line of its file to the syslog collector, in order.
 	file := strings.Split(strings.TrimSpace(string(mustRead(t, paths[1]))), "\n")
 	for i, want := range file {

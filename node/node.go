@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Logger:            n.log,
 		Authorize:         clusterAuthorizer(),
 		OnTLSReload:       n.auditTLSReload, // audit_node.go
-		OnRevokedPeer:     n.auditRevokedPeer,
+		OnRefusedPeer:     n.auditRefusedPeer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: listen %s: %w", cfg.Addr, err)

@@ -50,10 +50,14 @@ type Config struct {
 	// ReloadTLS ran it: the audit trail records them. It must not call
 	// ReloadTLS.
 	OnTLSReload func(TLSReload)
-	// OnRevokedPeer, when set, is told of every handshake this endpoint
-	// refused because the client presented a certificate revoked.txt lists
-	// (refused_peer.go): the audit trail records them.
-	OnRevokedPeer func(RevokedPeer)
+	// OnRefusedPeer, when set, is told of every handshake this endpoint
+	// refused because of the client's certificate: none, one that does not
+	// verify against ca.crt (unknown CA, expired, not yet valid, not a
+	// client certificate) or one revoked.txt lists (refused_peer.go), with
+	// the client's address: the audit trail records them. Mutual TLS from
+	// Config.TLS only. It is called on the handshake's goroutine: it must
+	// not block.
+	OnRefusedPeer func(RefusedPeer)
 	// ResetSeed is secret material, stable across restarts, from which the
 	// stateless reset key of an endpoint with a fixed Addr is derived (with
 	// the address). Default: the TLS key file's contents (mutual TLS), which

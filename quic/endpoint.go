@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 		e.tlsr.cur.Store(mat.state)
 		srv := mat.server.Clone()
 		srv.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			return e.reportingRevoked(e.tlsr.cur.Load(), hello), nil
+			return e.reportingRefusals(e.tlsr.cur.Load(), hello), nil
 		}
 		e.srvTLS = srv
 	}

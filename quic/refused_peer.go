@@ -2,23 +2,54 @@ package quic
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
 )
 
-// RevokedPeer is a handshake an endpoint refused because the client
-// presented a revoked certificate (Config.OnRevokedPeer).
-type RevokedPeer struct {
+// Why a handshake was refused (RefusedPeer.Reason).
+const (
+	RefusedNoCertificate  = "no-certificate" // the client presented none
+	RefusedUnknownCA      = "unknown-ca"     // no chain to a CA of ca.crt
+	RefusedExpired        = "expired"        // a certificate of the chain is past its NotAfter
+	RefusedNotYetValid    = "not-yet-valid"  // a certificate of the chain is before its NotBefore
+	RefusedBadUsage       = "bad-usage"      // not a client certificate (extended key usage)
+	RefusedBadCertificate = "bad-certificate"
+	RefusedRevoked        = "revoked" // listed in revoked.txt
+)
+
+// RefusedPeer is a handshake an endpoint refused because of the client's
+// certificate (Config.OnRefusedPeer).
+type RefusedPeer struct {
 	Addr   string // the client's address, host:port ("" if quic-go did not give it)
-	Name   string // the certificate's common name
-	Serial string // hex
-	Err    error  // the refusal, as the handshake failed with it
+	Reason string // RefusedUnknownCA, ...
+	// Name, Serial (hex), Issuer (its distinguished name), NotBefore and
+	// NotAfter are the presented leaf certificate's, as presented (not
+	// verified): zero for RefusedNoCertificate.
+	Name                string
+	Serial              string
+	Issuer              string
+	NotBefore, NotAfter time.Time
+	Err                 error // the refusal, as the handshake failed with it
 }
 
-// reportingRevoked is the server configuration for one handshake: st's, or
-// when Config.OnRevokedPeer is set a copy whose check of revoked
-// certificates also reports a refusal with the client's address (which
-// quic-go passes in hello.Conn; tls.ConnectionState does not carry it).
-func (e *Endpoint) reportingRevoked(st *tlsState, hello *tls.ClientHelloInfo) *tls.Config {
-	tell := e.cfg.OnRevokedPeer
+// reportingRefusals is the server configuration for one handshake: st's,
+// or when Config.OnRefusedPeer is set a copy that checks the client's
+// certificate itself, in VerifyConnection, so that a refusal is reported
+// with the client's address (which quic-go passes in hello.Conn;
+// tls.ConnectionState does not carry it).
+//
+// st.server has crypto/tls verify the chain (RequireAndVerifyClientCert),
+// which fails before any callback sees the certificate. The copy only
+// requests one (RequestClientCert) and VerifyConnection, which crypto/tls
+// calls after every full and every resumed handshake, refuses what st.server
+// refuses: no certificate; a chain that does not verify as crypto/tls
+// verifies it (checkClientCert); a revoked one. A resumed session is
+// verified again in full (crypto/tls re-checks the chains it stored).
+// TestRefusalsMatchTLS holds the two to the same answers.
+func (e *Endpoint) reportingRefusals(st *tlsState, hello *tls.ClientHelloInfo) *tls.Config {
+	tell := e.cfg.OnRefusedPeer
 	if tell == nil {
 		return st.server
 	}
@@ -27,13 +58,82 @@ func (e *Endpoint) reportingRevoked(st *tlsState, hello *tls.ClientHelloInfo) *t
 		addr = hello.Conn.RemoteAddr().String()
 	}
 	c := st.server.Clone()
+	roots, clock := c.ClientCAs, c.Time
+	c.ClientAuth = tls.RequestClientCert
+	c.VerifyPeerCertificate = nil // buildTLSState sets none; it would run before the chain is verified
 	c.VerifyConnection = func(cs tls.ConnectionState) error {
-		err := st.revoked.refusePeer(cs)
-		if err != nil {
-			leaf := cs.PeerCertificates[0]
-			tell(RevokedPeer{Addr: addr, Name: leaf.Subject.CommonName, Serial: serialKey(leaf.SerialNumber), Err: err})
+		now := time.Now()
+		if clock != nil {
+			now = clock()
 		}
-		return err
+		ref := checkClientCert(cs.PeerCertificates, roots, now, st.revoked)
+		if ref == nil {
+			return nil
+		}
+		ref.Addr = addr
+		tell(*ref)
+		return ref.Err
 	}
 	return c
 }
+
+// checkClientCert is what a server under RequireAndVerifyClientCert, with
+// roots as ClientCAs and its VerifyConnection refusing revoked serials,
+// refuses of a client that presented certs at now: nil when it accepts.
+// The verification is crypto/tls's (handshake_server.go,
+// processCertsFromClient): the leaf verified with the other certificates as
+// intermediates, for client authentication. The error wraps the alert
+// crypto/tls would have sent, so a client is told the same (quic-go sends
+// the first tls.AlertError it finds).
+func checkClientCert(certs []*x509.Certificate, roots *x509.CertPool, now time.Time, revoked revokedSet) *RefusedPeer {
+	if len(certs) == 0 {
+		return &RefusedPeer{Reason: RefusedNoCertificate,
+			Err: fmt.Errorf("tls: client didn't provide a certificate%.0w", tls.AlertError(alertCertificateRequired))}
+	}
+	leaf := certs[0]
+	ref := &RefusedPeer{Name: leaf.Subject.CommonName, Issuer: leaf.Issuer.String(), NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter}
+	if leaf.SerialNumber != nil {
+		ref.Serial = serialKey(leaf.SerialNumber)
+	}
+	opts := x509.VerifyOptions{
+		Roots:         roots,
+		CurrentTime:   now,
+		Intermediates: x509.NewCertPool(),
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	for _, c := range certs[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := leaf.Verify(opts); err != nil {
+		alert := alertBadCertificate
+		var invalid x509.CertificateInvalidError
+		switch {
+		case errors.As(err, &x509.UnknownAuthorityError{}):
+			ref.Reason, alert = RefusedUnknownCA, alertUnknownCA
+		case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+			ref.Reason, alert = RefusedExpired, alertCertificateExpired
+			if invalid.Cert != nil && now.Before(invalid.Cert.NotBefore) {
+				ref.Reason = RefusedNotYetValid
+			}
+		case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+			ref.Reason = RefusedBadUsage
+		default:
+			ref.Reason = RefusedBadCertificate
+		}
+		ref.Err = fmt.Errorf("tls: failed to verify certificate: %w%.0w", err, tls.AlertError(alert))
+		return ref
+	}
+	if err := revoked.refusePeer(tls.ConnectionState{PeerCertificates: certs}); err != nil {
+		ref.Reason, ref.Err = RefusedRevoked, err
+		return ref
+	}
+	return nil
+}
+
+// The TLS alerts crypto/tls sends for these refusals (RFC 8446 6.2;
+// alertCertificateRequired is in errors.go).
+const (
+	alertBadCertificate     = 42
+	alertCertificateExpired = 45
+	alertUnknownCA          = 48
+)

@@ -19,9 +19,9 @@ func TestRevokedCertificates(t *testing.T) {
 	dir := reloadDirs(t)
 	mustNoErr(t, IssueCert(dir, "mallory", nil, CertOptions{}))
 	var mu sync.Mutex
-	var told []RevokedPeer
+	var told []RefusedPeer
 	srv := mustServe(t, Config{TLS: TLSConfig{Dir: dir, Name: "node1"}, TLSReloadInterval: -1,
-		OnRevokedPeer: func(p RevokedPeer) { mu.Lock(); told = append(told, p); mu.Unlock() }})
+		OnRefusedPeer: func(p RefusedPeer) { mu.Lock(); told = append(told, p); mu.Unlock() }})
 	cli := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "client"}, TLSReloadInterval: -1})
 	mal := mustClient(t, Config{TLS: TLSConfig{Dir: dir, Name: "mallory"}, TLSReloadInterval: -1})
 	mustNoErr(t, echo(t, cli, srv.Addr()))
@@ -56,7 +56,7 @@ func TestRevokedCertificates(t *testing.T) {
 		t.Fatal("the refused handshake was not reported")
 	}
 	for _, p := range refused {
-		if p.Name != "mallory" || p.Serial != serialKey(serial) || !strings.HasPrefix(p.Addr, "127.0.0.1:") || p.Err == nil ||
+		if p.Name != "mallory" || p.Serial != serialKey(serial) || !strings.HasPrefix(p.Addr, "127.0.0.1:") || p.Err == nil || p.Reason != RefusedRevoked ||
 			!strings.Contains(p.Err.Error(), "revoked") {
 			t.Fatalf("reported %+v; want mallory's handshake from 127.0.0.1, revoked", p)
 		}

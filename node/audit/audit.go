@@ -32,7 +32,7 @@ const (
 	ResultMalformed = "malformed"
 	ResultError     = "error"   // the node failed to answer, or stopped on an error
 	ResultRefused   = "refused" // a TLS reload the node refused
-	ResultRevoked   = "revoked" // a handshake refused: the client's certificate is revoked
+	ResultRevoked   = "revoked" // a handshake refused: the client's certificate is revoked (refused_connect.go has the others)
 )
 
 // OpConnect is the op of a denied line for a refused handshake.
@@ -79,8 +79,9 @@ type Log struct {
 	// set by Open, read-only after.
 	previous string
 
-	access accessSeen
-	fwd    *forwarder // nil: lines are not forwarded (forward.go)
+	access  accessSeen
+	refused refusedSeen // refused_connect.go
+	fwd     *forwarder  // nil: lines are not forwarded (forward.go)
 	// counted is the last forwarder started, kept after Close for Counts.
 	counted atomic.Pointer[forwarder]
 

@@ -1,0 +1,141 @@
+package audit
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// Refused handshakes (PCI DSS 10.2.1.4, invalid access attempts): a client
+// whose certificate the node refuses (none, an unknown CA, expired, not yet
+// valid, not a client certificate, revoked) leaves a denied line, op
+// "connect", result the reason. A scanner or a misconfigured client retries
+// fast, so the same refusal is written at most once per RefusedRepeatWindow:
+// per client host (the address without its port, which changes with every
+// connection), reason, and certificate serial and issuer. The attempts left
+// out are counted in the next line written for that key (details.repeated)
+// and in paymentlog_audit_suppressed_total; the lines written are also under
+// DeniedPerSecond, as every denied line is.
+
+// RefusedRepeatWindow is how often the same refused handshake is written.
+const RefusedRepeatWindow = time.Minute
+
+// maxRefusedKeys bounds the refusals remembered; past it, those older than
+// the window are forgotten, and if that frees nothing, all are: lines are
+// then written again sooner, never left out uncounted.
+const maxRefusedKeys = 1 << 14
+
+// RefusedHandshake is a handshake the node refused because of the client's
+// certificate.
+type RefusedHandshake struct {
+	Reason  string // the line's result: "unknown-ca", "expired", "revoked", ...
+	Message string // the refusal's error
+	// Serial (hex), Issuer (distinguished name), NotBefore and NotAfter are
+	// the presented certificate's; zero without one.
+	Serial, Issuer      string
+	NotBefore, NotAfter time.Time
+}
+
+// ConnectDetails are a refused connect line's details.
+type ConnectDetails struct {
+	Serial    string `json:"serial,omitempty"`
+	Issuer    string `json:"issuer,omitempty"`
+	NotBefore string `json:"not_before,omitempty"` // RFC 3339
+	NotAfter  string `json:"not_after,omitempty"`
+	// Repeated are the same refusals (client host, reason, serial, issuer)
+	// not written since the last line for them.
+	Repeated uint64 `json:"repeated,omitempty"`
+}
+
+// RefusedConnect writes a denied line, op "connect" on the resource
+// (resourceType and its name), for a refused handshake of who (principal
+// "User:" and the certificate's common name, not authenticated; "" without
+// a certificate), unless the same one was written less than
+// RefusedRepeatWindow ago.
+func (l *Log) RefusedConnect(who Who, resourceType, name string, h RefusedHandshake) {
+	if l == nil {
+		return
+	}
+	now := l.now()
+	repeated, ok := l.refused.take(refusedKey{host: hostOf(who.Addr), reason: h.Reason, serial: h.Serial, issuer: h.Issuer}, now)
+	if !ok {
+		l.suppressed.Add(1)
+		return
+	}
+	who.Authenticated = false
+	ln := l.newLine(EventDenied, who, OpConnect, h.Reason, h.Message)
+	ln.Resource, ln.ResourceName = resourceType, &name
+	d := ConnectDetails{Serial: h.Serial, Issuer: h.Issuer, Repeated: repeated}
+	if !h.NotBefore.IsZero() {
+		d.NotBefore = h.NotBefore.UTC().Format(time.RFC3339)
+	}
+	if !h.NotAfter.IsZero() {
+		d.NotAfter = h.NotAfter.UTC().Format(time.RFC3339)
+	}
+	ln.Details = rawJSON(d)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	skipped, ok := l.lim.take(now)
+	if !ok {
+		l.suppressed.Add(1)
+		return
+	}
+	ln.Suppressed = skipped
+	l.write(&ln)
+}
+
+// hostOf is addr without its port (addr itself if it has none).
+func hostOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+type refusedKey struct {
+	host, reason, serial, issuer string
+}
+
+// refusedSeen remembers, per refusal, when it was last written and how
+// many of it were left out since.
+type refusedSeen struct {
+	mu   sync.Mutex
+	last map[refusedKey]*refusedEntry
+}
+
+type refusedEntry struct {
+	written  time.Time
+	repeated uint64
+}
+
+// take reports whether a refusal at now should be written and, if so, how
+// many of it were left out since the last one written (which it then
+// remembers as now).
+func (s *refusedSeen) take(k refusedKey, now time.Time) (repeated uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, found := s.last[k]; found {
+		if now.Sub(e.written) < RefusedRepeatWindow {
+			e.repeated++
+			return 0, false
+		}
+		repeated = e.repeated
+		e.written, e.repeated = now, 0
+		return repeated, true
+	}
+	if s.last == nil {
+		s.last = map[refusedKey]*refusedEntry{}
+	}
+	if len(s.last) >= maxRefusedKeys {
+		for key, e := range s.last {
+			if now.Sub(e.written) >= RefusedRepeatWindow {
+				delete(s.last, key)
+			}
+		}
+		if len(s.last) >= maxRefusedKeys {
+			clear(s.last)
+		}
+	}
+	s.last[k] = &refusedEntry{written: now}
+	return 0, true
+}
