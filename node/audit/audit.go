@@ -74,7 +74,13 @@ type Log struct {
 	mu   sync.Mutex
 	file *os.File // nil: lines go to logger
 	prev string   // the hash of the last line written to file (chain.go)
-	lim  limiter
+	// path is file's name; size its length as written; maxBytes and
+	// maxFiles the rotation's limits (rotate.go; 0: none).
+	path     string
+	size     int64
+	maxBytes int64
+	maxFiles int
+	lim      limiter
 	// previous says how the run before this one ended (node_events.go);
 	// set by Open, read-only after.
 	previous string
@@ -85,7 +91,7 @@ type Log struct {
 	// counted is the last forwarder started, kept after Close for Counts.
 	counted atomic.Pointer[forwarder]
 
-	written, suppressed, writeErrors atomic.Uint64
+	written, suppressed, writeErrors, rotations atomic.Uint64
 }
 
 // Open returns node's audit trail, appended to path (created 0600 if
@@ -104,6 +110,15 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
 	last, err := lastLine(f)
+	if err == nil && len(last) == 0 {
+		// A new file, or one a rotation started before a crash
+		// (rotate.go): the chain goes on from the last rotated file.
+		last, err = lastLineBefore(path)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
@@ -112,7 +127,7 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 		l.prev = lineHash(last)
 	}
 	l.previous = previousRun(last, node)
-	l.file = f
+	l.file, l.path, l.size = f, path, fi.Size()
 	return l, nil
 }
 
@@ -214,7 +229,14 @@ func (l *Log) write(ln *line) {
 	}
 	hash := lineHash(b)
 	b = append(b, '\n')
-	if _, err = l.file.Write(b); err == nil {
+	if l.maxBytes > 0 && l.size > 0 && l.size+int64(len(b)) > l.maxBytes {
+		if err := l.rotateLocked(); err != nil { // the line is still written: the next one tries again
+			l.logger.Error("audit log rotation failed: the line goes to the file open", "err", err)
+		}
+	}
+	n, err := l.file.Write(b)
+	l.size += int64(n)
+	if err == nil {
 		l.prev = hash // written: the next line follows it, even if the sync fails
 		err = l.file.Sync()
 	}
@@ -241,6 +263,8 @@ type Counts struct {
 	// Written are the lines written (or attempted), Suppressed the denied
 	// lines left out over the rate limit, WriteErrors the failed writes.
 	Written, Suppressed, WriteErrors uint64
+	// Rotations are the files rotated (rotate.go).
+	Rotations uint64
 	// Forwarded are the lines sent to the syslog collector, ForwardDropped
 	// those dropped (queue full, collector gone at close, too long for UDP).
 	Forwarded, ForwardDropped uint64
@@ -251,7 +275,8 @@ func (l *Log) Counts() Counts {
 	if l == nil {
 		return Counts{}
 	}
-	c := Counts{Written: l.written.Load(), Suppressed: l.suppressed.Load(), WriteErrors: l.writeErrors.Load()}
+	c := Counts{Written: l.written.Load(), Suppressed: l.suppressed.Load(), WriteErrors: l.writeErrors.Load(),
+		Rotations: l.rotations.Load()}
 	if f := l.counted.Load(); f != nil {
 		c.Forwarded, c.ForwardDropped = f.sent.Load(), f.dropped.Load()
 	}

@@ -30,31 +30,40 @@ const tailWindow = 4 << 20
 // newline (a write cut by a crash) is ended with one first, so the next
 // line starts on its own; the cut line counts as a line of the chain.
 func lastLine(f *os.File) ([]byte, error) {
+	last, cut, err := tail(f)
+	if err == nil && cut {
+		_, err = f.Write([]byte{'\n'})
+	}
+	return last, err
+}
+
+// tail returns f's last line without its newline (nil for an empty file),
+// reading at most tailWindow bytes from its end; cut says the file does not
+// end with a newline (the line was cut by a crash).
+func tail(f *os.File) (last []byte, cut bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	size := fi.Size()
 	if size == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	n := min(size, tailWindow)
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, false, err
 	}
 	if buf[len(buf)-1] != '\n' {
-		if _, err := f.Write([]byte{'\n'}); err != nil {
-			return nil, err
-		}
+		cut = true
 	} else {
 		buf = buf[:len(buf)-1]
 	}
 	i := bytes.LastIndexByte(buf, '\n')
 	if i < 0 && n < size {
-		return nil, fmt.Errorf("its last line is longer than %d bytes", tailWindow)
+		return nil, false, fmt.Errorf("its last line is longer than %d bytes", tailWindow)
 	}
-	return buf[i+1:], nil
+	return buf[i+1:], cut, nil
 }
 
 // lineHash is a line's hash as "prev" carries it.
