@@ -134,7 +134,8 @@ func (g *groupSyncer) groups(ctx context.Context) ([]string, error) {
 }
 
 // sync runs one round for the partitions owned. A failure is said once
-// (until a round succeeds); the next round tries again.
+// (until a round succeeds); the next round tries again. A group that
+// fails does not stop the others.
 func (g *groupSyncer) sync(ctx context.Context, owned []client.TopicPartition) {
 	err := g.round(ctx, owned)
 	switch {
@@ -159,12 +160,13 @@ func (g *groupSyncer) round(ctx context.Context, owned []client.TopicPartition) 
 		return err
 	}
 	include := func(tp client.TopicPartition) bool { return slices.Contains(owned, tp) }
+	var first error // the others go on
 	for _, name := range groups {
-		if err := g.syncGroup(ctx, name, include); err != nil {
-			return fmt.Errorf("group %s: %w", name, err)
+		if err := g.syncGroup(ctx, name, include); err != nil && first == nil {
+			first = fmt.Errorf("group %s: %w", name, err)
 		}
 	}
-	return nil
+	return first
 }
 
 // syncGroup translates and commits one group's offsets.

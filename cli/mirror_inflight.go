@@ -195,11 +195,15 @@ func (f *inflight) pending(tp client.TopicPartition) int {
 	return 0
 }
 
-// forget drops what is kept of tps (released: committed already).
+// forget drops what is kept of tps (released: committed already), after
+// deciding each one's last offset sync (partSyncs.flush).
 func (f *inflight) forget(tps []client.TopicPartition) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, tp := range tps {
+		if p, ok := f.mu.parts[tp]; ok && f.withSyncs {
+			f.mu.syncs = p.syncs.flush(f.mu.syncs)
+		}
 		delete(f.mu.parts, tp)
 	}
 }
