@@ -6,13 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -29,6 +25,9 @@ type nodeOptions struct {
 	cfg      node.Config
 	logLevel string
 	logJSON  bool
+	// scrubRestart: start the node again in this process after its scrub
+	// found a corrupt batch (node_restart.go).
+	scrubRestart bool
 }
 
 func envs(name string) []string { return []string{"PAYMENTLOG_" + name} }
@@ -56,7 +55,8 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "audit-log", Usage: "append the audit trail to this `FILE`: one JSON line, fsynced, per request that changes the cluster, per request refused by ACL, per client access to a topic (--audit-access-interval) and per node start, stop and TLS reload (empty: into the node's log)", EnvVars: envs("AUDIT_LOG")},
 				&ucli.DurationFlag{Name: "audit-access-interval", Value: d.AuditAccessInterval, Usage: "record in the audit trail each client's first read and write of a topic (per principal, address and topic), and again after this long if it goes on (0: record no reads or writes)", EnvVars: envs("AUDIT_ACCESS_INTERVAL")},
 				&ucli.StringFlag{Name: "audit-syslog", Usage: "also send every audit line to this syslog collector (`tcp://HOST:PORT` or udp://HOST:PORT; RFC 5424, facility authpriv), from a queue that never holds a request back", EnvVars: envs("AUDIT_SYSLOG")},
-				&ucli.DurationFlag{Name: "log-scrub-interval", Value: d.LogScrubInterval, Usage: "read every sealed segment and check its batches' CRCs this often, finding silent disk corruption before a reader or a failover does (a corrupt batch stops the node; its next start truncates that partition there and fetches the rest from the leader); 0: never", EnvVars: envs("LOG_SCRUB_INTERVAL")},
+				&ucli.DurationFlag{Name: "log-scrub-interval", Value: d.LogScrubInterval, Usage: "read every sealed segment and check its batches' CRCs this often, finding silent disk corruption before a reader or a failover does (a corrupt batch stops the node; its next start, in this process with --log-scrub-restart, truncates that partition there and fetches the rest from the leader); 0: never", EnvVars: envs("LOG_SCRUB_INTERVAL")},
+				&ucli.BoolFlag{Name: "log-scrub-restart", Value: true, Usage: "after the scrub finds a corrupt batch and the node stops, start it again in this process (its start repairs the partition), at most 3 times an hour; false: exit, for a supervisor to restart it", EnvVars: envs("LOG_SCRUB_RESTART")},
 				&ucli.Int64Flag{Name: "log-scrub-bytes-per-sec", Value: d.LogScrubBytesPerSec, Usage: "how fast the scrub reads (0: unlimited)", EnvVars: envs("LOG_SCRUB_BYTES_PER_SEC")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
@@ -188,7 +188,7 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	if err := cfg.Validate(); err != nil {
 		return nodeOptions{}, err
 	}
-	return nodeOptions{cfg: cfg, logLevel: c.String("log-level"), logJSON: c.Bool("log-json")}, nil
+	return nodeOptions{cfg: cfg, logLevel: c.String("log-level"), logJSON: c.Bool("log-json"), scrubRestart: c.Bool("log-scrub-restart")}, nil
 }
 
 // parseSuperUsers parses --super-users: principals separated by commas,
@@ -289,39 +289,4 @@ func reloadTLS(n runningNode, log *slog.Logger) {
 	default:
 		log.Info("SIGHUP: TLS files unchanged since the node last loaded them")
 	}
-}
-
-// runNode starts the node and blocks until ctx ends (SIGINT/SIGTERM), then
-// performs a controlled shutdown. Logs and a failed shutdown go to stderr.
-func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) error {
-	logger, err := newLogger(stderr, opts.logLevel, opts.logJSON, opts.cfg.ID)
-	if err != nil {
-		return err
-	}
-	opts.cfg.Logger = logger
-	n, err := startNode(context.Background(), opts.cfg)
-	if err != nil {
-		return err
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			break wait
-		case <-n.Done():
-			break wait
-		case <-hup:
-			reloadTLS(n, logger)
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	logger.Info("shutting down")
-	if err := n.Shutdown(sctx); err != nil {
-		fmt.Fprintf(stderr, "paymentlog: shutdown: %v\n", err)
-	}
-	return n.Err()
 }
