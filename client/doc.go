@@ -68,6 +68,19 @@
 // that still remembers them would take sequence 0 under the old epoch. Only
 // a producer id at epoch 32767 asks for a fresh id (InitProducerID).
 //
+// A batch its leader refuses as larger than the topic takes
+// (RecordTooLarge: max.message.bytes lowered while it was queued or in
+// flight, or a compression.type that stores it larger than it was sent) is
+// split and resent, as Kafka's producer does, rather than failed: after the
+// partition's recovery and a metadata refresh, its pieces (packed to the
+// limit the metadata then shows, else halves, again if refused again)
+// take its place at the head of the queue and its sequence range, so the
+// later batches keep theirs and none of them is written before the pieces
+// (with idempotence; without, a later batch already in flight may be, as
+// with any retry when MaxInFlight is above 1). Pieces are encoded in
+// Compression. A record refused alone fails with a RecordTooLargeError
+// naming the topic. Producer.Stats counts the splits.
+//
 // Delivery timeout: every batch queued (not in flight) past its
 // DeliveryTimeout fails with ErrDeliveryTimeout at once, the whole backlog in
 // one pass, like any batch failing for good. A batch in flight is never

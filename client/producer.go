@@ -82,17 +82,30 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 // in a batch would be larger than the topic takes (Max: its
 // max.message.bytes, or the cluster's message.max.bytes): Size is then that
 // batch's size.
+//
+// A delivery (inside a DeliveryError) carries one with Err set when the
+// topic's leader refused a batch of the record alone (RecordTooLarge, after
+// the producer split the batch that held it): Size is that batch as sent,
+// Max the limit the producer's metadata shows (0: none), and Err the
+// leader's refusal, which names the limit it applied and, for a batch its
+// topic's compression.type stores in another codec, the size stored.
 type RecordTooLargeError struct {
 	Size, Max int
 	Topic     string
+	Err       error
 }
 
 func (e *RecordTooLargeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("client: a batch of the record alone (%d bytes sent) is larger than topic %s takes: %v", e.Size, e.Topic, e.Err)
+	}
 	if e.Topic != "" {
 		return fmt.Sprintf("client: record makes a batch of %d bytes, more than topic %s takes (%d: its max.message.bytes, or the cluster's message.max.bytes)", e.Size, e.Topic, e.Max)
 	}
 	return fmt.Sprintf("client: record of %d bytes (key, value and headers) exceeds the %d-byte limit", e.Size, e.Max)
 }
+
+func (e *RecordTooLargeError) Unwrap() error { return e.Err }
 
 // Producer sends records to partition leaders in batches, idempotently by
 // default. It is safe for concurrent use. See the package documentation for

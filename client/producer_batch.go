@@ -40,6 +40,11 @@ type pbatch struct {
 	sentTo     leader
 	sentAt     time.Time
 	cancel     context.CancelFunc
+
+	// tooLarge: its leader refused it as too large (RecordTooLarge) while
+	// it held more than one record: it is split before it is sent again
+	// (producer_split.go).
+	tooLarge bool
 }
 
 // builderPool recycles the builders (and their batch-sized buffers) of

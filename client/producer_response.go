@@ -70,6 +70,8 @@ func (pp *partProducer) handle(r attemptResult) {
 		pp.resequence(b, err, now, 0)
 	case code == wire.InvalidProducerEpoch:
 		pp.resequence(b, err, now, b.attempts)
+	case code == wire.RecordTooLarge:
+		pp.refusedTooLarge(b, err, now)
 	case code == wire.UnknownLeaderEpoch && pp.behind < behindRefreshAfter &&
 		pp.p.c.meta.current().leads(pp.topic, pp.part, b.sentTo.id, b.sentTo.epoch):
 		// Our metadata names that node the leader at that epoch and the
@@ -94,13 +96,29 @@ func (pp *partProducer) handle(r attemptResult) {
 	default:
 		// The refusal says this attempt wrote nothing; an earlier attempt
 		// whose answer was lost may have written the batch all the same.
-		if code == wire.RecordTooLarge {
-			// The topic's max.message.bytes may have been lowered since
-			// the batch was built: later batches follow the new one.
-			pp.needMeta = true
-		}
 		pp.terminal(b, err, !b.unknown, now)
 	}
+}
+
+// refusedTooLarge handles a batch its leader refused as larger than its
+// topic takes (RecordTooLarge: the topic's max.message.bytes lowered since
+// the batch was built, or its compression.type storing it larger than it
+// was sent). This attempt wrote nothing. A batch of several records goes
+// back in the queue, in order, to be split when it is next at its head
+// (producer_split.go), after the partition's recovery: every request in
+// flight resolved (with idempotence the later ones are refused for the gap
+// it leaves and resent after its pieces) and the metadata refreshed, so
+// that its pieces and later batches follow the new limit. No backoff: the
+// pieces are not what was refused. A record alone fails, naming the topic.
+func (pp *partProducer) refusedTooLarge(b *pbatch, err error, now time.Time) {
+	pp.needMeta = true
+	if b.records() > 1 {
+		b.tooLarge = true
+		pp.retryNow(b, now, err)
+		return
+	}
+	err = &RecordTooLargeError{Size: len(b.encoded), Max: pp.p.c.meta.current().maxMessageBytes(pp.topic), Topic: pp.topic, Err: err}
+	pp.terminal(b, err, !b.unknown, now)
 }
 
 // retry queues b for a resend after the partition recovers.

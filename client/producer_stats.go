@@ -38,6 +38,12 @@ type ProducerStats struct {
 	// ProducerConfig.Compression, SentBytes/EncodedBytes is the compression
 	// ratio (Kafka's compression-rate-avg); without, they are equal.
 	EncodedBytes, SentBytes uint64
+	// Splits counts batches split into smaller ones because their topic
+	// takes no batch that large: refused by their leader (RecordTooLarge,
+	// a piece refused again counts again) or, not sent yet, larger than a
+	// max.message.bytes lowered since they were built. Pieces of a batch
+	// that was sent are not counted again in Batches.
+	Splits uint64
 }
 
 // producerStats is the producer's side of ProducerStats.
@@ -47,6 +53,7 @@ type producerStats struct {
 	throttled                 atomic.Uint64
 	throttledMs               atomic.Int64
 	encoded, sent             atomic.Uint64
+	splits                    atomic.Uint64
 }
 
 // batchSent counts a batch's first send at now.
@@ -81,6 +88,6 @@ func (p *Producer) Stats() ProducerStats {
 		Batches: p.stats.batches.Load(), Requests: p.stats.requests.Load(), FailedRequests: p.stats.failed.Load(),
 		QueueTime: p.stats.queue.Snapshot(), RequestLatency: p.stats.request.Snapshot(),
 		ThrottledRequests: p.stats.throttled.Load(), ThrottleTime: time.Duration(p.stats.throttledMs.Load()) * time.Millisecond,
-		EncodedBytes: p.stats.encoded.Load(), SentBytes: p.stats.sent.Load(),
+		EncodedBytes: p.stats.encoded.Load(), SentBytes: p.stats.sent.Load(), Splits: p.stats.splits.Load(),
 	}
 }

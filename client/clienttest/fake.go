@@ -2,12 +2,14 @@
 // testing clients: brokers with in-memory partition logs (one replica each: the
 // high watermark is the log end), idempotent-producer checks like a real
 // leader's (last 5 batches per producer and epoch remembered; a retried
-// batch gets its original offset; a sequence gap is refused with
-// OutOfOrderSequence, a batch of a producer id with no state and a sequence
-// other than 0 with UnknownProducerID, an older epoch with
+// batch gets its original offset, a retry of part of one, a producer's
+// split of a batch already written, that part's offsets; a sequence gap is
+// refused with OutOfOrderSequence, a batch of a producer id with no state
+// and a sequence other than 0 with UnknownProducerID, an older epoch with
 // InvalidProducerEpoch; a newer epoch starts at sequence 0),
-// leader changes and log truncation under test control, and fault injection
-// per request (lose the request, lose the answer, hang, answer an error).
+// leader changes and log truncation under test control, a topic's
+// max.message.bytes (SetMaxMessageBytes), and fault injection per request
+// (lose the request, lose the answer, hang, answer an error).
 //
 // Every batch is stamped with its partition's leader epoch when appended
 // (0 until the first SetLeader), and a fetch that carries a last fetched
@@ -121,11 +123,12 @@ type Cluster struct {
 }
 
 type topic struct {
-	name   string
-	id     string
-	rf     int32
-	minISR int32
-	parts  []*partition
+	name     string
+	id       string
+	rf       int32
+	minISR   int32
+	maxBytes int32 // max.message.bytes (SetMaxMessageBytes); 0: no limit
+	parts    []*partition
 }
 
 type partition struct {
@@ -223,6 +226,17 @@ func (c *Cluster) createLocked(name string, partitions, rf, minISR int32) {
 		t.parts = append(t.parts, &partition{leader: reps[0], replicas: reps, producers: map[int64]*producerState{}})
 	}
 	c.mu.topics[name] = t
+	c.bumpLocked()
+}
+
+// SetMaxMessageBytes sets a topic's max.message.bytes (0: no limit): the
+// metadata reports it and leaders refuse a larger batch with
+// RecordTooLarge, before the producer-sequence checks, as a real leader
+// does.
+func (c *Cluster) SetMaxMessageBytes(topicName string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.topics[topicName].maxBytes = int32(n)
 	c.bumpLocked()
 }
 
@@ -753,7 +767,7 @@ func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
 			resp.Topics = append(resp.Topics, wire.TopicMetadata{Name: n, Err: wire.UnknownTopicOrPartition})
 			continue
 		}
-		tm := wire.TopicMetadata{Name: n, ID: t.id, ReplicationFactor: t.rf, MinISR: t.minISR}
+		tm := wire.TopicMetadata{Name: n, ID: t.id, ReplicationFactor: t.rf, MinISR: t.minISR, MaxMessageBytes: t.maxBytes}
 		for i, pt := range t.parts {
 			isr := pt.isr
 			if isr == nil {
@@ -810,6 +824,11 @@ func (c *Cluster) produce(addr string, req *wire.ProduceRequest, answered bool) 
 			resp.Parts = append(resp.Parts, r)
 			continue
 		}
+		if limit := c.mu.topics[req.Topic].maxBytes; limit > 0 && len(pp.Batch) > int(limit) {
+			r.Err, r.Message = wire.RecordTooLarge, fmt.Sprintf("batch of %d bytes is larger than topic %s's max.message.bytes (%d)", len(pp.Batch), req.Topic, limit)
+			resp.Parts = append(resp.Parts, r)
+			continue
+		}
 		r.Err, r.Message, r.BaseOffset = c.appendLocked(pt, pp.Batch)
 		if answered && r.Err == wire.None {
 			i := sort.Search(len(pt.batches), func(i int) bool { return pt.batches[i].LastOffset() >= r.BaseOffset })
@@ -840,9 +859,13 @@ func (c *Cluster) appendLocked(pt *partition, raw []byte) (wire.ErrorCode, strin
 			st = nil // a new epoch starts at sequence 0
 		}
 		if st != nil {
+			last := h.BaseSequence + h.RecordCount - 1
 			for _, e := range st.recent {
 				if e.first == h.BaseSequence {
 					return wire.None, "", e.base // a retry: its original offset
+				}
+				if e.first < h.BaseSequence && last <= e.last {
+					return wire.None, "", e.base + int64(h.BaseSequence-e.first) // a retry of part of it
 				}
 			}
 		}
