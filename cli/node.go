@@ -54,6 +54,8 @@ func nodeCommand() *ucli.Command {
 				&ucli.StringFlag{Name: "super-users", Usage: "principals allowed everything under --authorizer acl, comma-separated: User:admin,User:ops (or admin,ops); node certificates always are", EnvVars: envs("SUPER_USERS")},
 				&ucli.StringFlag{Name: "audit-log", Usage: "append the audit trail to this `FILE`: one JSON line, fsynced, per request that changes the cluster, per request refused by ACL, per client access to a topic (--audit-access-interval) and per node start, stop and TLS reload (empty: into the node's log)", EnvVars: envs("AUDIT_LOG")},
 				&ucli.DurationFlag{Name: "audit-access-interval", Value: d.AuditAccessInterval, Usage: "record in the audit trail each client's first read and write of a topic (per principal, address and topic), and again after this long if it goes on (0: record no reads or writes)", EnvVars: envs("AUDIT_ACCESS_INTERVAL")},
+				&ucli.Int64Flag{Name: "audit-log-max-bytes", Value: d.AuditLogMaxBytes, Usage: "rotate --audit-log before a line would take it past this size: it is renamed FILE.<UTC time> and a new FILE continues its hash chain (0: never rotate)", EnvVars: envs("AUDIT_LOG_MAX_BYTES")},
+				&ucli.IntFlag{Name: "audit-log-max-files", Usage: "rotated audit files to keep, the oldest deleted first (0: keep them all; PCI DSS asks for a year of audit trail, so deleting is your retention choice)", EnvVars: envs("AUDIT_LOG_MAX_FILES")},
 				&ucli.StringFlag{Name: "audit-syslog", Usage: "also send every audit line to this syslog collector (`tcp://HOST:PORT` or udp://HOST:PORT; RFC 5424, facility authpriv), from a queue that never holds a request back", EnvVars: envs("AUDIT_SYSLOG")},
 				&ucli.DurationFlag{Name: "log-scrub-interval", Value: d.LogScrubInterval, Usage: "read every sealed segment and check its batches' CRCs this often, finding silent disk corruption before a reader or a failover does (a corrupt batch stops the node; its next start, in this process with --log-scrub-restart, truncates that partition there and fetches the rest from the leader); 0: never", EnvVars: envs("LOG_SCRUB_INTERVAL")},
 				&ucli.BoolFlag{Name: "log-scrub-restart", Value: true, Usage: "after the scrub finds a corrupt batch and the node stops, start it again in this process (its start repairs the partition), at most 3 times an hour; false: exit, for a supervisor to restart it", EnvVars: envs("LOG_SCRUB_RESTART")},
@@ -142,6 +144,8 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.AuditLog = c.String("audit-log")
 	cfg.AuditAccessInterval = c.Duration("audit-access-interval")
 	cfg.AuditSyslog = c.String("audit-syslog")
+	cfg.AuditLogMaxBytes = c.Int64("audit-log-max-bytes")
+	cfg.AuditLogMaxFiles = c.Int("audit-log-max-files")
 	cfg.LogScrubInterval = c.Duration("log-scrub-interval")
 	cfg.LogScrubBytesPerSec = c.Int64("log-scrub-bytes-per-sec")
 	cfg.Version = Version

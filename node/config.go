@@ -135,6 +135,14 @@ type Config struct {
 	// lines: the first read or write per principal, address and topic,
 	// then one per interval); 0 records no access lines.
 	AuditAccessInterval time.Duration
+	// AuditLogMaxBytes is the size past which AuditLog is rotated to
+	// AuditLog.<time> and a new file started that continues the hash chain
+	// (node/audit's rotate.go; default audit.DefaultMaxBytes, 100 MiB; 0:
+	// never). AuditLogMaxFiles is how many rotated files are kept, the
+	// oldest deleted first (default 0: all; deleting is the operator's
+	// retention choice).
+	AuditLogMaxBytes int64
+	AuditLogMaxFiles int
 	// AuditSyslog, when set, also sends every audit line to this syslog
 	// collector: tcp://HOST:PORT or udp://HOST:PORT (node/audit's
 	// forward.go).
@@ -209,6 +217,7 @@ func DefaultConfig() Config {
 		ElectionTicks:              DefaultElectionTicks,
 		DiskResumeFreePercent:      DefaultDiskResumeFreePercent,
 		AuditAccessInterval:        audit.DefaultAccessInterval,
+		AuditLogMaxBytes:           audit.DefaultMaxBytes,
 	}
 }
 
@@ -256,6 +265,10 @@ func (c Config) Validate() error {
 		return &ConfigError{"log-scrub-interval", errors.New("the scrub interval, rate and delay must be >= 0")}
 	case c.AuditAccessInterval < 0:
 		return &ConfigError{"audit-access-interval", errors.New("must be >= 0 (0: no access lines)")}
+	case c.AuditLogMaxBytes < 0:
+		return &ConfigError{"audit-log-max-bytes", errors.New("must be >= 0 (0: never rotate)")}
+	case c.AuditLogMaxFiles < 0:
+		return &ConfigError{"audit-log-max-files", errors.New("must be >= 0 (0: keep every rotated file)")}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
 		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
 	}

@@ -125,7 +125,8 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_audit_lines_total", "Lines this node wrote to its audit trail (--audit-log, else its log): requests that change the cluster, refusals by ACL, clients' access to topics, the node's start, stop and TLS reloads.", ac.Written)
 	w.Counter("paymentlog_audit_forwarded_total", "Audit trail lines this node sent to its syslog collector (--audit-syslog).", ac.Forwarded)
 	w.Counter("paymentlog_audit_forward_dropped_total", "Audit trail lines this node did not send to its syslog collector (--audit-syslog): its queue of 10000 was full, or the collector was still unreachable when the node stopped (they are in --audit-log).", ac.ForwardDropped)
-	w.Counter("paymentlog_audit_suppressed_total", "Refusals by ACL left out of the audit trail over its rate limit (100 a second); the next denied line counts them.", ac.Suppressed)
+	w.Counter("paymentlog_audit_suppressed_total", "Denied lines left out of the audit trail: refusals by ACL and refused handshakes over its rate limit (100 a second; the next denied line counts them), and refused handshakes repeated within a minute (the next line for the same client host, reason and certificate counts them).", ac.Suppressed)
+	w.Counter("paymentlog_audit_rotations_total", "Times this node rotated its audit file (--audit-log-max-bytes).", ac.Rotations)
 	w.Counter("paymentlog_audit_write_errors_total", "Audit trail lines this node failed to write or fsync to --audit-log (logged; the request was answered).", ac.WriteErrors)
 	w.Family("paymentlog_controller_group_members_removed_total", metrics.TypeCounter,
 		"Consumer group members this node removed as the active controller: reason=session (no heartbeat for a session timeout), reason=rebalance (kept partitions it was told to release past its rebalance timeout).")

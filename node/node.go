@@ -161,6 +161,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", aerr)
 	}
 	auditLog.SetAccessInterval(cfg.AuditAccessInterval)
+	auditLog.SetRotation(cfg.AuditLogMaxBytes, cfg.AuditLogMaxFiles)
 	if cfg.AuditSyslog != "" {
 		if ferr := auditLog.ForwardTo(cfg.AuditSyslog); ferr != nil {
 			auditLog.Close()
