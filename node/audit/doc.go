@@ -87,6 +87,16 @@
 // those left out is carried by the next denied line and by
 // paymentlog_audit_suppressed_total. A failed write is logged and counted
 // (paymentlog_audit_write_errors_total) and does not fail the request.
-// Rotate with logrotate's copytruncate (or move the file and restart the
-// node). Without a file the lines go to the node's log as "audit" records.
+// Without a file the lines go to the node's log as "audit" records.
+//
+// # Rotation
+//
+// Past SetRotation's size (--audit-log-max-bytes) the file is renamed
+// FILE.<UTC time of the rotation> (rotatedTimeFormat) and a new FILE is
+// started whose first line's prev is the hash of the renamed file's last
+// line: the chain runs across the files, and VerifyTrail (`log
+// audit-verify FILE`) checks them in order. Rotated files beyond
+// --audit-log-max-files are deleted, oldest first (0, the default: none).
+// rotate.go says in what order a rotation writes and why a crash in it
+// loses and repeats no line.
 package audit
