@@ -265,3 +265,32 @@ func TestRotatedName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTail: any file gives its last line (no newline in it, at the end of
+// the file) or an error, never a panic; Open and the rotation's restart read
+// the last line of a file with it.
+func FuzzTail(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n{\"b\":2}\n"))
+	f.Add([]byte("{\"a\":1}\n{\"b\""))
+	f.Add([]byte("\n"))
+	f.Add([]byte(""))
+	path := filepath.Join(f.TempDir(), "audit.log")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		last, cut, err := tail(fh)
+		if err != nil || len(data) == 0 && last == nil {
+			return
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		if string(last) != lines[len(lines)-1] || cut != (len(data) > 0 && data[len(data)-1] != '\n') {
+			t.Fatalf("tail(%q) = %q, %v", data, last, cut)
+		}
+	})
+}
