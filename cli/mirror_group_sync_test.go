@@ -177,3 +177,73 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 }
 
 func itoa(o int64) string { return offsetOrDash(o) }
+
+// While the mirror runs, every --commit-interval moves the target group
+// after the source group: its translated offset follows the source's
+// commits, stops while the group has a member on the target (the member's
+// own commit stays), and goes on once the member has left.
+func TestMirrorSyncsGroupOffsetsWhileRunning(t *testing.T) {
+	e := startMirrorEnv(t)
+	createTopicN(t, e, "pay", 1)
+	produceRecords(t, e.srcC, "pay", 0, 0, 3000)
+	commitGroup(t, e.srcC, "app", "pay", map[int32]int64{0: 500})
+	var errb lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := e.options("pay")
+	opts.offsetSyncsTopic, opts.syncGroups, opts.commitInterval = defaultOffsetSyncsTopic, []string{"app"}, 50*time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- runMirror(ctx, opts, &errb) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("mirror: %v; stderr %q", err, errb.String())
+		}
+	}()
+	target := func() int64 {
+		if o, ok := groupOffsets(t, e.dstC, "app", "pay")[0]; ok {
+			return o
+		}
+		return -1
+	}
+	caughtUp := func(end int64) func() bool {
+		return func() bool {
+			hws, err := e.dstC.Admin().ListOffsets(ctx, "pay", client.SeekEnd) // the topic may not be there yet
+			return err == nil && hws[0] == end && groupOffsets(t, e.srcC, defaultMirrorGroup, "pay")[0] == end
+		}
+	}
+	waitForCLI(t, "the mirror to catch up", caughtUp(3000))
+	waitForCLI(t, "group app translated on the target", func() bool { return target() >= 0 })
+	checkTranslated(t, e, "app", "pay", map[int32]int64{0: 500}, 3000)
+
+	// The source group moves on, and records come: so does the target group.
+	commitGroup(t, e.srcC, "app", "pay", map[int32]int64{0: 2500})
+	produceRecords(t, e.srcC, "pay", 0, 3000, 4000)
+	waitForCLI(t, "the mirror to catch up", caughtUp(4000))
+	waitForCLI(t, "group app to follow to 2500", func() bool { return target() > 1500 })
+	checkTranslated(t, e, "app", "pay", map[int32]int64{0: 2500}, 4000)
+
+	// A member on the target: not moved while it is there.
+	member, err := e.dstC.NewGroupConsumer(ctx, client.GroupConsumerConfig{Group: "app", Topics: []string{"pay"},
+		CommitAt: func(client.TopicPartition, int64) (int64, bool) { return 0, false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForCLI(t, "the member to be seen", func() bool {
+		return strings.Contains(errb.String(), "group app has members on the target: its offsets are not synced while it does")
+	})
+	held := target()
+	commitGroup(t, e.srcC, "app", "pay", map[int32]int64{0: 4000})
+	lines := strings.Count(errb.String(), "\n")
+	waitForCLI(t, "three more rounds", func() bool { return strings.Count(errb.String(), "\n") >= lines+3 }) // a progress line each
+	if got := target(); got != held {
+		t.Fatalf("group app moved from %d to %d on the target while it had a member there", held, got)
+	}
+	if err := member.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitForCLI(t, "group app synced again, to the end", func() bool { return target() == 4000 })
+	if !strings.Contains(errb.String(), "group app has no members on the target any more: syncing its offsets") {
+		t.Fatalf("stderr %q", errb.String())
+	}
+}

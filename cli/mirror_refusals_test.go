@@ -30,6 +30,11 @@ func TestMirrorRefusals(t *testing.T) {
 		{[]string{"--topics", "t", "--commit-interval", "-1s"}, 2, "--commit-interval must be >= 0"},
 		{[]string{"--topics", "t", "--replication-factor", "1", "--min-insync-replicas", "2"}, 2, "--min-insync-replicas 2 is above --replication-factor 1"},
 		{[]string{"--topics", "t", "--source-bootstrap", e.dst}, 2, "the source and the target must be different clusters"},
+		{[]string{"--topics", "t", "--sync-group-offsets", "app," + defaultMirrorGroup}, 2, "--sync-group-offsets: paymentlog-mirror is the mirror's own --group"},
+		{[]string{"--topics", "t", "--sync-group-pattern", "app("}, 2, `--sync-group-pattern: "app(" is not a regular expression`},
+		{[]string{"--topics", "t", "--sync-group-offsets", "app", "--offset-syncs-topic", ""}, 2, "--offset-syncs-topic cannot be empty"},
+		{[]string{"--topics", "t", "--offset-syncs-topic", "__syncs"}, 2, `--offset-syncs-topic: "__syncs" is not a topic name it can use`},
+		{[]string{"--topics", "t," + defaultOffsetSyncsTopic}, 2, "--topics: the offset syncs topic is the mirror's own, not one to mirror"},
 	} {
 		errOut, code := e.mirror(t, c.args...)
 		oneErrorLine(t, "mirror "+strings.Join(c.args, " "), code, errOut, c.code, c.want)
