@@ -42,6 +42,10 @@ type partition struct {
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state. Guarded by appendMu.
 	producers *producerState
+	// reordered is closed by the next leader append, for produce requests
+	// that overtook an earlier one of their producer (reorder.go); nil
+	// until one waits. Guarded by appendMu.
+	reordered chan struct{}
 	// raising is set while a follower raises its log start to its
 	// leader's, beside the fetch loop (fetcher.raiseLogStart).
 	raising atomic.Bool

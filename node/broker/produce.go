@@ -200,8 +200,30 @@ func (p *partition) leaderHint() int32 {
 // appendLeader checks leadership, epoch, min ISR and the producer sequence,
 // then appends the batch. It returns the batch's offsets (the original ones
 // for a retried duplicate, with dup set) and the leader epoch. now is the
-// broker's clock as the request's checks read it.
+// broker's clock as the request's checks read it. A batch that overtook
+// earlier ones of its producer waits for them (reorder.go).
 func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header, now time.Time) (base, last int64, epoch int32, dup bool, code wire.ErrorCode) {
+	var until time.Time
+	for {
+		var earlier <-chan struct{}
+		base, last, epoch, dup, code, earlier = p.tryAppendLeader(ctx, acks, reqEpoch, batch, h, now)
+		if earlier == nil {
+			return base, last, epoch, dup, code
+		}
+		if until.IsZero() {
+			until = time.Now().Add(reorderWait)
+		}
+		if !p.awaitEarlier(ctx, earlier, until) {
+			return base, last, epoch, dup, code
+		}
+	}
+}
+
+// tryAppendLeader is one attempt of appendLeader. earlier is set, with the
+// refusal, when the batch's sequence is ahead of its producer's on this
+// partition: it is closed by the next append, after which the batch may
+// follow.
+func (p *partition) tryAppendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header, now time.Time) (base, last int64, epoch int32, dup bool, code wire.ErrorCode, earlier <-chan struct{}) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -214,31 +236,37 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	}
 	p.mu.Unlock()
 	if c != replica.OK {
-		return -1, -1, epoch, false, codeToWire(c)
+		return -1, -1, epoch, false, codeToWire(c), nil
 	}
 	if p.b.fenced.Load() {
-		return -1, -1, epoch, false, wire.NotLeader
+		return -1, -1, epoch, false, wire.NotLeader, nil
 	}
 	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
 		switch v, orig := p.producers.check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta); v {
 		case seqDuplicate:
-			return orig.baseOffset, orig.lastOffset, epoch, true, wire.None
-		case seqOutOfOrder:
-			return -1, -1, epoch, false, wire.OutOfOrderSequence
-		case seqUnknownProducer:
-			return -1, -1, epoch, false, wire.UnknownProducerID
+			return orig.baseOffset, orig.lastOffset, epoch, true, wire.None, nil
+		case seqOutOfOrder, seqUnknownProducer:
+			code = wire.OutOfOrderSequence
+			if v == seqUnknownProducer {
+				code = wire.UnknownProducerID
+			}
+			if p.producers.ahead(h.ProducerID, h.ProducerEpoch, h.BaseSequence) {
+				earlier = p.nextAppendLocked()
+			}
+			return -1, -1, epoch, false, code, earlier
 		case seqInvalidEpoch:
-			return -1, -1, epoch, false, wire.InvalidProducerEpoch
+			return -1, -1, epoch, false, wire.InvalidProducerEpoch, nil
 		case seqUnknown:
-			return -1, -1, epoch, false, wire.KafkaStorageError
+			return -1, -1, epoch, false, wire.KafkaStorageError, nil
 		}
 	}
 	info, err := p.log.Append(ctx, batch, epoch)
 	if err != nil {
 		p.lg.Error("append failed", "epoch", epoch, "err", err)
-		return -1, -1, epoch, false, appendErrCode(err)
+		return -1, -1, epoch, false, appendErrCode(err), nil
 	}
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, seenAt(h, now))
+	p.appendedLocked()
 	p.producers.advance(hw)
 	p.b.counters.produceBytes.Add(uint64(len(batch)))
 	p.decide(func(r *replica.Replica) replica.Decisions { return r.LocalAppend(info.LastOffset + 1) })
@@ -249,7 +277,7 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	case acks == wire.AcksNone:
 		p.syncInBackground(epoch, info.LastOffset+1) // no request waits for this flush
 	}
-	return info.BaseOffset, info.LastOffset, epoch, false, wire.None
+	return info.BaseOffset, info.LastOffset, epoch, false, wire.None, nil
 }
 
 // waitHW parks request id, whose batch was appended as leader of epoch,
