@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"paymentlog/client"
 )
 
 // QUICLoss is what the local nodes' QUIC loss detection saw during a phase
@@ -38,6 +40,37 @@ type Messages struct {
 	// RecordsPerProduce is the phase's acknowledged records per produce
 	// request.
 	RecordsPerProduce float64 `json:"records_per_produce,omitempty"`
+	// BenchRequests counts the produce requests the bench's producers sent
+	// in the phase (first sends and resends), BenchRequestsFailed those
+	// answered with an error or lost (client.ProducerStats): each failed
+	// one is resent, a round trip or more added to its records' latency.
+	// Without faults they should be few: an idempotent producer's requests
+	// that overtook one another used to be refused here (broker's
+	// reorder.go).
+	BenchRequests       uint64 `json:"bench_produce_requests"`
+	BenchRequestsFailed uint64 `json:"bench_produce_requests_failed"`
+}
+
+// producerRequests is what the producers sent and had refused so far.
+type producerRequests struct{ sent, failed uint64 }
+
+func readProducerRequests(ps []*client.Producer) producerRequests {
+	var r producerRequests
+	for _, p := range ps {
+		st := p.Stats()
+		r.sent += st.Requests
+		r.failed += st.FailedRequests
+	}
+	return r
+}
+
+// addRequests fills the bench's request counts of a phase from its
+// producers' readings at its start and end.
+func (m *Messages) addRequests(r0, r1 producerRequests) {
+	if m == nil {
+		return
+	}
+	m.BenchRequests, m.BenchRequestsFailed = r1.sent-r0.sent, r1.failed-r0.failed
 }
 
 // addRecords fills RecordsPerProduce from the phase's acknowledged records.
@@ -120,6 +153,10 @@ func messagesLine(w io.Writer, phase string, m *Messages) {
 	}
 	fmt.Fprintf(w, "  messages (%s)\t%.0f produce requests/s (%.1f records each), %.2f follower fetch answers per produce request\n",
 		phase, m.ProduceRequestsPerSec, m.RecordsPerProduce, m.AnswersPerProduce)
+	if m.BenchRequests > 0 {
+		fmt.Fprintf(w, "  produce requests refused or lost (%s)\t%d of %d the bench sent (%.2f%%), each resent\n",
+			phase, m.BenchRequestsFailed, m.BenchRequests, 100*float64(m.BenchRequestsFailed)/float64(m.BenchRequests))
+	}
 	if m.NodeCPUMsPerProduce > 0 {
 		fmt.Fprintf(w, "  CPU per produce request (%s)\tnodes %.2f ms + bench %.2f ms; context switches nodes %.0f + bench %.0f\n",
 			phase, m.NodeCPUMsPerProduce, m.BenchCPUMsPerProduce, m.NodeSwitchesPerProduce, m.BenchSwitchesPerProduce)

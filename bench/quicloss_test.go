@@ -57,3 +57,20 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 		t.Fatalf("no metrics addresses gave %+v (%v)", q, err)
 	}
 }
+
+// The report says how many of the bench's produce requests were refused or
+// lost (and resent) in a phase, from its producers' counts at its ends.
+func TestMessagesCountTheBenchsFailedRequests(t *testing.T) {
+	m := &Messages{ProduceRequests: 900, ProduceRequestsPerSec: 180, RecordsPerProduce: 64}
+	m.addRequests(producerRequests{sent: 100, failed: 7}, producerRequests{sent: 1100, failed: 32})
+	if m.BenchRequests != 1000 || m.BenchRequestsFailed != 25 {
+		t.Fatalf("counted %d sent, %d failed; want 1000 and 25", m.BenchRequests, m.BenchRequestsFailed)
+	}
+	var b strings.Builder
+	messagesLine(&b, "full load", m)
+	if want := "produce requests refused or lost (full load)\t25 of 1000 the bench sent (2.50%), each resent"; !strings.Contains(b.String(), want) {
+		t.Fatalf("report:\n%s\nwant a line with %q", b.String(), want)
+	}
+	var nilM *Messages
+	nilM.addRequests(producerRequests{}, producerRequests{sent: 1}) // no panic: a phase without node counters
+}

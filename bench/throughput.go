@@ -160,15 +160,18 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		return nil, err
 	}
 	bar := r.progress.phase(r.roundLabel("throughput"), tc.Duration, tc.Records)
+	req0 := readProducerRequests(ps.producers)
 	full := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize, bodies: bodies,
 		duration: tc.Duration, records: tc.Records,
 		progress: bar.records,
 	})
 	bar.done()
+	req1 := readProducerRequests(ps.producers)
 	res.CPU, res.QUICLoss, res.Messages = r.stopPhase(ctx, phase)
 	res.Records, res.Failed = full.acked, full.failed
 	res.Messages.addRecords(full.acked)
+	res.Messages.addRequests(req0, req1)
 	res.Seconds = full.elapsed().Seconds()
 	res.RecordsPerSec = perSec(full.acked, full.elapsed())
 	res.MBPerSec = mbps(full.ackedBytes, full.elapsed())
@@ -323,7 +326,7 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 	if tc.CPUProbe {
 		probe = startSpeedProbe(tc.HalfLoadDuration)
 	}
-	stages0 := readProducerStages(ps.producers)
+	stages0, req0 := readProducerStages(ps.producers), readProducerRequests(ps.producers)
 	lr := runLoad(ctx, ps.producers, loadConfig{
 		topic: topic, partitions: tc.Partitions, recordSize: tc.RecordSize, bodies: bodies,
 		rate: rate, duration: tc.HalfLoadDuration, progress: bar.records, trace: trace,
@@ -334,11 +337,12 @@ func (r *runner) halfLoad(ctx context.Context, ps *producerSet, topic string, ra
 		},
 	})
 	bar.done()
-	stages1 := readProducerStages(ps.producers)
+	stages1, req1 := readProducerStages(ps.producers), readProducerRequests(ps.producers)
 	slow := probe.stop()
 	cpu, loss, msgs := r.stopPhase(ctx, phase)
 	stages := latencyStages(stages0, stages1, phase.counters, phase.end)
 	msgs.addRecords(lr.acked)
+	msgs.addRequests(req0, req1)
 	produced <- onSample.Load()
 	select {
 	case err := <-consErr:
