@@ -54,8 +54,15 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 		return fmt.Errorf("mirror: %w", err)
 	}
 	if opts.offsetSyncsTopic != "" {
-		if err := ensureSyncTopic(setupCtx, dst.Admin(), opts.offsetSyncsTopic, m.topics.defaults.brokers); err != nil {
+		err := ensureSyncTopic(setupCtx, dst.Admin(), opts.offsetSyncsTopic, m.topics.defaults.brokers)
+		switch {
+		case err != nil && opts.syncsGroups():
 			return fmt.Errorf("mirror: %w", err)
+		case err != nil:
+			// Copying goes on without (a target on an older build, or
+			// no ACL for the topic): only the translation needs them.
+			fmt.Fprintf(stderr, "paymentlog: mirror: writing no offset syncs (groups' offsets of what this run copies cannot be translated): %v\n", err)
+			m.opts.offsetSyncsTopic, m.track = "", newInflight(false)
 		}
 	}
 	if opts.syncsGroups() {
