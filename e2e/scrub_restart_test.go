@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,6 +33,7 @@ func TestScrubRestartRepairsInProcess(t *testing.T) {
 		Binary:   binary,
 		BaseDir:  t.TempDir(),
 		Insecure: true,
+		Metrics:  true,
 		ExtraArgs: []string{
 			"--segment-bytes", fmt.Sprint(1 << 20),
 			"--replica-lag-time", "1s",
@@ -122,6 +126,17 @@ func TestScrubRestartRepairsInProcess(t *testing.T) {
 	set, err := filepath.Glob(filepath.Join(dir(follower), "scrub-quarantine-*"))
 	if err != nil || len(set) != 1 {
 		t.Fatalf("node %d's quarantine: %v, %v (want one scrub-quarantine-* directory)", follower, set, err)
+	}
+	// The restarted node serves its metrics on the same address, and they
+	// show what it set aside.
+	resp, err := http.Get("http://" + c.Node(follower).MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("node %d's metrics after its restart: %v", follower, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !regexp.MustCompile(`(?m)^paymentlog_log_scrub_quarantine_bytes [1-9]`).Match(body) {
+		t.Fatalf("node %d's metrics after its restart (%v): no quarantined bytes in\n%s", follower, err, body)
 	}
 	// Its batches are the leader's again, the rotten one included.
 	if err := c.WaitFor(ctx, func(context.Context) (bool, error) {
