@@ -112,10 +112,14 @@ func readPartitions(t *testing.T, c *client.Client, topic string) map[int32][]cl
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := c.PartitionCount(ctx, topic)
+	// Not c.PartitionCount: the client's cached metadata may predate
+	// partitions the mirror added since (the test failed with 3
+	// partitions on the target and 5 on the source).
+	d, err := c.Admin().DescribeTopic(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := len(d.Partitions)
 	var tps []client.TopicPartition
 	for p := range int32(n) {
 		tps = append(tps, client.TopicPartition{Topic: topic, Partition: p})
