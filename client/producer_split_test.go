@@ -320,16 +320,7 @@ func TestProducerSplitsRefusedBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := testCtx(t)
-			d := newDeliveries()
-			for i := range n {
-				if err := p.Produce(ctx, splitRecord(i, 300), d.cb(i)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := p.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
+			d := produceSplitRecords(t, p, n, 300)
 			checkExactlyOnce(t, fc, "t", 1, d, n)
 			st := p.Stats()
 			if st.Splits == 0 || st.FailedRequests == 0 {
@@ -451,16 +442,7 @@ func TestProducerSplitsABatchThatMayHaveBeenWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
-	d := newDeliveries()
-	for i := range n {
-		if err := p.Produce(ctx, splitRecord(i, 300), d.cb(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := produceSplitRecords(t, p, n, 300)
 	checkExactlyOnce(t, fc, "t", 1, d, n)
 	if st := p.Stats(); st.Splits == 0 {
 		t.Fatal("nothing was split")
@@ -468,4 +450,21 @@ func TestProducerSplitsABatchThatMayHaveBeenWritten(t *testing.T) {
 	if fc.LogEnd("t", 0) != n {
 		t.Fatalf("log end %d, want %d", fc.LogEnd("t", 0), n)
 	}
+}
+
+// produceSplitRecords produces records 0..n-1 of pad bytes each
+// (splitRecord) and closes p, which waits for their deliveries.
+func produceSplitRecords(t *testing.T, p *Producer, n, pad int) *deliveries {
+	t.Helper()
+	ctx := testCtx(t)
+	d := newDeliveries()
+	for i := range n {
+		if err := p.Produce(ctx, splitRecord(i, pad), d.cb(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
