@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,36 @@ func (c *Cluster) CopyLogsSince(marks LogMarks, dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// LogSince returns the whole lines node id wrote to its log after byte
+// off (a line still being written is left for the next call), and the
+// offset after them, to pass next time: a log followed as it grows, by
+// every incarnation. A log shorter than off (replaced) is read from 0.
+func (c *Cluster) LogSince(id int32, off int64) ([]byte, int64, error) {
+	n, err := c.node(id)
+	if err != nil {
+		return nil, off, err
+	}
+	f, err := os.Open(n.logPath)
+	if err != nil {
+		return nil, off, fmt.Errorf("localcluster: node %d: %w", id, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, off, fmt.Errorf("localcluster: node %d: %w", id, err)
+	}
+	if fi.Size() < off {
+		off = 0
+	}
+	b := make([]byte, fi.Size()-off)
+	k, err := f.ReadAt(b, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, off, fmt.Errorf("localcluster: node %d: %w", id, err)
+	}
+	b = b[:bytes.LastIndexByte(b[:k], '\n')+1]
+	return b, off + int64(len(b)), nil
 }
 
 // copyFrom copies src from byte off (from 0 when src is shorter) to dst.

@@ -51,3 +51,37 @@ func TestCopyLogsSinceMarks(t *testing.T) {
 		t.Fatalf("node2.log without a mark:\n%s", got)
 	}
 }
+
+// TestLogSince: whole lines only, each once, from where the last call
+// stopped; a line still being written waits for its newline.
+func TestLogSince(t *testing.T) {
+	c := startFake(t, "1", Options{Nodes: 1})
+	ctx := context.Background()
+	if err := c.WaitFor(ctx, logContains(c, 1, "listening on")); err != nil {
+		t.Fatal(err)
+	}
+	b, off, err := c.LogSince(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "start #1") || !strings.Contains(string(b), "listening on") || off != int64(len(b)) {
+		t.Fatalf("from 0: offset %d, %q", off, b)
+	}
+	f, err := os.OpenFile(c.Node(1).LogPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("half a li")
+	if b, next, err := c.LogSince(1, off); err != nil || len(b) != 0 || next != off {
+		t.Fatalf("a line without its newline: %q, offset %d (was %d), %v", b, next, off, err)
+	}
+	f.WriteString("ne\nand the st")
+	b, next, err := c.LogSince(1, off)
+	if err != nil || string(b) != "half a line\n" || next != off+int64(len(b)) {
+		t.Fatalf("after the newline: %q, offset %d (was %d), %v", b, next, off, err)
+	}
+	if _, _, err := c.LogSince(9, 0); err == nil {
+		t.Fatal("node 9 of 1 has a log")
+	}
+}
