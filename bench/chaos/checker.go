@@ -33,7 +33,7 @@ const (
 // Liveness and robustness anomalies: also fail the run, reported apart.
 const (
 	NotConverged   AnomalyKind = "not-converged"   // replicas never all back in sync after healing
-	NodeCrashed    AnomalyKind = "node-crashed"    // a node exited on its own (other than its scrub finding a rot-sealed torn tail)
+	NodeCrashed    AnomalyKind = "node-crashed"    // a node stopped on its own, exiting or starting again in its process (other than its scrub finding a rot-sealed torn tail)
 	ConsumerBehind AnomalyKind = "consumer-behind" // a consumer never read a partition up to the final HW
 	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
 	WritesStalled  AnomalyKind = "writes-stalled"  // no record sent to a partition after the faults ended was acknowledged
@@ -104,10 +104,13 @@ type Report struct {
 
 	// Rots is how many sealed segments rot-sealed torn tails damaged, and
 	// ScrubRepairs how many of them the damaged node's scrub found
-	// (stopping the node: not a crash). A rot never found and still on
-	// the disk at the end is corruption in the replica's files
-	// (replica-divergence).
-	Rots, ScrubRepairs int
+	// (stopping the node: not a crash), InProcessRepairs how many of
+	// those the node repaired by starting again in its process (the
+	// others exited). A rot never found and still on the disk at the end
+	// is corruption in the replica's files (replica-divergence).
+	Rots, ScrubRepairs, InProcessRepairs int
+	// Repairs lists the rots, each with the stop that repaired it.
+	Repairs []Repair
 
 	Counts    map[AnomalyKind]int
 	Anomalies []Anomaly // at most maxPerKind of each kind
@@ -115,6 +118,13 @@ type Report struct {
 	// Unavailability observed by the producers: the longest windows, longest first.
 	Windows []Window
 	Start   time.Time
+}
+
+// Repair is a rot and the stop of its node that repaired it (By.Node 0:
+// none did).
+type Repair struct {
+	Rot Rot
+	By  NodeExit
 }
 
 // maxPerKind bounds how many anomalies of one kind a report keeps (all are counted).
@@ -483,10 +493,16 @@ func Check(h *History) *Report {
 	}
 	repairedBy, crashes := scrubRepairs(h.Rots, h.Exits)
 	r.Rots = len(h.Rots)
-	for _, e := range repairedBy {
+	for ri, e := range repairedBy {
+		rp := Repair{Rot: h.Rots[ri]}
 		if e >= 0 {
+			rp.By = h.Exits[e]
 			r.ScrubRepairs++
+			if rp.By.InProcess {
+				r.InProcessRepairs++
+			}
 		}
+		r.Repairs = append(r.Repairs, rp)
 	}
 	for _, i := range crashes {
 		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Node: h.Exits[i].Node, Detail: h.Exits[i].Detail})
@@ -774,7 +790,19 @@ func (r *Report) WriteText(w io.Writer) {
 			r.Members, r.MemberRejoins, r.MemberDeaths, r.MemberStalls, r.StallsLeft, r.MemberReads, r.MemberRereads)
 	}
 	if r.Rots > 0 {
-		fmt.Fprintf(w, "scrub repairs: %d of %d rots (a sealed segment's batch damaged; the node's scrub found it and stopped the node, which truncated there at its restart and fetched the rest again)\n", r.ScrubRepairs, r.Rots)
+		fmt.Fprintf(w, "scrub repairs: %d of %d rots, %d restarted in the node's process and %d by an exit (a sealed segment's batch damaged; the node's scrub found it and stopped the node, which truncated there at its restart and fetched the rest again)\n",
+			r.ScrubRepairs, r.Rots, r.InProcessRepairs, r.ScrubRepairs-r.InProcessRepairs)
+		for _, rp := range r.Repairs {
+			fmt.Fprintf(w, "  fault #%d: node %d partition %d (batch at offset %d): ", rp.Rot.Fault, rp.Rot.Node, rp.Rot.Partition, rp.Rot.Offset)
+			switch {
+			case rp.By.Node == 0:
+				fmt.Fprintln(w, "never found")
+			case rp.By.InProcess:
+				fmt.Fprintf(w, "restarted in its process at t+%v\n", rp.By.At.Sub(r.Start).Round(time.Millisecond))
+			default:
+				fmt.Fprintf(w, "exited at t+%v, started again by the nemesis\n", rp.By.At.Sub(r.Start).Round(time.Millisecond))
+			}
+		}
 		if r.ScrubRepairs < r.Rots {
 			fmt.Fprintf(w, "WARNING: %d rots never found by a scrub (a replica's files that still hold one fail the run as %s)\n", r.Rots-r.ScrubRepairs, ReplicaDivergence)
 		}

@@ -17,6 +17,9 @@ import (
 func (r *Result) WriteFiles(dir string) error {
 	if err := writeLines(filepath.Join(dir, "schedule.txt"), func(w *bufio.Writer) {
 		fmt.Fprintf(w, "seed %d plan %+v\n", r.Seed, r.Plan)
+		if l := scrubRestartLine(r.Plan.Nodes); l != "" {
+			fmt.Fprintln(w, l)
+		}
 		if r.History != nil {
 			// t+0 of the schedule and the *_ms columns, to line them up
 			// with the node logs' timestamps.

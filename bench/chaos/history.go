@@ -146,10 +146,11 @@ type History struct {
 	// back in sync (ConvergeErr says how far they got).
 	Converged   bool
 	ConvergeErr string
-	// Exits lists the nodes that exited without being killed, and Rots the
-	// sealed segments rot-sealed torn tails damaged. An exit of a node
-	// whose scrub found its rot repairs it (scrubRepairs); every other
-	// exit is a crash, a bug.
+	// Exits lists the nodes that stopped without being killed (their
+	// process exited, or it started them again in it: NodeExit.InProcess),
+	// and Rots the sealed segments rot-sealed torn tails damaged. A stop of
+	// a node whose scrub found its rot repairs it (scrubRepairs); every
+	// other stop is a crash, a bug.
 	Exits []NodeExit
 	Rots  []Rot
 	// FaultsApplied counts the faults the nemesis applied (kills, pauses,

@@ -102,11 +102,12 @@ type Nemesis struct {
 	Admin *client.Admin
 
 	ep      *quic.Endpoint
-	noteMu  sync.Mutex // serializes noteExits, which reads node logs outside mu
+	noteMu  sync.Mutex      // serializes noteExits, which reads node logs outside mu
+	logRead map[int32]int64 // under noteMu: how far noteExits read each node's log
 	mu      sync.Mutex
 	events  []Event
 	crashes int        // crashes already noted (in exits)
-	exits   []NodeExit // the nodes that exited on their own, in order
+	exits   []NodeExit // the nodes that stopped on their own (exits, restarts in their process), as noted
 	rots    []Rot      // the rot-sealed torn tails applied, in order
 	shrunk  bool       // a Shrink fault's replication factor is not restored yet
 }
@@ -118,8 +119,8 @@ func (n *Nemesis) Rots() []Rot {
 	return append([]Rot(nil), n.rots...)
 }
 
-// Exits returns every exit of a node on its own so far (noted now if it
-// was not yet).
+// Exits returns every stop of a node on its own so far, an exit or a
+// restart in its process (noted now if it was not yet).
 func (n *Nemesis) Exits() []NodeExit {
 	n.noteExits()
 	n.mu.Lock()
@@ -127,8 +128,12 @@ func (n *Nemesis) Exits() []NodeExit {
 	return append([]NodeExit(nil), n.exits...)
 }
 
-// noteExits adds the crashes the cluster recorded since the last call to
-// exits and returns them, each with the rot it repaired (-1: none, a crash).
+// noteExits adds to exits the crashes the cluster recorded since the last
+// call, and the restarts in their process the nodes logged since, and
+// returns them, each with the rot it repaired (-1: none, a crash). The
+// logs are read after the crashes are taken: a process that restarted
+// in it and then exited logged the restart before, so both are noted in
+// the same call.
 func (n *Nemesis) noteExits() (fresh []NodeExit, repaired []int) {
 	n.noteMu.Lock()
 	defer n.noteMu.Unlock()
@@ -139,6 +144,7 @@ func (n *Nemesis) noteExits() (fresh []NodeExit, repaired []int) {
 	for _, c := range cr[noted:] {
 		fresh = append(fresh, nodeExit(c, n.Topic, n.Start)) // reads its log
 	}
+	fresh = append(fresh, n.readRestarts()...)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.crashes = len(cr)
@@ -149,6 +155,28 @@ func (n *Nemesis) noteExits() (fresh []NodeExit, repaired []int) {
 		repaired[i] = slices.Index(repairedBy, len(n.exits)-len(fresh)+i)
 	}
 	return fresh, repaired
+}
+
+// readRestarts reads what every node logged since the last call and
+// returns the restarts in their process it tells of (inProcessRestarts).
+// Called under noteMu.
+func (n *Nemesis) readRestarts() []NodeExit {
+	if n.logRead == nil {
+		n.logRead = map[int32]int64{}
+	}
+	var out []NodeExit
+	for _, id := range n.C.IDs() {
+		lines, next, err := n.C.LogSince(id, n.logRead[id])
+		if err != nil {
+			if n.Logger != nil {
+				n.Logger.Warn("chaos: reading a node's log for restarts in its process", "node", id, "err", err)
+			}
+			continue
+		}
+		n.logRead[id] = next
+		out = append(out, inProcessRestarts(id, lines, n.Topic, n.C.Node(id).LogPath, n.Start, time.Now())...)
+	}
+	return out
 }
 
 // unrepairedRot describes a rot that no scrub found yet ("" when none).
@@ -328,7 +356,8 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 	healed := time.Now()
 	ev.Healed = healed.Sub(n.Start)
 	// After a rot, ready includes its repair: the node's scrub found it,
-	// the node stopped, and it was started again.
+	// the node stopped, and it was started again (by the nemesis after
+	// its exit, or in its process).
 	rotted := ev.Torn != nil && ev.Torn.Mode == TornRot && ev.Torn.Applied()
 	if err := n.waitReady(ctx, rotted); err != nil {
 		ev.Note = joinNote(ev.Note, fmt.Sprintf("not ready %v after the fault: %v", n.ReadyTimeout, err))
@@ -515,8 +544,9 @@ func (n *Nemesis) unackedFrom(ctx context.Context, p int) int64 {
 
 // waitReady waits until a controller is elected, every node is registered
 // and alive, and every partition has a leader; with rots, also until no
-// rot waits for its node's scrub. Nodes that exited meanwhile are
-// restarted (the checker reports the crashes among them).
+// rot waits for its node's scrub (the node exited or restarted in its
+// process). Nodes that exited meanwhile are restarted (the checker
+// reports the crashes among them).
 func (n *Nemesis) waitReady(ctx context.Context, rots bool) error {
 	ctx, cancel := context.WithTimeout(ctx, n.ReadyTimeout)
 	defer cancel()
@@ -543,16 +573,27 @@ func (n *Nemesis) waitReady(ctx context.Context, rots bool) error {
 }
 
 // restartCrashed starts nodes that exited on their own: a scrub's repair
-// of a rot, or a crash.
+// of a rot, or a crash. A node that started again in its process is only
+// reported: it runs.
 func (n *Nemesis) restartCrashed(ctx context.Context) {
 	fresh, repaired := n.noteExits()
 	rots := n.Rots()
 	for i, e := range fresh {
-		if ri := repaired[i]; ri >= 0 {
+		ri := repaired[i]
+		switch {
+		case ri >= 0 && e.InProcess:
+			r := rots[ri]
+			n.logf("SCRUB REPAIR node %d restarted in its process at t+%v: its scrub found the rot of partition %d (fault #%d, batch at offset %d)", e.Node, e.At.Sub(n.Start).Round(time.Millisecond), r.Partition, r.Fault, r.Offset)
+		case ri >= 0:
 			r := rots[ri]
 			n.logf("SCRUB REPAIR node %d stopped: its scrub found the rot of partition %d (fault #%d, batch at offset %d); restarting it", e.Node, r.Partition, r.Fault, r.Offset)
-		} else {
+		case e.InProcess:
+			n.logf("CRASH %s; it runs again in its process", e.Detail)
+		default:
 			n.logf("CRASH %s; restarting it", e.Detail)
+		}
+		if e.InProcess {
+			continue
 		}
 		if !n.C.Node(e.Node).Running {
 			if err := n.C.StartNode(ctx, e.Node); err != nil {

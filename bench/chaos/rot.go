@@ -13,11 +13,14 @@ import (
 )
 
 // A rot (TornRot) is found by the damaged node's scrubber, which stops the
-// node: that exit is the repair working, not a crash. The checker tells
-// the two apart from the history alone (scrubRepairs): an exit whose
-// output says the scrub found a corrupt batch in partition P, of a node
-// holding a rot of P not yet repaired, repairs that rot; every other exit
-// of a node on its own is a crash (NodeCrashed).
+// node: that stop is the repair working, not a crash. Depending on the
+// node (restartsInProcess), the process then exits, for the nemesis to
+// start it again, or starts the node again itself and says so in its log
+// (inProcessRestarts). The checker tells repairs and crashes apart from
+// the history alone (scrubRepairs): a stop of either kind whose output
+// says the scrub found a corrupt batch in partition P, of a node holding a
+// rot of P not yet repaired, repairs that rot; every other stop of a node
+// on its own is a crash (NodeCrashed).
 
 // Rot is a sealed segment a rot-sealed torn tail damaged.
 type Rot struct {
@@ -28,11 +31,15 @@ type Rot struct {
 	Offset    int64     // base offset of the damaged batch
 }
 
-// NodeExit is a node that exited without being killed.
+// NodeExit is a node that stopped without being killed: its process
+// exited, or (InProcess) it started the node again itself.
 type NodeExit struct {
 	Node   int32
 	At     time.Time
-	Detail string // how it exited, and its log
+	Detail string // how it stopped, and its log
+	// InProcess: the process did not exit; it logged that it starts the
+	// node again in the process (--log-scrub-restart), at At.
+	InProcess bool
 	// ScrubPartition is the partition whose log, as the node's output
 	// says, its scrub found a corrupt batch in (segment.ErrScrubCorrupt);
 	// -1 when the output says no such thing.
@@ -78,11 +85,12 @@ func scrubPartition(out []byte, topic string) int32 {
 	return p
 }
 
-// scrubRepairs matches exits with rots, in time order: an exit whose
-// output says the scrub found a corrupt batch in partition P (NodeExit.
-// ScrubPartition) repairs the earliest rot of P on that node applied before
-// it and not repaired yet. It returns, for each rot, the index of the exit
-// that repaired it (-1: none), and the indexes of the other exits: crashes.
+// scrubRepairs matches exits with rots, in time order: an exit, or a
+// restart in the node's process, whose output says the scrub found a
+// corrupt batch in partition P (NodeExit.ScrubPartition) repairs the
+// earliest rot of P on that node applied before it and not repaired yet.
+// It returns, for each rot, the index of the exit that repaired it (-1:
+// none), and the indexes of the other exits: crashes.
 func scrubRepairs(rots []Rot, exits []NodeExit) (repairedBy []int, crashes []int) {
 	repairedBy = make([]int, len(rots))
 	for i := range repairedBy {

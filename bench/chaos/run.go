@@ -175,6 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
 	fmt.Fprintf(out, "chaos: seed=%d nodes=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s compact=%v\n", cfg.Seed, cfg.Nodes, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync, cfg.Compact)
+	fmt.Fprintf(out, "chaos: %s\n", scrubRestartLine(cfg.Nodes))
 
 	opts := localcluster.Options{
 		Binary:  cfg.Binary,
@@ -190,13 +191,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			// is found within a second or two of the node's restart.
 			"--log-scrub-interval", scrubInterval.String(),
 			"--log-scrub-bytes-per-sec", "0",
-			// The node exits at its scrub's find, as without
-			// a restart in the process: the exit is what the
-			// run counts as the repair (scrubRepairs), and the
-			// nemesis starts the node again.
-			// e2e TestScrubRestartRepairsInProcess covers the
-			// restart in the process.
-			"--log-scrub-restart=false",
+			// --log-scrub-restart is set per node (NodeArgs,
+			// scrubRestartArgs): the even ids start again in
+			// their process at their scrub's find, the odd ones
+			// exit and the nemesis starts them again; either
+			// stop repairs the rot (scrubRepairs).
 		},
 	}
 	var topicConfigs map[string]string
@@ -208,10 +207,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ns.Apply(&opts)
 	}
 	// Every node in a rack of its own, so that the second consumer
-	// (ConsumerRacks) reads from followers (KIP-392) through the faults.
+	// (ConsumerRacks) reads from followers (KIP-392) through the faults;
+	// half the nodes restart in their process at a scrub's find.
 	prevArgs := opts.NodeArgs
 	opts.NodeArgs = func(id int32) []string {
-		a := []string{"--rack", chaosRack(id)}
+		a := append([]string{"--rack", chaosRack(id)}, scrubRestartArgs(id)...)
 		if prevArgs != nil {
 			a = append(a, prevArgs(id)...)
 		}
@@ -652,6 +652,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if r.NoNetNS != "" {
 		fmt.Fprintf(w, "network faults skipped: %s\n", r.NoNetNS)
+	}
+	if l := scrubRestartLine(r.Plan.Nodes); l != "" {
+		fmt.Fprintln(w, l)
 	}
 	if r.Report != nil {
 		r.Report.WriteText(w)
