@@ -7,7 +7,9 @@
 //
 //  1. Start a local cluster (bench/localcluster: separate processes, mutual
 //     TLS, one data directory each; every node scrubs its sealed segments
-//     every second at full speed, so that a rot is found at once). As root, with iproute2, every node runs
+//     every second at full speed, so that a rot is found at once; at the
+//     scrub's find the even ids start again in their process, the odd ids
+//     exit). As root, with iproute2, every node runs
 //     in its own network namespace on a bridge (localcluster.NetNS), so one
 //     can be cut off; otherwise partitions are skipped and the report says why.
 //  2. Create topic "chaos": 3 partitions, RF 3, min ISR 2 (compacted with
@@ -107,11 +109,22 @@
 //     A restart trusts sealed segments (they are below the recovery
 //     point), so only the node's scrubber finds it: the scrub must stop
 //     the node, whose next start truncates at the batch and fetches the
-//     rest from the leader. That exit is the repair working (SCRUB REPAIR
-//     in the schedule), not a crash, and the cluster counts as ready
-//     after the fault only once the node is back; until then no other mode
-//     may damage acknowledged data (they degrade to cut-unacked), so that
-//     one replica at most is damaged at a time.
+//     rest from the leader. Both ways of that start run on every run
+//     (restartsInProcess): a node with an even id keeps `node start`'s
+//     default, --log-scrub-restart, and starts again in its own process,
+//     which the nemesis reads from the node's log (the line that says it
+//     starts the node again in this process, with the scrub's error naming
+//     the partition); a node with an odd id runs with
+//     --log-scrub-restart=false, exits, and the nemesis starts it again.
+//     Either stop is the repair working (in the schedule, SCRUB REPAIR
+//     node N restarted in its process, or SCRUB REPAIR node N stopped;
+//     the nemesis does not start a node that restarted in its process),
+//     not a crash, and the cluster counts as ready after the fault only
+//     once the node is back; until then no other mode may damage
+//     acknowledged data (they degrade to cut-unacked), so that one replica
+//     at most is damaged at a time. A process that restarted 3 times in
+//     an hour exits at the next find (cli/node_restart.go): that exit is a
+//     repair too.
 //
 // The other modes target the last segment only (the issue's "cut the last
 // segment of a stopped node"): a cut there is what a power loss does, while
@@ -140,12 +153,13 @@
 // acknowledged in it, so no lost write could show; a record written or
 // read in a partition the history does not have). Liveness (also fails the
 // run): not-converged (replicas never all back in sync after healing),
-// node-crashed (a node exited on its own; except a node whose output says
-// its scrub found a corrupt batch in a partition that a rot-sealed fault
-// damaged on it and no earlier exit repaired: a scrub repair, counted in
-// the report as "scrub repairs: N of M rots"; a rot never found and
-// still in the files at the end is corruption in them, a
-// replica-divergence), consumer-behind (a consumer
+// node-crashed (a node stopped on its own: its process exited, or started
+// the node again in it; except a node whose output says its scrub found a
+// corrupt batch in a partition that a rot-sealed fault damaged on it and
+// no earlier stop repaired: a scrub repair, counted in the report as
+// "scrub repairs: N of M rots, K restarted in the node's process and J by
+// an exit", each rot listed with its repair; a rot never found and still
+// in the files at the end is corruption in them, a replica-divergence), consumer-behind (a consumer
 // never read a partition up to its final HW, so skips in the rest would go
 // unseen), no-faults (the nemesis applied no fault at all: every one
 // skipped or failed, or none scheduled, so the run tested nothing) and
