@@ -212,8 +212,10 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 		}
 		if until.IsZero() {
 			until = time.Now().Add(reorderWait)
+			p.b.counters.reorderWaits.Add(1)
 		}
 		if !p.awaitEarlier(ctx, earlier, until) {
+			p.b.counters.reorderRefused.Add(1)
 			return base, last, epoch, dup, code
 		}
 	}

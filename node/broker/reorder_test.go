@@ -67,6 +67,9 @@ func TestBatchAheadOfItsProducerWaitsForTheEarlierOne(t *testing.T) {
 			t.Fatalf("%s: the batch that came first: %+v, %v; want offset %d after the earlier one", step.name, a.r, a.err, step.firstBase)
 		}
 	}
+	if st := c.node(1).b.Stats(); st.ProduceReorderWaits != 2 || st.ProduceReorderRefused != 0 {
+		t.Fatalf("counted %d waits, %d refused after one; want 2 and 0", st.ProduceReorderWaits, st.ProduceReorderRefused)
+	}
 }
 
 // A batch whose earlier ones never come is refused as before, after the
@@ -97,6 +100,9 @@ func TestBatchAheadOfAGapIsRefusedAfterTheWait(t *testing.T) {
 		if cs.wait && took < reorderWait {
 			t.Fatalf("%s: refused after %v, before the wait (%v) was up", cs.name, took, reorderWait)
 		}
+	}
+	if st := c.node(1).b.Stats(); st.ProduceReorderWaits != 2 || st.ProduceReorderRefused != 2 {
+		t.Fatalf("counted %d waits, %d refused after one; want 2 and 2", st.ProduceReorderWaits, st.ProduceReorderRefused)
 	}
 }
 

@@ -35,6 +35,11 @@ type Stats struct {
 	ProduceRequests       uint64 // produce requests handled
 	ProduceBytes          uint64 // batch bytes appended as leader (duplicates not counted)
 	ReplicaFetchResponses uint64 // answers sent to followers' fetches
+	// ProduceReorderWaits counts produce batches that reached their leader
+	// ahead of an earlier batch of their producer and waited for it;
+	// ProduceReorderRefused those refused when the wait was up (the
+	// earlier batch lost, refused, or later than reorderWait).
+	ProduceReorderWaits, ProduceReorderRefused uint64
 	// RetentionDeletedSegments counts segments deleted by retention (and
 	// by following a leader's log start); RetentionFailures the partition
 	// passes that failed (the segments stay: the disk fills).
@@ -183,9 +188,13 @@ type counters struct {
 	produceRequests       atomic.Uint64
 	produceBytes          atomic.Uint64
 	replicaFetchResponses atomic.Uint64
-	retentionDeleted      atomic.Uint64
-	retentionFailures     atomic.Uint64
-	producerIDsExpired    atomic.Uint64
+	// reorderWaits counts produce batches that waited for an earlier one
+	// of their producer, reorderRefused those still ahead when the wait
+	// was up (reorder.go).
+	reorderWaits, reorderRefused atomic.Uint64
+	retentionDeleted             atomic.Uint64
+	retentionFailures            atomic.Uint64
+	producerIDsExpired           atomic.Uint64
 	// cleanerPasses, cleanerRemoved, cleanerReclaimed and cleanerFailures
 	// count the log cleaner's partition passes that ran, the records and
 	// tombstones they removed, the bytes they reclaimed, and the passes
@@ -321,6 +330,8 @@ func (b *Broker) Stats() Stats {
 		ProduceRequests:       b.counters.produceRequests.Load(),
 		ProduceBytes:          b.counters.produceBytes.Load(),
 		ReplicaFetchResponses: b.counters.replicaFetchResponses.Load(),
+		ProduceReorderWaits:   b.counters.reorderWaits.Load(),
+		ProduceReorderRefused: b.counters.reorderRefused.Load(),
 
 		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
 		RetentionFailures:        b.counters.retentionFailures.Load(),
