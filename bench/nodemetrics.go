@@ -52,6 +52,8 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 		sum.loss.PacketsLost += c.loss.PacketsLost
 		sum.msgs.ProduceRequests += c.msgs.ProduceRequests
 		sum.msgs.ReplicaFetchAnswers += c.msgs.ReplicaFetchAnswers
+		sum.msgs.ReorderWaits += c.msgs.ReorderWaits
+		sum.msgs.ReorderRefused += c.msgs.ReorderRefused
 		sum.produceBytes += c.produceBytes
 		sum.hasProduceBytes = sum.hasProduceBytes && c.hasProduceBytes
 		sums = append(sums, c)
@@ -136,6 +138,10 @@ func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
 			dst = &c.msgs.ProduceRequests
 		case "paymentlog_replica_fetch_responses_total":
 			dst = &c.msgs.ReplicaFetchAnswers
+		case "paymentlog_produce_reorder_waits_total":
+			dst = &c.msgs.ReorderWaits
+		case "paymentlog_produce_reorder_refused_total":
+			dst = &c.msgs.ReorderRefused
 		case "paymentlog_produce_bytes_total":
 			dst, c.hasProduceBytes = &c.produceBytes, true
 		default:

@@ -49,6 +49,11 @@ type Messages struct {
 	// reorder.go).
 	BenchRequests       uint64 `json:"bench_produce_requests"`
 	BenchRequestsFailed uint64 `json:"bench_produce_requests_failed"`
+	// ReorderWaits counts the batches the leaders held for an earlier one
+	// of their producer that had not arrived yet, ReorderRefused those
+	// still ahead after the wait (paymentlog_produce_reorder_*).
+	ReorderWaits   uint64 `json:"reorder_waits"`
+	ReorderRefused uint64 `json:"reorder_refused"`
 }
 
 // producerRequests is what the producers sent and had refused so far.
@@ -119,6 +124,9 @@ func (c *nodeCounters) messagesSince(before *nodeCounters, d time.Duration) *Mes
 		ProduceRequests:     c.msgs.ProduceRequests - before.msgs.ProduceRequests,
 		ReplicaFetchAnswers: c.msgs.ReplicaFetchAnswers - before.msgs.ReplicaFetchAnswers,
 	}
+	if c.msgs.ReorderWaits >= before.msgs.ReorderWaits && c.msgs.ReorderRefused >= before.msgs.ReorderRefused {
+		m.ReorderWaits, m.ReorderRefused = c.msgs.ReorderWaits-before.msgs.ReorderWaits, c.msgs.ReorderRefused-before.msgs.ReorderRefused
+	}
 	if d > 0 {
 		m.ProduceRequestsPerSec = float64(m.ProduceRequests) / d.Seconds()
 	}
@@ -154,8 +162,8 @@ func messagesLine(w io.Writer, phase string, m *Messages) {
 	fmt.Fprintf(w, "  messages (%s)\t%.0f produce requests/s (%.1f records each), %.2f follower fetch answers per produce request\n",
 		phase, m.ProduceRequestsPerSec, m.RecordsPerProduce, m.AnswersPerProduce)
 	if m.BenchRequests > 0 {
-		fmt.Fprintf(w, "  produce requests refused or lost (%s)\t%d of %d the bench sent (%.2f%%), each resent\n",
-			phase, m.BenchRequestsFailed, m.BenchRequests, 100*float64(m.BenchRequestsFailed)/float64(m.BenchRequests))
+		fmt.Fprintf(w, "  produce requests refused or lost (%s)\t%d of %d the bench sent (%.2f%%), each resent; %d batches waited on the leaders for an earlier one of their producer, %d of them refused after the wait\n",
+			phase, m.BenchRequestsFailed, m.BenchRequests, 100*float64(m.BenchRequestsFailed)/float64(m.BenchRequests), m.ReorderWaits, m.ReorderRefused)
 	}
 	if m.NodeCPUMsPerProduce > 0 {
 		fmt.Fprintf(w, "  CPU per produce request (%s)\tnodes %.2f ms + bench %.2f ms; context switches nodes %.0f + bench %.0f\n",

@@ -17,9 +17,11 @@ import (
 func TestQUICLossFromNodeMetrics(t *testing.T) {
 	sent, lost := uint64(1000), uint64(3)
 	produces, answers := uint64(10), uint64(40)
+	waits, refused := uint64(5), uint64(1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "paymentlog_node_id 1\npaymentlog_quic_packets_sent_total %d\npaymentlog_quic_packets_lost_total %d\ngo_goroutines 7\n", sent, lost)
 		fmt.Fprintf(w, "paymentlog_produce_requests_total %d\npaymentlog_replica_fetch_responses_total %d\n", produces, answers)
+		fmt.Fprintf(w, "paymentlog_produce_reorder_waits_total %d\npaymentlog_produce_reorder_refused_total %d\n", waits, refused)
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
@@ -31,6 +33,7 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 	}
 	sent, lost = 3000, 13
 	produces, answers = 60, 240
+	waits, refused = 12, 2
 	after, err := scrapeNodes(ctx, nodes)
 	d := after.since(before)
 	if err != nil || d == nil || d.PacketsSent != 4000 || d.PacketsLost != 20 || d.LostPercent != 0.5 {
@@ -39,6 +42,9 @@ func TestQUICLossFromNodeMetrics(t *testing.T) {
 	m := after.messagesSince(before, 2*time.Second)
 	if m == nil || m.ProduceRequests != 100 || m.ReplicaFetchAnswers != 400 || m.ProduceRequestsPerSec != 50 || m.AnswersPerProduce != 4 {
 		t.Fatalf("messages %+v, want 100 produce requests (50/s), 400 answers (4 per produce)", m)
+	}
+	if m.ReorderWaits != 14 || m.ReorderRefused != 2 {
+		t.Fatalf("messages %+v, want 14 batches that waited on the leaders, 2 refused after the wait", m)
 	}
 	m.addCPU(&CPUUsage{NodesSeconds: 0.25, BenchSeconds: 0.05, NodesSwitches: 11000, BenchSwitches: 3500})
 	if m.NodeCPUMsPerProduce != 2.5 || m.BenchCPUMsPerProduce != 0.5 || m.NodeSwitchesPerProduce != 110 || m.BenchSwitchesPerProduce != 35 {
@@ -68,7 +74,7 @@ func TestMessagesCountTheBenchsFailedRequests(t *testing.T) {
 	}
 	var b strings.Builder
 	messagesLine(&b, "full load", m)
-	if want := "produce requests refused or lost (full load)\t25 of 1000 the bench sent (2.50%), each resent"; !strings.Contains(b.String(), want) {
+	if want := "produce requests refused or lost (full load)\t25 of 1000 the bench sent (2.50%), each resent; 0 batches waited"; !strings.Contains(b.String(), want) {
 		t.Fatalf("report:\n%s\nwant a line with %q", b.String(), want)
 	}
 	var nilM *Messages
