@@ -22,11 +22,21 @@ type groupTranslation struct {
 	tp     client.TopicPartition
 	source int64 // committed on the source
 	before int64 // committed on the target; -1: none
-	// target is the translation (syncMap.translate); -1: none.
+	// target is the translation (syncMap.translate, or the header scan),
+	// at least the target partition's log start; -1: none.
 	target int64
+	// topicID is the incarnation of the target topic translated into
+	// (the commit names it: a topic recreated meanwhile refuses it).
+	topicID string
 	// note says why the translation is not committed; "" when it is (or
 	// when the target group is there already: target == before).
 	note string
+	// info says something of a translation committed (clamped to the log
+	// start, found by the header scan); "" when there is nothing to say.
+	info string
+	// noSync: not translated for want of an offset sync at or below
+	// source (note says so); the header scan may translate it instead.
+	noSync bool
 }
 
 // commits reports whether the translation is to be committed.
@@ -34,15 +44,59 @@ func (g groupTranslation) commits() bool {
 	return g.note == "" && g.target >= 0 && g.target != g.before
 }
 
+// targetPartition is what a translation needs to know of a target
+// partition.
+type targetPartition struct {
+	// topicID is the target topic's current incarnation.
+	topicID string
+	// logStart and end are its log start offset and high watermark; -1:
+	// unknown (its leader did not answer).
+	logStart, end int64
+}
+
+// targetDescriber describes target topics, each once (in a round of
+// group syncing, or a translate-offsets).
+type targetDescriber struct {
+	a         *client.Admin
+	parts     map[client.TopicPartition]targetPartition
+	described map[string]bool
+}
+
+func newTargetDescriber(a *client.Admin) *targetDescriber {
+	return &targetDescriber{a: a, parts: map[client.TopicPartition]targetPartition{}, described: map[string]bool{}}
+}
+
+// describe describes the target topics of the source offsets that
+// include accepts (nil: all) not described yet, and returns the
+// partitions of all described so far (those of topics missing on the
+// target are not there).
+func (t *targetDescriber) describe(ctx context.Context, source []wire.GroupOffset, include func(client.TopicPartition) bool) (map[client.TopicPartition]targetPartition, error) {
+	for _, o := range source {
+		if t.described[o.Topic] || include != nil && !include(client.TopicPartition{Topic: o.Topic, Partition: o.Partition}) {
+			continue
+		}
+		d, err := t.a.DescribeTopic(ctx, o.Topic)
+		if err != nil && client.ErrorCode(err) != wire.UnknownTopicOrPartition {
+			return nil, fmt.Errorf("describe topic %s on the target: %w", o.Topic, err)
+		}
+		t.described[o.Topic] = true
+		for _, p := range d.Partitions {
+			t.parts[client.TopicPartition{Topic: o.Topic, Partition: p.Partition}] = targetPartition{topicID: d.ID, logStart: p.LogStartOffset, end: p.HighWatermark}
+		}
+	}
+	return t.parts, nil
+}
+
 // translateGroup translates a group's committed offsets on the source of
 // the partitions include accepts (nil: all), sorted by topic and
-// partition, given its committed offsets on the target. A partition is
-// translated to the target offset of the sync at or below its source
-// offset (syncMap.translate: conservative, a consumer may see records
-// again, never misses one); it is not committed when there is none, nor
-// when the target group's own offset is past the translation (a
-// consumer of the target moved it: it is never moved back).
-func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, include func(client.TopicPartition) bool) []groupTranslation {
+// partition, given its committed offsets on the target and the target
+// partitions. A partition is translated to the target offset of the sync
+// at or below its source offset in the target topic's current incarnation
+// (syncMap.translate: conservative, a consumer may see records again,
+// never misses one), then settled (groupTranslation.settle); it is not
+// committed when there is none (noSync), or no such target partition.
+func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, targets map[client.TopicPartition]targetPartition,
+	include func(client.TopicPartition) bool) []groupTranslation {
 	before := map[client.TopicPartition]int64{}
 	for _, o := range target {
 		before[client.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
@@ -57,20 +111,48 @@ func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, include f
 		if b, ok := before[tp]; ok {
 			g.before = b
 		}
-		s, ok := syncs.translate(tp, o.Offset)
-		switch {
-		case !ok:
-			g.note = fmt.Sprintf("%s: no offset sync at or below source offset %d (not mirrored yet, or mirrored without offset syncs)", tp, o.Offset)
-		case g.before > s.target:
-			g.target = s.target
-			g.note = fmt.Sprintf("%s: the target group is at %d, past the translation %d of source offset %d: not moved back", tp, g.before, s.target, o.Offset)
-		default:
-			g.target = s.target
+		tgt, ok := targets[tp]
+		if !ok {
+			g.note = fmt.Sprintf("%s: no such partition on the target", tp)
+			out = append(out, g)
+			continue
+		}
+		g.topicID = tgt.topicID
+		if s, ok := syncs.translate(tp, tgt.topicID, o.Offset); ok {
+			g.settle(s.target, tgt.logStart)
+		} else {
+			g.noSync = true
+			g.note = fmt.Sprintf("%s: no offset sync at or below source offset %d (not mirrored yet, mirrored without offset syncs, "+
+				"or only into a deleted incarnation of the topic)", tp, o.Offset)
 		}
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b groupTranslation) int { return compareTP(a.tp, b.tp) })
 	return out
+}
+
+// settle makes target, a translation of g.source, g's: raised to the
+// target partition's log start when below it (retention deleted the
+// records there: a commit below the log start would have the consumer
+// start wherever its auto.offset.reset says, its end with "latest"), and
+// not committed when the target group's own offset is past it (a consumer
+// of the target moved it: it is never moved back) or the log start is
+// unknown.
+func (g *groupTranslation) settle(target, logStart int64) {
+	g.note, g.noSync = "", false
+	switch {
+	case logStart < 0:
+		g.note = fmt.Sprintf("%s: the target partition's log start is unknown (no leader answered): not translated this time", g.tp)
+		return
+	case target < logStart:
+		g.info = fmt.Sprintf("%s: source offset %d translates to %d, below the target's log start %d (retention deleted the records there): committing %d",
+			g.tp, g.source, target, logStart, logStart)
+		target = logStart
+	}
+	g.target = target
+	if g.before > target {
+		g.note = fmt.Sprintf("%s: the target group is at %d, past the translation %d of source offset %d: not moved back", g.tp, g.before, target, g.source)
+	}
 }
 
 func compareTP(a, b client.TopicPartition) int {
@@ -88,7 +170,7 @@ func groupCommits(ts []groupTranslation) []wire.GroupOffset {
 	var out []wire.GroupOffset
 	for _, g := range ts {
 		if g.commits() {
-			out = append(out, wire.GroupOffset{Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: g.target, LeaderEpoch: -1,
+			out = append(out, wire.GroupOffset{Topic: g.tp.Topic, TopicID: g.topicID, Partition: g.tp.Partition, Offset: g.target, LeaderEpoch: -1,
 				Metadata: fmt.Sprintf("paymentlog mirror: source offset %d", g.source)})
 		}
 	}
@@ -160,9 +242,10 @@ func (g *groupSyncer) round(ctx context.Context, owned []client.TopicPartition) 
 		return err
 	}
 	include := func(tp client.TopicPartition) bool { return slices.Contains(owned, tp) }
-	var first error // the others go on
+	targets := newTargetDescriber(g.dst) // each topic described once a round
+	var first error                      // the others go on
 	for _, name := range groups {
-		if err := g.syncGroup(ctx, name, include); err != nil && first == nil {
+		if err := g.syncGroup(ctx, name, include, targets); err != nil && first == nil {
 			first = fmt.Errorf("group %s: %w", name, err)
 		}
 	}
@@ -170,7 +253,7 @@ func (g *groupSyncer) round(ctx context.Context, owned []client.TopicPartition) 
 }
 
 // syncGroup translates and commits one group's offsets.
-func (g *groupSyncer) syncGroup(ctx context.Context, name string, include func(client.TopicPartition) bool) error {
+func (g *groupSyncer) syncGroup(ctx context.Context, name string, include func(client.TopicPartition) bool, describer *targetDescriber) error {
 	src, err := g.src.FetchOffsets(ctx, name)
 	if err != nil {
 		return fmt.Errorf("its offsets on the source: %w", err)
@@ -183,7 +266,11 @@ func (g *groupSyncer) syncGroup(ctx context.Context, name string, include func(c
 		g.activeOnTarget(name, true)
 		return nil
 	}
-	commits := groupCommits(translateGroup(src, dst.Offsets, g.reader.syncs, include))
+	targets, err := describer.describe(ctx, src, include)
+	if err != nil {
+		return err
+	}
+	commits := groupCommits(translateGroup(src, dst.Offsets, g.reader.syncs, targets, include))
 	if len(commits) == 0 {
 		g.activeOnTarget(name, false)
 		return nil

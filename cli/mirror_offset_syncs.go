@@ -39,14 +39,35 @@ import (
 // (after a crash, the rerun's: it repeats fewer). A consumer of the target
 // may see a few records again, never misses one.
 //
+// A sync holds for one incarnation of the target topic: the one whose
+// topic ID it names. A target topic deleted and created again has another
+// ID, and offsets that start again from 0; syncs of an earlier incarnation
+// are ignored (syncMap is keyed by the ID, and the translation asks with
+// the topic's current one). The ID a run writes is the one it learned
+// when it first fitted the target topic (topicSyncer.ids), before copying
+// anything into it, and kept for the run: a sync naming ID X is then only
+// ever decided from records acknowledged by incarnation X, or by a later
+// one (if the topic was recreated under the running mirror), in which
+// case X is gone and the sync is never used.
+//
 // Record format (one per sync; part of the format):
 //
 //	key:   "<topic>/<partition>/<bucket>"   bucket = source offset / offsetSyncBucket
-//	value: "<topic>/<partition>/<source offset>/<target offset>"   decimal
+//	value: "<topic>/<partition>/<source offset>/<target offset>/<target topic id>"
+//
+// Offsets are decimal; the target topic ID is the target's metadata's
+// topic ID (1 to maxTopicIDLen letters, digits, '-' and '_'). Syncs
+// written before the ID was added (the first build with offset syncs)
+// have no "/<target topic id>": they still parse (topicID ""), and are
+// ignored, since nothing tells which incarnation they were of
+// (syncReader counts them; translate-offsets falls back to the header
+// scan for the partitions they covered, mirror_header_scan.go).
 //
 // Compaction keeps the last sync written of each bucket (a sync every
 // offsetSyncBucket source offsets, forever), and every sync younger than
-// min.compaction.lag.ms (offsetSyncCompactionLag).
+// min.compaction.lag.ms (offsetSyncCompactionLag). The key does not name
+// the incarnation: a recreated topic's syncs replace the old one's, which
+// are of no use any more.
 
 // defaultOffsetSyncsTopic is --offset-syncs-topic's default.
 const defaultOffsetSyncsTopic = "paymentlog-mirror.offset-syncs"
@@ -65,6 +86,8 @@ const (
 	// maxSyncsPerPartition bounds what a syncMap keeps of a partition;
 	// past it the older half is thinned to one per bucket.
 	maxSyncsPerPartition = 4096
+	// maxTopicIDLen bounds a sync's target topic ID. Part of the format.
+	maxTopicIDLen = 64
 )
 
 // offsetSyncCompactionLag is the sync topic's min.compaction.lag.ms: a
@@ -72,10 +95,13 @@ const (
 const offsetSyncCompactionLag = "86400000"
 
 // offsetSync says a consumer of the target at offset target reads every
-// record the mirror copies from source offset source of tp on.
+// record the mirror copies from source offset source of tp on, in the
+// incarnation of the target topic whose ID is topicID ("": a sync of an
+// earlier build, which names none).
 type offsetSync struct {
 	tp             client.TopicPartition
 	source, target int64
+	topicID        string
 }
 
 // key is the sync's compaction key.
@@ -83,17 +109,23 @@ func (s offsetSync) key() []byte {
 	return fmt.Appendf(nil, "%s/%d/%d", s.tp.Topic, s.tp.Partition, s.source/offsetSyncBucket)
 }
 
-// value is the sync's record value.
+// value is the sync's record value (without a topic ID, an earlier
+// build's).
 func (s offsetSync) value() []byte {
-	return fmt.Appendf(nil, "%s/%d/%d/%d", s.tp.Topic, s.tp.Partition, s.source, s.target)
+	v := fmt.Appendf(nil, "%s/%d/%d/%d", s.tp.Topic, s.tp.Partition, s.source, s.target)
+	if s.topicID != "" {
+		v = append(append(v, '/'), s.topicID...)
+	}
+	return v
 }
 
 var errBadOffsetSync = errors.New("mirror: malformed offset sync")
 
-// parseOffsetSync decodes a sync record's value (offsetSync.value).
+// parseOffsetSync decodes a sync record's value (offsetSync.value), with
+// or without the target topic ID.
 func parseOffsetSync(v []byte) (offsetSync, error) {
 	fields := strings.Split(string(v), "/")
-	if len(fields) != 4 || fields[0] == "" {
+	if len(fields) < 4 || len(fields) > 5 || fields[0] == "" || len(fields) == 5 && !validTopicID(fields[4]) {
 		return offsetSync{}, fmt.Errorf("%w: %q", errBadOffsetSync, truncateForError(v))
 	}
 	p, err1 := strconv.ParseInt(fields[1], 10, 32)
@@ -102,7 +134,25 @@ func parseOffsetSync(v []byte) (offsetSync, error) {
 	if err := errors.Join(err1, err2, err3); err != nil || p < 0 || s < 0 || t < 0 {
 		return offsetSync{}, fmt.Errorf("%w: %q", errBadOffsetSync, truncateForError(v))
 	}
-	return offsetSync{tp: client.TopicPartition{Topic: fields[0], Partition: int32(p)}, source: s, target: t}, nil
+	sync := offsetSync{tp: client.TopicPartition{Topic: fields[0], Partition: int32(p)}, source: s, target: t}
+	if len(fields) == 5 {
+		sync.topicID = fields[4]
+	}
+	return sync, nil
+}
+
+// validTopicID: 1 to maxTopicIDLen letters, digits, '-' and '_' (the
+// controller makes 32 hex digits).
+func validTopicID(id string) bool {
+	if id == "" || len(id) > maxTopicIDLen {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // truncateForError is v, cut to 64 bytes for an error message.
@@ -157,15 +207,22 @@ func (p *partSyncs) write(s offsetSync, out []offsetSync) []offsetSync {
 	return append(out, s)
 }
 
-// syncMap is the syncs known of each partition, read back from the sync
-// topic; it translates source offsets to target offsets.
+// syncMap is the syncs known of each partition and incarnation of its
+// target topic, read back from the sync topic; it translates source
+// offsets to target offsets.
 type syncMap struct {
-	// parts are each partition's syncs sorted by source, then target
-	// offset, without repeats.
-	parts map[client.TopicPartition][]offsetSync
+	// parts are each partition's syncs of each incarnation sorted by
+	// source, then target offset, without repeats.
+	parts map[syncKey][]offsetSync
 }
 
-func newSyncMap() *syncMap { return &syncMap{parts: map[client.TopicPartition][]offsetSync{}} }
+// syncKey is a partition of one incarnation of the target topic.
+type syncKey struct {
+	tp      client.TopicPartition
+	topicID string
+}
+
+func newSyncMap() *syncMap { return &syncMap{parts: map[syncKey][]offsetSync{}} }
 
 func compareSyncs(a, b offsetSync) int {
 	return cmp.Or(cmp.Compare(a.source, b.source), cmp.Compare(a.target, b.target))
@@ -173,7 +230,8 @@ func compareSyncs(a, b offsetSync) int {
 
 // add records s.
 func (m *syncMap) add(s offsetSync) {
-	ss := m.parts[s.tp]
+	k := syncKey{s.tp, s.topicID}
+	ss := m.parts[k]
 	i, found := slices.BinarySearchFunc(ss, s, compareSyncs)
 	if found {
 		return
@@ -182,7 +240,7 @@ func (m *syncMap) add(s offsetSync) {
 	if len(ss) > maxSyncsPerPartition {
 		ss = thinSyncs(ss, len(ss)/2)
 	}
-	m.parts[s.tp] = ss
+	m.parts[k] = ss
 }
 
 // thinSyncs keeps the last keep syncs of ss and, before them, the last of
@@ -199,11 +257,11 @@ func thinSyncs(ss []offsetSync, keep int) []offsetSync {
 	return append(out, recent...)
 }
 
-// translate returns, of the syncs of tp at or below source, the one with
-// the greatest target offset (of several, the greatest source offset);
-// false when there is none.
-func (m *syncMap) translate(tp client.TopicPartition, source int64) (offsetSync, bool) {
-	ss := m.parts[tp]
+// translate returns, of the syncs of tp in the target topic's incarnation
+// topicID at or below source, the one with the greatest target offset (of
+// several, the greatest source offset); false when there is none.
+func (m *syncMap) translate(tp client.TopicPartition, topicID string, source int64) (offsetSync, bool) {
+	ss := m.parts[syncKey{tp, topicID}]
 	n := sort.Search(len(ss), func(i int) bool { return ss[i].source > source }) // first past source
 	if n == 0 {
 		return offsetSync{}, false

@@ -3,6 +3,7 @@ package cli
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"testing/quick"
 )
@@ -23,7 +24,7 @@ func TestPartSyncsDecides(t *testing.T) {
 	}
 	out = p.flush(out)
 	out = p.flush(out) // nothing new
-	want := []offsetSync{{tp, 10, 15}, {tp, 1010, 1015}, {tp, 2010, 2015}, {tp, 2200, 2208}, {tp, 2500, 2508}}
+	want := []offsetSync{{tp, 10, 15, ""}, {tp, 1010, 1015, ""}, {tp, 2010, 2015, ""}, {tp, 2200, 2208, ""}, {tp, 2500, 2508, ""}}
 	if !slices.Equal(out, want) {
 		t.Fatalf("syncs %v; want %v", out, want)
 	}
@@ -31,21 +32,27 @@ func TestPartSyncsDecides(t *testing.T) {
 	p, out = partSyncs{}, nil
 	out = p.record(tp, 0, 0, out)
 	out = p.record(tp, 5, 1, out)
-	if want := []offsetSync{{tp, 0, 0}}; !slices.Equal(out, want) {
+	if want := []offsetSync{{tp, 0, 0, ""}}; !slices.Equal(out, want) {
 		t.Fatalf("syncs %v; want %v", out, want)
 	}
 }
 
 func TestOffsetSyncRecordFormat(t *testing.T) {
-	s := offsetSync{tp: mirrorTP("pay.ments-1", 7), source: 3*offsetSyncBucket + 5, target: 99}
-	if k, v := string(s.key()), string(s.value()); k != "pay.ments-1/7/3" || v != "pay.ments-1/7/196613/99" {
+	s := offsetSync{tp: mirrorTP("pay.ments-1", 7), source: 3*offsetSyncBucket + 5, target: 99, topicID: "00c0ffee00c0ffee0123456789abcdef"}
+	if k, v := string(s.key()), string(s.value()); k != "pay.ments-1/7/3" || v != "pay.ments-1/7/196613/99/00c0ffee00c0ffee0123456789abcdef" {
 		t.Fatalf("key %q value %q", k, v)
 	}
 	got, err := parseOffsetSync(s.value())
 	if err != nil || got != s {
 		t.Fatalf("parse %q: %v, %v", s.value(), got, err)
 	}
-	for _, bad := range []string{"", "t/0/1", "t/0/1/2/3", "/0/1/2", "t/-1/1/2", "t/0/-1/2", "t/0/1/x", "t/4294967296/1/2"} {
+	// An earlier build's sync, without the target topic ID, still parses.
+	legacy := offsetSync{tp: mirrorTP("pay.ments-1", 7), source: 3*offsetSyncBucket + 5, target: 99}
+	if got, err := parseOffsetSync([]byte("pay.ments-1/7/196613/99")); err != nil || got != legacy || string(legacy.value()) != "pay.ments-1/7/196613/99" {
+		t.Fatalf("parse an earlier build's sync: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "t/0/1", "t/0/1/2/", "t/0/1/2/3/4", "t/0/1/2/a b", "t/0/1/2/a.b", "t/0/1/2/" + strings.Repeat("a", maxTopicIDLen+1),
+		"/0/1/2", "t/-1/1/2", "t/0/-1/2", "t/0/1/x", "t/4294967296/1/2"} {
 		if _, err := parseOffsetSync([]byte(bad)); err == nil {
 			t.Errorf("parse %q: no error", bad)
 		}
@@ -56,6 +63,7 @@ func TestOffsetSyncRecordFormat(t *testing.T) {
 // (offsetSync.value) to what parses the same.
 func FuzzParseOffsetSync(f *testing.F) {
 	f.Add([]byte("payments/0/123/456"))
+	f.Add([]byte("payments/0/123/456/0123456789abcdef0123456789abcdef"))
 	f.Add([]byte("t/2147483647/9223372036854775807/0"))
 	f.Add([]byte("t/+1/01/2"))
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -90,7 +98,7 @@ func TestSyncMapTranslateMatchesNaive(t *testing.T) {
 					want = &all[i]
 				}
 			}
-			got, ok := m.translate(tp, src)
+			got, ok := m.translate(tp, "", src)
 			if ok != (want != nil) || ok && got != *want {
 				t.Logf("translate %d: %v %v; want %v", src, got, ok, want)
 				return false
@@ -100,6 +108,25 @@ func TestSyncMapTranslateMatchesNaive(t *testing.T) {
 	}
 	if err := quick.Check(check, &quick.Config{MaxCount: 300}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The syncs of a target topic's earlier incarnation (another topic ID)
+// translate nothing of the current one, whatever their offsets.
+func TestSyncMapKeepsIncarnationsApart(t *testing.T) {
+	tp := mirrorTP("t", 0)
+	m := newSyncMap()
+	m.add(offsetSync{tp: tp, source: 1000, target: 3000, topicID: "old"}) // past a 2000 records of the target's own
+	m.add(offsetSync{tp: tp, source: 0, target: 0, topicID: "new"})
+	m.add(offsetSync{tp: tp, source: 1000, target: 1000, topicID: "new"})
+	if got, ok := m.translate(tp, "new", 1500); !ok || got.target != 1000 {
+		t.Fatalf("translate 1500 in the new incarnation: %v %v; want target 1000", got, ok)
+	}
+	if got, ok := m.translate(tp, "old", 500); ok {
+		t.Fatalf("translate 500 in the old incarnation: %v; want none", got)
+	}
+	if got, ok := m.translate(tp, "other", 1500); ok {
+		t.Fatalf("translate 1500 in an incarnation with no syncs: %v; want none", got)
 	}
 }
 
@@ -188,7 +215,7 @@ func TestOffsetSyncsNeverSkip(t *testing.T) {
 			}
 		}
 		for src := int64(0); src <= n; src++ {
-			sy, ok := m.translate(tp, src)
+			sy, ok := m.translate(tp, "", src)
 			if !ok {
 				for o := int64(0); o <= src; o++ {
 					if !skipped[o] {
@@ -209,7 +236,7 @@ func TestOffsetSyncsNeverSkip(t *testing.T) {
 		for mirroredEnd > 0 && log[mirroredEnd-1] < 0 {
 			mirroredEnd--
 		}
-		if sy, _ := m.translate(tp, n); endFlushed && sy.target != mirroredEnd {
+		if sy, _ := m.translate(tp, "", n); endFlushed && sy.target != mirroredEnd {
 			t.Logf("the source's end translates to %d; the mirror's records end at %d (the target's at %d)", sy.target, mirroredEnd, len(log))
 			return false
 		}

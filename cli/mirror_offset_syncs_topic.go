@@ -33,6 +33,10 @@ type syncReader struct {
 	syncs *syncMap
 	// bad counts records that are not syncs (skipped).
 	bad int
+	// legacy counts syncs without a target topic ID (an earlier build's):
+	// ignored, since they may be of an incarnation of the topic since
+	// deleted (mirror_offset_syncs.go).
+	legacy int
 }
 
 func newSyncReader(c *client.Client, topic string) *syncReader {
@@ -63,11 +67,14 @@ func (r *syncReader) catchUp(ctx context.Context) error {
 		}
 		for _, m := range msgs {
 			s, err := parseOffsetSync(m.Value)
-			if err != nil {
+			switch {
+			case err != nil:
 				r.bad++
-				continue
+			case s.topicID == "":
+				r.legacy++
+			default:
+				r.syncs.add(s)
 			}
-			r.syncs.add(s)
 		}
 	}
 	return nil

@@ -195,13 +195,20 @@ func (m *mirror) run(ctx context.Context) error {
 }
 
 // writeSyncs hands the offset syncs decided to the producer (with flush,
-// each partition's latest too: partSyncs.flush). A sync not written is
+// each partition's latest too: partSyncs.flush), each naming the target
+// topic's ID this run learned (topicSyncer.ids). A sync not written is
 // said once, and does not stop the run: the map is only sparser.
 func (m *mirror) writeSyncs(ctx context.Context, flush bool) {
 	if m.opts.offsetSyncsTopic == "" || m.crashed {
 		return
 	}
 	for _, s := range m.track.takeSyncs(flush) {
+		if s.topicID = m.topics.ids[s.tp.Topic]; s.topicID == "" {
+			// Fitted before anything was copied; an ID is missing only
+			// from a target whose metadata has none.
+			m.syncWriteFailed(fmt.Errorf("the target gave no topic ID for %s", s.tp.Topic))
+			continue
+		}
 		rec := &client.Record{Topic: m.opts.offsetSyncsTopic, Partition: 0, PartitionSet: true, Key: s.key(), Value: s.value()}
 		m.dirty = true
 		err := m.prod.Produce(ctx, rec, func(d client.Delivery) {

@@ -117,6 +117,21 @@ type topicSyncer struct {
 	fitted map[string]int32
 	// report is told of each topic created or grown (a line on stderr).
 	report func(format string, args ...any)
+	// ids are, by topic, the target topic's ID as first learned by this
+	// run (created, or described), before anything was copied into it;
+	// kept for the run, even if the topic is recreated meanwhile: the
+	// offset syncs name it (mirror_offset_syncs.go says why that is safe).
+	ids map[string]string
+}
+
+// learnID records topic's target ID, unless one was learned already.
+func (s *topicSyncer) learnID(topic, id string) {
+	if s.ids == nil {
+		s.ids = map[string]string{}
+	}
+	if _, ok := s.ids[topic]; !ok && id != "" {
+		s.ids[topic] = id
+	}
 }
 
 // ensure syncs the topics of tps whose target may lack a partition of
@@ -168,16 +183,21 @@ func (s *topicSyncer) syncOnce(ctx context.Context, topic string) error {
 	}
 	switch plan.action {
 	case topicCreate:
-		if _, err := s.dst.CreateTopic(ctx, plan.spec); err != nil {
+		id, err := s.dst.CreateTopic(ctx, plan.spec)
+		if err != nil {
 			return fmt.Errorf("create topic %s on the target: %w", topic, err)
 		}
+		s.learnID(topic, id)
 		s.report("created topic %s on the target: %d partitions, replication factor %d, min ISR %d, configs %s",
 			topic, plan.spec.Partitions, plan.spec.ReplicationFactor, plan.spec.MinISR, configList(plan.spec.Configs))
 	case topicGrow:
+		s.learnID(topic, dst.ID)
 		if err := s.dst.CreatePartitions(ctx, topic, plan.spec.Partitions); err != nil {
 			return fmt.Errorf("add partitions to topic %s on the target: %w", topic, err)
 		}
 		s.report("topic %s on the target grown from %d to %d partitions, as on the source", topic, len(dst.Partitions), plan.spec.Partitions)
+	case topicInPlace:
+		s.learnID(topic, dst.ID)
 	}
 	s.fitted[topic] = plan.spec.Partitions
 	return nil

@@ -22,13 +22,17 @@ func mirrorTranslateCommand() *ucli.Command {
 		Name:  "translate-offsets",
 		Usage: "commit on the target a group's committed source offsets, translated by the mirror's offset syncs",
 		UsageText: "paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... --bootstrap HOST:PORT,... GROUP\n" +
-			"    [--dry-run] [--export] [--offset-syncs-topic NAME] [--mirror-group G]\n\n" +
+			"    [--dry-run] [--export] [--offset-syncs-topic NAME] [--mirror-group G] [--header-scan=false]\n\n" +
 			"Reads GROUP's committed offsets on the source, translates each by the offset syncs the mirror\n" +
 			"wrote on the target (the target offset of the last sync at or below it: a consumer of the\n" +
 			"target may see a few records again, never misses one), and commits them for GROUP on the\n" +
 			"target, printing TOPIC, PARTITION, the SOURCE offset, the target group's offset BEFORE and the\n" +
-			"OFFSET committed. A partition with no sync at or below its offset, or whose target offset is\n" +
-			"already past the translation, is left as it is and named on stderr. --dry-run prints the plan\n" +
+			"OFFSET committed (at least the target partition's log start). A partition with no sync at or\n" +
+			"below its offset (copied before the syncs existed) is translated by a binary search of the\n" +
+			"target partition for the first copy of a source offset at or past it, by its\n" +
+			"paymentlog.mirror.source header (about 2 + log2(records) fetches of 64 KiB; --header-scan=false:\n" +
+			"none). A partition left untranslated, or whose target offset is already past the\n" +
+			"translation, is left as it is and named on stderr. --dry-run prints the plan\n" +
 			"and commits nothing; --export prints TOPIC,PARTITION,OFFSET lines (group set-offsets\n" +
 			"--from-file reads them) instead of the table. Refused while GROUP has members on the target.",
 		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
@@ -36,6 +40,7 @@ func mirrorTranslateCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "mirror-group", Value: defaultMirrorGroup, Usage: "the mirror's own group on the source, which is never translated", EnvVars: envVar("MIRROR_GROUP")},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing", EnvVars: envVar("MIRROR_TRANSLATE_DRY_RUN")},
 			&ucli.BoolFlag{Name: "export", Usage: "print the offsets as TOPIC,PARTITION,OFFSET lines (what group set-offsets --from-file reads) instead of a table", EnvVars: envVar("MIRROR_TRANSLATE_EXPORT")},
+			&ucli.BoolFlag{Name: "header-scan", Value: true, Usage: "translate a partition with no offset sync at or below the group's offset by searching the target partition's records for their mirror header (--header-scan=false: leave it as it is)", EnvVars: envVar("MIRROR_TRANSLATE_HEADER_SCAN")},
 			timeoutFlag("MIRROR_TRANSLATE_TIMEOUT", defaultAdminTimeout),
 		}),
 		Action: func(c *ucli.Context) error {
@@ -54,6 +59,7 @@ type mirrorTranslateOptions struct {
 	group            string
 	offsetSyncsTopic string
 	dryRun, export   bool
+	headerScan       bool
 	timeout          time.Duration
 }
 
@@ -67,7 +73,7 @@ func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
 		return mirrorTranslateOptions{}, usageError("%v", err)
 	}
 	o := mirrorTranslateOptions{target: target, group: group, offsetSyncsTopic: c.String("offset-syncs-topic"),
-		dryRun: c.Bool("dry-run"), export: c.Bool("export"), timeout: c.Duration("timeout")}
+		dryRun: c.Bool("dry-run"), export: c.Bool("export"), headerScan: c.Bool("header-scan"), timeout: c.Duration("timeout")}
 	if o.source, err = parseSourceClient(c, target); err != nil {
 		return o, err
 	}
@@ -109,18 +115,39 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 	}
 	reader := newSyncReader(dst, opts.offsetSyncsTopic)
 	defer reader.close()
-	if err := reader.catchUp(ctx); err != nil {
+	switch err := reader.catchUp(ctx); {
+	case client.ErrorCode(err) == wire.UnknownTopicOrPartition && opts.headerScan:
+		// Mirrored without syncs (--offset-syncs-topic '', or a target
+		// where it could not be created): the header scan may do.
+		fmt.Fprintf(stderr, "no offset syncs topic %s on the target: translating by the mirror headers of the target's records\n", opts.offsetSyncsTopic)
+	case err != nil:
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if reader.bad > 0 {
 		fmt.Fprintf(stderr, "%d records of %s are not offset syncs: left out\n", reader.bad, opts.offsetSyncsTopic)
 	}
+	if reader.legacy > 0 {
+		fmt.Fprintf(stderr, "%d offset syncs of %s name no target topic ID (written by an earlier build; the topic may have been recreated since): ignored\n",
+			reader.legacy, opts.offsetSyncsTopic)
+	}
 	desc, err := dst.Admin().DescribeGroup(ctx, opts.group)
 	if err != nil {
 		return fmt.Errorf("%s: the group on the target: %w", what, err)
 	}
-	plan := translateGroup(srcOffs, desc.Offsets, reader.syncs, nil)
+	targets, err := newTargetDescriber(dst.Admin()).describe(ctx, srcOffs, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	plan := translateGroup(srcOffs, desc.Offsets, reader.syncs, targets, nil)
+	if opts.headerScan {
+		if err := scanHeaders(ctx, dst, plan, targets); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
 	for _, g := range plan {
+		if g.info != "" {
+			fmt.Fprintln(stderr, g.info)
+		}
 		if g.note != "" {
 			fmt.Fprintln(stderr, g.note)
 		}
@@ -158,6 +185,42 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", g.tp.Topic, g.tp.Partition, g.source, offsetOrDash(g.before), g.target)
 	}
 	return tw.Flush()
+}
+
+// scanHeaders translates the partitions of plan with no offset sync by
+// the header scan (mirror_header_scan.go). A partition it cannot
+// translate keeps its note, with why; only ctx's end is an error.
+func scanHeaders(ctx context.Context, dst *client.Client, plan []groupTranslation, targets map[client.TopicPartition]targetPartition) error {
+	var scanner *headerScanner
+	for i := range plan {
+		g := &plan[i]
+		if !g.noSync {
+			continue
+		}
+		tgt := targets[g.tp]
+		if tgt.logStart < 0 || tgt.end < 0 {
+			g.note += "; the header scan cannot read it (no leader answered)"
+			continue
+		}
+		if scanner == nil {
+			scanner = newHeaderScanner(dst)
+			defer scanner.close()
+		}
+		at, probes, err := scanner.scan(ctx, g.tp, tgt.logStart, tgt.end, g.source)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			g.note += fmt.Sprintf("; the header scan did not translate it: %v", err)
+			continue
+		}
+		g.settle(at, tgt.logStart)
+		if g.info == "" {
+			g.info = fmt.Sprintf("%s: no offset sync at or below source offset %d: translated to %d by the mirror headers of the target's records (%d probes)",
+				g.tp, g.source, at, probes)
+		}
+	}
+	return nil
 }
 
 // offsetOrDash is o, or "-" for none (-1).
