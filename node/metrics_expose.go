@@ -157,7 +157,7 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_produce_requests_total", "Produce requests handled.", bs.ProduceRequests)
 	w.Counter("paymentlog_produce_bytes_total", "Batch bytes appended as leader (retried duplicates not counted).", bs.ProduceBytes)
 	w.Counter("paymentlog_produce_reorder_waits_total", "Idempotent produce batches that reached this leader ahead of an earlier batch of their producer (their requests' streams overtook each other) and waited for it.", bs.ProduceReorderWaits)
-	w.Counter("paymentlog_produce_reorder_refused_total", "Of those, batches still ahead when the wait (25 ms) was up, refused OutOfOrderSequence or UnknownProducerID: the earlier batch was lost, refused, or later still.", bs.ProduceReorderRefused)
+	w.Counter("paymentlog_produce_reorder_refused_total", "Of those, batches still ahead when the wait (25 ms; 250 ms for a producer's sequence 0) was up, refused OutOfOrderSequence or UnknownProducerID: the earlier batch was lost, refused, or later still.", bs.ProduceReorderRefused)
 	w.Counter("paymentlog_recompressed_batches_total", "Produced batches appended as leader in their topic's compression.type rather than the codec they were sent in (retried duplicates not counted).", bs.RecompressedBatches)
 	w.Family("paymentlog_recompressed_bytes_total", metrics.TypeCounter, "Bytes of those batches as producers sent them and as this node stored them.")
 	w.Uint(metrics.Labels{"bytes", "sent"}, bs.RecompressedSentBytes)

@@ -206,12 +206,13 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 	var until time.Time
 	for {
 		var earlier <-chan struct{}
-		base, last, epoch, dup, code, earlier = p.tryAppendLeader(ctx, acks, reqEpoch, batch, h, now)
+		var wait time.Duration
+		base, last, epoch, dup, code, earlier, wait = p.tryAppendLeader(ctx, acks, reqEpoch, batch, h, now)
 		if earlier == nil {
 			return base, last, epoch, dup, code
 		}
 		if until.IsZero() {
-			until = time.Now().Add(reorderWait)
+			until = time.Now().Add(wait)
 			p.b.counters.reorderWaits.Add(1)
 		}
 		if !p.awaitEarlier(ctx, earlier, until) {
@@ -224,8 +225,8 @@ func (p *partition) appendLeader(ctx context.Context, acks int8, reqEpoch int32,
 // tryAppendLeader is one attempt of appendLeader. earlier is set, with the
 // refusal, when the batch's sequence is ahead of its producer's on this
 // partition: it is closed by the next append, after which the batch may
-// follow.
-func (p *partition) tryAppendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header, now time.Time) (base, last int64, epoch int32, dup bool, code wire.ErrorCode, earlier <-chan struct{}) {
+// follow; wait is how long the batch may wait in all (producerState.ahead).
+func (p *partition) tryAppendLeader(ctx context.Context, acks int8, reqEpoch int32, batch segment.Batch, h segment.Header, now time.Time) (base, last int64, epoch int32, dup bool, code wire.ErrorCode, earlier <-chan struct{}, wait time.Duration) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -238,34 +239,34 @@ func (p *partition) tryAppendLeader(ctx context.Context, acks int8, reqEpoch int
 	}
 	p.mu.Unlock()
 	if c != replica.OK {
-		return -1, -1, epoch, false, codeToWire(c), nil
+		return -1, -1, epoch, false, codeToWire(c), nil, 0
 	}
 	if p.b.fenced.Load() {
-		return -1, -1, epoch, false, wire.NotLeader, nil
+		return -1, -1, epoch, false, wire.NotLeader, nil, 0
 	}
 	if h.ProducerID >= 0 && h.BaseSequence >= 0 {
 		switch v, orig := p.producers.check(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta); v {
 		case seqDuplicate:
-			return orig.baseOffset, orig.lastOffset, epoch, true, wire.None, nil
+			return orig.baseOffset, orig.lastOffset, epoch, true, wire.None, nil, 0
 		case seqOutOfOrder, seqUnknownProducer:
 			code = wire.OutOfOrderSequence
 			if v == seqUnknownProducer {
 				code = wire.UnknownProducerID
 			}
-			if p.producers.ahead(h.ProducerID, h.ProducerEpoch, h.BaseSequence) {
+			if wait = p.producers.ahead(h.ProducerID, h.ProducerEpoch, h.BaseSequence); wait > 0 {
 				earlier = p.nextAppendLocked()
 			}
-			return -1, -1, epoch, false, code, earlier
+			return -1, -1, epoch, false, code, earlier, wait
 		case seqInvalidEpoch:
-			return -1, -1, epoch, false, wire.InvalidProducerEpoch, nil
+			return -1, -1, epoch, false, wire.InvalidProducerEpoch, nil, 0
 		case seqUnknown:
-			return -1, -1, epoch, false, wire.KafkaStorageError, nil
+			return -1, -1, epoch, false, wire.KafkaStorageError, nil, 0
 		}
 	}
 	info, err := p.log.Append(ctx, batch, epoch)
 	if err != nil {
 		p.lg.Error("append failed", "epoch", epoch, "err", err)
-		return -1, -1, epoch, false, appendErrCode(err), nil
+		return -1, -1, epoch, false, appendErrCode(err), nil, 0
 	}
 	p.producers.update(h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastOffsetDelta, info.BaseOffset, seenAt(h, now))
 	p.appendedLocked()
@@ -279,7 +280,7 @@ func (p *partition) tryAppendLeader(ctx context.Context, acks int8, reqEpoch int
 	case acks == wire.AcksNone:
 		p.syncInBackground(epoch, info.LastOffset+1) // no request waits for this flush
 	}
-	return info.BaseOffset, info.LastOffset, epoch, false, wire.None, nil
+	return info.BaseOffset, info.LastOffset, epoch, false, wire.None, nil, 0
 }
 
 // waitHW parks request id, whose batch was appended as leader of epoch,

@@ -86,10 +86,10 @@ func TestBatchAheadOfAGapIsRefusedAfterTheWait(t *testing.T) {
 		name  string
 		batch []byte
 		want  wire.ErrorCode
-		wait  bool
+		wait  time.Duration
 	}{
-		{"gap", buildBatch(42, 5, []string{"x"}), wire.OutOfOrderSequence, true},
-		{"unknown producer", buildBatch(43, 3, []string{"y"}), wire.UnknownProducerID, true},
+		{"gap", buildBatch(42, 5, []string{"x"}), wire.OutOfOrderSequence, reorderWait},
+		{"unknown producer", buildBatch(43, 3, []string{"y"}), wire.UnknownProducerID, reorderWaitFirst},
 	} {
 		start := time.Now()
 		r := mustProduce(t, c, wire.AcksAll, cs.batch)
@@ -97,8 +97,8 @@ func TestBatchAheadOfAGapIsRefusedAfterTheWait(t *testing.T) {
 		if r.Err != cs.want {
 			t.Fatalf("%s: %+v, want %v", cs.name, r, cs.want)
 		}
-		if cs.wait && took < reorderWait {
-			t.Fatalf("%s: refused after %v, before the wait (%v) was up", cs.name, took, reorderWait)
+		if took < cs.wait {
+			t.Fatalf("%s: refused after %v, before the wait (%v) was up", cs.name, took, cs.wait)
 		}
 	}
 	if st := c.node(1).b.Stats(); st.ProduceReorderWaits != 2 || st.ProduceReorderRefused != 2 {
@@ -114,20 +114,20 @@ func TestProducerSequenceAhead(t *testing.T) {
 		pid   int64
 		epoch int16
 		seq   int32
-		want  bool
+		want  time.Duration
 	}{
-		{1, 0, 16, true},
-		{1, 0, 1000, true},
-		{1, 0, 15, false}, // next: not refused for order
-		{1, 0, 12, false}, // behind
-		{1, 0, 0, false},
-		{1, 1, 3, true},  // a new epoch waits for its sequence 0
-		{1, 1, 0, false}, // which is no wait
-		{2, 2, 5, false}, // an older epoch: fenced
-		{2, 3, 2, true},  // ahead across the wrap
-		{2, 3, math.MaxInt32 - 5, false},
-		{9, 0, 1, true}, // an unknown producer, not at 0
-		{9, 0, 0, false},
+		{1, 0, 16, reorderWait},
+		{1, 0, 1000, reorderWait},
+		{1, 0, 15, 0}, // next: not refused for order
+		{1, 0, 12, 0}, // behind
+		{1, 0, 0, 0},
+		{1, 1, 3, reorderWaitFirst}, // a new epoch waits for its sequence 0
+		{1, 1, 0, 0},                // which is no wait
+		{2, 2, 5, 0},                // an older epoch: fenced
+		{2, 3, 2, reorderWait},      // ahead across the wrap
+		{2, 3, math.MaxInt32 - 5, 0},
+		{9, 0, 1, reorderWaitFirst}, // an unknown producer, not at 0
+		{9, 0, 0, 0},
 	} {
 		if got := s.ahead(c.pid, c.epoch, c.seq); got != c.want {
 			t.Errorf("ahead(pid %d, epoch %d, seq %d) = %v, want %v", c.pid, c.epoch, c.seq, got, c.want)
