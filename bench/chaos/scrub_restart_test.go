@@ -16,26 +16,26 @@ import (
 )
 
 // inProcessOutput is a node's output around a restart in its process
-// (the WARN line as cli/node_restart.go logs it; lines shortened).
-const inProcessOutput = `time=2026-12-03T14:40:01.100Z level=ERROR msg="partition log failed: stopping the node so its partitions move to in-sync replicas" node=2 partition_dir=chaos-1 err="segment: log failed after an I/O error; reopen to recover: segment: scrub found a corrupt batch: segment: corruption in /tmp/paymentlog-cluster-1/node2/data/chaos-1/00000000000000000000.log at byte 421723 (expected offset 3752)"
-time=2026-12-03T14:40:01.150Z level=INFO msg="shutting down" node=2
-time=2026-12-03T14:40:01.210Z level=WARN msg="the scrub found a corrupt batch: starting the node again in this process, to truncate the partition there, set aside what follows and fetch it again from its leader" node=2 err="node: partition log chaos-1 failed: segment: log failed after an I/O error; reopen to recover: segment: scrub found a corrupt batch: segment: corruption in /tmp/paymentlog-cluster-1/node2/data/chaos-1/00000000000000000000.log at byte 421723 (expected offset 3752): segment: corrupt batch: crc mismatch: stored 17040592, computed 5432919e"
-time=2026-12-03T14:40:01.300Z level=INFO msg="node started" node=2
+// (copied from a chaos run's node log: seed 105, node 2, fault #33).
+const inProcessOutput = `time=2026-12-03T14:53:20.383Z level=ERROR msg="partition log failed: stopping the node so its partitions move to in-sync replicas" node=2 partition_dir=chaos-2 err="segment: log failed after an I/O error; reopen to recover: segment: scrub found a corrupt batch: segment: corruption in /tmp/paymentlog-cluster-855578506/node2/data/chaos-2/00000000000000000000.log at byte 586934 (expected offset 4847): segment: corrupt batch: crc mismatch: stored 18f5edbb, computed 1b10cefa"
+time=2026-12-03T14:53:20.383Z level=INFO msg="shutting down" node=2
+time=2026-12-03T14:53:20.396Z level=WARN msg="the scrub found a corrupt batch: starting the node again in this process, to truncate the partition there, set aside what follows and fetch it again from its leader" node=2 err="node: partition log chaos-2 failed: segment: log failed after an I/O error; reopen to recover: segment: scrub found a corrupt batch: segment: corruption in /tmp/paymentlog-cluster-855578506/node2/data/chaos-2/00000000000000000000.log at byte 586934 (expected offset 4847): segment: corrupt batch: crc mismatch: stored 18f5edbb, computed 1b10cefa"
+time=2026-12-03T14:53:20.400Z level=INFO msg="node started" node=2 addr=10.241.195.2:7100 controller_eligible=true incarnation=1796309600397043241 data_dir=/tmp/paymentlog-cluster-855578506/node2/data metrics_addr="" authorizer="none (every client certificate may do everything)"
 `
 
 func TestInProcessRestarts(t *testing.T) {
-	start := time.Date(2026, 12, 3, 14, 39, 0, 0, time.UTC)
+	start := time.Date(2026, 12, 3, 14, 52, 0, 0, time.UTC)
 	seen := start.Add(time.Hour)
 	got := inProcessRestarts(2, []byte(inProcessOutput), "chaos", "/tmp/node2.log", start, seen)
 	if len(got) != 1 {
 		t.Fatalf("%d restarts: %+v", len(got), got)
 	}
 	e := got[0]
-	want := time.Date(2026, 12, 3, 14, 40, 1, 210e6, time.UTC)
-	if e.Node != 2 || !e.InProcess || e.ScrubPartition != 1 || !e.At.Equal(want) {
-		t.Fatalf("got %+v; want node 2, in process, partition 1, at %v", e, want)
+	want := time.Date(2026, 12, 3, 14, 53, 20, 396e6, time.UTC)
+	if e.Node != 2 || !e.InProcess || e.ScrubPartition != 2 || !e.At.Equal(want) {
+		t.Fatalf("got %+v; want node 2, in process, partition 2, at %v", e, want)
 	}
-	if !strings.Contains(e.Detail, "started again in its process at t+1m1.21s") || !strings.Contains(e.Detail, `err="node: partition log chaos-1 failed`) || !strings.Contains(e.Detail, "/tmp/node2.log") {
+	if !strings.Contains(e.Detail, "started again in its process at t+1m20.396s") || !strings.Contains(e.Detail, `err="node: partition log chaos-2 failed`) || !strings.Contains(e.Detail, "/tmp/node2.log") {
 		t.Fatalf("detail %q", e.Detail)
 	}
 	if !strings.Contains(inProcessOutput, segment.ErrScrubCorrupt.Error()) {
@@ -43,8 +43,8 @@ func TestInProcessRestarts(t *testing.T) {
 	}
 	// Without a time attribute: when it was seen. Naming another topic's
 	// partition: -1 (not a repair of a chaos rot).
-	line := strings.ReplaceAll(strings.Split(inProcessOutput, "\n")[2], "time=2026-12-03T14:40:01.210Z ", "")
-	line = strings.ReplaceAll(line, "chaos-1", "other-1")
+	line := strings.ReplaceAll(strings.Split(inProcessOutput, "\n")[2], "time=2026-12-03T14:53:20.396Z ", "")
+	line = strings.ReplaceAll(line, "chaos-2", "other-2")
 	got = inProcessRestarts(2, []byte(line+"\n"), "chaos", "", start, seen)
 	if len(got) != 1 || !got[0].At.Equal(seen) || got[0].ScrubPartition != -1 {
 		t.Fatalf("got %+v", got)
@@ -149,13 +149,13 @@ func TestCheckScrubRepairsInProcess(t *testing.T) {
 
 // fakeNodeScript is a stand-in for the paymentlog binary (run as
 // `node start ... --id N ...`): node 2 logs a restart in its process after
-// its scrub found a corrupt batch in chaos-1 and runs on; node 1 logs its
+// its scrub found a corrupt batch in chaos-2 and runs on; node 1 logs its
 // scrub's find in chaos-0 and exits, at its first start only; node 3 just
 // runs.
 func fakeNodeScript(t *testing.T) string {
 	t.Helper()
 	warn := strings.Split(inProcessOutput, "\n")[2]
-	warn = strings.Replace(warn, "time=2026-12-03T14:40:01.210Z", "time=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)", 1)
+	warn = strings.Replace(warn, "time=2026-12-03T14:53:20.396Z", "time=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)", 1)
 	dir := t.TempDir()
 	script := fmt.Sprintf(`#!/bin/sh
 id=""; prev=""
@@ -193,7 +193,7 @@ func TestNemesisNotesRestartsInProcess(t *testing.T) {
 	var out bytes.Buffer
 	past := time.Now().Add(-time.Minute)
 	nem := &Nemesis{C: c, Topic: "chaos", Partitions: 3, Start: past, Out: &out}
-	nem.rots = []Rot{{Node: 2, Partition: 1, Fault: 4, At: past, Offset: 3752}, {Node: 1, Partition: 0, Fault: 7, At: past, Offset: 10}}
+	nem.rots = []Rot{{Node: 2, Partition: 2, Fault: 4, At: past, Offset: 3752}, {Node: 1, Partition: 0, Fault: 7, At: past, Offset: 10}}
 	if err := localcluster.Poll(ctx, 20*time.Millisecond, func(ctx context.Context) (bool, error) {
 		nem.restartCrashed(ctx)
 		if rot := nem.unrepairedRot(); rot != "" {
@@ -210,7 +210,7 @@ func TestNemesisNotesRestartsInProcess(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{
 		"SCRUB REPAIR node 2 restarted in its process at t+",
-		"its scrub found the rot of partition 1 (fault #4, batch at offset 3752)",
+		"its scrub found the rot of partition 2 (fault #4, batch at offset 3752)",
 		"SCRUB REPAIR node 1 stopped: its scrub found the rot of partition 0 (fault #7, batch at offset 10); restarting it",
 	} {
 		if !strings.Contains(s, want) {
