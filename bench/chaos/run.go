@@ -208,7 +208,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Every node in a rack of its own, so that the second consumer
 	// (ConsumerRacks) reads from followers (KIP-392) through the faults;
-	// half the nodes restart in their process at a scrub's find.
+	// the even ids restart in their process at a scrub's find, the odd
+	// ones exit (scrubRestartArgs).
 	prevArgs := opts.NodeArgs
 	opts.NodeArgs = func(id int32) []string {
 		a := append([]string{"--rack", chaosRack(id)}, scrubRestartArgs(id)...)
