@@ -256,23 +256,30 @@ func TestCheckScrubRepairs(t *testing.T) {
 			if r.Rots != 2 || r.ScrubRepairs != tc.repairs || r.Count(NodeCrashed) != tc.crashed {
 				t.Fatalf("rots %d repairs %d node-crashed %d; want 2, %d, %d (%v)", r.Rots, r.ScrubRepairs, r.Count(NodeCrashed), tc.repairs, tc.crashed, r.Anomalies)
 			}
-			var nodes []int32
-			for _, a := range r.Anomalies {
-				if a.Kind == NodeCrashed {
-					nodes = append(nodes, a.Node)
-				}
-			}
-			if !slices.Equal(nodes, tc.crashers) {
-				t.Fatalf("crashed nodes %v, want %v", nodes, tc.crashers)
-			}
-			if r.Count(NodeCrashed) == 0 != r.OK() {
-				t.Fatalf("verdict OK=%v with %v", r.OK(), r.Anomalies)
-			}
+			checkCrashers(t, r, tc.crashers)
 			var b strings.Builder
 			r.WriteText(&b)
 			if want := "scrub repairs: " + string(rune('0'+tc.repairs)) + " of 2 rots"; !strings.Contains(b.String(), want) {
 				t.Fatalf("report does not say %q:\n%s", want, b.String())
 			}
 		})
+	}
+}
+
+// checkCrashers checks that the nodes r reports node-crashed are crashers,
+// in order, and that they alone decide its verdict.
+func checkCrashers(t *testing.T, r *Report, crashers []int32) {
+	t.Helper()
+	var nodes []int32
+	for _, a := range r.Anomalies {
+		if a.Kind == NodeCrashed {
+			nodes = append(nodes, a.Node)
+		}
+	}
+	if !slices.Equal(nodes, crashers) {
+		t.Fatalf("crashed nodes %v, want %v", nodes, crashers)
+	}
+	if r.Count(NodeCrashed) == 0 != r.OK() {
+		t.Fatalf("verdict OK=%v with %v", r.OK(), r.Anomalies)
 	}
 }
