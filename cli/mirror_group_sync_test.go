@@ -92,13 +92,7 @@ func checkTranslated(t *testing.T, e *mirrorEnv, group, topic string, src map[in
 func TestMirrorSyncsGroupOffsets(t *testing.T) {
 	e := startMirrorEnv(t)
 	const parts, n = 2, 2500
-	createTopicN(t, e, "pay", parts)
-	createTopic(t, e.dstC, client.TopicSpec{Name: "pay", Partitions: parts, ReplicationFactor: 1, MinISR: 1})
-	produceRecords(t, e.dstC, "pay", 0, 0, 37) // the target's own records: offsets shifted
-	produceRecords(t, e.dstC, "pay", 1, 0, 5)
-	for p := range int32(parts) {
-		produceRecords(t, e.srcC, "pay", p, 0, n)
-	}
+	createShiftedPay(t, e, parts, n)
 	commitGroup(t, e.srcC, "payments-app", "pay", map[int32]int64{0: 123, 1: 650})
 	commitGroup(t, e.srcC, "caught-up", "pay", map[int32]int64{0: n, 1: n})
 	commitGroup(t, e.srcC, "ahead", "pay", map[int32]int64{0: 10, 1: 10})
@@ -245,5 +239,20 @@ func TestMirrorSyncsGroupOffsetsWhileRunning(t *testing.T) {
 	waitForCLI(t, "group app synced again, to the end", func() bool { return target() == 4000 })
 	if !strings.Contains(errb.String(), "group app has no members on the target any more: syncing its offsets") {
 		t.Fatalf("stderr %q", errb.String())
+	}
+}
+
+// createShiftedPay creates topic pay of parts partitions on both clusters,
+// gives the target's partitions records of their own first (37 and 5, so
+// that target offsets differ from the source's), and produces n records
+// to every source partition.
+func createShiftedPay(t *testing.T, e *mirrorEnv, parts int32, n int) {
+	t.Helper()
+	createTopicN(t, e, "pay", parts)
+	createTopic(t, e.dstC, client.TopicSpec{Name: "pay", Partitions: parts, ReplicationFactor: 1, MinISR: 1})
+	produceRecords(t, e.dstC, "pay", 0, 0, 37) // the target's own records: offsets shifted
+	produceRecords(t, e.dstC, "pay", 1, 0, 5)
+	for p := range parts {
+		produceRecords(t, e.srcC, "pay", p, 0, n)
 	}
 }

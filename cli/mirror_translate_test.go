@@ -114,13 +114,7 @@ func TestMirrorIgnoresSyncsOfADeletedTargetTopic(t *testing.T) {
 func TestMirrorTranslateByHeaders(t *testing.T) {
 	e := startMirrorEnv(t)
 	const parts, n = 2, 2500
-	createTopicN(t, e, "pay", parts)
-	createTopic(t, e.dstC, client.TopicSpec{Name: "pay", Partitions: parts, ReplicationFactor: 1, MinISR: 1})
-	produceRecords(t, e.dstC, "pay", 0, 0, 37) // the target's own records: offsets shifted
-	produceRecords(t, e.dstC, "pay", 1, 0, 5)
-	for p := range int32(parts) {
-		produceRecords(t, e.srcC, "pay", p, 0, n)
-	}
+	createShiftedPay(t, e, parts, n)
 	commitGroup(t, e.srcC, "app", "pay", map[int32]int64{0: 123, 1: 1650})
 	commitGroup(t, e.srcC, "caught-up", "pay", map[int32]int64{0: n, 1: n})
 	commitGroup(t, e.srcC, "first", "pay", map[int32]int64{0: 0, 1: 0})
