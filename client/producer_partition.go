@@ -64,10 +64,13 @@ type partProducer struct {
 
 	// Owned by run.
 	// Invariant: queue holds encoded batches first, in order, then unencoded ones.
-	queue      []*pbatch
-	inflight   []*pbatch // sent and unresolved, in send order
-	recovering bool      // after an error: no sends until inflight drains and retryAt passes
-	probe      bool      // after a recovery with resends: one request at a time until a success
+	queue    []*pbatch
+	inflight []*pbatch // sent and unresolved, in send order
+	// lastWrite is closed once the last request sent has been written to
+	// its stream (quic.WriteAfter): the next one is written after it.
+	lastWrite  <-chan struct{}
+	recovering bool // after an error: no sends until inflight drains and retryAt passes
+	probe      bool // after a recovery with resends: one request at a time until a success
 	needMeta   bool
 	behind     int // UnknownLeaderEpoch answers in a row from the leader the metadata names
 	retryAt    time.Time

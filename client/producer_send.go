@@ -144,6 +144,11 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 		// is left to the retry policy.
 		ctx = quic.Idempotent(ctx)
 	}
+	// The partition's requests go out in the order they are sent here,
+	// though each is made on a goroutine of its own: a batch that reaches
+	// the leader before the one its sequence follows waits there, or is
+	// refused and resent with every batch after it.
+	ctx, pp.lastWrite = quic.WriteAfter(ctx, pp.lastWrite)
 	go func() {
 		var resp wire.ProduceResponse
 		r := attemptResult{b: b}

@@ -62,6 +62,8 @@ func (e *Endpoint) CallRaw(ctx context.Context, addr string, t FrameType, body [
 // reset: the peer restarted) is sent once more on a new connection (see
 // resend.go).
 func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, error) {
+	turn := turnOf(ctx) // WriteAfter: released once written, or at the latest here
+	defer turn.written()
 	f, conn, err := e.roundTripOnce(ctx, addr, parts, buf)
 	var answer *RemoteError // the peer answered: processed, whatever happened to conn since
 	if err == nil || conn == nil || ctx.Err() != nil || !isIdempotent(ctx) || errors.As(err, &answer) ||
@@ -79,6 +81,10 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, b
 // request was written to (nil if it never was).
 func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, *qgo.Conn, error) {
 	if err := ctx.Err(); err != nil {
+		return Frame{}, nil, &OpError{Op: "call", Addr: addr, Err: err}
+	}
+	turn := turnOf(ctx)
+	if err := turn.wait(ctx); err != nil {
 		return Frame{}, nil, &OpError{Op: "call", Addr: addr, Err: err}
 	}
 	var (
@@ -115,6 +121,7 @@ func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byt
 	// The request goes out without FIN: closing our side after reading the
 	// whole response tells the server it was delivered (see serveUnary).
 	werr := writeGated(ctx, ent.bulk, str, parts)
+	turn.written()
 	if werr != nil {
 		str.CancelWrite(StreamCodeCanceled)
 	}
