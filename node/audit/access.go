@@ -43,16 +43,7 @@ func (a *accessSeen) due(k accessKey, now time.Time) bool {
 	if a.last == nil {
 		a.last = map[accessKey]time.Time{}
 	}
-	if len(a.last) >= maxAccessKeys {
-		for key, t := range a.last {
-			if now.Sub(t) >= a.interval {
-				delete(a.last, key)
-			}
-		}
-		if len(a.last) >= maxAccessKeys {
-			clear(a.last)
-		}
-	}
+	makeRoom(a.last, maxAccessKeys, now, a.interval, func(t time.Time) time.Time { return t })
 	a.last[k] = now
 	return true
 }
@@ -63,6 +54,24 @@ func (a *accessSeen) due(k accessKey, now time.Time) bool {
 func (l *Log) SetAccessInterval(d time.Duration) {
 	if l != nil {
 		l.access.interval = d
+	}
+}
+
+// makeRoom keeps m, which remembers when each key was last written, below
+// max entries: when it is full, the entries written window or more before
+// now are forgotten, and if that frees nothing, all are (lines are then
+// written again sooner, never left out uncounted).
+func makeRoom[K comparable, V any](m map[K]V, max int, now time.Time, window time.Duration, written func(V) time.Time) {
+	if len(m) < max {
+		return
+	}
+	for k, v := range m {
+		if now.Sub(written(v)) >= window {
+			delete(m, k)
+		}
+	}
+	if len(m) >= max {
+		clear(m)
 	}
 }
 

@@ -126,16 +126,7 @@ func (s *refusedSeen) take(k refusedKey, now time.Time) (repeated uint64, ok boo
 	if s.last == nil {
 		s.last = map[refusedKey]*refusedEntry{}
 	}
-	if len(s.last) >= maxRefusedKeys {
-		for key, e := range s.last {
-			if now.Sub(e.written) >= RefusedRepeatWindow {
-				delete(s.last, key)
-			}
-		}
-		if len(s.last) >= maxRefusedKeys {
-			clear(s.last)
-		}
-	}
+	makeRoom(s.last, maxRefusedKeys, now, RefusedRepeatWindow, func(e *refusedEntry) time.Time { return e.written })
 	s.last[k] = &refusedEntry{written: now}
 	return 0, true
 }
