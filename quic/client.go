@@ -64,7 +64,7 @@ func (e *Endpoint) CallRaw(ctx context.Context, addr string, t FrameType, body [
 func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, error) {
 	turn := turnOf(ctx) // WriteAfter: released once written, or at the latest here
 	defer turn.written()
-	f, conn, err := e.roundTripOnce(ctx, addr, parts, buf)
+	f, conn, err := e.roundTripOnce(ctx, turn, addr, parts, buf)
 	var answer *RemoteError // the peer answered: processed, whatever happened to conn since
 	if err == nil || conn == nil || ctx.Err() != nil || !isIdempotent(ctx) || errors.As(err, &answer) ||
 		!peerLostConn(conn, err) {
@@ -73,17 +73,17 @@ func (e *Endpoint) roundTrip(ctx context.Context, addr string, parts [][]byte, b
 	e.pool.drop(addr, conn)
 	e.stats.resent.Add(1)
 	e.log.Debug("quic: resending an idempotent request: the peer restarted", "peer", addr, "err", describe(err))
-	f, _, err = e.roundTripOnce(ctx, addr, parts, buf)
+	f, _, err = e.roundTripOnce(ctx, turn, addr, parts, buf)
 	return f, err
 }
 
 // roundTripOnce is one attempt of roundTrip. conn is the connection the
-// request was written to (nil if it never was).
-func (e *Endpoint) roundTripOnce(ctx context.Context, addr string, parts [][]byte, buf []byte) (Frame, *qgo.Conn, error) {
+// request was written to (nil if it never was). turn is the Call's place
+// in a WriteAfter chain (nil: none).
+func (e *Endpoint) roundTripOnce(ctx context.Context, turn *writeTurn, addr string, parts [][]byte, buf []byte) (Frame, *qgo.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return Frame{}, nil, &OpError{Op: "call", Addr: addr, Err: err}
 	}
-	turn := turnOf(ctx)
 	if err := turn.wait(ctx); err != nil {
 		return Frame{}, nil, &OpError{Op: "call", Addr: addr, Err: err}
 	}
