@@ -126,7 +126,7 @@ func TestConsumeGroupMembersSplitPartitions(t *testing.T) {
 	}
 	_, errOut, code = runClientCLI(t, nil, "group", "delete", "g", bs)
 	oneErrorLine(t, "delete with members", code, errOut, 1, "delete group g: refused: the group has members")
-	_, errOut, code = runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "earliest", bs)
+	_, errOut, code = runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "earliest", "--execute", bs)
 	oneErrorLine(t, "set-offsets with members", code, errOut, 1, "set offsets of group g: refused: the group has members")
 
 	if ca, cb := a.stop(t), b.stop(t); ca != 0 || cb != 0 {

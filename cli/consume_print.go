@@ -92,7 +92,7 @@ func pollError(opts consumeOptions, err error) error {
 			// Its committed offsets win over --from.
 			return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+
 				"of group %s from offset %d up to its position %d (rerun with --on-truncation rewind, or move the group "+
-				"with group set-offsets %s %s --partition %d --to %d)", opts.topic, lt.Partition, opts.group,
+				"with group set-offsets %s %s --partition %d --to %d --execute)", opts.topic, lt.Partition, opts.group,
 				lt.DivergingEndOffset, lt.Position, opts.group, opts.topic, lt.Partition, lt.DivergingEndOffset)
 		}
 		return fmt.Errorf("consume %s: partition %d: log truncated: the leader's log no longer has the records "+

@@ -63,7 +63,7 @@ func TestGroupsOnANode(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "\ng  ") {
 		t.Fatalf("group list: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if _, errOut, code := run("", "group", "set-offsets", "g", "t", "--to", "earliest"); code != 0 {
+	if _, errOut, code := run("", "group", "set-offsets", "g", "t", "--to", "earliest", "--execute"); code != 0 {
 		t.Fatalf("set-offsets --to earliest: %s", errOut)
 	}
 	checkOnce(t, 10, consume("--exit-at-end"))

@@ -20,23 +20,25 @@ import (
 // ...` (Kafka's kafka-consumer-groups --reset-offsets): rewind or skip a
 // group's consumption of a topic, by a target (--to), by a distance from
 // where the group is (--shift-by), or to the offsets a file lists
-// (--from-file); --dry-run shows the plan without committing it.
+// (--from-file). It commits only with --execute (offsets_execute.go);
+// without it, it prints the plan.
 func groupSetOffsetsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "set-offsets",
 		Usage: "set a group's committed offsets: earliest, latest, an offset, a time, a shift, or from a file",
-		UsageText: "paymentlog group set-offsets GROUP TOPIC --to earliest|latest|OFFSET|TIME | --shift-by N [--partition N] [--dry-run] [--export]\n" +
-			"   paymentlog group set-offsets GROUP --from-file FILE [--dry-run] [--export]\n\n" +
-			"Commits, for every partition of TOPIC (or --partition N), the log start (earliest), the high\n" +
+		UsageText: "paymentlog group set-offsets GROUP TOPIC --to earliest|latest|OFFSET|TIME | --shift-by N [--partition N] [--execute] [--export]\n" +
+			"   paymentlog group set-offsets GROUP --from-file FILE [--execute] [--export]\n\n" +
+			"Plans, for every partition of TOPIC (or --partition N), the log start (earliest), the high\n" +
 			"watermark (latest), OFFSET (which must lie between the two), or each partition's first record\n" +
 			"stamped at or after TIME (RFC 3339 such as 2026-12-01T09:30:00Z, @UNIX_MS, or now-DURATION\n" +
-			"such as now-2h30m; the high watermark where none is yet), and prints the offsets before and\n" +
-			"after. --shift-by N moves each partition's committed offset by N (negative: back), kept\n" +
+			"such as now-2h30m; the high watermark where none is yet), prints the offsets before and after,\n" +
+			"and commits them with --execute (without it, or with --dry-run, nothing is committed, as in\n" +
+			"Kafka). --shift-by N moves each partition's committed offset by N (negative: back), kept\n" +
 			"between the log start and the high watermark as Kafka does (each partition so kept is named on\n" +
 			"stderr); a partition with no committed offset is refused. --from-file FILE (- for stdin) sets\n" +
 			"the offsets it lists, one TOPIC,PARTITION,OFFSET per line, the format --export prints and\n" +
-			"Kafka's kafka-consumer-groups reads and writes. --dry-run prints the plan and commits nothing.\n" +
-			"Save a group's position before a risky change with --shift-by 0 --dry-run --export > FILE.\n\n" +
+			"Kafka's kafka-consumer-groups reads and writes. Save a group's position before a risky change\n" +
+			"with --shift-by 0 --export > FILE.\n\n" +
 			"The group is created if it has none yet. It is refused while the group has members (consume\n" +
 			"--group without --partition running): stop them first; they resume at the new offsets.\n" +
 			"Consumers using the group without membership (--partition) are not known to the cluster: a\n" +
@@ -46,7 +48,8 @@ func groupSetOffsetsCommand() *ucli.Command {
 			&ucli.Int64Flag{Name: "shift-by", Usage: "move each committed offset by `N` (negative: back), kept between the log start and the high watermark", EnvVars: envVar("GROUP_SET_OFFSETS_SHIFT_BY")},
 			&ucli.StringFlag{Name: "from-file", Usage: "set the offsets `FILE` lists (TOPIC,PARTITION,OFFSET per line; - for stdin)", EnvVars: envVar("GROUP_SET_OFFSETS_FROM_FILE")},
 			&ucli.IntFlag{Name: "partition", Value: -1, Usage: "only this partition (-1: every partition)", EnvVars: envVar("GROUP_SET_OFFSETS_PARTITION")},
-			&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing", EnvVars: envVar("GROUP_SET_OFFSETS_DRY_RUN")},
+			executeFlag("GROUP_SET_OFFSETS"),
+			&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing (the default without --execute)", EnvVars: envVar("GROUP_SET_OFFSETS_DRY_RUN")},
 			&ucli.BoolFlag{Name: "export", Usage: "print the offsets as TOPIC,PARTITION,OFFSET lines (what --from-file reads) instead of a table", EnvVars: envVar("GROUP_SET_OFFSETS_EXPORT")},
 		),
 		Action: func(c *ucli.Context) error {
@@ -73,7 +76,7 @@ type groupSetOffsetsOptions struct {
 	shift    int64
 	// file, when not nil, replaces all of them.
 	file   []offsetsFileEntry
-	dryRun bool
+	commit commitMode
 	export bool
 }
 
@@ -103,7 +106,10 @@ func parseGroupSetOffsets(c *ucli.Context) (groupSetOffsetsOptions, error) {
 		return groupSetOffsetsOptions{}, err
 	}
 	o := groupSetOffsetsOptions{groupOptions: g, topic: c.Args().Get(1), partition: int32(c.Int("partition")),
-		dryRun: c.Bool("dry-run"), export: c.Bool("export")}
+		export: c.Bool("export")}
+	if o.commit, err = parseCommitMode(c); err != nil {
+		return o, err
+	}
 	switch {
 	case modes == 0:
 		return o, usageError("--to earliest|latest|OFFSET|TIME is required (or --shift-by N, or --from-file FILE)")
@@ -161,8 +167,8 @@ func runGroupSetOffsets(ctx context.Context, opts groupSetOffsetsOptions, stdout
 		for _, n := range plan.notes {
 			fmt.Fprintln(stderr, n)
 		}
-		if opts.dryRun {
-			fmt.Fprintln(stderr, "dry run: nothing committed")
+		if opts.commit.dryRun {
+			opts.commit.reportDryRun(stderr)
 		} else if err := a.CommitOffsets(ctx, opts.group, plan.offsets); client.ErrorCode(err) == wire.NonEmptyGroup {
 			return refusedWithMembers("set offsets of group", opts.group, err)
 		} else if err != nil {

@@ -24,7 +24,8 @@ func committed(fc *clienttest.Cluster, group string) string {
 
 // group set-offsets --shift-by moves committed offsets, kept between the
 // log start and the high watermark with a note per partition kept;
-// --dry-run commits nothing; --export prints what --from-file reads; and a
+// only --execute commits (without it the plan is printed with a hint;
+// --dry-run without the hint); --export prints what --from-file reads; and a
 // file (or stdin) sets the offsets it lists.
 func TestGroupSetOffsetsShiftDryRunAndFile(t *testing.T) {
 	fc := groupTopic(t) // t: partition 0 holds offsets 0-5, partition 1 0-3
@@ -37,12 +38,20 @@ func TestGroupSetOffsetsShiftDryRunAndFile(t *testing.T) {
 		}
 		return out, errOut
 	}
-	run("", "g", "t", "--to", "3")
+	out, errOut := run("", "g", "t", "--to", "3")
+	if out != "TOPIC  PARTITION  BEFORE  OFFSET\nt      0          -       3\nt      1          -       3\n" ||
+		errOut != "dry run: nothing committed; add --execute to commit these offsets\n" {
+		t.Fatalf("--to 3 without --execute: stdout %q, stderr %q", out, errOut)
+	}
+	if got := committed(fc, "g"); got != "" {
+		t.Fatalf("--to 3 without --execute committed: %s", got)
+	}
+	run("", "g", "t", "--to", "3", "--execute")
 	if got := committed(fc, "g"); got != "p0=3 p1=3" {
 		t.Fatalf("after --to 3: %s", got)
 	}
 
-	out, errOut := run("", "g", "t", "--shift-by", "-2", "--dry-run")
+	out, errOut = run("", "g", "t", "--shift-by", "-2", "--dry-run")
 	if out != "TOPIC  PARTITION  BEFORE  OFFSET\nt      0          3       1\nt      1          3       1\n" || errOut != "dry run: nothing committed\n" {
 		t.Fatalf("--shift-by -2 --dry-run: stdout %q, stderr %q", out, errOut)
 	}
@@ -50,7 +59,7 @@ func TestGroupSetOffsetsShiftDryRunAndFile(t *testing.T) {
 		t.Fatalf("--dry-run committed: %s", got)
 	}
 
-	out, errOut = run("", "g", "--shift-by", "2", "t") // flags before and after the arguments
+	out, errOut = run("", "g", "--shift-by", "2", "t", "--execute") // flags before and after the arguments
 	if out != "TOPIC  PARTITION  BEFORE  OFFSET\nt      0          3       5\nt      1          3       4\n" ||
 		errOut != "partition 1: 3 shifted by 2 is past the high watermark 4; setting 4\n" {
 		t.Fatalf("--shift-by 2: stdout %q, stderr %q", out, errOut)
@@ -58,7 +67,7 @@ func TestGroupSetOffsetsShiftDryRunAndFile(t *testing.T) {
 	if got := committed(fc, "g"); got != "p0=5 p1=4" {
 		t.Fatalf("after --shift-by 2: %s", got)
 	}
-	_, errOut = run("", "g", "t", "--shift-by", "-10", "--partition", "0")
+	_, errOut = run("", "g", "t", "--shift-by", "-10", "--partition", "0", "--execute")
 	if errOut != "partition 0: 5 shifted by -10 is before the log start 0; setting 0\n" {
 		t.Fatalf("--shift-by -10: stderr %q", errOut)
 	}
@@ -72,19 +81,19 @@ func TestGroupSetOffsetsShiftDryRunAndFile(t *testing.T) {
 	if saved != "t,0,6\nt,1,4\n" {
 		t.Fatalf("--export: %q", saved)
 	}
-	run("", "g", "t", "--to", "earliest")
+	run("", "g", "t", "--to", "earliest", "--execute")
 	file := filepath.Join(t.TempDir(), "offsets.csv")
 	if err := os.WriteFile(file, []byte("# saved before the deploy\n"+saved), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = run("", "g", "--from-file", file)
+	out, _ = run("", "g", "--from-file", file, "--execute")
 	if out != "TOPIC  PARTITION  BEFORE  OFFSET\nt      0          0       6\nt      1          0       4\n" {
 		t.Fatalf("--from-file: stdout %q", out)
 	}
 	if got := committed(fc, "g"); got != "p0=6 p1=4" {
 		t.Fatalf("after --from-file: %s", got)
 	}
-	run("t,1, 2\n\nt, 0,1\n", "g", "--from-file", "-", "--export") // stdin, any order, spaces, a blank line
+	run("t,1, 2\n\nt, 0,1\n", "g", "--from-file", "-", "--export", "--execute") // stdin, any order, spaces, a blank line
 	if got := committed(fc, "g"); got != "p0=1 p1=2" {
 		t.Fatalf("after --from-file -: %s", got)
 	}
@@ -92,11 +101,11 @@ func TestGroupSetOffsetsShiftDryRunAndFile(t *testing.T) {
 
 // What set-offsets refuses: with exit status 1 what the cluster's offsets
 // rule out, with 2 (usage) what is wrong before asking it; nothing is
-// committed either way.
+// committed either way, --execute or not.
 func TestGroupSetOffsetsRefusals(t *testing.T) {
 	fc := groupTopic(t)
 	bs := "--bootstrap=" + fc.Bootstrap()
-	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "2", bs); code != 0 {
+	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "2", "--execute", bs); code != 0 {
 		t.Fatalf("set-offsets --to 2: %s", errOut)
 	}
 	dir := t.TempDir()
@@ -131,8 +140,9 @@ func TestGroupSetOffsetsRefusals(t *testing.T) {
 		{[]string{"g", "--from-file", file("# nothing\n\n")}, 2, "holds no TOPIC,PARTITION,OFFSET line"},
 		{[]string{"g", "--from-file", filepath.Join(dir, "missing.csv")}, 2, "no such file or directory"},
 		{[]string{"g", "t", "--to", "now-"}, 2, `--to: "now-" is not earliest`},
+		{[]string{"g", "t", "--to", "1", "--dry-run"}, 2, "give --execute or --dry-run, not both"},
 	} {
-		_, errOut, code := runClientCLI(t, nil, append(append([]string{"group", "set-offsets"}, c.args...), bs)...)
+		_, errOut, code := runClientCLI(t, nil, append(append([]string{"group", "set-offsets", "--execute"}, c.args...), bs)...)
 		oneErrorLine(t, strings.Join(c.args, " "), code, errOut, c.code, c.want)
 	}
 	if got := committed(fc, "g"); got != "p0=2 p1=2" {
@@ -147,7 +157,7 @@ func TestGroupSetOffsetsRefusals(t *testing.T) {
 func TestGroupSetOffsetsToNowMinus(t *testing.T) {
 	fc := groupTopic(t)
 	bs := "--bootstrap=" + fc.Bootstrap()
-	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "latest", bs); code != 0 {
+	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "latest", "--execute", bs); code != 0 {
 		t.Fatalf("--to latest: %s", errOut)
 	}
 	out, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "now-1h", bs)

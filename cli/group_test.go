@@ -152,16 +152,16 @@ func TestGroupListSetOffsetsDelete(t *testing.T) {
 		t.Fatalf("group list --json: exit %d, %v, %q", code, err, out)
 	}
 
-	out, errOut, code = runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "earliest", bs)
+	out, errOut, code = runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "earliest", "--execute", bs)
 	if code != 0 || out != "TOPIC  PARTITION  BEFORE  OFFSET\nt      0          6       0\nt      1          4       0\n" {
 		t.Fatalf("set-offsets --to earliest: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	checkOnce(t, 10, consumeLines(t, fc, "--group", "g", "--exit-at-end"))
 
-	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "3", "--partition", "0", bs); code != 0 {
+	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "3", "--partition", "0", "--execute", bs); code != 0 {
 		t.Fatalf("set-offsets --to 3: %s", errOut)
 	}
-	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "new", "t", "--to", "latest", "--partition", "1", bs); code != 0 {
+	if _, errOut, code := runClientCLI(t, nil, "group", "set-offsets", "new", "t", "--to", "latest", "--partition", "1", "--execute", bs); code != 0 {
 		t.Fatalf("set-offsets of a new group: %s", errOut)
 	}
 	if offs := fc.GroupOffsets("g"); len(offs) != 2 || offs[0].Offset != 3 || offs[1].Offset != 4 {
@@ -170,7 +170,7 @@ func TestGroupListSetOffsetsDelete(t *testing.T) {
 	if offs := fc.GroupOffsets("new"); len(offs) != 1 || offs[0].Partition != 1 || offs[0].Offset != 4 {
 		t.Fatalf("new group after set-offsets --to latest --partition 1: %+v", offs)
 	}
-	_, errOut, code = runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "7", "--partition", "1", bs)
+	_, errOut, code = runClientCLI(t, nil, "group", "set-offsets", "g", "t", "--to", "7", "--partition", "1", "--execute", bs)
 	oneErrorLine(t, "set-offsets past the end", code, errOut, 1, "partition 1 has offsets 0 to 4; 7 is outside them")
 
 	out, errOut, code = runClientCLI(t, nil, "group", "delete", "g", bs)
@@ -295,7 +295,7 @@ func TestConsumeGroupAfterLogTruncation(t *testing.T) {
 		t.Fatalf("printed %q as if it followed c", out)
 	}
 	oneErrorLine(t, "consume after the truncation", code, errOut, 1,
-		"records of group g from offset 1 up to its position 3 (rerun with --on-truncation rewind, or move the group with group set-offsets g payments --partition 0 --to 1)")
+		"records of group g from offset 1 up to its position 3 (rerun with --on-truncation rewind, or move the group with group set-offsets g payments --partition 0 --to 1 --execute)")
 	out, errOut, code = runClientCLI(t, nil, "consume", "payments", "--group", "g", "--on-truncation", "rewind", "--exit-at-end", bs)
 	if code != 0 || out != "x\ny\nz\nw\n" {
 		t.Fatalf("--on-truncation rewind: exit %d, stdout %q, stderr %q", code, out, errOut)

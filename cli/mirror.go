@@ -24,7 +24,7 @@ func mirrorCommand() *ucli.Command {
 			"    [--exit-at-end] [--commit-interval 5s] [--replication-factor N] [--min-insync-replicas N]\n" +
 			"    [--source-offset-header=false] [--skip-mirrored] [--sync-group-offsets G1,G2 | --sync-group-pattern REGEXP]\n" +
 			"    [--offset-syncs-topic NAME]\n" +
-			"   paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... GROUP [--dry-run] [--export]\n\n" +
+			"   paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... GROUP [--execute] [--export]\n\n" +
 			"Reads the topics from the source cluster (--source-bootstrap, --source-tls-dir,\n" +
 			"--source-cert-name) as a member of consumer group G on the source, and writes every record\n" +
 			"to the same topic and partition number on the target cluster (--bootstrap, --tls-dir,\n" +

@@ -140,11 +140,12 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 	}
 
 	// translate-offsets: refused while busy has a member; a dry run
-	// commits nothing; then the plan is committed.
+	// commits nothing, and so does a run without --execute; then the plan
+	// is committed.
 	translate := func(args ...string) (string, string, int) {
 		return runClientCLI(t, nil, append([]string{"mirror", "translate-offsets", "--source-bootstrap", e.src, "--bootstrap", e.dst}, args...)...)
 	}
-	if _, errOut, code := translate("busy"); code != 1 || !strings.Contains(errOut, "refused: the group has members") {
+	if _, errOut, code := translate("busy", "--execute"); code != 1 || !strings.Contains(errOut, "refused: the group has members") {
 		t.Fatalf("translate-offsets of a group with members: exit %d, stderr %q", code, errOut)
 	}
 	if err := busy.Close(ctx); err != nil {
@@ -157,7 +158,14 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 	if got := groupOffsets(t, e.dstC, "busy", "pay"); len(got) != 0 {
 		t.Fatalf("translate-offsets --dry-run committed %v", got)
 	}
-	exported, _, code := translate("busy", "--export")
+	out, errOut, code = translate("busy")
+	if code != 0 || !strings.Contains(errOut, "dry run: nothing committed; add --execute to commit these offsets") || !strings.HasPrefix(out, "TOPIC  PARTITION  SOURCE  BEFORE  OFFSET\n") {
+		t.Fatalf("translate-offsets without --execute: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if got := groupOffsets(t, e.dstC, "busy", "pay"); len(got) != 0 {
+		t.Fatalf("translate-offsets without --execute committed %v", got)
+	}
+	exported, _, code := translate("busy", "--export", "--execute")
 	if code != 0 || strings.Count(exported, "\n") != 2 {
 		t.Fatalf("translate-offsets --export: exit %d, stdout %q", code, exported)
 	}

@@ -16,29 +16,30 @@ import (
 // mirrorTranslateCommand is `paymentlog mirror translate-offsets GROUP`:
 // one round of --sync-group-offsets on demand, for an operator moving a
 // group to the target at a fail-over, with group set-offsets' output and
-// --dry-run.
+// --execute (offsets_execute.go).
 func mirrorTranslateCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "translate-offsets",
 		Usage: "commit on the target a group's committed source offsets, translated by the mirror's offset syncs",
 		UsageText: "paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... --bootstrap HOST:PORT,... GROUP\n" +
-			"    [--dry-run] [--export] [--offset-syncs-topic NAME] [--mirror-group G] [--header-scan=false]\n\n" +
+			"    [--execute] [--export] [--offset-syncs-topic NAME] [--mirror-group G] [--header-scan=false]\n\n" +
 			"Reads GROUP's committed offsets on the source, translates each by the offset syncs the mirror\n" +
 			"wrote on the target (the target offset of the last sync at or below it: a consumer of the\n" +
-			"target may see a few records again, never misses one), and commits them for GROUP on the\n" +
-			"target, printing TOPIC, PARTITION, the SOURCE offset, the target group's offset BEFORE and the\n" +
+			"target may see a few records again, never misses one), and with --execute commits them for\n" +
+			"GROUP on the target (without it, or with --dry-run, nothing is committed), printing TOPIC, PARTITION, the SOURCE offset, the target group's offset BEFORE and the\n" +
 			"OFFSET committed (at least the target partition's log start). A partition with no sync at or\n" +
 			"below its offset (copied before the syncs existed) is translated by a binary search of the\n" +
 			"target partition for the first copy of a source offset at or past it, by its\n" +
 			"paymentlog.mirror.source header (about 2 + log2(records) fetches of 64 KiB; --header-scan=false:\n" +
 			"none). A partition left untranslated, or whose target offset is already past the\n" +
-			"translation, is left as it is and named on stderr. --dry-run prints the plan\n" +
-			"and commits nothing; --export prints TOPIC,PARTITION,OFFSET lines (group set-offsets\n" +
-			"--from-file reads them) instead of the table. Refused while GROUP has members on the target.",
+			"translation, is left as it is and named on stderr. --export prints TOPIC,PARTITION,OFFSET\n" +
+			"lines (group set-offsets --from-file reads them) instead of the table. Refused while GROUP\n" +
+			"has members on the target.",
 		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
 			offsetSyncsTopicFlag(),
 			&ucli.StringFlag{Name: "mirror-group", Value: defaultMirrorGroup, Usage: "the mirror's own group on the source, which is never translated", EnvVars: envVar("MIRROR_GROUP")},
-			&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing", EnvVars: envVar("MIRROR_TRANSLATE_DRY_RUN")},
+			executeFlag("MIRROR_TRANSLATE"),
+			&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing (the default without --execute)", EnvVars: envVar("MIRROR_TRANSLATE_DRY_RUN")},
 			&ucli.BoolFlag{Name: "export", Usage: "print the offsets as TOPIC,PARTITION,OFFSET lines (what group set-offsets --from-file reads) instead of a table", EnvVars: envVar("MIRROR_TRANSLATE_EXPORT")},
 			&ucli.BoolFlag{Name: "header-scan", Value: true, Usage: "translate a partition with no offset sync at or below the group's offset by searching the target partition's records for their mirror header (--header-scan=false: leave it as it is)", EnvVars: envVar("MIRROR_TRANSLATE_HEADER_SCAN")},
 			timeoutFlag("MIRROR_TRANSLATE_TIMEOUT", defaultAdminTimeout),
@@ -58,7 +59,8 @@ type mirrorTranslateOptions struct {
 	target, source   clientOptions
 	group            string
 	offsetSyncsTopic string
-	dryRun, export   bool
+	commit           commitMode
+	export           bool
 	headerScan       bool
 	timeout          time.Duration
 }
@@ -73,8 +75,11 @@ func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
 		return mirrorTranslateOptions{}, usageError("%v", err)
 	}
 	o := mirrorTranslateOptions{target: target, group: group, offsetSyncsTopic: c.String("offset-syncs-topic"),
-		dryRun: c.Bool("dry-run"), export: c.Bool("export"), headerScan: c.Bool("header-scan"), timeout: c.Duration("timeout")}
+		export: c.Bool("export"), headerScan: c.Bool("header-scan"), timeout: c.Duration("timeout")}
 	if o.source, err = parseSourceClient(c, target); err != nil {
+		return o, err
+	}
+	if o.commit, err = parseCommitMode(c); err != nil {
 		return o, err
 	}
 	switch {
@@ -154,8 +159,8 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 	}
 	commits := groupCommits(plan)
 	switch {
-	case opts.dryRun:
-		fmt.Fprintln(stderr, "dry run: nothing committed")
+	case opts.commit.dryRun:
+		opts.commit.reportDryRun(stderr)
 	case len(commits) == 0:
 		fmt.Fprintln(stderr, "nothing to commit")
 	default:

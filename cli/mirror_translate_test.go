@@ -9,10 +9,11 @@ import (
 	"paymentlog/client"
 )
 
-// translate runs `paymentlog mirror translate-offsets` from e.src to e.dst.
+// translate runs `paymentlog mirror translate-offsets --execute` from e.src
+// to e.dst.
 func (e *mirrorEnv) translate(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	return runClientCLI(t, nil, append([]string{"mirror", "translate-offsets", "--source-bootstrap", e.src, "--bootstrap", e.dst}, args...)...)
+	return runClientCLI(t, nil, append([]string{"mirror", "translate-offsets", "--execute", "--source-bootstrap", e.src, "--bootstrap", e.dst}, args...)...)
 }
 
 // A translation below the target partition's log start (retention, or

@@ -139,7 +139,7 @@ func TestMirrorSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d records on the target, %d of them repeats after the kills", len(target[0])+len(target[1])+len(target[2]), repeats)
 
-	out, err := exec.CommandContext(ctx, binary, "mirror", "translate-offsets", "app", "--source-bootstrap", src, "--bootstrap", dst).CombinedOutput()
+	out, err := exec.CommandContext(ctx, binary, "mirror", "translate-offsets", "app", "--execute", "--source-bootstrap", src, "--bootstrap", dst).CombinedOutput()
 	if err != nil {
 		t.Fatalf("translate-offsets: %v\n%s", err, out)
 	}
