@@ -79,6 +79,7 @@ func runNode(ctx context.Context, opts nodeOptions, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
+		opts.cfg.InProcessRestarts++ // the next start's count
 		err = serveNode(ctx, n, hup, logger, stderr)
 		if ctx.Err() != nil || !opts.scrubRestart || !restartsAfter(err) {
 			return err

@@ -26,7 +26,8 @@ func (n stoppedNode) Err() error                     { return n.err }
 
 // A node stopped by its scrub is started again in the same process, at
 // most scrubRestartMax times in scrubRestartWindow; any other failure, or
-// --log-scrub-restart=false, ends node start.
+// --log-scrub-restart=false, ends node start. Each start is told how many
+// came before it in the process (paymentlog_node_in_process_restarts_total).
 func TestNodeStartRestartsAfterScrubCorruption(t *testing.T) {
 	scrubErr := fmt.Errorf("node: partition log payments-0 failed: %w", fmt.Errorf("%w: %w", segment.ErrLogFailed,
 		fmt.Errorf("%w: batch at offset 12", segment.ErrScrubCorrupt)))
@@ -45,8 +46,10 @@ func TestNodeStartRestartsAfterScrubCorruption(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			defer func(orig func(context.Context, node.Config) (runningNode, error)) { startNode = orig }(startNode)
 			starts := 0
-			startNode = func(context.Context, node.Config) (runningNode, error) {
+			var counts []int // each start's InProcessRestarts
+			startNode = func(_ context.Context, cfg node.Config) (runningNode, error) {
 				starts++
+				counts = append(counts, cfg.InProcessRestarts)
 				if starts > scrubRestartMax+1 {
 					return nil, errors.New("started too often")
 				}
@@ -58,6 +61,11 @@ func TestNodeStartRestartsAfterScrubCorruption(t *testing.T) {
 			code := RunContext(context.Background(), args, &stdout, &stderr)
 			if code != 1 || starts != c.wantStarts {
 				t.Fatalf("exit %d after %d starts, want 1 after %d; stderr:\n%s", code, starts, c.wantStarts, stderr.String())
+			}
+			for i, n := range counts {
+				if n != i {
+					t.Fatalf("start %d was told of %d earlier restarts, want %d (all: %v)", i, n, i, counts)
+				}
 			}
 			if restarts := strings.Count(stderr.String(), "starting the node again in this process"); restarts != c.wantStarts-1 {
 				t.Errorf("%d restart lines, want %d; stderr:\n%s", restarts, c.wantStarts-1, stderr.String())

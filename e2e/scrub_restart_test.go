@@ -128,7 +128,7 @@ func TestScrubRestartRepairsInProcess(t *testing.T) {
 		t.Fatalf("node %d's quarantine: %v, %v (want one scrub-quarantine-* directory)", follower, set, err)
 	}
 	// The restarted node serves its metrics on the same address, and they
-	// show what it set aside.
+	// show what it set aside and that it restarted in its process.
 	resp, err := http.Get("http://" + c.Node(follower).MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatalf("node %d's metrics after its restart: %v", follower, err)
@@ -137,6 +137,9 @@ func TestScrubRestartRepairsInProcess(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || !regexp.MustCompile(`(?m)^paymentlog_log_scrub_quarantine_bytes [1-9]`).Match(body) {
 		t.Fatalf("node %d's metrics after its restart (%v): no quarantined bytes in\n%s", follower, err, body)
+	}
+	if !regexp.MustCompile(`(?m)^paymentlog_node_in_process_restarts_total 1$`).Match(body) {
+		t.Fatalf("node %d's metrics after its restart: paymentlog_node_in_process_restarts_total is not 1 in\n%s", follower, body)
 	}
 	// Its batches are the leader's again, the rotten one included.
 	if err := c.WaitFor(ctx, func(context.Context) (bool, error) {

@@ -149,6 +149,12 @@ type Config struct {
 	AuditSyslog string
 	// Version is the build's version, for the audit trail's start line.
 	Version string
+	// InProcessRestarts is how many times this process started the node
+	// before this start (`node start` starts it again after its scrub
+	// found corruption: cli/node_restart.go). A supervisor that counts
+	// process restarts sees none of those; /metrics reports them as
+	// paymentlog_node_in_process_restarts_total.
+	InProcessRestarts int
 
 	// rejoinGate, if set, is called before each round of a vote-guarded
 	// controller's questions (rejoin.go); tests hold a round back with it

@@ -48,6 +48,8 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 	img := n.store.Image()
 
 	w.Gauge("paymentlog_node_id", "This node's id.", int64(n.cfg.ID))
+	w.Counter("paymentlog_node_in_process_restarts_total", "Times this process started the node again after it stopped on its own (its scrub found a corrupt batch: node start --log-scrub-restart); a supervisor counting process restarts sees none of them.", uint64(n.cfg.InProcessRestarts))
+	w.Gauge("paymentlog_node_start_time_seconds", "Unix time this node (this incarnation, in-process restarts included) started.", n.startedAt.Unix())
 
 	// The metadata log (raft).
 	w.Gauge("paymentlog_metadata_offset", "Raft index of the last metadata entry applied to this node's image.", int64(img.Offset()))

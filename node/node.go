@@ -51,7 +51,8 @@ type Node struct {
 	audit       *audit.Log
 	log         *slog.Logger
 	incarnation int64
-	lock        *dirLock // the data directory's, held until closeAll
+	startedAt   time.Time // for paymentlog_node_start_time_seconds
+	lock        *dirLock  // the data directory's, held until closeAll
 
 	ep    *quic.Endpoint
 	store *metadata.Store
@@ -152,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg:         cfg,
 		log:         cfg.Logger,
 		incarnation: inc,
+		startedAt:   time.Now(),
 		done:        make(chan struct{}),
 	}
 	// Not err: it holds nextIncarnation's errIncarnationNotRecorded, used below.
