@@ -51,12 +51,15 @@ type Config struct {
 	// ReloadTLS.
 	OnTLSReload func(TLSReload)
 	// OnRefusedPeer, when set, is told of every handshake this endpoint
-	// refused because of the client's certificate: none, one that does not
-	// verify against ca.crt (unknown CA, expired, not yet valid, not a
-	// client certificate) or one revoked.txt lists (refused_peer.go), with
-	// the client's address: the audit trail records them. Mutual TLS from
-	// Config.TLS only. It is called on the handshake's goroutine: it must
-	// not block.
+	// refused because of its peer's certificate, with the peer's address
+	// and RefusedPeer.Side: inbound, a client's certificate it accepted a
+	// connection from: none, one that does not verify against ca.crt
+	// (unknown CA, expired, not yet valid, not a client certificate) or one
+	// revoked.txt lists (refused_peer.go); outbound, the certificate of a
+	// server it dialed: the same, or not for the name or address dialed
+	// (refused_server.go). The audit trail records them. Mutual TLS from
+	// Config.TLS only; which certificates are accepted does not change. It
+	// is called on the handshake's goroutine: it must not block.
 	OnRefusedPeer func(RefusedPeer)
 	// ResetSeed is secret material, stable across restarts, from which the
 	// stateless reset key of an endpoint with a fixed Addr is derived (with

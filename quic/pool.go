@@ -245,10 +245,16 @@ func (e *Endpoint) dial(addr string) (*qgo.Conn, error) {
 	if err != nil {
 		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
 	}
-	tlsConf := e.clientTLS().Clone()
+	st := e.tlsr.cur.Load() // clientTLS's, once: the reporting copy checks against its revoked list
+	tlsConf := e.cliTLS
+	if st != nil {
+		tlsConf = st.client
+	}
+	tlsConf = tlsConf.Clone()
 	if tlsConf.ServerName == "" {
 		tlsConf.ServerName = host
 	}
+	tlsConf = e.reportingServerRefusals(st, tlsConf, addr) // refused_server.go
 	// quic-go gives up after HandshakeIdleTimeout of silence; the context is a
 	// backstop for a peer that answers but never completes the handshake.
 	ctx, cancel := context.WithTimeout(e.hardCtx, 3*e.cfg.HandshakeTimeout)

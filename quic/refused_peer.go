@@ -17,13 +17,39 @@ const (
 	RefusedBadUsage       = "bad-usage"      // not a client certificate (extended key usage)
 	RefusedBadCertificate = "bad-certificate"
 	RefusedRevoked        = "revoked" // listed in revoked.txt
+	// RefusedNameMismatch: the server's certificate is not for the name or
+	// address dialed (outbound only, refused_server.go).
+	RefusedNameMismatch = "name-mismatch"
 )
 
-// RefusedPeer is a handshake an endpoint refused because of the client's
-// certificate (Config.OnRefusedPeer).
+// Which side of a handshake refused it (RefusedPeer.Side).
+const (
+	SideInbound  = "inbound"  // this endpoint accepted it and refused the client's certificate
+	SideOutbound = "outbound" // this endpoint dialed and refused the server's certificate (refused_server.go)
+)
+
+// InboundRefusals and OutboundRefusals are the reasons a handshake may be
+// refused for, on each side (the server always presents a certificate, and
+// only the dialing side checks a name).
+var (
+	InboundRefusals = []string{RefusedNoCertificate, RefusedUnknownCA, RefusedExpired, RefusedNotYetValid,
+		RefusedBadUsage, RefusedBadCertificate, RefusedRevoked}
+	OutboundRefusals = []string{RefusedUnknownCA, RefusedExpired, RefusedNotYetValid, RefusedNameMismatch,
+		RefusedBadUsage, RefusedBadCertificate, RefusedRevoked}
+)
+
+// RefusedPeer is a handshake an endpoint refused because of its peer's
+// certificate (Config.OnRefusedPeer): a client's it accepted, or a server's
+// it dialed.
 type RefusedPeer struct {
-	Addr   string // the client's address, host:port ("" if quic-go did not give it)
+	Side string // SideInbound or SideOutbound
+	// Addr is the peer's address, host:port: the client's ("" if quic-go
+	// did not give it), or the address dialed.
+	Addr   string
 	Reason string // RefusedUnknownCA, ...
+	// ServerName is the name or address the server's certificate was
+	// checked against (outbound only).
+	ServerName string
 	// Name, Serial (hex), Issuer (its distinguished name), NotBefore and
 	// NotAfter are the presented leaf certificate's, as presented (not
 	// verified): zero for RefusedNoCertificate.
@@ -70,7 +96,7 @@ func (e *Endpoint) reportingRefusals(st *tlsState, hello *tls.ClientHelloInfo) *
 		if ref == nil {
 			return nil
 		}
-		ref.Addr = addr
+		ref.Side, ref.Addr = SideInbound, addr
 		tell(*ref)
 		return ref.Err
 	}
@@ -105,21 +131,8 @@ func checkClientCert(certs []*x509.Certificate, roots *x509.CertPool, now time.T
 		opts.Intermediates.AddCert(c)
 	}
 	if _, err := leaf.Verify(opts); err != nil {
-		alert := alertBadCertificate
-		var invalid x509.CertificateInvalidError
-		switch {
-		case errors.As(err, &x509.UnknownAuthorityError{}):
-			ref.Reason, alert = RefusedUnknownCA, alertUnknownCA
-		case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-			ref.Reason, alert = RefusedExpired, alertCertificateExpired
-			if invalid.Cert != nil && now.Before(invalid.Cert.NotBefore) {
-				ref.Reason = RefusedNotYetValid
-			}
-		case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
-			ref.Reason = RefusedBadUsage
-		default:
-			ref.Reason = RefusedBadCertificate
-		}
+		var alert uint8
+		ref.Reason, alert = refusalReason(err, now)
 		ref.Err = fmt.Errorf("tls: failed to verify certificate: %w%.0w", err, tls.AlertError(alert))
 		return ref
 	}
@@ -128,6 +141,27 @@ func checkClientCert(certs []*x509.Certificate, roots *x509.CertPool, now time.T
 		return ref
 	}
 	return nil
+}
+
+// refusalReason is the reason for a failed x509 verification at now, and
+// the alert a server under crypto/tls sends for it (processCertsFromClient;
+// a client sends bad_certificate whatever the reason).
+func refusalReason(err error, now time.Time) (reason string, alert uint8) {
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &x509.UnknownAuthorityError{}):
+		return RefusedUnknownCA, alertUnknownCA
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		if invalid.Cert != nil && now.Before(invalid.Cert.NotBefore) {
+			return RefusedNotYetValid, alertCertificateExpired
+		}
+		return RefusedExpired, alertCertificateExpired
+	case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+		return RefusedBadUsage, alertBadCertificate
+	case errors.As(err, &x509.HostnameError{}):
+		return RefusedNameMismatch, alertBadCertificate
+	}
+	return RefusedBadCertificate, alertBadCertificate
 }
 
 // The TLS alerts crypto/tls sends for these refusals (RFC 8446 6.2;

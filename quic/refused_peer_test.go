@@ -32,7 +32,9 @@ type certSpec struct {
 	ca                  bool
 	notBefore, notAfter time.Time // zero: an hour before refusalNow, a year after
 	usages              []x509.ExtKeyUsage
-	noUsages            bool // no extended key usage at all
+	noUsages            bool     // no extended key usage at all
+	names               []string // subject alternative names, IPs or DNS names; nil: 127.0.0.1
+	noNames             bool     // no subject alternative name at all
 }
 
 // mustCert issues spec's certificate, signed by parent (nil: self-signed).
@@ -47,6 +49,17 @@ func mustCert(t *testing.T, spec certSpec, parent *testCert) testCert {
 		NotAfter:     spec.notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  spec.usages,
+	}
+	names := spec.names
+	if names == nil && !spec.noNames {
+		names = []string{"127.0.0.1"}
+	}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
 	}
 	if tmpl.NotBefore.IsZero() {
 		tmpl.NotBefore = refusalNow.Add(-time.Hour)
