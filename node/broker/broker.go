@@ -159,6 +159,11 @@ type Config struct {
 	// (segment.CompactOptions.MaxMapBytes; Kafka's
 	// log.cleaner.dedupe.buffer.size); 0: segment's default, 128 MiB.
 	CleanerDedupeBufferSize int64
+	// CleanerThreads is how many partitions the log cleaner compacts at
+	// once (Kafka's log.cleaner.threads; cleaner_threads.go): they share
+	// CleanerIOMaxBytesPerSec, and each pass's key map gets an equal
+	// share of CleanerDedupeBufferSize.
+	CleanerThreads int // DefaultCleanerThreads
 	// ProducerIDExpiration: producer_expiry.go.
 	ProducerIDExpiration time.Duration // DefaultProducerIDExpiration
 	// ReleaseDiskReserve, when set, is called when a deletion of segments
@@ -213,6 +218,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CleanerInterval == 0 {
 		c.CleanerInterval = DefaultCleanerInterval
+	}
+	if c.CleanerThreads <= 0 {
+		c.CleanerThreads = DefaultCleanerThreads
 	}
 	if c.RetentionMs == 0 {
 		c.RetentionMs = -1
@@ -303,6 +311,7 @@ type Broker struct {
 	ckptDirty       atomic.Bool
 	ckptMu          sync.Mutex // serialises checkpoint writes
 	cleanMu         sync.Mutex // serialises the log cleaner's passes (CompactNow)
+	cleaner         cleanerStats
 
 	// hooks are test hooks: nil outside tests.
 	hooks struct {
@@ -353,6 +362,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
 	b.throttle = newByteThrottle(cfg.ReassignmentThrottle)
 	b.cleanerThrottle = newByteThrottle(cfg.CleanerIOMaxBytesPerSec)
+	b.cleaner.lastRun = b.cfg.Now()
 	b.cfg.Log.OnFlush = b.counters.onFlush(cfg.Log.OnFlush)
 	b.cfg.Log.OnCacheDrop = b.counters.onCacheDrop(cfg.Log.OnCacheDrop)
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))

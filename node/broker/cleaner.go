@@ -1,11 +1,12 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/segment"
@@ -14,7 +15,8 @@ import (
 // The log cleaner (Kafka's cleanup.policy=compact): every
 // Config.CleanerInterval each partition this broker hosts, leader or
 // follower, whose topic's cleanup.policy includes compact gets a
-// segment.Log.Compact pass, one partition at a time. The log does the work
+// segment.Log.Compact pass, the dirtiest first, by Config.CleanerThreads
+// workers (cleaner_threads.go). The log does the work
 // (it keeps the last record of each key in the sealed segments it
 // rewrites, and drops tombstones after delete.retention.ms); the broker
 // chooses the bound and the topic's knobs:
@@ -109,44 +111,59 @@ func (b *Broker) cleanerLoop() {
 }
 
 // CompactNow runs one cleaner pass now (Config.Now): a Compact call on each
-// compacted partition in order of topic and partition, one at a time, and
-// returns what they did. Passes never overlap: one the loop is running
+// compacted partition, in the order of cleanOrder (the partitions due for
+// cleaning first, overdue then dirtiest), by Config.CleanerThreads workers
+// that never take the same partition (cleaner_threads.go), and returns
+// what the calls did. Passes never overlap: one the loop is running
 // finishes first. A failed call is logged at Warn (once while it keeps
 // failing the same way) and counted; a partition stopped or closed
 // meanwhile, or whose log another caller is compacting, is skipped. It
-// stops early when ctx ends.
+// stops early when ctx ends: the workers take no further partition.
 func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 	b.cleanMu.Lock()
 	defer b.cleanMu.Unlock()
-	parts := b.partitions()
-	slices.SortFunc(parts, func(x, y *partition) int {
-		return cmp.Or(cmp.Compare(x.key.topic, y.key.topic), cmp.Compare(x.key.partition, y.key.partition))
-	})
+	tasks := b.cleanerTasks(b.cfg.Now())
+	outs := make([]cleanOutcome, len(tasks))
+	var next atomic.Int64 // the index of the next task to take
+	work := func() {
+		for ctx.Err() == nil {
+			i := int(next.Add(1)) - 1
+			if i >= len(tasks) {
+				return
+			}
+			outs[i] = b.cleanOne(ctx, tasks[i].p)
+		}
+	}
+	if n := min(max(b.cfg.CleanerThreads, 1), len(tasks)); n <= 1 {
+		work()
+	} else {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				work()
+			}()
+		}
+		wg.Wait()
+	}
 	var s CleanerSummary
 	var errs []error
-	for _, p := range parts {
-		if ctx.Err() != nil {
-			break
-		}
-		res, cc, called, err := p.compact(ctx, b.cfg.Now())
-		if !called {
+	var longest time.Duration
+	for i, o := range outs {
+		if !o.called {
 			continue
 		}
 		s.Partitions++
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, segment.ErrClosed) || errors.Is(err, segment.ErrCompactionRunning) {
-				continue
-			}
-			s.Failed++
-			errs = append(errs, fmt.Errorf("%s: %w", p.key, err))
-			b.counters.cleanerFailures.Add(1)
-			if msg := err.Error(); msg != p.cleanerWarned {
-				p.cleanerWarned = msg
-				p.lg.Warn("log cleaner pass failed", "err", err)
+		longest = max(longest, o.took)
+		if o.err != nil {
+			if !o.quiet {
+				s.Failed++
+				errs = append(errs, fmt.Errorf("%s: %w", tasks[i].key, o.err))
 			}
 			continue
 		}
-		p.cleanerWarned = ""
+		res := o.res
 		if !res.Ran {
 			continue
 		}
@@ -157,24 +174,84 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		s.BytesAfter += res.BytesAfter
 		s.RecordsRemoved += res.RecordsRemoved
 		s.TombstonesRemoved += res.TombstonesRemoved
-		if res.Segments == 0 {
-			// It mapped the keys written since the last pass and found
-			// nothing they supersede (the next pass starts after them).
-			p.lg.Debug("log cleaner pass removed nothing", "keys", res.Keys, "dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo)
-			continue
-		}
-		b.counters.cleanerPasses.Add(1)
-		b.counters.cleanerRemoved.Add(uint64(max(res.RecordsRemoved, 0))) // tombstones included
-		b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
-		b.counters.cleanerMerged.Add(uint64(max(res.SegmentsMerged, 0)))
-		p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "segments_merged", res.SegmentsMerged, "keys", res.Keys,
-			"tombstones_due", res.TombstonesDue,
-			"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
-			"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged,
-			"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio, "overdue", res.Overdue)
 	}
 	s.Err = errors.Join(errs...)
+	b.cleaner.ended(b.cfg.Now(), longest, s.Failed)
 	return s
+}
+
+// cleanerTasks returns the compacted partitions a pass gives a Compact
+// call, in cleanOrder, ranked by their logs' Dirtiness at now (also
+// recorded for Stats).
+func (b *Broker) cleanerTasks(now time.Time) []cleanTask {
+	var tasks []cleanTask
+	for _, p := range b.partitions() {
+		o, cc, ok := p.compactOptions(now)
+		if !ok {
+			continue
+		}
+		t := cleanTask{p: p, key: p.key, maxLag: cc.MaxLag}
+		d, err := p.log.Dirtiness(o)
+		t.d, t.ranked = d, err == nil
+		tasks = append(tasks, t)
+	}
+	slices.SortFunc(tasks, cleanOrder)
+	b.cleaner.ranked(tasks, now)
+	return tasks
+}
+
+// cleanOutcome is what a worker's Compact call on a partition did.
+type cleanOutcome struct {
+	res    segment.CompactResult
+	called bool
+	// err is the call's error; quiet when it is no failure (ctx ended,
+	// the log closed or being compacted by some other caller).
+	err   error
+	quiet bool
+	took  time.Duration // on Config.Now's clock
+}
+
+// cleanOne runs a Compact call on p, at Config.Now, logs what it did and
+// counts it.
+func (b *Broker) cleanOne(ctx context.Context, p *partition) cleanOutcome {
+	start := b.cfg.Now()
+	res, cc, called, err := p.compact(ctx, start)
+	o := cleanOutcome{res: res, called: called, err: err, took: b.cfg.Now().Sub(start)}
+	if !called {
+		return o
+	}
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, segment.ErrClosed) || errors.Is(err, segment.ErrCompactionRunning) {
+			o.quiet = true
+			return o
+		}
+		b.counters.cleanerFailures.Add(1)
+		if msg := err.Error(); msg != p.cleanerWarned {
+			p.cleanerWarned = msg
+			p.lg.Warn("log cleaner pass failed", "err", err)
+		}
+		return o
+	}
+	p.cleanerWarned = ""
+	if !res.Ran {
+		return o
+	}
+	if res.Segments == 0 {
+		// It mapped the keys written since the last pass and found
+		// nothing they supersede (the next pass starts after them).
+		p.lg.Debug("log cleaner pass removed nothing", "keys", res.Keys, "dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo)
+		return o
+	}
+	b.counters.cleanerPasses.Add(1)
+	b.counters.cleanerRemoved.Add(uint64(max(res.RecordsRemoved, 0))) // tombstones included
+	b.counters.cleanerReclaimed.Add(uint64(max(res.BytesBefore-res.BytesAfter, 0)))
+	b.counters.cleanerMerged.Add(uint64(max(res.SegmentsMerged, 0)))
+	p.lg.Info("log cleaner compacted segments", "segments", res.Segments, "segments_merged", res.SegmentsMerged, "keys", res.Keys,
+		"tombstones_due", res.TombstonesDue,
+		"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter,
+		"records_removed", res.RecordsRemoved, "tombstones_removed", res.TombstonesRemoved, "batches_merged", res.BatchesMerged,
+		"dirty_ratio", res.DirtyRatio, "offset", res.CleanedTo, "min_dirty_ratio", cc.MinDirtyRatio, "overdue", res.Overdue)
+	return o
 }
 
 // SetCleanerThrottle sets the rate, in bytes per second, at which the log
@@ -234,20 +311,32 @@ func (b *Broker) rollAgeOf(st PartitionState) time.Duration {
 	return age
 }
 
+// compactOptions returns the options of a Compact call on the
+// partition's log at time now (below its HW, with the topic's knobs) and
+// the topic's knobs; ok is false when the topic is not compacted or the
+// replica is stopped.
+func (p *partition) compactOptions(now time.Time) (o segment.CompactOptions, cc CompactionConfig, ok bool) {
+	p.mu.Lock()
+	if p.mu.stopped || !p.mu.cleanup.Compacts() {
+		p.mu.Unlock()
+		return o, cc, false
+	}
+	cc, below := p.mu.compaction, p.mu.r.HW()
+	p.mu.Unlock()
+	o = segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
+		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner,
+		MaxMapBytes: p.b.cleanerMapBytes()}
+	return o, cc, true
+}
+
 // compact runs one Compact call on the partition's log below its HW, at
 // time now, with the topic's knobs; called is false, and nothing done, when
 // the topic is not compacted or the replica is stopped.
 func (p *partition) compact(ctx context.Context, now time.Time) (res segment.CompactResult, cc CompactionConfig, called bool, err error) {
-	p.mu.Lock()
-	if p.mu.stopped || !p.mu.cleanup.Compacts() {
-		p.mu.Unlock()
+	o, cc, ok := p.compactOptions(now)
+	if !ok {
 		return res, cc, false, nil
 	}
-	cc, below := p.mu.compaction, p.mu.r.HW()
-	p.mu.Unlock()
-	o := segment.CompactOptions{Below: below, MinDirtyRatio: cc.MinDirtyRatio,
-		MinLag: cc.MinLag, MaxLag: cc.MaxLag, DeleteRetention: cc.DeleteRetention, Now: now, Throttle: p.b.throttleCleaner,
-		MaxMapBytes: p.b.cfg.CleanerDedupeBufferSize}
 	// A partition no longer written: its active segment is sealed once
 	// it is as old as the roll age (segment.ms or max.compaction.lag.ms:
 	// rollAgeOf), as an append would, so that its last records (a

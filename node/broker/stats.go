@@ -61,6 +61,9 @@ type Stats struct {
 	// CleanerThrottle is the log cleaner's rate in bytes per second (0:
 	// unlimited; SetCleanerThrottle).
 	CleanerThrottle int64
+	// Cleaner is what the log cleaner's last pass found and took
+	// (cleaner_threads.go).
+	Cleaner CleanerStats
 	// ScrubBytes counts the bytes the scrubber checked, ScrubPasses its
 	// passes over every partition, ScrubCorrupt the corrupt batches it
 	// found (each failed its partition's log: scrub.go).
@@ -343,6 +346,7 @@ func (b *Broker) Stats() Stats {
 		CleanerSegmentsMerged:    b.counters.cleanerMerged.Load(),
 		CleanerThrottleTime:      time.Duration(b.counters.cleanerThrottledNanos.Load()),
 		CleanerThrottle:          b.cleanerThrottle.limit(),
+		Cleaner:                  b.cleaner.snapshot(b.cfg.Now()),
 		ReassignCopyBytes:        b.counters.reassignCopyBytes.Load(),
 		ScrubBytes:               b.counters.scrubBytes.Load(),
 		ScrubPasses:              b.counters.scrubPasses.Load(),
