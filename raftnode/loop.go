@@ -71,6 +71,9 @@ func (n *Node) run() {
 		}
 		n.drain(&it)
 		err := n.process(&it)
+		if err == nil {
+			err = n.fatal // an operation's (scrub.go)
+		}
 		for _, done := range it.dones {
 			done()
 		}

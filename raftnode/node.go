@@ -92,6 +92,10 @@ type Node struct {
 	// snapRetry is the applied index before which no snapshot is tried
 	// after one failed.
 	snapRetry uint64
+	// fatal, set by an operation run on the loop, stops it (scrub.go).
+	fatal error
+
+	scrub scrubCounters // scrub.go
 
 	closeOnce sync.Once
 	closeErr  error
@@ -132,6 +136,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		files = newDirFiles(fsys, cfg.DataDir)
 	}
 	if logs == nil {
+		// Before the open repairs what a scrub found (scrub_repair.go).
+		if err := prepareScrubRepair(cfg, files); err != nil {
+			return nil, err
+		}
 		sl, err := openSegmentLog(ctx, cfg.DataDir, &cfg)
 		if err != nil {
 			return nil, err
