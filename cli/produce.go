@@ -45,7 +45,7 @@ func produceCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "max-record-bytes", Value: client.DefaultMaxRecordBytes, Usage: "largest record, in bytes of key and value: an input line without its line ending (and without the --key-delimiter), plus --key; a larger record is not sent and counts as not acknowledged", EnvVars: envVar("PRODUCE_MAX_RECORD_BYTES")},
 			&ucli.DurationFlag{Name: "delivery-timeout", Value: client.DefaultDeliveryTimeout, Usage: "give up on a record not acknowledged after this long (retries included)", EnvVars: envVar("PRODUCE_DELIVERY_TIMEOUT")},
 			&ucli.DurationFlag{Name: "topic-wait", Value: client.DefaultMetadataWait, Usage: "how long to wait for a topic that does not exist (yet)", EnvVars: envVar("PRODUCE_TOPIC_WAIT")},
-			&ucli.BoolFlag{Name: "no-idempotence", Usage: "no producer id or sequence numbers (retries may duplicate)", EnvVars: envVar("PRODUCE_NO_IDEMPOTENCE")},
+			&ucli.BoolFlag{Name: "no-idempotence", Usage: "no producer id or sequence numbers (retries may duplicate; one request in flight per partition, to keep the lines' order)", EnvVars: envVar("PRODUCE_NO_IDEMPOTENCE")},
 		}),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseProduceOptions(c)
@@ -117,6 +117,12 @@ func parseProduceOptions(c *ucli.Context) (produceOptions, error) {
 	}
 	if o.producer.Linger == 0 {
 		o.producer.Linger = -1 // --linger 0: send at once
+	}
+	if o.producer.DisableIdempotence {
+		// Without sequence numbers nothing puts a partition's requests
+		// back in order at the leader: keep stdin's order by sending one
+		// at a time.
+		o.producer.MaxInFlight = 1
 	}
 	if err := o.producer.Validate(); err != nil {
 		return o, usageError("%v", err)
