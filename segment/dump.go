@@ -37,6 +37,9 @@ type DumpSummary struct {
 	FileBytes        int64
 	FirstOffset      int64 // -1 without batches
 	LastOffset       int64 // -1 without batches
+	// LastEpoch is the partition leader epoch of the batch holding
+	// LastOffset (-1 without batches).
+	LastEpoch int32
 	// End says why the scan stopped before FileBytes ("" when the valid
 	// batches fill the file): zeros never written (an active segment's
 	// unused room), a torn tail, or a corrupt batch.
@@ -61,7 +64,7 @@ type DumpSummary struct {
 // UNDECODABLE line after the records before the bad one, and the dump goes
 // on (DumpSummary.BadRecords); a batch that fails its CRC ends it.
 func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSummary, error) {
-	s := DumpSummary{FileBytes: size, FirstOffset: -1, LastOffset: -1}
+	s := DumpSummary{FileBytes: size, FirstOffset: -1, LastOffset: -1, LastEpoch: -1}
 	var prefix [HeaderSize]byte
 	var buf []byte
 	it := &Records{}
@@ -129,6 +132,7 @@ func DumpLog(w io.Writer, r io.ReaderAt, size int64, opts DumpOptions) (DumpSumm
 			s.FirstOffset = h.BaseOffset
 		}
 		s.LastOffset = h.LastOffset()
+		s.LastEpoch = h.LeaderEpoch
 		s.Batches++
 		s.Records += int64(h.RecordCount)
 		if opts.Records {

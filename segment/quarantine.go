@@ -12,13 +12,28 @@ import (
 // ScrubQuarantinePrefix names the directory, inside the log's, where an
 // open that repairs a scrub's mark (scrub.go) sets aside what the repair
 // takes out of the log: a copy of the segment it truncates, whole, and the
-// later segments themselves, moved. The replica fetches those records
-// again from its leader; should it have held the only copy (a topic of
-// replication factor 1, or every other replica lost), they are not
-// destroyed: the operator salvages them from there (`paymentlog log dump`)
-// and removes the directory. Deleting the partition removes it. A mark
-// whose segment checks out sets nothing aside.
+// later segments themselves, moved (their files keep their names: the base
+// offset of each), with quarantineTimeFile saying when. The replica fetches
+// those records again from its leader; should it have held the only copy
+// (a topic of replication factor 1, or every other replica lost), they are
+// not destroyed: the operator salvages them from there (`paymentlog log
+// dump`) and removes the directory. A mark whose segment checks out sets
+// nothing aside.
+//
+// The directory goes without the operator only when it is provably
+// redundant: the broker's sweep (node/broker's quarantine_sweep.go, after
+// --log-scrub-quarantine-retention) removes it (RemoveQuarantine) once the
+// replica holds, committed and in the same leader epoch, the last offset
+// the quarantine holds (QuarantineRange: the last whole batch of its newest
+// segment file), or its log start has passed it, and the replica is in
+// sync with another. It never removes one of a partition of replication
+// factor 1, nor one whose offsets cannot be told. Deleting the partition
+// removes it too.
 const ScrubQuarantinePrefix = "scrub-quarantine-"
+
+// quarantineTimeFile, in a quarantine, holds when it was set aside (an
+// offset checkpoint of unix milliseconds; Quarantines).
+const quarantineTimeFile = "set-aside-at"
 
 // setAsideForRepair keeps, in the quarantine of the segment a scrub marked
 // (mark), a copy of the segment at cut (about to be truncated; -1: none)
@@ -29,6 +44,12 @@ func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
 	q := join(l.dir, fmt.Sprintf("%s%020d", ScrubQuarantinePrefix, mark))
 	if err := l.fs.MkdirAll(q, 0o755); err != nil {
 		return fmt.Errorf("segment: scrub quarantine: %w", err)
+	}
+	if _, ok, err := readOffsetCheckpoint(l.fs, join(q, quarantineTimeFile)); err != nil || !ok {
+		// Written first: an attempt that crashes later keeps the first time.
+		if err := writeOffsetCheckpoint(l.fs, join(q, quarantineTimeFile), l.opts.Now().UnixMilli()); err != nil {
+			return fmt.Errorf("segment: scrub quarantine: %w", err)
+		}
 	}
 	if cut >= 0 {
 		name := segmentName(cut) + ".log"
