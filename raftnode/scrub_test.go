@@ -1,0 +1,343 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"paymentlog/segment"
+)
+
+// testMetaDir is where segment-backed test nodes keep their metadata log.
+const testMetaDir = "/data/__cluster_metadata-0"
+
+// segmentFiles returns node id's metadata log segment files (names), in
+// offset order, with their base offsets.
+func (c *testCluster) segmentFiles(id uint64) (names []string, bases []uint64) {
+	c.t.Helper()
+	all, err := c.fss[id].ReadDir(testMetaDir)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, n := range all {
+		digits, ok := strings.CutSuffix(n, ".log")
+		if !ok || len(digits) != 20 {
+			continue
+		}
+		b, err := strconv.ParseUint(digits, 10, 64)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		names, bases = append(names, n), append(bases, b)
+	}
+	return names, bases
+}
+
+// corruptEntry flips a bit in the record of entry index in node id's
+// metadata log (on disk and in its mapping, as rot would) and returns the
+// segment file and whether it is the active (last) one.
+func (c *testCluster) corruptEntry(id, index uint64) (file string, active bool) {
+	c.t.Helper()
+	names, bases := c.segmentFiles(id)
+	i := len(bases) - 1
+	for i > 0 && bases[i] > index {
+		i--
+	}
+	file = filepath.Join(testMetaDir, names[i])
+	found := false
+	err := c.fss[id].Corrupt(file, func(d []byte) []byte {
+		pos := 0
+		_, _ = segment.SplitBatches(d, func(b segment.Batch) error {
+			if uint64(b.BaseOffset()) == index {
+				d[pos+len(b)-1] ^= 0x40 // the last byte of the entry's data
+				found = true
+				return errStopSplit
+			}
+			pos += len(b)
+			return nil
+		})
+		return d
+	})
+	if err != nil || !found {
+		c.t.Fatalf("node %d: entry %d not found in %s (err %v)", id, index, file, err)
+	}
+	return file, i == len(names)-1
+}
+
+// scrubFinds runs a scrub pass on node id, which must find a corrupt entry
+// and stop the node with an error wrapping segment.ErrScrubCorrupt; the
+// node is then closed (as the node package's restart does).
+func (c *testCluster) scrubFinds(id uint64) {
+	c.t.Helper()
+	n := c.nodes[id]
+	_, err := n.ScrubNow(context.Background(), 0)
+	if !errors.Is(err, segment.ErrScrubCorrupt) {
+		c.t.Fatalf("node %d: scrub: %v; want segment.ErrScrubCorrupt", id, err)
+	}
+	select {
+	case <-n.Done():
+	case <-time.After(10 * time.Second):
+		c.t.Fatalf("node %d did not stop after its scrub found a corrupt entry", id)
+	}
+	if !errors.Is(n.Err(), segment.ErrScrubCorrupt) {
+		c.t.Fatalf("node %d stopped with %v; want an error wrapping segment.ErrScrubCorrupt", id, n.Err())
+	}
+	if got := n.ScrubStats().Corrupt; got != 1 {
+		c.t.Fatalf("node %d: %d corrupt counted, want 1", id, got)
+	}
+	c.nw.unlisten(addrOf(id))
+	_ = n.Close() // its log failed
+	delete(c.nodes, id)
+	c.nw.waitIdle(c.t)
+}
+
+// waitGuardLifted gives node id the catch-up target the other voters
+// report and waits until its guard lifts at or past it.
+func (c *testCluster) waitGuardLifted(id uint64) {
+	c.t.Helper()
+	index, term := c.catchUpTarget(c.others(id)...)
+	if err := c.nodes[id].CatchUpTo(context.Background(), index, term); err != nil {
+		c.t.Fatal(err)
+	}
+	c.tickUntil("repaired node caught up and voting", 300, func() bool { return !c.nodes[id].Status().VoteGuarded })
+	if st := c.nodes[id].Status(); st.Commit < index {
+		c.t.Fatalf("node %d: guard lifted at commit %d, below the target %d", id, st.Commit, index)
+	}
+}
+
+// A follower's committed metadata entry rots in a sealed segment. Its
+// scrub finds it and stops the node; the restart sets the segments aside,
+// truncates the log at the entry and starts vote-guarded; the leader's
+// heartbeats (commit beyond its log) do not kill it, it catches up, its
+// guard lifts at the target, and every voter applies the same entries.
+func TestScrubRepairsCorruptMetadataEntry(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.SegmentBytes = 4096 })
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	var victim uint64
+	for i := range 80 {
+		v := fmt.Sprintf("value-%02d", i)
+		idx := c.propose(lead, v)
+		if i == 5 {
+			victim = idx
+		}
+		want = append(want, v)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	b := c.others(lead)[0]
+	if _, err := c.nodes[b].ScrubNow(context.Background(), 0); err != nil {
+		t.Fatalf("scrub of a sound log: %v", err)
+	}
+	clean := c.nodes[b].ScrubStats()
+	if clean.Bytes == 0 || clean.Passes != 1 || clean.Corrupt != 0 {
+		t.Fatalf("scrub of a sound log: %+v", clean)
+	}
+	file, active := c.corruptEntry(b, victim)
+	if active {
+		t.Fatalf("entry %d is in the active segment %s; the test wants a sealed one", victim, file)
+	}
+	c.scrubFinds(b)
+
+	c.start(b)
+	st := c.nodes[b].Status()
+	if !st.VoteGuarded || st.LastIndex >= victim {
+		t.Fatalf("repaired node %d: guarded %v, last index %d; want guarded, truncated below %d", b, st.VoteGuarded, st.LastIndex, victim)
+	}
+	q := filepath.Join(testMetaDir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, victimBase(c, file)))
+	if kept, err := c.fss[b].ReadDir(q); err != nil || len(kept) == 0 {
+		t.Fatalf("quarantine %s: %v %v; want the segments set aside", q, kept, err)
+	}
+
+	c.waitApplied(c.nodes[c.leader()].Status().Applied)
+	c.waitGuardLifted(b)
+	c.waitApplied(c.propose(c.leader(), "after"))
+	c.checkSame(append(want, "after"))
+	select {
+	case <-c.nodes[b].Done():
+		t.Fatalf("node %d stopped: %v", b, c.nodes[b].Err())
+	default:
+	}
+	if _, err := c.nodes[b].ScrubNow(context.Background(), 0); err != nil {
+		t.Fatalf("scrub after the repair: %v", err)
+	}
+}
+
+// victimBase returns the base offset in a segment file's name.
+func victimBase(c *testCluster, file string) uint64 {
+	c.t.Helper()
+	b, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(file), ".log"), 10, 64)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return b
+}
+
+// KIP-853's problem, by rot rather than a wiped disk. Entry "acked" is
+// committed on A (the leader) and B while C is cut off. B's scrub finds
+// "before" rotten (in its active segment, below its applied index); its
+// repair truncates "before" and "acked". A dies. Unguarded, B would vote
+// for C (whose log is longer than B's repaired one), and C, lacking
+// "acked", would commit another entry at its index. The repaired B is
+// vote-guarded: B and C cannot elect anyone until A is back, and B votes
+// again only once it caught up to the others' target.
+func TestScrubRepairedVoterDoesNotVoteBeforeCatchingUp(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, nil)
+	c.segment = true
+	c.startVoters()
+	a := c.leader()
+	rest := c.others(a)
+	b, cc := rest[0], rest[1]
+	before := c.propose(a, "before")
+	c.waitApplied(before)
+
+	c.nw.setCut(addrOf(cc), true)
+	acked := c.propose(a, "acked") // applied on A: committed on A and B
+	for deadline := time.Now().Add(5 * time.Second); c.nodes[b].Status().LastIndex < acked; {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d has last index %d, below the committed %d", b, c.nodes[b].Status().LastIndex, acked)
+		}
+		select {
+		case <-c.nodes[b].statusChanged():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, active := c.corruptEntry(b, before); !active {
+		t.Fatal("the test wants the rot in the active segment")
+	}
+	c.scrubFinds(b)
+	c.kill(a)
+	c.nw.setCut(addrOf(cc), false)
+	c.start(b)
+	if st := c.nodes[b].Status(); !st.VoteGuarded || st.LastIndex >= before {
+		t.Fatalf("repaired node %d: guarded %v, last index %d; want guarded, truncated below %d", b, st.VoteGuarded, st.LastIndex, before)
+	}
+
+	// Ten election timeouts: B and C must not elect a leader (C lacks
+	// "acked"; only B's vote could make it leader).
+	for range 20 * 10 {
+		c.tick()
+		for _, id := range []uint64{b, cc} {
+			if !c.nodes[id].Status().IsLeader {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			idx, err := c.nodes[id].Propose(ctx, []byte("conflict"))
+			cancel()
+			t.Fatalf("node %d was elected with the repaired node's vote; it committed %q at index %d (err %v), "+
+				"where node %d had applied %q at index %d: values now %v",
+				id, "conflict", idx, err, a, "acked", acked, c.sms[id].values())
+		}
+	}
+
+	c.start(a)
+	lead := c.leader()
+	if lead == b {
+		t.Fatalf("the repaired node %d was elected", b)
+	}
+	c.waitGuardLifted(b)
+	c.waitApplied(c.propose(lead, "after"))
+	c.checkSame([]string{"before", "acked", "after"})
+
+	// B counts again: with A dead, B and C elect a leader.
+	c.kill(a)
+	c.waitApplied(c.propose(c.leader(), "without a"))
+	c.checkSame([]string{"before", "acked", "after", "without a"})
+}
+
+// A single voter whose metadata log rots has no other copy of its
+// committed entries: it refuses to start, at every try, with one line
+// naming the copy set aside and the mark, and its log stays as it was.
+func TestScrubOnlyVoterRefusesToStart(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 1, nil)
+	c.segment = true
+	c.startVoters()
+	c.leader()
+	idx := c.propose(1, "only")
+	c.propose(1, "later")
+	c.waitApplied(idx + 1)
+	c.corruptEntry(1, idx)
+	c.scrubFinds(1)
+	q := filepath.Join(testMetaDir, segment.ScrubQuarantinePrefix+"00000000000000000001")
+	for range 2 {
+		_, err := Start(context.Background(), c.config(1))
+		if !errors.Is(err, ErrScrubOnlyVoter) || !strings.Contains(err.Error(), q) ||
+			!strings.Contains(err.Error(), segment.ScrubMarkPath(testMetaDir)) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("start: %v; want one line wrapping ErrScrubOnlyVoter naming %s and the mark", err, q)
+		}
+		if _, marked, _ := segment.ScrubMarked(c.fss[1], testMetaDir); !marked {
+			t.Fatal("the refused start repaired the log")
+		}
+		if kept, err := c.fss[1].ReadDir(q); err != nil || len(kept) != 1 {
+			t.Fatalf("quarantine %s: %v %v", q, kept, err)
+		}
+	}
+}
+
+// A rotten snapshot file is repaired while the node runs: the latest one
+// is written again from memory, an older one removed; the node restarts
+// from its snapshot as before.
+func TestScrubRewritesCorruptSnapshot(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.SnapshotEvery, cfg.CatchUpEntries = 10, 5 })
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	for i := range 35 {
+		v := fmt.Sprintf("v%02d", i)
+		c.propose(lead, v)
+		want = append(want, v)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	id := c.others(lead)[0]
+	snaps := func() []snapFile {
+		names, err := c.fss[id].ReadDir(testMetaDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return listSnapFiles(names)
+	}
+	sfs := snaps()
+	if len(sfs) != 2 {
+		t.Fatalf("node %d has snapshots %v; want 2", id, sfs)
+	}
+	flip := func(sf snapFile) {
+		if err := c.fss[id].Corrupt(filepath.Join(testMetaDir, sf.name), func(d []byte) []byte { d[len(d)/2] ^= 1; return d }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flip(sfs[0])
+	flip(sfs[1])
+	sum, err := c.nodes[id].ScrubNow(context.Background(), 0)
+	if err != nil || sum.Snapshots != 2 || sum.SnapshotsRewritten != 2 {
+		t.Fatalf("scrub: %+v, %v; want both snapshot files found and repaired", sum, err)
+	}
+	if st := c.nodes[id].ScrubStats(); st.Corrupt != 2 || st.SnapshotsRewritten != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	after := snaps()
+	if len(after) != 1 || after[0] != sfs[0] {
+		t.Fatalf("snapshots after the repair %v; want only the latest %v", after, sfs[0])
+	}
+	d := newDirFiles(c.fss[id], testMetaDir)
+	if b, err := d.ReadFile(sfs[0].name); err != nil || checkSnapFile(sfs[0], b) != nil {
+		t.Fatalf("the latest snapshot after the repair: %v", err)
+	}
+	if sum, err := c.nodes[id].ScrubNow(context.Background(), 0); err != nil || sum.SnapshotsRewritten != 0 {
+		t.Fatalf("second scrub: %+v, %v", sum, err)
+	}
+	c.kill(id)
+	c.start(id)
+	c.waitApplied(c.propose(c.leader(), "after"))
+	c.checkSame(append(want, "after"))
+}
