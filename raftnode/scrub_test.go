@@ -341,3 +341,47 @@ func TestScrubRewritesCorruptSnapshot(t *testing.T) {
 	c.waitApplied(c.propose(c.leader(), "after"))
 	c.checkSame(append(want, "after"))
 }
+
+// Rot in an entry below the latest snapshot: the repair truncates there,
+// the log restarts after the snapshot (the state machine restores from it:
+// the entries below it are not fetched again), and the node catches up
+// from the snapshot on under the guard.
+func TestScrubRepairBelowTheSnapshot(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.SnapshotEvery, cfg.CatchUpEntries = 20, 10 })
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	var want []string
+	for i := range 30 {
+		v := fmt.Sprintf("v%02d", i)
+		c.propose(lead, v)
+		want = append(want, v)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	b := c.others(lead)[0]
+	names, err := c.fss[b].ReadDir(testMetaDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sfs := listSnapFiles(names)
+	if len(sfs) == 0 {
+		t.Fatal("no snapshot")
+	}
+	si := sfs[0].index
+	victim := si - 3 // kept in the log for followers' catch-up (CatchUpEntries)
+	c.corruptEntry(b, victim)
+	c.scrubFinds(b)
+	sm := &testSM{}
+	c.startSM(b, sm)
+	st := c.nodes[b].Status()
+	if !st.VoteGuarded || st.LastIndex != si || st.Applied != si {
+		t.Fatalf("repaired node %d: %+v; want guarded, its log restarted after the snapshot %d", b, st, si)
+	}
+	if got := sm.values(); len(got) == 0 {
+		t.Fatal("the state machine was not restored from the snapshot")
+	}
+	c.waitGuardLifted(b)
+	c.waitApplied(c.propose(c.leader(), "after"))
+	c.checkSame(append(want, "after"))
+}
