@@ -129,6 +129,7 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_audit_forward_dropped_total", "Audit trail lines this node did not send to its syslog collector (--audit-syslog): its queue of 10000 was full, or the collector was still unreachable when the node stopped (they are in --audit-log).", ac.ForwardDropped)
 	w.Counter("paymentlog_audit_suppressed_total", "Denied lines left out of the audit trail: refusals by ACL and refused handshakes over its rate limit (100 a second; the next denied line counts them), and refused handshakes repeated within a minute (the next line for the same client host, reason and certificate counts them).", ac.Suppressed)
 	w.Counter("paymentlog_audit_rotations_total", "Times this node rotated its audit file (--audit-log-max-bytes).", ac.Rotations)
+	w.Counter("paymentlog_audit_rotation_errors_total", "Rotations of this node's audit file that failed (logged; the line went to the file open, and the next line tries again).", ac.RotationErrors)
 	w.Counter("paymentlog_audit_write_errors_total", "Audit trail lines this node failed to write or fsync to --audit-log (logged; the request was answered).", ac.WriteErrors)
 	w.Family("paymentlog_controller_group_members_removed_total", metrics.TypeCounter,
 		"Consumer group members this node removed as the active controller: reason=session (no heartbeat for a session timeout), reason=rebalance (kept partitions it was told to release past its rebalance timeout).")

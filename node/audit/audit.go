@@ -80,7 +80,12 @@ type Log struct {
 	size     int64
 	maxBytes int64
 	maxFiles int
-	lim      limiter
+	// fs is what a rotation renames, creates and syncs with (rotate.go);
+	// renamedOpen the name a failed rotation left the open file under
+	// ("" when it is path).
+	fs          rotateFS
+	renamedOpen string
+	lim         limiter
 	// previous says how the run before this one ended (node_events.go);
 	// set by Open, read-only after.
 	previous string
@@ -91,7 +96,7 @@ type Log struct {
 	// counted is the last forwarder started, kept after Close for Counts.
 	counted atomic.Pointer[forwarder]
 
-	written, suppressed, writeErrors, rotations atomic.Uint64
+	written, suppressed, writeErrors, rotations, rotationErrors atomic.Uint64
 }
 
 // Open returns node's audit trail, appended to path (created 0600 if
@@ -100,7 +105,7 @@ func Open(path string, node int32, logger *slog.Logger) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := &Log{node: node, logger: logger, now: time.Now, lim: limiter{rate: DeniedPerSecond},
+	l := &Log{node: node, logger: logger, now: time.Now, fs: osRotateFS, lim: limiter{rate: DeniedPerSecond},
 		access: accessSeen{interval: DefaultAccessInterval}}
 	if path == "" {
 		return l, nil
@@ -231,6 +236,7 @@ func (l *Log) write(ln *line) {
 	b = append(b, '\n')
 	if l.maxBytes > 0 && l.size > 0 && l.size+int64(len(b)) > l.maxBytes {
 		if err := l.rotateLocked(); err != nil { // the line is still written: the next one tries again
+			l.rotationErrors.Add(1)
 			l.logger.Error("audit log rotation failed: the line goes to the file open", "err", err)
 		}
 	}
@@ -263,8 +269,9 @@ type Counts struct {
 	// Written are the lines written (or attempted), Suppressed the denied
 	// lines left out over the rate limit, WriteErrors the failed writes.
 	Written, Suppressed, WriteErrors uint64
-	// Rotations are the files rotated (rotate.go).
-	Rotations uint64
+	// Rotations are the files rotated (rotate.go), RotationErrors the
+	// rotations that failed (each line then goes to the file open).
+	Rotations, RotationErrors uint64
 	// Forwarded are the lines sent to the syslog collector, ForwardDropped
 	// those dropped (queue full, collector gone at close, too long for UDP).
 	Forwarded, ForwardDropped uint64
@@ -276,7 +283,7 @@ func (l *Log) Counts() Counts {
 		return Counts{}
 	}
 	c := Counts{Written: l.written.Load(), Suppressed: l.suppressed.Load(), WriteErrors: l.writeErrors.Load(),
-		Rotations: l.rotations.Load()}
+		Rotations: l.rotations.Load(), RotationErrors: l.rotationErrors.Load()}
 	if f := l.counted.Load(); f != nil {
 		c.Forwarded, c.ForwardDropped = f.sent.Load(), f.dropped.Load()
 	}

@@ -28,12 +28,17 @@
 //	op            admin: the request ("CreateTopic", "AlterConfigs", ...);
 //	              denied: the ACL operation ("write", "create", ...), or
 //	              "connect" for a handshake refused because of the
-//	              client's certificate (refused_connect.go; resource
-//	              "cluster", authenticated false, principal "" when it
-//	              presented none; result the reason: "no-certificate",
-//	              "unknown-ca", "expired", "not-yet-valid", "bad-usage"
-//	              (not a client certificate), "bad-certificate" (any other
-//	              verification failure) or "revoked");
+//	              peer's certificate: a client's (details.side
+//	              "inbound") or that of a peer the node dialed
+//	              ("outbound"; addr the address dialed)
+//	              (refused_connect.go; resource "cluster", authenticated
+//	              false, principal "" when it presented none; result the
+//	              reason: "no-certificate", "unknown-ca", "expired",
+//	              "not-yet-valid", "bad-usage" (not a client certificate,
+//	              or outbound not a server one), "name-mismatch"
+//	              (outbound: not for the address dialed),
+//	              "bad-certificate" (any other verification failure) or
+//	              "revoked");
 //	              access: "read" (Fetch) or "write" (Produce);
 //	              node: "start", "stop" or "tls-reload"
 //	resource      denied and access: the resource ("topic", "group",
@@ -53,11 +58,14 @@
 //	              and revoked (counts in force); stop: none (result "error"
 //	              and message when the node stopped on an error); a
 //	              tls-reload refused has result "refused" and the reason
-//	              denied connect: serial, issuer, not_before and
-//	              not_after of the certificate presented (not verified),
-//	              and repeated, the same refusals (client host, reason,
-//	              serial, issuer) not written since the last line for them
-//	              (at most one a RefusedRepeatWindow, a minute)
+//	              denied connect: side ("inbound" or "outbound"),
+//	              server_name (outbound: the name or address the
+//	              certificate was checked against), serial, issuer,
+//	              not_before and not_after of the certificate presented
+//	              (not verified), and repeated, the same refusals (side,
+//	              peer host, reason, serial, issuer) not written since the
+//	              last line for them (at most one a RefusedRepeatWindow, a
+//	              minute)
 //	suppressed    denied only: refusals not written since the previous
 //	              denied line, over the rate limit (DeniedPerSecond)
 //	prev          lines in a file only: the SHA-256 (hex) of the previous

@@ -9,13 +9,17 @@ import (
 // Refused handshakes (PCI DSS 10.2.1.4, invalid access attempts): a client
 // whose certificate the node refuses (none, an unknown CA, expired, not yet
 // valid, not a client certificate, revoked) leaves a denied line, op
-// "connect", result the reason. A scanner or a misconfigured client retries
-// fast, so the same refusal is written at most once per RefusedRepeatWindow:
-// per client host (the address without its port, which changes with every
-// connection), reason, and certificate serial and issuer. The attempts left
-// out are counted in the next line written for that key (details.repeated)
-// and in paymentlog_audit_suppressed_total; the lines written are also under
-// DeniedPerSecond, as every denied line is.
+// "connect", result the reason, details.side "inbound"; so does a peer the
+// node dialed (another node, for replication or raft) whose server
+// certificate it refuses (the same reasons, or "name-mismatch": not for the
+// address dialed), details.side "outbound", addr the address dialed. A
+// scanner or a misconfigured client retries fast, and so does the node
+// dialing a peer, so the same refusal is written at most once per
+// RefusedRepeatWindow: per side, peer host (the address without its port,
+// which changes with every connection), reason, and certificate serial and
+// issuer. The attempts left out are counted in the next line written for
+// that key (details.repeated) and in paymentlog_audit_suppressed_total; the
+// lines written are also under DeniedPerSecond, as every denied line is.
 
 // RefusedRepeatWindow is how often the same refused handshake is written.
 const RefusedRepeatWindow = time.Minute
@@ -25,11 +29,21 @@ const RefusedRepeatWindow = time.Minute
 // then written again sooner, never left out uncounted.
 const maxRefusedKeys = 1 << 14
 
-// RefusedHandshake is a handshake the node refused because of the client's
+// The sides of a refused handshake (RefusedHandshake.Side).
+const (
+	SideInbound  = "inbound"  // a client's certificate, of a connection the node accepted
+	SideOutbound = "outbound" // a server's certificate, of a connection the node dialed
+)
+
+// RefusedHandshake is a handshake the node refused because of its peer's
 // certificate.
 type RefusedHandshake struct {
+	Side    string // SideInbound or SideOutbound
 	Reason  string // the line's result: "unknown-ca", "expired", "revoked", ...
 	Message string // the refusal's error
+	// ServerName is what the server's certificate was checked against
+	// (outbound: the host dialed).
+	ServerName string
 	// Serial (hex), Issuer (distinguished name), NotBefore and NotAfter are
 	// the presented certificate's; zero without one.
 	Serial, Issuer      string
@@ -38,26 +52,28 @@ type RefusedHandshake struct {
 
 // ConnectDetails are a refused connect line's details.
 type ConnectDetails struct {
-	Serial    string `json:"serial,omitempty"`
-	Issuer    string `json:"issuer,omitempty"`
-	NotBefore string `json:"not_before,omitempty"` // RFC 3339
-	NotAfter  string `json:"not_after,omitempty"`
-	// Repeated are the same refusals (client host, reason, serial, issuer)
-	// not written since the last line for them.
+	Side       string `json:"side,omitempty"`        // SideInbound or SideOutbound
+	ServerName string `json:"server_name,omitempty"` // outbound: the name checked
+	Serial     string `json:"serial,omitempty"`
+	Issuer     string `json:"issuer,omitempty"`
+	NotBefore  string `json:"not_before,omitempty"` // RFC 3339
+	NotAfter   string `json:"not_after,omitempty"`
+	// Repeated are the same refusals (side, peer host, reason, serial,
+	// issuer) not written since the last line for them.
 	Repeated uint64 `json:"repeated,omitempty"`
 }
 
 // RefusedConnect writes a denied line, op "connect" on the resource
-// (resourceType and its name), for a refused handshake of who (principal
+// (resourceType and its name), for a refused handshake with who (principal
 // "User:" and the certificate's common name, not authenticated; "" without
-// a certificate), unless the same one was written less than
-// RefusedRepeatWindow ago.
+// a certificate; addr the client's, or the address dialed), unless the same
+// one was written less than RefusedRepeatWindow ago.
 func (l *Log) RefusedConnect(who Who, resourceType, name string, h RefusedHandshake) {
 	if l == nil {
 		return
 	}
 	now := l.now()
-	repeated, ok := l.refused.take(refusedKey{host: hostOf(who.Addr), reason: h.Reason, serial: h.Serial, issuer: h.Issuer}, now)
+	repeated, ok := l.refused.take(refusedKey{side: h.Side, host: hostOf(who.Addr), reason: h.Reason, serial: h.Serial, issuer: h.Issuer}, now)
 	if !ok {
 		l.suppressed.Add(1)
 		return
@@ -65,7 +81,7 @@ func (l *Log) RefusedConnect(who Who, resourceType, name string, h RefusedHandsh
 	who.Authenticated = false
 	ln := l.newLine(EventDenied, who, OpConnect, h.Reason, h.Message)
 	ln.Resource, ln.ResourceName = resourceType, &name
-	d := ConnectDetails{Serial: h.Serial, Issuer: h.Issuer, Repeated: repeated}
+	d := ConnectDetails{Side: h.Side, ServerName: h.ServerName, Serial: h.Serial, Issuer: h.Issuer, Repeated: repeated}
 	if !h.NotBefore.IsZero() {
 		d.NotBefore = h.NotBefore.UTC().Format(time.RFC3339)
 	}
@@ -93,7 +109,7 @@ func hostOf(addr string) string {
 }
 
 type refusedKey struct {
-	host, reason, serial, issuer string
+	side, host, reason, serial, issuer string
 }
 
 // refusedSeen remembers, per refusal, when it was last written and how

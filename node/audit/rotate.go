@@ -25,10 +25,13 @@ import (
 // FILE.<time>, create FILE, fsync the directory, write the line to the new
 // FILE, delete the rotated files beyond MaxFiles. A crash after the rename
 // leaves FILE missing (or empty): Open then continues the chain, and reads
-// how the run ended, from the newest rotated file. A create that fails puts
-// FILE back (or, if that fails too, goes on writing to the renamed file,
-// which the chain holds as well); the next line tries again. No line is
-// lost or written twice.
+// how the run ended, from the newest rotated file. A create that fails, or
+// a directory fsync that fails after it (the new FILE is removed), puts
+// FILE back; if that fails too, lines go on to the renamed file, which the
+// chain holds as well, and the next rotation starts a new FILE without
+// renaming again. Either way the line goes to the file open, the failure is
+// logged and counted (paymentlog_audit_rotation_errors_total), and the
+// next line tries again. No line is lost or written twice.
 
 // DefaultMaxBytes is the size past which the file is rotated.
 const DefaultMaxBytes = 100 << 20
@@ -82,6 +85,20 @@ func rotatedName(path string, now time.Time, newest string) string {
 	return path + "." + now.Format(rotatedTimeFormat)
 }
 
+// rotateFS is the file system calls a rotation makes: a seam for tests to
+// make them fail (osRotateFS otherwise).
+type rotateFS struct {
+	rename  func(oldpath, newpath string) error
+	create  func(path string) (*os.File, error) // the new FILE, appended to, 0600
+	syncDir func(dir string) error
+}
+
+var osRotateFS = rotateFS{rename: os.Rename, create: createFile, syncDir: syncDir}
+
+func createFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+}
+
 // rotateLocked starts a new file (see the order above); l.mu is held and
 // l.file is open. On an error the line goes to whichever file is open.
 func (l *Log) rotateLocked() error {
@@ -92,35 +109,32 @@ func (l *Log) rotateLocked() error {
 	if err != nil {
 		return err
 	}
-	newest := ""
-	if len(rotated) > 0 {
-		newest = rotated[len(rotated)-1]
-	}
-	name := rotatedName(l.path, l.now(), newest)
-	if err := os.Rename(l.path, name); err != nil {
-		return err
+	name := l.renamedOpen // a rotation before renamed it and could not put it back
+	if name == "" {
+		newest := ""
+		if len(rotated) > 0 {
+			newest = rotated[len(rotated)-1]
+		}
+		name = rotatedName(l.path, l.now(), newest)
+		if err := l.fs.rename(l.path, name); err != nil {
+			return err
+		}
+		rotated = append(rotated, name)
 	}
 	// The open file is name now.
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := l.fs.create(l.path)
 	if err != nil {
-		if berr := os.Rename(name, l.path); berr != nil {
-			return fmt.Errorf("%w (and putting it back: %v; lines go on to %s)", err, berr, name)
-		}
-		return err
+		return l.putBackLocked(name, err)
 	}
-	if err := syncDir(filepath.Dir(l.path)); err != nil {
+	if err := l.fs.syncDir(filepath.Dir(l.path)); err != nil {
 		f.Close()
 		os.Remove(l.path)
-		if berr := os.Rename(name, l.path); berr != nil {
-			return fmt.Errorf("%w (and putting it back: %v; lines go on to %s)", err, berr, name)
-		}
-		return err
+		return l.putBackLocked(name, err)
 	}
 	l.file.Close()
-	l.file, l.size = f, 0
+	l.file, l.size, l.renamedOpen = f, 0, ""
 	l.rotations.Add(1)
 	if l.maxFiles > 0 {
-		rotated = append(rotated, name)
 		for _, old := range rotated[:max(len(rotated)-l.maxFiles, 0)] {
 			if err := os.Remove(old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				l.logger.Error("audit log: removing a rotated file beyond --audit-log-max-files failed", "file", old, "err", err)
@@ -128,6 +142,18 @@ func (l *Log) rotateLocked() error {
 		}
 	}
 	return nil
+}
+
+// putBackLocked renames the open file, renamed to name, back to l.path after
+// a rotation failed with err; if that fails, lines go on to name and the
+// next rotation does not rename it again.
+func (l *Log) putBackLocked(name string, err error) error {
+	if berr := l.fs.rename(name, l.path); berr != nil {
+		l.renamedOpen = name
+		return fmt.Errorf("%w (and putting it back: %v; lines go on to %s)", err, berr, name)
+	}
+	l.renamedOpen = ""
+	return err
 }
 
 func syncDir(dir string) error {
