@@ -12,7 +12,8 @@ import (
 )
 
 // rejoinGuardFile, in the metadata directory, marks a voter that started
-// with empty storage under Config.RejoinGuard and has not yet caught up. Its
+// with empty storage under Config.RejoinGuard, or whose log a scrub's
+// repair truncated (scrub_repair.go), and has not yet caught up. Its
 // presence keeps the node guarded. Its content is the guard's nonce,
 // guardNonceLen random bytes in lowercase hex (32 characters, no newline),
 // drawn when the guard starts: it names this storage, so that another
@@ -65,7 +66,7 @@ func (n *Node) startGuard(fresh, voter bool) error {
 			return fmt.Errorf("raftnode: rejoin guard: %w", err)
 		}
 		n.guard.on, n.guard.nonce = true, parseGuardNonce(b)
-		n.lg.Warn("raftnode: this node started with an empty raft log and has not yet caught up; it will not vote until it has (rejoin guard)",
+		n.lg.Warn("raftnode: this node started with an empty raft log (or one a repair truncated) and has not yet caught up; it will not vote until it has (rejoin guard)",
 			"nonce", n.guard.nonce)
 		return nil
 	}

@@ -133,7 +133,7 @@ func (l *Log) scrub(p ScrubPoint, maxBytes, below int64) (next ScrubPoint, check
 				berr = fmt.Errorf("%w: %w", ErrCorrupt, berr)
 			}
 			cerr := &CorruptionError{File: logPath, Position: pos, Offset: want, Err: berr}
-			return p, checked, false, l.scrubFailed(base, cerr)
+			return p, checked, false, l.scrubFailed(base, cerr, active)
 		}
 		pos += int64(len(b))
 		checked += int64(len(b))
@@ -185,16 +185,20 @@ func (l *Log) stillHolds(s *segment, mp *mapping) bool {
 	return false
 }
 
-// scrubFailed marks the segment at base for repair and fails the log.
-func (l *Log) scrubFailed(base int64, cerr *CorruptionError) error {
+// scrubFailed marks the segment at base (the active one: active) for
+// repair and fails the log.
+func (l *Log) scrubFailed(base int64, cerr *CorruptionError, active bool) error {
 	err := fmt.Errorf("%w: %w", ErrScrubCorrupt, cerr)
 	if werr := writeOffsetCheckpoint(l.fs, join(l.dir, scrubMarkFile), base); werr != nil {
 		err = fmt.Errorf("%w (and the mark for repair at the next open was not written: %v)", err, werr)
 	} else if werr := l.fs.SyncDir(l.dir); werr != nil {
 		err = fmt.Errorf("%w (and the mark for repair at the next open may not be durable: %v)", err, werr)
 	}
-	l.logger.Error("segment: scrub found a corrupt batch in a sealed segment; the log fails, and the next open truncates at it",
-		"file", cerr.File, "position", cerr.Position, "offset", cerr.Offset, "err", cerr.Err)
+	msg := "segment: scrub found a corrupt batch in a sealed segment; the log fails, and the next open truncates at it"
+	if active {
+		msg = "segment: scrub found a corrupt batch in the active segment, below the point it was told is stable; the log fails, and the next open truncates at it"
+	}
+	l.logger.Error(msg, "file", cerr.File, "position", cerr.Position, "offset", cerr.Offset, "err", cerr.Err)
 	l.fail(err) //nolint:errcheck // err is returned
 	return err
 }
