@@ -320,6 +320,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.goRun(rctx, "metadata-log", n.watchRaft)
 	n.goRun(rctx, "heartbeat", n.heartbeatLoop)
 	n.goRun(rctx, "disk-probe", n.probeDisk)
+	if cfg.LogScrubInterval > 0 {
+		n.goRun(rctx, "metadata-scrub", n.scrubMetadataLoop)
+	}
 	if n.raft.Status().VoteGuarded {
 		n.goRun(rctx, "rejoin-guard", n.awaitRejoinTarget)
 	}

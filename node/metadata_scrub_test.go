@@ -1,0 +1,129 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/node"
+	"paymentlog/segment"
+)
+
+// damageMetadataEntry flips a byte in the record of entry index in the
+// metadata log under dir.
+func damageMetadataEntry(t *testing.T, dir string, index uint64) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("metadata segments %v: %v", logs, err)
+	}
+	slices.Sort(logs)
+	file := logs[0]
+	for _, l := range logs {
+		if b, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(l), ".log"), 10, 64); err == nil && b <= index {
+			file = l
+		}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, pos := -1, 0
+	segment.SplitBatches(data, func(b segment.Batch) error { //nolint:errcheck // stops at the zeros
+		if uint64(b.BaseOffset()) == index {
+			at = pos + len(b) - 1
+		}
+		pos += len(b)
+		return nil
+	})
+	if at < 0 {
+		t.Fatalf("entry %d not in %s", index, file)
+	}
+	fh, err := os.OpenFile(file, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if _, err := fh.WriteAt([]byte{data[at] ^ 0x55}, int64(at)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A controller's metadata log rots (an applied entry): its scrub finds it
+// and the node stops with an error wrapping segment.ErrScrubCorrupt (what
+// the in-process restart restarts on); its next start sets the log's
+// segments aside, truncates it at the entry and rejoins as a vote-guarded
+// controller (node/rejoin.go); it catches up, votes again, and the
+// cluster's metadata moves on.
+func TestMetadataScrubRepairsAController(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 }) // the test runs the pass
+	tc.waitAlive(3)
+	cl := tc.client(ctx)
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	var lead int32
+	waitFor(t, "an active controller", 15*time.Second, func() bool { lead = tc.activeController(); return lead != 0 })
+	f := int32(1)
+	if f == lead {
+		f = 2
+	}
+	fn := tc.node(f)
+	waitFor(t, "the follower to apply the topic", 15*time.Second, func() bool {
+		_, ok := fn.Store().Image().Topic("payments")
+		return ok
+	})
+	if s, err := fn.ScrubMetadataNow(ctx); err != nil || s.Bytes == 0 {
+		t.Fatalf("scrub of a sound metadata log: %+v, %v", s, err)
+	}
+	victim := fn.Raft().Status().Applied / 2
+	dir := filepath.Join(tc.dir, fmt.Sprintf("node%d", f), node.MetadataDirName)
+	damageMetadataEntry(t, dir, victim)
+	if _, err := fn.ScrubMetadataNow(ctx); !errors.Is(err, segment.ErrScrubCorrupt) {
+		t.Fatalf("scrub: %v; want segment.ErrScrubCorrupt", err)
+	}
+	select {
+	case <-fn.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node did not stop after its metadata scrub found a corrupt entry")
+	}
+	if !errors.Is(fn.Err(), segment.ErrScrubCorrupt) {
+		t.Fatalf("the node stopped with %v; want an error wrapping segment.ErrScrubCorrupt (the in-process restart's cue)", fn.Err())
+	}
+	tc.mu.Lock()
+	delete(tc.nodes, f)
+	tc.mu.Unlock()
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	fn.Shutdown(sctx)
+	scancel()
+
+	nf := tc.start(f)
+	q := filepath.Join(dir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, 1))
+	if kept, _ := filepath.Glob(filepath.Join(q, "*.log")); len(kept) == 0 {
+		t.Fatalf("nothing set aside in %s", q)
+	}
+	if got := nf.Raft().ScrubStats().QuarantineBytes; got == 0 {
+		t.Fatal("no quarantine bytes counted")
+	}
+	waitFor(t, "the repaired controller caught up and voting", 30*time.Second, func() bool {
+		st := nf.Raft().Status()
+		return !st.VoteGuarded && st.Applied > victim
+	})
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "after", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	waitFor(t, "the repaired controller to apply the new topic", 15*time.Second, func() bool {
+		_, ok := nf.Store().Image().Topic("after")
+		_, old := nf.Store().Image().Topic("payments")
+		return ok && old
+	})
+	if _, err := nf.ScrubMetadataNow(ctx); err != nil {
+		t.Fatalf("scrub after the repair: %v", err)
+	}
+}
