@@ -22,20 +22,29 @@ func (n *Node) selfWho() audit.Who {
 	return who
 }
 
-// auditRefusedPeer records a handshake refused because of the client's
-// certificate (PCI DSS 10.2.1.4: invalid access attempts): none, one of an
-// unknown CA, expired, not yet valid, not for clients, or revoked; as a
-// denied line, op "connect", on the cluster, result the reason (the audit
-// package writes one a minute per client host, reason and certificate).
-// Clients and other nodes connect through the same endpoint: both are
-// recorded.
+// auditRefusedPeer records a handshake refused because of the peer's
+// certificate (PCI DSS 10.2.1.4: invalid access attempts), and counts it
+// (tls_refusals.go). Inbound, a client's: none, one of an unknown CA,
+// expired, not yet valid, not for clients, or revoked; clients and other
+// nodes connect through the same endpoint: both are recorded. Outbound, the
+// certificate of a peer the node dialed (another node, for replication or
+// raft: every dial the node makes goes through its endpoint): the same, or
+// not for the address dialed. As a denied line, op "connect", on the
+// cluster, result the reason (the audit package writes one a minute per
+// side, peer host, reason and certificate).
 func (n *Node) auditRefusedPeer(p quic.RefusedPeer) {
+	n.tlsRefused.add(p.Side, p.Reason)
 	who := audit.Who{Addr: p.Addr}
 	if p.Reason != quic.RefusedNoCertificate {
 		who.Principal = wire.PrincipalPrefix + p.Name
 	}
+	side := audit.SideInbound
+	if p.Side == quic.SideOutbound {
+		side = audit.SideOutbound
+	}
 	n.audit.RefusedConnect(who, wire.ResourceCluster, wire.ClusterResourceName, audit.RefusedHandshake{
-		Reason: p.Reason, Message: p.Err.Error(), Serial: p.Serial, Issuer: p.Issuer, NotBefore: p.NotBefore, NotAfter: p.NotAfter})
+		Side: side, ServerName: p.ServerName, Reason: p.Reason, Message: p.Err.Error(),
+		Serial: p.Serial, Issuer: p.Issuer, NotBefore: p.NotBefore, NotAfter: p.NotAfter})
 }
 
 // auditTLSReload records a reload of the node's TLS files: a new

@@ -182,7 +182,8 @@ func TestAuditTrailNodeAndAccessLines(t *testing.T) {
 			perNode++
 			var d audit.ConnectDetails
 			if err := json.Unmarshal(l.Details, &d); err != nil || l.Op != audit.OpConnect || l.Principal != "User:stranger" || l.Authenticated ||
-				!strings.HasPrefix(l.Addr, "127.0.0.1:") || d.Serial != sc.SerialNumber.Text(16) || d.Issuer != sc.Issuer.String() || d.NotAfter == "" {
+				!strings.HasPrefix(l.Addr, "127.0.0.1:") || d.Serial != sc.SerialNumber.Text(16) || d.Issuer != sc.Issuer.String() || d.NotAfter == "" ||
+				d.Side != audit.SideInbound || d.ServerName != "" {
 				t.Fatalf("node %d: denied line %v %s; want the stranger's connect, unknown-ca, with its serial and issuer", id, l, l.Details)
 			}
 		}

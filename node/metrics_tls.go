@@ -22,4 +22,5 @@ func (n *Node) writeTLSMetrics(w *metrics.Writer) {
 		"Reloads of the node's TLS files that changed what it presents or trusts (result=ok), and reloads refused because the files did not make a valid set (result=refused; the node kept its certificate and logged why).")
 	w.Uint(metrics.Labels{"result", "ok"}, st.Reloads)
 	w.Uint(metrics.Labels{"result", "refused"}, st.Refused)
+	n.tlsRefused.write(w) // tls_refusals.go
 }

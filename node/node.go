@@ -47,6 +47,9 @@ type Node struct {
 	// denied counts the client requests refused by ACL, by resource type
 	// (deniedResources; authorize.go).
 	denied [3]atomic.Uint64
+	// tlsRefused counts the handshakes refused because of the peer's
+	// certificate, by side and reason (audit_node.go, tls_refusals.go).
+	tlsRefused tlsRefusals
 	// audit is the audit trail (audit_requests.go, authorize.go).
 	audit       *audit.Log
 	log         *slog.Logger
