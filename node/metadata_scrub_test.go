@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,5 +128,38 @@ func TestMetadataScrubRepairsAController(t *testing.T) {
 	})
 	if _, err := nf.ScrubMetadataNow(ctx); err != nil {
 		t.Fatalf("scrub after the repair: %v", err)
+	}
+}
+
+// The node scrubs its metadata log on its own, on the partitions' knobs
+// (here a pass every 20 ms from the start), and /metrics shows the work.
+func TestMetadataScrubRunsOnItsOwnAndShowsInMetrics(t *testing.T) {
+	tc := mustStartClusterWith(t, 1, func(c *node.Config) {
+		withMetrics(c)
+		c.LogScrubInterval, c.LogScrubDelay = 20*time.Millisecond, 0
+	})
+	tc.waitAlive(1)
+	n := tc.node(1)
+	waitFor(t, "two metadata scrub passes", 15*time.Second, func() bool {
+		s := n.Raft().ScrubStats()
+		return s.Passes >= 2 && s.Bytes > 0
+	})
+	resp, err := http.Get("http://" + n.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"paymentlog_metadata_log_scrub_bytes_total", "paymentlog_metadata_log_scrub_passes_total"} {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\d+)$`).FindStringSubmatch(string(b))
+		if m == nil || m[1] == "0" {
+			t.Fatalf("%s: %v in /metrics:\n%s", name, m, b)
+		}
+	}
+	for _, name := range []string{"paymentlog_metadata_log_scrub_corrupt_total 0", "paymentlog_metadata_log_scrub_snapshot_repairs_total 0",
+		"paymentlog_metadata_log_scrub_quarantine_bytes 0"} {
+		if !strings.Contains(string(b), "\n"+name+"\n") {
+			t.Fatalf("no %q in /metrics", name)
+		}
 	}
 }
