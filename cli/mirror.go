@@ -23,11 +23,11 @@ func mirrorCommand() *ucli.Command {
 		UsageText: "paymentlog mirror --source-bootstrap HOST:PORT,... (--topics A,B | --topic-pattern REGEXP) [--group G]\n" +
 			"    [--exit-at-end] [--commit-interval 5s] [--replication-factor N] [--min-insync-replicas N]\n" +
 			"    [--source-offset-header=false] [--skip-mirrored] [--sync-group-offsets G1,G2 | --sync-group-pattern REGEXP]\n" +
-			"    [--offset-syncs-topic NAME]\n" +
+			"    [--offset-syncs-topic NAME] [--replication-policy identity|prefix --source-alias A [--target-alias B]]\n" +
 			"   paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... GROUP [--execute] [--export]\n\n" +
 			"Reads the topics from the source cluster (--source-bootstrap, --source-tls-dir,\n" +
 			"--source-cert-name) as a member of consumer group G on the source, and writes every record\n" +
-			"to the same topic and partition number on the target cluster (--bootstrap, --tls-dir,\n" +
+			"to the same partition number of its copy on the target cluster (--bootstrap, --tls-dir,\n" +
 			"--cert-name), with its key, value, headers and timestamp, through an idempotent acks=all\n" +
 			"producer that keeps each partition's order. A topic missing on the target is created with\n" +
 			"the source's partition count and configs (not message.timestamp.before/after.max.ms: the\n" +
@@ -44,6 +44,11 @@ func mirrorCommand() *ucli.Command {
 			mirrorHeader + "=TOPIC/PARTITION/OFFSET naming its source position (an earlier one is\n" +
 			"replaced), by which consumers of the target drop duplicates. --skip-mirrored leaves out\n" +
 			"records that already carry that header (for two clusters mirroring each other).\n\n" +
+			"The copy of topic T has T's name (--replication-policy identity, the default), or A.T\n" +
+			"(--replication-policy prefix --source-alias A, MirrorMaker 2's default: eu1.payments), the\n" +
+			"name everything the mirror maps (topics, offset syncs, groups' offsets) follows; with\n" +
+			"--target-alias B, a source topic whose name says it came from B (B.T, A.B.T) is not mirrored\n" +
+			"back: two clusters mirror each other without a loop and without mixing their records.\n\n" +
 			"Every --commit-interval, and at exit, one line on stderr: records and bytes mirrored,\n" +
 			"partitions owned, and the largest lag (source high watermark minus committed offset).\n\n" +
 			"Offset syncs: as it goes the mirror writes, to the compacted topic --offset-syncs-topic on the\n" +
@@ -68,7 +73,7 @@ func mirrorCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "sync-group-offsets", Usage: "consumer groups (G1,G2,...) whose committed source offsets are translated and committed on the target every --commit-interval (default: none)", EnvVars: envVar("MIRROR_SYNC_GROUP_OFFSETS")},
 			&ucli.StringFlag{Name: "sync-group-pattern", Usage: "also sync every source group whose whole name matches this regular expression (Go RE2)", EnvVars: envVar("MIRROR_SYNC_GROUP_PATTERN")},
 			offsetSyncsTopicFlag(),
-		}),
+		}, replicationPolicyFlags(true)),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseMirrorOptions(c)
 			if err != nil {
@@ -101,7 +106,10 @@ type mirrorOptions struct {
 	// none: no group is.
 	syncGroups       []string
 	syncGroupPattern string
-	hooks            mirrorHooks
+	// policy names the copies on the target, and the source topics never
+	// copied (mirror_policy.go).
+	policy replicationPolicy
+	hooks  mirrorHooks
 }
 
 // offsetSyncsTopicFlag is --offset-syncs-topic, of mirror and
@@ -150,6 +158,9 @@ func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {
 	if o.source, err = parseSourceClient(c, target); err != nil {
 		return o, err
 	}
+	if o.policy, err = parseReplicationPolicy(c); err != nil {
+		return o, err
+	}
 	for _, t := range strings.Split(c.String("topics"), ",") {
 		if t = strings.TrimSpace(t); t != "" && !slices.Contains(o.topics, t) {
 			o.topics = append(o.topics, t)
@@ -168,6 +179,12 @@ func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {
 	for _, t := range o.topics {
 		if why := wire.CheckGroupName(t); why != "" || strings.HasPrefix(t, "__") {
 			return o, usageError("--topics: %q is not a topic name that can be mirrored", t)
+		}
+		if o.policy.isCycle(t) {
+			return o, usageError("--topics: %s is a copy of a topic of the target (--target-alias %s): mirroring it back would loop", t, o.policy.targetAlias)
+		}
+		if why := o.policy.checkTarget(t); why != "" {
+			return o, usageError("--topics: %s: %s", t, why)
 		}
 	}
 	if o.pattern != "" {
@@ -248,10 +265,11 @@ func parseSourceClient(c *ucli.Context, target clientOptions) (clientOptions, er
 
 // mirrorMatches reports whether the mirror copies topic: named by
 // --topics, or matched whole by --topic-pattern; never an internal topic
-// (a name starting with "__") nor an offset syncs topic (a mirror's own,
-// on a cluster that another mirror copies from).
+// (a name starting with "__"), an offset syncs topic (a mirror's own, on a
+// cluster that another mirror copies from), nor a topic whose name says
+// it came from the target (replicationPolicy.isCycle).
 func (o mirrorOptions) mirrorMatches(topic string) bool {
-	if strings.HasPrefix(topic, "__") || topic == defaultOffsetSyncsTopic || topic == o.offsetSyncsTopic {
+	if strings.HasPrefix(topic, "__") || topic == defaultOffsetSyncsTopic || topic == o.offsetSyncsTopic || o.policy.isCycle(topic) {
 		return false
 	}
 	if o.pattern == "" {

@@ -19,7 +19,10 @@ import (
 // groupTranslation is one partition of a group's committed offsets,
 // translated.
 type groupTranslation struct {
-	tp     client.TopicPartition
+	tp client.TopicPartition
+	// dst is tp's copy on the target (the replication policy's name),
+	// whose offset is committed.
+	dst    client.TopicPartition
 	source int64 // committed on the source
 	before int64 // committed on the target; -1: none
 	// target is the translation (syncMap.translate, or the header scan),
@@ -44,9 +47,20 @@ func (g groupTranslation) commits() bool {
 	return g.note == "" && g.target >= 0 && g.target != g.before
 }
 
+// where names the partition in notes: tp, and its copy when the policy
+// renamed it.
+func (g groupTranslation) where() string {
+	if g.dst.Topic == g.tp.Topic {
+		return g.tp.String()
+	}
+	return fmt.Sprintf("%s (%s on the target)", g.tp, g.dst)
+}
+
 // targetPartition is what a translation needs to know of a target
 // partition.
 type targetPartition struct {
+	// topic is the target topic's name (the policy's for the source's).
+	topic string
 	// topicID is the target topic's current incarnation.
 	topicID string
 	// logStart and end are its log start offset and high watermark; -1:
@@ -55,33 +69,37 @@ type targetPartition struct {
 }
 
 // targetDescriber describes target topics, each once (in a round of
-// group syncing, or a translate-offsets).
+// group syncing, or a translate-offsets). Its maps are keyed by source
+// topic and partition.
 type targetDescriber struct {
 	a         *client.Admin
+	policy    replicationPolicy
 	parts     map[client.TopicPartition]targetPartition
 	described map[string]bool
 }
 
-func newTargetDescriber(a *client.Admin) *targetDescriber {
-	return &targetDescriber{a: a, parts: map[client.TopicPartition]targetPartition{}, described: map[string]bool{}}
+func newTargetDescriber(a *client.Admin, policy replicationPolicy) *targetDescriber {
+	return &targetDescriber{a: a, policy: policy, parts: map[client.TopicPartition]targetPartition{}, described: map[string]bool{}}
 }
 
-// describe describes the target topics of the source offsets that
-// include accepts (nil: all) not described yet, and returns the
-// partitions of all described so far (those of topics missing on the
-// target are not there).
+// describe describes the target topics (the policy's copies) of the
+// source offsets that include accepts (nil: all) not described yet, and
+// returns the partitions of all described so far, by source partition
+// (those of topics missing on the target are not there).
 func (t *targetDescriber) describe(ctx context.Context, source []wire.GroupOffset, include func(client.TopicPartition) bool) (map[client.TopicPartition]targetPartition, error) {
 	for _, o := range source {
 		if t.described[o.Topic] || include != nil && !include(client.TopicPartition{Topic: o.Topic, Partition: o.Partition}) {
 			continue
 		}
-		d, err := t.a.DescribeTopic(ctx, o.Topic)
+		name := t.policy.targetTopic(o.Topic)
+		d, err := t.a.DescribeTopic(ctx, name)
 		if err != nil && client.ErrorCode(err) != wire.UnknownTopicOrPartition {
-			return nil, fmt.Errorf("describe topic %s on the target: %w", o.Topic, err)
+			return nil, fmt.Errorf("describe topic %s on the target: %w", name, err)
 		}
 		t.described[o.Topic] = true
 		for _, p := range d.Partitions {
-			t.parts[client.TopicPartition{Topic: o.Topic, Partition: p.Partition}] = targetPartition{topicID: d.ID, logStart: p.LogStartOffset, end: p.HighWatermark}
+			t.parts[client.TopicPartition{Topic: o.Topic, Partition: p.Partition}] = targetPartition{topic: name, topicID: d.ID,
+				logStart: p.LogStartOffset, end: p.HighWatermark}
 		}
 	}
 	return t.parts, nil
@@ -90,13 +108,15 @@ func (t *targetDescriber) describe(ctx context.Context, source []wire.GroupOffse
 // translateGroup translates a group's committed offsets on the source of
 // the partitions include accepts (nil: all), sorted by topic and
 // partition, given its committed offsets on the target and the target
-// partitions. A partition is translated to the target offset of the sync
+// partitions (by source partition), into offsets of their copies named by
+// policy (MirrorMaker 2's checkpoints: eu1's offsets of payments become
+// us1's of eu1.payments with the prefix policy). A partition is translated to the target offset of the sync
 // at or below its source offset in the target topic's current incarnation
 // (syncMap.translate: conservative, a consumer may see records again,
 // never misses one), then settled (groupTranslation.settle); it is not
 // committed when there is none (noSync), or no such target partition.
 func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, targets map[client.TopicPartition]targetPartition,
-	include func(client.TopicPartition) bool) []groupTranslation {
+	policy replicationPolicy, include func(client.TopicPartition) bool) []groupTranslation {
 	before := map[client.TopicPartition]int64{}
 	for _, o := range target {
 		before[client.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
@@ -107,13 +127,13 @@ func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, targets m
 		if include != nil && !include(tp) {
 			continue
 		}
-		g := groupTranslation{tp: tp, source: o.Offset, before: -1, target: -1}
-		if b, ok := before[tp]; ok {
+		g := groupTranslation{tp: tp, dst: policy.targetTP(tp), source: o.Offset, before: -1, target: -1}
+		if b, ok := before[g.dst]; ok {
 			g.before = b
 		}
 		tgt, ok := targets[tp]
 		if !ok {
-			g.note = fmt.Sprintf("%s: no such partition on the target", tp)
+			g.note = fmt.Sprintf("%s: no such partition on the target", g.where())
 			out = append(out, g)
 			continue
 		}
@@ -123,7 +143,7 @@ func translateGroup(source, target []wire.GroupOffset, syncs *syncMap, targets m
 		} else {
 			g.noSync = true
 			g.note = fmt.Sprintf("%s: no offset sync at or below source offset %d (not mirrored yet, mirrored without offset syncs, "+
-				"or only into a deleted incarnation of the topic)", tp, o.Offset)
+				"or only into a deleted incarnation of the topic)", g.where(), o.Offset)
 		}
 		out = append(out, g)
 	}
@@ -142,16 +162,16 @@ func (g *groupTranslation) settle(target, logStart int64) {
 	g.note, g.noSync = "", false
 	switch {
 	case logStart < 0:
-		g.note = fmt.Sprintf("%s: the target partition's log start is unknown (no leader answered): not translated this time", g.tp)
+		g.note = fmt.Sprintf("%s: the target partition's log start is unknown (no leader answered): not translated this time", g.where())
 		return
 	case target < logStart:
 		g.info = fmt.Sprintf("%s: source offset %d translates to %d, below the target's log start %d (retention deleted the records there): committing %d",
-			g.tp, g.source, target, logStart, logStart)
+			g.where(), g.source, target, logStart, logStart)
 		target = logStart
 	}
 	g.target = target
 	if g.before > target {
-		g.note = fmt.Sprintf("%s: the target group is at %d, past the translation %d of source offset %d: not moved back", g.tp, g.before, target, g.source)
+		g.note = fmt.Sprintf("%s: the target group is at %d, past the translation %d of source offset %d: not moved back", g.where(), g.before, target, g.source)
 	}
 }
 
@@ -170,7 +190,7 @@ func groupCommits(ts []groupTranslation) []wire.GroupOffset {
 	var out []wire.GroupOffset
 	for _, g := range ts {
 		if g.commits() {
-			out = append(out, wire.GroupOffset{Topic: g.tp.Topic, TopicID: g.topicID, Partition: g.tp.Partition, Offset: g.target, LeaderEpoch: -1,
+			out = append(out, wire.GroupOffset{Topic: g.dst.Topic, TopicID: g.topicID, Partition: g.dst.Partition, Offset: g.target, LeaderEpoch: -1,
 				Metadata: fmt.Sprintf("paymentlog mirror: source offset %d", g.source)})
 		}
 	}
@@ -188,7 +208,10 @@ type groupSyncer struct {
 	names   []string
 	pattern *regexp.Regexp
 	own     string
-	reader  *syncReader
+	// policy names the copies; the offsets of topics it never copies
+	// (replicationPolicy.isCycle) are not synced.
+	policy replicationPolicy
+	reader *syncReader
 	// active are groups last found with members on the target (said
 	// once, until they have none).
 	active map[string]bool
@@ -241,9 +264,9 @@ func (g *groupSyncer) round(ctx context.Context, owned []client.TopicPartition) 
 	if err != nil {
 		return err
 	}
-	include := func(tp client.TopicPartition) bool { return slices.Contains(owned, tp) }
-	targets := newTargetDescriber(g.dst) // each topic described once a round
-	var first error                      // the others go on
+	include := func(tp client.TopicPartition) bool { return slices.Contains(owned, tp) && !g.policy.isCycle(tp.Topic) }
+	targets := newTargetDescriber(g.dst, g.policy) // each topic described once a round
+	var first error                                // the others go on
 	for _, name := range groups {
 		if err := g.syncGroup(ctx, name, include, targets); err != nil && first == nil {
 			first = fmt.Errorf("group %s: %w", name, err)
@@ -270,7 +293,7 @@ func (g *groupSyncer) syncGroup(ctx context.Context, name string, include func(c
 	if err != nil {
 		return err
 	}
-	commits := groupCommits(translateGroup(src, dst.Offsets, g.reader.syncs, targets, include))
+	commits := groupCommits(translateGroup(src, dst.Offsets, g.reader.syncs, targets, g.policy, include))
 	if len(commits) == 0 {
 		g.activeOnTarget(name, false)
 		return nil

@@ -32,8 +32,15 @@ func commitGroup(t *testing.T, c *client.Client, group, topic string, offs map[i
 // (the conservative overlap). It returns the overlap.
 func checkTranslated(t *testing.T, e *mirrorEnv, group, topic string, src map[int32]int64, end int64) int {
 	t.Helper()
-	dst := groupOffsets(t, e.dstC, group, topic)
-	all := readPartitions(t, e.dstC, topic)
+	return checkTranslatedTo(t, e, group, topic, topic, src, end)
+}
+
+// checkTranslatedTo is checkTranslated of source topic topic, copied to
+// target topic copy (a replication policy's name for it).
+func checkTranslatedTo(t *testing.T, e *mirrorEnv, group, topic, copy string, src map[int32]int64, end int64) int {
+	t.Helper()
+	dst := groupOffsets(t, e.dstC, group, copy)
+	all := readPartitions(t, e.dstC, copy)
 	overlap := 0
 	for p, s := range src {
 		at, ok := dst[p]

@@ -35,7 +35,7 @@ func TestTranslateGroupClampsToLogStart(t *testing.T) {
 		source = append(source, wire.GroupOffset{Topic: "t", Partition: p, Offset: 500})
 	}
 	target := []wire.GroupOffset{{Topic: "t", Partition: 2, Offset: 700}, {Topic: "t", Partition: 3, Offset: 300}}
-	plan := translateGroup(source, target, syncs, targets, nil)
+	plan := translateGroup(source, target, syncs, targets, replicationPolicy{}, nil)
 	type want struct {
 		target     int64
 		commits    bool

@@ -103,18 +103,20 @@ func newHeaderScanner(c *client.Client) *headerScanner {
 		OnOffsetReset: func(client.TopicPartition, int64, int64) {}})}
 }
 
-// scan is findByHeaders of tp, whose log runs from start to end, for
-// source offset s.
-func (h *headerScanner) scan(ctx context.Context, tp client.TopicPartition, start, end, s int64) (int64, int, error) {
+// scan is findByHeaders of target partition tp, whose log runs from start
+// to end, for offset s of source partition src (of which tp holds the
+// copies: the same partition, the topic named by the replication policy).
+func (h *headerScanner) scan(ctx context.Context, tp, src client.TopicPartition, start, end, s int64) (int64, int, error) {
 	h.cons.Assign([]client.TopicPartition{tp}, start)
 	defer h.cons.Unassign([]client.TopicPartition{tp})
 	return findByHeaders(ctx, start, end, s, func(ctx context.Context, from int64) (int64, int64, bool, error) {
-		return h.probe(ctx, tp, from, end)
+		return h.probe(ctx, tp, src, from, end)
 	})
 }
 
-// probe is a headerProbe of tp, whose end is end.
-func (h *headerScanner) probe(ctx context.Context, tp client.TopicPartition, from, end int64) (int64, int64, bool, error) {
+// probe is a headerProbe of target partition tp, whose end is end, for
+// copies of source partition src.
+func (h *headerScanner) probe(ctx context.Context, tp, src client.TopicPartition, from, end int64) (int64, int64, bool, error) {
 	if err := h.cons.Seek(tp, from); err != nil {
 		return 0, 0, false, err
 	}
@@ -135,7 +137,7 @@ func (h *headerScanner) probe(ctx context.Context, tp client.TopicPartition, fro
 				if hd.Key != mirrorHeader {
 					continue
 				}
-				if s, ok := parseSourcePosition(hd.Value, tp); ok {
+				if s, ok := parseSourcePosition(hd.Value, src); ok {
 					return m.Offset, s, true, nil
 				}
 			}

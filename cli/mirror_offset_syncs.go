@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"paymentlog/client"
+	"paymentlog/wire"
 )
 
 // Offset syncs (MirrorMaker 2's offset-syncs): as it copies, the mirror
@@ -52,11 +53,20 @@ import (
 //
 // Record format (one per sync; part of the format):
 //
-//	key:   "<topic>/<partition>/<bucket>"   bucket = source offset / offsetSyncBucket
-//	value: "<topic>/<partition>/<source offset>/<target offset>/<target topic id>"
+//	key:   "<target topic>/<partition>/<bucket>"   bucket = source offset / offsetSyncBucket
+//	value: "<topic>/<partition>/<source offset>/<target offset>/<target topic id>[/<target topic>]"
 //
-// Offsets are decimal; the target topic ID is the target's metadata's
-// topic ID (1 to maxTopicIDLen letters, digits, '-' and '_'). Syncs
+// <topic> is the source topic. Its copy on the target is named by the
+// replication policy (mirror_policy.go): the same name with identity, and
+// the value then ends at the ID (as before the policies existed); another
+// name with prefix ("eu1.payments"), which the value then ends with, and
+// which the key starts with, so that the syncs of two sources' topics of
+// one name mirrored to one target ("eu1.payments", "ap1.payments") never
+// share a key. A sync is looked up by its source partition and the target
+// topic's ID, which names one topic: the name is for the reader of the
+// topic, and for the keys. Offsets are decimal; the target topic ID is the
+// target's metadata's topic ID (1 to maxTopicIDLen letters, digits, '-'
+// and '_'); the target topic, a topic name. Syncs
 // written before the ID was added (the first build with offset syncs)
 // have no "/<target topic id>": they still parse (topicID ""), and are
 // ignored, since nothing tells which incarnation they were of
@@ -102,19 +112,33 @@ type offsetSync struct {
 	tp             client.TopicPartition
 	source, target int64
 	topicID        string
+	// dstTopic is the target topic's name when the replication policy
+	// gives it another than tp.Topic; "": tp.Topic.
+	dstTopic string
+}
+
+// targetTopic is the name of the target topic the sync is of.
+func (s offsetSync) targetTopic() string {
+	if s.dstTopic != "" {
+		return s.dstTopic
+	}
+	return s.tp.Topic
 }
 
 // key is the sync's compaction key.
 func (s offsetSync) key() []byte {
-	return fmt.Appendf(nil, "%s/%d/%d", s.tp.Topic, s.tp.Partition, s.source/offsetSyncBucket)
+	return fmt.Appendf(nil, "%s/%d/%d", s.targetTopic(), s.tp.Partition, s.source/offsetSyncBucket)
 }
 
 // value is the sync's record value (without a topic ID, an earlier
-// build's).
+// build's; a target topic only after an ID).
 func (s offsetSync) value() []byte {
 	v := fmt.Appendf(nil, "%s/%d/%d/%d", s.tp.Topic, s.tp.Partition, s.source, s.target)
 	if s.topicID != "" {
 		v = append(append(v, '/'), s.topicID...)
+		if s.dstTopic != "" && s.dstTopic != s.tp.Topic {
+			v = append(append(v, '/'), s.dstTopic...)
+		}
 	}
 	return v
 }
@@ -122,10 +146,13 @@ func (s offsetSync) value() []byte {
 var errBadOffsetSync = errors.New("mirror: malformed offset sync")
 
 // parseOffsetSync decodes a sync record's value (offsetSync.value), with
-// or without the target topic ID.
+// or without the target topic ID, with or without the target topic's
+// name (checked by a group name's rules, a topic name's; one equal to the
+// source topic's is dropped: the value written would not have it).
 func parseOffsetSync(v []byte) (offsetSync, error) {
 	fields := strings.Split(string(v), "/")
-	if len(fields) < 4 || len(fields) > 5 || fields[0] == "" || len(fields) == 5 && !validTopicID(fields[4]) {
+	if len(fields) < 4 || len(fields) > 6 || fields[0] == "" || len(fields) >= 5 && !validTopicID(fields[4]) ||
+		len(fields) == 6 && wire.CheckGroupName(fields[5]) != "" {
 		return offsetSync{}, fmt.Errorf("%w: %q", errBadOffsetSync, truncateForError(v))
 	}
 	p, err1 := strconv.ParseInt(fields[1], 10, 32)
@@ -135,8 +162,11 @@ func parseOffsetSync(v []byte) (offsetSync, error) {
 		return offsetSync{}, fmt.Errorf("%w: %q", errBadOffsetSync, truncateForError(v))
 	}
 	sync := offsetSync{tp: client.TopicPartition{Topic: fields[0], Partition: int32(p)}, source: s, target: t}
-	if len(fields) == 5 {
+	if len(fields) >= 5 {
 		sync.topicID = fields[4]
+	}
+	if len(fields) == 6 && fields[5] != fields[0] {
+		sync.dstTopic = fields[5]
 	}
 	return sync, nil
 }

@@ -24,7 +24,7 @@ func TestPartSyncsDecides(t *testing.T) {
 	}
 	out = p.flush(out)
 	out = p.flush(out) // nothing new
-	want := []offsetSync{{tp, 10, 15, ""}, {tp, 1010, 1015, ""}, {tp, 2010, 2015, ""}, {tp, 2200, 2208, ""}, {tp, 2500, 2508, ""}}
+	want := []offsetSync{{tp, 10, 15, "", ""}, {tp, 1010, 1015, "", ""}, {tp, 2010, 2015, "", ""}, {tp, 2200, 2208, "", ""}, {tp, 2500, 2508, "", ""}}
 	if !slices.Equal(out, want) {
 		t.Fatalf("syncs %v; want %v", out, want)
 	}
@@ -32,7 +32,7 @@ func TestPartSyncsDecides(t *testing.T) {
 	p, out = partSyncs{}, nil
 	out = p.record(tp, 0, 0, out)
 	out = p.record(tp, 5, 1, out)
-	if want := []offsetSync{{tp, 0, 0, ""}}; !slices.Equal(out, want) {
+	if want := []offsetSync{{tp, 0, 0, "", ""}}; !slices.Equal(out, want) {
 		t.Fatalf("syncs %v; want %v", out, want)
 	}
 }
@@ -51,7 +51,24 @@ func TestOffsetSyncRecordFormat(t *testing.T) {
 	if got, err := parseOffsetSync([]byte("pay.ments-1/7/196613/99")); err != nil || got != legacy || string(legacy.value()) != "pay.ments-1/7/196613/99" {
 		t.Fatalf("parse an earlier build's sync: %v, %v", got, err)
 	}
-	for _, bad := range []string{"", "t/0/1", "t/0/1/2/", "t/0/1/2/3/4", "t/0/1/2/a b", "t/0/1/2/a.b", "t/0/1/2/" + strings.Repeat("a", maxTopicIDLen+1),
+	// A copy renamed by the prefix policy: the key and the value name it.
+	renamed := offsetSync{tp: mirrorTP("pay", 7), source: 5, target: 99, topicID: "id1", dstTopic: "eu1.pay"}
+	if k, v := string(renamed.key()), string(renamed.value()); k != "eu1.pay/7/0" || v != "pay/7/5/99/id1/eu1.pay" {
+		t.Fatalf("renamed: key %q value %q", k, v)
+	}
+	if got, err := parseOffsetSync(renamed.value()); err != nil || got != renamed || got.targetTopic() != "eu1.pay" {
+		t.Fatalf("parse %q: %v, %v", renamed.value(), got, err)
+	}
+	// The identity policy's target topic is not written, and one equal to
+	// the source topic's is dropped.
+	same := offsetSync{tp: mirrorTP("pay", 7), source: 5, target: 99, topicID: "id1", dstTopic: "pay"}
+	if v := string(same.value()); v != "pay/7/5/99/id1" || string(same.key()) != "pay/7/0" {
+		t.Fatalf("identity: value %q key %q", v, same.key())
+	}
+	if got, err := parseOffsetSync([]byte("pay/7/5/99/id1/pay")); err != nil || got.dstTopic != "" || got.targetTopic() != "pay" {
+		t.Fatalf("parse a target topic equal to the source's: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "t/0/1", "t/0/1/2/", "t/0/1/2/3/4/5", "t/0/1/2/3/", "t/0/1/2/3/a b", "t/0/1/2/3/..", "t/0/1/2//x", "t/0/1/2/a b", "t/0/1/2/a.b", "t/0/1/2/" + strings.Repeat("a", maxTopicIDLen+1),
 		"/0/1/2", "t/-1/1/2", "t/0/-1/2", "t/0/1/x", "t/4294967296/1/2"} {
 		if _, err := parseOffsetSync([]byte(bad)); err == nil {
 			t.Errorf("parse %q: no error", bad)

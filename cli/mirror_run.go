@@ -44,8 +44,8 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 	defer closeClient(dst)
 
 	m := &mirror{opts: opts, ctx: ctx, stderr: stderr, track: newInflight(opts.offsetSyncsTopic != ""),
-		goals: map[client.TopicPartition]int64{}, committed: map[client.TopicPartition]int64{}, lastTick: time.Now()}
-	m.topics = &topicSyncer{src: src.Admin(), dst: dst.Admin(), fitted: map[string]int32{},
+		goals: map[client.TopicPartition]int64{}, committed: map[client.TopicPartition]int64{}, passed: map[string]bool{}, lastTick: time.Now()}
+	m.topics = &topicSyncer{src: src.Admin(), dst: dst.Admin(), fitted: map[string]int32{}, policy: opts.policy, syncsTopic: opts.offsetSyncsTopic,
 		defaults: topicDefaults{replicationFactor: opts.replicationFactor, minISR: opts.minISR},
 		report:   func(format string, args ...any) { fmt.Fprintf(stderr, "paymentlog: mirror: "+format+"\n", args...) }}
 	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
@@ -66,7 +66,7 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 		}
 	}
 	if opts.syncsGroups() {
-		m.groups = &groupSyncer{src: src.Admin(), dst: dst.Admin(), names: opts.syncGroups, own: opts.group,
+		m.groups = &groupSyncer{src: src.Admin(), dst: dst.Admin(), names: opts.syncGroups, own: opts.group, policy: opts.policy,
 			reader: newSyncReader(dst, opts.offsetSyncsTopic), active: map[string]bool{}, report: m.topics.report}
 		if opts.syncGroupPattern != "" {
 			m.groups.pattern, _ = wire.TopicPatternRegexp(opts.syncGroupPattern) // checked by parseMirrorOptions
@@ -133,7 +133,11 @@ type mirror struct {
 	dirty bool
 	// crashed: a test hook stopped the run as a kill would: nothing
 	// more is committed.
-	crashed   bool
+	crashed bool
+	// passed are the topics assigned by --topic-pattern that the mirror
+	// does not copy (mirrorMatches), known before their records come
+	// (pass); each is said once.
+	passed    map[string]bool
 	forwarded int
 	lastTick  time.Time
 }
@@ -203,6 +207,7 @@ func (m *mirror) writeSyncs(ctx context.Context, flush bool) {
 		return
 	}
 	for _, s := range m.track.takeSyncs(flush) {
+		s.dstTopic = m.opts.policy.targetTopic(s.tp.Topic)
 		if s.topicID = m.topics.ids[s.tp.Topic]; s.topicID == "" {
 			// Fitted before anything was copied; an ID is missing only
 			// from a target whose metadata has none.
@@ -261,11 +266,11 @@ func (m *mirror) forward(ctx context.Context, msgs []client.Message) error {
 			return nil
 		}
 		msg := &msgs[i]
-		if m.opts.skipMirrored && hasHeader(msg.Headers, mirrorHeader) {
+		if m.opts.skipMirrored && hasHeader(msg.Headers, mirrorHeader) || m.passed[msg.Topic] {
 			continue // done: the commit passes it with the records around it
 		}
 		tp, off := client.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}, msg.Offset
-		rec := mirrorRecord(msg, m.opts.sourceHeader)
+		rec := mirrorRecord(msg, m.opts.policy.targetTopic(msg.Topic), m.opts.sourceHeader)
 		size := client.RecordBytes(rec)
 		m.track.sent(tp, off)
 		m.dirty = true
@@ -300,11 +305,12 @@ func (m *mirror) notForwarded(msgs []client.Message) {
 	}
 }
 
-// mirrorRecord is the target's copy of msg: same topic, partition, key,
-// value (nil stays a tombstone), headers and timestamp; with header, the
-// mirrorHeader naming msg's source position replaces any it had.
-func mirrorRecord(msg *client.Message, header bool) *client.Record {
-	rec := &client.Record{Topic: msg.Topic, Partition: msg.Partition, PartitionSet: true,
+// mirrorRecord is the target's copy of msg, for topic (the replication
+// policy's name for msg's): same partition, key, value (nil stays a
+// tombstone), headers and timestamp; with header, the mirrorHeader naming
+// msg's source position (its source topic) replaces any it had.
+func mirrorRecord(msg *client.Message, topic string, header bool) *client.Record {
+	rec := &client.Record{Topic: topic, Partition: msg.Partition, PartitionSet: true,
 		Key: msg.Key, Value: msg.Value, Headers: msg.Headers, Timestamp: msg.Timestamp}
 	if header {
 		hs := make([]segment.RecordHeader, 0, len(msg.Headers)+1)
@@ -373,11 +379,12 @@ func (m *mirror) assigned(tps []client.TopicPartition) {
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, defaultAdminTimeout)
 	defer cancel()
-	if err := m.topics.ensure(ctx, tps); err != nil {
+	cons := m.member.Consumer()
+	copied := m.pass(cons, tps)
+	if err := m.topics.ensure(ctx, copied); err != nil {
 		m.err = fmt.Errorf("mirror: %w", err)
 		return
 	}
-	cons := m.member.Consumer()
 	for _, tp := range tps {
 		if pos, ok := cons.Position(tp); ok && pos >= 0 {
 			m.committed[tp] = pos
@@ -394,6 +401,32 @@ func (m *mirror) assigned(tps []client.TopicPartition) {
 	for _, tp := range tps {
 		m.goals[tp] = ends[tp]
 	}
+}
+
+// pass moves the partitions of tps that the mirror does not copy to
+// their ends (forward leaves their records out), saying so once for each
+// topic, and returns the others. --topic-pattern subscribes the group to
+// every matching topic (the controller resolves it, and cannot leave out
+// what mirrorMatches does): such a topic's records are read from where
+// it is assigned on, and dropped.
+func (m *mirror) pass(cons *client.Consumer, tps []client.TopicPartition) []client.TopicPartition {
+	var copied []client.TopicPartition
+	for _, tp := range tps {
+		if m.opts.mirrorMatches(tp.Topic) {
+			copied = append(copied, tp)
+			continue
+		}
+		_ = cons.Seek(tp, client.SeekEnd) // assigned: cannot fail
+		if !m.passed[tp.Topic] {
+			m.passed[tp.Topic] = true
+			why := "the mirror's own offset syncs topic or an internal one"
+			if m.opts.policy.isCycle(tp.Topic) {
+				why = fmt.Sprintf("its name says it is a copy of a topic of the target (--target-alias %s)", m.opts.policy.targetAlias)
+			}
+			fmt.Fprintf(m.stderr, "paymentlog: mirror: not mirroring topic %s, which --topic-pattern matches: %s\n", tp.Topic, why)
+		}
+	}
+	return copied
 }
 
 // revoked forgets partitions handed to another member, committed already

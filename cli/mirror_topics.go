@@ -54,14 +54,19 @@ type topicDefaults struct {
 	brokers                   int32 // the target's alive brokers
 }
 
-// planTopic decides what the target topic dst (nil: missing) needs to
-// mirror src. It refuses a target topic with more partitions than the
+// planTopic decides what the target topic dst (nil: missing), named
+// target (the replication policy's name for src), needs to mirror src. It
+// refuses a target topic with more partitions than the
 // source (records would not land on their partition number's peers, and
 // some target partitions would hold no source's records), or with another
 // cleanup.policy (a compacted copy of a deleting topic, or the reverse, is
 // not a copy).
-func planTopic(src client.TopicDescription, dst *client.TopicDescription, d topicDefaults) (topicPlan, error) {
+func planTopic(src client.TopicDescription, dst *client.TopicDescription, target string, d topicDefaults) (topicPlan, error) {
 	n := int32(len(src.Partitions))
+	what := "topic " + src.Name
+	if target != src.Name {
+		what = fmt.Sprintf("topic %s (copied to %s)", src.Name, target)
+	}
 	if dst == nil {
 		rf := d.replicationFactor
 		if rf == 0 {
@@ -75,22 +80,22 @@ func planTopic(src client.TopicDescription, dst *client.TopicDescription, d topi
 		for _, k := range mirrorSkippedConfigs {
 			delete(configs, k)
 		}
-		return topicPlan{action: topicCreate, spec: client.TopicSpec{Name: src.Name, Partitions: n,
+		return topicPlan{action: topicCreate, spec: client.TopicSpec{Name: target, Partitions: n,
 			ReplicationFactor: rf, MinISR: minISR, Configs: configs}}, nil
 	}
 	if sp, dp := cleanupPolicy(src.Configs), cleanupPolicy(dst.Configs); sp != dp {
-		return topicPlan{}, fmt.Errorf("topic %s has cleanup.policy=%s on the target and %s on the source: "+
-			"refusing to mirror into it (alter one of them, or delete the target topic to have it created as a copy)", src.Name, dp, sp)
+		return topicPlan{}, fmt.Errorf("%s has cleanup.policy=%s on the target and %s on the source: "+
+			"refusing to mirror into it (alter one of them, or delete the target topic to have it created as a copy)", what, dp, sp)
 	}
 	switch m := int32(len(dst.Partitions)); {
 	case m > n:
-		return topicPlan{}, fmt.Errorf("topic %s has %d partitions on the target and %d on the source: "+
+		return topicPlan{}, fmt.Errorf("%s has %d partitions on the target and %d on the source: "+
 			"refusing to mirror into it (each record keeps its partition number; delete the target topic to have it created as a copy)",
-			src.Name, m, n)
+			what, m, n)
 	case m < n:
-		return topicPlan{action: topicGrow, spec: client.TopicSpec{Name: src.Name, Partitions: n}}, nil
+		return topicPlan{action: topicGrow, spec: client.TopicSpec{Name: target, Partitions: n}}, nil
 	}
-	return topicPlan{action: topicInPlace, spec: client.TopicSpec{Name: src.Name, Partitions: n}}, nil
+	return topicPlan{action: topicInPlace, spec: client.TopicSpec{Name: target, Partitions: n}}, nil
 }
 
 // cleanupPolicy is a topic's cleanup.policy, normalized ("delete" when
@@ -108,10 +113,14 @@ func cleanupPolicy(configs map[string]string) string {
 // topicSyncer makes target topics fit their source topics (planTopic) and
 // remembers the partition count each one was made to fit, so that a
 // partition the source added since is noticed (ensure). Used by one
-// goroutine.
+// goroutine. Its maps are keyed by source topic.
 type topicSyncer struct {
 	src, dst *client.Admin
 	defaults topicDefaults
+	// policy names each source topic's copy.
+	policy replicationPolicy
+	// syncsTopic is the mirror's offset syncs topic, never a copy.
+	syncsTopic string
 	// fitted is, by topic, the source partition count the target topic
 	// has at least.
 	fitted map[string]int32
@@ -166,36 +175,47 @@ func (s *topicSyncer) sync(ctx context.Context, topic string) error {
 }
 
 func (s *topicSyncer) syncOnce(ctx context.Context, topic string) error {
+	target := s.policy.targetTopic(topic)
+	if why := s.policy.checkTarget(topic); why != "" {
+		return fmt.Errorf("topic %s: %s", topic, why)
+	}
+	if target == s.syncsTopic || target == defaultOffsetSyncsTopic {
+		return fmt.Errorf("topic %s: its copy's name %s is the offset syncs topic's", topic, target)
+	}
 	src, err := s.src.DescribeTopic(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("describe topic %s on the source: %w", topic, err)
 	}
 	var dst *client.TopicDescription
-	switch d, err := s.dst.DescribeTopic(ctx, topic); {
+	switch d, err := s.dst.DescribeTopic(ctx, target); {
 	case err == nil:
 		dst = &d
 	case client.ErrorCode(err) != wire.UnknownTopicOrPartition:
-		return fmt.Errorf("describe topic %s on the target: %w", topic, err)
+		return fmt.Errorf("describe topic %s on the target: %w", target, err)
 	}
-	plan, err := planTopic(src, dst, s.defaults)
+	plan, err := planTopic(src, dst, target, s.defaults)
 	if err != nil {
 		return err
+	}
+	copyOf := ""
+	if target != topic {
+		copyOf = " (a copy of " + topic + ")"
 	}
 	switch plan.action {
 	case topicCreate:
 		id, err := s.dst.CreateTopic(ctx, plan.spec)
 		if err != nil {
-			return fmt.Errorf("create topic %s on the target: %w", topic, err)
+			return fmt.Errorf("create topic %s on the target: %w", target, err)
 		}
 		s.learnID(topic, id)
-		s.report("created topic %s on the target: %d partitions, replication factor %d, min ISR %d, configs %s",
-			topic, plan.spec.Partitions, plan.spec.ReplicationFactor, plan.spec.MinISR, configList(plan.spec.Configs))
+		s.report("created topic %s on the target%s: %d partitions, replication factor %d, min ISR %d, configs %s",
+			target, copyOf, plan.spec.Partitions, plan.spec.ReplicationFactor, plan.spec.MinISR, configList(plan.spec.Configs))
 	case topicGrow:
 		s.learnID(topic, dst.ID)
-		if err := s.dst.CreatePartitions(ctx, topic, plan.spec.Partitions); err != nil {
-			return fmt.Errorf("add partitions to topic %s on the target: %w", topic, err)
+		if err := s.dst.CreatePartitions(ctx, target, plan.spec.Partitions); err != nil {
+			return fmt.Errorf("add partitions to topic %s on the target: %w", target, err)
 		}
-		s.report("topic %s on the target grown from %d to %d partitions, as on the source", topic, len(dst.Partitions), plan.spec.Partitions)
+		s.report("topic %s on the target%s grown from %d to %d partitions, as on the source", target, copyOf, len(dst.Partitions), plan.spec.Partitions)
 	case topicInPlace:
 		s.learnID(topic, dst.ID)
 	}

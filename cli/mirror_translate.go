@@ -22,7 +22,8 @@ func mirrorTranslateCommand() *ucli.Command {
 		Name:  "translate-offsets",
 		Usage: "commit on the target a group's committed source offsets, translated by the mirror's offset syncs",
 		UsageText: "paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... --bootstrap HOST:PORT,... GROUP\n" +
-			"    [--execute] [--export] [--offset-syncs-topic NAME] [--mirror-group G] [--header-scan=false]\n\n" +
+			"    [--execute] [--export] [--offset-syncs-topic NAME] [--mirror-group G] [--header-scan=false]\n" +
+			"    [--replication-policy identity|prefix --source-alias A]\n\n" +
 			"Reads GROUP's committed offsets on the source, translates each by the offset syncs the mirror\n" +
 			"wrote on the target (the target offset of the last sync at or below it: a consumer of the\n" +
 			"target may see a few records again, never misses one), and with --execute commits them for\n" +
@@ -34,7 +35,8 @@ func mirrorTranslateCommand() *ucli.Command {
 			"none). A partition left untranslated, or whose target offset is already past the\n" +
 			"translation, is left as it is and named on stderr. --export prints TOPIC,PARTITION,OFFSET\n" +
 			"lines (group set-offsets --from-file reads them) instead of the table. Refused while GROUP\n" +
-			"has members on the target.",
+			"has members on the target. Give the mirror's --replication-policy and --source-alias: with\n" +
+			"prefix, GROUP's source offsets of T are committed as offsets of A.T on the target (TOPIC).",
 		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
 			offsetSyncsTopicFlag(),
 			&ucli.StringFlag{Name: "mirror-group", Value: defaultMirrorGroup, Usage: "the mirror's own group on the source, which is never translated", EnvVars: envVar("MIRROR_GROUP")},
@@ -43,7 +45,7 @@ func mirrorTranslateCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "export", Usage: "print the offsets as TOPIC,PARTITION,OFFSET lines (what group set-offsets --from-file reads) instead of a table", EnvVars: envVar("MIRROR_TRANSLATE_EXPORT")},
 			&ucli.BoolFlag{Name: "header-scan", Value: true, Usage: "translate a partition with no offset sync at or below the group's offset by searching the target partition's records for their mirror header (--header-scan=false: leave it as it is)", EnvVars: envVar("MIRROR_TRANSLATE_HEADER_SCAN")},
 			timeoutFlag("MIRROR_TRANSLATE_TIMEOUT", defaultAdminTimeout),
-		}),
+		}, replicationPolicyFlags(false)),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseMirrorTranslate(c)
 			if err != nil {
@@ -63,6 +65,8 @@ type mirrorTranslateOptions struct {
 	export           bool
 	headerScan       bool
 	timeout          time.Duration
+	// policy names the copies whose offsets are committed.
+	policy replicationPolicy
 }
 
 func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
@@ -80,6 +84,9 @@ func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
 		return o, err
 	}
 	if o.commit, err = parseCommitMode(c); err != nil {
+		return o, err
+	}
+	if o.policy, err = parseReplicationPolicy(c); err != nil {
 		return o, err
 	}
 	switch {
@@ -139,11 +146,11 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 	if err != nil {
 		return fmt.Errorf("%s: the group on the target: %w", what, err)
 	}
-	targets, err := newTargetDescriber(dst.Admin()).describe(ctx, srcOffs, nil)
+	targets, err := newTargetDescriber(dst.Admin(), opts.policy).describe(ctx, srcOffs, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	plan := translateGroup(srcOffs, desc.Offsets, reader.syncs, targets, nil)
+	plan := translateGroup(srcOffs, desc.Offsets, reader.syncs, targets, opts.policy, nil)
 	if opts.headerScan {
 		if err := scanHeaders(ctx, dst, plan, targets); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -176,7 +183,7 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 		var offs []wire.GroupOffset
 		for _, g := range plan {
 			if g.note == "" {
-				offs = append(offs, wire.GroupOffset{Topic: g.tp.Topic, Partition: g.tp.Partition, Offset: g.target})
+				offs = append(offs, wire.GroupOffset{Topic: g.dst.Topic, Partition: g.dst.Partition, Offset: g.target})
 			}
 		}
 		return writeOffsetsFile(stdout, offs)
@@ -187,7 +194,7 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 		if g.note != "" {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", g.tp.Topic, g.tp.Partition, g.source, offsetOrDash(g.before), g.target)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", g.dst.Topic, g.dst.Partition, g.source, offsetOrDash(g.before), g.target)
 	}
 	return tw.Flush()
 }
@@ -211,7 +218,7 @@ func scanHeaders(ctx context.Context, dst *client.Client, plan []groupTranslatio
 			scanner = newHeaderScanner(dst)
 			defer scanner.close()
 		}
-		at, probes, err := scanner.scan(ctx, g.tp, tgt.logStart, tgt.end, g.source)
+		at, probes, err := scanner.scan(ctx, g.dst, g.tp, tgt.logStart, tgt.end, g.source)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -222,7 +229,7 @@ func scanHeaders(ctx context.Context, dst *client.Client, plan []groupTranslatio
 		g.settle(at, tgt.logStart)
 		if g.info == "" {
 			g.info = fmt.Sprintf("%s: no offset sync at or below source offset %d: translated to %d by the mirror headers of the target's records (%d probes)",
-				g.tp, g.source, at, probes)
+				g.where(), g.source, at, probes)
 		}
 	}
 	return nil

@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// The prefix policy names copies <alias><separator><topic>; isCycle is
+// MirrorMaker 2's: a name with the target's alias as a part but the last
+// (split at the separator, trailing empty parts dropped) came from the
+// target. Identity, and prefix without a target alias, see no cycle.
+func TestReplicationPolicyNames(t *testing.T) {
+	p := replicationPolicy{prefix: true, sourceAlias: "eu1", separator: ".", targetAlias: "us1"}
+	if got := p.targetTopic("payments"); got != "eu1.payments" {
+		t.Fatalf("targetTopic(payments) = %q", got)
+	}
+	if got := (replicationPolicy{}).targetTopic("payments"); got != "payments" {
+		t.Fatalf("identity targetTopic(payments) = %q", got)
+	}
+	for topic, want := range map[string]bool{
+		"payments":          false,
+		"eu1.payments":      false, // a copy of the source's own (named as if from itself): MirrorMaker 2 copies it
+		"us1.payments":      true,  // a copy of the target's payments
+		"eu1.us1.payments":  true,  // a copy, through eu1, of a copy of the target's
+		"ap1.eu1.payments":  false, // from ap1 through eu1: on to us1
+		"payments.us1":      false, // the last part is the topic's own name
+		"us1":               false,
+		"us1.":              false, // Java's split: ["us1"], not a remote topic
+		"a..us1.x":          true,
+		"us1x.payments":     false,
+		"xus1.payments":     false,
+		"us1-payments":      false,
+		"ap1.eu1.us1.x.y.z": true,
+	} {
+		if got := p.isCycle(topic); got != want {
+			t.Errorf("isCycle(%q) = %v; want %v", topic, got, want)
+		}
+	}
+	if (replicationPolicy{}).isCycle("us1.payments") || (replicationPolicy{prefix: true, sourceAlias: "eu1", separator: "."}).isCycle("us1.payments") {
+		t.Fatal("a cycle without the prefix policy and a target alias")
+	}
+	under := replicationPolicy{prefix: true, sourceAlias: "eu1", separator: "__", targetAlias: "us1"}
+	if under.targetTopic("pay") != "eu1__pay" || !under.isCycle("us1__pay") || under.isCycle("us1.pay") {
+		t.Fatal("separator __: wrong names or cycles")
+	}
+	if why := p.checkTarget(strings.Repeat("a", wire.MaxTopicNameLen-3)); why == "" {
+		t.Fatal("a copy's name past the longest topic name passed")
+	}
+}
+
+// Usage errors (exit 2, one line) before any connection: prefix without
+// --source-alias, bad aliases and separators, the aliases of one cluster,
+// alias flags with identity, an unknown policy, and a --topics name that
+// is a copy of the target's own topic; the variables work too.
+func TestMirrorPolicyUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replication-policy", "prefix"}, "--replication-policy prefix: --source-alias is required"},
+		{[]string{"--replication-policy", "default", "--source-alias", "eu1"}, `--replication-policy: "default" is not identity or prefix`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu.1"}, `--source-alias: "eu.1" contains the separator "."`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu 1"}, `--source-alias: "eu 1" is not a token of letters, digits`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu/1"}, `--source-alias: "eu/1" is not a token`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", strings.Repeat("a", 65)}, "is longer than 64 bytes"},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "_x", "--replication-policy-separator", "_"}, `contains the separator "_"`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "__eu"}, "would make internal topic names"},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu1", "--replication-policy-separator", "/"}, `--replication-policy-separator: "/" is not`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu1", "--replication-policy-separator", ""}, `--replication-policy-separator: "" is not`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu1", "--target-alias", "us.1"}, `--target-alias: "us.1" contains the separator`},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu1", "--target-alias", "eu1"}, "--target-alias and --source-alias are both \"eu1\""},
+		{[]string{"--source-alias", "eu1"}, "--source-alias: only with --replication-policy prefix"},
+		{[]string{"--target-alias", "us1"}, "--target-alias: only with --replication-policy prefix"},
+		{[]string{"--replication-policy-separator", "_"}, "--replication-policy-separator: only with --replication-policy prefix"},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu1", "--target-alias", "us1", "--topics", "pay,us1.pay"},
+			"--topics: us1.pay is a copy of a topic of the target (--target-alias us1): mirroring it back would loop"},
+		{[]string{"--replication-policy", "prefix", "--source-alias", "eu1", "--topics", strings.Repeat("p", 247)}, "is longer than 249 bytes"},
+	} {
+		args := append([]string{"mirror", "--source-bootstrap", "127.0.0.1:1", "--bootstrap", "127.0.0.1:2"}, c.args...)
+		if !slices.Contains(c.args, "--topics") {
+			args = append(args, "--topics", "pay")
+		}
+		_, errOut, code := runClientCLI(t, nil, args...)
+		oneErrorLine(t, strings.Join(args, " "), code, errOut, 2, c.want)
+	}
+	// translate-offsets takes the policy too.
+	_, errOut, code := runClientCLI(t, nil, "mirror", "translate-offsets", "--source-bootstrap", "127.0.0.1:1", "--bootstrap", "127.0.0.1:2",
+		"app", "--replication-policy", "prefix")
+	oneErrorLine(t, "translate-offsets --replication-policy prefix", code, errOut, 2, "--source-alias is required")
+	t.Setenv("PAYMENTLOG_MIRROR_REPLICATION_POLICY", "prefix")
+	t.Setenv("PAYMENTLOG_MIRROR_SOURCE_ALIAS", "eu1")
+	t.Setenv("PAYMENTLOG_MIRROR_TARGET_ALIAS", "us1")
+	_, errOut, code = runClientCLI(t, nil, "mirror", "--source-bootstrap", "127.0.0.1:1", "--bootstrap", "127.0.0.1:2", "--topics", "us1.pay")
+	oneErrorLine(t, "mirror with the policy's variables", code, errOut, 2, "--topics: us1.pay is a copy of a topic of the target")
+}
+
+// readSyncs reads every offset sync on the target's syncs topic: key and
+// parsed value.
+func readSyncs(t *testing.T, c *client.Client) map[string]offsetSync {
+	t.Helper()
+	out := map[string]offsetSync{}
+	for _, m := range readPartitions(t, c, defaultOffsetSyncsTopic)[0] {
+		s, err := parseOffsetSync(m.Value)
+		if err != nil {
+			t.Fatalf("offset sync %q: %v", m.Value, err)
+		}
+		out[string(m.Key)] = s
+	}
+	return out
+}
+
+func topicID(t *testing.T, c *client.Client, topic string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := c.Admin().DescribeTopic(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.ID
+}
+
+// With --replication-policy prefix --source-alias eu1, source topic
+// payments is copied to eu1.payments on the target, with the source's
+// partition count and configs, every record (headers naming the source
+// topic), offset syncs naming eu1.payments (key, value, topic ID), and
+// no topic payments on the target; partitions added on the source are
+// added to eu1.payments; a group's source offsets of payments are
+// committed on the target as offsets of eu1.payments, by --sync-group-
+// offsets and by translate-offsets with the policy (without it, there is
+// nothing to translate into); without offset syncs, translate-offsets'
+// header scan reads eu1.payments for copies of payments.
+func TestMirrorPrefixPolicy(t *testing.T) {
+	e := startMirrorEnv(t)
+	configs := map[string]string{"retention.ms": "3600000", "max.message.bytes": "65536"}
+	createTopic(t, e.srcC, client.TopicSpec{Name: "payments", Partitions: 3, ReplicationFactor: 1, MinISR: 1, Configs: configs})
+	for p := range int32(3) {
+		produceRecords(t, e.srcC, "payments", p, 0, 1500+int(p))
+	}
+	commitGroup(t, e.srcC, "app", "payments", map[int32]int64{0: 1200, 1: 10, 2: 1502})
+	prefix := []string{"--replication-policy", "prefix", "--source-alias", "eu1"}
+	errOut, code := e.mirror(t, append(prefix, "--topics", "payments", "--exit-at-end", "--sync-group-offsets", "app", "--commit-interval", "100ms")...)
+	if code != 0 || !strings.Contains(errOut, "created topic eu1.payments on the target (a copy of payments): 3 partitions, replication factor 1, min ISR 1, "+
+		"configs max.message.bytes=65536, retention.ms=3600000") {
+		t.Fatalf("mirror: exit %d, stderr %q", code, errOut)
+	}
+	checkPrefixCopy := func(parts int) {
+		t.Helper()
+		src, dst := readPartitions(t, e.srcC, "payments"), readPartitions(t, e.dstC, "eu1.payments")
+		if len(src) != parts || len(dst) != parts {
+			t.Fatalf("%d partitions on the source, %d in eu1.payments; want %d", len(src), len(dst), parts)
+		}
+		for p := range src {
+			checkCopies(t, "payments", p, src[p], dst[p])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := e.dstC.Admin().DescribeTopic(ctx, "payments"); client.ErrorCode(err) != wire.UnknownTopicOrPartition {
+			t.Fatalf("topic payments on the target: %v; want none", err)
+		}
+		d, err := e.dstC.Admin().DescribeTopic(ctx, "eu1.payments")
+		if err != nil || !maps.Equal(d.Configs, configs) {
+			t.Fatalf("eu1.payments: configs %v, %v; want %v", d.Configs, err, configs)
+		}
+	}
+	checkPrefixCopy(3)
+	id := topicID(t, e.dstC, "eu1.payments")
+	syncs := readSyncs(t, e.dstC)
+	if len(syncs) != 3 {
+		t.Fatalf("offset syncs %v; want one key per partition", syncs)
+	}
+	for k, s := range syncs {
+		if !strings.HasPrefix(k, "eu1.payments/") || s.tp.Topic != "payments" || s.targetTopic() != "eu1.payments" || s.topicID != id {
+			t.Fatalf("offset sync %s: %+v; want of payments, copied to eu1.payments (ID %s)", k, s, id)
+		}
+	}
+	// The group's offsets land on eu1.payments, and on nothing else.
+	checkTranslatedTo(t, e, "app", "payments", "eu1.payments", map[int32]int64{0: 1200, 1: 10, 2: 1502}, 1500)
+	if got := groupOffsets(t, e.dstC, "app", "payments"); len(got) != 0 {
+		t.Fatalf("group app got offsets of payments on the target: %v", got)
+	}
+
+	// The source grows: so does eu1.payments.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.srcC.Admin().CreatePartitions(ctx, "payments", 4); err != nil {
+		t.Fatal(err)
+	}
+	produceRecords(t, e.srcC, "payments", 3, 0, 5)
+	errOut, code = e.mirror(t, append(prefix, "--topics", "payments", "--exit-at-end")...)
+	if code != 0 || !strings.Contains(errOut, "topic eu1.payments on the target (a copy of payments) grown from 3 to 4 partitions") {
+		t.Fatalf("mirror after the source grew: exit %d, stderr %q", code, errOut)
+	}
+	checkPrefixCopy(4)
+
+	// translate-offsets: with the policy, into eu1.payments; without,
+	// there is no payments on the target.
+	commitGroup(t, e.srcC, "app2", "payments", map[int32]int64{1: 700, 3: 2})
+	out, errOut, code := e.translate(t, "app2")
+	if code != 0 || !strings.Contains(errOut, "payments/1: no such partition on the target") || !strings.Contains(errOut, "nothing to commit") {
+		t.Fatalf("translate-offsets without the policy: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code = e.translate(t, append(prefix, "app2")...)
+	if code != 0 || !strings.HasPrefix(out, "TOPIC         PARTITION  SOURCE  BEFORE  OFFSET\neu1.payments  1          700     -       ") {
+		t.Fatalf("translate-offsets with the policy: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	checkTranslatedTo(t, e, "app2", "payments", "eu1.payments", map[int32]int64{1: 700}, 1501)
+	checkTranslatedTo(t, e, "app2", "payments", "eu1.payments", map[int32]int64{3: 2}, 5)
+
+	// Without offset syncs: the header scan finds the copies of payments
+	// in eu1.payments (nothing repeated: exactly at the source offset).
+	createTopic(t, e.srcC, client.TopicSpec{Name: "refunds", Partitions: 1, ReplicationFactor: 1, MinISR: 1})
+	produceRecords(t, e.srcC, "refunds", 0, 0, 300)
+	commitGroup(t, e.srcC, "app3", "refunds", map[int32]int64{0: 123})
+	if errOut, code := e.mirror(t, append(prefix, "--topics", "refunds", "--exit-at-end", "--offset-syncs-topic", "")...); code != 0 {
+		t.Fatalf("mirror refunds: exit %d, stderr %q", code, errOut)
+	}
+	out, errOut, code = e.translate(t, append(prefix, "app3")...)
+	if code != 0 || !strings.Contains(errOut, "refunds/0 (eu1.refunds/0 on the target): no offset sync at or below source offset 123: translated to 123 by the mirror headers") ||
+		!strings.Contains(out, "eu1.refunds  0          123     -       123") {
+		t.Fatalf("translate-offsets by the headers: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if got := groupOffsets(t, e.dstC, "app3", "eu1.refunds"); got[0] != 123 {
+		t.Fatalf("translate-offsets by the headers committed %v; want 123", got)
+	}
+}
+
+// Two clusters mirror each other with the prefix policy and each other's
+// aliases (eu1 and us1), by --topic-pattern '.*', several rounds with new
+// records between them: each cluster's payments holds only its own
+// records, and its copy of the other's (us1.payments on eu1, eu1.payments
+// on us1) every record of the other's payments exactly once, in order;
+// no other topic is created (no eu1.us1.payments: the copies are not
+// mirrored back), and each mirror says it leaves them out.
+func TestMirrorActiveActive(t *testing.T) {
+	eu := startMirrorEnv(t)                                                  // eu1 to us1
+	us := &mirrorEnv{src: eu.dst, dst: eu.src, srcC: eu.dstC, dstC: eu.srcC} // us1 to eu1
+	for _, e := range []*mirrorEnv{eu, us} {
+		createTopicN(t, e, "payments", 2)
+	}
+	mirror := func(e *mirrorEnv, alias, other string) string {
+		t.Helper()
+		errOut, code := e.mirror(t, "--replication-policy", "prefix", "--source-alias", alias, "--target-alias", other,
+			"--topic-pattern", ".*", "--exit-at-end")
+		if code != 0 {
+			t.Fatalf("mirror %s to %s: exit %d, stderr %q", alias, other, code, errOut)
+		}
+		return errOut
+	}
+	var euOut, usOut string
+	for round := range 3 {
+		for p := range int32(2) {
+			produceRecords(t, eu.srcC, "payments", p, round*10, round*10+10+int(p))
+			produceRecords(t, us.srcC, "payments", p, round*20, round*20+5+int(p))
+		}
+		euOut += mirror(eu, "eu1", "us1")
+		usOut += mirror(us, "us1", "eu1")
+	}
+	for _, c := range []struct {
+		e            *mirrorEnv
+		alias, other string
+		out          string
+	}{{eu, "eu1", "us1", euOut}, {us, "us1", "eu1", usOut}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		topics, err := c.e.dstC.Admin().ListTopics(ctx)
+		slices.Sort(topics)
+		want := []string{c.alias + ".payments", defaultOffsetSyncsTopic, "payments"}
+		if slices.Sort(want); err != nil || !slices.Equal(topics, want) {
+			t.Fatalf("topics on %s: %v, %v; want %v", c.other, topics, err, want)
+		}
+		src, dst := readPartitions(t, c.e.srcC, "payments"), readPartitions(t, c.e.dstC, c.alias+".payments")
+		for p := range src {
+			for _, m := range src[p] {
+				if hasHeader(m.Headers, mirrorHeader) {
+					t.Fatalf("%s's payments/%d offset %d carries a mirror header: a copy in the local topic", c.alias, p, m.Offset)
+				}
+			}
+			checkCopies(t, "payments", p, src[p], dst[p])
+		}
+		if !strings.Contains(c.out, "not mirroring topic "+c.other+".payments, which --topic-pattern matches: its name says it is a copy of a topic of the target (--target-alias "+c.other+")") ||
+			!strings.Contains(c.out, "not mirroring topic "+defaultOffsetSyncsTopic+", which --topic-pattern matches") {
+			t.Fatalf("mirror %s to %s: stderr %q", c.alias, c.other, c.out)
+		}
+	}
+}
