@@ -24,8 +24,9 @@ import (
 
 // TestClusterScript drives scripts/cluster.sh and scripts/kill-leader.sh
 // the way the README tells a newcomer to: up, produce, kill the leader,
-// produce again, restart the killed node, pause and resume one, read
-// everything back, status, down, clean. The cluster runs on free ports
+// produce again, restart the killed node, pause and resume one, rotate
+// certificates, revoke one, roll the cluster, read everything back,
+// status, down, clean. The cluster runs on free ports
 // (PAYMENTLOG_CLUSTER_PORT) under a temporary directory
 // (PAYMENTLOG_CLUSTER_DIR) with the test binary (PAYMENTLOG_BIN).
 func TestClusterScript(t *testing.T) {
@@ -164,8 +165,25 @@ func TestClusterScript(t *testing.T) {
 		t.Fatalf("topic list as client after mallory's revocation: %v\n%s", err, out)
 	}
 
+	// The README's rolling restart: every node restarted in turn, each
+	// once it is safe to stop and the next once it is ready again, the
+	// active controller last.
+	pidsBefore = c.pids(t)
+	roll := c.script(t, "roll")
+	m := regexp.MustCompile(`node (\d) is the active controller: it goes last\n`).FindStringSubmatch(roll)
+	if m == nil || !strings.HasSuffix(strings.TrimSpace(roll), "rolled nodes "+strings.Join(slices.DeleteFunc([]string{"1", "2", "3"}, func(n string) bool { return n == m[1] }), " ")+" "+m[1]) ||
+		strings.Count(roll, "waiting until it is ready") != 3 || strings.Count(roll, "waiting until it is safe to stop") != 3 {
+		t.Errorf("roll printed:\n%s", roll)
+	}
+	for n, p := range c.pids(t) {
+		if p == pidsBefore[n] {
+			t.Errorf("roll did not restart node %d (pid %d)", n, p)
+		}
+	}
+	sixth := c.produce(t, env, "after-roll", 100)
+
 	got := c.consumeAll(t, env)
-	for _, acks := range []map[string]pos{first, second, third, fourth, fifth} {
+	for _, acks := range []map[string]pos{first, second, third, fourth, fifth, sixth} {
 		for value, at := range acks {
 			if g, ok := got[at]; !ok {
 				t.Errorf("%q acknowledged at %v is missing", value, at)
@@ -174,7 +192,7 @@ func TestClusterScript(t *testing.T) {
 			}
 		}
 	}
-	if want := len(first) + len(second) + len(third) + len(fourth) + len(fifth); len(got) != want {
+	if want := len(first) + len(second) + len(third) + len(fourth) + len(fifth) + len(sixth); len(got) != want {
 		t.Errorf("read back %d records, %d acknowledged", len(got), want)
 	}
 

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// startMetrics serves /metrics (Prometheus text format) and /debug/pprof on
+// startMetrics serves /metrics (Prometheus text format), the health checks
+// (/healthz, /readyz, /safe-to-stop: health.go) and /debug/pprof on
 // cfg.MetricsAddr until ctx ends. The server is one of the node's tasks:
 // Shutdown and Kill return only after it has stopped listening and its
 // handlers have returned.
@@ -27,6 +28,9 @@ func (n *Node) startMetrics(ctx context.Context) error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/metrics", n.serveMetrics)
+	mux.HandleFunc("/healthz", n.serveHealth(alive))
+	mux.HandleFunc("/readyz", n.serveHealth(healthView.notReady))
+	mux.HandleFunc("/safe-to-stop", n.serveHealth(healthView.unsafeToStop))
 	n.serveHTTP(ctx, "metrics", ln, mux)
 	return nil
 }

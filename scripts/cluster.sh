@@ -20,6 +20,11 @@
 #   scripts/cluster.sh kill N          SIGKILL node N
 #   scripts/cluster.sh pause N         SIGSTOP node N      resume N   SIGCONT node N
 #   scripts/cluster.sh restart N       stop node N if running, start it, wait until alive
+#   scripts/cluster.sh roll            rolling restart of every node, the active controller
+#                                      last: wait until the node is safe to stop (its
+#                                      /safe-to-stop: no partition would fall below min ISR,
+#                                      the metadata quorum keeps a majority), restart it, wait
+#                                      until it is ready (/readyz: back in every ISR)
 #   scripts/cluster.sh logs N [-f]     the last lines of node N's log (follow with -f)
 #   scripts/cluster.sh leader TOPIC P  print the id of partition P's current leader
 #   scripts/cluster.sh reload N        SIGHUP node N: it reloads its certificate and ca.crt
@@ -116,6 +121,40 @@ run_log() {
 	tail -n +"${from:-1}" "$f" 2>/dev/null | tail -n 20
 }
 addr() { echo "$HOST:$((PORT + $1 - 1))"; }
+# metrics_addr N: node N's /metrics and health checks: TCP, on the port
+# number its QUIC listener has on UDP.
+metrics_addr() { addr "$1"; }
+
+# health N PATH: ask node N's health check PATH (/readyz, /safe-to-stop);
+# prints the answer's body (one reason per line when it is not 200) and
+# returns 0 on 200. Plain bash (/dev/tcp): no curl needed.
+health() {
+	local n="$1" path="$2" resp code
+	resp="$(
+		exec 2>/dev/null
+		exec 3<>"/dev/tcp/$HOST/$((PORT + n - 1))" || exit 1
+		printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$(metrics_addr "$n")" >&3
+		timeout 5 cat <&3
+	)" || { echo "no answer on $(metrics_addr "$n")"; return 1; }
+	code="$(printf '%s\n' "$resp" | head -n 1 | cut -d ' ' -f 2)"
+	printf '%s\n' "$resp" | tr -d '\r' | sed '1,/^$/d'
+	[ "$code" = 200 ]
+}
+
+# wait_health N PATH WHAT: until node N's PATH answers 200, or die after
+# READY_TIMEOUT seconds with its last reasons.
+wait_health() {
+	local n="$1" path="$2" what="$3" deadline out
+	deadline=$(($(date +%s) + READY_TIMEOUT))
+	until out="$(health "$n" "$path")"; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			die "node $n not $what after ${READY_TIMEOUT}s ($path): $(printf '%s' "$out" | tr '\n' ';')"
+		fi
+		[ -n "$(pid "$n")" ] || die "node $n exited; its last log lines since this start:
+$(run_log "$n")"
+		sleep 0.2
+	done
+}
 
 # pid N: the node's pid if its process is alive (and is a paymentlog node), else empty.
 pid() {
@@ -213,6 +252,7 @@ start() {
 	# shellcheck disable=SC2086,SC2046 # PAYMENTLOG_NODE_ARGS and rack_args are lists of flags
 	GOMAXPROCS="$NODE_PROCS" nohup "$BIN" node start --id "$n" --addr "$(addr "$n")" --data-dir "$DIR/node$n" \
 		--controllers "$CONTROLLERS" --tls-dir "$CERTS" --cert-name "node$n" --audit-log "$(auditfile "$n")" \
+		--metrics-addr "$(metrics_addr "$n")" \
 		$(rack_args "$n") ${PAYMENTLOG_NODE_ARGS:-} >>"$(logfile "$n")" 2>&1 </dev/null &
 	echo $! >"$(pidfile "$n")"
 	say "started node $n (pid $!, log $(logfile "$n"))"
@@ -388,6 +428,28 @@ restart)
 	wait_alive "$1"
 	say "node $1 is alive"
 	;;
+roll)
+	build
+	certs
+	for n in $NODES; do
+		[ -n "$(pid "$n")" ] || die "node $n is not running (roll restarts a running cluster: up starts it, restart N starts one)"
+	done
+	# The active controller last: its restart costs an election, once.
+	ctrl="$(status_json | sed -n 's/.*"controller_id":\([0-9][0-9]*\).*/\1/p')"
+	order=""
+	for n in $NODES; do [ "$n" = "$ctrl" ] || order="$order $n"; done
+	order="$order ${ctrl:-}"
+	[ -z "$ctrl" ] || say "node $ctrl is the active controller: it goes last"
+	for n in $order; do
+		say "node $n: waiting until it is safe to stop"
+		wait_health "$n" /safe-to-stop "safe to stop"
+		stop "$n"
+		start "$n"
+		say "node $n: waiting until it is ready (registered, back in every ISR)"
+		wait_health "$n" /readyz ready
+	done
+	say "rolled nodes$order"
+	;;
 logs)
 	check_node "${1:-}"
 	if [ "${2:-}" = "-f" ]; then
@@ -435,6 +497,6 @@ env)
 	exit 2
 	;;
 *)
-	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, logs N, leader TOPIC P, reload N, rotate-certs, revoke-cert NAME or env; no command prints the usage)"
+	usage_die "unknown command '$cmd' (want up, down, clean, status, kill N, pause N, resume N, restart N, roll, logs N, leader TOPIC P, reload N, rotate-certs, revoke-cert NAME or env; no command prints the usage)"
 	;;
 esac
