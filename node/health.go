@@ -15,8 +15,10 @@ import (
 //     shutting down).
 //   - /readyz: the node serves its share of the cluster: registered at this
 //     start, not fenced, not in a controlled shutdown, and in the ISR of
-//     every partition it is a replica of (the controller's committed view).
-//     A restarted node becomes ready once it has caught up everywhere.
+//     every partition it is a replica of (the controller's committed view),
+//     except those a reassignment is adding it to (copying them may take
+//     hours, and the node serves meanwhile). A restarted node becomes ready
+//     once it has caught up everywhere.
 //   - /safe-to-stop: stopping this node now keeps every partition writable
 //     with acks=all and the metadata quorum with a majority: no partition
 //     whose ISR holds it would fall below its topic's min.insync.replicas
@@ -38,6 +40,7 @@ type partitionHealth struct {
 	name   string // topic-partition
 	isr    []int32
 	inSync bool // this node is in the ISR
+	adding bool // a reassignment is adding this node: not in sync yet, by design
 	minISR int32
 }
 
@@ -70,7 +73,7 @@ func (v healthView) notReady() []string {
 	}
 	var behind []string
 	for _, p := range v.partitions {
-		if !p.inSync {
+		if !p.inSync && !p.adding {
 			behind = append(behind, p.name)
 		}
 	}
@@ -142,7 +145,7 @@ func (n *Node) healthOf() healthView {
 		}
 		v.partitions = append(v.partitions, partitionHealth{
 			name: fmt.Sprintf("%s-%d", p.Topic, p.Partition), isr: p.ISR, inSync: slices.Contains(p.ISR, n.cfg.ID),
-			minISR: minISR})
+			adding: slices.Contains(p.Adding, n.cfg.ID), minISR: minISR})
 	}
 	if _, voter := n.cfg.Controllers[n.cfg.ID]; voter {
 		for id := range n.cfg.Controllers {

@@ -33,6 +33,10 @@ func TestHealthChecks(t *testing.T) {
 			[]string{"the only in-sync replica of 1 partitions (they would go offline): pay-0"}},
 		{"not in sync, so not counted", func(v *healthView) { v.partitions[0] = p("pay-0", false, 2, 2, 3) },
 			[]string{"not in the ISR of 1 of its 2 partitions: pay-0"}, nil},
+		{"being added by a reassignment", func(v *healthView) {
+			v.partitions[0] = p("pay-0", false, 2, 2, 3)
+			v.partitions[0].adding = true
+		}, nil, nil},
 		{"a voter down", func(v *healthView) { v.liveVoters = []int32{1, 2} }, nil,
 			[]string{"the metadata quorum would lose its majority: 1 other live voters of 3 ([1 2] live), 2 needed"}},
 		{"this voter down already", func(v *healthView) { v.liveVoters = []int32{2, 3} }, nil, nil},
