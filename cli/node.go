@@ -60,6 +60,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "log-scrub-interval", Value: d.LogScrubInterval, Usage: "read every sealed segment and check its batches' CRCs this often, finding silent disk corruption before a reader or a failover does (a corrupt batch stops the node; its next start, in this process with --log-scrub-restart, truncates that partition there and fetches the rest from the leader); 0: never", EnvVars: envs("LOG_SCRUB_INTERVAL")},
 				&ucli.BoolFlag{Name: "log-scrub-restart", Value: true, Usage: "after the scrub finds a corrupt batch and the node stops, start it again in this process (its start repairs the partition), at most 3 times an hour; false: exit, for a supervisor to restart it", EnvVars: envs("LOG_SCRUB_RESTART")},
 				&ucli.Int64Flag{Name: "log-scrub-bytes-per-sec", Value: d.LogScrubBytesPerSec, Usage: "how fast the scrub reads (0: unlimited)", EnvVars: envs("LOG_SCRUB_BYTES_PER_SEC")},
+				&ucli.DurationFlag{Name: "log-scrub-quarantine-retention", Value: d.LogScrubQuarantineRetention, Usage: "remove what a scrub repair set aside (a partition's scrub-quarantine-* directory) once it is this old and redundant: the replica holds its last offset again, committed and in the same leader epoch, in sync with another replica; never for a partition of replication factor 1 or one whose offsets cannot be read; 0: never remove automatically", EnvVars: envs("LOG_SCRUB_QUARANTINE_RETENTION")},
 				&ucli.StringFlag{Name: "fsync", Value: "always", Usage: "durability: always | interval=200ms | never", EnvVars: envs("FSYNC")},
 				&ucli.Int64Flag{Name: "segment-bytes", Value: d.SegmentBytes, Usage: "segment file size", EnvVars: envs("SEGMENT_BYTES")},
 				&ucli.Int64Flag{Name: "page-cache-bytes", Value: d.PageCacheBytes, Usage: "how much of each partition's newest segment stays in the page cache after a flush; older durable bytes are dropped from it in whole 2 MiB stretches, so up to 2 MiB more stays (-1: leave the page cache to the OS)", EnvVars: envs("PAGE_CACHE_BYTES")},
@@ -148,6 +149,7 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.AuditLogMaxFiles = c.Int("audit-log-max-files")
 	cfg.LogScrubInterval = c.Duration("log-scrub-interval")
 	cfg.LogScrubBytesPerSec = c.Int64("log-scrub-bytes-per-sec")
+	cfg.LogScrubQuarantineRetention = c.Duration("log-scrub-quarantine-retention")
 	cfg.Version = Version
 	pol, iv, err := segment.ParseSyncPolicy(c.String("fsync"))
 	if err != nil {

@@ -65,6 +65,12 @@ type Config struct {
 	LogScrubInterval    time.Duration
 	LogScrubBytesPerSec int64
 	LogScrubDelay       time.Duration
+	// LogScrubQuarantineRetention is how long what a scrub repair set
+	// aside (segment's quarantine.go) is kept before the broker removes
+	// it, once the replica holds those offsets again in sync with another
+	// (node/broker's quarantine_sweep.go); default 168h; 0: never
+	// automatically.
+	LogScrubQuarantineRetention time.Duration
 	// LogCleanerInterval paces the log cleaner's passes over the
 	// partitions of compacted topics (cleanup.policy=compact; Kafka's
 	// log.cleaner.backoff.ms); default 15s; negative: no cleaner.
@@ -203,27 +209,28 @@ const (
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Sync:                       segment.SyncAlways,
-		SyncInterval:               200 * time.Millisecond,
-		SegmentBytes:               DefaultSegmentBytes,
-		PageCacheBytes:             segment.DefaultCacheBytes,
-		RetentionCheckInterval:     DefaultRetentionCheckInterval,
-		RetentionMs:                -1,
-		RetentionBytes:             -1,
-		ProducerIDExpiration:       DefaultProducerIDExpiration,
-		LogCleanerInterval:         DefaultLogCleanerInterval,
-		LogScrubInterval:           broker.DefaultScrubInterval,
-		LogScrubBytesPerSec:        DefaultLogScrubBytesPerSec,
-		LogScrubDelay:              broker.DefaultScrubDelay,
-		LogCleanerDedupeBufferSize: segment.DefaultCompactMaxMapBytes,
-		HeartbeatInterval:          DefaultHeartbeatInterval,
-		SessionTimeout:             DefaultSessionTimeout,
-		ReplicaLagTime:             DefaultReplicaLagTime,
-		RaftTick:                   DefaultRaftTick,
-		ElectionTicks:              DefaultElectionTicks,
-		DiskResumeFreePercent:      DefaultDiskResumeFreePercent,
-		AuditAccessInterval:        audit.DefaultAccessInterval,
-		AuditLogMaxBytes:           audit.DefaultMaxBytes,
+		Sync:                        segment.SyncAlways,
+		SyncInterval:                200 * time.Millisecond,
+		SegmentBytes:                DefaultSegmentBytes,
+		PageCacheBytes:              segment.DefaultCacheBytes,
+		RetentionCheckInterval:      DefaultRetentionCheckInterval,
+		RetentionMs:                 -1,
+		RetentionBytes:              -1,
+		ProducerIDExpiration:        DefaultProducerIDExpiration,
+		LogCleanerInterval:          DefaultLogCleanerInterval,
+		LogScrubInterval:            broker.DefaultScrubInterval,
+		LogScrubQuarantineRetention: broker.DefaultQuarantineRetention,
+		LogScrubBytesPerSec:         DefaultLogScrubBytesPerSec,
+		LogScrubDelay:               broker.DefaultScrubDelay,
+		LogCleanerDedupeBufferSize:  segment.DefaultCompactMaxMapBytes,
+		HeartbeatInterval:           DefaultHeartbeatInterval,
+		SessionTimeout:              DefaultSessionTimeout,
+		ReplicaLagTime:              DefaultReplicaLagTime,
+		RaftTick:                    DefaultRaftTick,
+		ElectionTicks:               DefaultElectionTicks,
+		DiskResumeFreePercent:       DefaultDiskResumeFreePercent,
+		AuditAccessInterval:         audit.DefaultAccessInterval,
+		AuditLogMaxBytes:            audit.DefaultMaxBytes,
 	}
 }
 
@@ -269,6 +276,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"retention-bytes", errors.New("must be >= -1")}
 	case c.LogScrubInterval < 0 || c.LogScrubBytesPerSec < 0 || c.LogScrubDelay < 0:
 		return &ConfigError{"log-scrub-interval", errors.New("the scrub interval, rate and delay must be >= 0")}
+	case c.LogScrubQuarantineRetention < 0:
+		return &ConfigError{"log-scrub-quarantine-retention", errors.New("must be >= 0 (0: never remove automatically)")}
 	case c.AuditAccessInterval < 0:
 		return &ConfigError{"audit-access-interval", errors.New("must be >= 0 (0: no access lines)")}
 	case c.AuditLogMaxBytes < 0:

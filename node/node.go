@@ -293,6 +293,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		ScrubInterval:           cfg.LogScrubInterval,
 		ScrubBytesPerSec:        cfg.LogScrubBytesPerSec,
 		ScrubDelay:              cfg.LogScrubDelay,
+		QuarantineRetention:     cfg.LogScrubQuarantineRetention,
 		CleanerIOMaxBytesPerSec: cfg.LogCleanerIOMaxBytesPerSec,
 		CleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
 		ReleaseDiskReserve:      n.releaseDiskReserve,

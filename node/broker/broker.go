@@ -151,6 +151,10 @@ type Config struct {
 	ScrubInterval    time.Duration
 	ScrubBytesPerSec int64
 	ScrubDelay       time.Duration
+	// QuarantineRetention is how long a scrub repair's quarantine is kept
+	// before the sweep may remove it, once redundant
+	// (quarantine_sweep.go); 0: never automatically.
+	QuarantineRetention time.Duration
 	// CleanerIOMaxBytesPerSec limits the bytes the log cleaner reads and
 	// writes per second over all its passes (Kafka's
 	// log.cleaner.io.max.bytes.per.second); 0: unlimited.
@@ -312,6 +316,7 @@ type Broker struct {
 	ckptMu          sync.Mutex // serialises checkpoint writes
 	cleanMu         sync.Mutex // serialises the log cleaner's passes (CompactNow)
 	cleaner         cleanerStats
+	quarantine      quarantineSweep
 
 	// hooks are test hooks: nil outside tests.
 	hooks struct {
@@ -362,6 +367,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: cfg.Logger} // the caller's logger names the node
 	b.throttle = newByteThrottle(cfg.ReassignmentThrottle)
 	b.cleanerThrottle = newByteThrottle(cfg.CleanerIOMaxBytesPerSec)
+	b.quarantine.retention.Store(int64(max(cfg.QuarantineRetention, 0)))
 	b.cleaner.lastRun = b.cfg.Now()
 	b.cfg.Log.OnFlush = b.counters.onFlush(cfg.Log.OnFlush)
 	b.cfg.Log.OnCacheDrop = b.counters.onCacheDrop(cfg.Log.OnCacheDrop)

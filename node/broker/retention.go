@@ -69,8 +69,8 @@ func (b *Broker) retentionOf(st PartitionState) segment.Retention {
 	return r
 }
 
-// retentionLoop runs ApplyRetention and ExpireProducers every
-// Config.RetentionCheckInterval.
+// retentionLoop runs ApplyRetention, SweepQuarantines and ExpireProducers
+// every Config.RetentionCheckInterval.
 func (b *Broker) retentionLoop() {
 	defer b.wg.Done()
 	t := time.NewTicker(b.cfg.RetentionCheckInterval)
@@ -81,6 +81,7 @@ func (b *Broker) retentionLoop() {
 			return
 		case <-t.C:
 			b.ApplyRetention(b.ctx)
+			b.SweepQuarantines(b.ctx, b.cfg.Now())
 			b.ExpireProducers(b.ctx)
 		}
 	}

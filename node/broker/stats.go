@@ -72,6 +72,9 @@ type Stats struct {
 	// this node's partition directories, still there (as of each
 	// partition's open or last retention pass).
 	ScrubQuarantineBytes int64
+	// ScrubQuarantineRemoved counts the quarantines the sweep removed,
+	// redundant past their retention (quarantine_sweep.go).
+	ScrubQuarantineRemoved uint64
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -351,6 +354,7 @@ func (b *Broker) Stats() Stats {
 		ScrubBytes:               b.counters.scrubBytes.Load(),
 		ScrubPasses:              b.counters.scrubPasses.Load(),
 		ScrubCorrupt:             b.counters.scrubCorrupt.Load(),
+		ScrubQuarantineRemoved:   b.quarantine.removed.Load(),
 		ReassignThrottle:         b.throttle.limit(),
 
 		ISRShrinks:    b.counters.isrShrinks.Load(),
