@@ -290,4 +290,100 @@ func TestMirrorActiveActive(t *testing.T) {
 			t.Fatalf("mirror %s to %s: stderr %q", c.alias, c.other, c.out)
 		}
 	}
+
+	// Both at once, records coming on both sides while they run: each
+	// mirror reads the copies the other writes into its source, and drops
+	// them.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 2)
+	var outs [2]lockedBuffer
+	for i, c := range []struct {
+		e            *mirrorEnv
+		alias, other string
+	}{{eu, "eu1", "us1"}, {us, "us1", "eu1"}} {
+		opts := c.e.options()
+		opts.topics, opts.pattern, opts.commitInterval = nil, ".*", 20*time.Millisecond
+		opts.policy = replicationPolicy{prefix: true, sourceAlias: c.alias, separator: ".", targetAlias: c.other}
+		go func() { done <- runMirror(ctx, opts, &outs[i]) }()
+	}
+	for batch := range 3 {
+		for p := range int32(2) {
+			produceRecords(t, eu.srcC, "payments", p, 100+batch*10, 110+batch*10)
+			produceRecords(t, us.srcC, "payments", p, 100+batch*10, 105+batch*10)
+		}
+		caughtUp := func(e *mirrorEnv, copy string) bool {
+			var n int64
+			for _, hw := range highWatermarks(t, e.srcC, "payments") {
+				n += hw
+			}
+			return targetHolds(e.dstC, copy, 2, n)()
+		}
+		waitForCLI(t, "both copies to catch up", func() bool { return caughtUp(eu, "eu1.payments") && caughtUp(us, "us1.payments") })
+	}
+	// Each mirror's group has read its source's copy to its end: the
+	// copies written while it ran went through forward.
+	waitForCLI(t, "the copies read to their ends", func() bool {
+		for _, c := range []struct {
+			src  *client.Client
+			copy string
+		}{{eu.srcC, "us1.payments"}, {us.srcC, "eu1.payments"}} {
+			hws, err := c.src.Admin().ListOffsets(ctx, c.copy, client.SeekEnd)
+			if err != nil || !maps.Equal(groupOffsets(t, c.src, defaultMirrorGroup, c.copy), hws) {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("mirror: %v; stderr %q %q", err, outs[0].String(), outs[1].String())
+		}
+	}
+	for _, c := range []struct {
+		e     *mirrorEnv
+		alias string
+	}{{eu, "eu1"}, {us, "us1"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		topics, err := c.e.dstC.Admin().ListTopics(ctx)
+		slices.Sort(topics)
+		want := []string{c.alias + ".payments", defaultOffsetSyncsTopic, "payments"}
+		if slices.Sort(want); err != nil || !slices.Equal(topics, want) {
+			t.Fatalf("topics after mirroring both ways at once: %v, %v; want %v", topics, err, want)
+		}
+		src, dst := readPartitions(t, c.e.srcC, "payments"), readPartitions(t, c.e.dstC, c.alias+".payments")
+		for p := range src {
+			checkCopies(t, "payments", p, src[p], dst[p])
+		}
+	}
+}
+
+// translateGroup with the prefix policy: the source group's offsets of t
+// are committed as offsets of eu1.t; the target group's own offset of
+// eu1.t past the translation is not moved back, and its offset of the
+// target's local t (another topic) plays no part.
+func TestTranslateGroupOntoTheCopy(t *testing.T) {
+	policy := replicationPolicy{prefix: true, sourceAlias: "eu1", separator: "."}
+	syncs := newSyncMap()
+	for p := range int32(2) {
+		syncs.add(offsetSync{tp: mirrorTP("t", p), source: 0, target: 0, topicID: "idcopy", dstTopic: "eu1.t"})
+		syncs.add(offsetSync{tp: mirrorTP("t", p), source: 100, target: 150, topicID: "idcopy", dstTopic: "eu1.t"})
+	}
+	targets := map[client.TopicPartition]targetPartition{
+		mirrorTP("t", 0): {topic: "eu1.t", topicID: "idcopy", logStart: 0, end: 1000},
+		mirrorTP("t", 1): {topic: "eu1.t", topicID: "idcopy", logStart: 0, end: 1000},
+	}
+	source := []wire.GroupOffset{{Topic: "t", Partition: 0, Offset: 120}, {Topic: "t", Partition: 1, Offset: 120}}
+	target := []wire.GroupOffset{{Topic: "eu1.t", Partition: 1, Offset: 900}, {Topic: "t", Partition: 0, Offset: 999}}
+	plan := translateGroup(source, target, syncs, targets, policy, nil)
+	if len(plan) != 2 || plan[0].dst != mirrorTP("eu1.t", 0) || plan[0].before != -1 || !plan[0].commits() || plan[0].target != 150 ||
+		plan[1].before != 900 || plan[1].commits() || !strings.Contains(plan[1].note, "t/1 (eu1.t/1 on the target): the target group is at 900") {
+		t.Fatalf("plan %+v", plan)
+	}
+	commits := groupCommits(plan)
+	if len(commits) != 1 || commits[0].Topic != "eu1.t" || commits[0].Partition != 0 || commits[0].Offset != 150 || commits[0].TopicID != "idcopy" {
+		t.Fatalf("commits %+v", commits)
+	}
 }
