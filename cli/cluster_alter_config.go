@@ -23,6 +23,9 @@ func clusterAlterConfigCommand() *ucli.Command {
 			"reassignment is adding; 0: unlimited; deleted: each node's --reassignment-throttle),\n" +
 			"log.cleaner.io.max.bytes.per.second (bytes per second each node's log cleaner reads and\n" +
 			"writes; 0: unlimited; deleted: each node's --log-cleaner-io-max-bytes-per-second),\n" +
+			"log.scrub.quarantine.retention.ms (how long each node keeps what a scrub repair set\n" +
+			"aside before removing it once redundant; 0: never; deleted: each node's\n" +
+			"--log-scrub-quarantine-retention),\n" +
 			"offsets.retention.ms (how long a consumer group that stopped committing keeps its\n" +
 			"offsets; -1: forever; deleted: 7 days), log.message.timestamp.type,\n" +
 			"log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms, message.max.bytes,\n" +

@@ -28,8 +28,9 @@ func (n *Node) handleAlterClusterConfigs(ctx context.Context, peer quic.Peer, f 
 
 // applyClusterConfigs applies the cluster configs of img to this node: the
 // reassignment throttle (the cluster's when set, else
-// --reassignment-throttle) and the log cleaner's (else
-// --log-cleaner-io-max-bytes-per-second).
+// --reassignment-throttle), the log cleaner's (else
+// --log-cleaner-io-max-bytes-per-second) and the scrub quarantines'
+// retention (else --log-scrub-quarantine-retention).
 func (n *Node) applyClusterConfigs(img *metadata.Image) {
 	rate := n.cfg.ReassignmentThrottle
 	if r, ok := img.ReassignmentThrottle(); ok {
@@ -41,4 +42,9 @@ func (n *Node) applyClusterConfigs(img *metadata.Image) {
 		rate = r
 	}
 	n.broker.SetCleanerThrottle(rate)
+	retention := n.cfg.LogScrubQuarantineRetention
+	if r, ok := img.LogScrubQuarantineRetention(); ok {
+		retention = r
+	}
+	n.broker.SetQuarantineRetention(retention)
 }

@@ -190,6 +190,8 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_log_scrub_bytes_total", "Bytes of sealed segments the scrubber read and checked (CRC) on this node (--log-scrub-interval, --log-scrub-bytes-per-sec).", bs.ScrubBytes)
 	w.Counter("paymentlog_log_scrub_passes_total", "Scrubber passes over every partition on this node.", bs.ScrubPasses)
 	w.Gauge("paymentlog_log_scrub_quarantine_bytes", "Bytes that scrub repairs set aside in this node's partition directories (scrub-quarantine-*), still there: salvage or remove them, or let --log-scrub-quarantine-retention remove them once redundant (checked at each partition's open and every --retention-check-interval).", bs.ScrubQuarantineBytes)
+	w.Family("paymentlog_log_scrub_quarantine_retention_seconds", metrics.TypeGauge, "How long scrub quarantines are kept before they are removed once redundant (the cluster's log.scrub.quarantine.retention.ms, else --log-scrub-quarantine-retention); 0: never automatically.")
+	w.Float(nil, bs.ScrubQuarantineRetention.Seconds())
 	w.Counter("paymentlog_log_scrub_quarantine_removed_total", "Scrub quarantines removed by the node, past --log-scrub-quarantine-retention and redundant (the replica holds their offsets again, in sync with another).", bs.ScrubQuarantineRemoved)
 	w.Counter("paymentlog_log_scrub_corrupt_total", "Corrupt batches the scrubber found in sealed segments on this node (each stopped the node; its next start truncates the partition there and fetches the rest again).", bs.ScrubCorrupt)
 	ms := n.raft.ScrubStats()

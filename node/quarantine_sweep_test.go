@@ -159,3 +159,30 @@ func TestSweepRemovesARefetchedQuarantineNotTheOnlyCopy(t *testing.T) {
 		t.Fatalf("removed %d, quarantined bytes %d; want 1, and solo's %d", s.ScrubQuarantineRemoved, s.ScrubQuarantineBytes, dirBytes(t, soloQ))
 	}
 }
+
+// The cluster's log.scrub.quarantine.retention.ms reaches every node's
+// sweep, and deleting it brings back each node's flag.
+func TestQuarantineRetentionClusterConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubQuarantineRetention = 2 * time.Hour })
+	tc.waitAlive(3)
+	cl := tc.client(ctx)
+	for _, ch := range []struct {
+		change client.ConfigChange
+		want   time.Duration
+	}{
+		{client.ConfigChange{Set: map[string]string{"log.scrub.quarantine.retention.ms": "1500"}}, 1500 * time.Millisecond},
+		{client.ConfigChange{Set: map[string]string{"log.scrub.quarantine.retention.ms": "0"}}, 0},
+		{client.ConfigChange{Delete: []string{"log.scrub.quarantine.retention.ms"}}, 2 * time.Hour},
+	} {
+		if err := cl.Admin().AlterClusterConfigs(ctx, ch.change); err != nil {
+			t.Fatal(err)
+		}
+		for id := int32(1); id <= 3; id++ {
+			waitFor(t, fmt.Sprintf("node %d's quarantine retention %v after %+v", id, ch.want, ch.change), 10*time.Second, func() bool {
+				return tc.node(id).Broker().Stats().ScrubQuarantineRetention == ch.want
+			})
+		}
+	}
+}

@@ -15,7 +15,10 @@ const TypeAlterClusterConfigs = 13
 // replicas a reassignment is adding; 0 unlimited; deleted: each node's
 // --reassignment-throttle), log.cleaner.io.max.bytes.per.second (bytes per
 // second each node's log cleaner reads and writes; 0 unlimited; deleted:
-// each node's --log-cleaner-io-max-bytes-per-second), offsets.retention.ms
+// each node's --log-cleaner-io-max-bytes-per-second),
+// log.scrub.quarantine.retention.ms (how long each node keeps what a scrub
+// repair set aside before removing it once redundant; 0 never; deleted:
+// each node's --log-scrub-quarantine-retention), offsets.retention.ms
 // (how long a consumer group that stopped committing keeps its offsets;
 // -1 forever; deleted: 7 days), log.message.timestamp.type,
 // log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms,

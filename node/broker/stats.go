@@ -75,6 +75,9 @@ type Stats struct {
 	// ScrubQuarantineRemoved counts the quarantines the sweep removed,
 	// redundant past their retention (quarantine_sweep.go).
 	ScrubQuarantineRemoved uint64
+	// ScrubQuarantineRetention is how long a quarantine is kept before
+	// the sweep may remove it (0: never; SetQuarantineRetention).
+	ScrubQuarantineRetention time.Duration
 	// ReassignCopyBytes counts the bytes fetched for replicas a
 	// reassignment is adding here, until each is in the ISR.
 	ReassignCopyBytes uint64
@@ -355,6 +358,7 @@ func (b *Broker) Stats() Stats {
 		ScrubPasses:              b.counters.scrubPasses.Load(),
 		ScrubCorrupt:             b.counters.scrubCorrupt.Load(),
 		ScrubQuarantineRemoved:   b.quarantine.removed.Load(),
+		ScrubQuarantineRetention: time.Duration(b.quarantine.retention.Load()),
 		ReassignThrottle:         b.throttle.limit(),
 
 		ISRShrinks:    b.counters.isrShrinks.Load(),

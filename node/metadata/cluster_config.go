@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"paymentlog/wire"
 )
@@ -27,6 +29,12 @@ const ConfigReassignmentThrottle = "reassignment.throttle.bytes"
 // overrides the nodes' --log-cleaner-io-max-bytes-per-second (Kafka's
 // dynamic log.cleaner.io.max.bytes.per.second).
 const ConfigLogCleanerIOMax = "log.cleaner.io.max.bytes.per.second"
+
+// ConfigLogScrubQuarantineRetention is how long, in milliseconds, each node
+// keeps what a scrub repair set aside before removing it once redundant
+// (0: never automatically); when set it overrides the nodes'
+// --log-scrub-quarantine-retention.
+const ConfigLogScrubQuarantineRetention = "log.scrub.quarantine.retention.ms"
 
 // ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs,
 // ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes and
@@ -95,6 +103,11 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 				return fmt.Errorf("config %s: want bytes per second, an integer >= 0 (0: unlimited), got %q", k, v)
 			}
 		}
+		if k == ConfigLogScrubQuarantineRetention {
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+				return fmt.Errorf("config %s: want milliseconds, an integer >= 0 (0: never remove automatically), got %q", k, v)
+			}
+		}
 		if k == ConfigOffsetsRetention {
 			if err := validateOffsetsRetention(v); err != nil {
 				return err
@@ -113,7 +126,7 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 }
 
 // knownClusterConfigs are the keys a request may set.
-var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigOffsetsRetention,
+var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigLogScrubQuarantineRetention, ConfigOffsetsRetention,
 	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes,
 	ConfigClusterCompressionType}
 
@@ -169,6 +182,13 @@ func (m *Image) ReassignmentThrottle() (int64, bool) {
 // LogCleanerIOMax returns ConfigLogCleanerIOMax, and whether it is set.
 func (m *Image) LogCleanerIOMax() (int64, bool) {
 	return configInt(m.clusterConfigs, ConfigLogCleanerIOMax)
+}
+
+// LogScrubQuarantineRetention returns ConfigLogScrubQuarantineRetention,
+// and whether it is set.
+func (m *Image) LogScrubQuarantineRetention() (time.Duration, bool) {
+	ms, ok := configInt(m.clusterConfigs, ConfigLogScrubQuarantineRetention)
+	return time.Duration(ms) * time.Millisecond, ok
 }
 
 // AlterClusterConfigsEvent is a request to change the cluster configs.

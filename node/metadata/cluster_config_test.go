@@ -3,6 +3,7 @@ package metadata
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"paymentlog/wire"
 )
@@ -45,6 +46,15 @@ func TestClusterConfigs(t *testing.T) {
 		t.Fatalf("cleaner throttle %d %v", n, ok)
 	}
 	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, AlterClusterConfigsEvent{Delete: []string{ConfigLogCleanerIOMax}})))
+	if _, ok := next.LogScrubQuarantineRetention(); ok {
+		t.Fatal("quarantine retention set before it was")
+	}
+	qr := AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "3600000"}}
+	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, qr)))
+	if d, ok := next.LogScrubQuarantineRetention(); !ok || d != time.Hour {
+		t.Fatalf("quarantine retention %v %v", d, ok)
+	}
+	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, AlterClusterConfigsEvent{Delete: []string{ConfigLogScrubQuarantineRetention}})))
 	if next.Version() != 2 || img.Version() != 1 {
 		t.Fatalf("metadata version %d after a cluster config change (%d before), want 2 (1)", next.Version(), img.Version())
 	}
@@ -60,6 +70,9 @@ func TestClusterConfigs(t *testing.T) {
 		{AlterClusterConfigsEvent{Set: map[string]string{"retention.ms": "1"}}, wire.InvalidConfig, `unknown cluster config "retention.ms"`},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: "-1"}}, wire.InvalidConfig, "want bytes per second"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerIOMax: "1.5e6"}}, wire.InvalidConfig, "want bytes per second"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "-1"}}, wire.InvalidConfig, "want milliseconds"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "168h"}}, wire.InvalidConfig, "want milliseconds"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "9223372036854775807"}}, wire.InvalidConfig, "want milliseconds"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: "1"}, Delete: []string{ConfigReassignmentThrottle}}, wire.InvalidConfig, "both set and deleted"},
 	} {
 		_, err := DecideAlterClusterConfigs(img, c.ev)
