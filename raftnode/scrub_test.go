@@ -385,3 +385,51 @@ func TestScrubRepairBelowTheSnapshot(t *testing.T) {
 	c.waitApplied(c.propose(c.leader(), "after"))
 	c.checkSame(append(want, "after"))
 }
+
+// A scrub pass runs beside the Ready loop, which never waits for it: with
+// the pass held back by its throttle (a byte a second) after its first
+// chunk, proposals commit and apply on the node as usual.
+func TestScrubDoesNotHoldTheLoop(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, nil)
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	big := strings.Repeat("x", 16<<10)
+	want := []string{}
+	for range 2 * scrubChunk / len(big) { // two chunks: the throttle waits after the first
+		want = append(want, big)
+		c.propose(lead, big)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.nodes[lead].ScrubNow(ctx, 1)
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.nodes[lead].ScrubStats().Bytes == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the scrub never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 20 {
+		v := fmt.Sprintf("b%d", i)
+		c.propose(lead, v)
+		want = append(want, v)
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	c.checkSame(want)
+	select {
+	case err := <-done:
+		t.Fatalf("the throttled pass ended early: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("scrub after cancel: %v", err)
+	}
+}
