@@ -78,7 +78,7 @@ func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
 		return err
 	}
 	l.logger.Warn("segment: set aside what the repair of a scrub's mark takes out of the log (a copy of the segment truncated, the later segments); "+
-		"remove the directory once the replica has fetched those records again, or salvage from it a partition that had no other copy",
+		"the node removes the directory once the replica holds those records again in sync with another (--log-scrub-quarantine-retention); salvage from it a partition that had no other copy",
 		"quarantine", q, "truncated_segment", cut, "later_segments", len(later))
 	return nil
 }

@@ -54,8 +54,9 @@ type partition struct {
 	// none began while it ran (follower_reads.go).
 	truncations atomic.Uint64
 	// quarantined is the size of what scrub repairs set aside in the
-	// partition's directory (segment's quarantine.go), read at open and at
-	// every retention pass.
+	// partition's directory (segment's quarantine.go), read at open, at
+	// every retention pass and after the sweep removes one
+	// (quarantine_sweep.go).
 	quarantined atomic.Int64
 	// startWaiting counts the DeleteRecords waiting in mu.startWaits, read
 	// without the lock by follower fetches (delete_records.go).

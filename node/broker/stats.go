@@ -70,7 +70,7 @@ type Stats struct {
 	ScrubBytes, ScrubPasses, ScrubCorrupt uint64
 	// ScrubQuarantineBytes is the size of what scrub repairs set aside in
 	// this node's partition directories, still there (as of each
-	// partition's open or last retention pass).
+	// partition's open, last retention pass or last quarantine removal).
 	ScrubQuarantineBytes int64
 	// ScrubQuarantineRemoved counts the quarantines the sweep removed,
 	// redundant past their retention (quarantine_sweep.go).
