@@ -180,8 +180,18 @@
 // again (a vote-guarded voter ignores the transfer). This applies to
 // learners (brokers) that lost their log too.
 //
-// Not covered: storage lost partially (a log cut short but not empty, a
-// missing hard state next to a log, a log removed with the marker kept); a
+// Scrub (scrub.go, scrub_repair.go): ScrubNow, called by package node on the
+// partitions' pacing, checks the entry log (sealed segments, and the active
+// one up to the applied index) and the snapshot files off the loop. A
+// corrupt entry stops the node (Err wraps segment.ErrScrubCorrupt); the next
+// Start copies the segments aside and writes the guard's marker, with a new
+// nonce, before the open truncates the log at the entry: the repaired voter
+// is vote-guarded as one whose log was lost (a single voter refuses to start:
+// ErrScrubOnlyVoter). A corrupt snapshot file is rewritten from memory.
+//
+// Not covered: storage lost partially (a log cut short but not empty, other
+// than by a scrub's repair; a missing hard state next to a log, a log
+// removed with the marker kept); a
 // majority of voters losing storage;
 // the marker's own directory being restored from an old backup (a restored
 // log is not empty and is trusted as it is).

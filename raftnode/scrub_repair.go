@@ -33,8 +33,9 @@ var ErrScrubOnlyVoter = errors.New("raftnode: a scrub found the metadata log cor
 //     and a start would silently lose them. The mark stays, so every start
 //     refuses until the operator salvages what they can and removes it;
 //  3. puts a voter of several under the rejoin guard (guard.go), whatever
-//     Config.RejoinGuard says: the marker is written, durably, before the
-//     log is truncated, and the node then grants no vote and does not
+//     Config.RejoinGuard says: the marker is written, durably, with a new
+//     nonce (no first-start witness can vouch for it), before the log is
+//     truncated, and the node then grants no vote and does not
 //     campaign until it has caught up to the target its caller learns from
 //     the other voters (CatchUpTo), exactly as a voter whose log was lost.
 //     A learner only refetches.
@@ -70,15 +71,10 @@ func prepareScrubRepair(cfg Config, files fileStore) error {
 	if !voter {
 		return nil
 	}
-	names, err := files.List()
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if name == rejoinGuardFile {
-			return nil // guarded already
-		}
-	}
+	// A fresh nonce even if the node is guarded already: a first-start
+	// witness may vouch for the old one (guard.go's LiftGuard), which named
+	// storage that held everything the node acknowledged; this one no
+	// longer does.
 	nonce := newGuardNonce()
 	if err := files.WriteFile(rejoinGuardFile, []byte(nonce)); err != nil {
 		return fmt.Errorf("raftnode: rejoin guard: %w", err)

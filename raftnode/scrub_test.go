@@ -433,3 +433,38 @@ func TestScrubDoesNotHoldTheLoop(t *testing.T) {
 		t.Fatalf("scrub after cancel: %v", err)
 	}
 }
+
+// A voter still guarded from its first start (its nonce one a first-start
+// witness may vouch for) that acknowledged entries and then had them
+// repaired away gets a new nonce: the old one, vouched for, no longer
+// lifts its guard.
+func TestScrubRepairDrawsANewGuardNonce(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.RejoinGuard = cfg.ID == 3 })
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	if lead == 3 {
+		t.Fatal("the guarded node was elected")
+	}
+	old := c.nodes[3].Status().GuardNonce
+	if !IsGuardNonce(old) {
+		t.Fatalf("node 3 is not guarded at its first start: %+v", c.nodes[3].Status())
+	}
+	idx := c.propose(lead, "a")
+	c.propose(lead, "b")
+	c.waitApplied(idx + 1)
+	c.corruptEntry(3, idx)
+	c.scrubFinds(3)
+	c.start(3)
+	st := c.nodes[3].Status()
+	if !st.VoteGuarded || st.GuardNonce == old || !IsGuardNonce(st.GuardNonce) {
+		t.Fatalf("repaired node 3: guarded %v, nonce %q (was %q); want guarded with a new nonce", st.VoteGuarded, st.GuardNonce, old)
+	}
+	if err := c.nodes[3].LiftGuard(context.Background(), old); !errors.Is(err, ErrGuardNonceMismatch) {
+		t.Fatalf("LiftGuard with the first start's nonce: %v; want ErrGuardNonceMismatch", err)
+	}
+	c.waitGuardLifted(3)
+	c.waitApplied(c.propose(c.leader(), "c"))
+	c.checkSame([]string{"a", "b", "c"})
+}
