@@ -67,7 +67,7 @@ func topicCommand() *ucli.Command {
 			{
 				Name:  "describe",
 				Usage: "show partitions: leader, epoch, replicas, ISR, high watermark, log start (--replicas: each replica's offsets, lag and size)",
-				UsageText: "paymentlog topic describe [NAME] [--under-replicated | --under-min-isr | --unavailable] [--replicas] [--json]\n" +
+				UsageText: "paymentlog topic describe [NAME] [--under-replicated | --under-min-isr | --at-min-isr | --unavailable] [--replicas] [--json]\n" +
 					"   Without NAME: every topic. With a filter: only the partitions it matches, and only topics that have one.\n" +
 					"   --replicas also asks every replica's broker for its own log start, log end, high watermark, size\n" +
 					"   and segment count, and shows its lag behind the leader's log end (Kafka's kafka-log-dirs).",

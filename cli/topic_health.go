@@ -9,8 +9,8 @@ import (
 )
 
 // Partition health filters of `topic describe` (Kafka's kafka-topics
-// --under-replicated-partitions, --under-min-isr-partitions and
-// --unavailable-partitions): with one, describe lists only the partitions
+// --under-replicated-partitions, --under-min-isr-partitions,
+// --at-min-isr-partitions and --unavailable-partitions): with one, describe lists only the partitions
 // it matches, across every topic when no NAME is given.
 
 // healthFilter selects partitions; nil selects all.
@@ -24,6 +24,8 @@ var healthFilters = []struct {
 		func(p client.PartitionInfo, _ int32) bool { return len(p.ISR) < len(p.Replicas)-len(p.AddingReplicas) }},
 	{"under-min-isr", "only partitions whose ISR is below the topic's min ISR (acks=all writes are refused)",
 		func(p client.PartitionInfo, minISR int32) bool { return int32(len(p.ISR)) < minISR }},
+	{"at-min-isr", "only partitions whose ISR is at the topic's min ISR (one more replica lost and acks=all writes are refused: not a time to stop a node)",
+		func(p client.PartitionInfo, minISR int32) bool { return int32(len(p.ISR)) == minISR }},
 	{"unavailable", "only partitions without a leader (offline)",
 		func(p client.PartitionInfo, _ int32) bool { return p.Leader < 0 }},
 }

@@ -182,8 +182,9 @@ func TestTopicCreateConfigValueWithCommas(t *testing.T) {
 }
 
 // TestTopicDescribeHealthFilters: describe without a name covers every
-// topic; --under-replicated, --under-min-isr and --unavailable keep only the
-// partitions they match (and the topics that have one), in text and JSON.
+// topic; --under-replicated, --under-min-isr, --at-min-isr and --unavailable
+// keep only the partitions they match (and the topics that have one), in
+// text and JSON.
 func TestTopicDescribeHealthFilters(t *testing.T) {
 	fc := startFakeCluster(t)
 	bs := "--bootstrap=" + fc.Bootstrap()
@@ -223,6 +224,7 @@ func TestTopicDescribeHealthFilters(t *testing.T) {
 		{"", "map[payments:[0 1 2] refunds:[0 1]]"},
 		{"--under-replicated", "map[payments:[1] refunds:[0]]"},
 		{"--under-min-isr", "map[refunds:[0]]"},
+		{"--at-min-isr", "map[payments:[1]]"},
 		{"--unavailable", "map[refunds:[1]]"},
 	} {
 		var args []string
