@@ -230,6 +230,23 @@ func TestMirrorPrefixPolicy(t *testing.T) {
 	if got := groupOffsets(t, e.dstC, "app3", "eu1.refunds"); got[0] != 123 {
 		t.Fatalf("translate-offsets by the headers committed %v; want 123", got)
 	}
+
+	// A mirror moved from identity to prefix under the same --group: the
+	// new copy starts at the group's offsets, and the mirror says so.
+	createTopicN(t, e, "moved", 1)
+	produceRecords(t, e.srcC, "moved", 0, 0, 10)
+	if errOut, code := e.mirror(t, "--topics", "moved", "--exit-at-end"); code != 0 || strings.Contains(errOut, "warning") {
+		t.Fatalf("mirror moved: exit %d, stderr %q", code, errOut)
+	}
+	produceRecords(t, e.srcC, "moved", 0, 10, 15)
+	errOut, code = e.mirror(t, append(prefix, "--topics", "moved", "--exit-at-end")...)
+	if code != 0 || !strings.Contains(errOut, "warning: the copy eu1.moved starts at group paymentlog-mirror's committed offsets of moved on the source (partition 0 at 10), "+
+		"not at the source's beginning") {
+		t.Fatalf("mirror moved to prefix: exit %d, stderr %q", code, errOut)
+	}
+	if got := readPartitions(t, e.dstC, "eu1.moved")[0]; len(got) != 5 {
+		t.Fatalf("eu1.moved: %d records; want the 5 after the group's offset", len(got))
+	}
 }
 
 // Two clusters mirror each other with the prefix policy and each other's

@@ -45,7 +45,7 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 
 	m := &mirror{opts: opts, ctx: ctx, stderr: stderr, track: newInflight(opts.offsetSyncsTopic != ""),
 		goals: map[client.TopicPartition]int64{}, committed: map[client.TopicPartition]int64{}, passed: map[string]bool{}, lastTick: time.Now()}
-	m.topics = &topicSyncer{src: src.Admin(), dst: dst.Admin(), fitted: map[string]int32{}, policy: opts.policy, syncsTopic: opts.offsetSyncsTopic,
+	m.topics = &topicSyncer{src: src.Admin(), dst: dst.Admin(), fitted: map[string]int32{}, policy: opts.policy, syncsTopic: opts.offsetSyncsTopic, group: opts.group,
 		defaults: topicDefaults{replicationFactor: opts.replicationFactor, minISR: opts.minISR},
 		report:   func(format string, args ...any) { fmt.Fprintf(stderr, "paymentlog: mirror: "+format+"\n", args...) }}
 	setupCtx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)

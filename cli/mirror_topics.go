@@ -121,6 +121,9 @@ type topicSyncer struct {
 	policy replicationPolicy
 	// syncsTopic is the mirror's offset syncs topic, never a copy.
 	syncsTopic string
+	// group is the mirror's group on the source ("": not checked by
+	// warnResumed).
+	group string
 	// fitted is, by topic, the source partition count the target topic
 	// has at least.
 	fitted map[string]int32
@@ -210,6 +213,7 @@ func (s *topicSyncer) syncOnce(ctx context.Context, topic string) error {
 		s.learnID(topic, id)
 		s.report("created topic %s on the target%s: %d partitions, replication factor %d, min ISR %d, configs %s",
 			target, copyOf, plan.spec.Partitions, plan.spec.ReplicationFactor, plan.spec.MinISR, configList(plan.spec.Configs))
+		s.warnResumed(ctx, topic, target)
 	case topicGrow:
 		s.learnID(topic, dst.ID)
 		if err := s.dst.CreatePartitions(ctx, target, plan.spec.Partitions); err != nil {
@@ -221,6 +225,35 @@ func (s *topicSyncer) syncOnce(ctx context.Context, topic string) error {
 	}
 	s.fitted[topic] = plan.spec.Partitions
 	return nil
+}
+
+// warnResumed says so when target, just created, will not get topic's
+// records from the source's beginning: the mirror's group has committed
+// offsets of topic, from which the copy starts. An earlier run copied
+// topic elsewhere: under another --replication-policy or --source-alias
+// (the old copy keeps its records, the new one starts at the group's
+// offsets: a silent partial second copy otherwise), or into a target
+// topic since deleted.
+func (s *topicSyncer) warnResumed(ctx context.Context, topic, target string) {
+	if s.group == "" {
+		return
+	}
+	offs, err := s.src.FetchOffsets(ctx, s.group, topic)
+	if err != nil {
+		return // the group consumer reads them next, and says why it cannot
+	}
+	var at []string
+	for _, o := range offs {
+		if o.Offset > 0 {
+			at = append(at, fmt.Sprintf("%d at %d", o.Partition, o.Offset))
+		}
+	}
+	if len(at) == 0 {
+		return
+	}
+	s.report("warning: the copy %s starts at group %s's committed offsets of %s on the source (partition %s), not at the source's beginning: "+
+		"an earlier run copied it elsewhere (another --replication-policy or --source-alias, or a target topic since deleted); to copy everything, run with a new --group",
+		target, s.group, topic, strings.Join(at, ", "))
 }
 
 // configList is "k=v, k=v" sorted by key, or "none".
