@@ -117,7 +117,7 @@ func replicationPolicyFlags(withTarget bool) []ucli.Flag {
 		&ucli.StringFlag{Name: "replication-policy", Value: policyIdentity,
 			Usage:   "how copies are named on the target: identity (the source topic's name) or prefix (<source alias><separator><topic>, MirrorMaker 2's default: for clusters mirroring each other)",
 			EnvVars: envVar("MIRROR_REPLICATION_POLICY")},
-		&ucli.StringFlag{Name: "source-alias", Usage: "the source cluster's alias, the prefix of its topics' copies (required with --replication-policy prefix; letters, digits, '_', '-', not the separator)",
+		&ucli.StringFlag{Name: "source-alias", Usage: "the source cluster's alias, the prefix of its topics' copies (required with --replication-policy prefix; letters, digits, '.', '_', '-', without the separator)",
 			EnvVars: envVar("MIRROR_SOURCE_ALIAS")},
 		&ucli.StringFlag{Name: "replication-policy-separator", Value: defaultPolicySeparator,
 			Usage:   "what separates the alias from the topic in a copy's name (prefix policy)",
