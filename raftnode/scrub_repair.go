@@ -3,8 +3,6 @@ package raftnode
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -109,7 +107,7 @@ func setAsideSegments(fsys segment.FS, dir, q string, base int64) (int, error) {
 		if err != nil || b < base || slices.Contains(have, name) {
 			continue
 		}
-		if err := copyFile(fsys, filepath.Join(dir, name), filepath.Join(q, name+".partial")); err != nil {
+		if err := segment.CopyFile(fsys, filepath.Join(dir, name), filepath.Join(q, name+".partial")); err != nil {
 			return copied, fmt.Errorf("copy %s: %w", name, err)
 		}
 		if err := fsys.Rename(filepath.Join(q, name+".partial"), filepath.Join(q, name)); err != nil {
@@ -121,41 +119,4 @@ func setAsideSegments(fsys segment.FS, dir, q string, base int64) (int, error) {
 		return copied, err
 	}
 	return copied, fsys.SyncDir(dir)
-}
-
-// copyFile copies src to dst (created or replaced) and syncs dst.
-func copyFile(fsys segment.FS, src, dst string) error {
-	in, err := fsys.OpenFile(src, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	size, err := in.Size()
-	if err != nil {
-		return err
-	}
-	out, err := fsys.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; {
-		n, rerr := in.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
-		if n > 0 {
-			if _, err := out.WriteAt(buf[:n], off); err != nil {
-				out.Close()
-				return err
-			}
-			off += int64(n)
-		}
-		if rerr != nil && !(rerr == io.EOF && off == size) {
-			out.Close()
-			return rerr
-		}
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

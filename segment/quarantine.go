@@ -57,7 +57,7 @@ func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
 			f.Close() // copied by an earlier attempt
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("segment: scrub quarantine: %w", err)
-		} else if err := copyFileFS(l.fs, join(l.dir, name), join(q, name+".partial")); err != nil {
+		} else if err := CopyFile(l.fs, join(l.dir, name), join(q, name+".partial")); err != nil {
 			return fmt.Errorf("segment: scrub quarantine: copy %s: %w", name, err)
 		} else if err := l.fs.Rename(join(q, name+".partial"), join(q, name)); err != nil {
 			return fmt.Errorf("segment: scrub quarantine: %w", err)
@@ -83,8 +83,10 @@ func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
 	return nil
 }
 
-// copyFileFS copies src to dst (created or replaced) and syncs it.
-func copyFileFS(fs FS, src, dst string) error {
+// CopyFile copies src to dst (created or replaced) in fs and syncs it: a
+// repair's copies into a quarantine (this package's, and raftnode's of
+// its metadata log).
+func CopyFile(fs FS, src, dst string) error {
 	in, err := fs.OpenFile(src, os.O_RDONLY, 0)
 	if err != nil {
 		return err
