@@ -164,7 +164,7 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 				}
 			}
 		}
-		pp.p.stats.requestDone(start, r.err != nil || r.resp.Err != wire.None)
+		pp.p.stats.requestDone(start, r.err, r.resp.Err)
 		pp.results <- r
 	}()
 }

@@ -1,10 +1,13 @@
 package client
 
 import (
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"paymentlog/metrics"
+	"paymentlog/wire"
 )
 
 // ProducerStats is what a producer has done since it was created: the
@@ -18,6 +21,13 @@ type ProducerStats struct {
 	// produce request sent (first sends and retries), FailedRequests those
 	// that ended in a transport error or an error answer.
 	Batches, Requests, FailedRequests uint64
+	// FailedByCause splits FailedRequests by cause: the leader's error
+	// code (NotLeader, NotEnoughReplicas, OutOfOrderSequence, ...: its
+	// wire.ErrorCode name) or NoAnswer (no answer: the connection or the
+	// request failed, timed out, or was abandoned for a new leader). Every
+	// failed request counts, those retried to success too. Nil when none
+	// failed.
+	FailedByCause map[string]uint64
 	// QueueTime is how long each batch waited in the producer before its
 	// first send: from its first record, through Linger and any wait for a
 	// free in-flight slot or a leader. One observation per batch.
@@ -54,7 +64,15 @@ type producerStats struct {
 	throttledMs               atomic.Int64
 	encoded, sent             atomic.Uint64
 	splits                    atomic.Uint64
+
+	causes struct {
+		sync.Mutex
+		m map[string]uint64 // FailedByCause; nil until a request fails
+	}
 }
+
+// CauseNoAnswer is FailedByCause's key for a request that got no answer.
+const CauseNoAnswer = "NoAnswer"
 
 // batchSent counts a batch's first send at now.
 func (s *producerStats) batchSent(b *pbatch, now time.Time) {
@@ -64,13 +82,32 @@ func (s *producerStats) batchSent(b *pbatch, now time.Time) {
 	s.sent.Add(uint64(len(b.encoded)))
 }
 
-// requestDone counts one request sent at start; failed: no success answer.
-func (s *producerStats) requestDone(start time.Time, failed bool) {
+// requestDone counts one request sent at start that ended in err (no
+// answer) or in an answer with code.
+func (s *producerStats) requestDone(start time.Time, err error, code wire.ErrorCode) {
 	s.request.Since(start)
 	s.requests.Add(1)
-	if failed {
-		s.failed.Add(1)
+	if err == nil && code == wire.None {
+		return
 	}
+	s.failed.Add(1)
+	cause := CauseNoAnswer
+	if err == nil {
+		cause = code.String()
+	}
+	s.causes.Lock()
+	if s.causes.m == nil {
+		s.causes.m = map[string]uint64{}
+	}
+	s.causes.m[cause]++
+	s.causes.Unlock()
+}
+
+// failedByCause copies the counts of failed requests by cause.
+func (s *producerStats) failedByCause() map[string]uint64 {
+	s.causes.Lock()
+	defer s.causes.Unlock()
+	return maps.Clone(s.causes.m)
 }
 
 // throttledAnswer counts an answer held back ms for a quota.
@@ -89,5 +126,6 @@ func (p *Producer) Stats() ProducerStats {
 		QueueTime: p.stats.queue.Snapshot(), RequestLatency: p.stats.request.Snapshot(),
 		ThrottledRequests: p.stats.throttled.Load(), ThrottleTime: time.Duration(p.stats.throttledMs.Load()) * time.Millisecond,
 		EncodedBytes: p.stats.encoded.Load(), SentBytes: p.stats.sent.Load(), Splits: p.stats.splits.Load(),
+		FailedByCause: p.stats.failedByCause(),
 	}
 }

@@ -62,6 +62,13 @@ func TestProducerStats(t *testing.T) {
 	if s.Requests != calls || s.FailedRequests < refused || s.FailedRequests >= s.Requests {
 		t.Fatalf("requests %d (failed %d), the leader saw %d (refused %d)", s.Requests, s.FailedRequests, calls, refused)
 	}
+	var byCause uint64
+	for _, n := range s.FailedByCause {
+		byCause += n
+	}
+	if byCause != s.FailedRequests || s.FailedByCause["NotEnoughReplicas"] != refused {
+		t.Fatalf("failed requests by cause %v (sum %d), failed %d, refused NotEnoughReplicas %d", s.FailedByCause, byCause, s.FailedRequests, refused)
+	}
 	if s.Batches == 0 || s.Batches >= s.Requests || s.QueueTime.Count != s.Batches || s.RequestLatency.Count != s.Requests {
 		t.Fatalf("batches %d, requests %d, histogram counts %d and %d", s.Batches, s.Requests, s.QueueTime.Count, s.RequestLatency.Count)
 	}
