@@ -69,6 +69,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.Int64Flag{Name: "retention-bytes", Value: d.RetentionBytes, Usage: "default retention.bytes per partition for topics that set none (-1: unlimited)", EnvVars: envs("RETENTION_BYTES")},
 				&ucli.DurationFlag{Name: "log-cleaner-interval", Value: d.LogCleanerInterval, Usage: "how often the log cleaner compacts the partitions of topics with cleanup.policy=compact (0: never)", EnvVars: envs("LOG_CLEANER_INTERVAL")},
 				&ucli.Int64Flag{Name: "log-cleaner-dedupe-buffer-size", Value: d.LogCleanerDedupeBufferSize, Usage: "bytes of memory a log cleaner pass's map of the keys it cleans may take, keys included; a partition written with more keys since its last pass is cleaned over several passes", EnvVars: envs("LOG_CLEANER_DEDUPE_BUFFER_SIZE")},
+				&ucli.IntFlag{Name: "log-cleaner-threads", Value: d.LogCleanerThreads, Usage: "how many partitions the log cleaner compacts at once, the dirtiest first (Kafka's log.cleaner.threads); they share --log-cleaner-io-max-bytes-per-second, and each gets an equal share of --log-cleaner-dedupe-buffer-size (at least 1 MiB)", EnvVars: envs("LOG_CLEANER_THREADS")},
 				&ucli.Int64Flag{Name: "log-cleaner-io-max-bytes-per-second", Usage: "bytes per second the log cleaner may read and write, over all the partitions it compacts, so that compaction leaves the disk to produce and fetch (0: unlimited)", EnvVars: envs("LOG_CLEANER_IO_MAX_BYTES_PER_SECOND")},
 				&ucli.DurationFlag{Name: "producer-id-expiration", Value: d.ProducerIDExpiration, Usage: "forget an idempotent producer id idle this long (checked every --retention-check-interval)", EnvVars: envs("PRODUCER_ID_EXPIRATION")},
 				&ucli.IntFlag{Name: "disk-resume-free-percent", Value: d.DiskResumeFreePercent, Usage: "a node whose disk filled resumes only once this percentage of the data directory's file system is free (0: as soon as 1 MiB fits)", EnvVars: envs("DISK_RESUME_FREE_PERCENT")},
@@ -174,6 +175,9 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	}
 	if cfg.LogCleanerDedupeBufferSize = c.Int64("log-cleaner-dedupe-buffer-size"); cfg.LogCleanerDedupeBufferSize < 1<<20 {
 		return nodeOptions{}, fmt.Errorf("--log-cleaner-dedupe-buffer-size: must be at least 1048576 (1 MiB)")
+	}
+	if cfg.LogCleanerThreads = c.Int("log-cleaner-threads"); cfg.LogCleanerThreads < 1 {
+		return nodeOptions{}, fmt.Errorf("--log-cleaner-threads: must be at least 1")
 	}
 	if cfg.LogCleanerIOMaxBytesPerSec = c.Int64("log-cleaner-io-max-bytes-per-second"); cfg.LogCleanerIOMaxBytesPerSec < 0 {
 		return nodeOptions{}, fmt.Errorf("--log-cleaner-io-max-bytes-per-second: must be 0 (unlimited) or more")

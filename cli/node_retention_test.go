@@ -51,6 +51,12 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	if cfg = start(t, "--log-cleaner-dedupe-buffer-size", "16777216"); cfg.LogCleanerDedupeBufferSize != 16<<20 {
 		t.Fatalf("--log-cleaner-dedupe-buffer-size: %d", cfg.LogCleanerDedupeBufferSize)
 	}
+	if cfg.LogCleanerThreads != 1 {
+		t.Fatalf("default log cleaner threads %d, want 1", cfg.LogCleanerThreads)
+	}
+	if cfg = start(t, "--log-cleaner-threads", "4"); cfg.LogCleanerThreads != 4 {
+		t.Fatalf("--log-cleaner-threads 4: %d", cfg.LogCleanerThreads)
+	}
 	if cfg = start(t, "--log-cleaner-io-max-bytes-per-second", "10485760"); cfg.LogCleanerIOMaxBytesPerSec != 10<<20 {
 		t.Fatalf("--log-cleaner-io-max-bytes-per-second: %d", cfg.LogCleanerIOMaxBytesPerSec)
 	}
@@ -70,10 +76,11 @@ func TestNodeStartRetentionFlags(t *testing.T) {
 	t.Setenv("PAYMENTLOG_RETENTION_BYTES", "4096")
 	t.Setenv("PAYMENTLOG_LOG_CLEANER_INTERVAL", "30s")
 	t.Setenv("PAYMENTLOG_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "1000000")
-	t.Setenv("PAYMENTLOG_LOG_CLEANER_DEDUPE_BUFFER_SIZE", "2000000")
+	t.Setenv("PAYMENTLOG_LOG_CLEANER_DEDUPE_BUFFER_SIZE", "4000000")
+	t.Setenv("PAYMENTLOG_LOG_CLEANER_THREADS", "3")
 	cfg = start(t)
 	if cfg.RetentionCheckInterval != time.Minute || cfg.RetentionBytes != 4096 || cfg.LogCleanerInterval != 30*time.Second ||
-		cfg.LogCleanerIOMaxBytesPerSec != 1000000 || cfg.LogCleanerDedupeBufferSize != 2000000 {
+		cfg.LogCleanerIOMaxBytesPerSec != 1000000 || cfg.LogCleanerDedupeBufferSize != 4000000 || cfg.LogCleanerThreads != 3 {
 		t.Fatalf("env: interval %v, bytes %d, cleaner %v", cfg.RetentionCheckInterval, cfg.RetentionBytes, cfg.LogCleanerInterval)
 	}
 }
@@ -85,5 +92,28 @@ func TestNodeStartRefusesATinyDedupeBuffer(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := RunContext(context.Background(), args, &stdout, &stderr); code == 0 || !bytes.Contains(stderr.Bytes(), []byte("--log-cleaner-dedupe-buffer-size: must be at least")) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// Fewer than one log cleaner thread, or so many that a thread's share of
+// the dedupe buffer falls under 1 MiB, is refused by name.
+func TestNodeStartRefusesBadCleanerThreads(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-cleaner-threads", "0"}, "--log-cleaner-threads: must be at least 1"},
+		{[]string{"--log-cleaner-threads", "-2"}, "--log-cleaner-threads: must be at least 1"},
+		{[]string{"--log-cleaner-threads", "129"}, "log-cleaner-threads: each thread's share of the log cleaner's dedupe buffer (134217728 bytes) must be at least 1 MiB"},
+		{[]string{"--log-cleaner-dedupe-buffer-size", "4194304", "--log-cleaner-threads", "5"}, "log-cleaner-threads: each thread's share"},
+	} {
+		args := append([]string{"paymentlog", "node", "start", "--id", "1", "--addr", "127.0.0.1:1",
+			"--data-dir", t.TempDir(), "--controllers", "1@127.0.0.1:1"}, c.args...)
+		var stdout, stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a node it wrongly starts stops
+		if code := RunContext(ctx, args, &stdout, &stderr); code == 0 || !bytes.Contains(stderr.Bytes(), []byte(c.want)) {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr.String())
+		}
+		cancel()
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,6 +84,11 @@ type Config struct {
 	// key map, keys included (Kafka's log.cleaner.dedupe.buffer.size);
 	// default segment.DefaultCompactMaxMapBytes, 128 MiB.
 	LogCleanerDedupeBufferSize int64
+	// LogCleanerThreads is how many partitions the log cleaner compacts
+	// at once (Kafka's log.cleaner.threads), the dirtiest first; they
+	// share LogCleanerIOMaxBytesPerSec, and each gets an equal share of
+	// LogCleanerDedupeBufferSize (at least 1 MiB); default 1 (0: 1).
+	LogCleanerThreads int
 
 	// DiskResumeFreePercent: a node whose disk filled resumes (heartbeats
 	// again, so that the controller unfences it) only once its data
@@ -223,6 +229,7 @@ func DefaultConfig() Config {
 		LogScrubBytesPerSec:         DefaultLogScrubBytesPerSec,
 		LogScrubDelay:               broker.DefaultScrubDelay,
 		LogCleanerDedupeBufferSize:  segment.DefaultCompactMaxMapBytes,
+		LogCleanerThreads:           broker.DefaultCleanerThreads,
 		HeartbeatInterval:           DefaultHeartbeatInterval,
 		SessionTimeout:              DefaultSessionTimeout,
 		ReplicaLagTime:              DefaultReplicaLagTime,
@@ -284,6 +291,11 @@ func (c Config) Validate() error {
 		return &ConfigError{"audit-log-max-bytes", errors.New("must be >= 0 (0: never rotate)")}
 	case c.AuditLogMaxFiles < 0:
 		return &ConfigError{"audit-log-max-files", errors.New("must be >= 0 (0: keep every rotated file)")}
+	case c.LogCleanerThreads < 0:
+		return &ConfigError{"log-cleaner-threads", errors.New("must be at least 1")}
+	case c.LogCleanerThreads > 1 && cmp.Or(c.LogCleanerDedupeBufferSize, segment.DefaultCompactMaxMapBytes)/int64(c.LogCleanerThreads) < 1<<20:
+		return &ConfigError{"log-cleaner-threads", fmt.Errorf("each thread's share of the log cleaner's dedupe buffer (%d bytes) must be at least 1 MiB",
+			cmp.Or(c.LogCleanerDedupeBufferSize, segment.DefaultCompactMaxMapBytes))}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
 		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
 	}

@@ -296,6 +296,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		QuarantineRetention:     cfg.LogScrubQuarantineRetention,
 		CleanerIOMaxBytesPerSec: cfg.LogCleanerIOMaxBytesPerSec,
 		CleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
+		CleanerThreads:          cfg.LogCleanerThreads,
 		ReleaseDiskReserve:      n.releaseDiskReserve,
 		AlterPartition:          n.alterPartition,
 		Logger:                  n.log.With("component", "broker"),
