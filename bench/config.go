@@ -26,6 +26,11 @@ const (
 	// throughput --duration, with no cluster: whether this machine's CPU
 	// slows down by itself. All does not include it.
 	ModeCPU Mode = "cpu"
+	// ModeRolling restarts every node of the local cluster in turn
+	// (controlled shutdown, the active controller last) under the failover
+	// load (rolling.go). All does not include it: a roll is a restart
+	// procedure, not a fault, and it holds no target.
+	ModeRolling Mode = "rolling"
 )
 
 // ParseMode parses a positional mode argument; empty means all.
@@ -33,14 +38,16 @@ func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return ModeAll, nil
-	case ModeAll, ModeTransport, ModeThroughput, ModeFailover, ModeControllerFailover, ModeCPU:
+	case ModeAll, ModeTransport, ModeThroughput, ModeFailover, ModeControllerFailover, ModeCPU, ModeRolling:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown benchmark %q (want all, throughput, failover, controller-failover, transport or cpu)", s)
+	return "", fmt.Errorf("unknown benchmark %q (want all, throughput, failover, controller-failover, rolling, transport or cpu)", s)
 }
 
 // runs reports whether mode m includes benchmark x.
-func (m Mode) runs(x Mode) bool { return m == x || (m == ModeAll && x != ModeCPU) }
+func (m Mode) runs(x Mode) bool {
+	return m == x || (m == ModeAll && x != ModeCPU && x != ModeRolling)
+}
 
 // Config is a whole `paymentlog bench` run. DefaultConfig fills every field;
 // the defaults make `paymentlog bench` (all) finish in about two minutes.
@@ -69,6 +76,7 @@ type Config struct {
 	Transport  TransportConfig
 	Failover   FailoverConfig
 	Controller ControllerFailoverConfig
+	Rolling    RollingConfig
 
 	// ProfileDir, when set, receives CPU profiles of the bench and of every
 	// local node during the full-load throughput run, and the nodes'
@@ -153,6 +161,12 @@ type FailoverConfig struct {
 	KeepSlowOver time.Duration
 }
 
+// RollingConfig is the rolling restart benchmark (rolling.go); its load,
+// topic, step timeout and poll interval are the failover benchmark's.
+type RollingConfig struct {
+	Rounds int // full rolls of every node; 1
+}
+
 // ControllerFailoverConfig is the controller failover benchmark.
 type ControllerFailoverConfig struct {
 	Trials  int           // 10
@@ -193,6 +207,7 @@ func DefaultConfig() Config {
 			Timeout: 15 * time.Second, Poll: 5 * time.Millisecond, KeepSlowOver: time.Second,
 		},
 		Controller: ControllerFailoverConfig{Trials: 10, Timeout: 15 * time.Second, Attempt: time.Second},
+		Rolling:    RollingConfig{Rounds: 1},
 	}
 }
 
@@ -216,7 +231,13 @@ func (c Config) Validate() error {
 		return &ConfigError{"nodes", "must be >= 1"}
 	case len(c.Bootstrap) > 0 && (c.Mode == ModeFailover || c.Mode == ModeControllerFailover) && (c.KillCmd == "" || c.RestartCmd == ""):
 		return &ConfigError{"kill-cmd", fmt.Sprintf("--kill-cmd and --restart-cmd are required for %s against --bootstrap", c.Mode)}
-	case len(c.Bootstrap) == 0 && c.Nodes < 3 && (c.Mode.runs(ModeFailover) || c.Mode.runs(ModeControllerFailover)):
+	case c.Mode == ModeRolling && len(c.Bootstrap) > 0:
+		return &ConfigError{"bootstrap", "rolling runs on the bench's own local cluster only (it signals the nodes and reads their health endpoints)"}
+	case c.Mode == ModeRolling && !c.Metrics:
+		return &ConfigError{"metrics", "rolling needs the nodes' health endpoints, served beside /metrics (--metrics=false turns them off)"}
+	case c.Mode.runs(ModeRolling) && c.Rolling.Rounds < 1:
+		return &ConfigError{"roll-rounds", "must be >= 1"}
+	case len(c.Bootstrap) == 0 && c.Nodes < 3 && (c.Mode.runs(ModeFailover) || c.Mode.runs(ModeControllerFailover) || c.Mode.runs(ModeRolling)):
 		return &ConfigError{"nodes", "failover benchmarks need at least 3 nodes (RF 3, min ISR 2)"}
 	case t.RecordSize < payloadHeader:
 		return &ConfigError{"record-size", fmt.Sprintf("must be >= %d", payloadHeader)}

@@ -27,6 +27,9 @@ type loadConfig struct {
 	explicit bool
 	// onAck, if set, is called for every acknowledged record (on producer goroutines).
 	onAck func(d client.Delivery, id recordID, at time.Time)
+	// onLatency, if set, is called with every acknowledged record's
+	// acknowledgement time and produce latency (as lat records it).
+	onLatency func(at time.Time, lat time.Duration)
 	// progress, if set, is called about every 100ms with the records acknowledged so far.
 	progress func(acked int64)
 	// stop, if set, ends the load early when closed.
@@ -168,6 +171,9 @@ func runLoad(ctx context.Context, producers []*client.Producer, cfg loadConfig) 
 						return
 					}
 					res.lat.record(at.Sub(t0))
+					if cfg.onLatency != nil {
+						cfg.onLatency(at, at.Sub(t0))
+					}
 					if cfg.trace != nil {
 						cfg.trace.add(t0, at, called, d.Partition, idx)
 					}

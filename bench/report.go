@@ -23,6 +23,7 @@ type Report struct {
 	Throughput         *ThroughputResult `json:"throughput,omitempty"`
 	Failover           *FailoverResult   `json:"failover,omitempty"`
 	ControllerFailover *ControllerResult `json:"controller_failover,omitempty"`
+	Rolling            *RollingResult    `json:"rolling,omitempty"`   // bench rolling
 	CPUProbe           *CPUSlowdowns     `json:"cpu_probe,omitempty"` // bench cpu
 	Targets            []TargetCheck     `json:"targets"`
 	Crashes            []string          `json:"node_crashes,omitempty"`
@@ -38,6 +39,7 @@ type ReportConfig struct {
 	Transport          TransportConfig          `json:"transport"`
 	Failover           FailoverConfig           `json:"failover"`
 	ControllerFailover ControllerFailoverConfig `json:"controller_failover"`
+	Rolling            RollingConfig            `json:"rolling"`
 	Versions           map[string]string        `json:"versions"`
 	Machine            map[string]any           `json:"machine"`
 }
@@ -68,7 +70,7 @@ func reportConfig(cfg Config, cluster map[string]any) ReportConfig {
 	host, _ := os.Hostname()
 	return ReportConfig{
 		Mode: cfg.Mode, Cluster: cluster, Throughput: cfg.Throughput, Transport: cfg.Transport,
-		Failover: cfg.Failover, ControllerFailover: cfg.Controller, Versions: v,
+		Failover: cfg.Failover, ControllerFailover: cfg.Controller, Rolling: cfg.Rolling, Versions: v,
 		Machine: map[string]any{"os": runtime.GOOS, "arch": runtime.GOARCH, "cpus": runtime.NumCPU(), "hostname": host, "load_avg_at_start": loadAvg()},
 	}
 }
@@ -112,6 +114,10 @@ func (r *Report) checkTargets(cfg Config) {
 		verified := f.Acked > 0 && f.Unverified == 0 && f.Verified == f.Acked
 		add("acknowledged records lost", float64(f.LostRecords), "== 0", verified && f.LostRecords == 0)
 		add("records at more than one offset", float64(f.Duplicates), "== 0", verified && f.Duplicates == 0)
+	}
+	if ro := r.Rolling; ro != nil {
+		verified := ro.Acked > 0 && ro.Unverified == 0 && ro.Verified == ro.Acked
+		add("acknowledged records lost (rolling restart)", float64(ro.LostRecords), "== 0", verified && ro.LostRecords == 0)
 	}
 	if c := r.ControllerFailover; c != nil && len(c.Trials) > 0 {
 		add("controller failover p99 ms"+boundSuffix(c.KillInstant), c.Ms.P99, "<= 1000", c.Ms.N > 0 && c.Ms.Missing == 0 && c.Ms.P99 <= 1000)
@@ -289,6 +295,9 @@ func (r *Report) WriteTable(out io.Writer) {
 				fmt.Fprintf(w, "  node logs of trial %d (slow or failed)\t%s\n", t.Trial, t.LogsKept)
 			}
 		}
+	}
+	if ro := r.Rolling; ro != nil {
+		writeRolling(w, ro)
 	}
 	if s := r.CPUProbe; s != nil {
 		fmt.Fprintf(w, "\nCPU SPEED\ta %.0f µs piece of arithmetic timed every %v for %.1fs, no cluster running\n", s.ChunkUs, probeEvery, s.PhaseSeconds)

@@ -151,6 +151,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
+	if cfg.Mode.runs(ModeRolling) && ctx.Err() == nil {
+		ro, err := r.runRolling(ctx)
+		rep.Rolling = ro
+		if err != nil {
+			fail("rolling", err)
+		}
+		if ro != nil {
+			for _, e := range ro.problems() {
+				fail("rolling", e)
+			}
+		}
+	}
 	if lt, ok := r.target.(*localTarget); ok {
 		for _, c := range lt.crashes() {
 			rep.Crashes = append(rep.Crashes, fmt.Sprintf("node %d (pid %d) exited on its own: %v; log %s", c.ID, c.PID, c.Err, c.LogPath))

@@ -24,11 +24,14 @@ func benchCommand() *ucli.Command {
 	t, f := d.Throughput, d.Failover
 	return &ucli.Command{
 		Name:  "bench",
-		Usage: "measure replication throughput, latency, leader and controller failover, and the raw QUIC ceiling",
-		UsageText: "paymentlog bench [all|throughput|failover|controller-failover|transport|cpu] [flags]\n\n" +
+		Usage: "measure replication throughput, latency, leader and controller failover, rolling restarts, and the raw QUIC ceiling",
+		UsageText: "paymentlog bench [all|throughput|failover|controller-failover|rolling|transport|cpu] [flags]\n\n" +
 			"Without --bootstrap it starts its own local cluster of child processes (temp data dirs, free ports,\n" +
 			"certificates) and removes it afterwards, also on Ctrl-C. `cpu` (not part of all) runs no cluster: it\n" +
-			"times a fixed piece of arithmetic every 2 ms for --duration and lists the windows where the CPU ran slowly.",
+			"times a fixed piece of arithmetic every 2 ms for --duration and lists the windows where the CPU ran slowly.\n" +
+			"`rolling` (not part of all; local cluster only) restarts every node in turn under the failover load, as\n" +
+			"`scripts/cluster.sh roll` does (/safe-to-stop, SIGTERM, start, /readyz; the active controller last), and\n" +
+			"reports each restart's controlled shutdown, time to ready, unavailability, produce errors and latency.",
 		Flags: []ucli.Flag{
 			// Cluster.
 			&ucli.StringFlag{Name: "bootstrap", Usage: "run against this existing cluster (host:port,...) instead of a local one", EnvVars: benchEnv("BOOTSTRAP")},
@@ -79,6 +82,7 @@ func benchCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "failover-partitions", Value: f.Partitions, Usage: "failover topic partitions", EnvVars: benchEnv("FAILOVER_PARTITIONS")},
 			&ucli.DurationFlag{Name: "failover-timeout", Value: f.Timeout, Usage: "give up on a failover step after this long", EnvVars: benchEnv("FAILOVER_TIMEOUT")},
 			&ucli.DurationFlag{Name: "keep-slow-trials", Value: f.KeepSlowOver, Usage: "local cluster: keep the node log lines of every failover or controller-failover trial slower than this (or failed) in a directory the report names (0: never)", EnvVars: benchEnv("KEEP_SLOW_TRIALS")},
+			&ucli.IntFlag{Name: "roll-rounds", Value: d.Rolling.Rounds, Usage: "rolling: full rolling restarts of every node", EnvVars: benchEnv("ROLL_ROUNDS")},
 			&ucli.DurationFlag{Name: "poll-interval", Value: f.Poll, Usage: "metadata watcher interval (event time resolution)", EnvVars: benchEnv("POLL_INTERVAL")},
 			// Output.
 			&ucli.StringFlag{Name: "json", Usage: "write every figure, the configuration and versions to this JSON `FILE`", EnvVars: benchEnv("JSON")},
@@ -164,6 +168,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 		cfg.Controller.Trials = n
 	}
 	cfg.Controller.Timeout = f.Timeout
+	cfg.Rolling.Rounds = c.Int("roll-rounds")
 
 	cfg.JSONPath, cfg.PlotPath, cfg.ProfileDir = c.String("json"), c.String("plot"), c.String("profile-dir")
 	cfg.LatencyTracePath = c.String("latency-trace")
