@@ -42,9 +42,9 @@ type RollingRestart struct {
 	ReadyMs       float64 `json:"ready_ms"`
 	ReadyRefusals int     `json:"ready_refusals"`
 	// UnavailableMs is the longest time between two acknowledged writes
-	// (found in the read-back) of any one partition that overlaps the
-	// window, and UnavailablePartition that partition; PartitionGapsMs has
-	// every partition's, by partition number.
+	// (found in the read-back) of any one partition whose second falls in
+	// the window (longestGap), and UnavailablePartition that partition;
+	// PartitionGapsMs has every partition's, by partition number.
 	UnavailableMs        float64   `json:"unavailable_ms"`
 	UnavailablePartition int32     `json:"unavailable_partition"`
 	PartitionGapsMs      []float64 `json:"partition_gap_ms"`

@@ -60,29 +60,28 @@ func ackTimes(acks []ackRec, times []time.Time, got map[int32]map[int64]readRec)
 }
 
 // longestGap is the longest time between two consecutive acknowledgements
-// of one partition (times, sorted) that overlaps w: the partition's
-// unavailability in the window, as the writers saw it. A gap still open at
-// w.to (no acknowledgement after it) runs to w.to; one open at w.from (none
-// before it) from w.from. Gaps are whole, not cut at the window's edges: a
-// stall that began just before the SIGTERM is the restart's.
+// of one partition (times, sorted) that ends in w, its second one falling
+// in it: the partition's unavailability in the window, as the writers saw
+// it. A gap is whole, from the last acknowledgement before it even when
+// that came before w.from (a stop's stall begins at the partition's last
+// write before the SIGTERM), and belongs to the window where writes
+// resumed; one still open at w.to with no acknowledgement after it at all
+// runs to w.to, and one open at w.from (none before it) from w.from.
 func longestGap(times []time.Time, w window) time.Duration {
-	var longest time.Duration
+	i, _ := slices.BinarySearchFunc(times, w.from, func(t, x time.Time) int { return t.Compare(x) })
 	prev := w.from
-	if i, _ := slices.BinarySearchFunc(times, w.from, func(t, x time.Time) int { return t.Compare(x) }); i > 0 {
+	if i > 0 {
 		prev = times[i-1]
-		times = times[i:]
 	}
-	for _, t := range times {
-		if !prev.Before(w.to) {
-			return longest
+	var longest time.Duration
+	for _, t := range times[i:] {
+		if !t.Before(w.to) {
+			return longest // the rest is the next window's
 		}
 		longest = max(longest, t.Sub(prev))
 		prev = t
 	}
-	if prev.Before(w.to) {
-		longest = max(longest, w.to.Sub(prev))
-	}
-	return longest
+	return max(longest, w.to.Sub(prev)) // never acknowledged again
 }
 
 // latencyAt is one acknowledged record's produce latency, at its
