@@ -34,7 +34,8 @@
 //
 // Compaction (cleaner.go): every Config.CleanerInterval each replica of a
 // topic whose cleanup.policy includes compact, leader or follower, runs a
-// segment.Log.Compact pass below its HW, one partition at a time; such a
+// segment.Log.Compact pass below its HW, the dirtiest first, by
+// Config.CleanerThreads workers (cleaner_threads.go); such a
 // topic's leader refuses records without a key (InvalidRecord), and a
 // topic whose policy is compact alone gets no retention.
 package broker
