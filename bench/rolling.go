@@ -48,6 +48,11 @@ type RollingRestart struct {
 	UnavailableMs        float64   `json:"unavailable_ms"`
 	UnavailablePartition int32     `json:"unavailable_partition"`
 	PartitionGapsMs      []float64 `json:"partition_gap_ms"`
+	// UnavailableEndMs is when that longest gap ended (writes resumed), in
+	// ms from the SIGTERM: within ShutdownMs, the controlled shutdown's
+	// stall; past ShutdownMs+ReadyMs, one after the node was back (its
+	// leaderships moving back to it).
+	UnavailableEndMs float64 `json:"unavailable_end_ms"`
 	// ProduceErrors counts the load's failed produce requests in the
 	// window by cause (client.ProducerStats.FailedByCause): the leader's
 	// error code, or NoAnswer; retried ones included.
@@ -260,7 +265,7 @@ roll:
 func (r *runner) rollStep(ctx context.Context, w *watcher, lt *localTarget, addr string, round int, id int32, causes func() map[string]uint64) RollingRestart {
 	fc := r.cfg.Failover
 	rs := RollingRestart{Round: round, Node: id, SafeToStopWaitMs: -1, ShutdownMs: -1, ReadyMs: -1, UnavailableMs: -1,
-		UnavailablePartition: -1, MaxProduceLatencyMs: -1}
+		UnavailablePartition: -1, UnavailableEndMs: -1, MaxProduceLatencyMs: -1}
 	sctx, cancel := context.WithTimeout(ctx, fc.Timeout)
 	hw, err := waitHealth(sctx, addr, "/safe-to-stop", fc.Poll)
 	cancel()
@@ -338,7 +343,8 @@ func (res *RollingResult) measure(acks []ackRec, times []time.Time, got map[int3
 		base := window{baselineFrom, stops[0]}
 		res.BaselineMs = ms(base.to.Sub(base.from))
 		for p := range res.Partitions {
-			res.BaselineGapMs = max(res.BaselineGapMs, ms(longestGap(per[int32(p)], base)))
+			d, _ := longestGap(per[int32(p)], base)
+			res.BaselineGapMs = max(res.BaselineGapMs, ms(d))
 		}
 		res.BaselineMaxLatencyMs = ms(maxLatency(lats, base))
 	}
@@ -348,10 +354,12 @@ func (res *RollingResult) measure(acks []ackRec, times []time.Time, got map[int3
 		rs.WindowMs = ms(win.to.Sub(win.from))
 		rs.PartitionGapsMs = make([]float64, res.Partitions)
 		for p := range res.Partitions {
-			g := ms(longestGap(per[int32(p)], win))
+			d, gap := longestGap(per[int32(p)], win)
+			g := ms(d)
 			rs.PartitionGapsMs[p] = g
 			if g > rs.UnavailableMs {
 				rs.UnavailableMs, rs.UnavailablePartition = g, int32(p)
+				rs.UnavailableEndMs = ms(gap.to.Sub(rs.stopAt))
 			}
 		}
 		rs.MaxProduceLatencyMs = ms(maxLatency(lats, win))

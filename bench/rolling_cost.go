@@ -66,22 +66,30 @@ func ackTimes(acks []ackRec, times []time.Time, got map[int32]map[int64]readRec)
 // that came before w.from (a stop's stall begins at the partition's last
 // write before the SIGTERM), and belongs to the window where writes
 // resumed; one still open at w.to with no acknowledgement after it at all
-// runs to w.to, and one open at w.from (none before it) from w.from.
-func longestGap(times []time.Time, w window) time.Duration {
+// runs to w.to, and one open at w.from (none before it) from w.from. It
+// returns the gap's length and its ends (the earliest of equal ones).
+func longestGap(times []time.Time, w window) (time.Duration, window) {
 	i, _ := slices.BinarySearchFunc(times, w.from, func(t, x time.Time) int { return t.Compare(x) })
 	prev := w.from
 	if i > 0 {
 		prev = times[i-1]
 	}
 	var longest time.Duration
+	var gap window
+	take := func(from, to time.Time) {
+		if d := to.Sub(from); d > longest {
+			longest, gap = d, window{from, to}
+		}
+	}
 	for _, t := range times[i:] {
 		if !t.Before(w.to) {
-			return longest // the rest is the next window's
+			return longest, gap // the rest is the next window's
 		}
-		longest = max(longest, t.Sub(prev))
+		take(prev, t)
 		prev = t
 	}
-	return max(longest, w.to.Sub(prev)) // never acknowledged again
+	take(prev, w.to) // never acknowledged again
+	return longest, gap
 }
 
 // latencyAt is one acknowledged record's produce latency, at its

@@ -13,7 +13,7 @@ import (
 func writeRolling(w io.Writer, ro *RollingResult) {
 	fmt.Fprintf(w, "\nROLLING RESTART\t%d round(s), %d of %d restarts, acks=all at %d records/s over %d partitions (min ISR %d); each node: /safe-to-stop, SIGTERM (controlled shutdown), start, /readyz; the active controller last\n",
 		ro.Rounds, len(ro.Restarts), ro.Planned, ro.Rate, ro.Partitions, ro.MinISR)
-	fmt.Fprintf(w, "  restart\tsafe-to-stop wait\tshutdown\tready\tunavailable (partition)\tmax produce latency\tproduce errors\tbelow min ISR\tleader changes\n")
+	fmt.Fprintf(w, "  restart\tsafe-to-stop wait\tshutdown\tready\tunavailable (partition, ended at)\tmax produce latency\tproduce errors\tbelow min ISR\tleader changes\n")
 	for i, rs := range ro.Restarts {
 		ctrl := ""
 		if rs.WasController {
@@ -21,7 +21,7 @@ func writeRolling(w io.Writer, ro *RollingResult) {
 		}
 		part := ""
 		if rs.UnavailablePartition >= 0 {
-			part = fmt.Sprintf(" (p%d)", rs.UnavailablePartition)
+			part = fmt.Sprintf(" (p%d, +%.0f ms)", rs.UnavailablePartition, rs.UnavailableEndMs)
 		}
 		fmt.Fprintf(w, "  %d: round %d node %d%s\t%s (%d refusals)\t%s\t%s\t%s%s\t%s\t%s\t%s\t%d\n",
 			i+1, rs.Round, rs.Node, ctrl, msOrNone(rs.SafeToStopWaitMs), rs.SafeToStopRefusals, msOrNone(rs.ShutdownMs), msOrNone(rs.ReadyMs),

@@ -69,8 +69,9 @@ func TestLongestGap(t *testing.T) {
 		{"no ack before: from the start", ts(160, 170, 180, 190, 200, 500), 60 * time.Millisecond},
 		{"ack at the start", ts(100, 130, 200), 30 * time.Millisecond},
 	} {
-		if got := longestGap(c.times, w); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		got, gap := longestGap(c.times, w)
+		if got != c.want || gap.to.Sub(gap.from) != got || (got > 0 && gap.to.Before(w.from)) {
+			t.Errorf("%s: %v (%v), want %v", c.name, got, gap, c.want)
 		}
 	}
 }
@@ -148,11 +149,11 @@ func TestRollingMeasure(t *testing.T) {
 		t.Fatalf("lost %d verified %d of %d", res.LostRecords, res.Verified, len(acks))
 	}
 	r1, r2, r3 := res.Restarts[0], res.Restarts[1], res.Restarts[2]
-	if r1.UnavailableMs != 70 || r1.UnavailablePartition != 0 || r1.PartitionGapsMs[1] != 10 || r1.MaxProduceLatencyMs != 70 || r1.WindowMs != 200 {
+	if r1.UnavailableMs != 70 || r1.UnavailablePartition != 0 || r1.UnavailableEndMs != 60 || r1.PartitionGapsMs[1] != 10 || r1.MaxProduceLatencyMs != 70 || r1.WindowMs != 200 {
 		t.Errorf("restart 1: %+v", r1)
 	}
 	// The lost ack at 330 does not split partition 1's 290..380 stall.
-	if r2.UnavailableMs != 90 || r2.UnavailablePartition != 1 || r2.MaxProduceLatencyMs != 40 {
+	if r2.UnavailableMs != 90 || r2.UnavailablePartition != 1 || r2.UnavailableEndMs != 80 || r2.MaxProduceLatencyMs != 40 {
 		t.Errorf("restart 2: %+v", r2)
 	}
 	if want := map[string]uint64{"NotLeader": 3, "NoAnswer": 2}; !equalCounts(r1.ProduceErrors, want) {
