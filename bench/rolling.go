@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"paymentlog/client"
+	"paymentlog/wire"
 )
 
 // The rolling restart benchmark (`paymentlog bench rolling`): what
@@ -224,7 +225,15 @@ roll:
 		}
 	}
 	bar.done()
-	// The last restart's window takes in the leaderships moving back.
+	// The last restart's window takes in the leaderships moving back: the
+	// controller holds each back a while after its node rejoined the ISR
+	// (--preferred-leader-delay), so wait until every partition is led by
+	// its preferred replica again, then for the metadata to stay quiet.
+	pctx, cancel := context.WithTimeout(ctx, fc.Timeout)
+	if _, err := w.waitState(pctx, func(md *wire.MetadataResponse) bool { return onPreferredLeaders(md, topic, fc.Partitions) }); err != nil && ctx.Err() == nil {
+		r.log.Warn("rolling: partitions not back on their preferred leaders", "err", err)
+	}
+	cancel()
 	w.quietFor(ctx, 300*time.Millisecond, 2*time.Second)
 	end := time.Now()
 	atEnd := causes()
@@ -256,6 +265,18 @@ roll:
 	lats.Unlock()
 	res.summarize()
 	return res, nil
+}
+
+// onPreferredLeaders reports whether md shows each of topic's n partitions
+// led by its preferred (first) replica.
+func onPreferredLeaders(md *wire.MetadataResponse, topic string, n int) bool {
+	for i := range n {
+		p, ok := partitionOf(md, topic, int32(i))
+		if !ok || len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // rollStep restarts node id once: waits for its /safe-to-stop (at addr),

@@ -76,6 +76,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
 				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
 				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
+				&ucli.DurationFlag{Name: "preferred-leader-delay", Value: d.PreferredLeaderDelay, Usage: "as the active controller, move a partition's leadership back to its preferred replica only once that replica has been back in the ISR this long and has applied the metadata saying so (0: as soon as it has applied it)", EnvVars: envs("PREFERRED_LEADER_DELAY")},
 				&ucli.Int64Flag{Name: "reassignment-throttle", Usage: "bytes per second this node may copy for replicas a reassignment adds to it, until each is in sync (0: unlimited)", EnvVars: envs("REASSIGNMENT_THROTTLE")},
 				&ucli.DurationFlag{Name: "raft-tick", Value: d.RaftTick, Usage: "raft tick interval", EnvVars: envs("RAFT_TICK")},
 				&ucli.IntFlag{Name: "election-ticks", Value: d.ElectionTicks, Usage: "raft election timeout in ticks", EnvVars: envs("ELECTION_TICKS")},
@@ -190,6 +191,7 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	cfg.ReplicaLagTime = c.Duration("replica-lag-time")
+	cfg.PreferredLeaderDelay = c.Duration("preferred-leader-delay")
 	if cfg.ReassignmentThrottle = c.Int64("reassignment-throttle"); cfg.ReassignmentThrottle < 0 {
 		return nodeOptions{}, fmt.Errorf("--reassignment-throttle: must be 0 (unlimited) or more bytes per second")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"paymentlog/node/audit"
 	"paymentlog/node/broker"
+	"paymentlog/node/controller"
 	"paymentlog/node/metadata"
 	"paymentlog/segment"
 	"paymentlog/wire"
@@ -99,6 +100,12 @@ type Config struct {
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
 	ReplicaLagTime    time.Duration // default 2s
+	// PreferredLeaderDelay: while this node is the active controller, a
+	// partition's leadership moves back to its preferred replica only once
+	// that replica has been back in the ISR this long (and has applied the
+	// metadata saying so: node/controller/preferred.go); default
+	// controller.DefaultPreferredLeaderDelay (500ms), 0: no delay.
+	PreferredLeaderDelay time.Duration
 	// GroupSessionTimeout and GroupHeartbeatInterval are the consumer
 	// group members' while this node is the active controller (0: the
 	// membership package's defaults, 10s and 1s).
@@ -233,6 +240,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval:           DefaultHeartbeatInterval,
 		SessionTimeout:              DefaultSessionTimeout,
 		ReplicaLagTime:              DefaultReplicaLagTime,
+		PreferredLeaderDelay:        controller.DefaultPreferredLeaderDelay,
 		RaftTick:                    DefaultRaftTick,
 		ElectionTicks:               DefaultElectionTicks,
 		DiskResumeFreePercent:       DefaultDiskResumeFreePercent,
@@ -265,6 +273,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"heartbeat-interval", errors.New("must be > 0")}
 	case c.SessionTimeout < 2*c.HeartbeatInterval:
 		return &ConfigError{"session-timeout", errors.New("must be at least twice the heartbeat interval")}
+	case c.PreferredLeaderDelay < 0:
+		return &ConfigError{"preferred-leader-delay", errors.New("must be >= 0 (0: no delay)")}
 	case c.RaftTick <= 0:
 		return &ConfigError{"raft-tick", errors.New("must be > 0")}
 	case c.ElectionTicks < 2:

@@ -14,6 +14,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -253,12 +254,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.startCommit = n.raft.Status().Commit
 	if cfg.ControllerEligible() {
 		n.ctrl = controller.New(controller.Config{
-			NodeID:              cfg.ID,
-			Raft:                n.raft,
-			Store:               n.store,
-			HeartbeatInterval:   cfg.HeartbeatInterval,
-			SessionTimeout:      cfg.SessionTimeout,
-			GroupSessionTimeout: cfg.GroupSessionTimeout, GroupHeartbeatInterval: cfg.GroupHeartbeatInterval,
+			NodeID:            cfg.ID,
+			Raft:              n.raft,
+			Store:             n.store,
+			HeartbeatInterval: cfg.HeartbeatInterval,
+			SessionTimeout:    cfg.SessionTimeout,
+			// The controller's zero is its default; the node's is none.
+			PreferredLeaderDelay: cmp.Or(cfg.PreferredLeaderDelay, -1),
+			GroupSessionTimeout:  cfg.GroupSessionTimeout, GroupHeartbeatInterval: cfg.GroupHeartbeatInterval,
 			Logger: n.log.With("component", "controller"),
 		})
 	}

@@ -72,9 +72,16 @@ type Config struct {
 	// With the real clock a timer also checks expiry at the earliest
 	// session deadline, so detection takes SessionTimeout + one commit;
 	// with Ticks or another Now, up to CheckInterval more.
-	CheckInterval   time.Duration
-	ProposeTimeout  time.Duration // bound on one raft proposal; default 5s
-	ProducerIDBlock int64         // producer ids per block; default metadata.DefaultProducerIDBlock
+	CheckInterval time.Duration
+	// PreferredLeaderDelay is how long a partition's preferred replica
+	// must have been back in its ISR, and live, before its leadership
+	// moves back to it; its broker must also have reported applying the
+	// metadata that showed it so (preferred.go). Default
+	// DefaultPreferredLeaderDelay; negative: no delay (the applied
+	// metadata is still waited for).
+	PreferredLeaderDelay time.Duration
+	ProposeTimeout       time.Duration // bound on one raft proposal; default 5s
+	ProducerIDBlock      int64         // producer ids per block; default metadata.DefaultProducerIDBlock
 	// GroupExpiryInterval is how often the active controller deletes the
 	// groups that have not committed for offsets.retention.ms (groups.go);
 	// default DefaultGroupExpiryInterval.
@@ -113,6 +120,9 @@ func (c *Config) defaults() {
 	}
 	if c.ProposeTimeout <= 0 {
 		c.ProposeTimeout = DefaultProposeTimeout
+	}
+	if c.PreferredLeaderDelay == 0 {
+		c.PreferredLeaderDelay = DefaultPreferredLeaderDelay
 	}
 	if c.ProducerIDBlock <= 0 {
 		c.ProducerIDBlock = metadata.DefaultProducerIDBlock
@@ -162,7 +172,9 @@ type Controller struct {
 		// committed; 0 while not the active controller.
 		activeTerm uint64
 		sessions   *sessions
-		running    bool
+		// preferred holds preferred-leader elections back (preferred.go).
+		preferred *preferredWait
+		running   bool
 		// members are the consumer groups' members while active, nil
 		// otherwise (members.go).
 		members *membership.Coordinator
@@ -183,6 +195,7 @@ func New(cfg Config) *Controller {
 		stopped:     make(chan struct{}),
 	}
 	c.mu.sessions = newSessions(cfg.SessionTimeout)
+	c.mu.preferred = newPreferredWait(max(cfg.PreferredLeaderDelay, 0))
 	return c
 }
 
@@ -352,6 +365,7 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 	c.mu.Lock()
 	c.mu.activeTerm = term
 	c.mu.sessions.reset(img, c.cfg.Now(), c.cfg.Grace)
+	c.mu.preferred.clear() // a new tenure waits afresh
 	c.startMembers(term, img)
 	if prevController != c.cfg.NodeID {
 		// Raft (with PreVote and CheckQuorum) elects a new leader only when
@@ -404,9 +418,18 @@ func (c *Controller) waitApplied(ctx context.Context, idx uint64) (*metadata.Ima
 // tick runs the periodic checks; loop only, active controller only.
 func (c *Controller) tick(ctx context.Context) {
 	reqs := c.sessionChecks()
-	reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
-		return metadata.DecidePreferredLeaders(m), nil
-	}})
+	img, now := c.cfg.Store.Image(), c.cfg.Now()
+	c.mu.Lock()
+	ready := c.mu.preferred.readySet(img, now, c.mu.sessions.appliedOf)
+	c.mu.Unlock()
+	if len(ready) > 0 {
+		reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {
+			return metadata.DecidePreferredLeadersIf(m, func(p metadata.PartitionState) bool {
+				r, ok := ready[partitionRef{p.TopicID, p.Partition}]
+				return ok && r == p.Preferred()
+			}), nil
+		}})
+	}
 	if r := c.groupExpiry(); r != nil {
 		reqs = append(reqs, r)
 	}

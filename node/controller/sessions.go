@@ -29,6 +29,10 @@ type session struct {
 	// answer of this tenure by, sooner than unansweredAfter would ask
 	// (expectConfirmation); zero once it has.
 	confirmBy time.Time
+	// applied is the metadata offset the broker's latest heartbeat of this
+	// incarnation reported applied (hasApplied: one did); preferred.go.
+	applied    uint64
+	hasApplied bool
 }
 
 func newSessions(timeout time.Duration) *sessions {
@@ -81,6 +85,30 @@ func (s *sessions) touch(id int32, incarnation int64, now time.Time) {
 	}
 	ss.deadline = now.Add(s.timeout)
 	s.m[id] = ss
+}
+
+// reportApplied records the metadata offset a heartbeat of broker id's
+// incarnation reported applied (the highest such: heartbeats may be
+// answered out of order).
+func (s *sessions) reportApplied(id int32, incarnation int64, offset int64) {
+	ss, ok := s.m[id]
+	if !ok || ss.incarnation != incarnation || offset < 0 {
+		return
+	}
+	if !ss.hasApplied || uint64(offset) > ss.applied {
+		ss.applied, ss.hasApplied = uint64(offset), true
+	}
+	s.m[id] = ss
+}
+
+// appliedOf returns the metadata offset broker id's incarnation last
+// reported applied (reportApplied); ok false when none did.
+func (s *sessions) appliedOf(id int32, incarnation int64) (uint64, bool) {
+	ss, ok := s.m[id]
+	if !ok || ss.incarnation != incarnation || !ss.hasApplied {
+		return 0, false
+	}
+	return ss.applied, true
 }
 
 // answered records that a heartbeat numbered seq, confirming answers up to

@@ -426,18 +426,11 @@ func AlterPartitionResponse(img *Image, req wire.AlterPartitionRequest) wire.Alt
 }
 
 // DecidePreferredLeaders moves leadership back to each partition's preferred
-// replica where that replica is in the ISR and live but does not lead.
+// replica where that replica is in the ISR and live but does not lead
+// (PreferredWaiting), at once. The controller holds each move back a while
+// (DecidePreferredLeadersIf, preferred.go).
 func DecidePreferredLeaders(img *Image) []Record {
-	var out []Record
-	img.EachPartition(func(p PartitionState) bool {
-		pref := p.Preferred()
-		if p.Leader != pref && p.InISR(pref) && img.Live(pref) {
-			c, _ := changeTo(p, p.ISR, pref, p.ELR)
-			out = append(out, c)
-		}
-		return true
-	})
-	return out
+	return DecidePreferredLeadersIf(img, nil)
 }
 
 // DecideProducerIDs allocates the next n producer ids to a registered broker.

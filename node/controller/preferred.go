@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"time"
+
+	"paymentlog/node/metadata"
+)
+
+// DefaultPreferredLeaderDelay is how long a partition's preferred replica
+// must have been back in its ISR before the controller moves the
+// leadership back to it (Config.PreferredLeaderDelay).
+//
+// Why 500 ms: moving a leadership costs the writers a stall whatever the
+// timing (bench rolling: NotLeader and UnknownLeaderEpoch refusals, the old
+// leader's uncommitted tail truncated and resent), and it cost the most
+// when it came the moment a restarted node rejoined the ISR, while that
+// node was still busy starting (README, Benchmarks: rolling). Half a
+// second is two session timeouts: a node that rejoins and is fenced again
+// at once never gets leaderships to lose, and a move-back still comes well
+// within a second of the node being ready. Kafka waits for its imbalance
+// check (leader.imbalance.check.interval.seconds, 300 s by default).
+const DefaultPreferredLeaderDelay = 500 * time.Millisecond
+
+// preferredWait holds preferred-leader election back (see
+// metadata.DecidePreferredLeadersIf). A partition's preferred replica may
+// take its leadership back only once this controller has seen it waiting
+// (metadata.PreferredWaiting) for at least the delay, the same broker
+// incarnation all along, and that broker has reported in a heartbeat that
+// it applied the metadata up to where this controller first saw it
+// waiting, which includes the change that put it back in the ISR: it
+// learns of its new leadership from the next entries, not from ones it is
+// still catching up on.
+//
+// It is pure: time and the image come in as arguments. Not safe for
+// concurrent use (Controller guards it with mu).
+type preferredWait struct {
+	delay time.Duration
+	m     map[partitionRef]preferredSeen
+}
+
+type partitionRef struct {
+	topicID   string
+	partition int32
+}
+
+// preferredSeen is when, and as of which metadata offset, this controller
+// first saw a partition's preferred replica (that incarnation) waiting.
+type preferredSeen struct {
+	replica     int32
+	incarnation int64
+	since       time.Time
+	offset      uint64
+}
+
+func newPreferredWait(delay time.Duration) *preferredWait {
+	return &preferredWait{delay: delay, m: map[partitionRef]preferredSeen{}}
+}
+
+// observe records the partitions of img whose preferred replica is waiting
+// (from now, as of img's offset, when first seen) and forgets the others.
+func (w *preferredWait) observe(img *metadata.Image, now time.Time) {
+	seen := make(map[partitionRef]bool, len(w.m))
+	img.EachPartition(func(p metadata.PartitionState) bool {
+		if !metadata.PreferredWaiting(img, p) {
+			return true
+		}
+		k := partitionRef{p.TopicID, p.Partition}
+		seen[k] = true
+		b, _ := img.Broker(p.Preferred())
+		if s, ok := w.m[k]; ok && s.replica == b.ID && s.incarnation == b.Incarnation {
+			return true
+		}
+		w.m[k] = preferredSeen{replica: b.ID, incarnation: b.Incarnation, since: now, offset: img.Offset()}
+		return true
+	})
+	for k := range w.m {
+		if !seen[k] {
+			delete(w.m, k)
+		}
+	}
+}
+
+// ready reports whether p's preferred replica may lead p again at now:
+// observed waiting for at least the delay, and its broker's incarnation
+// has reported applying the metadata up to where it was first seen so
+// (applied: the offset broker id's incarnation last reported, ok false
+// when none).
+func (w *preferredWait) ready(img *metadata.Image, p metadata.PartitionState, now time.Time,
+	applied func(id int32, incarnation int64) (uint64, bool)) bool {
+	s, ok := w.m[partitionRef{p.TopicID, p.Partition}]
+	if !ok || s.replica != p.Preferred() {
+		return false
+	}
+	if b, ok := img.Broker(s.replica); !ok || b.Incarnation != s.incarnation {
+		return false
+	}
+	if now.Sub(s.since) < w.delay {
+		return false
+	}
+	off, ok := applied(s.replica, s.incarnation)
+	return ok && off >= s.offset
+}
+
+// readySet returns the partitions of img whose preferred replica may lead
+// them again at now (ready), each with that replica, after observing img.
+func (w *preferredWait) readySet(img *metadata.Image, now time.Time,
+	applied func(id int32, incarnation int64) (uint64, bool)) map[partitionRef]int32 {
+	w.observe(img, now)
+	var out map[partitionRef]int32
+	img.EachPartition(func(p metadata.PartitionState) bool {
+		if metadata.PreferredWaiting(img, p) && w.ready(img, p, now, applied) {
+			if out == nil {
+				out = map[partitionRef]int32{}
+			}
+			out[partitionRef{p.TopicID, p.Partition}] = p.Preferred()
+		}
+		return true
+	})
+	return out
+}
+
+// clear forgets everything (this controller's tenure ended or began).
+func (w *preferredWait) clear() { w.m = map[partitionRef]preferredSeen{} }
