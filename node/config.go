@@ -104,7 +104,7 @@ type Config struct {
 	// partition's leadership moves back to its preferred replica only once
 	// that replica has been back in the ISR this long (and has applied the
 	// metadata saying so: node/controller/preferred.go); default
-	// controller.DefaultPreferredLeaderDelay (500ms), 0: no delay.
+	// controller.DefaultPreferredLeaderDelay (2s), 0: no delay.
 	PreferredLeaderDelay time.Duration
 	// GroupSessionTimeout and GroupHeartbeatInterval are the consumer
 	// group members' while this node is the active controller (0: the

@@ -43,7 +43,7 @@ func newHarness(t *testing.T) *harness {
 		lvl = slog.LevelDebug
 	}
 	h.c = New(Config{NodeID: 1, Raft: h.raft, Store: h.store, HeartbeatInterval: 100 * time.Millisecond,
-		SessionTimeout: time.Second, Now: h.clock.Now, Ticks: h.ticks,
+		SessionTimeout: time.Second, Now: h.clock.Now, Ticks: h.ticks, PreferredLeaderDelay: 500 * time.Millisecond,
 		Rand:   func() uint64 { return h.seed.Add(1) },
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))})
 	ctx, cancel := context.WithCancel(context.Background())
