@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,46 +15,14 @@ import (
 	"paymentlog/client"
 	"paymentlog/node"
 	"paymentlog/segment"
+	"paymentlog/segment/segmenttest"
 )
 
 // damageMetadataEntry flips a byte in the record of entry index in the
 // metadata log under dir.
 func damageMetadataEntry(t *testing.T, dir string, index uint64) {
 	t.Helper()
-	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
-	if err != nil || len(logs) == 0 {
-		t.Fatalf("metadata segments %v: %v", logs, err)
-	}
-	slices.Sort(logs)
-	file := logs[0]
-	for _, l := range logs {
-		if b, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(l), ".log"), 10, 64); err == nil && b <= index {
-			file = l
-		}
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, pos := -1, 0
-	segment.SplitBatches(data, func(b segment.Batch) error { //nolint:errcheck // stops at the zeros
-		if uint64(b.BaseOffset()) == index {
-			at = pos + len(b) - 1
-		}
-		pos += len(b)
-		return nil
-	})
-	if at < 0 {
-		t.Fatalf("entry %d not in %s", index, file)
-	}
-	fh, err := os.OpenFile(file, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	if _, err := fh.WriteAt([]byte{data[at] ^ 0x55}, int64(at)); err != nil {
-		t.Fatal(err)
-	}
+	segmenttest.RotBatch(t, dir, int64(index))
 }
 
 // A controller's metadata log rots (an applied entry): its scrub finds it

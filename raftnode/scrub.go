@@ -59,10 +59,14 @@ type ScrubStats struct {
 	// QuarantineBytes is the size of the copies repairs set aside in the
 	// metadata directory (segment.ScrubQuarantinePrefix), still there.
 	QuarantineBytes int64
+	// QuarantinesRemoved counts the quarantines SweepScrubQuarantines
+	// removed.
+	QuarantinesRemoved uint64
 }
 
 type scrubCounters struct {
 	bytes, passes, corrupt, snapsRewritten atomic.Uint64
+	sweep                                  quarantineSweep // scrub_quarantine.go
 }
 
 // ScrubStats returns the scrub counters. Safe to call at any time.
@@ -72,6 +76,7 @@ func (n *Node) ScrubStats() ScrubStats {
 		Passes:             n.scrub.passes.Load(),
 		Corrupt:            n.scrub.corrupt.Load(),
 		SnapshotsRewritten: n.scrub.snapsRewritten.Load(),
+		QuarantinesRemoved: n.scrub.sweep.removed.Load(),
 	}
 	if sl, ok := n.st.log.(*segmentLog); ok {
 		s.QuarantineBytes = sl.log.QuarantinedBytes()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"paymentlog/segment"
 )
@@ -54,13 +55,17 @@ func prepareScrubRepair(cfg Config, files fileStore) error {
 		return nil
 	}
 	q := filepath.Join(cfg.DataDir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base))
-	copied, err := setAsideSegments(fsys, cfg.DataDir, q, base)
+	copied, err := setAsideSegments(fsys, cfg.DataDir, q, base, time.Now())
 	if err != nil {
 		return fmt.Errorf("raftnode: setting the metadata log aside before its repair: %w", err)
 	}
 	lg := cfg.Logger
 	_, voter := cfg.Voters[cfg.ID]
 	if voter && len(cfg.Voters) < 2 {
+		// The sweep (scrub_quarantine.go) never removes this one.
+		if err := segment.WriteCheckpoint(fsys, filepath.Join(q, soleCopyFile), []byte("the only voter's: the operator's to salvage and remove\n")); err != nil {
+			return fmt.Errorf("raftnode: setting the metadata log aside before its repair: %w", err)
+		}
 		return fmt.Errorf("%w: refusing to start rather than lose committed metadata; its segments from offset %d are in %s (salvage them with paymentlog log dump); to start anyway with the log truncated at the corrupt entry, remove %s",
 			ErrScrubOnlyVoter, base, q, segment.ScrubMarkPath(cfg.DataDir))
 	}
@@ -84,13 +89,17 @@ func prepareScrubRepair(cfg Config, files fileStore) error {
 
 // setAsideSegments copies the .log files of dir's segments at and after
 // base into q (made if absent), skipping those already there, and syncs
-// them. It returns how many it copied.
-func setAsideSegments(fsys segment.FS, dir, q string, base int64) (int, error) {
+// them; q records first when it was set aside (segment.WriteSetAsideAt:
+// the sweep's retention counts from then). It returns how many it copied.
+func setAsideSegments(fsys segment.FS, dir, q string, base int64, now time.Time) (int, error) {
 	names, err := fsys.ReadDir(dir)
 	if err != nil {
 		return 0, err
 	}
 	if err := fsys.MkdirAll(q, 0o755); err != nil {
+		return 0, err
+	}
+	if err := segment.WriteSetAsideAt(fsys, q, now); err != nil {
 		return 0, err
 	}
 	have, err := fsys.ReadDir(q)

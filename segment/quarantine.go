@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ScrubQuarantinePrefix names the directory, inside the log's, where an
@@ -28,7 +29,8 @@ import (
 // segment file), or its log start has passed it, and the replica is in
 // sync with another. It never removes one of a partition of replication
 // factor 1, nor one whose offsets cannot be told. Deleting the partition
-// removes it too.
+// removes it too. The metadata log's (raftnode's scrub_repair.go) are
+// removed by raftnode's sweep (scrub_quarantine.go), on the same retention.
 const ScrubQuarantinePrefix = "scrub-quarantine-"
 
 // quarantineTimeFile, in a quarantine, holds when it was set aside (an
@@ -45,11 +47,9 @@ func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
 	if err := l.fs.MkdirAll(q, 0o755); err != nil {
 		return fmt.Errorf("segment: scrub quarantine: %w", err)
 	}
-	if _, ok, err := readOffsetCheckpoint(l.fs, join(q, quarantineTimeFile)); err != nil || !ok {
-		// Written first: an attempt that crashes later keeps the first time.
-		if err := writeOffsetCheckpoint(l.fs, join(q, quarantineTimeFile), l.opts.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("segment: scrub quarantine: %w", err)
-		}
+	// Written first: an attempt that crashes later keeps the first time.
+	if err := WriteSetAsideAt(l.fs, q, l.opts.Now()); err != nil {
+		return err
 	}
 	if cut >= 0 {
 		name := segmentName(cut) + ".log"
@@ -80,6 +80,21 @@ func (l *Log) setAsideForRepair(mark, cut int64, later []int64) error {
 	l.logger.Warn("segment: set aside what the repair of a scrub's mark takes out of the log (a copy of the segment truncated, the later segments); "+
 		"the node removes the directory once the replica holds those records again in sync with another (--log-scrub-quarantine-retention); salvage from it a partition that had no other copy",
 		"quarantine", q, "truncated_segment", cut, "later_segments", len(later))
+	return nil
+}
+
+// WriteSetAsideAt records in the quarantine directory q (made already)
+// that it was set aside at now, unless it records a time already (an
+// earlier attempt's, which is kept): Quarantine.SetAsideAt, from which the
+// sweep counts its retention. This package's repair and raftnode's of its
+// metadata log call it before they set anything aside.
+func WriteSetAsideAt(fs FS, q string, now time.Time) error {
+	if _, ok, err := readOffsetCheckpoint(fs, join(q, quarantineTimeFile)); err == nil && ok {
+		return nil
+	}
+	if err := writeOffsetCheckpoint(fs, join(q, quarantineTimeFile), now.UnixMilli()); err != nil {
+		return fmt.Errorf("segment: scrub quarantine: %w", err)
+	}
 	return nil
 }
 

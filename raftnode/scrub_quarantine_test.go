@@ -1,0 +1,208 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"paymentlog/segment"
+	"paymentlog/segment/segmenttest"
+)
+
+// The decision, rule by rule: each case breaks exactly one of them.
+func TestMetadataQuarantineVerdict(t *testing.T) {
+	setAside := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	known := segment.QuarantineRange{FirstOffset: 40, LastOffset: 90, LastEpoch: 3}
+	ok := quarantineFacts{retention: time.Hour, rng: known, voter: true, voters: 3, applied: 91}
+	for _, tc := range []struct {
+		name   string
+		now    time.Time
+		change func(*quarantineFacts)
+		remove bool
+		why    string
+	}{
+		{"redundant", setAside.Add(time.Hour), nil, true, ""},
+		{"a learner's, caught up", setAside.Add(2 * time.Hour), func(f *quarantineFacts) { f.voter, f.voters = false, 1 }, true, ""},
+		{"holds no entry", setAside.Add(time.Hour), func(f *quarantineFacts) {
+			f.rng, f.applied = segment.QuarantineRange{FirstOffset: -1, LastOffset: -1, LastEpoch: -1}, 1
+		}, true, ""},
+		{"retention 0", setAside.Add(1000 * time.Hour), func(f *quarantineFacts) { f.retention = 0 }, false, "retention 0"},
+		{"too young", setAside.Add(time.Hour - time.Millisecond), nil, false, "retention 1h"},
+		{"a single voter's refused start", setAside.Add(time.Hour), func(f *quarantineFacts) { f.soleCopy = true }, false, "refused start"},
+		{"range unknown", setAside.Add(time.Hour), func(f *quarantineFacts) { f.rng.Unknown = "segment file 40.log: bad CRC" }, false, "cannot be told"},
+		{"only voter", setAside.Add(time.Hour), func(f *quarantineFacts) { f.voters = 1 }, false, "only voter"},
+		{"guarded", setAside.Add(time.Hour), func(f *quarantineFacts) { f.guarded = true }, false, "rejoin guard"},
+		{"applied at its last index", setAside.Add(time.Hour), func(f *quarantineFacts) { f.applied = 90 }, false, "applied index 90"},
+		{"applied below it", setAside.Add(time.Hour), func(f *quarantineFacts) { f.applied = 12 }, false, "applied index 12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := ok
+			f.age = tc.now.Sub(setAside)
+			if tc.change != nil {
+				tc.change(&f)
+			}
+			remove, why := quarantineVerdict(f)
+			if remove != tc.remove || !strings.Contains(why, tc.why) || (remove && why != "") {
+				t.Fatalf("verdict %v %q; want %v, the reason naming %q", remove, why, tc.remove, tc.why)
+			}
+		})
+	}
+}
+
+// A follower's metadata log is repaired (a rotten entry in a sealed
+// segment) and its segments set aside, with the time. The sweep keeps the
+// quarantine while the node is guarded (behind, and also once it applied
+// past the quarantine's entries: it has no catch-up target yet), and, once
+// its guard lifted, while it is younger than the retention
+// or the retention is 0; then removes it, logs and counts it, and the
+// quarantine bytes drop to 0.
+func TestScrubQuarantineSweptOnceRedundant(t *testing.T) {
+	requireSegment(t)
+	logs := &lockedBuffer{}
+	root := t.TempDir()
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		cfg.SegmentBytes = 4096
+		onDisk(root, cfg, logs)
+	})
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	var victim uint64
+	for i := range 80 {
+		idx := c.propose(lead, fmt.Sprintf("value-%02d", i))
+		if i == 5 {
+			victim = idx
+		}
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	b := c.others(lead)[0]
+	base := segmenttest.RotBatch(t, metaDirIn(root, b), int64(victim))
+	c.scrubFinds(b)
+	before := time.Now()
+	c.start(b)
+	n := c.nodes[b]
+	if !n.Status().VoteGuarded {
+		t.Fatal("the repaired node is not guarded")
+	}
+	name := fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base)
+	q := filepath.Join(metaDirIn(root, b), name)
+	sl := n.st.log.(*segmentLog)
+	qs, err := sl.log.Quarantines(before.Add(time.Hour)) // a time the repair did not write
+	if err != nil || len(qs) != 1 || qs[0].Name != name {
+		t.Fatalf("quarantines %+v %v; want %s", qs, err, name)
+	}
+	setAside := qs[0].SetAsideAt
+	if setAside.Before(before.Add(-time.Second)) || setAside.After(time.Now()) {
+		t.Fatalf("set aside at %v; want the repair's time, about %v", setAside, before)
+	}
+	rng, err := sl.log.QuarantineRange(name)
+	if err != nil || rng.Unknown != "" || rng.LastOffset < int64(victim) {
+		t.Fatalf("quarantine range %+v %v; want known, past %d", rng, err, victim)
+	}
+	if n.ScrubStats().QuarantineBytes == 0 {
+		t.Fatal("no quarantine bytes counted")
+	}
+	kept := func(now time.Time, retention time.Duration) {
+		t.Helper()
+		removed, err := n.SweepScrubQuarantines(now, retention)
+		if err != nil || len(removed) != 0 {
+			t.Fatalf("sweep at +%s, retention %s: removed %+v, %v; want it kept", now.Sub(setAside), retention, removed, err)
+		}
+		if files, err := os.ReadDir(q); err != nil || len(files) == 0 {
+			t.Fatalf("quarantine %s: %v %v; want it kept", q, files, err)
+		}
+	}
+	kept(setAside.Add(2*time.Hour), time.Hour) // guarded, behind
+
+	// The leader's entries reach it, guarded (no catch-up target yet).
+	c.waitApplied(c.propose(c.leader(), "while guarded"))
+	if st := n.Status(); !st.VoteGuarded || st.Applied <= uint64(rng.LastOffset) {
+		t.Fatalf("%+v; want the node guarded, applied past %d", st, rng.LastOffset)
+	}
+	kept(setAside.Add(2*time.Hour), time.Hour) // guarded, applied past it
+	c.waitGuardLifted(b)
+	c.waitApplied(c.propose(c.leader(), "after"))
+	if st := n.Status(); st.Applied <= uint64(rng.LastOffset) {
+		t.Fatalf("applied %d, not past the quarantine's last index %d", st.Applied, rng.LastOffset)
+	}
+	kept(setAside.Add(time.Hour-time.Millisecond), time.Hour) // too young
+	kept(setAside.Add(1000*time.Hour), 0)                     // retention 0
+	removed, err := n.SweepScrubQuarantines(setAside.Add(time.Hour), time.Hour)
+	if err != nil || len(removed) != 1 || removed[0].Dir != q || removed[0].Range != rng || removed[0].Bytes == 0 {
+		t.Fatalf("sweep past the retention: %+v %v; want %s removed, range %+v", removed, err, q, rng)
+	}
+	if _, err := os.Stat(q); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("quarantine %s still there", q)
+	}
+	if st := n.ScrubStats(); st.QuarantineBytes != 0 || st.QuarantinesRemoved != 1 {
+		t.Fatalf("after the removal: %+v; want 0 quarantine bytes, 1 removed", st)
+	}
+	if !strings.Contains(logs.String(), "removed a metadata log scrub quarantine") {
+		t.Fatal("the removal was not logged")
+	}
+}
+
+// A single voter's refused start marks its quarantine as the operator's:
+// even once the operator starts it anyway (the mark removed) and the
+// group has grown, the sweep keeps it.
+func TestScrubQuarantineOfTheOnlyVoterKept(t *testing.T) {
+	requireSegment(t)
+	logs := &lockedBuffer{}
+	root := t.TempDir()
+	c := newTestCluster(t, 1, func(cfg *Config) { onDisk(root, cfg, logs) })
+	c.segment = true
+	c.startVoters()
+	c.leader()
+	idx := c.propose(1, "only")
+	c.propose(1, "later")
+	c.waitApplied(idx + 1)
+	segmenttest.RotBatch(t, metaDirIn(root, 1), int64(idx))
+	c.scrubFinds(1)
+	if _, err := Start(context.Background(), c.config(1)); !errors.Is(err, ErrScrubOnlyVoter) {
+		t.Fatalf("start: %v; want ErrScrubOnlyVoter", err)
+	}
+	q := filepath.Join(metaDirIn(root, 1), segment.ScrubQuarantinePrefix+"00000000000000000001")
+	if _, err := os.Stat(filepath.Join(q, soleCopyFile)); err != nil {
+		t.Fatalf("quarantine %s: %v; want it marked %s", q, err, soleCopyFile)
+	}
+	if _, err := os.Stat(filepath.Join(q, "set-aside-at")); err != nil {
+		t.Fatalf("quarantine %s: %v; want it to record when it was set aside", q, err)
+	}
+	if err := os.Remove(segment.ScrubMarkPath(metaDirIn(root, 1))); err != nil {
+		t.Fatal(err)
+	}
+	c.start(1)
+	c.leader()
+	c.waitApplied(c.propose(1, "after"))
+	n := c.nodes[1]
+	// As if the group had grown: the verdict sees a voter of several.
+	f := quarantineFacts{retention: time.Hour, age: 2 * time.Hour, soleCopy: true, voter: true, voters: 3, applied: n.Status().Applied}
+	if remove, _ := quarantineVerdict(f); remove {
+		t.Fatal("a sole copy's quarantine would be removed")
+	}
+	removed, err := n.SweepScrubQuarantines(time.Now().Add(1000*time.Hour), time.Hour)
+	if err != nil || len(removed) != 0 {
+		t.Fatalf("sweep: %+v %v; want the only voter's quarantine kept", removed, err)
+	}
+	if !strings.Contains(logs.String(), "refused start") {
+		t.Fatal("the reason it stays was not logged")
+	}
+}
+
+// onDisk keeps a segment-backed test node's metadata log in a directory
+// under root on the OS's file system (segment.MemFS lists no
+// subdirectories, so it shows no quarantine), logging at INFO into logs.
+func onDisk(root string, cfg *Config, logs *lockedBuffer) {
+	cfg.FS, cfg.DataDir = segment.OSFS{}, metaDirIn(root, cfg.ID)
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil)).With("test_node", cfg.ID)
+}
+
+func metaDirIn(root string, id uint64) string {
+	return filepath.Join(root, fmt.Sprintf("node%d", id), "__cluster_metadata-0")
+}
