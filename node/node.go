@@ -331,6 +331,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.LogScrubInterval > 0 {
 		n.goRun(rctx, "metadata-scrub", n.scrubMetadataLoop)
 	}
+	n.goRun(rctx, "metadata-quarantine-sweep", n.sweepMetadataQuarantinesLoop)
 	if n.raft.Status().VoteGuarded {
 		n.goRun(rctx, "rejoin-guard", n.awaitRejoinTarget)
 	}

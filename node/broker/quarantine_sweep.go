@@ -84,6 +84,13 @@ func (b *Broker) SetQuarantineRetention(d time.Duration) {
 	}
 }
 
+// QuarantineRetention is the retention SetQuarantineRetention last set (0:
+// never automatically); the node's sweep of the metadata log's quarantines
+// keeps them as long.
+func (b *Broker) QuarantineRetention() time.Duration {
+	return time.Duration(b.quarantine.retention.Load())
+}
+
 // quarantineFacts is what decides a quarantine's removal.
 type quarantineFacts struct {
 	retention time.Duration // 0: never remove
