@@ -193,7 +193,13 @@ func (m *metadata) get(ctx context.Context) (*snapshot, error) {
 // refresh fetches new metadata (joining a refresh already under way) and
 // waits for it until ctx ends.
 func (m *metadata) refresh(ctx context.Context) error {
-	call := m.start(m.c.cfg.HedgeDelay)
+	return m.refreshHedged(ctx, m.c.cfg.HedgeDelay)
+}
+
+// refreshHedged is refresh with its own hedge delay (refreshIfOlderHedged
+// says when a short one is worth it).
+func (m *metadata) refreshHedged(ctx context.Context, hedge time.Duration) error {
+	call := m.start(hedge)
 	select {
 	case <-call.done:
 		return call.err

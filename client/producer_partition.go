@@ -299,6 +299,12 @@ func (pp *partProducer) takeClosedLocked() {
 	pp.mu.closed = pp.mu.closed[:0]
 }
 
+// stalledHedge is the hedge delay of the metadata refreshes a partition's
+// trouble asks for: half the leader check interval, at most HedgeDelay.
+func (p *Producer) stalledHedge() time.Duration {
+	return min(p.cfg.LeaderCheckInterval/2, p.c.cfg.HedgeDelay)
+}
+
 // pump fails the queued batches past their delivery deadline, then sends
 // what may be sent now.
 func (pp *partProducer) pump(now time.Time) {
@@ -312,7 +318,13 @@ func (pp *partProducer) pump(now time.Time) {
 		if pp.needMeta {
 			pp.needMeta = false
 			ctx, cancel := context.WithTimeout(pp.p.ctx, pp.p.c.cfg.MetadataTimeout)
-			_ = pp.p.c.meta.refresh(ctx)
+			// With the short hedge of a stalled request (checkLeaders):
+			// the node asked first is the one whose answer was last news,
+			// often the leader that just refused or dropped this
+			// partition's requests. In a rolling restart that node is
+			// stopping: asked first with the usual 300 ms hedge, it held
+			// the resend up until it answered again, restarted (~200 ms).
+			_ = pp.p.c.meta.refreshHedged(ctx, pp.p.stalledHedge())
 			cancel()
 			now = time.Now()
 		}

@@ -226,7 +226,7 @@ func (pp *partProducer) checkLeaders(now time.Time, refresh bool) {
 	stalled := now.Sub(pp.inflight[0].sentAt) >= ivl
 	if refresh && stalled {
 		pp.checkedAt = now
-		pp.p.c.meta.refreshIfOlderHedged(ivl/2, min(ivl/2, pp.p.c.cfg.HedgeDelay))
+		pp.p.c.meta.refreshIfOlderHedged(ivl/2, pp.p.stalledHedge())
 	}
 	if stalled {
 		// And a long poll elsewhere (one per client): the news of a new
