@@ -96,20 +96,31 @@ func TestMetadataScrubRepairsAController(t *testing.T) {
 		t.Fatalf("scrub after the repair: %v", err)
 	}
 	// The metadata log is one segment here: the quarantine holds only the
-	// copy of the rotten one, whose last index cannot be told past the bad
-	// entry. The sweep (raftnode's scrub_quarantine_test.go removes one
-	// whose indexes are known) keeps it for the operator, even past
-	// --log-scrub-quarantine-retention, caught up.
-	for _, at := range []time.Time{time.Now(), time.Now().Add(node.DefaultConfig().LogScrubQuarantineRetention + time.Minute)} {
-		if n := nf.SweepMetadataQuarantines(at); n != 0 {
-			t.Fatalf("a sweep at %v removed %d quarantines; want none (indexes unknown)", at, n)
+	// copy of the rotten one, whose last index is bounded past the bad
+	// entry (raftnode's entriesBound). The sweep keeps it until it is
+	// past --log-scrub-quarantine-retention and the controller has applied
+	// past that bound, then removes it.
+	if n := nf.SweepMetadataQuarantines(time.Now()); n != 0 {
+		t.Fatalf("a sweep removed %d quarantines set aside just now", n)
+	}
+	later := time.Now().Add(node.DefaultConfig().LogScrubQuarantineRetention + time.Minute)
+	i := 0
+	for ; nf.SweepMetadataQuarantines(later) == 0; i++ {
+		if i == 40 {
+			t.Fatalf("quarantine %s kept after %d more topics (applied %d)", q, i, nf.Raft().Status().Applied)
 		}
+		createTopic(ctx, t, tc, cl, client.TopicSpec{Name: fmt.Sprintf("more-%d", i), Partitions: 1, ReplicationFactor: 1, MinISR: 1})
+		waitFor(t, "the repaired controller to apply the topic", 15*time.Second, func() bool {
+			_, ok := nf.Store().Image().Topic(fmt.Sprintf("more-%d", i))
+			return ok
+		})
 	}
-	if _, err := os.Stat(q); err != nil {
-		t.Fatalf("quarantine %s: %v; want it kept", q, err)
+	t.Logf("removed after %d more topics, at applied index %d (rotten entry %d)", i, nf.Raft().Status().Applied, victim)
+	if _, err := os.Stat(q); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("quarantine %s: %v; want it removed", q, err)
 	}
-	if st := nf.Raft().ScrubStats(); st.QuarantineBytes == 0 || st.QuarantinesRemoved != 0 {
-		t.Fatalf("%+v; want the quarantine's bytes, none removed", st)
+	if st := nf.Raft().ScrubStats(); st.QuarantineBytes != 0 || st.QuarantinesRemoved != 1 {
+		t.Fatalf("%+v; want no quarantine bytes, 1 removed", st)
 	}
 }
 

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -26,13 +27,17 @@ import (
 //  3. it is not the one a single voter's refused start set aside
 //     (soleCopyFile): that one is the operator's, always;
 //  4. the raft indexes it holds are known (segment.Log.QuarantineRange: a
-//     raft index is its entry's offset): a quarantine whose newest file
-//     holding entries is the corrupt one's copy cannot be told, and stays;
+//     raft index is its entry's offset), or bounded: when its newest file
+//     holding entries is the copy of the rotten one, the entries after the
+//     bad one are at most one per segment.HeaderSize bytes up to the
+//     file's last non-zero byte, at consecutive indexes (entriesBound). An
+//     unreadable file stays;
 //  5. this node is not the metadata group's only voter: then the quarantine
 //     may be the only copy of entries it committed alone;
 //  6. the node is not under the rejoin guard (guard.go): it has caught up
 //     to the target the other voters gave it;
-//  7. its applied index is past the quarantine's last index: the entries
+//  7. its applied index is past the quarantine's last index (or that
+//     bound): the entries
 //     the repair took out are in its log again, or in the snapshot that
 //     covers them, as committed by a majority. What the quarantine held
 //     beyond that was never committed and a new leader overwrote it.
@@ -59,6 +64,7 @@ type quarantineSweep struct {
 // quarantineMemo is what the sweep remembers of a quarantine.
 type quarantineMemo struct {
 	rng    segment.QuarantineRange
+	bound  int64 // entriesBound, with rng.Unknown set
 	logged string
 }
 
@@ -68,9 +74,10 @@ type quarantineFacts struct {
 	age       time.Duration // since it was set aside
 	soleCopy  bool          // a single voter's refused start set it aside
 	rng       segment.QuarantineRange
-	voter     bool // this node is a voter
-	voters    int  // the metadata group's voters
-	guarded   bool // under the rejoin guard
+	bound     int64 // with rng.Unknown: the last index it may hold (-1: none known)
+	voter     bool  // this node is a voter
+	voters    int   // the metadata group's voters
+	guarded   bool  // under the rejoin guard
 	applied   uint64
 }
 
@@ -84,16 +91,55 @@ func quarantineVerdict(f quarantineFacts) (remove bool, why string) {
 		return false, fmt.Sprintf("set aside %s ago, retention %s", f.age.Round(time.Second), f.retention)
 	case f.soleCopy:
 		return false, "set aside by the only voter's refused start: the operator's to salvage and remove"
-	case f.rng.Unknown != "":
+	case f.rng.Unknown != "" && f.bound < 0:
 		return false, "the raft indexes it holds cannot be told: " + f.rng.Unknown
 	case f.voter && f.voters < 2:
 		return false, "this node is the metadata group's only voter: this may be the only copy"
 	case f.guarded:
 		return false, "the node has not caught up yet (rejoin guard)"
-	case f.rng.LastOffset >= 0 && f.applied <= uint64(f.rng.LastOffset):
-		return false, fmt.Sprintf("not applied again yet: applied index %d, the quarantine holds up to index %d", f.applied, f.rng.LastOffset)
+	}
+	last := f.rng.LastOffset
+	if f.rng.Unknown != "" {
+		last = f.bound
+	}
+	if last >= 0 && f.applied <= uint64(last) {
+		return false, fmt.Sprintf("not applied again yet: applied index %d, the quarantine holds up to index %d", f.applied, last)
 	}
 	return true, ""
+}
+
+// entriesBound bounds the last raft index the quarantine in dir may hold
+// when its range is unknown (rng.Unknown) because of a corrupt batch in its
+// newest file holding entries: each entry is a batch of its own, of at
+// least segment.HeaderSize bytes, beginning with its non-zero length, at
+// consecutive indexes from rng.UnknownNext; the last one begins at or
+// before the file's last non-zero byte. -1 when it cannot be told (an
+// unreadable file).
+func entriesBound(fsys segment.FS, dir string, rng segment.QuarantineRange) int64 {
+	if rng.UnknownFile == "" {
+		return -1
+	}
+	f, err := fsys.OpenFile(filepath.Join(dir, rng.UnknownFile), os.O_RDONLY, 0)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil || size < rng.UnknownAt {
+		return -1
+	}
+	tail := make([]byte, size-rng.UnknownAt)
+	if _, err := f.ReadAt(tail, rng.UnknownAt); err != nil && !errors.Is(err, io.EOF) {
+		return -1
+	}
+	end := len(tail) - 1
+	for end >= 0 && tail[end] == 0 {
+		end--
+	}
+	if end < 0 {
+		return rng.UnknownNext - 1
+	}
+	return rng.UnknownNext + int64(end/segment.HeaderSize)
 }
 
 // RemovedQuarantine is a metadata quarantine SweepScrubQuarantines removed.
@@ -147,10 +193,13 @@ func (n *Node) SweepScrubQuarantines(now time.Time, retention time.Duration) ([]
 			if err != nil {
 				return removed, err
 			}
-			m = &quarantineMemo{rng: rng}
+			m = &quarantineMemo{rng: rng, bound: -1}
+			if rng.Unknown != "" {
+				m.bound = entriesBound(fsys, dir, rng)
+			}
 			q.mu.seen[qt.Name] = m
 		}
-		f.rng = m.rng
+		f.rng, f.bound = m.rng, m.bound
 		if c, err := fsys.OpenFile(filepath.Join(dir, soleCopyFile), os.O_RDONLY, 0); err == nil {
 			c.Close()
 			f.soleCopy = true
@@ -166,7 +215,7 @@ func (n *Node) SweepScrubQuarantines(now time.Time, retention time.Duration) ([]
 			if why != m.logged {
 				m.logged = why
 				n.lg.Info("raftnode: keeping a metadata log scrub quarantine past its retention", "dir", dir, "reason", why,
-					"first_index", m.rng.FirstOffset, "last_index", m.rng.LastOffset, "bytes", qt.Bytes)
+					"first_index", m.rng.FirstOffset, "last_index", m.rng.LastOffset, "last_index_bound", m.bound, "bytes", qt.Bytes)
 			}
 			continue
 		}
@@ -177,7 +226,7 @@ func (n *Node) SweepScrubQuarantines(now time.Time, retention time.Duration) ([]
 		q.removed.Add(1)
 		removed = append(removed, RemovedQuarantine{Dir: dir, Range: m.rng, Bytes: qt.Bytes, SetAsideAt: qt.SetAsideAt, Applied: f.applied})
 		n.lg.Info("raftnode: removed a metadata log scrub quarantine: the node has caught up and applied past its entries",
-			"dir", dir, "first_index", m.rng.FirstOffset, "last_index", m.rng.LastOffset, "bytes", qt.Bytes,
+			"dir", dir, "first_index", m.rng.FirstOffset, "last_index", m.rng.LastOffset, "last_index_bound", m.bound, "bytes", qt.Bytes,
 			"set_aside", qt.SetAsideAt, "applied", f.applied)
 	}
 	return removed, nil

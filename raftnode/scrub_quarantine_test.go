@@ -35,7 +35,13 @@ func TestMetadataQuarantineVerdict(t *testing.T) {
 		{"retention 0", setAside.Add(1000 * time.Hour), func(f *quarantineFacts) { f.retention = 0 }, false, "retention 0"},
 		{"too young", setAside.Add(time.Hour - time.Millisecond), nil, false, "retention 1h"},
 		{"a single voter's refused start", setAside.Add(time.Hour), func(f *quarantineFacts) { f.soleCopy = true }, false, "refused start"},
-		{"range unknown", setAside.Add(time.Hour), func(f *quarantineFacts) { f.rng.Unknown = "segment file 40.log: bad CRC" }, false, "cannot be told"},
+		{"range unknown", setAside.Add(time.Hour), func(f *quarantineFacts) { f.rng.Unknown, f.bound = "segment file 40.log: bad CRC", -1 }, false, "cannot be told"},
+		{"range unknown, applied past its bound", setAside.Add(time.Hour), func(f *quarantineFacts) {
+			f.rng, f.bound = segment.QuarantineRange{FirstOffset: -1, LastOffset: -1, LastEpoch: -1, Unknown: "bad CRC"}, 90
+		}, true, ""},
+		{"range unknown, applied at its bound", setAside.Add(time.Hour), func(f *quarantineFacts) {
+			f.rng, f.bound = segment.QuarantineRange{FirstOffset: -1, LastOffset: -1, LastEpoch: -1, Unknown: "bad CRC"}, 91
+		}, false, "applied index 91, the quarantine holds up to index 91"},
 		{"only voter", setAside.Add(time.Hour), func(f *quarantineFacts) { f.voters = 1 }, false, "only voter"},
 		{"guarded", setAside.Add(time.Hour), func(f *quarantineFacts) { f.guarded = true }, false, "rejoin guard"},
 		{"applied at its last index", setAside.Add(time.Hour), func(f *quarantineFacts) { f.applied = 90 }, false, "applied index 90"},
@@ -52,6 +58,47 @@ func TestMetadataQuarantineVerdict(t *testing.T) {
 				t.Fatalf("verdict %v %q; want %v, the reason naming %q", remove, why, tc.remove, tc.why)
 			}
 		})
+	}
+}
+
+// entriesBound counts one entry per segment.HeaderSize bytes after the
+// corrupt batch, up to the last non-zero byte (a batch's first bytes, its
+// length, are not zero), from the index the bad batch would have.
+func TestMetadataQuarantineEntriesBound(t *testing.T) {
+	fsys := segment.NewMemFS()
+	if err := fsys.MkdirAll("/q", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 1000) // valid batches to 100, then 3 batches' worth and zeros
+	for i := 100; i < 100+3*segment.HeaderSize; i++ {
+		data[i] = 1
+	}
+	fh, err := fsys.OpenFile("/q/00000000000000000040.log", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	rng := segment.QuarantineRange{Unknown: "bad CRC", UnknownFile: "00000000000000000040.log", UnknownAt: 100, UnknownNext: 47}
+	for _, tc := range []struct {
+		rng  func(r *segment.QuarantineRange)
+		want int64
+	}{
+		{nil, 49}, // 47, 48, 49: three batches at most
+		{func(r *segment.QuarantineRange) { r.UnknownAt = 100 + 3*segment.HeaderSize }, 46}, // zeros only
+		{func(r *segment.QuarantineRange) { r.UnknownAt = 100 + 3*segment.HeaderSize - 1 }, 47},
+		{func(r *segment.QuarantineRange) { r.UnknownFile = "" }, -1},                         // unreadable
+		{func(r *segment.QuarantineRange) { r.UnknownFile = "00000000000000000099.log" }, -1}, // gone
+	} {
+		r := rng
+		if tc.rng != nil {
+			tc.rng(&r)
+		}
+		if got := entriesBound(fsys, "/q", r); got != tc.want {
+			t.Errorf("entriesBound(%+v) = %d, want %d", r, got, tc.want)
+		}
 	}
 }
 
@@ -205,4 +252,56 @@ func onDisk(root string, cfg *Config, logs *lockedBuffer) {
 
 func metaDirIn(root string, id uint64) string {
 	return filepath.Join(root, fmt.Sprintf("node%d", id), "__cluster_metadata-0")
+}
+
+// Rot in the active segment (the metadata log is often one segment): the
+// quarantine holds only the rotten segment's copy, whose last index cannot
+// be read past the bad entry. The sweep bounds it (entriesBound) and keeps
+// the quarantine until the node has applied past that bound, then removes
+// it.
+func TestScrubQuarantineOfTheActiveSegmentSweptPastItsBound(t *testing.T) {
+	requireSegment(t)
+	logs := &lockedBuffer{}
+	root := t.TempDir()
+	c := newTestCluster(t, 3, func(cfg *Config) { onDisk(root, cfg, logs) })
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	for i := range 40 {
+		c.propose(lead, fmt.Sprintf("value-%02d", i))
+	}
+	c.waitApplied(c.nodes[lead].Status().Applied)
+	b := c.others(lead)[0]
+	last := c.nodes[b].Status().LastIndex
+	victim := c.nodes[b].Status().Applied / 2
+	base := segmenttest.RotBatch(t, metaDirIn(root, b), int64(victim))
+	c.scrubFinds(b)
+	c.start(b)
+	n := c.nodes[b]
+	name := fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base)
+	rng, err := n.st.log.(*segmentLog).log.QuarantineRange(name)
+	if err != nil || rng.Unknown == "" || rng.UnknownNext != int64(victim) {
+		t.Fatalf("quarantine range %+v %v; want unknown from index %d", rng, err, victim)
+	}
+	bound := entriesBound(segment.OSFS{}, filepath.Join(metaDirIn(root, b), name), rng)
+	if bound < int64(last) {
+		t.Fatalf("bound %d below the log's end before the repair, %d", bound, last)
+	}
+	c.waitApplied(c.nodes[c.leader()].Status().Applied)
+	c.waitGuardLifted(b)
+	later := time.Now().Add(2 * time.Hour)
+	for n.Status().Applied <= uint64(bound) {
+		if removed, err := n.SweepScrubQuarantines(later, time.Hour); err != nil || len(removed) != 0 {
+			t.Fatalf("applied %d, bound %d: sweep removed %+v, %v; want it kept", n.Status().Applied, bound, removed, err)
+		}
+		c.waitApplied(c.propose(c.leader(), "more"))
+	}
+	t.Logf("rotten entry %d, the log's end before the repair %d, bound %d", victim, last, bound)
+	removed, err := n.SweepScrubQuarantines(later, time.Hour)
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("applied %d past the bound %d: sweep removed %+v, %v; want the quarantine", n.Status().Applied, bound, removed, err)
+	}
+	if !strings.Contains(logs.String(), fmt.Sprintf("last_index_bound=%d", bound)) {
+		t.Fatal("the removal did not log the bound")
+	}
 }

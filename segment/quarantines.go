@@ -61,6 +61,14 @@ type QuarantineRange struct {
 	// corrupt batch, or an unreadable file, in its newest segment file
 	// holding batches.
 	Unknown string
+	// With Unknown set by a corrupt batch, where it is: UnknownFile is that
+	// segment file's name in the quarantine, UnknownAt the byte at which
+	// its valid batches end, and UnknownNext the offset after the last of
+	// them (the file's base without one). A caller that knows more of the
+	// batches (raftnode: one raft entry each, at consecutive offsets) can
+	// bound the offsets after it. UnknownFile is "" for an unreadable file.
+	UnknownFile            string
+	UnknownAt, UnknownNext int64
 }
 
 // Quarantines lists the log's scrub quarantines, oldest mark first. now is
@@ -140,6 +148,10 @@ func (l *Log) QuarantineRange(name string) (QuarantineRange, error) {
 		}
 		if s.Corrupt {
 			r.Unknown = fmt.Sprintf("segment file %s.log: %s", segmentName(b), s.End)
+			r.UnknownFile, r.UnknownAt, r.UnknownNext = segmentName(b)+".log", s.ValidBytes, b
+			if s.LastOffset >= 0 {
+				r.UnknownNext = s.LastOffset + 1
+			}
 			return r, nil
 		}
 		if s.LastOffset >= 0 {
