@@ -15,9 +15,10 @@ import (
 // log.scrub.quarantine.retention.ms, else --log-scrub-quarantine-retention)
 // and the same cadence (once at the start, then every
 // --retention-check-interval). raftnode.Node.SweepScrubQuarantines decides
-// (retention passed, not a single voter's refused start, indexes known, not
-// the only voter, rejoin guard lifted, applied past the quarantine's last
-// index), removes, logs and counts.
+// (retention passed, not a single voter's refused start, not the only
+// voter, rejoin guard lifted, applied past the quarantine's last index, or
+// past a bound of it when only the rotten segment's copy is there), removes,
+// logs and counts.
 
 // sweepMetadataQuarantinesLoop sweeps the metadata log's quarantines until
 // ctx ends.
