@@ -305,3 +305,37 @@ func TestScrubQuarantineOfTheActiveSegmentSweptPastItsBound(t *testing.T) {
 		t.Fatal("the removal did not log the bound")
 	}
 }
+
+// entriesBound reads a rotten file's bytes from disk: whatever they are,
+// it returns a bound between "nothing after the bad batch" and one entry
+// per segment.HeaderSize bytes, without panicking.
+func FuzzEntriesBound(f *testing.F) {
+	f.Add([]byte{}, uint16(0))
+	f.Add(make([]byte, 200), uint16(10))
+	f.Add(append(make([]byte, 61), 1), uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, at uint16) {
+		fsys := segment.NewMemFS()
+		if err := fsys.MkdirAll("/q", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := fsys.OpenFile("/q/00000000000000000001.log", os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fh.WriteAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+		rng := segment.QuarantineRange{Unknown: "bad", UnknownFile: "00000000000000000001.log", UnknownAt: int64(at), UnknownNext: 7}
+		got := entriesBound(fsys, "/q", rng)
+		if int(at) > len(data) {
+			if got != -1 {
+				t.Fatalf("bound %d past the file's end; want -1", got)
+			}
+			return
+		}
+		if hi := 7 + int64(len(data)-int(at))/segment.HeaderSize; got < 6 || got > hi {
+			t.Fatalf("bound %d of %d bytes after %d; want 6..%d", got, len(data), at, hi)
+		}
+	})
+}
