@@ -18,7 +18,9 @@ import (
 // partition's log fails, as for any storage failure, so its leaderships
 // move to in-sync replicas), and its next start repairs the partition:
 // truncated at the batch, what follows set aside, registered torn, fetched
-// again from the leader. Without a supervisor that restarts it, the node
+// again from the leader. Rot in the metadata log stops it the same way, and
+// its next start repairs that log under raft's rejoin guard (raftnode's
+// scrub_repair.go). Without a supervisor that restarts it, the node
 // would stay down, and every partition it holds would run a replica short.
 // So `node start` starts the node again itself, in the same process, after
 // such a stop (--log-scrub-restart, default on), at most scrubRestartMax
