@@ -540,22 +540,30 @@ func (res *FailoverResult) checkReadback(acks []ackRec, times []time.Time, got m
 	}
 }
 
+// readBackProblems lists what the read-back of a run under a steady load
+// (failover, rolling) makes fail: nothing acknowledged, acknowledged
+// records lost or not verified, records at more than one offset.
+func readBackProblems(acked, lost, unverified, duplicates int64) []error {
+	var errs []error
+	if acked == 0 {
+		errs = append(errs, errors.New("no record was acknowledged: nothing to verify"))
+	}
+	if lost > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged records lost", lost))
+	}
+	if unverified > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged records not verified (the read-back failed)", unverified))
+	}
+	if duplicates > 0 {
+		errs = append(errs, fmt.Errorf("%d records found at more than one offset", duplicates))
+	}
+	return errs
+}
+
 // problems lists what makes a failover run fail: acknowledged records lost
 // or not verified, records found at several offsets, failed trials.
 func (res *FailoverResult) problems() []error {
-	var errs []error
-	if res.Acked == 0 {
-		errs = append(errs, errors.New("no record was acknowledged: nothing to verify"))
-	}
-	if res.LostRecords > 0 {
-		errs = append(errs, fmt.Errorf("%d acknowledged records lost", res.LostRecords))
-	}
-	if res.Unverified > 0 {
-		errs = append(errs, fmt.Errorf("%d acknowledged records not verified (the read-back failed)", res.Unverified))
-	}
-	if res.Duplicates > 0 {
-		errs = append(errs, fmt.Errorf("%d records found at more than one offset", res.Duplicates))
-	}
+	errs := readBackProblems(res.Acked, res.LostRecords, res.Unverified, res.Duplicates)
 	for _, t := range res.Trials {
 		if t.Error != "" {
 			errs = append(errs, fmt.Errorf("trial %d: %s", t.Trial, t.Error))

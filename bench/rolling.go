@@ -436,19 +436,7 @@ func (res *RollingResult) summarize() {
 // or not verified, records at two offsets, a failed step or a roll cut
 // short.
 func (res *RollingResult) problems() []error {
-	var errs []error
-	if res.Acked == 0 {
-		errs = append(errs, errors.New("no record was acknowledged: nothing to verify"))
-	}
-	if res.LostRecords > 0 {
-		errs = append(errs, fmt.Errorf("%d acknowledged records lost", res.LostRecords))
-	}
-	if res.Unverified > 0 {
-		errs = append(errs, fmt.Errorf("%d acknowledged records not verified (the read-back failed)", res.Unverified))
-	}
-	if res.Duplicates > 0 {
-		errs = append(errs, fmt.Errorf("%d records found at more than one offset", res.Duplicates))
-	}
+	errs := readBackProblems(res.Acked, res.LostRecords, res.Unverified, res.Duplicates)
 	for _, rs := range res.Restarts {
 		if rs.Error != "" {
 			errs = append(errs, fmt.Errorf("round %d node %d: %s", rs.Round, rs.Node, rs.Error))
