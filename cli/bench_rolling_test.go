@@ -10,24 +10,6 @@ import (
 	"time"
 )
 
-// bench rolling refuses, before starting anything, what it cannot do.
-func TestBenchRollingUsageErrors(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		flag string
-	}{
-		{[]string{"bench", "rolling", "--bootstrap", "127.0.0.1:1"}, "--bootstrap"},
-		{[]string{"bench", "rolling", "--metrics=false"}, "--metrics"},
-		{[]string{"bench", "rolling", "--roll-rounds", "0"}, "--roll-rounds"},
-		{[]string{"bench", "rolling", "--nodes", "2"}, "--nodes"},
-	} {
-		out, stderr, code := runClientCLI(t, nil, c.args...)
-		if code != 2 || out != "" || !strings.HasPrefix(stderr, "paymentlog: bench: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 naming %s", c.args, code, out, stderr, c.flag)
-		}
-	}
-}
-
 // TestBenchRolling rolls a local 3-node cluster (this test binary acting as
 // paymentlog) once under a light acks=all load: three restarts, each gated
 // by /safe-to-stop and /readyz, the controller last, nothing lost, and no

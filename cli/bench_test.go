@@ -57,6 +57,12 @@ func TestBenchRefusesEmptyCounts(t *testing.T) {
 		{[]string{"bench", "failover", "--failover-partitions", "0"}, "--failover-partitions"},
 		{[]string{"bench", "transport", "--transport-rounds", "0"}, "--transport-rounds"},
 		{[]string{"bench", "throughput", "--rounds", "0"}, "--rounds"},
+		{[]string{"bench", "rolling", "--roll-rounds", "0"}, "--roll-rounds"},
+		// What bench rolling cannot do: only its own local cluster, whose
+		// nodes serve the health checks, with a node to spare.
+		{[]string{"bench", "rolling", "--bootstrap", "127.0.0.1:1"}, "--bootstrap"},
+		{[]string{"bench", "rolling", "--metrics=false"}, "--metrics"},
+		{[]string{"bench", "rolling", "--nodes", "2"}, "--nodes"},
 	} {
 		out, stderr, code := runClientCLI(t, nil, c.args...)
 		if code != 2 || out != "" || !strings.HasPrefix(stderr, "paymentlog: bench: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 {
