@@ -145,11 +145,23 @@ func CopyFile(fs FS, src, dst string) error {
 // log's directory (ScrubQuarantinePrefix), 0 when there are none or they
 // cannot be read: what an operator still has to salvage or remove.
 func (l *Log) QuarantinedBytes() int64 {
+	var n int64
+	l.eachQuarantine(func(_, q string, files []string) error {
+		n += filesSize(l.fs, q, files)
+		return nil
+	})
+	return n
+}
+
+// eachQuarantine calls fn with the name, path and files of each of the
+// log's scrub quarantines (ScrubQuarantinePrefix) that can be listed, in
+// the order of their names, until fn fails; an error is fn's or one
+// listing the log's directory.
+func (l *Log) eachQuarantine(fn func(name, q string, files []string) error) error {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
-		return 0
+		return fmt.Errorf("segment: scrub quarantines: %w", err)
 	}
-	var n int64
 	for _, name := range names {
 		if !strings.HasPrefix(name, ScrubQuarantinePrefix) {
 			continue
@@ -157,17 +169,21 @@ func (l *Log) QuarantinedBytes() int64 {
 		q := join(l.dir, name)
 		files, err := l.fs.ReadDir(q)
 		if err != nil {
-			continue
+			continue // not a directory, or gone meanwhile
 		}
-		for _, f := range files {
-			fh, err := l.fs.OpenFile(join(q, f), os.O_RDONLY, 0)
-			if err != nil {
-				continue
-			}
-			if size, err := fh.Size(); err == nil {
-				n += size
-			}
-			fh.Close()
+		if err := fn(name, q, files); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// filesSize is the size of the files in dir that can be read.
+func filesSize(fs FS, dir string, files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if size, err := fileSize(fs, join(dir, f)); err == nil {
+			n += size
 		}
 	}
 	return n

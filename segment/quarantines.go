@@ -74,34 +74,20 @@ type QuarantineRange struct {
 // Quarantines lists the log's scrub quarantines, oldest mark first. now is
 // written down as the time of one that records none (Quarantine.SetAsideAt).
 func (l *Log) Quarantines(now time.Time) ([]Quarantine, error) {
-	names, err := l.fs.ReadDir(l.dir)
-	if err != nil {
-		return nil, fmt.Errorf("segment: scrub quarantines: %w", err)
-	}
 	var out []Quarantine
-	for _, name := range names {
-		if !strings.HasPrefix(name, ScrubQuarantinePrefix) {
-			continue
-		}
-		q := join(l.dir, name)
-		files, err := l.fs.ReadDir(q)
-		if err != nil {
-			continue // not a directory, or gone meanwhile
-		}
+	err := l.eachQuarantine(func(name, q string, files []string) error {
 		ms, ok, err := readOffsetCheckpoint(l.fs, join(q, quarantineTimeFile))
 		if err != nil || !ok {
 			ms = now.UnixMilli()
 			if err := writeOffsetCheckpoint(l.fs, join(q, quarantineTimeFile), ms); err != nil {
-				return nil, fmt.Errorf("segment: scrub quarantine %s: recording when it was first seen: %w", name, err)
+				return fmt.Errorf("segment: scrub quarantine %s: recording when it was first seen: %w", name, err)
 			}
 		}
-		qt := Quarantine{Name: name, SetAsideAt: time.UnixMilli(ms)}
-		for _, f := range files {
-			if size, err := fileSize(l.fs, join(q, f)); err == nil {
-				qt.Bytes += size
-			}
-		}
-		out = append(out, qt)
+		out = append(out, Quarantine{Name: name, SetAsideAt: time.UnixMilli(ms), Bytes: filesSize(l.fs, q, files)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
