@@ -116,19 +116,12 @@ func checkClientCert(certs []*x509.Certificate, roots *x509.CertPool, now time.T
 		return &RefusedPeer{Reason: RefusedNoCertificate,
 			Err: fmt.Errorf("tls: client didn't provide a certificate%.0w", tls.AlertError(alertCertificateRequired))}
 	}
-	leaf := certs[0]
-	ref := &RefusedPeer{Name: leaf.Subject.CommonName, Issuer: leaf.Issuer.String(), NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter}
-	if leaf.SerialNumber != nil {
-		ref.Serial = serialKey(leaf.SerialNumber)
-	}
+	leaf, ref := certs[0], refusalOf(certs[0])
 	opts := x509.VerifyOptions{
 		Roots:         roots,
 		CurrentTime:   now,
-		Intermediates: x509.NewCertPool(),
+		Intermediates: intermediatesOf(certs),
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	for _, c := range certs[1:] {
-		opts.Intermediates.AddCert(c)
 	}
 	if _, err := leaf.Verify(opts); err != nil {
 		var alert uint8
@@ -141,6 +134,26 @@ func checkClientCert(certs []*x509.Certificate, roots *x509.CertPool, now time.T
 		return ref
 	}
 	return nil
+}
+
+// refusalOf is the refusal of a peer that presented leaf, its reason and
+// error still to be set.
+func refusalOf(leaf *x509.Certificate) *RefusedPeer {
+	ref := &RefusedPeer{Name: leaf.Subject.CommonName, Issuer: leaf.Issuer.String(), NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter}
+	if leaf.SerialNumber != nil {
+		ref.Serial = serialKey(leaf.SerialNumber)
+	}
+	return ref
+}
+
+// intermediatesOf is the pool of the certificates a peer presented after
+// its leaf, as crypto/tls builds it for verification.
+func intermediatesOf(certs []*x509.Certificate) *x509.CertPool {
+	pool := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		pool.AddCert(c)
+	}
+	return pool
 }
 
 // refusalReason is the reason for a failed x509 verification at now, and

@@ -62,19 +62,12 @@ func checkServerCert(certs []*x509.Certificate, roots *x509.CertPool, serverName
 	if len(certs) == 0 { // not reached: see above
 		return &RefusedPeer{Reason: RefusedBadCertificate, Err: &tls.CertificateVerificationError{Err: errNoServerCertificate}}
 	}
-	leaf := certs[0]
-	ref := &RefusedPeer{Name: leaf.Subject.CommonName, Issuer: leaf.Issuer.String(), NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter}
-	if leaf.SerialNumber != nil {
-		ref.Serial = serialKey(leaf.SerialNumber)
-	}
+	leaf, ref := certs[0], refusalOf(certs[0])
 	opts := x509.VerifyOptions{
 		Roots:         roots,
 		CurrentTime:   now,
 		DNSName:       serverName,
-		Intermediates: x509.NewCertPool(),
-	}
-	for _, c := range certs[1:] {
-		opts.Intermediates.AddCert(c)
+		Intermediates: intermediatesOf(certs),
 	}
 	if _, err := leaf.Verify(opts); err != nil {
 		ref.Reason, _ = refusalReason(err, now)
