@@ -52,17 +52,8 @@ func TestWipedVoterDoesNotLoseCommittedEntry(t *testing.T) {
 
 	c.nw.setCut(addrOf(cc), true)
 	acked := c.propose(a, "acked") // applied on A: committed on A and B
-	// B stored it before A could commit it; B's Status is published by its
-	// loop after it answered, so it may lag a moment.
-	for deadline := time.Now().Add(5 * time.Second); c.nodes[b].Status().LastIndex < acked; {
-		if time.Now().After(deadline) {
-			t.Fatalf("node %d has last index %d, below the committed %d", b, c.nodes[b].Status().LastIndex, acked)
-		}
-		select {
-		case <-c.nodes[b].statusChanged():
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	// B stored it before A could commit it.
+	c.waitLastIndex(b, acked)
 
 	c.kill(b)
 	c.disks[b] = nil // wiped: config gives it a new, empty disk
@@ -76,20 +67,7 @@ func TestWipedVoterDoesNotLoseCommittedEntry(t *testing.T) {
 
 	// Ten election timeouts: B and C must not elect a leader (C lacks
 	// "acked"; only B's vote could make it leader).
-	for range 20 * 10 {
-		c.tick()
-		for _, id := range []uint64{b, cc} {
-			if !c.nodes[id].Status().IsLeader {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			idx, err := c.nodes[id].Propose(ctx, []byte("conflict"))
-			cancel()
-			t.Fatalf("node %d was elected with the wiped node's vote; it committed %q at index %d (err %v), "+
-				"where node %d had applied %q at index %d: values now %v",
-				id, "conflict", idx, err, a, "acked", acked, c.sms[id].values())
-		}
-	}
+	c.checkNoLeaderWithout(a, acked, "wiped", b, cc)
 
 	// A comes back: A and C elect A (C cannot win without "acked").
 	c.start(a)
@@ -230,4 +208,41 @@ func TestFirstStartWithRejoinGuardForms(t *testing.T) {
 	}
 	c.waitApplied(c.propose(lead, "formed"))
 	c.checkSame([]string{"formed"})
+}
+
+// waitLastIndex waits until node id has stored index. Its Status is
+// published by its loop after it answered, so it may lag a moment.
+func (c *testCluster) waitLastIndex(id, index uint64) {
+	c.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); c.nodes[id].Status().LastIndex < index; {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("node %d has last index %d, below the committed %d", id, c.nodes[id].Status().LastIndex, index)
+		}
+		select {
+		case <-c.nodes[id].statusChanged():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// checkNoLeaderWithout ticks ten election timeouts and fails if one of
+// nodes is elected meanwhile: with a, which applied "acked" at index acked,
+// away, only the vote of a node that lost that entry (how: "wiped",
+// "repaired") could elect one, which then commits a conflicting entry.
+func (c *testCluster) checkNoLeaderWithout(a, acked uint64, how string, nodes ...uint64) {
+	c.t.Helper()
+	for range 20 * 10 {
+		c.tick()
+		for _, id := range nodes {
+			if !c.nodes[id].Status().IsLeader {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			idx, err := c.nodes[id].Propose(ctx, []byte("conflict"))
+			cancel()
+			c.t.Fatalf("node %d was elected with the %s node's vote; it committed %q at index %d (err %v), "+
+				"where node %d had applied %q at index %d: values now %v",
+				id, how, "conflict", idx, err, a, "acked", acked, c.sms[id].values())
+		}
+	}
 }
