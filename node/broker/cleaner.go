@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"paymentlog/segment"
@@ -15,8 +13,9 @@ import (
 // The log cleaner (Kafka's cleanup.policy=compact): every
 // Config.CleanerInterval each partition this broker hosts, leader or
 // follower, whose topic's cleanup.policy includes compact gets a
-// segment.Log.Compact pass, the dirtiest first, by Config.CleanerThreads
-// workers (cleaner_threads.go). The log does the work
+// segment.Log.Compact pass, the dirtiest first (ranked again at each pick:
+// cleaner_pick.go), by CleanerThreads workers (cleaner_threads.go), but for
+// the partitions set aside as uncleanable (cleaner_uncleanable.go). The log does the work
 // (it keeps the last record of each key in the sealed segments it
 // rewrites, and drops tombstones after delete.retention.ms); the broker
 // chooses the bound and the topic's knobs:
@@ -85,8 +84,10 @@ type CompactionConfig struct {
 type CleanerSummary struct {
 	// Partitions counts the compacted partitions given a Compact call,
 	// Ran those whose call did some work (segment.CompactResult.Ran) and
-	// Failed those whose call failed (logged; the next pass tries again).
-	Partitions, Ran, Failed int
+	// Failed those whose call failed (logged; set aside as uncleanable).
+	// SetAside counts the partitions the pass skipped, set aside as
+	// uncleanable (cleaner_uncleanable.go).
+	Partitions, Ran, Failed, SetAside int
 	// Err joins the failures' errors (nil: none).
 	Err error
 	// The sums of the partitions' segment.CompactResult.
@@ -111,30 +112,33 @@ func (b *Broker) cleanerLoop() {
 }
 
 // CompactNow runs one cleaner pass now (Config.Now): a Compact call on each
-// compacted partition, in the order of cleanOrder (the partitions due for
-// cleaning first, overdue then dirtiest), by Config.CleanerThreads workers
-// that never take the same partition (cleaner_threads.go), and returns
-// what the calls did. Passes never overlap: one the loop is running
-// finishes first. A failed call is logged at Warn (once while it keeps
-// failing the same way) and counted; a partition stopped or closed
-// meanwhile, or whose log another caller is compacting, is skipped. It
-// stops early when ctx ends: the workers take no further partition.
+// compacted partition but those set aside as uncleanable
+// (cleaner_uncleanable.go), by the pass's thread count of workers
+// (CleanerThreads, cleaner_threads.go) that never take the same partition,
+// each taking the first in cleanOrder (the partitions due for cleaning
+// first, overdue then dirtiest) by a ranking refreshed at each pick
+// (cleaner_pick.go), and returns what the calls did. Passes never overlap:
+// one the loop is running finishes first. A failed call is counted, and
+// its partition set aside (logged at Error when it is, at Info when a
+// later try succeeds); a partition stopped or closed meanwhile, or whose
+// log another caller is compacting, is skipped. It stops early when ctx
+// ends: the workers take no further partition.
 func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 	b.cleanMu.Lock()
 	defer b.cleanMu.Unlock()
-	tasks := b.cleanerTasks(b.cfg.Now())
-	outs := make([]cleanOutcome, len(tasks))
-	var next atomic.Int64 // the index of the next task to take
+	threads := b.startCleanerPass()
+	tasks, setAside := b.cleanerTasks(b.cfg.Now())
+	q := &cleanQueue{left: tasks, rank: func(t *cleanTask) { b.rankTask(t, b.cfg.Now()) }}
 	work := func() {
 		for ctx.Err() == nil {
-			i := int(next.Add(1)) - 1
-			if i >= len(tasks) {
+			t, ok := q.take()
+			if !ok {
 				return
 			}
-			outs[i] = b.cleanOne(ctx, tasks[i].p)
+			q.finished(t, b.cleanOne(ctx, t))
 		}
 	}
-	if n := min(max(b.cfg.CleanerThreads, 1), len(tasks)); n <= 1 {
+	if n := min(threads, len(tasks)); n <= 1 {
 		work()
 	} else {
 		var wg sync.WaitGroup
@@ -147,10 +151,11 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		}
 		wg.Wait()
 	}
-	var s CleanerSummary
+	s := CleanerSummary{SetAside: setAside}
 	var errs []error
 	var longest time.Duration
-	for i, o := range outs {
+	for _, d := range q.done {
+		o := d.o
 		if !o.called {
 			continue
 		}
@@ -159,7 +164,7 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		if o.err != nil {
 			if !o.quiet {
 				s.Failed++
-				errs = append(errs, fmt.Errorf("%s: %w", tasks[i].key, o.err))
+				errs = append(errs, fmt.Errorf("%s: %w", d.t.key, o.err))
 			}
 			continue
 		}
@@ -176,28 +181,31 @@ func (b *Broker) CompactNow(ctx context.Context) CleanerSummary {
 		s.TombstonesRemoved += res.TombstonesRemoved
 	}
 	s.Err = errors.Join(errs...)
-	b.cleaner.ended(b.cfg.Now(), longest, s.Failed)
+	b.cleaner.ended(b.cfg.Now(), longest)
 	return s
 }
 
-// cleanerTasks returns the compacted partitions a pass gives a Compact
-// call, in cleanOrder, ranked by their logs' Dirtiness at now (also
-// recorded for Stats).
-func (b *Broker) cleanerTasks(now time.Time) []cleanTask {
-	var tasks []cleanTask
+// cleanerTasks ranks the compacted partitions at now (recorded for Stats)
+// and returns those a pass gives a Compact call, and how many it skips as
+// set aside (uncleanable). The uncleanable set forgets the partitions no
+// longer compacted here.
+func (b *Broker) cleanerTasks(now time.Time) (tasks []cleanTask, setAside int) {
+	live := map[*partition]bool{}
 	for _, p := range b.partitions() {
-		o, cc, ok := p.compactOptions(now)
-		if !ok {
+		t := cleanTask{p: p, key: p.key}
+		if !b.rankTask(&t, now) {
 			continue
 		}
-		t := cleanTask{p: p, key: p.key, maxLag: cc.MaxLag}
-		d, err := p.log.Dirtiness(o)
-		t.d, t.ranked = d, err == nil
+		live[p] = true
+		if b.cleaner.uncleanable.pass(p, t.d.DirtyBytes, t.ranked) {
+			setAside++
+			continue
+		}
 		tasks = append(tasks, t)
 	}
-	slices.SortFunc(tasks, cleanOrder)
+	b.cleaner.uncleanable.prune(live)
 	b.cleaner.ranked(tasks, now)
-	return tasks
+	return tasks, setAside
 }
 
 // cleanOutcome is what a worker's Compact call on a partition did.
@@ -211,9 +219,11 @@ type cleanOutcome struct {
 	took  time.Duration // on Config.Now's clock
 }
 
-// cleanOne runs a Compact call on p, at Config.Now, logs what it did and
-// counts it.
-func (b *Broker) cleanOne(ctx context.Context, p *partition) cleanOutcome {
+// cleanOne runs a Compact call on t's partition, at Config.Now, logs what
+// it did and counts it; a failure sets the partition aside, a success takes
+// it out of the set.
+func (b *Broker) cleanOne(ctx context.Context, t cleanTask) cleanOutcome {
+	p := t.p
 	start := b.cfg.Now()
 	res, cc, called, err := p.compact(ctx, start)
 	o := cleanOutcome{res: res, called: called, err: err, took: b.cfg.Now().Sub(start)}
@@ -226,13 +236,19 @@ func (b *Broker) cleanOne(ctx context.Context, p *partition) cleanOutcome {
 			return o
 		}
 		b.counters.cleanerFailures.Add(1)
-		if msg := err.Error(); msg != p.cleanerWarned {
+		first, skip := b.cleaner.uncleanable.failed(p, t.d.DirtyBytes, uncleanableMaxSkip(b.cfg.CleanerInterval))
+		if msg := err.Error(); first || msg != p.cleanerWarned {
 			p.cleanerWarned = msg
-			p.lg.Warn("log cleaner pass failed", "err", err)
+			p.lg.Error("log cleaner set aside an uncleanable partition", "err", err, "skip_passes", skip)
+		} else {
+			p.lg.Debug("log cleaner pass of an uncleanable partition failed again", "err", err, "skip_passes", skip)
 		}
 		return o
 	}
 	p.cleanerWarned = ""
+	if failures := b.cleaner.uncleanable.cleaned(p); failures > 0 {
+		p.lg.Info("log cleaner cleaned a partition it had set aside as uncleanable", "failures", failures)
+	}
 	if !res.Ran {
 		return o
 	}

@@ -201,9 +201,10 @@ func hookCompact(n *testNode, fn func(tp, segment.CompactOptions) (segment.Compa
 // leader or follower, and on no other: below the replica's HW (not its log
 // end: a leader whose follower lags), with the topic's knobs and the
 // broker's clock. It sums what the calls did into the summary and the
-// counters; a failure is counted each time and logged once while it
-// repeats; a closed log, a pass another caller is running and a stopped
-// replica are skipped quietly.
+// counters; a failure is counted each time, sets the partition aside
+// (skipped 1 pass, then 2, then 4) and is logged at Error once while it
+// repeats, and at Info when a try succeeds; a closed log, a pass another
+// caller is running and a stopped replica are skipped quietly.
 func TestCompactNowCallsCompactBelowTheHW(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	logs := &syncBuffer{}
@@ -273,21 +274,24 @@ func TestCompactNowCallsCompactBelowTheHW(t *testing.T) {
 	b := c.node(1).b
 	boom := errors.New("boom")
 	fail.Store(&boom)
-	for range 3 {
+	for i, tried := range []bool{true, false, true, false, false, true, false, false, false, false} {
 		s := b.CompactNow(context.Background())
-		if s.Partitions != 1 || s.Failed != 1 || s.Ran != 0 || s.Err == nil || s.Err.Error() != "payments-0: boom" {
-			t.Fatalf("failing pass: %+v", s)
+		if tried && (s.Partitions != 1 || s.Failed != 1 || s.Ran != 0 || s.SetAside != 0 || s.Err == nil || s.Err.Error() != "payments-0: boom") {
+			t.Fatalf("failing pass %d: %+v", i+1, s)
+		}
+		if !tried && s != (CleanerSummary{SetAside: 1}) {
+			t.Fatalf("pass %d, the partition set aside: %+v", i+1, s)
 		}
 	}
-	if n := logs.count("log cleaner pass failed", "node=1", "boom"); n != 1 {
-		t.Fatalf("a repeated failure was logged %d times, want once", n)
+	if n := logs.count("level=ERROR", "log cleaner set aside an uncleanable partition", "node=1", "topic=payments", "boom"); n != 1 {
+		t.Fatalf("a repeated failure was logged %d times, want once:\n%s", n, logs.buf.String())
 	}
-	if st := b.Stats(); st.CleanerFailures != 3 || st.CleanerPasses != 1 {
+	if st := b.Stats(); st.CleanerFailures != 3 || st.CleanerPasses != 1 || st.Cleaner.Uncleanable != 1 {
 		t.Fatalf("after failures: %+v", st)
 	}
 	closed := fmt.Errorf("compacting: %w", segment.ErrClosed)
 	fail.Store(&closed)
-	if s := b.CompactNow(context.Background()); s.Failed != 0 || s.Err != nil || s.Ran != 0 {
+	if s := b.CompactNow(context.Background()); s.Failed != 0 || s.Err != nil || s.Ran != 0 || s.Partitions != 1 {
 		t.Fatalf("closed log: %+v", s)
 	}
 	running := segment.ErrCompactionRunning
@@ -300,11 +304,14 @@ func TestCompactNowCallsCompactBelowTheHW(t *testing.T) {
 	if s := b.CompactNow(context.Background()); s != (CleanerSummary{Partitions: 1}) {
 		t.Fatalf("a pass with nothing to do: %+v", s)
 	}
-	if st := b.Stats(); st.CleanerFailures != 3 || st.CleanerPasses != 1 {
+	if st := b.Stats(); st.CleanerFailures != 3 || st.CleanerPasses != 1 || st.Cleaner.Uncleanable != 0 {
 		t.Fatalf("after the quiet passes: %+v", st)
 	}
-	if n := logs.count("log cleaner pass failed", "node=1"); n != 1 {
+	if n := logs.count("log cleaner set aside", "node=1"); n != 1 {
 		t.Fatalf("%d failures logged, want 1", n)
+	}
+	if n := logs.count("level=INFO", "log cleaner cleaned a partition it had set aside", "node=1", "topic=payments", "failures=3"); n != 1 {
+		t.Fatalf("the recovery was logged %d times, want once:\n%s", n, logs.buf.String())
 	}
 
 	if err := c.node(2).b.StopPartition(context.Background(), testKey.topic, testKey.partition, false); err != nil {

@@ -348,7 +348,8 @@ func TestCleanerThreadsShareTheThrottle(t *testing.T) {
 
 // Stats of the last pass: its longest Compact call on the broker's clock,
 // the partitions whose call failed (the quiet errors not counted), and
-// the time since it ended; a pass without failures clears them.
+// the time since it ended; the pass that tries a failed one again (after
+// one pass set aside) and succeeds clears them.
 func TestCleanerStats(t *testing.T) {
 	var mu sync.Mutex
 	now := time.UnixMilli(1_800_000_000_000)
@@ -387,6 +388,9 @@ func TestCleanerStats(t *testing.T) {
 		t.Fatalf("after a pass with a failure: %+v", st)
 	}
 	fail = false
+	if s := b.CompactNow(context.Background()); s.SetAside != 1 || b.Stats().Cleaner.Uncleanable != 1 {
+		t.Fatalf("the pass after the failure: %+v, %+v", s, b.Stats().Cleaner)
+	}
 	b.CompactNow(context.Background())
 	if st := b.Stats().Cleaner; st.MaxCleanTime != 3*time.Second || st.Uncleanable != 0 || st.SinceLastRun != 0 {
 		t.Fatalf("after a pass without: %+v", st)
