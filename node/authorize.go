@@ -176,8 +176,8 @@ func (n *Node) authorizeHeartbeat(p quic.Peer, req wire.GroupHeartbeatRequest) *
 	return nil
 }
 
-// topicAuthorizer is the broker's check of Produce, Fetch, ListOffsets
-// and DescribeReplica, which also records the reads and writes it allows in
+// topicAuthorizer is the broker's check of Produce, Fetch, ListOffsets,
+// DescribeReplica and DescribeProducers, which also records the reads and writes it allows in
 // the audit trail (access lines); nil (nothing to do on the data path)
 // when this node neither enforces ACLs nor records access.
 func (n *Node) topicAuthorizer() broker.Authorize {

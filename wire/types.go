@@ -20,8 +20,8 @@ const (
 	TypeAlterConfigs    = 9 // a topic's configs and min ISR (alter_configs.go)
 	// 10 CreatePartitions, 11 ReassignPartition, 12 AlterReplicationFactor,
 	// 13 AlterClusterConfigs, 14 UnregisterBroker, 15..18 the group
-	// requests (group_offsets.go), 29..33 ACLs and quotas and 34
-	// DeleteRecords are declared in their own files.
+	// requests (group_offsets.go), 29..33 ACLs and quotas, 34
+	// DeleteRecords and 35 DescribeProducers are declared in their own files.
 
 	// Node-to-node.
 	TypeReplicaFetch        = 20 // session: follower fetch session

@@ -6,8 +6,8 @@ import (
 )
 
 // Authorize (Config.Authorize) decides whether peer may perform op
-// (wire.OpWrite for Produce, OpRead for Fetch, OpDescribe for ListOffsets
-// and DescribeReplica) on topic: nil to allow, else the error to answer
+// (wire.OpWrite for Produce, OpRead for Fetch, OpDescribe for ListOffsets,
+// DescribeReplica and DescribeProducers) on topic: nil to allow, else the error to answer
 // every partition of the request with. A nil Authorize allows everything.
 type Authorize func(peer quic.Peer, op, topic string) *wire.Error
 

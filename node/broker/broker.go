@@ -392,6 +392,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		e.Handle(wire.TypeListOffsets, wrap(wire.TypeListOffsets, b.handleListOffsets))
 		e.Handle(wire.TypeDeleteRecords, wrap(wire.TypeDeleteRecords, b.handleDeleteRecords))
 		e.Handle(wire.TypeDescribeReplica, wrap(wire.TypeDescribeReplica, b.handleDescribeReplica))
+		e.Handle(wire.TypeDescribeProducers, wrap(wire.TypeDescribeProducers, b.handleDescribeProducers))
 		e.HandleSession(wire.TypeReplicaFetch, b.serveReplicaFetch)
 	}
 	b.wg.Add(3)

@@ -70,6 +70,8 @@ type clusterOptions struct {
 	logger *slog.Logger
 	// releaseDiskReserve is every broker's Config.ReleaseDiskReserve.
 	releaseDiskReserve func() bool
+	// authorize is every broker's Config.Authorize (nil: everything allowed).
+	authorize Authorize
 }
 
 type testNode struct {
@@ -168,6 +170,7 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		CleanerIOMaxBytesPerSec: c.opts.cleanerIO,
 		ProducerIDExpiration:    c.opts.producerIDExpiration,
 		ReleaseDiskReserve:      c.opts.releaseDiskReserve,
+		Authorize:               c.opts.authorize,
 		RackOf:                  func(id int32) string { return c.opts.racks[id] },
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
