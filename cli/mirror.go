@@ -24,7 +24,8 @@ func mirrorCommand() *ucli.Command {
 			"    [--exit-at-end] [--commit-interval 5s] [--replication-factor N] [--min-insync-replicas N]\n" +
 			"    [--source-offset-header=false] [--skip-mirrored] [--sync-group-offsets G1,G2 | --sync-group-pattern REGEXP]\n" +
 			"    [--offset-syncs-topic NAME] [--replication-policy identity|prefix --source-alias A [--target-alias B]]\n" +
-			"   paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... GROUP [--execute] [--export]\n\n" +
+			"   paymentlog mirror translate-offsets --source-bootstrap HOST:PORT,... GROUP [--execute] [--export]\n" +
+			"   paymentlog mirror failback-offsets --source-bootstrap HOST:PORT,... GROUP [--execute] [--export]\n\n" +
 			"Reads the topics from the source cluster (--source-bootstrap, --source-tls-dir,\n" +
 			"--source-cert-name) as a member of consumer group G on the source, and writes every record\n" +
 			"to the same partition number of its copy on the target cluster (--bootstrap, --tls-dir,\n" +
@@ -59,7 +60,7 @@ func mirrorCommand() *ucli.Command {
 			"group on the target: conservatively (a consumer there may see a few records again, never\n" +
 			"misses one), never while the group has members on the target, never below the target\n" +
 			"group's own offset, never the mirror's own --group. translate-offsets does it on demand.",
-		Subcommands: []*ucli.Command{mirrorTranslateCommand()},
+		Subcommands: []*ucli.Command{mirrorTranslateCommand(), mirrorFailbackCommand()},
 		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
 			&ucli.StringFlag{Name: "topics", Usage: "the topics to mirror (A,B,...); or --topic-pattern", EnvVars: envVar("MIRROR_TOPICS")},
 			&ucli.StringFlag{Name: "topic-pattern", Usage: "mirror every topic whose whole name matches this regular expression (Go RE2), including topics created later; or --topics", EnvVars: envVar("MIRROR_TOPIC_PATTERN")},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -72,8 +73,10 @@ type targetPartition struct {
 // group syncing, or a translate-offsets). Its maps are keyed by source
 // topic and partition.
 type targetDescriber struct {
-	a         *client.Admin
-	policy    replicationPolicy
+	a      *client.Admin
+	policy replicationPolicy
+	// cluster names a's cluster in errors ("": the target).
+	cluster   string
 	parts     map[client.TopicPartition]targetPartition
 	described map[string]bool
 }
@@ -94,7 +97,7 @@ func (t *targetDescriber) describe(ctx context.Context, source []wire.GroupOffse
 		name := t.policy.targetTopic(o.Topic)
 		d, err := t.a.DescribeTopic(ctx, name)
 		if err != nil && client.ErrorCode(err) != wire.UnknownTopicOrPartition {
-			return nil, fmt.Errorf("describe topic %s on the target: %w", name, err)
+			return nil, fmt.Errorf("describe topic %s on the %s: %w", name, cmp.Or(t.cluster, "target"), err)
 		}
 		t.described[o.Topic] = true
 		for _, p := range d.Partitions {

@@ -304,3 +304,25 @@ func (m *syncMap) translate(tp client.TopicPartition, topicID string, source int
 	}
 	return best, true
 }
+
+// untranslate returns, of the syncs of tp in the target topic's
+// incarnation topicID at or below target offset target, the one with the
+// greatest source offset; false when there is none. It maps a group's
+// offset on the copy back onto the source (mirror failback-offsets): a
+// sync (S, T') says every source record below S that the mirror copied
+// has a copy at a target offset below T' (the mirror writes it after
+// them, in order), so a group that consumed the copy up to target offset T >= T'
+// consumed every one of them, and S is a source offset it may resume at
+// without missing a record (it may read some again). After a crash the
+// syncs' source offsets are not sorted by target offset: any of them at
+// or below target holds, and the greatest misses least.
+func (m *syncMap) untranslate(tp client.TopicPartition, topicID string, target int64) (offsetSync, bool) {
+	var best offsetSync
+	found := false
+	for _, s := range m.parts[syncKey{tp, topicID}] {
+		if s.target <= target && (!found || s.source > best.source) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"paymentlog/client"
@@ -87,6 +88,17 @@ func (r *syncReader) reached(ends map[client.TopicPartition]int64) bool {
 		}
 	}
 	return true
+}
+
+// report says on stderr how many records it left out, if any.
+func (r *syncReader) report(stderr io.Writer) {
+	if r.bad > 0 {
+		fmt.Fprintf(stderr, "%d records of %s are not offset syncs: left out\n", r.bad, r.topic)
+	}
+	if r.legacy > 0 {
+		fmt.Fprintf(stderr, "%d offset syncs of %s name no target topic ID (written by an earlier build; the topic may have been recreated since): ignored\n",
+			r.legacy, r.topic)
+	}
 }
 
 func (r *syncReader) close() {

@@ -62,6 +62,18 @@ func (p replicationPolicy) targetTopic(source string) string {
 	return p.sourceAlias + p.separator + source
 }
 
+// sourceTopic is the source topic whose copy on the target is named
+// copy, the inverse of targetTopic; false when no source topic's copy has
+// that name (with prefix, a name without the source alias and separator
+// in front: a topic of the target's own, or another source's copy).
+func (p replicationPolicy) sourceTopic(copy string) (string, bool) {
+	if !p.prefix {
+		return copy, true
+	}
+	t, ok := strings.CutPrefix(copy, p.sourceAlias+p.separator)
+	return t, ok && t != ""
+}
+
 // targetTP is tp's copy on the target.
 func (p replicationPolicy) targetTP(tp client.TopicPartition) client.TopicPartition {
 	return client.TopicPartition{Topic: p.targetTopic(tp.Topic), Partition: tp.Partition}

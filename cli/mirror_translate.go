@@ -39,13 +39,9 @@ func mirrorTranslateCommand() *ucli.Command {
 			"prefix, GROUP's source offsets of T are committed as offsets of A.T on the target (TOPIC).",
 		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
 			offsetSyncsTopicFlag(),
-			&ucli.StringFlag{Name: "mirror-group", Value: defaultMirrorGroup, Usage: "the mirror's own group on the source, which is never translated", EnvVars: envVar("MIRROR_GROUP")},
-			executeFlag("MIRROR_TRANSLATE"),
-			&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing (the default without --execute)", EnvVars: envVar("MIRROR_TRANSLATE_DRY_RUN")},
-			&ucli.BoolFlag{Name: "export", Usage: "print the offsets as TOPIC,PARTITION,OFFSET lines (what group set-offsets --from-file reads) instead of a table", EnvVars: envVar("MIRROR_TRANSLATE_EXPORT")},
 			&ucli.BoolFlag{Name: "header-scan", Value: true, Usage: "translate a partition with no offset sync at or below the group's offset by searching the target partition's records for their mirror header (--header-scan=false: leave it as it is)", EnvVars: envVar("MIRROR_TRANSLATE_HEADER_SCAN")},
 			timeoutFlag("MIRROR_TRANSLATE_TIMEOUT", defaultAdminTimeout),
-		}, replicationPolicyFlags(false)),
+		}, groupOffsetsFlags("MIRROR_TRANSLATE"), replicationPolicyFlags(false)),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseMirrorTranslate(c)
 			if err != nil {
@@ -70,34 +66,68 @@ type mirrorTranslateOptions struct {
 }
 
 func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
-	group, err := oneArg(c, "group name")
-	if err != nil {
-		return mirrorTranslateOptions{}, err
-	}
-	target, err := parseClientOptions(c)
-	if err != nil {
-		return mirrorTranslateOptions{}, usageError("%v", err)
-	}
-	o := mirrorTranslateOptions{target: target, group: group, offsetSyncsTopic: c.String("offset-syncs-topic"),
+	o := mirrorTranslateOptions{offsetSyncsTopic: c.String("offset-syncs-topic"),
 		export: c.Bool("export"), headerScan: c.Bool("header-scan"), timeout: c.Duration("timeout")}
-	if o.source, err = parseSourceClient(c, target); err != nil {
-		return o, err
+	var err error
+	o.group, o.target, o.source, o.commit, o.policy, err = parseGroupOffsetsArgs(c)
+	return o, err
+}
+
+// groupOffsetsFlags are the flags translate-offsets and failback-offsets
+// share but for their variables' prefix env: the mirror's group, never
+// moved, and what is done with the plan (offsets_execute.go).
+func groupOffsetsFlags(env string) []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "mirror-group", Value: defaultMirrorGroup, Usage: "the mirror's own group on the source, whose offsets are never moved", EnvVars: envVar("MIRROR_GROUP")},
+		executeFlag(env),
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print the offsets it would commit, and commit nothing (the default without --execute)", EnvVars: envVar(env + "_DRY_RUN")},
+		&ucli.BoolFlag{Name: "export", Usage: "print the offsets as TOPIC,PARTITION,OFFSET lines (what group set-offsets --from-file reads) instead of a table", EnvVars: envVar(env + "_EXPORT")},
 	}
-	if o.commit, err = parseCommitMode(c); err != nil {
-		return o, err
+}
+
+// parseGroupOffsetsArgs reads what translate-offsets and failback-offsets
+// share: the group argument, the two clusters, --execute or --dry-run, the
+// replication policy, and checks --offset-syncs-topic.
+func parseGroupOffsetsArgs(c *ucli.Context) (group string, target, source clientOptions, commit commitMode, policy replicationPolicy, err error) {
+	if group, err = oneArg(c, "group name"); err != nil {
+		return
 	}
-	if o.policy, err = parseReplicationPolicy(c); err != nil {
-		return o, err
+	if target, err = parseClientOptions(c); err != nil {
+		err = usageError("%v", err)
+		return
 	}
-	switch {
+	if source, err = parseSourceClient(c, target); err != nil {
+		return
+	}
+	if commit, err = parseCommitMode(c); err != nil {
+		return
+	}
+	if policy, err = parseReplicationPolicy(c); err != nil {
+		return
+	}
+	switch syncs := c.String("offset-syncs-topic"); {
 	case wire.CheckGroupName(group) != "":
-		return o, usageError("group: %s", wire.CheckGroupName(group))
+		err = usageError("group: %s", wire.CheckGroupName(group))
 	case group == c.String("mirror-group"):
-		return o, usageError("%s is the mirror's own group: its offsets are the source's, not a consumer's to move", group)
-	case o.offsetSyncsTopic == "":
-		return o, usageError("--offset-syncs-topic: required (the topic the mirror writes its offset syncs to)")
+		err = usageError("%s is the mirror's own group: its offsets are the source's, not a consumer's to move", group)
+	case syncs == "":
+		err = usageError("--offset-syncs-topic: required (the topic the mirror writes its offset syncs to)")
+	default:
+		err = checkOffsetSyncsTopic(syncs)
 	}
-	return o, checkOffsetSyncsTopic(o.offsetSyncsTopic)
+	return
+}
+
+// mirrorClients connects to the source and the target.
+func mirrorClients(ctx context.Context, source, target clientOptions, stderr io.Writer) (src, dst *client.Client, err error) {
+	if src, err = source.newClient(ctx, stderr); err != nil {
+		return nil, nil, fmt.Errorf("source cluster: %w", err)
+	}
+	if dst, err = target.newClient(ctx, stderr); err != nil {
+		closeClient(src)
+		return nil, nil, fmt.Errorf("target cluster: %w", err)
+	}
+	return src, dst, nil
 }
 
 func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout, stderr io.Writer) error {
@@ -107,15 +137,11 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 		defer cancel()
 	}
 	what := "translate offsets of group " + opts.group
-	src, err := opts.source.newClient(ctx, stderr)
+	src, dst, err := mirrorClients(ctx, opts.source, opts.target, stderr)
 	if err != nil {
-		return fmt.Errorf("%s: source cluster: %w", what, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer closeClient(src)
-	dst, err := opts.target.newClient(ctx, stderr)
-	if err != nil {
-		return fmt.Errorf("%s: target cluster: %w", what, err)
-	}
 	defer closeClient(dst)
 
 	srcOffs, err := src.Admin().FetchOffsets(ctx, opts.group)
@@ -135,13 +161,7 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 	case err != nil:
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if reader.bad > 0 {
-		fmt.Fprintf(stderr, "%d records of %s are not offset syncs: left out\n", reader.bad, opts.offsetSyncsTopic)
-	}
-	if reader.legacy > 0 {
-		fmt.Fprintf(stderr, "%d offset syncs of %s name no target topic ID (written by an earlier build; the topic may have been recreated since): ignored\n",
-			reader.legacy, opts.offsetSyncsTopic)
-	}
+	reader.report(stderr)
 	desc, err := dst.Admin().DescribeGroup(ctx, opts.group)
 	if err != nil {
 		return fmt.Errorf("%s: the group on the target: %w", what, err)

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"paymentlog/client"
+	"paymentlog/wire"
+)
+
+// mirrorFailbackCommand is `paymentlog mirror failback-offsets GROUP`:
+// the way back after a fail-over (mirror_failback_plan.go). Its flags name
+// the clusters as the mirror flow's: --source-bootstrap the original (the
+// source of the flow, where the offsets are committed), --bootstrap the
+// cluster with the copies and the offset syncs (the flow's target, where
+// the group consumed meanwhile). A subcommand of its own rather than a
+// translate-offsets --reverse: it commits on the other cluster than
+// translate-offsets, so one mistyped flag must not turn one into the
+// other, and its table and rules (the source's log end) are its own.
+func mirrorFailbackCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "failback-offsets",
+		Usage: "commit on the source a group's committed offsets of the copies on the target, translated back by the mirror's offset syncs (a fail-back)",
+		UsageText: "paymentlog mirror failback-offsets --source-bootstrap HOST:PORT,... --bootstrap HOST:PORT,... GROUP\n" +
+			"    [--execute] [--export] [--rewind] [--offset-syncs-topic NAME] [--mirror-group G]\n" +
+			"    [--replication-policy identity|prefix --source-alias A]\n\n" +
+			"After a fail-over the group consumed the copies on the target (--bootstrap: A.T with the prefix\n" +
+			"policy, T with identity). Reads GROUP's committed offsets of the copies there, maps each back by\n" +
+			"the offset syncs the mirror from the source wrote on the target (the source offset of the sync at\n" +
+			"or below the group's copy offset with the greatest source offset: a consumer of the source may\n" +
+			"read again a few records it consumed on the copy, never misses one) and with --execute commits\n" +
+			"them for GROUP on the source (--source-bootstrap) for the original topic T (without it, or with\n" +
+			"--dry-run, nothing is committed), printing TOPIC, PARTITION, the group's offset of the COPY,\n" +
+			"its offset on the source BEFORE and the OFFSET committed. An offset past the source partition's\n" +
+			"high watermark (the source lost records the copy has) commits the high watermark, one below its\n" +
+			"log start the log start, each said on stderr. A partition whose source offset is already past\n" +
+			"the fail-back is left as it is (--rewind: moved back), as is one with no sync at or below the\n" +
+			"group's offset; each is named on stderr. Refused while GROUP has members on the source. Run it\n" +
+			"before producers write to the source again: a source that lost records and takes new ones at\n" +
+			"their offsets cannot be told from one that did not. --export prints TOPIC,PARTITION,OFFSET\n" +
+			"lines (group set-offsets --from-file reads them) instead of the table.",
+		Flags: withFlags(clientFlags(), sourceClientFlags(), []ucli.Flag{
+			offsetSyncsTopicFlag(),
+			&ucli.BoolFlag{Name: "rewind", Usage: "commit the fail-back even where the group's offset on the source is past it (it reads those records again)", EnvVars: envVar("MIRROR_FAILBACK_REWIND")},
+			timeoutFlag("MIRROR_FAILBACK_TIMEOUT", defaultAdminTimeout),
+		}, groupOffsetsFlags("MIRROR_FAILBACK"), replicationPolicyFlags(false)),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseMirrorFailback(c)
+			if err != nil {
+				return err
+			}
+			return runMirrorFailback(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// mirrorFailbackOptions are the flags of `mirror failback-offsets`.
+type mirrorFailbackOptions struct {
+	// source is the original cluster (committed to); target holds the
+	// copies and the offset syncs.
+	target, source   clientOptions
+	group            string
+	offsetSyncsTopic string
+	commit           commitMode
+	export           bool
+	rewind           bool
+	timeout          time.Duration
+	// policy names the copies.
+	policy replicationPolicy
+}
+
+func parseMirrorFailback(c *ucli.Context) (mirrorFailbackOptions, error) {
+	o := mirrorFailbackOptions{offsetSyncsTopic: c.String("offset-syncs-topic"), export: c.Bool("export"), rewind: c.Bool("rewind"),
+		timeout: c.Duration("timeout")}
+	var err error
+	if o.group, o.target, o.source, o.commit, o.policy, err = parseGroupOffsetsArgs(c); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, stderr io.Writer) error {
+	if opts.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.timeout)
+		defer cancel()
+	}
+	what := "fail back offsets of group " + opts.group
+	src, dst, err := mirrorClients(ctx, opts.source, opts.target, stderr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer closeClient(src)
+	defer closeClient(dst)
+
+	onCopy, err := dst.Admin().DescribeGroup(ctx, opts.group)
+	if err != nil {
+		return fmt.Errorf("%s: the group on the target: %w", what, err)
+	}
+	if len(onCopy.Offsets) == 0 {
+		return fmt.Errorf("%s: the group has no committed offsets on the target", what)
+	}
+	if n := len(onCopy.Members); n > 0 {
+		fmt.Fprintf(stderr, "group %s has %d members on the target, still consuming: these are its offsets now, and the source group will read "+
+			"again what they consume from here on (stop them first)\n", opts.group, n)
+	}
+	reader := newSyncReader(dst, opts.offsetSyncsTopic)
+	defer reader.close()
+	if err := reader.catchUp(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	reader.report(stderr)
+	onSource, err := src.Admin().DescribeGroup(ctx, opts.group)
+	if err != nil {
+		return fmt.Errorf("%s: the group on the source: %w", what, err)
+	}
+	if len(onSource.Members) > 0 && !opts.commit.dryRun {
+		return refusedWithMembers("fail back offsets of group", opts.group, fmt.Errorf("%d members on the source", len(onSource.Members)))
+	}
+	var originals []wire.GroupOffset
+	for _, o := range onCopy.Offsets {
+		if topic, ok := opts.policy.sourceTopic(o.Topic); ok {
+			originals = append(originals, wire.GroupOffset{Topic: topic, Partition: o.Partition})
+		}
+	}
+	// The originals, described on the source (an identity policy: their
+	// own names).
+	sources, err := (&targetDescriber{a: src.Admin(), cluster: "source", parts: map[client.TopicPartition]targetPartition{}, described: map[string]bool{}}).
+		describe(ctx, originals, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	plan, notCopies := planFailback(onCopy.Offsets, onSource.Offsets, reader.syncs, sources, opts.policy, opts.rewind)
+	if len(notCopies) > 0 {
+		fmt.Fprintf(stderr, "left alone: the group's offsets of %s on the target, not copies from %s\n", strings.Join(notCopies, ", "), opts.policy.sourceAlias)
+	}
+	for _, f := range plan {
+		if f.info != "" {
+			fmt.Fprintln(stderr, f.info)
+		}
+		if f.note != "" {
+			fmt.Fprintln(stderr, f.note)
+		}
+	}
+	commits := failbackCommits(plan)
+	switch {
+	case opts.commit.dryRun:
+		opts.commit.reportDryRun(stderr)
+	case len(commits) == 0:
+		fmt.Fprintln(stderr, "nothing to commit")
+	default:
+		err := src.Admin().CommitOffsets(ctx, opts.group, commits)
+		if client.ErrorCode(err) == wire.NonEmptyGroup {
+			return refusedWithMembers("fail back offsets of group", opts.group, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: commit on the source: %w", what, err)
+		}
+	}
+	if opts.export {
+		var offs []wire.GroupOffset
+		for _, f := range plan {
+			if f.note == "" {
+				offs = append(offs, wire.GroupOffset{Topic: f.tp.Topic, Partition: f.tp.Partition, Offset: f.offset})
+			}
+		}
+		return writeOffsetsFile(stdout, offs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOPY\tBEFORE\tOFFSET")
+	for _, f := range plan {
+		if f.note == "" {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", f.tp.Topic, f.tp.Partition, f.at, offsetOrDash(f.before), f.offset)
+		}
+	}
+	return tw.Flush()
+}
