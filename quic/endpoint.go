@@ -307,20 +307,30 @@ type handlerTable struct {
 	mu       sync.RWMutex
 	unary    map[FrameType]UnaryHandler
 	sessions map[FrameType]SessionHandler
+	ordered  map[FrameType]bool // unary types registered with HandleOrdered
 }
 
 func (t *handlerTable) init() {
 	t.unary = make(map[FrameType]UnaryHandler)
 	t.sessions = make(map[FrameType]SessionHandler)
+	t.ordered = make(map[FrameType]bool)
 }
 
-func (t *handlerTable) setUnary(ft FrameType, h UnaryHandler) {
+func (t *handlerTable) setUnary(ft FrameType, h UnaryHandler) { t.setUnaryOrdered(ft, h, false) }
+
+func (t *handlerTable) setOrdered(ft FrameType, h UnaryHandler) { t.setUnaryOrdered(ft, h, true) }
+
+func (t *handlerTable) setUnaryOrdered(ft FrameType, h UnaryHandler, ordered bool) {
 	if ft.Reserved() {
 		panic(fmt.Sprintf("quic: frame type 0x%02x is reserved for the transport", uint8(ft)))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.sessions, ft)
+	delete(t.ordered, ft)
+	if ordered {
+		t.ordered[ft] = true
+	}
 	t.unary[ft] = h
 }
 
@@ -331,13 +341,16 @@ func (t *handlerTable) setSession(ft FrameType, h SessionHandler) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.unary, ft)
+	delete(t.ordered, ft)
 	t.sessions[ft] = h
 }
 
-func (t *handlerTable) lookup(ft FrameType) (UnaryHandler, SessionHandler) {
+// lookup returns ft's handler and whether it was registered with
+// HandleOrdered.
+func (t *handlerTable) lookup(ft FrameType) (UnaryHandler, SessionHandler, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.unary[ft], t.sessions[ft]
+	return t.unary[ft], t.sessions[ft], t.ordered[ft]
 }
 
 // activeSet counts running handlers so Shutdown can wait for them. Once

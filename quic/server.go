@@ -82,6 +82,7 @@ func (e *Endpoint) untrackConn(c *qgo.Conn) {
 func (e *Endpoint) serveConn(conn *qgo.Conn, peer Peer) {
 	defer e.untrackConn(conn)
 	pc := &peerConn{Peer: peer}
+	seq := &streamSeq{}
 	e.log.Debug("quic: connection accepted", "peer", pc.Addr, "name", pc.Name, "role", pc.Role, "node_id", pc.NodeID)
 	for {
 		str, err := conn.AcceptStream(context.Background())
@@ -90,7 +91,7 @@ func (e *Endpoint) serveConn(conn *qgo.Conn, peer Peer) {
 			e.reloadOnRefusal(context.Cause(conn.Context()))
 			return
 		}
-		go e.serveStream(pc, str)
+		go e.serveStream(pc, str, seq, seq.accept())
 	}
 }
 
@@ -141,8 +142,11 @@ func putReadBuf(b []byte) {
 
 // serveStream reads the first frame (bounded by FirstFrameTimeout), asks the
 // Authorizer (under mutual TLS) and hands the stream to the handler
-// registered for its type.
-func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
+// registered for its type. n is the stream's place in seq, its
+// connection's accept order (stream_order.go): released once the handler
+// is known not to be ordered, or once it has returned.
+func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream, seq *streamSeq, n uint64) {
+	defer seq.release(n) // a no-op once released
 	peer := pc.Peer
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, bodies: e.bodyBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
@@ -166,7 +170,10 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 		putReadBuf(fr.buf)
 		return
 	}
-	uh, sh := e.handlers.lookup(f.Type)
+	uh, sh, ordered := e.handlers.lookup(f.Type)
+	if !ordered {
+		seq.release(n)
+	}
 	if uh == nil && sh == nil {
 		e.log.Info("quic: stream with unknown frame type refused", "peer", peer.Addr, "type", uint8(f.Type))
 		refuse(str, StreamCodeProtocol, CodeUnknownType, fmt.Sprintf("unknown frame type %d", f.Type))
@@ -180,7 +187,17 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream) {
 	}
 	defer e.active.done()
 	if uh != nil {
-		e.serveUnary(pc, str, f, uh, func() { putReadBuf(fr.buf) })
+		ctx := str.Context()
+		if ordered {
+			o := &StreamOrder{seq: seq, n: n}
+			ctx = context.WithValue(ctx, streamOrderKey{}, o)
+			h := uh
+			uh = func(ctx context.Context, peer Peer, req Frame) (FrameType, any, error) {
+				defer o.Release() // before the response is written
+				return h(ctx, peer, req)
+			}
+		}
+		e.serveUnary(ctx, pc, str, f, uh, func() { putReadBuf(fr.buf) })
 		return
 	}
 	e.serveSession(pc, str, f, sh, fr)
@@ -239,7 +256,8 @@ func errorCode(err error) (uint16, string) {
 	return CodeHandler, err.Error()
 }
 
-// serveUnary runs h and writes its single response frame. The caller closes
+// serveUnary runs h with ctx (its stream's context, carrying its
+// StreamOrder for an ordered handler) and writes its single response frame. The caller closes
 // its side of the stream only after reading the whole response, so the
 // caller's FIN acknowledges delivery: the call counts as in flight (for
 // Shutdown) until it arrives. A caller that never sends it holds the stream
@@ -249,9 +267,9 @@ func errorCode(err error) (uint16, string) {
 // release frees req's buffer; it is called once the response is written,
 // before waiting for the FIN, so a held stream does not also hold the
 // request's bytes.
-func (e *Endpoint) serveUnary(pc *peerConn, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
+func (e *Endpoint) serveUnary(ctx context.Context, pc *peerConn, str *qgo.Stream, req Frame, h UnaryHandler, release func()) {
 	peer := pc.Peer
-	respType, resp, herr := h(str.Context(), peer, req)
+	respType, resp, herr := h(ctx, peer, req)
 	abandoned := false
 	var done func()
 	if r, ok := resp.(Reply); ok {
