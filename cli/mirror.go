@@ -141,6 +141,9 @@ type mirrorHooks struct {
 	// killed process would: nothing more is committed (the records in
 	// flight are still delivered, as a crash may let them be).
 	afterForward func(forwarded int) (crash bool)
+	// polled is called after each poll with the partitions the member's
+	// consumer fetches.
+	polled func(fetching []client.TopicPartition)
 }
 
 func parseMirrorOptions(c *ucli.Context) (mirrorOptions, error) {

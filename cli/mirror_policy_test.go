@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,12 +310,13 @@ func TestMirrorActiveActive(t *testing.T) {
 	}
 
 	// Both at once, records coming on both sides while they run: each
-	// mirror reads the copies the other writes into its source, and drops
-	// them.
+	// mirror's group is assigned the copies the other writes into its
+	// source (and the syncs topic), and never fetches them.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 2)
 	var outs [2]lockedBuffer
+	var fetchedCopies, fetched [2]atomic.Int64 // polls fetching a topic not copied; any
 	for i, c := range []struct {
 		e            *mirrorEnv
 		alias, other string
@@ -322,6 +324,12 @@ func TestMirrorActiveActive(t *testing.T) {
 		opts := c.e.options()
 		opts.topics, opts.pattern, opts.commitInterval = nil, ".*", 20*time.Millisecond
 		opts.policy = replicationPolicy{prefix: true, sourceAlias: c.alias, separator: ".", targetAlias: c.other}
+		opts.hooks.polled = func(fetching []client.TopicPartition) {
+			fetched[i].Add(1)
+			if slices.ContainsFunc(fetching, func(tp client.TopicPartition) bool { return !opts.mirrorMatches(tp.Topic) }) {
+				fetchedCopies[i].Add(1)
+			}
+		}
 		go func() { done <- runMirror(ctx, opts, &outs[i]) }()
 	}
 	for batch := range 3 {
@@ -338,15 +346,18 @@ func TestMirrorActiveActive(t *testing.T) {
 		}
 		waitForCLI(t, "both copies to catch up", func() bool { return caughtUp(eu, "eu1.payments") && caughtUp(us, "us1.payments") })
 	}
-	// Each mirror's group has read its source's copy to its end: the
-	// copies written while it ran went through forward.
-	waitForCLI(t, "the copies read to their ends", func() bool {
+	// Each mirror's member owns its source's copy of the other's topic
+	// (the pattern matches it) and the syncs topic; it never fetched them,
+	// nor committed an offset of them.
+	waitForCLI(t, "the copies owned", func() bool {
 		for _, c := range []struct {
 			src  *client.Client
 			copy string
 		}{{eu.srcC, "us1.payments"}, {us.srcC, "eu1.payments"}} {
-			hws, err := c.src.Admin().ListOffsets(ctx, c.copy, client.SeekEnd)
-			if err != nil || !maps.Equal(groupOffsets(t, c.src, defaultMirrorGroup, c.copy), hws) {
+			d, err := c.src.Admin().DescribeGroup(ctx, defaultMirrorGroup)
+			if err != nil || len(d.Members) != 1 || !slices.ContainsFunc(d.Members[0].Owned, func(g wire.GroupPartitions) bool {
+				return g.Topic == c.copy && len(g.Partitions) == 2
+			}) {
 				return false
 			}
 		}
@@ -356,6 +367,22 @@ func TestMirrorActiveActive(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatalf("mirror: %v; stderr %q %q", err, outs[0].String(), outs[1].String())
+		}
+	}
+	for i, c := range []struct {
+		src  *client.Client
+		copy string
+	}{{eu.srcC, "us1.payments"}, {us.srcC, "eu1.payments"}} {
+		if n := fetchedCopies[i].Load(); n > 0 || fetched[i].Load() == 0 {
+			t.Errorf("mirror %d fetched a topic it does not copy in %d of its %d polls; stderr %q", i, n, fetched[i].Load(), outs[i].String())
+		}
+		for _, topic := range []string{c.copy, defaultOffsetSyncsTopic} {
+			if got := groupOffsets(t, c.src, defaultMirrorGroup, topic); len(got) > 0 {
+				t.Errorf("the mirror's group committed offsets %v of %s, which it does not copy", got, topic)
+			}
+		}
+		if !strings.Contains(outs[i].String(), "not mirroring topic "+c.copy+", which --topic-pattern matches") {
+			t.Errorf("mirror %d: stderr %q", i, outs[i].String())
 		}
 	}
 	for _, c := range []struct {

@@ -91,7 +91,7 @@ func runMirror(ctx context.Context, opts mirrorOptions, stderr io.Writer) (err e
 			fmt.Fprintf(stderr, "paymentlog: mirror: %s: offsets %d to %d were deleted by retention on the source before they were mirrored; going on from %d\n",
 				tp, from, to-1, to)
 		}},
-		CommitAt: m.commitAt, OnAssigned: m.assigned, OnRevoked: m.revoked,
+		CommitAt: m.commitAt, OnAssigned: m.assigned, OnRevoked: m.revoked, Skip: m.skip,
 		OnCommitError: func(tps []client.TopicPartition, err error) {
 			fmt.Fprintf(stderr, "paymentlog: mirror: commit of %s, handed to another mirror process, failed (it mirrors them again from the last commit): %v\n",
 				partitionNames(tps), err)
@@ -135,8 +135,8 @@ type mirror struct {
 	// more is committed.
 	crashed bool
 	// passed are the topics assigned by --topic-pattern that the mirror
-	// does not copy (mirrorMatches), known before their records come
-	// (pass); each is said once.
+	// does not copy (mirrorMatches), never fetched (skip); each is said
+	// once.
 	passed    map[string]bool
 	forwarded int
 	lastTick  time.Time
@@ -180,6 +180,9 @@ func (m *mirror) run(ctx context.Context) error {
 		}
 		m.tick(ctx)
 		msgs, err := m.member.Poll(ctx)
+		if h := m.opts.hooks.polled; h != nil {
+			h(m.member.Consumer().Assignment())
+		}
 		if ctx.Err() != nil {
 			m.notForwarded(msgs)
 			return nil
@@ -266,7 +269,7 @@ func (m *mirror) forward(ctx context.Context, msgs []client.Message) error {
 			return nil
 		}
 		msg := &msgs[i]
-		if m.opts.skipMirrored && hasHeader(msg.Headers, mirrorHeader) || m.passed[msg.Topic] {
+		if m.opts.skipMirrored && hasHeader(msg.Headers, mirrorHeader) {
 			continue // done: the commit passes it with the records around it
 		}
 		tp, off := client.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}, msg.Offset
@@ -380,8 +383,7 @@ func (m *mirror) assigned(tps []client.TopicPartition) {
 	ctx, cancel := context.WithTimeout(m.ctx, defaultAdminTimeout)
 	defer cancel()
 	cons := m.member.Consumer()
-	copied := m.pass(cons, tps)
-	if err := m.topics.ensure(ctx, copied); err != nil {
+	if err := m.topics.ensure(ctx, tps); err != nil {
 		m.err = fmt.Errorf("mirror: %w", err)
 		return
 	}
@@ -403,30 +405,30 @@ func (m *mirror) assigned(tps []client.TopicPartition) {
 	}
 }
 
-// pass moves the partitions of tps that the mirror does not copy to
-// their ends (forward leaves their records out), saying so once for each
-// topic, and returns the others. --topic-pattern subscribes the group to
-// every matching topic (the controller resolves it, and cannot leave out
-// what mirrorMatches does): such a topic's records are read from where
-// it is assigned on, and dropped.
-func (m *mirror) pass(cons *client.Consumer, tps []client.TopicPartition) []client.TopicPartition {
-	var copied []client.TopicPartition
-	for _, tp := range tps {
-		if m.opts.mirrorMatches(tp.Topic) {
-			copied = append(copied, tp)
-			continue
-		}
-		_ = cons.Seek(tp, client.SeekEnd) // assigned: cannot fail
-		if !m.passed[tp.Topic] {
-			m.passed[tp.Topic] = true
-			why := "the mirror's own offset syncs topic or an internal one"
-			if m.opts.policy.isCycle(tp.Topic) {
-				why = fmt.Sprintf("its name says it is a copy of a topic of the target (--target-alias %s)", m.opts.policy.targetAlias)
-			}
-			fmt.Fprintf(m.stderr, "paymentlog: mirror: not mirroring topic %s, which --topic-pattern matches: %s\n", tp.Topic, why)
-		}
+// skip reports whether tp, assigned, is of a topic the mirror does not
+// copy (client.GroupConsumerConfig.Skip), saying so once for each topic:
+// the member owns it, and never fetches nor commits it. --topic-pattern
+// subscribes the group to every matching topic (the controller resolves
+// it, and cannot leave out what mirrorMatches does).
+func (m *mirror) skip(tp client.TopicPartition) bool {
+	if m.opts.mirrorMatches(tp.Topic) {
+		return false
 	}
-	return copied
+	if !m.passed[tp.Topic] {
+		m.passed[tp.Topic] = true
+		why := "the mirror's own offset syncs topic or an internal one"
+		if m.opts.policy.isCycle(tp.Topic) {
+			why = fmt.Sprintf("its name says it is a copy of a topic of the target (--target-alias %s)", m.opts.policy.targetAlias)
+		}
+		fmt.Fprintf(m.stderr, "paymentlog: mirror: not mirroring topic %s, which --topic-pattern matches: %s\n", tp.Topic, why)
+	}
+	return true
+}
+
+// mirrored are the partitions of tps the mirror copies (the member owns
+// those skip left out too).
+func (m *mirror) mirrored(tps []client.TopicPartition) []client.TopicPartition {
+	return slices.DeleteFunc(tps, func(tp client.TopicPartition) bool { return !m.opts.mirrorMatches(tp.Topic) })
 }
 
 // revoked forgets partitions handed to another member, committed already
@@ -442,14 +444,14 @@ func (m *mirror) revoked(tps []client.TopicPartition) {
 }
 
 // atEnd: the member owns at least one partition, the group gives it
-// nothing else, and each is read up to its goal (the records in flight are
+// nothing else, and each it copies is read up to its goal (the records in flight are
 // awaited by the commit at exit).
 func (m *mirror) atEnd() bool {
 	if !m.member.Stable() {
 		return false
 	}
 	tps := m.member.Assignment()
-	for _, tp := range tps {
+	for _, tp := range m.mirrored(slices.Clone(tps)) {
 		pos, ok := m.member.Consumer().Position(tp)
 		goal, known := m.goals[tp]
 		if !ok || !known || pos < 0 || pos < goal {
@@ -473,7 +475,7 @@ func (m *mirror) tick(ctx context.Context) {
 		fmt.Fprintf(m.stderr, "paymentlog: mirror: commit offsets of group %s on the source: %v\n", m.opts.group, err)
 	}
 	m.writeSyncs(ctx, true)
-	m.syncGroups(ctx, m.member.Assignment())
+	m.syncGroups(ctx, m.mirrored(m.member.Assignment()))
 	m.progress(m.highWatermarks())
 }
 
@@ -481,7 +483,7 @@ func (m *mirror) tick(ctx context.Context) {
 // member owns, as its fetches last reported them (-1: none yet).
 func (m *mirror) highWatermarks() map[client.TopicPartition]int64 {
 	hws := map[client.TopicPartition]int64{}
-	for _, tp := range m.member.Assignment() {
+	for _, tp := range m.mirrored(m.member.Assignment()) {
 		hws[tp] = m.member.Consumer().HighWatermark(tp)
 	}
 	return hws
@@ -510,7 +512,7 @@ func (m *mirror) close(err error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), groupCommitTimeout+mirrorDrainTimeout)
 	defer cancel()
 	hws := m.highWatermarks()
-	owned := m.member.Assignment()
+	owned := m.mirrored(m.member.Assignment())
 	// After a test crash Close commits nothing (commitAt); it leaves the
 	// group all the same, so that a rerun need not wait a session timeout.
 	cerr := m.member.Close(ctx)

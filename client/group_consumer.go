@@ -69,7 +69,11 @@ type GroupConsumer struct {
 	c    *Client
 	cfg  GroupConsumerConfig // validated, with its defaults
 	cons *Consumer           // used by Poll's goroutine only
-	log  *slog.Logger
+	// skipped are the partitions owned that Skip left out: never
+	// started. Used by Poll's goroutine only. Invariant: owned holds
+	// every partition of skipped, none of which is in cons.
+	skipped map[TopicPartition]bool
+	log     *slog.Logger
 
 	wake   chan struct{}      // buffered 1: heartbeat at once (partitions released)
 	notify chan struct{}      // buffered 1: the assignment changed (Poll waiting with no partitions)
@@ -174,6 +178,14 @@ type GroupConsumerConfig struct {
 	// OnAssigned is called from Poll with the partitions it has just
 	// started, before their records are fetched.
 	OnAssigned func([]TopicPartition)
+	// Skip, when set, is asked from Poll of each partition assigned,
+	// before it starts: true makes the member own it without ever
+	// fetching or committing it (it is in no OnAssigned nor OnRevoked,
+	// and not read by Consumer), until the group takes it away. For a
+	// subscription by TopicPattern that matches topics the application
+	// does not want (the controller resolves the pattern, and assigns
+	// them all the same).
+	Skip func(TopicPartition) bool
 	// OnRevoked is called from Poll with the partitions it has just
 	// released: committed (unless the membership was lost) and no
 	// longer fetched, before the controller hears of it (no other member
@@ -278,7 +290,7 @@ func (c *Client) NewGroupConsumer(ctx context.Context, cfg GroupConsumerConfig) 
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &GroupConsumer{c: c, cfg: cfg, cons: c.NewConsumer(cfg.Consumer), log: c.log.With("group", cfg.Group),
+	g := &GroupConsumer{c: c, cfg: cfg, cons: c.NewConsumer(cfg.Consumer), skipped: map[TopicPartition]bool{}, log: c.log.With("group", cfg.Group),
 		wake: make(chan struct{}, 1), notify: make(chan struct{}, 1), done: make(chan struct{})}
 	g.mu.epoch = wire.JoinEpoch
 	g.mu.interval, g.mu.session = defaultGroupHeartbeatInterval, defaultGroupSessionTimeout

@@ -118,7 +118,7 @@ func (g *GroupConsumer) rebalance(ctx context.Context) error {
 		}
 	}
 	for tp := range g.mu.assigned {
-		if _, reading := g.cons.parts[tp]; !reading {
+		if _, reading := g.cons.parts[tp]; !reading && !g.skipped[tp] {
 			// Owned from now on: a heartbeat reports it until Poll
 			// releases it, whether or not it starts.
 			g.mu.owned[tp] = true
@@ -168,6 +168,7 @@ func (g *GroupConsumer) release(ctx context.Context, tps []TopicPartition, lost 
 	g.mu.Lock()
 	for _, tp := range tps {
 		delete(g.mu.owned, tp)
+		delete(g.skipped, tp)
 	}
 	if lost {
 		g.mu.expelled, g.mu.lost = false, "" // the heartbeats go on, reporting nothing owned
@@ -178,10 +179,22 @@ func (g *GroupConsumer) release(ctx context.Context, tps []TopicPartition, lost 
 }
 
 // start starts tps at the group's committed offsets (From or FromTime
-// where it has none) and calls OnAssigned; on a failure it leaves them to
-// the next Poll.
+// where it has none) and calls OnAssigned, but for those Skip leaves out
+// (owned, never started); on a failure it leaves them to the next Poll.
 func (g *GroupConsumer) start(ctx context.Context, tps []TopicPartition) {
 	slices.SortFunc(tps, comparePartitions)
+	if g.cfg.Skip != nil {
+		tps = slices.DeleteFunc(tps, func(tp TopicPartition) bool {
+			if !g.cfg.Skip(tp) {
+				return false
+			}
+			g.skipped[tp] = true
+			return true
+		})
+		if len(tps) == 0 {
+			return
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, g.c.cfg.RequestTimeout)
 	defer cancel()
 	from := g.cfg.From
