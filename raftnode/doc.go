@@ -82,6 +82,9 @@
 //	                                holds its nonce, 32 lowercase hex
 //	                                characters (empty from older builds;
 //	                                see Lost storage below)
+//	  scrub-log-end                 between a scrub's find and the repair:
+//	                                the log's last entry, start and this
+//	                                node's role then (scrub_logend.go)
 //
 // Entry log: each raft entry is one record batch holding one record. The
 // batch's base offset is the entry's index, its leader-epoch field the entry's

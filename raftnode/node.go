@@ -125,6 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	lg := cfg.Logger // the caller's logger names the node
 
 	files, logs := cfg.files, cfg.log
+	var repair *scrubRepair
 	if files == nil {
 		fsys := cfg.FS
 		if fsys == nil {
@@ -137,19 +138,26 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if logs == nil {
 		// Before the open repairs what a scrub found (scrub_repair.go).
-		if err := prepareScrubRepair(cfg, files); err != nil {
+		r, err := prepareScrubRepair(cfg, files)
+		if err != nil {
 			return nil, err
 		}
 		sl, err := openSegmentLog(ctx, cfg.DataDir, &cfg)
 		if err != nil {
 			return nil, err
 		}
-		logs = sl
+		logs, repair = sl, r
 	}
 	st, err := openStorage(ctx, logs, files, cfg.EntryCacheBytes, lg)
 	if err != nil {
 		_ = logs.Close()
 		return nil, err
+	}
+	if repair != nil {
+		if err := repair.settle(st, logs.(*segmentLog), lg); err != nil {
+			_ = st.close()
+			return nil, err
+		}
 	}
 	n, err := newNode(cfg, st)
 	if err != nil {

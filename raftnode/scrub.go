@@ -24,11 +24,14 @@ import (
 //
 // A corrupt entry: segment marks the segment for repair (durably) and
 // fails the log; ScrubNow then stops the loop with an error wrapping
-// segment.ErrScrubCorrupt (Err, Done), and the node is restarted. At the
-// next Start, before the log is opened and repaired, scrub_repair.go sets
-// a copy of the segments aside and puts the node under the rejoin guard:
-// the repair truncates entries this node acknowledged, so it must not vote
-// until it has caught up (a single voter refuses to start instead).
+// segment.ErrScrubCorrupt (Err, Done), having recorded the last entry of
+// its log, and the node is restarted. At the next Start, before the log is
+// opened and repaired, scrub_repair.go sets a copy of the segments aside
+// and puts the node under the rejoin guard: the repair truncates entries
+// this node acknowledged, so it must not vote until it has caught up (a
+// single voter refuses to start instead; a learner only refetches). If the
+// repaired log still ends at the recorded entry, nothing was taken out:
+// the guard and the copy are undone (scrub_sound.go says why only then).
 //
 // A corrupt snapshot file is repaired at once, on the loop, without a
 // restart: the node holds its latest snapshot in memory (it restored from
@@ -156,10 +159,11 @@ func (n *Node) scrubEntries(ctx context.Context, s *ScrubSummary, throttle func(
 }
 
 // failFromScrub stops the Ready loop with err (Err, Done): segment has
-// already failed the log, which refuses every write from now on.
+// already failed the log, which refuses every write from now on. It records
+// where the log ends for the repair (scrub_logend.go).
 func (n *Node) failFromScrub(err error) {
 	select {
-	case n.opc <- func() { n.fatal = err }:
+	case n.opc <- func() { n.fatal = err; n.recordScrubLogEnd() }:
 	case <-n.stopc:
 	case <-n.donec:
 	}

@@ -3,6 +3,8 @@ package raftnode
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,59 +33,132 @@ var ErrScrubOnlyVoter = errors.New("raftnode: a scrub found the metadata log cor
 //     quarantine and the mark): its committed entries have no other copy,
 //     and a start would silently lose them. The mark stays, so every start
 //     refuses until the operator salvages what they can and removes it;
-//  3. puts a voter of several under the rejoin guard (guard.go), whatever
+//  3. puts a node that may vote under the rejoin guard (guard.go), whatever
 //     Config.RejoinGuard says: the marker is written, durably, with a new
 //     nonce (no first-start witness can vouch for it), before the log is
 //     truncated, and the node then grants no vote and does not
 //     campaign until it has caught up to the target its caller learns from
 //     the other voters (CatchUpTo), exactly as a voter whose log was lost.
-//     A learner only refetches.
+//     A node may vote if it is listed in Config.Voters, or was a voter when
+//     the scrub stopped it (scrubLogEndFile: a voter left out of the list
+//     is still one, doc.go), or that is not known. A learner never votes
+//     (raft counts no learner's vote, and the voters are fixed): it only
+//     refetches, unguarded.
 //
-// The guard is set even if the re-check finds the segment sound after all
-// (damage in memory): telling that apart needs the log end before the
-// open, and a needless catch-up is cheap.
-func prepareScrubRepair(cfg Config, files fileStore) error {
+// After the open, settle decides whether the repair took anything out.
+// It returns nil when there is nothing to repair.
+func prepareScrubRepair(cfg Config, files fileStore) (*scrubRepair, error) {
 	fsys := cfg.FS
 	if fsys == nil {
 		fsys = segment.OSFS{}
 	}
 	base, marked, err := segment.ScrubMarked(fsys, cfg.DataDir)
 	if err != nil {
-		return fmt.Errorf("raftnode: %w", err)
+		return nil, fmt.Errorf("raftnode: %w", err)
+	}
+	end, known, present, err := readScrubLogEnd(files)
+	if err != nil {
+		return nil, err
 	}
 	if !marked {
-		return nil
+		if present { // a crash between the repair's open and settle: stale
+			return nil, removeScrubLogEnd(files)
+		}
+		return nil, nil
 	}
-	q := filepath.Join(cfg.DataDir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base))
+	r := &scrubRepair{name: fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base), end: end, known: known}
+	q := filepath.Join(cfg.DataDir, r.name)
+	_, statErr := fsys.ReadDir(q)
+	r.madeQuarantine = errors.Is(statErr, os.ErrNotExist)
 	copied, err := setAsideSegments(fsys, cfg.DataDir, q, base, time.Now())
 	if err != nil {
-		return fmt.Errorf("raftnode: setting the metadata log aside before its repair: %w", err)
+		return nil, fmt.Errorf("raftnode: setting the metadata log aside before its repair: %w", err)
 	}
 	lg := cfg.Logger
-	_, voter := cfg.Voters[cfg.ID]
-	if voter && len(cfg.Voters) < 2 {
+	_, listed := cfg.Voters[cfg.ID]
+	if listed && len(cfg.Voters) < 2 {
 		// The sweep (scrub_quarantine.go) never removes this one.
 		if err := segment.WriteCheckpoint(fsys, filepath.Join(q, soleCopyFile), []byte("the only voter's: the operator's to salvage and remove\n")); err != nil {
-			return fmt.Errorf("raftnode: setting the metadata log aside before its repair: %w", err)
+			return nil, fmt.Errorf("raftnode: setting the metadata log aside before its repair: %w", err)
 		}
-		return fmt.Errorf("%w: refusing to start rather than lose committed metadata; its segments from offset %d are in %s (salvage them with paymentlog log dump); to start anyway with the log truncated at the corrupt entry, remove %s",
+		return nil, fmt.Errorf("%w: refusing to start rather than lose committed metadata; its segments from offset %d are in %s (salvage them with paymentlog log dump); to start anyway with the log truncated at the corrupt entry, remove %s",
 			ErrScrubOnlyVoter, base, q, segment.ScrubMarkPath(cfg.DataDir))
 	}
 	lg.Warn("raftnode: a scrub found the metadata log corrupt; set its segments aside, and the open truncates it at the corrupt entry",
 		"segment", base, "quarantine", q, "copied_files", copied)
-	if !voter {
-		return nil
+	if !listed && known && !end.voter {
+		return r, nil
 	}
 	// A fresh nonce even if the node is guarded already: a first-start
 	// witness may vouch for the old one (guard.go's LiftGuard), which named
-	// storage that held everything the node acknowledged; this one no
-	// longer does.
+	// storage that held everything the node acknowledged; this one may no
+	// longer (settle puts the old one back if it still does).
+	old, err := files.ReadFile(rejoinGuardFile)
+	switch {
+	case err == nil:
+		r.oldGuard = old
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("raftnode: rejoin guard: %w", err)
+	}
 	nonce := newGuardNonce()
 	if err := files.WriteFile(rejoinGuardFile, []byte(nonce)); err != nil {
-		return fmt.Errorf("raftnode: rejoin guard: %w", err)
+		return nil, fmt.Errorf("raftnode: rejoin guard: %w", err)
 	}
-	lg.Warn("raftnode: the metadata log's repair takes out entries this voter may have acknowledged; it will not vote until it has caught up (rejoin guard)",
+	r.guarded = true
+	lg.Warn("raftnode: the metadata log's repair may take out entries this voter acknowledged; it will not vote until it has caught up (rejoin guard)",
 		"nonce", nonce)
+	return r, nil
+}
+
+// scrubRepair is what prepareScrubRepair did, for settle.
+type scrubRepair struct {
+	name           string      // the quarantine's directory name
+	madeQuarantine bool        // this repair made it (it was absent)
+	end            scrubLogEnd // the log's end when the scrub stopped the node
+	known          bool        // end was recorded
+	guarded        bool        // the rejoin guard's marker was written
+	oldGuard       []byte      // the marker it replaced (nil: none)
+}
+
+// settle runs after the open repaired the log (st, sl) and before the node
+// starts: it removes scrubLogEndFile and, when the repair took out nothing
+// the node acknowledged (scrub_sound.go), undoes the guard, and the copy
+// too if the log holds every entry it held.
+func (r *scrubRepair) settle(st *diskStorage, sl *segmentLog, lg *slog.Logger) error {
+	if err := removeScrubLogEnd(st.files); err != nil {
+		return err
+	}
+	if !r.lostNothing(st) {
+		return nil
+	}
+	if r.guarded {
+		var err error
+		if r.oldGuard != nil {
+			err = st.files.WriteFile(rejoinGuardFile, r.oldGuard)
+		} else {
+			err = st.files.Remove(rejoinGuardFile)
+		}
+		if err != nil {
+			return fmt.Errorf("raftnode: rejoin guard: %w", err)
+		}
+	}
+	whole := r.keptWhole(st, sl)
+	if whole && r.madeQuarantine {
+		if err := sl.log.RemoveQuarantine(r.name); err != nil {
+			lg.Warn("raftnode: could not remove the copy of a metadata log kept whole; the sweep removes it", "quarantine", r.name, "err", err)
+		}
+	}
+	lg.Warn("raftnode: the metadata log's repair took out nothing this node acknowledged: its log still ends at the entry it ended at when the scrub stopped it (the damage was in memory, a read error, or below the snapshot); the node votes as before",
+		"last_index", r.end.index, "epoch", r.end.term, "kept_whole", whole, "still_guarded", r.oldGuard != nil)
+	return nil
+}
+
+// removeScrubLogEnd removes scrubLogEndFile. Start fails if it cannot: a
+// stale one must never stand for a later scrub's.
+func removeScrubLogEnd(files fileStore) error {
+	if err := files.Remove(scrubLogEndFile); err != nil {
+		return fmt.Errorf("raftnode: %w", err)
+	}
 	return nil
 }
 

@@ -40,9 +40,17 @@ func (c *testCluster) segmentFiles(id uint64) (names []string, bases []uint64) {
 }
 
 // corruptEntry flips a bit in the record of entry index in node id's
-// metadata log (on disk and in its mapping, as rot would) and returns the
-// segment file and whether it is the active (last) one.
+// metadata log (on disk and in its mapping, as rot would; a second call
+// flips it back) and returns the segment file and whether it is the active
+// (last) one.
 func (c *testCluster) corruptEntry(id, index uint64) (file string, active bool) {
+	c.t.Helper()
+	return c.damageEntry(id, index, func(b []byte) { b[len(b)-1] ^= 0x40 }) // the last byte of the entry's data
+}
+
+// damageEntry applies rot to the bytes of entry index's batch in node id's
+// metadata log (see corruptEntry).
+func (c *testCluster) damageEntry(id, index uint64, rot func(batch []byte)) (file string, active bool) {
 	c.t.Helper()
 	names, bases := c.segmentFiles(id)
 	i := len(bases) - 1
@@ -55,7 +63,7 @@ func (c *testCluster) corruptEntry(id, index uint64) (file string, active bool) 
 		pos := 0
 		_, _ = segment.SplitBatches(d, func(b segment.Batch) error {
 			if uint64(b.BaseOffset()) == index {
-				d[pos+len(b)-1] ^= 0x40 // the last byte of the entry's data
+				rot(d[pos : pos+len(b)])
 				found = true
 				return errStopSplit
 			}
@@ -325,45 +333,67 @@ func TestScrubRewritesCorruptSnapshot(t *testing.T) {
 // Rot in an entry below the latest snapshot: the repair truncates there,
 // the log restarts after the snapshot (the state machine restores from it:
 // the entries below it are not fetched again), and the node catches up
-// from the snapshot on under the guard.
+// from the snapshot on under the guard, having lost the entries after the
+// snapshot. With none after it (the snapshot was the log's end) the node
+// lost nothing it acknowledged (scrub_sound.go): unguarded, but the copy of
+// what the cut took out is kept (the sweep removes it).
 func TestScrubRepairBelowTheSnapshot(t *testing.T) {
 	requireSegment(t)
-	c := newTestCluster(t, 3, func(cfg *Config) { cfg.SnapshotEvery, cfg.CatchUpEntries = 20, 10 })
-	c.segment = true
-	c.startVoters()
-	lead := c.leader()
-	var want []string
-	for i := range 30 {
-		v := fmt.Sprintf("v%02d", i)
-		c.propose(lead, v)
-		want = append(want, v)
+	for _, after := range []int{3, 0} {
+		t.Run(fmt.Sprintf("%d entries after the snapshot", after), func(t *testing.T) {
+			c := newTestCluster(t, 3, func(cfg *Config) { cfg.SnapshotEvery, cfg.CatchUpEntries = 20, 10 })
+			c.segment = true
+			c.startVoters()
+			lead := c.leader()
+			b := c.others(lead)[0]
+			// Until b's latest snapshot is at its log's end (one entry at a
+			// time: it snapshots at its applied index).
+			var want []string
+			var si uint64
+			for i := 0; si == 0 || si != c.nodes[b].Status().LastIndex; i++ {
+				if i == 60 {
+					t.Fatalf("node %d: no snapshot at its log's end after %d entries", b, i)
+				}
+				v := fmt.Sprintf("v%02d", i)
+				c.waitApplied(c.propose(lead, v))
+				want = append(want, v)
+				names, err := c.fss[b].ReadDir(testMetaDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sfs := listSnapFiles(names); len(sfs) > 0 && i >= 25 {
+					si = sfs[0].index
+				}
+			}
+			for i := range after {
+				v := fmt.Sprintf("after the snapshot %d", i)
+				c.propose(lead, v)
+				want = append(want, v)
+			}
+			c.waitApplied(c.nodes[lead].Status().Applied)
+			c.waitLastIndex(b, si+uint64(after))
+			victim := si - 3 // kept in the log for followers' catch-up (CatchUpEntries)
+			file, _ := c.corruptEntry(b, victim)
+			c.scrubFinds(b)
+			sm := &testSM{}
+			c.startSM(b, sm)
+			st := c.nodes[b].Status()
+			if st.VoteGuarded != (after > 0) || st.LastIndex != si || st.Applied != si {
+				t.Fatalf("repaired node %d: %+v; want guarded %v, its log restarted after the snapshot %d", b, st, after > 0, si)
+			}
+			if got := sm.values(); len(got) == 0 {
+				t.Fatal("the state machine was not restored from the snapshot")
+			}
+			if kept, err := c.fss[b].ReadDir(quarantineOf(c, file)); err != nil || len(kept) == 0 {
+				t.Fatalf("quarantine: %v %v; want what the cut took out kept", kept, err)
+			}
+			if after > 0 {
+				c.waitGuardLifted(b)
+			}
+			c.waitApplied(c.propose(c.leader(), "after"))
+			c.checkSame(append(want, "after"))
+		})
 	}
-	c.waitApplied(c.nodes[lead].Status().Applied)
-	b := c.others(lead)[0]
-	names, err := c.fss[b].ReadDir(testMetaDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sfs := listSnapFiles(names)
-	if len(sfs) == 0 {
-		t.Fatal("no snapshot")
-	}
-	si := sfs[0].index
-	victim := si - 3 // kept in the log for followers' catch-up (CatchUpEntries)
-	c.corruptEntry(b, victim)
-	c.scrubFinds(b)
-	sm := &testSM{}
-	c.startSM(b, sm)
-	st := c.nodes[b].Status()
-	if !st.VoteGuarded || st.LastIndex != si || st.Applied != si {
-		t.Fatalf("repaired node %d: %+v; want guarded, its log restarted after the snapshot %d", b, st, si)
-	}
-	if got := sm.values(); len(got) == 0 {
-		t.Fatal("the state machine was not restored from the snapshot")
-	}
-	c.waitGuardLifted(b)
-	c.waitApplied(c.propose(c.leader(), "after"))
-	c.checkSame(append(want, "after"))
 }
 
 // A scrub pass runs beside the Ready loop, which never waits for it: with
