@@ -205,4 +205,19 @@
 // never faults and never sees recycled bytes. A truncation that cuts into a
 // segment while Views of it are outstanding writes the kept prefix to a new
 // file and renames it over the old one instead of truncating in place.
+//
+// # Disk stalls
+//
+// A disk can hang rather than fail: an fsync or msync that does not return
+// for seconds (a SAN or cloud volume in an outage, a dying SSD, a frozen
+// file system). Nothing in the log times out on its own; a WaitDurable
+// returns at its context's end and leaves the flush running. DiskOps
+// (diskops.go) tracks the operations in flight that can stall (fdatasync,
+// msync, a directory's fsync, writes, truncations, allocations, creations,
+// renames, removals; not reads) of every file reached through the FS it
+// wraps, and says how long the oldest has been running: a node wraps the
+// file systems of its partition logs and of its metadata log with one, and
+// steps aside while that age exceeds its --disk-stall-timeout. It costs two
+// clock reads and two short mutex sections per operation, nothing per
+// record.
 package segment
