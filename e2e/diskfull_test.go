@@ -93,7 +93,7 @@ func startDiskFullClusterSized(t *testing.T, ctx context.Context, fsType string,
 			if err != nil {
 				panic(err) // BeforeStart made it
 			}
-			return d.wrap(argv)
+			return d.Wrap(argv)
 		},
 	})
 	if err != nil {
@@ -291,7 +291,7 @@ func (dc *dfCluster) checkReplicas() {
 	defer dc.mu.Unlock()
 	var first map[int64]string
 	for _, id := range dc.c.IDs() {
-		dir := dc.disks[id].path(filepath.Join(dc.c.Node(id).DataDir, dfTopic+"-0"))
+		dir := dc.disks[id].Path(filepath.Join(dc.c.Node(id).DataDir, dfTopic+"-0"))
 		s, err := chaos.ScanPartition(dir, true)
 		if err != nil {
 			dc.t.Fatalf("node %d: %v", id, err)

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
+	"paymentlog/internal/loopdisk"
 	"paymentlog/wire"
 )
 
@@ -20,37 +19,34 @@ import (
 // cloud volume does in an outage. The node's process runs on, and
 // without stall detection its heartbeats would keep its leaderships.
 
-// freeze freezes the file system (fsfreeze -f, in the holder's mount
-// namespace) and registers a thaw for the test's end: a frozen file
-// system left behind would hang the unmount and every later test.
+// freeze freezes the file system (loopdisk's Freeze) and registers a
+// thaw for the test's end: a frozen file system left behind would hang
+// the unmount and every later test.
 func (d *smallDisk) freeze(t *testing.T) {
 	t.Helper()
-	if d.img == "" {
-		t.Skip("fsfreeze needs a block-device file system; tmpfs cannot be frozen")
+	if d.Image() == "" {
+		t.Skip(loopdisk.ErrTmpfs)
 	}
-	out, err := exec.Command("nsenter", "-t", strconv.Itoa(d.holder.Process.Pid), "-m", "--", "fsfreeze", "-f", d.mnt).CombinedOutput()
-	if err != nil {
-		t.Fatalf("fsfreeze -f %s: %v: %s", d.mnt, err, out)
+	if err := d.Freeze(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.thaw(t) })
 }
 
 // thaw unfreezes the file system; thawing one that is not frozen is a
-// no-op (fsfreeze says EINVAL, ignored).
+// no-op.
 func (d *smallDisk) thaw(t *testing.T) {
 	t.Helper()
-	if d.holder == nil {
-		return
+	if err := d.Thaw(); err != nil {
+		t.Error(err)
 	}
-	_ = exec.Command("nsenter", "-t", strconv.Itoa(d.holder.Process.Pid), "-m", "--", "fsfreeze", "-u", d.mnt).Run()
 }
 
 // requireFreeze skips the test without fsfreeze or on tmpfs disks.
 func requireFreeze(t *testing.T) {
 	t.Helper()
-	requireDiskTools(t)
-	if _, err := exec.LookPath("fsfreeze"); err != nil {
-		t.Skipf("needs fsfreeze in PATH: %v", err)
+	if err := loopdisk.FreezeAvailable(); err != nil {
+		t.Skip(err)
 	}
 	if os.Getenv("PAYMENTLOG_E2E_DISK") == "tmpfs" {
 		t.Skip("fsfreeze needs a block-device file system; PAYMENTLOG_E2E_DISK=tmpfs")
