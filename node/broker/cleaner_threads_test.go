@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -394,5 +395,93 @@ func TestCleanerStats(t *testing.T) {
 	b.CompactNow(context.Background())
 	if st := b.Stats().Cleaner; st.MaxCleanTime != 3*time.Second || st.Uncleanable != 0 || st.SinceLastRun != 0 {
 		t.Fatalf("after a pass without: %+v", st)
+	}
+}
+
+// SetCleanerThreads (the cluster's log.cleaner.threads) takes effect at
+// the next pass: with 3, a pass over six partitions has three calls in
+// flight at once, never more, and each call gets a third of the dedupe
+// buffer, even after the count is set to 1 during the pass; the next pass
+// then runs one call at a time with the whole buffer. A count the buffer
+// cannot give 1 MiB a thread is clamped (and logged), and 0 brings back
+// Config.CleanerThreads.
+func TestCleanerThreadsChangeAtTheNextPass(t *testing.T) {
+	logs := &syncBuffer{}
+	c := newTestCluster(t, clusterOptions{nodes: 1, cleanerInterval: -1,
+		logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	b := c.node(1).b
+	b.cfg.CleanerThreads = 2 // no cleaner loop reads it meanwhile
+	b.cfg.CleanerDedupeBufferSize = 6 << 20
+	for i := range 6 {
+		k := tp{"payments", int32(i)}
+		c.createPartition(k.topic, k.partition, []int32{1}, 1, 1)
+		c.setCleanup(k, CleanupCompact, CompactionConfig{MinDirtyRatio: 0.5})
+	}
+	// pass runs a pass whose calls wait (5 s at most) until want of them
+	// are in flight at once, and returns the most in flight and the map
+	// sizes the calls got; during is called by the first call.
+	pass := func(want int, during func()) (most int, maps []int64) {
+		t.Helper()
+		var mu sync.Mutex
+		cond := sync.NewCond(&mu)
+		inFlight, first := 0, true
+		hookCompact(c.node(1), func(key tp, o segment.CompactOptions) (segment.CompactResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if first {
+				first = false
+				during()
+			}
+			inFlight++
+			most = max(most, inFlight)
+			maps = append(maps, o.MaxMapBytes)
+			cond.Broadcast()
+			deadline := time.AfterFunc(5*time.Second, cond.Broadcast)
+			defer deadline.Stop()
+			start := time.Now()
+			for most < want && time.Since(start) < 5*time.Second {
+				cond.Wait()
+			}
+			inFlight--
+			return segment.CompactResult{}, nil
+		})
+		if s := b.CompactNow(context.Background()); s.Partitions != 6 || s.Err != nil {
+			t.Fatalf("pass: %+v", s)
+		}
+		return most, maps
+	}
+	if b.CleanerThreads() != 2 {
+		t.Fatalf("threads %d before any change, want Config's 2", b.CleanerThreads())
+	}
+	b.SetCleanerThreads(3)
+	most, maps := pass(3, func() { b.SetCleanerThreads(1) })
+	if most != 3 {
+		t.Fatalf("%d calls in flight at once with 3 threads", most)
+	}
+	for _, m := range maps {
+		if m != 2<<20 {
+			t.Fatalf("map sizes %v with 3 threads, want a third of 6 MiB each", maps)
+		}
+	}
+	most, maps = pass(1, func() {})
+	if most != 1 || !slices.Equal(maps, []int64{6 << 20, 6 << 20, 6 << 20, 6 << 20, 6 << 20, 6 << 20}) {
+		t.Fatalf("the pass after the change to 1: %d in flight, maps %v", most, maps)
+	}
+	b.SetCleanerThreads(100)
+	if got := b.CleanerThreads(); got != 6 {
+		t.Fatalf("100 threads with a 6 MiB buffer: %d, want 6", got)
+	}
+	if n := logs.count("level=WARN", "log cleaner threads clamped", "asked=100", "threads=6"); n != 1 {
+		t.Fatalf("the clamp was logged %d times:\n%s", n, logs.buf.String())
+	}
+	if most, _ := pass(6, func() {}); most != 6 {
+		t.Fatalf("%d calls in flight at once with 6 threads", most)
+	}
+	b.SetCleanerThreads(0)
+	if got := b.CleanerThreads(); got != 2 {
+		t.Fatalf("threads %d once unset, want Config's 2", got)
+	}
+	if n := logs.count("level=INFO", "log cleaner threads changed"); n != 4 {
+		t.Fatalf("%d changes logged, want 4 (2→3→1→6→2):\n%s", n, logs.buf.String())
 	}
 }
