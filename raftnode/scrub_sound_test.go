@@ -117,32 +117,58 @@ func TestScrubRepairOfASoundLogKeepsAnEarlierGuard(t *testing.T) {
 }
 
 // Without the record of where the log ended (a failed write, a crash
-// before it, an older build) a sound re-check proves nothing: guarded, the
-// copy kept.
+// before it, an older build) a sound re-check proves nothing, nor with
+// another entry at that index (another term: a log re-written with other
+// entries), nor with a log that goes on past it (re-written too): guarded,
+// the copy kept.
 func TestScrubRepairGuardsWhenTheLogEndIsUnknown(t *testing.T) {
 	requireSegment(t)
-	c := newTestCluster(t, 3, nil)
-	c.segment = true
-	c.startVoters()
-	a := c.leader()
-	b := c.others(a)[0]
-	idx := c.propose(a, "a")
-	c.waitApplied(c.propose(a, "b"))
-	q := c.scrubFindsInMemory(b, idx)
-	c.checkFiles(b, true, scrubLogEndFile)
-	if err := c.fss[b].Remove(filepath.Join(testMetaDir, scrubLogEndFile)); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		record func(e scrubLogEnd) []byte // nil: none
+	}{
+		{"no record", nil},
+		{"another term there", func(e scrubLogEnd) []byte { e.term++; return encodeScrubLogEnd(e) }},
+		{"the log ends past it", func(e scrubLogEnd) []byte { e.index--; return encodeScrubLogEnd(e) }}, // same term
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestCluster(t, 3, nil)
+			c.segment = true
+			c.startVoters()
+			a := c.leader()
+			b := c.others(a)[0]
+			idx := c.propose(a, "a")
+			c.waitApplied(c.propose(a, "b"))
+			q := c.scrubFindsInMemory(b, idx)
+			files := newDirFiles(c.fss[b], testMetaDir)
+			raw, err := files.ReadFile(scrubLogEndFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.record == nil {
+				err = files.Remove(scrubLogEndFile)
+			} else {
+				e, derr := decodeScrubLogEnd(raw)
+				if derr != nil {
+					t.Fatal(derr)
+				}
+				err = files.WriteFile(scrubLogEndFile, tc.record(e))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.start(b)
+			if st := c.nodes[b].Status(); !st.VoteGuarded {
+				t.Fatalf("node %d: %+v; want guarded", b, st)
+			}
+			if kept, err := c.fss[b].ReadDir(q); err != nil || len(kept) == 0 {
+				t.Fatalf("quarantine %s: %v %v; want it kept", q, kept, err)
+			}
+			c.waitGuardLifted(b)
+			c.waitApplied(c.propose(c.leader(), "c"))
+			c.checkSame([]string{"a", "b", "c"})
+		})
 	}
-	c.start(b)
-	if st := c.nodes[b].Status(); !st.VoteGuarded {
-		t.Fatalf("node %d: %+v; want guarded", b, st)
-	}
-	if kept, err := c.fss[b].ReadDir(q); err != nil || len(kept) == 0 {
-		t.Fatalf("quarantine %s: %v %v; want it kept", q, kept, err)
-	}
-	c.waitGuardLifted(b)
-	c.waitApplied(c.propose(c.leader(), "c"))
-	c.checkSame([]string{"a", "b", "c"})
 }
 
 // A batch header rotted to zeros in the active segment (a zeroed sector):
@@ -252,4 +278,25 @@ func TestScrubRepairGuardsAnUnlistedVoter(t *testing.T) {
 	if st := c.nodes[id].Status(); !slices.Contains(st.Voters, id) {
 		t.Fatalf("node %d: %+v; want a voter", id, st)
 	}
+}
+
+// A record with no scrub's mark (a crash between the repair's open and its
+// settling) is stale: the start removes it, so that it never stands for a
+// later scrub's whose own record could not be written.
+func TestStaleScrubLogEndRemovedAtStart(t *testing.T) {
+	requireSegment(t)
+	c := newTestCluster(t, 3, nil)
+	c.segment = true
+	c.startVoters()
+	lead := c.leader()
+	b := c.others(lead)[0]
+	c.waitApplied(c.propose(lead, "a"))
+	st := c.nodes[b].Status()
+	c.kill(b)
+	stale := encodeScrubLogEnd(scrubLogEnd{index: st.LastIndex, term: st.Term, start: 1, voter: true})
+	if err := newDirFiles(c.fss[b], testMetaDir).WriteFile(scrubLogEndFile, stale); err != nil {
+		t.Fatal(err)
+	}
+	c.start(b)
+	c.checkFiles(b, false, scrubLogEndFile)
 }
