@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"testing/quick"
+
+	"paymentlog/client"
 )
 
 // The syncs a partition gets: its first record, the one after each run
@@ -172,51 +174,9 @@ func TestThinSyncs(t *testing.T) {
 func TestOffsetSyncsNeverSkip(t *testing.T) {
 	tp := mirrorTP("t", 0)
 	check := func(seed uint64) bool {
-		rnd := rand.New(rand.NewPCG(seed, 3))
 		const n = 3000
-		skipped := map[int64]bool{}
-		for range rnd.IntN(300) {
-			skipped[rnd.Int64N(n)] = true
-		}
-		var log []int64 // the target partition: source offset per target offset, -1 foreign
-		for range rnd.IntN(20) {
-			log = append(log, -1)
-		}
-		m := newSyncMap()
-		endFlushed := false // the last run wrote records, and flushed
-		for commit := int64(0); commit < n; {
-			var p partSyncs // a new process
-			var out []offsetSync
-			end := n
-			last := rnd.IntN(3) == 0
-			if !last {
-				end = int(commit) + rnd.IntN(n-int(commit)+1)
-			}
-			for s := commit; s < int64(end); s++ {
-				if rnd.IntN(200) == 0 {
-					log = append(log, -1) // another producer's record
-				}
-				if skipped[s] {
-					continue
-				}
-				out = p.record(tp, s, int64(len(log)), out)
-				log = append(log, s)
-				if rnd.IntN(500) == 0 {
-					out = p.flush(out)
-				}
-			}
-			if last || rnd.IntN(2) == 0 {
-				out = p.flush(out)
-			}
-			endFlushed = last && p.started
-			for _, s := range out {
-				m.add(s)
-			}
-			if last {
-				break
-			}
-			commit += rnd.Int64N(int64(end) - commit + 1) // at or below what was acknowledged
-		}
+		h := newSyncHistory(rand.New(rand.NewPCG(seed, 3)), tp, n)
+		log, skipped, m, endFlushed := h.log, h.skipped, h.syncs, h.endFlushed
 		// reach[o]: the last target offset holding a mirrored source
 		// offset at or after o (a consumer that starts past it misses one).
 		reach := make([]int64, n+1)
@@ -247,12 +207,7 @@ func TestOffsetSyncsNeverSkip(t *testing.T) {
 				return false
 			}
 		}
-		// The end of what the mirror wrote: records another producer
-		// wrote after it are the target's own, and may come after.
-		mirroredEnd := int64(len(log))
-		for mirroredEnd > 0 && log[mirroredEnd-1] < 0 {
-			mirroredEnd--
-		}
+		mirroredEnd := h.mirroredEnd()
 		if sy, _ := m.translate(tp, "", n); endFlushed && sy.target != mirroredEnd {
 			t.Logf("the source's end translates to %d; the mirror's records end at %d (the target's at %d)", sy.target, mirroredEnd, len(log))
 			return false
@@ -262,4 +217,74 @@ func TestOffsetSyncsNeverSkip(t *testing.T) {
 	if err := quick.Check(check, &quick.Config{MaxCount: 200}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// syncHistory is a random history of a partition mirrored by mirror
+// runs (each a process that resumes at the last commit, at or below the
+// first record it had not had acknowledged, and crashes or hands over),
+// with records of the target's own and source offsets the mirror leaves
+// out, up to source offset n.
+type syncHistory struct {
+	// log is the target partition: the source offset at each target
+	// offset, -1 for a record of the target's own.
+	log []int64
+	// skipped are source offsets the mirror left out.
+	skipped map[int64]bool
+	syncs   *syncMap
+	// endFlushed: the last run wrote records, and flushed.
+	endFlushed bool
+}
+
+func newSyncHistory(rnd *rand.Rand, tp client.TopicPartition, n int64) syncHistory {
+	h := syncHistory{skipped: map[int64]bool{}, syncs: newSyncMap()}
+	for range rnd.IntN(300) {
+		h.skipped[rnd.Int64N(n)] = true
+	}
+	for range rnd.IntN(20) {
+		h.log = append(h.log, -1)
+	}
+	for commit := int64(0); commit < n; {
+		var p partSyncs // a new process
+		var out []offsetSync
+		end := n
+		last := rnd.IntN(3) == 0
+		if !last {
+			end = commit + rnd.Int64N(n-commit+1)
+		}
+		for s := commit; s < end; s++ {
+			if rnd.IntN(200) == 0 {
+				h.log = append(h.log, -1) // another producer's record
+			}
+			if h.skipped[s] {
+				continue
+			}
+			out = p.record(tp, s, int64(len(h.log)), out)
+			h.log = append(h.log, s)
+			if rnd.IntN(500) == 0 {
+				out = p.flush(out)
+			}
+		}
+		if last || rnd.IntN(2) == 0 {
+			out = p.flush(out)
+		}
+		h.endFlushed = last && p.started
+		for _, s := range out {
+			h.syncs.add(s)
+		}
+		if last {
+			break
+		}
+		commit += rnd.Int64N(end - commit + 1) // at or below what was acknowledged
+	}
+	return h
+}
+
+// mirroredEnd is the end of what the mirror wrote: records another
+// producer wrote after it are the target's own, and may come after.
+func (h syncHistory) mirroredEnd() int64 {
+	end := int64(len(h.log))
+	for end > 0 && h.log[end-1] < 0 {
+		end--
+	}
+	return end
 }
