@@ -127,7 +127,10 @@ func TestPlanFailback(t *testing.T) {
 		{-1, false, "t/7 (from eu1.t/7 on the target): no such partition on the source", ""},
 	}
 	check(false, wants)
-	commits := failbackCommits(func() []failbackPartition { p, _ := planFailback(copyOffs, srcOffs, syncs, sources, policy, false); return p }())
+	commits := failbackCommits(func() []failbackPartition {
+		p, _ := planFailback(copyOffs, srcOffs, syncs, sources, policy, false)
+		return p
+	}())
 	if len(commits) != 4 || commits[0].Topic != "t" || commits[0].TopicID != "orig" || commits[0].Offset != 1000 || commits[3].Partition != 3 ||
 		commits[0].Metadata != "paymentlog mirror: failed back from eu1.t/0 offset 1500" {
 		t.Fatalf("commits %+v", commits)
