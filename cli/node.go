@@ -73,6 +73,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.Int64Flag{Name: "log-cleaner-io-max-bytes-per-second", Usage: "bytes per second the log cleaner may read and write, over all the partitions it compacts, so that compaction leaves the disk to produce and fetch (0: unlimited)", EnvVars: envs("LOG_CLEANER_IO_MAX_BYTES_PER_SECOND")},
 				&ucli.DurationFlag{Name: "producer-id-expiration", Value: d.ProducerIDExpiration, Usage: "forget an idempotent producer id idle this long (checked every --retention-check-interval)", EnvVars: envs("PRODUCER_ID_EXPIRATION")},
 				&ucli.IntFlag{Name: "disk-resume-free-percent", Value: d.DiskResumeFreePercent, Usage: "a node whose disk filled resumes only once this percentage of the data directory's file system is free (0: as soon as 1 MiB fits)", EnvVars: envs("DISK_RESUME_FREE_PERCENT")},
+				&ucli.DurationFlag{Name: "disk-stall-timeout", Value: d.DiskStallTimeout, Usage: "a node with a disk operation (fsync, msync, write) in flight this long holds back its heartbeats, so that the controller fences it and moves its leaderships, until the operation returns (0: off)", EnvVars: envs("DISK_STALL_TIMEOUT")},
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
 				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
 				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
@@ -188,6 +189,9 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 		return nodeOptions{}, fmt.Errorf("--producer-id-expiration: must be > 0")
 	}
 	cfg.DiskResumeFreePercent = c.Int("disk-resume-free-percent")
+	if cfg.DiskStallTimeout = c.Duration("disk-stall-timeout"); cfg.DiskStallTimeout < 0 {
+		return nodeOptions{}, fmt.Errorf("--disk-stall-timeout: must be >= 0 (0: off)")
+	}
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	cfg.ReplicaLagTime = c.Duration("replica-lag-time")

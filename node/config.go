@@ -96,6 +96,12 @@ type Config struct {
 	// directory's file system has at least this share of its size free
 	// (diskresume.go); default 10, 0..90; 0: as soon as the 1 MiB probe fits.
 	DiskResumeFreePercent int
+	// DiskStallTimeout: while a disk operation of the partition logs or
+	// the metadata log (an fsync, msync, write, ...) has been in flight
+	// longer than this, the node holds back its heartbeats so that the
+	// controller fences it and moves its leaderships (diskstall.go);
+	// default DefaultDiskStallTimeout (2s), 0: off.
+	DiskStallTimeout time.Duration
 
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
@@ -244,6 +250,7 @@ func DefaultConfig() Config {
 		RaftTick:                    DefaultRaftTick,
 		ElectionTicks:               DefaultElectionTicks,
 		DiskResumeFreePercent:       DefaultDiskResumeFreePercent,
+		DiskStallTimeout:            DefaultDiskStallTimeout,
 		AuditAccessInterval:         audit.DefaultAccessInterval,
 		AuditLogMaxBytes:            audit.DefaultMaxBytes,
 	}
@@ -273,6 +280,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"heartbeat-interval", errors.New("must be > 0")}
 	case c.SessionTimeout < 2*c.HeartbeatInterval:
 		return &ConfigError{"session-timeout", errors.New("must be at least twice the heartbeat interval")}
+	case c.DiskStallTimeout < 0:
+		return &ConfigError{"disk-stall-timeout", errors.New("must be >= 0 (0: off)")}
 	case c.PreferredLeaderDelay < 0:
 		return &ConfigError{"preferred-leader-delay", errors.New("must be >= 0 (0: no delay)")}
 	case c.RaftTick <= 0:

@@ -14,7 +14,8 @@ import (
 //   - /healthz: the node runs (it has not stopped on its own and is not
 //     shutting down).
 //   - /readyz: the node serves its share of the cluster: registered at this
-//     start, not fenced, not in a controlled shutdown, and in the ISR of
+//     start, not fenced, its disk not stalled (diskstall.go), not in a
+//     controlled shutdown, and in the ISR of
 //     every partition it is a replica of (the controller's committed view),
 //     except those a reassignment is adding it to (copying them may take
 //     hours, and the node serves meanwhile). A restarted node becomes ready
@@ -50,7 +51,8 @@ type healthView struct {
 	stopping     bool // stopped on its own, or shutting down
 	registered   bool // the image lists this broker at this start's incarnation
 	fenced       bool
-	shuttingDown bool // a controlled shutdown is under way
+	shuttingDown bool   // a controlled shutdown is under way
+	diskStall    string // why the disk counts as stalled; "" when it does not
 	partitions   []partitionHealth
 	// voters are the controller-eligible nodes (the raft voters) and
 	// liveVoters those the image lists registered, unfenced and not shutting
@@ -70,6 +72,9 @@ func (v healthView) notReady() []string {
 		why = append(why, "fenced by the controller (no heartbeat answered recently, or catching up on metadata)")
 	case v.shuttingDown:
 		why = append(why, "in a controlled shutdown")
+	}
+	if v.diskStall != "" {
+		why = append(why, v.diskStall)
 	}
 	var behind []string
 	for _, p := range v.partitions {
@@ -132,7 +137,7 @@ func (n *Node) healthOf() healthView {
 	default:
 	}
 	img := n.store.Image()
-	v := healthView{self: n.cfg.ID, stopping: stopping, fenced: fenced}
+	v := healthView{self: n.cfg.ID, stopping: stopping, fenced: fenced, diskStall: n.diskStallReason()}
 	if b, ok := img.Broker(n.cfg.ID); ok && b.Incarnation == n.incarnation {
 		v.registered = true
 		v.fenced = v.fenced || b.Fenced

@@ -24,6 +24,11 @@ func TestHealthChecks(t *testing.T) {
 		{"fenced", func(v *healthView) { v.fenced = true },
 			[]string{"fenced by the controller (no heartbeat answered recently, or catching up on metadata)"}, nil},
 		{"controlled shutdown", func(v *healthView) { v.shuttingDown = true }, []string{"in a controlled shutdown"}, nil},
+		{"disk stalled", func(v *healthView) {
+			v.fenced = true
+			v.diskStall = "disk stalled: fdatasync of /d/pay-0/00000000000000000000.log in flight for 3.2s"
+		}, []string{"fenced by the controller (no heartbeat answered recently, or catching up on metadata)",
+			"disk stalled: fdatasync of /d/pay-0/00000000000000000000.log in flight for 3.2s"}, nil},
 		{"behind on one partition", func(v *healthView) { v.partitions[1] = p("pay-1", false, 2, 2, 3) },
 			[]string{"not in the ISR of 1 of its 2 partitions: pay-1"}, nil},
 		{"a peer is out of the ISR", func(v *healthView) { v.partitions[0] = p("pay-0", true, 2, 1, 2) }, nil,

@@ -35,7 +35,9 @@ func (n *Node) heartbeatLoop(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		if n.holdHeartbeats() || (n.cfg.heartbeatHold != nil && n.cfg.heartbeatHold()) { // a full disk (diskfull.go), or a test
+		// A stalled disk (diskstall.go), a full one (diskfull.go), or a test.
+		stalled := n.diskStalled()
+		if n.holdHeartbeats() || stalled || (n.cfg.heartbeatHold != nil && n.cfg.heartbeatHold()) {
 			n.checkSelfFence()
 			select {
 			case <-ctx.Done():

@@ -69,6 +69,7 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 	n.writeControllerMetrics(w)
 	n.writeBrokerMetrics(w)
 	n.writeTLSMetrics(w)
+	n.writeDiskStallMetrics(w)
 
 	ts := n.ep.Stats()
 	w.Gauge("paymentlog_quic_connections", "QUIC connections open now.", int64(ts.Conns))

@@ -71,8 +71,9 @@ type Node struct {
 	// before Start returns.
 	metricsAddr string
 
-	pids producerIDs
-	disk diskFull // see diskfull.go
+	pids  producerIDs
+	disk  diskFull  // see diskfull.go
+	stall diskStall // see diskstall.go
 	// firstStartWitnesses is what this controller vouches for once its
 	// rejoin guard lifted as a cluster's first start (rejoin.go): guarded
 	// controllers' ids -> guard nonces. Set once, never modified.
@@ -152,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		lock.unlock()
 		return nil, err
 	}
+	stallOps := trackDiskOps(&cfg) // before cfg's file systems are used
 	n := &Node{
 		lock:        lock,
 		cfg:         cfg,
@@ -160,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		startedAt:   time.Now(),
 		done:        make(chan struct{}),
 	}
+	n.stall.ops = stallOps
 	// Not err: it holds nextIncarnation's errIncarnationNotRecorded, used below.
 	auditLog, aerr := audit.Open(cfg.AuditLog, cfg.ID, n.log.With("component", "audit"))
 	if aerr != nil {

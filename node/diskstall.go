@@ -1,0 +1,126 @@
+package node
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"paymentlog/segment"
+)
+
+// A node whose disk stalls steps aside as one whose disk is full does.
+//
+// A disk can hang instead of failing: an EBS or SAN hiccup, a dying SSD, a
+// frozen file system, where an fsync or msync does not return for seconds.
+// The process runs on and its heartbeats reach the controller, so nothing
+// fences it, and every partition it leads times out its acks=all writes
+// (each waits for the leader's flush) for as long as the disk hangs. So,
+// like CockroachDB's storage.max_sync_duration: every file of the partition
+// logs and of the metadata log goes through one segment.DiskOps, and while
+// the oldest operation in flight has been running longer than
+// Config.DiskStallTimeout the node holds back its broker heartbeats
+// (heartbeatLoop), exactly as for a full disk: the controller fences it
+// after a session timeout and moves its leaderships to in-sync replicas,
+// and it fences itself after two if it cannot reach the controller
+// (checkSelfFence). Once the operation returns it heartbeats again; the
+// controller unfences it once it has applied the metadata log, and it
+// rejoins the ISRs by fetching.
+//
+// Not covered: a thread the kernel blocks outside the tracked calls (a
+// store or a read fault into a mapping of a frozen file system), nor a
+// process whose every thread is blocked (then it stops heartbeating, which
+// the controller already handles).
+
+// DefaultDiskStallTimeout: see Config.DiskStallTimeout.
+const DefaultDiskStallTimeout = 2 * time.Second
+
+// diskStall is the stall detector's state.
+type diskStall struct {
+	ops *segment.DiskOps // nil: detection off
+	mu  struct {
+		sync.Mutex
+		stalled bool
+		op      segment.DiskOp // the operation that started the stall
+		stalls  uint64         // stalls detected since start
+	}
+}
+
+// trackDiskOps wraps cfg's partition-log and metadata-log file systems
+// with one tracker and returns it; nil (nothing wrapped) when stall
+// detection is off.
+func trackDiskOps(cfg *Config) *segment.DiskOps {
+	if cfg.DiskStallTimeout <= 0 {
+		return nil
+	}
+	ops := segment.NewDiskOps(nil)
+	cfg.LogFS = ops.FS(cfg.LogFS)
+	cfg.MetadataFS = ops.FS(cfg.MetadataFS)
+	return ops
+}
+
+// oldestDiskOp returns the oldest disk operation in flight and its age,
+// and whether it is a stall (older than the timeout).
+func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled bool) {
+	if n.stall.ops == nil {
+		return segment.DiskOp{}, 0, false
+	}
+	op, age, ok := n.stall.ops.Oldest()
+	return op, age, ok && age > n.cfg.DiskStallTimeout
+}
+
+// diskStallReason says why the disk counts as stalled ("" when it does
+// not), e.g. "disk stalled: fdatasync of /data/payments-0/....log in
+// flight for 3.2s".
+func (n *Node) diskStallReason() string {
+	op, age, stalled := n.oldestDiskOp()
+	if !stalled {
+		return ""
+	}
+	return fmt.Sprintf("disk stalled: %s in flight for %.1fs", op, age.Seconds())
+}
+
+// diskStalled reports whether the disk is stalled now, logging when a
+// stall starts (Error) and ends (Info). The heartbeat loop calls it before
+// each heartbeat.
+func (n *Node) diskStalled() bool {
+	op, age, stalled := n.oldestDiskOp()
+	s := &n.stall
+	s.mu.Lock()
+	was, first := s.mu.stalled, s.mu.op
+	s.mu.stalled = stalled
+	if stalled && !was {
+		s.mu.op = op
+		s.mu.stalls++
+	}
+	s.mu.Unlock()
+	switch {
+	case stalled && !was:
+		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
+			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
+	case !stalled && was:
+		n.log.Info("disk stall over: heartbeating; the controller unfences this node once it has applied the metadata log",
+			"op", first.Kind, "path", first.Path, "stalled_for", time.Since(first.Start).Round(time.Millisecond))
+	}
+	return stalled
+}
+
+// diskStallStats is what /metrics shows of the detector.
+type diskStallStats struct {
+	on      bool
+	stalled bool
+	stalls  uint64
+	oldest  time.Duration // the oldest operation in flight's age (0: none)
+	longest time.Duration // the longest operation completed since start
+}
+
+func (n *Node) diskStallStats() diskStallStats {
+	if n.stall.ops == nil {
+		return diskStallStats{}
+	}
+	_, age, stalled := n.oldestDiskOp()
+	longest, _ := n.stall.ops.Longest()
+	s := &n.stall
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return diskStallStats{on: true, stalled: stalled, stalls: s.mu.stalls, oldest: age, longest: longest.Took}
+}
