@@ -23,7 +23,7 @@ const defaultAdminTimeout = 30 * time.Second
 func topicCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "topic",
-		Usage: "create, list, describe, alter (add partitions), alter-config, reassign and delete topics; list their offsets",
+		Usage: "create, list, describe, alter (add partitions), alter-config, reassign and delete topics; list their offsets and idempotent producers",
 		Subcommands: []*ucli.Command{
 			{
 				Name:      "create",
@@ -92,6 +92,7 @@ func topicCommand() *ucli.Command {
 				},
 			},
 			topicOffsetsCommand(),
+			topicDescribeProducersCommand(),
 			topicDeleteRecordsCommand(),
 			topicAlterCommand(),
 			topicAlterConfigCommand(),

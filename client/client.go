@@ -104,7 +104,7 @@ func (c *Client) call(ctx context.Context, addr string, t quic.FrameType, req, r
 func readOnly(t quic.FrameType) bool {
 	switch t {
 	case wire.TypeMetadata, wire.TypeDescribeCluster, wire.TypeFetch, wire.TypeListOffsets, wire.TypeOffsetFetch, wire.TypeListGroups,
-		wire.TypeDescribeACLs:
+		wire.TypeDescribeACLs, wire.TypeDescribeProducers:
 		return true
 	}
 	return false
