@@ -100,6 +100,9 @@ type Nemesis struct {
 	// Admin changes the topic's replication factor (Shrink); nil: Shrink
 	// faults are skipped.
 	Admin *client.Admin
+	// Disks are the nodes' loop disks (DiskStall); nil: disk stalls are
+	// skipped.
+	Disks *Disks
 
 	ep      *quic.Endpoint
 	noteMu  sync.Mutex      // serializes noteExits, which reads node logs outside mu
@@ -312,6 +315,10 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 		ev.Note = "skipped: no network namespaces"
 		return ev
 	}
+	if f.Kind == DiskStall && n.Disks == nil {
+		ev.Note = "skipped: the nodes have no loop disks"
+		return ev
+	}
 	if f.Kind == Bridge {
 		if ev.Peer = choosePeer(victim, n.C.IDs(), f.PeerPick); ev.Peer == 0 {
 			ev.Note = "skipped: no other node to cut the victim from"
@@ -348,6 +355,11 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 			err = n.NS.Restore(context.WithoutCancel(ctx), victim)
 		} else {
 			ev.NotApplied = true
+		}
+	case DiskStall:
+		err = n.diskStall(ctx, f, victim, &ev)
+		if n.Disks.Frozen(victim) {
+			ev.Note = joinNote(ev.Note, "DISK STILL FROZEN after the fault")
 		}
 	}
 	if err != nil {
@@ -403,6 +415,10 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 			}
 		}
 	}
+	if err := n.thawBeforeKill(victim, ev); err != nil {
+		ev.NotApplied = true
+		return err
+	}
 	if err := n.C.Kill(victim); err != nil {
 		ev.NotApplied = true
 		return err
@@ -443,7 +459,7 @@ func (n *Nemesis) kill(ctx context.Context, f Fault, victim int32, ev *Event) er
 // its scrub (one damaged replica at a time); otherwise they degrade to
 // TornCutUnacked.
 func (n *Nemesis) tear(ctx context.Context, victim int32, t Torn) (TornResult, string, error) {
-	data := n.C.Node(victim).DataDir
+	data := n.Disks.Path(victim, n.C.Node(victim).DataDir)
 	if t.Partition == MetadataLog {
 		return n.applyTorn(filepath.Join(data, "__cluster_metadata-0"), t, 0)
 	}
@@ -603,11 +619,16 @@ func (n *Nemesis) restartCrashed(ctx context.Context) {
 	}
 }
 
-// HealAll undoes every fault still in effect: restores impaired links,
-// reconnects isolated nodes, resumes paused ones, starts any that are
-// down and gives the topic its replication factor back.
+// HealAll undoes every fault still in effect: thaws frozen disks (first:
+// a node blocked on one could not act on the rest), restores impaired
+// links, reconnects isolated nodes, resumes paused ones, starts any that
+// are down and gives the topic its replication factor back.
 func (n *Nemesis) HealAll(ctx context.Context) error {
-	errs := []error{n.HealNetwork(ctx)}
+	frozen, err := n.Disks.ThawAll()
+	if len(frozen) > 0 {
+		n.logf("HEAL: the disks of nodes %v were still frozen: thawed", frozen)
+	}
+	errs := []error{err, n.HealNetwork(ctx)}
 	for _, info := range n.C.Nodes() {
 		switch {
 		case info.Paused:

@@ -60,11 +60,18 @@ type Config struct {
 	// SettleTimeout bounds the wait, after healing, for every replica to be
 	// back in sync and every record resolved; default 90s.
 	SettleTimeout time.Duration
-	BaseDir       string    // for the cluster directory; default os.TempDir()
-	Keep          bool      // keep the cluster directory (data, node logs)
-	KeepOnFailure bool      // keep it when the checker finds an anomaly
-	Out           io.Writer // the schedule as it runs and the report; default io.Discard
-	Logger        *slog.Logger
+	// DiskMiB is the size of each node's loop disk when DiskStall is
+	// scheduled; default DefaultDiskMiB.
+	DiskMiB int
+	// DiskStallTimeout is the nodes' --disk-stall-timeout when DiskStall
+	// is scheduled and the binary has the flag; default
+	// DefaultDiskStallTimeout.
+	DiskStallTimeout time.Duration
+	BaseDir          string    // for the cluster directory; default os.TempDir()
+	Keep             bool      // keep the cluster directory (data, node logs)
+	KeepOnFailure    bool      // keep it when the checker finds an anomaly
+	Out              io.Writer // the schedule as it runs and the report; default io.Discard
+	Logger           *slog.Logger
 }
 
 // Result is a run's outcome.
@@ -82,12 +89,17 @@ type Result struct {
 	Dir       string // the cluster directory (removed unless kept)
 	Kept      bool
 	NoNetNS   string // why network partitions did not run ("" if they did)
-	Elapsed   time.Duration
-	Topic     string
-	Duration  time.Duration // Config.Duration (0: one deck)
-	Flags     []string      // the chaos command's flags for Config's settings other than the defaults
-	Settled   time.Duration // time from healing until in sync
-	NodeLogs  []string
+	NoDisk    string // why disk stalls did not run ("" if they did or were not asked for)
+	// DiskStallTimeout is the nodes' --disk-stall-timeout in a run with
+	// disk stalls (0: none, or the binary has no such flag).
+	DiskStallTimeout time.Duration
+	DiskUsage        string // each loop disk's use at the end of a run with disk stalls
+	Elapsed          time.Duration
+	Topic            string
+	Duration         time.Duration // Config.Duration (0: one deck)
+	Flags            []string      // the chaos command's flags for Config's settings other than the defaults
+	Settled          time.Duration // time from healing until in sync
+	NodeLogs         []string
 	// Unavailable is, by kind as applied, the longest unavailability
 	// window that began while a fault of that kind was in effect (see
 	// longestByKind).
@@ -166,16 +178,48 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			kinds = slices.DeleteFunc(slices.Clone(kinds), Kind.IsLink)
 		}
 	}
+	scriptStalls := slices.ContainsFunc(cfg.Script, func(f Fault) bool { return f.Kind == DiskStall })
+	if slices.Contains(kinds, DiskStall) || scriptStalls {
+		if err := diskStallAvailable(); err != nil {
+			res.NoDisk = err.Error()
+			fmt.Fprintf(out, "chaos: disk stalls skipped: %v\n", err)
+			kinds = slices.DeleteFunc(slices.Clone(kinds), func(k Kind) bool { return k == DiskStall })
+			scriptStalls = false // the nemesis skips them (no disks)
+		}
+	}
 	if cfg.Script == nil {
-		if err := checkSchedulable(kinds, cfg.Kinds, res.NoNetNS); err != nil {
+		why := strings.Join(slices.DeleteFunc([]string{res.NoNetNS, res.NoDisk}, func(s string) bool { return s == "" }), "; ")
+		if err := checkSchedulable(kinds, cfg.Kinds, why); err != nil {
 			return res, err
 		}
 	}
-	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: cfg.Nodes, SessionTimeout: cfg.SessionTimeout}
+	var disks *Disks
+	if slices.Contains(kinds, DiskStall) || scriptStalls {
+		var err error
+		if disks, err = NewDisks(cfg.BaseDir, cfg.DiskMiB); err != nil {
+			return res, err
+		}
+		defer func() {
+			if err := disks.Close(); err != nil {
+				fmt.Fprintf(out, "chaos: closing the loop disks: %v\n", err)
+			}
+			if !res.Kept {
+				removeAll(disks.Dir())
+			}
+		}()
+		if nodeHasFlag(ctx, cfg.Binary, diskStallFlag) {
+			res.DiskStallTimeout = cfg.DiskStallTimeout
+		}
+	}
+	plan := Plan{Seed: cfg.Seed, Kinds: kinds, PerKind: cfg.PerKind, Partitions: topicPartitions, Nodes: cfg.Nodes, SessionTimeout: cfg.SessionTimeout,
+		DiskStallTimeout: res.DiskStallTimeout}
 	sched := NewSchedule(plan)
 	res.Plan = sched.Plan()
 	fmt.Fprintf(out, "chaos: seed=%d nodes=%d kinds=%v per-kind=%d duration=%v session-timeout=%v fsync=%s compact=%v\n", cfg.Seed, cfg.Nodes, kinds, res.Plan.PerKind, cfg.Duration, cfg.SessionTimeout, cfg.Fsync, cfg.Compact)
 	fmt.Fprintf(out, "chaos: %s\n", scrubRestartLine(cfg.Nodes))
+	if disks != nil {
+		fmt.Fprintf(out, "chaos: %s\n", diskStallLine(cfg.DiskMiB, res.DiskStallTimeout))
+	}
 
 	opts := localcluster.Options{
 		Binary:  cfg.Binary,
@@ -206,6 +250,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ns != nil {
 		ns.Apply(&opts)
 	}
+	if disks != nil {
+		disks.Apply(&opts) // after ns.Apply: wraps its command
+		if res.DiskStallTimeout > 0 {
+			opts.ExtraArgs = append(opts.ExtraArgs, diskStallFlag, res.DiskStallTimeout.String())
+		}
+	}
 	// Every node in a rack of its own, so that the second consumer
 	// (ConsumerRacks) reads from followers (KIP-392) through the faults;
 	// the even ids restart in their process at a scrub's find, the odd
@@ -224,6 +274,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Dir = c.Dir()
 	defer func() {
+		// Thawed before the kills: a process blocked on a frozen disk
+		// exits only after the thaw.
+		if _, err := disks.ThawAll(); err != nil {
+			fmt.Fprintf(out, "chaos: thawing the loop disks: %v\n", err)
+		}
+		res.DiskUsage = disks.Usage()
 		c.Close()
 		keep := cfg.Keep || (cfg.KeepOnFailure && res.Report != nil && !res.Report.OK())
 		res.Kept = keep
@@ -269,7 +325,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	h := &History{Start: start, Partitions: topicPartitions, Consumers: cfg.Consumers, Members: wl.Members(), Compacted: cfg.Compact}
 	nem := &Nemesis{C: c, NS: ns, Topic: Topic, Partitions: topicPartitions, Workload: wl, Start: start, Out: out, Logger: cfg.Logger,
-		Admin: adminCl.Admin()}
+		Admin: adminCl.Admin(), Disks: disks}
 	defer nem.Close()
 
 	deck := sched.DeckSize()
@@ -367,7 +423,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if st, ok := states[[2]int32{id, p}]; ok {
 				rl.HW, rl.LEO = st.hw, st.leo
 			}
-			dir := filepath.Join(c.Node(id).DataDir, fmt.Sprintf("%s-%d", Topic, p))
+			dir := filepath.Join(disks.Path(id, c.Node(id).DataDir), fmt.Sprintf("%s-%d", Topic, p))
 			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) && replicas[p] != nil && !slices.Contains(replicas[p], id) {
 				continue // not a replica (more nodes than replicas): nothing to compare
 			}
@@ -423,6 +479,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.SegmentBytes <= 0 {
 		cfg.SegmentBytes = 1 << 20
+	}
+	if cfg.DiskMiB <= 0 {
+		cfg.DiskMiB = DefaultDiskMiB
+	}
+	if cfg.DiskStallTimeout <= 0 {
+		cfg.DiskStallTimeout = DefaultDiskStallTimeout
 	}
 	if cfg.SettleTimeout <= 0 {
 		cfg.SettleTimeout = 90 * time.Second
@@ -654,6 +716,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.NoNetNS != "" {
 		fmt.Fprintf(w, "network faults skipped: %s\n", r.NoNetNS)
 	}
+	if r.NoDisk != "" {
+		fmt.Fprintf(w, "disk stalls skipped: %s\n", r.NoDisk)
+	}
+	if r.DiskUsage != "" {
+		fmt.Fprintf(w, "loop disks used: %s\n", r.DiskUsage)
+	}
 	if l := scrubRestartLine(r.Plan.Nodes); l != "" {
 		fmt.Fprintln(w, l)
 	}
@@ -741,6 +809,12 @@ func (cfg Config) reproduceFlags() []string {
 	}
 	if cfg.Compact {
 		out = append(out, "--compact")
+	}
+	if cfg.DiskMiB != def.DiskMiB {
+		out = append(out, fmt.Sprintf("--disk-mib %d", cfg.DiskMiB))
+	}
+	if cfg.DiskStallTimeout != def.DiskStallTimeout {
+		out = append(out, "--disk-stall-timeout "+cfg.DiskStallTimeout.String())
 	}
 	return out
 }

@@ -33,6 +33,13 @@ const (
 	// first, never the leader) and later copies its whole log onto that
 	// broker again, while writes go on and the next faults come.
 	Shrink Kind = "shrink"
+
+	// DiskStall freezes a node's file system (fsfreeze, on the loop disk
+	// the run gives every node; see Disks) for Hold, then thaws it: every
+	// write, fsync and msync of the node blocks while its process runs on
+	// (a gray failure, as a SAN or cloud volume outage). Hold is longer
+	// than the session timeout and the nodes' --disk-stall-timeout.
+	DiskStall Kind = "disk-stall"
 )
 
 // AllKinds lists the kinds a run schedules by default ("all"), in report
@@ -44,9 +51,9 @@ var AllKinds = []Kind{KillNode, KillLeader, KillController, Pause, NetPartition,
 // NetKinds are the link faults short of a partition ("net" in ParseKinds).
 var NetKinds = []Kind{OneWay, Bridge, Degrade}
 
-// KnownKinds is every kind, in report order. Shrink, like the link faults,
-// runs only when asked for by name.
-var KnownKinds = append(append(append([]Kind(nil), AllKinds...), NetKinds...), Shrink)
+// KnownKinds is every kind, in report order. Shrink and DiskStall, like
+// the link faults, run only when asked for by name.
+var KnownKinds = append(append(append([]Kind(nil), AllKinds...), NetKinds...), Shrink, DiskStall)
 
 // IsKill reports whether the kind kills a process (and may carry a torn tail).
 func (k Kind) IsKill() bool { return k == KillNode || k == KillLeader || k == KillController }
@@ -163,7 +170,7 @@ type Fault struct {
 	N    int  // 1-based position in the schedule
 	Kind Kind // never TornTail (see Torn)
 	Pick int  // chooses the victim: node Pick%nodes+1, or partition Pick%partitions for KillLeader
-	// Target: for Pause, NetPartition and the link faults, whom to hit
+	// Target: for Pause, NetPartition, DiskStall and the link faults, whom to hit
 	// (kills name it in their kind).
 	Target Target
 	Gap    time.Duration // quiet time before the fault
@@ -223,6 +230,11 @@ type Plan struct {
 	PauseHold      Range         // default 1.2..2.2 × SessionTimeout
 	PartitionHold  Range         // default 0.5..2.5 × SessionTimeout; also OneWay and Bridge
 	DegradeHold    Range         // default 2..6 × SessionTimeout
+	// DiskStallTimeout is the nodes' --disk-stall-timeout (0: they have
+	// none); DiskStallHold defaults to S+SessionTimeout..S+3×SessionTimeout
+	// with S the larger of the two, so that a stall outlasts both.
+	DiskStallTimeout time.Duration
+	DiskStallHold    Range
 	// MetadataTorn is the share of torn tails aimed at the metadata log
 	// (always TornGarbage there); default 0.15.
 	MetadataTorn float64
@@ -259,6 +271,10 @@ func (p Plan) withDefaults() Plan {
 	}
 	if p.DegradeHold == (Range{}) {
 		p.DegradeHold = Range{st * 2, st * 6}
+	}
+	if p.DiskStallHold == (Range{}) {
+		s := max(st, p.DiskStallTimeout)
+		p.DiskStallHold = Range{s + st, s + 3*st}
 	}
 	if p.MetadataTorn == 0 {
 		p.MetadataTorn = 0.15
@@ -341,6 +357,11 @@ func (s *Schedule) deal() {
 				s.link(&f)
 			case k == Shrink:
 				f.Hold = p.PartitionHold.pick(rng)
+			case k == DiskStall:
+				// Drawn only for disk stalls: the schedules of seeds
+				// without them are what they always were.
+				f.Hold = p.DiskStallHold.pick(rng)
+				f.Target = []Target{TargetRandom, TargetController, TargetLeader}[rng.IntN(3)]
 			}
 			deck = append(deck, f)
 		}
