@@ -18,6 +18,18 @@ import (
 	"paymentlog/wire"
 )
 
+// manualClock is a broker clock (Config.Now) that moves only when set.
+type manualClock struct{ ms atomic.Int64 }
+
+func newManualClock(t time.Time) *manualClock {
+	c := &manualClock{}
+	c.set(t)
+	return c
+}
+
+func (c *manualClock) now() time.Time  { return time.UnixMilli(c.ms.Load()) }
+func (c *manualClock) set(t time.Time) { c.ms.Store(t.UnixMilli()) }
+
 // describeProducersOn sends a DescribeProducersRequest to node id.
 func describeProducersOn(t *testing.T, c *testCluster, id int32, req wire.DescribeProducersRequest) wire.DescribeProducersResponse {
 	t.Helper()
@@ -57,17 +69,15 @@ func producersOf(t *testing.T, what string, resp wire.DescribeProducersResponse)
 // UnknownTopicOrPartition.
 func TestDescribeProducers(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
-	var clock atomic.Int64
-	clock.Store(t0.UnixMilli())
-	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	c := newTestCluster(t, clusterOptions{nodes: 2, maxWait: 50 * time.Millisecond, now: now})
+	clock := newManualClock(t0)
+	c := newTestCluster(t, clusterOptions{nodes: 2, maxWait: 50 * time.Millisecond, now: clock.now})
 	c.createPartition("payments", 0, []int32{1, 2}, 1, 2)
 	wantOffset(t, "producer 5", mustProduce(t, c, wire.AcksAll, epochBatch(5, 0, 0, t0, "a", "b")), 0)
 	wantOffset(t, "producer 5", mustProduce(t, c, wire.AcksAll, epochBatch(5, 0, 2, t0, "c")), 2)
 	wantOffset(t, "producer 6", mustProduce(t, c, wire.AcksAll, epochBatch(6, 3, 0, t0.Add(time.Minute), "d", "e", "f")), 3)
 	wantOffset(t, "no producer id", mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"g"})), 6)
 	waitInSync(t, c, testKey)
-	clock.Store(t0.Add(time.Hour).UnixMilli())
+	clock.set(t0.Add(time.Hour))
 
 	day := (24 * time.Hour).Milliseconds()
 	want := []wire.ProducerState{
@@ -113,10 +123,8 @@ func TestDescribeProducers(t *testing.T) {
 // at the replay), and an expired producer is no longer listed.
 func TestDescribeProducersAfterRestartAndExpiry(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
-	var clock atomic.Int64
-	clock.Store(t0.UnixMilli())
-	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	c := newTestCluster(t, clusterOptions{nodes: 1, maxWait: 50 * time.Millisecond, now: now})
+	clock := newManualClock(t0)
+	c := newTestCluster(t, clusterOptions{nodes: 1, maxWait: 50 * time.Millisecond, now: clock.now})
 	c.createPartition("payments", 0, []int32{1}, 1, 1)
 	wantOffset(t, "producer 5", mustProduce(t, c, wire.AcksAll, epochBatch(5, 1, 0, t0, "a")), 0)
 	wantOffset(t, "producer 5", mustProduce(t, c, wire.AcksAll, epochBatch(5, 1, 1, t0, "b", "c")), 1)
@@ -148,7 +156,7 @@ func TestDescribeProducersAfterRestartAndExpiry(t *testing.T) {
 			return p != nil && p.checkLeadership(1) == replica.OK
 		})
 	}
-	clock.Store(t0.Add(time.Hour).UnixMilli())
+	clock.set(t0.Add(time.Hour))
 	restart(false)
 	want := slices.Clone(before)
 	for i := range want {
@@ -166,7 +174,7 @@ func TestDescribeProducersAfterRestartAndExpiry(t *testing.T) {
 	}
 
 	wantOffset(t, "producer 9 again", mustProduce(t, c, wire.AcksAll, epochBatch(9, 0, 1, t0.Add(2*time.Hour), "e")), 5)
-	clock.Store(t0.Add(25 * time.Hour).UnixMilli())
+	clock.set(t0.Add(25 * time.Hour))
 	if n := c.node(1).b.ExpireProducers(context.Background()); n != 1 {
 		t.Fatalf("expired %d producers, want 1 (producer 5)", n)
 	}
