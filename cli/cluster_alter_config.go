@@ -23,6 +23,9 @@ func clusterAlterConfigCommand() *ucli.Command {
 			"reassignment is adding; 0: unlimited; deleted: each node's --reassignment-throttle),\n" +
 			"log.cleaner.io.max.bytes.per.second (bytes per second each node's log cleaner reads and\n" +
 			"writes; 0: unlimited; deleted: each node's --log-cleaner-io-max-bytes-per-second),\n" +
+			"log.cleaner.threads (how many partitions each node's log cleaner compacts at once, from\n" +
+			"its next pass; >= 1, a node clamps it to its dedupe buffer at 1 MiB a thread; deleted:\n" +
+			"each node's --log-cleaner-threads),\n" +
 			"log.scrub.quarantine.retention.ms (how long each node keeps what a scrub repair set\n" +
 			"aside before removing it once redundant; 0: never; deleted: each node's\n" +
 			"--log-scrub-quarantine-retention),\n" +

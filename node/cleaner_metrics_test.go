@@ -15,7 +15,10 @@ import (
 // compacted topic, and /metrics carries the last pass's gauges: the time
 // since it ended (within a few intervals: the loop runs), its longest
 // partition, the highest dirty ratio it saw (at most 1), no compaction
-// delay (no max.compaction.lag.ms) and no uncleanable partition.
+// delay (no max.compaction.lag.ms) and no uncleanable partition. The
+// cluster's log.cleaner.threads sets the node's thread count (clamped to
+// what its dedupe buffer gives 1 MiB a thread), and deleting it brings back
+// the node's --log-cleaner-threads.
 func TestCleanerThreadsAndTheirMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -56,9 +59,26 @@ func TestCleanerThreadsAndTheirMetrics(t *testing.T) {
 		value(t, e, "paymentlog_log_cleaner_max_clean_seconds") < 0 ||
 		value(t, e, "paymentlog_log_cleaner_max_compaction_delay_seconds") != 0 ||
 		value(t, e, "paymentlog_log_cleaner_uncleanable_partitions") != 0 ||
+		value(t, e, "paymentlog_log_cleaner_uncleanable_bytes") != 0 ||
+		value(t, e, "paymentlog_log_cleaner_threads") != 2 ||
 		value(t, e, "paymentlog_log_cleaner_failures_total") != 0 {
 		t.Fatalf("cleaner gauges: since last run %vs, max dirty ratio %v, max clean %vs, delay %vs, uncleanable %v", since, ratio,
 			value(t, e, "paymentlog_log_cleaner_max_clean_seconds"), value(t, e, "paymentlog_log_cleaner_max_compaction_delay_seconds"),
 			value(t, e, "paymentlog_log_cleaner_uncleanable_partitions"))
+	}
+	for _, ch := range []struct {
+		change client.ConfigChange
+		want   float64
+	}{
+		{client.ConfigChange{Set: map[string]string{"log.cleaner.threads": "3"}}, 3},
+		{client.ConfigChange{Set: map[string]string{"log.cleaner.threads": "1000"}}, 128}, // 128 MiB of dedupe buffer
+		{client.ConfigChange{Delete: []string{"log.cleaner.threads"}}, 2},
+	} {
+		if err := c.Admin().AlterClusterConfigs(ctx, ch.change); err != nil {
+			t.Fatal(err)
+		}
+		if v := value(t, scrape(t, addr), "paymentlog_log_cleaner_threads"); v != ch.want {
+			t.Fatalf("cleaner threads %v after %+v, want %v", v, ch.change, ch.want)
+		}
 	}
 }

@@ -29,8 +29,9 @@ func (n *Node) handleAlterClusterConfigs(ctx context.Context, peer quic.Peer, f 
 // applyClusterConfigs applies the cluster configs of img to this node: the
 // reassignment throttle (the cluster's when set, else
 // --reassignment-throttle), the log cleaner's (else
-// --log-cleaner-io-max-bytes-per-second) and the scrub quarantines'
-// retention (else --log-scrub-quarantine-retention).
+// --log-cleaner-io-max-bytes-per-second) and thread count (else
+// --log-cleaner-threads; the broker clamps it to the dedupe buffer) and the
+// scrub quarantines' retention (else --log-scrub-quarantine-retention).
 func (n *Node) applyClusterConfigs(img *metadata.Image) {
 	rate := n.cfg.ReassignmentThrottle
 	if r, ok := img.ReassignmentThrottle(); ok {
@@ -42,6 +43,11 @@ func (n *Node) applyClusterConfigs(img *metadata.Image) {
 		rate = r
 	}
 	n.broker.SetCleanerThrottle(rate)
+	threads := n.cfg.LogCleanerThreads
+	if t, ok := img.LogCleanerThreads(); ok {
+		threads = t
+	}
+	n.broker.SetCleanerThreads(threads)
 	retention := n.cfg.LogScrubQuarantineRetention
 	if r, ok := img.LogScrubQuarantineRetention(); ok {
 		retention = r

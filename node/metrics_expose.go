@@ -214,7 +214,9 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Float(nil, bs.Cleaner.MaxCleanTime.Seconds())
 	w.Family("paymentlog_log_cleaner_max_compaction_delay_seconds", metrics.TypeGauge, "How far past its max.compaction.lag.ms the most overdue compacted partition's dirty records were when the last pass ranked them (0: none overdue; Kafka's max-compaction-delay-secs).")
 	w.Float(nil, bs.Cleaner.MaxCompactionDelay.Seconds())
-	w.Gauge("paymentlog_log_cleaner_uncleanable_partitions", "Compacted partitions whose compaction failed in the last log cleaner pass (the node logs why; the next pass tries again; Kafka's uncleanable-partitions-count).", int64(bs.Cleaner.Uncleanable))
+	w.Gauge("paymentlog_log_cleaner_uncleanable_partitions", "Compacted partitions the log cleaner set aside because their compaction failed (the node logs why at Error; each is tried again after 1 pass, then 2, 4, ... up to an hour; Kafka's uncleanable-partitions-count).", int64(bs.Cleaner.Uncleanable))
+	w.Gauge("paymentlog_log_cleaner_uncleanable_bytes", "Dirty bytes of the partitions the log cleaner set aside as uncleanable, when a pass last ranked them (Kafka's uncleanable-bytes).", bs.Cleaner.UncleanableBytes)
+	w.Gauge("paymentlog_log_cleaner_threads", "How many partitions the log cleaner's next pass compacts at once (the cluster's log.cleaner.threads, clamped to the dedupe buffer, else --log-cleaner-threads).", int64(n.broker.CleanerThreads()))
 	w.Counter("paymentlog_reassignment_copied_bytes_total", "Bytes copied here for replicas a reassignment is adding (until each is in sync); --reassignment-throttle limits their rate.", bs.ReassignCopyBytes)
 	w.Gauge("paymentlog_reassignment_throttle_bytes_per_second", "The rate those copies are held to (the cluster's reassignment.throttle.bytes, else --reassignment-throttle); 0: unlimited.", bs.ReassignThrottle)
 

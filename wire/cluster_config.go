@@ -15,7 +15,10 @@ const TypeAlterClusterConfigs = 13
 // replicas a reassignment is adding; 0 unlimited; deleted: each node's
 // --reassignment-throttle), log.cleaner.io.max.bytes.per.second (bytes per
 // second each node's log cleaner reads and writes; 0 unlimited; deleted:
-// each node's --log-cleaner-io-max-bytes-per-second),
+// each node's --log-cleaner-io-max-bytes-per-second), log.cleaner.threads
+// (how many partitions each node's log cleaner compacts at once, from its
+// next pass; >= 1, clamped by each node to its dedupe buffer; deleted: each
+// node's --log-cleaner-threads),
 // log.scrub.quarantine.retention.ms (how long each node keeps what a scrub
 // repair set aside before removing it once redundant; 0 never; deleted:
 // each node's --log-scrub-quarantine-retention), offsets.retention.ms

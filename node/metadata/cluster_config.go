@@ -30,6 +30,14 @@ const ConfigReassignmentThrottle = "reassignment.throttle.bytes"
 // dynamic log.cleaner.io.max.bytes.per.second).
 const ConfigLogCleanerIOMax = "log.cleaner.io.max.bytes.per.second"
 
+// ConfigLogCleanerThreads is how many partitions each node's log cleaner
+// compacts at once, from its next pass; when set it overrides the nodes'
+// --log-cleaner-threads (Kafka's dynamic log.cleaner.threads). Any integer
+// from 1 is taken: a node clamps it to what its dedupe buffer allows (a
+// share of at least 1 MiB a thread) and logs that it did, since the nodes'
+// buffers may differ and the controller does not know them.
+const ConfigLogCleanerThreads = "log.cleaner.threads"
+
 // ConfigLogScrubQuarantineRetention is how long, in milliseconds, each node
 // keeps what a scrub repair set aside before removing it once redundant
 // (0: never automatically); when set it overrides the nodes'
@@ -103,6 +111,11 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 				return fmt.Errorf("config %s: want bytes per second, an integer >= 0 (0: unlimited), got %q", k, v)
 			}
 		}
+		if k == ConfigLogCleanerThreads {
+			if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
+				return fmt.Errorf("config %s: want a thread count, an integer >= 1, got %q", k, v)
+			}
+		}
 		if k == ConfigLogScrubQuarantineRetention {
 			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
 				return fmt.Errorf("config %s: want milliseconds, an integer >= 0 (0: never remove automatically), got %q", k, v)
@@ -126,7 +139,7 @@ func ValidateClusterConfigs(cfg map[string]string) error {
 }
 
 // knownClusterConfigs are the keys a request may set.
-var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigLogScrubQuarantineRetention, ConfigOffsetsRetention,
+var knownClusterConfigs = []string{ConfigReassignmentThrottle, ConfigLogCleanerIOMax, ConfigLogCleanerThreads, ConfigLogScrubQuarantineRetention, ConfigOffsetsRetention,
 	ConfigLogMessageTimestampType, ConfigLogMessageTimestampBeforeMaxMs, ConfigLogMessageTimestampAfterMaxMs, ConfigMessageMaxBytes,
 	ConfigClusterCompressionType}
 
@@ -182,6 +195,12 @@ func (m *Image) ReassignmentThrottle() (int64, bool) {
 // LogCleanerIOMax returns ConfigLogCleanerIOMax, and whether it is set.
 func (m *Image) LogCleanerIOMax() (int64, bool) {
 	return configInt(m.clusterConfigs, ConfigLogCleanerIOMax)
+}
+
+// LogCleanerThreads returns ConfigLogCleanerThreads, and whether it is set.
+func (m *Image) LogCleanerThreads() (int, bool) {
+	n, ok := configInt(m.clusterConfigs, ConfigLogCleanerThreads)
+	return int(n), ok
 }
 
 // LogScrubQuarantineRetention returns ConfigLogScrubQuarantineRetention,

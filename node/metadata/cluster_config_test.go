@@ -46,6 +46,15 @@ func TestClusterConfigs(t *testing.T) {
 		t.Fatalf("cleaner throttle %d %v", n, ok)
 	}
 	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, AlterClusterConfigsEvent{Delete: []string{ConfigLogCleanerIOMax}})))
+	threads := AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerThreads: "4"}}
+	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, threads)))
+	if n, ok := next.LogCleanerThreads(); !ok || n != 4 {
+		t.Fatalf("cleaner threads %d %v", n, ok)
+	}
+	next = mustApply(t, next, mustDecide(t)(DecideAlterClusterConfigs(next, AlterClusterConfigsEvent{Delete: []string{ConfigLogCleanerThreads}})))
+	if _, ok := next.LogCleanerThreads(); ok {
+		t.Fatal("cleaner threads still set once deleted")
+	}
 	if _, ok := next.LogScrubQuarantineRetention(); ok {
 		t.Fatal("quarantine retention set before it was")
 	}
@@ -70,6 +79,10 @@ func TestClusterConfigs(t *testing.T) {
 		{AlterClusterConfigsEvent{Set: map[string]string{"retention.ms": "1"}}, wire.InvalidConfig, `unknown cluster config "retention.ms"`},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigReassignmentThrottle: "-1"}}, wire.InvalidConfig, "want bytes per second"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerIOMax: "1.5e6"}}, wire.InvalidConfig, "want bytes per second"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerThreads: "0"}}, wire.InvalidConfig, "want a thread count, an integer >= 1"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerThreads: "-2"}}, wire.InvalidConfig, "want a thread count"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerThreads: "two"}}, wire.InvalidConfig, "want a thread count"},
+		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogCleanerThreads: "4294967296"}}, wire.InvalidConfig, "want a thread count"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "-1"}}, wire.InvalidConfig, "want milliseconds"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "168h"}}, wire.InvalidConfig, "want milliseconds"},
 		{AlterClusterConfigsEvent{Set: map[string]string{ConfigLogScrubQuarantineRetention: "9223372036854775807"}}, wire.InvalidConfig, "want milliseconds"},
