@@ -312,7 +312,7 @@ func (c Config) Validate() error {
 		return &ConfigError{"audit-log-max-files", errors.New("must be >= 0 (0: keep every rotated file)")}
 	case c.LogCleanerThreads < 0:
 		return &ConfigError{"log-cleaner-threads", errors.New("must be at least 1")}
-	case c.LogCleanerThreads > 1 && cmp.Or(c.LogCleanerDedupeBufferSize, segment.DefaultCompactMaxMapBytes)/int64(c.LogCleanerThreads) < 1<<20:
+	case c.LogCleanerThreads > broker.MaxCleanerThreads(c.LogCleanerDedupeBufferSize):
 		return &ConfigError{"log-cleaner-threads", fmt.Errorf("each thread's share of the log cleaner's dedupe buffer (%d bytes) must be at least 1 MiB",
 			cmp.Or(c.LogCleanerDedupeBufferSize, segment.DefaultCompactMaxMapBytes))}
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
