@@ -112,16 +112,18 @@ func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, 
 	}
 	reader := newSyncReader(dst, opts.offsetSyncsTopic)
 	defer reader.close()
-	if err := reader.catchUp(ctx); err != nil {
+	switch err := reader.catchUp(ctx); {
+	case client.ErrorCode(err) == wire.UnknownTopicOrPartition:
+		// Mirrored without syncs: the mirror headers may do
+		// (failbackByHeaders).
+		fmt.Fprintf(stderr, "no offset syncs topic %s on the target: failing back by the mirror headers of the copies' records\n", opts.offsetSyncsTopic)
+	case err != nil:
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	reader.report(stderr)
 	onSource, err := src.Admin().DescribeGroup(ctx, opts.group)
 	if err != nil {
 		return fmt.Errorf("%s: the group on the source: %w", what, err)
-	}
-	if len(onSource.Members) > 0 && !opts.commit.dryRun {
-		return refusedWithMembers("fail back offsets of group", opts.group, fmt.Errorf("%d members on the source", len(onSource.Members)))
 	}
 	var originals []wire.GroupOffset
 	for _, o := range onCopy.Offsets {
@@ -137,6 +139,13 @@ func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, 
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	plan, notCopies := planFailback(onCopy.Offsets, onSource.Offsets, reader.syncs, sources, opts.policy, opts.rewind)
+	copies, err := newTargetDescriber(dst.Admin(), opts.policy).describe(ctx, originals, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := failbackByHeaders(ctx, dst, plan, copies, opts.rewind); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if len(notCopies) > 0 {
 		fmt.Fprintf(stderr, "left alone: the group's offsets of %s on the target, not copies from %s\n", strings.Join(notCopies, ", "), opts.policy.sourceAlias)
 	}
@@ -180,4 +189,82 @@ func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, 
 		}
 	}
 	return tw.Flush()
+}
+
+// failbackByHeaders raises the fail-back of each partition of plan whose
+// group offset T is of the copy's current incarnation (copies, by source
+// partition) by the mirror headers of the copy's records below T: a copy
+// of source offset h below T says the group consumed h and every source
+// record below it (every run of the mirror copies in order from at or
+// below where the last one stopped: mirror_header_scan.go), so h+1 holds.
+// It reads from the sync's target offset, or from headerScanMaxRecords
+// below T where that is further (the copy's log start at the earliest),
+// up to T: between two syncs, and at the copy's end after a mirror that
+// was killed before its last sync, it finds where the group stopped. A
+// partition with no sync is failed back by the headers alone, when they
+// name a source offset. Only ctx's end is an error; a read that fails
+// leaves the syncs' fail-back, said on stderr by the note.
+func failbackByHeaders(ctx context.Context, dst *client.Client, plan []failbackPartition, copies map[client.TopicPartition]targetPartition, rewind bool) error {
+	var scanner *headerScanner
+	for i := range plan {
+		f := &plan[i]
+		cp, ok := copies[f.tp]
+		if f.src.topic == "" || !ok || cp.topicID != f.copyID || cp.logStart < 0 || cp.end < 0 {
+			continue
+		}
+		from, to := max(cp.logStart, f.syncTarget, f.at-headerScanMaxRecords), min(f.at, cp.end)
+		if from >= to {
+			continue
+		}
+		if scanner == nil {
+			scanner = newHeaderScanner(dst)
+			defer scanner.close()
+		}
+		h, found, err := scanner.greatestBelow(ctx, f.copy, f.tp, from, to)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			f.note += fmt.Sprintf(" (reading the copy's mirror headers below it: %v)", err)
+			continue
+		}
+		if !found {
+			continue
+		}
+		noSync := f.syncTarget < 0
+		*f = f.place(h+1, rewind)
+		if noSync && f.info == "" {
+			f.info = fmt.Sprintf("%s: no offset sync at or below copy offset %d: failed back to %d by the mirror headers of the copy's records below it",
+				f.where(), f.at, f.offset)
+		}
+	}
+	return nil
+}
+
+// greatestBelow is the greatest source offset of src that the mirror
+// headers of copy partition tp's records from offset from up to to name;
+// found false when none does.
+func (h *headerScanner) greatestBelow(ctx context.Context, tp, src client.TopicPartition, from, to int64) (int64, bool, error) {
+	h.cons.Assign([]client.TopicPartition{tp}, from)
+	defer h.cons.Unassign([]client.TopicPartition{tp})
+	greatest, found := int64(-1), false
+	for {
+		if pos, ok := h.cons.Position(tp); ok && pos >= to {
+			return greatest, found, nil
+		}
+		msgs, err := h.cons.Poll(ctx)
+		if err != nil {
+			return 0, false, fmt.Errorf("read the copy from offset %d: %w", from, err)
+		}
+		for _, m := range msgs {
+			if m.Offset < from || m.Offset >= to {
+				continue
+			}
+			for _, hd := range m.Headers {
+				if s, ok := parseSourcePosition(hd.Value, src); ok && hd.Key == mirrorHeader && s > greatest {
+					greatest, found = s, true
+				}
+			}
+		}
+	}
 }

@@ -24,11 +24,21 @@ type failbackPartition struct {
 	copy, tp client.TopicPartition
 	at       int64 // the group's offset of copy on the target
 	before   int64 // its offset of tp on the source; -1: none
-	// offset is the fail-back (syncMap.untranslate), clamped to the
-	// source partition's log start and end; -1: none.
+	// copyID is the incarnation of the copy the group's offset is of.
+	copyID string
+	// found is the source offset the group consumed everything below,
+	// by the syncs (syncMap.untranslate) or the copy's mirror headers
+	// (mirror_failback.go): the fail-back before it is placed; -1: none.
+	found int64
+	// syncTarget is the target offset of the sync found was taken from
+	// (-1: none): the header read starts there.
+	syncTarget int64
+	// offset is the fail-back: found, clamped to the source partition's
+	// log start and end; -1: none.
 	offset int64
-	// topicID is the source topic's incarnation (the commit names it).
-	topicID string
+	// src is the source partition: its incarnation (the commit names
+	// it), log start and high watermark.
+	src targetPartition
 	// note says why the fail-back is not committed; "" when it is (or
 	// when the source group is there already: offset == before).
 	note string
@@ -89,46 +99,60 @@ func planFailback(copyOffs, srcOffs []wire.GroupOffset, syncs *syncMap, sources 
 			continue
 		}
 		f := failbackPartition{copy: client.TopicPartition{Topic: o.Topic, Partition: o.Partition},
-			tp: client.TopicPartition{Topic: topic, Partition: o.Partition}, at: o.Offset, before: -1, offset: -1}
+			tp: client.TopicPartition{Topic: topic, Partition: o.Partition}, at: o.Offset, before: -1, copyID: o.TopicID,
+			found: -1, syncTarget: -1, offset: -1}
 		if b, ok := before[f.tp]; ok {
 			f.before = b
 		}
-		plan = append(plan, f.settle(o.TopicID, syncs, sources, rewind))
+		plan = append(plan, f.bySyncs(syncs, sources, rewind))
 	}
 	slices.SortFunc(plan, func(a, b failbackPartition) int { return compareTP(a.tp, b.tp) })
 	slices.Sort(notCopies)
 	return plan, notCopies
 }
 
-// settle decides f's fail-back from the syncs of the copy's incarnation
-// copyID and the source partition.
-func (f failbackPartition) settle(copyID string, syncs *syncMap, sources map[client.TopicPartition]targetPartition, rewind bool) failbackPartition {
+// bySyncs finds f's fail-back by the syncs of the copy's incarnation,
+// and places it on the source partition.
+func (f failbackPartition) bySyncs(syncs *syncMap, sources map[client.TopicPartition]targetPartition, rewind bool) failbackPartition {
 	src, ok := sources[f.tp]
 	if !ok {
 		f.note = fmt.Sprintf("%s: no such partition on the source", f.where())
 		return f
 	}
-	f.topicID = src.topicID
-	s, ok := syncs.untranslate(f.tp, copyID, f.at)
-	if !ok || copyID == "" { // every offset the controller keeps names its topic's ID
+	f.src = src
+	s, ok := syncs.untranslate(f.tp, f.copyID, f.at)
+	if !ok || f.copyID == "" { // every offset the controller keeps names its topic's ID
 		f.note = fmt.Sprintf("%s: no offset sync at or below the group's offset %d of the copy (not a copy this mirror made, mirrored without offset syncs, "+
 			"or the group consumed none of it)", f.where(), f.at)
 		return f
 	}
+	f.syncTarget = s.target
+	return f.place(s.source, rewind)
+}
+
+// place makes source, an offset the group consumed every record below,
+// f's fail-back if it is past the one found so far, clamped to the
+// source partition's high watermark and log start, and decides whether
+// it is committed.
+func (f failbackPartition) place(source int64, rewind bool) failbackPartition {
+	if source <= f.found {
+		return f
+	}
+	f.found, f.note, f.info = source, "", ""
 	switch {
-	case src.logStart < 0 || src.end < 0:
+	case f.src.logStart < 0 || f.src.end < 0:
 		f.note = fmt.Sprintf("%s: the source partition's log start or end is unknown (no leader answered): not failed back", f.where())
 		return f
-	case s.source > src.end:
+	case source > f.src.end:
 		f.info = fmt.Sprintf("%s: copy offset %d fails back to source offset %d, past the source's log end %d (the source lost records the copy has, "+
-			"or was truncated; the group consumed them on the copy): committing %d", f.where(), f.at, s.source, src.end, src.end)
-		f.offset = src.end
-	case s.source < src.logStart:
+			"or was truncated; the group consumed them on the copy): committing %d", f.where(), f.at, source, f.src.end, f.src.end)
+		f.offset = f.src.end
+	case source < f.src.logStart:
 		f.info = fmt.Sprintf("%s: copy offset %d fails back to source offset %d, below the source's log start %d (retention deleted the records there, "+
-			"which the group never consumed): committing %d", f.where(), f.at, s.source, src.logStart, src.logStart)
-		f.offset = src.logStart
+			"which the group never consumed): committing %d", f.where(), f.at, source, f.src.logStart, f.src.logStart)
+		f.offset = f.src.logStart
 	default:
-		f.offset = s.source
+		f.offset = source
 	}
 	if f.before > f.offset && !rewind {
 		f.note = fmt.Sprintf("%s: the group is at %d on the source, past the fail-back %d of copy offset %d: not moved back (--rewind moves it)",
@@ -142,7 +166,7 @@ func failbackCommits(plan []failbackPartition) []wire.GroupOffset {
 	var out []wire.GroupOffset
 	for _, f := range plan {
 		if f.commits() {
-			out = append(out, wire.GroupOffset{Topic: f.tp.Topic, TopicID: f.topicID, Partition: f.tp.Partition, Offset: f.offset, LeaderEpoch: -1,
+			out = append(out, wire.GroupOffset{Topic: f.tp.Topic, TopicID: f.src.topicID, Partition: f.tp.Partition, Offset: f.offset, LeaderEpoch: -1,
 				Metadata: fmt.Sprintf("paymentlog mirror: failed back from %s offset %d", f.copy, f.at)})
 		}
 	}
