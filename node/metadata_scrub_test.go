@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,32 @@ import (
 func damageMetadataEntry(t *testing.T, dir string, index uint64) {
 	t.Helper()
 	segmenttest.RotBatch(t, dir, int64(index))
+}
+
+// scrubStopsNode runs a metadata scrub pass on node id, which must find a
+// corrupt entry and stop the node with an error wrapping
+// segment.ErrScrubCorrupt (what the in-process restart restarts on); the
+// node is then shut down, to be started again.
+func scrubStopsNode(ctx context.Context, t *testing.T, tc *testCluster, id int32) {
+	t.Helper()
+	n := tc.node(id)
+	if _, err := n.ScrubMetadataNow(ctx); !errors.Is(err, segment.ErrScrubCorrupt) {
+		t.Fatalf("scrub: %v; want segment.ErrScrubCorrupt", err)
+	}
+	select {
+	case <-n.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node did not stop after its metadata scrub found a corrupt entry")
+	}
+	if !errors.Is(n.Err(), segment.ErrScrubCorrupt) {
+		t.Fatalf("the node stopped with %v; want an error wrapping segment.ErrScrubCorrupt (the in-process restart's cue)", n.Err())
+	}
+	tc.mu.Lock()
+	delete(tc.nodes, id)
+	tc.mu.Unlock()
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	n.Shutdown(sctx)
+	scancel()
 }
 
 // A controller's metadata log rots (an applied entry): its scrub finds it
@@ -56,23 +83,7 @@ func TestMetadataScrubRepairsAController(t *testing.T) {
 	victim := fn.Raft().Status().Applied / 2
 	dir := filepath.Join(tc.dir, fmt.Sprintf("node%d", f), node.MetadataDirName)
 	damageMetadataEntry(t, dir, victim)
-	if _, err := fn.ScrubMetadataNow(ctx); !errors.Is(err, segment.ErrScrubCorrupt) {
-		t.Fatalf("scrub: %v; want segment.ErrScrubCorrupt", err)
-	}
-	select {
-	case <-fn.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the node did not stop after its metadata scrub found a corrupt entry")
-	}
-	if !errors.Is(fn.Err(), segment.ErrScrubCorrupt) {
-		t.Fatalf("the node stopped with %v; want an error wrapping segment.ErrScrubCorrupt (the in-process restart's cue)", fn.Err())
-	}
-	tc.mu.Lock()
-	delete(tc.nodes, f)
-	tc.mu.Unlock()
-	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-	fn.Shutdown(sctx)
-	scancel()
+	scrubStopsNode(ctx, t, tc, f)
 
 	nf := tc.start(f)
 	q := filepath.Join(dir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, 1))
@@ -155,4 +166,103 @@ func TestMetadataScrubRunsOnItsOwnAndShowsInMetrics(t *testing.T) {
 			t.Fatalf("no %q in /metrics", name)
 		}
 	}
+}
+
+// A broker-only node (a learner of the metadata group) whose metadata log
+// rots: its scrub finds it and stops it; the restart sets the segments
+// aside and truncates, and the broker starts unguarded (a learner never
+// votes: there is no vote to withhold), refetches and applies what the
+// controllers applied, to the same offset.
+func TestMetadataScrubRepairsABrokerOnlyNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 })
+	const b = 4
+	tc.start(b)
+	tc.waitAlive(4)
+	cl := tc.client(ctx)
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	bn := tc.node(b)
+	waitFor(t, "the broker to apply the topic", 15*time.Second, func() bool {
+		_, ok := bn.Store().Image().Topic("payments")
+		return ok
+	})
+	if st := bn.Raft().Status(); !slices.Contains(st.Learners, uint64(b)) {
+		t.Fatalf("node %d is not a learner of the metadata group: %+v", b, st)
+	}
+	victim := bn.Raft().Status().Applied / 2
+	dir := filepath.Join(tc.dir, fmt.Sprintf("node%d", b), node.MetadataDirName)
+	base := segmenttest.RotBatch(t, dir, int64(victim))
+	scrubStopsNode(ctx, t, tc, b)
+
+	nb := tc.start(b)
+	if st := nb.Raft().Status(); st.VoteGuarded || st.LastIndex >= victim {
+		t.Fatalf("repaired broker: guarded %v, last index %d; want unguarded, truncated below %d", st.VoteGuarded, st.LastIndex, victim)
+	}
+	q := filepath.Join(dir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base))
+	if kept, _ := filepath.Glob(filepath.Join(q, "*.log")); len(kept) == 0 {
+		t.Fatalf("nothing set aside in %s", q)
+	}
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "after", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	ctrl := tc.node(1)
+	waitFor(t, "the repaired broker to apply what the controllers applied", 30*time.Second, func() bool {
+		want, got := ctrl.Store().Image(), nb.Store().Image()
+		return got.Offset() == want.Offset() && slices.Equal(got.TopicNames(), want.TopicNames()) && slices.Contains(got.TopicNames(), "after")
+	})
+	if _, err := nb.ScrubMetadataNow(ctx); err != nil {
+		t.Fatalf("scrub after the repair: %v", err)
+	}
+}
+
+// The scrub finds a controller's metadata entry corrupt, but the bytes
+// check out at the restart (the damage was in memory) and the log still
+// ends where it did: the controller starts unguarded, nothing set aside.
+func TestMetadataScrubOfASoundLogLeavesTheControllerUnguarded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 })
+	tc.waitAlive(3)
+	cl := tc.client(ctx)
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	var lead int32
+	waitFor(t, "an active controller", 15*time.Second, func() bool { lead = tc.activeController(); return lead != 0 })
+	f := int32(1)
+	if f == lead {
+		f = 2
+	}
+	fn := tc.node(f)
+	waitFor(t, "the follower to apply the topic", 15*time.Second, func() bool {
+		_, ok := fn.Store().Image().Topic("payments")
+		return ok
+	})
+	dir := filepath.Join(tc.dir, fmt.Sprintf("node%d", f), node.MetadataDirName)
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments in %s: %v %v", dir, segs, err)
+	}
+	active := segs[len(segs)-1]
+	sound, err := os.ReadFile(active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := segmenttest.RotBatch(t, dir, int64(fn.Raft().Status().Applied/2))
+	scrubStopsNode(ctx, t, tc, f)
+	last := fn.Raft().Status().LastIndex
+	if err := os.WriteFile(active, sound, 0o644); err != nil { // put back
+		t.Fatal(err)
+	}
+
+	nf := tc.start(f)
+	if st := nf.Raft().Status(); st.VoteGuarded || st.LastIndex != last {
+		t.Fatalf("controller after a repair that took nothing out: guarded %v, last index %d; want unguarded, last index %d", st.VoteGuarded, st.LastIndex, last)
+	}
+	q := filepath.Join(dir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, base))
+	if _, err := os.Stat(q); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("quarantine %s: %v; want none", q, err)
+	}
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "after", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	waitFor(t, "the controller to apply the new topic", 15*time.Second, func() bool {
+		_, ok := nf.Store().Image().Topic("after")
+		return ok
+	})
 }

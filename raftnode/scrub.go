@@ -140,7 +140,7 @@ func (n *Node) scrubEntries(ctx context.Context, s *ScrubSummary, throttle func(
 		switch {
 		case errors.Is(err, segment.ErrScrubCorrupt):
 			n.scrub.corrupt.Add(1)
-			n.lg.Error("raftnode: the metadata log's scrub found a corrupt entry; stopping: the next start sets a copy aside, truncates the log there and catches up from the other voters before voting again",
+			n.lg.Error("raftnode: the metadata log's scrub found a corrupt entry; stopping: the next start sets a copy aside and truncates the log there, and a voter that lost entries catches up from the other voters before voting again",
 				"err", err)
 			n.failFromScrub(err)
 			return err
