@@ -20,8 +20,10 @@ import (
 // raft loop. A corrupt entry stops the raft node with an error wrapping
 // segment.ErrScrubCorrupt; watchRaft then ends the node with it, so the
 // in-process restart (--log-scrub-restart) applies, and the next start
-// repairs the log under the rejoin guard (raftnode's scrub_repair.go). A
-// corrupt snapshot file is repaired at once without a restart.
+// repairs the log (raftnode's scrub_repair.go), under the rejoin guard if
+// the node may vote and its log no longer ends at the entry it ended at
+// when the scrub stopped it (scrub_sound.go). A corrupt snapshot file is
+// repaired at once without a restart.
 
 // scrubMetadataLoop runs the metadata log's scrub passes until ctx ends or
 // the raft node stops.
