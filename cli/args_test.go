@@ -91,12 +91,12 @@ func TestUnknownCommandIsNamed(t *testing.T) {
 		want string
 	}{
 		{[]string{"nosuchcmd"}, `unknown command "nosuchcmd"`},
-		{[]string{"topic", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, offsets, delete-records, alter, alter-config, reassign, delete)`},
+		{[]string{"topic", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, offsets, describe-producers, delete-records, alter, alter-config, reassign, delete)`},
 		{[]string{"cluster", "stats"}, `unknown command "stats"`},
 		// urfave/cli's help command said "No help topic for 'nosuch'", exit status 3.
 		{[]string{"help", "nosuch"}, `unknown command "nosuch" (want one of: version, `},
 		{[]string{"h", "nosuch"}, `unknown command "nosuch"`},
-		{[]string{"topic", "help", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, offsets, delete-records, alter, alter-config, reassign, delete)`},
+		{[]string{"topic", "help", "nosuch"}, `unknown command "nosuch" (want one of: create, list, describe, offsets, describe-producers, delete-records, alter, alter-config, reassign, delete)`},
 	} {
 		out, errOut, code := runClientCLI(t, nil, c.args...)
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
