@@ -387,7 +387,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		if wrap == nil {
 			wrap = func(_ quic.FrameType, h quic.UnaryHandler) quic.UnaryHandler { return h }
 		}
-		e.Handle(wire.TypeProduce, wrap(wire.TypeProduce, b.handleProduce))
+		e.HandleOrdered(wire.TypeProduce, wrap(wire.TypeProduce, b.handleProduce)) // produce_order.go
 		e.Handle(wire.TypeFetch, wrap(wire.TypeFetch, b.handleFetch))
 		e.Handle(wire.TypeListOffsets, wrap(wire.TypeListOffsets, b.handleListOffsets))
 		e.Handle(wire.TypeDeleteRecords, wrap(wire.TypeDeleteRecords, b.handleDeleteRecords))

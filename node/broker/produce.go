@@ -29,6 +29,10 @@ func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Fram
 	if err := fr.DecodeNoCopy(&req); err != nil {
 		return 0, nil, err
 	}
+	// Batches without sequences are appended in their streams' order
+	// (produce_order.go).
+	order := orderUnsequenced(ctx, &req)
+	defer order.release()
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if req.TimeoutMs <= 0 {
 		timeout = DefaultProduceTimeout
@@ -53,7 +57,10 @@ func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Fram
 	waits := make([]func(), 0, len(req.Parts))
 	for i := range req.Parts {
 		out := &resp.Parts[i]
-		if wait := b.produceOne(ctx, req.Acks, req.Topic, &req.Parts[i], out); wait != nil {
+		order.await(ctx, &b.counters, i)
+		wait := b.produceOne(ctx, req.Acks, req.Topic, &req.Parts[i], out)
+		order.done(i)
+		if wait != nil {
 			waits = append(waits, wait)
 		}
 	}

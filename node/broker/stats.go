@@ -40,6 +40,11 @@ type Stats struct {
 	// ProduceReorderRefused those refused when the wait was up (the
 	// earlier batch lost, refused, or later than reorderWait).
 	ProduceReorderWaits, ProduceReorderRefused uint64
+	// ProduceStreamOrderWaits counts batches without a sequence that
+	// waited for an earlier stream of their connection (produce_order.go);
+	// ProduceStreamOrderSkipped those appended when the wait for an earlier
+	// stream whose request had not been read yet was up.
+	ProduceStreamOrderWaits, ProduceStreamOrderSkipped uint64
 	// RetentionDeletedSegments counts segments deleted by retention (and
 	// by following a leader's log start); RetentionFailures the partition
 	// passes that failed (the segments stay: the disk fills).
@@ -201,9 +206,13 @@ type counters struct {
 	// of their producer, reorderRefused those still ahead when the wait
 	// was up (reorder.go).
 	reorderWaits, reorderRefused atomic.Uint64
-	retentionDeleted             atomic.Uint64
-	retentionFailures            atomic.Uint64
-	producerIDsExpired           atomic.Uint64
+	// orderWaits and orderSkipped: see Stats.ProduceStreamOrderWaits;
+	// orderAwaiting counts the batches in produceOrder.await now.
+	orderWaits, orderSkipped atomic.Uint64
+	orderAwaiting            atomic.Int64
+	retentionDeleted         atomic.Uint64
+	retentionFailures        atomic.Uint64
+	producerIDsExpired       atomic.Uint64
 	// cleanerPasses, cleanerRemoved, cleanerReclaimed and cleanerFailures
 	// count the log cleaner's partition passes that ran, the records and
 	// tombstones they removed, the bytes they reclaimed, and the passes
@@ -341,6 +350,9 @@ func (b *Broker) Stats() Stats {
 		ReplicaFetchResponses: b.counters.replicaFetchResponses.Load(),
 		ProduceReorderWaits:   b.counters.reorderWaits.Load(),
 		ProduceReorderRefused: b.counters.reorderRefused.Load(),
+
+		ProduceStreamOrderWaits:   b.counters.orderWaits.Load(),
+		ProduceStreamOrderSkipped: b.counters.orderSkipped.Load(),
 
 		RetentionDeletedSegments: b.counters.retentionDeleted.Load(),
 		RetentionFailures:        b.counters.retentionFailures.Load(),
