@@ -162,6 +162,8 @@ func (n *Node) writeBrokerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_produce_bytes_total", "Batch bytes appended as leader (retried duplicates not counted).", bs.ProduceBytes)
 	w.Counter("paymentlog_produce_reorder_waits_total", "Idempotent produce batches that reached this leader ahead of an earlier batch of their producer (their requests' streams overtook each other) and waited for it.", bs.ProduceReorderWaits)
 	w.Counter("paymentlog_produce_reorder_refused_total", "Of those, batches still ahead when the wait (25 ms; 250 ms for a producer's sequence 0) was up, refused OutOfOrderSequence or UnknownProducerID: the earlier batch was lost, refused, or later still.", bs.ProduceReorderRefused)
+	w.Counter("paymentlog_produce_reorder_stream_waits_total", "Produce batches without a producer sequence (idempotence off) that waited for an earlier stream of their connection, so that a producer's pipelined requests are appended in the order sent.", bs.ProduceStreamOrderWaits)
+	w.Counter("paymentlog_produce_reorder_stream_skipped_total", "Of those, batches appended when the wait (250 ms) for an earlier stream whose request had not been read yet was up: that request, if it carries a batch for the partition, lands after this one.", bs.ProduceStreamOrderSkipped)
 	w.Counter("paymentlog_recompressed_batches_total", "Produced batches appended as leader in their topic's compression.type rather than the codec they were sent in (retried duplicates not counted).", bs.RecompressedBatches)
 	w.Family("paymentlog_recompressed_bytes_total", metrics.TypeCounter, "Bytes of those batches as producers sent them and as this node stored them.")
 	w.Uint(metrics.Labels{"bytes", "sent"}, bs.RecompressedSentBytes)
