@@ -25,7 +25,9 @@ import (
 // every log, checkpoint and snapshot file of the node goes through it. The
 // cost is per operation, never per record: two clock reads and two
 // uncontended mutex sections (a map insert and delete) per append, flush
-// or fsync, against a pwrite or fsync of tens of µs or more.
+// or fsync, about 0.3 µs on this 2-core machine (BenchmarkDiskOpsTrack,
+// serial or from both cores), against a pwrite or fsync of tens of µs or
+// more.
 //
 // A DiskOps is safe for concurrent use. The zero value is not usable; use
 // NewDiskOps.
