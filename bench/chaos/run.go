@@ -94,6 +94,7 @@ type Result struct {
 	// disk stalls (0: none, or the binary has no such flag).
 	DiskStallTimeout time.Duration
 	DiskUsage        string // each loop disk's use at the end of a run with disk stalls
+	DiskDir          string // the directory of the disk images (holding Dir), "" without them
 	Elapsed          time.Duration
 	Topic            string
 	Duration         time.Duration // Config.Duration (0: one deck)
@@ -199,6 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if disks, err = NewDisks(cfg.BaseDir, cfg.DiskMiB); err != nil {
 			return res, err
 		}
+		res.DiskDir = disks.Dir()
 		defer func() {
 			if err := disks.Close(); err != nil {
 				fmt.Fprintf(out, "chaos: closing the loop disks: %v\n", err)
@@ -730,6 +732,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if r.Kept {
 		fmt.Fprintf(w, "cluster directory kept: %s\n", r.Dir)
+		if r.DiskDir != "" {
+			fmt.Fprintf(w, "the nodes' data directories are empty mount points: their files are in the disk images kept in %s (mount -o loop IMAGE DIR to read one)\n", r.DiskDir)
+		}
 	}
 	fmt.Fprintf(w, "reproduce: scripts/chaos.sh --seed %d", r.Seed)
 	if !slices.Equal(r.Plan.Kinds, AllKinds) && len(r.Plan.Kinds) > 0 {
