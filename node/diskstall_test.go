@@ -206,6 +206,12 @@ func runDiskStall(t *testing.T, arm func(context.Context, *testing.T, *stallClus
 	if v := value(t, e, "paymentlog_disk_oldest_inflight_seconds"); v <= timeout.Seconds() {
 		t.Fatalf("paymentlog_disk_oldest_inflight_seconds = %v during the stall, want > %v", v, timeout.Seconds())
 	}
+	// With its heartbeats held back none is answered: it fences itself
+	// (refuses writes) after two session timeouts, whether or not it can
+	// apply the controller's fence.
+	waitFor(t, "the stalled node fenced by itself", 10*time.Second, func() bool {
+		return value(t, scrape(t, victim.MetricsAddr()), "paymentlog_broker_fenced") == 1
+	})
 	w.waitAcked(t, w.count()+100) // the new leader goes on taking writes
 
 	// The stall ends: the node is unfenced and back in the ISR.
