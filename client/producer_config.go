@@ -76,13 +76,15 @@ const (
 type ProducerConfig struct {
 	Acks Acks // AcksAll
 	// DisableIdempotence turns producer ids and sequence numbers off; retries
-	// may then write a batch twice, and with MaxInFlight above 1 a batch may
-	// land after one sent later: a retried one, and, rarely, one not
-	// retried at all, since each request travels on a QUIC stream of its
-	// own and the leader serves streams concurrently (the producer writes a
-	// partition's requests in order, but only sequence numbers let the
-	// leader put them back in order). Set MaxInFlight to 1 to keep order.
-	// Idempotence is always off with AcksNone.
+	// may then write a batch twice, and with MaxInFlight above 1 a retried
+	// batch may land after one sent later, as in Kafka. Batches not retried
+	// keep their order with any MaxInFlight: each request travels on a QUIC
+	// stream of its own, the producer opens a partition's streams in the
+	// order it sends the requests, and the leader appends the batches of one
+	// connection's streams in that order (waiting up to 250 ms for a request
+	// whose bytes are late, then appending without it). Set MaxInFlight to 1
+	// to keep order across retries too. Idempotence is always off with
+	// AcksNone.
 	DisableIdempotence bool
 	BatchBytes         int           // a batch closes at this size; 64 KiB
 	Linger             time.Duration // a batch closes this long after its first record; 5ms; < 0: at once

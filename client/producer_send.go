@@ -147,7 +147,9 @@ func (pp *partProducer) send(b *pbatch, ld leader, now time.Time) {
 	// The partition's requests go out in the order they are sent here,
 	// though each is made on a goroutine of its own: a batch that reaches
 	// the leader before the one its sequence follows waits there, or is
-	// refused and resent with every batch after it.
+	// refused and resent with every batch after it. Without idempotence the
+	// leader appends the batches in the order of their streams on the
+	// connection (node/broker/produce_order.go).
 	ctx, pp.lastWrite = quic.WriteAfter(ctx, pp.lastWrite)
 	go func() {
 		var resp wire.ProduceResponse
