@@ -119,9 +119,10 @@ func parseProduceOptions(c *ucli.Context) (produceOptions, error) {
 		o.producer.Linger = -1 // --linger 0: send at once
 	}
 	if o.producer.DisableIdempotence {
-		// Without sequence numbers nothing puts a partition's requests
-		// back in order at the leader: keep stdin's order by sending one
-		// at a time.
+		// The leader appends a connection's requests for a partition in
+		// the order sent, but without sequence numbers a retried batch
+		// (after a leader change, say) lands after the ones sent behind
+		// it: keep stdin's order across retries by sending one at a time.
 		o.producer.MaxInFlight = 1
 	}
 	if err := o.producer.Validate(); err != nil {

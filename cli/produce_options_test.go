@@ -22,9 +22,10 @@ func parsedProduce(t *testing.T, args ...string) produceOptions {
 	return opts
 }
 
-// Without idempotence nothing at the leader keeps a partition's requests
-// in order, so produce keeps stdin's order by sending one at a time; with
-// it, the producer's default applies.
+// Without idempotence a retried batch lands after the ones sent behind it
+// (the leader keeps only requests not retried in order), so produce keeps
+// stdin's order by sending one at a time; with it, the producer's default
+// applies.
 func TestProduceWithoutIdempotenceSendsOneRequestAtATime(t *testing.T) {
 	if got := parsedProduce(t, "--no-idempotence", "payments").producer; !got.DisableIdempotence || got.MaxInFlight != 1 {
 		t.Fatalf("--no-idempotence: DisableIdempotence %v, MaxInFlight %d; want true, 1", got.DisableIdempotence, got.MaxInFlight)
