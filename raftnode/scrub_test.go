@@ -295,6 +295,13 @@ func TestScrubRewritesCorruptSnapshot(t *testing.T) {
 		}
 		return listSnapFiles(names)
 	}
+	// A follower that lagged may have installed the leader's snapshot
+	// (and removed its own): it has two again after its next one.
+	for i := 0; len(snaps()) < 2 && i < 2*10; i++ {
+		v := fmt.Sprintf("w%02d", i)
+		c.waitApplied(c.propose(lead, v))
+		want = append(want, v)
+	}
 	sfs := snaps()
 	if len(sfs) != 2 {
 		t.Fatalf("node %d has snapshots %v; want 2", id, sfs)
