@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"paymentlog/client"
+	"paymentlog/segment"
 )
 
 // failback runs `paymentlog mirror failback-offsets` for the flow from
@@ -172,9 +173,8 @@ func TestMirrorFailbackPrefix(t *testing.T) {
 // The way back with the identity policy, the copy holding records of its
 // own and records a crashed mirror run copied twice: app fails back from
 // payments on us1 to payments on eu1 where it stopped. Then eu1 comes
-// back without the tail the copy has (here: payments recreated there
-// with fewer records): a group at the copy's end fails back to eu1's log
-// end, said on stderr.
+// back without a tail the copy has: a group at the copy's end fails back
+// to eu1's log end, said on stderr.
 func TestMirrorFailbackIdentity(t *testing.T) {
 	e := startMirrorEnv(t)
 	const n = 2500
@@ -209,26 +209,40 @@ func TestMirrorFailbackIdentity(t *testing.T) {
 		t.Fatalf("refunds failed back to %v; want 300", got)
 	}
 
+	// eu1 failed with a tail the mirror had copied and no follower had:
+	// it comes back without it. (Made here by copies, with their headers,
+	// of source offsets 2500 to 2599 that eu1 never had, and a sync past
+	// them on partition 0.)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.srcC.Admin().DeleteTopic(ctx, "payments"); err != nil {
+	prod, err := e.dstC.NewProducer(client.ProducerConfig{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	createTopicN(t, e, "payments", 2)
 	for p := range int32(2) {
-		produceRecords(t, e.srcC, "payments", p, 0, 2000)
+		for o := n; o < n+100; o++ {
+			rec := &client.Record{Topic: "payments", Partition: p, PartitionSet: true, Value: []byte("lost"),
+				Headers: []segment.RecordHeader{{Key: mirrorHeader, Value: sourcePosition("payments", p, int64(o))}}}
+			if _, err := prod.ProduceSync(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	waitForCLI(t, "the recreated payments' high watermarks at 2000", func() bool {
-		hws := highWatermarks(t, e.srcC, "payments")
-		return hws[0] == 2000 && hws[1] == 2000
-	})
-	commitGroup(t, e.dstC, "app", "payments", ends) // at the copy's end
+	ends = highWatermarks(t, e.dstC, "payments")
+	lost := offsetSync{tp: mirrorTP("payments", 0), source: n + 100, target: ends[0], topicID: topicID(t, e.dstC, "payments")}
+	if _, err := prod.ProduceSync(ctx, &client.Record{Topic: defaultOffsetSyncsTopic, Partition: 0, PartitionSet: true, Key: lost.key(), Value: lost.value()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commitGroup(t, e.dstC, "app", "payments", ends) // it consumed the copy to its end
 	out, errOut, code = e.failback(t, "app", "--execute")
-	if code != 0 || !strings.Contains(errOut, "payments/0: copy offset "+itoa(ends[0])+" fails back to source offset 2500, past the source's log end 2000") ||
-		!strings.Contains(errOut, "payments/1: copy offset "+itoa(ends[1])+" fails back to source offset 2500, past the source's log end 2000") {
+	if code != 0 || !strings.Contains(errOut, "payments/0: copy offset "+itoa(ends[0])+" fails back to source offset 2600, past the source's log end 2500") ||
+		!strings.Contains(errOut, "payments/1: copy offset "+itoa(ends[1])+" fails back to source offset 2600, past the source's log end 2500") {
 		t.Fatalf("failback-offsets onto a source that lost its tail: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if got := groupOffsets(t, e.srcC, "app", "payments"); got[0] != 2000 || got[1] != 2000 {
-		t.Fatalf("failed back onto a source that lost its tail: %v; want its log end 2000", got)
+	if got := groupOffsets(t, e.srcC, "app", "payments"); got[0] != n || got[1] != n {
+		t.Fatalf("failed back onto a source that lost its tail: %v; want its log end %d", got, n)
 	}
 }
