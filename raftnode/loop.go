@@ -2,12 +2,15 @@ package raftnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"paymentlog/segment"
 )
 
 // maxDrain bounds the inputs handled before the next Ready, so that one
@@ -82,6 +85,9 @@ func (n *Node) run() {
 		}
 		if err != nil {
 			n.lg.Error("raftnode: stopping after a storage failure", "err", err)
+			if errors.Is(err, segment.ErrScrubCorrupt) {
+				n.recordScrubLogEnd() // for the repair: scrub_logend.go
+			}
 			n.stop(err)
 			return
 		}

@@ -159,11 +159,12 @@ func (n *Node) scrubEntries(ctx context.Context, s *ScrubSummary, throttle func(
 }
 
 // failFromScrub stops the Ready loop with err (Err, Done): segment has
-// already failed the log, which refuses every write from now on. It records
-// where the log ends for the repair (scrub_logend.go).
+// already failed the log, which refuses every write from now on (an append
+// meanwhile stops the loop with the same error). The loop, stopping,
+// records where the log ends for the repair (scrub_logend.go).
 func (n *Node) failFromScrub(err error) {
 	select {
-	case n.opc <- func() { n.fatal = err; n.recordScrubLogEnd() }:
+	case n.opc <- func() { n.fatal = err }:
 	case <-n.stopc:
 	case <-n.donec:
 	}
