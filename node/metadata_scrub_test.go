@@ -27,6 +27,28 @@ func damageMetadataEntry(t *testing.T, dir string, index uint64) {
 	segmenttest.RotBatch(t, dir, int64(index))
 }
 
+// startScrubbedControllers starts 3 controllers that scrub only when the
+// test says, creates topic "payments" and returns a follower controller
+// (not the active one) that has applied it.
+func startScrubbedControllers(ctx context.Context, t *testing.T) (tc *testCluster, cl *client.Client, f int32) {
+	t.Helper()
+	tc = mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 }) // the test runs the pass
+	tc.waitAlive(3)
+	cl = tc.client(ctx)
+	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
+	var lead int32
+	waitFor(t, "an active controller", 15*time.Second, func() bool { lead = tc.activeController(); return lead != 0 })
+	f = 1
+	if f == lead {
+		f = 2
+	}
+	waitFor(t, "the follower to apply the topic", 15*time.Second, func() bool {
+		_, ok := tc.node(f).Store().Image().Topic("payments")
+		return ok
+	})
+	return tc, cl, f
+}
+
 // scrubStopsNode runs a metadata scrub pass on node id, which must find a
 // corrupt entry and stop the node with an error wrapping
 // segment.ErrScrubCorrupt (what the in-process restart restarts on); the
@@ -62,21 +84,8 @@ func scrubStopsNode(ctx context.Context, t *testing.T, tc *testCluster, id int32
 func TestMetadataScrubRepairsAController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 }) // the test runs the pass
-	tc.waitAlive(3)
-	cl := tc.client(ctx)
-	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	var lead int32
-	waitFor(t, "an active controller", 15*time.Second, func() bool { lead = tc.activeController(); return lead != 0 })
-	f := int32(1)
-	if f == lead {
-		f = 2
-	}
+	tc, cl, f := startScrubbedControllers(ctx, t)
 	fn := tc.node(f)
-	waitFor(t, "the follower to apply the topic", 15*time.Second, func() bool {
-		_, ok := fn.Store().Image().Topic("payments")
-		return ok
-	})
 	if s, err := fn.ScrubMetadataNow(ctx); err != nil || s.Bytes == 0 {
 		t.Fatalf("scrub of a sound metadata log: %+v, %v", s, err)
 	}
@@ -220,21 +229,8 @@ func TestMetadataScrubRepairsABrokerOnlyNode(t *testing.T) {
 func TestMetadataScrubOfASoundLogLeavesTheControllerUnguarded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 })
-	tc.waitAlive(3)
-	cl := tc.client(ctx)
-	createTopic(ctx, t, tc, cl, client.TopicSpec{Name: "payments", Partitions: 1, ReplicationFactor: 3, MinISR: 2})
-	var lead int32
-	waitFor(t, "an active controller", 15*time.Second, func() bool { lead = tc.activeController(); return lead != 0 })
-	f := int32(1)
-	if f == lead {
-		f = 2
-	}
+	tc, cl, f := startScrubbedControllers(ctx, t)
 	fn := tc.node(f)
-	waitFor(t, "the follower to apply the topic", 15*time.Second, func() bool {
-		_, ok := fn.Store().Image().Topic("payments")
-		return ok
-	})
 	dir := filepath.Join(tc.dir, fmt.Sprintf("node%d", f), node.MetadataDirName)
 	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil || len(segs) == 0 {

@@ -40,6 +40,28 @@ func quarantineOf(c *testCluster, file string) string {
 	return filepath.Join(testMetaDir, fmt.Sprintf("%s%020d", segment.ScrubQuarantinePrefix, victimBase(c, file)))
 }
 
+// startSegmentVoters starts 3 voters on segment storage (tune as
+// newTestCluster's) and returns the cluster, its leader and a follower.
+func startSegmentVoters(t *testing.T, tune func(*Config)) (c *testCluster, lead, follower uint64) {
+	t.Helper()
+	requireSegment(t)
+	c = newTestCluster(t, 3, tune)
+	c.segment = true
+	c.startVoters()
+	lead = c.leader()
+	return c, lead, c.others(lead)[0]
+}
+
+// guardLiftsAndAllAgree waits until node id's guard lifts at the target
+// the others report, commits next and checks that every node applied want
+// and next.
+func (c *testCluster) guardLiftsAndAllAgree(id uint64, want []string, next string) {
+	c.t.Helper()
+	c.waitGuardLifted(id)
+	c.waitApplied(c.propose(c.leader(), next))
+	c.checkSame(append(want, next))
+}
+
 // checkFiles fails unless node id's metadata directory holds (want) or
 // lacks each of names.
 func (c *testCluster) checkFiles(id uint64, want bool, names ...string) {
@@ -61,12 +83,7 @@ func (c *testCluster) checkFiles(id uint64, want bool, names ...string) {
 // its log whole, with no copy set aside and no record left, and it votes
 // at once: with the leader dead, it and the third voter elect one.
 func TestScrubRepairOfASoundLogSkipsTheGuard(t *testing.T) {
-	requireSegment(t)
-	c := newTestCluster(t, 3, nil)
-	c.segment = true
-	c.startVoters()
-	a := c.leader()
-	b := c.others(a)[0]
+	c, a, b := startSegmentVoters(t, nil)
 	before := c.propose(a, "before")
 	c.waitApplied(c.propose(a, "acked"))
 	c.waitLastIndex(b, c.nodes[a].Status().LastIndex)
@@ -93,11 +110,7 @@ func TestScrubRepairOfASoundLogSkipsTheGuard(t *testing.T) {
 // keeps that guard, with its nonce: a first-start witness may still vouch
 // for it (the storage still holds all it acknowledged).
 func TestScrubRepairOfASoundLogKeepsAnEarlierGuard(t *testing.T) {
-	requireSegment(t)
-	c := newTestCluster(t, 3, func(cfg *Config) { cfg.RejoinGuard = cfg.ID == 3 })
-	c.segment = true
-	c.startVoters()
-	lead := c.leader()
+	c, lead, _ := startSegmentVoters(t, func(cfg *Config) { cfg.RejoinGuard = cfg.ID == 3 })
 	old := c.nodes[3].Status().GuardNonce
 	if lead == 3 || !IsGuardNonce(old) {
 		t.Fatalf("node 3 (leader %d) not guarded at its first start: %+v", lead, c.nodes[3].Status())
@@ -122,7 +135,6 @@ func TestScrubRepairOfASoundLogKeepsAnEarlierGuard(t *testing.T) {
 // entries), nor with a log that goes on past it (re-written too): guarded,
 // the copy kept.
 func TestScrubRepairGuardsWhenTheLogEndIsUnknown(t *testing.T) {
-	requireSegment(t)
 	for _, tc := range []struct {
 		name   string
 		record func(e scrubLogEnd) []byte // nil: none
@@ -132,11 +144,7 @@ func TestScrubRepairGuardsWhenTheLogEndIsUnknown(t *testing.T) {
 		{"the log ends past it", func(e scrubLogEnd) []byte { e.index--; return encodeScrubLogEnd(e) }}, // same term
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newTestCluster(t, 3, nil)
-			c.segment = true
-			c.startVoters()
-			a := c.leader()
-			b := c.others(a)[0]
+			c, a, b := startSegmentVoters(t, nil)
 			idx := c.propose(a, "a")
 			c.waitApplied(c.propose(a, "b"))
 			q := c.scrubFindsInMemory(b, idx)
@@ -164,9 +172,7 @@ func TestScrubRepairGuardsWhenTheLogEndIsUnknown(t *testing.T) {
 			if kept, err := c.fss[b].ReadDir(q); err != nil || len(kept) == 0 {
 				t.Fatalf("quarantine %s: %v %v; want it kept", q, kept, err)
 			}
-			c.waitGuardLifted(b)
-			c.waitApplied(c.propose(c.leader(), "c"))
-			c.checkSame([]string{"a", "b", "c"})
+			c.guardLiftsAndAllAgree(b, []string{"a", "b"}, "c")
 		})
 	}
 }
@@ -176,12 +182,7 @@ func TestScrubRepairGuardsWhenTheLogEndIsUnknown(t *testing.T) {
 // reporting no tear (the segment "checks out"). The log no longer ends
 // where it did, so the node is guarded all the same.
 func TestScrubRepairGuardsWhenTheOpenCutsSilently(t *testing.T) {
-	requireSegment(t)
-	c := newTestCluster(t, 3, nil)
-	c.segment = true
-	c.startVoters()
-	a := c.leader()
-	b := c.others(a)[0]
+	c, a, b := startSegmentVoters(t, nil)
 	victim := c.propose(a, "rots")
 	c.waitApplied(c.propose(a, "after it"))
 	c.waitLastIndex(b, c.nodes[a].Status().LastIndex)
@@ -195,9 +196,7 @@ func TestScrubRepairGuardsWhenTheOpenCutsSilently(t *testing.T) {
 	if !st.VoteGuarded || st.LastIndex >= victim {
 		t.Fatalf("node %d: guarded %v, last index %d; want guarded, the log cut below %d", b, st.VoteGuarded, st.LastIndex, victim)
 	}
-	c.waitGuardLifted(b)
-	c.waitApplied(c.propose(c.leader(), "c"))
-	c.checkSame([]string{"rots", "after it", "c"})
+	c.guardLiftsAndAllAgree(b, []string{"rots", "after it"}, "c")
 }
 
 // A broker-only node's metadata log (a learner of the 3-voter group) rots:
@@ -206,11 +205,7 @@ func TestScrubRepairGuardsWhenTheOpenCutsSilently(t *testing.T) {
 // learner's vote), refetches what it lost (its leader hands leadership over
 // to reset its progress: lostlog.go) and applies what the voters apply.
 func TestScrubRepairsALearner(t *testing.T) {
-	requireSegment(t)
-	c := newTestCluster(t, 3, nil)
-	c.segment = true
-	c.startVoters()
-	lead := c.leader()
+	c, lead, _ := startSegmentVoters(t, nil)
 	c.start(4)
 	ctx := context.Background()
 	if err := c.nodes[lead].AddLearner(ctx, 4, addrOf(4)); err != nil {
@@ -252,11 +247,7 @@ func TestScrubRepairsALearner(t *testing.T) {
 // repair guards it, as the record of its last start's role says, though
 // the list no longer names it.
 func TestScrubRepairGuardsAnUnlistedVoter(t *testing.T) {
-	requireSegment(t)
-	c := newTestCluster(t, 3, nil)
-	c.segment = true
-	c.startVoters()
-	lead := c.leader()
+	c, lead, _ := startSegmentVoters(t, nil)
 	id := c.others(lead)[1]
 	idx := c.propose(lead, "a")
 	c.waitApplied(c.propose(lead, "b"))
@@ -272,9 +263,7 @@ func TestScrubRepairGuardsAnUnlistedVoter(t *testing.T) {
 	if st := c.nodes[id].Status(); !st.VoteGuarded {
 		t.Fatalf("repaired unlisted voter %d: %+v; want guarded", id, st)
 	}
-	c.waitGuardLifted(id)
-	c.waitApplied(c.propose(c.leader(), "c"))
-	c.checkSame([]string{"a", "b", "c"})
+	c.guardLiftsAndAllAgree(id, []string{"a", "b"}, "c")
 	if st := c.nodes[id].Status(); !slices.Contains(st.Voters, id) {
 		t.Fatalf("node %d: %+v; want a voter", id, st)
 	}
@@ -284,12 +273,7 @@ func TestScrubRepairGuardsAnUnlistedVoter(t *testing.T) {
 // settling) is stale: the start removes it, so that it never stands for a
 // later scrub's whose own record could not be written.
 func TestStaleScrubLogEndRemovedAtStart(t *testing.T) {
-	requireSegment(t)
-	c := newTestCluster(t, 3, nil)
-	c.segment = true
-	c.startVoters()
-	lead := c.leader()
-	b := c.others(lead)[0]
+	c, lead, b := startSegmentVoters(t, nil)
 	c.waitApplied(c.propose(lead, "a"))
 	st := c.nodes[b].Status()
 	c.kill(b)
