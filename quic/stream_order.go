@@ -28,7 +28,8 @@ import (
 // Release, or at the latest once the handler has returned. An earlier
 // stream whose request has not arrived (the peer has not sent it all, or
 // its packets are late) holds later streams for at most the bound the
-// waiter gives Await: the waiter then goes on, and Await says so.
+// first waiter gives Await: it is then passed over, by that waiter and by
+// every later one, until it declares its keys, and Await says so.
 //
 // Streams that never wait pay two short critical sections each (accept and
 // release), on a mutex of their connection.
@@ -87,9 +88,10 @@ func (o *StreamOrder) Release() {
 // Await waits until every earlier stream of the connection has released
 // its place or declared its keys, and none of them still holds key, or ctx
 // ends. An earlier stream that has not declared its keys within bound
-// (counted from the first time Await finds one) is passed over: skipped
-// says so (the request it carries, if it ever arrives, may then act on key
-// after this one). waited says whether Await had to wait at all.
+// (counted from the first time Await finds one) is passed over, by this
+// Await and every later one until it declares: skipped says that one was
+// (the request it carries, if it ever arrives, may then act on key after
+// this one). waited says whether Await had to wait at all.
 func (o *StreamOrder) Await(ctx context.Context, key any, bound time.Duration) (waited, skipped bool) {
 	if o == nil {
 		return false, false
@@ -107,8 +109,9 @@ const (
 )
 
 type orderSlot struct {
-	state slotState
-	keys  []any // slotDeclared: the keys not yet done
+	state  slotState
+	passed bool  // slotOpen: an Await's bound ran out on it; no one waits for it
+	keys   []any // slotDeclared: the keys not yet done
 }
 
 // streamSeq orders one connection's streams. The accept loop numbers them
@@ -213,35 +216,49 @@ func (s *streamSeq) changedLocked() {
 	}
 }
 
-// earlierLocked reports whether a stream before n holds key (held) and
-// whether one has not declared its keys yet (open). mu held.
-func (s *streamSeq) earlierLocked(n uint64, key any) (held, open bool) {
+// earlierLocked reports whether a stream before n holds key (held),
+// whether one has not declared its keys yet (open), and whether one that
+// has not is passed over (passed). mu held.
+func (s *streamSeq) earlierLocked(n uint64, key any) (held, open, passed bool) {
 	for m := s.base; m < n; m++ {
 		sl := &s.slots[s.head+int(m-s.base)]
-		switch sl.state {
-		case slotOpen:
+		switch {
+		case sl.state == slotOpen && sl.passed:
+			passed = true
+		case sl.state == slotOpen:
 			open = true
-		case slotDeclared:
+		case sl.state == slotDeclared:
 			for _, k := range sl.keys {
 				if k == key {
-					return true, open
+					return true, open, passed
 				}
 			}
 		}
 	}
-	return false, open
+	return false, open, passed
+}
+
+// passOver marks the streams before n that have not declared their keys
+// as passed over: no Await waits for them any more (until they declare).
+func (s *streamSeq) passOver(n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for m := s.base; m < n; m++ {
+		if sl := &s.slots[s.head+int(m-s.base)]; sl.state == slotOpen {
+			sl.passed = true
+		}
+	}
+	s.changedLocked()
 }
 
 func (s *streamSeq) await(ctx context.Context, n uint64, key any, bound time.Duration) (waited, skipped bool) {
-	var timer *time.Timer
-	var expired <-chan time.Time
-	passOver := false // bound is up: streams yet to declare no longer count
+	var expired <-chan time.Time // the bound, running once a stream not yet read is found
 	for {
 		s.mu.Lock()
-		held, open := s.earlierLocked(n, key)
-		if !held && (!open || passOver) {
+		held, open, passed := s.earlierLocked(n, key)
+		if !held && !open {
 			s.mu.Unlock()
-			return waited, open
+			return waited, passed
 		}
 		if s.changed == nil {
 			s.changed = make(chan struct{})
@@ -249,8 +266,8 @@ func (s *streamSeq) await(ctx context.Context, n uint64, key any, bound time.Dur
 		ch := s.changed
 		s.mu.Unlock()
 		waited = true
-		if open && timer == nil && !passOver {
-			timer = time.NewTimer(bound)
+		if open && expired == nil {
+			timer := time.NewTimer(bound)
 			defer timer.Stop()
 			expired = timer.C
 		}
@@ -258,7 +275,7 @@ func (s *streamSeq) await(ctx context.Context, n uint64, key any, bound time.Dur
 		select {
 		case <-ch:
 		case <-expired:
-			passOver, expired = true, nil
+			s.passOver(n)
 		case <-ctx.Done():
 		}
 		s.waiting.Add(-1)

@@ -73,11 +73,12 @@ func TestStreamOrderReleasedStreamHoldsNothing(t *testing.T) {
 }
 
 // An earlier stream whose request never arrives holds a later one for the
-// bound only; one that declared the key holds it past the bound, until it
-// is done (here: until the waiter's context ends).
+// bound only, and the ones after that not at all; one that declared the
+// key holds it past the bound, until it is done (here: until the waiter's
+// context ends).
 func TestStreamOrderBound(t *testing.T) {
 	seq := &streamSeq{}
-	stuck, later := orderOf(seq, seq.accept()), orderOf(seq, seq.accept())
+	stuck, later, last := orderOf(seq, seq.accept()), orderOf(seq, seq.accept()), orderOf(seq, seq.accept())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const bound = 30 * time.Millisecond
@@ -85,6 +86,11 @@ func TestStreamOrderBound(t *testing.T) {
 	waited, skipped := later.Await(ctx, "k", bound)
 	if !waited || !skipped || time.Since(start) < bound || ctx.Err() != nil {
 		t.Fatalf("behind a stream never declared: waited %v, skipped %v after %s (bound %s)", waited, skipped, time.Since(start), bound)
+	}
+	later.Release()
+	// Passed over once, it holds no later stream.
+	if waited, skipped := last.Await(ctx, "k", time.Minute); waited || !skipped {
+		t.Fatalf("behind a stream passed over: waited %v, skipped %v", waited, skipped)
 	}
 
 	stuck.Declare([]any{"k"})
