@@ -190,7 +190,10 @@
 // Start copies the segments aside and writes the guard's marker, with a new
 // nonce, before the open truncates the log at the entry: the repaired voter
 // is vote-guarded as one whose log was lost (a single voter refuses to start:
-// ErrScrubOnlyVoter). A corrupt snapshot file is rewritten from memory.
+// ErrScrubOnlyVoter; a learner is not guarded). If the repaired log still
+// ends at the entry it ended at when the scrub stopped the node
+// (scrub_logend.go, scrub_sound.go), nothing acknowledged was taken out and
+// the guard is undone. A corrupt snapshot file is rewritten from memory.
 //
 // Not covered: storage lost partially (a log cut short but not empty, other
 // than by a scrub's repair; a missing hard state next to a log, a log
