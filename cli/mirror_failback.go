@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -149,46 +148,12 @@ func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, 
 	if len(notCopies) > 0 {
 		fmt.Fprintf(stderr, "left alone: the group's offsets of %s on the target, not copies from %s\n", strings.Join(notCopies, ", "), opts.policy.sourceAlias)
 	}
-	for _, f := range plan {
-		if f.info != "" {
-			fmt.Fprintln(stderr, f.info)
-		}
-		if f.note != "" {
-			fmt.Fprintln(stderr, f.note)
-		}
+	rows := make([]offsetsRow, len(plan))
+	for i, f := range plan {
+		rows[i] = offsetsRow{tp: f.tp, from: f.at, before: f.before, offset: f.offset, note: f.note, info: f.info}
 	}
-	commits := failbackCommits(plan)
-	switch {
-	case opts.commit.dryRun:
-		opts.commit.reportDryRun(stderr)
-	case len(commits) == 0:
-		fmt.Fprintln(stderr, "nothing to commit")
-	default:
-		err := src.Admin().CommitOffsets(ctx, opts.group, commits)
-		if client.ErrorCode(err) == wire.NonEmptyGroup {
-			return refusedWithMembers("fail back offsets of group", opts.group, err)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: commit on the source: %w", what, err)
-		}
-	}
-	if opts.export {
-		var offs []wire.GroupOffset
-		for _, f := range plan {
-			if f.note == "" {
-				offs = append(offs, wire.GroupOffset{Topic: f.tp.Topic, Partition: f.tp.Partition, Offset: f.offset})
-			}
-		}
-		return writeOffsetsFile(stdout, offs)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOPY\tBEFORE\tOFFSET")
-	for _, f := range plan {
-		if f.note == "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", f.tp.Topic, f.tp.Partition, f.at, offsetOrDash(f.before), f.offset)
-		}
-	}
-	return tw.Flush()
+	return offsetsPlan{what: what, refusal: "fail back offsets of group", group: opts.group, cluster: "source", admin: src.Admin(),
+		commit: opts.commit, export: opts.export, fromColumn: "COPY", rows: rows, commits: failbackCommits(plan)}.finish(ctx, stdout, stderr)
 }
 
 // failbackByHeaders raises the fail-back of each partition of plan whose

@@ -176,45 +176,82 @@ func runMirrorTranslate(ctx context.Context, opts mirrorTranslateOptions, stdout
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	for _, g := range plan {
-		if g.info != "" {
-			fmt.Fprintln(stderr, g.info)
+	rows := make([]offsetsRow, len(plan))
+	for i, g := range plan {
+		rows[i] = offsetsRow{tp: g.dst, from: g.source, before: g.before, offset: g.target, note: g.note, info: g.info}
+	}
+	return offsetsPlan{what: what, refusal: "translate offsets of group", group: opts.group, cluster: "target", admin: dst.Admin(),
+		commit: opts.commit, export: opts.export, fromColumn: "SOURCE", rows: rows, commits: groupCommits(plan)}.finish(ctx, stdout, stderr)
+}
+
+// offsetsRow is one partition of a translate-offsets or failback-offsets
+// plan.
+type offsetsRow struct {
+	tp client.TopicPartition // committed
+	// from is the offset translated (SOURCE, or COPY); before the
+	// group's offset of tp, -1 for none; offset the one committed.
+	from, before, offset int64
+	// note says why it is not committed (not printed in the table);
+	// info something of one that is.
+	note, info string
+}
+
+// offsetsPlan is what translate-offsets and failback-offsets end with.
+type offsetsPlan struct {
+	// what prefixes errors ("translate offsets of group G"); refusal is
+	// the refusal's ("translate offsets of group").
+	what, refusal, group string
+	// cluster names the cluster admin commits to ("target", "source").
+	cluster    string
+	admin      *client.Admin
+	commit     commitMode
+	export     bool
+	fromColumn string // the name of the from column
+	rows       []offsetsRow
+	commits    []wire.GroupOffset
+}
+
+// finish says the rows' notes and infos on stderr, commits (unless a
+// dry run; refused while the group has members), and prints the rows
+// without a note: a table, or --export's TOPIC,PARTITION,OFFSET lines.
+func (p offsetsPlan) finish(ctx context.Context, stdout, stderr io.Writer) error {
+	for _, r := range p.rows {
+		if r.info != "" {
+			fmt.Fprintln(stderr, r.info)
 		}
-		if g.note != "" {
-			fmt.Fprintln(stderr, g.note)
+		if r.note != "" {
+			fmt.Fprintln(stderr, r.note)
 		}
 	}
-	commits := groupCommits(plan)
 	switch {
-	case opts.commit.dryRun:
-		opts.commit.reportDryRun(stderr)
-	case len(commits) == 0:
+	case p.commit.dryRun:
+		p.commit.reportDryRun(stderr)
+	case len(p.commits) == 0:
 		fmt.Fprintln(stderr, "nothing to commit")
 	default:
-		err := dst.Admin().CommitOffsets(ctx, opts.group, commits)
+		err := p.admin.CommitOffsets(ctx, p.group, p.commits)
 		if client.ErrorCode(err) == wire.NonEmptyGroup {
-			return refusedWithMembers("translate offsets of group", opts.group, err)
+			return refusedWithMembers(p.refusal, p.group, err)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: commit on the target: %w", what, err)
+			return fmt.Errorf("%s: commit on the %s: %w", p.what, p.cluster, err)
 		}
 	}
-	if opts.export {
+	if p.export {
 		var offs []wire.GroupOffset
-		for _, g := range plan {
-			if g.note == "" {
-				offs = append(offs, wire.GroupOffset{Topic: g.dst.Topic, Partition: g.dst.Partition, Offset: g.target})
+		for _, r := range p.rows {
+			if r.note == "" {
+				offs = append(offs, wire.GroupOffset{Topic: r.tp.Topic, Partition: r.tp.Partition, Offset: r.offset})
 			}
 		}
 		return writeOffsetsFile(stdout, offs)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSOURCE\tBEFORE\tOFFSET")
-	for _, g := range plan {
-		if g.note != "" {
-			continue
+	fmt.Fprintf(tw, "TOPIC\tPARTITION\t%s\tBEFORE\tOFFSET\n", p.fromColumn)
+	for _, r := range p.rows {
+		if r.note == "" {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", r.tp.Topic, r.tp.Partition, r.from, offsetOrDash(r.before), r.offset)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\n", g.dst.Topic, g.dst.Partition, g.source, offsetOrDash(g.before), g.target)
 	}
 	return tw.Flush()
 }
