@@ -32,9 +32,11 @@ func mirrorFailbackCommand() *ucli.Command {
 			"After a fail-over the group consumed the copies on the target (--bootstrap: A.T with the prefix\n" +
 			"policy, T with identity). Reads GROUP's committed offsets of the copies there, maps each back by\n" +
 			"the offset syncs the mirror from the source wrote on the target (the source offset of the sync at\n" +
-			"or below the group's copy offset with the greatest source offset: a consumer of the source may\n" +
-			"read again a few records it consumed on the copy, never misses one) and with --execute commits\n" +
-			"them for GROUP on the source (--source-bootstrap) for the original topic T (without it, or with\n" +
+			"or below the group's copy offset with the greatest source offset), raised by the mirror headers\n" +
+			"(paymentlog.mirror.source) of the copy's records from that sync up to the group's offset (at\n" +
+			"most 10,000 read; a copy without syncs goes by them alone): a consumer of the source may read\n" +
+			"again records it consumed on the copy, never misses one. With --execute it commits them for\n" +
+			"GROUP on the source (--source-bootstrap) for the original topic T (without it, or with\n" +
 			"--dry-run, nothing is committed), printing TOPIC, PARTITION, the group's offset of the COPY,\n" +
 			"its offset on the source BEFORE and the OFFSET committed. An offset past the source partition's\n" +
 			"high watermark (the source lost records the copy has) commits the high watermark, one below its\n" +
