@@ -257,9 +257,9 @@ func errorCode(err error) (uint16, string) {
 }
 
 // serveUnary runs h with ctx (its stream's context, carrying its
-// StreamOrder for an ordered handler) and writes its single response frame. The caller closes
-// its side of the stream only after reading the whole response, so the
-// caller's FIN acknowledges delivery: the call counts as in flight (for
+// StreamOrder for an ordered handler) and writes its single response
+// frame. The caller closes its side of the stream only after reading the
+// whole response, so the caller's FIN acknowledges delivery: the call counts as in flight (for
 // Shutdown) until it arrives. A caller that never sends it holds the stream
 // until the connection ends, like an idle session; MaxIncomingStreams bounds
 // how many streams one connection can hold. A caller that stops reading the
