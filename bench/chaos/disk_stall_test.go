@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -120,5 +122,30 @@ func TestDiskStallLine(t *testing.T) {
 	}
 	if l := diskStallLine(512, 0); !strings.Contains(l, "no --disk-stall-timeout") {
 		t.Fatal(l)
+	}
+}
+
+// TestNodeHasFlag: the run passes --disk-stall-timeout only to a binary
+// whose `node start --help` lists it (a flag that is only a prefix of
+// another does not count).
+func TestNodeHasFlag(t *testing.T) {
+	dir := t.TempDir()
+	bin := func(name, help string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\ncat <<'END'\n"+help+"\nEND\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	with := bin("with", "   --disk-stall-timeout value   a node with a disk operation in flight this long (default: 2s)")
+	without := bin("without", "   --disk-stall-timeout-other value\n   --fsync value")
+	if !nodeHasFlag(t.Context(), with, diskStallFlag) {
+		t.Fatal("flag listed, not found")
+	}
+	if nodeHasFlag(t.Context(), without, diskStallFlag) {
+		t.Fatal("flag not listed, found")
+	}
+	if nodeHasFlag(t.Context(), filepath.Join(dir, "missing"), diskStallFlag) {
+		t.Fatal("no binary, flag found")
 	}
 }
