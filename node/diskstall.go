@@ -97,6 +97,7 @@ func (n *Node) diskStalled() bool {
 	case stalled && !was:
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
 			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
+		n.handOffControllerOnStall()
 	case !stalled && was:
 		n.log.Info("disk stall over: heartbeating; the controller unfences this node once it has applied the metadata log",
 			"op", first.Kind, "path", first.Path, "stalled_for", time.Since(first.Start).Round(time.Millisecond))
