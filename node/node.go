@@ -277,6 +277,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		WrapHandler: n.audited,
 		RackOf:      n.rackOf,
 		Quotas:      n.newQuotaMeter(),
+		CurrentTopicID: func(topic string, partition int32) (string, bool) {
+			p, ok := n.store.Image().Partition(topic, partition)
+			return p.TopicID, ok
+		},
 		Log: segment.Options{Sync: cfg.Sync, SyncInterval: cfg.SyncInterval, SegmentBytes: cfg.SegmentBytes, Logger: n.log,
 			CacheBytes: cfg.PageCacheBytes,
 			FS:         cfg.LogFS, OnFailure: n.storageFailed, OnDiskFull: n.partitionDiskFull,

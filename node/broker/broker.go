@@ -187,6 +187,11 @@ type Config struct {
 	// RackOf, if set, gives a broker's --rack ("" for none), for fetches
 	// from the follower in the consumer's rack (follower_reads.go).
 	RackOf func(id int32) string
+	// CurrentTopicID, if set, gives the id of the topic incarnation the
+	// node's metadata image holds for a partition (ok false: the image has
+	// no such partition, its topic deleted); produce refuses a replica of
+	// any other (current_topic.go).
+	CurrentTopicID func(topic string, partition int32) (id string, ok bool)
 	// WrapHandler, if set, wraps each unary handler the broker registers
 	// (the node's audit trail wraps DeleteRecords'; others it returns as
 	// they are).

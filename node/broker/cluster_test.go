@@ -72,6 +72,9 @@ type clusterOptions struct {
 	releaseDiskReserve func() bool
 	// authorize is every broker's Config.Authorize (nil: everything allowed).
 	authorize Authorize
+	// currentTopicIDs gives every broker a Config.CurrentTopicID that reads
+	// the cluster's partition states (c.parts), as a node's reads its image.
+	currentTopicIDs bool
 }
 
 type testNode struct {
@@ -175,7 +178,8 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		AlterPartition: func(ctx context.Context, req wire.AlterPartitionRequest) (wire.AlterPartitionResponse, error) {
 			return c.alterPartition(ctx, req)
 		},
-		Logger: cmp.Or(c.opts.logger, testLogger(c.t)).With("node", id),
+		CurrentTopicID: c.currentTopicIDs(),
+		Logger:         cmp.Or(c.opts.logger, testLogger(c.t)).With("node", id),
 	})
 	if err != nil {
 		c.t.Fatal(err)
@@ -259,6 +263,24 @@ func (c *testCluster) createPartition(topic string, partition int32, replicas []
 		Leader: leader, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: replicas, ISR: slices.Clone(replicas), MinISR: minISR}
 	c.mu.Unlock()
 	c.push(tp{topic, partition})
+}
+
+// currentTopicIDs is the brokers' Config.CurrentTopicID: with
+// clusterOptions.currentTopicIDs, the topic id c.parts holds for a
+// partition (ok false: none); nil otherwise.
+func (c *testCluster) currentTopicIDs() func(topic string, partition int32) (string, bool) {
+	if !c.opts.currentTopicIDs {
+		return nil
+	}
+	return func(topic string, partition int32) (string, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		st, ok := c.parts[tp{topic, partition}]
+		if !ok {
+			return "", false
+		}
+		return st.TopicID, true
+	}
 }
 
 // setISR sets the partition's ISR, as the controller would (a new

@@ -77,7 +77,7 @@ func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Fram
 func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wire.ProducePartition, out *wire.ProducePartitionResponse) func() {
 	*out = wire.ProducePartitionResponse{Partition: pp.Partition, BaseOffset: -1, LeaderHint: -1, LogStart: -1}
 	p := b.partition(topic, pp.Partition)
-	if p == nil {
+	if p == nil || !b.currentTopic(p) {
 		out.Err = wire.UnknownTopicOrPartition
 		return nil
 	}

@@ -1,0 +1,26 @@
+package broker
+
+// currentTopic reports whether p belongs to the topic incarnation the
+// node's metadata image holds (Config.CurrentTopicID; true without it).
+//
+// A topic deleted, or deleted and re-created under its name, leaves its
+// replica open here from the moment the image changes until the node's
+// reconcile stops it: a produce served by it then is acknowledged (acks=all
+// included: its HW moves) for records that go with the deleted topic's
+// data, though the client may already have seen the new topic (CreateTopic
+// returns once every node's image has it) and produce to it. Refused
+// instead, with UnknownTopicOrPartition, which producers retry until the
+// new topic's replica is open. The image only moves forward and a replica's
+// topic id is fixed, so a replica found stale stays stale; one the image
+// still names may be served.
+func (b *Broker) currentTopic(p *partition) bool {
+	if b.cfg.CurrentTopicID == nil {
+		return true
+	}
+	id, ok := b.cfg.CurrentTopicID(p.key.topic, p.key.partition)
+	if !ok {
+		return false
+	}
+	own := p.topicID()
+	return id == "" || own == "" || id == own
+}

@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"paymentlog/wire"
+)
+
+// TestProduceRefusedByAReplicaOfAnotherTopic: a leader whose metadata names
+// a re-created topic (a new id) or none (deleted) before its replica of the
+// old topic is stopped refuses produce to that replica with
+// UnknownTopicOrPartition, and the old log is left as it was; once the new
+// topic's replica is open, produce lands at its offset 0.
+func TestProduceRefusedByAReplicaOfAnotherTopic(t *testing.T) {
+	c := newTestCluster(t, clusterOptions{nodes: 1, currentTopicIDs: true})
+	c.createPartition(testKey.topic, testKey.partition, []int32{1}, 1, 1)
+	old := []string{"old-0", "old-1", "old-2"}
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, old)); r.Err != wire.None {
+		t.Fatalf("produce: %+v", r)
+	}
+	leader := c.node(1)
+	oldP := leader.b.partition(testKey.topic, testKey.partition)
+
+	// Re-created: the metadata has the new id, the broker not yet.
+	c.mu.Lock()
+	st := *c.parts[testKey]
+	st.TopicID = "id-recreated"
+	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
+	c.parts[testKey] = &st
+	c.mu.Unlock()
+	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"lost"})); r.Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("produce to the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", r)
+	}
+
+	// Deleted: the metadata has no such partition.
+	c.mu.Lock()
+	delete(c.parts, testKey)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var resp wire.ProduceResponse
+	if err := c.client.Call(ctx, leader.addr, wire.TypeProduce, wire.ProduceRequest{Acks: wire.AcksAll, TimeoutMs: 5000, Topic: testKey.topic,
+		Parts: []wire.ProducePartition{{Partition: testKey.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"lost"})}}}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Parts) != 1 || resp.Parts[0].Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("produce to a deleted topic's replica: %+v; want UnknownTopicOrPartition", resp.Parts)
+	}
+	if leo := oldP.log.LogEndOffset(); leo != int64(len(old)) {
+		t.Fatalf("the old topic's log ends at %d after refused produce; want %d", leo, len(old))
+	}
+
+	c.mu.Lock()
+	c.parts[testKey] = &st
+	c.mu.Unlock()
+	c.push(testKey)
+	r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"new-0"}))
+	if r.Err != wire.None || r.BaseOffset != 0 {
+		t.Fatalf("produce to the re-created topic: %+v; want offset 0", r)
+	}
+}
