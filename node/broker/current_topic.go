@@ -1,5 +1,16 @@
 package broker
 
+// clientPartition is the replica that serves a client's produce, fetch or
+// ListOffsets for a partition: nil if this node has none, or none of the
+// topic its metadata image holds (currentTopic).
+func (b *Broker) clientPartition(topic string, partition int32) *partition {
+	p := b.partition(topic, partition)
+	if p == nil || !b.currentTopic(p) {
+		return nil
+	}
+	return p
+}
+
 // currentTopic reports whether p belongs to the topic incarnation the
 // node's metadata image holds (Config.CurrentTopicID; true without it).
 //
@@ -8,11 +19,12 @@ package broker
 // reconcile stops it: a produce served by it then is acknowledged (acks=all
 // included: its HW moves) for records that go with the deleted topic's
 // data, though the client may already have seen the new topic (CreateTopic
-// returns once every node's image has it) and produce to it. Refused
-// instead, with UnknownTopicOrPartition, which producers retry until the
-// new topic's replica is open. The image only moves forward and a replica's
-// topic id is fixed, so a replica found stale stays stale; one the image
-// still names may be served.
+// returns once every node's image has it) and produce to it; a consumer
+// would read the deleted topic's records and HW as the new topic's.
+// Refused instead, with UnknownTopicOrPartition, which producers and
+// consumers retry until the new topic's replica is open. The image only
+// moves forward and a replica's topic id is fixed, so a replica found stale
+// stays stale; one the image still names may be served.
 func (b *Broker) currentTopic(p *partition) bool {
 	if b.cfg.CurrentTopicID == nil {
 		return true

@@ -9,12 +9,12 @@ import (
 	"paymentlog/wire"
 )
 
-// TestProduceRefusedByAReplicaOfAnotherTopic: a leader whose metadata names
+// TestClientsRefusedByAReplicaOfAnotherTopic: a leader whose metadata names
 // a re-created topic (a new id) or none (deleted) before its replica of the
-// old topic is stopped refuses produce to that replica with
-// UnknownTopicOrPartition, and the old log is left as it was; once the new
-// topic's replica is open, produce lands at its offset 0.
-func TestProduceRefusedByAReplicaOfAnotherTopic(t *testing.T) {
+// old topic is stopped refuses produce, fetch and ListOffsets on that
+// replica with UnknownTopicOrPartition, and the old log is left as it was;
+// once the new topic's replica is open, produce lands at its offset 0.
+func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	c := newTestCluster(t, clusterOptions{nodes: 1, currentTopicIDs: true})
 	c.createPartition(testKey.topic, testKey.partition, []int32{1}, 1, 1)
 	old := []string{"old-0", "old-1", "old-2"}
@@ -34,13 +34,19 @@ func TestProduceRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"lost"})); r.Err != wire.UnknownTopicOrPartition {
 		t.Fatalf("produce to the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", r)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := c.fetch(ctx, testKey, 0, 0); err != nil || r.Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("fetch from the old topic's replica after its re-creation: %+v, %v; want UnknownTopicOrPartition", r, err)
+	}
+	if r := listOffset(t, c, leader, wire.Latest); r.Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("ListOffsets on the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", r)
+	}
 
 	// Deleted: the metadata has no such partition.
 	c.mu.Lock()
 	delete(c.parts, testKey)
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var resp wire.ProduceResponse
 	if err := c.client.Call(ctx, leader.addr, wire.TypeProduce, wire.ProduceRequest{Acks: wire.AcksAll, TimeoutMs: 5000, Topic: testKey.topic,
 		Parts: []wire.ProducePartition{{Partition: testKey.partition, LeaderEpoch: -1, Batch: buildBatch(-1, -1, []string{"lost"})}}}, &resp); err != nil {

@@ -43,7 +43,7 @@ func (b *Broker) handleFetch(ctx context.Context, peer quic.Peer, fr quic.Frame)
 	parts := make([]*partition, len(req.Parts))
 	w := newWaiter()
 	for i, fp := range req.Parts {
-		if parts[i] = b.partition(req.Topic, fp.Partition); parts[i] != nil {
+		if parts[i] = b.clientPartition(req.Topic, fp.Partition); parts[i] != nil {
 			parts[i].register(w)
 		}
 	}
@@ -256,7 +256,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, peer quic.Peer, fr quic.
 	for i, lp := range req.Parts {
 		out := &resp.Parts[i]
 		*out = wire.ListOffsetsPartitionResponse{Partition: lp.Partition, Offset: -1, LeaderHint: -1}
-		p := b.partition(req.Topic, lp.Partition)
+		p := b.clientPartition(req.Topic, lp.Partition)
 		if p == nil {
 			out.Err = wire.UnknownTopicOrPartition
 			continue

@@ -76,8 +76,8 @@ func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Fram
 // completes out (so several partitions wait in parallel).
 func (b *Broker) produceOne(ctx context.Context, acks int8, topic string, pp *wire.ProducePartition, out *wire.ProducePartitionResponse) func() {
 	*out = wire.ProducePartitionResponse{Partition: pp.Partition, BaseOffset: -1, LeaderHint: -1, LogStart: -1}
-	p := b.partition(topic, pp.Partition)
-	if p == nil || !b.currentTopic(p) {
+	p := b.clientPartition(topic, pp.Partition)
+	if p == nil {
 		out.Err = wire.UnknownTopicOrPartition
 		return nil
 	}
