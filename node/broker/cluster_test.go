@@ -265,6 +265,19 @@ func (c *testCluster) createPartition(topic string, partition int32, replicas []
 	c.push(tp{topic, partition})
 }
 
+// recreate gives the partition's topic a new id in the cluster's states, as
+// the controller does for a topic deleted and re-created under its name
+// (same leader and epochs), tells no broker, and returns the new state.
+func (c *testCluster) recreate(key tp, topicID string) PartitionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := *c.parts[key]
+	st.TopicID = topicID
+	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
+	c.parts[key] = &st
+	return st
+}
+
 // currentTopicIDs is the brokers' Config.CurrentTopicID: with
 // clusterOptions.currentTopicIDs, the topic id c.parts holds for a
 // partition (ok false: none); nil otherwise.

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -25,12 +24,7 @@ func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	oldP := leader.b.partition(testKey.topic, testKey.partition)
 
 	// Re-created: the metadata has the new id, the broker not yet.
-	c.mu.Lock()
-	st := *c.parts[testKey]
-	st.TopicID = "id-recreated"
-	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
-	c.parts[testKey] = &st
-	c.mu.Unlock()
+	st := c.recreate(testKey, "id-recreated")
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(-1, -1, []string{"lost"})); r.Err != wire.UnknownTopicOrPartition {
 		t.Fatalf("produce to the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", r)
 	}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -25,12 +24,7 @@ func TestRecreatedTopicNotServedToOldFollower(t *testing.T) {
 	}
 
 	// The new topic, told to node 1 only (node 2's metadata lags).
-	c.mu.Lock()
-	st := *c.parts[testKey]
-	st.TopicID = "id-recreated"
-	st.Replicas, st.ISR = slices.Clone(st.Replicas), slices.Clone(st.ISR)
-	c.parts[testKey] = &st
-	c.mu.Unlock()
+	st := c.recreate(testKey, "id-recreated")
 	leader, follower := c.node(1), c.node(2)
 	fetchesBefore := leader.b.counters.replicaFetchResponses.Load()
 	if err := leader.b.ApplyPartition(context.Background(), st); err != nil {
