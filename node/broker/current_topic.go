@@ -1,7 +1,7 @@
 package broker
 
-// clientPartition is the replica that serves a client's produce, fetch or
-// ListOffsets for a partition: nil if this node has none, or none of the
+// clientPartition is the replica that serves a client's produce, fetch,
+// ListOffsets or DeleteRecords for a partition: nil if this node has none, or none of the
 // topic its metadata image holds (currentTopic).
 func (b *Broker) clientPartition(topic string, partition int32) *partition {
 	p := b.partition(topic, partition)

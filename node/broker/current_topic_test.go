@@ -10,7 +10,7 @@ import (
 
 // TestClientsRefusedByAReplicaOfAnotherTopic: a leader whose metadata names
 // a re-created topic (a new id) or none (deleted) before its replica of the
-// old topic is stopped refuses produce, fetch and ListOffsets on that
+// old topic is stopped refuses produce, fetch, ListOffsets and DeleteRecords on that
 // replica with UnknownTopicOrPartition, and the old log is left as it was;
 // once the new topic's replica is open, produce lands at its offset 0.
 func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
@@ -35,6 +35,18 @@ func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	}
 	if r := listOffset(t, c, leader, wire.Latest); r.Err != wire.UnknownTopicOrPartition {
 		t.Fatalf("ListOffsets on the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", r)
+	}
+
+	var dr wire.DeleteRecordsResponse
+	if err := c.client.Call(ctx, leader.addr, wire.TypeDeleteRecords, wire.DeleteRecordsRequest{Topic: testKey.topic,
+		Parts: []wire.DeleteRecordsPartition{{Partition: testKey.partition, Offset: 2}}}, &dr); err != nil {
+		t.Fatal(err)
+	}
+	if len(dr.Parts) != 1 || dr.Parts[0].Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("DeleteRecords on the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", dr.Parts)
+	}
+	if start := oldP.log.LogStartOffset(); start != 0 {
+		t.Fatalf("the old topic's log starts at %d after a refused DeleteRecords; want 0", start)
 	}
 
 	// Deleted: the metadata has no such partition.

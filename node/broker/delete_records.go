@@ -38,7 +38,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, peer quic.Peer, fr qui
 			out.Err, out.Message = denied.Code, denied.Message
 			continue
 		}
-		p := b.partition(req.Topic, dp.Partition)
+		p := b.clientPartition(req.Topic, dp.Partition)
 		if p == nil {
 			out.Err = wire.UnknownTopicOrPartition
 			continue
@@ -62,7 +62,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, peer quic.Peer, fr qui
 			if out.Err != wire.None {
 				continue
 			}
-			p := b.partition(req.Topic, dp.Partition)
+			p := b.clientPartition(req.Topic, dp.Partition)
 			if p == nil { // removed meanwhile (the topic deleted, the replica moved away)
 				out.LowWatermark, out.Err = -1, wire.UnknownTopicOrPartition
 				continue
