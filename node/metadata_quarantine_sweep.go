@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"paymentlog/node/broker"
 	"paymentlog/raftnode"
 )
 
@@ -25,7 +24,7 @@ import (
 func (n *Node) sweepMetadataQuarantinesLoop(ctx context.Context) error {
 	every := n.cfg.RetentionCheckInterval
 	if every <= 0 {
-		every = broker.DefaultRetentionCheckInterval
+		every = DefaultRetentionCheckInterval
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -20,13 +20,6 @@ import (
 	"paymentlog/segment/segmenttest"
 )
 
-// damageMetadataEntry flips a byte in the record of entry index in the
-// metadata log under dir.
-func damageMetadataEntry(t *testing.T, dir string, index uint64) {
-	t.Helper()
-	segmenttest.RotBatch(t, dir, int64(index))
-}
-
 // startScrubbedControllers starts 3 controllers that scrub only when the
 // test says, creates topic "payments" and returns a follower controller
 // (not the active one) that has applied it.
@@ -91,7 +84,7 @@ func TestMetadataScrubRepairsAController(t *testing.T) {
 	}
 	victim := fn.Raft().Status().Applied / 2
 	dir := filepath.Join(tc.dir, fmt.Sprintf("node%d", f), node.MetadataDirName)
-	damageMetadataEntry(t, dir, victim)
+	segmenttest.RotBatch(t, dir, int64(victim))
 	scrubStopsNode(ctx, t, tc, f)
 
 	nf := tc.start(f)

@@ -59,7 +59,8 @@ func (b *Broker) rankTask(t *cleanTask, now time.Time) (ok bool) {
 		return false
 	}
 	t.maxLag = cc.MaxLag
-	t.mark = t.p.logMark()
+	// The HW compactOptions read is the mark's bound: p.mu once, not twice.
+	t.mark = logMark{below: o.Below, start: t.p.log.LogStartOffset(), end: t.p.log.LogEndOffset(), size: t.p.log.Size()}
 	d, err := t.p.log.Dirtiness(o)
 	t.d, t.ranked = d, err == nil
 	return true
@@ -82,10 +83,8 @@ type cleanQueue struct {
 	mu sync.Mutex
 	// left are the partitions not taken yet in this pass.
 	left  []cleanTask
-	picks int // picks so far; a task's rankedAt is the pick that ranked it
-	// reranked counts the Dirtiness calls made at picks.
-	reranked int
-	done     []cleanDone // in the order the calls ended
+	picks int         // picks so far; a task's rankedAt is the pick that ranked it
+	done  []cleanDone // in the order the calls ended
 }
 
 // take returns the partition to compact next, ranking those left again
@@ -126,7 +125,6 @@ func (q *cleanQueue) refreshLocked() {
 	for _, i := range moved[:min(len(moved), maxRerankPerPick)] {
 		q.rank(&q.left[i])
 		q.left[i].rankedAt = q.picks
-		q.reranked++
 	}
 }
 

@@ -64,14 +64,13 @@ func MaxCleanerThreads(bufferSize int64) int {
 // cluster's log.cleaner.threads, else its --log-cleaner-threads.
 func (b *Broker) SetCleanerThreads(n int) {
 	asked := max(n, 0)
+	old := b.cleaner.threadsAsked.Swap(int64(asked))
 	if most := MaxCleanerThreads(b.cfg.CleanerDedupeBufferSize); n > most {
-		if old := b.cleaner.threadsAsked.Swap(int64(asked)); old != int64(asked) {
+		if old != int64(asked) {
 			b.log.Warn("log cleaner threads clamped to what the dedupe buffer allows", "asked", n, "threads", most,
 				"dedupe_buffer_bytes", b.cfg.CleanerDedupeBufferSize)
 		}
 		n = most
-	} else {
-		b.cleaner.threadsAsked.Store(int64(asked))
 	}
 	was := b.CleanerThreads()
 	b.cleaner.threads.Store(int64(max(n, 0)))

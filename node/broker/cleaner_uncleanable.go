@@ -55,7 +55,6 @@ func uncleanableSkip(failures, most int) int {
 
 // uncleanable is one set-aside partition.
 type uncleanable struct {
-	key tp
 	// failures counts its failed passes in a row; skip the passes left
 	// before the next try.
 	failures, skip int
@@ -112,7 +111,7 @@ func (s *uncleanableSet) failed(p *partition, dirtyBytes int64, most int) (first
 		if s.m == nil {
 			s.m = map[*partition]*uncleanable{}
 		}
-		u = &uncleanable{key: p.key, dirtyBytes: dirtyBytes}
+		u = &uncleanable{dirtyBytes: dirtyBytes}
 		s.m[p] = u
 	}
 	u.failures++
