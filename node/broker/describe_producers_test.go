@@ -232,18 +232,18 @@ func TestDescribeProducersStateUnknown(t *testing.T) {
 func TestProducerStateDescribeExpiry(t *testing.T) {
 	s := newProducerState()
 	s.update(1, 0, 0, 0, 0, 1000)
-	s.update(2, 0, 0, 1, 1, 1000)
-	s.update(3, 0, 0, 0, 3, 1000)
+	s.update(3, 0, 0, 0, 1, 1000) // below the HW: only its unknown timestamp keeps it from expiring
+	s.update(2, 0, 0, 1, 2, 1000) // at and above the HW
 	s.producers[3].lastTs = -1
 	got := s.describe(5000, 3000, 2)
 	slices.SortFunc(got, func(a, b wire.ProducerState) int { return int(a.ProducerID - b.ProducerID) })
 	if len(got) != 3 || got[0].ExpiresInMs != 0 || got[1].ExpiresInMs != -1 || got[2].ExpiresInMs != -1 {
 		t.Fatalf("%+v", got)
 	}
-	if got[1].FirstOffset != 1 || got[1].LastOffset != 2 || got[1].LastSequence != 1 {
+	if got[1].FirstOffset != 2 || got[1].LastOffset != 3 || got[1].LastSequence != 1 {
 		t.Fatalf("producer 2: %+v", got[1])
 	}
-	if s.describe(0, 3000, 2000) == nil || unknownProducerState(errors.New("x")).describe(0, 1, 0) != nil {
+	if len(s.describe(0, 3000, 2000)) != 3 || unknownProducerState(errors.New("x")).describe(0, 1, 0) != nil {
 		t.Fatal("an unknown state listed producers, or a known one none")
 	}
 }
