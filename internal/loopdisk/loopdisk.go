@@ -185,8 +185,7 @@ func (d *Disk) Freeze(ctx context.Context) error {
 	// frozen the file system, and Thaw then undoes it.
 	d.mu.frozen = true
 	if out, err := exec.CommandContext(ctx, "nsenter", d.nsArgs("fsfreeze", "-f", d.mnt)...).CombinedOutput(); err != nil {
-		d.thawLocked()
-		return fmt.Errorf("loopdisk: fsfreeze -f %s: %v: %s", d.mnt, err, strings.TrimSpace(string(out)))
+		return errors.Join(fmt.Errorf("loopdisk: fsfreeze -f %s: %v: %s", d.mnt, err, strings.TrimSpace(string(out))), d.thawLocked())
 	}
 	return nil
 }
@@ -215,7 +214,9 @@ const thawTimeout = 10 * time.Second
 func (d *Disk) thawLocked() error {
 	ctx, cancel := context.WithTimeout(context.Background(), thawTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "nsenter", d.nsArgs("fsfreeze", "-u", d.mnt)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "nsenter", d.nsArgs("fsfreeze", "-u", d.mnt)...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C") // the EINVAL message is matched below
+	out, err := cmd.CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "Invalid argument") {
 		return fmt.Errorf("loopdisk: fsfreeze -u %s: %v: %s", d.mnt, err, strings.TrimSpace(string(out)))
 	}
