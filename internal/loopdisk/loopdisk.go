@@ -44,8 +44,9 @@ type Disk struct {
 
 	mu struct {
 		sync.Mutex
-		frozen bool
-		closed bool
+		frozen    bool
+		closed    bool
+		throttled string // the device number ThrottleWrites limited ("": none)
 	}
 }
 
@@ -244,6 +245,7 @@ func (d *Disk) Close() error {
 	if d.mu.frozen {
 		errs = append(errs, d.thawLocked())
 	}
+	errs = append(errs, d.unthrottleLocked())
 	d.mu.closed = true
 	_ = d.holder.Process.Kill()
 	_ = d.holder.Wait()
