@@ -1,8 +1,12 @@
 package broker
 
 // clientPartition is the replica that serves a client's produce, fetch,
-// ListOffsets or DeleteRecords for a partition: nil if this node has none, or none of the
-// topic its metadata image holds (currentTopic).
+// ListOffsets, DeleteRecords, DescribeProducers or DescribeReplica for a
+// partition, and a group lag's batch timestamp (BatchTimestampAt): nil if
+// this node has none, or none of the topic its metadata image holds
+// (currentTopic). Replica-to-replica paths (follower fetch sessions,
+// TornAtOpen) look partitions up by name and check the topic id
+// themselves.
 func (b *Broker) clientPartition(topic string, partition int32) *partition {
 	p := b.partition(topic, partition)
 	if p == nil || !b.currentTopic(p) {

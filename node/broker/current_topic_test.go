@@ -11,7 +11,8 @@ import (
 // TestClientsRefusedByAReplicaOfAnotherTopic: a leader whose metadata names
 // a re-created topic (a new id) or none (deleted) before its replica of the
 // old topic is stopped refuses produce, fetch, ListOffsets and DeleteRecords on that
-// replica with UnknownTopicOrPartition, and the old log is left as it was;
+// replica with UnknownTopicOrPartition (DescribeProducers, DescribeReplica and
+// BatchTimestampAt as for a partition not here too), and the old log is left as it was;
 // once the new topic's replica is open, produce lands at its offset 0.
 func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	c := newTestCluster(t, clusterOptions{nodes: 1, currentTopicIDs: true})
@@ -35,6 +36,23 @@ func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	}
 	if r := listOffset(t, c, leader, wire.Latest); r.Err != wire.UnknownTopicOrPartition {
 		t.Fatalf("ListOffsets on the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", r)
+	}
+	if ts, ok := leader.b.BatchTimestampAt(testKey.topic, testKey.partition, 0); ok {
+		t.Fatalf("BatchTimestampAt on the old topic's replica after its re-creation: %d; want none", ts)
+	}
+	one := describeProducersOn(t, c, leader.id, wire.DescribeProducersRequest{Topic: testKey.topic, Partitions: []int32{testKey.partition}})
+	if len(one.Parts) != 1 || one.Parts[0].Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("DescribeProducers of the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", one)
+	}
+	if held := describeProducersOn(t, c, leader.id, wire.DescribeProducersRequest{Topic: testKey.topic}); held.Err != wire.None || len(held.Parts) != 0 {
+		t.Fatalf("DescribeProducers of every partition held after the topic's re-creation: %+v; want none", held)
+	}
+	var rep wire.DescribeReplicaResponse
+	if err := c.client.Call(ctx, leader.addr, wire.TypeDescribeReplica, wire.DescribeReplicaRequest{Topic: testKey.topic, Partition: testKey.partition}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err != wire.UnknownTopicOrPartition {
+		t.Fatalf("DescribeReplica of the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", rep)
 	}
 
 	var dr wire.DeleteRecordsResponse

@@ -37,7 +37,10 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, peer quic.Peer, fr
 	budget := wire.MaxDescribedProducers
 	for _, pn := range parts {
 		out := wire.DescribeProducersPartition{Partition: pn, LeaderHint: -1, ExpirationMs: ttl.Milliseconds()}
-		if p := b.partition(req.Topic, pn); p == nil {
+		if p := b.clientPartition(req.Topic, pn); p == nil {
+			if held {
+				continue // of a deleted or re-created topic (or closed since topicPartitions): not held
+			}
 			out.Err = wire.UnknownTopicOrPartition
 			out.Message = fmt.Sprintf("node %d holds no replica of %s/%d", b.cfg.NodeID, req.Topic, pn)
 		} else {

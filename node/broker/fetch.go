@@ -302,7 +302,10 @@ func (b *Broker) handleListOffsets(ctx context.Context, peer quic.Peer, fr quic.
 	return wire.TypeListOffsets, resp, nil
 }
 
-// handleDescribeReplica reports the local replica's state (for checkers and tests).
+// handleDescribeReplica reports the local replica's state (for checkers,
+// tests and topic describe --replicas): UnknownTopicOrPartition, as for a
+// partition not here, from a replica of a deleted or re-created topic
+// (clientPartition).
 func (b *Broker) handleDescribeReplica(ctx context.Context, peer quic.Peer, fr quic.Frame) (quic.FrameType, any, error) {
 	var req wire.DescribeReplicaRequest
 	if err := fr.Decode(&req); err != nil {
@@ -311,7 +314,7 @@ func (b *Broker) handleDescribeReplica(ctx context.Context, peer quic.Peer, fr q
 	if e := b.authorize(peer, wire.OpDescribe, req.Topic); e != nil {
 		return wire.TypeDescribeReplica, wire.DescribeReplicaResponse{Err: e.Code}, nil
 	}
-	p := b.partition(req.Topic, req.Partition)
+	p := b.clientPartition(req.Topic, req.Partition)
 	if p == nil {
 		return wire.TypeDescribeReplica, wire.DescribeReplicaResponse{Err: wire.UnknownTopicOrPartition}, nil
 	}

@@ -7,11 +7,12 @@ import "paymentlog/segment"
 // group's lag in time: its first record's (the producer's clock), or the
 // leader's append time for a LogAppendTime batch. An offset below the log
 // start is read at the log start (retention deleted what lay below it).
-// False when the partition is not here, the offset is at or past the HW,
-// or the read fails. One offset-index lookup and one header parse; the
+// False when the partition is not here (or its replica here is of a
+// deleted or re-created topic: clientPartition), the offset is at or past
+// the HW, or the read fails. One offset-index lookup and one header parse; the
 // bytes are the segment mapping's, not copied.
 func (b *Broker) BatchTimestampAt(topic string, partition int32, offset int64) (int64, bool) {
-	p := b.partition(topic, partition)
+	p := b.clientPartition(topic, partition)
 	if p == nil {
 		return 0, false
 	}
