@@ -26,39 +26,24 @@ import (
 //     the seconds it was fenced needs on any disk that is not tiny. 0 drops
 //     the rule (resume once the probe fits, as before); a file system that
 //     cannot report its space (a test's MemFS without capacity) skips it;
-//  3. it is not backing off after a relapse: a disk that fills again within
-//     relapseWindow of resuming makes the next resume wait at least
-//     backoffMin from the moment it filled, doubling at every further
-//     relapse up to backoffMax; a node that stays up for relapseWindow
-//     starts afresh. So even a rule that let it through too early cannot
-//     churn leaderships more often than that.
+//  3. it is not backing off after a relapse (relapse.go): a disk that
+//     fills again within relapseWindow of resuming makes the next resume
+//     wait at least backoffMin from the moment it filled, doubling at every
+//     further relapse up to backoffMax; a node that stays up for
+//     relapseWindow starts afresh. So even a rule that let it through too
+//     early cannot churn leaderships more often than that.
 //
 // diskResume is that rule as a pure state machine: the caller passes the
 // time and the measured space.
 type diskResume struct {
 	freePercent int // 0..90
 
-	// Invariant: backoff == 0 || backoffMin <= backoff <= backoffMax.
-	backoff   time.Duration // the wait imposed at the last filling; 0: none
-	resumedAt time.Time     // when the node last resumed; zero: never
-	notBefore time.Time     // no resume before this
+	relapseBackoff           // fillings are the failures, resumes their ends
+	notBefore      time.Time // no resume before this
 }
-
-const (
-	relapseWindow = 10 * time.Minute
-	backoffMin    = 30 * time.Second
-	backoffMax    = 10 * time.Minute
-)
 
 // filled records that the disk counts as full from now.
-func (r *diskResume) filled(now time.Time) {
-	if !r.resumedAt.IsZero() && now.Sub(r.resumedAt) < relapseWindow {
-		r.backoff = min(max(2*r.backoff, backoffMin), backoffMax)
-	} else {
-		r.backoff = 0
-	}
-	r.notBefore = now.Add(r.backoff)
-}
+func (r *diskResume) filled(now time.Time) { r.notBefore = now.Add(r.failed(now)) }
 
 // need is the free space the rule asks of a file system of sp.Total bytes.
 func (r *diskResume) need(sp segment.Space) int64 {
@@ -71,7 +56,7 @@ func (r *diskResume) need(sp segment.Space) int64 {
 func (r *diskResume) may(now time.Time, sp segment.Space, known bool) (bool, string) {
 	if now.Before(r.notBefore) {
 		return false, fmt.Sprintf("the disk filled again %v after the node resumed: waiting %v before resuming (until %s)",
-			r.notBefore.Add(-r.backoff).Sub(r.resumedAt).Round(time.Second), r.backoff, r.notBefore.UTC().Format(time.TimeOnly))
+			r.notBefore.Add(-r.backoff).Sub(r.lastEnd).Round(time.Second), r.backoff, r.notBefore.UTC().Format(time.TimeOnly))
 	}
 	if known && r.freePercent > 0 && sp.Avail < r.need(sp) {
 		return false, fmt.Sprintf("%d of %d bytes free (%d%%): resuming at %d%% free (--disk-resume-free-percent)",
@@ -81,4 +66,4 @@ func (r *diskResume) may(now time.Time, sp segment.Space, known bool) (bool, str
 }
 
 // resumed records that the node resumed at now.
-func (r *diskResume) resumed(now time.Time) { r.resumedAt = now }
+func (r *diskResume) resumed(now time.Time) { r.ended(now) }
