@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"paymentlog/wire"
@@ -132,14 +131,12 @@ func (a *Admin) describeReplicaProducers(ctx context.Context, topic string, opts
 // (KafkaStorageError), which lasts until the broker restarts.
 func (a *Admin) describeLeaderProducers(ctx context.Context, topic string, parts []int32) ([]PartitionProducers, error) {
 	c := a.c
-	var mu sync.Mutex
 	got := make(map[int32]PartitionProducers, len(parts))
 	errs := map[int32]error{}
-	placed := map[int32]int64{} // askLeaders' record of the partitions answered
 	todo := slices.Clone(parts)
 	deadline := time.Now().Add(describeProducersLeaderWait)
 	for backoff := 25 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		failed, err := c.askLeaders(ctx, topic, todo, placed, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
+		failed, err := askLeaders(ctx, c, topic, todo, got, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]PartitionProducers, map[int32]error, error) {
 			var resp wire.DescribeProducersResponse
 			if err := c.call(cctx, addr, wire.TypeDescribeProducers, &wire.DescribeProducersRequest{Topic: topic, Partitions: ps}, &resp); err != nil {
 				return nil, nil, err
@@ -147,17 +144,15 @@ func (a *Admin) describeLeaderProducers(ctx context.Context, topic string, parts
 			if resp.Err != wire.None {
 				return nil, nil, resp.Err.Err(resp.Message)
 			}
-			vals, perrs := map[int32]int64{}, map[int32]error{}
-			mu.Lock()
-			defer mu.Unlock()
+			vals, perrs := map[int32]PartitionProducers{}, map[int32]error{}
+			broker := brokerAt(c.meta.current(), addr)
 			for _, pr := range resp.Parts {
-				pp := partitionProducers(topic, brokerAt(c.meta.current(), addr), addr, pr)
+				pp := partitionProducers(topic, broker, addr, pr)
 				if pr.Err.Retriable() && pr.Err != wire.KafkaStorageError { // moved, or not yet opened there
 					perrs[pr.Partition] = pp.Err
 					continue
 				}
-				got[pr.Partition] = pp
-				vals[pr.Partition] = 0
+				vals[pr.Partition] = pp
 			}
 			return vals, perrs, nil
 		})

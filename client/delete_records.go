@@ -50,7 +50,7 @@ func (a *Admin) DeleteRecords(ctx context.Context, topic string, offsets map[int
 	todo := slices.Sorted(maps.Keys(offsets))
 	backoff := 25 * time.Millisecond
 	for len(todo) > 0 {
-		failed, err := c.askLeaders(ctx, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
+		failed, err := askLeaders(ctx, c, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
 			req := &wire.DeleteRecordsRequest{Topic: topic}
 			if d, ok := cctx.Deadline(); ok && !leadersOnly {
 				wait := time.Until(d) - time.Until(d)/8 // leaves the answer time to come back

@@ -9,14 +9,15 @@ import (
 )
 
 // askLeaders is one round of per-partition requests to leaders (ListOffsets,
-// DeleteRecords): it groups todo, partitions of topic, by their leader in
-// the metadata and calls ask once per leader, concurrently, with a
-// RequestTimeout. ask returns, for each partition answered, its value or
-// its error. Values go to out and clear the partition's error; errors,
-// and a failed call's, go to errs. It returns the partitions to try again
-// (no leader, a failed call, an error answer), in todo's order of leaders.
-func (c *Client) askLeaders(ctx context.Context, topic string, todo []int32, out map[int32]int64, errs map[int32]error,
-	ask func(ctx context.Context, addr string, ps []int32) (vals map[int32]int64, perrs map[int32]error, err error)) ([]int32, error) {
+// DeleteRecords, DescribeProducers): it groups todo, partitions of topic,
+// by their leader in c's metadata and calls ask once per leader,
+// concurrently, with a RequestTimeout. ask returns, for each partition
+// answered, its value or its error. Values go to out and clear the
+// partition's error; errors, and a failed call's, go to errs. It returns
+// the partitions to try again (no leader, a failed call, an error answer),
+// in todo's order of leaders.
+func askLeaders[V any](ctx context.Context, c *Client, topic string, todo []int32, out map[int32]V, errs map[int32]error,
+	ask func(ctx context.Context, addr string, ps []int32) (vals map[int32]V, perrs map[int32]error, err error)) ([]int32, error) {
 	snap, err := c.meta.get(ctx)
 	if err != nil {
 		return nil, err

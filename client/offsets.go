@@ -27,7 +27,7 @@ func (c *Client) listOffsets(ctx context.Context, topic string, parts []int32, t
 	todo := append([]int32(nil), parts...)
 	backoff := 25 * time.Millisecond
 	for attempt := 0; len(todo) > 0; attempt++ {
-		failed, err := c.askLeaders(ctx, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
+		failed, err := askLeaders(ctx, c, topic, todo, out, errs, func(cctx context.Context, addr string, ps []int32) (map[int32]int64, map[int32]error, error) {
 			req := &wire.ListOffsetsRequest{Topic: topic}
 			for _, p := range ps {
 				req.Parts = append(req.Parts, wire.ListOffsetsPartition{Partition: p, Timestamp: ts})
