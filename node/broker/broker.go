@@ -189,8 +189,8 @@ type Config struct {
 	RackOf func(id int32) string
 	// CurrentTopicID, if set, gives the id of the topic incarnation the
 	// node's metadata image holds for a partition (ok false: the image has
-	// no such partition, its topic deleted); produce, fetch and
-	// ListOffsets refuse a replica of any other (current_topic.go).
+	// no such partition, its topic deleted); client requests refuse a
+	// replica of any other (clientPartition, current_topic.go).
 	CurrentTopicID func(topic string, partition int32) (id string, ok bool)
 	// WrapHandler, if set, wraps each unary handler the broker registers
 	// (the node's audit trail wraps DeleteRecords'; others it returns as
