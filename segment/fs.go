@@ -214,7 +214,8 @@ func (f *osFile) DataEnd() (int64, error) {
 // Recovery does not read a mapping past it: on tmpfs a read fault on a
 // hole allocates a page, and on a full tmpfs that is SIGBUS, where ext4
 // maps the zero page. Appends write a segment from its start without gaps,
-// so everything past the first hole is zeros that were never written.
+// so past the first hole there is normally nothing; data there is a gap
+// left by a crash, which recovery finds with dataSeeker (gap.go).
 type dataEnder interface {
 	DataEnd() (int64, error)
 }

@@ -442,7 +442,7 @@ func (l *Log) loadSegment(base int64, last, trusted bool, from *activePoint, epo
 		l.opened.scanned += res.end
 	}
 	if res.end < size && !last {
-		if !allZero(scanned[res.end:]) {
+		if firstDataPast(f, data, res.end, size, int64(len(scanned))) >= 0 {
 			return fail(&CorruptionError{File: logPath, Position: res.end, Offset: res.next, Err: res.err})
 		}
 		// Zeros after the last whole batch: a seal (under SyncNever, without
@@ -458,10 +458,17 @@ func (l *Log) loadSegment(base int64, last, trusted bool, from *activePoint, epo
 		// access is below s.size.
 		size, s.capacity = res.end, res.end
 	}
-	if res.end < size && last && !allZero(scanned[res.end:min(int64(len(scanned)), res.end+HeaderSize)]) {
-		l.logger.Info("segment: truncated torn tail", "file", logPath, "position", res.end,
-			"offset", res.next, "reason", res.err)
-		l.opened.torn = true
+	if res.end < size && last {
+		if !allZero(scanned[res.end:min(int64(len(scanned)), res.end+HeaderSize)]) {
+			l.logger.Info("segment: truncated torn tail", "file", logPath, "position", res.end,
+				"offset", res.next, "reason", res.err)
+			l.opened.torn = true
+		} else if at := firstDataPast(f, data, res.end, size, int64(len(scanned))); at >= 0 {
+			// Zeros, then data: a gap (gap.go), not the end of the writes.
+			l.logger.Warn("segment: truncated the active segment at a gap of zeros; the data after it is dropped",
+				"file", logPath, "position", res.end, "offset", res.next, "data_at", at)
+			l.opened.torn = true
+		}
 	}
 	s.size, s.next, s.maxTs = res.end, res.next, res.maxTs
 	// Rebuild the indexes (after the entries a resumed scan kept).
