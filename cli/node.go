@@ -13,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"paymentlog/node"
+	"paymentlog/node/audit"
 	"paymentlog/quic"
 	"paymentlog/segment"
 	"paymentlog/wire"
@@ -56,7 +57,11 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "audit-access-interval", Value: d.AuditAccessInterval, Usage: "record in the audit trail each client's first read and write of a topic (per principal, address and topic), and again after this long if it goes on (0: record no reads or writes)", EnvVars: envs("AUDIT_ACCESS_INTERVAL")},
 				&ucli.Int64Flag{Name: "audit-log-max-bytes", Value: d.AuditLogMaxBytes, Usage: "rotate --audit-log before a line would take it past this size: it is renamed FILE.<UTC time> and a new FILE continues its hash chain (0: never rotate)", EnvVars: envs("AUDIT_LOG_MAX_BYTES")},
 				&ucli.IntFlag{Name: "audit-log-max-files", Usage: "rotated audit files to keep, the oldest deleted first (0: keep them all; PCI DSS asks for a year of audit trail, so deleting is your retention choice)", EnvVars: envs("AUDIT_LOG_MAX_FILES")},
-				&ucli.StringFlag{Name: "audit-syslog", Usage: "also send every audit line to this syslog collector (`tcp://HOST:PORT` or udp://HOST:PORT; RFC 5424, facility authpriv), from a queue that never holds a request back", EnvVars: envs("AUDIT_SYSLOG")},
+				&ucli.StringFlag{Name: "audit-syslog", Usage: "also send every audit line to this syslog collector (`tls://HOST:PORT`, RFC 5425, 6514 the registered port; or tcp://HOST:PORT or udp://HOST:PORT, unprotected in transit; RFC 5424, facility authpriv), from a queue that never holds a request back", EnvVars: envs("AUDIT_SYSLOG")},
+				&ucli.StringFlag{Name: "audit-syslog-ca", Usage: "with --audit-syslog tls://: the CAs (PEM `FILE`) the collector's certificate must chain to, read again at every reconnect (empty: the system roots)", EnvVars: envs("AUDIT_SYSLOG_CA")},
+				&ucli.StringFlag{Name: "audit-syslog-server-name", Usage: "with --audit-syslog tls://: the `NAME` the collector's certificate must be for (empty: the HOST of --audit-syslog)", EnvVars: envs("AUDIT_SYSLOG_SERVER_NAME")},
+				&ucli.StringFlag{Name: "audit-syslog-cert", Usage: "with --audit-syslog tls://: the client certificate (PEM `FILE`, with --audit-syslog-key) the node presents to a collector that asks for one, read again at every reconnect (empty: none; the node's cluster certificate is not sent unless named here: a collector made to trust the cluster CA would accept every client certificate it issued as a log source)", EnvVars: envs("AUDIT_SYSLOG_CERT")},
+				&ucli.StringFlag{Name: "audit-syslog-key", Usage: "the private key (PEM `FILE`) of --audit-syslog-cert", EnvVars: envs("AUDIT_SYSLOG_KEY")},
 				&ucli.DurationFlag{Name: "log-scrub-interval", Value: d.LogScrubInterval, Usage: "read every partition's sealed segments, and the metadata log's entries and snapshots, and check their CRCs this often, finding silent disk corruption before a reader or a failover does (a corrupt batch stops the node; its next start, in this process with --log-scrub-restart, truncates that log there and fetches the rest again: a partition from its leader, the metadata log from the quorum, voting only once caught up; a single voter refuses to start instead); 0: never", EnvVars: envs("LOG_SCRUB_INTERVAL")},
 				&ucli.BoolFlag{Name: "log-scrub-restart", Value: true, Usage: "after the scrub finds a corrupt batch and the node stops, start it again in this process (its start repairs the partition), at most 3 times an hour; false: exit, for a supervisor to restart it", EnvVars: envs("LOG_SCRUB_RESTART")},
 				&ucli.Int64Flag{Name: "log-scrub-bytes-per-sec", Value: d.LogScrubBytesPerSec, Usage: "how fast the scrub reads (0: unlimited)", EnvVars: envs("LOG_SCRUB_BYTES_PER_SEC")},
@@ -148,6 +153,8 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	cfg.AuditLog = c.String("audit-log")
 	cfg.AuditAccessInterval = c.Duration("audit-access-interval")
 	cfg.AuditSyslog = c.String("audit-syslog")
+	cfg.AuditSyslogTLS = audit.ForwardTLS{CAFile: c.String("audit-syslog-ca"), ServerName: c.String("audit-syslog-server-name"),
+		CertFile: c.String("audit-syslog-cert"), KeyFile: c.String("audit-syslog-key")}
 	cfg.AuditLogMaxBytes = c.Int64("audit-log-max-bytes")
 	cfg.AuditLogMaxFiles = c.Int("audit-log-max-files")
 	cfg.LogScrubInterval = c.Duration("log-scrub-interval")

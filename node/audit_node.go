@@ -1,15 +1,20 @@
 package node
 
 import (
+	"errors"
+
 	"paymentlog/node/audit"
 	"paymentlog/quic"
 	"paymentlog/wire"
 )
 
-// auditSyslogInvalid checks Config.AuditSyslog.
-func auditSyslogInvalid(addr string) error {
-	_, _, err := audit.ParseForwardAddr(addr)
-	return err
+// auditSyslogInvalid checks Config.AuditSyslog and AuditSyslogTLS: an
+// address, and TLS options only with tls://, whose files load.
+func auditSyslogInvalid(addr string, t audit.ForwardTLS) error {
+	if addr == "" {
+		return errors.New("a CA, server name or client certificate for the syslog collector needs --audit-syslog tls://HOST:PORT")
+	}
+	return t.Check(addr)
 }
 
 // selfWho is the node itself as the audit trail names it in its node lines

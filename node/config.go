@@ -169,9 +169,13 @@ type Config struct {
 	AuditLogMaxBytes int64
 	AuditLogMaxFiles int
 	// AuditSyslog, when set, also sends every audit line to this syslog
-	// collector: tcp://HOST:PORT or udp://HOST:PORT (node/audit's
-	// forward.go).
+	// collector: tcp://HOST:PORT, tls://HOST:PORT or udp://HOST:PORT
+	// (node/audit's forward.go).
 	AuditSyslog string
+	// AuditSyslogTLS is how a tls:// AuditSyslog is verified and whether
+	// the node presents a client certificate (zero: the system roots, the
+	// address's host, none; node/audit's forward_tls.go).
+	AuditSyslogTLS audit.ForwardTLS
 	// Version is the build's version, for the audit trail's start line.
 	Version string
 	// InProcessRestarts is how many times this process started the node
@@ -318,8 +322,8 @@ func (c Config) Validate() error {
 	case c.DiskResumeFreePercent < 0 || c.DiskResumeFreePercent > 90:
 		return &ConfigError{"disk-resume-free-percent", errors.New("must be 0..90")}
 	}
-	if c.AuditSyslog != "" {
-		if err := auditSyslogInvalid(c.AuditSyslog); err != nil {
+	if c.AuditSyslog != "" || !c.AuditSyslogTLS.IsZero() {
+		if err := auditSyslogInvalid(c.AuditSyslog, c.AuditSyslogTLS); err != nil {
 			return &ConfigError{"audit-syslog", err}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"paymentlog/metrics"
+	"paymentlog/node/audit"
 	"paymentlog/node/broker"
 	"paymentlog/node/replica"
 )
@@ -128,6 +129,11 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_audit_lines_total", "Lines this node wrote to its audit trail (--audit-log, else its log): requests that change the cluster, refusals by ACL, clients' access to topics, the node's start, stop and TLS reloads.", ac.Written)
 	w.Counter("paymentlog_audit_forwarded_total", "Audit trail lines this node sent to its syslog collector (--audit-syslog).", ac.Forwarded)
 	w.Counter("paymentlog_audit_forward_dropped_total", "Audit trail lines this node did not send to its syslog collector (--audit-syslog): its queue of 10000 was full, or the collector was still unreachable when the node stopped (they are in --audit-log).", ac.ForwardDropped)
+	w.Family("paymentlog_audit_forward_tls_refused_total", metrics.TypeCounter,
+		"TLS connections to this node's syslog collector (--audit-syslog tls://) that failed, by reason: the collector's certificate refused (unknown-ca, expired, not-yet-valid, name-mismatch, bad-certificate), the collector refusing the node (collector-refused: an alert, mostly about the node's client certificate or its lack of one), or another handshake failure (handshake-failed); retried every second.")
+	for i, r := range audit.ForwardRefusals {
+		w.Uint(metrics.Labels{"reason", r}, ac.ForwardTLSRefused[i])
+	}
 	w.Counter("paymentlog_audit_suppressed_total", "Denied lines left out of the audit trail: refusals by ACL and refused handshakes over its rate limit (100 a second; the next denied line counts them), and refused handshakes repeated within a minute (the next line for the same client host, reason and certificate counts them).", ac.Suppressed)
 	w.Counter("paymentlog_audit_rotations_total", "Times this node rotated its audit file (--audit-log-max-bytes).", ac.Rotations)
 	w.Counter("paymentlog_audit_rotation_errors_total", "Rotations of this node's audit file that failed (logged; the line went to the file open, and the next line tries again).", ac.RotationErrors)

@@ -172,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	auditLog.SetAccessInterval(cfg.AuditAccessInterval)
 	auditLog.SetRotation(cfg.AuditLogMaxBytes, cfg.AuditLogMaxFiles)
 	if cfg.AuditSyslog != "" {
-		if ferr := auditLog.ForwardTo(cfg.AuditSyslog); ferr != nil {
+		if ferr := auditLog.ForwardTo(cfg.AuditSyslog, cfg.AuditSyslogTLS); ferr != nil {
 			auditLog.Close()
 			lock.unlock()
 			return nil, fmt.Errorf("node: %w", ferr)

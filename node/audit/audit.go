@@ -156,9 +156,10 @@ func (l *Log) Close() error {
 }
 
 // ForwardTo also sends every line from now on to the syslog collector at
-// addr (tcp://HOST:PORT or udp://HOST:PORT; forward.go).
-func (l *Log) ForwardTo(addr string) error {
-	f, err := newForwarder(addr, forwardQueue, l.logger)
+// addr (tcp://HOST:PORT, tls://HOST:PORT with t, or udp://HOST:PORT;
+// forward.go).
+func (l *Log) ForwardTo(addr string, t ForwardTLS) error {
+	f, err := newForwarder(addr, t, forwardQueue, l.logger)
 	if err != nil {
 		return err
 	}
@@ -275,6 +276,9 @@ type Counts struct {
 	// Forwarded are the lines sent to the syslog collector, ForwardDropped
 	// those dropped (queue full, collector gone at close, too long for UDP).
 	Forwarded, ForwardDropped uint64
+	// ForwardTLSRefused are the failed TLS connections to the collector, by
+	// reason (forward_tls.go's ForwardRefusals, in that order).
+	ForwardTLSRefused [len(ForwardRefusals)]uint64
 }
 
 // Counts returns the counters (zero for a nil Log).
@@ -286,6 +290,9 @@ func (l *Log) Counts() Counts {
 		Rotations: l.rotations.Load(), RotationErrors: l.rotationErrors.Load()}
 	if f := l.counted.Load(); f != nil {
 		c.Forwarded, c.ForwardDropped = f.sent.Load(), f.dropped.Load()
+		for i := range f.refused {
+			c.ForwardTLSRefused[i] = f.refused[i].Load()
+		}
 	}
 	return c
 }

@@ -2,11 +2,13 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,8 +23,8 @@ import (
 //
 // Messages are RFC 5424 (facility authpriv; severity warning for denied
 // lines, info for the rest; APP-NAME paymentlog, MSGID audit, the line as
-// MSG), over TCP with octet-counting framing (RFC 6587) or one per UDP
-// datagram. They are sent from a queue by one goroutine, so a slow or dead
+// MSG), over TCP with octet-counting framing (RFC 6587), over TLS with the
+// same framing (RFC 5425; forward_tls.go), or one per UDP datagram. They are sent from a queue by one goroutine, so a slow or dead
 // collector never holds a request back: when the queue is full, lines are
 // dropped and counted (ForwardDropped). The file stays the record; a line in
 // flight when a TCP connection breaks may reach the collector twice or not
@@ -50,15 +52,16 @@ const (
 	forwardDrain = 2 * time.Second
 )
 
-// ParseForwardAddr checks a collector address: tcp://host:port or
-// udp://host:port. It returns the network and host:port.
+// ParseForwardAddr checks a collector address: tcp://host:port,
+// tls://host:port or udp://host:port. It returns the network ("tcp", "tls"
+// or "udp") and host:port.
 func ParseForwardAddr(s string) (network, addr string, err error) {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "udp") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-		return "", "", fmt.Errorf("audit syslog %q: want tcp://HOST:PORT or udp://HOST:PORT", s)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "tls" && u.Scheme != "udp") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return "", "", fmt.Errorf("audit syslog %q: want tcp://HOST:PORT, tls://HOST:PORT or udp://HOST:PORT", s)
 	}
 	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
-		return "", "", fmt.Errorf("audit syslog %q: want tcp://HOST:PORT or udp://HOST:PORT (no port)", s)
+		return "", "", fmt.Errorf("audit syslog %q: want tcp://HOST:PORT, tls://HOST:PORT or udp://HOST:PORT (no port)", s)
 	}
 	return u.Scheme, u.Host, nil
 }
@@ -66,30 +69,34 @@ func ParseForwardAddr(s string) (network, addr string, err error) {
 // forwarder sends lines to a syslog collector.
 type forwarder struct {
 	network, addr string
+	tls           ForwardTLS // network "tls"
 	host          string
 	pid           int
 	log           *slog.Logger
 	q             chan []byte
 
 	sent, dropped atomic.Uint64
+	// refused counts failed TLS connections, by ForwardRefusals' index.
+	refused [len(ForwardRefusals)]atomic.Uint64
 
 	closeOnce sync.Once
 	stop      context.CancelFunc // ends retries once Close has waited forwardDrain
 	done      chan struct{}
 }
 
-// newForwarder starts forwarding to addr (ParseForwardAddr's form).
-func newForwarder(addr string, queue int, logger *slog.Logger) (*forwarder, error) {
-	network, hostport, err := ParseForwardAddr(addr)
-	if err != nil {
+// newForwarder starts forwarding to addr (ParseForwardAddr's form), with
+// t for tls:// (forward_tls.go).
+func newForwarder(addr string, t ForwardTLS, queue int, logger *slog.Logger) (*forwarder, error) {
+	if err := t.Check(addr); err != nil {
 		return nil, err
 	}
+	network, hostport, _ := ParseForwardAddr(addr)
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "-"
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	f := &forwarder{network: network, addr: hostport, host: host, pid: os.Getpid(), log: logger,
+	f := &forwarder{network: network, addr: hostport, tls: t, host: host, pid: os.Getpid(), log: logger,
 		q: make(chan []byte, queue), stop: stop, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
@@ -124,32 +131,27 @@ func (f *forwarder) run(ctx context.Context) {
 			conn.Close()
 		}
 	}()
-	down := false // an outage is logged once, when it starts
+	var out outage
 	for msg := range f.q {
 		for {
 			if conn == nil {
 				var err error
-				d := net.Dialer{Timeout: forwardDialTimeout}
-				if conn, err = d.DialContext(ctx, f.network, f.addr); err != nil {
+				if conn, err = f.dial(ctx); err != nil {
 					conn = nil
-					if !down {
-						down = true
-						f.log.Warn("audit syslog collector unreachable; lines wait in a queue, and are dropped (counted) once it is full",
-							"addr", f.network+"://"+f.addr, "err", err)
-					}
+					f.failed(&out, err)
 					if !sleepCtx(ctx, forwardRetry) {
 						f.dropped.Add(uint64(1 + len(f.q)))
 						return
 					}
 					continue
 				}
-				if down {
-					down = false
+				if out.down {
 					f.log.Info("audit syslog collector reachable again", "addr", f.network+"://"+f.addr)
 				}
+				out = outage{}
 			}
 			frame := msg
-			if f.network == "tcp" {
+			if f.network != "udp" {
 				frame = append(strconv.AppendInt(nil, int64(len(msg)), 10), ' ')
 				frame = append(frame, msg...)
 			}
@@ -167,6 +169,46 @@ func (f *forwarder) run(ctx context.Context) {
 			break
 		}
 	}
+}
+
+// dial connects to the collector.
+func (f *forwarder) dial(ctx context.Context) (net.Conn, error) {
+	if f.network == "tls" {
+		return dialTLS(ctx, f.tls, f.addr)
+	}
+	d := net.Dialer{Timeout: forwardDialTimeout}
+	return d.DialContext(ctx, f.network, f.addr)
+}
+
+// outage is what was logged of a collector not reached since the last
+// connection: each kind of failure is logged once.
+type outage struct {
+	down    bool            // unreachable, or refused: "reachable again" is logged
+	refused map[string]bool // the refusals logged (ForwardRefusals)
+}
+
+// failed counts and logs (once per outage and reason) a failed connection.
+func (f *forwarder) failed(out *outage, err error) {
+	addr := f.network + "://" + f.addr
+	var ref *forwardRefusedError
+	if !errors.As(err, &ref) {
+		if !out.down {
+			f.log.Warn("audit syslog collector unreachable; lines wait in a queue, and are dropped (counted) once it is full",
+				"addr", addr, "err", err)
+		}
+		out.down = true
+		return
+	}
+	f.refused[slices.Index(ForwardRefusals[:], ref.reason)].Add(1)
+	if out.refused[ref.reason] {
+		return
+	}
+	if out.refused == nil {
+		out.refused = map[string]bool{}
+	}
+	out.down, out.refused[ref.reason] = true, true
+	f.log.Error("audit syslog collector's TLS connection refused; retrying every second, lines wait in a queue and are dropped (counted) once it is full",
+		"addr", addr, "reason", ref.reason, "err", ref.err)
 }
 
 // close stops accepting lines and waits up to forwardDrain for the queued

@@ -45,7 +45,7 @@ func TestForwardToSyslogOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.ForwardTo("tcp://" + col.Addr()); err != nil {
+	if err := l.ForwardTo("tcp://"+col.Addr(), ForwardTLS{}); err != nil {
 		t.Fatal(err)
 	}
 	who := Who{Principal: "User:ops", Authenticated: true, Addr: "127.0.0.1:5000"}
@@ -102,7 +102,7 @@ func TestForwardToSyslogOverUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.ForwardTo("udp://" + pc.LocalAddr().String()); err != nil {
+	if err := l.ForwardTo("udp://"+pc.LocalAddr().String(), ForwardTLS{}); err != nil {
 		t.Fatal(err)
 	}
 	l.Started(Who{Principal: "User:node1"}, "v")
@@ -126,7 +126,7 @@ func TestForwardDropsWhenTheQueueIsFull(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nobody listens there
-	f, err := newForwarder("tcp://"+addr, 2, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f, err := newForwarder("tcp://"+addr, ForwardTLS{}, 2, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestForwardDropsWhenTheQueueIsFull(t *testing.T) {
 }
 
 func TestParseForwardAddr(t *testing.T) {
-	for _, ok := range []string{"tcp://127.0.0.1:514", "udp://logs.example:514", "tcp://[::1]:6514"} {
+	for _, ok := range []string{"tcp://127.0.0.1:514", "udp://logs.example:514", "tcp://[::1]:6514", "tls://logs.example:6514"} {
 		if _, _, err := ParseForwardAddr(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}

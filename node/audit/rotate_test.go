@@ -88,7 +88,7 @@ func TestRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
 	const maxBytes = 2048
 	l := openRotating(t, path, maxBytes, 0)
-	if err := l.ForwardTo("tcp://" + col.Addr()); err != nil {
+	if err := l.ForwardTo("tcp://"+col.Addr(), ForwardTLS{}); err != nil {
 		t.Fatal(err)
 	}
 	writeNumbered(l, 0, 200)

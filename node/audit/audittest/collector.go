@@ -1,10 +1,11 @@
 // Package audittest is a syslog collector for tests of the audit trail's
-// forwarding (node/audit's forward.go): it accepts TCP connections and
-// reads octet-counted RFC 6587 frames.
+// forwarding (node/audit's forward.go): it accepts TCP connections, or TLS
+// ones (ListenTLS, RFC 5425), and reads octet-counted RFC 6587 frames.
 package audittest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"strconv"
@@ -27,6 +28,12 @@ type Collector struct {
 // It stops at the end of the test.
 func Listen(t testing.TB, addr string) *Collector {
 	t.Helper()
+	return ListenTLS(t, addr, nil)
+}
+
+// ListenTLS is Listen over TLS with cfg (nil: plain TCP).
+func ListenTLS(t testing.TB, addr string, cfg *tls.Config) *Collector {
+	t.Helper()
 	var ln net.Listener
 	var err error
 	deadline := time.Now().Add(5 * time.Second)
@@ -35,6 +42,9 @@ func Listen(t testing.TB, addr string) *Collector {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
 	}
 	c := &Collector{ln: ln, msgs: make(chan string, 1000)}
 	go c.accept()
