@@ -22,7 +22,8 @@ import (
 // (heartbeatLoop), exactly as for a full disk: the controller fences it
 // after a session timeout and moves its leaderships to in-sync replicas,
 // and it fences itself after two if it cannot reach the controller
-// (checkSelfFence). Once the operation returns it heartbeats again; the
+// (checkSelfFence). Once the operation returns it heartbeats again (after a
+// hold-down if the disk stalls again and again, diskstall_holddown.go); the
 // controller unfences it once it has applied the metadata log, and it
 // rejoins the ISRs by fetching.
 //
@@ -37,12 +38,22 @@ const DefaultDiskStallTimeout = 2 * time.Second
 // diskStall is the stall detector's state.
 type diskStall struct {
 	ops *segment.DiskOps // nil: detection off
+	now func() time.Time // the hold-down's clock; nil: time.Now
 	mu  struct {
 		sync.Mutex
 		stalled bool
 		op      segment.DiskOp // the operation that started the stall
 		stalls  uint64         // stalls detected since start
+		hold    stallHoldDown
 	}
+}
+
+// clock reads the hold-down's clock.
+func (s *diskStall) clock() time.Time {
+	if s.now == nil {
+		return time.Now()
+	}
+	return s.now()
 }
 
 // trackDiskOps wraps cfg's partition-log and metadata-log file systems
@@ -68,41 +79,65 @@ func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled boo
 	return op, age, ok && age > n.cfg.DiskStallTimeout
 }
 
-// diskStallReason says why the disk counts as stalled ("" when it does
-// not), e.g. "disk stalled: fdatasync of /data/payments-0/....log in
-// flight for 3.2s".
+// diskStallReason says why the disk counts as stalled, or why the node is
+// still aside after a stall ("" for neither), e.g. "disk stalled:
+// fdatasync of /data/payments-0/....log in flight for 3.2s".
 func (n *Node) diskStallReason() string {
 	op, age, stalled := n.oldestDiskOp()
-	if !stalled {
+	if stalled {
+		return fmt.Sprintf("disk stalled: %s in flight for %.1fs", op, age.Seconds())
+	}
+	if n.stall.ops == nil {
 		return ""
 	}
-	return fmt.Sprintf("disk stalled: %s in flight for %.1fs", op, age.Seconds())
+	now := n.stall.clock()
+	n.stall.mu.Lock()
+	defer n.stall.mu.Unlock()
+	return n.stall.mu.hold.reason(now)
 }
 
-// diskStalled reports whether the disk is stalled now, logging when a
-// stall starts (Error) and ends (Info). The heartbeat loop calls it before
-// each heartbeat.
+// diskStalled reports whether the disk is stalled now or the node is in a
+// hold-down after a stall, logging when a stall starts (Error) and ends
+// (Info, or Warn when a hold-down follows), and when a hold-down ends
+// (Info). The heartbeat loop calls it before each heartbeat.
 func (n *Node) diskStalled() bool {
 	op, age, stalled := n.oldestDiskOp()
 	s := &n.stall
+	now := s.clock()
 	s.mu.Lock()
 	was, first := s.mu.stalled, s.mu.op
 	s.mu.stalled = stalled
-	if stalled && !was {
+	h := &s.mu.hold
+	switch {
+	case stalled && !was:
 		s.mu.op = op
 		s.mu.stalls++
+		h.started(op.Start) // when the disk began to hang
+	case !stalled && was:
+		h.stopped(now)
 	}
+	holding := !stalled && h.left(now) > 0
+	wasHolding := h.holding
+	h.holding = holding
+	wait, gap, until := h.wait, h.gap, h.until
 	s.mu.Unlock()
 	switch {
 	case stalled && !was:
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
 			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
 		n.handOffControllerOnStall()
+	case !stalled && was && holding:
+		n.log.Warn("disk stall over, but the disk stalled again soon after the previous stall: holding back broker heartbeats for a hold-down",
+			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond),
+			"after_previous", gap.Round(time.Millisecond), "hold_down", wait, "until", until.UTC().Format(time.TimeOnly))
 	case !stalled && was:
 		n.log.Info("disk stall over: heartbeating; the controller unfences this node once it has applied the metadata log",
-			"op", first.Kind, "path", first.Path, "stalled_for", time.Since(first.Start).Round(time.Millisecond))
+			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond))
+	case !stalled && wasHolding && !holding:
+		n.log.Info("disk stall hold-down over: heartbeating; the controller unfences this node once it has applied the metadata log",
+			"hold_down", wait)
 	}
-	return stalled
+	return stalled || holding
 }
 
 // diskStallStats is what /metrics shows of the detector.
@@ -112,6 +147,9 @@ type diskStallStats struct {
 	stalls  uint64
 	oldest  time.Duration // the oldest operation in flight's age (0: none)
 	longest time.Duration // the longest operation completed since start
+
+	holdDown  time.Duration // the hold-down left (0: none)
+	holdDowns uint64        // hold-downs imposed since start
 }
 
 func (n *Node) diskStallStats() diskStallStats {
@@ -121,7 +159,9 @@ func (n *Node) diskStallStats() diskStallStats {
 	_, age, stalled := n.oldestDiskOp()
 	longest, _ := n.stall.ops.Longest()
 	s := &n.stall
+	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return diskStallStats{on: true, stalled: stalled, stalls: s.mu.stalls, oldest: age, longest: longest.Took}
+	return diskStallStats{on: true, stalled: stalled, stalls: s.mu.stalls, oldest: age, longest: longest.Took,
+		holdDown: s.mu.hold.left(now), holdDowns: s.mu.hold.count}
 }

@@ -19,42 +19,14 @@ import (
 // the end once at Info, and the stall is counted once however many
 // heartbeat ticks it spans. /readyz's reason names the file and the age.
 func TestDiskStalledLogsOnceEachWay(t *testing.T) {
-	var ns atomic.Int64
-	ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, ns.Load()) }
-	ops := segment.NewDiskOps(clock)
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	n := &Node{cfg: Config{DiskStallTimeout: 2 * time.Second},
-		log: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))}
-	n.stall.ops = ops
-
-	mem := segment.NewMemFS()
-	fs := ops.FS(mem)
-	f, err := fs.OpenFile("/p-0.log", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	blocked, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	defer once.Do(func() { close(release) })
-	mem.SetFault(func(op segment.FaultOp, _ string) error {
-		if op == segment.OpSync {
-			close(blocked)
-			<-release
-		}
-		return nil
-	})
-	synced := make(chan error, 1)
-	go func() { synced <- f.Sync() }()
-	<-blocked
-
-	ns.Add(int64(2 * time.Second)) // at the timeout: not yet a stall
+	r := newStallRig(t)
+	n := r.n
+	release := r.block()
+	r.advance(2 * time.Second) // at the timeout: not yet a stall
 	if n.diskStalled() || n.diskStallReason() != "" {
 		t.Fatal("an fsync in flight for exactly the timeout counts as a stall")
 	}
-	ns.Add(int64(1200 * time.Millisecond))
+	r.advance(1200 * time.Millisecond)
 	for range 3 { // heartbeat ticks
 		if !n.diskStalled() {
 			t.Fatal("an fsync in flight for 3.2s, timeout 2s, is no stall")
@@ -67,19 +39,14 @@ func TestDiskStalledLogsOnceEachWay(t *testing.T) {
 		t.Fatalf("stats during the stall %+v", s)
 	}
 
-	once.Do(func() { close(release) })
-	if err := <-synced; err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if n.diskStalled() || n.diskStalled() {
 		t.Fatal("still stalled after the fsync returned")
 	}
-	if s := n.diskStallStats(); s.stalled || s.stalls != 1 || s.oldest != 0 || s.longest != 3200*time.Millisecond {
+	if s := n.diskStallStats(); s.stalled || s.stalls != 1 || s.oldest != 0 || s.longest != 3200*time.Millisecond || s.holdDown != 0 {
 		t.Fatalf("stats after the stall %+v", s)
 	}
-	logMu.Lock()
-	out := logs.String()
-	logMu.Unlock()
+	out := r.logs()
 	if c := strings.Count(out, "level=ERROR msg=\"disk stalled: holding back broker heartbeats"); c != 1 {
 		t.Fatalf("%d Error lines for the stall's start, want 1:\n%s", c, out)
 	}
@@ -89,6 +56,90 @@ func TestDiskStalledLogsOnceEachWay(t *testing.T) {
 	if c := strings.Count(out, "level=INFO msg=\"disk stall over: heartbeating"); c != 1 {
 		t.Fatalf("%d Info lines for the stall's end, want 1:\n%s", c, out)
 	}
+}
+
+// stallRig is a node with stall detection (timeout 2s) on a MemFS file
+// whose fsyncs the test blocks, and one clock, moved by hand, for the
+// tracker and the hold-down.
+type stallRig struct {
+	t     *testing.T
+	ns    atomic.Int64
+	n     *Node
+	mem   *segment.MemFS
+	f     segment.File
+	buf   bytes.Buffer
+	logMu sync.Mutex
+}
+
+func newStallRig(t *testing.T) *stallRig {
+	t.Helper()
+	r := &stallRig{t: t}
+	r.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, r.ns.Load()) }
+	r.n = &Node{cfg: Config{DiskStallTimeout: 2 * time.Second},
+		log: slog.New(slog.NewTextHandler(&lockedWriter{w: &r.buf, mu: &r.logMu}, nil))}
+	r.n.stall.ops = segment.NewDiskOps(clock)
+	r.n.stall.now = clock
+	r.mem = segment.NewMemFS()
+	f, err := r.n.stall.ops.FS(r.mem).OpenFile("/p-0.log", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r.f = f
+	return r
+}
+
+// advance moves the clock.
+func (r *stallRig) advance(d time.Duration) { r.ns.Add(int64(d)) }
+
+// block starts an fsync that hangs until the function block returns is
+// called, which then waits for it to return.
+func (r *stallRig) block() (release func()) {
+	r.t.Helper()
+	blocked, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.mem.SetFault(func(op segment.FaultOp, _ string) error {
+		if op == segment.OpSync {
+			once.Do(func() { close(blocked) })
+			<-unblock
+		}
+		return nil
+	})
+	synced := make(chan error, 1)
+	go func() { synced <- r.f.Sync() }()
+	<-blocked
+	var done sync.Once
+	r.t.Cleanup(func() { done.Do(func() { close(unblock) }) })
+	return func() {
+		r.t.Helper()
+		done.Do(func() { close(unblock) })
+		if err := <-synced; err != nil {
+			r.t.Fatal(err)
+		}
+		r.mem.SetFault(nil)
+	}
+}
+
+// stall hangs an fsync for d (over the timeout), with a heartbeat tick
+// that sees it stalled, and once it has returned runs one more tick and
+// returns its answer: whether the node still holds back its heartbeats.
+func (r *stallRig) stall(d time.Duration) (aside bool) {
+	r.t.Helper()
+	release := r.block()
+	r.advance(d)
+	if !r.n.diskStalled() {
+		r.t.Fatalf("an fsync in flight for %v is no stall", d)
+	}
+	release()
+	return r.n.diskStalled()
+}
+
+// logs is what the node logged so far.
+func (r *stallRig) logs() string {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return r.buf.String()
 }
 
 // TestDiskStallOff: with the timeout 0 nothing is wrapped or tracked.

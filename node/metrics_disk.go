@@ -12,6 +12,9 @@ func (n *Node) writeDiskStallMetrics(w *metrics.Writer) {
 	w.Float(nil, s.oldest.Seconds())
 	w.Family("paymentlog_disk_op_max_seconds", metrics.TypeGauge, "The longest disk operation of this node's logs (fsync, msync, write, ...) that completed since it started: how close a healthy disk comes to --disk-stall-timeout.")
 	w.Float(nil, s.longest.Seconds())
+	w.Family("paymentlog_disk_stall_hold_down_seconds", metrics.TypeGauge, "After a disk stall that came within 10 minutes of the previous one's end: how long the node still holds back its heartbeats (stays fenced) although the operation returned (0: no hold-down).")
+	w.Float(nil, s.holdDown.Seconds())
+	w.Counter("paymentlog_disk_stall_hold_downs_total", "Hold-downs after a disk stall (a stall within 10 minutes of the previous one's end) since the node started.", s.holdDowns)
 	w.Family("paymentlog_disk_stall_timeout_seconds", metrics.TypeGauge, "--disk-stall-timeout: a disk operation in flight longer than this is a stall (0: detection off).")
 	w.Float(nil, n.cfg.DiskStallTimeout.Seconds())
 }

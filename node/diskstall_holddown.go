@@ -1,0 +1,69 @@
+package node
+
+import (
+	"fmt"
+	"time"
+)
+
+// A disk that stalls again and again keeps the node aside for a while.
+//
+// A flapping disk (a SAN path failing over every few seconds, a dying SSD)
+// would make the node step aside and come back at every stall: each
+// return takes its followers and, a --preferred-leader-delay later, its
+// preferred leaderships back, and each new stall stops those partitions'
+// acks=all writes again for the stall timeout and the fencing. So a stall
+// that starts within relapseWindow (10 min) of the end of the previous one
+// is followed by a hold-down (relapse.go, the rule a disk that fills again
+// follows): once its operation has returned the node goes on holding back
+// its heartbeats for backoffMin (30 s), doubling at each further relapse up
+// to backoffMax (10 min), counted from the stall's end. A stall during a
+// hold-down is a relapse too. The first stall in a window has no hold-down,
+// and a disk that holds for relapseWindow starts afresh. /readyz names the
+// hold-down and its end, and paymentlog_disk_stall_hold_down_seconds counts
+// it down.
+
+// stallHoldDown is the hold-down's state (under diskStall.mu), a pure
+// state machine: the caller passes the time.
+type stallHoldDown struct {
+	relapseBackoff               // stalls are the failures
+	wait           time.Duration // the hold-down the current or last stall imposes; 0: none
+	gap            time.Duration // how long after the previous stall's end it started
+	until          time.Time     // heartbeats held back until then; zero: no hold-down
+	holding        bool          // a hold-down was in force at the last look (for the log)
+	count          uint64        // hold-downs imposed since start
+}
+
+// started records a stall starting at now.
+func (h *stallHoldDown) started(now time.Time) {
+	h.gap = now.Sub(h.lastEnd)
+	h.wait = h.failed(now)
+	h.until = time.Time{}
+}
+
+// stopped records the stall ending at now, which starts its hold-down.
+func (h *stallHoldDown) stopped(now time.Time) {
+	h.ended(now)
+	if h.wait > 0 {
+		h.until = now.Add(h.wait)
+		h.count++
+	}
+}
+
+// left is the hold-down left at now (0: none).
+func (h *stallHoldDown) left(now time.Time) time.Duration {
+	if h.until.IsZero() {
+		return 0
+	}
+	return max(h.until.Sub(now), 0)
+}
+
+// reason says why the node is still aside at now ("" when it is not),
+// e.g. "disk stall hold-down: the disk stalled again 5s after the previous
+// stall ended; heartbeats held back 30s after this one (until 12:00:35)".
+func (h *stallHoldDown) reason(now time.Time) string {
+	if h.left(now) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("disk stall hold-down: the disk stalled again %v after the previous stall ended; heartbeats held back %v after this one (until %s)",
+		h.gap.Round(time.Second), h.wait, h.until.UTC().Format(time.TimeOnly))
+}
