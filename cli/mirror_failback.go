@@ -215,23 +215,14 @@ func (h *headerScanner) greatestBelow(ctx context.Context, tp, src client.TopicP
 	h.cons.Assign([]client.TopicPartition{tp}, from)
 	defer h.cons.Unassign([]client.TopicPartition{tp})
 	greatest, found := int64(-1), false
-	for {
-		if pos, ok := h.cons.Position(tp); ok && pos >= to {
-			return greatest, found, nil
+	err := h.readCopies(ctx, tp, src, from, to, func(_, s int64, copied bool) error {
+		if copied && s > greatest {
+			greatest, found = s, true
 		}
-		msgs, err := h.cons.Poll(ctx)
-		if err != nil {
-			return 0, false, fmt.Errorf("read the copy from offset %d: %w", from, err)
-		}
-		for _, m := range msgs {
-			if m.Offset < from || m.Offset >= to {
-				continue
-			}
-			for _, hd := range m.Headers {
-				if s, ok := parseSourcePosition(hd.Value, src); ok && hd.Key == mirrorHeader && s > greatest {
-					greatest, found = s, true
-				}
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
 	}
+	return greatest, found, nil
 }

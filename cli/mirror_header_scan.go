@@ -116,36 +116,71 @@ func (h *headerScanner) scan(ctx context.Context, tp, src client.TopicPartition,
 
 // probe is a headerProbe of target partition tp, whose end is end, for
 // copies of source partition src.
-func (h *headerScanner) probe(ctx context.Context, tp, src client.TopicPartition, from, end int64) (int64, int64, bool, error) {
+func (h *headerScanner) probe(ctx context.Context, tp, src client.TopicPartition, from, end int64) (at, source int64, found bool, err error) {
 	if err := h.cons.Seek(tp, from); err != nil {
 		return 0, 0, false, err
 	}
 	read := 0
+	err = h.readCopies(ctx, tp, src, from, end, func(offset, s int64, copied bool) error {
+		if copied {
+			at, source, found = offset, s, true
+			return errStopReading
+		}
+		if read++; read >= headerScanMaxRecords {
+			return fmt.Errorf("%d records from offset %d on, none copied from the source partition: gave up", read, from)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return at, source, found, nil
+}
+
+// errStopReading, from readCopies' visit, ends the read without an error.
+var errStopReading = errors.New("stop reading")
+
+// readCopies reads target partition tp, whose consumer is at offset from,
+// up to offset end, and calls visit with each record's offset and, for a
+// copy of source partition src, the source offset its mirrorHeader names
+// (copied false for any other record), until visit returns an error
+// (errStopReading: none) or the partition reaches end.
+func (h *headerScanner) readCopies(ctx context.Context, tp, src client.TopicPartition, from, end int64, visit func(offset, source int64, copied bool) error) error {
 	for {
 		if pos, ok := h.cons.Position(tp); ok && pos >= end {
-			return 0, 0, false, nil
+			return nil
 		}
 		msgs, err := h.cons.Poll(ctx)
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("read the target partition from offset %d: %w", from, err)
+			return fmt.Errorf("read %s/%d from offset %d: %w", tp.Topic, tp.Partition, from, err)
 		}
 		for _, m := range msgs {
 			if m.Offset < from || m.Offset >= end {
 				continue
 			}
-			for _, hd := range m.Headers {
-				if hd.Key != mirrorHeader {
-					continue
+			s, copied := copySource(m, src)
+			if err := visit(m.Offset, s, copied); err != nil {
+				if errors.Is(err, errStopReading) {
+					return nil
 				}
-				if s, ok := parseSourcePosition(hd.Value, src); ok {
-					return m.Offset, s, true, nil
-				}
-			}
-			if read++; read >= headerScanMaxRecords {
-				return 0, 0, false, fmt.Errorf("%d records from offset %d on, none copied from the source partition: gave up", read, from)
+				return err
 			}
 		}
 	}
+}
+
+// copySource is the source offset of src that the first mirrorHeader of m
+// naming src gives; false when none does (the mirror writes one a record).
+func copySource(m client.Message, src client.TopicPartition) (int64, bool) {
+	for _, hd := range m.Headers {
+		if hd.Key != mirrorHeader {
+			continue
+		}
+		if s, ok := parseSourcePosition(hd.Value, src); ok {
+			return s, true
+		}
+	}
+	return 0, false
 }
 
 func (h *headerScanner) close() { h.cons.Close() }
