@@ -24,6 +24,7 @@ import (
 // cluster.sh up re-issues them as node certificates for their nodes and the
 // cluster comes up with full ISRs.
 func TestClusterScriptReissuesNodeCertificatesWithoutRole(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}

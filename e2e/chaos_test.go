@@ -66,6 +66,7 @@ func runChaos(t *testing.T, cfg chaos.Config) *chaos.Result {
 // run faults for that long instead of one deck) change its size, and
 // CHAOS_NODES (default 3) the cluster's (nodes past the third broker-only).
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	perKind := envInt(t, "CHAOS_PER_KIND", 20)
 	if testing.Short() && os.Getenv("CHAOS_PER_KIND") == "" {
 		perKind = 3

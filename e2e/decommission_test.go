@@ -21,6 +21,7 @@ import (
 // `cluster unregister --id 4` (with the client certificate) removes it, and
 // cluster status lists three nodes; every record is still read back.
 func TestDecommissionBroker(t *testing.T) {
+	t.Parallel()
 	c := newScriptCluster(t)
 	c.script(t, "up")
 	env := c.clientEnv(t)

@@ -1,5 +1,16 @@
 // Package e2e holds multi-process tests: they build the paymentlog binary
 // once per test binary run and drive real clusters of it (see bench/chaos).
+//
+// Most of their time is spent waiting (fault holds, restarts, elections),
+// not computing, so tests that assert no timing bound call t.Parallel: go
+// test runs them after the serial ones, -parallel (GOMAXPROCS) at a time,
+// TestChaos beside the rest. The tests that stay serial, and so run first
+// on an otherwise quiet machine, are those whose assertions extra load
+// could break: the disk-stall and disk-full tests (pauses and failover
+// within bounds, a released disk reserve not taken by another write) and
+// TestMirrorSurvivesSIGKILL (its kills must land while the producer still
+// writes). Each test has its own ports (internal/freeport), temporary
+// directories and, for chaos runs, its own network namespaces.
 package e2e
 
 import (

@@ -22,6 +22,7 @@ import (
 // truncated their logs to its shorter one: 536 acknowledged records lost and
 // their offsets reused by later records.
 func TestRegressionTornLeaderRestart(t *testing.T) {
+	t.Parallel()
 	var script []chaos.Fault
 	for i := range 4 {
 		script = append(script, chaos.Fault{
@@ -38,6 +39,7 @@ func TestRegressionTornLeaderRestart(t *testing.T) {
 // `CHAOS_SEED=1 CHAOS_PER_KIND=2`. A leader kill while four producers write
 // makes the first producer retry.
 func TestRegressionProducerIDZero(t *testing.T) {
+	t.Parallel()
 	runChaos(t, chaos.Config{Seed: 1, Script: []chaos.Fault{
 		{Kind: chaos.KillLeader, Pick: 0, Gap: time.Second, Hold: 300 * time.Millisecond},
 		{Kind: chaos.KillLeader, Pick: 1, Gap: time.Second, Hold: 300 * time.Millisecond},
@@ -63,6 +65,7 @@ func TestRegressionProducerIDZero(t *testing.T) {
 // failure was timing-dependent: this scenario drives the path on every run
 // but reproduced the loss only on some before the fix.
 func TestRegressionPausedController(t *testing.T) {
+	t.Parallel()
 	var script []chaos.Fault
 	for range 6 {
 		script = append(script, chaos.Fault{Kind: chaos.Pause, Target: chaos.TargetController, Gap: time.Second, Hold: 2 * time.Second})

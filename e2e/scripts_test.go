@@ -30,6 +30,7 @@ import (
 // (PAYMENTLOG_CLUSTER_PORT) under a temporary directory
 // (PAYMENTLOG_CLUSTER_DIR) with the test binary (PAYMENTLOG_BIN).
 func TestClusterScript(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
@@ -238,6 +239,7 @@ func TestClusterScript(t *testing.T) {
 // TestClusterScriptPortTaken: when another process holds the first node's
 // port, up fails naming the port and the way out.
 func TestClusterScriptPortTaken(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
@@ -265,6 +267,7 @@ func TestClusterScriptPortTaken(t *testing.T) {
 // and exit status 2, like paymentlog's own; acting on a node that is not
 // running is one line and exit status 1. No cluster is started.
 func TestClusterScriptErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
@@ -635,6 +638,7 @@ func processAlive(pid int) bool {
 // (Nothing else runs `bench` in --bootstrap mode, where the kills go through
 // the user's commands.)
 func TestBenchAgainstScriptCluster(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}

@@ -26,6 +26,7 @@ import (
 // from the leader. Real processes, a real rot (bytes flipped in a sealed
 // segment while the node runs, as a failing disk would).
 func TestScrubRestartRepairsInProcess(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const topic, records = "payments", 3000
