@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -61,29 +60,16 @@ func mirrorFailbackCommand() *ucli.Command {
 	}
 }
 
-// mirrorFailbackOptions are the flags of `mirror failback-offsets`.
+// mirrorFailbackOptions are the flags of `mirror failback-offsets`: the
+// group's offsets are read on the target, committed on the source.
 type mirrorFailbackOptions struct {
-	// source is the original cluster (committed to); target holds the
-	// copies and the offset syncs.
-	target, source   clientOptions
-	group            string
-	offsetSyncsTopic string
-	commit           commitMode
-	export           bool
-	rewind           bool
-	timeout          time.Duration
-	// policy names the copies.
-	policy replicationPolicy
+	groupOffsetsOptions
+	rewind bool
 }
 
 func parseMirrorFailback(c *ucli.Context) (mirrorFailbackOptions, error) {
-	o := mirrorFailbackOptions{offsetSyncsTopic: c.String("offset-syncs-topic"), export: c.Bool("export"), rewind: c.Bool("rewind"),
-		timeout: c.Duration("timeout")}
-	var err error
-	if o.group, o.target, o.source, o.commit, o.policy, err = parseGroupOffsetsArgs(c); err != nil {
-		return o, err
-	}
-	return o, nil
+	g, err := parseGroupOffsetsArgs(c)
+	return mirrorFailbackOptions{groupOffsetsOptions: g, rewind: c.Bool("rewind")}, err
 }
 
 func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, stderr io.Writer) error {

@@ -52,25 +52,31 @@ func mirrorTranslateCommand() *ucli.Command {
 	}
 }
 
-// mirrorTranslateOptions are the flags of `mirror translate-offsets`.
+// mirrorTranslateOptions are the flags of `mirror translate-offsets`: the
+// group's offsets are read on the source, committed on the target.
 type mirrorTranslateOptions struct {
+	groupOffsetsOptions
+	headerScan bool
+}
+
+func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
+	g, err := parseGroupOffsetsArgs(c)
+	return mirrorTranslateOptions{groupOffsetsOptions: g, headerScan: c.Bool("header-scan")}, err
+}
+
+// groupOffsetsOptions are the flags translate-offsets and failback-offsets
+// share (parseGroupOffsetsArgs).
+type groupOffsetsOptions struct {
+	// target holds the copies and the offset syncs; source, the
+	// original topics.
 	target, source   clientOptions
 	group            string
 	offsetSyncsTopic string
 	commit           commitMode
 	export           bool
-	headerScan       bool
 	timeout          time.Duration
-	// policy names the copies whose offsets are committed.
+	// policy names the copies.
 	policy replicationPolicy
-}
-
-func parseMirrorTranslate(c *ucli.Context) (mirrorTranslateOptions, error) {
-	o := mirrorTranslateOptions{offsetSyncsTopic: c.String("offset-syncs-topic"),
-		export: c.Bool("export"), headerScan: c.Bool("header-scan"), timeout: c.Duration("timeout")}
-	var err error
-	o.group, o.target, o.source, o.commit, o.policy, err = parseGroupOffsetsArgs(c)
-	return o, err
 }
 
 // groupOffsetsFlags are the flags translate-offsets and failback-offsets
@@ -86,36 +92,36 @@ func groupOffsetsFlags(env string) []ucli.Flag {
 }
 
 // parseGroupOffsetsArgs reads what translate-offsets and failback-offsets
-// share: the group argument, the two clusters, --execute or --dry-run, the
-// replication policy, and checks --offset-syncs-topic.
-func parseGroupOffsetsArgs(c *ucli.Context) (group string, target, source clientOptions, commit commitMode, policy replicationPolicy, err error) {
-	if group, err = oneArg(c, "group name"); err != nil {
-		return
+// share: the group argument, the two clusters, --execute or --dry-run,
+// --export, --timeout, the replication policy, and checks
+// --offset-syncs-topic.
+func parseGroupOffsetsArgs(c *ucli.Context) (groupOffsetsOptions, error) {
+	o := groupOffsetsOptions{offsetSyncsTopic: c.String("offset-syncs-topic"), export: c.Bool("export"), timeout: c.Duration("timeout")}
+	var err error
+	if o.group, err = oneArg(c, "group name"); err != nil {
+		return o, err
 	}
-	if target, err = parseClientOptions(c); err != nil {
-		err = usageError("%v", err)
-		return
+	if o.target, err = parseClientOptions(c); err != nil {
+		return o, usageError("%v", err)
 	}
-	if source, err = parseSourceClient(c, target); err != nil {
-		return
+	if o.source, err = parseSourceClient(c, o.target); err != nil {
+		return o, err
 	}
-	if commit, err = parseCommitMode(c); err != nil {
-		return
+	if o.commit, err = parseCommitMode(c); err != nil {
+		return o, err
 	}
-	if policy, err = parseReplicationPolicy(c); err != nil {
-		return
+	if o.policy, err = parseReplicationPolicy(c); err != nil {
+		return o, err
 	}
-	switch syncs := c.String("offset-syncs-topic"); {
-	case wire.CheckGroupName(group) != "":
-		err = usageError("group: %s", wire.CheckGroupName(group))
-	case group == c.String("mirror-group"):
-		err = usageError("%s is the mirror's own group: its offsets are the source's, not a consumer's to move", group)
-	case syncs == "":
-		err = usageError("--offset-syncs-topic: required (the topic the mirror writes its offset syncs to)")
-	default:
-		err = checkOffsetSyncsTopic(syncs)
+	switch {
+	case wire.CheckGroupName(o.group) != "":
+		return o, usageError("group: %s", wire.CheckGroupName(o.group))
+	case o.group == c.String("mirror-group"):
+		return o, usageError("%s is the mirror's own group: its offsets are the source's, not a consumer's to move", o.group)
+	case o.offsetSyncsTopic == "":
+		return o, usageError("--offset-syncs-topic: required (the topic the mirror writes its offset syncs to)")
 	}
-	return
+	return o, checkOffsetSyncsTopic(o.offsetSyncsTopic)
 }
 
 // mirrorClients connects to the source and the target.
