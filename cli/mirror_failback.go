@@ -108,7 +108,7 @@ func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, 
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	reader.report(stderr)
-	onSource, err := src.Admin().DescribeGroup(ctx, opts.group)
+	onSource, err := src.Admin().FetchOffsets(ctx, opts.group)
 	if err != nil {
 		return fmt.Errorf("%s: the group on the source: %w", what, err)
 	}
@@ -120,12 +120,13 @@ func runMirrorFailback(ctx context.Context, opts mirrorFailbackOptions, stdout, 
 	}
 	// The originals, described on the source (an identity policy: their
 	// own names).
-	sources, err := (&targetDescriber{a: src.Admin(), cluster: "source", parts: map[client.TopicPartition]targetPartition{}, described: map[string]bool{}}).
-		describe(ctx, originals, nil)
+	originalTopics := newTargetDescriber(src.Admin(), replicationPolicy{})
+	originalTopics.cluster = "source"
+	sources, err := originalTopics.describe(ctx, originals, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	plan, notCopies := planFailback(onCopy.Offsets, onSource.Offsets, reader.syncs, sources, opts.policy, opts.rewind)
+	plan, notCopies := planFailback(onCopy.Offsets, onSource, reader.syncs, sources, opts.policy, opts.rewind)
 	copies, err := newTargetDescriber(dst.Admin(), opts.policy).describe(ctx, originals, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
