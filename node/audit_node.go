@@ -34,9 +34,11 @@ func (n *Node) selfWho() audit.Who {
 // nodes connect through the same endpoint: both are recorded. Outbound, the
 // certificate of a peer the node dialed (another node, for replication or
 // raft: every dial the node makes goes through its endpoint): the same, or
-// not for the address dialed. As a denied line, op "connect", on the
-// cluster, result the reason (the audit package writes one a minute per
-// side, peer host, reason and certificate).
+// not for the address dialed. Either side, a certificate the handshake
+// accepted but for another node than the one a request claims or the node
+// dialed (quic.RefusedWrongNode: the call is refused). As a denied line, op
+// "connect", on the cluster, result the reason (the audit package writes
+// one a minute per side, peer host, reason and certificate).
 func (n *Node) auditRefusedPeer(p quic.RefusedPeer) {
 	n.tlsRefused.add(p.Side, p.Reason)
 	who := audit.Who{Addr: p.Addr}
@@ -49,7 +51,7 @@ func (n *Node) auditRefusedPeer(p quic.RefusedPeer) {
 	}
 	n.audit.RefusedConnect(who, wire.ResourceCluster, wire.ClusterResourceName, audit.RefusedHandshake{
 		Side: side, ServerName: p.ServerName, Reason: p.Reason, Message: p.Err.Error(),
-		Serial: p.Serial, Issuer: p.Issuer, NotBefore: p.NotBefore, NotAfter: p.NotAfter})
+		Serial: p.Serial, Issuer: p.Issuer, NotBefore: p.NotBefore, NotAfter: p.NotAfter, ExpectedNode: p.ExpectedNode})
 }
 
 // auditTLSReload records a reload of the node's TLS files: a new

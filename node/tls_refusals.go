@@ -43,12 +43,13 @@ func (r *tlsRefusals) write(w *metrics.Writer) {
 	r.mu.Unlock()
 	w.Family("paymentlog_tls_handshakes_refused_total", metrics.TypeCounter,
 		"TLS handshakes this node refused because of the peer's certificate, by side (inbound: a client's, or another node's connecting; outbound: a peer's this node dialed) and reason "+
-			"(no-certificate, unknown-ca, expired, not-yet-valid, bad-usage, name-mismatch (outbound), bad-certificate, revoked); all counted, though the audit trail writes one a minute per peer host, reason and certificate.")
+			"(no-certificate, unknown-ca, expired, not-yet-valid, bad-usage, name-mismatch (outbound), bad-certificate, revoked), and calls refused for a valid certificate of another node than the one claimed or dialed (wrong-node); all counted, though the audit trail writes one a minute per peer host, reason and certificate.")
 	var keys []tlsRefusal
 	for _, side := range []struct {
 		name    string
 		reasons []string
-	}{{quic.SideInbound, quic.InboundRefusals}, {quic.SideOutbound, quic.OutboundRefusals}} {
+	}{{quic.SideInbound, slices.Concat(quic.InboundRefusals, []string{quic.RefusedWrongNode})},
+		{quic.SideOutbound, slices.Concat(quic.OutboundRefusals, []string{quic.RefusedWrongNode})}} {
 		for _, reason := range side.reasons {
 			keys = append(keys, tlsRefusal{side.name, reason})
 		}

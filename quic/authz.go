@@ -48,10 +48,15 @@ func (p Peer) Identity() Identity { return Identity{Role: p.Role, NodeID: p.Node
 // a node certificate for id, or when the endpoint authenticates nobody (dev
 // mode: p.Authenticated is false). Handlers call it where a request names
 // the node it comes from (a broker id, a raft sender, a follower id), after
-// the Authorizer has admitted the frame type.
+// the Authorizer has admitted the frame type. A refusal is reported to the
+// endpoint's Config.OnRefusedPeer, reason RefusedWrongNode.
 func (p Peer) CheckNodeID(what string, id int32) error {
 	if !p.Authenticated || (p.Role == RoleNode && p.NodeID == id) {
 		return nil
 	}
-	return ClusterAuthorizationError("%s %d does not match the peer's certificate %q (%s)", what, id, p.Name, p.Identity())
+	err := ClusterAuthorizationError("%s %d does not match the peer's certificate %q (%s)", what, id, p.Name, p.Identity())
+	if p.ep != nil {
+		p.ep.refusedWrongNode(SideInbound, p.Addr, id, p.leaf, err)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,6 +24,12 @@ type Peer struct {
 	Authenticated bool
 	Role          Role  // from the certificate (see Role); RoleNone in dev mode
 	NodeID        int32 // with RoleNode: the node id the certificate names
+
+	// leaf is the certificate presented (nil without one), and ep the
+	// endpoint that accepted the connection (nil on the dialing side):
+	// CheckNodeID reports a refusal to ep's OnRefusedPeer (wrong_node.go).
+	leaf *x509.Certificate
+	ep   *Endpoint
 }
 
 // UnaryHandler answers one request frame with one response. req.Body stays

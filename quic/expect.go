@@ -43,6 +43,8 @@ func (e *Endpoint) checkExpected(ctx context.Context, addr string, ent *poolEntr
 	if p.Role == RoleNode && p.NodeID == id {
 		return nil
 	}
-	return &OpError{Op: "dial", Addr: addr, Err: fmt.Errorf("%w: dialed node %d, the server's certificate %q is a %s",
+	err := &OpError{Op: "dial", Addr: addr, Err: fmt.Errorf("%w: dialed node %d, the server's certificate %q is a %s",
 		ErrUnexpectedServer, id, p.Name, p.Identity())}
+	e.refusedWrongNode(SideOutbound, addr, id, p.leaf, err)
+	return err
 }

@@ -20,6 +20,11 @@ const (
 	// RefusedNameMismatch: the server's certificate is not for the name or
 	// address dialed (outbound only, refused_server.go).
 	RefusedNameMismatch = "name-mismatch"
+	// RefusedWrongNode: a certificate the handshake accepted, but not the
+	// node certificate of the node id expected (wrong_node.go): the id a
+	// request claims (inbound), the id dialed (outbound). Not a handshake
+	// refusal: each call is refused, the connection stays.
+	RefusedWrongNode = "wrong-node"
 )
 
 // Which side of a handshake refused it (RefusedPeer.Side).
@@ -57,7 +62,10 @@ type RefusedPeer struct {
 	Serial              string
 	Issuer              string
 	NotBefore, NotAfter time.Time
-	Err                 error // the refusal, as the handshake failed with it
+	// ExpectedNode is, for RefusedWrongNode, the node id the certificate
+	// should have been for.
+	ExpectedNode int32
+	Err          error // the refusal, as the handshake (or call) failed with it
 }
 
 // reportingRefusals is the server configuration for one handshake: st's,

@@ -55,6 +55,7 @@ func (e *Endpoint) Serve(ctx context.Context) error {
 		}
 		e.stats.watch(conn)
 		peer := peerOf(conn.RemoteAddr().String(), conn.ConnectionState().TLS, e.mutualTLS)
+		peer.ep = e
 		// Before any of its streams is served: a request it carries may
 		// be answered over our pooled connection to the same peer.
 		e.pool.peerConnected(peer, time.Now())

@@ -164,7 +164,7 @@ func peerOf(addr string, st tls.ConnectionState, authenticated bool) Peer {
 		return p
 	}
 	leaf := st.PeerCertificates[0]
-	p.Name = leaf.Subject.CommonName
+	p.Name, p.leaf = leaf.Subject.CommonName, leaf
 	if authenticated {
 		id := IdentityOf(leaf)
 		p.Role, p.NodeID = id.Role, id.NodeID

@@ -12,7 +12,9 @@ import (
 // "connect", result the reason, details.side "inbound"; so does a peer the
 // node dialed (another node, for replication or raft) whose server
 // certificate it refuses (the same reasons, or "name-mismatch": not for the
-// address dialed), details.side "outbound", addr the address dialed. A
+// address dialed), details.side "outbound", addr the address dialed; and a
+// valid certificate for another node than the one a request claims or the
+// node dialed ("wrong-node", details.expected_node; each call is refused). A
 // scanner or a misconfigured client retries fast, and so does the node
 // dialing a peer, so the same refusal is written at most once per
 // RefusedRepeatWindow: per side, peer host (the address without its port,
@@ -48,6 +50,9 @@ type RefusedHandshake struct {
 	// the presented certificate's; zero without one.
 	Serial, Issuer      string
 	NotBefore, NotAfter time.Time
+	// ExpectedNode is, for a certificate valid but not for the node id
+	// expected (result "wrong-node"), that node id.
+	ExpectedNode int32
 }
 
 // ConnectDetails are a refused connect line's details.
@@ -58,6 +63,9 @@ type ConnectDetails struct {
 	Issuer     string `json:"issuer,omitempty"`
 	NotBefore  string `json:"not_before,omitempty"` // RFC 3339
 	NotAfter   string `json:"not_after,omitempty"`
+	// ExpectedNode is the node id a wrong-node certificate should have
+	// been for: the one the request claimed (inbound), or dialed (outbound).
+	ExpectedNode int32 `json:"expected_node,omitempty"`
 	// Repeated are the same refusals (side, peer host, reason, serial,
 	// issuer) not written since the last line for them.
 	Repeated uint64 `json:"repeated,omitempty"`
@@ -81,7 +89,7 @@ func (l *Log) RefusedConnect(who Who, resourceType, name string, h RefusedHandsh
 	who.Authenticated = false
 	ln := l.newLine(EventDenied, who, OpConnect, h.Reason, h.Message)
 	ln.Resource, ln.ResourceName = resourceType, &name
-	d := ConnectDetails{Side: h.Side, ServerName: h.ServerName, Serial: h.Serial, Issuer: h.Issuer, Repeated: repeated}
+	d := ConnectDetails{Side: h.Side, ServerName: h.ServerName, Serial: h.Serial, Issuer: h.Issuer, ExpectedNode: h.ExpectedNode, Repeated: repeated}
 	if !h.NotBefore.IsZero() {
 		d.NotBefore = h.NotBefore.UTC().Format(time.RFC3339)
 	}
