@@ -37,8 +37,11 @@
 //	              "not-yet-valid", "bad-usage" (not a client certificate,
 //	              or outbound not a server one), "name-mismatch"
 //	              (outbound: not for the address dialed),
-//	              "bad-certificate" (any other verification failure) or
-//	              "revoked");
+//	              "bad-certificate" (any other verification failure),
+//	              "revoked", or "wrong-node" (either side: a certificate
+//	              the handshake accepted, but not the node certificate
+//	              of the node id a request claimed or the node dialed;
+//	              the call is refused));
 //	              access: "read" (Fetch) or "write" (Produce);
 //	              node: "start", "stop" or "tls-reload"
 //	resource      denied and access: the resource ("topic", "group",
@@ -62,7 +65,8 @@
 //	              server_name (outbound: the name or address the
 //	              certificate was checked against), serial, issuer,
 //	              not_before and not_after of the certificate presented
-//	              (not verified), and repeated, the same refusals (side,
+//	              (not verified), expected_node (wrong-node: the node id
+//	              claimed or dialed), and repeated, the same refusals (side,
 //	              peer host, reason, serial, issuer) not written since the
 //	              last line for them (at most one a RefusedRepeatWindow, a
 //	              minute)
