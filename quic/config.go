@@ -57,9 +57,13 @@ type Config struct {
 	// (unknown CA, expired, not yet valid, not a client certificate) or one
 	// revoked.txt lists (refused_peer.go); outbound, the certificate of a
 	// server it dialed: the same, or not for the name or address dialed
-	// (refused_server.go). The audit trail records them. Mutual TLS from
+	// (refused_server.go). It is also told of each call refused to a
+	// certificate the handshake accepted but not for the node expected
+	// (RefusedWrongNode, either side: Peer.CheckNodeID, ExpectNode;
+	// wrong_node.go). The audit trail records them. Mutual TLS from
 	// Config.TLS only; which certificates are accepted does not change. It
-	// is called on the handshake's goroutine: it must not block.
+	// is called on the handshake's (or the call's) goroutine: it must not
+	// block.
 	OnRefusedPeer func(RefusedPeer)
 	// ResetSeed is secret material, stable across restarts, from which the
 	// stateless reset key of an endpoint with a fixed Addr is derived (with

@@ -106,7 +106,8 @@
 // caller's error matches [ErrClusterAuthorizationFailed]), the first
 // refusal on a connection is logged at warn, and the connection and every
 // other peer are served as before. Where a request names the node it comes
-// from, the handler binds it to the certificate with [Peer.CheckNodeID]. A
+// from, the handler binds it to the certificate with [Peer.CheckNodeID]
+// (a refusal is told to Config.OnRefusedPeer, as [RefusedWrongNode]). A
 // certificate without a role (issued by an older build) is a client as far
 // as the authorizer is concerned. In dev mode nothing is authenticated, so
 // nothing is authorized: every peer may send everything, as any node.
