@@ -38,13 +38,20 @@ const DefaultDiskStallTimeout = 2 * time.Second
 // diskStall is the stall detector's state.
 type diskStall struct {
 	ops *segment.DiskOps // nil: detection off
-	now func() time.Time // the hold-down's clock; nil: time.Now
-	mu  struct {
+	now func() time.Time // the hold-down's and the device watch's clock; nil: time.Now
+	// writes reads the completed writes of the data directory's block
+	// device (diskstall_progress.go), set at the first look unless a test
+	// set it; nil: unknown.
+	writes     func() (uint64, error)
+	writesOnce sync.Once
+	mu         struct {
 		sync.Mutex
-		stalled bool
-		op      segment.DiskOp // the operation that started the stall
-		stalls  uint64         // stalls detected since start
-		hold    stallHoldDown
+		stalled  bool
+		op       segment.DiskOp // the operation that started the stall
+		stalls   uint64         // stalls detected since start
+		hold     stallHoldDown
+		progress deviceProgress
+		slowLog  time.Time // when a slow operation was last logged
 	}
 }
 
@@ -70,20 +77,31 @@ func trackDiskOps(cfg *Config) *segment.DiskOps {
 }
 
 // oldestDiskOp returns the oldest disk operation in flight and its age,
-// and whether it is a stall (older than the timeout).
-func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled bool) {
+// and whether it is a stall: older than the timeout while the device
+// completed no write for a timeout, or older than slowDiskStallFactor
+// timeouts (diskstall_progress.go). slow: older than the timeout, but the
+// device is writing.
+func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled, slow bool) {
 	if n.stall.ops == nil {
-		return segment.DiskOp{}, 0, false
+		return segment.DiskOp{}, 0, false, false
 	}
+	idle, known := n.deviceIdle() // at every look, so that it knows when the device last wrote
 	op, age, ok := n.stall.ops.Oldest()
-	return op, age, ok && age > n.cfg.DiskStallTimeout
+	timeout := n.cfg.DiskStallTimeout
+	if !ok || age <= timeout {
+		return op, age, false, false
+	}
+	if !known || idle > timeout || age > slowDiskStallFactor*timeout {
+		return op, age, true, false
+	}
+	return op, age, false, true
 }
 
 // diskStallReason says why the disk counts as stalled, or why the node is
 // still aside after a stall ("" for neither), e.g. "disk stalled:
 // fdatasync of /data/payments-0/....log in flight for 3.2s".
 func (n *Node) diskStallReason() string {
-	op, age, stalled := n.oldestDiskOp()
+	op, age, stalled, _ := n.oldestDiskOp()
 	if stalled {
 		return fmt.Sprintf("disk stalled: %s in flight for %.1fs", op, age.Seconds())
 	}
@@ -101,10 +119,14 @@ func (n *Node) diskStallReason() string {
 // (Info, or Warn when a hold-down follows), and when a hold-down ends
 // (Info). The heartbeat loop calls it before each heartbeat.
 func (n *Node) diskStalled() bool {
-	op, age, stalled := n.oldestDiskOp()
+	op, age, stalled, slow := n.oldestDiskOp()
 	s := &n.stall
 	now := s.clock()
 	s.mu.Lock()
+	logSlow := slow && now.Sub(s.mu.slowLog) >= time.Minute
+	if logSlow {
+		s.mu.slowLog = now
+	}
 	was, first := s.mu.stalled, s.mu.op
 	s.mu.stalled = stalled
 	h := &s.mu.hold
@@ -121,6 +143,10 @@ func (n *Node) diskStalled() bool {
 	h.holding = holding
 	wait, gap, until := h.wait, h.gap, h.until
 	s.mu.Unlock()
+	if logSlow {
+		n.log.Warn("disk slow: an operation has been in flight longer than --disk-stall-timeout, but the device is writing: not a stall (logged at most once a minute)",
+			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
+	}
 	switch {
 	case stalled && !was:
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
@@ -156,7 +182,7 @@ func (n *Node) diskStallStats() diskStallStats {
 	if n.stall.ops == nil {
 		return diskStallStats{}
 	}
-	_, age, stalled := n.oldestDiskOp()
+	_, age, stalled, _ := n.oldestDiskOp()
 	longest, _ := n.stall.ops.Longest()
 	s := &n.stall
 	now := s.clock()

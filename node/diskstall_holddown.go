@@ -35,7 +35,7 @@ type stallHoldDown struct {
 
 // started records a stall starting at now.
 func (h *stallHoldDown) started(now time.Time) {
-	h.gap = now.Sub(h.lastEnd)
+	h.gap = max(now.Sub(h.lastEnd), 0) // 0: the same operation, stalled again after the device wrote
 	h.wait = h.failed(now)
 	h.until = time.Time{}
 }

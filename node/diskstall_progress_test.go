@@ -1,0 +1,133 @@
+package node
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSlowDiskIsNoStall: by the injected clock and device counter, an
+// fsync in flight for 10s while the device completes writes every 500ms
+// is slow, not a stall (logged once at Warn, not in /readyz); once the
+// device completes nothing for over a timeout it is a stall; and past
+// slowDiskStallFactor timeouts it is one however busy the device is.
+func TestSlowDiskIsNoStall(t *testing.T) {
+	r := newStallRig(t)
+	n := r.n
+	var writes atomic.Uint64
+	n.stall.writes = func() (uint64, error) { return writes.Load(), nil }
+	release := r.block()
+	for range 20 { // 10s, the device writing
+		r.advance(500 * time.Millisecond)
+		writes.Add(3)
+		if n.diskStalled() || n.diskStallReason() != "" {
+			t.Fatalf("a stall at %v in flight while the device writes", n.diskStallStats().oldest)
+		}
+	}
+	if c := strings.Count(r.logs(), "level=WARN msg=\"disk slow: an operation has been in flight longer than --disk-stall-timeout, but the device is writing"); c != 1 {
+		t.Fatalf("%d Warn lines for the slow operation, want 1:\n%s", c, r.logs())
+	}
+	r.advance(2 * time.Second) // no write for exactly the timeout
+	if n.diskStalled() {
+		t.Fatal("a stall with the device idle for exactly the timeout")
+	}
+	r.advance(100 * time.Millisecond)
+	if !n.diskStalled() || !strings.HasPrefix(n.diskStallReason(), "disk stalled: fdatasync of /p-0.log in flight for 12.1s") {
+		t.Fatalf("no stall with the device idle for 2.1s: %q", n.diskStallReason())
+	}
+	writes.Add(1)
+	r.advance(50 * time.Millisecond)
+	if n.diskStalled() {
+		t.Fatal("still a stall once the device writes again")
+	}
+	for range 16 { // to 20.15s in flight: past ten timeouts
+		r.advance(500 * time.Millisecond)
+		writes.Add(1)
+	}
+	if !n.diskStalled() {
+		t.Fatalf("no stall after %v in flight, over %d timeouts", n.diskStallStats().oldest, slowDiskStallFactor)
+	}
+	release()
+	n.diskStalled()
+	if s := n.diskStallStats(); s.stalled || s.stalls != 2 {
+		t.Fatalf("after the fsync returned: %+v, want 2 stalls, none now", s)
+	}
+}
+
+// TestHungDiskStallsAtTheTimeout: a device that completes nothing (a
+// frozen file system, a hung SAN) makes an operation a stall as soon as
+// it is older than the timeout, as without the device watch; so does an
+// unreadable counter.
+func TestHungDiskStallsAtTheTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		writes func() (uint64, error)
+	}{
+		{"idle device", func() (uint64, error) { return 7, nil }},
+		{"unreadable counter", func() (uint64, error) { return 0, errors.New("gone") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newStallRig(t)
+			r.n.stall.writes = c.writes
+			r.n.diskStalled() // a look before the operation
+			release := r.block()
+			defer release()
+			r.advance(2 * time.Second)
+			if r.n.diskStalled() {
+				t.Fatal("a stall at the timeout")
+			}
+			r.advance(100 * time.Millisecond)
+			if !r.n.diskStalled() {
+				t.Fatal("no stall at 2.1s in flight")
+			}
+		})
+	}
+}
+
+// TestParseBlockStat: the counter sums completed writes, discards and
+// flushes, on a current kernel's 17 fields and an old one's 11; anything
+// else is an error.
+func TestParseBlockStat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		err  bool
+	}{
+		{"    9224       16   341828     2443   798652   684779 14518776   768748        0   548524  1195766        5        0        0        0   474239   424574\n", 798652 + 5 + 474239, false},
+		{"1 2 3 4 5 6 7 8 9 10 11", 5, false},
+		{"1 2 3 4 5 6 7 8 9 10 11 12 13", 5 + 12, false},
+		{"1 2 3 4 5 6 7 8 9 10", 0, true},
+		{"1 2 3 4 x 6 7 8 9 10 11", 0, true},
+		{"1 2 3 4 -5 6 7 8 9 10 11", 0, true},
+		{"", 0, true},
+	} {
+		got, err := parseBlockStat([]byte(c.in))
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("parseBlockStat(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
+		}
+		if err != nil && !errors.Is(err, errBlockStat) {
+			t.Errorf("parseBlockStat(%q): %v is not errBlockStat", c.in, err)
+		}
+	}
+}
+
+// FuzzParseBlockStat: any bytes give a counter or errBlockStat, never a
+// panic, and a line of at least 16 numbers sums fields 5, 12 and 16.
+func FuzzParseBlockStat(f *testing.F) {
+	f.Add([]byte("    9224       16   341828     2443   798652   684779 14518776   768748        0   548524  1195766        0        0        0        0   474239   424574\n"))
+	f.Add([]byte("1 2 3 4 5 6 7 8 9 10 11"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseBlockStat(b)
+		if err != nil {
+			if !errors.Is(err, errBlockStat) {
+				t.Fatalf("error %v is not errBlockStat", err)
+			}
+			return
+		}
+		if len(strings.Fields(string(b))) < 11 {
+			t.Fatalf("%q: a counter (%d) from fewer than 11 fields", b, got)
+		}
+	})
+}
