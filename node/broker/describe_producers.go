@@ -44,14 +44,10 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, peer quic.Peer, fr
 			out.Err = wire.UnknownTopicOrPartition
 			out.Message = fmt.Sprintf("node %d holds no replica of %s/%d", b.cfg.NodeID, req.Topic, pn)
 		} else {
-			p.describeProducers(&out, req.AnyReplica, now, ttl)
+			p.describeProducers(&out, req.AnyReplica, now, ttl, budget)
 		}
 		if held && out.Err == wire.NotLeader {
 			continue // every partition led here: not this one
-		}
-		if n := len(out.Producers); n > budget {
-			out.Omitted = int32(n - budget)
-			out.Producers = out.Producers[:budget]
 		}
 		budget -= len(out.Producers)
 		resp.Parts = append(resp.Parts, out)
@@ -73,9 +69,11 @@ func (b *Broker) topicPartitions(topic string) []int32 {
 }
 
 // describeProducers fills out with the partition's producer state, unless
-// the replica does not lead and anyReplica is false. It holds appendMu only
-// to copy the state (no I/O).
-func (p *partition) describeProducers(out *wire.DescribeProducersPartition, anyReplica bool, now time.Time, ttl time.Duration) {
+// the replica does not lead and anyReplica is false: at most budget
+// producers, those of the lowest ids, the rest counted in out.Omitted. It
+// holds appendMu only to copy the state (no I/O), and copies none once the
+// response's budget is spent (budget 0).
+func (p *partition) describeProducers(out *wire.DescribeProducersPartition, anyReplica bool, now time.Time, ttl time.Duration, budget int) {
 	p.appendMu.Lock()
 	p.mu.Lock()
 	code := p.mu.r.CheckEpoch(-1)
@@ -88,7 +86,11 @@ func (p *partition) describeProducers(out *wire.DescribeProducersPartition, anyR
 	var unknown error
 	if code == replica.OK || anyReplica {
 		unknown = p.producers.unknown
-		out.Producers = p.producers.describe(now.UnixMilli(), ttl.Milliseconds(), hw)
+		if budget > 0 {
+			out.Producers = p.producers.describe(now.UnixMilli(), ttl.Milliseconds(), hw)
+		} else if unknown == nil {
+			out.Omitted = int32(len(p.producers.producers))
+		}
 	}
 	p.appendMu.Unlock()
 	switch {
@@ -100,6 +102,10 @@ func (p *partition) describeProducers(out *wire.DescribeProducersPartition, anyR
 			p.key.topic, p.key.partition, unknown)
 	}
 	slices.SortFunc(out.Producers, func(a, b wire.ProducerState) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	if n := len(out.Producers); n > budget {
+		out.Omitted = int32(n - budget)
+		out.Producers = out.Producers[:budget]
+	}
 }
 
 // describe lists the producers of s (unsorted) as of nowMs, with their

@@ -107,6 +107,21 @@ func TestDescribeProducers(t *testing.T) {
 		t.Fatalf("follower, any replica: %+v\nwant producers %+v", follower, want)
 	}
 
+	// A response's budget of producers: the lowest ids, the rest counted;
+	// once spent, the state is not copied.
+	leader := c.node(1).b.partition("payments", 0)
+	out := wire.DescribeProducersPartition{}
+	leader.describeProducers(&out, false, clock.now(), 24*time.Hour, 1)
+	if !reflect.DeepEqual(out.Producers, want[:1]) || out.Omitted != 1 {
+		t.Fatalf("a budget of one producer: %+v; want producer 5, 1 omitted", out)
+	}
+	if allocs := testing.AllocsPerRun(10, func() {
+		out = wire.DescribeProducersPartition{}
+		leader.describeProducers(&out, false, clock.now(), 24*time.Hour, 0)
+	}); allocs != 0 || len(out.Producers) != 0 || out.Omitted != 2 || out.Err != wire.None {
+		t.Fatalf("a budget spent: %+v, %v allocations; want none listed, 2 omitted, nothing copied", out, allocs)
+	}
+
 	resp = describeProducersOn(t, c, 1, wire.DescribeProducersRequest{Topic: "payments", Partitions: []int32{0, 7}})
 	if len(resp.Parts) != 2 || resp.Parts[1].Partition != 7 || resp.Parts[1].Err != wire.UnknownTopicOrPartition {
 		t.Fatalf("partition 7: %+v, want UnknownTopicOrPartition", resp)
