@@ -140,8 +140,18 @@ func (n *Node) diskStalled() bool {
 	}
 	holding := !stalled && h.left(now) > 0
 	wasHolding := h.holding
-	h.holding = holding
 	wait, gap, until := h.wait, h.gap, h.until
+	s.mu.Unlock()
+	needed := ""
+	if holding {
+		needed = n.neededDuringHoldDown() // (reads the image: not under s.mu)
+	}
+	s.mu.Lock()
+	if needed != "" {
+		h.cut()
+		holding = false
+	}
+	h.holding = holding
 	s.mu.Unlock()
 	if logSlow {
 		n.log.Warn("disk slow: an operation has been in flight longer than --disk-stall-timeout, but the device is writing: not a stall (logged at most once a minute)",
@@ -152,6 +162,9 @@ func (n *Node) diskStalled() bool {
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
 			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
 		n.handOffControllerOnStall()
+	case needed != "":
+		n.log.Warn("disk stall hold-down cut short: a partition this node replicates is below min.insync.replicas, so it heartbeats again",
+			"partition", needed, "hold_down", wait, "until", until.UTC().Format(time.TimeOnly))
 	case !stalled && was && holding:
 		n.log.Warn("disk stall over, but the disk stalled again soon after the previous stall: holding back broker heartbeats for a hold-down",
 			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond),

@@ -3,6 +3,8 @@ package node
 import (
 	"fmt"
 	"time"
+
+	"paymentlog/node/metadata"
 )
 
 // A disk that stalls again and again keeps the node aside for a while.
@@ -21,6 +23,15 @@ import (
 // and a disk that holds for relapseWindow starts afresh. /readyz names the
 // hold-down and its end, and paymentlog_disk_stall_hold_down_seconds counts
 // it down.
+//
+// A hold-down ends early, for good, once a partition this node replicates
+// has fewer in-sync replicas than its min.insync.replicas (by the node's
+// metadata image): then the cluster needs the node, whose disk works
+// again, more than it needs to avoid churn. Without that, disks that stall
+// together (one SAN under every node; measured: three loop disks
+// throttled to below the load, each node's flushes outlasting the timeout
+// twice in 10 s) kept every node fenced at once for the whole hold-down,
+// the partition offline and its producers timing out.
 
 // stallHoldDown is the hold-down's state (under diskStall.mu), a pure
 // state machine: the caller passes the time.
@@ -49,6 +60,9 @@ func (h *stallHoldDown) stopped(now time.Time) {
 	}
 }
 
+// cut ends the hold-down now.
+func (h *stallHoldDown) cut() { h.until = time.Time{} }
+
 // left is the hold-down left at now (0: none).
 func (h *stallHoldDown) left(now time.Time) time.Duration {
 	if h.until.IsZero() {
@@ -66,4 +80,28 @@ func (h *stallHoldDown) reason(now time.Time) string {
 	}
 	return fmt.Sprintf("disk stall hold-down: the disk stalled again %v after the previous stall ended; heartbeats held back %v after this one (until %s)",
 		h.gap.Round(time.Second), h.wait, h.until.UTC().Format(time.TimeOnly))
+}
+
+// underMinISR names a partition node id replicates in img whose ISR is
+// smaller than its topic's min.insync.replicas, e.g. "payments-0 (ISR [2],
+// min.insync.replicas 2)"; "" for none.
+func underMinISR(img *metadata.Image, id int32) string {
+	for _, p := range img.PartitionsOf(id) {
+		minISR := int32(1)
+		if t, ok := img.Topic(p.Topic); ok {
+			minISR = t.MinISR
+		}
+		if int32(len(p.ISR)) < minISR {
+			return fmt.Sprintf("%s-%d (ISR %v, min.insync.replicas %d)", p.Topic, p.Partition, p.ISR, minISR)
+		}
+	}
+	return ""
+}
+
+// neededDuringHoldDown is underMinISR for this node's current image ("" without one).
+func (n *Node) neededDuringHoldDown() string {
+	if n.store == nil {
+		return ""
+	}
+	return underMinISR(n.store.Image(), n.cfg.ID)
 }

@@ -1,9 +1,12 @@
 package node
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"paymentlog/node/metadata"
 )
 
 // TestDiskStallHoldDownGrowsWithRecurrences: by the injected clock, a
@@ -79,5 +82,54 @@ func TestDiskStallHoldDownGrowsWithRecurrences(t *testing.T) {
 	}
 	if c := strings.Count(out, "level=INFO msg=\"disk stall over: heartbeating"); c != 2 {
 		t.Fatalf("%d Info lines for a stall without hold-down, want 2:\n%s", c, out)
+	}
+}
+
+// TestDiskStallHoldDownCutShortBelowMinISR: a hold-down holds while the
+// partitions the node replicates keep min.insync.replicas without it, and
+// ends for good (logged once at Warn) once one falls below: the cluster
+// needs the node, whose disk works again.
+func TestDiskStallHoldDownCutShortBelowMinISR(t *testing.T) {
+	r := newStallRig(t)
+	n := r.n
+	n.cfg.ID = 1
+	n.store = metadata.NewStore()
+	applyTopic(t, n.store, 1, "payments", []int32{1, 2, 3}, []int32{2, 3})
+	r.stall(3 * time.Second)
+	r.advance(5 * time.Second)
+	if !r.stall(3 * time.Second) {
+		t.Fatal("no hold-down with the ISRs at min.insync.replicas without the node")
+	}
+	r.advance(time.Second)
+	if !n.diskStalled() {
+		t.Fatal("the hold-down ended with the ISRs at min.insync.replicas")
+	}
+	applyTopic(t, n.store, 2, "refunds", []int32{1, 2, 3}, []int32{3})
+	if n.diskStalled() || n.diskStallReason() != "" || n.diskStallStats().holdDown != 0 {
+		t.Fatal("still aside with refunds-0 below min.insync.replicas")
+	}
+	applyTopic(t, n.store, 3, "chargebacks", []int32{2, 3}, []int32{2, 3}) // the ISRs healthy again
+	if n.diskStalled() {
+		t.Fatal("a hold-down cut short came back")
+	}
+	if c := strings.Count(r.logs(), `level=WARN msg="disk stall hold-down cut short: a partition this node replicates is below min.insync.replicas, so it heartbeats again" partition="refunds-0 (ISR [3], min.insync.replicas 2)"`); c != 1 {
+		t.Fatalf("%d Warn lines for the hold-down cut short, want 1:\n%s", c, r.logs())
+	}
+}
+
+// applyTopic applies, at metadata offset index, a topic of one partition
+// with min.insync.replicas 2.
+func applyTopic(t *testing.T, s *metadata.Store, index uint64, name string, replicas, isr []int32) {
+	t.Helper()
+	id := fmt.Sprintf("%032x", index)
+	data, err := metadata.EncodeEntry(
+		metadata.TopicCreated{Name: name, ID: id, Partitions: 1, RF: int32(len(replicas)), MinISR: 2},
+		metadata.PartitionCreated{Topic: name, TopicID: id, Partition: 0, Replicas: replicas, ISR: isr, Leader: isr[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Apply(index, data)
+	if _, ok := s.Image().Topic(name); !ok || s.Err() != nil {
+		t.Fatalf("topic %s not applied: %v", name, s.Err())
 	}
 }
