@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,21 +42,12 @@ func collectorTLS(t *testing.T, dir, name string, clientCAs string) *tls.Config 
 	c := &tls.Config{Certificates: []tls.Certificate{cert}}
 	if clientCAs != "" {
 		c.ClientCAs = x509.NewCertPool()
-		if !c.ClientCAs.AppendCertsFromPEM(mustReadFile(t, filepath.Join(clientCAs, quic.CAFile))) {
+		if !c.ClientCAs.AppendCertsFromPEM(readFile(t, filepath.Join(clientCAs, quic.CAFile))) {
 			t.Fatal("no CA")
 		}
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return c
-}
-
-func mustReadFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // syncBuffer is a log destination for concurrent writers.
@@ -105,7 +97,7 @@ func waitRefused(t *testing.T, l *Log, reason string) {
 				t.Fatalf("refusals %v (%v); want only %s", c, ForwardRefusals, reason)
 			}
 		}
-		if c[indexOf(ForwardRefusals[:], reason)] > 0 {
+		if c[slices.Index(ForwardRefusals[:], reason)] > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -115,19 +107,15 @@ func waitRefused(t *testing.T, l *Log, reason string) {
 	}
 }
 
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	panic(v)
-}
-
-// checkRefusedLog checks that the refusal was logged once, as an error
-// naming the collector and the reason, and that no line was forwarded.
-func checkRefusedLog(t *testing.T, l *Log, logs *syncBuffer, col *audittest.Collector, reason string) {
+// mustBeRefused opens an audit file forwarding to col with ft, writes a
+// line, waits for the refusal (reason) and checks that it was logged once,
+// as an error naming the collector and the reason, and that no line was
+// forwarded.
+func mustBeRefused(t *testing.T, col *audittest.Collector, ft ForwardTLS, reason string) *Log {
 	t.Helper()
+	l, _, logs := mustForwardingLog(t, "tls://"+col.Addr(), ft)
+	l.Started(Who{Principal: "User:node1"}, "v")
+	waitRefused(t, l, reason)
 	var errs []string
 	for _, ln := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(ln, "level=ERROR") {
@@ -145,6 +133,7 @@ func checkRefusedLog(t *testing.T, l *Log, logs *syncBuffer, col *audittest.Coll
 	if c := l.Counts(); c.Forwarded != 0 {
 		t.Fatalf("counts %+v: lines counted as forwarded over a refused connection", c)
 	}
+	return l
 }
 
 // Over TLS (RFC 5425): TLS 1.3, the collector's certificate verified
@@ -181,10 +170,7 @@ func TestForwardOverTLSRefusesOldVersions(t *testing.T) {
 	cfg := collectorTLS(t, dir, "collector", "")
 	cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
 	col := audittest.ListenTLS(t, "127.0.0.1:0", cfg)
-	l, _, logs := mustForwardingLog(t, "tls://"+col.Addr(), ForwardTLS{CAFile: filepath.Join(dir, quic.CAFile)})
-	l.Started(Who{Principal: "User:node1"}, "v")
-	waitRefused(t, l, ForwardCollectorRefused)
-	checkRefusedLog(t, l, logs, col, ForwardCollectorRefused)
+	mustBeRefused(t, col, ForwardTLS{CAFile: filepath.Join(dir, quic.CAFile)}, ForwardCollectorRefused)
 }
 
 // A collector whose certificate is of another CA is refused, logged once
@@ -195,25 +181,21 @@ func TestForwardOverTLSRefusesAnotherCA(t *testing.T) {
 	theirs := mustTLSDir(t, "collector", "127.0.0.1")
 	col := audittest.ListenTLS(t, "127.0.0.1:0", collectorTLS(t, theirs, "collector", ""))
 	caFile := filepath.Join(t.TempDir(), "collector-ca.pem")
-	if err := os.WriteFile(caFile, mustReadFile(t, filepath.Join(ours, quic.CAFile)), 0o600); err != nil {
+	if err := os.WriteFile(caFile, readFile(t, filepath.Join(ours, quic.CAFile)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, path, logs := mustForwardingLog(t, "tls://"+col.Addr(), ForwardTLS{CAFile: caFile})
-	l.Started(Who{Principal: "User:node1"}, "v")
-	waitRefused(t, l, ForwardUnknownCA)
+	l := mustBeRefused(t, col, ForwardTLS{CAFile: caFile}, ForwardUnknownCA)
 	deadline := time.Now().Add(20 * time.Second)
-	for l.Counts().ForwardTLSRefused[indexOf(ForwardRefusals[:], ForwardUnknownCA)] < 2 {
+	for l.Counts().ForwardTLSRefused[slices.Index(ForwardRefusals[:], ForwardUnknownCA)] < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the refused collector was not tried again")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	checkRefusedLog(t, l, logs, col, ForwardUnknownCA)
-
-	if err := os.WriteFile(caFile, mustReadFile(t, filepath.Join(theirs, quic.CAFile)), 0o600); err != nil {
+	if err := os.WriteFile(caFile, readFile(t, filepath.Join(theirs, quic.CAFile)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, msg := syslogMsg(t, col.Next(t)); msg != fileLines(t, path)[0] {
+	if _, msg := syslogMsg(t, col.Next(t)); msg != fileLines(t, l.path)[0] {
 		t.Fatalf("after the CA file was rotated the collector got %q; want the queued line", msg)
 	}
 }
@@ -225,11 +207,7 @@ func TestForwardOverTLSChecksTheServerName(t *testing.T) {
 	col := audittest.ListenTLS(t, "127.0.0.1:0", collectorTLS(t, dir, "collector", ""))
 	ca := filepath.Join(dir, quic.CAFile)
 
-	l, _, logs := mustForwardingLog(t, "tls://"+col.Addr(), ForwardTLS{CAFile: ca})
-	l.Started(Who{Principal: "User:node1"}, "v")
-	waitRefused(t, l, ForwardNameMismatch)
-	checkRefusedLog(t, l, logs, col, ForwardNameMismatch)
-	l.Close()
+	mustBeRefused(t, col, ForwardTLS{CAFile: ca}, ForwardNameMismatch).Close()
 
 	named, path, _ := mustForwardingLog(t, "tls://"+col.Addr(), ForwardTLS{CAFile: ca, ServerName: "logs.example"})
 	named.Started(Who{Principal: "User:node1"}, "v")
@@ -256,11 +234,7 @@ func TestForwardOverMutualTLS(t *testing.T) {
 	col := audittest.ListenTLS(t, "127.0.0.1:0", cfg)
 	ca := filepath.Join(dir, quic.CAFile)
 
-	anon, _, logs := mustForwardingLog(t, "tls://"+col.Addr(), ForwardTLS{CAFile: ca})
-	anon.Started(Who{Principal: "User:node1"}, "v")
-	waitRefused(t, anon, ForwardCollectorRefused)
-	checkRefusedLog(t, anon, logs, col, ForwardCollectorRefused)
-	anon.Close()
+	mustBeRefused(t, col, ForwardTLS{CAFile: ca}, ForwardCollectorRefused).Close()
 
 	start := time.Now()
 	l, path, _ := mustForwardingLog(t, "tls://"+col.Addr(), ForwardTLS{CAFile: ca,
