@@ -144,21 +144,25 @@ func putReadBuf(b []byte) {
 // serveStream reads the first frame (bounded by FirstFrameTimeout), asks the
 // Authorizer (under mutual TLS) and hands the stream to the handler
 // registered for its type. n is the stream's place in seq, its
-// connection's accept order (stream_order.go): released once the handler
-// is known not to be ordered, or once it has returned.
+// connection's accept order (stream_order.go), released once: here when
+// no ordered handler is to run (the first frame failed, a ping, a refusal,
+// a type not ordered: as soon as that is known), else by the ordered
+// handler's wrapper once the handler has returned. A panic ends the
+// process: nothing is left holding a place.
 func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream, seq *streamSeq, n uint64) {
-	defer seq.release(n) // a no-op once released
 	peer := pc.Peer
 	fr := frameReader{r: str, maxFrame: e.cfg.MaxFrameSize, maxItems: e.cfg.MaxListItems, budget: e.decodeBudget, bodies: e.bodyBudget, buf: getReadBuf()}
 	_ = str.SetReadDeadline(time.Now().Add(e.cfg.FirstFrameTimeout))
 	f, err := fr.next()
 	if err != nil {
+		seq.release(n)
 		e.rejectStream(peer, str, err)
 		putReadBuf(fr.buf)
 		return
 	}
 	_ = str.SetReadDeadline(time.Time{})
 	if f.Type == framePing { // the transport's liveness probe: carries nothing
+		seq.release(n)
 		answerPing(str)
 		putReadBuf(fr.buf)
 		return
@@ -166,6 +170,7 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream, seq *streamSeq, n 
 	// Authorization comes first: a refused peer learns nothing about
 	// which handlers exist.
 	if err := e.authorize(pc, f.Type); err != nil {
+		seq.release(n)
 		code, msg := errorCode(err)
 		refuse(str, StreamCodeDone, code, msg)
 		putReadBuf(fr.buf)
@@ -182,6 +187,9 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream, seq *streamSeq, n 
 		return
 	}
 	if !e.active.add() {
+		if ordered {
+			seq.release(n)
+		}
 		refuse(str, StreamCodeShutdown, CodeShuttingDown, "server shutting down")
 		putReadBuf(fr.buf)
 		return
@@ -194,7 +202,7 @@ func (e *Endpoint) serveStream(pc *peerConn, str *qgo.Stream, seq *streamSeq, n 
 			ctx = context.WithValue(ctx, streamOrderKey{}, o)
 			h := uh
 			uh = func(ctx context.Context, peer Peer, req Frame) (FrameType, any, error) {
-				defer o.Release() // before the response is written
+				defer o.Release() // unless h did: before the response is written
 				return h(ctx, peer, req)
 			}
 		}

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -146,6 +147,52 @@ func TestStreamOrderUnorderedTypeReleasesAtOnce(t *testing.T) {
 	}
 	stopPoll()
 	<-polled
+}
+
+// Over a connection: a stream refused before any handler runs (its first
+// frame too large) and an ordered handler that returns without declaring
+// anything (an early answer) each release their place, so an ordered
+// request chained after them waits for neither.
+func TestStreamOrderReleasedWithoutAHandlerOrByItsReturn(t *testing.T) {
+	const typeOrdered FrameType = 70
+	srv := mustServe(t, Config{MaxFrameSize: minMaxFrameSize})
+	srv.HandleOrdered(typeOrdered, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
+		var early bool
+		if err := req.Decode(&early); err != nil {
+			return 0, nil, err
+		}
+		o := StreamOrderOf(ctx)
+		if early || o == nil {
+			return typeOrdered, "", nil
+		}
+		o.Declare([]any{"k"})
+		if _, skipped := o.Await(ctx, "k", 5*time.Second); skipped {
+			return typeOrdered, "held until the bound", nil
+		}
+		return typeOrdered, "", nil
+	})
+	cli := mustClient(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cli.Call(ctx, srv.Addr(), typeEcho, echoMsg{}, nil); err != nil { // the connection
+		t.Fatal(err)
+	}
+	first, written := WriteAfter(ctx, nil)
+	if err := cli.Call(first, srv.Addr(), typeEcho, echoMsg{Data: make([]byte, 2*minMaxFrameSize)}, nil); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("an oversized first frame: %v; want it refused as too large", err)
+	}
+	second, written := WriteAfter(ctx, written)
+	if err := cli.Call(second, srv.Addr(), typeOrdered, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	third, _ := WriteAfter(ctx, written)
+	var got string
+	if err := cli.Call(third, srv.Addr(), typeOrdered, false, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "" {
+		t.Fatalf("the ordered request behind a refused stream and an early answer: %q", got)
+	}
 }
 
 // What every stream pays: its place taken at accept and released once its

@@ -30,9 +30,9 @@ func (b *Broker) handleProduce(ctx context.Context, peer quic.Peer, fr quic.Fram
 		return 0, nil, err
 	}
 	// Batches without sequences are appended in their streams' order
-	// (produce_order.go).
+	// (produce_order.go); the endpoint releases the stream's place, if
+	// the appends have not, once this returns.
 	order := orderUnsequenced(ctx, &req)
-	defer order.release()
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if req.TimeoutMs <= 0 {
 		timeout = DefaultProduceTimeout

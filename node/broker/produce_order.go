@@ -115,10 +115,3 @@ func (po *produceOrder) done(i int) {
 		po.o.Done(po.keys[i])
 	}
 }
-
-// release frees the request's place (an early answer: none appended).
-func (po *produceOrder) release() {
-	if po != nil {
-		po.o.Release()
-	}
-}
