@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/bench/localcluster"
+	"paymentlog/client"
+	"paymentlog/internal/loopdisk"
+	"paymentlog/quic"
+)
+
+// Slow-disk tests: real node processes on loop-mounted ext4 disks whose
+// writes the test throttles (loopdisk.ThrottleWrites), a disk that is slow
+// but works, under --fsync interval: the node must not take it for a
+// stalled one.
+
+// slowDiskMBps is the write limit of every node's disk, in MB/s
+// (PAYMENTLOG_E2E_SLOWDISK_MBPS, default 1: about half what the
+// producer writes, so dirty pages pile up and each flush writes back
+// seconds of records).
+func slowDiskMBps(t *testing.T) float64 {
+	v := os.Getenv("PAYMENTLOG_E2E_SLOWDISK_MBPS")
+	if v == "" {
+		return 1
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		t.Fatalf("PAYMENTLOG_E2E_SLOWDISK_MBPS=%q: want a positive number", v)
+	}
+	return f
+}
+
+// TestSlowDiskIntervalFsyncIsNoStall: with every node's disk throttled
+// and --fsync interval, acks=all writes go on for 15 s; the test reports
+// each node's longest disk operation (paymentlog_disk_op_max_seconds)
+// and the stalls it declared, which must be none: the devices write all
+// along (node/diskstall_progress.go). Without the device watch every node
+// declared a stall within the first 5 s at 1 MB/s. Not longer: on a disk
+// slower than the load each flush takes about twice the one before
+// (1.5, 3, 6, 11, 18 s), and one in flight for ten timeouts (20 s) is a
+// stall however busy the device.
+func TestSlowDiskIntervalFsyncIsNoStall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	mbps := slowDiskMBps(t)
+	dc := startSlowDiskCluster(t, ctx, 512, "--fsync", "interval=200ms", "--segment-bytes", fmt.Sprint(32<<20))
+	for id, d := range dc.disks {
+		if err := d.ThrottleWrites(int64(mbps * 1e6)); errors.Is(err, loopdisk.ErrNoThrottle) {
+			t.Skip(err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		dev, majMin, _ := d.Device()
+		t.Logf("node %d: %s (%s) limited to %.1f MB/s of writes", id, dev, majMin, mbps)
+	}
+	stop := dc.producer(ctx)
+	defer stop()
+	dc.waitAcks(ctx, 500, 30*time.Second, "writes on the slow disks")
+	gaps := dc.watchGaps(ctx)
+	start, acked := time.Now(), dc.ackedCount()
+	for time.Since(start) < 15*time.Second {
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(5 * time.Second):
+		}
+		for _, id := range dc.c.IDs() {
+			m := dc.diskMetrics(id)
+			t.Logf("%4.0fs node %d: op max %.2fs, oldest in flight %.2fs, stalls %v", time.Since(start).Seconds(), id,
+				m["paymentlog_disk_op_max_seconds"], m["paymentlog_disk_oldest_inflight_seconds"], m["paymentlog_disk_stalls_total"])
+		}
+	}
+	for _, id := range dc.c.IDs() {
+		if s := dc.diskMetrics(id)["paymentlog_disk_stalls_total"]; s != 0 {
+			t.Errorf("node %d declared %v disk stalls on a slow but working disk", id, s)
+		}
+	}
+	gap, _ := gaps()
+	n := dc.ackedCount() - acked
+	t.Logf("%d records acknowledged in %v (%.2f MB/s of values), longest pause of acknowledgements %v",
+		n, time.Since(start).Round(time.Second), float64(n)*210/time.Since(start).Seconds()/1e6, gap.Round(time.Millisecond))
+	stop()
+	dc.noCrashes()
+}
+
+// diskMetrics reads node id's paymentlog_disk_* series.
+func (dc *dfCluster) diskMetrics(id int32) map[string]float64 {
+	dc.t.Helper()
+	resp, err := http.Get("http://" + dc.c.Node(id).MetricsAddr + "/metrics")
+	if err != nil {
+		dc.t.Fatalf("node %d's metrics: %v", id, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		dc.t.Fatalf("node %d's metrics: %v", id, err)
+	}
+	m := map[string]float64{}
+	for _, s := range regexp.MustCompile(`(?m)^(paymentlog_disk_[a-z_]+) (\S+)$`).FindAllSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(string(s[2]), 64)
+		if err != nil {
+			dc.t.Fatalf("node %d's metric %s: %v", id, s[1], err)
+		}
+		m[string(s[1])] = v
+	}
+	return m
+}
+
+// startSlowDiskCluster is startDiskFullClusterSized with each node's
+// metrics served (localcluster.Options.Metrics) and ext4 disks only.
+func startSlowDiskCluster(t *testing.T, ctx context.Context, diskMiB int, extra ...string) *dfCluster {
+	t.Helper()
+	requireDiskTools(t)
+	base, imgs := t.TempDir(), t.TempDir()
+	dc := &dfCluster{t: t, disks: map[int32]*smallDisk{}, acked: map[int64]string{}, errs: map[string]int{}}
+	var diskMu sync.Mutex
+	disk := func(id int32) (*smallDisk, error) {
+		diskMu.Lock()
+		defer diskMu.Unlock()
+		if d := dc.disks[id]; d != nil {
+			return d, nil
+		}
+		dirs, _ := filepath.Glob(filepath.Join(base, "paymentlog-cluster-*", fmt.Sprintf("node%d", id), "data"))
+		if len(dirs) != 1 {
+			return nil, fmt.Errorf("data dir of node %d: found %v", id, dirs)
+		}
+		d := newSmallDisk(t, imgs, dirs[0], diskMiB, "ext4")
+		dc.disks[id] = d
+		return d, nil
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		Binary:    binary,
+		BaseDir:   base,
+		Insecure:  true,
+		Metrics:   true,
+		ExtraArgs: append([]string{"--replica-lag-time", "1s", "--log-level", "info"}, extra...),
+		BeforeStart: func(ctx context.Context, id int32) error {
+			_, err := disk(id)
+			return err
+		},
+		Command: func(id int32, argv []string) []string {
+			d, err := disk(id)
+			if err != nil {
+				panic(err) // BeforeStart made it
+			}
+			return d.Wrap(argv)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc.c = c
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range c.IDs() {
+				t.Logf("--- node %d log (last lines):\n%s", id, c.LogTail(id, 40))
+			}
+		}
+		if dc.cl != nil {
+			dc.cl.Close(context.Background())
+		}
+		c.Close()
+	})
+	dc.cl, err = client.New(ctx, client.Config{Bootstrap: c.Bootstrap(), TLS: quic.TLSConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.cl.Admin().CreateTopic(ctx, client.TopicSpec{Name: dfTopic, Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
+		t.Fatal(err)
+	}
+	dc.waitUnguarded(ctx)
+	return dc
+}
