@@ -45,6 +45,7 @@ func logContains(c *Cluster, id int32, s string) Cond {
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	c := startFake(t, "1", Options{Nodes: 3, Metrics: true, ExtraArgs: []string{"--fsync", "never"}})
 	ctx := context.Background()
 	if got := len(c.Bootstrap()); got != 3 {
@@ -175,6 +176,7 @@ func TestCrashIsRecorded(t *testing.T) {
 }
 
 func TestCommandHookAndKeep(t *testing.T) {
+	t.Parallel()
 	var hooked []int32
 	c := startFake(t, "1", Options{
 		Nodes: 1,

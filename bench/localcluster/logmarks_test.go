@@ -9,6 +9,7 @@ import (
 )
 
 func TestCopyLogsSinceMarks(t *testing.T) {
+	t.Parallel()
 	c := startFake(t, "1", Options{Nodes: 2})
 	ctx := context.Background()
 	for _, id := range []int32{1, 2} {
@@ -55,6 +56,7 @@ func TestCopyLogsSinceMarks(t *testing.T) {
 // TestLogSince: whole lines only, each once, from where the last call
 // stopped; a line still being written waits for its newline.
 func TestLogSince(t *testing.T) {
+	t.Parallel()
 	c := startFake(t, "1", Options{Nodes: 1})
 	ctx := context.Background()
 	if err := c.WaitFor(ctx, logContains(c, 1, "listening on")); err != nil {

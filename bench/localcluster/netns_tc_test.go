@@ -213,6 +213,7 @@ func echoes(t *testing.T, addr string, n int) (answers int) {
 // TestNetNSOneWay: Outbound leaves a node deaf to nothing and mute to
 // everyone; Inbound the reverse; Restore undoes either.
 func TestNetNSOneWay(t *testing.T) {
+	t.Parallel()
 	r := newLinkFaultRig(t)
 	if !r.nodeHears(1) || !r.callerHears(1) {
 		t.Fatal("node 1 not reachable both ways before any fault")
@@ -246,6 +247,7 @@ func TestNetNSOneWay(t *testing.T) {
 // TestNetNSCut: nodes 1 and 2 lose each other, both still reach node 3 and
 // the caller.
 func TestNetNSCut(t *testing.T) {
+	t.Parallel()
 	r := newLinkFaultRig(t)
 	for _, id := range []int32{1, 2, 3} {
 		r.echo(id)

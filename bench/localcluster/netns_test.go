@@ -84,6 +84,7 @@ func udpPing(addr string, timeout time.Duration) error {
 }
 
 func TestNetNSIsolateAndHeal(t *testing.T) {
+	t.Parallel()
 	if err := NetNSAvailable(); err != nil {
 		t.Skipf("network partition cases skipped: %v", err)
 	}
