@@ -107,31 +107,54 @@ func TestStreamOrderBound(t *testing.T) {
 	}
 }
 
-// Over a connection: a stream whose type is not ordered (a long poll that
-// lives on) releases its place as soon as its type is known, so the
-// ordered request chained after it does not wait.
-func TestStreamOrderUnorderedTypeReleasesAtOnce(t *testing.T) {
-	const typeOrdered FrameType = 70
-	srv := mustServe(t, Config{})
+// typeOrdered is the ordered type orderedServer serves.
+const typeOrdered FrameType = 70
+
+// orderedServer starts a server (cfg) whose typeOrdered handler answers a
+// request "early" at once, declaring nothing, and otherwise declares "k"
+// and waits for the earlier streams of its connection that hold it:
+// "held until the bound" when one was passed over after 5 s (a stream
+// that did not release its place), else "". It returns the server and a
+// client connected to it.
+func orderedServer(t *testing.T, cfg Config) (srv, cli *Endpoint) {
+	t.Helper()
+	srv = mustServe(t, cfg)
 	srv.HandleOrdered(typeOrdered, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
+		var what string
+		if err := req.Decode(&what); err != nil {
+			return 0, nil, err
+		}
 		o := StreamOrderOf(ctx)
-		if o == nil {
+		switch {
+		case o == nil:
 			return typeOrdered, "no order", nil
+		case what == "early":
+			return typeOrdered, "", nil
 		}
 		o.Declare([]any{"k"})
-		// It may wait a moment for the poll's first frame to be read,
-		// not for the poll.
+		// It may wait a moment for an earlier stream's first frame to
+		// be read, not for that stream's handler.
 		if _, skipped := o.Await(ctx, "k", 5*time.Second); skipped {
 			return typeOrdered, "held until the bound", nil
 		}
 		return typeOrdered, "", nil
 	})
-	cli := mustClient(t, Config{})
+	cli = mustClient(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := cli.Call(ctx, srv.Addr(), typeEcho, echoMsg{}, nil); err != nil { // the connection
 		t.Fatal(err)
 	}
+	return srv, cli
+}
+
+// Over a connection: a stream whose type is not ordered (a long poll that
+// lives on) releases its place as soon as its type is known, so the
+// ordered request chained after it does not wait.
+func TestStreamOrderUnorderedTypeReleasesAtOnce(t *testing.T) {
+	srv, cli := orderedServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
 	first, written := WriteAfter(pollCtx, nil)
@@ -154,40 +177,20 @@ func TestStreamOrderUnorderedTypeReleasesAtOnce(t *testing.T) {
 // anything (an early answer) each release their place, so an ordered
 // request chained after them waits for neither.
 func TestStreamOrderReleasedWithoutAHandlerOrByItsReturn(t *testing.T) {
-	const typeOrdered FrameType = 70
-	srv := mustServe(t, Config{MaxFrameSize: minMaxFrameSize})
-	srv.HandleOrdered(typeOrdered, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
-		var early bool
-		if err := req.Decode(&early); err != nil {
-			return 0, nil, err
-		}
-		o := StreamOrderOf(ctx)
-		if early || o == nil {
-			return typeOrdered, "", nil
-		}
-		o.Declare([]any{"k"})
-		if _, skipped := o.Await(ctx, "k", 5*time.Second); skipped {
-			return typeOrdered, "held until the bound", nil
-		}
-		return typeOrdered, "", nil
-	})
-	cli := mustClient(t, Config{})
+	srv, cli := orderedServer(t, Config{MaxFrameSize: minMaxFrameSize})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cli.Call(ctx, srv.Addr(), typeEcho, echoMsg{}, nil); err != nil { // the connection
-		t.Fatal(err)
-	}
 	first, written := WriteAfter(ctx, nil)
 	if err := cli.Call(first, srv.Addr(), typeEcho, echoMsg{Data: make([]byte, 2*minMaxFrameSize)}, nil); !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatalf("an oversized first frame: %v; want it refused as too large", err)
 	}
 	second, written := WriteAfter(ctx, written)
-	if err := cli.Call(second, srv.Addr(), typeOrdered, true, nil); err != nil {
+	if err := cli.Call(second, srv.Addr(), typeOrdered, "early", nil); err != nil {
 		t.Fatal(err)
 	}
 	third, _ := WriteAfter(ctx, written)
 	var got string
-	if err := cli.Call(third, srv.Addr(), typeOrdered, false, &got); err != nil {
+	if err := cli.Call(third, srv.Addr(), typeOrdered, "", &got); err != nil {
 		t.Fatal(err)
 	}
 	if got != "" {
