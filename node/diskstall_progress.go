@@ -42,17 +42,29 @@ const slowDiskStallFactor = 10
 
 // deviceProgress watches a device's counter of completed writes, a pure
 // state machine: the caller passes the time and the counter.
+//
+// A change is dated to the look before the one that saw it, the earliest
+// it can have happened: a process that did not look for a while (every
+// thread blocked on a frozen file system, a GC pause) and finds the
+// counter moved, by the writes of the thaw, cannot tell whether the
+// device wrote during the last timeout, and must not take an operation
+// older than the timeout for a slow one.
 type deviceProgress struct {
 	count uint64
-	at    time.Time // when count last changed, or was first seen; zero: never seen
+	at    time.Time // when count changed at the latest, or was first seen
+	seen  time.Time // the last look; zero: none yet
 }
 
 // observe records the counter read at now and returns how long the
-// device has completed nothing.
+// device may have completed nothing.
 func (p *deviceProgress) observe(now time.Time, count uint64) time.Duration {
-	if p.at.IsZero() || count != p.count {
+	switch {
+	case p.seen.IsZero():
 		p.count, p.at = count, now
+	case count != p.count:
+		p.count, p.at = count, p.seen
 	}
+	p.seen = now
 	return max(now.Sub(p.at), 0)
 }
 

@@ -29,12 +29,13 @@ func TestSlowDiskIsNoStall(t *testing.T) {
 	if c := strings.Count(r.logs(), "level=WARN msg=\"disk slow: an operation has been in flight longer than --disk-stall-timeout, but the device is writing"); c != 1 {
 		t.Fatalf("%d Warn lines for the slow operation, want 1:\n%s", c, r.logs())
 	}
-	r.advance(2 * time.Second) // no write for exactly the timeout
+	// The last write was seen at 10s, and dated to the look before (9.5s).
+	r.advance(1500 * time.Millisecond) // no write for (at most) exactly the timeout
 	if n.diskStalled() {
 		t.Fatal("a stall with the device idle for exactly the timeout")
 	}
 	r.advance(100 * time.Millisecond)
-	if !n.diskStalled() || !strings.HasPrefix(n.diskStallReason(), "disk stalled: fdatasync of /p-0.log in flight for 12.1s") {
+	if !n.diskStalled() || !strings.HasPrefix(n.diskStallReason(), "disk stalled: fdatasync of /p-0.log in flight for 11.6s") {
 		t.Fatalf("no stall with the device idle for 2.1s: %q", n.diskStallReason())
 	}
 	writes.Add(1)
@@ -42,7 +43,7 @@ func TestSlowDiskIsNoStall(t *testing.T) {
 	if n.diskStalled() {
 		t.Fatal("still a stall once the device writes again")
 	}
-	for range 16 { // to 20.15s in flight: past ten timeouts
+	for range 17 { // to 20.15s in flight: past ten timeouts
 		r.advance(500 * time.Millisecond)
 		writes.Add(1)
 	}
@@ -67,6 +68,9 @@ func TestHungDiskStallsAtTheTimeout(t *testing.T) {
 	}{
 		{"idle device", func() (uint64, error) { return 7, nil }},
 		{"unreadable counter", func() (uint64, error) { return 0, errors.New("gone") }},
+		// Writes seen at the first look after the one before the
+		// operation, 2s later: they may all be 2s old.
+		{"writes seen only after the timeout", countsOnce(7)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newStallRig(t)
@@ -130,4 +134,11 @@ func FuzzParseBlockStat(f *testing.F) {
 			t.Fatalf("%q: a counter (%d) from fewer than 11 fields", b, got)
 		}
 	})
+}
+
+// countsOnce returns a device counter that reads from at the first look
+// and from+1 at every later one.
+func countsOnce(from uint64) func() (uint64, error) {
+	var looks atomic.Uint64
+	return func() (uint64, error) { return from + min(looks.Add(1)-1, 1), nil }
 }
