@@ -54,7 +54,8 @@ func startDiskFullClusterOn(t *testing.T, ctx context.Context, fsType string) *d
 }
 
 // startDiskFullClusterSized is startDiskFullClusterOn with disks of
-// diskMiB and extra arguments for every node.
+// diskMiB and extra arguments for every node (after the defaults: a flag
+// given again there wins).
 func startDiskFullClusterSized(t *testing.T, ctx context.Context, fsType string, diskMiB int, extra ...string) *dfCluster {
 	t.Helper()
 	requireDiskTools(t)
@@ -79,6 +80,7 @@ func startDiskFullClusterSized(t *testing.T, ctx context.Context, fsType string,
 		Binary:   binary,
 		BaseDir:  base,
 		Insecure: true,
+		Metrics:  true, // for tests that read the nodes' series (dfCluster.diskMetrics)
 		ExtraArgs: append([]string{
 			"--segment-bytes", fmt.Sprint(1 << 20),
 			"--replica-lag-time", "1s",

@@ -7,17 +7,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"paymentlog/bench/localcluster"
-	"paymentlog/client"
 	"paymentlog/internal/loopdisk"
-	"paymentlog/quic"
 )
 
 // Slow-disk tests: real node processes on loop-mounted ext4 disks whose
@@ -54,7 +49,7 @@ func TestSlowDiskIntervalFsyncIsNoStall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	mbps := slowDiskMBps(t)
-	dc := startSlowDiskCluster(t, ctx, 512, "--fsync", "interval=200ms", "--segment-bytes", fmt.Sprint(32<<20))
+	dc := startDiskFullClusterSized(t, ctx, "ext4", 512, "--fsync", "interval=200ms", "--segment-bytes", fmt.Sprint(32<<20))
 	for id, d := range dc.disks {
 		if err := d.ThrottleWrites(int64(mbps * 1e6)); errors.Is(err, loopdisk.ErrNoThrottle) {
 			t.Skip(err)
@@ -115,70 +110,4 @@ func (dc *dfCluster) diskMetrics(id int32) map[string]float64 {
 		m[string(s[1])] = v
 	}
 	return m
-}
-
-// startSlowDiskCluster is startDiskFullClusterSized with each node's
-// metrics served (localcluster.Options.Metrics) and ext4 disks only.
-func startSlowDiskCluster(t *testing.T, ctx context.Context, diskMiB int, extra ...string) *dfCluster {
-	t.Helper()
-	requireDiskTools(t)
-	base, imgs := t.TempDir(), t.TempDir()
-	dc := &dfCluster{t: t, disks: map[int32]*smallDisk{}, acked: map[int64]string{}, errs: map[string]int{}}
-	var diskMu sync.Mutex
-	disk := func(id int32) (*smallDisk, error) {
-		diskMu.Lock()
-		defer diskMu.Unlock()
-		if d := dc.disks[id]; d != nil {
-			return d, nil
-		}
-		dirs, _ := filepath.Glob(filepath.Join(base, "paymentlog-cluster-*", fmt.Sprintf("node%d", id), "data"))
-		if len(dirs) != 1 {
-			return nil, fmt.Errorf("data dir of node %d: found %v", id, dirs)
-		}
-		d := newSmallDisk(t, imgs, dirs[0], diskMiB, "ext4")
-		dc.disks[id] = d
-		return d, nil
-	}
-	c, err := localcluster.Start(ctx, localcluster.Options{
-		Binary:    binary,
-		BaseDir:   base,
-		Insecure:  true,
-		Metrics:   true,
-		ExtraArgs: append([]string{"--replica-lag-time", "1s", "--log-level", "info"}, extra...),
-		BeforeStart: func(ctx context.Context, id int32) error {
-			_, err := disk(id)
-			return err
-		},
-		Command: func(id int32, argv []string) []string {
-			d, err := disk(id)
-			if err != nil {
-				panic(err) // BeforeStart made it
-			}
-			return d.Wrap(argv)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc.c = c
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, id := range c.IDs() {
-				t.Logf("--- node %d log (last lines):\n%s", id, c.LogTail(id, 40))
-			}
-		}
-		if dc.cl != nil {
-			dc.cl.Close(context.Background())
-		}
-		c.Close()
-	})
-	dc.cl, err = client.New(ctx, client.Config{Bootstrap: c.Bootstrap(), TLS: quic.TLSConfig{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dc.cl.Admin().CreateTopic(ctx, client.TopicSpec{Name: dfTopic, Partitions: 1, ReplicationFactor: 3, MinISR: 2}); err != nil {
-		t.Fatal(err)
-	}
-	dc.waitUnguarded(ctx)
-	return dc
 }
