@@ -4,14 +4,15 @@
 // Most of their time is spent waiting (fault holds, restarts, elections),
 // not computing, so tests that assert no timing bound call t.Parallel: go
 // test runs them after the serial ones, -parallel (GOMAXPROCS) at a time,
-// in an order it does not fix (TestChaos, the longest, may start last). The tests that stay serial, and so run first
-// with no other test of this package beside them (go test -p may still run
-// another package's tests), are those whose assertions extra load could
-// break: the disk-stall, disk-full and slow-disk tests (pauses and failover
-// within bounds, a released disk reserve not taken by another write) and
-// TestMirrorSurvivesSIGKILL (its kills must land while the producer still
-// writes). Each test has its own ports (internal/freeport), temporary
-// directories and, for chaos runs, its own network namespaces.
+// in an order it does not fix (TestChaos, the longest, may start last).
+// The tests that stay serial, and so run first with no other test of this
+// package beside them (go test -p may still run another package's tests),
+// are those whose assertions extra load could break: the disk-stall, disk-
+// full and slow-disk tests (pauses and failover within bounds, a released
+// disk reserve not taken by another write) and TestMirrorSurvivesSIGKILL
+// (its kills must land while the producer still writes). Each test has its
+// own ports (internal/freeport), temporary directories and, for chaos
+// runs, its own network namespaces.
 package e2e
 
 import (
