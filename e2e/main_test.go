@@ -7,12 +7,12 @@
 // in an order it does not fix (TestChaos, the longest, may start last).
 // The tests that stay serial, and so run first with no other test of this
 // package beside them (go test -p may still run another package's tests),
-// are those whose assertions extra load could break: the disk-stall, disk-
-// full and slow-disk tests (pauses and failover within bounds, a released
-// disk reserve not taken by another write) and TestMirrorSurvivesSIGKILL
-// (its kills must land while the producer still writes). Each test has its
-// own ports (internal/freeport), temporary directories and, for chaos
-// runs, its own network namespaces.
+// are those whose assertions extra load could break: the disk-stall,
+// disk-full and slow-disk tests (pauses and failover within bounds, a
+// released disk reserve not taken by another write) and
+// TestMirrorSurvivesSIGKILL (its kills must land while the producer still
+// writes). Each test has its own ports (internal/freeport), temporary
+// directories and, for chaos runs, its own network namespaces.
 package e2e
 
 import (
