@@ -37,11 +37,12 @@ const DefaultDiskStallTimeout = 2 * time.Second
 
 // diskStall is the stall detector's state.
 type diskStall struct {
-	ops *segment.DiskOps // nil: detection off
-	now func() time.Time // the hold-down's and the device watch's clock; nil: time.Now
+	ops  *segment.DiskOps // nil: detection off
+	onOS bool             // the logs are on the OS's file systems (trackDiskOps)
+	now  func() time.Time // the hold-down's and the device watch's clock; nil: time.Now
 	// writes reads the completed writes of the data directory's block
-	// device (diskstall_progress.go), set at the first look unless a test
-	// set it; nil: unknown.
+	// device (diskstall_progress.go), set at the first look (when onOS)
+	// unless a test set it; nil: unknown.
 	writes     func() (uint64, error)
 	writesOnce sync.Once
 	mu         struct {
@@ -55,6 +56,13 @@ type diskStall struct {
 	}
 }
 
+// isStalled reports whether the last look found a stall.
+func (s *diskStall) isStalled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.stalled
+}
+
 // clock reads the hold-down's clock.
 func (s *diskStall) clock() time.Time {
 	if s.now == nil {
@@ -65,22 +73,35 @@ func (s *diskStall) clock() time.Time {
 
 // trackDiskOps wraps cfg's partition-log and metadata-log file systems
 // with one tracker and returns it; nil (nothing wrapped) when stall
-// detection is off.
-func trackDiskOps(cfg *Config) *segment.DiskOps {
+// detection is off. onOS: both are the OS's (under the data directory),
+// so the data directory's block device is theirs (diskstall_progress.go).
+func trackDiskOps(cfg *Config) (ops *segment.DiskOps, onOS bool) {
 	if cfg.DiskStallTimeout <= 0 {
-		return nil
+		return nil, false
 	}
-	ops := segment.NewDiskOps(nil)
+	onOS = isOSFS(cfg.LogFS) && isOSFS(cfg.MetadataFS)
+	ops = segment.NewDiskOps(nil)
 	cfg.LogFS = ops.FS(cfg.LogFS)
 	cfg.MetadataFS = ops.FS(cfg.MetadataFS)
-	return ops
+	return ops, onOS
+}
+
+// isOSFS reports whether fs is the OS's file system (nil means it).
+func isOSFS(fs segment.FS) bool {
+	switch fs.(type) {
+	case nil, segment.OSFS, *segment.OSFS:
+		return true
+	}
+	return false
 }
 
 // oldestDiskOp returns the oldest disk operation in flight and its age,
 // and whether it is a stall: older than the timeout while the device
 // completed no write for a timeout, or older than slowDiskStallFactor
-// timeouts (diskstall_progress.go). slow: older than the timeout, but the
-// device is writing.
+// timeouts (diskstall_progress.go), or older than the timeout during a
+// stall (a stall ends when its operation returns, not when the device
+// writes something). slow: older than the timeout, but the device is
+// writing.
 func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled, slow bool) {
 	if n.stall.ops == nil {
 		return segment.DiskOp{}, 0, false, false
@@ -91,7 +112,7 @@ func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled, sl
 	if !ok || age <= timeout {
 		return op, age, false, false
 	}
-	if !known || idle > timeout || age > slowDiskStallFactor*timeout {
+	if !known || idle > timeout || age > slowDiskStallFactor*timeout || n.stall.isStalled() {
 		return op, age, true, false
 	}
 	return op, age, false, true

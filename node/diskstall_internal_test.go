@@ -145,12 +145,33 @@ func (r *stallRig) logs() string {
 // TestDiskStallOff: with the timeout 0 nothing is wrapped or tracked.
 func TestDiskStallOff(t *testing.T) {
 	cfg := Config{}
-	if ops := trackDiskOps(&cfg); ops != nil || cfg.LogFS != nil || cfg.MetadataFS != nil {
+	if ops, _ := trackDiskOps(&cfg); ops != nil || cfg.LogFS != nil || cfg.MetadataFS != nil {
 		t.Fatalf("--disk-stall-timeout 0 tracks %v, LogFS %v, MetadataFS %v", ops, cfg.LogFS, cfg.MetadataFS)
 	}
 	n := &Node{}
 	if n.diskStalled() || n.diskStallReason() != "" || n.diskStallStats() != (diskStallStats{}) {
 		t.Fatal("a node without a tracker reports a stall")
+	}
+}
+
+// TestTrackDiskOpsOnOS: the device watch applies only to logs on the OS's
+// file systems.
+func TestTrackDiskOpsOnOS(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		log    segment.FS
+		meta   segment.FS
+		wantOS bool
+	}{
+		{"defaults", nil, nil, true},
+		{"OSFS", segment.OSFS{}, nil, true},
+		{"MemFS metadata", nil, segment.NewMemFS(), false},
+		{"MemFS logs", segment.NewMemFS(), segment.OSFS{}, false},
+	} {
+		cfg := Config{DiskStallTimeout: time.Second, LogFS: c.log, MetadataFS: c.meta}
+		if ops, onOS := trackDiskOps(&cfg); ops == nil || onOS != c.wantOS {
+			t.Errorf("%s: tracker %v, on the OS %v, want %v", c.name, ops, onOS, c.wantOS)
+		}
 	}
 }
 

@@ -34,7 +34,10 @@ import (
 // device cannot be identified (a tmpfs, an overlay, no sysfs) any
 // operation over the timeout is a stall, as before. The device is the one
 // holding the data directory: a metadata log or partition directory
-// mounted from another device is judged by the data directory's.
+// mounted from another device is judged by the data directory's. A
+// stall, once found, lasts until its operation returns (however the
+// device writes meanwhile): a stall that ended at every write of a busy
+// shared device and began again would count as relapses.
 
 // slowDiskStallFactor: an operation in flight longer than this many
 // --disk-stall-timeouts is a stall however busy the device is.
@@ -122,7 +125,7 @@ func blockDeviceWrites(dir string) (func() (uint64, error), string) {
 func (n *Node) deviceIdle() (time.Duration, bool) {
 	s := &n.stall
 	s.writesOnce.Do(func() {
-		if s.writes != nil { // a test's
+		if s.writes != nil || !s.onOS { // a test's; logs on another file system
 			return
 		}
 		var path string

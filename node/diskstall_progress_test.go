@@ -2,26 +2,37 @@ package node
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"paymentlog/segment"
 )
 
 // TestSlowDiskIsNoStall: by the injected clock and device counter, an
 // fsync in flight for 10s while the device completes writes every 500ms
 // is slow, not a stall (logged once at Warn, not in /readyz); once the
-// device completes nothing for over a timeout it is a stall; and past
-// slowDiskStallFactor timeouts it is one however busy the device is.
+// device completes nothing for over a timeout it is a stall, which lasts
+// until the fsync returns however the device writes meanwhile (counted
+// once). Past slowDiskStallFactor timeouts an operation is a stall
+// however busy the device is.
 func TestSlowDiskIsNoStall(t *testing.T) {
 	r := newStallRig(t)
 	n := r.n
 	var writes atomic.Uint64
 	n.stall.writes = func() (uint64, error) { return writes.Load(), nil }
+	writing := func(d time.Duration) { // the device writes every 500ms for d
+		for end := r.ns.Load() + int64(d); r.ns.Load() < end; {
+			r.advance(500 * time.Millisecond)
+			writes.Add(3)
+			n.diskStalled()
+		}
+	}
 	release := r.block()
-	for range 20 { // 10s, the device writing
-		r.advance(500 * time.Millisecond)
-		writes.Add(3)
+	for range 20 { // 10s
+		writing(500 * time.Millisecond)
 		if n.diskStalled() || n.diskStallReason() != "" {
 			t.Fatalf("a stall at %v in flight while the device writes", n.diskStallStats().oldest)
 		}
@@ -38,22 +49,25 @@ func TestSlowDiskIsNoStall(t *testing.T) {
 	if !n.diskStalled() || !strings.HasPrefix(n.diskStallReason(), "disk stalled: fdatasync of /p-0.log in flight for 11.6s") {
 		t.Fatalf("no stall with the device idle for 2.1s: %q", n.diskStallReason())
 	}
-	writes.Add(1)
-	r.advance(50 * time.Millisecond)
-	if n.diskStalled() {
-		t.Fatal("still a stall once the device writes again")
-	}
-	for range 17 { // to 20.15s in flight: past ten timeouts
-		r.advance(500 * time.Millisecond)
-		writes.Add(1)
-	}
-	if !n.diskStalled() {
-		t.Fatalf("no stall after %v in flight, over %d timeouts", n.diskStallStats().oldest, slowDiskStallFactor)
+	writing(5 * time.Second)
+	if s := n.diskStallStats(); !n.diskStalled() || s.stalls != 1 {
+		t.Fatalf("the stall ended, or was counted again, with the device writing and the fsync in flight: %+v", s)
 	}
 	release()
-	n.diskStalled()
-	if s := n.diskStallStats(); s.stalled || s.stalls != 2 {
-		t.Fatalf("after the fsync returned: %+v, want 2 stalls, none now", s)
+	if n.diskStalled() || n.diskStallStats().stalls != 1 {
+		t.Fatalf("after the fsync returned: %+v", n.diskStallStats())
+	}
+
+	r.advance(relapseWindow) // (no hold-down after the next stall)
+	release = r.block()
+	defer release()
+	writing(10 * slowDiskStallFactor * 200 * time.Millisecond) // ten timeouts exactly
+	if n.diskStalled() {
+		t.Fatalf("a stall at %v in flight, the device writing", n.diskStallStats().oldest)
+	}
+	writing(500 * time.Millisecond)
+	if !n.diskStalled() {
+		t.Fatalf("no stall after %v in flight, over %d timeouts", n.diskStallStats().oldest, slowDiskStallFactor)
 	}
 }
 
@@ -141,4 +155,26 @@ func FuzzParseBlockStat(f *testing.F) {
 func countsOnce(from uint64) func() (uint64, error) {
 	var looks atomic.Uint64
 	return func() (uint64, error) { return from + min(looks.Add(1)-1, 1), nil }
+}
+
+// TestDeviceWatchOnlyOnOS: a node whose logs are not on the OS's file
+// systems (a test's MemFS) does not watch its data directory's device,
+// which is not theirs; one whose logs are does, where the device has
+// counters.
+func TestDeviceWatchOnlyOnOS(t *testing.T) {
+	dir := t.TempDir()
+	for _, onOS := range []bool{false, true} {
+		n := &Node{cfg: Config{DataDir: dir, DiskStallTimeout: time.Second}, log: slog.New(slog.DiscardHandler)}
+		n.stall.ops, n.stall.onOS = segment.NewDiskOps(nil), onOS
+		_, known := n.deviceIdle()
+		if !onOS && known {
+			t.Fatal("a device watched for logs not on the OS's file systems")
+		}
+		if onOS && !known {
+			if w, path := blockDeviceWrites(dir); w == nil {
+				t.Skipf("no block device counters for %s (%s)", dir, path)
+			}
+			t.Fatal("no device watched for logs on the OS's file systems")
+		}
+	}
 }

@@ -153,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		lock.unlock()
 		return nil, err
 	}
-	stallOps := trackDiskOps(&cfg) // before cfg's file systems are used
+	stallOps, stallOnOS := trackDiskOps(&cfg) // before cfg's file systems are used
 	n := &Node{
 		lock:        lock,
 		cfg:         cfg,
@@ -162,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		startedAt:   time.Now(),
 		done:        make(chan struct{}),
 	}
-	n.stall.ops = stallOps
+	n.stall.ops, n.stall.onOS = stallOps, stallOnOS
 	// Not err: it holds nextIncarnation's errIncarnationNotRecorded, used below.
 	auditLog, aerr := audit.Open(cfg.AuditLog, cfg.ID, n.log.With("component", "audit"))
 	if aerr != nil {
