@@ -12,10 +12,10 @@ import (
 // TestDiskStallHoldDownGrowsWithRecurrences: by the injected clock, a
 // first stall has no hold-down; one that starts 5 s after the previous
 // one's end keeps the node aside 30 s after its operation returns, the
-// next (5 s after the node came back) 60 s, then 120 s, and a stall during
-// a hold-down 240 s; /readyz and the metrics
-// name the hold-down, its start is logged at Warn and its end once at
-// Info; after 10 minutes without a stall the next one has none again.
+// next (5 s after the node came back) 60 s, then 120 s, and a stall
+// during a hold-down 240 s; /readyz and the metrics name the hold-down,
+// its start is logged at Warn and its end once at Info; after 10 minutes
+// without a stall the next one has none again.
 func TestDiskStallHoldDownGrowsWithRecurrences(t *testing.T) {
 	r := newStallRig(t)
 	n := r.n
