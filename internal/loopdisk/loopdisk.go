@@ -93,7 +93,16 @@ func New(ctx context.Context, imgDir, mountPoint string, sizeMiB int) (*Disk, er
 	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-b", "4096", img).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("loopdisk: mkfs.ext4 %s: %v: %s", img, err, strings.TrimSpace(string(out)))
 	}
-	return start(img, mountPoint, `mount -o loop "$1" "$2"`)
+	d, err := start(img, mountPoint, `mount -o loop "$1" "$2"`)
+	if err != nil {
+		return nil, err
+	}
+	// A write limit a killed process left on the loop device (it never
+	// reached Close) would slow this disk.
+	if err := d.ThrottleWrites(0); err != nil && !errors.Is(err, ErrNoThrottle) {
+		return nil, errors.Join(err, d.Close())
+	}
+	return d, nil
 }
 
 // NewTmpfs mounts a tmpfs of sizeMiB at mountPoint in a new mount

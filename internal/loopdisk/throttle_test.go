@@ -52,3 +52,35 @@ func TestThrottleWritesSlowsFsync(t *testing.T) {
 		t.Fatalf("limit on %s left after Close: %q", majMin, limits)
 	}
 }
+
+// TestNewLiftsALeftoverLimit: a limit left on a loop device by a process
+// that never closed its disk is lifted by the next New on that device.
+func TestNewLiftsALeftoverLimit(t *testing.T) {
+	d := mustNew(t)
+	_, majMin, err := d.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(blkioWriteBPS); err != nil {
+		t.Skip(ErrNoThrottle)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As a killed process leaves it: set, never lifted.
+	if err := os.WriteFile(blkioWriteBPS, []byte(majMin+" 1048576\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(blkioWriteBPS, []byte(majMin+" 0\n"), 0o644) })
+	e := mustNew(t)
+	if _, m, err := e.Device(); err != nil || m != majMin {
+		t.Skipf("the next disk is on %s (%v), not %s", m, err, majMin)
+	}
+	limits, err := os.ReadFile(blkioWriteBPS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(limits), majMin+" ") {
+		t.Fatalf("the leftover limit on %s is still there: %q", majMin, limits)
+	}
+}
