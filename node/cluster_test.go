@@ -26,15 +26,12 @@ import (
 // A cluster test spends most of its time waiting (elections, sessions,
 // replica lag) rather than computing, so the slower ones call t.Parallel:
 // each cluster has its own ports (freeport), temporary directory and
-// per-Config hooks, and no test changes package state. These stay serial:
-// tests of a timing bound or a rate (reassignment and client quota
-// throttles, rebalance-timeout fencing), tests that read state right after a
-// change settles (the leader just after a move or a replication factor
-// change, the ISR shrink before an unclean election, the metadata log's last
-// index across a scrub stop), the two that hold a controller's rejoin guard
-// (lateGuardCluster: createTopic's retry after a broker fenced under load
-// waits for no guarded controller), the disk-stall and disk-full tests and
-// the producer batch-split test.
+// per-Config hooks, and no test changes package state. Tests that assert
+// a timing bound or a rate (reassignment and client quota throttles, the
+// rebalance-timeout fencing, the leader right after a move), the disk-stall
+// and disk-full tests, the producer batch-split test, and the two that hold
+// a controller's rejoin guard (lateGuardCluster: createTopic's retry after
+// a broker fenced under load waits for no guarded controller) stay serial.
 type testCluster struct {
 	t         testing.TB
 	dir       string

@@ -222,6 +222,7 @@ func TestMetadataScrubRepairsABrokerOnlyNode(t *testing.T) {
 // check out at the restart (the damage was in memory) and the log still
 // ends where it did: the controller starts unguarded, nothing set aside.
 func TestMetadataScrubOfASoundLogLeavesTheControllerUnguarded(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tc, cl, f := startScrubbedControllers(ctx, t)
