@@ -29,9 +29,7 @@ import (
 // per-Config hooks, and no test changes package state. Tests that assert
 // a timing bound or a rate (reassignment and client quota throttles, the
 // rebalance-timeout fencing, the leader right after a move), the disk-stall
-// and disk-full tests, the producer batch-split test, and the two that hold
-// a controller's rejoin guard (lateGuardCluster: createTopic's retry after
-// a broker fenced under load waits for no guarded controller) stay serial.
+// and disk-full tests, and the producer batch-split test stay serial.
 type testCluster struct {
 	t         testing.TB
 	dir       string

@@ -117,6 +117,7 @@ func vouchesFor(log string, id int32) bool {
 // for enough caught-up controllers, and votes only once the dead one is
 // back.
 func TestWipedControllerIsNotVouchedForByItsOldNonce(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const late = 3
