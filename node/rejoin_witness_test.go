@@ -64,6 +64,7 @@ func lateGuardCluster(ctx context.Context, t *testing.T, late int32, release <-c
 // controller; also when the late one restarted meanwhile (its marker, and
 // so its nonce, kept).
 func TestLateGuardedControllerVotesAfterActiveControllerDies(t *testing.T) {
+	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restarted=%t", restart), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
