@@ -161,7 +161,6 @@ func replicaLEO(tc *testCluster, id int32) (int64, bool) {
 // NotEnoughReplicas; lowering it to 2 makes it succeed again. No node
 // restarts.
 func TestMinISRChangedAfterCreationAppliesAtOnce(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
@@ -213,7 +212,6 @@ func TestMinISRChangedAfterCreationAppliesAtOnce(t *testing.T) {
 // TestRetentionBytesChangedAfterCreationAppliedByTheNodes: retention.bytes
 // set after creation is applied by every replica's next retention pass.
 func TestRetentionBytesChangedAfterCreationAppliedByTheNodes(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {

@@ -151,7 +151,6 @@ func unchanged(t *testing.T, before, after *metadata.Image) {
 // certificate cannot send them as another node; nothing changes, and the
 // cluster keeps acknowledging and serving records.
 func TestClusterAuthorization(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	certs := mustClusterCerts(t, 3)

@@ -22,14 +22,6 @@ import (
 
 // testCluster runs nodes in-process, each with its own endpoint on real QUIC
 // over 127.0.0.1.
-//
-// A cluster test spends most of its time waiting (elections, sessions,
-// replica lag) rather than computing, so the slower ones call t.Parallel:
-// each cluster has its own ports (freeport), temporary directory and
-// per-Config hooks, and no test changes package state. Tests that assert
-// a timing bound or a rate (reassignment and client quota throttles, the
-// rebalance-timeout fencing, the leader right after a move), the disk-stall
-// and disk-full tests, and the producer batch-split test stay serial.
 type testCluster struct {
 	t         testing.TB
 	dir       string
@@ -227,7 +219,6 @@ func (tc *testCluster) image() *metadata.Image {
 }
 
 func TestMetadataAgreesSurvivesControllerKillAndRestart(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
@@ -329,7 +320,6 @@ func TestBrokerOnlyNodeJoinsAndGetsReplicas(t *testing.T) {
 }
 
 func TestSilentBrokerIsFencedAndLosesLeaderships(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
@@ -371,7 +361,6 @@ func TestSilentBrokerIsFencedAndLosesLeaderships(t *testing.T) {
 }
 
 func TestProduceConsumeAcrossLeaderKill(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)

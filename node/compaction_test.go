@@ -19,7 +19,6 @@ import (
 // reads fewer records than were written, in offset order, the latest of
 // every key among them. The leader refuses a record without a key.
 func TestCompactedTopicCleanedByTheNodes(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {

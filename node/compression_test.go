@@ -15,7 +15,6 @@ import (
 // a consumer reads every record back in order, and a lookup by timestamp
 // finds a record inside a compressed batch.
 func TestCompressedProduceAndConsume(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tc := MustStartCluster(t, 3)

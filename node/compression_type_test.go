@@ -60,7 +60,6 @@ func storedCodecs(t *testing.T, tc *testCluster, id int32, topic string, from, t
 // every record, and the leader counts the batches it rewrote on /metrics. Altered to
 // lz4, the batches produced next are stored in lz4, without a restart.
 func TestTopicCompressionType(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, withMetrics)

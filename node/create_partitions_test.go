@@ -73,7 +73,6 @@ func (w *keyedWriter) acked(p int32) int {
 // offset; the killed node comes back with the new partitions and rejoins
 // their ISRs.
 func TestAddPartitionsEndToEnd(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
@@ -256,7 +255,6 @@ func TestAddPartitionsEndToEnd(t *testing.T) {
 // Either way the call succeeds, every node ends with the partitions exactly
 // once under the same topic id, and they take records.
 func TestAddPartitionsAcrossControllerKill(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)

@@ -13,7 +13,6 @@ import (
 // also on a partition no longer written; with LeadersOnly it answers with
 // its own new log start, and WaitReplicasLogStart waits for the others.
 func TestDeleteRecordsReachesEveryReplica(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)

@@ -13,7 +13,6 @@ import (
 // them leads (the metadata's leader), lags are 0; a killed follower is
 // listed with its error and the others still answer.
 func TestDescribeTopicReplicas(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc, c := reassignCluster(ctx, t, 3, nil, nil)

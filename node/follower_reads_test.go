@@ -16,7 +16,6 @@ import (
 // When the follower dies the consumer goes back to the leader and reads on
 // without a gap or a repeat.
 func TestConsumerReadsFromTheFollowerInItsRack(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	racks := map[int32]string{1: "az1", 2: "az2", 3: "az3"}

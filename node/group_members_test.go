@@ -49,7 +49,6 @@ func (l *memberLog) covered(partitions int32, perPartition int64) bool {
 // the other takes its partitions at the committed offsets. Every record is
 // read at least once throughout.
 func TestGroupMembersShareATopicThroughControllerFailover(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {

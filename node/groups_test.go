@@ -17,7 +17,6 @@ import (
 // after missing commits catches up on them, and deleting the topic deletes
 // them.
 func TestGroupOffsetsSurviveControllerFailover(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, withMetrics)

@@ -55,7 +55,6 @@ func waitHealth(t *testing.T, tc *testCluster, id int32, path string, want int, 
 // metadata quorum without a majority; the restarted node is ready once it
 // is back in every ISR, and then the others are safe to stop again.
 func TestHealthEndpointsThroughARestart(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { cfg.MetricsAddr = "127.0.0.1:0" })

@@ -25,7 +25,6 @@ import (
 // epoch (metadata settle), so the leader refuses node 4's fetches until it
 // has applied both changes, its copy deleted and fetched again by then.
 func TestLaggingReplicaGivenBackIsFencedUntilItCatchesUp(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var (

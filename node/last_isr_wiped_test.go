@@ -27,17 +27,15 @@ import (
 // in TestControllerWithWipedDataDirRejoins: "offset 0 acknowledged for
 // "payment-0" and payment-50").
 func TestWipedLastISRMemberDoesNotLead(t *testing.T) {
-	t.Parallel()
 	// The ELR elects a stalled replica once it is back; the wiped node's
 	// registration (its storage new) names the ELR as the ISR when it comes
 	// back first.
-	t.Run("stalled replicas back first", func(t *testing.T) { t.Parallel(); wipedLastISRMember(t, false, wipeDataDir) })
-	t.Run("wiped node back first", func(t *testing.T) { t.Parallel(); wipedLastISRMember(t, true, wipeDataDir) })
+	t.Run("stalled replicas back first", func(t *testing.T) { wipedLastISRMember(t, false, wipeDataDir) })
+	t.Run("wiped node back first", func(t *testing.T) { wipedLastISRMember(t, true, wipeDataDir) })
 	// Only the partition's directory is wiped, the data directory (with
 	// its incarnation file) kept: the registration names the partition
 	// (EmptyReplicas) and the same holds for it.
 	t.Run("partition directory wiped, wiped node back first", func(t *testing.T) {
-		t.Parallel()
 		wipedLastISRMember(t, true, wipePartitionDir)
 	})
 }
@@ -107,7 +105,6 @@ func wipedLastISRMember(t *testing.T, wipedFirst bool, wipe func(*testCluster, i
 // the operator allows an unclean election. Before, the wiped node was
 // elected and acknowledged new records at the offsets of lost ones.
 func TestWipedLastISRMemberWithoutELRWaitsForUncleanElection(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc, held := heldCluster(t)

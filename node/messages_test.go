@@ -20,7 +20,6 @@ import (
 // builds batches within it (every record written) and refuses, by name, a
 // record too large alone.
 func TestMessageConfigsThroughTheClient(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, nil)
@@ -92,7 +91,6 @@ func TestMessageConfigsThroughTheClient(t *testing.T) {
 // topic that sets no type of its own, without a restart; a topic that sets
 // CreateTime keeps the producer's times.
 func TestClusterDefaultLogAppendTime(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, nil)
@@ -132,7 +130,6 @@ func TestClusterDefaultLogAppendTime(t *testing.T) {
 // topic with its own larger limit takes larger records. (The leader's
 // refusal naming the cluster config: broker.TestProduceMessagePolicy.)
 func TestClusterMessageMaxBytes(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, nil)

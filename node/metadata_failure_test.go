@@ -18,7 +18,6 @@ import (
 // frozen metadata image, heartbeating (so never fenced) and, as the former
 // raft leader, naming itself as the controller to everyone.
 func TestMetadataLogFailureStopsNode(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	fs := segment.NewMemFS()

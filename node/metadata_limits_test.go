@@ -18,7 +18,6 @@ import (
 // every unknown name, which grew larger than a frame and was refused only
 // by the encoder after being built. Up to the limit, every name is answered.
 func TestMetadataRequestTopicLimits(t *testing.T) {
-	t.Parallel()
 	if wire.MaxTopicNameLen != metadata.MaxTopicNameLen {
 		t.Fatalf("wire.MaxTopicNameLen %d, metadata.MaxTopicNameLen %d", wire.MaxTopicNameLen, metadata.MaxTopicNameLen)
 	}

@@ -23,7 +23,6 @@ import (
 // it. The quarantine is a copy of the controller's own metadata segment,
 // set aside an hour ago, as a repair would have left it.
 func TestMetadataQuarantineSweptOnItsOwn(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(c *node.Config) {

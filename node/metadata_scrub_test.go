@@ -75,7 +75,6 @@ func scrubStopsNode(ctx context.Context, t *testing.T, tc *testCluster, id int32
 // controller (node/rejoin.go); it catches up, votes again, and the
 // cluster's metadata moves on.
 func TestMetadataScrubRepairsAController(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tc, cl, f := startScrubbedControllers(ctx, t)
@@ -177,7 +176,6 @@ func TestMetadataScrubRunsOnItsOwnAndShowsInMetrics(t *testing.T) {
 // votes: there is no vote to withhold), refetches and applies what the
 // controllers applied, to the same offset.
 func TestMetadataScrubRepairsABrokerOnlyNode(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubInterval = 0 })
@@ -222,7 +220,6 @@ func TestMetadataScrubRepairsABrokerOnlyNode(t *testing.T) {
 // check out at the restart (the damage was in memory) and the log still
 // ends where it did: the controller starts unguarded, nothing set aside.
 func TestMetadataScrubOfASoundLogLeavesTheControllerUnguarded(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tc, cl, f := startScrubbedControllers(ctx, t)

@@ -68,7 +68,6 @@ func value(t *testing.T, e *promtest.Exposition, name string, labels ...string) 
 // Which node is the active controller is read from the nodes' own gauges
 // at each scrape, never once: it may change at any time.
 func TestMetricsForAlerts(t *testing.T) {
-	t.Parallel()
 	// Unloaded it takes 3-5 s; four -race copies beside two CPU burners
 	// took up to 58 s (fsync always: 200 acks=all records in ten rounds).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -17,7 +17,6 @@ import (
 // the committed offset was written (its timestamp: records stamped an hour
 // ago give an hour), and 0 once the group has committed everything.
 func TestGroupLagMetricOnTheLeaders(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, withMetrics)

@@ -33,7 +33,6 @@ func metricsAddrs(tc *testCluster) map[int32]string {
 // partitions it leads and follows, no under-replicated partition once the
 // ISR is full, and the produce requests, bytes and QUIC packets it handled.
 func TestMetricsShowPartitionsAndTraffic(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, withMetrics)

@@ -88,7 +88,6 @@ func produce(ctx context.Context, t *testing.T, cl *client.Client, topic string,
 // the same node, repaired the same way, is the only copy: it stays, even
 // once new records have taken the lost offsets.
 func TestSweepRemovesARefetchedQuarantineNotTheOnlyCopy(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := newDamagedFollower(ctx, t)
@@ -164,7 +163,6 @@ func TestSweepRemovesARefetchedQuarantineNotTheOnlyCopy(t *testing.T) {
 // The cluster's log.scrub.quarantine.retention.ms reaches every node's
 // sweep, and deleting it brings back each node's flag.
 func TestQuarantineRetentionClusterConfig(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(c *node.Config) { c.LogScrubQuarantineRetention = 2 * time.Hour })

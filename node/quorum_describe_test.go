@@ -15,7 +15,6 @@ import (
 // leader, every node caught up; a killed node is listed with its error while
 // the others still answer.
 func TestDescribeQuorumListsVotersObserversAndLag(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc, c := reassignCluster(ctx, t, 4, nil, nil)

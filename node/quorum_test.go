@@ -17,7 +17,6 @@ import (
 // refuses with an error saying so and what to do instead; the same node
 // started with the cluster's --controllers joins as a broker.
 func TestFreshNodeAddedToControllersIsRefused(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
@@ -58,7 +57,6 @@ func TestFreshNodeAddedToControllersIsRefused(t *testing.T) {
 // (one written by a newer paymentlog) stops every node with an error that
 // says so, instead of letting them skip it while the newer nodes apply it.
 func TestUnknownMetadataRecordStopsTheNode(t *testing.T) {
-	t.Parallel()
 	tc := mustStartClusterWith(t, 3, nil)
 	waitFor(t, "a controller", 15*time.Second, func() bool { return tc.activeController() != 0 })
 	leader := tc.node(tc.activeController())

@@ -14,7 +14,6 @@ import (
 // zones, and so do the partitions added later and the replicas a higher
 // replication factor adds.
 func TestRackAwarePlacement(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	zone := map[int32]string{1: "z1", 2: "z2", 3: "z1", 4: "z2"}

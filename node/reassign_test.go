@@ -103,7 +103,6 @@ func reassignCluster(ctx context.Context, t *testing.T, last int32, configure fu
 // and it catches up from a snapshot taken after the move (small snapshot
 // spacing), so its image never assigns it the partition.
 func TestReassignAwayFromDeadBroker(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// Broker-only nodes: 4 dies, 5 replaces it.
@@ -155,7 +154,6 @@ func TestReassignAwayFromDeadBroker(t *testing.T) {
 // complete once the killed node is back, and every acknowledged record is
 // read back at its offset.
 func TestReassignWithCrashesRandomized(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	seed := uint64(time.Now().UnixNano())

@@ -65,7 +65,6 @@ func (lc *logCapture) of(id int32) string {
 // one had); once the dead one is back it catches up, votes again, and the
 // metadata survives a further controller loss.
 func TestWipedControllerVotesOnlyAfterCatchingUp(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var logs logCapture
@@ -137,7 +136,6 @@ func waitGuardedUntilBack(t *testing.T, tc *testCluster, logOf func(int32) strin
 // dies, it and the third node carry on with every acknowledged record at
 // its offset.
 func TestControllerWithWipedDataDirRejoins(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)

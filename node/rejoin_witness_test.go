@@ -64,7 +64,6 @@ func lateGuardCluster(ctx context.Context, t *testing.T, late int32, release <-c
 // controller; also when the late one restarted meanwhile (its marker, and
 // so its nonce, kept).
 func TestLateGuardedControllerVotesAfterActiveControllerDies(t *testing.T) {
-	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restarted=%t", restart), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -118,7 +117,6 @@ func vouchesFor(log string, id int32) bool {
 // for enough caught-up controllers, and votes only once the dead one is
 // back.
 func TestWipedControllerIsNotVouchedForByItsOldNonce(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const late = 3

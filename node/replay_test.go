@@ -26,7 +26,6 @@ import (
 // replay first at an image where it holds payments-0, then
 // at one where it does not, and checks the copy is still on disk.
 func TestReplayDoesNotDeleteAReplicaGivenBackSince(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc, c := reassignCluster(ctx, t, 4, nil, []int32{1, 2, 3})

@@ -17,7 +17,6 @@ import (
 // holds every acknowledged record, and once the leader is back each is read
 // back at its offset.
 func TestReplicationFactorRaisedAndLowered(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc, c := reassignCluster(ctx, t, 4, nil, []int32{1, 2, 3})

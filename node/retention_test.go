@@ -18,7 +18,6 @@ import (
 // beginning reads exactly the records from there to the HW. Before, the
 // config was accepted and nothing was ever deleted.
 func TestTopicRetentionBytesAppliedByTheNodes(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {

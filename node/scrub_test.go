@@ -185,7 +185,6 @@ func (d *damagedFollower) repaired(t *testing.T) {
 // next start truncates the partition at that batch and fetches the rest
 // from the leader again, ending with the leader's records, back in the ISR.
 func TestScrubRepairsACorruptFollower(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := newDamagedFollower(ctx, t)
@@ -215,7 +214,6 @@ func TestScrubRepairsACorruptFollower(t *testing.T) {
 // under --fsync always: set aside, truncated, registered torn, fetched
 // again; before, the partition stayed unopened on that node.
 func TestOpenRepairsADamagedSealedSegment(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := newDamagedFollower(ctx, t)

@@ -16,7 +16,6 @@ import (
 // segment was the node's size, so retention (whole segments) could not cut
 // below it.
 func TestTopicSegmentBytesAppliedByTheNodes(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)
@@ -61,7 +60,6 @@ func TestTopicSegmentBytesAppliedByTheNodes(t *testing.T) {
 // A topic's segment.ms, set on a running topic, seals each replica's
 // active segment at the first append once it has been open that long.
 func TestTopicSegmentMsAppliedByTheNodes(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc := MustStartCluster(t, 3)

@@ -18,7 +18,6 @@ import (
 // replica, every record is acknowledged once, and each acknowledged record
 // is read back at its offset.
 func TestLeaderStorageFailureMovesLeadership(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const total = 400

@@ -54,7 +54,6 @@ func certNotAfter(t *testing.T, path string) time.Time {
 // node reports its new certificate (status and metrics), and a client still
 // holding a certificate of the retired CA is refused.
 func TestCARotationUnderLoad(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	oldCA := mustACLCerts(t, 3, "client")

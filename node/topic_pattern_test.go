@@ -15,7 +15,6 @@ import (
 // a matching topic created later is assigned at the next one, and a topic
 // whose name only contains a match is not.
 func TestTopicPatternMemberOnTheController(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) {

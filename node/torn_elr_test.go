@@ -22,7 +22,6 @@ import (
 // acknowledged record: the registration did not say, and a restart under
 // --fsync always kept the ELR.
 func TestTornReplicaLeavesTheELR(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// The followers are broker-only nodes: killing both leaves the

@@ -21,7 +21,6 @@ import (
 // (through the removal of its own learner) and deletes its stale copy;
 // every acknowledged record is still read back.
 func TestUnregisterDecommissionedBroker(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	tc, c := reassignCluster(ctx, t, 4, nil, []int32{1, 2, 4})
