@@ -53,6 +53,7 @@ type diskStall struct {
 		hold     stallHoldDown
 		progress deviceProgress
 		slowLog  time.Time // when a slow operation was last logged
+		lastLook time.Time // the previous look (diskStalled), by clock
 	}
 }
 
@@ -142,6 +143,10 @@ func (n *Node) diskStallReason() string {
 func (n *Node) diskStalled() bool {
 	op, age, stalled, slow := n.oldestDiskOp()
 	s := &n.stall
+	var late segment.DiskOp // the slowest operation that returned since the last look
+	if s.ops != nil {
+		late = s.ops.TakeSlowest()
+	}
 	now := s.clock()
 	s.mu.Lock()
 	logSlow := slow && now.Sub(s.mu.slowLog) >= time.Minute
@@ -151,12 +156,28 @@ func (n *Node) diskStalled() bool {
 	was, first := s.mu.stalled, s.mu.op
 	s.mu.stalled = stalled
 	h := &s.mu.hold
+	// A stall no look saw: an operation over the timeout that returned
+	// while this process was not looking for longer than the timeout.
+	// When a write blocks on a frozen file system its thread keeps its P
+	// (appends are raw pwrite calls) and the GC's stop-the-world then
+	// waits for it: the whole process stops, heartbeats included, and the
+	// controller fences it as a dead node. It still counts as a stall, so
+	// that a disk that does it again and again gets the hold-down.
+	missed := !was && !stalled && !s.mu.lastLook.IsZero() &&
+		late.Took > n.cfg.DiskStallTimeout && now.Sub(s.mu.lastLook) > n.cfg.DiskStallTimeout
+	unseen := now.Sub(s.mu.lastLook)
+	s.mu.lastLook = now
 	switch {
 	case stalled && !was:
 		s.mu.op = op
 		s.mu.stalls++
 		h.started(op.Start) // when the disk began to hang
 	case !stalled && was:
+		h.stopped(now)
+	case missed:
+		first = late
+		s.mu.stalls++
+		h.started(late.Start)
 		h.stopped(now)
 	}
 	holding := !stalled && h.left(now) > 0
@@ -178,6 +199,11 @@ func (n *Node) diskStalled() bool {
 		n.log.Warn("disk slow: an operation has been in flight longer than --disk-stall-timeout, but the device is writing: not a stall (logged at most once a minute)",
 			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
 	}
+	if missed {
+		n.log.Error("disk stalled while this whole process was blocked: an operation took longer than --disk-stall-timeout and no look saw it in flight; counted as a stall",
+			"op", late.Kind, "path", late.Path, "took", late.Took.Round(time.Millisecond), "no_look_for", unseen.Round(time.Millisecond),
+			"disk_stall_timeout", n.cfg.DiskStallTimeout)
+	}
 	switch {
 	case stalled && !was:
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
@@ -186,11 +212,11 @@ func (n *Node) diskStalled() bool {
 	case needed != "":
 		n.log.Warn("disk stall hold-down cut short: a partition this node replicates is below min.insync.replicas, so it heartbeats again",
 			"partition", needed, "hold_down", wait, "until", until.UTC().Format(time.TimeOnly))
-	case !stalled && was && holding:
+	case !stalled && (was || missed) && holding:
 		n.log.Warn("disk stall over, but the disk stalled again soon after the previous stall: holding back broker heartbeats for a hold-down",
 			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond),
 			"after_previous", gap.Round(time.Millisecond), "hold_down", wait, "until", until.UTC().Format(time.TimeOnly))
-	case !stalled && was:
+	case !stalled && (was || missed):
 		n.log.Info("disk stall over: heartbeating; the controller unfences this node once it has applied the metadata log",
 			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond))
 	case !stalled && wasHolding && !holding:

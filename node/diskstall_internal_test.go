@@ -185,3 +185,70 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestDiskStallSeenAfterTheFact: when the whole process blocks on a frozen
+// file system (a raw pwrite keeps its P and the GC's stop-the-world waits
+// for it), no look sees the operation in flight. Once it returns, the next
+// look finds an operation over the timeout and a gap between looks over
+// it too: a stall, counted and logged, and a second one soon after imposes
+// the hold-down. A slow operation that looks saw (the device writing) is
+// not one, nor is a stall the looks saw counted twice.
+func TestDiskStallSeenAfterTheFact(t *testing.T) {
+	r := newStallRig(t)
+	if r.n.diskStalled() {
+		t.Fatal("stalled before any operation")
+	}
+	unseen := func() (aside bool) {
+		release := r.block()
+		r.advance(3 * time.Second) // no look meanwhile: the process is blocked
+		release()
+		return r.n.diskStalled()
+	}
+	if unseen() {
+		t.Fatal("the first stall in 10 minutes holds the node aside")
+	}
+	if got := r.n.diskStallStats().stalls; got != 1 {
+		t.Fatalf("%d stalls counted after one no look saw, want 1", got)
+	}
+	if l := r.logs(); !strings.Contains(l, "disk stalled while this whole process was blocked") || !strings.Contains(l, "disk stall over: heartbeating") {
+		t.Fatalf("logged:\n%s", l)
+	}
+	r.advance(5 * time.Second)
+	r.n.diskStalled()
+	if !unseen() {
+		t.Fatal("a second stall 5 s after the first, seen after the fact: no hold-down")
+	}
+	if l := r.logs(); !strings.Contains(l, "disk stall over, but the disk stalled again soon after the previous stall") {
+		t.Fatalf("no hold-down logged:\n%s", l)
+	}
+
+	// A stall the looks saw is counted once.
+	r = newStallRig(t)
+	r.n.diskStalled()
+	if r.stall(3 * time.Second) {
+		t.Fatal("the first stall holds the node aside")
+	}
+	if got := r.n.diskStallStats().stalls; got != 1 {
+		t.Fatalf("%d stalls counted for one the looks saw, want 1", got)
+	}
+	if l := r.logs(); strings.Contains(l, "while this whole process was blocked") {
+		t.Fatalf("a stall the looks saw logged as one they missed:\n%s", l)
+	}
+
+	// A slow operation, looked at every 500 ms while the device writes.
+	r = newStallRig(t)
+	var writes uint64
+	r.n.stall.writes = func() (uint64, error) { writes++; return writes, nil }
+	r.n.diskStalled()
+	release := r.block()
+	for range 6 {
+		r.advance(500 * time.Millisecond)
+		if r.n.diskStalled() {
+			t.Fatal("a slow operation on a writing device is a stall")
+		}
+	}
+	release()
+	if r.n.diskStalled() || r.n.diskStallStats().stalls != 0 {
+		t.Fatalf("a slow operation the looks saw counted as a stall (%d)", r.n.diskStallStats().stalls)
+	}
+}

@@ -38,6 +38,7 @@ type DiskOps struct {
 		seq      uint64
 		inflight map[uint64]DiskOp
 		longest  DiskOp // the longest operation completed so far (Took set)
+		slowest  DiskOp // the longest completed since the last TakeSlowest
 		done     uint64 // operations completed
 	}
 }
@@ -112,7 +113,21 @@ func (d *DiskOps) end(id uint64) {
 	if op.Took > d.mu.longest.Took {
 		d.mu.longest = op
 	}
+	if op.Took > d.mu.slowest.Took {
+		d.mu.slowest = op
+	}
 	d.mu.Unlock()
+}
+
+// TakeSlowest returns the longest operation completed since the last call
+// (zero Took: none) and starts over: the stall detector's view of what
+// returned between two of its looks.
+func (d *DiskOps) TakeSlowest() DiskOp {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	op := d.mu.slowest
+	d.mu.slowest = DiskOp{}
+	return op
 }
 
 // track runs fn as operation kind of path.
