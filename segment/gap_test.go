@@ -41,7 +41,14 @@ func sizedBatch(t *testing.T, seed byte, n int) Batch {
 // so the second starts on a page boundary.
 func gapLog(t *testing.T, fs FS, dir string) ([]Batch, Options) {
 	t.Helper()
-	opts := Options{FS: fs, SegmentBytes: 1 << 20, IndexInterval: 4096, Logger: quietLogger}
+	return gapLogOf(t, Options{FS: fs, SegmentBytes: 1 << 20, IndexInterval: 4096, Logger: quietLogger}, dir)
+}
+
+// gapLogOf is gapLog with opts (SegmentBytes 12000 rolls after the third
+// batch, sealing the first segment).
+func gapLogOf(t *testing.T, opts Options, dir string) ([]Batch, Options) {
+	t.Helper()
+	fs := opts.FS
 	l := mustOpen(t, dir, opts)
 	bs := []Batch{sizedBatch(t, 0, 4096)}
 	for i := 1; i < 6; i++ {
@@ -162,22 +169,10 @@ func TestHoleInActiveSegment(t *testing.T) {
 // as it was, where before it cut the file at the hole.
 func TestHoleInSealedSegment(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
-	opts := Options{FS: OSFS{}, SegmentBytes: 12000, IndexInterval: 4096, Logger: quietLogger}
-	l := mustOpen(t, dir, opts)
-	bs := []Batch{sizedBatch(t, 0, 4096)}
-	for i := 1; i < 6; i++ {
-		bs = append(bs, sizedBatch(t, byte(i), 3000))
-	}
-	for _, b := range bs {
-		mustAppend(t, l, b, 1)
-	}
-	if err := l.Close(); err != nil {
+	_, opts := gapLogOf(t, Options{FS: OSFS{}, SegmentBytes: 12000, IndexInterval: 4096, Logger: quietLogger}, dir)
+	// Scan every segment.
+	if err := os.Remove(filepath.Join(dir, recoveryPointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
-	}
-	for _, name := range []string{cleanShutdownFile, recoveryPointFile} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatal(err)
-		}
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil || len(paths) != 2 {
