@@ -578,14 +578,7 @@ func (l *Log) sinceLastIndex(s *segment) int64 {
 	return s.size - int64(p)
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+func allZero(b []byte) bool { return firstNonZero(b) < 0 }
 
 // walkHeaders calls fn for each batch of data, trusting lengths (data is
 // from a checked, trusted segment).
