@@ -16,6 +16,7 @@ import (
 	"paymentlog/bench/localcluster"
 	"paymentlog/client"
 	"paymentlog/segment"
+	"paymentlog/wire"
 )
 
 // Config configures Run. Zero fields take the defaults in their comments.
@@ -305,7 +306,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	_, err = adminCl.Admin().CreateTopic(cctx, client.TopicSpec{Name: Topic, Partitions: topicPartitions, ReplicationFactor: 3, MinISR: 2,
 		Configs: topicConfigs})
 	cancel()
-	if err != nil {
+	// The cluster is new: a topic already there was made by an attempt of
+	// this call that failed in transit or timed out (the client says so),
+	// and the wait below checks it is whole.
+	if err != nil && client.ErrorCode(err) != wire.TopicAlreadyExists {
 		return res, fmt.Errorf("chaos: create topic: %w", err)
 	}
 	if err := c.WaitFor(ctx, func(ctx context.Context) (bool, error) { return c.InSync(ctx, Topic) }); err != nil {
