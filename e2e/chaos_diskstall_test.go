@@ -18,7 +18,6 @@ import (
 // and fsfreeze only. CHAOS_SEED and CHAOS_PER_KIND (default 3) as in
 // TestChaos.
 func TestChaosDiskStall(t *testing.T) {
-	t.Parallel()
 	requireFreeze(t)
 	perKind := int(envInt(t, "CHAOS_PER_KIND", 3))
 	cfg := chaos.Config{

@@ -20,7 +20,6 @@ import (
 // --disk-resume-free-percent of the file system) it stays fenced until
 // there is real room, and then recovers as before.
 func TestDiskNearlyFullDoesNotFlap(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// 128 MiB disks: the writes of the whole test (about 1 MB/s) fit on the
