@@ -191,10 +191,15 @@ func runDiskStall(t *testing.T, arm func(context.Context, *testing.T, *stallClus
 	default:
 	}
 
-	// The stalled node says why it is not ready.
+	// The stalled node says why it is not ready, once its detector has
+	// seen the stall (under load the leadership may move sooner, by a
+	// late heartbeat).
 	if pathHint == "" {
 		pathHint = "payments-0"
 	}
+	waitFor(t, "the stalled node's detector to see the stall", timeout+time.Second, func() bool {
+		return value(t, scrape(t, victim.MetricsAddr()), "paymentlog_disk_stalled") == 1
+	})
 	code, body := getReadyz(t, victim.MetricsAddr())
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "disk stalled: ") || !strings.Contains(body, pathHint) {
 		t.Fatalf("/readyz of the stalled node answered %d %q; want 503 naming the stalled operation on %s", code, body, pathHint)
