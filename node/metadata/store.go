@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // Store holds the current Image and applies committed metadata log entries to
@@ -16,9 +17,12 @@ import (
 // nothing to close (Subscriptions are closed by their owners).
 type Store struct {
 	log *slog.Logger
+	// img is the current image: stored under mu (with changed and the
+	// subscriptions' offers), read without it, since every produce and
+	// fetch partition reads it (the broker's topic-id check).
+	img atomic.Pointer[Image]
 	mu  struct {
 		sync.Mutex
-		img     *Image
 		err     error         // first entry that failed to decode
 		changed chan struct{} // closed and replaced on every change
 		subs    map[*Subscription]struct{}
@@ -37,18 +41,14 @@ func NewStore(opts ...StoreOption) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	s.mu.img = EmptyImage()
+	s.img.Store(EmptyImage())
 	s.mu.changed = make(chan struct{})
 	s.mu.subs = map[*Subscription]struct{}{}
 	return s
 }
 
 // Image returns the current image (immutable; safe to keep).
-func (s *Store) Image() *Image {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.img
-}
+func (s *Store) Image() *Image { return s.img.Load() }
 
 // Err returns the first decode failure of a committed entry, if any. A
 // corrupt entry is skipped on every node alike. One with a record type or
@@ -72,7 +72,7 @@ func (s *Store) Changed() <-chan struct{} {
 func (s *Store) WaitFor(ctx context.Context, pred func(*Image) bool) (*Image, error) {
 	for {
 		s.mu.Lock()
-		img, ch := s.mu.img, s.mu.changed
+		img, ch := s.img.Load(), s.mu.changed
 		s.mu.Unlock()
 		if pred(img) {
 			return img, nil
@@ -136,7 +136,7 @@ func (s *Store) publish(prev, next *Image, d Delta, derr error) {
 	if derr != nil && s.mu.err == nil {
 		s.mu.err = derr
 	}
-	s.mu.img = next
+	s.img.Store(next)
 	for sub := range s.mu.subs {
 		sub.offerLocked(prev, next, d)
 	}
@@ -173,7 +173,8 @@ func (s *Store) Subscribe() *Subscription {
 	defer s.mu.Unlock()
 	s.mu.subs[sub] = struct{}{}
 	empty := EmptyImage()
-	sub.offerLocked(empty, s.mu.img, Diff(empty, s.mu.img))
+	cur := s.img.Load()
+	sub.offerLocked(empty, cur, Diff(empty, cur))
 	return sub
 }
 
