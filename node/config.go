@@ -286,6 +286,11 @@ func (c Config) Validate() error {
 		return &ConfigError{"session-timeout", errors.New("must be at least twice the heartbeat interval")}
 	case c.DiskStallTimeout < 0:
 		return &ConfigError{"disk-stall-timeout", errors.New("must be >= 0 (0: off)")}
+	case c.DiskStallTimeout > 0 && c.DiskStallTimeout < 2*c.HeartbeatInterval:
+		// The detector looks once a heartbeat, and the device watch dates a
+		// write to the look before the one that saw it: with looks a
+		// timeout apart every slow operation would be a stall.
+		return &ConfigError{"disk-stall-timeout", errors.New("must be at least twice the heartbeat interval (or 0: off)")}
 	case c.PreferredLeaderDelay < 0:
 		return &ConfigError{"preferred-leader-delay", errors.New("must be >= 0 (0: no delay)")}
 	case c.RaftTick <= 0:

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -250,5 +251,30 @@ func TestDiskStallSeenAfterTheFact(t *testing.T) {
 	release()
 	if r.n.diskStalled() || r.n.diskStallStats().stalls != 0 {
 		t.Fatalf("a slow operation the looks saw counted as a stall (%d)", r.n.diskStallStats().stalls)
+	}
+}
+
+// TestDiskStallTimeoutAgainstHeartbeatInterval: the detector looks once a
+// heartbeat, so a stall timeout under two heartbeat intervals is refused
+// (the device watch would take every slow operation for a stall).
+func TestDiskStallTimeoutAgainstHeartbeatInterval(t *testing.T) {
+	for _, c := range []struct {
+		timeout, interval time.Duration
+		ok                bool
+	}{
+		{2 * time.Second, 50 * time.Millisecond, true},
+		{0, time.Second, true}, // off
+		{time.Second, 500 * time.Millisecond, true},
+		{time.Second, 600 * time.Millisecond, false},
+		{time.Second, time.Second, false},
+	} {
+		cfg := DefaultConfig()
+		cfg.ID, cfg.Addr, cfg.DataDir, cfg.Controllers = 1, "127.0.0.1:1", t.TempDir(), map[int32]string{1: "127.0.0.1:1"}
+		cfg.DiskStallTimeout, cfg.HeartbeatInterval, cfg.SessionTimeout = c.timeout, c.interval, 10*c.interval
+		err := cfg.Validate()
+		var ce *ConfigError
+		if c.ok && err != nil || !c.ok && (!errors.As(err, &ce) || ce.Field != "disk-stall-timeout") {
+			t.Errorf("timeout %v, heartbeat interval %v: %v; want ok %v, else a disk-stall-timeout ConfigError", c.timeout, c.interval, err, c.ok)
+		}
 	}
 }
