@@ -182,7 +182,7 @@ func (n *Node) diskStalled() bool {
 	}
 	holding := !stalled && h.left(now) > 0
 	wasHolding := h.holding
-	wait, gap, until := h.wait, h.gap, h.until
+	wait, gap, until := h.backoff, h.gap, h.until
 	s.mu.Unlock()
 	needed := ""
 	if holding {
@@ -204,14 +204,15 @@ func (n *Node) diskStalled() bool {
 			"op", late.Kind, "path", late.Path, "took", late.Took.Round(time.Millisecond), "no_look_for", unseen.Round(time.Millisecond),
 			"disk_stall_timeout", n.cfg.DiskStallTimeout)
 	}
+	if needed != "" { // (a stall that ends at this look is logged as over too)
+		n.log.Warn("disk stall hold-down cut short: a partition this node replicates is below min.insync.replicas, so it heartbeats again",
+			"partition", needed, "hold_down", wait, "until", until.UTC().Format(time.TimeOnly))
+	}
 	switch {
 	case stalled && !was:
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
 			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
 		n.handOffControllerOnStall()
-	case needed != "":
-		n.log.Warn("disk stall hold-down cut short: a partition this node replicates is below min.insync.replicas, so it heartbeats again",
-			"partition", needed, "hold_down", wait, "until", until.UTC().Format(time.TimeOnly))
 	case !stalled && (was || missed) && holding:
 		n.log.Warn("disk stall over, but the disk stalled again soon after the previous stall: holding back broker heartbeats for a hold-down",
 			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond),
@@ -219,7 +220,7 @@ func (n *Node) diskStalled() bool {
 	case !stalled && (was || missed):
 		n.log.Info("disk stall over: heartbeating; the controller unfences this node once it has applied the metadata log",
 			"op", first.Kind, "path", first.Path, "stalled_for", now.Sub(first.Start).Round(time.Millisecond))
-	case !stalled && wasHolding && !holding:
+	case !stalled && wasHolding && !holding && needed == "":
 		n.log.Info("disk stall hold-down over: heartbeating; the controller unfences this node once it has applied the metadata log",
 			"hold_down", wait)
 	}

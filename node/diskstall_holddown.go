@@ -37,7 +37,6 @@ import (
 // state machine: the caller passes the time.
 type stallHoldDown struct {
 	relapseBackoff               // stalls are the failures
-	wait           time.Duration // the hold-down the current or last stall imposes; 0: none
 	gap            time.Duration // how long after the previous stall's end it started
 	until          time.Time     // heartbeats held back until then; zero: no hold-down
 	holding        bool          // a hold-down was in force at the last look (for the log)
@@ -47,15 +46,15 @@ type stallHoldDown struct {
 // started records a stall starting at now.
 func (h *stallHoldDown) started(now time.Time) {
 	h.gap = max(now.Sub(h.lastEnd), 0) // 0: the same operation, stalled again after the device wrote
-	h.wait = h.failed(now)
+	h.failed(now)                      // sets backoff: the hold-down this stall imposes (0: none)
 	h.until = time.Time{}
 }
 
 // stopped records the stall ending at now, which starts its hold-down.
 func (h *stallHoldDown) stopped(now time.Time) {
 	h.ended(now)
-	if h.wait > 0 {
-		h.until = now.Add(h.wait)
+	if h.backoff > 0 {
+		h.until = now.Add(h.backoff)
 		h.count++
 	}
 }
@@ -79,7 +78,7 @@ func (h *stallHoldDown) reason(now time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("disk stall hold-down: the disk stalled again %v after the previous stall ended; heartbeats held back %v after this one (until %s)",
-		h.gap.Round(time.Second), h.wait, h.until.UTC().Format(time.TimeOnly))
+		h.gap.Round(time.Second), h.backoff, h.until.UTC().Format(time.TimeOnly))
 }
 
 // underMinISR names a partition node id replicates in img whose ISR is
