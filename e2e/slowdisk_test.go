@@ -76,10 +76,20 @@ func TestSlowDiskIntervalFsyncIsNoStall(t *testing.T) {
 				m["paymentlog_disk_op_max_seconds"], m["paymentlog_disk_oldest_inflight_seconds"], m["paymentlog_disk_stalls_total"])
 		}
 	}
+	slowest := 0.0 // seconds: the test shows something only past the stall timeout
 	for _, id := range dc.c.IDs() {
-		if s := dc.diskMetrics(id)["paymentlog_disk_stalls_total"]; s != 0 {
+		m := dc.diskMetrics(id)
+		s, ok := m["paymentlog_disk_stalls_total"]
+		if !ok {
+			t.Fatalf("node %d serves no paymentlog_disk_stalls_total", id)
+		}
+		if s != 0 {
 			t.Errorf("node %d declared %v disk stalls on a slow but working disk", id, s)
 		}
+		slowest = max(slowest, m["paymentlog_disk_op_max_seconds"])
+	}
+	if stallTimeout := (2 * time.Second).Seconds(); slowest <= stallTimeout {
+		t.Fatalf("no disk operation took longer than the %vs stall timeout (longest %.2fs): the disks were not slow, and the test shows nothing", stallTimeout, slowest)
 	}
 	gap, _ := gaps()
 	n := dc.ackedCount() - acked
