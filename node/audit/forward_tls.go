@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -99,7 +100,7 @@ func (t ForwardTLS) config(serverName string) (*tls.Config, error) {
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		return nil, errors.New("audit syslog: a client certificate needs both its certificate and its key file")
 	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cmpOr(t.ServerName, serverName)}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cmp.Or(t.ServerName, serverName)}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
@@ -120,13 +121,6 @@ func (t ForwardTLS) config(serverName string) (*tls.Config, error) {
 	return c, nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // dialTLS connects to the collector at addr (host:port) over TLS, reading
 // t's files again. A failure after the TCP connection was made is a
 // *forwardRefusedError.
@@ -143,19 +137,16 @@ func dialTLS(ctx context.Context, t ForwardTLS, addr string) (net.Conn, error) {
 	}
 	v := &verdict{}
 	cfg.ClientSessionCache = v
-	if len(cfg.Certificates) == 0 {
-		// Asked for a certificate, present none (crypto/tls does the same
-		// without the callback); the callback notes that it was asked.
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			v.asked = true
-			return &tls.Certificate{}, nil
-		}
-	} else {
-		cert := &cfg.Certificates[0]
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			v.asked = true
-			return cert, nil
-		}
+	// Asked for a certificate, present ours or none (an empty one, as
+	// crypto/tls does without the callback); the callback notes that it
+	// was asked.
+	cert := &tls.Certificate{}
+	if len(cfg.Certificates) > 0 {
+		cert = &cfg.Certificates[0]
+	}
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		v.asked = true
+		return cert, nil
 	}
 	conn := tls.Client(raw, cfg)
 	v.conn = raw

