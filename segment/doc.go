@@ -135,9 +135,12 @@
 //
 // # Recovery
 //
-// Recovery reads a segment through its mapping only up to the file's
-// first hole (lseek SEEK_HOLE): appends leave no gaps, so what follows is
-// zeros never written, and on a full tmpfs a read fault on a hole is SIGBUS.
+// Recovery scans a segment through its mapping only up to the file's
+// first hole (lseek SEEK_HOLE), and never reads a hole (on a full tmpfs a
+// read fault on one is SIGBUS). Appends leave no gaps, so past the valid
+// data there is normally nothing; data past a gap of zeros or a hole
+// (pages a crash left unwritten while later ones reached the disk) is
+// found with SEEK_DATA and makes the cut a damaged tail (gap.go).
 //
 // Open after a clean shutdown trusts the files (and cheaply checks each
 // segment's tail against its index). After an unclean shutdown it scans every

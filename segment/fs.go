@@ -200,14 +200,7 @@ func (f *osFile) Allocate(off, n int64) error {
 }
 
 // DataEnd implements dataEnder with lseek(SEEK_HOLE).
-func (f *osFile) DataEnd() (int64, error) {
-	for {
-		off, err := unix.Seek(int(f.f.Fd()), 0, unix.SEEK_HOLE)
-		if err != syscall.EINTR {
-			return off, err
-		}
-	}
-}
+func (f *osFile) DataEnd() (int64, error) { return seekRetry(int(f.f.Fd()), 0, unix.SEEK_HOLE) }
 
 // dataEnder is implemented by files that can tell where their data ends:
 // the first hole (a never-written range of a sparse file), or the size.

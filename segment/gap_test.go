@@ -126,18 +126,25 @@ func holeLog(t *testing.T) (string, []Batch, Options) {
 	if err != nil || len(paths) != 1 {
 		t.Fatalf("segment files %v (%v), want one", paths, err)
 	}
-	f, err := os.OpenFile(paths[0], os.O_RDWR, 0)
+	punchHole(t, paths[0], 4096, 4096)
+	return dir, bs, opts
+}
+
+// punchHole makes [off, off+n) of the file at path a hole (the test is
+// skipped where holes cannot be punched).
+func punchHole(t *testing.T, path string, off, n int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096)
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Skipf("this file system cannot punch holes: %v", err)
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return dir, bs, opts
 }
 
 // TestHoleInActiveSegment is the same gap as a hole in the file (on ext4
@@ -183,17 +190,7 @@ func TestHoleInSealedSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(sealed, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096)
-	f.Close()
-	if errors.Is(err, syscall.EOPNOTSUPP) {
-		t.Skipf("this file system cannot punch holes: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	punchHole(t, sealed, 4096, 4096)
 	_, err = Open(ctx, dir, opts)
 	var cerr *CorruptionError
 	if !errors.As(err, &cerr) || cerr.File != sealed || cerr.Position != 4096 {
