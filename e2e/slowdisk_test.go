@@ -89,6 +89,7 @@ func TestSlowDiskIntervalFsyncIsNoStall(t *testing.T) {
 		}
 		if s != 0 {
 			t.Errorf("node %d declared %v disk stalls on a slow but working disk", id, s)
+			dc.logStallLines(id)
 		}
 		slowest = max(slowest, m["paymentlog_disk_op_max_seconds"])
 	}
@@ -101,6 +102,20 @@ func TestSlowDiskIntervalFsyncIsNoStall(t *testing.T) {
 		n, time.Since(start).Round(time.Second), float64(n)*210/time.Since(start).Seconds()/1e6, gap.Round(time.Millisecond))
 	stop()
 	dc.noCrashes()
+}
+
+// logStallLines logs node id's log lines of the stall detector (which
+// rule declared a stall, and the disk operations it saw).
+func (dc *dfCluster) logStallLines(id int32) {
+	dc.t.Helper()
+	b, _, err := dc.c.LogSince(id, 0)
+	if err != nil {
+		dc.t.Logf("node %d's log: %v", id, err)
+		return
+	}
+	for _, l := range regexp.MustCompile(`(?m)^.*msg="disk (stall|slow).*$`).FindAll(b, -1) {
+		dc.t.Logf("node %d: %s", id, l)
+	}
 }
 
 // diskMetrics reads node id's paymentlog_disk_* series.

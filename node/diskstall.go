@@ -96,36 +96,55 @@ func isOSFS(fs segment.FS) bool {
 	return false
 }
 
-// oldestDiskOp returns the oldest disk operation in flight and its age,
-// and whether it is a stall: older than the timeout while the device
-// completed no write for a timeout, or older than slowDiskStallFactor
-// timeouts (diskstall_progress.go), or older than the timeout during a
-// stall (a stall ends when its operation returns, not when the device
-// writes something). slow: older than the timeout, but the device is
-// writing.
-func (n *Node) oldestDiskOp() (op segment.DiskOp, age time.Duration, stalled, slow bool) {
+// diskLook is what one look of the detector found.
+type diskLook struct {
+	op      segment.DiskOp // the oldest disk operation in flight
+	age     time.Duration  // its age
+	stalled bool           // it is a stall
+	slow    bool           // older than the timeout, but the device is writing
+	why     string         // why it is a stall (for the log)
+}
+
+// oldestDiskOp looks at the oldest disk operation in flight: it is a
+// stall when older than the timeout while the device completed no write
+// for a timeout, or older than slowDiskStallFactor timeouts
+// (diskstall_progress.go), or older than the timeout during a stall (a
+// stall ends when its operation returns, not when the device writes
+// something).
+func (n *Node) oldestDiskOp() diskLook {
 	if n.stall.ops == nil {
-		return segment.DiskOp{}, 0, false, false
+		return diskLook{}
 	}
 	idle, known := n.deviceIdle() // at every look, so that it knows when the device last wrote
 	op, age, ok := n.stall.ops.Oldest()
+	l := diskLook{op: op, age: age}
 	timeout := n.cfg.DiskStallTimeout
 	if !ok || age <= timeout {
-		return op, age, false, false
+		return l
 	}
-	if !known || idle > timeout || age > slowDiskStallFactor*timeout || n.stall.isStalled() {
-		return op, age, true, false
+	switch {
+	case n.stall.isStalled():
+		l.why = "the stall goes on until the operation returns"
+	case !known:
+		l.why = "the device's progress is unknown"
+	case idle > timeout:
+		l.why = fmt.Sprintf("the device completed no write for %s", idle.Round(time.Millisecond))
+	case age > slowDiskStallFactor*timeout:
+		l.why = fmt.Sprintf("in flight longer than %d timeouts", slowDiskStallFactor)
+	default:
+		l.slow = true
+		return l
 	}
-	return op, age, false, true
+	l.stalled = true
+	return l
 }
 
 // diskStallReason says why the disk counts as stalled, or why the node is
 // still aside after a stall ("" for neither), e.g. "disk stalled:
 // fdatasync of /data/payments-0/....log in flight for 3.2s".
 func (n *Node) diskStallReason() string {
-	op, age, stalled, _ := n.oldestDiskOp()
-	if stalled {
-		return fmt.Sprintf("disk stalled: %s in flight for %.1fs", op, age.Seconds())
+	if l := n.oldestDiskOp(); l.stalled {
+		return fmt.Sprintf("disk stalled: %s in flight for %.1fs", l.op, l.age.Seconds())
 	}
 	if n.stall.ops == nil {
 		return ""
@@ -141,7 +160,8 @@ func (n *Node) diskStallReason() string {
 // (Info, or Warn when a hold-down follows), and when a hold-down ends
 // (Info). The heartbeat loop calls it before each heartbeat.
 func (n *Node) diskStalled() bool {
-	op, age, stalled, slow := n.oldestDiskOp()
+	look := n.oldestDiskOp()
+	op, age, stalled, slow := look.op, look.age, look.stalled, look.slow
 	s := &n.stall
 	var late segment.DiskOp // the slowest operation that returned since the last look
 	if s.ops != nil {
@@ -211,7 +231,8 @@ func (n *Node) diskStalled() bool {
 	switch {
 	case stalled && !was:
 		n.log.Error("disk stalled: holding back broker heartbeats so that the controller fences this node and moves its leaderships; it heartbeats again once the operation returns",
-			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout)
+			"op", op.Kind, "path", op.Path, "in_flight", age.Round(time.Millisecond), "disk_stall_timeout", n.cfg.DiskStallTimeout,
+			"why", look.why, "since_last_look", unseen.Round(time.Millisecond))
 		n.handOffControllerOnStall()
 	case !stalled && (was || missed) && holding:
 		n.log.Warn("disk stall over, but the disk stalled again soon after the previous stall: holding back broker heartbeats for a hold-down",
@@ -243,12 +264,12 @@ func (n *Node) diskStallStats() diskStallStats {
 	if n.stall.ops == nil {
 		return diskStallStats{}
 	}
-	_, age, stalled, _ := n.oldestDiskOp()
+	look := n.oldestDiskOp()
 	longest, _ := n.stall.ops.Longest()
 	s := &n.stall
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return diskStallStats{on: true, stalled: stalled, stalls: s.mu.stalls, oldest: age, longest: longest.Took,
+	return diskStallStats{on: true, stalled: look.stalled, stalls: s.mu.stalls, oldest: look.age, longest: longest.Took,
 		holdDown: s.mu.hold.left(now), holdDowns: s.mu.hold.count}
 }
