@@ -3,23 +3,28 @@ package quic
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"time"
+
+	"paymentlog/internal/certrefusal"
 )
 
-// Why a handshake was refused (RefusedPeer.Reason).
+// Why a handshake was refused (RefusedPeer.Reason). The reasons of a chain
+// that failed verification are certrefusal's, which the audit forwarder
+// shares.
 const (
-	RefusedNoCertificate  = "no-certificate" // the client presented none
-	RefusedUnknownCA      = "unknown-ca"     // no chain to a CA of ca.crt
-	RefusedExpired        = "expired"        // a certificate of the chain is past its NotAfter
-	RefusedNotYetValid    = "not-yet-valid"  // a certificate of the chain is before its NotBefore
-	RefusedBadUsage       = "bad-usage"      // not a client certificate (extended key usage)
-	RefusedBadCertificate = "bad-certificate"
-	RefusedRevoked        = "revoked" // listed in revoked.txt
+	RefusedNoCertificate = "no-certificate"        // the client presented none
+	RefusedUnknownCA     = certrefusal.UnknownCA   // no chain to a CA of ca.crt
+	RefusedExpired       = certrefusal.Expired     // a certificate of the chain is past its NotAfter
+	RefusedNotYetValid   = certrefusal.NotYetValid // a certificate of the chain is before its NotBefore
+	// RefusedBadUsage: not a client certificate (inbound) or not a server
+	// certificate (outbound), by its extended key usage.
+	RefusedBadUsage       = certrefusal.BadUsage
+	RefusedBadCertificate = certrefusal.BadCertificate // any other verification failure
+	RefusedRevoked        = "revoked"                  // listed in revoked.txt
 	// RefusedNameMismatch: the server's certificate is not for the name or
 	// address dialed (outbound only, refused_server.go).
-	RefusedNameMismatch = "name-mismatch"
+	RefusedNameMismatch = certrefusal.NameMismatch
 	// RefusedWrongNode: a certificate the handshake accepted, but not the
 	// node certificate of the node id expected (wrong_node.go): the id a
 	// request claims (inbound), the id dialed (outbound). Not a handshake
@@ -164,25 +169,19 @@ func intermediatesOf(certs []*x509.Certificate) *x509.CertPool {
 	return pool
 }
 
-// refusalReason is the reason for a failed x509 verification at now, and
-// the alert a server under crypto/tls sends for it (processCertsFromClient;
-// a client sends bad_certificate whatever the reason).
+// refusalReason is the reason for a failed x509 verification at now
+// (certrefusal.Reason), and the alert a server under crypto/tls sends for
+// it (processCertsFromClient; a client sends bad_certificate whatever the
+// reason).
 func refusalReason(err error, now time.Time) (reason string, alert uint8) {
-	var invalid x509.CertificateInvalidError
-	switch {
-	case errors.As(err, &x509.UnknownAuthorityError{}):
-		return RefusedUnknownCA, alertUnknownCA
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		if invalid.Cert != nil && now.Before(invalid.Cert.NotBefore) {
-			return RefusedNotYetValid, alertCertificateExpired
-		}
-		return RefusedExpired, alertCertificateExpired
-	case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
-		return RefusedBadUsage, alertBadCertificate
-	case errors.As(err, &x509.HostnameError{}):
-		return RefusedNameMismatch, alertBadCertificate
+	reason = certrefusal.Reason(err, now)
+	switch reason {
+	case RefusedUnknownCA:
+		return reason, alertUnknownCA
+	case RefusedExpired, RefusedNotYetValid:
+		return reason, alertCertificateExpired
 	}
-	return RefusedBadCertificate, alertBadCertificate
+	return reason, alertBadCertificate
 }
 
 // The TLS alerts crypto/tls sends for these refusals (RFC 8446 6.2;

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"paymentlog/internal/certrefusal"
 )
 
 // Syslog over TLS (RFC 5425; forwarder's tls://HOST:PORT, 6514 the
@@ -66,12 +68,15 @@ func (t ForwardTLS) Check(addr string) error {
 // ForwardRefusal is why a TLS connection to the collector failed
 // (Counts.ForwardTLSRefused's keys).
 const (
-	// The collector's certificate, as the node verified it.
-	ForwardUnknownCA      = "unknown-ca"    // no chain to a CA of CAFile (or the system roots)
-	ForwardExpired        = "expired"       // a certificate of the chain is past its NotAfter
-	ForwardNotYetValid    = "not-yet-valid" // a certificate of the chain is before its NotBefore
-	ForwardNameMismatch   = "name-mismatch" // not for ServerName (or HOST)
-	ForwardBadCertificate = "bad-certificate"
+	// The collector's certificate, as the node verified it: certrefusal's
+	// reasons, which the quic endpoint's refusals share, less
+	// certrefusal.BadUsage (a certificate not for servers), which is
+	// ForwardBadCertificate here.
+	ForwardUnknownCA      = certrefusal.UnknownCA      // no chain to a CA of CAFile (or the system roots)
+	ForwardExpired        = certrefusal.Expired        // a certificate of the chain is past its NotAfter
+	ForwardNotYetValid    = certrefusal.NotYetValid    // a certificate of the chain is before its NotBefore
+	ForwardNameMismatch   = certrefusal.NameMismatch   // not for ServerName (or HOST)
+	ForwardBadCertificate = certrefusal.BadCertificate // any other verification failure
 	// ForwardCollectorRefused: the collector ended the handshake with an
 	// alert, mostly because it refused the node's client certificate (or
 	// its lack of one).
@@ -212,24 +217,15 @@ func (e *forwardRefusedError) Unwrap() error { return e.err }
 // forwardRefusalOf is the reason a handshake failed with err.
 func forwardRefusalOf(err error) string {
 	var (
-		unknown  x509.UnknownAuthorityError
-		invalid  x509.CertificateInvalidError
-		hostname x509.HostnameError
-		verify   *tls.CertificateVerificationError
-		op       *net.OpError
+		verify *tls.CertificateVerificationError
+		op     *net.OpError
 	)
 	switch {
-	case errors.As(err, &unknown):
-		return ForwardUnknownCA
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		if invalid.Cert != nil && time.Now().Before(invalid.Cert.NotBefore) {
-			return ForwardNotYetValid
+	case errors.As(err, &verify): // crypto/tls's error for the collector's certificate refused
+		if r := certrefusal.Reason(verify.Err, time.Now()); r != certrefusal.BadUsage {
+			return r
 		}
-		return ForwardExpired
-	case errors.As(err, &hostname):
-		return ForwardNameMismatch
-	case errors.As(err, &verify):
-		return ForwardBadCertificate
+		return ForwardBadCertificate // ForwardRefusals has no bad-usage
 	case errors.As(err, &op) && op.Op == "remote error": // crypto/tls's error for an alert received
 		return ForwardCollectorRefused
 	}

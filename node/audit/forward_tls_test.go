@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,6 +270,34 @@ func TestForwardTLSCheck(t *testing.T) {
 		err := c.t.Check(c.addr)
 		if (err == nil) != c.ok || (err != nil && strings.Contains(err.Error(), "\n")) {
 			t.Errorf("%s %+v: %v; want ok %v, one line", c.addr, c.t, err, c.ok)
+		}
+	}
+}
+
+// TestForwardRefusalOf checks the reason of each kind of failed handshake,
+// as crypto/tls fails it, and that every reason is one /metrics lists: a
+// collector's certificate not for servers has no bad-usage label here.
+func TestForwardRefusalOf(t *testing.T) {
+	refused := func(err error) error { return &tls.CertificateVerificationError{Err: err} }
+	dated := func(notBefore time.Time) error {
+		return refused(x509.CertificateInvalidError{Cert: &x509.Certificate{NotBefore: notBefore}, Reason: x509.Expired})
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{refused(x509.UnknownAuthorityError{}), ForwardUnknownCA},
+		{dated(time.Now().Add(-time.Hour)), ForwardExpired},
+		{dated(time.Now().Add(time.Hour)), ForwardNotYetValid},
+		{refused(x509.HostnameError{Host: "logs.example"}), ForwardNameMismatch},
+		{refused(x509.CertificateInvalidError{Reason: x509.IncompatibleUsage}), ForwardBadCertificate},
+		{refused(x509.CertificateInvalidError{Reason: x509.NotAuthorizedToSign}), ForwardBadCertificate},
+		{&net.OpError{Op: "remote error", Err: tls.AlertError(42)}, ForwardCollectorRefused},
+		{errors.New("tls: first record does not look like a TLS handshake"), ForwardHandshakeFailed},
+	} {
+		got := forwardRefusalOf(c.err)
+		if got != c.want || !slices.Contains(ForwardRefusals[:], got) {
+			t.Errorf("forwardRefusalOf(%v) = %s; want %s, one of %v", c.err, got, c.want, ForwardRefusals)
 		}
 	}
 }
