@@ -87,10 +87,13 @@ type forwarder struct {
 // newForwarder starts forwarding to addr (ParseForwardAddr's form), with
 // t for tls:// (forward_tls.go).
 func newForwarder(addr string, t ForwardTLS, queue int, logger *slog.Logger) (*forwarder, error) {
-	if err := t.Check(addr); err != nil {
+	network, hostport, err := ParseForwardAddr(addr)
+	if err != nil {
 		return nil, err
 	}
-	network, hostport, _ := ParseForwardAddr(addr)
+	if err := t.checkFor(network, addr); err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "-"

@@ -55,13 +55,19 @@ func (t ForwardTLS) Check(addr string) error {
 	if err != nil {
 		return err
 	}
+	return t.checkFor(network, addr)
+}
+
+// checkFor is Check of addr, already parsed: network is its
+// ParseForwardAddr network.
+func (t ForwardTLS) checkFor(network, addr string) error {
 	if network != "tls" {
 		if !t.IsZero() {
 			return fmt.Errorf("audit syslog %q: a CA, server name or client certificate needs tls://HOST:PORT", addr)
 		}
 		return nil
 	}
-	_, err = t.config("")
+	_, err := t.config("")
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -266,10 +267,20 @@ func TestForwardTLSCheck(t *testing.T) {
 		{"tls://127.0.0.1:6514", ForwardTLS{CAFile: key}, false},
 		{"tls://127.0.0.1:6514", ForwardTLS{CAFile: filepath.Join(dir, "missing")}, false},
 		{"tls://127.0.0.1:6514", ForwardTLS{CertFile: crt, KeyFile: ca}, false},
+		{"tls://127.0.0.1", ForwardTLS{}, false},
+		{"https://127.0.0.1:6514", ForwardTLS{CAFile: ca}, false},
 	} {
 		err := c.t.Check(c.addr)
 		if (err == nil) != c.ok || (err != nil && strings.Contains(err.Error(), "\n")) {
 			t.Errorf("%s %+v: %v; want ok %v, one line", c.addr, c.t, err, c.ok)
+		}
+		// ForwardTo refuses what Check refuses, with the same error.
+		f, ferr := newForwarder(c.addr, c.t, 1, slog.New(slog.DiscardHandler))
+		if f != nil {
+			f.close()
+		}
+		if fmt.Sprint(ferr) != fmt.Sprint(err) {
+			t.Errorf("%s %+v: newForwarder: %v; want Check's %v", c.addr, c.t, ferr, err)
 		}
 	}
 }
