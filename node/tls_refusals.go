@@ -23,6 +23,22 @@ type tlsRefusals struct {
 
 type tlsRefusal struct{ side, reason string }
 
+// tlsRefusalKeys are every side and reason quic may refuse for, in the
+// order /metrics lists them: built once, not at every scrape.
+var tlsRefusalKeys = func() []tlsRefusal {
+	var keys []tlsRefusal
+	for _, side := range []struct {
+		name    string
+		reasons []string
+	}{{quic.SideInbound, quic.InboundRefusals}, {quic.SideOutbound, quic.OutboundRefusals}} {
+		for _, reason := range side.reasons {
+			keys = append(keys, tlsRefusal{side.name, reason})
+		}
+		keys = append(keys, tlsRefusal{side.name, quic.RefusedWrongNode})
+	}
+	return keys
+}()
+
 func (r *tlsRefusals) add(side, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -44,26 +60,18 @@ func (r *tlsRefusals) write(w *metrics.Writer) {
 	w.Family("paymentlog_tls_handshakes_refused_total", metrics.TypeCounter,
 		"TLS handshakes this node refused because of the peer's certificate, by side (inbound: a client's, or another node's connecting; outbound: a peer's this node dialed) and reason "+
 			"(no-certificate, unknown-ca, expired, not-yet-valid, bad-usage, name-mismatch (outbound), bad-certificate, revoked), and calls refused for a valid certificate of another node than the one claimed or dialed (wrong-node); all counted, though the audit trail writes one a minute per peer host, reason and certificate.")
-	var keys []tlsRefusal
-	for _, side := range []struct {
-		name    string
-		reasons []string
-	}{{quic.SideInbound, slices.Concat(quic.InboundRefusals, []string{quic.RefusedWrongNode})},
-		{quic.SideOutbound, slices.Concat(quic.OutboundRefusals, []string{quic.RefusedWrongNode})}} {
-		for _, reason := range side.reasons {
-			keys = append(keys, tlsRefusal{side.name, reason})
-		}
-	}
 	var others []tlsRefusal
 	for k := range counts {
-		if !slices.Contains(keys, k) {
+		if !slices.Contains(tlsRefusalKeys, k) {
 			others = append(others, k)
 		}
 	}
 	slices.SortFunc(others, func(a, b tlsRefusal) int {
 		return cmp.Or(strings.Compare(a.side, b.side), strings.Compare(a.reason, b.reason))
 	})
-	for _, k := range append(keys, others...) {
-		w.Uint(metrics.Labels{"side", k.side, "reason", k.reason}, counts[k])
+	for _, keys := range [][]tlsRefusal{tlsRefusalKeys, others} {
+		for _, k := range keys {
+			w.Uint(metrics.Labels{"side", k.side, "reason", k.reason}, counts[k])
+		}
 	}
 }
