@@ -30,23 +30,26 @@ func TestDiskStallRelapseHoldsNodeAside(t *testing.T) {
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes before the disk stalls")
 
 	disk := dc.disks[victim]
-	stall := func(n int) {
+	// stall freezes the disk and thaws it; it returns when the node has
+	// logged its nth stall, with the time of the thaw.
+	stall := func(n int) (thawed time.Time) {
 		disk.freeze(t)
 		dc.waitISR(ctx, victim, false, 20*time.Second)
 		holdFull(ctx, 2*time.Second+stallPastTimeout) // frozen past the stall timeout
 		disk.thaw(t)
+		thawed = time.Now()
 		// Seen when the operation returns at the latest: when a node's every
 		// thread blocks on the frozen disk, only the controller fences it,
 		// and the node's first look after the thaw finds the stall no look
 		// saw (node/diskstall.go).
 		dc.waitStalls(ctx, victim, n)
+		return thawed
 	}
 	stall(1)
 	dc.waitISR(ctx, victim, true, 30*time.Second) // the first stall: no hold-down
 	dc.waitAcks(ctx, 500, 15*time.Second, "writes after the first stall")
 
-	stall(2) // again, seconds after the first stall's end
-	thawed := time.Now()
+	thawed := stall(2) // again, seconds after the first stall's end
 	// Out of the ISR for the hold-down (30 s from the stall's end, which is
 	// after the thaw), writes going on at the other two.
 	for time.Since(thawed) < 25*time.Second {
