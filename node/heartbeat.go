@@ -37,7 +37,10 @@ func (n *Node) heartbeatLoop(ctx context.Context) error {
 	for {
 		// A stalled disk (diskstall.go), a full one (diskfull.go), or a test.
 		stalled := n.diskStalled()
-		if n.holdHeartbeats() || stalled || (n.cfg.heartbeatHold != nil && n.cfg.heartbeatHold()) {
+		full := n.holdHeartbeats()
+		// Aside for its disk, it does not lead the metadata quorum either (diskstall_raft.go).
+		n.handOffControllerWhileAside(stalled || full)
+		if full || stalled || (n.cfg.heartbeatHold != nil && n.cfg.heartbeatHold()) {
 			n.checkSelfFence()
 			select {
 			case <-ctx.Done():

@@ -74,6 +74,9 @@ type Node struct {
 	pids  producerIDs
 	disk  diskFull  // see diskfull.go
 	stall diskStall // see diskstall.go
+	// handOff moves the controller's leadership off this node while it
+	// is aside for its disk (diskstall_raft.go).
+	handOff controllerHandOff
 	// firstStartWitnesses is what this controller vouches for once its
 	// rejoin guard lifted as a cluster's first start (rejoin.go): guarded
 	// controllers' ids -> guard nonces. Set once, never modified.
