@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,8 +145,22 @@ func FuzzParseBlockStat(f *testing.F) {
 			}
 			return
 		}
-		if len(strings.Fields(string(b))) < 11 {
+		f := strings.Fields(string(b))
+		if len(f) < 11 {
 			t.Fatalf("%q: a counter (%d) from fewer than 11 fields", b, got)
+		}
+		if len(f) >= 16 {
+			var want uint64
+			for _, i := range []int{4, 11, 15} {
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					t.Fatalf("%q: a counter (%d) from field %d %q, not a number", b, got, i+1, f[i])
+				}
+				want += v
+			}
+			if got != want {
+				t.Fatalf("%q: counter %d, want fields 5 + 12 + 16 = %d", b, got, want)
+			}
 		}
 	})
 }
