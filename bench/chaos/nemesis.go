@@ -371,8 +371,8 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) Event {
 	// the node stopped, and it was started again (by the nemesis after
 	// its exit, or in its process).
 	rotted := ev.Torn != nil && ev.Torn.Mode == TornRot && ev.Torn.Applied()
-	if err := n.waitReady(ctx, rotted); err != nil {
-		ev.Note = joinNote(ev.Note, fmt.Sprintf("not ready %v after the fault: %v", n.ReadyTimeout, err))
+	if note := n.waitReadyAfterFault(ctx, rotted); note != "" {
+		ev.Note = joinNote(ev.Note, note)
 	}
 	ev.Healthy = time.Since(healed)
 	return ev
@@ -564,7 +564,12 @@ func (n *Nemesis) unackedFrom(ctx context.Context, p int) int64 {
 // process). Nodes that exited meanwhile are restarted (the checker
 // reports the crashes among them).
 func (n *Nemesis) waitReady(ctx context.Context, rots bool) error {
-	ctx, cancel := context.WithTimeout(ctx, n.ReadyTimeout)
+	return n.waitReadyWithin(ctx, rots, n.ReadyTimeout)
+}
+
+// waitReadyWithin is waitReady with a bound of its own.
+func (n *Nemesis) waitReadyWithin(ctx context.Context, rots bool, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	return localcluster.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) (bool, error) {
 		n.restartCrashed(ctx)

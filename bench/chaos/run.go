@@ -255,6 +255,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if disks != nil {
 		disks.Apply(&opts) // after ns.Apply: wraps its command
+		// /readyz, where the nemesis reads a disk-stall hold-down's end
+		// (nemesis_holddown.go); not with network namespaces, where the
+		// metrics address (127.0.0.1) would be in the node's namespace.
+		opts.Metrics = ns == nil
 		if res.DiskStallTimeout > 0 {
 			opts.ExtraArgs = append(opts.ExtraArgs, diskStallFlag, res.DiskStallTimeout.String())
 		}
