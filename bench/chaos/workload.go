@@ -141,7 +141,12 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 	for i := range w.mu.maxAcked {
 		w.mu.maxAcked[i] = -1
 	}
-	w.mu.readPos = map[int]map[int32]int64{}
+	// Every consumer's positions are made here, before any goroutine
+	// starts: the consumers read the map under w.mu as soon as they run.
+	w.mu.readPos = make(map[int]map[int32]int64, cfg.Consumers)
+	for i := range cfg.Consumers {
+		w.mu.readPos[i] = map[int32]int64{}
+	}
 	w.mu.memberPos = map[int32]int64{}
 	w.mu.memberCut = map[int32]bool{}
 	w.pctx, w.pstop = context.WithCancel(context.Background())
@@ -173,7 +178,6 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 			return nil, err
 		}
 		w.ccls = append(w.ccls, c)
-		w.mu.readPos[i] = map[int32]int64{}
 		var rack string
 		if i < len(cfg.ConsumerRacks) {
 			rack = cfg.ConsumerRacks[i]

@@ -1,0 +1,128 @@
+package chaos
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"paymentlog/client"
+	"paymentlog/client/clienttest"
+)
+
+// gatedCtx runs gate in the nth call of its Err: client.New calls it once,
+// on StartWorkload's goroutine (quic.New checks ctx first), so the gate
+// holds StartWorkload between two clients it connects.
+type gatedCtx struct {
+	context.Context
+	n     int32
+	calls atomic.Int32
+	gate  func()
+	gated atomic.Bool
+}
+
+func (c *gatedCtx) Err() error {
+	if c.calls.Add(1) == c.n {
+		c.gate()
+		c.gated.Store(true)
+	}
+	return c.Context.Err()
+}
+
+// StartWorkload starts each consumer's goroutine before it connects the
+// next consumer: nothing those goroutines share may be written without the
+// lock once the first one runs. It used to make consumer i's map of read
+// positions (w.mu.readPos[i], a write to w.mu.readPos) after consumer i-1
+// was running, without w.mu, under which that consumer reads the same map
+// for every record it reads: a data race, which -race reported in the CI
+// run of the e2e chaos tests at 47e4673 where consumer 0 read records
+// before StartWorkload had connected consumer 1.
+//
+// Here StartWorkload is held for a while when it connects consumer 1 (the
+// third client: one producer's, consumer 0's, consumer 1's), long enough
+// for consumer 0 to read the records already in the log. A pause, not a
+// wait for the read: whatever the test goroutine learned the read through
+// (a lock, an atomic, a channel, a read(2)) would order the read before the
+// write, and the race detector would see no race. Even so, a run now and
+// then orders them through something the goroutines share (a sync.Pool
+// object, say) and shows nothing: the test runs three. Run with -race.
+func TestStartWorkloadConsumersRace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fc := clienttest.New(3)
+	fc.CreateTopic(Topic, 1)
+	if err := fc.Serve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	prefill(ctx, t, fc.Addrs())
+	shown := 0
+	for range 3 {
+		if readFirst(ctx, t, fc.Addrs(), 300*time.Millisecond) {
+			shown++
+		}
+	}
+	if shown == 0 {
+		// Not a failure of StartWorkload: the machine was too slow for
+		// the pause, and the runs showed nothing.
+		t.Skip("consumer 0 never read before StartWorkload went on to connect consumer 1")
+	}
+}
+
+// readFirst runs a workload of one producer and two consumers whose
+// StartWorkload pauses for pause before it connects consumer 1, and reports
+// whether consumer 0 read records before that pause was over.
+func readFirst(ctx context.Context, t *testing.T, bootstrap []string, pause time.Duration) bool {
+	t.Helper()
+	var released time.Time
+	gctx := &gatedCtx{Context: ctx, n: 3, gate: func() {
+		timer := time.NewTimer(pause)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		released = time.Now()
+	}}
+	w, err := StartWorkload(gctx, WorkloadConfig{Bootstrap: bootstrap, Topic: Topic, Partitions: 1, Producers: 1,
+		Consumers: 2, Members: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gctx.gated.Load() {
+		t.Fatal("StartWorkload never reached the gate: client.New no longer checks its ctx, and this test shows nothing")
+	}
+	if err := w.StopProducers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.StopConsumers()
+	for _, r := range w.Reads() {
+		if r.Consumer == 0 {
+			return r.At.Before(released)
+		}
+	}
+	t.Fatal("consumer 0 read nothing")
+	return false
+}
+
+// prefill writes a few records to partition 0 of Topic.
+func prefill(ctx context.Context, t *testing.T, bootstrap []string) {
+	t.Helper()
+	c, err := client.New(ctx, client.Config{Bootstrap: bootstrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	p, err := c.NewProducer(client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := p.ProduceSync(ctx, &client.Record{Topic: Topic, Partition: 0, PartitionSet: true, Value: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
