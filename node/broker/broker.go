@@ -472,9 +472,12 @@ func (b *Broker) SetDiskFull(full bool) {
 	}
 }
 
-// PartitionInfo reports the local replica's HW, log start and log end offsets.
+// PartitionInfo reports the local replica's HW, log start and log end
+// offsets; not ok when there is none, or it belongs to a deleted topic or
+// to one re-created under this name (clientPartition), whose offsets are
+// not the current topic's.
 func (b *Broker) PartitionInfo(topic string, partition int32) (hw, logStart, logEnd int64, ok bool) {
-	p := b.partition(topic, partition)
+	p := b.clientPartition(topic, partition)
 	if p == nil {
 		return 0, 0, 0, false
 	}

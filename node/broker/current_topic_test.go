@@ -40,6 +40,9 @@ func TestClientsRefusedByAReplicaOfAnotherTopic(t *testing.T) {
 	if ts, ok := leader.b.BatchTimestampAt(testKey.topic, testKey.partition, 0); ok {
 		t.Fatalf("BatchTimestampAt on the old topic's replica after its re-creation: %d; want none", ts)
 	}
+	if hw, _, _, ok := leader.b.PartitionInfo(testKey.topic, testKey.partition); ok {
+		t.Fatalf("PartitionInfo of the old topic's replica after its re-creation: HW %d; want none (a Metadata answer would give it as the new topic's)", hw)
+	}
 	one := describeProducersOn(t, c, leader.id, wire.DescribeProducersRequest{Topic: testKey.topic, Partitions: []int32{testKey.partition}})
 	if len(one.Parts) != 1 || one.Parts[0].Err != wire.UnknownTopicOrPartition {
 		t.Fatalf("DescribeProducers of the old topic's replica after its re-creation: %+v; want UnknownTopicOrPartition", one)
