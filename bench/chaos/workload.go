@@ -156,13 +156,13 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 	for i := range cfg.Producers {
 		c, err := client.New(ctx, ccfg)
 		if err != nil {
-			w.closeClients()
+			w.abandon()
 			return nil, err
 		}
 		w.pcls = append(w.pcls, c)
 		p, err := c.NewProducer(client.ProducerConfig{DeliveryTimeout: cfg.DeliveryTimeout, Compression: cfg.Compression})
 		if err != nil {
-			w.closeClients()
+			w.abandon()
 			return nil, err
 		}
 		w.prods = append(w.prods, p)
@@ -172,9 +172,7 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 	for i := range cfg.Consumers {
 		c, err := client.New(ctx, ccfg)
 		if err != nil {
-			w.pstop()
-			w.pwg.Wait()
-			w.closeClients()
+			w.abandon()
 			return nil, err
 		}
 		w.ccls = append(w.ccls, c)
@@ -192,14 +190,20 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 		go w.consume(i, cons)
 	}
 	if err := w.startMembers(ctx, ccfg); err != nil {
-		w.pstop()
-		w.pwg.Wait()
-		w.cstop()
-		w.cwg.Wait()
-		w.closeClients()
+		w.abandon()
 		return nil, err
 	}
 	return w, nil
+}
+
+// abandon stops the goroutines StartWorkload has started and closes the
+// clients it has connected, when it fails part way.
+func (w *Workload) abandon() {
+	w.pstop()
+	w.pwg.Wait()
+	w.cstop()
+	w.cwg.Wait()
+	w.closeClients()
 }
 
 // produce is one producer's loop: one record every Interval, at most

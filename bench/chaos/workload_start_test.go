@@ -2,6 +2,9 @@ package chaos
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,21 +13,24 @@ import (
 	"paymentlog/client/clienttest"
 )
 
-// gatedCtx runs gate in the nth call of its Err: client.New calls it once,
-// on StartWorkload's goroutine (quic.New checks ctx first), so the gate
-// holds StartWorkload between two clients it connects.
+// gatedCtx runs gate in the nth call of its Err, and returns gate's error
+// if not nil: client.New calls it once, on StartWorkload's goroutine
+// (quic.New checks ctx first), so the gate holds StartWorkload between two
+// clients it connects, or makes the second fail.
 type gatedCtx struct {
 	context.Context
 	n     int32
 	calls atomic.Int32
-	gate  func()
+	gate  func() error
 	gated atomic.Bool
 }
 
 func (c *gatedCtx) Err() error {
 	if c.calls.Add(1) == c.n {
-		c.gate()
 		c.gated.Store(true)
+		if err := c.gate(); err != nil {
+			return err
+		}
 	}
 	return c.Context.Err()
 }
@@ -75,7 +81,7 @@ func TestStartWorkloadConsumersRace(t *testing.T) {
 func readFirst(ctx context.Context, t *testing.T, bootstrap []string, pause time.Duration) bool {
 	t.Helper()
 	var released time.Time
-	gctx := &gatedCtx{Context: ctx, n: 3, gate: func() {
+	gctx := &gatedCtx{Context: ctx, n: 3, gate: func() error {
 		timer := time.NewTimer(pause)
 		defer timer.Stop()
 		select {
@@ -83,6 +89,7 @@ func readFirst(ctx context.Context, t *testing.T, bootstrap []string, pause time
 		case <-timer.C:
 		}
 		released = time.Now()
+		return nil
 	}}
 	w, err := StartWorkload(gctx, WorkloadConfig{Bootstrap: bootstrap, Topic: Topic, Partitions: 1, Producers: 1,
 		Consumers: 2, Members: -1})
@@ -103,6 +110,38 @@ func readFirst(ctx context.Context, t *testing.T, bootstrap []string, pause time
 	}
 	t.Fatal("consumer 0 read nothing")
 	return false
+}
+
+// A StartWorkload that fails part way stops the goroutines it started
+// before it returns. When connecting a consumer failed, it used to stop the
+// producers and close every client but leave the consumers already started
+// polling their closed clients forever (and when connecting a producer
+// failed, the producers too).
+func TestStartWorkloadFailingStopsGoroutines(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fc := clienttest.New(3)
+	fc.CreateTopic(Topic, 1)
+	if err := fc.Serve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	refused := errors.New("refused by the test")
+	for n := int32(1); n <= 4; n++ { // producer 0's client, producer 1's, consumer 0's, consumer 1's
+		gctx := &gatedCtx{Context: ctx, n: n, gate: func() error { return refused }}
+		_, err := StartWorkload(gctx, WorkloadConfig{Bootstrap: fc.Addrs(), Topic: Topic, Partitions: 1, Producers: 2,
+			Consumers: 2, Members: -1})
+		if !errors.Is(err, refused) {
+			t.Fatalf("client %d refused: StartWorkload returned %v", n, err)
+		}
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		for _, f := range []string{"chaos.(*Workload).produce", "chaos.(*Workload).consume"} {
+			if strings.Contains(stacks, f) {
+				t.Errorf("client %d refused: a %s goroutine still runs after StartWorkload failed", n, f)
+			}
+		}
+	}
 }
 
 // prefill writes a few records to partition 0 of Topic.
