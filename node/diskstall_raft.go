@@ -31,12 +31,14 @@ import (
 // then the cluster would be controlled by a node that /readyz and the
 // controller's own image call aside. So the heartbeat loop asks, at every
 // tick it holds heartbeats back, for the leadership to move on
-// (handOffControllerWhileAside): to another voter the node's image shows
-// live (registered, unfenced, not shutting down), one transfer at a time,
-// trying the next such voter at the next attempt. With none (a one-voter
-// quorum, every other voter fenced or down) the node keeps leading, which
-// it logs once for the spell aside: a quorum without a leader would stop
-// every metadata change, the other nodes' included.
+// (handOffControllerWhileAside), one transfer at a time. The first of a
+// spell aside goes to the most up-to-date other voter (raft's pick, by
+// replication progress) when the node's image shows every other voter
+// live (registered, unfenced, not shutting down); otherwise, and at the
+// next attempts, to the voters it shows live, in turn. With none (a
+// one-voter quorum, every other voter fenced or down) the node keeps
+// leading, which it logs once for the spell aside: a quorum without a
+// leader would stop every metadata change, the other nodes' included.
 
 // stallTransferTimeout bounds one leadership transfer: raft abandons a
 // transfer after an election timeout, and TransferLeadership asks again
@@ -47,7 +49,7 @@ const stallTransferTimeout = 5 * time.Second
 type controllerHandOff struct {
 	mu       sync.Mutex
 	inFlight bool // a transfer runs (at most one)
-	attempts int  // transfers started: the next picks the next live voter
+	attempts int  // transfers started in this spell aside (handOffTarget)
 	kept     bool // "no other voter can lead" was logged for this spell aside
 }
 
@@ -62,7 +64,7 @@ func (n *Node) handOffControllerOnStall() { n.handOffController("disk stalled") 
 func (n *Node) handOffControllerWhileAside(aside bool) {
 	if !aside {
 		n.handOff.mu.Lock()
-		n.handOff.kept = false
+		n.handOff.kept, n.handOff.attempts = false, 0
 		n.handOff.mu.Unlock()
 		return
 	}
@@ -97,9 +99,9 @@ func (n *Node) handOffController(why string) {
 		return
 	}
 	img := n.store.Image()
-	to := handOffTarget(n.raft.Status().Voters, uint64(n.cfg.ID), img.Live, h.attempts)
-	logKept := to == 0 && !h.kept
-	if to == 0 {
+	to, ok := handOffTarget(n.raft.Status().Voters, uint64(n.cfg.ID), img.Live, h.attempts)
+	logKept := !ok && !h.kept
+	if !ok {
 		h.kept = true
 		h.mu.Unlock()
 		if logKept {
@@ -130,20 +132,29 @@ func (n *Node) handOffController(why string) {
 	}()
 }
 
-// handOffTarget picks the voter to hand the leadership to at the
-// attempt-th try: the voters other than self that live reports live, in
-// turn (a voter that did not take over, one just died that the image does
-// not show fenced yet, is not asked again before the others); 0 when there
-// is none.
-func handOffTarget(voters []uint64, self uint64, live func(int32) bool, attempt int) uint64 {
+// handOffTarget picks the voter to hand the leadership to at a spell's
+// attempt-th try (from 0): at the first, with every voter other than self
+// live, 0 (raft's pick: the most up-to-date); otherwise the other voters
+// that live reports live, in turn (a voter that did not take over, or one
+// just dead that the image does not show fenced yet, is not asked again
+// before the others). ok is false when no other voter is live.
+func handOffTarget(voters []uint64, self uint64, live func(int32) bool, attempt int) (to uint64, ok bool) {
 	var cands []uint64
+	others := 0
 	for _, v := range voters {
-		if v != self && live(int32(v)) {
+		if v == self {
+			continue
+		}
+		others++
+		if live(int32(v)) {
 			cands = append(cands, v)
 		}
 	}
-	if len(cands) == 0 {
-		return 0
+	switch {
+	case len(cands) == 0:
+		return 0, false
+	case attempt == 0 && len(cands) == others:
+		return 0, true
 	}
-	return cands[attempt%len(cands)]
+	return cands[attempt%len(cands)], true
 }
