@@ -36,15 +36,18 @@ func TestRegressionTornLeaderRestart(t *testing.T) {
 // TestRegressionProducerIDZero: the first producer id handed out was 0,
 // which segment.Builder stores as "not idempotent" (-1): that producer's
 // retries after any fault were written twice and out of order. Found by
-// `CHAOS_SEED=1 CHAOS_PER_KIND=2`. A leader kill while four producers write
-// makes the first producer retry.
+// `CHAOS_SEED=1 CHAOS_PER_KIND=2`, the deck run here (10 faults, every kind
+// twice, about 30 s). Two things stop it now: the broker skips id 0
+// (node/producerid.go) and client.Producer refuses an id <= 0 (and asks
+// another node). With both reverted this deck found 5, then 12, duplicated
+// records of one producer; three leader kills alone (this test until
+// 2026-12-04) found none. With only the broker's skip reverted it passes:
+// the client's refusal hides it. Timing decides whether a retried batch was
+// written, so the guards are node's TestProducerIDSkipsZero and
+// TestFirstProducerIDIsNotZero, which fail whenever the broker hands out 0.
 func TestRegressionProducerIDZero(t *testing.T) {
 	t.Parallel()
-	runChaos(t, chaos.Config{Seed: 1, Script: []chaos.Fault{
-		{Kind: chaos.KillLeader, Pick: 0, Gap: time.Second, Hold: 300 * time.Millisecond},
-		{Kind: chaos.KillLeader, Pick: 1, Gap: time.Second, Hold: 300 * time.Millisecond},
-		{Kind: chaos.KillLeader, Pick: 2, Gap: time.Second, Hold: 300 * time.Millisecond},
-	}})
+	runChaos(t, chaos.Config{Seed: 1, PerKind: 2})
 }
 
 // TestRegressionPausedController: the active controller is paused for
