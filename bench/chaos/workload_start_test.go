@@ -134,14 +134,33 @@ func TestStartWorkloadFailingStopsGoroutines(t *testing.T) {
 		if !errors.Is(err, refused) {
 			t.Fatalf("client %d refused: StartWorkload returned %v", n, err)
 		}
-		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		for _, f := range []string{"chaos.(*Workload).produce", "chaos.(*Workload).consume"} {
-			if strings.Contains(stacks, f) {
-				t.Errorf("client %d refused: a %s goroutine still runs after StartWorkload failed", n, f)
+		// They have returned (a goroutine that has called Done may still
+		// be on its way out): a few moments at most.
+		deadline := time.NewTimer(5 * time.Second)
+		tick := time.NewTicker(time.Millisecond)
+		for f := workloadGoroutine(); f != ""; f = workloadGoroutine() {
+			select {
+			case <-deadline.C:
+				t.Fatalf("client %d refused: a %s goroutine still runs 5s after StartWorkload failed", n, f)
+			case <-tick.C:
 			}
 		}
+		tick.Stop()
+		deadline.Stop()
 	}
+}
+
+// workloadGoroutine names a produce or consume goroutine that runs, "" if
+// none does.
+func workloadGoroutine() string {
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range []string{"chaos.(*Workload).produce", "chaos.(*Workload).consume"} {
+		if strings.Contains(stacks, f) {
+			return f
+		}
+	}
+	return ""
 }
 
 // prefill writes a few records to partition 0 of Topic.
