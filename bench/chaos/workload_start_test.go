@@ -55,12 +55,7 @@ func (c *gatedCtx) Err() error {
 func TestStartWorkloadConsumersRace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fc := clienttest.New(3)
-	fc.CreateTopic(Topic, 1)
-	if err := fc.Serve(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
+	fc := servedCluster(ctx, t)
 	prefill(ctx, t, fc.Addrs())
 	shown := 0
 	for range 3 {
@@ -120,12 +115,7 @@ func readFirst(ctx context.Context, t *testing.T, bootstrap []string, pause time
 func TestStartWorkloadFailingStopsGoroutines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fc := clienttest.New(3)
-	fc.CreateTopic(Topic, 1)
-	if err := fc.Serve(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer fc.Close()
+	fc := servedCluster(ctx, t)
 	refused := errors.New("refused by the test")
 	for n := int32(1); n <= 4; n++ { // producer 0's client, producer 1's, consumer 0's, consumer 1's
 		gctx := &gatedCtx{Context: ctx, n: n, gate: func() error { return refused }}
@@ -161,6 +151,19 @@ func workloadGoroutine() string {
 		}
 	}
 	return ""
+}
+
+// servedCluster is a fake 3-node cluster served over QUIC on 127.0.0.1,
+// with Topic of one partition, closed when the test ends.
+func servedCluster(ctx context.Context, t *testing.T) *clienttest.Cluster {
+	t.Helper()
+	fc := clienttest.New(3)
+	fc.CreateTopic(Topic, 1)
+	if err := fc.Serve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fc.Close)
+	return fc
 }
 
 // prefill writes a few records to partition 0 of Topic.
