@@ -202,7 +202,9 @@ func (f *forwarder) failed(out *outage, err error) {
 		out.down = true
 		return
 	}
-	f.refused[slices.Index(ForwardRefusals[:], ref.reason)].Add(1)
+	// Logged before counted: whoever sees the count (a scrape, a test)
+	// also finds the error line.
+	defer f.refused[slices.Index(ForwardRefusals[:], ref.reason)].Add(1)
 	if out.refused[ref.reason] {
 		return
 	}
