@@ -354,6 +354,15 @@ func (c *Cluster) ForgetProducers(topicName string, p int32) {
 	c.mu.topics[topicName].parts[p].producers = map[int64]*producerState{}
 }
 
+// SetNextProducerID makes the next InitProducerID answer id, and the ones
+// after it id+1, id+2, ...: a node handing out an id a client must refuse
+// (0 or below) is made by giving one.
+func (c *Cluster) SetNextProducerID(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.nextPID = id - 1
+}
+
 // SetProducerEpoch makes InitProducerID answer fresh producer ids with epoch
 // e (0 until set).
 func (c *Cluster) SetProducerEpoch(e int16) {
