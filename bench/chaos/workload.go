@@ -197,13 +197,14 @@ func StartWorkload(ctx context.Context, cfg WorkloadConfig) (*Workload, error) {
 }
 
 // abandon stops the goroutines StartWorkload has started and closes the
-// clients it has connected, when it fails part way.
+// producers (their partitions' senders) and clients it has made, when it
+// fails part way. The records in flight are given up: nobody will check
+// them.
 func (w *Workload) abandon() {
-	w.pstop()
-	w.pwg.Wait()
-	w.cstop()
-	w.cwg.Wait()
-	w.closeClients()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	w.StopProducers(ctx) // its error: records given up, as said
+	w.StopConsumers()
 }
 
 // produce is one producer's loop: one record every Interval, at most

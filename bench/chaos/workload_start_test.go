@@ -11,6 +11,7 @@ import (
 
 	"paymentlog/client"
 	"paymentlog/client/clienttest"
+	"paymentlog/wire"
 )
 
 // gatedCtx runs gate in the nth call of its Err, and returns gate's error
@@ -111,14 +112,26 @@ func readFirst(ctx context.Context, t *testing.T, bootstrap []string, pause time
 // before it returns. When connecting a consumer failed, it used to stop the
 // producers and close every client but leave the consumers already started
 // polling their closed clients forever (and when connecting a producer
-// failed, the producers too).
+// failed, the producers too); and it left the producers open, each with the
+// sender of a partition it had produced to running until the process
+// ended. After producer 0 is made, the refusal waits for its first Produce
+// request, so that its partition's sender runs.
 func TestStartWorkloadFailingStopsGoroutines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fc := servedCluster(ctx, t)
 	refused := errors.New("refused by the test")
 	for n := int32(1); n <= 4; n++ { // producer 0's client, producer 1's, consumer 0's, consumer 1's
-		gctx := &gatedCtx{Context: ctx, n: n, gate: func() error { return refused }}
+		produced := fc.Calls(wire.TypeProduce)
+		gctx := &gatedCtx{Context: ctx, n: n, gate: func() error {
+			for n > 1 && fc.Calls(wire.TypeProduce) == produced {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				time.Sleep(time.Millisecond) // a poll of the condition
+			}
+			return refused
+		}}
 		_, err := StartWorkload(gctx, WorkloadConfig{Bootstrap: fc.Addrs(), Topic: Topic, Partitions: 1, Producers: 2,
 			Consumers: 2, Members: -1})
 		if !errors.Is(err, refused) {
@@ -140,12 +153,12 @@ func TestStartWorkloadFailingStopsGoroutines(t *testing.T) {
 	}
 }
 
-// workloadGoroutine names a produce or consume goroutine that runs, "" if
-// none does.
+// workloadGoroutine names a produce or consume goroutine, or a producer's
+// partition sender, that runs; "" if none does.
 func workloadGoroutine() string {
 	buf := make([]byte, 1<<20)
 	stacks := string(buf[:runtime.Stack(buf, true)])
-	for _, f := range []string{"chaos.(*Workload).produce", "chaos.(*Workload).consume"} {
+	for _, f := range []string{"chaos.(*Workload).produce", "chaos.(*Workload).consume", "client.(*partProducer).run"} {
 		if strings.Contains(stacks, f) {
 			return f
 		}
