@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"paymentlog/node"
 )
 
 // TestHeldAsideNodeDoesNotLeadTheController: a voter in a disk-stall
@@ -19,7 +21,7 @@ func TestHeldAsideNodeDoesNotLeadTheController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var lc logCapture
-	tc := mustStartClusterWith(t, 3, lc.configure)
+	tc := mustStartClusterWith(t, 3, func(cfg *node.Config) { lc.configure(cfg); withMetrics(cfg) })
 	tc.waitAlive(3)
 	ctrl := tc.activeController()
 	held := 1 + ctrl%3
@@ -54,6 +56,9 @@ func TestHeldAsideNodeDoesNotLeadTheController(t *testing.T) {
 	if !strings.Contains(lc.of(held), `level=WARN msg="aside for its disk: controller leadership handed to another voter"`) {
 		t.Fatalf("node %d did not log the hand-off:\n%s", held, lc.of(held))
 	}
+	if v := value(t, scrape(t, tc.node(held).MetricsAddr()), "paymentlog_controller_handoffs_total", "result", "handed"); v < 1 {
+		t.Fatalf("node %d logged a hand-off but counts %v", held, v)
+	}
 
 	// The active controller dies: whichever of the two left wins the
 	// election, the one not held aside ends up leading.
@@ -71,7 +76,7 @@ func TestHeldAsideNodeDoesNotLeadTheController(t *testing.T) {
 // voter can take it), and says so once.
 func TestHeldAsideSoleVoterKeepsLeading(t *testing.T) {
 	var lc logCapture
-	tc := mustStartClusterWith(t, 1, lc.configure)
+	tc := mustStartClusterWith(t, 1, func(cfg *node.Config) { lc.configure(cfg); withMetrics(cfg) })
 	tc.waitAlive(1)
 	n := tc.node(1)
 	n.HoldDown()
@@ -83,5 +88,15 @@ func TestHeldAsideSoleVoterKeepsLeading(t *testing.T) {
 	}
 	if c := strings.Count(lc.of(1), kept); c != 1 {
 		t.Fatalf("%d lines saying it keeps leading, want 1:\n%s", c, lc.of(1))
+	}
+	e := scrape(t, n.MetricsAddr())
+	if v := value(t, e, "paymentlog_controller_kept_while_aside"); v != 1 {
+		t.Fatalf("paymentlog_controller_kept_while_aside %v, want 1", v)
+	}
+	if v := value(t, e, "paymentlog_controller_handoffs_total", "result", "handed"); v != 0 {
+		t.Fatalf("%v hand-offs counted with no other voter", v)
+	}
+	if _, body := health(t, tc, 1, "/readyz"); !strings.Contains(body, "yet still the active controller: no other voter is live") {
+		t.Fatalf("/readyz does not say the node keeps the controller:\n%s", body)
 	}
 }

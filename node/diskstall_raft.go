@@ -51,6 +51,27 @@ type controllerHandOff struct {
 	inFlight bool // a transfer runs (at most one)
 	attempts int  // transfers started in this spell aside (handOffTarget)
 	kept     bool // "no other voter can lead" was logged for this spell aside
+	// handed and failed count the transfers that moved the leadership
+	// and those that did not (not counted: ones ended by the leadership
+	// moving otherwise, or by the node stopping).
+	handed, failed uint64
+}
+
+// handOffStats is what the metrics and /readyz show of the hand-offs.
+type handOffStats struct {
+	handed, failed uint64
+	// keeps: aside for its disk, yet leading the metadata quorum because no
+	// other voter is live to take it.
+	keeps bool
+}
+
+func (n *Node) handOffStats() handOffStats {
+	h := &n.handOff
+	h.mu.Lock()
+	s := handOffStats{handed: h.handed, failed: h.failed, keeps: h.kept}
+	h.mu.Unlock()
+	s.keeps = s.keeps && n.leadsQuorum()
+	return s
 }
 
 // handOffControllerOnStall hands the controller's leadership on when a
@@ -121,6 +142,15 @@ func (n *Node) handOffController(why string) {
 		ctx, cancel := context.WithTimeout(n.runCtx, stallTransferTimeout)
 		defer cancel()
 		err := n.raft.TransferLeadership(ctx, to)
+		h.mu.Lock()
+		switch {
+		case err == nil:
+			h.handed++
+		case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, context.Canceled) && n.runCtx.Err() != nil:
+		default:
+			h.failed++
+		}
+		h.mu.Unlock()
 		switch {
 		case err == nil:
 			n.log.Warn("aside for its disk: controller leadership handed to another voter", "to", n.raft.Status().Leader, "why", why)

@@ -53,7 +53,10 @@ type healthView struct {
 	fenced       bool
 	shuttingDown bool   // a controlled shutdown is under way
 	diskStall    string // why the disk counts as stalled; "" when it does not
-	partitions   []partitionHealth
+	// keepsController: aside for its disk, yet the active controller (no
+	// other voter is live to take the leadership: diskstall_raft.go).
+	keepsController bool
+	partitions      []partitionHealth
 	// voters are the controller-eligible nodes (the raft voters) and
 	// liveVoters those the image lists registered, unfenced and not shutting
 	// down; both empty when this node is not a voter.
@@ -75,6 +78,9 @@ func (v healthView) notReady() []string {
 	}
 	if v.diskStall != "" {
 		why = append(why, v.diskStall)
+	}
+	if v.keepsController {
+		why = append(why, "aside for its disk, yet still the active controller: no other voter is live to take the leadership")
 	}
 	var behind []string
 	for _, p := range v.partitions {
@@ -137,7 +143,8 @@ func (n *Node) healthOf() healthView {
 	default:
 	}
 	img := n.store.Image()
-	v := healthView{self: n.cfg.ID, stopping: stopping, fenced: fenced, diskStall: n.diskStallReason()}
+	v := healthView{self: n.cfg.ID, stopping: stopping, fenced: fenced, diskStall: n.diskStallReason(),
+		keepsController: n.handOffStats().keeps}
 	if b, ok := img.Broker(n.cfg.ID); ok && b.Incarnation == n.incarnation {
 		v.registered = true
 		v.fenced = v.fenced || b.Fenced

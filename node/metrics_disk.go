@@ -17,4 +17,9 @@ func (n *Node) writeDiskStallMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_disk_stall_hold_downs_total", "Hold-downs after a disk stall (a stall within 10 minutes of the previous one's end) since the node started.", s.holdDowns)
 	w.Family("paymentlog_disk_stall_timeout_seconds", metrics.TypeGauge, "--disk-stall-timeout: a disk operation in flight longer than this is a stall (0: detection off).")
 	w.Float(nil, n.cfg.DiskStallTimeout.Seconds())
+	h := n.handOffStats()
+	w.Family("paymentlog_controller_handoffs_total", metrics.TypeCounter, "Transfers of the controller's raft leadership this node started while aside for its disk (stalled, in a hold-down, or full), by result: handed (another voter leads) or failed (tried again at the next heartbeat tick).")
+	w.Uint(metrics.Labels{"result", "handed"}, h.handed)
+	w.Uint(metrics.Labels{"result", "failed"}, h.failed)
+	w.Gauge("paymentlog_controller_kept_while_aside", "1 while this node is aside for its disk yet keeps leading the metadata quorum, because no other voter is live to take it (a quorum without a leader would stop every metadata change).", b2i(h.keeps))
 }
