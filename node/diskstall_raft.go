@@ -33,7 +33,8 @@ import (
 // tick it holds heartbeats back, for the leadership to move on
 // (handOffControllerWhileAside), one transfer at a time. The first of a
 // spell aside goes to the most up-to-date other voter (raft's pick, by
-// replication progress) when the node's image shows every other voter
+// replication progress, among those it heard from within an election
+// timeout: raftnode.bestTransferee) when the node's image shows every other voter
 // live (registered, unfenced, not shutting down); otherwise, and at the
 // next attempts, to the voters it shows live, in turn. With none (a
 // one-voter quorum, every other voter fenced or down) the node keeps

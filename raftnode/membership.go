@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -96,7 +97,7 @@ func (n *Node) changeMembership(ctx context.Context, what string, id uint64, pay
 
 // TransferLeadership asks raft to hand leadership to another voter and waits
 // until it has moved or ctx ends. to = 0 picks the most up-to-date other
-// voter. It returns ErrNotLeader if this node is not the leader when called,
+// voter that is active (bestTransferee), at each request. It returns ErrNotLeader if this node is not the leader when called,
 // and nil once another node leads (normally to, but an election racing the
 // transfer may pick another voter). raft abandons a transfer after an
 // election timeout; it is then requested again.
@@ -136,12 +137,7 @@ func (n *Node) transferStep(to uint64, first bool) (moved bool, err error) {
 	}
 	target := to
 	if target == 0 {
-		var best uint64
-		for _, id := range n.confState.GetVoters() {
-			if pr, ok := st.Progress[id]; ok && id != n.id && (target == 0 || pr.Match > best) {
-				target, best = id, pr.Match
-			}
-		}
+		target = bestTransferee(n.confState.GetVoters(), st.Progress, func(id uint64) bool { return id != n.id })
 	}
 	if target == 0 || target == n.id || !slices.Contains(n.confState.GetVoters(), target) {
 		return false, fmt.Errorf("%w (asked for %d)", ErrNoTransferTarget, to)
@@ -167,18 +163,36 @@ func (n *Node) handOffIfUnlisted() {
 		return
 	}
 	st := n.rn.Status()
-	var target, best uint64
-	for _, id := range n.confState.GetVoters() {
-		if _, listed := n.cfg.Voters[id]; !listed || id == n.id {
-			continue
-		}
-		if pr, ok := st.Progress[id]; ok && (target == 0 || pr.Match > best) {
-			target, best = id, pr.Match
-		}
-	}
+	target := bestTransferee(n.confState.GetVoters(), st.Progress, func(id uint64) bool {
+		_, listed := n.cfg.Voters[id]
+		return listed && id != n.id
+	})
 	if target == 0 {
 		return
 	}
 	n.lg.Warn("raftnode: leader is not in the controller list; transferring leadership", "to", target)
 	n.rn.TransferLeader(target)
+}
+
+// bestTransferee picks, of the voters ok allows, the one with the highest
+// match index among those the leader heard from within the last election
+// timeout (raft's RecentActive, kept with CheckQuorum), or of all of them
+// when none was: a voter that just died keeps its match index, and, the
+// most up-to-date, would be asked again at every request while the
+// transfer to it timed out. 0 if there is none; ties go to the first in
+// voters.
+func bestTransferee(voters []uint64, progress map[uint64]tracker.Progress, ok func(uint64) bool) uint64 {
+	var target, best uint64
+	active := false
+	for _, id := range voters {
+		pr, known := progress[id]
+		if !known || !ok(id) {
+			continue
+		}
+		better := target == 0 || (pr.RecentActive && !active) || (pr.RecentActive == active && pr.Match > best)
+		if better {
+			target, best, active = id, pr.Match, pr.RecentActive
+		}
+	}
+	return target
 }
