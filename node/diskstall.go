@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/segment"
@@ -45,7 +46,12 @@ type diskStall struct {
 	// unless a test set it; nil: unknown.
 	writes     func() (uint64, error)
 	writesOnce sync.Once
-	mu         struct {
+	// SIGCONT (diskstall_stop.go): whether it is read, when it last came
+	// (UnixNano by clock; 0: never), and a nudge for a look waiting for it.
+	watchingCont atomic.Bool
+	contNs       atomic.Int64
+	contCh       chan struct{}
+	mu           struct {
 		sync.Mutex
 		stalled  bool
 		op       segment.DiskOp // the operation that started the stall
@@ -54,6 +60,7 @@ type diskStall struct {
 		progress deviceProgress
 		slowLog  time.Time // when a slow operation was last logged
 		lastLook time.Time // the previous look (diskStalled), by clock
+		stops    stopSpans // the last spans this process was stopped in (diskstall_stop.go)
 	}
 }
 
@@ -117,6 +124,9 @@ func (n *Node) oldestDiskOp() diskLook {
 	}
 	idle, known := n.deviceIdle() // at every look, so that it knows when the device last wrote
 	op, age, ok := n.stall.ops.Oldest()
+	if ok {
+		age -= n.stall.stoppedWithin(op.Start, op.Start.Add(age)) // not the disk's time
+	}
 	l := diskLook{op: op, age: age}
 	timeout := n.cfg.DiskStallTimeout
 	if !ok || age <= timeout {
@@ -160,6 +170,7 @@ func (n *Node) diskStallReason() string {
 // (Info, or Warn when a hold-down follows), and when a hold-down ends
 // (Info). The heartbeat loop calls it before each heartbeat.
 func (n *Node) diskStalled() bool {
+	n.explainGap()
 	look := n.oldestDiskOp()
 	op, age, stalled, slow := look.op, look.age, look.stalled, look.slow
 	s := &n.stall
@@ -183,8 +194,9 @@ func (n *Node) diskStalled() bool {
 	// waits for it: the whole process stops, heartbeats included, and the
 	// controller fences it as a dead node. It still counts as a stall, so
 	// that a disk that does it again and again gets the hold-down.
+	lateTook := late.Took - s.mu.stops.overlap(late.Start, late.Start.Add(late.Took)) // less a stop (diskstall_stop.go)
 	missed := !was && !stalled && !s.mu.lastLook.IsZero() &&
-		late.Took > n.cfg.DiskStallTimeout && now.Sub(s.mu.lastLook) > n.cfg.DiskStallTimeout
+		lateTook > n.cfg.DiskStallTimeout && now.Sub(s.mu.lastLook) > n.cfg.DiskStallTimeout
 	unseen := now.Sub(s.mu.lastLook)
 	s.mu.lastLook = now
 	switch {

@@ -1,6 +1,9 @@
 package node
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetRejoinGate makes the node started with cfg call gate before each round
 // of its rejoin guard's DescribeQuorum questions (a test holds a round back
@@ -18,3 +21,6 @@ func SetApplyGate(cfg *Config, gate func(index uint64)) { cfg.applyGate = gate }
 
 // Incarnation is the node process's broker incarnation.
 func (n *Node) Incarnation() int64 { return n.incarnation }
+
+// LastContinue returns when the node last read a SIGCONT (zero: never).
+func (n *Node) LastContinue() time.Time { return n.stall.lastContinue() }

@@ -166,6 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:        make(chan struct{}),
 	}
 	n.stall.ops, n.stall.onOS = stallOps, stallOnOS
+	n.stall.contCh = make(chan struct{}, 1)
 	// Not err: it holds nextIncarnation's errIncarnationNotRecorded, used below.
 	auditLog, aerr := audit.Open(cfg.AuditLog, cfg.ID, n.log.With("component", "audit"))
 	if aerr != nil {
@@ -337,6 +338,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.goRun(rctx, "metadata-watch", n.watchMetadata)
 	n.goRun(rctx, "metadata-log", n.watchRaft)
 	n.goRun(rctx, "heartbeat", n.heartbeatLoop)
+	if n.stall.ops != nil {
+		n.goRun(rctx, "sigcont-watch", n.watchContinue) // a stopped process is no stalled disk (diskstall_stop.go)
+	}
 	n.goRun(rctx, "disk-probe", n.probeDisk)
 	if cfg.LogScrubInterval > 0 {
 		n.goRun(rctx, "metadata-scrub", n.scrubMetadataLoop)

@@ -1,0 +1,127 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// stopRig is a stallRig whose node reads SIGCONT: the test plays the
+// signal with cont.
+func stopRig(t *testing.T) *stallRig {
+	r := newStallRig(t)
+	r.n.stall.contCh = make(chan struct{}, 1)
+	r.n.stall.watchingCont.Store(true)
+	return r
+}
+
+// cont plays a SIGCONT read now (by the rig's clock).
+func (r *stallRig) cont() { r.n.stall.continued(time.Unix(0, r.ns.Load())) }
+
+// look makes a heartbeat tick's look every 100 ms for d, and reports
+// whether any found the node aside.
+func (r *stallRig) look(d time.Duration) (aside bool) {
+	for end := r.ns.Load() + int64(d); r.ns.Load() < end; {
+		r.advance(100 * time.Millisecond)
+		aside = r.n.diskStalled() || aside
+	}
+	return aside
+}
+
+// TestStoppedProcessIsNoDiskStall: an fsync in flight while the process
+// is stopped (SIGSTOP) for longer than the timeout, whether a look finds
+// it in flight after the SIGCONT or it returned before any look, is no
+// stall; the stop is logged. A stall after it is still one.
+func TestStoppedProcessIsNoDiskStall(t *testing.T) {
+	r := stopRig(t)
+	r.n.diskStalled()
+
+	release := r.block()
+	r.advance(2200 * time.Millisecond) // stopped: no look
+	r.cont()
+	if r.n.diskStalled() || r.look(300*time.Millisecond) {
+		t.Fatal("an fsync in flight across a 2.2 s stop counted as a stall")
+	}
+	release()
+
+	release = r.block()
+	r.advance(2500 * time.Millisecond)
+	release() // returned before the first look after the stop
+	r.cont()
+	if r.n.diskStalled() || r.look(300*time.Millisecond) {
+		t.Fatal("an fsync that returned across a 2.5 s stop counted as a stall")
+	}
+	if s := r.n.diskStallStats(); s.stalls != 0 || s.holdDowns != 0 {
+		t.Fatalf("stats after two stops %+v, want no stall", s)
+	}
+	out := r.logs()
+	if c := strings.Count(out, `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`); c != 2 {
+		t.Fatalf("%d lines for two stops, want 2:\n%s", c, out)
+	}
+	if strings.Contains(out, "disk stalled") {
+		t.Fatalf("a stop logged as a stall:\n%s", out)
+	}
+
+	// A disk that stalls after the stops is still seen.
+	release = r.block()
+	if !r.look(2500 * time.Millisecond) {
+		t.Fatal("an fsync in flight 2.5 s after the stops, looked at every 100 ms: no stall")
+	}
+	release()
+	if r.n.diskStallStats().stalls != 1 {
+		t.Fatalf("stalls %d, want 1", r.n.diskStallStats().stalls)
+	}
+}
+
+// TestGapWithoutContinueIsAStall: the whole process blocked on its disk
+// gets no SIGCONT: the look after the gap waits for one (continueWait),
+// then counts the operation no look saw as before.
+func TestGapWithoutContinueIsAStall(t *testing.T) {
+	r := stopRig(t)
+	r.n.diskStalled()
+	release := r.block()
+	r.advance(3 * time.Second)
+	release()
+	r.n.diskStalled()
+	if s := r.n.diskStallStats(); s.stalls != 1 {
+		t.Fatalf("stalls %d after a 3 s gap with no SIGCONT, want 1", s.stalls)
+	}
+	if out := r.logs(); !strings.Contains(out, "disk stalled while this whole process was blocked") || strings.Contains(out, "this process was stopped") {
+		t.Fatalf("logged:\n%s", out)
+	}
+}
+
+// TestContinueWithoutGapKeepsTheStall: a SIGCONT sent to a running
+// process (no gap in the looks) does not end a stall in progress.
+func TestContinueWithoutGapKeepsTheStall(t *testing.T) {
+	r := stopRig(t)
+	r.n.diskStalled()
+	release := r.block()
+	if !r.look(2500 * time.Millisecond) {
+		t.Fatal("no stall")
+	}
+	r.cont()
+	if !r.look(300 * time.Millisecond) {
+		t.Fatal("a SIGCONT to the running process ended the stall while the fsync hung")
+	}
+	release()
+	if r.look(100 * time.Millisecond) {
+		t.Fatal("aside after the fsync returned")
+	}
+}
+
+// awaitContinue returns a SIGCONT read while it waits, or before.
+func TestAwaitContinue(t *testing.T) {
+	s := &diskStall{contCh: make(chan struct{}, 1)}
+	before := time.Unix(100, 0)
+	if _, ok := s.awaitContinue(before, time.Millisecond); ok {
+		t.Fatal("a SIGCONT found with none read")
+	}
+	go s.continued(time.Unix(101, 0))
+	if c, ok := s.awaitContinue(before, time.Minute); !ok || !c.Equal(time.Unix(101, 0)) {
+		t.Fatalf("awaitContinue: %v %v, want 101 s", c, ok)
+	}
+	if _, ok := s.awaitContinue(time.Unix(102, 0), time.Millisecond); ok {
+		t.Fatal("a SIGCONT before the gap explains it")
+	}
+}
