@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"paymentlog/client"
+	"paymentlog/wire"
 )
 
 // The topic's replication factor during and after a Shrink fault.
@@ -59,7 +62,8 @@ func (n *Nemesis) restoreReplicas(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.readyTimeout())
 	defer cancel()
-	if err := n.Admin.AlterReplicationFactor(ctx, n.Topic, shrinkFrom); err != nil {
+	err := retryTooFewBrokers(ctx, shrinkRetry, func() error { return n.Admin.AlterReplicationFactor(ctx, n.Topic, shrinkFrom) })
+	if err != nil {
 		return fmt.Errorf("chaos: replication factor back to %d: %w", shrinkFrom, err)
 	}
 	n.mu.Lock()
@@ -74,4 +78,31 @@ func (n *Nemesis) readyTimeout() time.Duration {
 		return n.ReadyTimeout
 	}
 	return 20 * time.Second
+}
+
+// shrinkRetry is how often restoreReplicas asks again while too few brokers
+// are live.
+const shrinkRetry = 250 * time.Millisecond
+
+// retryTooFewBrokers calls fn until it succeeds, fails otherwise than with
+// InvalidReplicationFactor, or ctx ends (then the last error). The
+// controller refuses a replication factor above the live brokers, and a
+// node fenced by the last fault (killed, paused, held aside by a disk
+// stall) or just restarted by HealAll is not live yet: asking again every
+// `every` lets it come back. (A poll: nothing tells the nemesis when
+// the controller unfences a broker.)
+func retryTooFewBrokers(ctx context.Context, every time.Duration, fn func() error) error {
+	for {
+		err := fn()
+		if err == nil || client.ErrorCode(err) != wire.InvalidReplicationFactor {
+			return err
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }

@@ -1,11 +1,14 @@
 package chaos
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"paymentlog/wire"
 )
 
 // shrink is known by name and not in the default mix; a deck deals it
@@ -49,5 +52,42 @@ func TestShrinkKind(t *testing.T) {
 	}
 	if s := ran.String(); !strings.Contains(s, "shrink           replication factor 3 -> 2 for 1s; ready again after 40ms") {
 		t.Fatalf("event line %q", s)
+	}
+}
+
+// Restoring the replication factor asks again while the controller refuses
+// it for too few live brokers (a node fenced by the last fault), and not
+// after any other refusal; a refusal that lasts past ctx is returned.
+func TestRetryTooFewBrokers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tooFew := wire.InvalidReplicationFactor.Err("replication factor 3: chaos-0 can have at most 2 replicas on the live brokers")
+	calls := 0
+	err := retryTooFewBrokers(ctx, time.Millisecond, func() error {
+		if calls++; calls < 3 {
+			return tooFew
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("refused twice for too few brokers, then accepted: %v after %d calls", err, calls)
+	}
+
+	calls = 0
+	other := wire.UnknownTopicOrPartition.Err("no topic")
+	if err := retryTooFewBrokers(ctx, time.Millisecond, func() error { calls++; return other }); err != other || calls != 1 {
+		t.Fatalf("another refusal: %v after %d calls, want it at once", err, calls)
+	}
+
+	short, cancelShort := context.WithCancel(ctx)
+	calls = 0
+	err = retryTooFewBrokers(short, time.Millisecond, func() error {
+		if calls++; calls == 2 {
+			cancelShort()
+		}
+		return tooFew
+	})
+	if err != tooFew || calls != 2 {
+		t.Fatalf("ctx ended while refused: %v after %d calls, want the refusal after 2", err, calls)
 	}
 }
