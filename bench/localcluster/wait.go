@@ -35,7 +35,9 @@ func Poll(ctx context.Context, interval time.Duration, cond Cond) error {
 		if err == nil && ok {
 			return nil
 		}
-		if err != nil {
+		// An error of a call that ctx's end cut short (every node "deadline
+		// exceeded") does not hide the reason the earlier tries gave.
+		if err != nil && (last == nil || ctx.Err() == nil) {
 			last = err
 		}
 		select {
