@@ -256,9 +256,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if disks != nil {
 		disks.Apply(&opts) // after ns.Apply: wraps its command
 		// /readyz, where the nemesis reads a disk-stall hold-down's end
-		// (nemesis_holddown.go); not with network namespaces, where the
-		// metrics address (127.0.0.1) would be in the node's namespace.
-		opts.Metrics = ns == nil
+		// (nemesis_holddown.go); with network namespaces on each node's
+		// namespace address (NetNS.MetricsAddr).
+		opts.Metrics = true
 		if res.DiskStallTimeout > 0 {
 			opts.ExtraArgs = append(opts.ExtraArgs, diskStallFlag, res.DiskStallTimeout.String())
 		}

@@ -102,6 +102,9 @@ func (c *Cluster) init(ctx context.Context) error {
 		}
 		if o.Metrics {
 			n.metricsAddr = fmt.Sprintf("%s:%d", DefaultHost, tcp[i])
+			if o.MetricsAddr != nil {
+				n.metricsAddr = o.MetricsAddr(id)
+			}
 		}
 		n.dir = filepath.Join(c.dir, fmt.Sprintf("node%d", id))
 		n.dataDir = filepath.Join(n.dir, "data")

@@ -156,10 +156,22 @@ func (n *NetNS) IP(id int32) string { return fmt.Sprintf("%s%d", n.prefix, id) }
 // Addr is node id's listen address (host:port).
 func (n *NetNS) Addr(id int32) string { return net.JoinHostPort(n.IP(id), fmt.Sprint(n.port)) }
 
-// Apply sets opts.Addr, opts.Command and opts.BeforeStart so that each node
-// runs inside its namespace (an existing BeforeStart still runs, afterwards).
+// metricsPort is every node's TCP port for --metrics-addr in its own
+// namespace (no other process listens there).
+const metricsPort = 9464
+
+// MetricsAddr is node id's --metrics-addr: its namespace's address, which
+// this process reaches over the bridge as it does the node's QUIC one.
+func (n *NetNS) MetricsAddr(id int32) string {
+	return net.JoinHostPort(n.IP(id), fmt.Sprint(metricsPort))
+}
+
+// Apply sets opts.Addr, opts.MetricsAddr, opts.Command and opts.BeforeStart
+// so that each node runs inside its namespace (an existing BeforeStart still
+// runs, afterwards).
 func (n *NetNS) Apply(opts *Options) {
 	opts.Addr = n.Addr
+	opts.MetricsAddr = n.MetricsAddr
 	opts.Command = func(id int32, argv []string) []string {
 		return append([]string{"ip", "netns", "exec", n.Namespace(id)}, argv...)
 	}

@@ -48,6 +48,10 @@ type Options struct {
 	// Addr, if set, returns a node's listen address instead of a free
 	// 127.0.0.1 UDP port; the caller guarantees it is free.
 	Addr func(id int32) string
+	// MetricsAddr, if set, returns a node's --metrics-addr (with Metrics)
+	// instead of a free 127.0.0.1 TCP port; the caller guarantees it is
+	// free, and reachable from this process.
+	MetricsAddr func(id int32) string
 	// Command, if set, rewrites the argv that starts a node (argv[0] is
 	// Binary), e.g. to prefix "ip netns exec nsN".
 	Command func(id int32, argv []string) []string
