@@ -107,7 +107,7 @@ func TestRegressionPauseIsNoDiskStall(t *testing.T) {
 			t.Fatal(err)
 		}
 		if bytes.Contains(log, []byte(`msg="disk stalled`)) {
-			t.Errorf("node %d logged a disk stall; its stall lines:\n%s", id, grepLines(log, "disk stall"))
+			t.Errorf("node %d logged a disk stall; its stall lines:\n%s", id, bytes.Join(stallLine.FindAll(log, -1), []byte("\n")))
 		}
 		stops += bytes.Count(log, []byte(`msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`))
 	}
@@ -119,15 +119,4 @@ func TestRegressionPauseIsNoDiskStall(t *testing.T) {
 			t.Errorf("fault at %v: %s", ev.At, ev.Note)
 		}
 	}
-}
-
-// grepLines returns the lines of b holding s.
-func grepLines(b []byte, s string) string {
-	var out []string
-	for _, ln := range strings.Split(string(b), "\n") {
-		if strings.Contains(ln, s) {
-			out = append(out, ln)
-		}
-	}
-	return strings.Join(out, "\n")
 }

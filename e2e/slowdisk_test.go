@@ -109,6 +109,9 @@ func TestSlowDiskIntervalFsyncIsNoStall(t *testing.T) {
 	dc.noCrashes()
 }
 
+// stallLine matches a log line of the disk stall detector.
+var stallLine = regexp.MustCompile(`(?m)^.*msg="disk (stall|slow).*$`)
+
 // logStallLines logs node id's log lines of the stall detector (which
 // rule declared a stall, and the disk operations it saw).
 func (dc *dfCluster) logStallLines(id int32) {
@@ -118,7 +121,7 @@ func (dc *dfCluster) logStallLines(id int32) {
 		dc.t.Logf("node %d's log: %v", id, err)
 		return
 	}
-	for _, l := range regexp.MustCompile(`(?m)^.*msg="disk (stall|slow).*$`).FindAll(b, -1) {
+	for _, l := range stallLine.FindAll(b, -1) {
 		dc.t.Logf("node %d: %s", id, l)
 	}
 }

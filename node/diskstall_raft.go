@@ -58,6 +58,13 @@ type controllerHandOff struct {
 	handed, failed uint64
 }
 
+// count adds one to c, a counter of h.
+func (h *controllerHandOff) count(c *uint64) {
+	h.mu.Lock()
+	*c++
+	h.mu.Unlock()
+}
+
 // handOffStats is what the metrics and /readyz show of the hand-offs.
 type handOffStats struct {
 	handed, failed uint64
@@ -143,20 +150,13 @@ func (n *Node) handOffController(why string) {
 		ctx, cancel := context.WithTimeout(n.runCtx, stallTransferTimeout)
 		defer cancel()
 		err := n.raft.TransferLeadership(ctx, to)
-		h.mu.Lock()
 		switch {
 		case err == nil:
-			h.handed++
-		case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, context.Canceled) && n.runCtx.Err() != nil:
-		default:
-			h.failed++
-		}
-		h.mu.Unlock()
-		switch {
-		case err == nil:
+			h.count(&h.handed)
 			n.log.Warn("aside for its disk: controller leadership handed to another voter", "to", n.raft.Status().Leader, "why", why)
 		case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, context.Canceled) && n.runCtx.Err() != nil:
 		default:
+			h.count(&h.failed)
 			n.log.Info("aside for its disk: could not hand the controller leadership on yet; trying again (a stalled raft loop leaves the other voters to elect on their own)",
 				"to", to, "err", err, "why", why)
 		}

@@ -52,9 +52,6 @@ func (ss *stopSpans) add(sp stopSpan) {
 	ss[len(ss)-1] = sp
 }
 
-// last returns the latest stop (zero: none).
-func (ss *stopSpans) last() stopSpan { return ss[len(ss)-1] }
-
 // overlap returns how much of [from, to] lies in the stops.
 func (ss *stopSpans) overlap(from, to time.Time) time.Duration {
 	var d time.Duration
@@ -141,9 +138,9 @@ func (n *Node) explainGap() {
 		return
 	}
 	s.mu.Lock()
-	from, known := s.mu.lastLook, s.mu.stops.last().from
+	from := s.mu.lastLook
 	s.mu.Unlock()
-	if from.IsZero() || from.Equal(known) || s.clock().Sub(from) <= n.cfg.DiskStallTimeout {
+	if from.IsZero() || s.clock().Sub(from) <= n.cfg.DiskStallTimeout {
 		return
 	}
 	c, ok := s.awaitContinue(from, continueWait)

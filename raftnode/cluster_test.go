@@ -218,6 +218,26 @@ func (c *testCluster) tick() {
 	c.nw.waitIdle(c.t)
 }
 
+// transferTicking runs node from's TransferLeadership(to), ticking until it
+// returns (failing after max ticks), and returns its error.
+func (c *testCluster) transferTicking(from, to uint64, max int) error {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- c.nodes[from].TransferLeadership(ctx, to) }()
+	var err error
+	c.tickUntil("the transfer", max, func() bool {
+		select {
+		case err = <-errc:
+			return true
+		default:
+			return false
+		}
+	})
+	return err
+}
+
 // tickUntil ticks until cond holds, failing after max ticks.
 func (c *testCluster) tickUntil(what string, max int, cond func() bool) {
 	c.t.Helper()

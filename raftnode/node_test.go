@@ -200,18 +200,7 @@ func TestTransferLeadership(t *testing.T) {
 	if err := c.nodes[follower].TransferLeadership(ctx, lead); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("transfer from a follower: %v", err)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- c.nodes[lead].TransferLeadership(ctx, 0) }()
-	var err error
-	c.tickUntil("transfer", 200, func() bool {
-		select {
-		case err = <-errc:
-			return true
-		default:
-			return false
-		}
-	})
-	if err != nil {
+	if err := c.transferTicking(lead, 0, 200); err != nil {
 		t.Fatalf("TransferLeadership: %v", err)
 	}
 	lead2 := c.leader()

@@ -1,10 +1,6 @@
 package raftnode
 
-import (
-	"context"
-	"testing"
-	"time"
-)
+import "testing"
 
 // TransferLeadership(0) does not pick a voter that just died: it kept the
 // match index it had (here the highest, tied with the live follower's and
@@ -32,20 +28,7 @@ func TestTransferLeadershipSkipsADeadVoter(t *testing.T) {
 	for range 2*c.config(lead).ElectionTicks + 2 { // the leader's check of its quorum marks dead inactive
 		c.tick()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- c.nodes[lead].TransferLeadership(ctx, 0) }()
-	var err error
-	c.tickUntil("the transfer", c.config(lead).ElectionTicks, func() bool {
-		select {
-		case err = <-errc:
-			return true
-		default:
-			return false
-		}
-	})
-	if err != nil {
+	if err := c.transferTicking(lead, 0, c.config(lead).ElectionTicks); err != nil {
 		t.Fatalf("TransferLeadership: %v", err)
 	}
 	if got := c.nodes[live].Status(); !got.IsLeader {

@@ -97,12 +97,8 @@ func retryTooFewBrokers(ctx context.Context, every time.Duration, fn func() erro
 		if err == nil || client.ErrorCode(err) != wire.InvalidReplicationFactor {
 			return err
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait(ctx, every) {
 			return err
-		case <-t.C:
 		}
 	}
 }
