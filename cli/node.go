@@ -81,6 +81,7 @@ func nodeCommand() *ucli.Command {
 				&ucli.DurationFlag{Name: "disk-stall-timeout", Value: d.DiskStallTimeout, Usage: "a node with a disk operation (fsync, msync, write) in flight this long holds back its heartbeats, so that the controller fences it and moves its leaderships, until the operation returns (0: off)", EnvVars: envs("DISK_STALL_TIMEOUT")},
 				&ucli.DurationFlag{Name: "heartbeat-interval", Value: d.HeartbeatInterval, Usage: "broker heartbeat interval", EnvVars: envs("HEARTBEAT_INTERVAL")},
 				&ucli.DurationFlag{Name: "session-timeout", Value: d.SessionTimeout, Usage: "fence a broker silent this long", EnvVars: envs("SESSION_TIMEOUT")},
+				&ucli.DurationFlag{Name: "port-probe-after", Value: d.PortProbeAfter, Usage: "as the active controller, probe the UDP port of a broker silent this long (at least 1.5 heartbeat intervals) and fence it at once if its host refuses the probe (its process is gone), not when its session runs out (0: off)", EnvVars: envs("PORT_PROBE_AFTER")},
 				&ucli.DurationFlag{Name: "replica-lag-time", Value: d.ReplicaLagTime, Usage: "shrink a follower out of the ISR when not caught up this long", EnvVars: envs("REPLICA_LAG_TIME")},
 				&ucli.DurationFlag{Name: "preferred-leader-delay", Value: d.PreferredLeaderDelay, Usage: "as the active controller, move a partition's leadership back to its preferred replica only once that replica has been back in the ISR this long and has applied the metadata saying so (0: as soon as it has applied it)", EnvVars: envs("PREFERRED_LEADER_DELAY")},
 				&ucli.Int64Flag{Name: "reassignment-throttle", Usage: "bytes per second this node may copy for replicas a reassignment adds to it, until each is in sync (0: unlimited)", EnvVars: envs("REASSIGNMENT_THROTTLE")},
@@ -201,6 +202,7 @@ func parseNodeOptions(c *ucli.Context) (nodeOptions, error) {
 	}
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	cfg.SessionTimeout = c.Duration("session-timeout")
+	cfg.PortProbeAfter = c.Duration("port-probe-after")
 	cfg.ReplicaLagTime = c.Duration("replica-lag-time")
 	cfg.PreferredLeaderDelay = c.Duration("preferred-leader-delay")
 	if cfg.ReassignmentThrottle = c.Int64("reassignment-throttle"); cfg.ReassignmentThrottle < 0 {

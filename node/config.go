@@ -105,7 +105,14 @@ type Config struct {
 
 	HeartbeatInterval time.Duration // default 50ms
 	SessionTimeout    time.Duration // default 250ms
-	ReplicaLagTime    time.Duration // default 2s
+	// PortProbeAfter: as the active controller, probe the port of a broker
+	// whose heartbeats have been silent this long (at least 1.5 heartbeat
+	// intervals), and fence it at once if its host refuses the probe (no
+	// socket behind the port: its process is gone) instead of when its
+	// session runs out (node/controller/probe.go); default
+	// DefaultPortProbeAfter, 0: off.
+	PortProbeAfter time.Duration
+	ReplicaLagTime time.Duration // default 2s
 	// PreferredLeaderDelay: while this node is the active controller, a
 	// partition's leadership moves back to its preferred replica only once
 	// that replica has been back in the ISR this long (and has applied the
@@ -209,6 +216,7 @@ const (
 	// DefaultLogScrubBytesPerSec: a terabyte a day and a half.
 	DefaultLogScrubBytesPerSec   = 8 << 20
 	DefaultSessionTimeout        = 250 * time.Millisecond
+	DefaultPortProbeAfter        = 75 * time.Millisecond
 	DefaultReplicaLagTime        = 2 * time.Second
 	DefaultRaftTick              = 25 * time.Millisecond
 	DefaultElectionTicks         = 10
@@ -249,6 +257,7 @@ func DefaultConfig() Config {
 		LogCleanerThreads:           broker.DefaultCleanerThreads,
 		HeartbeatInterval:           DefaultHeartbeatInterval,
 		SessionTimeout:              DefaultSessionTimeout,
+		PortProbeAfter:              DefaultPortProbeAfter,
 		ReplicaLagTime:              DefaultReplicaLagTime,
 		PreferredLeaderDelay:        controller.DefaultPreferredLeaderDelay,
 		RaftTick:                    DefaultRaftTick,
@@ -286,6 +295,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"session-timeout", errors.New("must be at least twice the heartbeat interval")}
 	case c.DiskStallTimeout < 0:
 		return &ConfigError{"disk-stall-timeout", errors.New("must be >= 0 (0: off)")}
+	case c.PortProbeAfter < 0:
+		return &ConfigError{"port-probe-after", errors.New("must be >= 0 (0: off)")}
 	case c.DiskStallTimeout > 0 && c.DiskStallTimeout < 2*c.HeartbeatInterval:
 		// The detector looks once a heartbeat, and the device watch dates a
 		// write to the look before the one that saw it: with looks a

@@ -10,6 +10,7 @@ import (
 	"paymentlog/metrics"
 	"paymentlog/node/audit"
 	"paymentlog/node/broker"
+	"paymentlog/node/controller"
 	"paymentlog/node/replica"
 )
 
@@ -116,6 +117,17 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 		commits = n.ctrl.GroupCommits()
 	}
 	w.Counter("paymentlog_controller_group_commits_total", "Consumer group offset commits this node committed as the active controller (one metadata log record each).", commits)
+	var fences [len(controller.FenceCauses)]uint64
+	var probes uint64
+	if n.ctrl != nil {
+		fences, probes = n.ctrl.FenceCounts()
+	}
+	w.Family("paymentlog_controller_broker_fences_total", metrics.TypeCounter,
+		"Brokers this node fenced as the active controller, by cause: session (no heartbeat for --session-timeout), port_closed (silent, and its host refused a probe of its port: its process is gone; --port-probe-after), deaf (its heartbeats arrive, the answers do not reach it).")
+	for i, cause := range controller.FenceCauses {
+		w.Uint(metrics.Labels{"cause", cause}, fences[i])
+	}
+	w.Counter("paymentlog_controller_port_probes_total", "Probes this node sent, as the active controller, to the ports of brokers silent for --port-probe-after.", probes)
 	var expired, fenced uint64
 	if n.ctrl != nil {
 		expired, fenced = n.ctrl.MembersRemoved()

@@ -269,7 +269,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			// The controller's zero is its default; the node's is none.
 			PreferredLeaderDelay: cmp.Or(cfg.PreferredLeaderDelay, -1),
 			GroupSessionTimeout:  cfg.GroupSessionTimeout, GroupHeartbeatInterval: cfg.GroupHeartbeatInterval,
-			Logger: n.log.With("component", "controller"),
+			Probe:      portProbe(cfg),
+			ProbeAfter: max(cfg.PortProbeAfter, cfg.HeartbeatInterval+cfg.HeartbeatInterval/2),
+			Logger:     n.log.With("component", "controller"),
 		})
 	}
 	n.broker, err = broker.New(ctx, broker.Config{

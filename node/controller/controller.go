@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"paymentlog/internal/portprobe"
 	"paymentlog/metrics"
 	"paymentlog/node/membership"
 	"paymentlog/node/metadata"
@@ -80,8 +81,15 @@ type Config struct {
 	// DefaultPreferredLeaderDelay; negative: no delay (the applied
 	// metadata is still waited for).
 	PreferredLeaderDelay time.Duration
-	ProposeTimeout       time.Duration // bound on one raft proposal; default 5s
-	ProducerIDBlock      int64         // producer ids per block; default metadata.DefaultProducerIDBlock
+	// Probe, when set, checks the port of a broker silent for ProbeAfter
+	// (probe.go): Closed fences it at once, its process being gone,
+	// instead of when its session runs out. Nil: sessions alone.
+	Probe func(ctx context.Context, addr string) (portprobe.Result, error)
+	// ProbeAfter is the silence after which a broker's port is probed;
+	// default 1.5 heartbeat intervals.
+	ProbeAfter      time.Duration
+	ProposeTimeout  time.Duration // bound on one raft proposal; default 5s
+	ProducerIDBlock int64         // producer ids per block; default metadata.DefaultProducerIDBlock
 	// GroupExpiryInterval is how often the active controller deletes the
 	// groups that have not committed for offsets.retention.ms (groups.go);
 	// default DefaultGroupExpiryInterval.
@@ -118,6 +126,9 @@ func (c *Config) defaults() {
 	if c.CheckInterval <= 0 {
 		c.CheckInterval = max(c.HeartbeatInterval/2, time.Millisecond)
 	}
+	if c.ProbeAfter <= 0 {
+		c.ProbeAfter = c.HeartbeatInterval + c.HeartbeatInterval/2
+	}
 	if c.ProposeTimeout <= 0 {
 		c.ProposeTimeout = DefaultProposeTimeout
 	}
@@ -148,6 +159,14 @@ type Controller struct {
 	reqs chan *request
 	// learnerKick wakes the learner reconciler.
 	learnerKick chan struct{}
+	// fenceKick wakes the loop to fence a broker whose port a probe found
+	// closed (probe.go); probes counts the probes in flight.
+	fenceKick chan struct{}
+	probes    sync.WaitGroup
+	// probesSent and fences count, for the metrics, the probes started and
+	// the brokers this controller fenced by cause (FenceCauses).
+	probesSent atomic.Uint64
+	fences     [numFenceCauses]atomic.Uint64
 	// stopped is closed when Run returns.
 	stopped chan struct{}
 
@@ -192,6 +211,7 @@ func New(cfg Config) *Controller {
 		log:         cfg.Logger, // the caller's logger names the node
 		reqs:        make(chan *request, maxBatch),
 		learnerKick: make(chan struct{}, 1),
+		fenceKick:   make(chan struct{}, 1),
 		stopped:     make(chan struct{}),
 	}
 	c.mu.sessions = newSessions(cfg.SessionTimeout)
@@ -238,6 +258,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); c.learnerLoop(ctx) }()
 	defer wg.Wait()
+	defer c.probes.Wait()
 
 	c.checkLeadership(ctx)
 	for {
@@ -254,6 +275,10 @@ func (c *Controller) Run(ctx context.Context) error {
 				c.tick(ctx)
 			}
 		case <-expiryC:
+			if c.checkLeadership(ctx) {
+				c.checkSessions(ctx)
+			}
+		case <-c.fenceKick:
 			if c.checkLeadership(ctx) {
 				c.checkSessions(ctx)
 			}
@@ -418,6 +443,7 @@ func (c *Controller) waitApplied(ctx context.Context, idx uint64) (*metadata.Ima
 // tick runs the periodic checks; loop only, active controller only.
 func (c *Controller) tick(ctx context.Context) {
 	reqs := c.sessionChecks()
+	c.probeSilent(ctx)
 	img, now := c.cfg.Store.Image(), c.cfg.Now()
 	c.mu.Lock()
 	ready := c.mu.preferred.readySet(img, now, c.mu.sessions.appliedOf)
@@ -469,27 +495,41 @@ func (c *Controller) sessionChecks() []*request {
 	c.lastCheck = now
 	expired := c.mu.sessions.expired(img, now)
 	overdue := make([]time.Duration, len(expired))
+	closed := make([]time.Duration, len(expired)) // silence when its port was found closed; 0: not
 	for i, b := range expired {
 		overdue[i] = now.Sub(c.mu.sessions.m[b.ID].deadline)
+		if at, silent := c.mu.sessions.closedPort(b.ID); !at.IsZero() {
+			closed[i] = max(silent, time.Nanosecond)
+		}
 	}
 	deaf := c.mu.sessions.unanswered(img, now)
 	c.mu.Unlock()
 	var reqs []*request
-	fence := func(b metadata.BrokerState) {
+	fence := func(b metadata.BrokerState, cause fenceCause) {
 		reqs = append(reqs, &request{kind: "fence", decide: func(m *metadata.Image) ([]metadata.Record, error) {
-			return metadata.DecideFence(m, b.ID, b.Incarnation), nil
+			recs := metadata.DecideFence(m, b.ID, b.Incarnation)
+			if len(recs) > 0 {
+				c.fences[cause].Add(1)
+			}
+			return recs, nil
 		}})
 	}
 	for i, b := range expired {
+		if closed[i] > 0 {
+			c.log.Warn("broker silent and its port refused a probe (its process is gone); fencing before its session runs out",
+				"broker", b.ID, "incarnation", b.Incarnation, "addr", b.Addr, "silent", closed[i])
+			fence(b, fenceClosedPort)
+			continue
+		}
 		// overdue: how long after the deadline this check ran (a late
 		// timer or a busy controller loop shows here).
 		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation, "overdue", overdue[i])
-		fence(b)
+		fence(b, fenceSession)
 	}
 	for _, b := range deaf {
 		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers (for 1.5 session timeouts, or since it was the controller this one replaced; it cannot receive); fencing",
 			"broker", b.ID, "incarnation", b.Incarnation)
-		fence(b)
+		fence(b, fenceDeaf)
 	}
 	return reqs
 }

@@ -34,7 +34,10 @@ type harness struct {
 	lastMarker string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith is newHarness with changes to the controller's Config.
+func newHarnessWith(t *testing.T, change func(*Config)) *harness {
 	h := &harness{t: t, store: metadata.NewStore(), clock: &fakeClock{now: time.Unix(1000, 0)},
 		ticks: make(chan time.Time), done: make(chan error, 1)}
 	h.raft = newFakeRaft(h.store, 1, 1, 2, 3)
@@ -42,10 +45,14 @@ func newHarness(t *testing.T) *harness {
 	if testing.Verbose() {
 		lvl = slog.LevelDebug
 	}
-	h.c = New(Config{NodeID: 1, Raft: h.raft, Store: h.store, HeartbeatInterval: 100 * time.Millisecond,
+	cfg := Config{NodeID: 1, Raft: h.raft, Store: h.store, HeartbeatInterval: 100 * time.Millisecond,
 		SessionTimeout: time.Second, Now: h.clock.Now, Ticks: h.ticks, PreferredLeaderDelay: 500 * time.Millisecond,
 		Rand:   func() uint64 { return h.seed.Add(1) },
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))})
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))}
+	if change != nil {
+		change(&cfg)
+	}
+	h.c = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.c.Run(ctx) }()

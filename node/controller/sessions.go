@@ -16,6 +16,16 @@ type sessions struct {
 type session struct {
 	incarnation int64
 	deadline    time.Time
+	// heard is when this incarnation's latest heartbeat arrived, or its
+	// session began here (activation, registration): its silence is
+	// counted from it (probe.go).
+	heard time.Time
+	// probing: a probe of its port is in flight (silent hands it out once).
+	probing bool
+	// closedAt is when a probe sent after heard found its port closed (no
+	// socket behind it: its process is gone); expired returns it from then
+	// on, session or not. Zero: not found so.
+	closedAt time.Time
 	// pendingSeq is the oldest heartbeat answer of this tenure that the
 	// broker has not yet confirmed receiving (its AckedSeq is below it),
 	// sent at pendingAt; 0 when every answer so far is confirmed or the
@@ -44,7 +54,7 @@ func newSessions(timeout time.Duration) *sessions {
 func (s *sessions) reset(img *metadata.Image, now time.Time, grace time.Duration) {
 	s.m = map[int32]session{}
 	for _, b := range img.Brokers() {
-		s.m[b.ID] = session{incarnation: b.Incarnation, deadline: now.Add(grace)}
+		s.m[b.ID] = session{incarnation: b.Incarnation, deadline: now.Add(grace), heard: now}
 	}
 }
 
@@ -83,7 +93,7 @@ func (s *sessions) touch(id int32, incarnation int64, now time.Time) {
 	if ss.incarnation != incarnation {
 		ss = session{incarnation: incarnation}
 	}
-	ss.deadline = now.Add(s.timeout)
+	ss.deadline, ss.heard = now.Add(s.timeout), now
 	s.m[id] = ss
 }
 
@@ -131,18 +141,18 @@ func (s *sessions) answered(id int32, incarnation, seq, acked int64, fenced bool
 	s.m[id] = ss
 }
 
-// expired returns the unfenced brokers of img whose session has run out, in
-// id order. A broker without a session for its current incarnation (it was
+// expired returns the unfenced brokers of img whose session has run out or
+// whose port a probe found closed, in id order. A broker without a session for its current incarnation (it was
 // registered but never heard from here) gets one starting now.
 func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.BrokerState {
 	var out []metadata.BrokerState
 	for _, b := range img.Brokers() {
 		ss, ok := s.m[b.ID]
 		if !ok || ss.incarnation != b.Incarnation {
-			s.m[b.ID] = session{incarnation: b.Incarnation, deadline: now.Add(s.timeout)}
+			s.m[b.ID] = session{incarnation: b.Incarnation, deadline: now.Add(s.timeout), heard: now}
 			continue
 		}
-		if !b.Fenced && now.After(ss.deadline) {
+		if !b.Fenced && (now.After(ss.deadline) || !ss.closedAt.IsZero()) {
 			out = append(out, b)
 		}
 	}
@@ -215,7 +225,7 @@ func (s *sessions) unanswered(img *metadata.Image, now time.Time) []metadata.Bro
 	var out []metadata.BrokerState
 	for _, b := range img.Brokers() {
 		ss, ok := s.m[b.ID]
-		if !ok || ss.incarnation != b.Incarnation || b.Fenced || ss.pendingSeq == 0 || now.After(ss.deadline) {
+		if !ok || ss.incarnation != b.Incarnation || b.Fenced || ss.pendingSeq == 0 || now.After(ss.deadline) || !ss.closedAt.IsZero() {
 			continue
 		}
 		if now.After(ss.pendingAt.Add(s.unansweredAfter())) || s.missedConfirmBy(ss, now) {

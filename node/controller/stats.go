@@ -97,3 +97,26 @@ func (c *Controller) CommitLatency() metrics.HistogramSnapshot {
 // commitClock reads the wall clock for CommitLatency (not Config.Now: a
 // test's injected clock would make every latency zero).
 func commitClock() time.Time { return time.Now() }
+
+// fenceCause is why this controller fenced a broker.
+type fenceCause int
+
+const (
+	fenceSession    fenceCause = iota // its session ran out
+	fenceClosedPort                   // silent, and its port refused a probe (probe.go)
+	fenceDeaf                         // its heartbeats arrive, our answers do not reach it
+	numFenceCauses
+)
+
+// FenceCauses names the causes of FenceCounts, in its order.
+var FenceCauses = [numFenceCauses]string{"session", "port_closed", "deaf"}
+
+// FenceCounts returns how many brokers this node has fenced as the active
+// controller (fencings proposed), by cause (FenceCauses), and how many
+// probes of silent brokers' ports it has started.
+func (c *Controller) FenceCounts() (fences [numFenceCauses]uint64, probes uint64) {
+	for i := range fences {
+		fences[i] = c.fences[i].Load()
+	}
+	return fences, c.probesSent.Load()
+}

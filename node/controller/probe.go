@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"paymentlog/internal/portprobe"
+	"paymentlog/node/metadata"
+)
+
+// Probing silent brokers: a dead process is fenced without waiting out its
+// session.
+//
+// A broker whose process died (SIGKILL, a crash, the OOM killer) on a host
+// that is still up leaves its UDP port with no socket behind it, and the
+// host refuses datagrams sent there (ICMP port unreachable). When a
+// broker's heartbeats have been silent for ProbeAfter, the active
+// controller probes its registered address (portprobe) once per tick until
+// it hears from it again; a refusal of a probe sent after the broker's
+// latest heartbeat fences that incarnation at once, as an expired session
+// would (the same DecideFence: leaders are elected from the ISR, nothing
+// else changes). Everything else leaves the session to run out as before:
+// a stopped process (SIGSTOP) keeps its socket, a dead host or a partition
+// answers nothing, and a firewall may drop the ICMP.
+//
+// Safety does not rest on the probe: fencing a live broker costs
+// leaderships, never records, and a refusal can only be for this probe's
+// own socket (a fresh one each, on a port the kernel picked), so another
+// host cannot forge it blind.
+
+// silent hands out, in id order, the unfenced brokers of img other than
+// self whose current incarnation has been silent longer than after, with no
+// probe in flight and no closed port found yet, and marks them probing.
+func (s *sessions) silent(img *metadata.Image, now time.Time, after time.Duration, self int32) []metadata.BrokerState {
+	var out []metadata.BrokerState
+	for _, b := range img.Brokers() {
+		ss, ok := s.m[b.ID]
+		if !ok || b.ID == self || b.Fenced || ss.incarnation != b.Incarnation || ss.probing || !ss.closedAt.IsZero() || now.Sub(ss.heard) <= after {
+			continue
+		}
+		ss.probing = true
+		s.m[b.ID] = ss
+		out = append(out, b)
+	}
+	return out
+}
+
+// probed records the result of a probe of broker id's incarnation sent at
+// sent. A closed port counts only if no heartbeat of that incarnation came
+// after the probe was sent; it reports whether the broker is now to be
+// fenced for it.
+func (s *sessions) probed(id int32, incarnation int64, sent time.Time, closed bool, now time.Time) bool {
+	ss, ok := s.m[id]
+	if !ok || ss.incarnation != incarnation {
+		return false
+	}
+	ss.probing = false
+	if closed && ss.heard.Before(sent) && ss.closedAt.IsZero() {
+		ss.closedAt = now
+	}
+	s.m[id] = ss
+	return !ss.closedAt.IsZero()
+}
+
+// closedPort returns when a probe found broker id's port closed (zero: it
+// did not), and how long it had been silent then.
+func (s *sessions) closedPort(id int32) (at time.Time, silent time.Duration) {
+	ss := s.m[id]
+	if ss.closedAt.IsZero() {
+		return time.Time{}, 0
+	}
+	return ss.closedAt, ss.closedAt.Sub(ss.heard)
+}
+
+// probeSilent starts a probe of every broker silent for ProbeAfter (none
+// without Probe); each reports to probeDone. Loop only, active controller
+// only; wg counts the probes (Run waits for them).
+func (c *Controller) probeSilent(ctx context.Context) {
+	if c.cfg.Probe == nil {
+		return
+	}
+	img, now := c.cfg.Store.Image(), c.cfg.Now()
+	c.mu.Lock()
+	silent := c.mu.sessions.silent(img, now, c.cfg.ProbeAfter, c.cfg.NodeID)
+	c.mu.Unlock()
+	for _, b := range silent {
+		c.probes.Add(1)
+		c.probesSent.Add(1)
+		go func() {
+			defer c.probes.Done()
+			res, err := c.cfg.Probe(ctx, b.Addr)
+			if err != nil {
+				c.log.Debug("probe of a silent broker's port failed", "broker", b.ID, "addr", b.Addr, "err", err)
+			}
+			c.probeDone(b, now, res == portprobe.Closed)
+		}()
+	}
+}
+
+// probeDone takes a probe's result; a closed port wakes the loop to fence
+// the broker.
+func (c *Controller) probeDone(b metadata.BrokerState, sent time.Time, closed bool) {
+	c.mu.Lock()
+	fence := c.mu.sessions.probed(b.ID, b.Incarnation, sent, closed, c.cfg.Now())
+	c.mu.Unlock()
+	if !fence {
+		return
+	}
+	select {
+	case c.fenceKick <- struct{}{}:
+	default:
+	}
+}

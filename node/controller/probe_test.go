@@ -1,0 +1,211 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"paymentlog/internal/portprobe"
+	"paymentlog/wire"
+)
+
+// fakePorts answers the controller's probes from a set of closed
+// addresses; a probe of an address in hold waits until it is released.
+type fakePorts struct {
+	mu     sync.Mutex
+	closed map[string]bool
+	probed []string
+	hold   map[string]chan struct{}
+}
+
+func (f *fakePorts) probe(ctx context.Context, addr string) (portprobe.Result, error) {
+	f.mu.Lock()
+	f.probed = append(f.probed, addr)
+	gate := f.hold[addr]
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return portprobe.Open, nil
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed[addr] {
+		return portprobe.Closed, nil
+	}
+	return portprobe.Open, nil
+}
+
+func (f *fakePorts) set(addr string, closed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed[addr] = closed
+}
+
+func (f *fakePorts) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.probed
+	f.probed = nil
+	return out
+}
+
+// probeHarness is the harness with probes from ports, brokers 1-3 up and
+// node 1 the active controller (heartbeats every 100 ms, session 1 s, so
+// probes after 150 ms of silence).
+func probeHarness(t *testing.T) (*harness, *fakePorts) {
+	ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}}
+	h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
+	ctx := h.ctx()
+	h.raft.setLeader(1, 1)
+	h.tick()
+	for id := int32(1); id <= 3; id++ {
+		if r := h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true}); r.Err != wire.None {
+			t.Fatalf("register %d: %v", id, r.Err)
+		}
+	}
+	h.beat(1, 2, 3)
+	return h, ports
+}
+
+func addrOf(id int32) string { return "127.0.0.1:710" + string(rune('0'+id)) }
+
+func (h *harness) beat(ids ...int32) {
+	h.t.Helper()
+	for _, id := range ids {
+		r := h.c.Heartbeat(h.ctx(), wire.BrokerHeartbeatRequest{BrokerID: id, Incarnation: h.inc(id), MetadataOffset: int64(h.store.Image().Offset())})
+		if r.Err != wire.None {
+			h.t.Fatalf("heartbeat %d: %v", id, r.Err)
+		}
+	}
+}
+
+// probeTick ticks, waits for the probes it started, and ticks again so
+// that a fence their results call for is committed.
+func (h *harness) probeTick() {
+	h.tick()
+	h.c.probes.Wait()
+	h.tick()
+}
+
+// onlyProbed: at least one probe, each of addr (a tick probes again a
+// broker whose last probe has come back).
+func onlyProbed(got []string, addr string) bool {
+	for _, a := range got {
+		if a != addr {
+			return false
+		}
+	}
+	return len(got) > 0
+}
+
+func (h *harness) fenced(id int32) bool {
+	b, _ := h.store.Image().Broker(id)
+	return b.Fenced
+}
+
+// A silent broker is probed once it has been silent 1.5 heartbeat
+// intervals; an open port changes nothing, a closed one fences it long
+// before its session would run out. The controller's own broker is never
+// probed.
+func TestProbeFencesASilentBrokerWhosePortIsClosed(t *testing.T) {
+	h, ports := probeHarness(t)
+
+	h.clock.Advance(100 * time.Millisecond)
+	h.beat(3)
+	h.probeTick()
+	if got := ports.take(); len(got) != 0 {
+		t.Fatalf("probed %v after 100 ms of silence; want none before 150 ms", got)
+	}
+
+	h.clock.Advance(100 * time.Millisecond) // 1 and 2 silent 200 ms
+	h.beat(3)
+	h.probeTick()
+	if got := ports.take(); !onlyProbed(got, addrOf(2)) {
+		t.Fatalf("probed %v; want only broker 2 (1 is the controller's own, 3 beats)", got)
+	}
+	if h.fenced(2) {
+		t.Fatal("broker 2 fenced on an open port")
+	}
+
+	ports.set(addrOf(2), true)
+	h.clock.Advance(50 * time.Millisecond)
+	h.beat(3)
+	h.probeTick()
+	if !h.fenced(2) {
+		t.Fatal("broker 2, silent 250 ms with its port closed, is not fenced")
+	}
+	if h.fenced(3) || h.fenced(1) {
+		t.Fatal("a broker that beats was fenced")
+	}
+	fences, probes := h.c.FenceCounts()
+	if fences[fenceClosedPort] != 1 || fences[fenceSession] != 0 || probes == 0 {
+		t.Fatalf("fences %v, probes %d; want 1 for a closed port, none for a session, and probes counted", fences, probes)
+	}
+
+	// Fenced: no more probes of it.
+	ports.take()
+	h.clock.Advance(200 * time.Millisecond)
+	h.beat(3)
+	h.probeTick()
+	if got := ports.take(); len(got) != 0 {
+		t.Fatalf("probed %v after broker 2 was fenced", got)
+	}
+}
+
+// A refusal counts only for a probe sent after the broker's latest
+// heartbeat: one that beats while the probe is out is not fenced for it.
+func TestProbeRefusedAfterAHeartbeatIsIgnored(t *testing.T) {
+	h, ports := probeHarness(t)
+	gate := make(chan struct{})
+	ports.mu.Lock()
+	ports.hold[addrOf(2)] = gate
+	ports.closed[addrOf(2)] = true
+	ports.mu.Unlock()
+
+	h.clock.Advance(200 * time.Millisecond)
+	h.beat(3)
+	h.tick() // the probe of 2 starts and waits at the gate
+	h.clock.Advance(10 * time.Millisecond)
+	h.beat(2)
+	close(gate)
+	h.c.probes.Wait()
+	h.tick()
+	if h.fenced(2) {
+		t.Fatal("broker 2 fenced for a refusal of a probe sent before its latest heartbeat")
+	}
+	if fences, _ := h.c.FenceCounts(); fences[fenceClosedPort] != 0 {
+		t.Fatalf("fences %v; want none for a closed port", fences)
+	}
+}
+
+// Without Probe the session alone decides: a silent broker is fenced when
+// it runs out, not before.
+func TestNoProbeWaitsForTheSession(t *testing.T) {
+	h := newHarnessWith(t, nil)
+	ctx := h.ctx()
+	h.raft.setLeader(1, 1)
+	h.tick()
+	for id := int32(1); id <= 2; id++ {
+		h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true})
+	}
+	h.beat(1, 2)
+	h.clock.Advance(900 * time.Millisecond)
+	h.beat(1)
+	h.tick()
+	if h.fenced(2) {
+		t.Fatal("fenced before its session ran out, without probes")
+	}
+	h.clock.Advance(200 * time.Millisecond)
+	h.beat(1)
+	h.tick()
+	if !h.fenced(2) {
+		t.Fatal("not fenced after its session ran out")
+	}
+	if fences, probes := h.c.FenceCounts(); fences[fenceSession] != 1 || probes != 0 {
+		t.Fatalf("fences %v, probes %d; want 1 for a session, no probes", fences, probes)
+	}
+}

@@ -1,0 +1,42 @@
+package node_test
+
+import (
+	"testing"
+	"time"
+
+	"paymentlog/node"
+)
+
+// A broker that dies without a goodbye (its socket closed, as SIGKILL
+// leaves it) is fenced once the active controller's probe of its port is
+// refused, long before its session (30 s here) runs out, and the
+// controller counts the fence under cause="port_closed".
+func TestDeadBrokerIsFencedByItsClosedPort(t *testing.T) {
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) {
+		c.SessionTimeout = 30 * time.Second
+		c.MetricsAddr = "127.0.0.1:0"
+	})
+	tc.waitAlive(3)
+	a := tc.activeController()
+	victim := int32(1)
+	for victim == a {
+		victim++
+	}
+	killed := time.Now()
+	tc.kill(victim)
+	waitFor(t, "the dead broker fenced", 15*time.Second, func() bool {
+		b, _ := tc.node(a).Store().Image().Broker(victim)
+		return b.Fenced
+	})
+	t.Logf("broker %d fenced %v after it was killed (session timeout 30s)", victim, time.Since(killed).Round(time.Millisecond))
+	e := scrape(t, tc.node(a).MetricsAddr())
+	if v := value(t, e, "paymentlog_controller_broker_fences_total", "cause", "port_closed"); v != 1 {
+		t.Fatalf("fences for a closed port = %v; want 1", v)
+	}
+	if v := value(t, e, "paymentlog_controller_broker_fences_total", "cause", "session"); v != 0 {
+		t.Fatalf("fences for a session = %v; want 0", v)
+	}
+	if v := value(t, e, "paymentlog_controller_port_probes_total"); v < 1 {
+		t.Fatalf("probes = %v; want at least 1", v)
+	}
+}
