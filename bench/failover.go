@@ -44,6 +44,12 @@ type FailoverTrial struct {
 	// VictimWasController: the victim was also the active controller, so
 	// its fencing first waited for a new controller's election.
 	VictimWasController bool `json:"victim_was_controller"`
+	// FencedBy is why the controller fenced the victim, as the other local
+	// nodes counted it (paymentlog_controller_broker_fences_total):
+	// "port_closed" (its host refused a probe of its port: the process was
+	// gone), "session" (its session ran out); "" when unknown (an existing
+	// cluster, a scrape that failed, or no single cause counted).
+	FencedBy string `json:"fenced_by,omitempty"`
 	// KillCmdMs is how long the kill took, from its start to its return
 	// (-1: no kill). With --kill-cmd the SIGKILL came somewhere in it, so
 	// each time above is at most KillCmdMs above the true figure.
@@ -278,6 +284,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch,
 		failed := tr.Error != ""
 		tr.LogsKept = r.keepIfSlow(logs, "failover", n, longestMs(tr.FenceMs, tr.NewLeaderMs, tr.UnavailableMs, tr.ConsumerResumeMs), failed)
 	}()
+	fencesBefore := r.fenceCounts(ctx, tr.Victim)
 	tr.killAt = time.Now()
 	killAt.Store(tr.killAt.UnixNano())
 	rw.arm(tr.killAt)
@@ -298,6 +305,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch,
 	}); err == nil {
 		tr.fenceAt = fv.at
 		tr.FenceMs = ms(fv.at.Sub(tr.killAt))
+		tr.FencedBy = fencedBy(fencesBefore, r.fenceCounts(ctx, tr.Victim))
 	}
 	if lv, err := w.waitFor(sctx, tr.killAt, func(md *wire.MetadataResponse) bool {
 		p, ok := partitionOf(md, topic, 0)
@@ -671,4 +679,42 @@ func (r *runner) readBack(ctx context.Context, topic string, want map[int32]int6
 		}
 	}
 	return out, nil
+}
+
+// fenceCounts sums the fences by cause that the local nodes other than
+// except have counted as controllers; nil when unknown (not a local
+// cluster, or a scrape failed).
+func (r *runner) fenceCounts(ctx context.Context, except int32) map[string]uint64 {
+	lt, ok := r.target.(*localTarget)
+	if !ok {
+		return nil
+	}
+	addrs := lt.metricsAddrs()
+	delete(addrs, except)
+	c, err := scrapeNodes(ctx, addrs)
+	if err != nil || c == nil {
+		return nil
+	}
+	if c.fences == nil {
+		return map[string]uint64{}
+	}
+	return c.fences
+}
+
+// fencedBy is the one cause whose count rose from before to after ("" when
+// either is unknown, or none or several rose).
+func fencedBy(before, after map[string]uint64) string {
+	if before == nil || after == nil {
+		return ""
+	}
+	cause := ""
+	for k, n := range after {
+		if n > before[k] {
+			if cause != "" {
+				return ""
+			}
+			cause = k
+		}
+	}
+	return cause
 }

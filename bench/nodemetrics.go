@@ -33,6 +33,8 @@ type nodeCounters struct {
 	// leader and flush are the acks=all produce and log flush latency
 	// histograms (LatencyStages); zero when a node lacks them.
 	leader, flush metrics.HistogramSnapshot
+	// fences is paymentlog_controller_broker_fences_total by cause.
+	fences map[string]uint64
 }
 
 // scrapeNodes sums the nodes' counters; nil without metrics addresses, and
@@ -56,6 +58,12 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 		sum.msgs.ReorderRefused += c.msgs.ReorderRefused
 		sum.produceBytes += c.produceBytes
 		sum.hasProduceBytes = sum.hasProduceBytes && c.hasProduceBytes
+		for cause, n := range c.fences {
+			if sum.fences == nil {
+				sum.fences = map[string]uint64{}
+			}
+			sum.fences[cause] += n
+		}
 		sums = append(sums, c)
 	}
 	sum.leader, sum.flush = sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.leader }),
@@ -126,6 +134,18 @@ func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
 			if err := h.sample(suffix, labels, val); err != nil {
 				return c, fmt.Errorf("%s: %w", name, err)
 			}
+			continue
+		}
+		if family == "paymentlog_controller_broker_fences_total" {
+			cause, _ := labelValue(labels, "cause")
+			n, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				return c, fmt.Errorf("%s: %w", name, err)
+			}
+			if c.fences == nil {
+				c.fences = map[string]uint64{}
+			}
+			c.fences[cause] += n
 			continue
 		}
 		var dst *uint64

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -250,6 +252,9 @@ func (r *Report) WriteTable(out io.Writer) {
 			fmt.Fprintf(w, "  times run from\t%s (the command took %s)\n", upperBoundNote, sum(f.KillCmdMs))
 		}
 		fmt.Fprintf(w, "  time to fence\t%s\n", sum(f.FenceMs))
+		if l := fencedByLine(f.Trials); l != "" {
+			fmt.Fprintf(w, "  fenced by\t%s\n", l)
+		}
 		fmt.Fprintf(w, "  time to new leader\t%s\n", sum(f.NewLeaderMs))
 		fmt.Fprintf(w, "  unavailability\t%s\n", sum(f.UnavailableMs))
 		fmt.Fprintf(w, "  new leader → first ack\t%s\n", sum(f.AckAfterLeaderMs))
@@ -394,4 +399,39 @@ func reclaimLine(w io.Writer, phase string, r *KernelReclaim) {
 	}
 	fmt.Fprintf(w, "  %s\t%s on the CPU %.2fs; %d windows, %.2fs in all (%.1f%% of the run)%s\n",
 		label, strings.Join(r.Threads, ", "), r.CPUSeconds, len(r.Windows), r.Seconds, 100*r.Fraction, cfg)
+}
+
+// fencedByLine counts the trials by why their victim was fenced
+// (FailoverTrial.FencedBy); "" when no trial knows.
+func fencedByLine(trials []FailoverTrial) string {
+	counts := map[string]int{}
+	known := 0
+	for _, t := range trials {
+		if t.FencedBy != "" {
+			counts[t.FencedBy]++
+			known++
+		}
+	}
+	if known == 0 {
+		return ""
+	}
+	names := map[string]string{
+		"port_closed": "a refused probe of its port (the process was gone; --port-probe-after)",
+		"session":     "its session running out (--session-timeout)",
+		"deaf":        "its answers not reaching it",
+	}
+	var parts []string
+	for _, cause := range []string{"port_closed", "session", "deaf"} {
+		if n := counts[cause]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s in %d", names[cause], n))
+			delete(counts, cause)
+		}
+	}
+	for _, cause := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s in %d", cause, counts[cause]))
+	}
+	if unknown := len(trials) - known; unknown > 0 {
+		parts = append(parts, fmt.Sprintf("not known in %d", unknown))
+	}
+	return strings.Join(parts, ", ") + " of the trials"
 }
