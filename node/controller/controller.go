@@ -400,6 +400,9 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 		// only a few heartbeats of grace instead of a whole session, which
 		// keeps the partitions it led from waiting election + session.
 		c.mu.sessions.shorten(prevController, c.cfg.Now().Add(c.cfg.PrevControllerGrace))
+		// And it has been silent since before the election: its port is
+		// probed at the first check (probe.go), not ProbeAfter from now.
+		c.mu.sessions.backdate(prevController, c.cfg.Now().Add(-c.cfg.ProbeAfter))
 		// The same holds when its heartbeats keep arriving: raft also
 		// moves leadership away from a controller that can send but not
 		// receive (CheckQuorum), and such a broker would otherwise be

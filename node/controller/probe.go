@@ -45,6 +45,15 @@ func (s *sessions) silent(img *metadata.Image, now time.Time, after time.Duratio
 	return out
 }
 
+// backdate counts broker id as heard last at at, when that is earlier than
+// its heard: silent for longer than this controller has been listening.
+func (s *sessions) backdate(id int32, at time.Time) {
+	if ss, ok := s.m[id]; ok && at.Before(ss.heard) {
+		ss.heard = at
+		s.m[id] = ss
+	}
+}
+
 // probed records the result of a probe of broker id's incarnation sent at
 // sent. A closed port counts only if no heartbeat of that incarnation came
 // after the probe was sent; it reports whether the broker is now to be

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"paymentlog/internal/portprobe"
+	"paymentlog/node/metadata"
 	"paymentlog/wire"
 )
 
@@ -207,5 +208,36 @@ func TestNoProbeWaitsForTheSession(t *testing.T) {
 	}
 	if fences, probes := h.c.FenceCounts(); fences[fenceSession] != 1 || probes != 0 {
 		t.Fatalf("fences %v, probes %d; want 1 for a session, no probes", fences, probes)
+	}
+}
+
+// The broker of the controller just replaced is most likely dead: its port
+// is probed at the first check of the new tenure, and it is fenced then
+// if the probe is refused, before the few heartbeats of grace it gets.
+func TestProbeThePreviousControllersBrokerAtOnce(t *testing.T) {
+	ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}}
+	h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
+	for id := int32(1); id <= 3; id++ {
+		h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
+			metadata.BrokerRegistered{ID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true}))
+		h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
+			metadata.BrokerUnfenced{ID: id, Incarnation: 1}))
+	}
+	ports.set(addrOf(2), true)
+	h.raft.setLeader(1, 2)
+	h.tick()
+	if !h.c.Active() {
+		t.Fatal("node 1 not active")
+	}
+	h.clock.Advance(time.Millisecond)
+	h.probeTick()
+	if got := ports.take(); !onlyProbed(got, addrOf(2)) {
+		t.Fatalf("probed %v at the first check; want only the previous controller's broker, 2", got)
+	}
+	if !h.fenced(2) {
+		t.Fatal("the previous controller's broker, its port closed, is not fenced at the first check")
+	}
+	if h.fenced(3) {
+		t.Fatal("broker 3 fenced")
 	}
 }
