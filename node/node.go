@@ -254,6 +254,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		// A controller starting with an empty metadata log votes only once
 		// it has caught up with the others (rejoin.go).
 		RejoinGuard: true,
+		// A follower probes a silent raft leader's port as the controller
+		// probes a silent broker's (port_probe.go).
+		LeaderProbe:      portProbe(cfg),
+		LeaderProbeTicks: leaderProbeTicks(cfg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: metadata log: %w", err)

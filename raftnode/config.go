@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 
 	pb "go.etcd.io/raft/v3/raftpb"
 
+	"paymentlog/internal/portprobe"
 	"paymentlog/quic"
 	"paymentlog/segment"
 )
@@ -42,9 +44,17 @@ type Config struct {
 	TickInterval   time.Duration // default 50ms
 	ElectionTicks  int           // default 10
 	HeartbeatTicks int           // default 1
-	SnapshotEvery  uint64        // entries between snapshots, default 10000
-	CatchUpEntries uint64        // entries kept behind a snapshot, default 5000
-	NoSync         bool          // skip fsync (tests only)
+	// LeaderProbe, when set, checks the port of a leader this follower has
+	// not heard from for LeaderProbeTicks (leadergone.go): Closed (its
+	// process is gone) skips the rest of the leader's lease, so that the
+	// election starts within the randomized part of the timeout. Nil: the
+	// election timeout alone.
+	LeaderProbe func(ctx context.Context, addr string) (portprobe.Result, error)
+	// LeaderProbeTicks is the silence before a probe; default 3.
+	LeaderProbeTicks int
+	SnapshotEvery    uint64 // entries between snapshots, default 10000
+	CatchUpEntries   uint64 // entries kept behind a snapshot, default 5000
+	NoSync           bool   // skip fsync (tests only)
 	// ForwardProposals lets a follower's Propose be forwarded to the leader.
 	// Off by default: only the active controller proposes, and only what it
 	// decided as leader; a proposal made by a node that has lost leadership
@@ -107,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ElectionTicks == 0 {
 		c.ElectionTicks = DefaultElectionTicks
+	}
+	if c.LeaderProbeTicks <= 0 {
+		c.LeaderProbeTicks = 3
 	}
 	if c.HeartbeatTicks == 0 {
 		c.HeartbeatTicks = DefaultHeartbeatTicks

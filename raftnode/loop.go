@@ -59,9 +59,11 @@ func (n *Node) run() {
 		case <-tickC:
 			n.rn.Tick()
 			n.ticks++
+			n.watchLeader()
 		case ack := <-n.tickc:
 			n.rn.Tick()
 			n.ticks++
+			n.watchLeader()
 			it.acks = append(it.acks, ack)
 		case in := <-n.recvc:
 			n.step(in, &it)
@@ -145,6 +147,7 @@ func (n *Node) step(in inbound, it *iteration) {
 			continue
 		}
 		n.clampHeartbeat(m)
+		n.heardFrom(m.GetFrom())
 		lost := n.followerLostLog(m)
 		if err := n.rn.Step(m); err != nil {
 			n.lg.Debug("raftnode: step", "type", m.GetType(), "from", m.GetFrom(), "err", err)
@@ -301,6 +304,7 @@ func (n *Node) handleReport(r peerReport) {
 func (n *Node) leaderChanged(lead uint64) {
 	n.lg.Info("raftnode: leader changed", "from", n.lead, "leader", lead, "epoch", n.rn.BasicStatus().GetTerm())
 	n.lead = lead
+	n.watchNewLeader()
 	clear(n.lostLogTried) // a new leadership tries every voter afresh
 	n.pending.fail(ErrProposalDropped)
 	n.publishStatus()

@@ -85,7 +85,8 @@ type Node struct {
 	// time (see lostLogRetryTicks); ticks counts raft ticks.
 	lostLogRetry uint64
 	ticks        uint64
-	guard        voteGuard // see Config.RejoinGuard
+	lw           leaderWatch // leadergone.go
+	guard        voteGuard   // see Config.RejoinGuard
 	// stall is the Ready the disk had no room for, nil while none
 	// (diskfull.go).
 	stall *stalledReady

@@ -1,0 +1,104 @@
+package raftnode
+
+import (
+	"context"
+
+	"paymentlog/internal/portprobe"
+)
+
+// A leader whose process is gone: the election need not wait out the whole
+// timeout.
+//
+// A follower elects a new leader only after ElectionTicks..2*ElectionTicks-1
+// ticks without a message from the current one, and with CheckQuorum a
+// voter that heard from the leader within ElectionTicks ignores every vote
+// request (the leader lease). When the leader's process died on a host that
+// is still up, its UDP port has no socket behind it and the host refuses a
+// probe (internal/portprobe). A follower that has not heard from its leader
+// for LeaderProbeTicks probes the leader's address; if the probe, sent after
+// the last message it had from that leader, is refused and the leader is
+// still the same, the follower ticks raft on to ElectionTicks since that
+// message: past the lease, so it grants votes, and from there its
+// randomized timeout (0..ElectionTicks-1 more ticks) starts the election as
+// usual. Raft's safety never rests on timing; this only moves the moment
+// the survivors start the election they would have started anyway. A
+// stopped process keeps its socket and a dead host or partition answers
+// nothing: the election timeout decides as before.
+//
+// Fields below are owned by the Ready loop.
+type leaderWatch struct {
+	// heard is the tick (Node.ticks) at which the last message from the
+	// current leader was stepped, or the leader became known.
+	heard uint64
+	// probing: a probe of the leader's port is in flight.
+	probing bool
+	// skipped is the leader whose lease this node skipped (once per
+	// leader: the randomized rest of the timeout is left to run).
+	skipped uint64
+}
+
+// watchNewLeader starts the watch afresh for a new leader. Loop only.
+func (n *Node) watchNewLeader() {
+	n.lw.heard, n.lw.skipped = n.ticks, 0
+}
+
+// heardFrom notes a message from the current leader. Loop only.
+func (n *Node) heardFrom(from uint64) {
+	if from != 0 && from == n.lead {
+		n.lw.heard = n.ticks
+	}
+}
+
+// watchLeader probes the leader's port once it has been silent for
+// LeaderProbeTicks (none in flight, and a follower only). Loop only, after
+// each tick.
+func (n *Node) watchLeader() {
+	if n.cfg.LeaderProbe == nil || n.lead == 0 || n.lead == n.id || n.lw.probing || n.lw.skipped == n.lead ||
+		n.ticks-n.lw.heard < uint64(n.cfg.LeaderProbeTicks) {
+		return
+	}
+	addr := n.peers.addr(n.lead)
+	if addr == "" {
+		return
+	}
+	lead, sent := n.lead, n.ticks
+	n.lw.probing = true
+	n.hooks.add(1)
+	go func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-n.stopc:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		res, err := n.cfg.LeaderProbe(ctx, addr)
+		cancel()
+		if err != nil {
+			n.lg.Debug("raftnode: probe of the leader's port failed", "leader", lead, "addr", addr, "err", err)
+		}
+		select {
+		case n.opc <- func() { n.leaderProbed(lead, sent, res == portprobe.Closed) }:
+		case <-n.donec:
+			n.hooks.add(-1)
+		}
+	}()
+}
+
+// leaderProbed takes the result of a probe of leader lead's port sent at
+// tick sent. Loop only.
+func (n *Node) leaderProbed(lead, sent uint64, closed bool) {
+	defer n.hooks.add(-1)
+	n.lw.probing = false
+	if !closed || lead != n.lead || n.lw.heard > sent {
+		return
+	}
+	silent := n.ticks - n.lw.heard
+	n.lg.Info("raftnode: the leader is silent and its port refused a probe (its process is gone); skipping the rest of its lease",
+		"leader", lead, "silent_ticks", silent)
+	for i := silent; i < uint64(n.cfg.ElectionTicks); i++ {
+		n.rn.Tick()
+	}
+	n.lw.skipped = lead
+}

@@ -1,0 +1,91 @@
+package raftnode
+
+import (
+	"context"
+	"testing"
+
+	"paymentlog/internal/portprobe"
+)
+
+// memProbe answers a probe of addr from the memNetwork: Closed once nothing
+// listens there (the node was killed), Open otherwise (cut off or not).
+func (nw *memNetwork) memProbe(ctx context.Context, addr string) (portprobe.Result, error) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if nw.handlers[addr] == nil {
+		return portprobe.Closed, nil
+	}
+	return portprobe.Open, nil
+}
+
+// leaderGoneCluster is a 3-voter cluster whose followers probe a silent
+// leader, with a leader elected and an entry applied; it returns the leader
+// and the two others.
+func leaderGoneCluster(t *testing.T) (c *testCluster, lead, a, b uint64) {
+	c = newTestCluster(t, 3, nil)
+	c.tune = func(cfg *Config) { cfg.LeaderProbe = c.nw.memProbe }
+	c.startVoters()
+	lead = c.leader()
+	c.waitApplied(c.propose(lead, "x"))
+	for id := uint64(1); id <= 3; id++ {
+		switch {
+		case id == lead:
+		case a == 0:
+			a = id
+		default:
+			b = id
+		}
+	}
+	return c, lead, a, b
+}
+
+// campaignWithin makes node id campaign and reports whether it, or other,
+// leads within ticks ticks.
+func (c *testCluster) campaignWithin(id, other uint64, ticks int) bool {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10e9)
+	defer cancel()
+	if err := c.nodes[id].Campaign(ctx); err != nil {
+		c.t.Fatalf("campaign %d: %v", id, err)
+	}
+	c.nw.waitIdle(c.t)
+	leads := func() bool { return c.nodes[id].Status().IsLeader || c.nodes[other].Status().IsLeader }
+	for range ticks {
+		if leads() {
+			return true
+		}
+		c.tick()
+	}
+	return leads()
+}
+
+// Once the leader's port refuses the followers' probes (its process is
+// gone), they are out of its lease a few ticks after its last message: a
+// campaign then wins at once, where a follower that heard from the leader
+// within ElectionTicks would ignore it.
+func TestLeaderGoneSkipsTheLease(t *testing.T) {
+	c, lead, a, b := leaderGoneCluster(t)
+	c.kill(lead)
+	waited := c.nodes[a].cfg.LeaderProbeTicks + 1
+	for range waited {
+		c.tick()
+	}
+	if !c.campaignWithin(a, b, 3) {
+		t.Fatalf("no leader within 3 ticks of node %d's campaign, %d ticks after the leader died: the followers kept the dead leader's lease; %s",
+			a, waited, c.describe())
+	}
+}
+
+// A leader cut off but alive (its port open) keeps its lease: the probe
+// changes nothing, and the same early campaign does not win.
+func TestLeaderCutOffKeepsTheLease(t *testing.T) {
+	c, lead, a, b := leaderGoneCluster(t)
+	c.nw.setCut(addrOf(lead), true)
+	waited := c.nodes[a].cfg.LeaderProbeTicks + 1
+	for range waited {
+		c.tick()
+	}
+	if c.campaignWithin(a, b, 3) {
+		t.Fatalf("a follower led within 3 ticks of node %d's campaign, %d ticks after its leader, alive but cut off, last spoke; %s", a, waited, c.describe())
+	}
+}
