@@ -238,6 +238,21 @@ func (c *testCluster) transferTicking(from, to uint64, max int) error {
 	return err
 }
 
+// followersOf returns the two voters of a 3-voter cluster other than lead,
+// the lower id first.
+func (c *testCluster) followersOf(lead uint64) (a, b uint64) {
+	for id := uint64(1); id <= 3; id++ {
+		switch {
+		case id == lead:
+		case a == 0:
+			a = id
+		default:
+			b = id
+		}
+	}
+	return a, b
+}
+
 // tickUntil ticks until cond holds, failing after max ticks.
 func (c *testCluster) tickUntil(what string, max int, cond func() bool) {
 	c.t.Helper()

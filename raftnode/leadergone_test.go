@@ -27,15 +27,7 @@ func leaderGoneCluster(t *testing.T) (c *testCluster, lead, a, b uint64) {
 	c.startVoters()
 	lead = c.leader()
 	c.waitApplied(c.propose(lead, "x"))
-	for id := uint64(1); id <= 3; id++ {
-		switch {
-		case id == lead:
-		case a == 0:
-			a = id
-		default:
-			b = id
-		}
-	}
+	a, b = c.followersOf(lead)
 	return c, lead, a, b
 }
 

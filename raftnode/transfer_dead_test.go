@@ -14,16 +14,7 @@ func TestTransferLeadershipSkipsADeadVoter(t *testing.T) {
 	c.startVoters()
 	lead := c.leader()
 	c.waitApplied(c.propose(lead, "x"))
-	var dead, live uint64
-	for id := uint64(1); id <= 3; id++ {
-		switch {
-		case id == lead:
-		case dead == 0:
-			dead = id
-		default:
-			live = id
-		}
-	}
+	dead, live := c.followersOf(lead)
 	c.kill(dead)
 	for range 2*c.config(lead).ElectionTicks + 2 { // the leader's check of its quorum marks dead inactive
 		c.tick()
