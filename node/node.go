@@ -277,6 +277,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			ProbeAfter: max(cfg.PortProbeAfter, cfg.HeartbeatInterval+cfg.HeartbeatInterval/2),
 			Logger:     n.log.With("component", "controller"),
 		})
+		// The raft leader whose port this node's raft found closed is the
+		// controller this one would replace (port_probe.go).
+		ctrl := n.ctrl
+		n.raft.OnLeaderGone(func(id uint64) { ctrl.PortRefused(int32(id), time.Now()) })
 	}
 	n.broker, err = broker.New(ctx, broker.Config{
 		NodeID:      cfg.ID,

@@ -101,4 +101,16 @@ func (n *Node) leaderProbed(lead, sent uint64, closed bool) {
 		n.rn.Tick()
 	}
 	n.lw.skipped = lead
+	if fn := n.leaderGone.Load(); fn != nil {
+		(*fn)(lead)
+	}
 }
+
+// OnLeaderGone sets fn to be told the id of a leader whose port refused
+// this follower's probe (its process is gone), on the Ready loop: fn must
+// not block. The controller that this node may become takes it as the
+// replaced controller's broker found dead (node/controller/probe.go), since
+// each node's raft and broker share one address; its own probe could come
+// too late, the dead host's kernel limiting the ICMP errors it sends each
+// peer (the peers' traffic to the dead port draws on them too).
+func (n *Node) OnLeaderGone(fn func(id uint64)) { n.leaderGone.Store(&fn) }

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"paymentlog/internal/portprobe"
@@ -57,11 +58,21 @@ func (c *testCluster) campaignWithin(id, other uint64, ticks int) bool {
 // within ElectionTicks would ignore it.
 func TestLeaderGoneSkipsTheLease(t *testing.T) {
 	c, lead, a, b := leaderGoneCluster(t)
+	var mu sync.Mutex
+	gone := map[uint64]uint64{} // follower -> the leader it was told is gone
+	for _, id := range []uint64{a, b} {
+		c.nodes[id].OnLeaderGone(func(l uint64) { mu.Lock(); gone[id] = l; mu.Unlock() })
+	}
 	c.kill(lead)
 	waited := c.nodes[a].cfg.LeaderProbeTicks + 1
 	for range waited {
 		c.tick()
 	}
+	mu.Lock()
+	if gone[a] != lead || gone[b] != lead {
+		t.Errorf("OnLeaderGone told %v; want both followers told of leader %d", gone, lead)
+	}
+	mu.Unlock()
 	if !c.campaignWithin(a, b, 3) {
 		t.Fatalf("no leader within 3 ticks of node %d's campaign, %d ticks after the leader died: the followers kept the dead leader's lease; %s",
 			a, waited, c.describe())

@@ -86,6 +86,8 @@ type Node struct {
 	lostLogRetry uint64
 	ticks        uint64
 	lw           leaderWatch // leadergone.go
+	// leaderGone is OnLeaderGone's function (nil: none).
+	leaderGone atomic.Pointer[func(id uint64)]
 	guard        voteGuard   // see Config.RejoinGuard
 	// stall is the Ready the disk had no room for, nil while none
 	// (diskfull.go).

@@ -200,6 +200,8 @@ type Controller struct {
 		// groupsAtStart are the groups with offsets when this tenure
 		// began (members.go).
 		groupsAtStart map[string]bool
+		// refused is the last port refusal raft reported (PortRefused).
+		refused portRefusal
 	}
 }
 
@@ -401,8 +403,14 @@ func (c *Controller) activate(ctx context.Context, term uint64) bool {
 		// keeps the partitions it led from waiting election + session.
 		c.mu.sessions.shorten(prevController, c.cfg.Now().Add(c.cfg.PrevControllerGrace))
 		// And it has been silent since before the election: its port is
-		// probed at the first check (probe.go), not ProbeAfter from now.
+		// probed at the first check (probe.go), not ProbeAfter from now,
+		// unless this node's raft found it refused already.
 		c.mu.sessions.backdate(prevController, c.cfg.Now().Add(-c.cfg.ProbeAfter))
+		// (Within a second or a session: a new process of that node would
+		// have had to register with a controller in between.)
+		if r := c.mu.refused; c.cfg.Probe != nil && r.id == prevController && c.cfg.Now().Sub(r.at) < max(c.cfg.SessionTimeout, time.Second) {
+			c.mu.sessions.markClosed(prevController, r.at)
+		}
 		// The same holds when its heartbeats keep arriving: raft also
 		// moves leadership away from a controller that can send but not
 		// receive (CheckQuorum), and such a broker would otherwise be

@@ -54,6 +54,18 @@ func (s *sessions) backdate(id int32, at time.Time) {
 	}
 }
 
+// markClosed records that broker id's port was found closed at at, by a
+// probe made elsewhere (the raft follower's of its leader, PortRefused).
+func (s *sessions) markClosed(id int32, at time.Time) {
+	if ss, ok := s.m[id]; ok && ss.closedAt.IsZero() {
+		ss.closedAt = at
+		if !ss.heard.Before(at) {
+			ss.heard = at.Add(-time.Nanosecond)
+		}
+		s.m[id] = ss
+	}
+}
+
 // probed records the result of a probe of broker id's incarnation sent at
 // sent. A closed port counts only if no heartbeat of that incarnation came
 // after the probe was sent; it reports whether the broker is now to be
@@ -119,4 +131,25 @@ func (c *Controller) probeDone(b metadata.BrokerState, sent time.Time, closed bo
 	case c.fenceKick <- struct{}{}:
 	default:
 	}
+}
+
+// PortRefused tells the controller that node id's port refused a probe at
+// at: this node's raft found its raft leader, node id, gone
+// (raftnode.Node.OnLeaderGone). If this node becomes the active controller
+// in place of id within a second (or a session timeout) of that, it fences
+// id's broker at
+// its first check without probing again: the dead host's kernel may have
+// no ICMP error left for this peer by then (Linux sends each peer 6 at
+// once, then one a second, and this node's raft and QUIC traffic to the
+// dead port draw on them too).
+func (c *Controller) PortRefused(id int32, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.refused = portRefusal{id: id, at: at}
+}
+
+// portRefusal is the last PortRefused.
+type portRefusal struct {
+	id int32
+	at time.Time
 }

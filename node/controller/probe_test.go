@@ -241,3 +241,38 @@ func TestProbeThePreviousControllersBrokerAtOnce(t *testing.T) {
 		t.Fatal("broker 3 fenced")
 	}
 }
+
+// The raft follower that becomes the active controller has already found
+// the replaced controller's port closed (PortRefused): that broker is
+// fenced at the first check, with no probe of its own refused (the dead
+// host may have no ICMP error left for this peer). A refusal older than a
+// second is not taken.
+func TestPortRefusedByRaftFencesThePreviousControllersBroker(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		age  time.Duration
+		want bool
+	}{{"fresh", 100 * time.Millisecond, true}, {"stale", 2 * time.Second, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}} // every port open
+			h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
+			for id := int32(1); id <= 3; id++ {
+				h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
+					metadata.BrokerRegistered{ID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true}))
+				h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
+					metadata.BrokerUnfenced{ID: id, Incarnation: 1}))
+			}
+			h.c.PortRefused(2, h.clock.Now().Add(-tc.age))
+			h.raft.setLeader(1, 2)
+			h.tick()
+			h.clock.Advance(time.Millisecond)
+			h.probeTick()
+			if got := h.fenced(2); got != tc.want {
+				t.Fatalf("the previous controller's broker fenced at the first check = %t, want %t", got, tc.want)
+			}
+			if fences, _ := h.c.FenceCounts(); tc.want && fences[fenceClosedPort] != 1 {
+				t.Fatalf("fences %v; want 1 for a closed port", fences)
+			}
+		})
+	}
+}
