@@ -88,7 +88,7 @@ type Node struct {
 	lw           leaderWatch // leadergone.go
 	// leaderGone is OnLeaderGone's function (nil: none).
 	leaderGone atomic.Pointer[func(id uint64)]
-	guard        voteGuard   // see Config.RejoinGuard
+	guard      voteGuard // see Config.RejoinGuard
 	// stall is the Ready the disk had no room for, nil while none
 	// (diskfull.go).
 	stall *stalledReady
