@@ -274,7 +274,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			PreferredLeaderDelay: cmp.Or(cfg.PreferredLeaderDelay, -1),
 			GroupSessionTimeout:  cfg.GroupSessionTimeout, GroupHeartbeatInterval: cfg.GroupHeartbeatInterval,
 			Probe:      portProbe(cfg),
-			ProbeAfter: max(cfg.PortProbeAfter, cfg.HeartbeatInterval+cfg.HeartbeatInterval/2),
+			ProbeAfter: portProbeAfter(cfg),
 			Logger:     n.log.With("component", "controller"),
 		})
 		// The raft leader whose port this node's raft found closed is the

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"paymentlog/internal/portprobe"
 )
@@ -9,17 +10,24 @@ import (
 // portProbe is the active controller's probe of a silent broker's port
 // (controller.Config.Probe, node/controller/probe.go), and a metadata
 // follower's of a silent raft leader's (raftnode.Config.LeaderProbe,
-// raftnode/leadergone.go): nil when --port-probe-after is 0. A probe waits for the refusal as long as the
-// silence before it; a refusal comes within a round trip, and a broker
-// still silent is probed again at the next check.
+// raftnode/leadergone.go): nil when --port-probe-after is 0. A probe waits
+// for the refusal as long as the silence before it; a refusal comes within
+// a round trip, and a broker still silent is probed again at the next
+// check.
 func portProbe(cfg Config) func(context.Context, string) (portprobe.Result, error) {
 	if cfg.PortProbeAfter <= 0 {
 		return nil
 	}
-	wait := max(cfg.PortProbeAfter, cfg.HeartbeatInterval+cfg.HeartbeatInterval/2)
+	wait := portProbeAfter(cfg)
 	return func(ctx context.Context, addr string) (portprobe.Result, error) {
 		return portprobe.Probe(ctx, addr, wait)
 	}
+}
+
+// portProbeAfter is --port-probe-after, at least 1.5 heartbeat intervals
+// (a broker is not probed before a heartbeat is missing).
+func portProbeAfter(cfg Config) time.Duration {
+	return max(cfg.PortProbeAfter, cfg.HeartbeatInterval+cfg.HeartbeatInterval/2)
 }
 
 // leaderProbeTicks is --port-probe-after in raft ticks, rounded up: the

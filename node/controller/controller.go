@@ -506,12 +506,11 @@ func (c *Controller) sessionChecks() []*request {
 	c.lastCheck = now
 	expired := c.mu.sessions.expired(img, now)
 	overdue := make([]time.Duration, len(expired))
-	closed := make([]time.Duration, len(expired)) // silence when its port was found closed; 0: not
+	silence := make([]time.Duration, len(expired))
+	closed := make([]bool, len(expired)) // a probe found its port closed (probe.go)
 	for i, b := range expired {
-		overdue[i] = now.Sub(c.mu.sessions.m[b.ID].deadline)
-		if at, silent := c.mu.sessions.closedPort(b.ID); !at.IsZero() {
-			closed[i] = max(silent, time.Nanosecond)
-		}
+		ss := c.mu.sessions.m[b.ID]
+		overdue[i], silence[i], closed[i] = now.Sub(ss.deadline), now.Sub(ss.heard), !ss.closedAt.IsZero()
 	}
 	deaf := c.mu.sessions.unanswered(img, now)
 	c.mu.Unlock()
@@ -526,9 +525,9 @@ func (c *Controller) sessionChecks() []*request {
 		}})
 	}
 	for i, b := range expired {
-		if closed[i] > 0 {
+		if closed[i] {
 			c.log.Warn("broker silent and its port refused a probe (its process is gone); fencing before its session runs out",
-				"broker", b.ID, "incarnation", b.Incarnation, "addr", b.Addr, "silent", closed[i])
+				"broker", b.ID, "incarnation", b.Incarnation, "addr", b.Addr, "silent", silence[i])
 			fence(b, fenceClosedPort)
 			continue
 		}

@@ -59,9 +59,6 @@ func (s *sessions) backdate(id int32, at time.Time) {
 func (s *sessions) markClosed(id int32, at time.Time) {
 	if ss, ok := s.m[id]; ok && ss.closedAt.IsZero() {
 		ss.closedAt = at
-		if !ss.heard.Before(at) {
-			ss.heard = at.Add(-time.Nanosecond)
-		}
 		s.m[id] = ss
 	}
 }
@@ -83,19 +80,9 @@ func (s *sessions) probed(id int32, incarnation int64, sent time.Time, closed bo
 	return !ss.closedAt.IsZero()
 }
 
-// closedPort returns when a probe found broker id's port closed (zero: it
-// did not), and how long it had been silent then.
-func (s *sessions) closedPort(id int32) (at time.Time, silent time.Duration) {
-	ss := s.m[id]
-	if ss.closedAt.IsZero() {
-		return time.Time{}, 0
-	}
-	return ss.closedAt, ss.closedAt.Sub(ss.heard)
-}
-
 // probeSilent starts a probe of every broker silent for ProbeAfter (none
 // without Probe); each reports to probeDone. Loop only, active controller
-// only; wg counts the probes (Run waits for them).
+// only; c.probes counts the probes (Run waits for them).
 func (c *Controller) probeSilent(ctx context.Context) {
 	if c.cfg.Probe == nil {
 		return
@@ -137,11 +124,10 @@ func (c *Controller) probeDone(b metadata.BrokerState, sent time.Time, closed bo
 // at: this node's raft found its raft leader, node id, gone
 // (raftnode.Node.OnLeaderGone). If this node becomes the active controller
 // in place of id within a second (or a session timeout) of that, it fences
-// id's broker at
-// its first check without probing again: the dead host's kernel may have
-// no ICMP error left for this peer by then (Linux sends each peer 6 at
-// once, then one a second, and this node's raft and QUIC traffic to the
-// dead port draw on them too).
+// id's broker at its first check without probing again: the dead host's
+// kernel may have no ICMP error left for this peer by then (Linux sends
+// each peer 6 at once, then one a second, and this node's raft and QUIC
+// traffic to the dead port draw on them too).
 func (c *Controller) PortRefused(id int32, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -92,6 +92,20 @@ func (h *harness) probeTick() {
 	h.tick()
 }
 
+// prevControllerHarness is the harness with probes from ports and brokers
+// 1-3 registered and unfenced by node 2 as the active controller (term 1),
+// before node 1 takes over.
+func prevControllerHarness(t *testing.T, ports *fakePorts) *harness {
+	h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
+	for id := int32(1); id <= 3; id++ {
+		h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
+			metadata.BrokerRegistered{ID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true}))
+		h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
+			metadata.BrokerUnfenced{ID: id, Incarnation: 1}))
+	}
+	return h
+}
+
 // onlyProbed: at least one probe, each of addr (a tick probes again a
 // broker whose last probe has come back).
 func onlyProbed(got []string, addr string) bool {
@@ -216,13 +230,7 @@ func TestNoProbeWaitsForTheSession(t *testing.T) {
 // if the probe is refused, before the few heartbeats of grace it gets.
 func TestProbeThePreviousControllersBrokerAtOnce(t *testing.T) {
 	ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}}
-	h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
-	for id := int32(1); id <= 3; id++ {
-		h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
-			metadata.BrokerRegistered{ID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true}))
-		h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
-			metadata.BrokerUnfenced{ID: id, Incarnation: 1}))
-	}
+	h := prevControllerHarness(t, ports)
 	ports.set(addrOf(2), true)
 	h.raft.setLeader(1, 2)
 	h.tick()
@@ -255,13 +263,7 @@ func TestPortRefusedByRaftFencesThePreviousControllersBroker(t *testing.T) {
 	}{{"fresh", 100 * time.Millisecond, true}, {"stale", 2 * time.Second, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}} // every port open
-			h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
-			for id := int32(1); id <= 3; id++ {
-				h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
-					metadata.BrokerRegistered{ID: id, Addr: addrOf(id), Incarnation: 1, ControllerEligible: true}))
-				h.raft.commitForeign(mustEntry(t, metadata.ControllerMarker{ControllerID: 2, Term: 1},
-					metadata.BrokerUnfenced{ID: id, Incarnation: 1}))
-			}
+			h := prevControllerHarness(t, ports)
 			h.c.PortRefused(2, h.clock.Now().Add(-tc.age))
 			h.raft.setLeader(1, 2)
 			h.tick()

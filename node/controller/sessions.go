@@ -142,8 +142,9 @@ func (s *sessions) answered(id int32, incarnation, seq, acked int64, fenced bool
 }
 
 // expired returns the unfenced brokers of img whose session has run out or
-// whose port a probe found closed, in id order. A broker without a session for its current incarnation (it was
-// registered but never heard from here) gets one starting now.
+// whose port a probe found closed, in id order. A broker without a session
+// for its current incarnation (it was registered but never heard from
+// here) gets one starting now.
 func (s *sessions) expired(img *metadata.Image, now time.Time) []metadata.BrokerState {
 	var out []metadata.BrokerState
 	for _, b := range img.Brokers() {
