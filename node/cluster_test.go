@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,13 +58,6 @@ func mustStartClusterWith(t testing.TB, n int, configure func(*node.Config)) *te
 	}
 	t.Cleanup(tc.killAll)
 	return tc
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("PAYMENTLOG_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 func (tc *testCluster) start(id int32) *node.Node {
