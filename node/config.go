@@ -204,6 +204,11 @@ type Config struct {
 	// is applied, with its index (a test holds a replay at one point of
 	// the metadata log: SetApplyGate in export_test.go).
 	applyGate func(index uint64)
+	// probesUnanswered, if set, makes this node's port probes go
+	// unanswered, as between hosts once the dead host's ICMP budget for
+	// this peer is spent (port_probe.go): only the node's own QUIC traffic
+	// can find a port closed (SetProbesUnanswered in export_test.go).
+	probesUnanswered bool
 }
 
 // Defaults.

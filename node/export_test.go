@@ -19,6 +19,10 @@ func SetHeartbeatHold(cfg *Config, hold func() bool) { cfg.heartbeatHold = hold 
 // gate returns).
 func SetApplyGate(cfg *Config, gate func(index uint64)) { cfg.applyGate = gate }
 
+// SetProbesUnanswered makes the port probes of the node started with cfg go
+// unanswered (the dead host's ICMP errors for this peer spent).
+func SetProbesUnanswered(cfg *Config) { cfg.probesUnanswered = true }
+
 // Incarnation is the node process's broker incarnation.
 func (n *Node) Incarnation() int64 { return n.incarnation }
 

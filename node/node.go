@@ -256,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		RejoinGuard: true,
 		// A follower probes a silent raft leader's port as the controller
 		// probes a silent broker's (port_probe.go).
-		LeaderProbe:      portProbe(cfg),
+		LeaderProbe:      portProbe(cfg, ep),
 		LeaderProbeTicks: leaderProbeTicks(cfg),
 	})
 	if err != nil {
@@ -273,7 +273,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			// The controller's zero is its default; the node's is none.
 			PreferredLeaderDelay: cmp.Or(cfg.PreferredLeaderDelay, -1),
 			GroupSessionTimeout:  cfg.GroupSessionTimeout, GroupHeartbeatInterval: cfg.GroupHeartbeatInterval,
-			Probe:      portProbe(cfg),
+			Probe:      portProbe(cfg, ep),
 			ProbeAfter: portProbeAfter(cfg),
 			Logger:     n.log.With("component", "controller"),
 		})

@@ -5,22 +5,41 @@ import (
 	"time"
 
 	"paymentlog/internal/portprobe"
+	"paymentlog/quic"
 )
 
 // portProbe is the active controller's probe of a silent broker's port
 // (controller.Config.Probe, node/controller/probe.go), and a metadata
 // follower's of a silent raft leader's (raftnode.Config.LeaderProbe,
-// raftnode/leadergone.go): nil when --port-probe-after is 0. A probe waits
-// for the refusal as long as the silence before it; a refusal comes within
-// a round trip, and a broker still silent is probed again at the next
-// check.
-func portProbe(cfg Config) func(context.Context, string) (portprobe.Result, error) {
+// raftnode/leadergone.go): nil when --port-probe-after is 0.
+//
+// The node's own QUIC traffic to the peer answers first: if a datagram the
+// endpoint sent there drew an ICMP port unreachable after the peer was last
+// heard from (quic.Endpoint.PortClosedSince), the port is closed and no
+// probe is sent. Between hosts that is the common case: the dead host sends
+// each peer only a few ICMP errors at once, then one a second, and the
+// traffic to the dead port draws them before the silence has lasted long
+// enough for a probe. Otherwise a probe waits for the refusal as long as the
+// silence before it (a refusal comes within a round trip; a broker still
+// silent is probed again at the next check), and the endpoint is asked
+// again after it.
+func portProbe(cfg Config, ep *quic.Endpoint) portprobe.Func {
 	if cfg.PortProbeAfter <= 0 {
 		return nil
 	}
 	wait := portProbeAfter(cfg)
-	return func(ctx context.Context, addr string) (portprobe.Result, error) {
-		return portprobe.Probe(ctx, addr, wait)
+	return func(ctx context.Context, addr string, since time.Time) (portprobe.Result, error) {
+		if ep.PortClosedSince(addr, since) {
+			return portprobe.Closed, nil
+		}
+		res, err := portprobe.Result(portprobe.Open), error(nil)
+		if !cfg.probesUnanswered {
+			res, err = portprobe.Probe(ctx, addr, wait)
+		}
+		if res != portprobe.Closed && ep.PortClosedSince(addr, since) {
+			return portprobe.Closed, nil
+		}
+		return res, err
 	}
 }
 

@@ -40,3 +40,37 @@ func TestDeadBrokerIsFencedByItsClosedPort(t *testing.T) {
 		t.Fatalf("probes = %v; want at least 1", v)
 	}
 }
+
+// Between hosts a probe often goes unanswered: the dead host sends each
+// peer a few ICMP errors, then one a second, and the peer's own traffic to
+// the dead port draws them first. The controller's node reads those errors
+// from its QUIC socket (here its raft heartbeats to the dead voter draw
+// them) and fences the dead broker on them, with the probes answering
+// nothing.
+func TestDeadBrokerIsFencedByTheErrorsItsTrafficDrew(t *testing.T) {
+	tc := mustStartClusterWith(t, 3, func(c *node.Config) {
+		c.SessionTimeout = 30 * time.Second
+		c.MetricsAddr = "127.0.0.1:0"
+		node.SetProbesUnanswered(c)
+	})
+	tc.waitAlive(3)
+	a := tc.activeController()
+	victim := int32(1)
+	for victim == a {
+		victim++
+	}
+	killed := time.Now()
+	tc.kill(victim)
+	waitFor(t, "the dead broker fenced", 15*time.Second, func() bool {
+		b, _ := tc.node(a).Store().Image().Broker(victim)
+		return b.Fenced
+	})
+	t.Logf("broker %d fenced %v after it was killed, its probes unanswered (session timeout 30s)", victim, time.Since(killed).Round(time.Millisecond))
+	e := scrape(t, tc.node(a).MetricsAddr())
+	if v := value(t, e, "paymentlog_controller_broker_fences_total", "cause", "port_closed"); v != 1 {
+		t.Fatalf("fences for a closed port = %v; want 1", v)
+	}
+	if v := value(t, e, "paymentlog_quic_ports_closed_total"); v < 1 {
+		t.Fatalf("ports found closed by the node's traffic = %v; want at least 1", v)
+	}
+}

@@ -84,6 +84,7 @@ type Endpoint struct {
 	cfg     Config
 	log     *slog.Logger
 	udp     *net.UDPConn
+	closed  *closedPorts // ports its datagrams found closed (closedports.go)
 	tr      *qgo.Transport
 	addr    string
 	srvTLS  *tls.Config // given to Listen; under mutual TLS it takes tlsr's state per handshake
@@ -165,7 +166,8 @@ func New(ctx context.Context, cfg Config) (*Endpoint, error) {
 	if listen == "" {
 		listen = ":0"
 	}
-	udp, pc, _, err := listenUDP(listen, e.log)
+	e.closed = &closedPorts{}
+	udp, pc, _, err := listenUDP(listen, e.closed, e.log)
 	if err != nil {
 		return nil, err
 	}

@@ -69,8 +69,10 @@ func (g *groConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, er
 }
 
 // withGRO turns on UDP_GRO and returns the socket wrapped for quic-go, or
-// the socket itself when the kernel refuses (older than 5.0).
-func withGRO(c *net.UDPConn) (net.PacketConn, bool) {
+// the socket itself when the kernel refuses (older than 5.0). With the raw
+// sender and receiver in place it also reads ICMP errors into closed
+// (recverr_linux.go).
+func withGRO(c *net.UDPConn, closed *closedPorts) (net.PacketConn, bool) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return c, false
@@ -88,6 +90,12 @@ func withGRO(c *net.UDPConn) (net.PacketConn, bool) {
 		g.msgs[i].OOB = make([]byte, groOOBBuf)
 	}
 	g.recv, _ = newRawReceiver(c, g.msgs)
+	// Only both raw paths absorb an ICMP error left pending on the socket.
+	if g.send != nil && g.recv != nil && closed != nil {
+		if q := enableRecvErr(g.recv.raw, g.send.inet6, closed); q != nil {
+			g.send.errq, g.recv.errq = q, q
+		}
+	}
 	return g, true
 }
 

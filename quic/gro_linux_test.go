@@ -67,7 +67,7 @@ func readPackets(t *testing.T, g *groConn, perCall int, want int) [][]byte {
 
 func newGRO(t *testing.T, ip net.IP) *groConn {
 	t.Helper()
-	udp, pc, gro, err := listenUDP(net.JoinHostPort(ip.String(), "0"), slog.Default())
+	udp, pc, gro, err := listenUDP(net.JoinHostPort(ip.String(), "0"), &closedPorts{}, slog.Default())
 	if err != nil {
 		t.Skipf("no %s socket: %v", ip, err)
 	}

@@ -5,4 +5,5 @@ package quic
 import "net"
 
 // withGRO is Linux only; elsewhere quic-go reads the socket itself.
-func withGRO(c *net.UDPConn) (net.PacketConn, bool) { return c, false }
+// No ICMP errors are read either (PortClosedSince is always false).
+func withGRO(c *net.UDPConn, _ *closedPorts) (net.PacketConn, bool) { return c, false }

@@ -38,6 +38,9 @@ type rawSender struct {
 	raw   syscall.RawConn
 	inet6 bool // the socket is AF_INET6 (IPv4 peers as v4-mapped addresses)
 	local net.Addr
+	// errq, when set, reads the error queue after a send failed with an
+	// error that may be an ICMP error pending on the socket (recverr_linux.go).
+	errq  *recvErrQueue
 	sends atomic.Uint64 // sendmsg calls made (tests check that quic-go sends through here)
 }
 
@@ -71,6 +74,7 @@ type sendCall struct {
 	iov   unix.Iovec
 	n     int
 	errno syscall.Errno
+	errq  *recvErrQueue         // the sender's, for this call
 	fn    func(fd uintptr) bool // c.send, bound once
 }
 
@@ -81,8 +85,11 @@ var sendCalls = sync.Pool{New: func() any {
 }}
 
 // send is syscall.RawConn.Write's callback: false (wait until writable) on
-// EAGAIN.
+// EAGAIN. An error that may be an ICMP error left pending on the socket
+// (for any datagram it sent before) empties the error queue and sends
+// again.
 func (c *sendCall) send(fd uintptr) bool {
+	retries := 0
 	for {
 		r, _, e := unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&c.msg)), 0)
 		switch e {
@@ -90,6 +97,11 @@ func (c *sendCall) send(fd uintptr) bool {
 			continue
 		case unix.EAGAIN:
 			return false
+		}
+		if e != 0 && c.errq != nil && pendingError(e) && retries < pendingRetries {
+			retries++
+			c.errq.drain(fd)
+			continue
 		}
 		c.n, c.errno = int(r), e
 		return true
@@ -101,9 +113,10 @@ func (c *sendCall) send(fd uintptr) bool {
 func (s *rawSender) writeMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
 	c := sendCalls.Get().(*sendCall)
 	defer func() {
-		c.msg, c.iov, c.n, c.errno = unix.Msghdr{}, unix.Iovec{}, 0, 0 // keep no caller's buffer
+		c.msg, c.iov, c.n, c.errno, c.errq = unix.Msghdr{}, unix.Iovec{}, 0, 0, nil // keep no caller's buffer
 		sendCalls.Put(c)
 	}()
+	c.errq = s.errq
 	ip4 := addr.IP.To4()
 	switch {
 	case !s.inet6 && ip4 != nil:
@@ -186,6 +199,9 @@ type rawReceiver struct {
 	// allocates nothing for a peer seen before.
 	addrs map[peerKey]*net.UDPAddr
 	reads atomic.Uint64 // recvmmsg calls that returned packets (tests look at it)
+	// errq: as rawSender's; a pending error never reaches quic-go, which
+	// would close the transport on it.
+	errq *recvErrQueue
 }
 
 // maxCachedPeers bounds rawReceiver.addrs (it starts over when full).
@@ -222,6 +238,7 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := r.raw.Read(func(fd uintptr) bool {
+		retries := 0
 		for {
 			m, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
 			switch e {
@@ -229,6 +246,15 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 				continue
 			case unix.EAGAIN:
 				return false
+			}
+			if e != 0 && r.errq != nil && pendingError(e) {
+				r.errq.drain(fd)
+				if retries++; retries > pendingRetries {
+					// Errors arriving faster than they are read: wait
+					// for the next datagram's wakeup rather than fail.
+					return false
+				}
+				continue
 			}
 			n, errno = int(m), e
 			return true

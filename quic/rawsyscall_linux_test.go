@@ -37,7 +37,7 @@ func TestRawSendReachesThePeer(t *testing.T) {
 		{"dual-stack socket to ipv4", ":0", net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			udp, pc, gro, err := listenUDP(tc.local, quietLogger())
+			udp, pc, gro, err := listenUDP(tc.local, &closedPorts{}, quietLogger())
 			if err != nil {
 				t.Skipf("no socket on %s: %v", tc.local, err)
 			}

@@ -7,9 +7,10 @@ import (
 )
 
 // listenUDP binds the UDP socket of an endpoint: 7 MiB buffers (forced when
-// privileged) and receive offload where the kernel has it. pc is what
+// privileged), receive offload where the kernel has it, and the ICMP errors
+// its datagrams draw recorded in closed (closedports.go). pc is what
 // quic-go reads and writes; closing udp closes both.
-func listenUDP(addr string, log *slog.Logger) (udp *net.UDPConn, pc net.PacketConn, gro bool, err error) {
+func listenUDP(addr string, closed *closedPorts, log *slog.Logger) (udp *net.UDPConn, pc net.PacketConn, gro bool, err error) {
 	laddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("quic: listen address %q: %w", addr, err)
@@ -19,7 +20,7 @@ func listenUDP(addr string, log *slog.Logger) (udp *net.UDPConn, pc net.PacketCo
 		return nil, nil, false, fmt.Errorf("quic: listen %s: %w", addr, err)
 	}
 	tuneUDPBuffers(udp, log)
-	pc, gro = withGRO(udp)
+	pc, gro = withGRO(udp, closed)
 	return udp, pc, gro, nil
 }
 
@@ -31,6 +32,6 @@ func ListenPacket(addr string, log *slog.Logger) (pc net.PacketConn, gro bool, e
 	if log == nil {
 		log = slog.Default()
 	}
-	_, pc, gro, err = listenUDP(addr, log)
+	_, pc, gro, err = listenUDP(addr, &closedPorts{}, log)
 	return pc, gro, err
 }

@@ -22,6 +22,9 @@ type TransportStats struct {
 	// RequestsResent counts Idempotent requests sent a second time because
 	// their connection's peer had restarted (see resend.go).
 	RequestsResent uint64
+	// PortsClosed counts the ICMP port-unreachable errors the endpoint's
+	// datagrams drew (closedports.go): a peer process gone, its host up.
+	PortsClosed uint64
 }
 
 // connStats keeps the live connections and the totals of closed ones.
@@ -68,4 +71,10 @@ func (s *connStats) snapshot() TransportStats {
 }
 
 // Stats returns the endpoint's transport counters.
-func (e *Endpoint) Stats() TransportStats { return e.stats.snapshot() }
+func (e *Endpoint) Stats() TransportStats {
+	st := e.stats.snapshot()
+	if e.closed != nil {
+		st.PortsClosed = e.closed.found.Load()
+	}
+	return st
+}

@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,9 +46,10 @@ type Config struct {
 	// LeaderProbe, when set, checks the port of a leader this follower has
 	// not heard from for LeaderProbeTicks (leadergone.go): Closed (its
 	// process is gone) skips the rest of the leader's lease, so that the
-	// election starts within the randomized part of the timeout. Nil: the
-	// election timeout alone.
-	LeaderProbe func(ctx context.Context, addr string) (portprobe.Result, error)
+	// election starts within the randomized part of the timeout. It is
+	// given when the follower last heard from the leader. Nil: the election
+	// timeout alone.
+	LeaderProbe portprobe.Func
 	// LeaderProbeTicks is the silence before a probe; default 3.
 	LeaderProbeTicks int
 	SnapshotEvery    uint64 // entries between snapshots, default 10000

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"time"
 
 	"paymentlog/internal/portprobe"
 )
@@ -30,6 +31,9 @@ type leaderWatch struct {
 	// heard is the tick (Node.ticks) at which the last message from the
 	// current leader was stepped, or the leader became known.
 	heard uint64
+	// heardAt is when that was, by the wall clock: a probe is given it
+	// (a port found closed after it counts).
+	heardAt time.Time
 	// probing: a probe of the leader's port is in flight.
 	probing bool
 	// skipped is the leader whose lease this node skipped (once per
@@ -39,13 +43,13 @@ type leaderWatch struct {
 
 // watchNewLeader starts the watch afresh for a new leader. Loop only.
 func (n *Node) watchNewLeader() {
-	n.lw.heard, n.lw.skipped = n.ticks, 0
+	n.lw.heard, n.lw.heardAt, n.lw.skipped = n.ticks, time.Now(), 0
 }
 
 // heardFrom notes a message from the current leader. Loop only.
 func (n *Node) heardFrom(from uint64) {
 	if from != 0 && from == n.lead {
-		n.lw.heard = n.ticks
+		n.lw.heard, n.lw.heardAt = n.ticks, time.Now()
 	}
 }
 
@@ -61,7 +65,7 @@ func (n *Node) watchLeader() {
 	if addr == "" {
 		return
 	}
-	lead, sent := n.lead, n.ticks
+	lead, sent, since := n.lead, n.ticks, n.lw.heardAt
 	n.lw.probing = true
 	n.hooks.add(1)
 	go func() {
@@ -73,7 +77,7 @@ func (n *Node) watchLeader() {
 			case <-ctx.Done():
 			}
 		}()
-		res, err := n.cfg.LeaderProbe(ctx, addr)
+		res, err := n.cfg.LeaderProbe(ctx, addr, since)
 		cancel()
 		if err != nil {
 			n.lg.Debug("raftnode: probe of the leader's port failed", "leader", lead, "addr", addr, "err", err)

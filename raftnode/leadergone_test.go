@@ -4,13 +4,14 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"paymentlog/internal/portprobe"
 )
 
 // memProbe answers a probe of addr from the memNetwork: Closed once nothing
 // listens there (the node was killed), Open otherwise (cut off or not).
-func (nw *memNetwork) memProbe(ctx context.Context, addr string) (portprobe.Result, error) {
+func (nw *memNetwork) memProbe(ctx context.Context, addr string, _ time.Time) (portprobe.Result, error) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if nw.handlers[addr] == nil {

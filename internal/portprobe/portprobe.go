@@ -43,6 +43,14 @@ func (r Result) String() string {
 	return "open"
 }
 
+// Func is how the controller and a raft follower check a silent peer's
+// port (node/port_probe.go makes it): Closed when the peer's process is
+// gone. since is when the caller last heard from the peer: a port found
+// closed after since by the caller's own traffic to it (the ICMP errors its
+// QUIC socket reads, quic.Endpoint.PortClosedSince) counts as well as a
+// refused probe, and answers without one.
+type Func func(ctx context.Context, addr string, since time.Time) (Result, error)
+
 // Probe sends one probe datagram to addr (host:port, UDP) and waits until
 // wait has passed, ctx ends, or the host refuses it. The error is for a
 // probe that could not be made (an address that does not resolve, no

@@ -82,9 +82,10 @@ type Config struct {
 	// metadata is still waited for).
 	PreferredLeaderDelay time.Duration
 	// Probe, when set, checks the port of a broker silent for ProbeAfter
-	// (probe.go): Closed fences it at once, its process being gone,
-	// instead of when its session runs out. Nil: sessions alone.
-	Probe func(ctx context.Context, addr string) (portprobe.Result, error)
+	// (probe.go), given when its last heartbeat came: Closed fences it at
+	// once, its process being gone, instead of when its session runs out.
+	// Nil: sessions alone.
+	Probe portprobe.Func
 	// ProbeAfter is the silence after which a broker's port is probed;
 	// default 1.5 heartbeat intervals.
 	ProbeAfter      time.Duration

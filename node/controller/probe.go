@@ -28,11 +28,17 @@ import (
 // own socket (a fresh one each, on a port the kernel picked), so another
 // host cannot forge it blind.
 
+// silentBroker is a broker to probe and when its last heartbeat came.
+type silentBroker struct {
+	metadata.BrokerState
+	heard time.Time
+}
+
 // silent hands out, in id order, the unfenced brokers of img other than
 // self whose current incarnation has been silent longer than after, with no
 // probe in flight and no closed port found yet, and marks them probing.
-func (s *sessions) silent(img *metadata.Image, now time.Time, after time.Duration, self int32) []metadata.BrokerState {
-	var out []metadata.BrokerState
+func (s *sessions) silent(img *metadata.Image, now time.Time, after time.Duration, self int32) []silentBroker {
+	var out []silentBroker
 	for _, b := range img.Brokers() {
 		ss, ok := s.m[b.ID]
 		if !ok || b.ID == self || b.Fenced || ss.incarnation != b.Incarnation || ss.probing || !ss.closedAt.IsZero() || now.Sub(ss.heard) <= after {
@@ -40,7 +46,7 @@ func (s *sessions) silent(img *metadata.Image, now time.Time, after time.Duratio
 		}
 		ss.probing = true
 		s.m[b.ID] = ss
-		out = append(out, b)
+		out = append(out, silentBroker{b, ss.heard})
 	}
 	return out
 }
@@ -96,11 +102,11 @@ func (c *Controller) probeSilent(ctx context.Context) {
 		c.probesSent.Add(1)
 		go func() {
 			defer c.probes.Done()
-			res, err := c.cfg.Probe(ctx, b.Addr)
+			res, err := c.cfg.Probe(ctx, b.Addr, b.heard)
 			if err != nil {
 				c.log.Debug("probe of a silent broker's port failed", "broker", b.ID, "addr", b.Addr, "err", err)
 			}
-			c.probeDone(b, now, res == portprobe.Closed)
+			c.probeDone(b.BrokerState, now, res == portprobe.Closed)
 		}()
 	}
 }

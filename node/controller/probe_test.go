@@ -20,7 +20,7 @@ type fakePorts struct {
 	hold   map[string]chan struct{}
 }
 
-func (f *fakePorts) probe(ctx context.Context, addr string) (portprobe.Result, error) {
+func (f *fakePorts) probe(ctx context.Context, addr string, _ time.Time) (portprobe.Result, error) {
 	f.mu.Lock()
 	f.probed = append(f.probed, addr)
 	gate := f.hold[addr]
