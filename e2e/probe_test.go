@@ -20,17 +20,18 @@ var (
 	sessionFence = regexp.MustCompile(`msg="broker session expired; fencing"[^\n]* broker=(\d+)`)
 )
 
-// TestProbeFencesKillsNotPauses: a SIGKILLed node may be fenced because
-// its host refused a probe of its port (its process is gone); a SIGSTOPped
-// one keeps its socket bound, so it never is: it is fenced when its session
-// runs out. The processes are real, so a refusal is the kernel's ICMP port
-// unreachable after the socket closed with its process. The nodes run in
-// network namespaces here, not on loopback, so the dead node's kernel
-// limits the ICMP errors it sends each peer (6, then one a second), and
-// the peers' own traffic to the dead port draws on them: a kill may still
-// be fenced by its session. So the test asks for at least one of the three
-// kills fenced by a refused probe, and for no fence by a probe of any node
-// that was not killed.
+// TestProbeFencesKillsNotPauses: a SIGKILLed node is fenced because its
+// host refused datagrams sent to its port (its process is gone); a
+// SIGSTOPped one keeps its socket bound, so it never is: it is fenced when
+// its session runs out. The processes are real, so a refusal is the
+// kernel's ICMP port unreachable after the socket closed with its process.
+// The nodes run in network namespaces here, not on loopback, so the dead
+// node's kernel limits the ICMP errors it sends each peer (6, then one a
+// second), and the peers' own traffic to the dead port draws them before a
+// probe: the controller's node reads those from its QUIC socket
+// (quic/closedports.go; before it did, 1 to 3 of these 3 kills were fenced
+// by the port and 27 of 75 in a chaos run). So every kill must be fenced
+// by its port, and no node that was not killed ever is.
 func TestProbeFencesKillsNotPauses(t *testing.T) {
 	t.Parallel()
 	script := []chaos.Fault{
@@ -80,7 +81,7 @@ func TestProbeFencesKillsNotPauses(t *testing.T) {
 		byPort += n
 	}
 	t.Logf("%d kills, %d fenced by a refused probe (by node %v), session fences by node %v", kills, byPort, ports, sessions)
-	if byPort == 0 {
-		t.Errorf("none of %d kills was fenced by a refused probe of its port", kills)
+	if byPort < kills {
+		t.Errorf("%d of %d kills fenced by a refused probe of its port, want all", byPort, kills)
 	}
 }
