@@ -16,19 +16,8 @@ func TestDeadBrokerIsFencedByItsClosedPort(t *testing.T) {
 		c.SessionTimeout = 30 * time.Second
 		c.MetricsAddr = "127.0.0.1:0"
 	})
-	tc.waitAlive(3)
-	a := tc.activeController()
-	victim := int32(1)
-	for victim == a {
-		victim++
-	}
-	killed := time.Now()
-	tc.kill(victim)
-	waitFor(t, "the dead broker fenced", 15*time.Second, func() bool {
-		b, _ := tc.node(a).Store().Image().Broker(victim)
-		return b.Fenced
-	})
-	t.Logf("broker %d fenced %v after it was killed (session timeout 30s)", victim, time.Since(killed).Round(time.Millisecond))
+	a, victim, took := killUntilFenced(t, tc)
+	t.Logf("broker %d fenced %v after it was killed (session timeout 30s)", victim, took)
 	e := scrape(t, tc.node(a).MetricsAddr())
 	if v := value(t, e, "paymentlog_controller_broker_fences_total", "cause", "port_closed"); v != 1 {
 		t.Fatalf("fences for a closed port = %v; want 1", v)
@@ -53,9 +42,25 @@ func TestDeadBrokerIsFencedByTheErrorsItsTrafficDrew(t *testing.T) {
 		c.MetricsAddr = "127.0.0.1:0"
 		node.SetProbesUnanswered(c)
 	})
+	a, victim, took := killUntilFenced(t, tc)
+	t.Logf("broker %d fenced %v after it was killed, its probes unanswered (session timeout 30s)", victim, took)
+	e := scrape(t, tc.node(a).MetricsAddr())
+	if v := value(t, e, "paymentlog_controller_broker_fences_total", "cause", "port_closed"); v != 1 {
+		t.Fatalf("fences for a closed port = %v; want 1", v)
+	}
+	if v := value(t, e, "paymentlog_quic_ports_closed_total"); v < 1 {
+		t.Fatalf("ports found closed by the node's traffic = %v; want at least 1", v)
+	}
+}
+
+// killUntilFenced kills a node of tc other than the active controller a
+// and waits until a has fenced it; it returns a, the victim, and how long
+// the fence took.
+func killUntilFenced(t *testing.T, tc *testCluster) (a, victim int32, took time.Duration) {
+	t.Helper()
 	tc.waitAlive(3)
-	a := tc.activeController()
-	victim := int32(1)
+	a = tc.activeController()
+	victim = 1
 	for victim == a {
 		victim++
 	}
@@ -65,12 +70,5 @@ func TestDeadBrokerIsFencedByTheErrorsItsTrafficDrew(t *testing.T) {
 		b, _ := tc.node(a).Store().Image().Broker(victim)
 		return b.Fenced
 	})
-	t.Logf("broker %d fenced %v after it was killed, its probes unanswered (session timeout 30s)", victim, time.Since(killed).Round(time.Millisecond))
-	e := scrape(t, tc.node(a).MetricsAddr())
-	if v := value(t, e, "paymentlog_controller_broker_fences_total", "cause", "port_closed"); v != 1 {
-		t.Fatalf("fences for a closed port = %v; want 1", v)
-	}
-	if v := value(t, e, "paymentlog_quic_ports_closed_total"); v < 1 {
-		t.Fatalf("ports found closed by the node's traffic = %v; want at least 1", v)
-	}
+	return a, victim, time.Since(killed).Round(time.Millisecond)
 }
