@@ -4,18 +4,22 @@ package quic
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 )
 
 // closedUDPAddr is a loopback address with no socket behind it: bound, then
 // closed (the port is left alone for a while by the kernel's picks).
-func closedUDPAddr(t *testing.T) *net.UDPAddr {
+func closedUDPAddr(t *testing.T, ip net.IP) *net.UDPAddr {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +34,24 @@ func closedUDPAddr(t *testing.T) *net.UDPAddr {
 // ECONNREFUSED. Here every send to a live peer and every read goes through,
 // and the closed port is recorded.
 func TestICMPErrorsAreReadNotReturned(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		local string
+		peer  net.IP
+	}{
+		{"ipv4", "127.0.0.1:0", net.IPv4(127, 0, 0, 1)},
+		{"ipv6", "[::1]:0", net.IPv6loopback},
+		{"dual-stack socket to ipv4", ":0", net.IPv4(127, 0, 0, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { icmpErrorsAreRead(t, tc.local, tc.peer) })
+	}
+}
+
+func icmpErrorsAreRead(t *testing.T, local string, peerIP net.IP) {
 	cp := &closedPorts{}
-	udp, pc, gro, err := listenUDP("127.0.0.1:0", cp, quietLogger())
+	udp, pc, gro, err := listenUDP(local, cp, quietLogger())
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no socket on %s: %v", local, err)
 	}
 	defer udp.Close()
 	if !gro {
@@ -43,9 +61,10 @@ func TestICMPErrorsAreReadNotReturned(t *testing.T) {
 	if g.send == nil || g.recv == nil || g.send.errq == nil || g.recv.errq == nil {
 		t.Fatal("the socket's ICMP errors are not read")
 	}
-	dead := closedUDPAddr(t)
-	peer := rawPeer(t, net.IPv4(127, 0, 0, 1))
+	dead := closedUDPAddr(t, peerIP)
+	peer := rawPeer(t, peerIP)
 	live := peer.LocalAddr().(*net.UDPAddr)
+	self := &net.UDPAddr{IP: peerIP, Port: udp.LocalAddr().(*net.UDPAddr).Port}
 	before := time.Now()
 
 	const rounds = 20
@@ -74,7 +93,7 @@ func TestICMPErrorsAreReadNotReturned(t *testing.T) {
 		if _, _, err := g.WriteMsgUDP([]byte("to the dead"), nil, dead); err != nil {
 			t.Fatalf("round %d: send to the closed port: %v", i, err)
 		}
-		if _, err := peer.WriteToUDP([]byte("back"), udp.LocalAddr().(*net.UDPAddr)); err != nil {
+		if _, err := peer.WriteToUDP([]byte("back"), self); err != nil {
 			t.Fatal(err)
 		}
 		n, err := g.ReadBatch(ms, 0)
@@ -113,7 +132,7 @@ func TestEndpointKeepsWorkingBesideAClosedPort(t *testing.T) {
 		return nil
 	}
 	first := conn()
-	dead := closedUDPAddr(t).String()
+	dead := closedUDPAddr(t, net.IPv4(127, 0, 0, 1)).String()
 	since := time.Now()
 	dialed := make(chan error, 1)
 	go func() {
@@ -150,4 +169,58 @@ func TestEndpointKeepsWorkingBesideAClosedPort(t *testing.T) {
 	if got := cli.Stats().PortsClosed; got == 0 {
 		t.Fatal("Stats counts no closed port")
 	}
+}
+
+// recvErrControl is an error-queue entry's control message: a
+// sock_extended_err of origin, type and code at level/typ.
+func recvErrControl(level, typ int32, origin, icmpType, code uint8) []byte {
+	b := make([]byte, unix.CmsgSpace(16))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = level, typ
+	h.SetLen(unix.CmsgLen(16))
+	ee := b[unix.CmsgLen(0):]
+	binary.NativeEndian.PutUint32(ee, uint32(unix.ECONNREFUSED))
+	ee[4], ee[5], ee[6] = origin, icmpType, code
+	return b
+}
+
+func TestPortUnreachableParsesOnlyPortErrors(t *testing.T) {
+	var sa4 unix.RawSockaddrInet6
+	(*unix.RawSockaddrInet4)(unsafe.Pointer(&sa4)).Family = unix.AF_INET
+	(*unix.RawSockaddrInet4)(unsafe.Pointer(&sa4)).Addr = [4]byte{10, 0, 0, 7}
+	putPort(&(*unix.RawSockaddrInet4)(unsafe.Pointer(&sa4)).Port, 9092)
+	want := netip.MustParseAddrPort("10.0.0.7:9092")
+	for _, tc := range []struct {
+		name string
+		ctrl []byte
+		ok   bool
+	}{
+		{"icmp port unreachable", recvErrControl(unix.IPPROTO_IP, unix.IP_RECVERR, unix.SO_EE_ORIGIN_ICMP, 3, 3), true},
+		{"icmp6 port unreachable", recvErrControl(unix.IPPROTO_IPV6, unix.IPV6_RECVERR, unix.SO_EE_ORIGIN_ICMP6, 1, 4), true},
+		{"icmp host unreachable", recvErrControl(unix.IPPROTO_IP, unix.IP_RECVERR, unix.SO_EE_ORIGIN_ICMP, 3, 1), false},
+		{"icmp frag needed", recvErrControl(unix.IPPROTO_IP, unix.IP_RECVERR, unix.SO_EE_ORIGIN_ICMP, 3, 4), false},
+		{"local error", recvErrControl(unix.IPPROTO_IP, unix.IP_RECVERR, unix.SO_EE_ORIGIN_LOCAL, 3, 3), false},
+		{"another control message", recvErrControl(unix.IPPROTO_IP, unix.IP_TOS, unix.SO_EE_ORIGIN_ICMP, 3, 3), false},
+		{"truncated", recvErrControl(unix.IPPROTO_IP, unix.IP_RECVERR, unix.SO_EE_ORIGIN_ICMP, 3, 3)[:unix.CmsgLen(4)], false},
+		{"empty", nil, false},
+	} {
+		got, ok := portUnreachable(tc.ctrl, &sa4)
+		if ok != tc.ok || (ok && got != want) {
+			t.Errorf("%s: %v, %v; want ok=%v", tc.name, got, ok, tc.ok)
+		}
+	}
+}
+
+// FuzzPortUnreachable: any control bytes and sockaddr parse without a
+// panic, and a finding is a valid address.
+func FuzzPortUnreachable(f *testing.F) {
+	f.Add(recvErrControl(unix.IPPROTO_IP, unix.IP_RECVERR, unix.SO_EE_ORIGIN_ICMP, 3, 3), []byte{2, 0, 0x23, 0x84, 10, 0, 0, 7})
+	f.Add(recvErrControl(unix.IPPROTO_IPV6, unix.IPV6_RECVERR, unix.SO_EE_ORIGIN_ICMP6, 1, 4), []byte{10, 0, 0x23, 0x84})
+	f.Fuzz(func(t *testing.T, ctrl, name []byte) {
+		var sa unix.RawSockaddrInet6
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)), name)
+		if ap, ok := portUnreachable(ctrl, &sa); ok && !ap.IsValid() {
+			t.Fatalf("finding %v is not a valid address", ap)
+		}
+	})
 }
