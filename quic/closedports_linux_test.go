@@ -5,8 +5,11 @@ package quic
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -223,4 +226,55 @@ func FuzzPortUnreachable(f *testing.F) {
 			t.Fatalf("finding %v is not a valid address", ap)
 		}
 	})
+}
+
+// notPollable fails its first reads as Go's poller does after a wakeup
+// that carried only EPOLLERR (pollEventErr).
+type notPollable struct {
+	syscall.RawConn
+	left atomic.Int32
+}
+
+func (c *notPollable) Read(f func(uintptr) bool) error {
+	if c.left.Add(-1) >= 0 {
+		return &net.OpError{Op: "raw-read", Net: "udp", Err: errors.New("not pollable")}
+	}
+	return c.RawConn.Read(f)
+}
+
+// A read the poller fails after an ICMP error alone woke it is made again
+// once the socket has another event, instead of reaching quic-go (which
+// would close the transport).
+func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
+	udp, pc, gro, err := listenUDP("127.0.0.1:0", &closedPorts{}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	if !gro {
+		t.Skip("kernel without UDP_GRO")
+	}
+	g := pc.(*groConn)
+	if g.recv == nil || g.recv.errq == nil {
+		t.Fatal("the socket's ICMP errors are not read")
+	}
+	np := &notPollable{RawConn: g.recv.raw}
+	np.left.Store(3)
+	g.recv.raw = np
+	peer := rawPeer(t, net.IPv4(127, 0, 0, 1))
+	if _, err := peer.WriteToUDP([]byte("after"), udp.LocalAddr().(*net.UDPAddr)); err != nil {
+		t.Fatal(err)
+	}
+	ms := []ipv4.Message{{Buffers: [][]byte{make([]byte, 1500)}, OOB: make([]byte, 128)}}
+	n, err := g.ReadBatch(ms, 0)
+	if err != nil || n != 1 || string(ms[0].Buffers[0][:ms[0].N]) != "after" {
+		t.Fatalf("read after the poller failed it = %d, %v", n, err)
+	}
+	if got := g.recv.pollErrs.Load(); got != 3 {
+		t.Fatalf("%d reads failed by the poller counted, want 3", got)
+	}
+	udp.Close()
+	if _, err := g.ReadBatch(ms, 0); err == nil {
+		t.Fatal("a read of a closed socket succeeded")
+	}
 }

@@ -3,6 +3,7 @@
 package quic
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/net/ipv4"
@@ -202,6 +204,27 @@ type rawReceiver struct {
 	// errq: as rawSender's; a pending error never reaches quic-go, which
 	// would close the transport on it.
 	errq *recvErrQueue
+	// pollErrs counts the reads the poller failed after an ICMP error
+	// alone woke it (pollEventErr; tests look at it).
+	pollErrs atomic.Uint64
+}
+
+// maxPollErrWait bounds the wait between reads the poller fails.
+const maxPollErrWait = 20 * time.Millisecond
+
+// pollEventErr reports whether err is the Go poller's "not pollable"
+// (internal/poll.ErrNotPollable, not exported). When an epoll wakeup for
+// the socket carries EPOLLERR and nothing else (an ICMP error queued while
+// no datagram waits and the send buffer is more than half full), the
+// runtime marks the descriptor (netpoll_epoll.go, setEventErr) and fails
+// every read on it with that error until its next event; quic-go would
+// close the transport on it.
+func pollEventErr(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err
+	}
+	return err != nil && err.Error() == "not pollable"
 }
 
 // maxCachedPeers bounds rawReceiver.addrs (it starts over when full).
@@ -237,7 +260,7 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 	}
 	var n int
 	var errno syscall.Errno
-	err := r.raw.Read(func(fd uintptr) bool {
+	read := func(fd uintptr) bool {
 		retries := 0
 		for {
 			m, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
@@ -259,7 +282,16 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 			n, errno = int(m), e
 			return true
 		}
-	})
+	}
+	err := r.raw.Read(read)
+	for wait := time.Millisecond; err != nil && r.errq != nil && pollEventErr(err); wait = min(2*wait, maxPollErrWait) {
+		// An ICMP error alone woke the poller: read the error queue and
+		// wait for the socket's next event (a datagram, or room to send).
+		r.pollErrs.Add(1)
+		r.raw.Control(func(fd uintptr) { r.errq.drain(fd) })
+		time.Sleep(wait)
+		err = r.raw.Read(read)
+	}
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("recvmmsg", errno)
 	}
