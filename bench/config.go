@@ -68,9 +68,14 @@ type Config struct {
 	// default (every CPU), < 0 the node's share of the machine,
 	// nodeGOMAXPROCS (DefaultConfig).
 	NodeGOMAXPROCS int
-	KeepDir        bool   // keep the local cluster's directory
-	BaseDir        string // where the local cluster's directory goes; default os.TempDir()
-	Metrics        bool   // give local nodes --metrics-addr (/metrics: QUIC loss; pprof: --profile-dir); reported in the output
+	// NetNS runs each local node in its own network namespace on a bridge
+	// (root only), as on hosts of their own: the dead node's kernel then
+	// rate-limits the ICMP errors it sends each peer (loopback is exempt),
+	// which is what failure detection meets across hosts.
+	NetNS   bool
+	KeepDir bool   // keep the local cluster's directory
+	BaseDir string // where the local cluster's directory goes; default os.TempDir()
+	Metrics bool   // give local nodes --metrics-addr (/metrics: QUIC loss; pprof: --profile-dir); reported in the output
 
 	Throughput ThroughputConfig
 	Transport  TransportConfig

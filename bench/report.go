@@ -166,6 +166,9 @@ func (r *Report) WriteTable(out io.Writer) {
 			}
 		}
 	}
+	if ns, _ := r.Config.Cluster["netns"].(bool); ns {
+		procs += ", each node in its own network namespace"
+	}
 	fmt.Fprintf(w, "paymentlog bench (%s, %.0fs, %s, %d CPUs%s, load average at start %s)\n", r.Config.Mode, r.Seconds, r.Config.Versions["paymentlog"], r.Config.Machine["cpus"], procs, r.Config.Machine["load_avg_at_start"])
 	if t := r.Transport; t != nil {
 		gro := ""

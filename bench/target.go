@@ -36,6 +36,7 @@ type target interface {
 // localTarget is a cluster of child processes.
 type localTarget struct {
 	c          *localcluster.Cluster
+	ns         *localcluster.NetNS // --netns; nil on loopback
 	args       []string
 	gomaxprocs int // each node's GOMAXPROCS; 0: Go's default
 	// benchProcs is the bench process's own GOMAXPROCS while the cluster
@@ -59,7 +60,7 @@ func startLocal(ctx context.Context, cfg Config, log *slog.Logger) (*localTarget
 	if procs > 0 {
 		env = append(env, fmt.Sprintf("GOMAXPROCS=%d", procs))
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{
+	opts := localcluster.Options{
 		Binary:    bin,
 		Nodes:     cfg.Nodes,
 		BaseDir:   cfg.BaseDir,
@@ -68,11 +69,27 @@ func startLocal(ctx context.Context, cfg Config, log *slog.Logger) (*localTarget
 		ExtraArgs: args,
 		Env:       env,
 		Logger:    log,
-	})
+	}
+	var ns *localcluster.NetNS
+	if cfg.NetNS {
+		if err := localcluster.NetNSAvailable(); err != nil {
+			return nil, fmt.Errorf("bench: --netns: %w", err)
+		}
+		localcluster.CleanupStaleNetNS(ctx)
+		var err error
+		if ns, err = localcluster.NewNetNS(ctx); err != nil {
+			return nil, fmt.Errorf("bench: --netns: %w", err)
+		}
+		ns.Apply(&opts)
+	}
+	c, err := localcluster.Start(ctx, opts)
 	if err != nil {
+		if ns != nil {
+			ns.Close()
+		}
 		return nil, err
 	}
-	t := &localTarget{c: c, args: args, gomaxprocs: procs}
+	t := &localTarget{c: c, ns: ns, args: args, gomaxprocs: procs}
 	if cfg.NodeGOMAXPROCS < 0 {
 		// The bench's producers and consumers share the machine with the
 		// nodes too, so they get a node's share as well. At every CPU, the
@@ -129,7 +146,7 @@ func (t *localTarget) info() map[string]any {
 		}
 		nodes = append(nodes, m)
 	}
-	return map[string]any{"kind": "local", "dir": t.c.Dir(), "node_args": t.args, "node_gomaxprocs": t.gomaxprocs, "bench_gomaxprocs": t.benchProcs, "nodes": nodes}
+	return map[string]any{"kind": "local", "dir": t.c.Dir(), "node_args": t.args, "node_gomaxprocs": t.gomaxprocs, "bench_gomaxprocs": t.benchProcs, "netns": t.ns != nil, "nodes": nodes}
 }
 
 // metricsAddrs maps node ids to their --metrics-addr.
@@ -159,6 +176,9 @@ func (t *localTarget) crashes() []localcluster.Crash { return t.c.Crashes() }
 
 func (t *localTarget) close() error {
 	err := t.c.Close()
+	if t.ns != nil {
+		err = errors.Join(err, t.ns.Close())
+	}
 	if t.restoreProcs > 0 {
 		runtime.GOMAXPROCS(t.restoreProcs)
 	}

@@ -42,6 +42,7 @@ func benchCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "kill-cmd", Usage: "with --bootstrap: command that SIGKILLs node {id}, e.g. 'scripts/cluster.sh kill {id}'", EnvVars: benchEnv("KILL_CMD")},
 			&ucli.StringFlag{Name: "restart-cmd", Usage: "with --bootstrap: command that starts node {id} again, e.g. 'scripts/cluster.sh restart {id}'", EnvVars: benchEnv("RESTART_CMD")},
 			&ucli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "local cluster size", EnvVars: benchEnv("NODES")},
+			&ucli.BoolFlag{Name: "netns", Usage: "run each local node in its own network namespace on a bridge (root only), as on hosts of their own: a dead node's kernel then rate-limits the ICMP errors it sends each peer (loopback is exempt), which is what failure detection meets across hosts", EnvVars: benchEnv("NETNS")},
 			&ucli.IntFlag{Name: "node-gomaxprocs", Value: d.NodeGOMAXPROCS, Usage: "GOMAXPROCS of each local node: -1 its share of this machine (CPUs ÷ nodes, at least 1, as in a container limited to that share; the bench's own producers and consumers then get the same share), 0 Go's default (every CPU), or N", EnvVars: benchEnv("NODE_GOMAXPROCS")},
 			&ucli.StringSliceFlag{Name: "node-arg", Usage: "extra `node start` argument for the local cluster (repeat the flag for several, e.g. --node-arg=--session-timeout=500ms; each value is taken whole, commas included; PAYMENTLOG_BENCH_NODE_ARGS holds one)", EnvVars: benchEnv("NODE_ARGS")},
 			&ucli.BoolFlag{Name: "keep", Usage: "keep the local cluster's directory (data, logs, certificates)", EnvVars: benchEnv("KEEP")},
@@ -126,6 +127,7 @@ func parseBenchOptions(c *ucli.Context) (bench.Config, error) {
 	cfg.Nodes = c.Int("nodes")
 	cfg.NodeArgs = c.StringSlice("node-arg")
 	cfg.NodeGOMAXPROCS = c.Int("node-gomaxprocs")
+	cfg.NetNS = c.Bool("netns")
 	cfg.KeepDir, cfg.BaseDir, cfg.Metrics, cfg.Binary = c.Bool("keep"), c.String("base-dir"), c.Bool("metrics"), c.String("binary")
 
 	t := &cfg.Throughput

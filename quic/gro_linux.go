@@ -180,7 +180,7 @@ func (g *groConn) startTrain() {
 // groSegmentSize returns the segment size of a coalesced read from its
 // control messages, or 0 when the read is a single datagram.
 func groSegmentSize(oob []byte) int {
-	for len(oob) > 0 {
+	for len(oob) >= unix.SizeofCmsghdr { // the parser reads a whole header first
 		h, body, rest, err := unix.ParseOneSocketControlMessage(oob)
 		if err != nil {
 			return 0
@@ -202,7 +202,7 @@ func groSegmentSize(oob []byte) int {
 // the packet.
 func copyControl(dst, src []byte) int {
 	n := 0
-	for len(src) > 0 {
+	for len(src) >= unix.SizeofCmsghdr {
 		h, _, rest, err := unix.ParseOneSocketControlMessage(src)
 		if err != nil {
 			break

@@ -97,7 +97,9 @@ func (q *recvErrQueue) drain(fd uintptr) int {
 // the destination of the datagram that drew it. ok is false for anything
 // but an ICMP or ICMPv6 port unreachable.
 func portUnreachable(ctrl []byte, name *unix.RawSockaddrInet6) (netip.AddrPort, bool) {
-	for len(ctrl) > 0 {
+	// ParseOneSocketControlMessage reads a whole header before it checks
+	// the length.
+	for len(ctrl) >= unix.SizeofCmsghdr {
 		h, body, rest, err := unix.ParseOneSocketControlMessage(ctrl)
 		if err != nil {
 			return netip.AddrPort{}, false
