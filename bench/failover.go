@@ -46,8 +46,8 @@ type FailoverTrial struct {
 	VictimWasController bool `json:"victim_was_controller"`
 	// FencedBy is why the controller fenced the victim, as the other local
 	// nodes counted it (paymentlog_controller_broker_fences_total):
-	// "port_closed" (its host refused a probe of its port: the process was
-	// gone), "session" (its session ran out); "" when unknown (an existing
+	// "port_closed" (its host refused a probe of its port or the node's own
+	// datagrams to it: the process was gone), "session" (its session ran out); "" when unknown (an existing
 	// cluster, a scrape that failed, or no single cause counted).
 	FencedBy string `json:"fenced_by,omitempty"`
 	// KillCmdMs is how long the kill took, from its start to its return

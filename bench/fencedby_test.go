@@ -42,7 +42,7 @@ func TestFencedBy(t *testing.T) {
 
 	trials := []FailoverTrial{{FencedBy: "port_closed"}, {FencedBy: "port_closed"}, {FencedBy: "session"}, {}}
 	line := fencedByLine(trials)
-	for _, want := range []string{"refused probe of its port (the process was gone; --port-probe-after) in 2", "session running out (--session-timeout) in 1", "not known in 1"} {
+	for _, want := range []string{"its port found closed (the process was gone; --port-probe-after) in 2", "session running out (--session-timeout) in 1", "not known in 1"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("fenced by line %q lacks %q", line, want)
 		}

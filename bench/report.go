@@ -419,7 +419,7 @@ func fencedByLine(trials []FailoverTrial) string {
 		return ""
 	}
 	names := map[string]string{
-		"port_closed": "a refused probe of its port (the process was gone; --port-probe-after)",
+		"port_closed": "its port found closed (the process was gone; --port-probe-after)",
 		"session":     "its session running out (--session-timeout)",
 		"deaf":        "its answers not reaching it",
 	}

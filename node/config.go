@@ -107,7 +107,8 @@ type Config struct {
 	SessionTimeout    time.Duration // default 250ms
 	// PortProbeAfter: as the active controller, probe the port of a broker
 	// whose heartbeats have been silent this long (at least 1.5 heartbeat
-	// intervals), and fence it at once if its host refuses the probe (no
+	// intervals), and fence it at once if its host refuses the probe, or
+	// refused this node's own datagrams to it since its last heartbeat (no
 	// socket behind the port: its process is gone) instead of when its
 	// session runs out (node/controller/probe.go); default
 	// DefaultPortProbeAfter, 0: off.

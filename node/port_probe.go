@@ -32,7 +32,8 @@ func portProbe(cfg Config, ep *quic.Endpoint) portprobe.Func {
 		if ep.PortClosedSince(addr, since) {
 			return portprobe.Closed, nil
 		}
-		res, err := portprobe.Result(portprobe.Open), error(nil)
+		var res portprobe.Result // Open
+		var err error
 		if !cfg.probesUnanswered {
 			res, err = portprobe.Probe(ctx, addr, wait)
 		}

@@ -36,7 +36,7 @@ const maxClosedPorts = 1024
 // record notes that a datagram sent to addr was refused at at.
 func (c *closedPorts) record(addr netip.AddrPort, at time.Time) {
 	c.found.Add(1)
-	addr = netip.AddrPortFrom(addr.Addr().Unmap().WithZone(""), addr.Port())
+	addr = portKey(addr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxClosedPorts {
@@ -47,11 +47,17 @@ func (c *closedPorts) record(addr netip.AddrPort, at time.Time) {
 
 // since reports whether addr's port was found closed after t.
 func (c *closedPorts) since(addr netip.AddrPort, t time.Time) bool {
-	addr = netip.AddrPortFrom(addr.Addr().Unmap().WithZone(""), addr.Port())
+	addr = portKey(addr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at, ok := c.m[addr]
 	return ok && at.After(t)
+}
+
+// portKey is addr as closedPorts keys it: an IPv4-mapped address as IPv4,
+// without a zone.
+func portKey(addr netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(addr.Addr().Unmap().WithZone(""), addr.Port())
 }
 
 // PortClosedSince reports whether a datagram this endpoint sent to addr

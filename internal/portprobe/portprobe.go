@@ -1,6 +1,7 @@
 // Package portprobe tells whether a UDP port has no socket behind it: the
 // controller's quick check that a broker whose heartbeats stopped has lost
-// its process, not its network (node/controller, probe.go).
+// its process, not its network (node/controller, probe.go), and a raft
+// follower's of its silent leader (raftnode, leadergone.go).
 //
 // How: a datagram of one zero byte, sent from a socket of its own connected
 // to the address. When the host is up and nothing is bound to the port, its

@@ -23,10 +23,17 @@ import (
 // a stopped process (SIGSTOP) keeps its socket, a dead host or a partition
 // answers nothing, and a firewall may drop the ICMP.
 //
+// The probe (Config.Probe, node/port_probe.go) also answers Closed when
+// the node's own QUIC traffic to the broker drew a port unreachable after
+// its last heartbeat: between hosts the dead host's few ICMP errors go to
+// that traffic before a probe is sent.
+//
 // Safety does not rest on the probe: fencing a live broker costs
-// leaderships, never records, and a refusal can only be for this probe's
-// own socket (a fresh one each, on a port the kernel picked), so another
-// host cannot forge it blind.
+// leaderships, never records. A probe's own refusal can only be for its
+// own socket (a fresh one each, on a port the kernel picked); an ICMP error
+// for the node's QUIC socket could be forged by a host that knows both
+// addresses, but it counts only for a broker already silent for
+// ProbeAfter.
 
 // silentBroker is a broker to probe and when its last heartbeat came.
 type silentBroker struct {

@@ -17,12 +17,18 @@ type fakePorts struct {
 	mu     sync.Mutex
 	closed map[string]bool
 	probed []string
+	since  map[string]time.Time // the last probe's since, by address
 	hold   map[string]chan struct{}
 }
 
-func (f *fakePorts) probe(ctx context.Context, addr string, _ time.Time) (portprobe.Result, error) {
+func newFakePorts() *fakePorts {
+	return &fakePorts{closed: map[string]bool{}, since: map[string]time.Time{}, hold: map[string]chan struct{}{}}
+}
+
+func (f *fakePorts) probe(ctx context.Context, addr string, since time.Time) (portprobe.Result, error) {
 	f.mu.Lock()
 	f.probed = append(f.probed, addr)
+	f.since[addr] = since
 	gate := f.hold[addr]
 	f.mu.Unlock()
 	if gate != nil {
@@ -58,7 +64,7 @@ func (f *fakePorts) take() []string {
 // node 1 the active controller (heartbeats every 100 ms, session 1 s, so
 // probes after 150 ms of silence).
 func probeHarness(t *testing.T) (*harness, *fakePorts) {
-	ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}}
+	ports := newFakePorts()
 	h := newHarnessWith(t, func(c *Config) { c.Probe = ports.probe })
 	ctx := h.ctx()
 	h.raft.setLeader(1, 1)
@@ -128,6 +134,7 @@ func (h *harness) fenced(id int32) bool {
 // probed.
 func TestProbeFencesASilentBrokerWhosePortIsClosed(t *testing.T) {
 	h, ports := probeHarness(t)
+	lastBeat := h.clock.Now()
 
 	h.clock.Advance(100 * time.Millisecond)
 	h.beat(3)
@@ -141,6 +148,14 @@ func TestProbeFencesASilentBrokerWhosePortIsClosed(t *testing.T) {
 	h.probeTick()
 	if got := ports.take(); !onlyProbed(got, addrOf(2)) {
 		t.Fatalf("probed %v; want only broker 2 (1 is the controller's own, 3 beats)", got)
+	}
+	// The probe is told when broker 2 was last heard from: a port the
+	// node's own traffic found closed after that counts (node/port_probe.go).
+	ports.mu.Lock()
+	since := ports.since[addrOf(2)]
+	ports.mu.Unlock()
+	if !since.Equal(lastBeat) {
+		t.Fatalf("probe of broker 2 given since %v; want its last heartbeat at %v", since, lastBeat)
 	}
 	if h.fenced(2) {
 		t.Fatal("broker 2 fenced on an open port")
@@ -229,7 +244,7 @@ func TestNoProbeWaitsForTheSession(t *testing.T) {
 // is probed at the first check of the new tenure, and it is fenced then
 // if the probe is refused, before the few heartbeats of grace it gets.
 func TestProbeThePreviousControllersBrokerAtOnce(t *testing.T) {
-	ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}}
+	ports := newFakePorts()
 	h := prevControllerHarness(t, ports)
 	ports.set(addrOf(2), true)
 	h.raft.setLeader(1, 2)
@@ -262,7 +277,7 @@ func TestPortRefusedByRaftFencesThePreviousControllersBroker(t *testing.T) {
 		want bool
 	}{{"fresh", 100 * time.Millisecond, true}, {"stale", 2 * time.Second, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ports := &fakePorts{closed: map[string]bool{}, hold: map[string]chan struct{}{}} // every port open
+			ports := newFakePorts() // every port open
 			h := prevControllerHarness(t, ports)
 			h.c.PortRefused(2, h.clock.Now().Add(-tc.age))
 			h.raft.setLeader(1, 2)

@@ -23,8 +23,9 @@ type session struct {
 	// probing: a probe of its port is in flight (silent hands it out once).
 	probing bool
 	// closedAt is when a probe sent after heard found its port closed (no
-	// socket behind it: its process is gone); expired returns it from then
-	// on, session or not. Zero: not found so.
+	// socket behind it: its process is gone), or when this node's raft had
+	// found it so (markClosed); expired returns it from then on, session or
+	// not. Zero: not found so.
 	closedAt time.Time
 	// pendingSeq is the oldest heartbeat answer of this tenure that the
 	// broker has not yet confirmed receiving (its AckedSeq is below it),
