@@ -16,7 +16,7 @@ var (
 	// portFence and sessionFence match the active controller's log line for
 	// a fence by a refused probe of the broker's port, and by an expired
 	// session; the group is the broker's id.
-	portFence    = regexp.MustCompile(`msg="broker silent and its port refused a probe[^"]*"[^\n]* broker=(\d+)`)
+	portFence    = regexp.MustCompile(`msg="broker silent and its port found closed[^"]*"[^\n]* broker=(\d+)`)
 	sessionFence = regexp.MustCompile(`msg="broker session expired; fencing"[^\n]* broker=(\d+)`)
 )
 

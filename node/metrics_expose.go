@@ -128,6 +128,15 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 	for i, cause := range controller.FenceCauses {
 		w.Uint(metrics.Labels{"cause", cause}, fences[i])
 	}
+	var closedBy [len(controller.PortFinders)]uint64
+	if n.ctrl != nil {
+		closedBy = n.ctrl.PortClosedCounts()
+	}
+	w.Family("paymentlog_controller_port_closed_fences_total", metrics.TypeCounter,
+		"Of the brokers fenced as port_closed, what found the port closed: probe (this node's probe was refused), traffic (this node's own datagrams to it drew an ICMP port unreachable), raft (this node's raft found its leader, that broker, so before this node became the controller).")
+	for i, by := range controller.PortFinders {
+		w.Uint(metrics.Labels{"found_by", by}, closedBy[i])
+	}
 	w.Counter("paymentlog_controller_port_probes_total", "Probes this node sent, as the active controller, to the ports of brokers silent for --port-probe-after.", probes)
 	var expired, fenced uint64
 	if n.ctrl != nil {

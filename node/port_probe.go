@@ -30,7 +30,7 @@ func portProbe(cfg Config, ep *quic.Endpoint) portprobe.Func {
 	wait := portProbeAfter(cfg)
 	return func(ctx context.Context, addr string, since time.Time) (portprobe.Result, error) {
 		if ep.PortClosedSince(addr, since) {
-			return portprobe.Closed, nil
+			return portprobe.Seen, nil
 		}
 		var res portprobe.Result // Open
 		var err error
@@ -38,7 +38,7 @@ func portProbe(cfg Config, ep *quic.Endpoint) portprobe.Func {
 			res, err = portprobe.Probe(ctx, addr, wait)
 		}
 		if res != portprobe.Closed && ep.PortClosedSince(addr, since) {
-			return portprobe.Closed, nil
+			return portprobe.Seen, nil
 		}
 		return res, err
 	}

@@ -51,6 +51,9 @@ func TestDeadBrokerIsFencedByTheErrorsItsTrafficDrew(t *testing.T) {
 	if v := value(t, e, "paymentlog_quic_ports_closed_total"); v < 1 {
 		t.Fatalf("ports found closed by the node's traffic = %v; want at least 1", v)
 	}
+	if v := value(t, e, "paymentlog_controller_port_closed_fences_total", "found_by", "traffic"); v != 1 {
+		t.Fatalf("port_closed fences found by the node's traffic = %v; want 1", v)
+	}
 }
 
 // killUntilFenced kills a node of tc other than the active controller a

@@ -83,7 +83,7 @@ func (n *Node) watchLeader() {
 			n.lg.Debug("raftnode: probe of the leader's port failed", "leader", lead, "addr", addr, "err", err)
 		}
 		select {
-		case n.opc <- func() { n.leaderProbed(lead, sent, res == portprobe.Closed) }:
+		case n.opc <- func() { n.leaderProbed(lead, sent, res) }:
 		case <-n.donec:
 			n.hooks.add(-1)
 		}
@@ -92,15 +92,15 @@ func (n *Node) watchLeader() {
 
 // leaderProbed takes the result of a probe of leader lead's port sent at
 // tick sent. Loop only.
-func (n *Node) leaderProbed(lead, sent uint64, closed bool) {
+func (n *Node) leaderProbed(lead, sent uint64, res portprobe.Result) {
 	defer n.hooks.add(-1)
 	n.lw.probing = false
-	if !closed || lead != n.lead || n.lw.heard > sent {
+	if !res.IsClosed() || lead != n.lead || n.lw.heard > sent {
 		return
 	}
 	silent := n.ticks - n.lw.heard
-	n.lg.Info("raftnode: the leader is silent and its port refused a probe (its process is gone); skipping the rest of its lease",
-		"leader", lead, "silent_ticks", silent)
+	n.lg.Info("raftnode: the leader is silent and its port found closed (its process is gone); skipping the rest of its lease",
+		"leader", lead, "silent_ticks", silent, "found_by", res.FoundBy())
 	for i := silent; i < uint64(n.cfg.ElectionTicks); i++ {
 		n.rn.Tick()
 	}

@@ -33,23 +33,47 @@ const (
 	// Open: no refusal before the deadline (a socket may be bound there, or
 	// the answer was lost, or the host is down).
 	Open Result = iota
-	// Closed: the host said nothing listens on the port.
+	// Closed: the host refused the probe: nothing listens on the port.
 	Closed
+	// Seen: the caller's own traffic to the port drew the refusal after the
+	// peer was last heard from (a Func's answer, with or without a probe of
+	// its own).
+	Seen
 )
 
+// IsClosed reports whether r found the port closed, by a probe or by the
+// caller's own traffic.
+func (r Result) IsClosed() bool { return r == Closed || r == Seen }
+
+// FoundBy names what found a closed port: "probe" (Closed) or "traffic"
+// (Seen); "" for Open.
+func (r Result) FoundBy() string {
+	switch r {
+	case Closed:
+		return "probe"
+	case Seen:
+		return "traffic"
+	}
+	return ""
+}
+
 func (r Result) String() string {
-	if r == Closed {
+	switch r {
+	case Closed:
 		return "closed"
+	case Seen:
+		return "closed (seen by own traffic)"
 	}
 	return "open"
 }
 
 // Func is how the controller and a raft follower check a silent peer's
-// port (node/port_probe.go makes it): Closed when the peer's process is
-// gone. since is when the caller last heard from the peer: a port found
-// closed after since by the caller's own traffic to it (the ICMP errors its
-// QUIC socket reads, quic.Endpoint.PortClosedSince) counts as well as a
-// refused probe, and answers without one.
+// port (node/port_probe.go makes it): Closed or Seen (IsClosed) when the
+// peer's process is gone. since is when the caller last heard from the
+// peer: a port found closed after since by the caller's own traffic to it
+// (the ICMP errors its QUIC socket reads, quic.Endpoint.PortClosedSince)
+// counts as well as a refused probe, and answers Seen, without a probe
+// when found before one.
 type Func func(ctx context.Context, addr string, since time.Time) (Result, error)
 
 // Probe sends one probe datagram to addr (host:port, UDP) and waits until

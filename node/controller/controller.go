@@ -168,6 +168,7 @@ type Controller struct {
 	// the brokers this controller fenced by cause (FenceCauses).
 	probesSent atomic.Uint64
 	fences     [numFenceCauses]atomic.Uint64
+	closedBy   [numPortFinders]atomic.Uint64 // of the fences[fenceClosedPort]
 	// stopped is closed when Run returns.
 	stopped chan struct{}
 
@@ -508,39 +509,43 @@ func (c *Controller) sessionChecks() []*request {
 	expired := c.mu.sessions.expired(img, now)
 	overdue := make([]time.Duration, len(expired))
 	silence := make([]time.Duration, len(expired))
-	closed := make([]bool, len(expired)) // a probe found its port closed (probe.go)
+	closed := make([]bool, len(expired)) // its port was found closed (probe.go)
+	closedBy := make([]portFinder, len(expired))
 	for i, b := range expired {
 		ss := c.mu.sessions.m[b.ID]
-		overdue[i], silence[i], closed[i] = now.Sub(ss.deadline), now.Sub(ss.heard), !ss.closedAt.IsZero()
+		overdue[i], silence[i], closed[i], closedBy[i] = now.Sub(ss.deadline), now.Sub(ss.heard), !ss.closedAt.IsZero(), ss.closedBy
 	}
 	deaf := c.mu.sessions.unanswered(img, now)
 	c.mu.Unlock()
 	var reqs []*request
-	fence := func(b metadata.BrokerState, cause fenceCause) {
+	fence := func(b metadata.BrokerState, cause fenceCause, by portFinder) {
 		reqs = append(reqs, &request{kind: "fence", decide: func(m *metadata.Image) ([]metadata.Record, error) {
 			recs := metadata.DecideFence(m, b.ID, b.Incarnation)
 			if len(recs) > 0 {
 				c.fences[cause].Add(1)
+				if cause == fenceClosedPort {
+					c.closedBy[by].Add(1)
+				}
 			}
 			return recs, nil
 		}})
 	}
 	for i, b := range expired {
 		if closed[i] {
-			c.log.Warn("broker silent and its port refused a probe (its process is gone); fencing before its session runs out",
-				"broker", b.ID, "incarnation", b.Incarnation, "addr", b.Addr, "silent", silence[i])
-			fence(b, fenceClosedPort)
+			c.log.Warn("broker silent and its port found closed (its process is gone); fencing before its session runs out",
+				"broker", b.ID, "incarnation", b.Incarnation, "addr", b.Addr, "silent", silence[i], "found_by", PortFinders[closedBy[i]])
+			fence(b, fenceClosedPort, closedBy[i])
 			continue
 		}
 		// overdue: how long after the deadline this check ran (a late
 		// timer or a busy controller loop shows here).
 		c.log.Warn("broker session expired; fencing", "broker", b.ID, "incarnation", b.Incarnation, "overdue", overdue[i])
-		fence(b, fenceSession)
+		fence(b, fenceSession, 0)
 	}
 	for _, b := range deaf {
 		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers (for 1.5 session timeouts, or since it was the controller this one replaced; it cannot receive); fencing",
 			"broker", b.ID, "incarnation", b.Incarnation)
-		fence(b, fenceDeaf)
+		fence(b, fenceDeaf, 0)
 	}
 	return reqs
 }

@@ -71,7 +71,7 @@ func (s *sessions) backdate(id int32, at time.Time) {
 // probe made elsewhere (the raft follower's of its leader, PortRefused).
 func (s *sessions) markClosed(id int32, at time.Time) {
 	if ss, ok := s.m[id]; ok && ss.closedAt.IsZero() {
-		ss.closedAt = at
+		ss.closedAt, ss.closedBy = at, foundByRaft
 		s.m[id] = ss
 	}
 }
@@ -80,14 +80,17 @@ func (s *sessions) markClosed(id int32, at time.Time) {
 // sent. A closed port counts only if no heartbeat of that incarnation came
 // after the probe was sent; it reports whether the broker is now to be
 // fenced for it.
-func (s *sessions) probed(id int32, incarnation int64, sent time.Time, closed bool, now time.Time) bool {
+func (s *sessions) probed(id int32, incarnation int64, sent time.Time, res portprobe.Result, now time.Time) bool {
 	ss, ok := s.m[id]
 	if !ok || ss.incarnation != incarnation {
 		return false
 	}
 	ss.probing = false
-	if closed && ss.heard.Before(sent) && ss.closedAt.IsZero() {
-		ss.closedAt = now
+	if res.IsClosed() && ss.heard.Before(sent) && ss.closedAt.IsZero() {
+		ss.closedAt, ss.closedBy = now, foundByProbe
+		if res == portprobe.Seen {
+			ss.closedBy = foundByTraffic
+		}
 	}
 	s.m[id] = ss
 	return !ss.closedAt.IsZero()
@@ -113,16 +116,16 @@ func (c *Controller) probeSilent(ctx context.Context) {
 			if err != nil {
 				c.log.Debug("probe of a silent broker's port failed", "broker", b.ID, "addr", b.Addr, "err", err)
 			}
-			c.probeDone(b.BrokerState, now, res == portprobe.Closed)
+			c.probeDone(b.BrokerState, now, res)
 		}()
 	}
 }
 
 // probeDone takes a probe's result; a closed port wakes the loop to fence
 // the broker.
-func (c *Controller) probeDone(b metadata.BrokerState, sent time.Time, closed bool) {
+func (c *Controller) probeDone(b metadata.BrokerState, sent time.Time, res portprobe.Result) {
 	c.mu.Lock()
-	fence := c.mu.sessions.probed(b.ID, b.Incarnation, sent, closed, c.cfg.Now())
+	fence := c.mu.sessions.probed(b.ID, b.Incarnation, sent, res, c.cfg.Now())
 	c.mu.Unlock()
 	if !fence {
 		return

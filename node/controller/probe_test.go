@@ -11,18 +11,19 @@ import (
 	"paymentlog/wire"
 )
 
-// fakePorts answers the controller's probes from a set of closed
-// addresses; a probe of an address in hold waits until it is released.
+// fakePorts answers the controller's probes from the results set for
+// addresses (Open for the others); a probe of an address in hold waits
+// until it is released.
 type fakePorts struct {
 	mu     sync.Mutex
-	closed map[string]bool
+	closed map[string]portprobe.Result
 	probed []string
 	since  map[string]time.Time // the last probe's since, by address
 	hold   map[string]chan struct{}
 }
 
 func newFakePorts() *fakePorts {
-	return &fakePorts{closed: map[string]bool{}, since: map[string]time.Time{}, hold: map[string]chan struct{}{}}
+	return &fakePorts{closed: map[string]portprobe.Result{}, since: map[string]time.Time{}, hold: map[string]chan struct{}{}}
 }
 
 func (f *fakePorts) probe(ctx context.Context, addr string, since time.Time) (portprobe.Result, error) {
@@ -40,16 +41,22 @@ func (f *fakePorts) probe(ctx context.Context, addr string, since time.Time) (po
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed[addr] {
-		return portprobe.Closed, nil
-	}
-	return portprobe.Open, nil
+	return f.closed[addr], nil
 }
 
+// set makes addr's probes answer Closed (a refused probe) or Open.
 func (f *fakePorts) set(addr string, closed bool) {
+	res := portprobe.Open
+	if closed {
+		res = portprobe.Closed
+	}
+	f.setResult(addr, res)
+}
+
+func (f *fakePorts) setResult(addr string, res portprobe.Result) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.closed[addr] = closed
+	f.closed[addr] = res
 }
 
 func (f *fakePorts) take() []string {
@@ -175,6 +182,9 @@ func TestProbeFencesASilentBrokerWhosePortIsClosed(t *testing.T) {
 	if fences[fenceClosedPort] != 1 || fences[fenceSession] != 0 || probes == 0 {
 		t.Fatalf("fences %v, probes %d; want 1 for a closed port, none for a session, and probes counted", fences, probes)
 	}
+	if by := h.c.PortClosedCounts(); by != [numPortFinders]uint64{foundByProbe: 1} {
+		t.Fatalf("port_closed fences by finder %v; want the one by the probe", by)
+	}
 
 	// Fenced: no more probes of it.
 	ports.take()
@@ -186,6 +196,26 @@ func TestProbeFencesASilentBrokerWhosePortIsClosed(t *testing.T) {
 	}
 }
 
+// A port the node's own traffic found closed since the broker's last
+// heartbeat (the probe answers Seen) fences it as a refused probe does,
+// and the fence is counted as found by that traffic.
+func TestPortSeenClosedByOwnTrafficFences(t *testing.T) {
+	h, ports := probeHarness(t)
+	ports.setResult(addrOf(2), portprobe.Seen)
+	h.clock.Advance(200 * time.Millisecond)
+	h.beat(3)
+	h.probeTick()
+	if !h.fenced(2) {
+		t.Fatal("broker 2, silent 200 ms with its port seen closed by this node's traffic, is not fenced")
+	}
+	if fences, _ := h.c.FenceCounts(); fences[fenceClosedPort] != 1 {
+		t.Fatalf("fences %v; want 1 for a closed port", fences)
+	}
+	if by := h.c.PortClosedCounts(); by != [numPortFinders]uint64{foundByTraffic: 1} {
+		t.Fatalf("port_closed fences by finder %v; want the one by this node's traffic", by)
+	}
+}
+
 // A refusal counts only for a probe sent after the broker's latest
 // heartbeat: one that beats while the probe is out is not fenced for it.
 func TestProbeRefusedAfterAHeartbeatIsIgnored(t *testing.T) {
@@ -193,7 +223,7 @@ func TestProbeRefusedAfterAHeartbeatIsIgnored(t *testing.T) {
 	gate := make(chan struct{})
 	ports.mu.Lock()
 	ports.hold[addrOf(2)] = gate
-	ports.closed[addrOf(2)] = true
+	ports.closed[addrOf(2)] = portprobe.Closed
 	ports.mu.Unlock()
 
 	h.clock.Advance(200 * time.Millisecond)
@@ -289,6 +319,9 @@ func TestPortRefusedByRaftFencesThePreviousControllersBroker(t *testing.T) {
 			}
 			if fences, _ := h.c.FenceCounts(); tc.want && fences[fenceClosedPort] != 1 {
 				t.Fatalf("fences %v; want 1 for a closed port", fences)
+			}
+			if by := h.c.PortClosedCounts(); tc.want && by != [numPortFinders]uint64{foundByRaft: 1} {
+				t.Fatalf("port_closed fences by finder %v; want the one by raft", by)
 			}
 		})
 	}

@@ -25,8 +25,9 @@ type session struct {
 	// closedAt is when a probe sent after heard found its port closed (no
 	// socket behind it: its process is gone), or when this node's raft had
 	// found it so (markClosed); expired returns it from then on, session or
-	// not. Zero: not found so.
+	// not. Zero: not found so. closedBy is what found it (PortFinders).
 	closedAt time.Time
+	closedBy portFinder
 	// pendingSeq is the oldest heartbeat answer of this tenure that the
 	// broker has not yet confirmed receiving (its AckedSeq is below it),
 	// sent at pendingAt; 0 when every answer so far is confirmed or the

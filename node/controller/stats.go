@@ -103,13 +103,36 @@ type fenceCause int
 
 const (
 	fenceSession    fenceCause = iota // its session ran out
-	fenceClosedPort                   // silent, and its port refused a probe (probe.go)
+	fenceClosedPort                   // silent, and its port found closed (probe.go)
 	fenceDeaf                         // its heartbeats arrive, our answers do not reach it
 	numFenceCauses
 )
 
 // FenceCauses names the causes of FenceCounts, in its order.
 var FenceCauses = [numFenceCauses]string{"session", "port_closed", "deaf"}
+
+// portFinder is what found a silent broker's port closed (probe.go).
+type portFinder int
+
+const (
+	foundByProbe   portFinder = iota // this controller's probe was refused
+	foundByTraffic                   // this node's own datagrams to it were (an ICMP error its QUIC socket read)
+	foundByRaft                      // this node's raft found its leader, that broker, so (PortRefused)
+	numPortFinders
+)
+
+// PortFinders names what found the ports of the brokers fenced as
+// port_closed (PortClosedCounts), in its order.
+var PortFinders = [numPortFinders]string{"probe", "traffic", "raft"}
+
+// PortClosedCounts returns how many of the brokers this node fenced as
+// port_closed had their port found closed by each of PortFinders.
+func (c *Controller) PortClosedCounts() (by [numPortFinders]uint64) {
+	for i := range by {
+		by[i] = c.closedBy[i].Load()
+	}
+	return by
+}
 
 // FenceCounts returns how many brokers this node has fenced as the active
 // controller (fencings proposed), by cause (FenceCauses), and how many
