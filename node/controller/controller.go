@@ -459,7 +459,11 @@ func (c *Controller) tick(ctx context.Context) {
 	c.probeSilent(ctx)
 	img, now := c.cfg.Store.Image(), c.cfg.Now()
 	c.mu.Lock()
-	ready := c.mu.preferred.readySet(img, now, c.mu.sessions.appliedOf)
+	ready := c.mu.preferred.readySet(img, now, func(id int32, inc int64) (uint64, bool, bool) {
+		off, ok := c.mu.sessions.appliedOf(id, inc)
+		// Its latest heartbeat within two intervals: one more may be late.
+		return off, c.mu.sessions.keepingUp(id, inc, now, 2*c.cfg.HeartbeatInterval), ok
+	})
 	c.mu.Unlock()
 	if len(ready) > 0 {
 		reqs = append(reqs, &request{kind: "preferred-leaders", decide: func(m *metadata.Image) ([]metadata.Record, error) {

@@ -35,7 +35,11 @@ const DefaultPreferredLeaderDelay = 2 * time.Second
 // it applied the metadata up to where this controller first saw it
 // waiting, which includes the change that put it back in the ISR: it
 // learns of its new leadership from the next entries, not from ones it is
-// still catching up on.
+// still catching up on. And it must still be keeping up with the log at
+// its latest heartbeat (sessions.keepingUp): a node that restarted, caught
+// up and then lost most of its inbound traffic (a failing link) would
+// otherwise be handed leaderships it never hears of, and their writers
+// would stop until its link recovered (seen in chaos: 5.4 s).
 //
 // It is pure: time and the image come in as arguments. Not safe for
 // concurrent use (Controller guards it with mu).
@@ -86,13 +90,16 @@ func (w *preferredWait) observe(img *metadata.Image, now time.Time) {
 	}
 }
 
+// progressFunc tells how far broker id's incarnation has applied the
+// metadata log: the offset it last reported, whether it keeps up with the
+// log now, and ok false when it reported none.
+type progressFunc func(id int32, incarnation int64) (applied uint64, keepingUp, ok bool)
+
 // ready reports whether p's preferred replica may lead p again at now:
 // observed waiting for at least the delay, and its broker's incarnation
-// has reported applying the metadata up to where it was first seen so
-// (applied: the offset broker id's incarnation last reported, ok false
-// when none).
-func (w *preferredWait) ready(img *metadata.Image, p metadata.PartitionState, now time.Time,
-	applied func(id int32, incarnation int64) (uint64, bool)) bool {
+// has reported applying the metadata up to where it was first seen so and
+// keeps up with it (progress).
+func (w *preferredWait) ready(img *metadata.Image, p metadata.PartitionState, now time.Time, progress progressFunc) bool {
 	s, ok := w.m[partitionRef{p.TopicID, p.Partition}]
 	if !ok || s.replica != p.Preferred() {
 		return false
@@ -103,18 +110,17 @@ func (w *preferredWait) ready(img *metadata.Image, p metadata.PartitionState, no
 	if now.Sub(s.since) < w.delay {
 		return false
 	}
-	off, ok := applied(s.replica, s.incarnation)
-	return ok && off >= s.offset
+	off, keepingUp, ok := progress(s.replica, s.incarnation)
+	return ok && keepingUp && off >= s.offset
 }
 
 // readySet returns the partitions of img whose preferred replica may lead
 // them again at now (ready), each with that replica, after observing img.
-func (w *preferredWait) readySet(img *metadata.Image, now time.Time,
-	applied func(id int32, incarnation int64) (uint64, bool)) map[partitionRef]int32 {
+func (w *preferredWait) readySet(img *metadata.Image, now time.Time, progress progressFunc) map[partitionRef]int32 {
 	w.observe(img, now)
 	var out map[partitionRef]int32
 	img.EachPartition(func(p metadata.PartitionState) bool {
-		if metadata.PreferredWaiting(img, p) && w.ready(img, p, now, applied) {
+		if metadata.PreferredWaiting(img, p) && w.ready(img, p, now, progress) {
 			if out == nil {
 				out = map[partitionRef]int32{}
 			}

@@ -40,7 +40,8 @@ func preferredImages(t *testing.T) (out, waiting *metadata.Image) {
 
 // TestPreferredWait: the preferred replica gets its leadership back only
 // after it has been seen waiting for the delay, on one incarnation, and its
-// broker reported applying the metadata as of where it was first seen so.
+// broker reported applying the metadata as of where it was first seen so
+// and keeps up with the log.
 func TestPreferredWait(t *testing.T) {
 	out, waiting := preferredImages(t)
 	t0 := time.Unix(1000, 0)
@@ -105,18 +106,92 @@ func TestPreferredWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newPreferredWait(tc.delay)
 			for i, s := range tc.steps {
-				applied := func(id int32, inc int64) (uint64, bool) {
+				progress := func(id int32, inc int64) (uint64, bool, bool) {
 					if id != 1 || inc != s.inc || s.applied < 0 {
-						return 0, false
+						return 0, false, false
 					}
-					return uint64(s.applied), true
+					return uint64(s.applied), true, true
 				}
-				got := w.readySet(s.img, t0.Add(s.at), applied)
+				got := w.readySet(s.img, t0.Add(s.at), progress)
 				if r, ok := got[partitionRef{"pay-id", 0}]; ok != s.want || (ok && r != 1) {
 					t.Fatalf("step %d (at %v, offset %d, applied %d by incarnation %d): ready %v, want pay-0 ready %t",
 						i, s.at, s.img.Offset(), s.applied, s.inc, got, s.want)
 				}
 			}
 		})
+	}
+}
+
+// A preferred replica that has waited long enough and applied the log as
+// of where it was first seen waiting, but no longer keeps up with the log
+// (its latest heartbeat reported less than the log held at the one before:
+// it stopped receiving it), does not get its leadership back until it
+// does again.
+func TestPreferredWaitNeedsABrokerKeepingUp(t *testing.T) {
+	_, waiting := preferredImages(t)
+	t0 := time.Unix(1000, 0)
+	w0 := uint64(waiting.Offset())
+	w := newPreferredWait(500 * time.Millisecond)
+	keepingUp := true
+	progress := func(id int32, inc int64) (uint64, bool, bool) {
+		return w0, keepingUp, id == 1 && inc == 2
+	}
+	for i, s := range []struct {
+		at        time.Duration
+		keepingUp bool
+		want      bool
+	}{
+		{0, true, false},
+		{time.Second, false, false},
+		{2 * time.Second, false, false},
+		{2 * time.Second, true, true},
+	} {
+		keepingUp = s.keepingUp
+		got := w.readySet(waiting, t0.Add(s.at), progress)
+		if _, ok := got[partitionRef{"pay-id", 0}]; ok != s.want {
+			t.Fatalf("step %d (at %v, keeping up %t): ready %v, want pay-0 ready %t", i, s.at, s.keepingUp, got, s.want)
+		}
+	}
+}
+
+// keepingUp: a heartbeat keeps up when it reports applying at least the
+// offset the log had when the heartbeat before it arrived, and only while
+// it is recent.
+func TestSessionsKeepingUp(t *testing.T) {
+	s := newSessions(time.Second)
+	t0 := time.Unix(1000, 0)
+	s.touch(1, 7, t0)
+	beat := func(at time.Duration, applied int64, log uint64) bool {
+		s.touch(1, 7, t0.Add(at))
+		s.reportApplied(1, 7, applied, log)
+		return s.keepingUp(1, 7, t0.Add(at), 100*time.Millisecond)
+	}
+	for i, st := range []struct {
+		at      time.Duration
+		applied int64
+		log     uint64
+		want    bool
+	}{
+		{0, 10, 10, false},                      // the first heartbeat: nothing to compare with
+		{50 * time.Millisecond, 10, 12, true},   // at least the 10 the log had at the one before
+		{100 * time.Millisecond, 11, 15, false}, // below the 12 of the one before
+		{150 * time.Millisecond, 11, 15, false}, // stuck while the log held 15
+		{200 * time.Millisecond, 15, 15, true},  // caught up
+		{250 * time.Millisecond, -1, 16, false}, // reports nothing applied
+	} {
+		if got := beat(st.at, st.applied, st.log); got != st.want {
+			t.Fatalf("heartbeat %d (applied %d, log %d): keeping up %t, want %t", i, st.applied, st.log, got, st.want)
+		}
+	}
+	s.reportApplied(1, 7, 16, 16)
+	s.reportApplied(1, 7, 16, 16)
+	if !s.keepingUp(1, 7, t0.Add(300*time.Millisecond), 100*time.Millisecond) {
+		t.Fatal("not keeping up after two heartbeats at the log's end")
+	}
+	if s.keepingUp(1, 7, t0.Add(time.Second), 100*time.Millisecond) {
+		t.Fatal("keeping up 750 ms after its latest heartbeat")
+	}
+	if s.keepingUp(1, 8, t0.Add(300*time.Millisecond), 100*time.Millisecond) {
+		t.Fatal("another incarnation counted as keeping up")
 	}
 }

@@ -44,6 +44,14 @@ type session struct {
 	// applied is the metadata offset the broker's latest heartbeat of this
 	// incarnation reported applied (hasApplied: one did); preferred.go.
 	applied    uint64
+	// logAtBeat is this controller's metadata offset when the broker's
+	// latest heartbeat arrived (beaten: one did), and keepingUp says that
+	// heartbeat reported applying at least the logAtBeat of the one
+	// before it: the broker was within about a heartbeat interval of the
+	// metadata log (reportApplied, preferred.go).
+	logAtBeat uint64
+	beaten    bool
+	keepingUp bool
 	hasApplied bool
 }
 
@@ -101,16 +109,31 @@ func (s *sessions) touch(id int32, incarnation int64, now time.Time) {
 
 // reportApplied records the metadata offset a heartbeat of broker id's
 // incarnation reported applied (the highest such: heartbeats may be
-// answered out of order).
-func (s *sessions) reportApplied(id int32, incarnation int64, offset int64) {
+// answered out of order), arriving when this controller's metadata log
+// was at logOffset; and whether the broker keeps up with the log: that
+// heartbeat reported applying at least where the log was when the one
+// before it arrived. A broker that registered and caught up but can no
+// longer receive the log (a link that loses most of what it carries)
+// reports the same offset while the log moves on.
+func (s *sessions) reportApplied(id int32, incarnation int64, offset int64, logOffset uint64) {
 	ss, ok := s.m[id]
-	if !ok || ss.incarnation != incarnation || offset < 0 {
+	if !ok || ss.incarnation != incarnation {
 		return
 	}
-	if !ss.hasApplied || uint64(offset) > ss.applied {
+	ss.keepingUp = ss.beaten && offset >= 0 && uint64(offset) >= ss.logAtBeat
+	ss.logAtBeat, ss.beaten = logOffset, true
+	if offset >= 0 && (!ss.hasApplied || uint64(offset) > ss.applied) {
 		ss.applied, ss.hasApplied = uint64(offset), true
 	}
 	s.m[id] = ss
+}
+
+// keepingUp reports whether broker id's incarnation kept up with the
+// metadata log at its latest heartbeat (reportApplied), and that heartbeat
+// came at most within ago.
+func (s *sessions) keepingUp(id int32, incarnation int64, now time.Time, within time.Duration) bool {
+	ss, ok := s.m[id]
+	return ok && ss.incarnation == incarnation && ss.keepingUp && now.Sub(ss.heard) <= within
 }
 
 // appliedOf returns the metadata offset broker id's incarnation last
