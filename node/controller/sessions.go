@@ -43,15 +43,15 @@ type session struct {
 	confirmBy time.Time
 	// applied is the metadata offset the broker's latest heartbeat of this
 	// incarnation reported applied (hasApplied: one did); preferred.go.
-	applied    uint64
+	applied uint64
 	// logAtBeat is this controller's metadata offset when the broker's
 	// latest heartbeat arrived (beaten: one did), and keepingUp says that
 	// heartbeat reported applying at least the logAtBeat of the one
 	// before it: the broker was within about a heartbeat interval of the
 	// metadata log (reportApplied, preferred.go).
-	logAtBeat uint64
-	beaten    bool
-	keepingUp bool
+	logAtBeat  uint64
+	beaten     bool
+	keepingUp  bool
 	hasApplied bool
 }
 
