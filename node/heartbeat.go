@@ -141,6 +141,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 		}
 	}
 	var resp wire.BrokerHeartbeatResponse
+	lead := int32(n.raft.Status().Leader)
 	err := n.callController(hctx, wire.TypeBrokerHeartbeat, wire.BrokerHeartbeatRequest{
 		BrokerID:       n.cfg.ID,
 		Incarnation:    n.incarnation,
@@ -150,6 +151,8 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 		// confirms none of the answers (it can send but not receive).
 		Seq:      int64(seq),
 		AckedSeq: int64(acked),
+		// And holds leaderships back from one whose raft lost its leader.
+		MetadataLeader: &lead,
 	}, &resp, func() wire.ErrorCode { return resp.Err })
 	if err != nil {
 		var we *wire.Error

@@ -174,6 +174,12 @@ type BrokerHeartbeatRequest struct {
 	// that that its answers are lost (see controller sessions).
 	Seq      int64 `msgpack:"seq"`
 	AckedSeq int64 `msgpack:"acked"`
+	// MetadataLeader is the metadata log's (raft) leader as the broker's
+	// raft knows it, 0 for none; nil from a build that does not say. The
+	// controller hands a preferred replica its leadership back only while
+	// it names this controller: a broker whose raft lost the leader no
+	// longer receives the log, nor the record that would make it leader.
+	MetadataLeader *int32 `msgpack:"mlead,omitempty"`
 }
 type BrokerHeartbeatResponse struct {
 	Err           ErrorCode `msgpack:"err"`

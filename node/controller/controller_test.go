@@ -127,7 +127,7 @@ func TestControllerScripts(t *testing.T) {
 //	tick                        run the periodic checks
 //	advance d=DURATION          move the clock
 //	register id=N [inc=N] [broker-only]
-//	heartbeat id=N [inc=N] [offset=N] [shutdown] [seq=N acked=N]   (offset: the image's)
+//	heartbeat id=N [inc=N] [offset=N] [shutdown] [seq=N acked=N] [lead=N]   (offset: the image's; lead: the metadata leader it names, none: not said)
 //	up ids=1,2,3                register and heartbeat each (caught up)
 //	beat ids=1,2                a caught-up heartbeat from each
 //	create name=T partitions=N rf=N
@@ -157,9 +157,14 @@ func (h *harness) exec(t *testing.T, c scripttest.Cmd) string {
 		out = append(out, fmt.Sprintf("register: err=%v ctrl=%d", r.Err, r.ControllerID))
 	case "heartbeat":
 		id := int32(c.Int(t, "id", 0))
-		r := h.c.Heartbeat(ctx, wire.BrokerHeartbeatRequest{BrokerID: id, Incarnation: c.Int(t, "inc", h.inc(id)),
+		req := wire.BrokerHeartbeatRequest{BrokerID: id, Incarnation: c.Int(t, "inc", h.inc(id)),
 			MetadataOffset: c.Int(t, "offset", int64(h.store.Image().Offset())), WantShutdown: c.Flags["shutdown"],
-			Seq: c.Int(t, "seq", 0), AckedSeq: c.Int(t, "acked", 0)})
+			Seq: c.Int(t, "seq", 0), AckedSeq: c.Int(t, "acked", 0)}
+		if c.Has("lead") {
+			lead := int32(c.Int(t, "lead", 0))
+			req.MetadataLeader = &lead
+		}
+		r := h.c.Heartbeat(ctx, req)
 		out = append(out, fmt.Sprintf("heartbeat: err=%v fenced=%t ready=%t ctrl=%d", r.Err, r.Fenced, r.ShutdownReady, r.ControllerID))
 	case "up":
 		for _, id := range c.IDs(t, "ids") {

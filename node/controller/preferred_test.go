@@ -163,7 +163,7 @@ func TestSessionsKeepingUp(t *testing.T) {
 	s.touch(1, 7, t0)
 	beat := func(at time.Duration, applied int64, log uint64) bool {
 		s.touch(1, 7, t0.Add(at))
-		s.reportApplied(1, 7, applied, log)
+		s.reportApplied(1, 7, applied, log, true)
 		return s.keepingUp(1, 7, t0.Add(at), 100*time.Millisecond)
 	}
 	for i, st := range []struct {
@@ -183,11 +183,16 @@ func TestSessionsKeepingUp(t *testing.T) {
 			t.Fatalf("heartbeat %d (applied %d, log %d): keeping up %t, want %t", i, st.applied, st.log, got, st.want)
 		}
 	}
-	s.reportApplied(1, 7, 16, 16)
-	s.reportApplied(1, 7, 16, 16)
+	s.reportApplied(1, 7, 16, 16, true)
+	s.reportApplied(1, 7, 16, 16, true)
 	if !s.keepingUp(1, 7, t0.Add(300*time.Millisecond), 100*time.Millisecond) {
 		t.Fatal("not keeping up after two heartbeats at the log's end")
 	}
+	s.reportApplied(1, 7, 16, 16, false)
+	if s.keepingUp(1, 7, t0.Add(300*time.Millisecond), 100*time.Millisecond) {
+		t.Fatal("keeping up at the log's end while its raft follows no leader or another")
+	}
+	s.reportApplied(1, 7, 16, 16, true)
 	if s.keepingUp(1, 7, t0.Add(time.Second), 100*time.Millisecond) {
 		t.Fatal("keeping up 750 ms after its latest heartbeat")
 	}

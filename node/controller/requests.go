@@ -78,7 +78,10 @@ func (c *Controller) Heartbeat(ctx context.Context, req wire.BrokerHeartbeatRequ
 	if ok && b.Incarnation == req.Incarnation {
 		c.mu.Lock()
 		c.mu.sessions.touch(req.BrokerID, req.Incarnation, c.cfg.Now())
-		c.mu.sessions.reportApplied(req.BrokerID, req.Incarnation, req.MetadataOffset, img.Offset())
+		// A broker that names no metadata leader, or another one, is not
+		// receiving this controller's log (nil: an older build, trusted).
+		leaderOK := req.MetadataLeader == nil || *req.MetadataLeader == c.cfg.NodeID
+		c.mu.sessions.reportApplied(req.BrokerID, req.Incarnation, req.MetadataOffset, img.Offset(), leaderOK)
 		if b.Fenced {
 			// Before this heartbeat may unfence it: answers it missed
 			// while fenced must not fence it again the moment the unfence

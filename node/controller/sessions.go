@@ -112,15 +112,17 @@ func (s *sessions) touch(id int32, incarnation int64, now time.Time) {
 // answered out of order), arriving when this controller's metadata log
 // was at logOffset; and whether the broker keeps up with the log: that
 // heartbeat reported applying at least where the log was when the one
-// before it arrived. A broker that registered and caught up but can no
-// longer receive the log (a link that loses most of what it carries)
-// reports the same offset while the log moves on.
-func (s *sessions) reportApplied(id int32, incarnation int64, offset int64, logOffset uint64) {
+// before it arrived, and (leaderOK) that its raft follows this
+// controller. A broker that registered and caught up but can no longer
+// receive the log (a link that loses most of what it carries) reports the
+// same offset while the log moves on, and its raft soon loses the leader
+// (which shows also while the log stands still).
+func (s *sessions) reportApplied(id int32, incarnation int64, offset int64, logOffset uint64, leaderOK bool) {
 	ss, ok := s.m[id]
 	if !ok || ss.incarnation != incarnation {
 		return
 	}
-	ss.keepingUp = ss.beaten && offset >= 0 && uint64(offset) >= ss.logAtBeat
+	ss.keepingUp = ss.beaten && leaderOK && offset >= 0 && uint64(offset) >= ss.logAtBeat
 	ss.logAtBeat, ss.beaten = logOffset, true
 	if offset >= 0 && (!ss.hasApplied || uint64(offset) > ss.applied) {
 		ss.applied, ss.hasApplied = uint64(offset), true
