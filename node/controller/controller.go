@@ -461,7 +461,8 @@ func (c *Controller) tick(ctx context.Context) {
 	c.mu.Lock()
 	ready := c.mu.preferred.readySet(img, now, func(id int32, inc int64) (uint64, bool, bool) {
 		off, ok := c.mu.sessions.appliedOf(id, inc)
-		// Its latest heartbeat within two intervals: one more may be late.
+		// Its latest heartbeat within two intervals: one more may be late
+		// (keepingUpLocked).
 		return off, c.mu.sessions.keepingUp(id, inc, now, 2*c.cfg.HeartbeatInterval), ok
 	})
 	c.mu.Unlock()
@@ -519,12 +520,19 @@ func (c *Controller) sessionChecks() []*request {
 		ss := c.mu.sessions.m[b.ID]
 		overdue[i], silence[i], closed[i], closedBy[i] = now.Sub(ss.deadline), now.Sub(ss.heard), !ss.closedAt.IsZero(), ss.closedBy
 	}
+
 	deaf := c.mu.sessions.unanswered(img, now)
+	var keeping map[int32]bool // the brokers keeping up with the metadata log, as of now
+	if len(expired)+len(deaf) > 0 {
+		keeping = c.keepingUpLocked(img, now)
+	}
 	c.mu.Unlock()
 	var reqs []*request
 	fence := func(b metadata.BrokerState, cause fenceCause, by portFinder) {
 		reqs = append(reqs, &request{kind: "fence", decide: func(m *metadata.Image) ([]metadata.Record, error) {
-			recs := metadata.DecideFence(m, b.ID, b.Incarnation)
+			// Its partitions go to replicas that will hear of it, where
+			// their ISR has one (metadata.DecideFenceFavoring).
+			recs := metadata.DecideFenceFavoring(m, b.ID, b.Incarnation, func(id int32) bool { return keeping[id] })
 			if len(recs) > 0 {
 				c.fences[cause].Add(1)
 				if cause == fenceClosedPort {
@@ -552,4 +560,17 @@ func (c *Controller) sessionChecks() []*request {
 		fence(b, fenceDeaf, 0)
 	}
 	return reqs
+}
+
+// keepingUpLocked returns the unfenced brokers of img whose current
+// incarnation keeps up with the metadata log at its latest heartbeat, at
+// most two heartbeat intervals old (sessions.keepingUp). c.mu held.
+func (c *Controller) keepingUpLocked(img *metadata.Image, now time.Time) map[int32]bool {
+	out := map[int32]bool{}
+	for _, b := range img.Brokers() {
+		if !b.Fenced && c.mu.sessions.keepingUp(b.ID, b.Incarnation, now, 2*c.cfg.HeartbeatInterval) {
+			out[b.ID] = true
+		}
+	}
+	return out
 }

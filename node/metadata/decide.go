@@ -129,13 +129,24 @@ func DecideRegister(img *Image, ev RegisterEvent) ([]Record, error) {
 // unless the topic enables unclean election. Nothing happens when the
 // incarnation is not current or already fenced.
 func DecideFence(img *Image, id int32, incarnation int64) []Record {
+	return DecideFenceFavoring(img, id, incarnation, nil)
+}
+
+// DecideFenceFavoring is DecideFence where a partition whose leader changes
+// takes the first remaining ISR member in assignment order that favored
+// accepts, when there is one, instead of the first: the same ISR and ELR,
+// only another of its members leads (all hold every record below the HW).
+// The controller favors brokers that keep up with the metadata log: one
+// that does not would not hear of its leadership for as long as it lags.
+// A nil favored favors every broker.
+func DecideFenceFavoring(img *Image, id int32, incarnation int64, favored func(int32) bool) []Record {
 	b, ok := img.Broker(id)
 	if !ok || b.Incarnation != incarnation || b.Fenced {
 		return nil
 	}
 	out := []Record{BrokerFenced{ID: id, Incarnation: incarnation}}
 	eligible := func(x int32) bool { return x != id && img.Live(x) }
-	return append(out, removeFromPartitions(img, id, eligible)...)
+	return append(out, removeFromPartitions(img, id, eligible, favored)...)
 }
 
 // HeartbeatEvent is a broker heartbeat.
@@ -169,7 +180,7 @@ func DecideHeartbeat(img *Image, ev HeartbeatEvent) ([]Record, error) {
 		}
 		out := []Record{BrokerControlledShutdown{ID: b.ID, Incarnation: b.Incarnation}}
 		eligible := func(x int32) bool { return x != b.ID && img.Live(x) }
-		out = append(out, removeFromPartitions(img, b.ID, eligible)...)
+		out = append(out, removeFromPartitions(img, b.ID, eligible, nil)...)
 		return append(out, BrokerFenced{ID: b.ID, Incarnation: b.Incarnation}), nil
 	}
 	if !b.Fenced || b.ShuttingDown || ev.MetadataOffset < 0 || uint64(ev.MetadataOffset) < b.CatchUpOffset {

@@ -121,8 +121,9 @@ func without(s []int32, id int32) []int32 { return minus(s, []int32{id}) }
 
 // removeFromPartitions takes broker id out of every ISR and leadership,
 // electing replacements (the shared core of fencing and controlled shutdown).
-// eligible must already exclude id.
-func removeFromPartitions(img *Image, id int32, eligible func(int32) bool) []Record {
+// eligible must already exclude id. Where the leader changes, favored (nil:
+// none) picks among the ISR members that could lead (favorLeader).
+func removeFromPartitions(img *Image, id int32, eligible, favored func(int32) bool) []Record {
 	var out []Record
 	img.EachPartition(func(p PartitionState) bool {
 		if !p.InISR(id) && p.Leader != id {
@@ -130,11 +131,30 @@ func removeFromPartitions(img *Image, id int32, eligible func(int32) bool) []Rec
 		}
 		t, _ := img.Topic(p.Topic)
 		if c, ok := partitionChange(p, without(p.ISR, id), eligible, t.UncleanLeaderElection(), t.MinISR); ok {
-			out = append(out, c)
+			out = append(out, favorLeader(p, c, without(p.ISR, id), eligible, favored, t.MinISR))
 		}
 		return true
 	})
 	return out
+}
+
+// favorLeader returns c, p's change to targetISR, with its new leader
+// replaced by the first member of targetISR in assignment order that is
+// eligible and favored, if c elected a leader that favored does not
+// accept and such a member leads with the same ISR and ELR. Only the
+// choice among the ISR's members changes: not the current leader kept, not
+// an election from the ELR or an unclean one, and never an ISR.
+func favorLeader(p PartitionState, c PartitionChange, targetISR []int32, eligible, favored func(int32) bool, minISR int32) PartitionChange {
+	if favored == nil || c.Leader == NoLeader || c.Leader == p.Leader || favored(c.Leader) {
+		return c
+	}
+	both := func(x int32) bool { return eligible(x) && favored(x) }
+	f, ok := partitionChange(p, targetISR, both, false, minISR)
+	if !ok || f.Leader == NoLeader || !slices.Contains(targetISR, f.Leader) ||
+		!slices.Equal(f.ISR, c.ISR) || !slices.Equal(f.ELR, c.ELR) {
+		return c
+	}
+	return f
 }
 
 // electOffline gives a leader to every offline partition that can now have

@@ -95,6 +95,72 @@ func TestFenceProperties(t *testing.T) {
 	}
 }
 
+// TestFenceFavoringProperties: fencing with a random set of favored
+// brokers gives the same records as without, except that a partition whose
+// leader changes to a member of its new ISR may have another member of that
+// ISR lead, a favored one, whenever the unfavored choice is not favored and
+// a favored eligible member exists; ISRs, ELRs and epochs are the same.
+func TestFenceFavoringProperties(t *testing.T) {
+	f := func(seed uint64) bool {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		img := randomWalk(t, rng, 60)
+		live := img.UnfencedBrokers()
+		if len(live) == 0 {
+			return true
+		}
+		id := live[rng.IntN(len(live))]
+		b, _ := img.Broker(id)
+		favoredSet := map[int32]bool{}
+		for _, x := range live {
+			favoredSet[x] = rng.IntN(2) == 0
+		}
+		favored := func(x int32) bool { return favoredSet[x] }
+		plain := DecideFence(img, id, b.Incarnation)
+		fav := DecideFenceFavoring(img, id, b.Incarnation, favored)
+		if len(plain) != len(fav) {
+			t.Logf("%d records with favor, %d without", len(fav), len(plain))
+			return false
+		}
+		for i := range plain {
+			pc, ok := plain[i].(PartitionChange)
+			if !ok {
+				if !reflect.DeepEqual(plain[i], fav[i]) {
+					t.Logf("record %d: %v with favor, %v without", i, fav[i], plain[i])
+					return false
+				}
+				continue
+			}
+			fc := fav[i].(PartitionChange)
+			old, _ := img.Partition(pc.Topic, pc.Partition)
+			same := fc
+			same.Leader = pc.Leader
+			if !reflect.DeepEqual(same, pc) {
+				t.Logf("%s: %+v with favor, %+v without: more than the leader differs", old, fc, pc)
+				return false
+			}
+			if fc.Leader == pc.Leader {
+				if pc.Leader != old.Leader && pc.Leader != NoLeader && !favored(pc.Leader) && slices.Contains(pc.ISR, pc.Leader) {
+					for _, r := range pc.ISR {
+						if r != id && favored(r) && img.Live(r) {
+							t.Logf("%s: new leader %d not favored though %d in its ISR is", old, pc.Leader, r)
+							return false
+						}
+					}
+				}
+				continue
+			}
+			if old.Leader == pc.Leader || !slices.Contains(pc.ISR, fc.Leader) || !favored(fc.Leader) || favored(pc.Leader) {
+				t.Logf("%s: leader %d with favor, %d without (was %d)", old, fc.Leader, pc.Leader, old.Leader)
+				return false
+			}
+		}
+		return true
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 300}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRandomWalkDeltas: over random decision sequences, every image keeps its
 // invariants, each entry's delta equals Diff of the images around it, merged
 // deltas equal the Diff over the whole walk, and snapshots round-trip.

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 //	register id=N [inc=N] [addr=A] [ctrl]   DecideRegister (inc defaults to 1)
 //	heartbeat id=N [inc=N] [offset=N] [shutdown]
 //	                                        DecideHeartbeat (inc: current, offset: image offset)
-//	up ids=1,2,3                            register (inc 1) + caught-up heartbeat for each
+//	fence id=N [inc=N] [favored=N,M|none]   DecideFence (session expired); with favored, DecideFenceFavoring
 //	fence id=N [inc=N]                      DecideFence (session expired)
 //	create name=T partitions=N rf=N [min-isr=N] [seed=N] [id=ID] [unclean]
 //	                                        (id defaults to id-T)
@@ -130,7 +131,17 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		return strings.Join(out, "\n")
 	case "fence":
 		id := int32(c.Int(t, "id", 0))
-		return s.apply(DecideFence(s.img, id, c.Int(t, "inc", s.curInc(id))), nil)
+		inc := c.Int(t, "inc", s.curInc(id))
+		if !c.Has("favored") {
+			return s.apply(DecideFence(s.img, id, inc), nil)
+		}
+		// favored=N,M: the brokers the controller favors (keeping up with
+		// the metadata log); favored=none: none.
+		var favored []int32
+		if c.Args["favored"] != "none" {
+			favored = c.IDs(t, "favored")
+		}
+		return s.apply(DecideFenceFavoring(s.img, id, inc, func(x int32) bool { return slices.Contains(favored, x) }), nil)
 	case "create":
 		var cfg map[string]string
 		if c.Flags["unclean"] {
