@@ -50,6 +50,13 @@ type FailoverTrial struct {
 	// datagrams to it: the process was gone), "session" (its session ran out); "" when unknown (an existing
 	// cluster, a scrape that failed, or no single cause counted).
 	FencedBy string `json:"fenced_by,omitempty"`
+	// PortFoundBy, for a victim fenced as port_closed, is what found its
+	// port closed (paymentlog_controller_port_closed_fences_total): "probe"
+	// (the controller's probe was refused), "traffic" (the controller
+	// node's own datagrams to it drew an ICMP port unreachable) or "raft"
+	// (the raft follower that became controller found it so); "" when
+	// unknown.
+	PortFoundBy string `json:"port_found_by,omitempty"`
 	// KillCmdMs is how long the kill took, from its start to its return
 	// (-1: no kill). With --kill-cmd the SIGKILL came somewhere in it, so
 	// each time above is at most KillCmdMs above the true figure.
@@ -284,7 +291,7 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch,
 		failed := tr.Error != ""
 		tr.LogsKept = r.keepIfSlow(logs, "failover", n, longestMs(tr.FenceMs, tr.NewLeaderMs, tr.UnavailableMs, tr.ConsumerResumeMs), failed)
 	}()
-	fencesBefore := r.fenceCounts(ctx, tr.Victim)
+	fencesBefore, foundBefore := r.fenceCounts(ctx, tr.Victim)
 	tr.killAt = time.Now()
 	killAt.Store(tr.killAt.UnixNano())
 	rw.arm(tr.killAt)
@@ -305,7 +312,11 @@ func (r *runner) failoverTrial(ctx context.Context, w *watcher, rw *resumeWatch,
 	}); err == nil {
 		tr.fenceAt = fv.at
 		tr.FenceMs = ms(fv.at.Sub(tr.killAt))
-		tr.FencedBy = fencedBy(fencesBefore, r.fenceCounts(ctx, tr.Victim))
+		fencesAfter, foundAfter := r.fenceCounts(ctx, tr.Victim)
+		tr.FencedBy = fencedBy(fencesBefore, fencesAfter)
+		if tr.FencedBy == "port_closed" {
+			tr.PortFoundBy = fencedBy(foundBefore, foundAfter)
+		}
 	}
 	if lv, err := w.waitFor(sctx, tr.killAt, func(md *wire.MetadataResponse) bool {
 		p, ok := partitionOf(md, topic, 0)
@@ -681,24 +692,21 @@ func (r *runner) readBack(ctx context.Context, topic string, want map[int32]int6
 	return out, nil
 }
 
-// fenceCounts sums the fences by cause that the local nodes other than
-// except have counted as controllers; nil when unknown (not a local
-// cluster, or a scrape failed).
-func (r *runner) fenceCounts(ctx context.Context, except int32) map[string]uint64 {
+// fenceCounts sums the fences by cause, and the port_closed ones by what
+// found the port, that the local nodes other than except have counted as
+// controllers; nil when unknown (not a local cluster, or a scrape failed).
+func (r *runner) fenceCounts(ctx context.Context, except int32) (byCause, portFoundBy map[string]uint64) {
 	lt, ok := r.target.(*localTarget)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	addrs := lt.metricsAddrs()
 	delete(addrs, except)
 	c, err := scrapeNodes(ctx, addrs)
 	if err != nil || c == nil {
-		return nil
+		return nil, nil
 	}
-	if c.fences == nil {
-		return map[string]uint64{}
-	}
-	return c.fences
+	return addCounts(nil, c.fences), addCounts(nil, c.portFoundBy)
 }
 
 // fencedBy is the one cause whose count rose from before to after ("" when

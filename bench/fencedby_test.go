@@ -12,13 +12,20 @@ func TestFencedBy(t *testing.T) {
 		"# TYPE paymentlog_controller_broker_fences_total counter\n" +
 		`paymentlog_controller_broker_fences_total{cause="session"} 2` + "\n" +
 		`paymentlog_controller_broker_fences_total{cause="port_closed"} 5` + "\n" +
-		`paymentlog_controller_broker_fences_total{cause="deaf"} 0` + "\n"
+		`paymentlog_controller_broker_fences_total{cause="deaf"} 0` + "\n" +
+		"# TYPE paymentlog_controller_port_closed_fences_total counter\n" +
+		`paymentlog_controller_port_closed_fences_total{found_by="probe"} 1` + "\n" +
+		`paymentlog_controller_port_closed_fences_total{found_by="traffic"} 4` + "\n" +
+		`paymentlog_controller_port_closed_fences_total{found_by="raft"} 0` + "\n"
 	c, err := parseNodeMetrics(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.fences["session"] != 2 || c.fences["port_closed"] != 5 || c.fences["deaf"] != 0 {
 		t.Fatalf("fences %v", c.fences)
+	}
+	if c.portFoundBy["probe"] != 1 || c.portFoundBy["traffic"] != 4 || c.portFoundBy["raft"] != 0 || len(c.portFoundBy) != 3 {
+		t.Fatalf("port_closed fences by finder %v", c.portFoundBy)
 	}
 	before := map[string]uint64{"session": 2, "port_closed": 5}
 	for _, tc := range []struct {
@@ -40,9 +47,11 @@ func TestFencedBy(t *testing.T) {
 		t.Errorf("fencedBy without a count before = %q", got)
 	}
 
-	trials := []FailoverTrial{{FencedBy: "port_closed"}, {FencedBy: "port_closed"}, {FencedBy: "session"}, {}}
+	trials := []FailoverTrial{{FencedBy: "port_closed", PortFoundBy: "traffic"}, {FencedBy: "port_closed", PortFoundBy: "probe"},
+		{FencedBy: "port_closed", PortFoundBy: "traffic"}, {FencedBy: "session"}, {}}
 	line := fencedByLine(trials)
-	for _, want := range []string{"its port found closed (the process was gone; --port-probe-after) in 2", "session running out (--session-timeout) in 1", "not known in 1"} {
+	for _, want := range []string{"its port found closed (the process was gone; --port-probe-after) in 3 (by the controller's own traffic in 2, its probe in 1)",
+		"session running out (--session-timeout) in 1", "not known in 1"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("fenced by line %q lacks %q", line, want)
 		}

@@ -33,8 +33,10 @@ type nodeCounters struct {
 	// leader and flush are the acks=all produce and log flush latency
 	// histograms (LatencyStages); zero when a node lacks them.
 	leader, flush metrics.HistogramSnapshot
-	// fences is paymentlog_controller_broker_fences_total by cause.
-	fences map[string]uint64
+	// fences is paymentlog_controller_broker_fences_total by cause, and
+	// portFoundBy paymentlog_controller_port_closed_fences_total by what
+	// found the port closed.
+	fences, portFoundBy map[string]uint64
 }
 
 // scrapeNodes sums the nodes' counters; nil without metrics addresses, and
@@ -58,12 +60,8 @@ func scrapeNodes(ctx context.Context, addrs map[int32]string) (*nodeCounters, er
 		sum.msgs.ReorderRefused += c.msgs.ReorderRefused
 		sum.produceBytes += c.produceBytes
 		sum.hasProduceBytes = sum.hasProduceBytes && c.hasProduceBytes
-		for cause, n := range c.fences {
-			if sum.fences == nil {
-				sum.fences = map[string]uint64{}
-			}
-			sum.fences[cause] += n
-		}
+		sum.fences = addCounts(sum.fences, c.fences)
+		sum.portFoundBy = addCounts(sum.portFoundBy, c.portFoundBy)
 		sums = append(sums, c)
 	}
 	sum.leader, sum.flush = sumHistograms(sums, func(c nodeCounters) metrics.HistogramSnapshot { return c.leader }),
@@ -136,16 +134,13 @@ func parseNodeMetrics(r io.Reader) (nodeCounters, error) {
 			}
 			continue
 		}
-		if family == "paymentlog_controller_broker_fences_total" {
-			cause, _ := labelValue(labels, "cause")
+		if dst, label := labelledCount(&c, family); dst != nil {
+			key, _ := labelValue(labels, label)
 			n, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
 				return c, fmt.Errorf("%s: %w", name, err)
 			}
-			if c.fences == nil {
-				c.fences = map[string]uint64{}
-			}
-			c.fences[cause] += n
+			*dst = addCounts(*dst, map[string]uint64{key: n})
 			continue
 		}
 		var dst *uint64
@@ -273,3 +268,16 @@ func labelValue(labels, k string) (string, bool) {
 	}
 	return "", false
 }
+
+// labelledCount returns where c keeps the counter family by its label
+// (the map and the label's name); nil for any other family.
+func labelledCount(c *nodeCounters, family string) (*map[string]uint64, string) {
+	switch family {
+	case "paymentlog_controller_broker_fences_total":
+		return &c.fences, "cause"
+	case "paymentlog_controller_port_closed_fences_total":
+		return &c.portFoundBy, "found_by"
+	}
+	return nil, ""
+}
+

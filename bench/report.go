@@ -426,7 +426,7 @@ func fencedByLine(trials []FailoverTrial) string {
 	var parts []string
 	for _, cause := range []string{"port_closed", "session", "deaf"} {
 		if n := counts[cause]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s in %d", names[cause], n))
+			parts = append(parts, fmt.Sprintf("%s in %d%s", names[cause], n, portFoundByPart(trials, cause)))
 			delete(counts, cause)
 		}
 	}
@@ -437,4 +437,35 @@ func fencedByLine(trials []FailoverTrial) string {
 		parts = append(parts, fmt.Sprintf("not known in %d", unknown))
 	}
 	return strings.Join(parts, ", ") + " of the trials"
+}
+
+// portFoundByPart is, for cause port_closed, what found the ports closed in
+// how many of the trials (FailoverTrial.PortFoundBy), e.g. " (by the
+// controller's own traffic in 7, its probe in 3)"; "" otherwise or when no
+// trial knows.
+func portFoundByPart(trials []FailoverTrial, cause string) string {
+	if cause != "port_closed" {
+		return ""
+	}
+	counts := map[string]int{}
+	for _, t := range trials {
+		if t.FencedBy == cause && t.PortFoundBy != "" {
+			counts[t.PortFoundBy]++
+		}
+	}
+	names := map[string]string{"traffic": "the controller's own traffic", "probe": "its probe", "raft": "the new controller's raft"}
+	var parts []string
+	for _, by := range []string{"traffic", "probe", "raft"} {
+		if n := counts[by]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s in %d", names[by], n))
+			delete(counts, by)
+		}
+	}
+	for _, by := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s in %d", by, counts[by]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (by " + strings.Join(parts, ", ") + ")"
 }
