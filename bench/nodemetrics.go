@@ -280,4 +280,3 @@ func labelledCount(c *nodeCounters, family string) (*map[string]uint64, string) 
 	}
 	return nil, ""
 }
-
