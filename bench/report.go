@@ -422,9 +422,10 @@ func fencedByLine(trials []FailoverTrial) string {
 		"port_closed": "its port found closed (the process was gone; --port-probe-after)",
 		"session":     "its session running out (--session-timeout)",
 		"deaf":        "its answers not reaching it",
+		"no_metadata": "its raft hearing no metadata leader",
 	}
 	var parts []string
-	for _, cause := range []string{"port_closed", "session", "deaf"} {
+	for _, cause := range []string{"port_closed", "session", "deaf", "no_metadata"} {
 		if n := counts[cause]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s in %d%s", names[cause], n, portFoundByPart(trials, cause)))
 			delete(counts, cause)

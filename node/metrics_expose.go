@@ -124,7 +124,7 @@ func (n *Node) writeControllerMetrics(w *metrics.Writer) {
 		fences, probes = n.ctrl.FenceCounts()
 	}
 	w.Family("paymentlog_controller_broker_fences_total", metrics.TypeCounter,
-		"Brokers this node fenced as the active controller, by cause: session (no heartbeat for --session-timeout), port_closed (silent, and its host refused a probe of its port or this node's datagrams to it: its process is gone; --port-probe-after), deaf (its heartbeats arrive, the answers do not reach it).")
+		"Brokers this node fenced as the active controller, by cause: session (no heartbeat for --session-timeout), port_closed (silent, and its host refused a probe of its port or this node's datagrams to it: its process is gone; --port-probe-after), deaf (its heartbeats arrive, the answers do not reach it), no_metadata (its heartbeats and their answers arrive, but for 1.5 session timeouts its raft has followed no metadata leader or another: it does not receive the metadata log).")
 	for i, cause := range controller.FenceCauses {
 		w.Uint(metrics.Labels{"cause", cause}, fences[i])
 	}

@@ -17,7 +17,9 @@
 // fences anyone. Sessions live in memory on the active controller only, on
 // the injected clock; a check tick fences expired brokers, and brokers whose
 // heartbeats arrive but who have confirmed none of the answers for 1.5
-// session timeouts (they can send but not receive: see sessions.unanswered),
+// session timeouts (they can send but not receive: see sessions.unanswered)
+// or whose raft has followed no leader or another for as long (they do not
+// receive the metadata log: sessions.strayed),
 // moves leadership back to preferred replicas, and adds broker-only nodes as
 // raft learners.
 //
@@ -33,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -522,8 +525,14 @@ func (c *Controller) sessionChecks() []*request {
 	}
 
 	deaf := c.mu.sessions.unanswered(img, now)
+	var strayed []metadata.BrokerState
+	for _, b := range c.mu.sessions.strayed(img, now) {
+		if b.ID != c.cfg.NodeID && !slices.ContainsFunc(deaf, func(d metadata.BrokerState) bool { return d.ID == b.ID }) {
+			strayed = append(strayed, b)
+		}
+	}
 	var keeping map[int32]bool // the brokers keeping up with the metadata log, as of now
-	if len(expired)+len(deaf) > 0 {
+	if len(expired)+len(deaf)+len(strayed) > 0 {
 		keeping = c.keepingUpLocked(img, now)
 	}
 	c.mu.Unlock()
@@ -558,6 +567,11 @@ func (c *Controller) sessionChecks() []*request {
 		c.log.Warn("broker's heartbeats arrive but it confirms none of the answers (for 1.5 session timeouts, or since it was the controller this one replaced; it cannot receive); fencing",
 			"broker", b.ID, "incarnation", b.Incarnation)
 		fence(b, fenceDeaf, 0)
+	}
+	for _, b := range strayed {
+		c.log.Warn("broker's heartbeats arrive but its raft has followed no metadata leader, or another, for 1.5 session timeouts (it does not receive the metadata log); fencing",
+			"broker", b.ID, "incarnation", b.Incarnation)
+		fence(b, fenceStrayed, 0)
 	}
 	return reqs
 }

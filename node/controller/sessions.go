@@ -53,6 +53,11 @@ type session struct {
 	beaten     bool
 	keepingUp  bool
 	hasApplied bool
+	// strayedAt is when the broker's heartbeats began to name a metadata
+	// leader other than this controller, or none (zero: the latest named
+	// it, or said nothing): its raft is not receiving this controller's
+	// log (strayed).
+	strayedAt time.Time
 }
 
 func newSessions(timeout time.Duration) *sessions {
@@ -124,6 +129,12 @@ func (s *sessions) reportApplied(id int32, incarnation int64, offset int64, logO
 	}
 	ss.keepingUp = ss.beaten && leaderOK && offset >= 0 && uint64(offset) >= ss.logAtBeat
 	ss.logAtBeat, ss.beaten = logOffset, true
+	switch {
+	case leaderOK:
+		ss.strayedAt = time.Time{}
+	case ss.strayedAt.IsZero():
+		ss.strayedAt = ss.heard
+	}
 	if offset >= 0 && (!ss.hasApplied || uint64(offset) > ss.applied) {
 		ss.applied, ss.hasApplied = uint64(offset), true
 	}
@@ -243,6 +254,28 @@ func (s *sessions) expectConfirmation(id int32, by time.Time) {
 // after its link heals; a broker deaf for less than a session timeout is
 // then not fenced, as a silent one is not.
 func (s *sessions) unansweredAfter() time.Duration { return s.timeout + s.timeout/2 }
+
+// strayed returns the unfenced brokers of img, in id order, whose session
+// is alive but whose heartbeats have named a metadata leader other than
+// this controller, or none, for longer than unansweredAfter: their raft
+// receives nothing of this controller's log (a link that carries small
+// heartbeats and their answers but not the raft traffic: seen with heavy
+// loss on a narrow link), so they would not hear of a leadership, an ISR
+// change or a fencing. A short stray (a raft election, a leader handoff)
+// is over long before.
+func (s *sessions) strayed(img *metadata.Image, now time.Time) []metadata.BrokerState {
+	var out []metadata.BrokerState
+	for _, b := range img.Brokers() {
+		ss, ok := s.m[b.ID]
+		if !ok || ss.incarnation != b.Incarnation || b.Fenced || ss.strayedAt.IsZero() || now.After(ss.deadline) || !ss.closedAt.IsZero() {
+			continue
+		}
+		if now.After(ss.strayedAt.Add(s.unansweredAfter())) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
 // unanswered returns the unfenced brokers of img, in id order, whose
 // session is alive but who have not confirmed an answer sent more than

@@ -105,11 +105,12 @@ const (
 	fenceSession    fenceCause = iota // its session ran out
 	fenceClosedPort                   // silent, and its port found closed (probe.go)
 	fenceDeaf                         // its heartbeats arrive, our answers do not reach it
+	fenceStrayed                      // its heartbeats arrive, its raft hears nothing of ours (sessions.strayed)
 	numFenceCauses
 )
 
 // FenceCauses names the causes of FenceCounts, in its order.
-var FenceCauses = [numFenceCauses]string{"session", "port_closed", "deaf"}
+var FenceCauses = [numFenceCauses]string{"session", "port_closed", "deaf", "no_metadata"}
 
 // portFinder is what found a silent broker's port closed (probe.go).
 type portFinder int
