@@ -23,6 +23,11 @@ func SetApplyGate(cfg *Config, gate func(index uint64)) { cfg.applyGate = gate }
 // unanswered (the dead host's ICMP errors for this peer spent).
 func SetProbesUnanswered(cfg *Config) { cfg.probesUnanswered = true }
 
+// SetRaftDeaf makes the node started with cfg drop every raft frame it
+// receives while deaf returns true: its metadata log hears nothing, the
+// rest of its traffic flows.
+func SetRaftDeaf(cfg *Config, deaf func() bool) { cfg.raftDeaf = deaf }
+
 // Incarnation is the node process's broker incarnation.
 func (n *Node) Incarnation() int64 { return n.incarnation }
 

@@ -55,6 +55,9 @@ type Config struct {
 	SnapshotEvery    uint64 // entries between snapshots, default 10000
 	CatchUpEntries   uint64 // entries kept behind a snapshot, default 5000
 	NoSync           bool   // skip fsync (tests only)
+	// DropIncoming, if set and true for a frame's sender, drops the frame
+	// unread, as a link that loses the raft traffic would (tests only).
+	DropIncoming func(from uint64) bool
 	// ForwardProposals lets a follower's Propose be forwarded to the leader.
 	// Off by default: only the active controller proposes, and only what it
 	// decided as leader; a proposal made by a node that has lost leadership

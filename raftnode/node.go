@@ -336,6 +336,12 @@ func (n *Node) Campaign(ctx context.Context) error {
 // receive is the inbound handler: it checks a frame and hands its messages to
 // the loop, waiting until the loop takes them (back-pressure on the stream).
 func (n *Node) receive(ctx context.Context, f *raftFrame, done func()) error {
+	if drop := n.cfg.DropIncoming; drop != nil && drop(f.From) {
+		if done != nil {
+			done()
+		}
+		return nil
+	}
 	msgs, err := decodeFrameMessages(f, n.id)
 	if err != nil {
 		n.lg.Warn("raftnode: rejecting frame", "from", f.From, "err", err)
