@@ -51,14 +51,11 @@ func TestAssignReplicasProperties(t *testing.T) {
 // leader epoch moves exactly when the leader does.
 func TestFenceProperties(t *testing.T) {
 	f := func(seed uint64) bool {
-		rng := rand.New(rand.NewPCG(seed, 1))
-		img := randomWalk(t, rng, 60)
-		live := img.UnfencedBrokers()
-		if len(live) == 0 {
+		img, b, found := randomFenceTarget(t, rand.New(rand.NewPCG(seed, 1)))
+		if !found {
 			return true
 		}
-		id := live[rng.IntN(len(live))]
-		b, _ := img.Broker(id)
+		id := b.ID
 		next, _, err := img.ApplyEntry(img.Offset()+1, DecideFence(img, id, b.Incarnation))
 		if err != nil {
 			t.Logf("rejected: %v", err)
@@ -103,15 +100,13 @@ func TestFenceProperties(t *testing.T) {
 func TestFenceFavoringProperties(t *testing.T) {
 	f := func(seed uint64) bool {
 		rng := rand.New(rand.NewPCG(seed, 3))
-		img := randomWalk(t, rng, 60)
-		live := img.UnfencedBrokers()
-		if len(live) == 0 {
+		img, b, ok := randomFenceTarget(t, rng)
+		if !ok {
 			return true
 		}
-		id := live[rng.IntN(len(live))]
-		b, _ := img.Broker(id)
+		id := b.ID
 		favoredSet := map[int32]bool{}
-		for _, x := range live {
+		for _, x := range img.UnfencedBrokers() {
 			favoredSet[x] = rng.IntN(2) == 0
 		}
 		favored := func(x int32) bool { return favoredSet[x] }
@@ -450,4 +445,16 @@ func randomVersion(rng *rand.Rand) int32 {
 		return 0
 	}
 	return MetadataVersion
+}
+
+// randomFenceTarget walks to a random image and picks one of its unfenced
+// brokers to fence; ok false when it has none.
+func randomFenceTarget(t *testing.T, rng *rand.Rand) (*Image, BrokerState, bool) {
+	img := randomWalk(t, rng, 60)
+	live := img.UnfencedBrokers()
+	if len(live) == 0 {
+		return img, BrokerState{}, false
+	}
+	b, _ := img.Broker(live[rng.IntN(len(live))])
+	return img, b, true
 }
