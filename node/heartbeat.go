@@ -151,7 +151,9 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 		// confirms none of the answers (it can send but not receive).
 		Seq:      int64(seq),
 		AckedSeq: int64(acked),
-		// And holds leaderships back from one whose raft lost its leader.
+		// And one whose raft follows no leader, or another, for as long:
+		// it does not receive the metadata log (it gets no leadership
+		// meanwhile).
 		MetadataLeader: &lead,
 	}, &resp, func() wire.ErrorCode { return resp.Err })
 	if err != nil {

@@ -175,10 +175,11 @@ type BrokerHeartbeatRequest struct {
 	Seq      int64 `msgpack:"seq"`
 	AckedSeq int64 `msgpack:"acked"`
 	// MetadataLeader is the metadata log's (raft) leader as the broker's
-	// raft knows it, 0 for none; nil from a build that does not say. The
-	// controller hands a preferred replica its leadership back only while
-	// it names this controller: a broker whose raft lost the leader no
-	// longer receives the log, nor the record that would make it leader.
+	// raft knows it, 0 for none; nil from a build that does not say. A
+	// broker that names another, or none, does not receive the active
+	// controller's log, nor the records that would make it leader or fence
+	// it: the controller gives it no leadership meanwhile (preferred or on
+	// a fence) and fences it after 1.5 session timeouts of that.
 	MetadataLeader *int32 `msgpack:"mlead,omitempty"`
 }
 type BrokerHeartbeatResponse struct {

@@ -523,7 +523,6 @@ func (c *Controller) sessionChecks() []*request {
 		ss := c.mu.sessions.m[b.ID]
 		overdue[i], silence[i], closed[i], closedBy[i] = now.Sub(ss.deadline), now.Sub(ss.heard), !ss.closedAt.IsZero(), ss.closedBy
 	}
-
 	deaf := c.mu.sessions.unanswered(img, now)
 	var strayed []metadata.BrokerState
 	for _, b := range c.mu.sessions.strayed(img, now) {
