@@ -141,7 +141,7 @@ func (n *Node) heartbeatOnce(ctx context.Context, wantShutdown bool) (wire.Broke
 		}
 	}
 	var resp wire.BrokerHeartbeatResponse
-	lead := int32(n.raft.Status().Leader)
+	lead := int32(n.raft.FollowedLeader())
 	err := n.callController(hctx, wire.TypeBrokerHeartbeat, wire.BrokerHeartbeatRequest{
 		BrokerID:       n.cfg.ID,
 		Incarnation:    n.incarnation,

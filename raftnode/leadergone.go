@@ -44,13 +44,34 @@ type leaderWatch struct {
 // watchNewLeader starts the watch afresh for a new leader. Loop only.
 func (n *Node) watchNewLeader() {
 	n.lw.heard, n.lw.heardAt, n.lw.skipped = n.ticks, time.Now(), 0
+	n.leaderHeard.Store(n.lw.heardAt.UnixNano())
 }
 
 // heardFrom notes a message from the current leader. Loop only.
 func (n *Node) heardFrom(from uint64) {
 	if from != 0 && from == n.lead {
 		n.lw.heard, n.lw.heardAt = n.ticks, time.Now()
+		n.leaderHeard.Store(n.lw.heardAt.UnixNano())
 	}
+}
+
+// FollowedLeader is the leader this node's raft follows (Status.Leader),
+// or 0 when that is another node not heard from for longer than the
+// election timeout (ElectionTicks ticks). A voter's raft forgets such a
+// leader itself when it campaigns; a learner never campaigns, and would
+// name a leader it no longer hears for as long as it hears nothing.
+func (n *Node) FollowedLeader() uint64 {
+	n.mu.Lock()
+	lead := n.mu.status.Leader
+	n.mu.Unlock()
+	if lead == 0 || lead == n.id {
+		return lead
+	}
+	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	if time.Since(time.Unix(0, n.leaderHeard.Load())) > timeout {
+		return 0
+	}
+	return lead
 }
 
 // watchLeader probes the leader's port once it has been silent for
