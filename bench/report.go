@@ -405,34 +405,33 @@ func reclaimLine(w io.Writer, phase string, r *KernelReclaim) {
 }
 
 // fencedByLine counts the trials by why their victim was fenced
-// (FailoverTrial.FencedBy); "" when no trial knows.
+// (FailoverTrial.FencedBy), and the port_closed ones by what found the port
+// (FailoverTrial.PortFoundBy); "" when no trial knows.
 func fencedByLine(trials []FailoverTrial) string {
-	counts := map[string]int{}
+	counts, found := map[string]int{}, map[string]int{}
 	known := 0
 	for _, t := range trials {
 		if t.FencedBy != "" {
 			counts[t.FencedBy]++
 			known++
 		}
+		if t.FencedBy == "port_closed" && t.PortFoundBy != "" {
+			found[t.PortFoundBy]++
+		}
 	}
 	if known == 0 {
 		return ""
 	}
-	names := map[string]string{
+	parts := countPhrases(counts, []string{"port_closed", "session", "deaf", "no_metadata"}, map[string]string{
 		"port_closed": "its port found closed (the process was gone; --port-probe-after)",
 		"session":     "its session running out (--session-timeout)",
 		"deaf":        "its answers not reaching it",
 		"no_metadata": "its raft hearing no metadata leader",
-	}
-	var parts []string
-	for _, cause := range []string{"port_closed", "session", "deaf", "no_metadata"} {
-		if n := counts[cause]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s in %d%s", names[cause], n, portFoundByPart(trials, cause)))
-			delete(counts, cause)
-		}
-	}
-	for _, cause := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%s in %d", cause, counts[cause]))
+	})
+	if by := countPhrases(found, []string{"traffic", "probe", "raft"}, map[string]string{
+		"traffic": "the controller's own traffic", "probe": "its probe", "raft": "the new controller's raft",
+	}); len(by) > 0 {
+		parts[0] += " (by " + strings.Join(by, ", ") + ")" // port_closed comes first
 	}
 	if unknown := len(trials) - known; unknown > 0 {
 		parts = append(parts, fmt.Sprintf("not known in %d", unknown))
@@ -440,33 +439,20 @@ func fencedByLine(trials []FailoverTrial) string {
 	return strings.Join(parts, ", ") + " of the trials"
 }
 
-// portFoundByPart is, for cause port_closed, what found the ports closed in
-// how many of the trials (FailoverTrial.PortFoundBy), e.g. " (by the
-// controller's own traffic in 7, its probe in 3)"; "" otherwise or when no
-// trial knows.
-func portFoundByPart(trials []FailoverTrial, cause string) string {
-	if cause != "port_closed" {
-		return ""
-	}
-	counts := map[string]int{}
-	for _, t := range trials {
-		if t.FencedBy == cause && t.PortFoundBy != "" {
-			counts[t.PortFoundBy]++
-		}
-	}
-	names := map[string]string{"traffic": "the controller's own traffic", "probe": "its probe", "raft": "the new controller's raft"}
+// countPhrases is "NAME in N" for each key of counts with N > 0: the keys
+// of order first, in that order and named by names, then any others by
+// themselves, sorted.
+func countPhrases(counts map[string]int, order []string, names map[string]string) []string {
 	var parts []string
-	for _, by := range []string{"traffic", "probe", "raft"} {
-		if n := counts[by]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s in %d", names[by], n))
-			delete(counts, by)
+	for _, k := range order {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s in %d", names[k], n))
 		}
 	}
-	for _, by := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%s in %d", by, counts[by]))
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if !slices.Contains(order, k) && counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s in %d", k, counts[k]))
+		}
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " (by " + strings.Join(parts, ", ") + ")"
+	return parts
 }

@@ -210,9 +210,9 @@ type Config struct {
 	// this peer is spent (port_probe.go): only the node's own QUIC traffic
 	// can find a port closed (SetProbesUnanswered in export_test.go).
 	probesUnanswered bool
-	// raftDeaf, if set and true, makes this node's raft drop every frame
-	// it receives (raftnode.Config.DropIncoming; tests only).
-	raftDeaf func() bool
+	// raftDropIncoming is raftnode.Config.DropIncoming (tests only:
+	// SetRaftDeaf).
+	raftDropIncoming func(from uint64) bool
 }
 
 // Defaults.

@@ -26,7 +26,9 @@ func SetProbesUnanswered(cfg *Config) { cfg.probesUnanswered = true }
 // SetRaftDeaf makes the node started with cfg drop every raft frame it
 // receives while deaf returns true: its metadata log hears nothing, the
 // rest of its traffic flows.
-func SetRaftDeaf(cfg *Config, deaf func() bool) { cfg.raftDeaf = deaf }
+func SetRaftDeaf(cfg *Config, deaf func() bool) {
+	cfg.raftDropIncoming = func(uint64) bool { return deaf() }
+}
 
 // Incarnation is the node process's broker incarnation.
 func (n *Node) Incarnation() int64 { return n.incarnation }

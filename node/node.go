@@ -258,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		// probes a silent broker's (port_probe.go).
 		LeaderProbe:      portProbe(cfg, ep),
 		LeaderProbeTicks: leaderProbeTicks(cfg),
-		DropIncoming:     raftDrop(cfg),
+		DropIncoming:     cfg.raftDropIncoming,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: metadata log: %w", err)
@@ -519,13 +519,4 @@ func (n *Node) closeAll() {
 		n.log.Error("audit log close failed", "err", err)
 	}
 	n.lock.unlock() // last: the logs are closed
-}
-
-// raftDrop is Config.raftDeaf as raftnode.Config.DropIncoming (nil when
-// unset).
-func raftDrop(cfg Config) func(uint64) bool {
-	if cfg.raftDeaf == nil {
-		return nil
-	}
-	return func(uint64) bool { return cfg.raftDeaf() }
 }

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"paymentlog/internal/portprobe"
@@ -26,14 +27,15 @@ import (
 // stopped process keeps its socket and a dead host or partition answers
 // nothing: the election timeout decides as before.
 //
-// Fields below are owned by the Ready loop.
+// Fields below are owned by the Ready loop (heardAt is also read off it).
 type leaderWatch struct {
 	// heard is the tick (Node.ticks) at which the last message from the
 	// current leader was stepped, or the leader became known.
 	heard uint64
-	// heardAt is when that was, by the wall clock: a probe is given it
-	// (a port found closed after it counts).
-	heardAt time.Time
+	// heardAt is when that was, by the wall clock, in Unix nanoseconds:
+	// a probe is given it (a port found closed after it counts), and
+	// FollowedLeader reads it off the loop.
+	heardAt atomic.Int64
 	// probing: a probe of the leader's port is in flight.
 	probing bool
 	// skipped is the leader whose lease this node skipped (once per
@@ -43,15 +45,15 @@ type leaderWatch struct {
 
 // watchNewLeader starts the watch afresh for a new leader. Loop only.
 func (n *Node) watchNewLeader() {
-	n.lw.heard, n.lw.heardAt, n.lw.skipped = n.ticks, time.Now(), 0
-	n.leaderHeard.Store(n.lw.heardAt.UnixNano())
+	n.lw.heard, n.lw.skipped = n.ticks, 0
+	n.lw.heardAt.Store(time.Now().UnixNano())
 }
 
 // heardFrom notes a message from the current leader. Loop only.
 func (n *Node) heardFrom(from uint64) {
 	if from != 0 && from == n.lead {
-		n.lw.heard, n.lw.heardAt = n.ticks, time.Now()
-		n.leaderHeard.Store(n.lw.heardAt.UnixNano())
+		n.lw.heard = n.ticks
+		n.lw.heardAt.Store(time.Now().UnixNano())
 	}
 }
 
@@ -68,7 +70,7 @@ func (n *Node) FollowedLeader() uint64 {
 		return lead
 	}
 	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
-	if time.Since(time.Unix(0, n.leaderHeard.Load())) > timeout {
+	if time.Since(time.Unix(0, n.lw.heardAt.Load())) > timeout {
 		return 0
 	}
 	return lead
@@ -86,7 +88,7 @@ func (n *Node) watchLeader() {
 	if addr == "" {
 		return
 	}
-	lead, sent, since := n.lead, n.ticks, n.lw.heardAt
+	lead, sent, since := n.lead, n.ticks, time.Unix(0, n.lw.heardAt.Load())
 	n.lw.probing = true
 	n.hooks.add(1)
 	go func() {

@@ -86,8 +86,6 @@ type Node struct {
 	lostLogRetry uint64
 	ticks        uint64
 	lw           leaderWatch // leadergone.go
-	// leaderHeard is lw.heardAt in Unix nanoseconds, for FollowedLeader.
-	leaderHeard atomic.Int64
 	// leaderGone is OnLeaderGone's function (nil: none).
 	leaderGone atomic.Pointer[func(id uint64)]
 	guard      voteGuard // see Config.RejoinGuard

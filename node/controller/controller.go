@@ -464,9 +464,7 @@ func (c *Controller) tick(ctx context.Context) {
 	c.mu.Lock()
 	ready := c.mu.preferred.readySet(img, now, func(id int32, inc int64) (uint64, bool, bool) {
 		off, ok := c.mu.sessions.appliedOf(id, inc)
-		// Its latest heartbeat within two intervals: one more may be late
-		// (keepingUpLocked).
-		return off, c.mu.sessions.keepingUp(id, inc, now, 2*c.cfg.HeartbeatInterval), ok
+		return off, c.keepsUpLocked(id, inc, now), ok
 	})
 	c.mu.Unlock()
 	if len(ready) > 0 {
@@ -575,13 +573,19 @@ func (c *Controller) sessionChecks() []*request {
 	return reqs
 }
 
-// keepingUpLocked returns the unfenced brokers of img whose current
-// incarnation keeps up with the metadata log at its latest heartbeat, at
-// most two heartbeat intervals old (sessions.keepingUp). c.mu held.
+// keepsUpLocked reports whether broker id's incarnation keeps up with the
+// metadata log at its latest heartbeat (sessions.keepingUp), which came
+// within two heartbeat intervals: one more may be late. c.mu held.
+func (c *Controller) keepsUpLocked(id int32, incarnation int64, now time.Time) bool {
+	return c.mu.sessions.keepingUp(id, incarnation, now, 2*c.cfg.HeartbeatInterval)
+}
+
+// keepingUpLocked returns the unfenced brokers of img that keep up with
+// the metadata log (keepsUpLocked). c.mu held.
 func (c *Controller) keepingUpLocked(img *metadata.Image, now time.Time) map[int32]bool {
 	out := map[int32]bool{}
 	for _, b := range img.Brokers() {
-		if !b.Fenced && c.mu.sessions.keepingUp(b.ID, b.Incarnation, now, 2*c.cfg.HeartbeatInterval) {
+		if !b.Fenced && c.keepsUpLocked(b.ID, b.Incarnation, now) {
 			out[b.ID] = true
 		}
 	}

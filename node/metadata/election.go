@@ -130,8 +130,9 @@ func removeFromPartitions(img *Image, id int32, eligible, favored func(int32) bo
 			return true
 		}
 		t, _ := img.Topic(p.Topic)
-		if c, ok := partitionChange(p, without(p.ISR, id), eligible, t.UncleanLeaderElection(), t.MinISR); ok {
-			out = append(out, favorLeader(p, c, without(p.ISR, id), eligible, favored, t.MinISR))
+		target := without(p.ISR, id)
+		if c, ok := partitionChange(p, target, eligible, t.UncleanLeaderElection(), t.MinISR); ok {
+			out = append(out, favorLeader(p, c, target, eligible, favored, t.MinISR))
 		}
 		return true
 	})
