@@ -68,6 +68,15 @@ func (g *groConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, er
 	return g.send.writeMsgUDP(b, oob, addr)
 }
 
+// sendDrops counts the datagrams the host dropped on their way out
+// (rawSender.drops; Stats).
+func (g *groConn) sendDrops() uint64 {
+	if g.send == nil {
+		return 0
+	}
+	return g.send.drops.Load()
+}
+
 // withGRO turns on UDP_GRO and returns the socket wrapped for quic-go, or
 // the socket itself when the kernel refuses (older than 5.0). With the raw
 // sender and receiver in place it also reads ICMP errors into closed

@@ -44,6 +44,9 @@ type rawSender struct {
 	// error that may be an ICMP error pending on the socket (recverr_linux.go).
 	errq  *recvErrQueue
 	sends atomic.Uint64 // sendmsg calls made (tests check that quic-go sends through here)
+	// drops counts the datagrams (single ones or GSO trains) the host
+	// dropped on their way out (ENOBUFS, see sendCall.send).
+	drops atomic.Uint64
 }
 
 func newRawSender(c *net.UDPConn) (*rawSender, bool) {
@@ -70,14 +73,15 @@ func newRawSender(c *net.UDPConn) (*rawSender, bool) {
 // sendCall is one sendmsg's arguments, pooled: the kernel reads them by
 // address, so they live on the heap, and a call allocates nothing.
 type sendCall struct {
-	msg   unix.Msghdr
-	sa4   unix.RawSockaddrInet4
-	sa6   unix.RawSockaddrInet6
-	iov   unix.Iovec
-	n     int
-	errno syscall.Errno
-	errq  *recvErrQueue         // the sender's, for this call
-	fn    func(fd uintptr) bool // c.send, bound once
+	msg     unix.Msghdr
+	sa4     unix.RawSockaddrInet4
+	sa6     unix.RawSockaddrInet6
+	iov     unix.Iovec
+	n       int
+	errno   syscall.Errno
+	dropped bool                  // the host dropped the datagram (ENOBUFS)
+	errq    *recvErrQueue         // the sender's, for this call
+	fn      func(fd uintptr) bool // c.send, bound once
 }
 
 var sendCalls = sync.Pool{New: func() any {
@@ -90,6 +94,15 @@ var sendCalls = sync.Pool{New: func() any {
 // EAGAIN. An error that may be an ICMP error left pending on the socket
 // (for any datagram it sent before) empties the error queue and sends
 // again.
+//
+// ENOBUFS is a datagram the host dropped on its way out: a qdisc or device
+// queue was full, or a tc filter dropped it. Without IP_RECVERR the kernel
+// reports such a send as made (and counts it in Udp SndbufErrors); with it
+// on (recverr_linux.go) the call fails, and quic-go closes the connection
+// on any failed send but EMSGSIZE, so one full queue on a busy or shaped
+// link took down every stream of the connection (raft's, fetch sessions,
+// calls in flight). It is a lost packet like one lost on the wire: send
+// reports it sent, and quic-go's loss recovery sends its frames again.
 func (c *sendCall) send(fd uintptr) bool {
 	retries := 0
 	for {
@@ -99,6 +112,9 @@ func (c *sendCall) send(fd uintptr) bool {
 			continue
 		case unix.EAGAIN:
 			return false
+		case unix.ENOBUFS:
+			c.n, c.errno, c.dropped = int(c.iov.Len), 0, true
+			return true
 		}
 		if e != 0 && c.errq != nil && pendingError(e) && retries < pendingRetries {
 			retries++
@@ -115,7 +131,7 @@ func (c *sendCall) send(fd uintptr) bool {
 func (s *rawSender) writeMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
 	c := sendCalls.Get().(*sendCall)
 	defer func() {
-		c.msg, c.iov, c.n, c.errno, c.errq = unix.Msghdr{}, unix.Iovec{}, 0, 0, nil // keep no caller's buffer
+		c.msg, c.iov, c.n, c.errno, c.dropped, c.errq = unix.Msghdr{}, unix.Iovec{}, 0, 0, false, nil // keep no caller's buffer
 		sendCalls.Put(c)
 	}()
 	c.errq = s.errq
@@ -148,6 +164,9 @@ func (s *rawSender) writeMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, 
 	}
 	werr := s.raw.Write(c.fn)
 	s.sends.Add(1)
+	if c.dropped {
+		s.drops.Add(1)
+	}
 	if werr == nil && c.errno != 0 {
 		werr = os.NewSyscallError("sendmsg", c.errno)
 	}

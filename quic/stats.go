@@ -25,7 +25,16 @@ type TransportStats struct {
 	// PortsClosed counts the ICMP port-unreachable errors the endpoint's
 	// datagrams drew (closedports.go): a peer process gone, its host up.
 	PortsClosed uint64
+	// SendDrops counts the datagrams (single ones or GSO trains) the host
+	// dropped on their way out, for a full qdisc or device queue (ENOBUFS,
+	// read only on Linux). Their packets were lost like any other and sent
+	// again; the connection lives on.
+	SendDrops uint64
 }
+
+// sendDropper is the endpoint's socket when it counts send drops
+// (groConn on Linux).
+type sendDropper interface{ sendDrops() uint64 }
 
 // connStats keeps the live connections and the totals of closed ones.
 type connStats struct {
@@ -75,6 +84,9 @@ func (e *Endpoint) Stats() TransportStats {
 	st := e.stats.snapshot()
 	if e.closed != nil {
 		st.PortsClosed = e.closed.found.Load()
+	}
+	if d, ok := e.tr.Conn.(sendDropper); ok {
+		st.SendDrops = d.sendDrops()
 	}
 	return st
 }
