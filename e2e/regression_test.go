@@ -99,7 +99,13 @@ func TestRegressionPauseIsNoDiskStall(t *testing.T) {
 		script = append(script, chaos.Fault{Kind: chaos.Pause, Target: chaos.TargetLeader, Gap: 2 * time.Second, Hold: 3 * time.Second})
 	}
 	res := runChaos(t, chaos.Config{Seed: 4304, Script: script, Keep: true})
-	t.Cleanup(func() { os.RemoveAll(res.Dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cluster kept in %s (node logs, schedule.txt)", res.Dir)
+			return
+		}
+		os.RemoveAll(res.Dir)
+	})
 	stops := 0
 	for id := 1; id <= 3; id++ {
 		log, err := os.ReadFile(filepath.Join(res.Dir, fmt.Sprintf("node%d", id), "node.log"))
