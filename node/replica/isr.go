@@ -111,21 +111,38 @@ func (r *Replica) maybeExpand(id int32) []int32 {
 
 // maybeExpandAny tries every follower outside the ISR, in replica order,
 // that has fetched within the lag time (a retry after a refused or failed
-// proposal needs no new fetch). Kafka expands only on a fetch: a follower
-// whose last fetch reached an HW that has not moved since (the ISR below
-// min ISR) but which fetches no more (its disk hangs) was added back at
-// every tick after each shrink, and shrunk again a lag time later.
+// proposal needs no new fetch). A follower refused since its last fetch
+// (refusedSince) comes after every other, the least recently refused first:
+// one whose process is gone is refused until the lag time runs out, and in
+// replica order it was proposed at every tick ahead of a follower that
+// could return (a chaos run's partition, below min ISR, waited 1.5 s for
+// the dead one's restart). Kafka expands only on a fetch: a follower whose
+// last fetch reached an HW that has not moved since (the ISR below min ISR)
+// but which fetches no more (its disk hangs) was added back at every tick
+// after each shrink, and shrunk again a lag time later.
 func (r *Replica) maybeExpandAny(now time.Time) []int32 {
+	var retry *progress // the least recently refused candidate
+	retryID := int32(-1)
 	for _, id := range r.replicas {
 		if id == r.cfg.ID {
 			continue
 		}
-		if f := r.followers[id]; f == nil || f.lastFetch.IsZero() || now.Sub(f.lastFetch) > r.cfg.LagTime {
+		f := r.followers[id]
+		if f == nil || f.lastFetch.IsZero() || now.Sub(f.lastFetch) > r.cfg.LagTime {
+			continue
+		}
+		if f.refusedSince() {
+			if r.inSync(f) && !slices.Contains(r.isr, id) && (retry == nil || f.refusal < retry.refusal) {
+				retry, retryID = f, id
+			}
 			continue
 		}
 		if p := r.maybeExpand(id); p != nil {
 			return p
 		}
+	}
+	if retry != nil {
+		return r.maybeExpand(retryID)
 	}
 	return nil
 }

@@ -20,6 +20,21 @@ type progress struct {
 	// lastFetch and lastFetchLeaderLEO remember the previous fetch.
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64
+	// refusedAsOf is lastFetch when the controller last refused this
+	// follower's return to the ISR (ProposalFailed), and refusal the
+	// replica's count of refusals then: until a newer fetch, the leader's
+	// tick (maybeExpandAny) proposes it only when no follower that was not
+	// refused can return, and then the least recently refused first. So a
+	// follower whose process is gone is not proposed at every tick for the
+	// rest of the lag time, ahead of one that could return.
+	refusedAsOf time.Time
+	refusal     uint64
+}
+
+// refusedSince reports whether the follower's return was refused and it
+// has not fetched since.
+func (p *progress) refusedSince() bool {
+	return !p.refusedAsOf.IsZero() && !p.lastFetch.After(p.refusedAsOf)
 }
 
 // update records a fetch at fetchOffset while the leader's LEO is leaderLEO.

@@ -38,3 +38,60 @@ func TestRefusedExpansionLetsHWAdvance(t *testing.T) {
 		t.Fatalf("after the refusal HW %d (changed %v), want 6", r.HW(), d.HWChanged)
 	}
 }
+
+// A follower whose return the controller refused is not proposed again by
+// the leader's tick until it fetches again, so it cannot starve another
+// follower that could return. Found by a chaos run (seed 4705, `--kinds
+// all,net,shrink --session-timeout 250ms`): a partition whose ISR had
+// shrunk to its leader (under min ISR 2) when broker 3 was killed and
+// fenced kept proposing 3 — first in the assignment, and it had fetched in
+// sync within the lag time — at every tick; the controller refused each,
+// and follower 2, alive and in sync, got in only after 3 had restarted:
+// writes stopped for 1.5 s instead of one fetch's time.
+func TestRefusedFollowerDoesNotStarveAnother(t *testing.T) {
+	now := time.Unix(1000, 0)
+	leo := int64(5)
+	r := New(Config{ID: 1, LagTime: 2 * time.Second}, 0, 0, 0)
+	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 3, 2},
+		ISR: []int32{1}, MinISR: 2}, leo, now)
+	r.LocalAppend(leo)
+	log := epochsUntil{&leo}
+	fetch := func(id int32, inc int64, at time.Time) Decisions {
+		t.Helper()
+		_, d := r.FollowerFetch(log, Fetch{ReplicaID: id, Incarnation: inc, FetchOffset: leo, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, at)
+		return d
+	}
+	// 3 fetches in sync, and its return is proposed; then its process dies.
+	if d := fetch(3, 1, now); !slices.Equal(d.ProposeISR, []int32{1, 3}) {
+		t.Fatalf("in-sync follower 3 not proposed: %v", d.ProposeISR)
+	}
+	// 2 fetches in sync while that proposal is pending: nothing more.
+	if d := fetch(2, 1, now.Add(10*time.Millisecond)); d.ProposeISR != nil {
+		t.Fatalf("a second proposal while one is pending: %v", d.ProposeISR)
+	}
+	// The controller refuses 3 (fenced, its process gone).
+	r.ProposalFailed()
+	// The next ticks propose 2, the follower that can return, not 3 again.
+	if d := r.Tick(now.Add(250 * time.Millisecond)); !slices.Equal(d.ProposeISR, []int32{1, 2}) {
+		t.Fatalf("tick after 3 was refused proposed %v, want [1 2]", d.ProposeISR)
+	}
+	// Refused too (not yet unfenced, say): the tick takes turns, the least
+	// recently refused first, while neither fetches.
+	for i, want := range [][]int32{{1, 3}, {1, 2}, {1, 3}} {
+		r.ProposalFailed()
+		if d := r.Tick(now.Add(time.Duration(500+250*i) * time.Millisecond)); !slices.Equal(d.ProposeISR, want) {
+			t.Fatalf("tick %d after refusals proposed %v, want %v", i, d.ProposeISR, want)
+		}
+	}
+	r.ProposalFailed()
+	// 2 fetches again: its return is proposed on that fetch, as always.
+	if d := fetch(2, 1, now.Add(1300*time.Millisecond)); !slices.Equal(d.ProposeISR, []int32{1, 2}) {
+		t.Fatalf("follower 2's fetch after its refusals proposed %v, want [1 2]", d.ProposeISR)
+	}
+	// Committed: 3, dead, stays out; restarted (a new process) and in
+	// sync, it is proposed on its fetch.
+	r.ISRCommitted([]int32{1, 2}, 2, now.Add(1400*time.Millisecond))
+	if d := fetch(3, 2, now.Add(1500*time.Millisecond)); !slices.Equal(d.ProposeISR, []int32{1, 3, 2}) {
+		t.Fatalf("restarted follower 3 not proposed: %v", d.ProposeISR)
+	}
+}

@@ -67,7 +67,11 @@ type Replica struct {
 	// fetches the proposal was based on (see PendingMembers). Meaningful
 	// only while pending is non-nil.
 	pendingInc map[int32]int64
-	minISR     int
+	// refusals counts the ISR expansions the controller refused
+	// (ProposalFailed); each refused follower keeps the count it was
+	// refused at, so the tick retries the least recently refused first.
+	refusals uint64
+	minISR   int
 
 	// Invariant: logStart <= hw <= leo.
 	logStart, hw, leo int64
@@ -340,6 +344,12 @@ func (r *Replica) ISRCommitted(isr []int32, partitionEpoch int32, now time.Time)
 // is computed again over the committed ISR alone, which may let it advance
 // (a refused expansion must not hold the HW until some unrelated event).
 func (r *Replica) ProposalFailed() Decisions {
+	r.refusals++
+	for _, id := range r.pending {
+		if f := r.followers[id]; f != nil && id != r.cfg.ID && !slices.Contains(r.isr, id) {
+			f.refusedAsOf, f.refusal = f.lastFetch, r.refusals
+		}
+	}
 	r.pending = nil
 	if r.role != RoleLeader {
 		return r.decisions()
