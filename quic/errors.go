@@ -60,6 +60,10 @@ const (
 	// ConnCodeUntrusted: a reloaded ca.crt no longer trusts the peer's
 	// certificate (its CA was retired); see Endpoint.ReloadTLS.
 	ConnCodeUntrusted qgo.ApplicationErrorCode = 3
+	// ConnCodePeerGone: a response was overdue and the peer's port was
+	// found closed since its last packet (its process is gone; nudge.go).
+	// The peer never reads it; it is what the local calls fail with.
+	ConnCodePeerGone qgo.ApplicationErrorCode = 4
 )
 
 func streamCodeName(c qgo.StreamErrorCode) string {
@@ -88,6 +92,8 @@ func connCodeName(c qgo.ApplicationErrorCode) string {
 		return "stale"
 	case ConnCodeUntrusted:
 		return "peer certificate no longer trusted"
+	case ConnCodePeerGone:
+		return "peer gone (its port was found closed)"
 	}
 	return "unknown"
 }

@@ -73,7 +73,19 @@ func TestRestartedPeerResetsOldConnectionAtOnce(t *testing.T) {
 	})
 }
 
-func TestDeadPeerIdleTimeoutThenDialTimeout(t *testing.T) {
+// silence stops the endpoint like a paused process or a host cut off the
+// network: nothing is answered, and its socket stays open, so its host
+// refuses nothing either (a killed process's closed port is found sooner:
+// TestCallToDeadPeerFailsOnItsClosedPort).
+func silence(e *Endpoint) {
+	e.mu.Lock()
+	e.mu.closing = true
+	e.mu.Unlock()
+	e.hardCancel()
+	e.tr.Close() // quic-go leaves a socket it was given open
+}
+
+func TestSilentPeerIdleTimeoutThenDialTimeout(t *testing.T) {
 	srv, done := startServer(t, "127.0.0.1:0", Config{})
 	addr := srv.Addr()
 	cli := mustClient(t, Config{IdleTimeout: 400 * time.Millisecond, KeepAlivePeriod: 100 * time.Millisecond,
@@ -82,8 +94,9 @@ func TestDeadPeerIdleTimeoutThenDialTimeout(t *testing.T) {
 	if err := cli.Call(ctx, addr, typeEcho, echoMsg{N: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	kill(srv)
+	silence(srv)
 	<-done
+	defer srv.udp.Close()
 	err := cli.Call(ctx, addr, typeEcho, echoMsg{N: 2}, nil)
 	if err == nil || !strings.Contains(err.Error(), "idle timeout") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("got %v, want an idle timeout naming %s", err, addr)

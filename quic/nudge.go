@@ -30,6 +30,18 @@ import (
 // as well. Idle connections and connections the peer is talking on are
 // left alone, so a healthy cluster sends no probes but those of long-polls
 // the peer has nothing to answer yet (at most one per nudgeEvery each).
+//
+// A peer whose process is gone (killed, crashed) answers nothing either, and
+// a call waiting on it used to wait for the idle timeout (5 s by default) or
+// its own deadline: an ISR change sent to a controller that had just died
+// held its partition's proposal until that node restarted. Its host answers
+// the probes with ICMP port unreachable, which the endpoint reads
+// (closedports.go). So when a response is overdue and the peer's port was
+// found closed after the last packet that came from it, the connection is
+// closed with ConnCodePeerGone: every call on it fails at once, and the next
+// one dials again. Only a datagram sent after the peer's last packet can
+// find its port closed without the process being gone; a peer that restarts
+// on the same port has forgotten the connection anyway (reconnect.go).
 const (
 	nudgeEvery = 100 * time.Millisecond
 	// nudgeWait bounds one probe: it is not waited for, only sent, and a
@@ -44,6 +56,7 @@ func (p *connPool) nudge(ent *poolEntry) {
 	t := time.NewTicker(nudgeEvery)
 	defer t.Stop()
 	var seen uint64
+	heard := time.Now() // a tick by which every packet received so far had come
 	for {
 		select {
 		case <-conn.Context().Done():
@@ -53,8 +66,17 @@ func (p *connPool) nudge(ent *poolEntry) {
 		got := conn.ConnectionStats().PacketsReceived
 		quiet := got == seen
 		seen = got
+		if !quiet {
+			heard = time.Now()
+		}
 		if !quiet || ent.waiting.Load() == 0 {
 			continue
+		}
+		if p.e.PortClosedSince(ent.remote, heard) {
+			p.e.log.Info("quic: connection closed: a response is overdue and the peer's port was found closed (its process is gone)",
+				"peer", ent.remote, "silent", time.Since(heard).Round(time.Millisecond))
+			conn.CloseWithError(ConnCodePeerGone, "peer's port found closed")
+			return
 		}
 		if h := p.nudgeHook; h != nil {
 			h()

@@ -1,0 +1,60 @@
+//go:build linux
+
+package quic
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	qgo "github.com/quic-go/quic-go"
+)
+
+// TestCallToDeadPeerFailsOnItsClosedPort: a call waiting for a response from
+// a peer whose process dies fails once the nudge's probe finds the peer's
+// port closed, not at the idle timeout or the call's deadline; the pool
+// drops the connection. Without it the call failed only at the idle
+// timeout (the server's 5 s, the smaller of the two sides').
+func TestCallToDeadPeerFailsOnItsClosedPort(t *testing.T) {
+	srv, done := startServer(t, "127.0.0.1:0", Config{})
+	addr := srv.Addr()
+	cli := mustClient(t, Config{IdleTimeout: 30 * time.Second})
+	if _, ok := cli.tr.Conn.(*groConn); !ok {
+		t.Skip("no raw sender and receiver on this kernel: ICMP errors are not read")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := cli.Call(ctx, addr, typeEcho, echoMsg{N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- cli.Call(ctx, addr, typeSlow, 20*time.Second, nil) }()
+	// The slow call is waiting (its handler sleeps): the process dies.
+	waitFor(t, 5*time.Second, "the slow call to be waiting", func() bool {
+		cli.pool.mu.Lock()
+		defer cli.pool.mu.Unlock()
+		ent := cli.pool.mu.conns[addr]
+		return ent != nil && ent.waiting.Load() > 0
+	})
+	start := time.Now()
+	kill(srv)
+	<-done
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		t.Fatalf("the call to the dead peer was still waiting %s after it died", time.Since(start).Round(time.Millisecond))
+	}
+	took := time.Since(start)
+	var ae *qgo.ApplicationError
+	if !errors.As(err, &ae) || ae.ErrorCode != ConnCodePeerGone || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("call to the dead peer: %v (after %s), want a connection closed as peer gone naming %s", err, took, addr)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the call failed %s after the peer died, want within a few nudges", took)
+	}
+	waitFor(t, 5*time.Second, "pool to drop the dead connection", func() bool { return poolSize(cli) == 0 })
+	t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
+}
