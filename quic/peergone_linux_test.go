@@ -58,3 +58,30 @@ func TestCallToDeadPeerFailsOnItsClosedPort(t *testing.T) {
 	waitFor(t, 5*time.Second, "pool to drop the dead connection", func() bool { return poolSize(cli) == 0 })
 	t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
 }
+
+// TestDialToClosedPortFailsAtOnce: a dial whose datagrams find no process
+// on the port fails with ErrPortClosed as soon as the refusal is read, not
+// at the handshake timeout (5 s here; without it the dial waited it out).
+func TestDialToClosedPortFailsAtOnce(t *testing.T) {
+	cli := mustClient(t, Config{HandshakeTimeout: 5 * time.Second})
+	if _, ok := cli.tr.Conn.(*groConn); !ok {
+		t.Skip("no raw sender and receiver on this kernel: ICMP errors are not read")
+	}
+	srv, done := startServer(t, "127.0.0.1:0", Config{})
+	addr := srv.Addr()
+	kill(srv) // its port is closed now
+	<-done
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := cli.Call(ctx, addr, typeEcho, echoMsg{N: 1}, nil)
+	took := time.Since(start)
+	var oe *OpError
+	if !errors.Is(err, ErrPortClosed) || !errors.As(err, &oe) || oe.Op != "dial" || oe.Addr != addr {
+		t.Fatalf("call to a closed port: %v (after %s), want a dial of %s failed with ErrPortClosed", err, took, addr)
+	}
+	if took > time.Second {
+		t.Fatalf("the dial failed %s after it began, want within a few polls", took)
+	}
+	t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
+}

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -259,10 +260,17 @@ func (e *Endpoint) dial(addr string) (*qgo.Conn, error) {
 	// backstop for a peer that answers but never completes the handshake.
 	ctx, cancel := context.WithTimeout(e.hardCtx, 3*e.cfg.HandshakeTimeout)
 	defer cancel()
+	ctx, refused := context.WithCancelCause(ctx)
+	defer refused(nil)
+	stop := e.failOnClosedPort(refused, raddr.AddrPort(), time.Now()) // dialclosed.go
 	conn, err := e.tr.Dial(ctx, raddr, tlsConf, e.dialCfg)
+	stop()
 	if err != nil {
-		if e.hardCtx.Err() != nil {
+		switch {
+		case e.hardCtx.Err() != nil:
 			err = ErrServerClosed
+		case errors.Is(context.Cause(ctx), ErrPortClosed):
+			err = ErrPortClosed
 		}
 		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
 	}
