@@ -75,6 +75,7 @@ func (p *connPool) nudge(ent *poolEntry) {
 		if p.e.PortClosedSince(ent.remote, heard) {
 			p.e.log.Info("quic: connection closed: a response is overdue and the peer's port was found closed (its process is gone)",
 				"peer", ent.remote, "silent", time.Since(heard).Round(time.Millisecond))
+			p.e.stats.gone.Add(1)
 			conn.CloseWithError(ConnCodePeerGone, "peer's port found closed")
 			return
 		}

@@ -56,6 +56,9 @@ func TestCallToDeadPeerFailsOnItsClosedPort(t *testing.T) {
 		t.Fatalf("the call failed %s after the peer died, want within a few nudges", took)
 	}
 	waitFor(t, 5*time.Second, "pool to drop the dead connection", func() bool { return poolSize(cli) == 0 })
+	if st := cli.Stats(); st.PeersGone != 1 {
+		t.Fatalf("PeersGone %d, want 1", st.PeersGone)
+	}
 	t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
 }
 
@@ -82,6 +85,9 @@ func TestDialToClosedPortFailsAtOnce(t *testing.T) {
 	}
 	if took > time.Second {
 		t.Fatalf("the dial failed %s after it began, want within a few polls", took)
+	}
+	if st := cli.Stats(); st.DialsRefused != 1 {
+		t.Fatalf("DialsRefused %d, want 1", st.DialsRefused)
 	}
 	t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
 }

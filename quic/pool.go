@@ -271,6 +271,7 @@ func (e *Endpoint) dial(addr string) (*qgo.Conn, error) {
 			err = ErrServerClosed
 		case errors.Is(context.Cause(ctx), ErrPortClosed):
 			err = ErrPortClosed
+			e.stats.refused.Add(1)
 		}
 		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
 	}

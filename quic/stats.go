@@ -30,6 +30,12 @@ type TransportStats struct {
 	// read only on Linux). Their packets were lost like any other and sent
 	// again; the connection lives on.
 	SendDrops uint64
+	// PeersGone counts connections closed because a response was overdue
+	// and the peer's port was found closed (ConnCodePeerGone, nudge.go);
+	// DialsRefused the dials that failed with ErrPortClosed (dialclosed.go).
+	// Both read only on Linux.
+	PeersGone    uint64
+	DialsRefused uint64
 }
 
 // sendDropper is the endpoint's socket when it counts send drops
@@ -42,6 +48,8 @@ type connStats struct {
 	live    map[*qgo.Conn]struct{}
 	retired TransportStats
 	resent  atomic.Uint64
+	gone    atomic.Uint64 // PeersGone
+	refused atomic.Uint64 // DialsRefused
 }
 
 // watch counts c from now until it closes.
@@ -73,6 +81,7 @@ func (s *connStats) snapshot() TransportStats {
 	t := s.retired
 	t.Conns = len(s.live)
 	t.RequestsResent = s.resent.Load()
+	t.PeersGone, t.DialsRefused = s.gone.Load(), s.refused.Load()
 	for c := range s.live {
 		t.add(c.ConnectionStats())
 	}
