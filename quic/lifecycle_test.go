@@ -25,13 +25,10 @@ func startServer(t *testing.T, addr string, cfg Config) (*Endpoint, chan error) 
 	return e, done
 }
 
-// kill drops the endpoint like a crashed process: no CONNECTION_CLOSE is sent.
+// kill drops the endpoint like a crashed process: no CONNECTION_CLOSE is
+// sent, and its port is closed.
 func kill(e *Endpoint) {
-	e.mu.Lock()
-	e.mu.closing = true
-	e.mu.Unlock()
-	e.hardCancel()
-	e.tr.Close()
+	silence(e)
 	e.udp.Close()
 }
 

@@ -121,8 +121,7 @@ func (r *Replica) maybeExpand(id int32) []int32 {
 // but which fetches no more (its disk hangs) was added back at every tick
 // after each shrink, and shrunk again a lag time later.
 func (r *Replica) maybeExpandAny(now time.Time) []int32 {
-	var retry *progress // the least recently refused candidate
-	retryID := int32(-1)
+	retry := int32(-1) // the least recently refused candidate
 	for _, id := range r.replicas {
 		if id == r.cfg.ID {
 			continue
@@ -132,8 +131,8 @@ func (r *Replica) maybeExpandAny(now time.Time) []int32 {
 			continue
 		}
 		if f.refusedSince() {
-			if r.inSync(f) && !slices.Contains(r.isr, id) && (retry == nil || f.refusal < retry.refusal) {
-				retry, retryID = f, id
+			if r.inSync(f) && !slices.Contains(r.isr, id) && (retry < 0 || f.refusal < r.followers[retry].refusal) {
+				retry = id
 			}
 			continue
 		}
@@ -141,8 +140,8 @@ func (r *Replica) maybeExpandAny(now time.Time) []int32 {
 			return p
 		}
 	}
-	if retry != nil {
-		return r.maybeExpand(retryID)
+	if retry >= 0 {
+		return r.maybeExpand(retry)
 	}
 	return nil
 }
