@@ -42,7 +42,13 @@ func TestProbeFencesKillsNotPauses(t *testing.T) {
 		{Kind: chaos.KillNode, Pick: 1, Gap: 2 * time.Second, Hold: time.Second},
 	}
 	res := runChaos(t, chaos.Config{Seed: 4402, Script: script, Keep: true})
-	t.Cleanup(func() { os.RemoveAll(res.Dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cluster kept in %s (node logs, schedule.txt)", res.Dir)
+			return
+		}
+		os.RemoveAll(res.Dir)
+	})
 	ports, sessions := map[int32]int{}, map[int32]int{}
 	for id := 1; id <= 3; id++ {
 		log, err := os.ReadFile(filepath.Join(res.Dir, fmt.Sprintf("node%d", id), "node.log"))
