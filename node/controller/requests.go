@@ -82,6 +82,13 @@ func (c *Controller) Heartbeat(ctx context.Context, req wire.BrokerHeartbeatRequ
 		// receiving this controller's log (nil: an older build, trusted).
 		leaderOK := req.MetadataLeader == nil || *req.MetadataLeader == c.cfg.NodeID
 		c.mu.sessions.reportApplied(req.BrokerID, req.Incarnation, req.MetadataOffset, img.Offset(), leaderOK)
+		if req.WantShutdown && !b.Fenced {
+			// Its leaderships go first to brokers that keep up with the
+			// metadata log, as a fenced broker's do: one that lags would
+			// not hear of its leadership for as long as it lags.
+			keeping := c.keepingUpLocked(img, c.cfg.Now())
+			ev.Favored = func(id int32) bool { return keeping[id] }
+		}
 		if b.Fenced {
 			// Before this heartbeat may unfence it: answers it missed
 			// while fenced must not fence it again the moment the unfence

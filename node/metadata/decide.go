@@ -155,6 +155,12 @@ type HeartbeatEvent struct {
 	Incarnation    int64
 	MetadataOffset int64
 	WantShutdown   bool
+	// Favored, when set, is where a controlled shutdown moves each
+	// leadership first: the first remaining ISR member in assignment
+	// order it accepts (the controller's: brokers keeping up with the
+	// metadata log, as for a fence, DecideFenceFavoring); failing one,
+	// assignment order. Nil favors every broker.
+	Favored func(int32) bool
 }
 
 // DecideHeartbeat reacts to a heartbeat (the session refresh itself is the
@@ -165,7 +171,8 @@ type HeartbeatEvent struct {
 //     CatchUpOffset is unfenced, and every offline partition that can now
 //     have a leader gets one (a returning last-ISR member leads again).
 //   - WantShutdown on an unfenced broker is a controlled shutdown: it is
-//     marked shutting down, its leaderships move to other live ISR members,
+//     marked shutting down, its leaderships move to other live ISR members
+//     (Favored ones first),
 //     it leaves every ISR (a partition where it is the last member goes
 //     offline keeping it), and it is fenced in the same entry, so the reply
 //     can say ShutdownReady.
@@ -180,7 +187,7 @@ func DecideHeartbeat(img *Image, ev HeartbeatEvent) ([]Record, error) {
 		}
 		out := []Record{BrokerControlledShutdown{ID: b.ID, Incarnation: b.Incarnation}}
 		eligible := func(x int32) bool { return x != b.ID && img.Live(x) }
-		out = append(out, removeFromPartitions(img, b.ID, eligible, nil)...)
+		out = append(out, removeFromPartitions(img, b.ID, eligible, ev.Favored)...)
 		return append(out, BrokerFenced{ID: b.ID, Incarnation: b.Incarnation}), nil
 	}
 	if !b.Fenced || b.ShuttingDown || ev.MetadataOffset < 0 || uint64(ev.MetadataOffset) < b.CatchUpOffset {

@@ -17,8 +17,9 @@ import (
 // the next entry. Commands:
 //
 //	register id=N [inc=N] [addr=A] [ctrl]   DecideRegister (inc defaults to 1)
-//	heartbeat id=N [inc=N] [offset=N] [shutdown]
-//	                                        DecideHeartbeat (inc: current, offset: image offset)
+//	heartbeat id=N [inc=N] [offset=N] [shutdown] [favored=N,M|none]
+//	                                        DecideHeartbeat (inc: current, offset: image offset;
+//	                                        favored: HeartbeatEvent.Favored, as for fence)
 //	fence id=N [inc=N] [favored=N,M|none]   DecideFence (session expired); with favored, DecideFenceFavoring
 //	fence id=N [inc=N]                      DecideFence (session expired)
 //	create name=T partitions=N rf=N [min-isr=N] [seed=N] [id=ID] [unclean]
@@ -49,6 +50,16 @@ type scenario struct {
 	img *Image
 	// last is the records of the last decision applied.
 	last []Record
+}
+
+// favored reads favored=N,M (the brokers the controller favors: those
+// keeping up with the metadata log) or favored=none (none).
+func (s *scenario) favored(c scripttest.Cmd) func(int32) bool {
+	var favored []int32
+	if c.Args["favored"] != "none" {
+		favored = c.IDs(s.t, "favored")
+	}
+	return func(x int32) bool { return slices.Contains(favored, x) }
 }
 
 func (s *scenario) apply(recs []Record, err error) string {
@@ -117,6 +128,9 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		id := int32(c.Int(t, "id", 0))
 		ev := HeartbeatEvent{ID: id, Incarnation: c.Int(t, "inc", s.curInc(id)),
 			MetadataOffset: c.Int(t, "offset", int64(s.img.Offset())), WantShutdown: c.Flags["shutdown"]}
+		if c.Has("favored") {
+			ev.Favored = s.favored(c)
+		}
 		out := s.apply(DecideHeartbeat(s.img, ev))
 		r := HeartbeatResponse(s.img, ev)
 		return out + fmt.Sprintf("\nreply: err=%v fenced=%t shutdown_ready=%t", r.Err, r.Fenced, r.ShutdownReady)
@@ -135,13 +149,7 @@ func (s *scenario) exec(t *testing.T, c scripttest.Cmd) string {
 		if !c.Has("favored") {
 			return s.apply(DecideFence(s.img, id, inc), nil)
 		}
-		// favored=N,M: the brokers the controller favors (keeping up with
-		// the metadata log); favored=none: none.
-		var favored []int32
-		if c.Args["favored"] != "none" {
-			favored = c.IDs(t, "favored")
-		}
-		return s.apply(DecideFenceFavoring(s.img, id, inc, func(x int32) bool { return slices.Contains(favored, x) }), nil)
+		return s.apply(DecideFenceFavoring(s.img, id, inc, s.favored(c)), nil)
 	case "create":
 		var cfg map[string]string
 		if c.Flags["unclean"] {
