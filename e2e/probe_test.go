@@ -14,14 +14,13 @@ import (
 )
 
 var (
-	// portFence and sessionFence match the active controller's log line for
-	// a fence by a refused probe of the broker's port, and by an expired
-	// session; the group is the broker's id.
-	portFence    = regexp.MustCompile(`msg="broker silent and its port found closed[^"]*"[^\n]* broker=(\d+)`)
+	// sessionFence matches the active controller's log line for a fence by
+	// an expired session; the group is the broker's id.
 	sessionFence = regexp.MustCompile(`msg="broker session expired; fencing"[^\n]* broker=(\d+)`)
 	// logTime and startedInc match a node log line's time and the
-	// incarnation a process logs when it starts; fenceInc a port fence's
-	// time, broker and incarnation.
+	// incarnation a process logs when it starts; fenceInc the controller's
+	// line for a fence by a refused probe of the broker's port (or its own
+	// traffic's): its time, the broker and its incarnation.
 	logTime    = regexp.MustCompile(`^time=(\S+)`)
 	startedInc = regexp.MustCompile(`msg="node started".* incarnation=(\d+)`)
 	fenceInc   = regexp.MustCompile(`^time=(\S+) .*msg="broker silent and its port found closed[^"]*"[^\n]* broker=(\d+) incarnation=(\d+)`)
@@ -41,8 +40,9 @@ var (
 // second), and the peers' own traffic to the dead port draws them before a
 // probe: the controller's node reads those from its QUIC socket
 // (quic/closedports.go; before it did, 1 to 3 of these 3 kills were fenced
-// by the port and 27 of 75 in a chaos run). So every kill must be fenced
-// by its port, and no node that was not killed ever is.
+// by the port and 27 of 75 in a chaos run). So every process a fault
+// killed must be fenced for its port, and no process that was alive ever
+// is.
 func TestProbeFencesKillsNotPauses(t *testing.T) {
 	t.Parallel()
 	script := []chaos.Fault{
@@ -60,11 +60,12 @@ func TestProbeFencesKillsNotPauses(t *testing.T) {
 		}
 		os.RemoveAll(res.Dir)
 	})
-	ports, sessions := map[int32]int{}, map[int32]int{}
+	sessions := map[int32]int{}
 	var portLines []string         // the port fences and raft's leader-gone lines, for a failure's message
 	lastLog := map[string]string{} // "node/incarnation" -> the time of that process's last log line
-	var fences [][]string          // port fences: time, broker, incarnation
-	for id := 1; id <= 3; id++ {
+	incs := map[int32][]string{}   // each node's incarnations, in the order its processes started
+	fenced := map[string]string{}  // "node/incarnation" fenced for a closed port -> when (first)
+	for id := int32(1); id <= 3; id++ {
 		log, err := os.ReadFile(filepath.Join(res.Dir, fmt.Sprintf("node%d", id), "node.log"))
 		if err != nil {
 			t.Fatal(err)
@@ -77,20 +78,19 @@ func TestProbeFencesKillsNotPauses(t *testing.T) {
 			}
 			if m := startedInc.FindStringSubmatch(l); m != nil {
 				inc = m[1]
+				incs[id] = append(incs[id], inc)
 			}
 			if m := logTime.FindStringSubmatch(l); m != nil && inc != "" {
 				lastLog[fmt.Sprintf("%d/%s", id, inc)] = m[1]
 			}
 			if m := fenceInc.FindStringSubmatch(l); m != nil {
-				fences = append(fences, m[1:])
+				if k := m[2] + "/" + m[3]; fenced[k] == "" {
+					fenced[k] = m[1]
+				}
 			}
 		}
 		for _, l := range portEvidence.FindAll(log, -1) {
 			portLines = append(portLines, fmt.Sprintf("node%d: %s", id, l))
-		}
-		for _, m := range portFence.FindAllSubmatch(log, -1) {
-			b, _ := strconv.Atoi(string(m[1]))
-			ports[int32(b)]++
 		}
 		for _, m := range sessionFence.FindAllSubmatch(log, -1) {
 			b, _ := strconv.Atoi(string(m[1]))
@@ -98,7 +98,7 @@ func TestProbeFencesKillsNotPauses(t *testing.T) {
 		}
 	}
 	killed := map[int32]int{}
-	kills, byPort := 0, 0
+	kills := 0
 	for _, ev := range res.Events {
 		if ev.Victim == 0 || ev.NotApplied {
 			t.Fatalf("fault %+v did not run: %s", ev.Fault, ev.Note)
@@ -113,27 +113,43 @@ func TestProbeFencesKillsNotPauses(t *testing.T) {
 			}
 		}
 	}
+	// The cluster directory is kept on failure, but CI keeps only this
+	// output: a failure says which finder found a port closed, and when.
+	evidence := func() string {
+		return fmt.Sprintf("the faults:\n%s\nthe port findings in the nodes' logs:\n%s", faultLines(res), strings.Join(portLines, "\n"))
+	}
 	// A process fenced for its closed port must be dead: a killed one
 	// never logs again, so one that logs after its fence was alive (or
 	// paused) when its port was found closed.
-	for _, f := range fences {
-		if last := lastLog[f[1]+"/"+f[2]]; last > f[0] {
-			// The cluster directory is kept, but CI keeps only this
-			// output: say which finder found the port closed, and when.
-			t.Errorf("node %s (incarnation %s) was fenced for a closed port at %s and logged until %s: a live process's port was found closed; the faults:\n%s\nthe port findings in the nodes' logs:\n%s",
-				f[1], f[2], f[0], last, faultLines(res), strings.Join(portLines, "\n"))
+	for k, at := range fenced {
+		if last := lastLog[k]; last > at {
+			t.Errorf("node/incarnation %s was fenced for a closed port at %s and logged until %s: a live process's port was found closed; %s", k, at, last, evidence())
 		}
 	}
-	for b, n := range ports {
-		if n > killed[b] {
-			t.Errorf("node %d fenced %d times for a closed port, killed %d times", b, n, killed[b])
+	// And every process a fault killed was fenced for its port. A node's
+	// kills end its incarnations in the order they started (the nemesis
+	// starts it again after each); its last one ends in the run's teardown
+	// (Cluster.Close kills the nodes one after another, node 1 first), where
+	// a controller still running may fence it or not, so it is not
+	// counted either way. (Counting port fences per node against its kills
+	// failed once in CI for that fence: node 1, paused but never killed by
+	// a fault, "fenced once for a closed port".)
+	byPort := 0
+	for id := int32(1); id <= 3; id++ {
+		for i := range killed[id] {
+			if i >= len(incs[id]) {
+				t.Errorf("node %d was killed %d times and started only %d times", id, killed[id], len(incs[id]))
+				break
+			}
+			k := fmt.Sprintf("%d/%s", id, incs[id][i])
+			if fenced[k] == "" {
+				t.Errorf("node %d's kill %d of %d (incarnation %s) was not fenced for its closed port; %s", id, i+1, killed[id], incs[id][i], evidence())
+				continue
+			}
+			byPort++
 		}
-		byPort += n
 	}
-	t.Logf("%d kills, %d fenced by a refused probe (by node %v), session fences by node %v", kills, byPort, ports, sessions)
-	if byPort < kills {
-		t.Errorf("%d of %d kills fenced by a refused probe of its port, want all", byPort, kills)
-	}
+	t.Logf("%d kills, %d of them fenced for a closed port; %d port fences in all (the teardown's included); session fences by node %v", kills, byPort, len(fenced), sessions)
 }
 
 // faultLines lists res's faults, one a line: when, what, and its victim.
