@@ -143,7 +143,9 @@
 // found with SEEK_DATA and makes the cut a damaged tail (gap.go).
 //
 // Open after a clean shutdown trusts the files (and cheaply checks each
-// segment's tail against its index). After an unclean shutdown it scans every
+// segment's tail against its index), except a segment missing an index
+// file (one a compaction swap just put in place, or files lost), which it
+// scans as below. After an unclean shutdown it scans every
 // segment from the recovery point on, batch by batch, checking length, magic,
 // CRC and offset continuity, and rebuilds their indexes and the epoch cache.
 // In the active segment the scan starts at its own recovery point when one

@@ -253,7 +253,13 @@ func (l *Log) load() error {
 				continue
 			}
 		}
-		trusted := clean || (!last && base < rp)
+		// A segment without both index files is scanned (which rebuilds
+		// them), whatever vouches for its data: one a compaction swap put
+		// in place (finishSwaps above) has none yet, and one whose files
+		// were lost would otherwise keep empty indexes (every read in it
+		// scanning from its first batch) and batches never read back.
+		indexed := have[segmentName(base)+".index"] && have[segmentName(base)+".timeindex"]
+		trusted := (clean || (!last && base < rp)) && indexed
 		// The active recovery point stands in for the epochs below it
 		// only if no earlier segment was scanned.
 		var from *activePoint
