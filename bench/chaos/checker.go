@@ -38,12 +38,13 @@ const (
 	NoFaults       AnomalyKind = "no-faults"       // no fault was applied: the run tested nothing
 	WritesStalled  AnomalyKind = "writes-stalled"  // no record sent to a partition after the faults ended was acknowledged
 	MembersBehind  AnomalyKind = "members-behind"  // the shared group's members never read a partition up to the final HW
+	LivePortFence  AnomalyKind = "live-port-fence" // a live process (paused, cut off) fenced because its port was found closed (port_fences.go)
 )
 
 // SafetyKinds and LivenessKinds list the anomaly kinds in report order.
 var (
 	SafetyKinds   = []AnomalyKind{LostWrite, LostLatest, InconsistentOffset, Duplicate, ReadSkipped, ReadBackwards, ReplicaDivergence, Reordered, FailedButWritten, PhantomRecord, ReadDiverged, LostCommit, MemberSkipped, Unverified}
-	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, MembersBehind, NoFaults, WritesStalled}
+	LivenessKinds = []AnomalyKind{NotConverged, NodeCrashed, ConsumerBehind, MembersBehind, NoFaults, WritesStalled, LivePortFence}
 )
 
 // Anomaly is one finding.
@@ -506,6 +507,9 @@ func Check(h *History) *Report {
 	}
 	for _, i := range crashes {
 		r.add(Anomaly{Kind: NodeCrashed, Partition: -1, Offset: -1, Node: h.Exits[i].Node, Detail: h.Exits[i].Detail})
+	}
+	for _, f := range h.LivePortFences {
+		r.add(Anomaly{Kind: LivePortFence, Partition: -1, Offset: -1, Node: f.Broker, Detail: f.String()})
 	}
 	resumed(h, r)
 	checkCommits(h, r)

@@ -293,6 +293,9 @@ func TestCheckNamesEachAnomaly(t *testing.T) {
 			h.Converged, h.ConvergeErr = false, "partition 1: isr [1]"
 			h.Exits = []NodeExit{{Node: 2, At: h.End, ScrubPartition: -1, Detail: "node 2 exited: signal: segmentation fault"}}
 		}, []AnomalyKind{NotConverged, NodeCrashed}},
+		{"a live process fenced for its port", func(h *History) {
+			h.LivePortFences = []PortFence{{By: 1, Broker: 3, Incarnation: 30, At: h.End, Alive: h.End.Add(50 * time.Millisecond)}}
+		}, []AnomalyKind{LivePortFence}},
 		{"restarted in its process, no rot to repair", func(h *History) {
 			h.Exits = []NodeExit{{Node: 2, At: h.End, ScrubPartition: 1, InProcess: true, Detail: "node 2 stopped and started again in its process"}}
 		}, []AnomalyKind{NodeCrashed}},

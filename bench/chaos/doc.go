@@ -165,7 +165,10 @@
 // skipped or failed, or none scheduled, so the run tested nothing) and
 // writes-stalled (the producers keep writing for a moment after the last
 // fault is healed; a partition that acknowledged none of those records, or
-// got none, never resumed taking writes).
+// got none, never resumed taking writes), and live-port-fence (a process
+// fenced because its port was found closed, which then heard from the
+// controller that it was fenced: it was alive, paused or cut off; only a
+// dead process's port refuses datagrams; port_fences.go).
 //
 // # Compacted runs (Config.Compact, --compact)
 //

@@ -153,6 +153,10 @@ type History struct {
 	// other stop is a crash, a bug.
 	Exits []NodeExit
 	Rots  []Rot
+	// LivePortFences lists the fences of processes that were alive (paused,
+	// cut off, slow) for a closed port (port_fences.go), read from the
+	// nodes' logs after the run.
+	LivePortFences []PortFence
 	// FaultsApplied counts the faults the nemesis applied (kills, pauses,
 	// partitions; a torn tail rides on a kill). 0: the run injected no
 	// fault, so its history says nothing about faults.

@@ -449,6 +449,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			h.Replicas = append(h.Replicas, rl)
 		}
 	}
+	// The nodes' logs, whole, now that every process is gone.
+	logs := map[int32][]byte{}
+	for _, id := range c.IDs() {
+		if b, err := os.ReadFile(c.Node(id).LogPath); err == nil {
+			logs[id] = b
+		} else {
+			fmt.Fprintf(out, "chaos: reading node %d's log: %v\n", id, err)
+		}
+	}
+	h.LivePortFences = livePortFences(logs)
 	res.History = h
 	res.Report = Check(h)
 	res.Unavailable = longestByKind(res.Events, allWindows(h), start)
