@@ -59,7 +59,7 @@ func livePortFences(logs map[int32][]byte) []PortFence {
 		by int32
 		at time.Time
 	}
-	fences := map[[2]int64][]fence{} // broker, incarnation -> its port fences
+	first := map[[2]int64]fence{} // broker, incarnation -> its first port fence
 	fenced := map[[2]int64][]time.Time{}
 	var order [][2]int64
 	for _, id := range slices.Sorted(maps.Keys(logs)) {
@@ -83,17 +83,16 @@ func livePortFences(logs map[int32][]byte) []PortFence {
 			if m := portFenceLine.FindSubmatch(line); m != nil {
 				b, _ := strconv.ParseInt(string(m[1]), 10, 32)
 				i, _ := strconv.ParseInt(string(m[2]), 10, 64)
-				k := [2]int64{b, i}
-				if fences[k] == nil {
+				if k := [2]int64{b, i}; first[k].at.IsZero() {
 					order = append(order, k)
+					first[k] = fence{id, at}
 				}
-				fences[k] = append(fences[k], fence{id, at})
 			}
 		}
 	}
 	var out []PortFence
 	for _, k := range order {
-		f := fences[k][0]
+		f := first[k]
 		if i := slices.IndexFunc(fenced[k], func(t time.Time) bool { return t.After(f.at) }); i >= 0 {
 			out = append(out, PortFence{By: f.by, Broker: int32(k[0]), Incarnation: k[1], At: f.at, Alive: fenced[k][i]})
 		}

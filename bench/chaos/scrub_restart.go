@@ -77,11 +77,9 @@ func inProcessRestarts(node int32, lines []byte, topic, logPath string, start, s
 		if !bytes.Contains(line, []byte(inProcessMarker)) {
 			continue
 		}
-		at := seen
-		if m := logTime.FindSubmatch(line); m != nil {
-			if t, err := time.Parse(time.RFC3339Nano, string(m[1])); err == nil {
-				at = t
-			}
+		at, ok := lineTime(line)
+		if !ok {
+			at = seen
 		}
 		why := bytes.TrimSpace(line)
 		if i := bytes.Index(why, []byte(" err=")); i >= 0 {
