@@ -276,10 +276,12 @@ func TestReassignThrottledByClusterConfig(t *testing.T) {
 	if err := admin.AlterClusterConfigs(ctx, client.ConfigChange{Set: map[string]string{"reassignment.throttle.bytes": fmt.Sprint(rate)}}); err != nil {
 		t.Fatal(err)
 	}
+	// The change is committed on the controller; each node applies it
+	// from its copy of the metadata log a moment later.
 	for id := int32(1); id <= 4; id++ {
-		if got := tc.node(id).Broker().Stats().ReassignThrottle; got != rate {
-			t.Fatalf("node %d's throttle %d, want %d", id, got, rate)
-		}
+		waitFor(t, fmt.Sprintf("node %d's throttle %d", id, rate), 10*time.Second, func() bool {
+			return tc.node(id).Broker().Stats().ReassignThrottle == rate
+		})
 	}
 	start := time.Now()
 	if err := admin.ReassignPartition(ctx, "payments", 0, []int32{1, 2, 4}); err != nil {
@@ -298,9 +300,9 @@ func TestReassignThrottledByClusterConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := int32(1); id <= 4; id++ {
-		if got := tc.node(id).Broker().Stats().ReassignThrottle; got != 0 {
-			t.Fatalf("node %d's throttle %d after the delete, want 0 (its flag)", id, got)
-		}
+		waitFor(t, fmt.Sprintf("node %d's throttle 0 after the delete (its flag)", id), 10*time.Second, func() bool {
+			return tc.node(id).Broker().Stats().ReassignThrottle == 0
+		})
 	}
 }
 
