@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,14 @@ func TestMirrorSurvivesSIGKILL(t *testing.T) {
 	atKill1 := kill(first, "first")
 
 	ends1 := endOffsets(t, dstC, topic)
-	second := startProcess(t, mirrorArgs...)
+	// The second commits once a second, not every 100 ms: records past its
+	// last commit, once there, stay so until the kill. (With 100 ms a
+	// commit could land between the wait below and the kill, under load:
+	// a CI run killed it with nothing past its commit, and no record was
+	// repeated.)
+	secondArgs := slices.Clone(mirrorArgs)
+	secondArgs[len(secondArgs)-1] = "1s" // --commit-interval
+	second := startProcess(t, secondArgs...)
 	// Records acknowledged past the last commit: on the target past what
 	// the first left, less what the second resumed at, more than the
 	// second committed since.
