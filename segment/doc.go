@@ -107,8 +107,10 @@
 // sealed indexes are mapped read-only. Under SyncNever a segment is sealed
 // without an fsync; its .log, .index and .timeindex are fsynced in the
 // background before the recovery point passes it. Recovery copes with a lost
-// or torn index anyway: one that fails its checks is rebuilt by a scan, a
-// short one that passes them only makes lookups walk more batch headers.
+// or torn index anyway: one that fails its checks is rebuilt by a scan, and so
+// is a short one (entries lost from its end, both files alike): the bytes
+// after its last entry reach the smallest distance between two of its entries
+// (indexGap in recovery.go).
 //
 // An index entry is added for a batch when at least IndexInterval bytes were
 // appended since the previous entry; it points at the batch's first byte. The

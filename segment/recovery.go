@@ -555,6 +555,8 @@ func (l *Log) checkTrusted(s *segment, data []byte, size int64) error {
 		rel, p := s.idx.at(s.idx.n - 1)
 		pos, next = int64(p), s.base+int64(rel)
 	}
+	gap, full := l.indexGap(s), s.idx.n >= l.opts.MaxIndexBytes/offsetEntrySize
+	var since int64 // bytes after the last entry
 	maxTs := s.tidx.lastTimestamp()
 	for pos < size {
 		if pos >= int64(len(data)) {
@@ -567,12 +569,39 @@ func (l *Log) checkTrusted(s *segment, data []byte, size int64) error {
 		if b.BaseOffset() != next {
 			return corruptf("batch at byte %d has offset %d, expected %d", pos, b.BaseOffset(), next)
 		}
+		if pos > 0 && since >= gap && !full {
+			return fmt.Errorf("index ends %d bytes before the batch at byte %d, and its entries are %d or more bytes apart: entries are missing from its end (or the interval was raised while it was active)", since, pos, gap)
+		}
+		since += int64(len(b))
 		next = b.LastOffset() + 1
 		maxTs = max(maxTs, b.MaxTimestamp())
 		pos += int64(len(b))
 	}
 	s.size, s.next, s.maxTs = size, next, maxTs
 	return nil
+}
+
+// indexGap returns the interval a trusted segment's index was written at, as
+// far as its entries tell: the smallest distance between two of them (the
+// first's from the segment's start). An entry is added once IndexInterval
+// bytes followed the one before, so each distance is at least the interval
+// in force when it was written; a tail after the last entry that reaches the
+// smallest of them held an entry the file lost. The interval is read from the
+// entries rather than the options so that a lowered --index-interval does
+// not rescan every segment; a raised one rescans at most the segment that
+// was active when it changed (its tail came at the new interval), once. An
+// index without entries falls back to the options.
+func (l *Log) indexGap(s *segment) int64 {
+	gap := int64(max(l.opts.IndexInterval, 1))
+	var prev int64
+	for i := 0; i < s.idx.n; i++ {
+		_, p := s.idx.at(i)
+		if i == 0 || int64(p)-prev < gap {
+			gap = int64(p) - prev
+		}
+		prev = int64(p)
+	}
+	return gap
 }
 
 // sinceLastIndex returns the bytes after the last index entry.
