@@ -22,7 +22,13 @@ import (
 // still the same, the follower ticks raft on to ElectionTicks since that
 // message: past the lease, so it grants votes, and from there its
 // randomized timeout (0..ElectionTicks-1 more ticks) starts the election as
-// usual. Raft's safety never rests on timing; this only moves the moment
+// usual. The voter with the lowest id but the dead leader's does not wait
+// for that rest: one tick after it skipped the lease (the others find the
+// port closed within a few ms of it and skip theirs meanwhile), it
+// campaigns. Alone, it wins at once; if its pre-vote finds the others
+// still in the lease, or it is behind, it got nothing and its own timeout
+// still runs as before (a pre-vote resets no one's timer), and so do the
+// others'. Raft's safety never rests on timing; this only moves the moment
 // the survivors start the election they would have started anyway. A
 // stopped process keeps its socket and a dead host or partition answers
 // nothing: the election timeout decides as before.
@@ -41,11 +47,14 @@ type leaderWatch struct {
 	// skipped is the leader whose lease this node skipped (once per
 	// leader: the randomized rest of the timeout is left to run).
 	skipped uint64
+	// campaignAt is the tick at which this node, the first survivor,
+	// campaigns (0: none due).
+	campaignAt uint64
 }
 
 // watchNewLeader starts the watch afresh for a new leader. Loop only.
 func (n *Node) watchNewLeader() {
-	n.lw.heard, n.lw.skipped = n.ticks, 0
+	n.lw.heard, n.lw.skipped, n.lw.campaignAt = n.ticks, 0, 0
 	n.lw.heardAt.Store(time.Now().UnixNano())
 }
 
@@ -128,8 +137,40 @@ func (n *Node) leaderProbed(lead, sent uint64, res portprobe.Result) {
 		n.rn.Tick()
 	}
 	n.lw.skipped = lead
+	if n.firstSurvivor(lead) {
+		n.lw.campaignAt = n.ticks + 1
+	}
 	if fn := n.leaderGone.Load(); fn != nil {
 		(*fn)(lead)
+	}
+}
+
+// firstSurvivor reports whether this node is the voter with the lowest id
+// but the dead leader's (in the configuration it applied). Loop only.
+func (n *Node) firstSurvivor(dead uint64) bool {
+	first := uint64(0)
+	for _, id := range n.confState.GetVoters() {
+		if id != dead && (first == 0 || id < first) {
+			first = id
+		}
+	}
+	return first == n.id
+}
+
+// campaignIfDue makes the first survivor campaign at campaignAt, unless
+// raft moved on meanwhile (a new leader, or its own campaign: either
+// changes n.lead). Loop only, after each tick.
+func (n *Node) campaignIfDue() {
+	if n.lw.campaignAt == 0 || n.ticks < n.lw.campaignAt {
+		return
+	}
+	n.lw.campaignAt = 0
+	if n.lead != n.lw.skipped {
+		return
+	}
+	n.lg.Info("raftnode: campaigning at once, the first survivor of a leader whose process is gone", "leader", n.lead)
+	if err := n.rn.Campaign(); err != nil {
+		n.lg.Debug("raftnode: campaign refused", "err", err)
 	}
 }
 

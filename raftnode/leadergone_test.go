@@ -93,3 +93,29 @@ func TestLeaderCutOffKeepsTheLease(t *testing.T) {
 		t.Fatalf("a follower led within 3 ticks of node %d's campaign, %d ticks after its leader, alive but cut off, last spoke; %s", a, waited, c.describe())
 	}
 }
+
+// The first survivor (the voter with the lowest id but the dead leader's)
+// campaigns one tick after it skipped the lease, without waiting out the
+// randomized rest of the election timeout (0 to ElectionTicks-1 more
+// ticks, 49 here): it leads within a few ticks of the probe, in every one
+// of several clusters.
+func TestFirstSurvivorCampaignsAtOnce(t *testing.T) {
+	for round := range 3 {
+		c := newTestCluster(t, 3, nil)
+		c.tune = func(cfg *Config) { cfg.LeaderProbe, cfg.ElectionTicks = c.nw.memProbe, 50 }
+		c.startVoters()
+		lead := c.leader()
+		c.waitApplied(c.propose(lead, "x"))
+		a, b := c.followersOf(lead)
+		first := min(a, b)
+		c.kill(lead)
+		ticks := c.nodes[a].cfg.LeaderProbeTicks + 3
+		for range ticks {
+			c.tick()
+		}
+		if !c.nodes[first].Status().IsLeader {
+			t.Fatalf("round %d: node %d, the first survivor of leader %d, does not lead %d ticks after the leader died; %s",
+				round, first, lead, ticks, c.describe())
+		}
+	}
+}

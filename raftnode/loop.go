@@ -60,10 +60,12 @@ func (n *Node) run() {
 			n.rn.Tick()
 			n.ticks++
 			n.watchLeader()
+			n.campaignIfDue()
 		case ack := <-n.tickc:
 			n.rn.Tick()
 			n.ticks++
 			n.watchLeader()
+			n.campaignIfDue()
 			it.acks = append(it.acks, ack)
 		case in := <-n.recvc:
 			n.step(in, &it)
