@@ -159,13 +159,14 @@ func (n *Node) firstSurvivor(dead uint64) bool {
 
 // campaignIfDue makes the first survivor campaign at campaignAt, unless
 // raft moved on meanwhile (a new leader, or its own campaign: either
-// changes n.lead). Loop only, after each tick.
+// changes n.lead) or the rejoin guard is on (its vote requests would be
+// dropped). Loop only, after each tick.
 func (n *Node) campaignIfDue() {
 	if n.lw.campaignAt == 0 || n.ticks < n.lw.campaignAt {
 		return
 	}
 	n.lw.campaignAt = 0
-	if n.lead != n.lw.skipped {
+	if n.lead != n.lw.skipped || n.guard.on {
 		return
 	}
 	n.lg.Info("raftnode: campaigning at once, the first survivor of a leader whose process is gone", "leader", n.lead)

@@ -57,15 +57,9 @@ func (n *Node) run() {
 			n.stop(nil)
 			return
 		case <-tickC:
-			n.rn.Tick()
-			n.ticks++
-			n.watchLeader()
-			n.campaignIfDue()
+			n.tick()
 		case ack := <-n.tickc:
-			n.rn.Tick()
-			n.ticks++
-			n.watchLeader()
-			n.campaignIfDue()
+			n.tick()
 			it.acks = append(it.acks, ack)
 		case in := <-n.recvc:
 			n.step(in, &it)
@@ -299,6 +293,15 @@ func (n *Node) handleReport(r peerReport) {
 	case reportSnapFailed:
 		n.rn.ReportSnapshot(r.id, raft.SnapshotFailure)
 	}
+}
+
+// tick advances raft's clock by one tick, then the watch of a silent
+// leader (leadergone.go). Loop only.
+func (n *Node) tick() {
+	n.rn.Tick()
+	n.ticks++
+	n.watchLeader()
+	n.campaignIfDue()
 }
 
 // leaderChanged fails the proposals still waiting: a new leader may have
