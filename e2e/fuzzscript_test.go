@@ -3,7 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,13 +40,7 @@ func TestFuzzScript(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		cancel()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatalf("fuzz.sh %v: %v", tc.args, err)
-		}
+		code := exitStatus(t, err, fmt.Sprintf("fuzz.sh %v", tc.args))
 		if code != tc.code {
 			t.Errorf("fuzz.sh %v: exit status %d, want %d; output:\n%s", tc.args, code, tc.code, out.String())
 		}

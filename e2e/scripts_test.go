@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -297,12 +298,7 @@ func TestClusterScriptErrors(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		cancel()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		code := exitStatus(t, err, fmt.Sprintf("cluster.sh %v", tc.args))
 		if code != tc.code || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("cluster.sh %v: exit %d, stdout %q, stderr %q; want exit %d and one line with %q",
 				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
@@ -697,4 +693,18 @@ func TestBenchAgainstScriptCluster(t *testing.T) {
 	if st := c.script(t, "status"); strings.Count(st, ": running") != 3 {
 		t.Errorf("after the bench not every node runs:\n%s", st)
 	}
+}
+
+// exitStatus is the exit status of a command run returned err (0 for nil);
+// any other failure (it did not start, or was killed) fails the test.
+func exitStatus(t *testing.T, err error, what string) int {
+	t.Helper()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.Exited() {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return 0
 }
