@@ -139,6 +139,9 @@ func (n *Node) handleDescribeCluster(ctx context.Context, _ quic.Peer, f quic.Fr
 		return 0, nil, err
 	}
 	resp := n.store.Image().DescribeClusterResponse()
+	// The offset this node has applied: its image may be ahead of what
+	// the broker was told (reconcile runs right after each change).
+	resp.MetadataOffset = min(resp.MetadataOffset, n.reconciled.Load())
 	n.mu.Lock()
 	contact := n.mu.ctrlContact
 	n.mu.Unlock()

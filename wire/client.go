@@ -137,8 +137,11 @@ type DeleteTopicResponse struct {
 // DescribeClusterRequest / Response (cluster status).
 type DescribeClusterRequest struct{}
 type DescribeClusterResponse struct {
-	Err            ErrorCode    `msgpack:"err"`
-	ControllerID   int32        `msgpack:"ctrl"`
+	Err          ErrorCode `msgpack:"err"`
+	ControllerID int32     `msgpack:"ctrl"`
+	// MetadataOffset is the metadata offset the answering node has
+	// applied: its image and its broker (cluster configs, partition
+	// states) are both at or past it.
 	MetadataOffset int64        `msgpack:"moff"`
 	Brokers        []BrokerInfo `msgpack:"brokers"`
 	// Configs are the cluster configs as set (AlterClusterConfigsRequest);
