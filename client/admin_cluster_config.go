@@ -21,20 +21,33 @@ func (a *Admin) AlterClusterConfigs(ctx context.Context, ch ConfigChange) error 
 	if err != nil {
 		return err
 	}
-	if err := a.waitMetadataOffset(ctx, resp.MetadataOffset); err != nil {
+	// Cluster configs take effect in each node's broker, which is brought
+	// in line with the metadata image a moment after the image has it.
+	if err := a.waitOffset(ctx, resp.MetadataOffset, true); err != nil {
 		return fmt.Errorf("client: cluster configs changed but not yet applied by every node: %w", err)
 	}
 	return nil
 }
 
 // waitMetadataOffset waits until every alive node that answers (at least
-// one) has applied metadata offset off, or ctx ends.
+// one) has applied metadata offset off to its image (what ACLs, quotas and
+// registrations are read from), or ctx ends.
 func (a *Admin) waitMetadataOffset(ctx context.Context, off int64) error {
+	return a.waitOffset(ctx, off, false)
+}
+
+// waitOffset waits until every alive node that answers (at least one) has
+// applied metadata offset off to its image and, with broker set, to its
+// broker (DescribeClusterResponse.BrokerOffset; a node of an older build
+// that does not send it counts by its image), or ctx ends.
+func (a *Admin) waitOffset(ctx context.Context, off int64, broker bool) error {
 	return a.untilEveryNode(ctx, func(ctx context.Context, addr string) func() bool {
 		var r wire.DescribeClusterResponse
 		if err := a.c.call(ctx, addr, wire.TypeDescribeCluster, &wire.DescribeClusterRequest{}, &r); err != nil || r.Err != wire.None {
 			return nil
 		}
-		return func() bool { return r.MetadataOffset >= off }
+		return func() bool {
+			return r.MetadataOffset >= off && (!broker || r.BrokerOffset == nil || *r.BrokerOffset >= off)
+		}
 	})
 }

@@ -139,12 +139,13 @@ func (n *Node) handleDescribeCluster(ctx context.Context, _ quic.Peer, f quic.Fr
 		return 0, nil, err
 	}
 	resp := n.store.Image().DescribeClusterResponse()
-	// The offset this node has applied: its image may be ahead of what
-	// the broker was told (reconcile runs right after each change).
-	resp.MetadataOffset = min(resp.MetadataOffset, n.reconciled.Load())
 	n.mu.Lock()
 	contact := n.mu.ctrlContact
+	// The broker is brought in line with each image right after it
+	// (watch.go), so this may trail the image's offset.
+	brokerOff := int64(n.mu.reconciled)
 	n.mu.Unlock()
+	resp.BrokerOffset = &brokerOff
 	resp.ControllerID = describedController(n.activeControllerID(), contact, time.Now(), n.cfg.SessionTimeout)
 	return wire.TypeDescribeCluster, &resp, nil
 }

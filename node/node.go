@@ -60,12 +60,7 @@ type Node struct {
 
 	ep    *quic.Endpoint
 	store *metadata.Store
-	// reconciled is the offset of the last metadata image the broker was
-	// brought in line with (watch.go): what DescribeCluster reports as
-	// applied, so a client waiting for a change to reach every node
-	// (Admin.AlterClusterConfigs) waits for the broker, not only the image.
-	reconciled atomic.Int64
-	raft       *raftnode.Node
+	raft  *raftnode.Node
 	// startCommit is the metadata log's commit index on disk at start: the
 	// first registration waits (briefly) until it is applied, so the image
 	// names the partitions assigned to this node (emptyReplicas).

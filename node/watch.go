@@ -37,7 +37,6 @@ func (n *Node) watchMetadata(ctx context.Context) error {
 			return fmt.Errorf("the metadata log holds a record this build does not know, written by a newer paymentlog: upgrade this node (%w)", err)
 		}
 		n.reconcile(ctx, ch.Next)
-		n.reconciled.Store(int64(ch.Next.Offset()))
 	}
 }
 

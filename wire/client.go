@@ -137,12 +137,9 @@ type DeleteTopicResponse struct {
 // DescribeClusterRequest / Response (cluster status).
 type DescribeClusterRequest struct{}
 type DescribeClusterResponse struct {
-	Err          ErrorCode `msgpack:"err"`
-	ControllerID int32     `msgpack:"ctrl"`
-	// MetadataOffset is the metadata offset the answering node has
-	// applied: its image and its broker (cluster configs, partition
-	// states) are both at or past it.
-	MetadataOffset int64        `msgpack:"moff"`
+	Err            ErrorCode    `msgpack:"err"`
+	ControllerID   int32        `msgpack:"ctrl"`
+	MetadataOffset int64        `msgpack:"moff"` // of the answering node's metadata image
 	Brokers        []BrokerInfo `msgpack:"brokers"`
 	// Configs are the cluster configs as set (AlterClusterConfigsRequest);
 	// omitted when none.
@@ -150,6 +147,12 @@ type DescribeClusterResponse struct {
 	// MetadataVersion is the metadata version the cluster uses (1 until a
 	// change needing a later one; absent from older builds).
 	MetadataVersion int32 `msgpack:"mv,omitempty"`
+	// BrokerOffset is the metadata offset of the last image the answering
+	// node's broker was brought in line with: cluster configs (cleaner
+	// threads and throttles, the reassignment throttle) and partition
+	// states are in force on it up to there. It may trail MetadataOffset
+	// by the moment that takes. Absent (nil) from older builds.
+	BrokerOffset *int64 `msgpack:"boff,omitempty"`
 }
 
 // InitProducerIDRequest asks for a cluster-unique producer id (allocated from

@@ -119,6 +119,11 @@ type Cluster struct {
 		aclsEnforced bool
 		// hidden are the topics the client may not describe (HideTopic).
 		hidden map[string]bool
+		// brokerHeld: the BrokerOffset a held broker reports (HoldBroker);
+		// describeCalls counts DescribeCluster answers by broker
+		// (cluster_configs.go).
+		brokerHeld    map[int32]int64
+		describeCalls map[int32]int
 	}
 }
 
@@ -676,9 +681,9 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		}
 		return c.metadata(r), nil
 	case *wire.DescribeClusterRequest:
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return &wire.DescribeClusterResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, Brokers: append([]wire.BrokerInfo(nil), c.mu.brokers...)}, nil
+		return c.describeCluster(addr), nil
+	case *wire.AlterClusterConfigsRequest:
+		return c.alterClusterConfigs(addr, r), nil
 	case *wire.DescribeReplicaRequest:
 		return c.describeReplica(addr, r), nil
 	case *wire.DescribeQuorumRequest:

@@ -77,6 +77,7 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeDescribeACLs, func() any { return &wire.DescribeACLsRequest{} })
 	h(wire.TypeAlterClientQuotas, func() any { return &wire.AlterClientQuotasRequest{} })
 	h(wire.TypeDescribeClientQuotas, func() any { return &wire.DescribeClientQuotasRequest{} })
+	h(wire.TypeAlterClusterConfigs, func() any { return &wire.AlterClusterConfigsRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.

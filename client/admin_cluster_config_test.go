@@ -1,0 +1,48 @@
+package client
+
+import (
+	"testing"
+	"time"
+
+	"paymentlog/client/clienttest"
+	"paymentlog/wire"
+)
+
+// AlterClusterConfigs returns only once every node's broker has applied the
+// change (DescribeCluster's BrokerOffset), not once its metadata image has:
+// cluster configs take effect in the broker, which trails the image. ACLs
+// and quotas take effect from the image, so their calls do not wait for
+// the broker.
+func TestAdminClusterConfigsWaitForTheBrokers(t *testing.T) {
+	fc := clienttest.New(3)
+	fc.SetController(2)
+	a := mustFakeClient(t, fc).Admin()
+	ctx := testCtx(t)
+
+	fc.HoldBroker(3, true)
+	polled := fc.DescribeClusterCalls(3)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.AlterClusterConfigs(ctx, ConfigChange{Set: map[string]string{"log.cleaner.threads": "3"}})
+	}()
+	// Polled three more times with the image there and the broker not.
+	waitFor(t, "node 3 asked three times", func() bool { return fc.DescribeClusterCalls(3) >= polled+3 || len(done) > 0 })
+	select {
+	case err := <-done:
+		t.Fatalf("AlterClusterConfigs returned (%v) while node 3's broker had not applied the change", err)
+	default:
+	}
+	// An ACL is in force once it is in the image: no wait for the broker.
+	if _, err := a.CreateACLs(ctx, []wire.ACLBinding{topicACL("User:billing", wire.OpRead, wire.PermissionAllow, "payments")}); err != nil {
+		t.Fatal(err)
+	}
+	fc.HoldBroker(3, false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AlterClusterConfigs did not return once node 3's broker applied the change")
+	}
+}

@@ -1,0 +1,60 @@
+package clienttest
+
+import "paymentlog/wire"
+
+// Cluster configs (wire/cluster_config.go): changed through the active
+// controller (the others answer NotController with the hint), each change
+// a metadata change. The fake keeps no values. Each broker's DescribeCluster
+// reports a BrokerOffset: the metadata offset, unless HoldBroker holds it
+// where it was, as a real node's broker trails its image for a moment.
+
+// HoldBroker holds (on) or releases (off) the BrokerOffset that broker id's
+// DescribeCluster answers report at the metadata offset of now.
+func (c *Cluster) HoldBroker(id int32, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.brokerHeld == nil {
+		c.mu.brokerHeld = map[int32]int64{}
+	}
+	if on {
+		c.mu.brokerHeld[id] = c.mu.moff
+	} else {
+		delete(c.mu.brokerHeld, id)
+	}
+}
+
+// DescribeClusterCalls is how many DescribeCluster requests broker id has
+// answered.
+func (c *Cluster) DescribeClusterCalls(id int32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.describeCalls[id]
+}
+
+func (c *Cluster) alterClusterConfigs(addr string, r *wire.AlterClusterConfigsRequest) *wire.AlterClusterConfigsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.brokerAt(addr) != c.mu.controller {
+		return &wire.AlterClusterConfigsResponse{Err: wire.NotController, ControllerID: c.mu.controller}
+	}
+	if len(r.Set)+len(r.Delete) > 0 {
+		c.bumpLocked()
+	}
+	return &wire.AlterClusterConfigsResponse{MetadataOffset: c.mu.moff, ControllerID: -1}
+}
+
+func (c *Cluster) describeCluster(addr string) *wire.DescribeClusterResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.brokerAt(addr)
+	if c.mu.describeCalls == nil {
+		c.mu.describeCalls = map[int32]int{}
+	}
+	c.mu.describeCalls[id]++
+	boff := c.mu.moff
+	if held, ok := c.mu.brokerHeld[id]; ok {
+		boff = held
+	}
+	return &wire.DescribeClusterResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, BrokerOffset: &boff,
+		Brokers: append([]wire.BrokerInfo(nil), c.mu.brokers...)}
+}
