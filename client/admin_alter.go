@@ -20,8 +20,9 @@ type ConfigChange struct {
 
 // AlterTopicConfigs changes a topic's configs through the active controller
 // and waits until every node that answers shows the result (a config key it
-// deleted absent, one it set with its value, the new min ISR), so a describe
-// or produce that follows sees it. A missing topic yields an error matching
+// deleted absent, one it set with its value, the new min ISR) and its broker
+// has applied it (DescribeCluster's BrokerOffset), so a describe or produce
+// that follows sees it. A missing topic yields an error matching
 // wire.UnknownTopicOrPartition.
 func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, ch ConfigChange) error {
 	req := &wire.AlterConfigsRequest{Topic: topic, Set: ch.Set, Delete: ch.Delete}
@@ -35,6 +36,14 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, topic string, ch ConfigCh
 	err = a.waitTopic(ctx, topic, func(t *wire.TopicMetadata) bool { return t != nil && shows(t, ch) })
 	if err != nil {
 		return fmt.Errorf("client: topic %q: configs changed but not yet seen by every node: %w", topic, err)
+	}
+	// The leaders' brokers apply the new configs (retention, the message
+	// policy) a moment after their images show them. An older controller
+	// sends no offset to wait for.
+	if resp.MetadataOffset > 0 {
+		if err := a.waitOffset(ctx, resp.MetadataOffset, true); err != nil {
+			return fmt.Errorf("client: topic %q: configs changed but not yet applied by every node: %w", topic, err)
+		}
 	}
 	return nil
 }

@@ -8,28 +8,43 @@ import (
 	"paymentlog/wire"
 )
 
-// AlterClusterConfigs returns only once every node's broker has applied the
-// change (DescribeCluster's BrokerOffset), not once its metadata image has:
-// cluster configs take effect in the broker, which trails the image. ACLs
-// and quotas take effect from the image, so their calls do not wait for
-// the broker.
+// AlterClusterConfigs and AlterTopicConfigs return only once every node's
+// broker has applied the change (DescribeCluster's BrokerOffset), not once
+// its metadata image has: those configs take effect in the broker, which
+// trails the image. ACLs and quotas take effect from the image, so their
+// calls do not wait for the broker.
 func TestAdminClusterConfigsWaitForTheBrokers(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.SetController(2)
 	a := mustFakeClient(t, fc).Admin()
 	ctx := testCtx(t)
+	fc.CreateTopic("payments", 1)
+	for _, alter := range []struct {
+		what string
+		call func() error
+	}{
+		{"AlterClusterConfigs", func() error {
+			return a.AlterClusterConfigs(ctx, ConfigChange{Set: map[string]string{"log.cleaner.threads": "3"}})
+		}},
+		{"AlterTopicConfigs", func() error {
+			return a.AlterTopicConfigs(ctx, "payments", ConfigChange{Set: map[string]string{"retention.ms": "60000"}})
+		}},
+	} {
+		t.Run(alter.what, func(t *testing.T) { waitsForTheBroker(t, fc, a, alter.what, alter.call) })
+	}
+}
 
+func waitsForTheBroker(t *testing.T, fc *clienttest.Cluster, a *Admin, what string, call func() error) {
+	ctx := testCtx(t)
 	fc.HoldBroker(3, true)
 	polled := fc.DescribeClusterCalls(3)
 	done := make(chan error, 1)
-	go func() {
-		done <- a.AlterClusterConfigs(ctx, ConfigChange{Set: map[string]string{"log.cleaner.threads": "3"}})
-	}()
+	go func() { done <- call() }()
 	// Polled three more times with the image there and the broker not.
 	waitFor(t, "node 3 asked three times", func() bool { return fc.DescribeClusterCalls(3) >= polled+3 || len(done) > 0 })
 	select {
 	case err := <-done:
-		t.Fatalf("AlterClusterConfigs returned (%v) while node 3's broker had not applied the change", err)
+		t.Fatalf("%s returned (%v) while node 3's broker had not applied the change", what, err)
 	default:
 	}
 	// An ACL is in force once it is in the image: no wait for the broker.
@@ -43,6 +58,6 @@ func TestAdminClusterConfigsWaitForTheBrokers(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("AlterClusterConfigs did not return once node 3's broker applied the change")
+		t.Fatalf("%s did not return once node 3's broker applied the change", what)
 	}
 }

@@ -21,9 +21,12 @@ type AlterConfigsRequest struct {
 	Delete []string          `msgpack:"delete"`
 }
 
-// AlterConfigsResponse answers an AlterConfigsRequest.
+// AlterConfigsResponse answers an AlterConfigsRequest. MetadataOffset is
+// the metadata offset the change is in (absent from older builds, and on
+// an error).
 type AlterConfigsResponse struct {
-	Err          ErrorCode `msgpack:"err"`
-	Message      string    `msgpack:"msg"`
-	ControllerID int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+	Err            ErrorCode `msgpack:"err"`
+	Message        string    `msgpack:"msg"`
+	ControllerID   int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+	MetadataOffset int64     `msgpack:"moff,omitempty"`
 }

@@ -1,10 +1,16 @@
 package clienttest
 
-import "paymentlog/wire"
+import (
+	"maps"
 
-// Cluster configs (wire/cluster_config.go): changed through the active
-// controller (the others answer NotController with the hint), each change
-// a metadata change. The fake keeps no values. Each broker's DescribeCluster
+	"paymentlog/wire"
+)
+
+// Cluster configs (wire/cluster_config.go) and a topic's configs
+// (wire/alter_configs.go): changed through the active controller (the
+// others answer NotController with the hint), each change a metadata
+// change. The fake keeps no cluster config and checks no topic config
+// (a topic's are shown in the metadata). Each broker's DescribeCluster
 // reports a BrokerOffset: the metadata offset, unless HoldBroker holds it
 // where it was, as a real node's broker trails its image for a moment.
 
@@ -41,6 +47,27 @@ func (c *Cluster) alterClusterConfigs(addr string, r *wire.AlterClusterConfigsRe
 		c.bumpLocked()
 	}
 	return &wire.AlterClusterConfigsResponse{MetadataOffset: c.mu.moff, ControllerID: -1}
+}
+
+func (c *Cluster) alterConfigs(addr string, r *wire.AlterConfigsRequest) *wire.AlterConfigsResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.brokerAt(addr) != c.mu.controller {
+		return &wire.AlterConfigsResponse{Err: wire.NotController, ControllerID: c.mu.controller}
+	}
+	t, ok := c.mu.topics[r.Topic]
+	if !ok {
+		return &wire.AlterConfigsResponse{Err: wire.UnknownTopicOrPartition, ControllerID: -1}
+	}
+	if t.configs == nil {
+		t.configs = map[string]string{}
+	}
+	maps.Copy(t.configs, r.Set)
+	for _, k := range r.Delete {
+		delete(t.configs, k)
+	}
+	c.bumpLocked()
+	return &wire.AlterConfigsResponse{MetadataOffset: c.mu.moff, ControllerID: -1}
 }
 
 func (c *Cluster) describeCluster(addr string) *wire.DescribeClusterResponse {

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"sort"
 	"sync"
@@ -132,7 +133,8 @@ type topic struct {
 	id       string
 	rf       int32
 	minISR   int32
-	maxBytes int32 // max.message.bytes (SetMaxMessageBytes); 0: no limit
+	maxBytes int32             // max.message.bytes (SetMaxMessageBytes); 0: no limit
+	configs  map[string]string // as AlterConfigs set them (cluster_configs.go); checked by no one
 	parts    []*partition
 }
 
@@ -684,6 +686,8 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 		return c.describeCluster(addr), nil
 	case *wire.AlterClusterConfigsRequest:
 		return c.alterClusterConfigs(addr, r), nil
+	case *wire.AlterConfigsRequest:
+		return c.alterConfigs(addr, r), nil
 	case *wire.DescribeReplicaRequest:
 		return c.describeReplica(addr, r), nil
 	case *wire.DescribeQuorumRequest:
@@ -781,7 +785,7 @@ func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
 			resp.Topics = append(resp.Topics, wire.TopicMetadata{Name: n, Err: wire.UnknownTopicOrPartition})
 			continue
 		}
-		tm := wire.TopicMetadata{Name: n, ID: t.id, ReplicationFactor: t.rf, MinISR: t.minISR, MaxMessageBytes: t.maxBytes}
+		tm := wire.TopicMetadata{Name: n, ID: t.id, ReplicationFactor: t.rf, MinISR: t.minISR, MaxMessageBytes: t.maxBytes, Configs: maps.Clone(t.configs)}
 		for i, pt := range t.parts {
 			isr := pt.isr
 			if isr == nil {

@@ -78,6 +78,7 @@ func register(ep *quic.Endpoint, c *Cluster, addr string) {
 	h(wire.TypeAlterClientQuotas, func() any { return &wire.AlterClientQuotasRequest{} })
 	h(wire.TypeDescribeClientQuotas, func() any { return &wire.DescribeClientQuotasRequest{} })
 	h(wire.TypeAlterClusterConfigs, func() any { return &wire.AlterClusterConfigsRequest{} })
+	h(wire.TypeAlterConfigs, func() any { return &wire.AlterConfigsRequest{} })
 }
 
 // Bootstrap is the brokers' addresses joined for --bootstrap.

@@ -13,9 +13,13 @@ import (
 // for each offline partition of the topic that has a live replica.
 func (c *Controller) AlterConfigs(ctx context.Context, req wire.AlterConfigsRequest) wire.AlterConfigsResponse {
 	ev := metadata.AlterConfigsEvent{Topic: req.Topic, Set: req.Set, Delete: req.Delete}
-	_, err := c.submit(ctx, "alter-configs", func(m *metadata.Image) ([]metadata.Record, error) {
+	img, err := c.submit(ctx, "alter-configs", func(m *metadata.Image) ([]metadata.Record, error) {
 		return metadata.DecideAlterConfigs(m, ev)
 	})
 	code, msg, hint := c.errorCode(err)
-	return wire.AlterConfigsResponse{Err: code, Message: msg, ControllerID: hint}
+	r := wire.AlterConfigsResponse{Err: code, Message: msg, ControllerID: hint}
+	if img != nil && err == nil {
+		r.MetadataOffset = int64(img.Offset())
+	}
+	return r
 }

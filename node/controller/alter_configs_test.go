@@ -82,3 +82,26 @@ func TestAlterConfigsNotController(t *testing.T) {
 		t.Fatalf("alter configs: %+v", r)
 	}
 }
+
+// TestAlterConfigsAnswersTheOffset: a change's answer carries the metadata
+// offset it is in (the client waits for every node's broker to reach it); a
+// refusal carries none.
+func TestAlterConfigsAnswersTheOffset(t *testing.T) {
+	h := newHarness(t)
+	h.raft.setLeader(1, 1)
+	h.tick()
+	ctx := h.ctx()
+	h.c.Register(ctx, wire.BrokerRegisterRequest{BrokerID: 1, Addr: "a:1", Incarnation: 1, ControllerEligible: true})
+	h.c.Heartbeat(ctx, wire.BrokerHeartbeatRequest{BrokerID: 1, Incarnation: 1, MetadataOffset: int64(h.store.Image().Offset())})
+	if r := h.c.CreateTopic(ctx, wire.CreateTopicRequest{Name: "t", Partitions: 1, ReplicationFactor: 1}); r.Err != wire.None {
+		t.Fatalf("create: %+v", r)
+	}
+	before := h.store.Image().Offset()
+	r := h.c.AlterConfigs(ctx, wire.AlterConfigsRequest{Topic: "t", Set: map[string]string{metadata.ConfigRetentionMs: "1000"}})
+	if now := h.store.Image().Offset(); r.Err != wire.None || now <= before || r.MetadataOffset != int64(now) {
+		t.Fatalf("alter: %+v; image offset %d before, %d after", r, before, now)
+	}
+	if r := h.c.AlterConfigs(ctx, wire.AlterConfigsRequest{Topic: "nosuch", Set: map[string]string{metadata.ConfigRetentionMs: "1"}}); r.Err != wire.UnknownTopicOrPartition || r.MetadataOffset != 0 {
+		t.Fatalf("refusal: %+v", r)
+	}
+}
