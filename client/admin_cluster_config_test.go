@@ -37,11 +37,12 @@ func TestAdminClusterConfigsWaitForTheBrokers(t *testing.T) {
 func waitsForTheBroker(t *testing.T, fc *clienttest.Cluster, a *Admin, what string, call func() error) {
 	ctx := testCtx(t)
 	fc.HoldBroker(3, true)
-	polled := fc.DescribeClusterCalls(3)
+	polled := fc.Calls(wire.TypeDescribeCluster)
 	done := make(chan error, 1)
 	go func() { done <- call() }()
-	// Polled three more times with the image there and the broker not.
-	waitFor(t, "node 3 asked three times", func() bool { return fc.DescribeClusterCalls(3) >= polled+3 || len(done) > 0 })
+	// Three rounds of polls of the three nodes, node 3's image there and
+	// its broker not.
+	waitFor(t, "three rounds of polls", func() bool { return fc.Calls(wire.TypeDescribeCluster) >= polled+9 || len(done) > 0 })
 	select {
 	case err := <-done:
 		t.Fatalf("%s returned (%v) while node 3's broker had not applied the change", what, err)

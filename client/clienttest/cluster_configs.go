@@ -29,14 +29,6 @@ func (c *Cluster) HoldBroker(id int32, on bool) {
 	}
 }
 
-// DescribeClusterCalls is how many DescribeCluster requests broker id has
-// answered.
-func (c *Cluster) DescribeClusterCalls(id int32) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.describeCalls[id]
-}
-
 func (c *Cluster) alterClusterConfigs(addr string, r *wire.AlterClusterConfigsRequest) *wire.AlterClusterConfigsResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,13 +65,8 @@ func (c *Cluster) alterConfigs(addr string, r *wire.AlterConfigsRequest) *wire.A
 func (c *Cluster) describeCluster(addr string) *wire.DescribeClusterResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := c.brokerAt(addr)
-	if c.mu.describeCalls == nil {
-		c.mu.describeCalls = map[int32]int{}
-	}
-	c.mu.describeCalls[id]++
 	boff := c.mu.moff
-	if held, ok := c.mu.brokerHeld[id]; ok {
+	if held, ok := c.mu.brokerHeld[c.brokerAt(addr)]; ok {
 		boff = held
 	}
 	return &wire.DescribeClusterResponse{ControllerID: c.mu.controller, MetadataOffset: c.mu.moff, BrokerOffset: &boff,

@@ -120,11 +120,9 @@ type Cluster struct {
 		aclsEnforced bool
 		// hidden are the topics the client may not describe (HideTopic).
 		hidden map[string]bool
-		// brokerHeld: the BrokerOffset a held broker reports (HoldBroker);
-		// describeCalls counts DescribeCluster answers by broker
-		// (cluster_configs.go).
-		brokerHeld    map[int32]int64
-		describeCalls map[int32]int
+		// brokerHeld: the BrokerOffset a held broker reports (HoldBroker,
+		// cluster_configs.go).
+		brokerHeld map[int32]int64
 	}
 }
 
