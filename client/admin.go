@@ -95,8 +95,10 @@ type TopicSpec struct {
 }
 
 // CreateTopic creates a topic through the active controller and waits until
-// every node that answers sees it with a leader for each partition. It
-// returns the topic id. An existing topic yields an error matching
+// every node that answers sees it with a leader for each partition and its
+// broker has taken the partitions, so a produce or fetch that follows is
+// not refused as UnknownTopicOrPartition by a leader still opening its log.
+// It returns the topic id. An existing topic yields an error matching
 // wire.TopicAlreadyExists (see ErrorCode); when an earlier attempt of this
 // call failed in transit or timed out, its message says that attempt may
 // have created the topic.
@@ -125,6 +127,9 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec) (string, error)
 	})
 	if err != nil {
 		return resp.TopicID, fmt.Errorf("client: topic %q was created but is not ready: %w", spec.Name, err)
+	}
+	if err := a.waitBrokersTook(ctx, resp.MetadataOffset); err != nil {
+		return resp.TopicID, fmt.Errorf("client: topic %q was created but not every node has taken its partitions yet: %w", spec.Name, err)
 	}
 	return resp.TopicID, nil
 }

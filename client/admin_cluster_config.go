@@ -29,6 +29,18 @@ func (a *Admin) AlterClusterConfigs(ctx context.Context, ch ConfigChange) error 
 	return nil
 }
 
+// waitBrokersTook waits, after a topic's partitions appeared with leaders in
+// every node's metadata, until every node's broker has also taken them
+// (opened its replicas' logs, the leaders among them ready for produce
+// and fetch) as of metadata offset off. It returns at once for off 0 (a
+// retried call's refusal, or a controller of an older build).
+func (a *Admin) waitBrokersTook(ctx context.Context, off int64) error {
+	if off <= 0 {
+		return nil
+	}
+	return a.waitOffset(ctx, off, true)
+}
+
 // waitMetadataOffset waits until every alive node that answers (at least
 // one) has applied metadata offset off to its image (what ACLs, quotas and
 // registrations are read from), or ctx ends.

@@ -11,9 +11,11 @@ import (
 // AlterClusterConfigs and AlterTopicConfigs return only once every node's
 // broker has applied the change (DescribeCluster's BrokerOffset), not once
 // its metadata image has: those configs take effect in the broker, which
-// trails the image. ACLs and quotas take effect from the image, so their
-// calls do not wait for the broker.
-func TestAdminClusterConfigsWaitForTheBrokers(t *testing.T) {
+// trails the image. So do CreateTopic and CreatePartitions: a leader's
+// broker refuses a produce for a partition it has not taken yet. ACLs and
+// quotas take effect from the image, so their calls do not wait for the
+// broker.
+func TestAdminChangesWaitForTheBrokers(t *testing.T) {
 	fc := clienttest.New(3)
 	fc.SetController(2)
 	a := mustFakeClient(t, fc).Admin()
@@ -29,6 +31,11 @@ func TestAdminClusterConfigsWaitForTheBrokers(t *testing.T) {
 		{"AlterTopicConfigs", func() error {
 			return a.AlterTopicConfigs(ctx, "payments", ConfigChange{Set: map[string]string{"retention.ms": "60000"}})
 		}},
+		{"CreateTopic", func() error {
+			_, err := a.CreateTopic(ctx, TopicSpec{Name: "refunds", Partitions: 3})
+			return err
+		}},
+		{"CreatePartitions", func() error { return a.CreatePartitions(ctx, "payments", 4) }},
 	} {
 		t.Run(alter.what, func(t *testing.T) { waitsForTheBroker(t, fc, a, alter.what, alter.call) })
 	}

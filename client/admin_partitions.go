@@ -9,7 +9,8 @@ import (
 
 // CreatePartitions raises a topic's partition count to count through the
 // active controller (Kafka's CreatePartitions) and waits until every node
-// that answers sees at least count partitions, each with a leader. The
+// that answers sees at least count partitions, each with a leader, and its
+// broker has taken them (as CreateTopic). The
 // count never shrinks: a count below the current one, or equal to it, is
 // refused with an error matching wire.InvalidPartitions (see ErrorCode),
 // an unknown topic with wire.UnknownTopicOrPartition, fewer live brokers
@@ -37,6 +38,9 @@ func (a *Admin) CreatePartitions(ctx context.Context, topic string, count int32)
 	})
 	if err != nil {
 		return fmt.Errorf("client: topic %q has %d partitions but they are not all ready: %w", topic, count, err)
+	}
+	if err := a.waitBrokersTook(ctx, resp.MetadataOffset); err != nil {
+		return fmt.Errorf("client: topic %q has %d partitions but not every node has taken the new ones yet: %w", topic, count, err)
 	}
 	return nil
 }

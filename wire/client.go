@@ -117,11 +117,16 @@ type CreateTopicRequest struct {
 }
 
 // CreateTopicResponse answers once the topic record is committed.
+// MetadataOffset is the offset of the metadata image that holds the new
+// topic: a node's broker has taken (opened or tried to open) its
+// partitions once its DescribeCluster BrokerOffset reaches it. Absent (0)
+// on a refusal and from older builds.
 type CreateTopicResponse struct {
-	Err          ErrorCode `msgpack:"err"`
-	Message      string    `msgpack:"msg"`
-	TopicID      string    `msgpack:"id"`
-	ControllerID int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+	Err            ErrorCode `msgpack:"err"`
+	Message        string    `msgpack:"msg"`
+	TopicID        string    `msgpack:"id"`
+	ControllerID   int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+	MetadataOffset int64     `msgpack:"moff,omitempty"`
 }
 
 // DeleteTopicRequest / Response.

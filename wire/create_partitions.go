@@ -34,10 +34,13 @@ type CreatePartitionsRequest struct {
 // topic's after the change; on an error Count is the current count when the
 // topic exists (0 otherwise), so a client that retried a request whose
 // first answer was lost can tell that its count is in place.
+// MetadataOffset is the offset of the image that holds the new partitions
+// (as in CreateTopicResponse); absent (0) on an error and from older builds.
 type CreatePartitionsResponse struct {
-	Err          ErrorCode `msgpack:"err"`
-	Message      string    `msgpack:"msg"`
-	TopicID      string    `msgpack:"id"`
-	Count        int32     `msgpack:"count"`
-	ControllerID int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+	Err            ErrorCode `msgpack:"err"`
+	Message        string    `msgpack:"msg"`
+	TopicID        string    `msgpack:"id"`
+	Count          int32     `msgpack:"count"`
+	ControllerID   int32     `msgpack:"ctrl"` // with NotController: the active controller, -1 if unknown
+	MetadataOffset int64     `msgpack:"moff,omitempty"`
 }

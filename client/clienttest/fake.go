@@ -705,7 +705,7 @@ func (c *Cluster) handle(ctx context.Context, addr string, req any, answered boo
 			return &wire.CreateTopicResponse{Err: wire.TopicAlreadyExists, Message: "topic " + r.Name + " exists"}, nil
 		}
 		c.createLocked(r.Name, r.Partitions, r.ReplicationFactor, r.MinISR)
-		return &wire.CreateTopicResponse{TopicID: c.mu.topics[r.Name].id}, nil
+		return &wire.CreateTopicResponse{TopicID: c.mu.topics[r.Name].id, MetadataOffset: c.mu.moff}, nil
 	case *wire.DeleteTopicRequest:
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -49,5 +49,5 @@ func (c *Cluster) createPartitions(addr string, r *wire.CreatePartitionsRequest)
 		return &wire.CreatePartitionsResponse{Err: wire.InvalidPartitions, Message: msg, TopicID: t.id, Count: cur}
 	}
 	c.addPartitionsLocked(t, r.Count)
-	return &wire.CreatePartitionsResponse{TopicID: t.id, Count: r.Count, ControllerID: c.mu.controller}
+	return &wire.CreatePartitionsResponse{TopicID: t.id, Count: r.Count, ControllerID: c.mu.controller, MetadataOffset: c.mu.moff}
 }

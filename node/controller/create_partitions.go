@@ -25,6 +25,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, req wire.CreatePartit
 		if t, ok := img.Topic(req.Name); ok {
 			r.TopicID, r.Count = t.ID, int32(len(t.Partitions))
 		}
+		if err == nil {
+			r.MetadataOffset = int64(img.Offset())
+		}
 	}
 	return r
 }

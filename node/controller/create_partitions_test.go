@@ -218,3 +218,28 @@ func TestReassignThroughTheController(t *testing.T) {
 		t.Fatalf("cancel: %+v (replicas before %v)", r, p.Replicas)
 	}
 }
+
+// TestCreateTopicAndPartitionsAnswerTheOffset: both answer the offset of the
+// image that holds the new partitions (the client waits for every node's
+// broker to reach it), and 0 on a refusal.
+func TestCreateTopicAndPartitionsAnswerTheOffset(t *testing.T) {
+	h := newHarness(t)
+	partitionsUp(t, h, 1)
+	ctx := h.ctx()
+	before := h.store.Image().Offset()
+	ct := h.c.CreateTopic(ctx, wire.CreateTopicRequest{Name: "u", Partitions: 1, ReplicationFactor: 3})
+	if now := h.store.Image().Offset(); ct.Err != wire.None || now <= before || ct.MetadataOffset != int64(now) {
+		t.Fatalf("create topic: %+v; image offset %d before, %d after", ct, before, now)
+	}
+	if r := h.c.CreateTopic(ctx, wire.CreateTopicRequest{Name: "u", Partitions: 1, ReplicationFactor: 3}); r.Err != wire.TopicAlreadyExists || r.MetadataOffset != 0 {
+		t.Fatalf("create topic again: %+v", r)
+	}
+	before = h.store.Image().Offset()
+	cp := h.c.CreatePartitions(ctx, wire.CreatePartitionsRequest{Name: "t", Count: 3})
+	if now := h.store.Image().Offset(); cp.Err != wire.None || now <= before || cp.MetadataOffset != int64(now) {
+		t.Fatalf("create partitions: %+v; image offset %d before, %d after", cp, before, now)
+	}
+	if r := h.c.CreatePartitions(ctx, wire.CreatePartitionsRequest{Name: "t", Count: 3}); r.Err != wire.InvalidPartitions || r.MetadataOffset != 0 {
+		t.Fatalf("create partitions again: %+v", r)
+	}
+}

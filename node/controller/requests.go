@@ -149,13 +149,16 @@ func (c *Controller) CreateTopic(ctx context.Context, req wire.CreateTopicReques
 	id := fmt.Sprintf("%016x%016x", c.cfg.Rand(), c.cfg.Rand())
 	ev := metadata.CreateTopicEvent{Name: req.Name, ID: id, Partitions: req.Partitions,
 		RF: req.ReplicationFactor, MinISR: req.MinISR, Configs: req.Configs, Seed: c.cfg.Rand()}
-	_, err := c.submit(ctx, "create-topic", func(m *metadata.Image) ([]metadata.Record, error) {
+	img, err := c.submit(ctx, "create-topic", func(m *metadata.Image) ([]metadata.Record, error) {
 		return metadata.DecideCreateTopic(m, ev)
 	})
 	code, msg, hint := c.errorCode(err)
 	r := wire.CreateTopicResponse{Err: code, Message: msg, ControllerID: hint}
 	if err == nil {
 		r.TopicID = id
+		if img != nil {
+			r.MetadataOffset = int64(img.Offset())
+		}
 	}
 	return r
 }
