@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"paymentlog/wire"
 	"testing"
 
@@ -122,7 +123,15 @@ func TestBytesThroughMsgpackItself(t *testing.T) {
 	}
 }
 
+// TestBytesOutOfLineOverStreams: frames with out-of-line chunks, written in
+// parts (over joinMax) and joined into one write (under it), arrive whole.
 func TestBytesOutOfLineOverStreams(t *testing.T) {
+	for _, size := range []int{1<<20 + 17, joinMax / 2} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) { testBytesOutOfLineOverStreams(t, size) })
+	}
+}
+
+func testBytesOutOfLineOverStreams(t *testing.T, size int) {
 	srv := mustServe(t, Config{})
 	srv.Handle(typeBytes, func(ctx context.Context, p Peer, req Frame) (FrameType, any, error) {
 		var m bytesMsg
@@ -133,7 +142,7 @@ func TestBytesOutOfLineOverStreams(t *testing.T) {
 	})
 	cli := mustClient(t, Config{})
 	ctx := context.Background()
-	in := bytesMsg{N: 5, S: "big", Data: pattern(1<<20+17, 4), More: []bytesPart{
+	in := bytesMsg{N: 5, S: "big", Data: pattern(size, 4), More: []bytesPart{
 		{P: 1, Data: pattern(10, 5)}, {P: 2, Data: pattern(OutOfLineBytes, 6)}, {P: 3}}}
 	var out bytesMsg
 	if err := cli.Call(ctx, srv.Addr(), typeBytes, in, &out); err != nil {

@@ -331,8 +331,10 @@ func (e *encoder) frameParts(t FrameType, v any, maxFrame int) ([][]byte, error)
 	return e.parts, nil
 }
 
-// writeParts writes the parts in order.
+// writeParts writes a frame's parts in order (joined when small: joinParts).
 func writeParts(w io.Writer, parts [][]byte) error {
+	parts, release := joinParts(parts)
+	defer release()
 	for _, p := range parts {
 		if len(p) == 0 {
 			continue
