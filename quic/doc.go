@@ -66,7 +66,10 @@
 // stream from its own array instead of being copied into the frame buffer
 // (a unary handler returns a [Reply] when its answer borrows memory, e.g.
 // slices of a segment mapping, until the write ends), and
-// [Frame.DecodeNoCopy] decodes such fields as slices of the frame body.
+// [Frame.DecodeNoCopy] decodes such fields as slices of the frame body. A
+// frame of at most 256 KiB is still handed to the stream in one write, its
+// parts copied into one pooled buffer (join.go): every part boundary costs
+// quic-go a short packet, a train and a parked writer, more than the copy.
 // Concurrent Calls on one connection write request bodies of 64 KiB or
 // more one at a time: interleaved packet by packet, every request would
 // finish as late as the last one and the server's readers would wake once
