@@ -43,10 +43,15 @@ func (n *Node) watchMetadata(ctx context.Context) error {
 // reconcile brings the broker in line with img.
 func (n *Node) reconcile(ctx context.Context, img *metadata.Image) {
 	addrs := map[int32]string{}
+	live := map[int32]int64{}
 	for _, b := range img.Brokers() {
 		addrs[b.ID] = b.Addr
+		if !b.Fenced && !b.ShuttingDown {
+			live[b.ID] = b.Incarnation
+		}
 	}
 	n.broker.SetBrokerAddrs(addrs)
+	n.broker.SetEligibleBrokers(live)
 	n.applyClusterConfigs(img)
 
 	// Until this incarnation is registered, leadership the image gives this

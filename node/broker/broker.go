@@ -304,7 +304,10 @@ type Broker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	fenced   atomic.Bool
+	fenced atomic.Bool
+	// eligible is SetEligibleBrokers' map: live brokers and their
+	// registered incarnations (nil until the first call).
+	eligible atomic.Pointer[map[int32]int64]
 	diskFull atomic.Bool // SetDiskFull: followers do not fetch
 	// empty orders markEmpty (read lock: several logs open at once)
 	// against Registered (empty_replica.go).

@@ -169,7 +169,7 @@ func (b *Broker) openPartition(ctx context.Context, key tp, topicID string, segB
 	p := &partition{b: b, key: key, dir: dir, log: lg,
 		lg: b.log.With("topic", key.topic, "partition", key.partition)}
 	p.quarantined.Store(lg.QuarantinedBytes())
-	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime, TrackDurable: true},
+	p.mu.r = replica.New(replica.Config{ID: b.cfg.NodeID, LagTime: b.cfg.ReplicaLagTime, TrackDurable: true, Eligible: b.eligibleFollower},
 		lg.LogStartOffset(), lg.LogEndOffset(), hw)
 	p.mu.topicID = topicID
 	p.mu.retention = segment.Retention{Bytes: -1, Age: -1}

@@ -94,6 +94,9 @@ func (r *Replica) maybeExpand(id int32) []int32 {
 	if p == nil || !r.inSync(p) {
 		return nil
 	}
+	if r.cfg.Eligible != nil && !r.cfg.Eligible(id, p.incarnation) {
+		return nil
+	}
 	// Keep the replica assignment's order.
 	var next []int32
 	for _, rid := range r.replicas {

@@ -36,6 +36,16 @@ type Config struct {
 	// the leader is the only member of the ISR. Without it every append
 	// counts as durable at once.
 	TrackDurable bool
+	// Eligible, when set, says whether the leader's metadata shows broker
+	// id registered with incarnation inc (the one its fetches came from),
+	// neither fenced nor shutting down: the controller refuses to add any
+	// other to the ISR (IneligibleReplica), so the leader does not propose
+	// it (Kafka's KIP-841). A restarted follower catches up before its
+	// registration is unfenced; proposed then, it was refused and held back
+	// a retry back-off, adding 100 ms to its return. The caller has the
+	// leader tick (Tick) when a broker becomes eligible. Nil: every
+	// follower is eligible.
+	Eligible func(id int32, inc int64) bool
 }
 
 // State is a partition's state from the metadata image.
