@@ -15,21 +15,11 @@ import (
 // leader's tick proposes it without waiting for another fetch.
 func TestIneligibleFollowerIsNotProposed(t *testing.T) {
 	now := time.Unix(1000, 0)
-	leo := int64(5)
 	live := map[int32]int64{2: 7} // broker 3 is not live yet
-	r := New(Config{ID: 1, LagTime: 2 * time.Second, Eligible: func(id int32, inc int64) bool {
+	r, fetch := soleLeader(t, Config{ID: 1, LagTime: 2 * time.Second, Eligible: func(id int32, inc int64) bool {
 		reg, ok := live[id]
 		return ok && reg == inc
-	}}, 0, 0, 0)
-	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3},
-		ISR: []int32{1}, MinISR: 2}, leo, now)
-	r.LocalAppend(leo)
-	log := epochsUntil{&leo}
-	fetch := func(id int32, inc int64, at time.Time) Decisions {
-		t.Helper()
-		_, d := r.FollowerFetch(log, Fetch{ReplicaID: id, Incarnation: inc, FetchOffset: leo, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, at)
-		return d
-	}
+	}}, []int32{1, 2, 3}, now)
 	// 3 is in sync but not live (registered, not yet unfenced).
 	if d := fetch(3, 9, now); d.ProposeISR != nil {
 		t.Fatalf("follower 3, not live, proposed: %v", d.ProposeISR)
@@ -46,5 +36,22 @@ func TestIneligibleFollowerIsNotProposed(t *testing.T) {
 	live[3] = 9
 	if d := r.Tick(now.Add(30 * time.Millisecond)); !slices.Equal(d.ProposeISR, []int32{1, 3}) {
 		t.Fatalf("tick after follower 3 became live proposed %v, want [1 3]", d.ProposeISR)
+	}
+}
+
+// soleLeader is broker cfg.ID leading replicas at log end 5 with an ISR of
+// itself alone (min ISR 2), and fetch, which has follower id's process inc
+// fetch at the leader's end at time at.
+func soleLeader(t *testing.T, cfg Config, replicas []int32, now time.Time) (*Replica, func(id int32, inc int64, at time.Time) Decisions) {
+	leo := int64(5)
+	r := New(cfg, 0, 0, 0)
+	r.BecomeLeader(State{Leader: cfg.ID, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: replicas,
+		ISR: []int32{cfg.ID}, MinISR: 2}, leo, now)
+	r.LocalAppend(leo)
+	log := epochsUntil{&leo}
+	return r, func(id int32, inc int64, at time.Time) Decisions {
+		t.Helper()
+		_, d := r.FollowerFetch(log, Fetch{ReplicaID: id, Incarnation: inc, FetchOffset: leo, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, at)
+		return d
 	}
 }

@@ -50,17 +50,7 @@ func TestRefusedExpansionLetsHWAdvance(t *testing.T) {
 // writes stopped for 1.5 s instead of one fetch's time.
 func TestRefusedFollowerDoesNotStarveAnother(t *testing.T) {
 	now := time.Unix(1000, 0)
-	leo := int64(5)
-	r := New(Config{ID: 1, LagTime: 2 * time.Second}, 0, 0, 0)
-	r.BecomeLeader(State{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 3, 2},
-		ISR: []int32{1}, MinISR: 2}, leo, now)
-	r.LocalAppend(leo)
-	log := epochsUntil{&leo}
-	fetch := func(id int32, inc int64, at time.Time) Decisions {
-		t.Helper()
-		_, d := r.FollowerFetch(log, Fetch{ReplicaID: id, Incarnation: inc, FetchOffset: leo, LastFetchedEpoch: 1, CurrentLeaderEpoch: 1}, at)
-		return d
-	}
+	r, fetch := soleLeader(t, Config{ID: 1, LagTime: 2 * time.Second}, []int32{1, 3, 2}, now)
 	// 3 fetches in sync, and its return is proposed; then its process dies.
 	if d := fetch(3, 1, now); !slices.Equal(d.ProposeISR, []int32{1, 3}) {
 		t.Fatalf("in-sync follower 3 not proposed: %v", d.ProposeISR)
