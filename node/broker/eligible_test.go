@@ -11,9 +11,9 @@ import (
 // A leader does not propose a caught-up follower for the ISR while its
 // metadata does not show that broker live with the incarnation the fetches
 // come from (SetEligibleBrokers), and proposes it as soon as the metadata
-// does: SetEligibleBrokers ticks the partitions, with no wait for the next
-// tick (here ten seconds away) or the follower's next fetch (its long poll
-// lasts as long).
+// does: SetEligibleBrokers ticks the partitions before it returns, with no
+// wait for the next tick (every 250 ms) or the follower's next fetch (its
+// long poll lasts 10 s here).
 func TestLeaderProposesOnlyEligibleFollowers(t *testing.T) {
 	c := newTestCluster(t, clusterOptions{lagTime: 40 * time.Second, maxWait: 10 * time.Second})
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
