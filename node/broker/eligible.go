@@ -7,16 +7,13 @@ package broker
 // accepts no other. A broker that becomes eligible (unfenced, or registered
 // again) has every partition tick at once, so a follower that caught up
 // while its registration was still fenced is proposed now, not at the next
-// tick. Until the first call every follower counts as eligible.
+// tick. Until the first call every follower counts as eligible. The broker
+// keeps live: the caller must not change it afterwards.
 func (b *Broker) SetEligibleBrokers(live map[int32]int64) {
-	next := make(map[int32]int64, len(live))
-	for id, inc := range live {
-		next[id] = inc
-	}
-	prev := b.eligible.Swap(&next)
+	prev := b.eligible.Swap(&live)
 	grew := prev == nil
 	if prev != nil {
-		for id, inc := range next {
+		for id, inc := range live {
 			if was, ok := (*prev)[id]; !ok || was != inc {
 				grew = true
 				break
