@@ -333,8 +333,8 @@ func (e *encoder) frameParts(t FrameType, v any, maxFrame int) ([][]byte, error)
 
 // writeParts writes a frame's parts in order (joined when small: joinParts).
 func writeParts(w io.Writer, parts [][]byte) error {
-	parts, release := joinParts(parts)
-	defer release()
+	parts, j := joinParts(parts)
+	defer j.release()
 	for _, p := range parts {
 		if len(p) == 0 {
 			continue

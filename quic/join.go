@@ -38,19 +38,19 @@ type joined struct {
 var joinedPool = sync.Pool{New: func() any { return new(joined) }}
 
 // joinParts returns parts as one part (a view of a pooled buffer) when there
-// are several and they total at most joinLimit, with the function that
-// returns the buffer to the pool once the write is done; otherwise parts
-// itself and a no-op.
-func joinParts(parts [][]byte) ([][]byte, func()) {
+// are several and they total at most joinLimit, with the buffer to release
+// once the write is done; otherwise parts itself and nil (whose release does
+// nothing).
+func joinParts(parts [][]byte) ([][]byte, *joined) {
 	if len(parts) < 2 {
-		return parts, func() {}
+		return parts, nil
 	}
 	n := 0
 	for _, p := range parts {
 		n += len(p)
 	}
 	if n > int(joinLimit.Load()) {
-		return parts, func() {}
+		return parts, nil
 	}
 	j := joinedPool.Get().(*joined)
 	if cap(j.buf) < n {
@@ -61,8 +61,14 @@ func joinParts(parts [][]byte) ([][]byte, func()) {
 		j.buf = append(j.buf, p...)
 	}
 	j.one[0] = j.buf
-	return j.one[:], func() {
-		j.one[0] = nil
-		joinedPool.Put(j)
+	return j.one[:], j
+}
+
+// release returns the buffer to the pool; nil does nothing.
+func (j *joined) release() {
+	if j == nil {
+		return
 	}
+	j.one[0] = nil
+	joinedPool.Put(j)
 }

@@ -14,32 +14,28 @@ import (
 func TestJoinParts(t *testing.T) {
 	// One part, or more than joinMax in all: written as they are.
 	one := [][]byte{[]byte("abc")}
-	if got, release := joinParts(one); &got[0] != &one[0] {
+	if got, j := joinParts(one); &got[0] != &one[0] || j != nil {
 		t.Fatal("a single part was copied")
-	} else {
-		release()
 	}
 	big := [][]byte{make([]byte, joinMax), []byte("x")}
-	if got, release := joinParts(big); len(got) != 2 {
+	if got, j := joinParts(big); len(got) != 2 || j != nil {
 		t.Fatalf("%d parts over joinMax came back as %d", len(big), len(got))
-	} else {
-		release()
 	}
 	// Several small parts: one, their bytes in order; the buffer goes back
 	// to the pool and a later join does not disturb an earlier one's bytes
 	// while it is held.
 	parts := [][]byte{[]byte("head"), {}, pattern(OutOfLineBytes, 1), []byte("tail")}
 	want := bytes.Join(parts, nil)
-	got, release := joinParts(parts)
+	got, j := joinParts(parts)
 	if len(got) != 1 || !bytes.Equal(got[0], want) {
 		t.Fatalf("joined %d parts into %d, equal %v", len(parts), len(got), len(got) == 1 && bytes.Equal(got[0], want))
 	}
-	other, releaseOther := joinParts([][]byte{[]byte("other"), []byte("frame")})
+	other, jOther := joinParts([][]byte{[]byte("other"), []byte("frame")})
 	if !bytes.Equal(got[0], want) || string(other[0]) != "otherframe" {
 		t.Fatal("a second join changed the first one's bytes")
 	}
-	releaseOther()
-	release()
+	jOther.release()
+	j.release()
 }
 
 type joinedEcho struct {

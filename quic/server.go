@@ -335,8 +335,8 @@ const stallChunk = 1 << 20
 // after a failure (the frame was cut short).
 func writeStallBounded(str *qgo.Stream, parts [][]byte, stall time.Duration) error {
 	defer str.SetWriteDeadline(time.Time{})
-	parts, release := joinParts(parts)
-	defer release()
+	parts, j := joinParts(parts)
+	defer j.release()
 	for _, p := range parts {
 		for len(p) > 0 {
 			_ = str.SetWriteDeadline(time.Now().Add(stall))
