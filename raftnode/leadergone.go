@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"go.etcd.io/raft/v3"
 	"sync/atomic"
 	"time"
 
@@ -50,10 +51,20 @@ type leaderWatch struct {
 	// campaignAt is the tick at which this node, the first survivor,
 	// campaigns (0: none due).
 	campaignAt uint64
+	// recampaigns is how many more ticks the first survivor, still a
+	// pre-candidate with no leader, starts its pre-vote again: the other
+	// survivor may have skipped the dead leader's lease a tick after this
+	// one campaigned, and refused it; raft alone would wait out a whole
+	// randomized election timeout. Kept across the leader change to none
+	// that the campaign itself makes.
+	recampaigns int
 }
 
 // watchNewLeader starts the watch afresh for a new leader. Loop only.
 func (n *Node) watchNewLeader() {
+	if n.lead != 0 {
+		n.lw.recampaigns = 0
+	}
 	n.lw.heard, n.lw.skipped, n.lw.campaignAt = n.ticks, 0, 0
 	n.lw.heardAt.Store(time.Now().UnixNano())
 }
@@ -162,6 +173,15 @@ func (n *Node) firstSurvivor(dead uint64) bool {
 // changes n.lead) or the rejoin guard is on (its vote requests would be
 // dropped). Loop only, after each tick.
 func (n *Node) campaignIfDue() {
+	if n.lw.recampaigns > 0 {
+		n.lw.recampaigns--
+		if n.lead == 0 && !n.guard.on && n.rn.BasicStatus().RaftState == raft.StatePreCandidate {
+			if err := n.rn.Campaign(); err != nil {
+				n.lg.Debug("raftnode: campaign refused", "err", err)
+			}
+		}
+		return
+	}
 	if n.lw.campaignAt == 0 || n.ticks < n.lw.campaignAt {
 		return
 	}
@@ -173,7 +193,12 @@ func (n *Node) campaignIfDue() {
 	if err := n.rn.Campaign(); err != nil {
 		n.lg.Debug("raftnode: campaign refused", "err", err)
 	}
+	n.lw.recampaigns = firstSurvivorRecampaigns
 }
+
+// firstSurvivorRecampaigns bounds recampaigns: a pre-vote changes no term,
+// so a few more cost only messages.
+const firstSurvivorRecampaigns = 3
 
 // OnLeaderGone sets fn to be told the id of a leader whose port refused
 // this follower's probe (its process is gone), on the Ready loop: fn must

@@ -97,12 +97,18 @@ func TestLeaderCutOffKeepsTheLease(t *testing.T) {
 // The first survivor (the voter with the lowest id but the dead leader's)
 // campaigns one tick after it skipped the lease, without waiting out the
 // randomized rest of the election timeout (0 to ElectionTicks-1 more
-// ticks, 49 here): it leads within a few ticks of the probe, in every one
-// of several clusters.
+// ticks): it leads within a few ticks of the probe, in every one of several
+// clusters. Skipping the lease ticks raft to ElectionTicks, which starts
+// raft's own election when its randomized timeout drew exactly that (one
+// chance in ElectionTicks per survivor): the other survivor may then lead
+// instead, as fast, or the two split the vote. With ElectionTicks 50 the
+// test failed about one run in twelve that way (CI, and 39 of 1200 rounds
+// here), so ElectionTicks is 240 (the first election, within 2×240 ticks,
+// stays under c.leader's 500), and the other survivor leading counts.
 func TestFirstSurvivorCampaignsAtOnce(t *testing.T) {
 	for round := range 3 {
 		c := newTestCluster(t, 3, nil)
-		c.tune = func(cfg *Config) { cfg.LeaderProbe, cfg.ElectionTicks = c.nw.memProbe, 50 }
+		c.tune = func(cfg *Config) { cfg.LeaderProbe, cfg.ElectionTicks = c.nw.memProbe, 240 }
 		c.startVoters()
 		lead := c.leader()
 		c.waitApplied(c.propose(lead, "x"))
@@ -113,7 +119,7 @@ func TestFirstSurvivorCampaignsAtOnce(t *testing.T) {
 		for range ticks {
 			c.tick()
 		}
-		if !c.nodes[first].Status().IsLeader {
+		if !c.nodes[first].Status().IsLeader && !c.nodes[max(a, b)].Status().IsLeader {
 			t.Fatalf("round %d: node %d, the first survivor of leader %d, does not lead %d ticks after the leader died; %s",
 				round, first, lead, ticks, c.describe())
 		}
