@@ -200,7 +200,19 @@ func recordSize(r *Record) int {
 // while the topic's metadata is unknown, until ctx ends. cb (may be nil) is
 // called exactly once with the record's outcome, unless Produce returns an
 // error, in which case the record was not queued and cb is never called.
+// The producer keeps no reference to r or its slices once Produce returns.
 func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) error {
+	var h DeliveryHandler
+	if cb != nil {
+		h = deliveryFunc(cb)
+	}
+	return p.ProduceTo(ctx, r, h)
+}
+
+// ProduceTo is Produce with the outcome given to h (may be nil) instead of
+// a function: a caller producing many records can hand out handlers it
+// allocates in bulk, where a closure per record is one allocation each.
+func (p *Producer) ProduceTo(ctx context.Context, r *Record, h DeliveryHandler) error {
 	if r.Topic == "" {
 		return errors.New("client: record has no topic")
 	}
@@ -256,7 +268,7 @@ func (p *Producer) Produce(ctx context.Context, r *Record, cb func(Delivery)) er
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	p.partition(r.Topic, part).append(r, ts.UnixMilli(), size, gen, cb)
+	p.partition(r.Topic, part).append(r, ts.UnixMilli(), size, gen, h)
 	return nil
 }
 

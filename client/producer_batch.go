@@ -18,9 +18,9 @@ const batchHeaderEstimate = 64
 // stamped again.
 type pbatch struct {
 	bld      *segment.Builder
-	cbs      []func(Delivery) // one per record, nil entries allowed
-	gens     []genCount       // the records' budget generations, in runs
-	size     int              // estimated encoded size
+	cbs      []DeliveryHandler // one per record, nil entries allowed
+	gens     []genCount        // the records' budget generations, in runs
+	size     int               // estimated encoded size
 	created  time.Time
 	deadline time.Time // delivery deadline
 
@@ -66,7 +66,7 @@ func newBatch(bld *segment.Builder, capHint, maxBytes, recsHint int, now time.Ti
 	bld.LimitGrowth(maxBytes + segment.HeaderSize)
 	return &pbatch{
 		bld:      bld,
-		cbs:      make([]func(Delivery), 0, recsHint),
+		cbs:      make([]DeliveryHandler, 0, recsHint),
 		size:     batchHeaderEstimate,
 		created:  now,
 		deadline: now.Add(deliveryTimeout),
@@ -76,7 +76,7 @@ func newBatch(bld *segment.Builder, capHint, maxBytes, recsHint int, now time.Ti
 // add encodes one record into the batch. A nil Key or Value is stored as
 // null (a null value is a tombstone: on a compacted topic it deletes its
 // key); an empty one as empty.
-func (b *pbatch) add(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
+func (b *pbatch) add(r *Record, ts int64, size int, gen uint64, cb DeliveryHandler) {
 	b.bld.Add(ts, r.Key, r.Value, r.Headers)
 	b.cbs = append(b.cbs, cb)
 	if n := len(b.gens); n > 0 && b.gens[n-1].gen == gen {
@@ -123,7 +123,7 @@ func (b *pbatch) deliver(topic string, part int32, base int64, err error) {
 		if err == nil && b.appendTime > 0 {
 			d.LogAppendTime = time.UnixMilli(b.appendTime).UTC()
 		}
-		cb(d)
+		cb.Delivered(d)
 	}
 }
 

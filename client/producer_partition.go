@@ -104,7 +104,7 @@ func (pp *partProducer) signal() {
 
 // append adds a record to the open batch, closing it first if the record
 // would overflow it, and after if it is full.
-func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb func(Delivery)) {
+func (pp *partProducer) append(r *Record, ts int64, size int, gen uint64, cb DeliveryHandler) {
 	cfg := &pp.p.cfg
 	// The topic's max.message.bytes, when lower, bounds the batch (the
 	// estimate counts every record at its widest, so the batch is no

@@ -36,7 +36,7 @@ func TestSplitForLimit(t *testing.T) {
 		case 9:
 			r.Headers = []segment.RecordHeader{{Key: "trace", Value: []byte("abc")}, {Key: "n"}}
 		}
-		pp.append(r, 1_800_000_000_000+int64(i), recordSize(r), uint64(i/20), func(d Delivery) { called = append(called, i) })
+		pp.append(r, 1_800_000_000_000+int64(i), recordSize(r), uint64(i/20), deliveryFunc(func(d Delivery) { called = append(called, i) }))
 	}
 	b := pp.mu.open
 	if b == nil || b.records() != n {
@@ -164,7 +164,7 @@ func TestSplitRefusedBatchInPlace(t *testing.T) {
 				b := newBatch(nil, 8192, 1<<20, 8, time.Now(), time.Minute)
 				for i := from; i < from+n; i++ {
 					r := &Record{Key: []byte(fmt.Sprint("k", i)), Value: bytes.Repeat([]byte(fmt.Sprint(i%10)), 300)}
-					b.add(r, int64(i), recordSize(r), 0, func(Delivery) { called = append(called, i) })
+					b.add(r, int64(i), recordSize(r), 0, deliveryFunc(func(Delivery) { called = append(called, i) }))
 				}
 				pp.encode(b)
 				return b

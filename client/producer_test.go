@@ -705,7 +705,7 @@ func TestExpiredBatchesFailInOnePass(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pp.append(r, start.UnixMilli(), size, gen, d.cb(i)) // one batch each: larger than BatchBytes
+		pp.append(r, start.UnixMilli(), size, gen, deliveryFunc(d.cb(i))) // one batch each: larger than BatchBytes
 	}
 	pp.pump(start.Add(2 * time.Minute))
 	d.mu.Lock()
@@ -752,7 +752,7 @@ func TestExpiredQueuedBatchesFailWhileOneIsInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pp.append(r, start.UnixMilli(), size, gen, d.cb(i))
+		pp.append(r, start.UnixMilli(), size, gen, deliveryFunc(d.cb(i)))
 	}
 	pp.pump(start)
 	if len(pp.inflight) != 1 || len(pp.queue) != n-1 {
@@ -818,7 +818,7 @@ func TestQueuedBatchDeadlineArmsTimer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pp.append(r, start.UnixMilli(), size, gen, d.cb(i)) // one batch each
+				pp.append(r, start.UnixMilli(), size, gen, deliveryFunc(d.cb(i))) // one batch each
 			}
 			deadline := time.Now().Add(tc.cfg.DeliveryTimeout)
 			pp.pump(start)
@@ -914,7 +914,7 @@ func TestCloseDeliversAnswersAlreadyReceived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pp.append(r, time.Now().UnixMilli(), recordSize(r), gen, d.cb(0))
+	pp.append(r, time.Now().UnixMilli(), recordSize(r), gen, deliveryFunc(d.cb(0)))
 	pp.pump(time.Now())
 	if len(pp.inflight) != 1 {
 		t.Fatalf("%d in flight, want 1", len(pp.inflight))
