@@ -2,9 +2,11 @@ package raftnode
 
 import (
 	"context"
-	"go.etcd.io/raft/v3"
 	"sync/atomic"
 	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"paymentlog/internal/portprobe"
 )
@@ -29,7 +31,10 @@ import (
 // campaigns. Alone, it wins at once; if its pre-vote finds the others
 // still in the lease, or it is behind, it got nothing and its own timeout
 // still runs as before (a pre-vote resets no one's timer), and so do the
-// others'. Raft's safety never rests on timing; this only moves the moment
+// others'. While it is a pre-candidate of that campaign (or of raft's own,
+// begun within the skip), it drops another voter's pre-vote request unless
+// that voter's log is ahead: two pre-candidates would grant each other and
+// split the vote (firstSurvivorIgnores). Raft's safety never rests on timing; this only moves the moment
 // the survivors start the election they would have started anyway. A
 // stopped process keeps its socket and a dead host or partition answers
 // nothing: the election timeout decides as before.
@@ -149,7 +154,14 @@ func (n *Node) leaderProbed(lead, sent uint64, res portprobe.Result) {
 	}
 	n.lw.skipped = lead
 	if n.firstSurvivor(lead) {
-		n.lw.campaignAt = n.ticks + 1
+		if n.rn.BasicStatus().RaftState == raft.StatePreCandidate {
+			// Raft's own election started within the skip (its randomized
+			// timeout drew ElectionTicks): it counts as this node's
+			// campaign (firstSurvivorIgnores, recampaigns).
+			n.lw.recampaigns = firstSurvivorRecampaigns
+		} else {
+			n.lw.campaignAt = n.ticks + 1
+		}
 	}
 	if fn := n.leaderGone.Load(); fn != nil {
 		(*fn)(lead)
@@ -194,6 +206,35 @@ func (n *Node) campaignIfDue() {
 		n.lg.Debug("raftnode: campaign refused", "err", err)
 	}
 	n.lw.recampaigns = firstSurvivorRecampaigns
+}
+
+// firstSurvivorIgnores reports whether m, another voter's pre-vote request,
+// is dropped: this node, the first survivor, is a pre-candidate of its own
+// campaign (campaignIfDue, for recampaigns more ticks) and the other's log
+// is no more up to date than its own (as far as its storage shows). Two
+// pre-candidates with equal logs grant each other, both become candidates
+// in the same term, each votes for itself, and the vote splits: the
+// election waits a whole randomized timeout more. That happens when the
+// other survivor's randomized timeout ran out right as it skipped the lease
+// (one time in ElectionTicks). Dropped, the other's request is a lost
+// message to raft; this node's pre-vote wins the other's grant, and its
+// vote request, in a higher term, the other's vote. A request from a
+// voter whose log is ahead is stepped: this node could not win then.
+// Loop only.
+func (n *Node) firstSurvivorIgnores(m *pb.Message) bool {
+	if m.GetType() != pb.MsgPreVote || n.lw.recampaigns == 0 || n.rn.BasicStatus().RaftState != raft.StatePreCandidate {
+		return false
+	}
+	last := n.st.lastIndex()
+	term, err := n.st.Term(last)
+	if err != nil {
+		return false
+	}
+	if m.GetLogTerm() < term || (m.GetLogTerm() == term && m.GetIndex() <= last) {
+		n.lg.Debug("raftnode: ignoring a pre-vote request while campaigning as the first survivor", "from", m.GetFrom())
+		return true
+	}
+	return false
 }
 
 // firstSurvivorRecampaigns bounds recampaigns: a pre-vote changes no term,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"paymentlog/internal/portprobe"
 )
 
@@ -123,5 +125,66 @@ func TestFirstSurvivorCampaignsAtOnce(t *testing.T) {
 			t.Fatalf("round %d: node %d, the first survivor of leader %d, does not lead %d ticks after the leader died; %s",
 				round, first, lead, ticks, c.describe())
 		}
+	}
+}
+
+// Two pre-candidates with equal logs grant each other, both become
+// candidates in the same term, each votes for itself, and the vote splits
+// (6 of the 39 failures of TestFirstSurvivorCampaignsAtOnce before it used
+// ElectionTicks 240, and one after). The first survivor, a pre-candidate
+// of its own campaign, drops the other survivor's pre-vote request: it
+// grants none, and leads as soon as its next pre-vote reaches the other.
+func TestFirstSurvivorGrantsNoPreVoteWhileCampaigning(t *testing.T) {
+	c, lead, a, b := leaderGoneCluster(t)
+	var mu sync.Mutex
+	hold, campaigned, granted := true, false, 0
+	c.nw.mu.Lock()
+	c.nw.drop = func(from, to uint64, m *pb.Message) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if from != a || to != b || !hold {
+			return false
+		}
+		switch {
+		case m.GetType() == pb.MsgPreVote:
+			campaigned = true
+		case m.GetType() == pb.MsgPreVoteResp && !m.GetReject() && campaigned:
+			granted++
+		}
+		return true // b hears nothing from a meanwhile
+	}
+	c.nw.mu.Unlock()
+	c.kill(lead)
+	// a skips the lease after LeaderProbeTicks and campaigns a tick later.
+	for range c.nodes[a].cfg.LeaderProbeTicks + 1 {
+		c.tick()
+	}
+	mu.Lock()
+	if !campaigned {
+		mu.Unlock()
+		t.Fatalf("node %d, the first survivor of leader %d, did not campaign; %s", a, lead, c.describe())
+	}
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.nodes[b].Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.nw.waitIdle(t)
+	mu.Lock()
+	if granted != 0 {
+		mu.Unlock()
+		t.Fatalf("node %d, campaigning as the first survivor, granted node %d's pre-vote (%d times): both become candidates and split the vote", a, b, granted)
+	}
+	hold = false
+	mu.Unlock()
+	for range 3 {
+		if c.nodes[a].Status().IsLeader {
+			return
+		}
+		c.tick()
+	}
+	if !c.nodes[a].Status().IsLeader {
+		t.Fatalf("node %d does not lead 3 ticks after node %d hears it again; %s", a, b, c.describe())
 	}
 }

@@ -136,7 +136,7 @@ func (n *Node) step(in inbound, it *iteration) {
 		it.dones = append(it.dones, in.done)
 	}
 	for _, m := range in.msgs {
-		if n.guardIgnores(m) {
+		if n.guardIgnores(m) || n.firstSurvivorIgnores(m) {
 			continue
 		}
 		if m.GetType() == pb.MsgSnap && !n.stepSnapshot(m) {
