@@ -32,11 +32,17 @@ func (a *Admin) AlterClusterConfigs(ctx context.Context, ch ConfigChange) error 
 // waitBrokersTook waits, after a topic's partitions appeared with leaders in
 // every node's metadata, until every node's broker has also taken them
 // (opened its replicas' logs, the leaders among them ready for produce
-// and fetch) as of metadata offset off. It returns at once for off 0 (a
-// retried call's refusal, or a controller of an older build).
+// and fetch) as of metadata offset off. Off 0 (a retried call refused
+// because its earlier attempt made the change, or a controller of an older
+// build) stands for the offset a node's image is at now: every node's image
+// already had the change, so that is at or past it.
 func (a *Admin) waitBrokersTook(ctx context.Context, off int64) error {
 	if off <= 0 {
-		return nil
+		st, err := a.DescribeCluster(ctx)
+		if err != nil {
+			return err
+		}
+		off = st.MetadataOffset
 	}
 	return a.waitOffset(ctx, off, true)
 }

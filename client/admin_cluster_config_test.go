@@ -1,10 +1,12 @@
 package client
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"paymentlog/client/clienttest"
+	"paymentlog/quic"
 	"paymentlog/wire"
 )
 
@@ -36,6 +38,20 @@ func TestAdminChangesWaitForTheBrokers(t *testing.T) {
 			return err
 		}},
 		{"CreatePartitions", func() error { return a.CreatePartitions(ctx, "payments", 4) }},
+		// The answer to the first attempt is lost: the retry is refused
+		// (the count is already 6) without an offset, and the call still
+		// waits for the brokers.
+		{"CreatePartitions retried", func() error {
+			var lost atomic.Bool
+			fc.SetIntercept(func(_ string, ty quic.FrameType, _ any) clienttest.Action {
+				if ty == wire.TypeCreatePartitions && lost.CompareAndSwap(false, true) {
+					return clienttest.Action{Kind: clienttest.DropResponse}
+				}
+				return clienttest.Action{}
+			})
+			defer fc.SetIntercept(nil)
+			return a.CreatePartitions(ctx, "payments", 6)
+		}},
 	} {
 		t.Run(alter.what, func(t *testing.T) { waitsForTheBroker(t, fc, a, alter.what, alter.call) })
 	}
