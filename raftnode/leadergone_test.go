@@ -103,10 +103,12 @@ func TestLeaderCutOffKeepsTheLease(t *testing.T) {
 // clusters. Skipping the lease ticks raft to ElectionTicks, which starts
 // raft's own election when its randomized timeout drew exactly that (one
 // chance in ElectionTicks per survivor): the other survivor may then lead
-// instead, as fast, or the two split the vote. With ElectionTicks 50 the
-// test failed about one run in twelve that way (CI, and 39 of 1200 rounds
-// here), so ElectionTicks is 240 (the first election, within 2×240 ticks,
-// stays under c.leader's 500), and the other survivor leading counts.
+// instead, as fast, or the two could split the vote (no longer: see
+// TestFirstSurvivorGrantsNoPreVoteWhileCampaigning). With ElectionTicks 50
+// the test failed about one run in twelve that way (CI, and 39 of 1200
+// rounds here), so ElectionTicks is 240 (the first election, within 2×240
+// ticks, stays under c.leader's 500), and the other survivor leading
+// counts.
 func TestFirstSurvivorCampaignsAtOnce(t *testing.T) {
 	for round := range 3 {
 		c := newTestCluster(t, 3, nil)
