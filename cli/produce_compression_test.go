@@ -85,7 +85,12 @@ func TestProduceCompressionOnNodes(t *testing.T) {
 					continue
 				}
 				batches++
-				if !strings.Contains(line, " compression: "+codec+" ") {
+				// A batch the codec does not shrink is built uncompressed
+				// (segment.BuilderOptions.Compression): a lone payment line
+				// (about 200 bytes) under lz4 or zstd, when the producer's linger
+				// closed a batch holding one record (CI saw it once).
+				if !strings.Contains(line, " compression: "+codec+" ") &&
+					!(strings.Contains(line, " compression: none ") && strings.Contains(line, " count: 1 ")) {
 					t.Fatalf("node %d, %s: a batch stored otherwise: %s", i+1, codec, line)
 				}
 				size, _ := strconv.Atoi(batchSize.FindStringSubmatch(line)[1])
