@@ -34,10 +34,11 @@ import (
 // others'. While it is a pre-candidate of that campaign (or of raft's own,
 // begun within the skip), it drops another voter's pre-vote request unless
 // that voter's log is ahead: two pre-candidates would grant each other and
-// split the vote (firstSurvivorIgnores). Raft's safety never rests on timing; this only moves the moment
-// the survivors start the election they would have started anyway. A
-// stopped process keeps its socket and a dead host or partition answers
-// nothing: the election timeout decides as before.
+// split the vote (firstSurvivorIgnores). Raft's safety never rests on
+// timing; this only moves the moment the survivors start the election they
+// would have started anyway. A stopped process keeps its socket and a dead
+// host or partition answers nothing: the election timeout decides as
+// before.
 //
 // Fields below are owned by the Ready loop (heardAt is also read off it).
 type leaderWatch struct {
