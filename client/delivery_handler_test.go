@@ -38,10 +38,8 @@ func TestProduceToDeliversToHandlersAndKeepsNoRecord(t *testing.T) {
 	for i := 0; i < n; i++ {
 		buf = fmt.Appendf(buf[:0], "v%d", i)
 		rec = Record{Topic: "t", Value: buf}
-		var h DeliveryHandler
-		if i%10 == 9 {
-			// nil: the outcome is not reported; recorded here by hand after Close.
-		} else {
+		var h DeliveryHandler // nil for one in ten: recorded by hand after Close
+		if i%10 != 9 {
 			handlers[i] = handlerRecord{d: d, i: i}
 			h = &handlers[i]
 		}
@@ -99,12 +97,9 @@ func BenchmarkProduceCallbacks(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				rec := Record{Topic: "t", Value: value}
 				if mode == "closure" {
-					at := time.Now()
-					err = p.Produce(ctx, &rec, func(d Delivery) {
-						if !at.IsZero() {
-							delivered.Add(1)
-						}
-					})
+					// The same work as countHandler; capturing delivered
+					// makes the literal a closure allocated per record.
+					err = p.Produce(ctx, &rec, func(Delivery) { delivered.Add(1) })
 				} else {
 					if len(slab) == 0 {
 						slab = make([]countHandler, 1024)
