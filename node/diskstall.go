@@ -170,15 +170,22 @@ func (n *Node) diskStallReason() string {
 // (Info, or Warn when a hold-down follows), and when a hold-down ends
 // (Info). The heartbeat loop calls it before each heartbeat.
 func (n *Node) diskStalled() bool {
-	n.explainGap()
-	look := n.oldestDiskOp()
-	op, age, stalled, slow := look.op, look.age, look.stalled, look.slow
 	s := &n.stall
+	s.mu.Lock()
+	last := s.mu.lastLook
+	s.mu.Unlock()
+	start := s.clock()
+	n.explainGap(last, start) // stopped since the last look (diskstall_stop.go)
+	look := n.oldestDiskOp()
 	var late segment.DiskOp // the slowest operation that returned since the last look
 	if s.ops != nil {
 		late = s.ops.TakeSlowest()
 	}
 	now := s.clock()
+	if n.explainGap(start, now) { // stopped during this look
+		look = n.oldestDiskOp()
+	}
+	op, age, stalled, slow := look.op, look.age, look.stalled, look.slow
 	s.mu.Lock()
 	logSlow := slow && now.Sub(s.mu.slowLog) >= time.Minute
 	if logSlow {

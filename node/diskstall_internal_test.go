@@ -70,13 +70,20 @@ type stallRig struct {
 	f     segment.File
 	buf   bytes.Buffer
 	logMu sync.Mutex
+	// onRead, when set, runs at each read of the clock before it reads.
+	onRead atomic.Pointer[func()]
 }
 
 func newStallRig(t *testing.T) *stallRig {
 	t.Helper()
 	r := &stallRig{t: t}
 	r.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, r.ns.Load()) }
+	clock := func() time.Time {
+		if f := r.onRead.Load(); f != nil {
+			(*f)()
+		}
+		return time.Unix(0, r.ns.Load())
+	}
 	r.n = &Node{cfg: Config{DiskStallTimeout: 2 * time.Second},
 		log: slog.New(slog.NewTextHandler(&lockedWriter{w: &r.buf, mu: &r.logMu}, nil))}
 	r.n.stall.ops = segment.NewDiskOps(clock)

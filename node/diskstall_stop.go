@@ -22,7 +22,12 @@ import (
 // previous one longer ago than the timeout (the process did not run)
 // first asks whether a SIGCONT came since; if one did, the span from the
 // previous look to the SIGCONT was a stop, and the time an operation
-// spent in it does not count towards the timeout. The signal is read on
+// spent in it does not count towards the timeout. The stop can also land
+// inside a look, after that first question and before the look reads
+// its clock for the last time (a CI run caught one: an fdatasync that
+// took 3.0 s across a 3 s pause counted as a stall no look saw), so the
+// look asks again at its end about the span since its start, and looks
+// again at the disk if that was a stop. The signal is read on
 // another goroutine, which may run after the detector's first look after
 // the stop: that look waits for it, up to continueWait. A SIGCONT with no
 // gap in the looks (sent to a running process) changes nothing, and a
@@ -129,29 +134,25 @@ func (s *diskStall) awaitContinue(after time.Time, d time.Duration) (time.Time, 
 	}
 }
 
-// explainGap is each look's first step: when the previous look is longer
-// ago than the timeout and a SIGCONT came (or comes, within continueWait)
-// after it, the span to it was a stop, logged once.
-func (n *Node) explainGap() {
+// explainGap explains a gap in the looks: when from (the previous look,
+// or this look's start) is longer than the timeout before to and a SIGCONT
+// came (or comes, within continueWait) after from, the span to it was a
+// stop, recorded and logged once. It reports whether it recorded one.
+func (n *Node) explainGap(from, to time.Time) bool {
 	s := &n.stall
-	if !s.watchingCont.Load() {
-		return
-	}
-	s.mu.Lock()
-	from := s.mu.lastLook
-	s.mu.Unlock()
-	if from.IsZero() || s.clock().Sub(from) <= n.cfg.DiskStallTimeout {
-		return
+	if !s.watchingCont.Load() || from.IsZero() || to.Sub(from) <= n.cfg.DiskStallTimeout {
+		return false
 	}
 	c, ok := s.awaitContinue(from, continueWait)
 	if !ok {
-		return
+		return false
 	}
 	s.mu.Lock()
 	s.mu.stops.add(stopSpan{from: from, to: c})
 	s.mu.Unlock()
 	n.log.Info("this process was stopped (SIGSTOP or SIGTSTP) and continued: the time stopped does not count towards --disk-stall-timeout",
 		"stopped_for_at_most", c.Sub(from).Round(time.Millisecond))
+	return true
 }
 
 // stoppedWithin returns how much of [from, to] the process spent in its

@@ -2,6 +2,8 @@ package node
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -70,6 +72,58 @@ func TestStoppedProcessIsNoDiskStall(t *testing.T) {
 	release()
 	if r.n.diskStallStats().stalls != 1 {
 		t.Fatalf("stalls %d, want 1", r.n.diskStallStats().stalls)
+	}
+}
+
+// TestStopWithinALookIsNoDiskStall: the stop can land anywhere in a
+// look, also after its first question about a gap: a CI run paused a node
+// for 3 s just there, and an fdatasync in flight across the pause (3.0 s)
+// counted as a stall no look saw. Here a 3 s stop lands before each of
+// the look's clock reads in turn (so between any two, and a stop after
+// the last is the next look's gap), with an fsync in flight that returns
+// after the stop or within it: no stall, one stop logged.
+func TestStopWithinALookIsNoDiskStall(t *testing.T) {
+	for _, returns := range []bool{false, true} {
+		k := 1
+		for ; ; k++ {
+			r := stopRig(t)
+			r.n.diskStalled()
+			release := sync.OnceFunc(r.block())
+			r.advance(100 * time.Millisecond)
+			var reads atomic.Int32
+			fired := false
+			stop := func() {
+				if reads.Add(1) != int32(k) {
+					return
+				}
+				fired = true
+				r.advance(3 * time.Second)
+				if returns {
+					release() // (its clock read counts past k)
+				}
+				r.cont()
+			}
+			r.onRead.Store(&stop)
+			r.n.diskStalled()
+			r.onRead.Store(nil)
+			if !fired { // k is past the look's last read
+				release()
+				break
+			}
+			if r.look(300 * time.Millisecond) {
+				t.Fatalf("returns within the stop %v: a stop before the look's clock read %d counted as a stall", returns, k)
+			}
+			release()
+			if r.look(100*time.Millisecond) || r.n.diskStallStats().stalls != 0 {
+				t.Fatalf("returns within the stop %v: a stop before the look's clock read %d counted as a stall: %+v\n%s", returns, k, r.n.diskStallStats(), r.logs())
+			}
+			if c := strings.Count(r.logs(), `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`); c != 1 {
+				t.Fatalf("returns within the stop %v, stop before read %d: %d lines for one stop, want 1:\n%s", returns, k, c, r.logs())
+			}
+		}
+		if k < 4 {
+			t.Fatalf("returns within the stop %v: the look read the clock %d times, want at least 3", returns, k-1)
+		}
 	}
 }
 
