@@ -324,7 +324,13 @@ func TestResetSeedOutlivesKeyRotation(t *testing.T) {
 
 // A client whose certificate a node refuses (its CA retired) reloads its own
 // files at once: when they hold a certificate of the new CA already, its next
-// call gets through without waiting for its periodic reload.
+// call gets through without waiting for its periodic reload. Under TLS 1.3
+// the server verifies the client's certificate after the client's side of
+// the handshake is done, so the refusal may close the connection after the
+// first call wrote its request (that call fails with it) or before (the
+// call replaces the dead connection once, dialing with the reloaded
+// certificate, and succeeds: a CI run saw it). Either way there is one
+// reload, and it is what lets a call through (the periodic reload is off).
 func TestRefusedCertificateReloadsAtOnce(t *testing.T) {
 	oldCA := reloadDirs(t)
 	newCA := reloadDirs(t)
@@ -336,8 +342,8 @@ func TestRefusedCertificateReloadsAtOnce(t *testing.T) {
 	srv := mustServe(t, Config{TLS: TLSConfig{Dir: srvDir, Name: "node1"}, TLSReloadInterval: -1})
 	cli := mustClient(t, Config{TLS: TLSConfig{Dir: cliDir, Name: "client"}, TLSReloadInterval: -1})
 	copyFiles(t, newCA, cliDir, "client.crt", "client.key") // on disk, not loaded
-	if err := echo(t, cli, srv.Addr()); err == nil || !strings.Contains(err.Error(), "TLS rejected") {
-		t.Fatalf("first call with the old certificate: %v, want a TLS refusal", err)
+	if err := echo(t, cli, srv.Addr()); err != nil && !strings.Contains(err.Error(), "TLS rejected") {
+		t.Fatalf("first call with the old certificate: %v, want a TLS refusal or an answer on a second connection", err)
 	}
 	waitFor(t, 10*time.Second, "a call with the reloaded certificate", func() bool { return echo(t, cli, srv.Addr()) == nil })
 	if st := cli.TLSStatus(); st.Reloads != 1 {
