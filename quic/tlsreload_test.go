@@ -327,10 +327,11 @@ func TestResetSeedOutlivesKeyRotation(t *testing.T) {
 // call gets through without waiting for its periodic reload. Under TLS 1.3
 // the server verifies the client's certificate after the client's side of
 // the handshake is done, so the refusal may close the connection after the
-// first call wrote its request (that call fails with it) or before (the
-// call replaces the dead connection once, dialing with the reloaded
-// certificate, and succeeds: a CI run saw it). Either way there is one
-// reload, and it is what lets a call through (the periodic reload is off).
+// first call wrote its request (that call fails with it) or before: the
+// call then replaces the dead connection once, and when the connection's
+// end has reloaded the files by then, it dials with the new certificate
+// and succeeds (a CI run saw it). Either way there is one reload, and it
+// is what lets a call through (the periodic reload is off).
 func TestRefusedCertificateReloadsAtOnce(t *testing.T) {
 	oldCA := reloadDirs(t)
 	newCA := reloadDirs(t)
