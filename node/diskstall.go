@@ -175,14 +175,17 @@ func (n *Node) diskStalled() bool {
 	last := s.mu.lastLook
 	s.mu.Unlock()
 	start := s.clock()
-	n.explainGap(last, start) // stopped since the last look (diskstall_stop.go)
+	since := start // this look ran from here on
+	if c, ok := n.explainGap(last, start); ok && c.After(since) {
+		since = c // (waiting for the SIGCONT's notice is no stop)
+	}
 	look := n.oldestDiskOp()
 	var late segment.DiskOp // the slowest operation that returned since the last look
 	if s.ops != nil {
 		late = s.ops.TakeSlowest()
 	}
 	now := s.clock()
-	if n.explainGap(start, now) { // stopped during this look
+	if _, ok := n.explainGap(since, now); ok { // stopped during this look
 		look = n.oldestDiskOp()
 	}
 	op, age, stalled, slow := look.op, look.age, look.stalled, look.slow

@@ -26,8 +26,9 @@ import (
 // inside a look, after that first question and before the look reads
 // its clock for the last time (a CI run caught one: an fdatasync that
 // took 3.0 s across a 3 s pause counted as a stall no look saw), so the
-// look asks again at its end about the span since its start, and looks
-// again at the disk if that was a stop. The signal is read on
+// look asks again at its end about the span since its start (or since
+// the SIGCONT its first question waited for), and looks again at the disk
+// if that was a stop. The signal is read on
 // another goroutine, which may run after the detector's first look after
 // the stop: that look waits for it, up to continueWait. A SIGCONT with no
 // gap in the looks (sent to a running process) changes nothing, and a
@@ -137,22 +138,23 @@ func (s *diskStall) awaitContinue(after time.Time, d time.Duration) (time.Time, 
 // explainGap explains a gap in the looks: when from (the previous look,
 // or this look's start) is longer than the timeout before to and a SIGCONT
 // came (or comes, within continueWait) after from, the span to it was a
-// stop, recorded and logged once. It reports whether it recorded one.
-func (n *Node) explainGap(from, to time.Time) bool {
+// stop, recorded and logged once. It returns the SIGCONT's time, and
+// whether it recorded a stop.
+func (n *Node) explainGap(from, to time.Time) (time.Time, bool) {
 	s := &n.stall
 	if !s.watchingCont.Load() || from.IsZero() || to.Sub(from) <= n.cfg.DiskStallTimeout {
-		return false
+		return time.Time{}, false
 	}
 	c, ok := s.awaitContinue(from, continueWait)
 	if !ok {
-		return false
+		return time.Time{}, false
 	}
 	s.mu.Lock()
 	s.mu.stops.add(stopSpan{from: from, to: c})
 	s.mu.Unlock()
 	n.log.Info("this process was stopped (SIGSTOP or SIGTSTP) and continued: the time stopped does not count towards --disk-stall-timeout",
 		"stopped_for_at_most", c.Sub(from).Round(time.Millisecond))
-	return true
+	return c, true
 }
 
 // stoppedWithin returns how much of [from, to] the process spent in its

@@ -127,6 +127,36 @@ func TestStopWithinALookIsNoDiskStall(t *testing.T) {
 	}
 }
 
+// TestLateContinueNoticeIsOneStop: the look's first question may wait for
+// the SIGCONT's notice (read on another goroutine) longer than a short
+// timeout; that wait, the process running, is no second stop.
+func TestLateContinueNoticeIsOneStop(t *testing.T) {
+	r := stopRig(t)
+	r.n.cfg.DiskStallTimeout = 300 * time.Millisecond
+	r.n.diskStalled()
+	release := r.block()
+	defer release()
+	r.advance(time.Second) // stopped
+	var reads atomic.Int32
+	late := func() {
+		switch reads.Add(1) {
+		case 1: // the look's start: the notice comes 400 ms on
+			r.n.stall.continued(time.Unix(0, r.ns.Load()+int64(400*time.Millisecond)))
+		case 2: // the look goes on after the wait
+			r.advance(400 * time.Millisecond)
+		}
+	}
+	r.onRead.Store(&late)
+	aside := r.n.diskStalled()
+	r.onRead.Store(nil)
+	if aside || r.n.diskStallStats().stalls != 0 {
+		t.Fatalf("an fsync in flight across the stop counted as a stall:\n%s", r.logs())
+	}
+	if c := strings.Count(r.logs(), `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`); c != 1 {
+		t.Fatalf("%d lines for one stop, want 1:\n%s", c, r.logs())
+	}
+}
+
 // TestGapWithoutContinueIsAStall: the whole process blocked on its disk
 // gets no SIGCONT: the look after the gap waits for one (continueWait),
 // then counts the operation no look saw as before.
