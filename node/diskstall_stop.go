@@ -28,13 +28,13 @@ import (
 // took 3.0 s across a 3 s pause counted as a stall no look saw), so the
 // look asks again at its end about the span since its start (or since
 // the SIGCONT its first question waited for), and looks again at the disk
-// if that was a stop. The signal is read on
-// another goroutine, which may run after the detector's first look after
-// the stop: that look waits for it, up to continueWait. A SIGCONT with no
-// gap in the looks (sent to a running process) changes nothing, and a
-// process blocked on its disk gets none: its gap is still a stall. The
-// span starts at the last look before the stop, so up to a heartbeat
-// interval before it is given up too.
+// if that was a stop. The signal is read on another goroutine, which may
+// run after the detector's first look after the stop: that look waits for
+// it, up to continueWait. A SIGCONT with no gap in the looks (sent to a
+// running process) changes nothing, and a process blocked on its disk
+// gets none: its gap is still a stall. The span starts at the last look
+// before the stop, so up to a heartbeat interval before it is given up
+// too.
 
 // continueWait bounds a look's wait for the SIGCONT after a gap in the
 // looks. 50 ms was not always enough: a node paused 3.4 s in a chaos run
