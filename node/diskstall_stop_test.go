@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// stopLine opens the line a node logs for each stop (explainGap).
+const stopLine = `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`
+
 // stopRig is a stallRig whose node reads SIGCONT: the test plays the
 // signal with cont.
 func stopRig(t *testing.T) *stallRig {
@@ -57,7 +60,7 @@ func TestStoppedProcessIsNoDiskStall(t *testing.T) {
 		t.Fatalf("stats after two stops %+v, want no stall", s)
 	}
 	out := r.logs()
-	if c := strings.Count(out, `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`); c != 2 {
+	if c := strings.Count(out, stopLine); c != 2 {
 		t.Fatalf("%d lines for two stops, want 2:\n%s", c, out)
 	}
 	if strings.Contains(out, "disk stalled") {
@@ -117,7 +120,7 @@ func TestStopWithinALookIsNoDiskStall(t *testing.T) {
 			if r.look(100*time.Millisecond) || r.n.diskStallStats().stalls != 0 {
 				t.Fatalf("returns within the stop %v: a stop before the look's clock read %d counted as a stall: %+v\n%s", returns, k, r.n.diskStallStats(), r.logs())
 			}
-			if c := strings.Count(r.logs(), `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`); c != 1 {
+			if c := strings.Count(r.logs(), stopLine); c != 1 {
 				t.Fatalf("returns within the stop %v, stop before read %d: %d lines for one stop, want 1:\n%s", returns, k, c, r.logs())
 			}
 		}
@@ -152,7 +155,7 @@ func TestLateContinueNoticeIsOneStop(t *testing.T) {
 	if aside || r.n.diskStallStats().stalls != 0 {
 		t.Fatalf("an fsync in flight across the stop counted as a stall:\n%s", r.logs())
 	}
-	if c := strings.Count(r.logs(), `msg="this process was stopped (SIGSTOP or SIGTSTP) and continued`); c != 1 {
+	if c := strings.Count(r.logs(), stopLine); c != 1 {
 		t.Fatalf("%d lines for one stop, want 1:\n%s", c, r.logs())
 	}
 }
