@@ -52,6 +52,9 @@ type TargetCheck struct {
 	Value  float64 `json:"value"`
 	Target string  `json:"target"`
 	Met    bool    `json:"met"`
+	// Why is set on a missed target: the run's measurements that bear on
+	// it (targetwhy.go).
+	Why string `json:"why,omitempty"`
 }
 
 func reportConfig(cfg Config, cluster map[string]any) ReportConfig {
@@ -79,23 +82,33 @@ func reportConfig(cfg Config, cluster map[string]any) ReportConfig {
 
 // checkTargets evaluates the issue's targets that this run measured.
 func (r *Report) checkTargets(cfg Config) {
-	add := func(name string, v float64, target string, met bool) {
-		r.Targets = append(r.Targets, TargetCheck{Name: name, Value: v, Target: target, Met: met})
+	// addWhy is add for a target whose miss the run's measurements can
+	// explain: why is called only when it is missed.
+	addWhy := func(name string, v float64, target string, met bool, why func() string) {
+		tc := TargetCheck{Name: name, Value: v, Target: target, Met: met}
+		if !met && why != nil {
+			tc.Why = why()
+		}
+		r.Targets = append(r.Targets, tc)
 	}
+	add := func(name string, v float64, target string, met bool) { addWhy(name, v, target, met, nil) }
+	cpus, _ := r.Config.Machine["cpus"].(int)
 	if t := r.Throughput; t != nil {
 		tc := cfg.Throughput
 		canonical := tc.Acks == "all" && tc.ReplicationFactor == 3 && tc.MinISR == 2 && tc.Fsync == "always"
+		fullWhy := func() string { return throughputWhy(t, cpus) }
 		if canonical && tc.RecordSize == 1024 {
-			add("throughput MB/s (1 KiB, acks=all, RF 3, fsync always)", t.MBPerSec, ">= 100", t.MBPerSec >= 100)
+			addWhy("throughput MB/s (1 KiB, acks=all, RF 3, fsync always)", t.MBPerSec, ">= 100", t.MBPerSec >= 100, fullWhy)
 			if t.TransportRatio > 0 {
-				add("share of the transport ceiling", t.TransportRatio, ">= 0.75", t.TransportRatio >= 0.75)
+				addWhy("share of the transport ceiling", t.TransportRatio, ">= 0.75", t.TransportRatio >= 0.75, fullWhy)
 			}
 		}
 		if canonical && tc.RecordSize <= 100 {
-			add("throughput records/s (100 B)", t.RecordsPerSec, ">= 300000", t.RecordsPerSec >= 300000)
+			addWhy("throughput records/s (100 B)", t.RecordsPerSec, ">= 300000", t.RecordsPerSec >= 300000, fullWhy)
 		}
 		if h := t.HalfLoad; h != nil {
-			add("produce p99 ms at half load", h.ProduceLatency.P99, "<= 10", h.ProduceLatency.P99 <= 10)
+			addWhy("produce p99 ms at half load", h.ProduceLatency.P99, "<= 10", h.ProduceLatency.P99 <= 10,
+				func() string { return halfLoadWhy(h, tc.Linger, cpus) })
 		}
 		// Partition changes between two polls may be shrinks the views
 		// never showed (shrunk and re-expanded in between): they count.
@@ -331,6 +344,9 @@ func (r *Report) WriteTable(out io.Writer) {
 			mark := "MET"
 			if !t.Met {
 				mark = "MISSED"
+			}
+			if t.Why != "" {
+				mark += ": " + t.Why
 			}
 			fmt.Fprintf(w, "  %s\t%s (target %s)\t%s\n", t.Name, trimFloat(t.Value), t.Target, mark)
 		}
