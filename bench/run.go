@@ -104,6 +104,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if t != nil && rep.Transport != nil && rep.Transport.MBPerSec > 0 {
 			ceiling := rep.Transport.MBPerSec / float64(cfg.Throughput.ReplicationFactor)
 			t.TransportRatio = t.MBPerSec / ceiling
+			t.TransportCPUMsPerMB = rep.Transport.CPUMsPerMB * float64(cfg.Throughput.ReplicationFactor)
 			for i := range t.Rounds {
 				t.Rounds[i].TransportRatio = t.Rounds[i].MBPerSec / ceiling
 			}

@@ -31,7 +31,11 @@ func cpuWhy(phase string, u *CPUUsage, cpus int) string {
 func throughputWhy(t *ThroughputResult, cpus int) string {
 	parts := []string{cpuWhy("full load", t.CPU, cpus)}
 	if t.NodeCPUMsPerMB > 0 {
-		parts = append(parts, fmt.Sprintf("nodes %.1f + bench %.1f ms of CPU per payload MB", t.NodeCPUMsPerMB, t.BenchCPUMsPerMB))
+		s := fmt.Sprintf("nodes %.1f + bench %.1f ms of CPU per payload MB", t.NodeCPUMsPerMB, t.BenchCPUMsPerMB)
+		if t.TransportCPUMsPerMB > 0 {
+			s += fmt.Sprintf(", the raw QUIC stream %.1f ms for the same transfers", t.TransportCPUMsPerMB)
+		}
+		parts = append(parts, s)
 	}
 	return joinWhy(parts)
 }

@@ -44,6 +44,11 @@ type ThroughputResult struct {
 	// measured.
 	NodeCPUMsPerMB  float64 `json:"node_cpu_ms_per_payload_mb,omitempty"`
 	BenchCPUMsPerMB float64 `json:"bench_cpu_ms_per_payload_mb,omitempty"`
+	// TransportCPUMsPerMB is what the raw QUIC stream of the same invocation
+	// spent to move one payload MB once per replica (its CPU per MB times
+	// the replication factor): the transport's share of the two figures
+	// above, had the cluster's transfers cost what the raw stream's did.
+	TransportCPUMsPerMB float64 `json:"transport_cpu_ms_per_payload_mb,omitempty"`
 	// TransportRatio is MBPerSec ÷ (raw QUIC MB/s ÷ replication factor), when
 	// the transport baseline ran in the same invocation.
 	TransportRatio float64 `json:"transport_ceiling_ratio,omitempty"`

@@ -28,10 +28,16 @@ import (
 type TransportResult struct {
 	MBPerSec float64   `json:"mb_per_sec"` // median of the rounds
 	Rounds   []float64 `json:"rounds_mb_per_sec"`
-	Streams  int       `json:"streams"`
-	ChunkB   int       `json:"chunk_bytes"`
-	RoundMs  float64   `json:"round_ms"`
-	Cipher   string    `json:"cipher"`
+	// CPUMsPerMB is this process's CPU time (both ends of the connection,
+	// the kernel's loopback path included) per MB received: the median of
+	// CPURounds. It is what the transport alone costs to move a MB, the
+	// floor the cluster's CPU per MB is compared with (ThroughputResult).
+	CPUMsPerMB float64   `json:"cpu_ms_per_mb,omitempty"`
+	CPURounds  []float64 `json:"rounds_cpu_ms_per_mb,omitempty"`
+	Streams    int       `json:"streams"`
+	ChunkB     int       `json:"chunk_bytes"`
+	RoundMs    float64   `json:"round_ms"`
+	Cipher     string    `json:"cipher"`
 	// ReceiveOffload: the sockets read coalesced packet trains (UDP_GRO), as the nodes' do.
 	ReceiveOffload bool `json:"receive_offload"`
 }
@@ -85,27 +91,40 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 	// buffer growth and congestion-window discovery.
 	warm := cfg
 	warm.Duration = min(cfg.Duration, 300*time.Millisecond)
-	if _, _, err := rawRound(ctx, ln, cliTr, cliTLS, qc, warm); err != nil {
+	if _, err := rawRound(ctx, ln, cliTr, cliTLS, qc, warm); err != nil {
 		return res, err
 	}
 	for r := range cfg.Rounds {
-		v, cipher, err := rawRound(ctx, ln, cliTr, cliTLS, qc, cfg)
+		round, err := rawRound(ctx, ln, cliTr, cliTLS, qc, cfg)
 		if err != nil {
 			return res, err
 		}
-		res.Rounds = append(res.Rounds, v)
-		res.Cipher = cipher
+		res.Rounds = append(res.Rounds, round.mbPerSec)
+		if round.cpuMsPerMB > 0 {
+			res.CPURounds = append(res.CPURounds, round.cpuMsPerMB)
+		}
+		res.Cipher = round.cipher
 		if progress != nil {
 			progress(r+1, cfg.Rounds)
 		}
 	}
 	res.MBPerSec = medianOf(res.Rounds)
+	if len(res.CPURounds) > 0 {
+		res.CPUMsPerMB = medianOf(res.CPURounds)
+	}
 	return res, nil
 }
 
+// rawRoundResult is one round's throughput, the CPU it cost and the cipher.
+type rawRoundResult struct {
+	mbPerSec, cpuMsPerMB float64
+	cipher               string
+}
+
 // rawRound dials ln, writes on cfg.Streams streams for cfg.Duration, and
-// returns the MB/s the server received (first write to last byte read).
-func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *tls.Config, qc *qgo.Config, cfg TransportConfig) (float64, string, error) {
+// returns the MB/s the server received (first write to last byte read) and
+// the process's CPU time per MB over the same span.
+func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *tls.Config, qc *qgo.Config, cfg TransportConfig) (rawRoundResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+30*time.Second)
 	defer cancel()
 	var received atomic.Int64
@@ -114,13 +133,13 @@ func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *
 
 	conn, err := tr.Dial(ctx, ln.Addr(), cliTLS, qc)
 	if err != nil {
-		return 0, "", fmt.Errorf("bench: transport: dial: %w", err)
+		return rawRoundResult{}, fmt.Errorf("bench: transport: dial: %w", err)
 	}
 	defer conn.CloseWithError(0, "")
 	cipher := tls.CipherSuiteName(conn.ConnectionState().TLS.CipherSuite)
 	chunk := make([]byte, cfg.Chunk)
 	rand.Read(chunk)
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	stop := start.Add(cfg.Duration)
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.Streams)
@@ -145,12 +164,16 @@ func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		return 0, "", fmt.Errorf("bench: transport: write: %w", err)
+		return rawRoundResult{}, fmt.Errorf("bench: transport: write: %w", err)
 	}
 	if err := <-srvDone; err != nil {
-		return 0, "", err
+		return rawRoundResult{}, err
 	}
-	return mbps(received.Load(), time.Since(start)), cipher, nil
+	out := rawRoundResult{mbPerSec: mbps(received.Load(), time.Since(start)), cipher: cipher}
+	if mb, cpu := float64(received.Load())/1e6, selfCPU()-cpu0; mb > 0 && cpu > 0 {
+		out.cpuMsPerMB = 1000 * cpu / mb
+	}
+	return out, nil
 }
 
 // rawServe accepts one connection and n streams and discards everything
