@@ -131,6 +131,11 @@ type Config struct {
 	// adding it to, until each is in the ISR (throttle.go); 0: unlimited.
 	ReassignmentThrottle int64
 	ReplicaHWDelay       time.Duration // DefaultReplicaHWDelay; negative: answer an HW change at once
+	// ReorderWait and ReorderWaitFirst bound how long a batch ahead of its
+	// producer's sequence waits for the batches before it, and for the
+	// producer's sequence 0 (reorder.go).
+	ReorderWait      time.Duration // DefaultReorderWait
+	ReorderWaitFirst time.Duration // DefaultReorderWaitFirst
 	// ProducerSnapshotBatches and ProducerSnapshotBytes pace the producer
 	// snapshots (ProducerSnapshotFile): whichever comes first.
 	ProducerSnapshotBatches int   // DefaultProducerSnapshotBatches
@@ -213,6 +218,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplicaHWDelay == 0 {
 		c.ReplicaHWDelay = DefaultReplicaHWDelay
+	}
+	if c.ReorderWait <= 0 {
+		c.ReorderWait = DefaultReorderWait
+	}
+	if c.ReorderWaitFirst <= 0 {
+		c.ReorderWaitFirst = DefaultReorderWaitFirst
 	}
 	if c.ProducerSnapshotBatches <= 0 {
 		c.ProducerSnapshotBatches = DefaultProducerSnapshotBatches

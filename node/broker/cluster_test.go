@@ -38,13 +38,15 @@ type testCluster struct {
 }
 
 type clusterOptions struct {
-	nodes    int
-	lagTime  time.Duration
-	maxWait  time.Duration
-	hwDelay  time.Duration // Config.ReplicaHWDelay (0: the default)
-	sync     segment.SyncPolicy
-	segBytes int64
-	memFS    bool // every node on its own segment.MemFS (crashes keep only synced bytes)
+	nodes   int
+	lagTime time.Duration
+	maxWait time.Duration
+	hwDelay time.Duration // Config.ReplicaHWDelay (0: the default)
+	// reorderWait is Config.ReorderWait and ReorderWaitFirst (0: the defaults).
+	reorderWait time.Duration
+	sync        segment.SyncPolicy
+	segBytes    int64
+	memFS       bool // every node on its own segment.MemFS (crashes keep only synced bytes)
 	// snapshotBatches and snapshotBytes are Config.ProducerSnapshotBatches
 	// and ProducerSnapshotBytes (0: the default).
 	snapshotBatches int
@@ -165,6 +167,8 @@ func (c *testCluster) startNodeFS(id int32, dir string, fs *segment.MemFS) *test
 		ReplicaLagTime:          c.opts.lagTime,
 		ReplicaFetchMaxWait:     c.opts.maxWait,
 		ReplicaHWDelay:          c.opts.hwDelay,
+		ReorderWait:             c.opts.reorderWait,
+		ReorderWaitFirst:        c.opts.reorderWait,
 		ProducerSnapshotBatches: c.opts.snapshotBatches,
 		ProducerSnapshotBytes:   c.opts.snapshotBytes,
 		Now:                     c.opts.now,

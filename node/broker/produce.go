@@ -260,7 +260,7 @@ func (p *partition) tryAppendLeader(ctx context.Context, acks int8, reqEpoch int
 			if v == seqUnknownProducer {
 				code = wire.UnknownProducerID
 			}
-			if wait = p.producers.ahead(h.ProducerID, h.ProducerEpoch, h.BaseSequence); wait > 0 {
+			if wait = p.b.reorderWait(p.producers.ahead(h.ProducerID, h.ProducerEpoch, h.BaseSequence)); wait > 0 {
 				earlier = p.nextAppendLocked()
 			}
 			return -1, -1, epoch, false, code, earlier, wait

@@ -41,9 +41,9 @@ import (
 // stream of its connection whose request has not been read yet. A
 // connection's streams arrive side by side, so a large request opened
 // first can finish arriving after a small one opened after it by more than
-// reorderWait on a busy machine (see reorderWaitFirst); a stream the peer
+// DefaultReorderWait on a busy machine (see DefaultReorderWaitFirst); a stream the peer
 // reset releases its place at once.
-const streamOrderWait = reorderWaitFirst
+const streamOrderWait = DefaultReorderWaitFirst
 
 // produceOrder is a produce request's place in its connection's stream
 // order (quic.StreamOrder). Its methods do nothing on a nil *produceOrder:

@@ -33,9 +33,11 @@ func waitingForEarlier(t *testing.T, c *testCluster) {
 // (their requests' streams overtook each other) waits for it instead of
 // being refused: both are appended, in sequence order. For a producer new
 // on the partition (its sequence 0 not there yet) and for one already
-// known.
+// known. The waits are long here: the earlier batch is sent only once the
+// later one waits, and a produce call can take longer than the default
+// 25 ms on a busy machine (it did under -race in CI).
 func TestBatchAheadOfItsProducerWaitsForTheEarlierOne(t *testing.T) {
-	c := newTestCluster(t, clusterOptions{})
+	c := newTestCluster(t, clusterOptions{reorderWait: 5 * time.Second})
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -75,9 +77,11 @@ func TestBatchAheadOfItsProducerWaitsForTheEarlierOne(t *testing.T) {
 // A batch whose earlier ones never come is refused as before, after the
 // wait: a gap (OutOfOrderSequence) and a producer the leader does not know
 // (UnknownProducerID). A batch behind the sequence (an old one the leader
-// no longer remembers) is refused at once.
+// no longer remembers) is refused at once. The waits are the configured
+// ones (400 ms here, above both defaults).
 func TestBatchAheadOfAGapIsRefusedAfterTheWait(t *testing.T) {
-	c := newTestCluster(t, clusterOptions{})
+	const wait = 400 * time.Millisecond
+	c := newTestCluster(t, clusterOptions{reorderWait: wait})
 	c.createPartition("payments", 0, []int32{1, 2, 3}, 1, 2)
 	if r := mustProduce(t, c, wire.AcksAll, buildBatch(42, 0, []string{"a"})); r.Err != wire.None {
 		t.Fatalf("first: %+v", r)
@@ -88,8 +92,8 @@ func TestBatchAheadOfAGapIsRefusedAfterTheWait(t *testing.T) {
 		want  wire.ErrorCode
 		wait  time.Duration
 	}{
-		{"gap", buildBatch(42, 5, []string{"x"}), wire.OutOfOrderSequence, reorderWait},
-		{"unknown producer", buildBatch(43, 3, []string{"y"}), wire.UnknownProducerID, reorderWaitFirst},
+		{"gap", buildBatch(42, 5, []string{"x"}), wire.OutOfOrderSequence, wait},
+		{"unknown producer", buildBatch(43, 3, []string{"y"}), wire.UnknownProducerID, wait},
 	} {
 		start := time.Now()
 		r := mustProduce(t, c, wire.AcksAll, cs.batch)
@@ -114,20 +118,20 @@ func TestProducerSequenceAhead(t *testing.T) {
 		pid   int64
 		epoch int16
 		seq   int32
-		want  time.Duration
+		want  aheadKind
 	}{
-		{1, 0, 16, reorderWait},
-		{1, 0, 1000, reorderWait},
-		{1, 0, 15, 0}, // next: not refused for order
-		{1, 0, 12, 0}, // behind
-		{1, 0, 0, 0},
-		{1, 1, 3, reorderWaitFirst}, // a new epoch waits for its sequence 0
-		{1, 1, 0, 0},                // which is no wait
-		{2, 2, 5, 0},                // an older epoch: fenced
-		{2, 3, 2, reorderWait},      // ahead across the wrap
-		{2, 3, math.MaxInt32 - 5, 0},
-		{9, 0, 1, reorderWaitFirst}, // an unknown producer, not at 0
-		{9, 0, 0, 0},
+		{1, 0, 16, aheadOfKnown},
+		{1, 0, 1000, aheadOfKnown},
+		{1, 0, 15, notAhead}, // next: not refused for order
+		{1, 0, 12, notAhead}, // behind
+		{1, 0, 0, notAhead},
+		{1, 1, 3, aheadOfFirst}, // a new epoch waits for its sequence 0
+		{1, 1, 0, notAhead},     // which is no wait
+		{2, 2, 5, notAhead},     // an older epoch: fenced
+		{2, 3, 2, aheadOfKnown}, // ahead across the wrap
+		{2, 3, math.MaxInt32 - 5, notAhead},
+		{9, 0, 1, aheadOfFirst}, // an unknown producer, not at 0
+		{9, 0, 0, notAhead},
 	} {
 		if got := s.ahead(c.pid, c.epoch, c.seq); got != c.want {
 			t.Errorf("ahead(pid %d, epoch %d, seq %d) = %v, want %v", c.pid, c.epoch, c.seq, got, c.want)

@@ -38,7 +38,7 @@ type Stats struct {
 	// ProduceReorderWaits counts produce batches that reached their leader
 	// ahead of an earlier batch of their producer and waited for it;
 	// ProduceReorderRefused those refused when the wait was up (the
-	// earlier batch lost, refused, or later than reorderWait).
+	// earlier batch lost, refused, or later than Config.ReorderWait).
 	ProduceReorderWaits, ProduceReorderRefused uint64
 	// ProduceStreamOrderWaits counts batches without a sequence that
 	// waited for an earlier stream of their connection (produce_order.go);
