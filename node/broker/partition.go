@@ -296,6 +296,7 @@ func (p *partition) decideLocked(d replica.Decisions) *wire.AlterPartitionReques
 	if d.ProposeISR == nil {
 		return nil
 	}
+	p.logShrinkLocked(d.ProposeISR)
 	req := &wire.AlterPartitionRequest{
 		BrokerID: p.b.cfg.NodeID, Incarnation: p.b.cfg.Incarnation,
 		Topic: p.key.topic, TopicID: p.mu.topicID, Partition: p.key.partition,

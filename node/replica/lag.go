@@ -15,6 +15,9 @@ type FollowerLag struct {
 	// CaughtUp is when the follower was last known to have every record
 	// the leader had (zero: not since this leadership began).
 	CaughtUp time.Time
+	// LastFetch is when the follower last fetched (zero: not in this
+	// leadership).
+	LastFetch time.Time
 	// LEOKnown says the follower fetched in this leadership.
 	LEOKnown bool
 }
@@ -27,7 +30,7 @@ func (r *Replica) FollowerLags() []FollowerLag {
 	}
 	out := make([]FollowerLag, 0, len(r.followers))
 	for id, p := range r.followers {
-		l := FollowerLag{ID: id, CaughtUp: p.lastCaughtUp, LEOKnown: p.leo >= 0}
+		l := FollowerLag{ID: id, CaughtUp: p.lastCaughtUp, LastFetch: p.lastFetch, LEOKnown: p.leo >= 0}
 		if l.LEOKnown {
 			l.Messages = max(r.leo-p.leo, 0)
 		} else {
