@@ -124,7 +124,7 @@ func (r *Replica) FollowerFetch(log EpochSource, f Fetch, now time.Time) (FetchC
 		chk.Code = OffsetOutOfRange
 		return chk, d
 	}
-	p.update(f.FetchOffset, r.leo, now)
+	p.update(f.FetchOffset, r.leo, now, r.cfg.LagTime)
 	d = r.maybeAdvanceHW()
 	if prop := r.maybeExpand(f.ReplicaID); prop != nil {
 		d.ProposeISR = prop

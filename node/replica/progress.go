@@ -20,6 +20,10 @@ type progress struct {
 	// lastFetch and lastFetchLeaderLEO remember the previous fetch.
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64
+	// earlier remembers the leader's LEO at earlier fetches, thinned
+	// (caughtup.go): a follower whose fetches reach the LEO the leader had
+	// at one of them has every record the leader had then.
+	earlier leoHistory
 	// refusedAsOf is lastFetch when the controller last refused this
 	// follower's return to the ISR (ProposalFailed), and refusal the
 	// replica's count of refusals then: until a newer fetch, the leader's
@@ -38,13 +42,19 @@ func (p *progress) refusedSince() bool {
 }
 
 // update records a fetch at fetchOffset while the leader's LEO is leaderLEO.
-func (p *progress) update(fetchOffset, leaderLEO int64, now time.Time) {
+// lagTime is the replica's lag time (it spaces the earlier fetches kept).
+func (p *progress) update(fetchOffset, leaderLEO int64, now time.Time, lagTime time.Duration) {
 	switch {
 	case fetchOffset >= leaderLEO:
 		p.lastCaughtUp = later(p.lastCaughtUp, now)
 	case fetchOffset >= p.lastFetchLeaderLEO && !p.lastFetch.IsZero():
 		p.lastCaughtUp = later(p.lastCaughtUp, p.lastFetch)
+	default:
+		if at, ok := p.earlier.reachedAt(fetchOffset); ok {
+			p.lastCaughtUp = later(p.lastCaughtUp, at)
+		}
 	}
+	p.earlier.add(now, leaderLEO, lagTime/leoHistoryLen)
 	p.leo = fetchOffset
 	p.lastFetch = now
 	p.lastFetchLeaderLEO = leaderLEO
