@@ -97,9 +97,18 @@ func parseBlockStat(b []byte) (uint64, error) {
 	return sum, nil
 }
 
+// blockStatMax bounds a stat line: 17 counters of at most 20 digits each,
+// with their padding.
+const blockStatMax = 1024
+
 // blockDeviceWrites returns a reader of parseBlockStat's counter for the
 // block device holding dir, and the stat file it reads; nil when the
 // device cannot be identified or its counters read.
+//
+// The file stays open and each look reads it at offset 0, where sysfs
+// makes the line afresh: one pread per heartbeat instead of os.ReadFile's
+// open, fstat, epoll registration, reads and close (about 1.5% of a node's
+// CPU at full load). The file is closed when the reader is collected.
 func blockDeviceWrites(dir string) (func() (uint64, error), string) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
@@ -107,14 +116,23 @@ func blockDeviceWrites(dir string) (func() (uint64, error), string) {
 	}
 	dev := uint64(st.Dev)
 	path := fmt.Sprintf("/sys/dev/block/%d:%d/stat", unix.Major(dev), unix.Minor(dev))
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, path
+	}
 	read := func() (uint64, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		buf := make([]byte, blockStatMax)
+		n, err := f.ReadAt(buf, 0)
+		switch {
+		case n == len(buf):
+			return 0, fmt.Errorf("%w: longer than %d bytes", errBlockStat, blockStatMax)
+		case n == 0 && err != nil:
 			return 0, err
 		}
-		return parseBlockStat(b)
+		return parseBlockStat(buf[:n])
 	}
 	if _, err := read(); err != nil {
+		f.Close()
 		return nil, path
 	}
 	return read, path

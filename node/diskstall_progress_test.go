@@ -3,6 +3,8 @@ package node
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -191,5 +193,38 @@ func TestDeviceWatchOnlyOnOS(t *testing.T) {
 			}
 			t.Fatal("no device watched for logs on the OS's file systems")
 		}
+	}
+}
+
+// TestBlockDeviceWritesReadsAfresh: the reader keeps its stat file open and
+// each call reads the counters as they are then: a write made durable in
+// the directory shows in the next call.
+func TestBlockDeviceWritesReadsAfresh(t *testing.T) {
+	dir := t.TempDir()
+	read, path := blockDeviceWrites(dir)
+	if read == nil {
+		t.Skipf("no block device counters for %s (%s)", dir, path)
+	}
+	before, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 1<<16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Fatalf("%s: %d completed writes and flushes after a durable write, %d before", path, after, before)
 	}
 }
