@@ -114,7 +114,8 @@ func (r *Report) checkTargets(cfg Config) {
 		// Partition changes between two polls may be shrinks the views
 		// never showed (shrunk and re-expanded in between): they count.
 		bad := float64(t.Changes.ISRShrinks + t.Changes.Fencings + t.Changes.Unseen)
-		add("ISR shrinks + fencings without faults (and partition changes between polls)", bad, "== 0", bad == 0)
+		addWhy("ISR shrinks + fencings without faults (and partition changes between polls)", bad, "== 0", bad == 0,
+			func() string { return changesWhy(t) })
 	}
 	// A trial without a figure (writes never resumed within the timeout)
 	// is left out of the percentiles, so they cannot meet a target then.
@@ -262,6 +263,12 @@ func (r *Report) WriteTable(out io.Writer) {
 		messagesLine(w, "full load", t.Messages)
 		c := t.Changes
 		fmt.Fprintf(w, "  cluster changes\t%d ISR shrinks, %d expands, %d leader changes, %d fencings, %d partition changes between two polls (not seen)\n", c.ISRShrinks, c.ISRExpands, c.LeaderChanges, c.Fencings, c.Unseen)
+		for _, why := range t.ChangeReasons {
+			fmt.Fprintf(w, "  why (node logs)\t%s\n", why)
+		}
+		if t.ChangeReasonsMore > 0 {
+			fmt.Fprintf(w, "  why (node logs)\t%d more reasons in the node logs\n", t.ChangeReasonsMore)
+		}
 		if t.FirstError != "" {
 			fmt.Fprintf(w, "  first error\t%s\n", t.FirstError)
 		}

@@ -102,6 +102,7 @@ func combineRounds(rounds []*ThroughputResult) *ThroughputResult {
 	out.ReplicatedMBPerSec = medianOf(mapRounds(rounds, func(t *ThroughputResult) float64 { return t.ReplicatedMBPerSec }))
 	out.ProduceLatency = medianPercentiles(mapRounds(rounds, func(t *ThroughputResult) Percentiles { return t.ProduceLatency }))
 	out.Records, out.Failed, out.Seconds, out.Changes, out.FirstError = 0, 0, 0, Changes{}, ""
+	out.ChangeReasons, out.ChangeReasonsMore = nil, 0
 	var halves []*HalfLoad
 	var consumes []*Consume
 	for _, t := range rounds {
@@ -109,6 +110,14 @@ func combineRounds(rounds []*ThroughputResult) *ThroughputResult {
 		out.Failed += t.Failed
 		out.Seconds += t.Seconds
 		out.Changes = out.Changes.plus(t.Changes)
+		for _, why := range t.ChangeReasons {
+			if len(out.ChangeReasons) < maxChangeReasons {
+				out.ChangeReasons = append(out.ChangeReasons, fmt.Sprintf("round %d: %s", len(out.Rounds)+1, why))
+			} else {
+				out.ChangeReasonsMore++
+			}
+		}
+		out.ChangeReasonsMore += t.ChangeReasonsMore
 		if out.FirstError == "" {
 			out.FirstError = t.FirstError
 		}

@@ -75,3 +75,16 @@ func joinWhy(parts []string) string {
 	}
 	return strings.Join(kept, "; ")
 }
+
+// changesWhy is the first of the reasons the nodes logged for the cluster
+// changes, and how many more there were.
+func changesWhy(t *ThroughputResult) string {
+	if len(t.ChangeReasons) == 0 {
+		return ""
+	}
+	s := t.ChangeReasons[0]
+	if more := len(t.ChangeReasons) - 1 + t.ChangeReasonsMore; more > 0 {
+		s += fmt.Sprintf(" (%d more under cluster changes)", more)
+	}
+	return s
+}

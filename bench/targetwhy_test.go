@@ -68,3 +68,34 @@ func TestMissedTargetWithoutMeasurementsIsTheVerdictAlone(t *testing.T) {
 		t.Errorf("the half-load miss is not the verdict alone:\n%s", out.String())
 	}
 }
+
+// A run with cluster changes names the first reason the nodes logged beside
+// the missed target, and lists them all under the cluster changes.
+func TestMissedChangesTargetGivesTheNodesReason(t *testing.T) {
+	res := roundResult("a", 120, 300, 9, 0)
+	res.Changes = Changes{ISRShrinks: 2, ISRExpands: 1}
+	res.ChangeReasons = []string{"node 2, leading t-4, left follower 1 out of the ISR: 8865 records behind", "node 3, leading t-5, left follower 1 out of the ISR: 10 records behind"}
+	res.ChangeReasonsMore = 1
+	rep := &Report{Throughput: res}
+	rep.checkTargets(DefaultConfig())
+	var found bool
+	for _, tc := range rep.Targets {
+		if !strings.HasPrefix(tc.Name, "ISR shrinks + fencings") {
+			continue
+		}
+		found = true
+		if want := "node 2, leading t-4, left follower 1 out of the ISR: 8865 records behind (2 more under cluster changes)"; tc.Met || tc.Why != want {
+			t.Errorf("met %v, why %q; want missed, %q", tc.Met, tc.Why, want)
+		}
+	}
+	if !found {
+		t.Fatal("no ISR shrink target")
+	}
+	var out bytes.Buffer
+	rep.WriteTable(&out)
+	for _, want := range []string{"why (node logs)  node 3, leading t-5", "why (node logs)  1 more reasons in the node logs"} {
+		if !strings.Contains(regexp.MustCompile(` {2,}`).ReplaceAllString(out.String(), "  "), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -65,6 +65,11 @@ type ThroughputResult struct {
 	QUICLoss       *QUICLoss   `json:"quic_loss,omitempty"` // during the full-load run (local cluster)
 	Messages       *Messages   `json:"messages,omitempty"`  // during the full-load run (local cluster)
 	FirstError     string      `json:"first_error,omitempty"`
+	// ChangeReasons is why the cluster changed, from the local nodes' logs
+	// (changereasons.go), and ChangeReasonsMore how many more reasons
+	// they gave.
+	ChangeReasons     []string `json:"cluster_change_reasons,omitempty"`
+	ChangeReasonsMore int      `json:"cluster_change_reasons_more,omitempty"`
 	// Rounds is each round's figures with --rounds N > 1; the figures above
 	// are then their medians (combineRounds says which are medians).
 	Rounds []ThroughputRound `json:"rounds,omitempty"`
@@ -160,6 +165,7 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 	defer ps.close()
 
 	// Full load.
+	marks := r.logMarks()
 	phase, err := r.startPhase(ctx, r.roundPrefix(), tc.Duration)
 	if err != nil {
 		return nil, err
@@ -210,6 +216,9 @@ func (r *runner) runThroughput(ctx context.Context) (*ThroughputResult, error) {
 		res.HalfLoad = h
 	}
 	res.Changes = w.changes(full.start, time.Now())
+	if c := res.Changes; c.ISRShrinks+c.Fencings+c.Unseen > 0 {
+		res.ChangeReasons, res.ChangeReasonsMore = r.changeReasonsSince(marks)
+	}
 	return res, nil
 }
 
