@@ -67,8 +67,7 @@ func changeReasons(logs map[int32][]byte) (reasons []string, more int) {
 	for _, id := range ids {
 		sc := bufio.NewScanner(bytes.NewReader(logs[id]))
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			r := changeReason(id, sc.Bytes())
+		add := func(r string) {
 			switch {
 			case r == "":
 			case len(reasons) < maxChangeReasons:
@@ -76,6 +75,12 @@ func changeReasons(logs map[int32][]byte) (reasons []string, more int) {
 			default:
 				more++
 			}
+		}
+		for sc.Scan() {
+			add(changeReason(id, sc.Bytes()))
+		}
+		if err := sc.Err(); err != nil { // a line over 1 MiB: the rest is unread
+			add(fmt.Sprintf("node %d: its log was not read to the end: %v", id, err))
 		}
 	}
 	return reasons, more

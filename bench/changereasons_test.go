@@ -84,3 +84,12 @@ func TestCombineRoundsKeepsTheChangeReasons(t *testing.T) {
 		t.Fatalf("reasons %q, %d more; want %q, 3 more", got.ChangeReasons, got.ChangeReasonsMore, want)
 	}
 }
+
+// A log the scanner cannot read to the end says so among the reasons.
+func TestChangeReasonsSayWhenALogIsUnread(t *testing.T) {
+	long := "time=x level=INFO msg=\"" + strings.Repeat("x", 2<<20) + "\"\n"
+	got, _ := changeReasons(map[int32][]byte{1: []byte(shrinkLine + "\n" + long + shrinkLine + "\n")})
+	if len(got) != 2 || !strings.HasPrefix(got[0], "node 1, leading") || !strings.HasPrefix(got[1], "node 1: its log was not read to the end") {
+		t.Fatalf("reasons %q", got)
+	}
+}
