@@ -79,6 +79,7 @@ func (n *Node) writeMetrics(w *metrics.Writer) {
 	w.Counter("paymentlog_quic_packets_lost_total", "QUIC packets declared lost by this side (kernel or quic-go drops, reordering); their frames were sent again.", ts.PacketsLost)
 	w.Counter("paymentlog_quic_bytes_sent_total", "QUIC bytes sent.", ts.BytesSent)
 	w.Counter("paymentlog_quic_ports_closed_total", "ICMP port-unreachable errors this node's datagrams drew: a peer's process gone while its host is up (read only on Linux).", ts.PortsClosed)
+	w.Counter("paymentlog_quic_poll_error_reads_total", "Socket reads Go's poller failed after an ICMP error alone woke it (Linux only); each is made past the poller, waiting up to 20 ms for a datagram.", ts.PollErrorReads)
 	w.Counter("paymentlog_quic_send_drops_total", "Datagrams (single ones or GSO trains) this host dropped on their way out, for a full qdisc or device queue (ENOBUFS; read only on Linux): lost packets, sent again by QUIC's loss recovery.", ts.SendDrops)
 	w.Counter("paymentlog_quic_peer_gone_closes_total", "Connections closed because a response was overdue and the peer's port was found closed since its last packet (its process is gone; Linux only): the calls on them failed at once instead of at the idle timeout.", ts.PeersGone)
 	w.Counter("paymentlog_quic_dials_refused_total", "Dials that failed at once because the peer's host refused them (ICMP port unreachable: no process listens there; Linux only).", ts.DialsRefused)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -242,9 +243,9 @@ func (c *notPollable) Read(f func(uintptr) bool) error {
 	return c.RawConn.Read(f)
 }
 
-// A read the poller fails after an ICMP error alone woke it is made again
-// once the socket has another event, instead of reaching quic-go (which
-// would close the transport).
+// A read the poller fails after an ICMP error alone woke it is made past
+// the poller, instead of reaching quic-go (which would close the
+// transport): a datagram already there is read at once.
 func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
 	udp, pc, gro, err := listenUDP("127.0.0.1:0", &closedPorts{}, quietLogger())
 	if err != nil {
@@ -270,11 +271,66 @@ func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
 	if err != nil || n != 1 || string(ms[0].Buffers[0][:ms[0].N]) != "after" {
 		t.Fatalf("read after the poller failed it = %d, %v", n, err)
 	}
-	if got := g.recv.pollErrs.Load(); got != 3 {
-		t.Fatalf("%d reads failed by the poller counted, want 3", got)
+	if got := g.recv.pollErrs.Load(); got != 1 {
+		t.Fatalf("%d reads failed by the poller counted, want 1 (the datagram read past it)", got)
+	}
+	if got := g.pollErrorReads(); got != 1 {
+		t.Fatalf("the socket reports %d reads failed by the poller (Stats), want 1", got)
 	}
 	udp.Close()
 	if _, err := g.ReadBatch(ms, 0); err == nil {
 		t.Fatal("a read of a closed socket succeeded")
+	}
+}
+
+// While the poller keeps failing reads, a datagram that arrives later is
+// still read, as soon as poll(2) sees it: the reader used to sleep up to
+// 20 ms between tries and read only once the poller had the socket's next
+// event, so every peer's packets waited.
+func TestDatagramArrivingWhileThePollerFailsIsRead(t *testing.T) {
+	udp, pc, gro, err := listenUDP("127.0.0.1:0", &closedPorts{}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	if !gro {
+		t.Skip("kernel without UDP_GRO")
+	}
+	g := pc.(*groConn)
+	if g.recv == nil || g.recv.errq == nil {
+		t.Fatal("the socket's ICMP errors are not read")
+	}
+	np := &notPollable{RawConn: g.recv.raw}
+	np.left.Store(1 << 30) // the poller never recovers
+	g.recv.raw = np
+	type result struct {
+		n   int
+		err error
+	}
+	ms := []ipv4.Message{{Buffers: [][]byte{make([]byte, 1500)}, OOB: make([]byte, 128)}}
+	done := make(chan result, 1)
+	go func() {
+		n, err := g.ReadBatch(ms, 0)
+		done <- result{n, err}
+	}()
+	// The reader waits past the poller before the datagram comes.
+	deadline := time.Now().Add(10 * time.Second)
+	for g.recv.pollErrs.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader never waited past the poller")
+		}
+		runtime.Gosched()
+	}
+	peer := rawPeer(t, net.IPv4(127, 0, 0, 1))
+	if _, err := peer.WriteToUDP([]byte("later"), udp.LocalAddr().(*net.UDPAddr)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.n != 1 || string(ms[0].Buffers[0][:ms[0].N]) != "later" {
+			t.Fatalf("read while the poller fails = %d, %v", r.n, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a datagram that arrived while the poller failed reads was never read")
 	}
 }

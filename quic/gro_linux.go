@@ -77,6 +77,15 @@ func (g *groConn) sendDrops() uint64 {
 	return g.send.drops.Load()
 }
 
+// pollErrorReads counts the reads the poller failed after an ICMP error
+// alone woke it (rawReceiver.pollErrs; Stats).
+func (g *groConn) pollErrorReads() uint64 {
+	if g.recv == nil {
+		return 0
+	}
+	return g.recv.pollErrs.Load()
+}
+
 // withGRO turns on UDP_GRO and returns the socket wrapped for quic-go, or
 // the socket itself when the kernel refuses (older than 5.0). With the raw
 // sender and receiver in place it also reads ICMP errors into closed

@@ -228,8 +228,23 @@ type rawReceiver struct {
 	pollErrs atomic.Uint64
 }
 
-// maxPollErrWait bounds the wait between reads the poller fails.
+// maxPollErrWait bounds a wait for a datagram past the poller, between
+// reads the poller fails.
 const maxPollErrWait = 20 * time.Millisecond
+
+// waitReadable waits up to d for fd to have a datagram or an error (poll
+// with POLLIN), and reports whether it has one. A blocking system call the
+// scheduler's way: it is made only after the poller failed a read.
+func waitReadable(fd uintptr, d time.Duration) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(pfd, int(d/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
 
 // pollEventErr reports whether err is the Go poller's "not pollable"
 // (internal/poll.ErrNotPollable, not exported). When an epoll wakeup for
@@ -303,13 +318,27 @@ func (r *rawReceiver) read(msgs []ipv4.Message) (int, error) {
 		}
 	}
 	err := r.raw.Read(read)
-	for wait := time.Millisecond; err != nil && r.errq != nil && pollEventErr(err); wait = min(2*wait, maxPollErrWait) {
-		// An ICMP error alone woke the poller: read the error queue and
-		// wait for the socket's next event (a datagram, or room to send).
+	for err != nil && r.errq != nil && pollEventErr(err) {
+		// An ICMP error alone woke the poller, which now fails every read
+		// until the socket's next event reaches it. Read the error queue,
+		// then the socket itself, past the poller: what is there, or
+		// what arrives within maxPollErrWait (poll(2) wakes at once).
 		r.pollErrs.Add(1)
-		r.raw.Control(func(fd uintptr) { r.errq.drain(fd) })
-		time.Sleep(wait)
-		err = r.raw.Read(read)
+		got := false
+		cerr := r.raw.Control(func(fd uintptr) {
+			r.errq.drain(fd)
+			if got = read(fd); !got && waitReadable(fd, maxPollErrWait) {
+				got = read(fd)
+			}
+		})
+		switch {
+		case cerr != nil: // closed
+			err = cerr
+		case got:
+			err = nil
+		default:
+			err = r.raw.Read(read)
+		}
 	}
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("recvmmsg", errno)

@@ -36,11 +36,18 @@ type TransportStats struct {
 	// Both read only on Linux.
 	PeersGone    uint64
 	DialsRefused uint64
+	// PollErrorReads counts the socket reads Go's poller failed after an
+	// ICMP error alone woke it, each then made past the poller (read only
+	// on Linux; rawReceiver.pollErrs).
+	PollErrorReads uint64
 }
 
-// sendDropper is the endpoint's socket when it counts send drops
-// (groConn on Linux).
-type sendDropper interface{ sendDrops() uint64 }
+// sendDropper is the endpoint's socket when it counts send drops and
+// reads failed by the poller (groConn on Linux).
+type sendDropper interface {
+	sendDrops() uint64
+	pollErrorReads() uint64
+}
 
 // connStats keeps the live connections and the totals of closed ones.
 type connStats struct {
@@ -95,7 +102,7 @@ func (e *Endpoint) Stats() TransportStats {
 		st.PortsClosed = e.closed.found.Load()
 	}
 	if d, ok := e.tr.Conn.(sendDropper); ok {
-		st.SendDrops = d.sendDrops()
+		st.SendDrops, st.PollErrorReads = d.sendDrops(), d.pollErrorReads()
 	}
 	return st
 }
