@@ -243,15 +243,15 @@ func (c *notPollable) Read(f func(uintptr) bool) error {
 	return c.RawConn.Read(f)
 }
 
-// A read the poller fails after an ICMP error alone woke it is made past
-// the poller, instead of reaching quic-go (which would close the
-// transport): a datagram already there is read at once.
-func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
+// notPollableSocket is an endpoint socket (closed at the test's end) whose
+// poller fails its first n reads as after an error-only wakeup (notPollable).
+func notPollableSocket(t *testing.T, n int32) (*net.UDPConn, *groConn) {
+	t.Helper()
 	udp, pc, gro, err := listenUDP("127.0.0.1:0", &closedPorts{}, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer udp.Close()
+	t.Cleanup(func() { udp.Close() })
 	if !gro {
 		t.Skip("kernel without UDP_GRO")
 	}
@@ -260,8 +260,16 @@ func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
 		t.Fatal("the socket's ICMP errors are not read")
 	}
 	np := &notPollable{RawConn: g.recv.raw}
-	np.left.Store(3)
+	np.left.Store(n)
 	g.recv.raw = np
+	return udp, g
+}
+
+// A read the poller fails after an ICMP error alone woke it is made past
+// the poller, instead of reaching quic-go (which would close the
+// transport): a datagram already there is read at once.
+func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
+	udp, g := notPollableSocket(t, 3)
 	peer := rawPeer(t, net.IPv4(127, 0, 0, 1))
 	if _, err := peer.WriteToUDP([]byte("after"), udp.LocalAddr().(*net.UDPAddr)); err != nil {
 		t.Fatal(err)
@@ -288,21 +296,7 @@ func TestReadFailedByAnErrorWakeupIsMadeAgain(t *testing.T) {
 // 20 ms between tries and read only once the poller had the socket's next
 // event, so every peer's packets waited.
 func TestDatagramArrivingWhileThePollerFailsIsRead(t *testing.T) {
-	udp, pc, gro, err := listenUDP("127.0.0.1:0", &closedPorts{}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer udp.Close()
-	if !gro {
-		t.Skip("kernel without UDP_GRO")
-	}
-	g := pc.(*groConn)
-	if g.recv == nil || g.recv.errq == nil {
-		t.Fatal("the socket's ICMP errors are not read")
-	}
-	np := &notPollable{RawConn: g.recv.raw}
-	np.left.Store(1 << 30) // the poller never recovers
-	g.recv.raw = np
+	udp, g := notPollableSocket(t, 1<<30) // the poller never recovers
 	type result struct {
 		n   int
 		err error
