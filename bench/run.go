@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"paymentlog/client"
@@ -72,6 +73,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			fail("transport", err)
 		} else {
 			rep.Transport = &t
+		}
+	}
+	if rf := cfg.Throughput.ReplicationFactor; rep.Transport != nil && rf > 0 && ctx.Err() == nil {
+		bar := r.progress.steps("transport at the target", cfg.Transport.Rounds, "rounds")
+		at, err := runTransportAtTarget(ctx, cfg.Transport, rep.Transport.MBPerSec, rf, runtime.NumCPU(), func(done, _ int) { bar.step(done) })
+		bar.done()
+		if err != nil {
+			fail("transport at the target", err)
+		} else {
+			rep.Transport.AtTarget = &at
 		}
 	}
 

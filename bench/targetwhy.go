@@ -40,6 +40,24 @@ func throughputWhy(t *ThroughputResult, cpus int) string {
 	return joinWhy(parts)
 }
 
+// shareWhy is throughputWhy and, when measured, what the transport alone
+// took at the target share (transport_target.go), what that leaves per
+// payload MB, and what this run spent per payload MB beyond what the
+// transport alone would take to move it.
+func shareWhy(t *ThroughputResult, tr *TransportResult, cpus int) string {
+	parts := []string{throughputWhy(t, cpus)}
+	if tr == nil || tr.AtTarget == nil {
+		return joinWhy(parts)
+	}
+	a := tr.AtTarget
+	s := "at the target " + a.summary()
+	if spent := t.NodeCPUMsPerMB + t.BenchCPUMsPerMB; spent > 0 && a.CPUMsPerMB > 0 {
+		moving := float64(a.Connections) * a.CPUMsPerMB
+		s += fmt.Sprintf("; this run spent %.1f ms per payload MB on it (nodes + bench beyond %d × %.2f ms)", spent-moving, a.Connections, a.CPUMsPerMB)
+	}
+	return joinWhy(append(parts, s))
+}
+
 // halfLoadWhy is the paced run's CPU use and the p99 of the stages its
 // latency splits into (the batch queue includes the linger).
 func halfLoadWhy(h *HalfLoad, linger time.Duration, cpus int) string {

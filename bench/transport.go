@@ -40,6 +40,9 @@ type TransportResult struct {
 	Cipher     string    `json:"cipher"`
 	// ReceiveOffload: the sockets read coalesced packet trains (UDP_GRO), as the nodes' do.
 	ReceiveOffload bool `json:"receive_offload"`
+	// AtTarget is the transport moving a cluster's bytes at the target
+	// share, alone (transport_target.go).
+	AtTarget *TransportAtTarget `json:"at_target,omitempty"`
 }
 
 // The same flow-control windows as package quic (quic/tuning.go), so the
@@ -59,43 +62,22 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 	if err != nil {
 		return res, err
 	}
-	qc := &qgo.Config{
-		MaxIdleTimeout:                 10 * time.Second,
-		InitialStreamReceiveWindow:     rawInitialStreamWindow,
-		MaxStreamReceiveWindow:         rawMaxStreamWindow,
-		InitialConnectionReceiveWindow: rawInitialConnWindow,
-		MaxConnectionReceiveWindow:     rawMaxConnWindow,
-		MaxIncomingStreams:             int64(cfg.Streams) + 10,
-	}
-	// Both sockets are set up as the nodes' are (buffers, receive offload).
-	srvPC, gro, err := plquic.ListenPacket("127.0.0.1:0", nil)
+	qc := rawQUICConfig(cfg.Streams)
+	ep, err := newRawEndpoints(srvTLS, qc)
 	if err != nil {
-		return res, fmt.Errorf("bench: transport: %w", err)
+		return res, err
 	}
-	defer srvPC.Close()
-	cliPC, _, err := plquic.ListenPacket("127.0.0.1:0", nil)
-	if err != nil {
-		return res, fmt.Errorf("bench: transport: %w", err)
-	}
-	defer cliPC.Close()
-	srvTr, cliTr := &qgo.Transport{Conn: srvPC}, &qgo.Transport{Conn: cliPC}
-	defer srvTr.Close()
-	defer cliTr.Close()
-	res.ReceiveOffload = gro
-	ln, err := srvTr.Listen(srvTLS, qc)
-	if err != nil {
-		return res, fmt.Errorf("bench: transport: listen: %w", err)
-	}
-	defer ln.Close()
+	defer ep.close()
+	res.ReceiveOffload = ep.gro
 	// A short warm-up round, discarded: the first connection pays for socket
 	// buffer growth and congestion-window discovery.
 	warm := cfg
 	warm.Duration = min(cfg.Duration, 300*time.Millisecond)
-	if _, err := rawRound(ctx, ln, cliTr, cliTLS, qc, warm); err != nil {
+	if _, err := rawRound(ctx, ep.ln, ep.cli, cliTLS, qc, warm); err != nil {
 		return res, err
 	}
 	for r := range cfg.Rounds {
-		round, err := rawRound(ctx, ln, cliTr, cliTLS, qc, cfg)
+		round, err := rawRound(ctx, ep.ln, ep.cli, cliTLS, qc, cfg)
 		if err != nil {
 			return res, err
 		}
@@ -113,6 +95,19 @@ func runTransport(ctx context.Context, cfg TransportConfig, progress func(done, 
 		res.CPUMsPerMB = medianOf(res.CPURounds)
 	}
 	return res, nil
+}
+
+// rawQUICConfig is the raw connections' QUIC configuration, for streams
+// streams on a connection.
+func rawQUICConfig(streams int) *qgo.Config {
+	return &qgo.Config{
+		MaxIdleTimeout:                 10 * time.Second,
+		InitialStreamReceiveWindow:     rawInitialStreamWindow,
+		MaxStreamReceiveWindow:         rawMaxStreamWindow,
+		InitialConnectionReceiveWindow: rawInitialConnWindow,
+		MaxConnectionReceiveWindow:     rawMaxConnWindow,
+		MaxIncomingStreams:             int64(streams) + 10,
+	}
 }
 
 // rawRoundResult is one round's throughput, the CPU it cost and the cipher.
@@ -147,24 +142,15 @@ func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := conn.OpenStreamSync(ctx)
-			if err != nil {
+			if err := rawWrite(ctx, conn, chunk, start, stop, 0); err != nil {
 				errs <- err
-				return
 			}
-			for time.Now().Before(stop) {
-				if _, err := s.Write(chunk); err != nil {
-					errs <- err
-					return
-				}
-			}
-			s.Close()
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		return rawRoundResult{}, fmt.Errorf("bench: transport: write: %w", err)
+		return rawRoundResult{}, err
 	}
 	if err := <-srvDone; err != nil {
 		return rawRoundResult{}, err
@@ -174,6 +160,74 @@ func rawRound(ctx context.Context, ln *qgo.Listener, tr *qgo.Transport, cliTLS *
 		out.cpuMsPerMB = 1000 * cpu / mb
 	}
 	return out, nil
+}
+
+// rawWrite opens a stream on conn and writes chunk on it until stop, then
+// closes it. With pace > 0 it writes at most pace bytes a second since
+// start (ahead of that by a whole millisecond, it sleeps); with 0, as fast
+// as the stream takes them.
+func rawWrite(ctx context.Context, conn *qgo.Conn, chunk []byte, start, stop time.Time, pace float64) error {
+	s, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return fmt.Errorf("bench: transport: open stream: %w", err)
+	}
+	sent := 0
+	for now := time.Now(); now.Before(stop); now = time.Now() {
+		if pace > 0 {
+			due := start.Add(time.Duration(float64(sent) / pace * float64(time.Second)))
+			if ahead := due.Sub(now); ahead >= time.Millisecond {
+				time.Sleep(ahead)
+				continue
+			}
+		}
+		if _, err := s.Write(chunk); err != nil {
+			return fmt.Errorf("bench: transport: write: %w", err)
+		}
+		sent += len(chunk)
+	}
+	return s.Close()
+}
+
+// rawEndpoints is a server and a client socket, set up as the nodes' are
+// (buffers, receive offload), with a QUIC transport and a listener on the
+// server's.
+type rawEndpoints struct {
+	ln      *qgo.Listener
+	cli     *qgo.Transport
+	gro     bool // the server's socket reads coalesced packet trains
+	closers []io.Closer
+}
+
+func newRawEndpoints(srvTLS *tls.Config, qc *qgo.Config) (*rawEndpoints, error) {
+	ep := &rawEndpoints{}
+	srvPC, gro, err := plquic.ListenPacket("127.0.0.1:0", nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: transport: %w", err)
+	}
+	ep.gro = gro
+	ep.closers = append(ep.closers, srvPC)
+	cliPC, _, err := plquic.ListenPacket("127.0.0.1:0", nil)
+	if err != nil {
+		ep.close()
+		return nil, fmt.Errorf("bench: transport: %w", err)
+	}
+	ep.closers = append(ep.closers, cliPC)
+	srvTr := &qgo.Transport{Conn: srvPC}
+	ep.cli = &qgo.Transport{Conn: cliPC}
+	ep.closers = append(ep.closers, srvTr, ep.cli)
+	if ep.ln, err = srvTr.Listen(srvTLS, qc); err != nil {
+		ep.close()
+		return nil, fmt.Errorf("bench: transport: listen: %w", err)
+	}
+	ep.closers = append(ep.closers, ep.ln)
+	return ep, nil
+}
+
+// close closes what newRawEndpoints opened, the last opened first.
+func (ep *rawEndpoints) close() {
+	for i := len(ep.closers) - 1; i >= 0; i-- {
+		ep.closers[i].Close()
+	}
 }
 
 // rawServe accepts one connection and n streams and discards everything
