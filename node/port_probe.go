@@ -6,6 +6,7 @@ import (
 
 	"paymentlog/internal/portprobe"
 	"paymentlog/quic"
+	"paymentlog/raftnode"
 )
 
 // portProbe is the active controller's probe of a silent broker's port
@@ -50,12 +51,23 @@ func portProbeAfter(cfg Config) time.Duration {
 	return max(cfg.PortProbeAfter, cfg.HeartbeatInterval+cfg.HeartbeatInterval/2)
 }
 
-// leaderProbeTicks is --port-probe-after in raft ticks, rounded up: the
-// silence after which a metadata follower probes its raft leader's port
-// (raftnode.Config.LeaderProbeTicks; at least 1).
+// leaderProbeTicks is the silence, in raft ticks, after which a metadata
+// follower probes its raft leader's port (raftnode.Config.LeaderProbeTicks):
+// leaderSilenceTicks, or --port-probe-after in raft ticks (rounded up) when
+// that is shorter; at least 1.
 func leaderProbeTicks(cfg Config) int {
 	if cfg.RaftTick <= 0 || cfg.PortProbeAfter <= 0 {
 		return 0
 	}
-	return max(int((cfg.PortProbeAfter+cfg.RaftTick-1)/cfg.RaftTick), 1)
+	return max(min(int((cfg.PortProbeAfter+cfg.RaftTick-1)/cfg.RaftTick), leaderSilenceTicks), 1)
 }
+
+// leaderSilenceTicks is 1.5 of a raft leader's heartbeat intervals, rounded
+// up to whole ticks: the raft leader heartbeats every tick (raftnode's
+// HeartbeatTicks, 1), so one heartbeat is missing after 2 ticks of silence,
+// as one of a broker's is after --port-probe-after (1.5 broker heartbeat
+// intervals). It used to wait --port-probe-after (3 ticks of 25 ms): a
+// killed raft leader that was also a partition's leader kept that
+// partition unwritable 25 ms longer, at a cost of one probe of a port that
+// is open when a heartbeat is merely late (a probe acts only on a refusal).
+const leaderSilenceTicks = (3*raftnode.DefaultHeartbeatTicks + 1) / 2
