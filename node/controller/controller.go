@@ -252,8 +252,10 @@ func (c *Controller) Run(ctx context.Context) error {
 		ticks = t.C
 	}
 	// With the real clock and ticker, a timer also fires at the earliest
-	// broker session deadline: a dead broker is fenced when its session
-	// runs out, not up to a CheckInterval later.
+	// broker session deadline, and when a broker has been silent for
+	// ProbeAfter: a dead broker is fenced when its session runs out, and
+	// probed when its silence is long enough, not up to a CheckInterval
+	// later.
 	var expiry *time.Timer
 	var expiryC <-chan time.Time
 	if c.cfg.Ticks == nil && c.cfg.realClock {
@@ -284,6 +286,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-expiryC:
 			if c.checkLeadership(ctx) {
 				c.checkSessions(ctx)
+				c.probeSilent(ctx)
 			}
 		case <-c.fenceKick:
 			if c.checkLeadership(ctx) {
@@ -296,25 +299,35 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // untilExpiry is how long until just after the earliest session deadline
-// of an unfenced broker (an hour while inactive or with none). Heartbeats
-// move deadlines on outside the loop, so the timer may fire at a deadline
-// that has moved since: that check finds nothing and the loop re-arms. A
-// deadline that a check has already seen is left to the periodic checks,
-// so the timer can never fire over and over for one (a fence that fails
-// deactivates this controller, and reactivation gives fresh grace, but the
-// timer does not rely on that). Loop only.
+// of an unfenced broker, or until the next broker to be probed has been
+// silent for ProbeAfter, whichever comes first (an hour while inactive or
+// with neither). Heartbeats move deadlines on outside the loop, so the
+// timer may fire at a deadline that has moved since: that check finds
+// nothing and the loop re-arms. A deadline that a check has already seen,
+// and a broker already silent for ProbeAfter, are left to the periodic
+// checks, so the timer can never fire over and over for one (a fence that
+// fails deactivates this controller, and reactivation gives fresh grace,
+// but the timer does not rely on that). Loop only.
 func (c *Controller) untilExpiry() time.Duration {
 	if !c.active() {
 		return time.Hour
 	}
-	img := c.cfg.Store.Image()
+	img, now := c.cfg.Store.Image(), c.cfg.Now()
 	c.mu.Lock()
 	at := c.mu.sessions.nextDeadline(img)
-	c.mu.Unlock()
-	if at.IsZero() || !at.After(c.lastCheck) {
-		return time.Hour
+	var probe time.Time
+	if c.cfg.Probe != nil {
+		probe = c.mu.sessions.nextProbe(img, now, c.cfg.ProbeAfter, c.cfg.NodeID)
 	}
-	return max(at.Sub(c.cfg.Now())+time.Millisecond, time.Millisecond)
+	c.mu.Unlock()
+	until := time.Hour
+	if !at.IsZero() && at.After(c.lastCheck) {
+		until = max(at.Sub(now)+time.Millisecond, time.Millisecond)
+	}
+	if !probe.IsZero() {
+		until = min(until, max(probe.Sub(now), time.Millisecond))
+	}
+	return until
 }
 
 // failPending answers requests left in the queue when Run ends.

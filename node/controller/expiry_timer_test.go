@@ -36,3 +36,37 @@ func TestSessionExpiryFencesBetweenChecks(t *testing.T) {
 		return ok && b.Fenced
 	})
 }
+
+// With the real clock, a silent broker is probed as soon as it has been
+// silent for ProbeAfter, by the same timer, not at the next periodic check:
+// here the checks are an hour apart and the session 30 s, so only the
+// probe, refused, can fence it in time.
+func TestSilentBrokerIsProbedBetweenChecks(t *testing.T) {
+	store := metadata.NewStore()
+	raft := newFakeRaft(store, 1, 1, 2, 3)
+	ports := newFakePorts()
+	ports.set("127.0.0.1:7104", true)
+	c := New(Config{NodeID: 1, Raft: raft, Store: store, HeartbeatInterval: 20 * time.Millisecond,
+		SessionTimeout: 30 * time.Second, CheckInterval: time.Hour, // real clock and ticker
+		Probe: ports.probe, ProbeAfter: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	ctx := runController(t, c)
+	raft.setLeader(1, 1)
+	waitUntil(t, "node 1 active", c.Active)
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	r := c.Register(rctx, wire.BrokerRegisterRequest{BrokerID: 4, Addr: "127.0.0.1:7104", Incarnation: 1})
+	hb := c.Heartbeat(rctx, wire.BrokerHeartbeatRequest{BrokerID: 4, Incarnation: 1, MetadataOffset: int64(store.Image().Offset())})
+	if r.Err != wire.None || hb.Err != wire.None || hb.Fenced {
+		t.Fatalf("register %v, heartbeat %v fenced=%t", r.Err, hb.Err, hb.Fenced)
+	}
+	// Broker 4 now goes silent, its port closed.
+	start := time.Now()
+	waitUntil(t, "broker 4 probed and fenced without a periodic check", func() bool {
+		b, ok := store.Image().Broker(4)
+		return ok && b.Fenced
+	})
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Fatalf("fenced %v after its heartbeat: before it was silent for ProbeAfter", took)
+	}
+}

@@ -58,6 +58,26 @@ func (s *sessions) silent(img *metadata.Image, now time.Time, after time.Duratio
 	return out
 }
 
+// nextProbe is when the first of the brokers silent hands out next would
+// be silent longer than after, counting only those not yet that silent at
+// now (a broker already past it is probed again at the periodic checks):
+// zero when there is none.
+func (s *sessions) nextProbe(img *metadata.Image, now time.Time, after time.Duration, self int32) time.Time {
+	var at time.Time
+	for _, b := range img.Brokers() {
+		ss, ok := s.m[b.ID]
+		if !ok || b.ID == self || b.Fenced || ss.incarnation != b.Incarnation || ss.probing || !ss.closedAt.IsZero() {
+			continue
+		}
+		// silent hands a broker out once now - heard > after.
+		due := ss.heard.Add(after + time.Millisecond)
+		if due.After(now) && (at.IsZero() || due.Before(at)) {
+			at = due
+		}
+	}
+	return at
+}
+
 // backdate counts broker id as heard last at at, when that is earlier than
 // its heard: silent for longer than this controller has been listening.
 func (s *sessions) backdate(id int32, at time.Time) {

@@ -326,3 +326,38 @@ func TestPortRefusedByRaftFencesThePreviousControllersBroker(t *testing.T) {
 		})
 	}
 }
+
+// nextProbe is when the next broker becomes silent for long enough to be
+// probed: none for the controller's own broker, one being probed, one whose
+// port was found closed, or one already past it (the periodic checks
+// probe that one again).
+func TestNextProbe(t *testing.T) {
+	img := sessionsImage(t) // broker 2, unfenced
+	now := time.Unix(1000, 0)
+	after := 75 * time.Millisecond
+	s := newSessions(time.Second)
+	if at := s.nextProbe(img, now, after, 1); !at.IsZero() {
+		t.Fatalf("no session yet: %v", at)
+	}
+	s.touch(2, 1, now)
+	want := now.Add(after + time.Millisecond)
+	if at := s.nextProbe(img, now, after, 1); !at.Equal(want) {
+		t.Fatalf("after a heartbeat: %v, want %v", at, want)
+	}
+	if at := s.nextProbe(img, now, after, 2); !at.IsZero() {
+		t.Fatalf("the controller's own broker: %v", at)
+	}
+	if at := s.nextProbe(img, want, after, 1); !at.IsZero() {
+		t.Fatalf("already silent for long enough: %v", at)
+	}
+	if got := s.silent(img, want, after, 1); len(got) != 1 {
+		t.Fatalf("silent at the time nextProbe gave: %v", got)
+	}
+	if at := s.nextProbe(img, now, after, 1); !at.IsZero() {
+		t.Fatalf("a probe in flight: %v", at)
+	}
+	s.probed(2, 1, want, portprobe.Closed, want)
+	if at := s.nextProbe(img, now, after, 1); !at.IsZero() {
+		t.Fatalf("port found closed: %v", at)
+	}
+}
