@@ -278,7 +278,13 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-c.cfg.Raft.LeaderChanges():
-			c.checkLeadership(ctx)
+			if c.checkLeadership(ctx) {
+				// A tenure that begins here checks at once, not at the
+				// next tick: the replaced controller's broker, its port
+				// found closed by this node's raft, is fenced now.
+				c.checkSessions(ctx)
+				c.probeSilent(ctx)
+			}
 		case <-ticks:
 			if c.checkLeadership(ctx) {
 				c.tick(ctx)

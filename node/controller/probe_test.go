@@ -327,6 +327,19 @@ func TestPortRefusedByRaftFencesThePreviousControllersBroker(t *testing.T) {
 	}
 }
 
+// A new tenure that begins on a raft leader change checks at once: the
+// replaced controller's broker, whose port this node's raft found closed,
+// is fenced without waiting for the next periodic check (no tick here).
+func TestPortRefusedByRaftFencesAtTheNewTenuresStart(t *testing.T) {
+	h := prevControllerHarness(t, newFakePorts())
+	h.c.PortRefused(2, h.clock.Now().Add(-10*time.Millisecond))
+	h.raft.setLeader(1, 2)
+	waitUntil(t, "the previous controller's broker fenced without a tick", func() bool { return h.fenced(2) })
+	if h.fenced(3) {
+		t.Fatal("broker 3 fenced")
+	}
+}
+
 // nextProbe is when the next broker becomes silent for long enough to be
 // probed: none for the controller's own broker, one being probed, one whose
 // port was found closed, or one already past it (the periodic checks
