@@ -67,24 +67,23 @@ func runTransportAtTarget(ctx context.Context, cfg TransportConfig, rawMBPerSec 
 		return res, err
 	}
 	qc := rawQUICConfig(1)
-	eps := make([]*rawEndpoints, rf)
-	for i := range eps {
-		if eps[i], err = newRawEndpoints(srvTLS, qc); err != nil {
-			for _, ep := range eps[:i] {
-				ep.close()
-			}
-			return res, err
-		}
-	}
+	var eps []*rawEndpoints
 	defer func() {
 		for _, ep := range eps {
 			ep.close()
 		}
 	}()
+	for range rf {
+		ep, err := newRawEndpoints(srvTLS, qc)
+		if err != nil {
+			return res, err
+		}
+		eps = append(eps, ep)
+	}
 	pace := res.PaceMBPerSec * 1e6
 	var mbs, perMB []float64
 	for r := range cfg.Rounds {
-		round, err := pacedRound(ctx, eps, cliTLS, cfg, pace)
+		round, err := pacedRound(ctx, eps, cliTLS, qc, cfg, pace)
 		if err != nil {
 			return res, err
 		}
@@ -121,10 +120,9 @@ type pacedRoundResult struct {
 // pacedRound dials every endpoint pair once and writes one stream on each,
 // paced at pace bytes a second, for cfg.Duration; it measures from the
 // first write to the last byte read.
-func pacedRound(ctx context.Context, eps []*rawEndpoints, cliTLS *tls.Config, cfg TransportConfig, pace float64) (pacedRoundResult, error) {
+func pacedRound(ctx context.Context, eps []*rawEndpoints, cliTLS *tls.Config, qc *qgo.Config, cfg TransportConfig, pace float64) (pacedRoundResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+30*time.Second)
 	defer cancel()
-	qc := rawQUICConfig(1)
 	var received atomic.Int64
 	srvDone := make(chan error, len(eps))
 	for _, ep := range eps {
